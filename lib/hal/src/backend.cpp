@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cxlpool/hal/backend.hpp"
+
+namespace cxlpool::hal {
+
+const char* backend_state_name(BackendState state) {
+  switch (state) {
+    case BackendState::kAvailable: return "available";
+    case BackendState::kNotCompiled: return "not compiled";
+    case BackendState::kNotPresent: return "not present";
+    case BackendState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+}  // namespace cxlpool::hal

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+// Control-socket messages. One SOCK_SEQPACKET datagram carries exactly one
+// message: a fixed 16-byte header followed by a typed payload. All integers are
+// little-endian; strings and lists carry explicit lengths. docs/protocol.md is
+// the normative description; this header and codec.cpp implement it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+
+namespace cxlpool::proto {
+
+inline constexpr uint32_t kMagic = 0x504c5843;  // "CXLP" as little-endian bytes
+inline constexpr uint16_t kVersionMin = 1;
+inline constexpr uint16_t kVersionMax = 1;
+inline constexpr size_t kHeaderSize = 16;
+inline constexpr size_t kMaxMessageSize = 64 * 1024;  // header + payload
+inline constexpr size_t kMaxNameLength = 200;         // named regions
+inline constexpr size_t kMaxClientNameLength = 64;
+inline constexpr size_t kMaxErrorMessageLength = 1024;
+inline constexpr size_t kMaxStringLength = 4096;      // any other string field
+inline constexpr size_t kMaxListEntries = 1024;       // any list in a reply
+
+enum class MsgType : uint16_t {
+  kHello = 1,
+  kHelloReply = 2,
+  kError = 3,
+  kOk = 4,
+  kStatus = 10,
+  kStatusReply = 11,
+  kTiers = 12,
+  kTiersReply = 13,
+  kRegionAlloc = 20,
+  kRegionReply = 21,  // carries the region's fd in SCM_RIGHTS
+  kRegionFree = 22,
+  kNamedCreate = 23,
+  kNamedOpen = 24,
+  kNamedUnlink = 25,
+  kRegions = 26,
+  kRegionsReply = 27,
+  kRegionMigrate = 28,
+  kMigrateReply = 29,
+  kClients = 30,
+  kClientsReply = 31,
+  kStats = 32,
+  kStatsReply = 33,
+  kBackends = 34,
+  kBackendsReply = 35,
+};
+
+struct Header {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersionMax;
+  uint16_t type = 0;
+  uint32_t request_id = 0;
+  uint32_t payload_length = 0;
+};
+
+enum class TierKind : uint8_t { kDram = 0, kCxl = 1, kEmulated = 2 };
+enum class RegionKind : uint8_t { kLeased = 0, kNamed = 1 };
+enum class BackendState : uint8_t { kAvailable = 0, kNotCompiled = 1, kNotPresent = 2, kFailed = 3 };
+
+// RegionAlloc / NamedCreate flags.
+inline constexpr uint32_t kAllocHugetlb = 1u << 0;   // back with MFD_HUGETLB pages
+inline constexpr uint32_t kAllocPopulate = 1u << 1;  // fault in and verify every page now
+inline constexpr uint32_t kAllocKnownFlags = kAllocHugetlb | kAllocPopulate;
+// NamedOpen flags.
+inline constexpr uint32_t kOpenWritable = 1u << 0;
+inline constexpr uint32_t kOpenKnownFlags = kOpenWritable;
+// RegionReply flags.
+inline constexpr uint32_t kRegionWritable = 1u << 0;
+inline constexpr uint32_t kRegionHugetlb = 1u << 1;
+inline constexpr uint32_t kRegionKnownFlags = kRegionWritable | kRegionHugetlb;
+// Named region mode: permission bits only (like chmod, no setuid/sticky).
+inline constexpr uint32_t kModeMask = 0777;
+
+struct Hello {
+  uint16_t min_version = kVersionMin;
+  uint16_t max_version = kVersionMax;
+  std::string client_name;  // ≤ kMaxClientNameLength, shown by `cxlpoolctl clients`
+};
+struct HelloReply {
+  uint16_t version = kVersionMax;  // the version both sides now speak
+  std::string daemon_version;
+  uint64_t client_id = 0;
+  uint32_t max_regions = 0;  // per-client limit
+  uint32_t max_message_size = kMaxMessageSize;
+};
+struct ErrorReply {
+  int32_t code = 0;  // positive errno value, see docs/protocol.md
+  std::string message;
+};
+struct Ok {};
+
+struct StatusRequest {};
+struct StatusReply {
+  std::string daemon_version;
+  uint32_t pid = 0;
+  uint64_t uptime_ns = 0;
+  uint32_t clients = 0;
+  uint32_t regions = 0;
+  uint64_t bytes_allocated = 0;
+  std::string state_dir;
+  std::string config_source;  // file path or "embedded default"
+};
+
+struct TierInfo {
+  uint32_t id = 0;
+  TierKind kind = TierKind::kDram;
+  int32_t numa_node = -1;  // -1: no NUMA node of its own
+  std::string name;
+  uint64_t capacity = 0;  // bytes the pool may hand out on this tier
+  uint64_t used = 0;      // bytes currently allocated from it
+  uint64_t free = 0;      // capacity - used, bounded by the node's free memory
+  uint32_t latency_ns = 0;       // declared or measured load latency class
+  uint32_t bandwidth_mbps = 0;   // declared or measured bandwidth class
+  uint32_t page_size = 4096;     // base page size of its regions
+};
+struct TiersRequest {};
+struct TiersReply {
+  std::vector<TierInfo> tiers;
+};
+
+struct RegionAlloc {
+  uint32_t tier_id = 0;
+  uint64_t size = 0;  // > 0; rounded up to the tier's page size
+  uint32_t flags = 0;
+};
+struct RegionReply {
+  uint64_t region_id = 0;  // handle id, used for free and migrate
+  uint32_t tier_id = 0;
+  uint64_t size = 0;
+  uint32_t page_size = 0;
+  uint32_t flags = 0;  // kRegion*
+  std::string name;    // empty for leased regions
+};
+struct RegionFree {
+  uint64_t region_id = 0;
+};
+struct NamedCreate {
+  std::string name;
+  uint32_t tier_id = 0;
+  uint64_t size = 0;
+  uint32_t mode = 0600;
+  uint32_t flags = 0;  // kAlloc*
+};
+struct NamedOpen {
+  std::string name;
+  uint32_t flags = 0;  // kOpen*
+};
+struct NamedUnlink {
+  std::string name;
+};
+
+struct RegionEntry {
+  uint64_t id = 0;
+  RegionKind kind = RegionKind::kLeased;
+  std::string name;
+  uint32_t tier_id = 0;
+  uint64_t size = 0;
+  uint32_t owner_uid = 0;
+  uint32_t mode = 0;
+  uint64_t client_id = 0;  // leased: the holder; named: 0
+  uint32_t handles = 0;    // open handles held by clients
+  uint64_t resident_bytes = 0;
+};
+struct RegionsRequest {};
+struct RegionsReply {
+  std::vector<RegionEntry> regions;
+};
+
+struct RegionMigrate {
+  uint64_t region_id = 0;  // a region id as listed by Regions
+  uint32_t target_tier = 0;
+};
+struct MigrateReply {
+  uint64_t region_id = 0;
+  uint32_t from_tier = 0;
+  uint32_t to_tier = 0;
+  uint64_t pages_total = 0;
+  uint64_t pages_moved = 0;    // moved by this call
+  uint64_t pages_already = 0;  // already on the target node
+  uint64_t pages_absent = 0;   // never touched: no page to move yet
+  uint64_t pages_failed = 0;
+  uint64_t bytes_moved = 0;
+  uint64_t elapsed_ns = 0;
+};
+
+struct ClientEntry {
+  uint64_t id = 0;
+  uint32_t pid = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::string name;
+  uint32_t regions = 0;
+  uint64_t bytes = 0;
+  uint64_t connected_ns = 0;  // how long ago it connected
+};
+struct ClientsRequest {};
+struct ClientsReply {
+  std::vector<ClientEntry> clients;
+};
+
+struct Counter {
+  std::string name;  // dotted, e.g. "pool.tier0.used_bytes"
+  uint64_t value = 0;
+};
+struct StatsRequest {};
+struct StatsReply {
+  std::vector<Counter> counters;
+};
+
+struct BackendEntry {
+  std::string cls;   // "MemTier", "BlockEngine", ...
+  std::string name;  // "numa", "emu", "uring", ...
+  BackendState state = BackendState::kAvailable;
+  std::string detail;  // version or the reason it is not available
+};
+struct BackendsRequest {};
+struct BackendsReply {
+  std::vector<BackendEntry> backends;
+};
+
+using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, StatusReply,
+                             TiersRequest, TiersReply, RegionAlloc, RegionReply, RegionFree,
+                             NamedCreate, NamedOpen, NamedUnlink, RegionsRequest, RegionsReply,
+                             RegionMigrate, MigrateReply, ClientsRequest, ClientsReply,
+                             StatsRequest, StatsReply, BackendsRequest, BackendsReply>;
+
+struct Envelope {
+  Header header;
+  Message message;
+};
+
+MsgType message_type(const Message& message);
+const char* message_type_name(MsgType type);
+
+// True for the types a client may send (requests); false for replies.
+bool is_request(MsgType type);
+
+// Serializes one message. Fails with EMSGSIZE when the result would exceed
+// kMaxMessageSize and EINVAL when a field breaks a limit (so a sender cannot
+// produce what a receiver must reject).
+Result<std::vector<std::byte>> encode(uint32_t request_id, const Message& message,
+                                      uint16_t version = kVersionMax);
+
+// Parses and validates one datagram. Every field is checked: magic, version
+// range, known type, payload_length == bytes present, enum values, flag bits,
+// string lengths and contents, list counts, no trailing bytes. Errors use
+// EPROTO (malformed), EMSGSIZE (too large) or EPROTONOSUPPORT (version).
+Result<Envelope> decode(std::span<const std::byte> datagram);
+
+// Named region names: 1..kMaxNameLength bytes of [A-Za-z0-9._-], not starting with '.'.
+bool valid_region_name(std::string_view name);
+
+}  // namespace cxlpool::proto

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sending and receiving one message per SOCK_SEQPACKET datagram, with file
+// descriptors in SCM_RIGHTS. Received descriptors are always O_CLOEXEC and are
+// owned by the caller; descriptors that arrive with a message that fails to
+// decode are closed, never leaked.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/proto/messages.hpp"
+
+namespace cxlpool::proto {
+
+inline constexpr size_t kMaxFdsPerMessage = 4;
+
+struct Received {
+  Envelope envelope;
+  std::vector<UniqueFd> fds;
+};
+
+// Encodes and sends; retries EINTR. EAGAIN is returned as an error for
+// non-blocking sockets. MSG_NOSIGNAL: a closed peer gives EPIPE, not SIGPIPE.
+Result<void> send_message(int sock, uint32_t request_id, const Message& message,
+                          std::span<const int> fds = {}, uint16_t version = kVersionMax);
+
+// Receives one datagram and decodes it. A closed peer gives ECONNRESET; a
+// datagram larger than kMaxMessageSize or with more than kMaxFdsPerMessage
+// descriptors gives EMSGSIZE (the datagram is consumed and its fds closed).
+Result<Received> recv_message(int sock);
+
+}  // namespace cxlpool::proto
