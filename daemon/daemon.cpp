@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daemon.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "backends.hpp"
+#include "backing.hpp"
+#include "cxlpool/common/clock.hpp"
+#include "cxlpool/common/units.hpp"
+#include "cxlpool/hal/topology.hpp"
+#include "cxlpool/proto/socket_io.hpp"
+#include "logging.hpp"
+#include "service_notify.hpp"
+
+namespace cxlpool::daemon {
+namespace {
+
+// epoll tags; sessions use their id with the top bit set.
+constexpr uint64_t kTagListen = 1;
+constexpr uint64_t kTagSignal = 2;
+constexpr uint64_t kTagTick = 3;
+constexpr uint64_t kTagWatchdog = 4;
+constexpr uint64_t kSessionBit = 1ull << 63;
+
+Result<void> epoll_add(int epfd, int fd, uint64_t tag) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = tag;
+  if (::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) return fail_errno("epoll_ctl add");
+  return {};
+}
+
+Result<UniqueFd> make_timer(uint64_t period_ns) {
+  UniqueFd fd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!fd) return fail_errno("timerfd_create");
+  itimerspec spec{};
+  spec.it_value.tv_sec = static_cast<time_t>(period_ns / 1000000000ull);
+  spec.it_value.tv_nsec = static_cast<long>(period_ns % 1000000000ull);
+  spec.it_interval = spec.it_value;
+  if (::timerfd_settime(fd.get(), 0, &spec, nullptr) != 0) return fail_errno("timerfd_settime");
+  return fd;
+}
+
+// Migration of pages that other processes map needs MPOL_MF_MOVE_ALL, which
+// the kernel grants only with CAP_SYS_NICE.
+bool have_cap_sys_nice() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[0].effective & (1u << CAP_SYS_NICE)) != 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::path state_dir,
+                                               std::optional<std::filesystem::path> config_path) {
+  auto log = logger("daemon");
+  std::unique_ptr<Daemon> d(new Daemon());
+  d->config_ = std::move(config);
+  d->state_dir_ = std::move(state_dir);
+  d->config_path_ = std::move(config_path);
+  d->socket_path_ = d->state_dir_ / "cxlpoold.sock";
+  d->sysfs_ = SysfsRoot(d->config_.sysfs_root);
+  d->started_ns_ = monotonic_ns();
+  d->move_all_ = have_cap_sys_nice();
+  d->resolve_admin_groups();
+
+  auto topology = hal::discover_topology(d->sysfs_);
+  if (!topology) return tl::unexpected(topology.error());
+  auto tiers = build_tiers(d->config_, *topology);
+  if (!tiers) return tl::unexpected(tiers.error());
+  d->placement_ = make_page_placement(*topology);
+  if (!d->placement_) log->warn("no NUMA placement backend: regions are not bound to nodes");
+
+  PoolLimits limits{d->config_.max_region_size, d->config_.quota_default_bytes, d->config_.quota_rules};
+  d->pool_ = std::make_unique<RegionPool>(std::move(*tiers), std::move(*topology), make_backing_factory(),
+                                          d->placement_.get(), std::move(limits));
+  d->backends_ = probe_backends();
+  for (const auto& b : d->backends_) {
+    log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
+              b.detail.empty() ? "" : " — ", b.detail);
+  }
+  for (const auto& t : d->pool_->tiers()) {
+    log->info("tier {} '{}': {} on node {}, capacity {}", t.id, t.name, tier_kind_name(t.kind),
+              t.numa_node, format_size(t.capacity));
+  }
+  if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
+  if (auto ok = d->setup_loop(); !ok) return tl::unexpected(ok.error());
+  if (d->config_.metrics_port != 0) {
+    if (auto ok = d->metrics_.start(d->config_.metrics_address, d->config_.metrics_port); !ok) {
+      return tl::unexpected(ok.error());
+    }
+    d->metrics_.publish(render_prometheus(d->collect_counters()));
+    log->info("metrics at http://{}:{}/metrics", d->config_.metrics_address, d->config_.metrics_port);
+  }
+  return d;
+}
+
+Daemon::~Daemon() {
+  metrics_.stop();
+  sessions_.clear();
+  if (pool_) pool_->clear();
+  if (listen_fd_) ::unlink(socket_path_.c_str());
+}
+
+void Daemon::resolve_admin_groups() {
+  admin_gids_.clear();
+  for (const auto& name : config_.admin_groups) {
+    if (const group* g = ::getgrnam(name.c_str())) admin_gids_.push_back(g->gr_gid);
+  }
+}
+
+Result<void> Daemon::setup_socket() {
+  std::error_code ec;
+  if (!std::filesystem::exists(state_dir_, ec)) {
+    std::filesystem::create_directories(state_dir_, ec);
+    if (ec) return fail(ec.value(), "cannot create state dir " + state_dir_.string() + ": " + ec.message());
+    ::chmod(state_dir_.c_str(), 0755);
+  }
+  // One daemon per state dir: the lock outlives crashes (the kernel drops it),
+  // so a stale socket of a dead daemon can be replaced safely.
+  const auto lock_path = state_dir_ / "cxlpoold.lock";
+  lock_fd_.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!lock_fd_) return fail_errno("open " + lock_path.string());
+  if (::flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    return fail(EBUSY, "another cxlpoold is running with state dir " + state_dir_.string());
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_fd_.get(), 0) != 0 || ::pwrite(lock_fd_.get(), pid.data(), pid.size(), 0) < 0) {
+    return fail_errno("write pid to " + lock_path.string());
+  }
+
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path_.string().size() >= sizeof addr.sun_path) {
+    return fail(ENAMETOOLONG, "socket path too long: " + socket_path_.string());
+  }
+  std::strcpy(addr.sun_path, socket_path_.c_str());
+  ::unlink(socket_path_.c_str());
+  listen_fd_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listen_fd_) return fail_errno("socket");
+  // The socket is created with the final mode so no client can slip in
+  // through a wider default between bind and chmod.
+  const mode_t old_mask = ::umask(0777 & ~config_.socket_mode);
+  const int bound = ::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::umask(old_mask);
+  if (bound != 0) return fail_errno("bind " + socket_path_.string());
+  ::chmod(socket_path_.c_str(), config_.socket_mode);
+  if (const group* g = ::getgrnam(config_.socket_group.c_str())) {
+    if (::chown(socket_path_.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+      logger("control")->warn("cannot give {} to group {}: {}", socket_path_.string(), config_.socket_group,
+                              std::strerror(errno));
+    }
+  }
+  if (::listen(listen_fd_.get(), 128) != 0) return fail_errno("listen");
+  return {};
+}
+
+Result<void> Daemon::setup_loop() {
+  epoll_fd_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_fd_) return fail_errno("epoll_create1");
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  if (::sigprocmask(SIG_BLOCK, &mask, nullptr) != 0) return fail_errno("sigprocmask");
+  ::signal(SIGPIPE, SIG_IGN);
+  signal_fd_.reset(::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!signal_fd_) return fail_errno("signalfd");
+  auto tick = make_timer(1000000000ull);
+  if (!tick) return tl::unexpected(tick.error());
+  tick_fd_ = std::move(*tick);
+  for (auto [fd, tag] : {std::pair{listen_fd_.get(), kTagListen}, {signal_fd_.get(), kTagSignal},
+                         {tick_fd_.get(), kTagTick}}) {
+    if (auto ok = epoll_add(epoll_fd_.get(), fd, tag); !ok) return ok;
+  }
+  if (const uint64_t usec = watchdog_usec(); usec != 0) {
+    auto wd = make_timer(usec * 1000 / config_.watchdog_divisor);
+    if (!wd) return tl::unexpected(wd.error());
+    watchdog_fd_ = std::move(*wd);
+    if (auto ok = epoll_add(epoll_fd_.get(), watchdog_fd_.get(), kTagWatchdog); !ok) return ok;
+  }
+  return {};
+}
+
+std::string Daemon::status_line() const {
+  return std::to_string(sessions_.size()) + " clients, " + std::to_string(pool_->regions().size()) +
+         " regions, " + format_size(pool_->bytes_allocated()) + " allocated";
+}
+
+int Daemon::run() {
+  auto log = logger("daemon");
+  log->info("listening on {} (state dir {}, config: {})", socket_path_.string(), state_dir_.string(),
+            config_.source);
+  notify_ready(status_line());
+  epoll_event events[64];
+  while (!stopping_) {
+    const int n = ::epoll_wait(epoll_fd_.get(), events, 64, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      log->error("epoll_wait: {}", std::strerror(errno));
+      return 1;
+    }
+    for (int i = 0; i < n && !stopping_; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag & kSessionBit) {
+        auto it = sessions_.find(tag & ~kSessionBit);
+        if (it == sessions_.end()) continue;
+        if (events[i].events & EPOLLIN) {
+          serve(*it->second);
+        } else if (events[i].events & (EPOLLHUP | EPOLLERR)) {
+          close_session(it->first);
+        }
+        continue;
+      }
+      switch (tag) {
+        case kTagListen: accept_clients(); break;
+        case kTagSignal: handle_signal(); break;
+        case kTagTick: tick(); break;
+        case kTagWatchdog: {
+          uint64_t expirations = 0;
+          (void)!::read(watchdog_fd_.get(), &expirations, sizeof expirations);
+          notify_watchdog();
+          break;
+        }
+        default: break;
+      }
+    }
+  }
+  notify_stopping();
+  log->info("shutting down: releasing {} regions of {} clients", pool_->regions().size(), sessions_.size());
+  while (!sessions_.empty()) close_session(sessions_.begin()->first);
+  pool_->clear();
+  metrics_.stop();
+  ::unlink(socket_path_.c_str());
+  listen_fd_.reset();
+  log->info("stopped");
+  return 0;
+}
+
+void Daemon::handle_signal() {
+  signalfd_siginfo info{};
+  while (::read(signal_fd_.get(), &info, sizeof info) == sizeof info) {
+    if (info.ssi_signo == SIGHUP) {
+      reload();
+    } else {
+      logger("daemon")->info("received {}", strsignal(static_cast<int>(info.ssi_signo)));
+      stopping_ = true;
+    }
+  }
+}
+
+void Daemon::reload() {
+  auto log = logger("config");
+  ++counters_.reloads;
+  if (!config_path_) {
+    log->info("SIGHUP: running on the embedded default; nothing to reload");
+    return;
+  }
+  notify_reloading();
+  auto next = load_config_file(*config_path_);
+  if (!next) {
+    log->error("reload failed, keeping the running configuration: {}", next.error().message);
+    notify_ready(status_line());
+    return;
+  }
+  for (const auto& key : changes_needing_restart(config_, *next)) {
+    log->warn("reload: '{}' changed but takes effect only after a restart", key);
+  }
+  config_.log_level = next->log_level;
+  config_.max_clients = next->max_clients;
+  config_.max_regions_per_client = next->max_regions_per_client;
+  config_.max_region_size = next->max_region_size;
+  config_.quota_default_bytes = next->quota_default_bytes;
+  config_.quota_rules = next->quota_rules;
+  config_.admin_groups = next->admin_groups;
+  set_log_level(config_.log_level);
+  resolve_admin_groups();
+  pool_->set_limits({config_.max_region_size, config_.quota_default_bytes, config_.quota_rules});
+  log->info("configuration reloaded from {}", config_path_->string());
+  notify_ready(status_line());
+}
+
+void Daemon::tick() {
+  uint64_t expirations = 0;
+  (void)!::read(tick_fd_.get(), &expirations, sizeof expirations);
+  pool_->refresh_free_memory(sysfs_);
+  notify_status(status_line());
+  if (metrics_.running()) metrics_.publish(render_prometheus(collect_counters()));
+}
+
+void Daemon::accept_clients() {
+  auto log = logger("control");
+  for (;;) {
+    UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) {
+      if (errno != EAGAIN && errno != EINTR) log->warn("accept: {}", std::strerror(errno));
+      return;
+    }
+    if (sessions_.size() >= config_.max_clients) {
+      ++counters_.clients_refused;
+      (void)proto::send_message(fd.get(), 0, proto::ErrorReply{EUSERS, "too many clients (max_clients=" +
+                                                                           std::to_string(config_.max_clients) + ")"});
+      continue;
+    }
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      log->warn("SO_PEERCRED: {}", std::strerror(errno));
+      continue;
+    }
+    auto session = std::make_unique<Session>();
+    session->id = next_session_id_++;
+    session->pid = cred.pid;
+    session->who.client_id = session->id;
+    session->who.uid = cred.uid;
+    session->who.gid = cred.gid;
+    gid_t groups[256];
+    socklen_t glen = sizeof groups;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
+      session->who.groups.assign(groups, groups + glen / sizeof(gid_t));
+    }
+    session->who.admin = is_admin(cred.uid, cred.gid, session->who.groups);
+    session->connected_ns = monotonic_ns();
+    session->fd = std::move(fd);
+    if (auto ok = epoll_add(epoll_fd_.get(), session->fd.get(), kSessionBit | session->id); !ok) {
+      log->warn("{}", ok.error().message);
+      continue;
+    }
+    ++counters_.clients_accepted;
+    log->debug("client {} connected: pid {} uid {} gid {}{}", session->id, cred.pid, cred.uid, cred.gid,
+               session->who.admin ? " (admin)" : "");
+    sessions_[session->id] = std::move(session);
+  }
+}
+
+bool Daemon::is_admin(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) const {
+  // The user the daemon runs as administers it: with the embedded default an
+  // unprivileged developer runs and manages their own daemon.
+  if (uid == 0 || uid == ::geteuid()) return true;
+  for (gid_t admin : admin_gids_) {
+    if (gid == admin || std::find(groups.begin(), groups.end(), admin) != groups.end()) return true;
+  }
+  return false;
+}
+
+void Daemon::close_session(uint64_t id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  Session& session = *it->second;
+  // Every handle goes back: leased regions die with their client, named ones
+  // lose this client's references.
+  for (const auto& [region_id, count] : session.handles) {
+    for (uint32_t i = 0; i < count; ++i) pool_->release_handle(region_id);
+  }
+  ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, session.fd.get(), nullptr);
+  logger("control")->debug("client {} (pid {}) disconnected, {} handles released", id, session.pid,
+                           session.handle_count);
+  ++counters_.clients_closed;
+  sessions_.erase(it);
+}
+
+void Daemon::serve(Session& session) {
+  const uint64_t id = session.id;
+  // Bounded per wake-up so one busy client cannot starve the others.
+  for (int i = 0; i < 16; ++i) {
+    auto received = proto::recv_message(session.fd.get());
+    if (!received) {
+      const int code = received.error().code;
+      if (code == EAGAIN || code == EWOULDBLOCK) return;
+      if (code != ECONNRESET) {
+        ++counters_.malformed_messages;
+        logger("control")->warn("client {} (pid {}): {}; closing", id, session.pid, received.error().message);
+        (void)proto::send_message(session.fd.get(), 0, proto::ErrorReply{code == EMSGSIZE ? EMSGSIZE : EPROTO,
+                                                                         received.error().message});
+      }
+      close_session(id);
+      return;
+    }
+    const auto& envelope = received->envelope;
+    ++counters_.requests;
+    ++counters_.by_type[proto::message_type_name(static_cast<proto::MsgType>(envelope.header.type))];
+    // Descriptors from clients are never expected; they are closed on scope exit.
+    auto reply = dispatch(session, envelope.message);
+    if (!reply) {
+      ++counters_.request_errors;
+      const auto& err = reply.error();
+      if (err.code == EPERM) ++counters_.admin_denied;
+      proto::ErrorReply error{err.code, err.message.substr(0, proto::kMaxErrorMessageLength)};
+      auto sent = proto::send_message(session.fd.get(), envelope.header.request_id, error, {},
+                                      session.version ? session.version : proto::kVersionMin);
+      // A client that breaks protocol rules is disconnected after the reply.
+      if (!sent || err.code == EPROTO || err.code == EPROTONOSUPPORT) {
+        close_session(id);
+        return;
+      }
+      continue;
+    }
+    std::vector<int> fds;
+    if (reply->fd) fds.push_back(reply->fd.get());
+    auto sent = proto::send_message(session.fd.get(), envelope.header.request_id, reply->message, fds,
+                                    session.version);
+    if (!sent) {
+      // A client that does not read its replies is dropped, never waited on.
+      logger("control")->warn("client {}: cannot send reply: {}; closing", id, sent.error().message);
+      close_session(id);
+      return;
+    }
+  }
+}
+
+}  // namespace cxlpool::daemon

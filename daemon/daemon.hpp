@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// cxlpoold's top layer: owns the control socket, the pool, the sessions and
+// the single event loop (epoll) that serves them, and reacts to signals
+// (SIGTERM/SIGINT: clean shutdown, SIGHUP: reload).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "cxlpool/common/sysfs_root.hpp"
+#include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/hal/backend.hpp"
+#include "cxlpool/hal/page_placement.hpp"
+#include "cxlpool/proto/messages.hpp"
+#include "metrics_http.hpp"
+#include "region_pool.hpp"
+#include "session.hpp"
+
+namespace cxlpool::daemon {
+
+struct DaemonCounters {
+  uint64_t clients_accepted = 0;
+  uint64_t clients_refused = 0;
+  uint64_t clients_closed = 0;
+  uint64_t requests = 0;
+  uint64_t request_errors = 0;
+  uint64_t malformed_messages = 0;
+  uint64_t admin_denied = 0;
+  uint64_t reloads = 0;
+  std::map<std::string, uint64_t> by_type;
+};
+
+class Daemon {
+ public:
+  // Builds tiers and the pool, takes the state-dir lock and binds the socket.
+  static Result<std::unique_ptr<Daemon>> create(Config config, std::filesystem::path state_dir,
+                                                std::optional<std::filesystem::path> config_path);
+  ~Daemon();
+
+  // Serves until SIGTERM/SIGINT; returns the process exit status.
+  int run();
+
+ private:
+  struct Reply {
+    proto::Message message;
+    UniqueFd fd;  // sent with SCM_RIGHTS when valid
+  };
+
+  Daemon() = default;
+  Result<void> setup_socket();
+  Result<void> setup_loop();
+  void accept_clients();
+  void serve(Session& session);
+  void close_session(uint64_t id);
+  void handle_signal();
+  void reload();
+  void tick();
+
+  Result<Reply> dispatch(Session& session, const proto::Message& message);
+  Result<Reply> on_hello(Session& session, const proto::Hello& hello);
+  Result<Reply> region_reply(Session& session, Region& region, bool writable);
+  Result<Reply> on_create(Session& session, const CreateSpec& spec);
+  Result<void> require_admin(Session& session, const char* what);
+  void resolve_admin_groups();
+  std::vector<proto::Counter> collect_counters() const;
+  proto::StatusReply status() const;
+  bool is_admin(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) const;
+  std::string status_line() const;
+
+  Config config_;
+  std::filesystem::path state_dir_;
+  std::optional<std::filesystem::path> config_path_;
+  std::filesystem::path socket_path_;
+  SysfsRoot sysfs_{"/"};
+  UniqueFd lock_fd_;
+  UniqueFd listen_fd_;
+  UniqueFd epoll_fd_;
+  UniqueFd signal_fd_;
+  UniqueFd tick_fd_;
+  UniqueFd watchdog_fd_;
+  std::unique_ptr<hal::PagePlacement> placement_;
+  std::unique_ptr<RegionPool> pool_;
+  std::vector<hal::BackendReport> backends_;
+  std::vector<gid_t> admin_gids_;
+  std::map<uint64_t, std::unique_ptr<Session>> sessions_;
+  uint64_t next_session_id_ = 1;
+  uint64_t started_ns_ = 0;
+  bool stopping_ = false;
+  bool move_all_ = false;
+  DaemonCounters counters_;
+  MetricsServer metrics_;
+};
+
+}  // namespace cxlpool::daemon

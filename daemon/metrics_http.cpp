@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "metrics_http.hpp"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <set>
+
+namespace cxlpool::daemon {
+namespace {
+
+std::string sanitize(std::string_view name) {
+  std::string out;
+  for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return out;
+}
+
+}  // namespace
+
+std::string render_prometheus(const std::vector<proto::Counter>& counters) {
+  std::string out;
+  std::set<std::string> typed;
+  for (const auto& counter : counters) {
+    std::string metric;
+    std::string labels;
+    const std::string_view name = counter.name;
+    if (name.rfind("tier.", 0) == 0) {
+      const size_t dot = name.find('.', 5);
+      if (dot == std::string_view::npos) continue;
+      metric = "cxlpool_tier_" + sanitize(name.substr(dot + 1));
+      labels = "{tier=\"" + sanitize(name.substr(5, dot - 5)) + "\"}";
+    } else {
+      metric = "cxlpool_" + sanitize(name);
+    }
+    if (typed.insert(metric).second) {
+      const bool gauge = metric.find("_bytes") != std::string::npos || metric.find("connected") != std::string::npos ||
+                         metric.find("_count") != std::string::npos || metric.find("uptime") != std::string::npos;
+      out += "# TYPE " + metric + (gauge ? " gauge\n" : " counter\n");
+    }
+    out += metric + labels + " " + std::to_string(counter.value) + "\n";
+  }
+  return out;
+}
+
+MetricsServer::MetricsServer() = default;
+MetricsServer::~MetricsServer() { stop(); }
+
+Result<void> MetricsServer::start(const std::string& address, uint16_t port) {
+  server_ = std::make_unique<httplib::Server>();
+  server_->new_task_queue = [] { return new httplib::ThreadPool(1); };
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(mutex_);
+    res.set_content(text_, "text/plain; version=0.0.4");
+  });
+  if (!server_->bind_to_port(address.c_str(), port)) {
+    server_.reset();
+    return fail(EADDRINUSE, "cannot listen for metrics on " + address + ":" + std::to_string(port));
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return {};
+}
+
+void MetricsServer::stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+  server_.reset();
+}
+
+void MetricsServer::publish(std::string text) {
+  std::lock_guard lock(mutex_);
+  text_ = std::move(text);
+}
+
+}  // namespace cxlpool::daemon

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "region_pool.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "cxlpool/common/clock.hpp"
+#include "cxlpool/common/units.hpp"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+namespace cxlpool::daemon {
+
+RegionPool::RegionPool(std::vector<Tier> tiers, hal::Topology topology, BackingFactory backing,
+                       hal::PagePlacement* placement, PoolLimits limits)
+    : tiers_(std::move(tiers)),
+      topology_(std::move(topology)),
+      backing_(std::move(backing)),
+      placement_(placement),
+      limits_(std::move(limits)) {}
+
+RegionPool::~RegionPool() { clear(); }
+
+void RegionPool::clear() {
+  while (!regions_.empty()) destroy(regions_.begin()->first);
+  names_.clear();
+}
+
+Region* RegionPool::find(uint64_t region_id) {
+  auto it = regions_.find(region_id);
+  return it == regions_.end() ? nullptr : it->second.get();
+}
+
+uint64_t RegionPool::bytes_allocated() const {
+  uint64_t total = 0;
+  for (const auto& tier : tiers_) total += tier.used;
+  return total;
+}
+
+uint64_t RegionPool::quota_used(uid_t uid, uint32_t tier_id) const {
+  auto it = charged_.find({uid, tier_id});
+  return it == charged_.end() ? 0 : it->second;
+}
+
+uint64_t RegionPool::quota_limit(uid_t uid, uint32_t tier_id) const {
+  const std::string& tier_name = tiers_.at(tier_id).name;
+  // A rule for this exact tier wins over a "*" rule, which wins over the default.
+  const QuotaRule* wildcard = nullptr;
+  for (const auto& rule : limits_.quota_rules) {
+    if (rule.uid != uid) continue;
+    if (rule.tier == tier_name) return rule.bytes;
+    if (rule.tier == "*") wildcard = &rule;
+  }
+  return wildcard != nullptr ? wildcard->bytes : limits_.quota_default_bytes;
+}
+
+void RegionPool::charge(uid_t uid, uint32_t tier_id, int64_t delta) {
+  auto& used = charged_[{uid, tier_id}];
+  used = static_cast<uint64_t>(static_cast<int64_t>(used) + delta);
+  if (used == 0) charged_.erase({uid, tier_id});
+  Tier& tier = tiers_[tier_id];
+  tier.used = static_cast<uint64_t>(static_cast<int64_t>(tier.used) + delta);
+}
+
+Result<void> RegionPool::admit(uint32_t tier_id, uint64_t size, uid_t uid) {
+  const Tier& tier = tiers_[tier_id];
+  const uint64_t limit = quota_limit(uid, tier_id);
+  const uint64_t charged = quota_used(uid, tier_id);
+  if (limit != 0 && charged + size > limit) {
+    ++counters_.quota_rejections;
+    return fail(EDQUOT, "quota exceeded on tier " + tier.name + ": uid " + std::to_string(uid) +
+                            " has " + format_size(charged) + " of " + format_size(limit) +
+                            ", asked for " + format_size(size) + " more");
+  }
+  const uint64_t free = tier_free_bytes(tier, topology_);
+  if (size > free) {
+    ++counters_.capacity_rejections;
+    return fail(ENOSPC, "tier " + tier.name + " is full: " + format_size(free) + " free, asked for " +
+                            format_size(size));
+  }
+  return {};
+}
+
+Result<void> RegionPool::place(Region& region, const Tier& tier, bool populate) {
+  if (placement_ != nullptr && tier.numa_node >= 0) {
+    auto bound = placement_->bind(region.mapping.addr(), region.size, tier.numa_node);
+    if (!bound) return tl::unexpected(bound.error());
+  }
+  if (!populate) return {};
+  if (::madvise(region.mapping.addr(), region.size, MADV_POPULATE_WRITE) != 0) {
+    const int code = errno;
+    return fail(code == EFAULT || code == EINVAL ? ENOMEM : code,
+                errno_message("populating " + format_size(region.size) + " on tier " + tier.name, code));
+  }
+  if (placement_ == nullptr || tier.numa_node < 0) return {};
+  ++counters_.placement_checks;
+  auto nodes = placement_->query(region.mapping.addr(), region.size, region.page_size);
+  if (!nodes) return tl::unexpected(nodes.error());
+  const auto off = std::count_if(nodes->begin(), nodes->end(),
+                                 [&](int node) { return node != tier.numa_node; });
+  if (off > 0) {
+    ++counters_.placement_mismatches;
+    return fail(EIO, "placement check failed: " + std::to_string(off) + " of " +
+                         std::to_string(nodes->size()) + " pages are not on node " +
+                         std::to_string(tier.numa_node));
+  }
+  return {};
+}
+
+Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who) {
+  auto failed = [&](Error e) -> Result<Region*> {
+    ++counters_.alloc_failures;
+    return tl::unexpected(std::move(e));
+  };
+  if (spec.tier_id >= tiers_.size()) {
+    return failed({ENOENT, "no tier with id " + std::to_string(spec.tier_id)});
+  }
+  if (spec.size == 0) return failed({EINVAL, "size must be > 0"});
+  if (spec.size > limits_.max_region_size) {
+    return failed({E2BIG, "size " + format_size(spec.size) + " exceeds max_region_size " +
+                              format_size(limits_.max_region_size)});
+  }
+  if (spec.kind == proto::RegionKind::kNamed) {
+    if (!proto::valid_region_name(spec.name)) return failed({EINVAL, "invalid region name"});
+    if (names_.count(spec.name) != 0) {
+      return failed({EEXIST, "a named region '" + spec.name + "' exists already"});
+    }
+  }
+  const Tier& tier = tiers_[spec.tier_id];
+  const bool hugetlb = (spec.flags & proto::kAllocHugetlb) != 0 || tier.backing == EmulatedBacking::kHugetlbfs;
+  // Admission uses the requested size rounded to base pages; the backing may
+  // round further for huge pages, which is re-checked below.
+  if (auto ok = admit(spec.tier_id, round_up(spec.size, 4096), who.uid); !ok) return failed(ok.error());
+
+  const std::string debug_name = spec.kind == proto::RegionKind::kNamed ? "cxlpool:" + spec.name
+                                                                         : "cxlpool:lease";
+  auto backing = backing_(tier, debug_name, spec.size, hugetlb);
+  if (!backing) return failed(backing.error());
+  if (backing->size != round_up(spec.size, 4096)) {
+    if (auto ok = admit(spec.tier_id, backing->size, who.uid); !ok) return failed(ok.error());
+  }
+
+  auto region = std::make_unique<Region>();
+  region->id = next_id_++;
+  region->kind = spec.kind;
+  region->name = spec.name;
+  region->tier_id = spec.tier_id;
+  region->size = backing->size;
+  region->page_size = backing->page_size;
+  region->hugetlb = hugetlb;
+  region->owner_uid = who.uid;
+  region->owner_gid = who.gid;
+  region->mode = spec.mode & proto::kModeMask;
+  region->lease_client = spec.kind == proto::RegionKind::kLeased ? who.client_id : 0;
+  region->handles = 1;
+  region->fd = std::move(backing->fd);
+  auto mapping = Mapping::map(region->size, PROT_READ | PROT_WRITE, MAP_SHARED, region->fd.get());
+  if (!mapping) return failed(mapping.error());
+  region->mapping = std::move(*mapping);
+  if (auto placed = place(*region, tier, (spec.flags & proto::kAllocPopulate) != 0); !placed) {
+    return failed(placed.error());
+  }
+
+  charge(who.uid, spec.tier_id, static_cast<int64_t>(region->size));
+  ++counters_.regions_created;
+  counters_.bytes_created += region->size;
+  Region* raw = region.get();
+  if (spec.kind == proto::RegionKind::kNamed) names_[spec.name] = raw->id;
+  regions_[raw->id] = std::move(region);
+  return raw;
+}
+
+bool mode_allows(const Region& region, const Requester& who, bool write) {
+  if (who.admin) return true;
+  uint32_t bits = region.mode & 07;
+  if (who.uid == region.owner_uid) {
+    bits = (region.mode >> 6) & 07;
+  } else if (who.gid == region.owner_gid ||
+             std::find(who.groups.begin(), who.groups.end(), region.owner_gid) != who.groups.end()) {
+    bits = (region.mode >> 3) & 07;
+  }
+  return (bits & 04) != 0 && (!write || (bits & 02) != 0);
+}
+
+Result<Region*> RegionPool::open_named(const std::string& name, bool writable, const Requester& who) {
+  auto it = names_.find(name);
+  if (it == names_.end()) return fail(ENOENT, "no named region '" + name + "'");
+  Region* region = find(it->second);
+  if (!mode_allows(*region, who, writable)) {
+    return fail(EACCES, "mode " + std::to_string(region->mode) + " of '" + name + "' denies " +
+                            (writable ? "read-write" : "read") + " access to uid " +
+                            std::to_string(who.uid));
+  }
+  ++region->handles;
+  return region;
+}
+
+Result<void> RegionPool::unlink_named(const std::string& name, const Requester& who) {
+  auto it = names_.find(name);
+  if (it == names_.end()) return fail(ENOENT, "no named region '" + name + "'");
+  Region* region = find(it->second);
+  if (!who.admin && who.uid != region->owner_uid) {
+    return fail(EPERM, "only the owner (uid " + std::to_string(region->owner_uid) +
+                           ") or an admin may unlink '" + name + "'");
+  }
+  names_.erase(it);
+  region->unlinked = true;
+  if (region->handles == 0) destroy(region->id);
+  return {};
+}
+
+void RegionPool::release_handle(uint64_t region_id) {
+  Region* region = find(region_id);
+  if (region == nullptr || region->handles == 0) return;
+  --region->handles;
+  if (region->handles == 0 && (region->kind == proto::RegionKind::kLeased || region->unlinked)) {
+    destroy(region_id);
+  }
+}
+
+void RegionPool::destroy(uint64_t region_id) {
+  auto it = regions_.find(region_id);
+  if (it == regions_.end()) return;
+  Region& region = *it->second;
+  charge(region.owner_uid, region.tier_id, -static_cast<int64_t>(region.size));
+  if (region.kind == proto::RegionKind::kNamed && !region.unlinked) names_.erase(region.name);
+  ++counters_.regions_destroyed;
+  regions_.erase(it);
+}
+
+Result<UniqueFd> RegionPool::client_fd(const Region& region, bool writable) const {
+  if (writable) {
+    UniqueFd dup(::fcntl(region.fd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!dup) return fail_errno("dup region fd");
+    return dup;
+  }
+  // A read-only open of the same file: the client can map it PROT_READ only.
+  const std::string path = "/proc/self/fd/" + std::to_string(region.fd.get());
+  UniqueFd ro(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ro) return fail_errno("reopen region read-only");
+  return ro;
+}
+
+void RegionPool::refresh_free_memory(const SysfsRoot& root) {
+  (void)hal::refresh_free_memory(root, topology_);
+}
+
+Result<proto::MigrateReply> RegionPool::migrate(uint64_t region_id, uint32_t target_tier,
+                                                bool move_all) {
+  Region* region = find(region_id);
+  if (region == nullptr) return fail(ENOENT, "no region with id " + std::to_string(region_id));
+  if (target_tier >= tiers_.size()) return fail(ENOENT, "no tier with id " + std::to_string(target_tier));
+  proto::MigrateReply reply;
+  reply.region_id = region_id;
+  reply.from_tier = region->tier_id;
+  reply.to_tier = target_tier;
+  reply.pages_total = region->size / region->page_size;
+  if (target_tier == region->tier_id) {
+    reply.pages_already = reply.pages_total;
+    return reply;
+  }
+  const Tier& to = tiers_[target_tier];
+  if (auto ok = admit(target_tier, region->size, region->owner_uid); !ok) return tl::unexpected(ok.error());
+  const uint64_t start = monotonic_ns();
+  if (placement_ != nullptr && to.numa_node >= 0) {
+    // New faults go to the target first, then the present pages move.
+    if (auto bound = placement_->bind(region->mapping.addr(), region->size, to.numa_node); !bound) {
+      return tl::unexpected(bound.error());
+    }
+    auto moved = placement_->move(region->mapping.addr(), region->size, region->page_size,
+                                  to.numa_node, move_all);
+    if (!moved) return tl::unexpected(moved.error());
+    reply.pages_moved = moved->pages_moved;
+    reply.pages_already = moved->pages_already;
+    reply.pages_absent = moved->pages_absent;
+    reply.pages_failed = moved->pages_failed;
+  } else {
+    reply.pages_absent = reply.pages_total;
+  }
+  reply.elapsed_ns = monotonic_ns() - start;
+  reply.bytes_moved = reply.pages_moved * region->page_size;
+  charge(region->owner_uid, region->tier_id, -static_cast<int64_t>(region->size));
+  charge(region->owner_uid, target_tier, static_cast<int64_t>(region->size));
+  region->tier_id = target_tier;
+  ++counters_.migrations;
+  counters_.migrated_pages += reply.pages_moved;
+  counters_.migrated_bytes += reply.bytes_moved;
+  counters_.migration_failed_pages += reply.pages_failed;
+  return reply;
+}
+
+}  // namespace cxlpool::daemon

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// The memory pool: regions (memfds placed on a tier and mapped by the
+// daemon), the names of named regions, handles held by clients, per-uid
+// quotas and exact per-tier accounting. Single-threaded: the daemon's event
+// loop owns it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config.hpp"
+#include "cxlpool/common/mapping.hpp"
+#include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/hal/page_placement.hpp"
+#include "cxlpool/proto/messages.hpp"
+#include "tier.hpp"
+
+namespace cxlpool::daemon {
+
+struct Backing {
+  UniqueFd fd;
+  uint64_t size = 0;        // rounded up to page_size
+  uint32_t page_size = 4096;
+};
+
+// Creates the file behind a region (memfd, MFD_HUGETLB memfd or a hugetlbfs
+// file, as the tier and flags say). Injected so unit tests can count calls.
+using BackingFactory =
+    std::function<Result<Backing>(const Tier& tier, const std::string& debug_name, uint64_t size, bool hugetlb)>;
+
+struct Region {
+  uint64_t id = 0;
+  proto::RegionKind kind = proto::RegionKind::kLeased;
+  std::string name;
+  uint32_t tier_id = 0;
+  uint64_t size = 0;
+  uint32_t page_size = 4096;
+  bool hugetlb = false;
+  uid_t owner_uid = 0;
+  gid_t owner_gid = 0;
+  uint32_t mode = 0600;
+  uint64_t lease_client = 0;  // leased: the client; named: 0
+  uint32_t handles = 0;       // handles held by clients
+  bool unlinked = false;      // named region whose name is gone
+  UniqueFd fd;
+  Mapping mapping;            // the daemon's own mapping, used to place and move pages
+};
+
+struct Requester {
+  uint64_t client_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups
+  bool admin = false;
+};
+
+struct CreateSpec {
+  uint32_t tier_id = 0;
+  uint64_t size = 0;
+  uint32_t flags = 0;  // proto::kAlloc*
+  proto::RegionKind kind = proto::RegionKind::kLeased;
+  std::string name;    // named regions
+  uint32_t mode = 0600;
+};
+
+struct PoolLimits {
+  uint64_t max_region_size = 64ull << 30;
+  uint64_t quota_default_bytes = 0;  // 0: unlimited
+  std::vector<QuotaRule> quota_rules;
+};
+
+struct PoolCounters {
+  uint64_t regions_created = 0;
+  uint64_t regions_destroyed = 0;
+  uint64_t bytes_created = 0;
+  uint64_t alloc_failures = 0;
+  uint64_t quota_rejections = 0;
+  uint64_t capacity_rejections = 0;
+  uint64_t placement_checks = 0;
+  uint64_t placement_mismatches = 0;
+  uint64_t migrations = 0;
+  uint64_t migrated_pages = 0;
+  uint64_t migrated_bytes = 0;
+  uint64_t migration_failed_pages = 0;
+};
+
+class RegionPool {
+ public:
+  // `placement` may be null (no NUMA backend): regions are then not bound.
+  RegionPool(std::vector<Tier> tiers, hal::Topology topology, BackingFactory backing,
+             hal::PagePlacement* placement, PoolLimits limits);
+  ~RegionPool();
+
+  // Creates a region with one handle for the requester.
+  Result<Region*> create(const CreateSpec& spec, const Requester& who);
+  // Opens a named region (checks its mode); adds one handle.
+  Result<Region*> open_named(const std::string& name, bool writable, const Requester& who);
+  // Removes a name (owner or admin); the region goes with its last handle.
+  Result<void> unlink_named(const std::string& name, const Requester& who);
+  // Drops one handle; destroys the region when nothing refers to it.
+  void release_handle(uint64_t region_id);
+
+  Result<proto::MigrateReply> migrate(uint64_t region_id, uint32_t target_tier, bool move_all);
+
+  Region* find(uint64_t region_id);
+  const std::map<uint64_t, std::unique_ptr<Region>>& regions() const { return regions_; }
+  const std::vector<Tier>& tiers() const { return tiers_; }
+  const hal::Topology& topology() const { return topology_; }
+  void refresh_free_memory(const SysfsRoot& root);
+  const PoolCounters& counters() const { return counters_; }
+  uint64_t bytes_allocated() const;
+  // Bytes charged to `uid` on `tier_id`.
+  uint64_t quota_used(uid_t uid, uint32_t tier_id) const;
+  // 0: unlimited.
+  uint64_t quota_limit(uid_t uid, uint32_t tier_id) const;
+
+  // Reloadable limits (SIGHUP).
+  void set_limits(PoolLimits limits) { limits_ = std::move(limits); }
+
+  // A file descriptor for a client: the region's own (read-write) or a
+  // read-only reopen of it.
+  Result<UniqueFd> client_fd(const Region& region, bool writable) const;
+
+  // Releases every region (shutdown).
+  void clear();
+
+ private:
+  Result<void> admit(uint32_t tier_id, uint64_t size, uid_t uid);
+  Result<void> place(Region& region, const Tier& tier, bool populate);
+  void destroy(uint64_t region_id);
+  void charge(uid_t uid, uint32_t tier_id, int64_t delta);
+
+  std::vector<Tier> tiers_;
+  hal::Topology topology_;
+  BackingFactory backing_;
+  hal::PagePlacement* placement_;
+  PoolLimits limits_;
+  PoolCounters counters_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::unique_ptr<Region>> regions_;
+  std::unordered_map<std::string, uint64_t> names_;
+  std::map<std::pair<uid_t, uint32_t>, uint64_t> charged_;
+};
+
+// Unix permission check for a named region: owner bits, group bits (primary
+// or supplementary group), other bits; admins pass.
+bool mode_allows(const Region& region, const Requester& who, bool write);
+
+}  // namespace cxlpool::daemon

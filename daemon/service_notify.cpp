@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "service_notify.hpp"
+
+#include "cxlpool_build_config.h"
+
+#if CXLPOOL_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+namespace cxlpool::daemon {
+
+#if CXLPOOL_HAVE_SYSTEMD
+namespace {
+void send(const std::string& text) { (void)sd_notify(0, text.c_str()); }
+}  // namespace
+
+void notify_ready(const std::string& status) { send("READY=1\nSTATUS=" + status); }
+void notify_status(const std::string& status) { send("STATUS=" + status); }
+void notify_reloading() { send("RELOADING=1"); }
+void notify_stopping() { send("STOPPING=1"); }
+void notify_watchdog() { send("WATCHDOG=1"); }
+uint64_t watchdog_usec() {
+  uint64_t usec = 0;
+  return sd_watchdog_enabled(0, &usec) > 0 ? usec : 0;
+}
+#else
+void notify_ready(const std::string&) {}
+void notify_status(const std::string&) {}
+void notify_reloading() {}
+void notify_stopping() {}
+void notify_watchdog() {}
+uint64_t watchdog_usec() { return 0; }
+#endif
+
+}  // namespace cxlpool::daemon

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libcxlpool: the C ABI of the cxlpool client library.
+ *
+ * Error contract: every function returning int returns 0 (or a count where
+ * stated) on success and a negative errno value on failure. No function
+ * throws, aborts or prints; diagnostics go to the callback installed with
+ * cxlpool_set_log_callback(). cxlpool_last_error() gives the daemon's message
+ * for the most recent failure on the calling thread.
+ *
+ * Errors common to every call that talks to the daemon:
+ *   -ENOTCONN   the connection was closed (daemon stopped or restarted)
+ *   -EPROTO     the daemon sent a malformed reply
+ *   -EINVAL     an argument is invalid (NULL handle, zero size, bad name...)
+ *   -ENOMEM     the library could not allocate memory
+ *
+ * Thread safety: a cxlpool_client may be used from several threads at once;
+ * calls on one client are serialized. A cxlpool_region must not be freed
+ * while another thread uses it.
+ */
+#ifndef CXLPOOL_CXLPOOL_H
+#define CXLPOOL_CXLPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CXLPOOL_VERSION_MAJOR 0
+#define CXLPOOL_VERSION_MINOR 1
+#define CXLPOOL_VERSION_PATCH 0
+
+typedef struct cxlpool_client cxlpool_client;
+typedef struct cxlpool_region cxlpool_region;
+
+/* Library version, "MAJOR.MINOR.PATCH". Never NULL. */
+const char *cxlpool_version(void);
+
+/* Static description of a negative errno returned by this library. */
+const char *cxlpool_strerror(int error);
+
+/* Message of the last failure on this thread ("" if none). Valid until the
+ * next call on this thread. */
+const char *cxlpool_last_error(void);
+
+/* Log levels match syslog priorities. */
+enum cxlpool_log_level {
+  CXLPOOL_LOG_ERROR = 3,
+  CXLPOOL_LOG_WARNING = 4,
+  CXLPOOL_LOG_NOTICE = 5,
+  CXLPOOL_LOG_INFO = 6,
+  CXLPOOL_LOG_DEBUG = 7,
+};
+typedef void (*cxlpool_log_fn)(int level, const char *component, const char *message,
+                               void *user);
+/* Installs (or with fn == NULL removes) the process-wide log callback. Lines
+ * above max_level are not produced. */
+void cxlpool_set_log_callback(cxlpool_log_fn fn, void *user, int max_level);
+
+/* ------------------------------------------------------------------ connect */
+
+/* Writes the default control socket path into buf: $CXLPOOL_SOCKET if set,
+ * else $XDG_RUNTIME_DIR/cxlpool/cxlpoold.sock for non-root users with that
+ * variable, else /run/cxlpool/cxlpoold.sock. Returns the length, or
+ * -ENAMETOOLONG if buf is too small. */
+int cxlpool_default_socket_path(char *buf, size_t len);
+
+/* Connects and negotiates the protocol version. socket_path NULL = default.
+ * client_name (may be NULL) is shown by `cxlpoolctl clients`.
+ *   -ENOENT / -ECONNREFUSED  no daemon listens there
+ *   -EACCES                  the socket's mode does not admit this user
+ *   -EPROTONOSUPPORT         no protocol version in common
+ *   -EUSERS                  the daemon has its maximum number of clients */
+int cxlpool_connect(const char *socket_path, const char *client_name, cxlpool_client **out);
+
+/* Closes the connection. Leased regions still allocated through it are
+ * released by the daemon; their local mappings stay valid until
+ * cxlpool_region_free() or process exit. NULL is ignored. */
+void cxlpool_disconnect(cxlpool_client *client);
+
+/* Protocol version agreed with the daemon. */
+int cxlpool_protocol_version(const cxlpool_client *client);
+
+/* -------------------------------------------------------------------- tiers */
+
+enum cxlpool_tier_kind {
+  CXLPOOL_TIER_DRAM = 0,
+  CXLPOOL_TIER_CXL = 1,
+  CXLPOOL_TIER_EMULATED = 2,
+};
+
+typedef struct cxlpool_tier_info {
+  uint32_t id;
+  uint32_t kind;       /* enum cxlpool_tier_kind */
+  int32_t numa_node;   /* -1: none of its own */
+  uint32_t page_size;
+  uint64_t capacity;   /* bytes the pool may hand out */
+  uint64_t used;
+  uint64_t free;
+  uint32_t latency_ns;
+  uint32_t bandwidth_mbps;
+  char name[64];
+} cxlpool_tier_info;
+
+/* Fills up to cap entries; returns the number of tiers the daemon has (which
+ * may exceed cap: call again with a larger array). */
+int cxlpool_tiers(cxlpool_client *client, cxlpool_tier_info *tiers, size_t cap);
+
+/* Finds a tier by name; -ENOENT if there is none. */
+int cxlpool_tier_by_name(cxlpool_client *client, const char *name, cxlpool_tier_info *out);
+
+/* ------------------------------------------------------------------ regions */
+
+/* Allocation flags. */
+#define CXLPOOL_ALLOC_HUGETLB (1u << 0)  /* huge pages (needs free huge pages) */
+#define CXLPOOL_ALLOC_POPULATE (1u << 1) /* fault in and verify every page now */
+
+/* Open flags for named regions. */
+#define CXLPOOL_OPEN_WRITABLE (1u << 0)
+
+/* Allocates a leased region: released when freed or when the connection
+ * closes (also if the process dies).
+ *   -ENOENT  no such tier        -EDQUOT  the caller's quota on the tier
+ *   -ENOSPC  the tier is full    -EMFILE  the per-client region limit
+ *   -E2BIG   size above the daemon's max_region_size
+ *   -ENOMEM  the kernel could not provide the pages (e.g. no huge pages) */
+int cxlpool_region_alloc(cxlpool_client *client, uint32_t tier_id, uint64_t size, uint32_t flags,
+                         cxlpool_region **out);
+
+/* Creates a named region that outlives its creator until unlinked. mode is
+ * like chmod's (e.g. 0640): owner is the caller's uid, group its gid.
+ * Errors as cxlpool_region_alloc, plus -EEXIST (name taken). */
+int cxlpool_named_create(cxlpool_client *client, const char *name, uint32_t tier_id,
+                         uint64_t size, uint32_t mode, uint32_t flags, cxlpool_region **out);
+
+/* Opens a named region, read-only unless CXLPOOL_OPEN_WRITABLE.
+ *   -ENOENT no such name   -EACCES the mode denies the access */
+int cxlpool_named_open(cxlpool_client *client, const char *name, uint32_t flags,
+                       cxlpool_region **out);
+
+/* Removes the name; the memory goes when the last handle is closed.
+ *   -ENOENT no such name   -EPERM neither the owner nor an admin */
+int cxlpool_named_unlink(cxlpool_client *client, const char *name);
+
+/* Maps the region into this process (MAP_SHARED; read-only for read-only
+ * opens) and returns the address; repeated calls return the same address. */
+int cxlpool_region_map(cxlpool_region *region, void **addr);
+
+/* Releases the handle: unmaps it, closes its fd and tells the daemon (a
+ * leased region is freed, a named one loses one handle). Safe after the
+ * client disconnected. NULL is ignored. Returns 0 or a negative errno from
+ * the daemon (the local resources are released regardless). */
+int cxlpool_region_free(cxlpool_region *region);
+
+uint64_t cxlpool_region_id(const cxlpool_region *region);
+uint64_t cxlpool_region_size(const cxlpool_region *region);
+uint32_t cxlpool_region_tier(const cxlpool_region *region);
+uint32_t cxlpool_region_page_size(const cxlpool_region *region);
+int cxlpool_region_writable(const cxlpool_region *region);
+/* The memfd backing the region (owned by the region; dup() to keep it). */
+int cxlpool_region_fd(const cxlpool_region *region);
+
+/* -------------------------------------------------------------------- stats */
+
+typedef struct cxlpool_stat {
+  char name[96];
+  uint64_t value;
+} cxlpool_stat;
+
+/* Fills up to cap counters; returns how many the daemon has. */
+int cxlpool_stats(cxlpool_client *client, cxlpool_stat *stats, size_t cap);
+
+/* ------------------------------------------------------------------- admin */
+
+typedef struct cxlpool_migrate_result {
+  uint64_t pages_total;
+  uint64_t pages_moved;   /* moved by this call */
+  uint64_t pages_already; /* already on the target tier's node */
+  uint64_t pages_absent;  /* never touched, nothing to move */
+  uint64_t pages_failed;
+  uint64_t bytes_moved;
+  uint64_t elapsed_ns;
+} cxlpool_migrate_result;
+
+/* Moves every page of a region (id as in `cxlpoolctl regions`) to another
+ * tier and makes that tier the home of its future pages. Admin only.
+ *   -EPERM   the caller is not root or in the cxlpool group
+ *   -ENOENT  no such region or tier   -ENOSPC / -EDQUOT  as for allocation
+ *   -EBUSY   the region is being migrated already */
+int cxlpool_region_migrate(cxlpool_client *client, uint64_t region_id, uint32_t target_tier,
+                           cxlpool_migrate_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CXLPOOL_CXLPOOL_H */

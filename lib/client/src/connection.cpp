@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cxlpool/client/connection.hpp"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cstring>
+
+#include "cxlpool/common/default_paths.hpp"
+
+namespace cxlpool::client {
+namespace {
+
+Result<UniqueFd> connect_socket(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return fail(ENAMETOOLONG, "socket path too long: " + path);
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock) return fail_errno("socket(AF_UNIX, SOCK_SEQPACKET)");
+  if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int code = errno;
+    std::string hint;
+    if (code == ENOENT || code == ECONNREFUSED) hint = " (is cxlpoold running?)";
+    if (code == EACCES) hint = " (not in the socket's group?)";
+    return fail(code, errno_message("connect " + path, code) + hint);
+  }
+  return sock;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& socket_path,
+                                                     const std::string& client_name) {
+  std::string path = socket_path;
+  if (path.empty()) {
+    auto def = default_socket_path();
+    if (!def) return tl::unexpected(def.error());
+    path = *def;
+  }
+  auto sock = connect_socket(path);
+  if (!sock) return tl::unexpected(sock.error());
+  std::unique_ptr<Connection> conn(new Connection(std::move(*sock), path));
+  proto::Hello hello;
+  hello.client_name = client_name.substr(0, proto::kMaxClientNameLength);
+  auto reply = conn->call_for<proto::HelloReply>(hello);
+  if (!reply) return tl::unexpected(reply.error());
+  if (reply->version < proto::kVersionMin || reply->version > proto::kVersionMax) {
+    return fail(EPROTONOSUPPORT, "daemon chose protocol version " + std::to_string(reply->version) +
+                                     ", this library speaks " + std::to_string(proto::kVersionMin) +
+                                     ".." + std::to_string(proto::kVersionMax));
+  }
+  conn->hello_ = std::move(*reply);
+  return conn;
+}
+
+void Connection::close() {
+  std::lock_guard lock(mutex_);
+  broken_ = true;
+  sock_.reset();
+}
+
+bool Connection::closed() {
+  std::lock_guard lock(mutex_);
+  return broken_;
+}
+
+Result<proto::Received> Connection::call(const proto::Message& request) {
+  std::lock_guard lock(mutex_);
+  if (broken_) return fail(ENOTCONN, "connection to cxlpoold is closed");
+  const uint32_t id = next_request_id_++;
+  if (next_request_id_ == 0) next_request_id_ = 1;
+  auto sent = proto::send_message(sock_.get(), id, request, {}, hello_.version ? hello_.version : proto::kVersionMax);
+  if (!sent) {
+    if (sent.error().code == EPIPE || sent.error().code == ECONNRESET) {
+      broken_ = true;
+      return fail(ENOTCONN, "cxlpoold closed the connection");
+    }
+    return tl::unexpected(sent.error());
+  }
+  auto received = proto::recv_message(sock_.get());
+  if (!received) {
+    broken_ = true;
+    if (received.error().code == ECONNRESET) return fail(ENOTCONN, "cxlpoold closed the connection");
+    return tl::unexpected(received.error());
+  }
+  if (received->envelope.header.request_id != id) {
+    // The daemon replies to connection-level failures with id 0 and closes.
+    if (auto* err = std::get_if<proto::ErrorReply>(&received->envelope.message)) {
+      broken_ = true;
+      return fail(err->code, err->message);
+    }
+    broken_ = true;
+    return fail(EPROTO, "reply to request " + std::to_string(received->envelope.header.request_id) +
+                            " while waiting for " + std::to_string(id));
+  }
+  if (auto* err = std::get_if<proto::ErrorReply>(&received->envelope.message)) {
+    return fail(err->code, err->message);
+  }
+  return received;
+}
+
+}  // namespace cxlpool::client

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0
+// cxlpoolctl: administer a running cxlpoold over its control socket.
+//
+// Exit codes (stable, for scripts):
+//   0 success
+//   1 the daemon refused or failed the request
+//   2 usage error
+//   3 cannot reach the daemon (no socket, refused, protocol mismatch)
+//   4 permission denied (not an admin, or the socket's mode)
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cxlpool/client/connection.hpp"
+#include "cxlpool/common/units.hpp"
+#include "table.hpp"
+
+using cxlpool::format_size;
+using cxlpool::client::Connection;
+using nlohmann::json;
+namespace proto = cxlpool::proto;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitUnreachable = 3;
+constexpr int kExitDenied = 4;
+
+int exit_code_for(int code) {
+  return (code == EPERM || code == EACCES) ? kExitDenied : kExitFailed;
+}
+
+int report(const cxlpool::Error& error, int code_if_any) {
+  std::fprintf(stderr, "cxlpoolctl: %s\n", error.message.c_str());
+  return code_if_any;
+}
+
+const char* kind_name(proto::TierKind kind) {
+  switch (kind) {
+    case proto::TierKind::kDram: return "dram";
+    case proto::TierKind::kCxl: return "cxl";
+    case proto::TierKind::kEmulated: return "emulated";
+  }
+  return "?";
+}
+
+const char* state_name(proto::BackendState state) {
+  switch (state) {
+    case proto::BackendState::kAvailable: return "available";
+    case proto::BackendState::kNotCompiled: return "not compiled";
+    case proto::BackendState::kNotPresent: return "not present";
+    case proto::BackendState::kFailed: return "failed";
+  }
+  return "?";
+}
+
+std::string seconds(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+struct Context {
+  std::unique_ptr<Connection> conn;
+  bool json = false;
+};
+
+template <typename Reply>
+int call(Context& ctx, const proto::Message& request, const std::function<void(const Reply&)>& show) {
+  auto reply = ctx.conn->call_for<Reply>(request);
+  if (!reply) return report(reply.error(), exit_code_for(reply.error().code));
+  show(*reply);
+  return kExitOk;
+}
+
+int cmd_status(Context& ctx) {
+  return call<proto::StatusReply>(ctx, proto::StatusRequest{}, [&](const proto::StatusReply& s) {
+    if (ctx.json) {
+      print(json{{"version", s.daemon_version}, {"pid", s.pid}, {"uptime_ns", s.uptime_ns},
+                 {"clients", s.clients}, {"regions", s.regions}, {"bytes_allocated", s.bytes_allocated},
+                 {"state_dir", s.state_dir}, {"config", s.config_source},
+                 {"protocol_version", ctx.conn->version()}, {"socket", ctx.conn->socket_path()}}
+                .dump(2) + "\n");
+      return;
+    }
+    std::printf("cxlpoold %s (pid %u), up %s\n", s.daemon_version.c_str(), s.pid, seconds(s.uptime_ns).c_str());
+    std::printf("socket:    %s (protocol v%u)\n", ctx.conn->socket_path().c_str(), ctx.conn->version());
+    std::printf("state dir: %s\nconfig:    %s\n", s.state_dir.c_str(), s.config_source.c_str());
+    std::printf("clients:   %u\nregions:   %u (%s allocated)\n", s.clients, s.regions,
+                format_size(s.bytes_allocated).c_str());
+  });
+}
+
+int cmd_tiers(Context& ctx) {
+  return call<proto::TiersReply>(ctx, proto::TiersRequest{}, [&](const proto::TiersReply& r) {
+    if (ctx.json) {
+      json out = json::array();
+      for (const auto& t : r.tiers) {
+        out.push_back({{"id", t.id}, {"name", t.name}, {"kind", kind_name(t.kind)}, {"numa_node", t.numa_node},
+                       {"capacity", t.capacity}, {"used", t.used}, {"free", t.free},
+                       {"latency_ns", t.latency_ns}, {"bandwidth_mbps", t.bandwidth_mbps},
+                       {"page_size", t.page_size}});
+      }
+      print(out.dump(2) + "\n");
+      return;
+    }
+    cxlpool::ctl::Table table({"ID", "NAME", "KIND", "NODE", "CAPACITY", "USED", "FREE", "LATENCY", "BANDWIDTH"});
+    for (const auto& t : r.tiers) {
+      table.add({std::to_string(t.id), t.name, kind_name(t.kind),
+                 t.numa_node < 0 ? "-" : std::to_string(t.numa_node), format_size(t.capacity),
+                 format_size(t.used), format_size(t.free), std::to_string(t.latency_ns) + " ns",
+                 t.bandwidth_mbps ? std::to_string(t.bandwidth_mbps) + " MB/s" : "-"});
+    }
+    print(table.render());
+  });
+}
+
+int cmd_regions(Context& ctx) {
+  return call<proto::RegionsReply>(ctx, proto::RegionsRequest{}, [&](const proto::RegionsReply& r) {
+    if (ctx.json) {
+      json out = json::array();
+      for (const auto& e : r.regions) {
+        out.push_back({{"id", e.id}, {"kind", e.kind == proto::RegionKind::kNamed ? "named" : "leased"},
+                       {"name", e.name}, {"tier", e.tier_id}, {"size", e.size}, {"owner_uid", e.owner_uid},
+                       {"mode", e.mode}, {"client", e.client_id}, {"handles", e.handles},
+                       {"resident_bytes", e.resident_bytes}});
+      }
+      print(out.dump(2) + "\n");
+      return;
+    }
+    cxlpool::ctl::Table table({"ID", "KIND", "NAME", "TIER", "SIZE", "RESIDENT", "OWNER", "MODE", "CLIENT", "HANDLES"});
+    for (const auto& e : r.regions) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", e.mode);
+      table.add({std::to_string(e.id), e.kind == proto::RegionKind::kNamed ? "named" : "leased",
+                 e.name.empty() ? "-" : e.name, std::to_string(e.tier_id), format_size(e.size),
+                 format_size(e.resident_bytes), std::to_string(e.owner_uid), mode,
+                 e.client_id ? std::to_string(e.client_id) : "-", std::to_string(e.handles)});
+    }
+    print(table.render());
+  });
+}
+
+int cmd_clients(Context& ctx) {
+  return call<proto::ClientsReply>(ctx, proto::ClientsRequest{}, [&](const proto::ClientsReply& r) {
+    if (ctx.json) {
+      json out = json::array();
+      for (const auto& c : r.clients) {
+        out.push_back({{"id", c.id}, {"pid", c.pid}, {"uid", c.uid}, {"gid", c.gid}, {"name", c.name},
+                       {"regions", c.regions}, {"bytes", c.bytes}, {"connected_ns", c.connected_ns}});
+      }
+      print(out.dump(2) + "\n");
+      return;
+    }
+    cxlpool::ctl::Table table({"ID", "PID", "UID", "GID", "NAME", "REGIONS", "BYTES", "CONNECTED"});
+    for (const auto& c : r.clients) {
+      table.add({std::to_string(c.id), std::to_string(c.pid), std::to_string(c.uid), std::to_string(c.gid),
+                 c.name.empty() ? "-" : c.name, std::to_string(c.regions), format_size(c.bytes),
+                 seconds(c.connected_ns)});
+    }
+    print(table.render());
+  });
+}
+
+int cmd_stats(Context& ctx) {
+  return call<proto::StatsReply>(ctx, proto::StatsRequest{}, [&](const proto::StatsReply& r) {
+    if (ctx.json) {
+      json out = json::object();
+      for (const auto& c : r.counters) out[c.name] = c.value;
+      print(out.dump(2) + "\n");
+      return;
+    }
+    cxlpool::ctl::Table table({"COUNTER", "VALUE"});
+    for (const auto& c : r.counters) table.add({c.name, std::to_string(c.value)});
+    print(table.render());
+  });
+}
+
+int cmd_backends(Context& ctx) {
+  return call<proto::BackendsReply>(ctx, proto::BackendsRequest{}, [&](const proto::BackendsReply& r) {
+    if (ctx.json) {
+      json out = json::array();
+      for (const auto& b : r.backends) {
+        out.push_back({{"class", b.cls}, {"name", b.name}, {"state", state_name(b.state)}, {"detail", b.detail}});
+      }
+      print(out.dump(2) + "\n");
+      return;
+    }
+    cxlpool::ctl::Table table({"CLASS", "BACKEND", "STATE", "DETAIL"});
+    for (const auto& b : r.backends) table.add({b.cls, b.name, state_name(b.state), b.detail});
+    print(table.render());
+  });
+}
+
+// A tier given by id or by name.
+int resolve_tier(Context& ctx, const std::string& text, uint32_t& out) {
+  auto tiers = ctx.conn->call_for<proto::TiersReply>(proto::TiersRequest{});
+  if (!tiers) return report(tiers.error(), exit_code_for(tiers.error().code));
+  for (const auto& t : tiers->tiers) {
+    if (t.name == text || std::to_string(t.id) == text) {
+      out = t.id;
+      return kExitOk;
+    }
+  }
+  std::fprintf(stderr, "cxlpoolctl: no tier '%s' (see `cxlpoolctl tiers`)\n", text.c_str());
+  return kExitFailed;
+}
+
+int cmd_migrate(Context& ctx, uint64_t region, const std::string& tier_text) {
+  uint32_t tier = 0;
+  if (int rc = resolve_tier(ctx, tier_text, tier); rc != kExitOk) return rc;
+  return call<proto::MigrateReply>(ctx, proto::RegionMigrate{region, tier}, [&](const proto::MigrateReply& m) {
+    const double secs = static_cast<double>(m.elapsed_ns) / 1e9;
+    const double mibps = secs > 0 ? static_cast<double>(m.bytes_moved) / (1 << 20) / secs : 0.0;
+    if (ctx.json) {
+      print(json{{"region", m.region_id}, {"from_tier", m.from_tier}, {"to_tier", m.to_tier},
+                 {"pages_total", m.pages_total}, {"pages_moved", m.pages_moved},
+                 {"pages_already", m.pages_already}, {"pages_absent", m.pages_absent},
+                 {"pages_failed", m.pages_failed}, {"bytes_moved", m.bytes_moved}, {"elapsed_ns", m.elapsed_ns},
+                 {"mib_per_s", mibps}}
+                .dump(2) + "\n");
+      return;
+    }
+    std::printf("region %llu: tier %u -> %u\n", static_cast<unsigned long long>(m.region_id), m.from_tier, m.to_tier);
+    std::printf("pages: %llu total, %llu moved, %llu already there, %llu not present, %llu failed\n",
+                static_cast<unsigned long long>(m.pages_total), static_cast<unsigned long long>(m.pages_moved),
+                static_cast<unsigned long long>(m.pages_already), static_cast<unsigned long long>(m.pages_absent),
+                static_cast<unsigned long long>(m.pages_failed));
+    std::printf("moved %s in %.3f ms (%.1f MiB/s)\n", format_size(m.bytes_moved).c_str(), secs * 1e3, mibps);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cxlpoolctl — administer cxlpoold"};
+  app.require_subcommand(1);
+  std::string socket;
+  bool json_out = false;
+  app.add_option("--socket", socket, "Control socket (default: $CXLPOOL_SOCKET, else the daemon's default)");
+  app.add_flag("--json", json_out, "Machine-readable JSON output");
+  auto* status = app.add_subcommand("status", "Daemon version, uptime, clients and regions");
+  auto* tiers = app.add_subcommand("tiers", "Memory tiers: capacity, used, free");
+  auto* regions = app.add_subcommand("regions", "Allocated regions (all for admins, own otherwise)");
+  auto* clients = app.add_subcommand("clients", "Connected clients (admin)");
+  auto* stats = app.add_subcommand("stats", "Counters per subsystem and tier");
+  auto* backends = app.add_subcommand("backends", "Compiled and available backends");
+  auto* region = app.add_subcommand("region", "Region operations");
+  region->require_subcommand(1);
+  auto* migrate = region->add_subcommand("migrate", "Move a region's pages to another tier (admin)");
+  uint64_t region_id = 0;
+  std::string target;
+  migrate->add_option("region", region_id, "Region id (see `cxlpoolctl regions`)")->required();
+  migrate->add_option("tier", target, "Target tier id or name")->required();
+  for (auto* sub : {status, tiers, regions, clients, stats, backends, migrate}) {
+    sub->add_flag("--json", json_out, "Machine-readable JSON output");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+
+  Context ctx;
+  ctx.json = json_out;
+  auto conn = Connection::open(socket, "cxlpoolctl");
+  if (!conn) {
+    const int code = conn.error().code;
+    return report(conn.error(), code == EACCES || code == EPERM ? kExitDenied : kExitUnreachable);
+  }
+  ctx.conn = std::move(*conn);
+  if (*status) return cmd_status(ctx);
+  if (*tiers) return cmd_tiers(ctx);
+  if (*regions) return cmd_regions(ctx);
+  if (*clients) return cmd_clients(ctx);
+  if (*stats) return cmd_stats(ctx);
+  if (*backends) return cmd_backends(ctx);
+  if (*migrate) return cmd_migrate(ctx, region_id, target);
+  return kExitUsage;
+}
