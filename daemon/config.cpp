@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "config.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <map>
+#include <new>
+#include <set>
+#include <utility>
+
+#include <toml++/toml.h>
+
+#include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/common/units.hpp"
+
+namespace cxlpool::daemon {
+namespace {
+
+// A configuration file is a few kilobytes; anything far larger is a mistake
+// (a wrong path such as a disk image) and is refused before it is read whole.
+constexpr size_t kMaxConfigBytes = 1 << 20;
+// Linux never numbers NUMA nodes beyond MAX_NUMNODES (1024 on x86-64).
+constexpr int64_t kMaxNumaNode = 1023;
+// uid_t is 32 bits and (uid_t)-1 means "no user" to the kernel.
+constexpr int64_t kMaxUid = 4294967294LL;
+constexpr size_t kMaxTierNameLength = 32;
+
+const char* type_name(toml::node_type type) {
+  switch (type) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    case toml::node_type::none: break;
+  }
+  return "nothing";
+}
+
+std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+// Keeps the first problem only: later ones are mostly consequences of it, and
+// one precise message is what an operator fixing a file needs.
+class Problems {
+ public:
+  explicit Problems(std::string source) : source_(std::move(source)) {}
+
+  void report(const toml::source_region& where, std::string_view key, std::string_view what) {
+    if (first_) return;
+    std::string message = source_;
+    if (where.begin.line > 0) message += ":" + std::to_string(where.begin.line);
+    message += ": ";
+    message += key;
+    message += ": ";
+    message += what;
+    first_ = Error{EINVAL, std::move(message)};
+  }
+
+  bool any() const { return first_.has_value(); }
+  Error take() { return std::move(*first_); }
+
+ private:
+  std::string source_;
+  std::optional<Error> first_;
+};
+
+// One TOML table being read. Every key a reader asks for is recorded, so that
+// whatever is left over is reported as unknown once the section is done.
+class Section {
+ public:
+  Section(const toml::table& table, std::string path, Problems& problems)
+      : table_(table), path_(std::move(path)), problems_(problems) {}
+
+  std::string key_path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+
+  const toml::node* get(std::string_view key) {
+    if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
+    return table_.get(key);
+  }
+
+  void fail_at(std::string_view key, const toml::node& node, std::string_view what) {
+    problems_.report(node.source(), key_path(key), what);
+  }
+
+  // For problems with a key that is absent: the table's header line points
+  // the reader at the right block.
+  void fail_here(std::string_view key, std::string_view what) {
+    problems_.report(table_.source(), key_path(key), what);
+  }
+
+  void require(std::string_view key) {
+    if (get(key) == nullptr) fail_here(key, "required key is missing");
+  }
+
+  void wrong_type(std::string_view key, const toml::node& node, std::string_view expected) {
+    fail_at(key, node, "expected " + std::string(expected) + ", got " + type_name(node.type()));
+  }
+
+  bool read_bool(std::string_view key, bool& out) {
+    const toml::node* node = get(key);
+    if (node == nullptr) return false;
+    const auto* value = node->as_boolean();
+    if (value == nullptr) {
+      wrong_type(key, *node, "a boolean (true or false)");
+      return false;
+    }
+    out = value->get();
+    return true;
+  }
+
+  template <typename Int>
+  bool read_int(std::string_view key, int64_t min, int64_t max, Int& out) {
+    const toml::node* node = get(key);
+    if (node == nullptr) return false;
+    const auto* value = node->as_integer();
+    if (value == nullptr) {
+      wrong_type(key, *node, "an integer");
+      return false;
+    }
+    if (value->get() < min || value->get() > max) {
+      fail_at(key, *node,
+              "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
+                  std::to_string(value->get()));
+      return false;
+    }
+    out = static_cast<Int>(value->get());
+    return true;
+  }
+
+  bool read_string(std::string_view key, std::string& out) {
+    const toml::node* node = get(key);
+    if (node == nullptr) return false;
+    const auto* value = node->as_string();
+    if (value == nullptr) {
+      wrong_type(key, *node, "a string");
+      return false;
+    }
+    out = value->get();
+    return true;
+  }
+
+  // Sizes are written as strings with a binary unit ("64G", "512MiB") or as
+  // integers counting bytes.
+  bool read_size(std::string_view key, uint64_t min, uint64_t& out) {
+    const toml::node* node = get(key);
+    if (node == nullptr) return false;
+    uint64_t bytes = 0;
+    if (const auto* integer = node->as_integer()) {
+      if (integer->get() < 0) {
+        fail_at(key, *node, "must not be negative, got " + std::to_string(integer->get()));
+        return false;
+      }
+      bytes = static_cast<uint64_t>(integer->get());
+    } else if (const auto* text = node->as_string()) {
+      auto parsed = parse_size(text->get());
+      if (!parsed) {
+        fail_at(key, *node, parsed.error().message);
+        return false;
+      }
+      bytes = *parsed;
+    } else {
+      wrong_type(key, *node, "a size (a string such as \"64G\" or an integer number of bytes)");
+      return false;
+    }
+    if (bytes < min) {
+      fail_at(key, *node, min == 1 ? "must be greater than 0" : "must be at least " + std::to_string(min));
+      return false;
+    }
+    out = bytes;
+    return true;
+  }
+
+  // An absolute path, or (when allow_empty) "" for "use the default".
+  bool read_path(std::string_view key, bool allow_empty, std::string& out) {
+    std::string text;
+    if (!read_string(key, text)) return false;
+    if (text.empty() && allow_empty) {
+      out.clear();
+      return true;
+    }
+    if (text.empty() || text.front() != '/') {
+      fail_at(key, *table_.get(key), "must be an absolute path, got " + in_quotes(text));
+      return false;
+    }
+    out = std::move(text);
+    return true;
+  }
+
+  bool read_string_list(std::string_view key, std::vector<std::string>& out) {
+    const toml::node* node = get(key);
+    if (node == nullptr) return false;
+    const auto* array = node->as_array();
+    if (array == nullptr) {
+      wrong_type(key, *node, "an array of strings");
+      return false;
+    }
+    std::vector<std::string> values;
+    for (const toml::node& element : *array) {
+      const auto* text = element.as_string();
+      if (text == nullptr) {
+        wrong_type(key, element, "an array of strings (each element a string)");
+        return false;
+      }
+      values.push_back(text->get());
+    }
+    out = std::move(values);
+    return true;
+  }
+
+  // Returns the nodes of an integer array after checking each element's range.
+  bool read_int_list(std::string_view key, int64_t min, int64_t max, std::vector<int>& out,
+                     std::vector<const toml::node*>* nodes = nullptr) {
+    const toml::node* node = get(key);
+    if (node == nullptr) return false;
+    const auto* array = node->as_array();
+    if (array == nullptr) {
+      wrong_type(key, *node, "an array of integers");
+      return false;
+    }
+    std::vector<int> values;
+    for (const toml::node& element : *array) {
+      const auto* integer = element.as_integer();
+      if (integer == nullptr) {
+        wrong_type(key, element, "an array of integers (each element an integer)");
+        return false;
+      }
+      if (integer->get() < min || integer->get() > max) {
+        fail_at(key, element,
+                "elements must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                    ", got " + std::to_string(integer->get()));
+        return false;
+      }
+      values.push_back(static_cast<int>(integer->get()));
+      if (nodes != nullptr) nodes->push_back(&element);
+    }
+    out = std::move(values);
+    return true;
+  }
+
+  const toml::table* read_table(std::string_view key) {
+    const toml::node* node = get(key);
+    if (node == nullptr) return nullptr;
+    if (const auto* table = node->as_table()) return table;
+    wrong_type(key, *node, "a table ([" + key_path(key) + "])");
+    return nullptr;
+  }
+
+  const toml::array* read_table_array(std::string_view key) {
+    const toml::node* node = get(key);
+    if (node == nullptr) return nullptr;
+    const auto* array = node->as_array();
+    if (array == nullptr || !array->is_array_of_tables()) {
+      wrong_type(key, *node, "an array of tables ([[" + key_path(key) + "]])");
+      return nullptr;
+    }
+    return array;
+  }
+
+  void reject_unknown_keys() {
+    for (auto&& [key, node] : table_) {
+      if (std::find(known_.begin(), known_.end(), key.str()) != known_.end()) continue;
+      std::string valid;
+      for (const auto& name : known_) valid += (valid.empty() ? "" : ", ") + name;
+      const std::string where = path_.empty() ? "the top level" : "[" + path_ + "]";
+      problems_.report(key.source().begin.line > 0 ? key.source() : node.source(), key_path(key.str()),
+                       "unknown key (valid in " + where + ": " + valid + ")");
+      return;
+    }
+  }
+
+ private:
+  const toml::table& table_;
+  std::string path_;
+  Problems& problems_;
+  std::vector<std::string> known_;
+};
+
+std::optional<LogLevel> log_level_from_name(std::string_view text) {
+  static constexpr std::pair<std::string_view, LogLevel> kNames[] = {
+      {"error", LogLevel::kError}, {"warning", LogLevel::kWarning}, {"notice", LogLevel::kNotice},
+      {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug},
+  };
+  for (const auto& [name, level] : kNames) {
+    if (text.size() == name.size() &&
+        std::equal(text.begin(), text.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        })) {
+      return level;
+    }
+  }
+  return std::nullopt;
+}
+
+// Group names as useradd/groupadd accept them, minus the characters that would
+// make a config line ambiguous; the daemon resolves the name at start.
+bool valid_group_name(std::string_view name) {
+  if (name.empty() || name.size() > 256 || name.front() == '-') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::isgraph(u) && c != ':' && c != '/' && c != ',';
+  });
+}
+
+bool valid_tier_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxTierNameLength) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+// "0660", "660" or a TOML integer such as 0o660. A decimal integer like 660 is
+// almost always a forgotten 0o prefix, which the range check catches.
+void read_socket_mode(Section& section, uint32_t& out) {
+  static constexpr std::string_view kKey = "socket_mode";
+  const toml::node* node = section.get(kKey);
+  if (node == nullptr) return;
+  int64_t mode = -1;
+  if (const auto* integer = node->as_integer()) {
+    mode = integer->get();
+    if (mode < 0 || mode > 0777) {
+      section.fail_at(kKey, *node,
+                      "must be a permission mode between 0 and 0o777, got " + std::to_string(mode) +
+                          " (write octal as 0o660 or \"0660\")");
+      return;
+    }
+  } else if (const auto* text = node->as_string()) {
+    const std::string& digits = text->get();
+    const bool octal = !digits.empty() && digits.size() <= 4 &&
+                       std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; });
+    if (octal) mode = std::stol(digits, nullptr, 8);
+    if (!octal || mode > 0777) {
+      section.fail_at(kKey, *node, "must be an octal permission mode such as \"0660\", got " + in_quotes(digits));
+      return;
+    }
+  } else {
+    section.wrong_type(kKey, *node, "an octal string such as \"0660\" or an integer such as 0o660");
+    return;
+  }
+  out = static_cast<uint32_t>(mode);
+}
+
+void parse_daemon(Section section, Config& config) {
+  std::string state_dir;
+  if (section.read_path("state_dir", true, state_dir)) config.state_dir = state_dir;
+  read_socket_mode(section, config.socket_mode);
+
+  std::string group;
+  if (section.read_string("socket_group", group)) {
+    // Empty leaves the socket with the daemon's own group.
+    if (!group.empty() && !valid_group_name(group)) {
+      section.fail_at("socket_group", *section.get("socket_group"), "not a valid group name: " + in_quotes(group));
+    } else {
+      config.socket_group = group;
+    }
+  }
+
+  std::vector<std::string> admin_groups;
+  if (section.read_string_list("admin_groups", admin_groups)) {
+    const auto bad = std::find_if_not(admin_groups.begin(), admin_groups.end(), valid_group_name);
+    if (bad != admin_groups.end()) {
+      section.fail_at("admin_groups", *section.get("admin_groups"), "not a valid group name: " + in_quotes(*bad));
+    } else {
+      config.admin_groups = std::move(admin_groups);
+    }
+  }
+
+  std::string level;
+  if (section.read_string("log_level", level)) {
+    if (auto parsed = log_level_from_name(level)) {
+      config.log_level = *parsed;
+    } else {
+      section.fail_at("log_level", *section.get("log_level"),
+                      "must be one of error, warning, notice, info, debug; got " + in_quotes(level));
+    }
+  }
+
+  section.read_int("max_clients", 1, 65536, config.max_clients);
+  section.read_int("max_regions_per_client", 1, 1000000, config.max_regions_per_client);
+  section.read_int("watchdog_divisor", 2, 10, config.watchdog_divisor);
+  section.reject_unknown_keys();
+}
+
+void parse_pool(Section section, Config& config) {
+  section.read_size("max_region_size", 1, config.max_region_size);
+  section.reject_unknown_keys();
+}
+
+void parse_numa(Section section, Config& config) {
+  section.read_bool("enabled", config.numa_enabled);
+  section.read_int("capacity_percent", 1, 100, config.numa_capacity_percent);
+
+  std::vector<int> nodes;
+  std::vector<const toml::node*> node_at;
+  if (section.read_int_list("exclude_nodes", 0, kMaxNumaNode, nodes, &node_at)) {
+    std::set<int> seen;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!seen.insert(nodes[i]).second) {
+        section.fail_at("exclude_nodes", *node_at[i], "node " + std::to_string(nodes[i]) + " is listed twice");
+      }
+    }
+    config.numa_exclude_nodes = std::move(nodes);
+  }
+
+  std::string root;
+  if (section.read_path("sysfs_root", false, root)) config.sysfs_root = root;
+  section.reject_unknown_keys();
+}
+
+void parse_tier(Section section, EmulatedTierConfig& tier) {
+  section.require("name");
+  std::string name;
+  if (section.read_string("name", name)) {
+    if (!valid_tier_name(name)) {
+      section.fail_at("name", *section.get("name"),
+                      "must be 1 to 32 characters from a-z, 0-9, '_' and '-', got " + in_quotes(name));
+    }
+    tier.name = name;
+  }
+
+  section.require("capacity");
+  section.read_size("capacity", 1, tier.capacity);
+
+  std::string backing;
+  if (section.read_string("backing", backing)) {
+    if (backing == "memfd") {
+      tier.backing = EmulatedBacking::kMemfd;
+    } else if (backing == "hugetlbfs") {
+      tier.backing = EmulatedBacking::kHugetlbfs;
+    } else {
+      section.fail_at("backing", *section.get("backing"),
+                      "must be \"memfd\" or \"hugetlbfs\", got " + in_quotes(backing));
+    }
+  }
+
+  const bool has_path = section.read_path("hugetlbfs_path", false, tier.hugetlbfs_path);
+  if (tier.backing == EmulatedBacking::kHugetlbfs && section.get("hugetlbfs_path") == nullptr) {
+    section.fail_here("hugetlbfs_path", "required when backing = \"hugetlbfs\" (the hugetlbfs mount to use)");
+  } else if (tier.backing == EmulatedBacking::kMemfd && has_path) {
+    section.fail_at("hugetlbfs_path", *section.get("hugetlbfs_path"),
+                    "only meaningful with backing = \"hugetlbfs\"");
+  }
+
+  section.read_int("numa_node", -1, kMaxNumaNode, tier.numa_node);
+  section.read_int("latency_ns", 1, 10000000, tier.latency_ns);
+  section.read_int("bandwidth_mbps", 1, 10000000, tier.bandwidth_mbps);
+  section.reject_unknown_keys();
+}
+
+void parse_tiers(const toml::array& array, Problems& problems, Config& config) {
+  std::map<std::string, uint32_t> first_line;
+  size_t index = 0;
+  for (const toml::node& element : array) {
+    const std::string path = "emulated_tier[" + std::to_string(index++) + "]";
+    const toml::table& table = *element.as_table();
+    EmulatedTierConfig tier;
+    parse_tier(Section(table, path, problems), tier);
+    if (!tier.name.empty()) {
+      const toml::node* name = table.get("name");
+      const uint32_t line = name->source().begin.line;
+      auto [it, inserted] = first_line.emplace(tier.name, line);
+      if (!inserted) {
+        problems.report(name->source(), path + ".name",
+                        "duplicate tier name " + in_quotes(tier.name) + " (first declared on line " +
+                            std::to_string(it->second) + ")");
+      }
+    }
+    config.emulated_tiers.push_back(std::move(tier));
+  }
+}
+
+void parse_quota_rule(Section section, QuotaRule& rule) {
+  section.require("uid");
+  section.read_int("uid", 0, kMaxUid, rule.uid);
+  rule.tier = "*";
+  std::string tier;
+  if (section.read_string("tier", tier)) {
+    if (tier != "*" && !valid_tier_name(tier)) {
+      section.fail_at("tier", *section.get("tier"), "must be a tier name or \"*\", got " + in_quotes(tier));
+    }
+    rule.tier = tier;
+  }
+  section.require("bytes");
+  section.read_size("bytes", 0, rule.bytes);
+  section.reject_unknown_keys();
+}
+
+void parse_quota(Section section, Problems& problems, Config& config) {
+  section.read_size("default_bytes", 0, config.quota_default_bytes);
+  if (const toml::array* users = section.read_table_array("user")) {
+    std::map<std::pair<uint32_t, std::string>, uint32_t> first_line;
+    size_t index = 0;
+    for (const toml::node& element : *users) {
+      const std::string path = "quota.user[" + std::to_string(index++) + "]";
+      QuotaRule rule;
+      parse_quota_rule(Section(*element.as_table(), path, problems), rule);
+      const uint32_t line = element.source().begin.line;
+      auto [it, inserted] = first_line.emplace(std::make_pair(rule.uid, rule.tier), line);
+      if (!inserted) {
+        problems.report(element.source(), path,
+                        "a second rule for uid " + std::to_string(rule.uid) + " and tier " + in_quotes(rule.tier) +
+                            " (first on line " + std::to_string(it->second) + ")");
+      }
+      config.quota_rules.push_back(std::move(rule));
+    }
+  }
+  section.reject_unknown_keys();
+}
+
+void parse_metrics(Section section, Config& config) {
+  section.read_int("prometheus_port", 0, 65535, config.metrics_port);
+  std::string address;
+  if (section.read_string("prometheus_address", address)) {
+    in_addr v4;
+    in6_addr v6;
+    if (::inet_pton(AF_INET, address.c_str(), &v4) != 1 && ::inet_pton(AF_INET6, address.c_str(), &v6) != 1) {
+      section.fail_at("prometheus_address", *section.get("prometheus_address"),
+                      "not an IPv4 or IPv6 address literal: " + in_quotes(address));
+    } else {
+      config.metrics_address = address;
+    }
+  }
+  section.reject_unknown_keys();
+}
+
+Result<Config> parse_document(const toml::table& root, const std::string& source_name) {
+  Config config;  // struct defaults; a file declares its own emulated tiers
+  config.source = source_name;
+  Problems problems(source_name);
+  Section top(root, "", problems);
+
+  if (const auto* table = top.read_table("daemon")) parse_daemon(Section(*table, "daemon", problems), config);
+  if (const auto* table = top.read_table("pool")) parse_pool(Section(*table, "pool", problems), config);
+  if (const auto* table = top.read_table("numa")) parse_numa(Section(*table, "numa", problems), config);
+  if (const auto* array = top.read_table_array("emulated_tier")) parse_tiers(*array, problems, config);
+  if (const auto* table = top.read_table("quota")) parse_quota(Section(*table, "quota", problems), problems, config);
+  if (const auto* table = top.read_table("metrics")) parse_metrics(Section(*table, "metrics", problems), config);
+  top.reject_unknown_keys();
+
+  if (!problems.any() && !config.numa_enabled && config.emulated_tiers.empty()) {
+    const toml::node* enabled = root.at_path("numa.enabled").node();
+    problems.report(enabled != nullptr ? enabled->source() : root.source(), "numa.enabled",
+                    "NUMA tiers are disabled and no [[emulated_tier]] is declared: the pool would have no memory");
+  }
+  if (problems.any()) return tl::unexpected(problems.take());
+  return config;
+}
+
+bool same_tier(const EmulatedTierConfig& a, const EmulatedTierConfig& b) {
+  return a.name == b.name && a.capacity == b.capacity && a.backing == b.backing &&
+         a.hugetlbfs_path == b.hugetlbfs_path && a.numa_node == b.numa_node && a.latency_ns == b.latency_ns &&
+         a.bandwidth_mbps == b.bandwidth_mbps;
+}
+
+}  // namespace
+
+Config embedded_default_config() {
+  Config config;
+  config.numa_enabled = true;
+  config.numa_capacity_percent = 50;
+  EmulatedTierConfig slow;
+  slow.name = "emu-slow";
+  slow.capacity = kGiB;
+  slow.backing = EmulatedBacking::kMemfd;
+  slow.latency_ns = 250;
+  slow.bandwidth_mbps = 20000;
+  config.emulated_tiers.push_back(std::move(slow));
+  return config;
+}
+
+Result<Config> parse_config(std::string_view toml_text, const std::string& source_name) {
+  try {
+    const toml::table root = toml::parse(toml_text, std::string_view(source_name));
+    return parse_document(root, source_name);
+  } catch (const toml::parse_error& error) {
+    const auto& where = error.source().begin;
+    return fail(EINVAL, source_name + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
+                            ": " + std::string(error.description()));
+  } catch (const std::bad_alloc&) {
+    return fail(ENOMEM, source_name + ": out of memory while parsing");
+  }
+}
+
+Result<Config> load_config_file(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd) return fail_errno("config file " + name);
+  std::string text;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return fail_errno("reading config file " + name);
+    }
+    if (got == 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+    if (text.size() > kMaxConfigBytes) {
+      return fail(EFBIG, "config file " + name + ": larger than " + format_size(kMaxConfigBytes) +
+                             "; is this the right file?");
+    }
+  }
+  auto config = parse_config(text, name);
+  if (config) config->source = name;
+  return config;
+}
+
+std::vector<std::string> changes_needing_restart(const Config& running, const Config& next) {
+  std::vector<std::string> keys;
+  auto check = [&keys](bool changed, const char* key) {
+    if (changed) keys.emplace_back(key);
+  };
+  check(running.state_dir != next.state_dir, "daemon.state_dir");
+  check(running.socket_mode != next.socket_mode, "daemon.socket_mode");
+  check(running.socket_group != next.socket_group, "daemon.socket_group");
+  // The watchdog timer is armed once from WATCHDOG_USEC at start.
+  check(running.watchdog_divisor != next.watchdog_divisor, "daemon.watchdog_divisor");
+  check(running.numa_enabled != next.numa_enabled, "numa.enabled");
+  check(running.numa_capacity_percent != next.numa_capacity_percent, "numa.capacity_percent");
+  check(running.numa_exclude_nodes != next.numa_exclude_nodes, "numa.exclude_nodes");
+  check(running.sysfs_root != next.sysfs_root, "numa.sysfs_root");
+  check(!std::equal(running.emulated_tiers.begin(), running.emulated_tiers.end(), next.emulated_tiers.begin(),
+                    next.emulated_tiers.end(), same_tier),
+        "emulated_tier");
+  check(running.metrics_port != next.metrics_port, "metrics.prometheus_port");
+  check(running.metrics_address != next.metrics_address, "metrics.prometheus_address");
+  return keys;
+}
+
+LogLevel parse_log_level_or(std::string_view text, LogLevel fallback) {
+  return log_level_from_name(text).value_or(fallback);
+}
+
+const char* log_level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::kError: return "error";
+    case LogLevel::kWarning: return "warning";
+    case LogLevel::kNotice: return "notice";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kDebug: return "debug";
+  }
+  return "unknown";
+}
+
+}  // namespace cxlpool::daemon
