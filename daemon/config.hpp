@@ -72,8 +72,8 @@ struct Config {
 // as the fast tier plus one emulated slow tier of 1 GiB.
 Config embedded_default_config();
 
-// Parses TOML text. Errors name the key and the line ("numa.capacity_percent
-// (line 7): must be 1..100"); unknown keys and tables are errors too.
+// Parses TOML text. Errors name the file, line and key ("cxlpoold.toml:7: numa.capacity_percent:
+// must be 1..100"); unknown keys and tables are errors too.
 Result<Config> parse_config(std::string_view toml_text, const std::string& source_name);
 Result<Config> load_config_file(const std::filesystem::path& path);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Request handling: one function per request type, each validating what the
 // codec cannot know (ids, permissions, limits) before touching the pool.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>

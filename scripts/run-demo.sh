@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds cxlpool, starts cxlpoold on its embedded default (default state dir),
+# shows the tiers and backends, runs the demo client and stops the daemon.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >/dev/null
+B=build
+
+if [ "$(id -u)" -ne 0 ] && [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+  export XDG_RUNTIME_DIR=$(mktemp -d)
+fi
+if [ "$(id -u)" -eq 0 ]; then state=/run/cxlpool; else state=$XDG_RUNTIME_DIR/cxlpool; fi
+socket=$state/cxlpoold.sock
+
+echo "== starting cxlpoold (embedded default, state dir $state)"
+"$B/daemon/cxlpoold" &
+daemon=$!
+trap 'kill -TERM $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  [ -S "$socket" ] && "$B/tools/ctl/cxlpoolctl" status >/dev/null 2>&1 && break
+  kill -0 $daemon 2>/dev/null || { echo "cxlpoold exited early" >&2; exit 1; }
+  sleep 0.1
+done
+
+echo; echo "== cxlpoolctl tiers"; "$B/tools/ctl/cxlpoolctl" tiers
+echo; echo "== cxlpoolctl backends"; "$B/tools/ctl/cxlpoolctl" backends
+echo; echo "== cxlpool-demo"; "$B/tools/demo/cxlpool-demo"
+echo; echo "== cxlpoolctl status"; "$B/tools/ctl/cxlpoolctl" status
+echo; echo "== stopping cxlpoold (SIGTERM)"
+kill -TERM $daemon
+wait $daemon
+trap - EXIT
+echo "cxlpoold exited cleanly; socket removed: $([ -e "$socket" ] && echo no || echo yes)"

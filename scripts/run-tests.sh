@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The whole test suite, as CI runs it:
+#   1. unit + integration suites on the default (gcc) build
+#   2. the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
+#   3. the protocol decoder under libFuzzer (clang) for FUZZ_SECONDS
+#   4. the slow suite (QEMU guest with a CPU-less NUMA node)
+# Flags: --quick runs only step 1; --no-slow skips step 4.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+slow=1
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    --no-slow) slow=0 ;;
+    *) echo "usage: $0 [--quick] [--no-slow]" >&2; exit 2 ;;
+  esac
+done
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+JOBS=${JOBS:-$(nproc)}
+status=0
+logs=()
+
+run_suites() {  # build_dir suite...
+  local dir=$1; shift
+  local args=()
+  for s in "$@"; do args+=(--suite "$s"); done
+  meson test -C "$dir" "${args[@]}" --num-processes "$JOBS" --print-errorlogs || status=1
+  local copy="$dir/meson-logs/testlog-$(IFS=-; echo "$*").json"
+  cp "$dir/meson-logs/testlog.json" "$copy" 2>/dev/null && logs+=("$copy")
+}
+
+echo "== [1] default build: unit + integration"
+scripts/setup.sh || exit 1
+run_suites build unit integration
+
+if [ $quick -eq 0 ]; then
+  echo "== [2] ASan + UBSan build: unit + integration"
+  BUILD_DIR=build-asan MESON_ARGS="-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled" \
+    scripts/setup.sh || exit 1
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_suites build-asan unit integration
+
+  echo "== [3] libFuzzer: protocol decoder for ${FUZZ_SECONDS}s"
+  if command -v clang++ >/dev/null; then
+    if [ ! -f build-fuzz/build.ninja ]; then
+      CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dcuda=disabled >/dev/null || status=1
+    fi
+    if ninja -C build-fuzz tests/fuzz/fuzz_proto_decode; then
+      corpus=$(mktemp -d)
+      cp tests/fuzz/corpus/proto/* "$corpus"/
+      if build-fuzz/tests/fuzz/fuzz_proto_decode -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
+           "$corpus" 2>build-fuzz/fuzz.log; then
+        grep -E "stat::number_of_executed_units|Done" build-fuzz/fuzz.log | tail -2
+        echo "fuzz: no crash"
+      else
+        tail -40 build-fuzz/fuzz.log
+        echo "fuzz: FAILED"
+        status=1
+      fi
+      rm -rf "$corpus"
+    else
+      status=1
+    fi
+  else
+    echo "fuzz: skipped (clang++ not installed)"
+  fi
+
+  if [ $slow -eq 1 ]; then
+    echo "== [4] slow suite (QEMU guest)"
+    run_suites build slow
+  fi
+fi
+
+python3 - "${logs[@]}" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        if not line.strip():
+            continue
+        r = json.loads(line).get("result")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+PY
+exit $status
