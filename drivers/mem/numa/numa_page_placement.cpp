@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 
@@ -131,7 +132,9 @@ Result<hal::MoveStats> NumaPagePlacement::move(void* addr, size_t length, size_t
       ++stats.pages_already;
     } else if (s >= 0) {
       to_move.push_back(i);
-    } else if (s == -ENOENT) {
+    } else if (s == -ENOENT || s == -EFAULT) {
+      // No page of its own: never touched, the shared zero page, or (before
+      // Linux 6.x) no page table yet, which reads -EFAULT instead of -ENOENT.
       ++stats.pages_absent;
     } else {
       count_failure(stats, -s);
@@ -159,7 +162,7 @@ Result<hal::MoveStats> NumaPagePlacement::move(void* addr, size_t length, size_t
     for (size_t i = 0; i < n; ++i) {
       if (status[i] == node) {
         ++stats.pages_moved;
-      } else if (status[i] == -ENOENT) {
+      } else if (status[i] == -ENOENT || status[i] == -EFAULT) {
         ++stats.pages_absent;  // unmapped or reclaimed since the query
       } else if (status[i] < 0) {
         count_failure(stats, -status[i]);

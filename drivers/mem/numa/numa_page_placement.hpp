@@ -27,11 +27,12 @@ class NumaPagePlacement final : public hal::PagePlacement {
   // Errors: EINVAL (page_size not a multiple of the base page size, addr not
   // aligned to page_size, zero length), or the errno of move_pages.
   // Per-page entries: node id, or -errno (-ENOENT: not faulted in; -EFAULT:
-  // not mapped, or the shared zero page).
+  // not mapped, the shared zero page, or, before Linux 6.x, not faulted in
+  // and without a page table yet).
   Result<std::vector<int>> query(void* addr, size_t length, size_t page_size) override;
 
   // Queries first, so pages already on `node` are counted and not passed to
-  // the kernel again. Errors: as query and bind, plus EPERM for `all`
+  // the kernel again. -ENOENT and -EFAULT pages count as absent. Errors: as query and bind, plus EPERM for `all`
   // without CAP_SYS_NICE, and the errno of a failed move_pages call (pages
   // moved by earlier batches stay moved).
   Result<hal::MoveStats> move(void* addr, size_t length, size_t page_size, int node,

@@ -5,9 +5,11 @@
 
 namespace cxlpool::drivers {
 
-// NetPort/dpdk: available whenever DPDK is compiled in (EAL can always run
-// with --no-huge); the detail names the DPDK version and the huge page pool.
-// Does not initialize EAL.
+// NetPort/dpdk: loads the EAL library the build was configured with (dlopen,
+// never rte_eal_init) and reports its rte_version() and the huge page pool.
+// Available when EAL loads (EAL can always run with --no-huge); not present
+// when this CPU lacks the instruction set DPDK was built for; failed when the
+// library cannot be loaded.
 hal::BackendReport probe_dpdk();
 
 }  // namespace cxlpool::drivers

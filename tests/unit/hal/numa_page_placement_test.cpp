@@ -83,7 +83,8 @@ TEST_F(NumaPlacement, AnonymousBindQueryMove) {
   auto before = placement->query(m.addr(), m.length(), kPage);
   ASSERT_TRUE(before.has_value()) << before.error().message;
   ASSERT_EQ(before->size(), kPages);
-  for (int s : *before) EXPECT_EQ(s, -ENOENT);
+  // Never touched: -ENOENT, or -EFAULT on kernels before 6.x (no page table yet).
+  for (int s : *before) EXPECT_TRUE(s == -ENOENT || s == -EFAULT) << s;
 
   touch(m, 0, kPages);
   auto after = placement->query(m.addr(), m.length(), kPage);
@@ -141,11 +142,9 @@ TEST_F(NumaPlacement, BatchedQueryMatchesSingleCall) {
   auto stats = batched.move(m.addr(), m.length(), kPage, node_, false);
   ASSERT_TRUE(stats.has_value()) << stats.error().message;
   EXPECT_EQ(stats->pages_total, kPages);
-  EXPECT_EQ(stats->pages_already + stats->pages_absent + stats->pages_failed, kPages);
   EXPECT_EQ(stats->pages_already, kPages - 1);
-  if (stats->pages_failed == 1) {
-    EXPECT_EQ(stats->first_error, EFAULT);
-  }
+  EXPECT_EQ(stats->pages_absent, 1u);  // the hole
+  EXPECT_EQ(stats->pages_failed, 0u);
 }
 
 TEST_F(NumaPlacement, NodeWithoutMemoryIsEnodev) {
@@ -189,6 +188,7 @@ TEST_F(NumaPlacement, MovesBetweenNodes) {
   auto stats = placement->move(s.map.addr(), s.map.length(), kPage, to, false);
   ASSERT_TRUE(stats.has_value()) << stats.error().message;
   EXPECT_EQ(stats->pages_moved + stats->pages_failed, kPages);
+  EXPECT_EQ(stats->pages_failed, 0u) << "first error " << stats->first_error;
   EXPECT_GT(stats->pages_moved, 0u);
   auto where = placement->query(s.map.addr(), s.map.length(), kPage);
   ASSERT_TRUE(where.has_value());

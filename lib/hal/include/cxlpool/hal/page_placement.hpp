@@ -15,7 +15,8 @@ struct MoveStats {
   uint64_t pages_total = 0;
   uint64_t pages_moved = 0;    // now on the target node, were elsewhere
   uint64_t pages_already = 0;  // were on the target node already
-  uint64_t pages_absent = 0;   // not faulted in (-ENOENT)
+  uint64_t pages_absent = 0;   // no page of its own: not faulted in (-ENOENT), or the
+                               // zero page / not mapped (-EFAULT)
   uint64_t pages_failed = 0;   // any other per-page error
   int first_error = 0;         // positive errno of the first failed page
 };
@@ -30,7 +31,8 @@ class PagePlacement {
   virtual Result<void> bind(void* addr, size_t length, int node) = 0;
 
   // Node of each page of [addr, addr+length) in `page_size` steps; negative
-  // entries are -errno (-ENOENT: not present).
+  // entries are -errno (-ENOENT: not present; -EFAULT: zero page or not
+  // mapped, and on older kernels also not present).
   virtual Result<std::vector<int>> query(void* addr, size_t length, size_t page_size) = 0;
 
   // Moves every present page to `node` in batches. `all` asks for
