@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// A CUDA device's primary context plus plain device-memory helpers, for code
+// outside cuda/ (no cuda.h here). Device pointers are CUdeviceptr values
+// carried as uint64_t.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cxlpool/common/result.hpp"
+
+namespace cxlpool::cuda {
+
+struct DriverApi;
+
+class DeviceContext {
+ public:
+  // Loads the driver, calls cuInit, retains device `ordinal`'s primary
+  // context and makes it current on the calling thread. Errors: as
+  // load_driver_api()/init_driver_api(); EINVAL for a bad ordinal.
+  static Result<DeviceContext> open(int ordinal = 0);
+
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+  DeviceContext(DeviceContext&& other) noexcept;
+  DeviceContext& operator=(DeviceContext&& other) noexcept;
+  ~DeviceContext();  // releases the primary context
+
+  // The context is current only on the thread that opened it; other threads
+  // call this before using the device.
+  Result<void> make_current() const;
+  Result<void> synchronize() const;
+
+  Result<uint64_t> alloc(size_t bytes) const;
+  Result<void> free(uint64_t device_ptr) const;
+  Result<void> copy_to_device(uint64_t dst, const void* src, size_t bytes) const;
+  Result<void> copy_to_host(void* dst, uint64_t src, size_t bytes) const;
+
+  const DriverApi& api() const { return *api_; }
+  int device() const { return device_; }
+
+ private:
+  DeviceContext(const DriverApi* api, int device, void* context)
+      : api_(api), device_(device), context_(context) {}
+  void release();
+
+  const DriverApi* api_ = nullptr;
+  int device_ = -1;
+  void* context_ = nullptr;  // CUcontext
+};
+
+// cuMemAlloc'ed memory freed on destruction. Must not outlive the context it
+// was allocated in (moving that DeviceContext object is fine).
+class DeviceBuffer {
+ public:
+  static Result<DeviceBuffer> allocate(const DeviceContext& ctx, size_t bytes);
+
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  ~DeviceBuffer();
+
+  uint64_t ptr() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  DeviceBuffer(const DriverApi* api, uint64_t ptr, size_t size)
+      : api_(api), ptr_(ptr), size_(size) {}
+  void reset();
+
+  const DriverApi* api_ = nullptr;
+  uint64_t ptr_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace cxlpool::cuda

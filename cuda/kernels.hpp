@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// Launchers for the embedded kernels (kernels/*.cu). Every kernel has a CPU
+// reference with the same semantics in reference/. Pointers are device
+// addresses (CUdeviceptr as uint64_t): cuMemAlloc memory, a cuMemMap'ed VMM
+// range, or cuMemHostRegister'ed host memory. Launches are asynchronous on
+// `stream` (a CUstream; nullptr is the legacy default stream) unless noted.
+#pragma once
+
+#include <cstdint>
+
+#include "cxlpool/common/result.hpp"
+#include "device_context.hpp"
+
+namespace cxlpool::cuda {
+
+class Kernels {
+ public:
+  using Stream = void*;  // CUstream
+
+  // Loads the embedded modules into `ctx`'s context (current on the calling
+  // thread). Errors: the cuModuleLoadData failure, e.g. CUDA_ERROR_NO_BINARY_FOR_GPU
+  // when no built architecture fits the device and its driver cannot JIT the PTX.
+  static Result<Kernels> load(const DeviceContext& ctx);
+
+  Kernels(const Kernels&) = delete;
+  Kernels& operator=(const Kernels&) = delete;
+  Kernels(Kernels&& other) noexcept;
+  Kernels& operator=(Kernels&& other) noexcept;
+  ~Kernels();  // unloads the modules; must run before the context goes away
+
+  // ref::kv_gather on the device: dst[i] = arena[page_index[i]] for pages of
+  // page_bytes. `page_index` is a device array of n_pages uint32_t. Indices
+  // >= arena_pages are skipped and, when `skipped` (a device uint32_t) is
+  // not 0, atomically counted into it.
+  Result<void> kv_gather(uint64_t dst, uint64_t arena, uint64_t arena_pages, uint64_t page_index,
+                         uint32_t n_pages, uint64_t page_bytes, uint64_t skipped = 0,
+                         Stream stream = nullptr) const;
+  // ref::kv_scatter on the device: arena[page_index[i]] = src[i].
+  Result<void> kv_scatter(uint64_t arena, uint64_t src, uint64_t arena_pages, uint64_t page_index,
+                          uint32_t n_pages, uint64_t page_bytes, uint64_t skipped = 0,
+                          Stream stream = nullptr) const;
+
+  // ref::fill_pattern on the device.
+  Result<void> fill_pattern(uint64_t dst, uint64_t bytes, uint64_t seed,
+                            Stream stream = nullptr) const;
+
+  // ref::checksum of device memory. Synchronous: it waits for the result on
+  // the legacy default stream, which orders it after earlier launches there.
+  Result<uint64_t> checksum(uint64_t src, uint64_t bytes) const;
+
+ private:
+  Kernels() = default;
+  void unload();
+  Result<void> launch(void* function, uint64_t work_items, uint32_t threads, void** args,
+                      Stream stream) const;
+
+  const DriverApi* api_ = nullptr;
+  void* kv_module_ = nullptr;       // CUmodule
+  void* pattern_module_ = nullptr;  // CUmodule
+  void* gather_ = nullptr;          // CUfunction
+  void* scatter_ = nullptr;
+  void* fill_ = nullptr;
+  void* checksum_ = nullptr;
+  uint64_t checksum_slot_ = 0;  // device uint64_t the checksum kernel adds into
+};
+
+}  // namespace cxlpool::cuda

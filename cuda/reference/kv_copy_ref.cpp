@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kv_copy_ref.hpp"
+
+#include <cstring>
+
+namespace cxlpool::cuda::ref {
+
+uint32_t kv_gather(std::byte* dst, const std::byte* arena, uint64_t arena_pages,
+                   std::span<const uint32_t> page_index, uint64_t page_bytes) {
+  uint32_t skipped = 0;
+  for (size_t i = 0; i < page_index.size(); ++i) {
+    const uint64_t page = page_index[i];
+    if (page >= arena_pages) {
+      ++skipped;
+      continue;
+    }
+    std::memcpy(dst + i * page_bytes, arena + page * page_bytes, page_bytes);
+  }
+  return skipped;
+}
+
+uint32_t kv_scatter(std::byte* arena, uint64_t arena_pages, const std::byte* src,
+                    std::span<const uint32_t> page_index, uint64_t page_bytes) {
+  uint32_t skipped = 0;
+  for (size_t i = 0; i < page_index.size(); ++i) {
+    const uint64_t page = page_index[i];
+    if (page >= arena_pages) {
+      ++skipped;
+      continue;
+    }
+    std::memcpy(arena + page * page_bytes, src + i * page_bytes, page_bytes);
+  }
+  return skipped;
+}
+
+}  // namespace cxlpool::cuda::ref
