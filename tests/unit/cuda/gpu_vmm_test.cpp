@@ -20,6 +20,7 @@ namespace cxlpool::cuda::test {
 namespace {
 
 // Runs the undo steps of a test in reverse order even when it stops early.
+// Steps capture by value: they run after the test's later locals are gone.
 class Cleanup {
  public:
   Cleanup() = default;
@@ -85,14 +86,14 @@ TEST_F(GpuVmm, ReserveCreateMapExportImportRoundTrip) {
 
   CUdeviceptr va = 0;
   CXLPOOL_ASSERT_CU(api().mem_address_reserve(&va, 2 * gran, gran, 0, 0));
-  cleanup.add([&] { api().mem_address_free(va, 2 * gran); });
+  cleanup.add([=, this] { api().mem_address_free(va, 2 * gran); });
   ASSERT_EQ(va % gran, 0u);
 
   CUmemGenericAllocationHandle handle = 0;
   CXLPOOL_ASSERT_CU(api().mem_create(&handle, gran, &prop, 0));
-  cleanup.add([&] { api().mem_release(handle); });
+  cleanup.add([=, this] { api().mem_release(handle); });
   CXLPOOL_ASSERT_CU(api().mem_map(va, gran, 0, handle, 0));
-  cleanup.add([&] { api().mem_unmap(va, gran); });
+  cleanup.add([=, this] { api().mem_unmap(va, gran); });
   const CUmemAccessDesc access = device_access();
   CXLPOOL_ASSERT_CU(api().mem_set_access(va, gran, &access, 1));
 
@@ -111,9 +112,9 @@ TEST_F(GpuVmm, ReserveCreateMapExportImportRoundTrip) {
   CXLPOOL_ASSERT_CU(api().mem_import_from_shareable_handle(
       &imported, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
-  cleanup.add([&] { api().mem_release(imported); });
+  cleanup.add([=, this] { api().mem_release(imported); });
   CXLPOOL_ASSERT_CU(api().mem_map(va + gran, gran, 0, imported, 0));
-  cleanup.add([&] { api().mem_unmap(va + gran, gran); });
+  cleanup.add([=, this] { api().mem_unmap(va + gran, gran); });
   CXLPOOL_ASSERT_CU(api().mem_set_access(va + gran, gran, &access, 1));
 
   CXLPOOL_ASSERT_OK_AND_ASSIGN(through_import, kernels_->checksum(va + gran, gran));
@@ -140,12 +141,12 @@ TEST_F(GpuVmm, HostNumaAllocationIsDeviceAccessible) {
   Cleanup cleanup;
   CUdeviceptr va = 0;
   CXLPOOL_ASSERT_CU(api().mem_address_reserve(&va, gran, gran, 0, 0));
-  cleanup.add([&] { api().mem_address_free(va, gran); });
+  cleanup.add([=, this] { api().mem_address_free(va, gran); });
   CUmemGenericAllocationHandle handle = 0;
   CXLPOOL_ASSERT_CU(api().mem_create(&handle, gran, &prop, 0));
-  cleanup.add([&] { api().mem_release(handle); });
+  cleanup.add([=, this] { api().mem_release(handle); });
   CXLPOOL_ASSERT_CU(api().mem_map(va, gran, 0, handle, 0));
-  cleanup.add([&] { api().mem_unmap(va, gran); });
+  cleanup.add([=, this] { api().mem_unmap(va, gran); });
   const CUmemAccessDesc access = device_access();
   CXLPOOL_ASSERT_CU(api().mem_set_access(va, gran, &access, 1));
 
@@ -174,7 +175,7 @@ TEST_F(GpuVmm, RegisteredMemfdChunkIsReadAndWrittenByKernels) {
   ref::fill_pattern(bytes, 4);
 
   CXLPOOL_ASSERT_CU(api().mem_host_register(host, size, CU_MEMHOSTREGISTER_DEVICEMAP));
-  cleanup.add([&] { api().mem_host_unregister(host); });
+  cleanup.add([=, this] { api().mem_host_unregister(host); });
   const auto dev_ptr = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(host));
   CXLPOOL_ASSERT_OK_AND_ASSIGN(sum, kernels_->checksum(dev_ptr, size));
   EXPECT_EQ(sum, ref::checksum(bytes));
