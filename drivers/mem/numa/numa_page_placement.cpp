@@ -146,30 +146,40 @@ Result<hal::MoveStats> NumaPagePlacement::move(void* addr, size_t length, size_t
   std::vector<void*> pages;
   std::vector<int> nodes;
   std::vector<int> status;
-  for (size_t first = 0; first < to_move.size(); first += batch_pages_) {
-    const size_t n = std::min(batch_pages_, to_move.size() - first);
-    pages.assign(n, nullptr);
-    nodes.assign(n, node);
-    status.assign(n, 0);
-    for (size_t i = 0; i < n; ++i) pages[i] = base + to_move[first + i] * page_size;
-    // A positive result counts pages the kernel could not migrate; their
-    // status entries say why (or still name the old node).
-    if (move_pages(0, n, pages.data(), nodes.data(), status.data(), flags) < 0) {
-      return fail_errno("move_pages " + std::to_string(n) + " page(s) of " +
-                        range_text(addr, length) + " to node " + std::to_string(node) +
-                        (all ? " (MPOL_MF_MOVE_ALL)" : ""));
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (status[i] == node) {
-        ++stats.pages_moved;
-      } else if (status[i] == -ENOENT || status[i] == -EFAULT) {
-        ++stats.pages_absent;  // unmapped or reclaimed since the query
-      } else if (status[i] < 0) {
-        count_failure(stats, -status[i]);
-      } else {
-        count_failure(stats, EBUSY);  // still on its old node
+  // Pages under writeback or briefly pinned come back -EBUSY/-EAGAIN (or
+  // still on their old node); a later pass usually moves them.
+  constexpr int kPasses = 3;
+  for (int pass = 0; pass < kPasses && !to_move.empty(); ++pass) {
+    const bool last = pass + 1 == kPasses;
+    std::vector<size_t> retry;
+    for (size_t first = 0; first < to_move.size(); first += batch_pages_) {
+      const size_t n = std::min(batch_pages_, to_move.size() - first);
+      pages.assign(n, nullptr);
+      nodes.assign(n, node);
+      status.assign(n, 0);
+      for (size_t i = 0; i < n; ++i) pages[i] = base + to_move[first + i] * page_size;
+      // A positive result counts pages the kernel could not migrate; their
+      // status entries say why (or still name the old node).
+      if (move_pages(0, n, pages.data(), nodes.data(), status.data(), flags) < 0) {
+        return fail_errno("move_pages " + std::to_string(n) + " page(s) of " +
+                          range_text(addr, length) + " to node " + std::to_string(node) +
+                          (all ? " (MPOL_MF_MOVE_ALL)" : ""));
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const bool transient = status[i] == -EBUSY || status[i] == -EAGAIN ||
+                               (status[i] >= 0 && status[i] != node);
+        if (status[i] == node) {
+          ++stats.pages_moved;
+        } else if (status[i] == -ENOENT || status[i] == -EFAULT) {
+          ++stats.pages_absent;  // unmapped or reclaimed since the query
+        } else if (transient && !last) {
+          retry.push_back(to_move[first + i]);
+        } else {
+          count_failure(stats, status[i] < 0 ? -status[i] : EBUSY);
+        }
       }
     }
+    to_move = std::move(retry);
   }
   return stats;
 }
