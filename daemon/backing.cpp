@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include "cxlpool/common/units.hpp"
 #include "cxlpool_build_config.h"
 #include "region_memory.hpp"
 #if CXLPOOL_HAVE_NUMA
@@ -16,16 +17,20 @@ BackingFactory make_backing_factory() {
   return [](const Tier& tier, const std::string& debug_name, uint64_t size, bool hugetlb) -> Result<Backing> {
     Result<UniqueFd> fd = tier.backing == EmulatedBacking::kHugetlbfs
                               ? drivers::create_hugetlbfs_file(tier.hugetlbfs_path, size)
-                              : drivers::create_region_memfd(debug_name, size, hugetlb);
+                              : drivers::create_region_memfd(debug_name, hugetlb ? size : round_up(size, 4096), hugetlb);
     if (!fd) return tl::unexpected(fd.error());
-    struct stat st {};
-    if (::fstat(fd->get(), &st) != 0) return fail_errno("fstat region file");
     Backing backing;
-    backing.size = static_cast<uint64_t>(st.st_size);
-    // hugetlbfs reports its page size as the block size.
-    backing.page_size = hugetlb || tier.backing == EmulatedBacking::kHugetlbfs
-                            ? static_cast<uint32_t>(st.st_blksize)
-                            : 4096;
+    if (hugetlb || tier.backing == EmulatedBacking::kHugetlbfs) {
+      // The driver rounded the size up to whole huge pages; hugetlbfs
+      // reports its page size as the block size.
+      struct stat st {};
+      if (::fstat(fd->get(), &st) != 0) return fail_errno("fstat region file");
+      backing.size = static_cast<uint64_t>(st.st_size);
+      backing.page_size = static_cast<uint32_t>(st.st_blksize);
+    } else {
+      backing.size = round_up(size, 4096);
+      backing.page_size = 4096;
+    }
     backing.fd = std::move(*fd);
     return backing;
   };

@@ -413,6 +413,7 @@ void Daemon::serve(Session& session) {
     }
     std::vector<int> fds;
     if (reply->fd) fds.push_back(reply->fd.get());
+    if (reply->borrowed_fd >= 0) fds.push_back(reply->borrowed_fd);
     auto sent = proto::send_message(session.fd.get(), envelope.header.request_id, reply->message, fds,
                                     session.version);
     if (!sent) {

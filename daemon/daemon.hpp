@@ -49,7 +49,8 @@ class Daemon {
  private:
   struct Reply {
     proto::Message message;
-    UniqueFd fd;  // sent with SCM_RIGHTS when valid
+    UniqueFd fd;           // sent with SCM_RIGHTS when valid, then closed
+    int borrowed_fd = -1;  // sent with SCM_RIGHTS when >= 0, owned by the pool
   };
 
   Daemon() = default;

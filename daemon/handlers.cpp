@@ -40,10 +40,16 @@ Result<Daemon::Reply> Daemon::on_hello(Session& session, const proto::Hello& hel
 }
 
 Result<Daemon::Reply> Daemon::region_reply(Session& session, Region& region, bool writable) {
-  auto fd = pool_->client_fd(region, writable);
-  if (!fd) {
-    pool_->release_handle(region.id);
-    return tl::unexpected(fd.error());
+  // SCM_RIGHTS gives the client its own reference to the file, so a
+  // writable handle can carry the region's descriptor itself.
+  UniqueFd read_only;
+  if (!writable) {
+    auto fd = pool_->client_fd(region, false);
+    if (!fd) {
+      pool_->release_handle(region.id);
+      return tl::unexpected(fd.error());
+    }
+    read_only = std::move(*fd);
   }
   ++session.handles[region.id];
   ++session.handle_count;
@@ -54,7 +60,7 @@ Result<Daemon::Reply> Daemon::region_reply(Session& session, Region& region, boo
   reply.page_size = region.page_size;
   reply.flags = (writable ? proto::kRegionWritable : 0) | (region.hugetlb ? proto::kRegionHugetlb : 0);
   reply.name = region.name;
-  return Reply{reply, std::move(*fd)};
+  return Reply{reply, std::move(read_only), writable ? region.fd.get() : -1};
 }
 
 Result<Daemon::Reply> Daemon::on_create(Session& session, const CreateSpec& spec) {

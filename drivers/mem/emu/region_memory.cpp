@@ -79,7 +79,15 @@ Result<UniqueFd> create_region_memfd(const std::string& debug_name, uint64_t siz
     }
     return fail(err, errno_message(what + ": memfd_create", err));
   }
-  return size_and_reserve(std::move(fd), what, size, huge_page_size);
+  auto sized = size_and_reserve(std::move(fd), what, size, huge_page_size);
+  if (!sized) return sized;
+  // Clients receive this file read-write: sealing its size keeps any of them
+  // from shrinking it under the others' mappings (SIGBUS) or growing it past
+  // what the pool accounted for.
+  if (fcntl(sized->get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    return fail_errno(what + ": sealing its size");
+  }
+  return sized;
 }
 
 Result<uint64_t> hugetlbfs_page_size(const std::string& mount_dir) {

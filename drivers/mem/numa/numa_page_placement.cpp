@@ -90,10 +90,14 @@ Result<void> NumaPagePlacement::bind(void* addr, size_t length, int node) {
   if (reinterpret_cast<uintptr_t>(addr) % base != 0 || length == 0) {
     return fail(EINVAL, "mbind " + range_text(addr, length) + ": unaligned or empty range");
   }
-  if (auto ok = check_node(node); !ok) return ok;
+  if (node < 0) return fail(EINVAL, "NUMA node " + std::to_string(node) + " is negative");
   const SingleNodeMask mask(node);
+  // Allocation calls this for every region: the node is checked only when
+  // the kernel refuses, to turn its EINVAL into a precise message.
   if (mbind(addr, length, MPOL_BIND, mask.words(), mask.max_node(), 0) != 0) {
-    return fail_errno("mbind " + range_text(addr, length) + " to node " + std::to_string(node));
+    const int code = errno;
+    if (auto ok = check_node(node); !ok) return ok;
+    return fail(code, errno_message("mbind " + range_text(addr, length) + " to node " + std::to_string(node), code));
   }
   return {};
 }

@@ -62,9 +62,11 @@ TEST(RegionMemfd, PlainMemfd) {
   EXPECT_EQ(file_size(fd->get()), size);
   EXPECT_NE(fcntl(fd->get(), F_GETFD) & FD_CLOEXEC, 0);
   EXPECT_EQ(fd_target(fd->get()), "/memfd:kv-arena (deleted)");
-  // MFD_ALLOW_SEALING: the daemon seals a region's size before sharing it.
-  EXPECT_EQ(fcntl(fd->get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0) << strerror(errno);
+  // The size is sealed before any client sees the file, and the seals are final.
+  EXPECT_EQ(fcntl(fd->get(), F_GET_SEALS), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
   EXPECT_NE(ftruncate(fd->get(), static_cast<off_t>(size * 2)), 0);
+  EXPECT_NE(ftruncate(fd->get(), 0), 0);
+  EXPECT_NE(fcntl(fd->get(), F_ADD_SEALS, F_SEAL_WRITE), 0);
   write_and_read_back(fd->get(), size);
 }
 
