@@ -37,7 +37,7 @@
 namespace cxlpool::daemon {
 namespace {
 
-hal::BackendReport not_compiled(const char* cls, const char* name, const char* reason) {
+[[maybe_unused]] hal::BackendReport not_compiled(const char* cls, const char* name, const char* reason) {
   return {cls, name, hal::BackendState::kNotCompiled, reason};
 }
 
