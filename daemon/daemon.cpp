@@ -18,6 +18,10 @@
 #include <cstring>
 
 #include "backends.hpp"
+#include "cxlpool_build_config.h"
+#if CXLPOOL_HAVE_DAX
+#include "cxl_regions.hpp"
+#endif
 #include "backing.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/units.hpp"
@@ -64,6 +68,25 @@ bool have_cap_sys_nice() {
   return (data[0].effective & (1u << CAP_SYS_NICE)) != 0;
 }
 
+// NUMA nodes that CXL regions (through libcxl) feed as system RAM: their
+// tiers are CXL tiers even on hosts whose firmware gives them CPUs.
+std::vector<int> cxl_region_nodes() {
+  std::vector<int> nodes;
+#if CXLPOOL_HAVE_DAX
+  auto regions = drivers::discover_cxl_regions();
+  if (!regions) {
+    logger("daemon")->warn("CXL region discovery failed: {}", regions.error().message);
+    return nodes;
+  }
+  for (const auto& r : *regions) {
+    logger("daemon")->info("CXL region {}: {} ({}), {} memdev(s), dax {}, node {}", r.name, format_size(r.size_bytes),
+                           r.mode, r.memdevs.size(), r.dax_device.empty() ? "-" : r.dax_device, r.numa_node);
+    if (r.numa_node >= 0) nodes.push_back(r.numa_node);
+  }
+#endif
+  return nodes;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::path state_dir,
@@ -81,7 +104,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
 
   auto topology = hal::discover_topology(d->sysfs_);
   if (!topology) return tl::unexpected(topology.error());
-  auto tiers = build_tiers(d->config_, *topology);
+  auto tiers = build_tiers(d->config_, *topology, cxl_region_nodes());
   if (!tiers) return tl::unexpected(tiers.error());
   d->placement_ = make_page_placement(*topology);
   if (!d->placement_) log->warn("no NUMA placement backend: regions are not bound to nodes");

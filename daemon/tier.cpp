@@ -30,7 +30,8 @@ uint32_t latency_class_from_distance(const hal::Topology& topology, const hal::N
 
 }  // namespace
 
-Result<std::vector<Tier>> build_tiers(const Config& config, const hal::Topology& topology) {
+Result<std::vector<Tier>> build_tiers(const Config& config, const hal::Topology& topology,
+                                      const std::vector<int>& cxl_nodes) {
   std::vector<Tier> tiers;
   int first_dram_node = -1;
   if (config.numa_enabled) {
@@ -41,14 +42,16 @@ Result<std::vector<Tier>> build_tiers(const Config& config, const hal::Topology&
       }
       Tier tier;
       tier.id = static_cast<uint32_t>(tiers.size());
-      tier.kind = node.cpu_less() ? proto::TierKind::kCxl : proto::TierKind::kDram;
-      tier.name = (node.cpu_less() ? "cxl" : "dram") + std::to_string(node.id);
+      const bool far = node.cpu_less() ||
+                       std::find(cxl_nodes.begin(), cxl_nodes.end(), node.id) != cxl_nodes.end();
+      tier.kind = far ? proto::TierKind::kCxl : proto::TierKind::kDram;
+      tier.name = (far ? "cxl" : "dram") + std::to_string(node.id);
       tier.numa_node = topology.numa_present ? node.id : -1;
       tier.own_node = true;
       tier.capacity = node.total_bytes / 100 * config.numa_capacity_percent;
       tier.latency_ns = latency_class_from_distance(topology, node);
       tiers.push_back(tier);
-      if (!node.cpu_less() && first_dram_node < 0) first_dram_node = node.id;
+      if (!far && first_dram_node < 0) first_dram_node = node.id;
     }
   }
   if (first_dram_node < 0) {

@@ -27,10 +27,12 @@ struct Tier {
   std::string hugetlbfs_path;
 };
 
-// Builds the tier list: one tier per NUMA node with memory (kind dram when
-// the node has CPUs, cxl when it has none), skipping excluded nodes, then the
-// emulated tiers of the config. Ids follow that order.
-Result<std::vector<Tier>> build_tiers(const Config& config, const hal::Topology& topology);
+// Builds the tier list: one tier per NUMA node with memory (kind cxl when
+// the node has no CPUs or is the target node of a CXL region in
+// `cxl_nodes`, dram otherwise), skipping excluded nodes, then the emulated
+// tiers of the config. Ids follow that order.
+Result<std::vector<Tier>> build_tiers(const Config& config, const hal::Topology& topology,
+                                      const std::vector<int>& cxl_nodes = {});
 
 // Free bytes a tier can still hand out: capacity - used, and for tiers with a
 // node never more than the node's free memory.
