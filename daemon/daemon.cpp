@@ -38,6 +38,7 @@ constexpr uint64_t kTagListen = 1;
 constexpr uint64_t kTagSignal = 2;
 constexpr uint64_t kTagTick = 3;
 constexpr uint64_t kTagWatchdog = 4;
+constexpr uint64_t kTagMigration = 5;
 constexpr uint64_t kSessionBit = 1ull << 63;
 
 Result<void> epoll_add(int epfd, int fd, uint64_t tag) {
@@ -112,6 +113,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   PoolLimits limits{d->config_.max_region_size, d->config_.quota_default_bytes, d->config_.quota_rules};
   d->pool_ = std::make_unique<RegionPool>(std::move(*tiers), std::move(*topology), make_backing_factory(),
                                           d->placement_.get(), std::move(limits));
+  d->migrations_ = std::make_unique<MigrationWorker>(d->placement_.get());
+  if (auto ok = d->migrations_->start(); !ok) return tl::unexpected(ok.error());
   d->backends_ = probe_backends();
   for (const auto& b : d->backends_) {
     log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
@@ -135,6 +138,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
 
 Daemon::~Daemon() {
   metrics_.stop();
+  if (migrations_) migrations_->stop();
   sessions_.clear();
   if (pool_) pool_->clear();
   if (listen_fd_) ::unlink(socket_path_.c_str());
@@ -209,7 +213,7 @@ Result<void> Daemon::setup_loop() {
   if (!tick) return tl::unexpected(tick.error());
   tick_fd_ = std::move(*tick);
   for (auto [fd, tag] : {std::pair{listen_fd_.get(), kTagListen}, {signal_fd_.get(), kTagSignal},
-                         {tick_fd_.get(), kTagTick}}) {
+                         {tick_fd_.get(), kTagTick}, {migrations_->event_fd(), kTagMigration}}) {
     if (auto ok = epoll_add(epoll_fd_.get(), fd, tag); !ok) return ok;
   }
   if (const uint64_t usec = watchdog_usec(); usec != 0) {
@@ -255,6 +259,7 @@ int Daemon::run() {
         case kTagListen: accept_clients(); break;
         case kTagSignal: handle_signal(); break;
         case kTagTick: tick(); break;
+        case kTagMigration: finish_migrations(); break;
         case kTagWatchdog: {
           uint64_t expirations = 0;
           (void)!::read(watchdog_fd_.get(), &expirations, sizeof expirations);
@@ -266,6 +271,9 @@ int Daemon::run() {
     }
   }
   notify_stopping();
+  // A migration in progress completes; queued ones are dropped.
+  migrations_->stop();
+  finish_migrations();
   log->info("shutting down: releasing {} regions of {} clients", pool_->regions().size(), sessions_.size());
   while (!sessions_.empty()) close_session(sessions_.begin()->first);
   pool_->clear();
@@ -419,6 +427,7 @@ void Daemon::serve(Session& session) {
     ++counters_.requests;
     ++counters_.by_type[proto::message_type_name(static_cast<proto::MsgType>(envelope.header.type))];
     // Descriptors from clients are never expected; they are closed on scope exit.
+    current_request_id_ = envelope.header.request_id;
     auto reply = dispatch(session, envelope.message);
     if (!reply) {
       ++counters_.request_errors;
@@ -434,6 +443,7 @@ void Daemon::serve(Session& session) {
       }
       continue;
     }
+    if (reply->deferred) continue;
     std::vector<int> fds;
     if (reply->fd) fds.push_back(reply->fd.get());
     if (reply->borrowed_fd >= 0) fds.push_back(reply->borrowed_fd);
@@ -444,6 +454,35 @@ void Daemon::serve(Session& session) {
       logger("control")->warn("client {}: cannot send reply: {}; closing", id, sent.error().message);
       close_session(id);
       return;
+    }
+  }
+}
+
+}  // namespace cxlpool::daemon
+
+namespace cxlpool::daemon {
+
+void Daemon::finish_migrations() {
+  auto log = logger("pool");
+  for (auto& task : migrations_->take_finished()) {
+    const auto reply = pool_->finish_migration(task.job, task.moved);
+    auto it = sessions_.find(task.session_id);
+    if (!task.moved) {
+      log->error("migration of region {} to tier {} failed: {}", task.job.region_id, task.job.to_tier,
+                 task.moved.error().message);
+      if (it != sessions_.end()) {
+        (void)proto::send_message(it->second->fd.get(), task.request_id,
+                                  proto::ErrorReply{task.moved.error().code, task.moved.error().message},
+                                  {}, it->second->version);
+      }
+      continue;
+    }
+    log->info("migrated region {} tier {} -> {}: {} pages moved, {} already there, {} absent, {} failed in {} us",
+              reply.region_id, reply.from_tier, reply.to_tier, reply.pages_moved, reply.pages_already,
+              reply.pages_absent, reply.pages_failed, reply.elapsed_ns / 1000);
+    if (it != sessions_.end()) {
+      auto sent = proto::send_message(it->second->fd.get(), task.request_id, reply, {}, it->second->version);
+      if (!sent) close_session(task.session_id);
     }
   }
 }

@@ -19,6 +19,7 @@
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "metrics_http.hpp"
+#include "migration_worker.hpp"
 #include "region_pool.hpp"
 #include "session.hpp"
 
@@ -51,6 +52,7 @@ class Daemon {
     proto::Message message;
     UniqueFd fd;           // sent with SCM_RIGHTS when valid, then closed
     int borrowed_fd = -1;  // sent with SCM_RIGHTS when >= 0, owned by the pool
+    bool deferred = false; // the reply is sent later (a migration in progress)
   };
 
   Daemon() = default;
@@ -62,6 +64,8 @@ class Daemon {
   void handle_signal();
   void reload();
   void tick();
+  void finish_migrations();
+  Result<Reply> on_migrate(Session& session, const proto::RegionMigrate& request);
 
   Result<Reply> dispatch(Session& session, const proto::Message& message);
   Result<Reply> on_hello(Session& session, const proto::Hello& hello);
@@ -87,6 +91,8 @@ class Daemon {
   UniqueFd watchdog_fd_;
   std::unique_ptr<hal::PagePlacement> placement_;
   std::unique_ptr<RegionPool> pool_;
+  std::unique_ptr<MigrationWorker> migrations_;
+  uint32_t current_request_id_ = 0;
   std::vector<hal::BackendReport> backends_;
   std::vector<gid_t> admin_gids_;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;

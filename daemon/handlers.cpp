@@ -75,6 +75,21 @@ Result<Daemon::Reply> Daemon::on_create(Session& session, const CreateSpec& spec
   return region_reply(session, **region, true);
 }
 
+Result<Daemon::Reply> Daemon::on_migrate(Session& session, const proto::RegionMigrate& request) {
+  if (auto ok = require_admin(session, "region migrate"); !ok) return tl::unexpected(ok.error());
+  auto job = pool_->begin_migration(request.region_id, request.target_tier, move_all_);
+  if (!job) return tl::unexpected(job.error());
+  if (job->node < 0 || job->from_tier == job->to_tier) {
+    // Nothing to move (same tier, or no placement backend): answer now.
+    Result<hal::MoveStats> moved = job->run(nullptr);
+    return Reply{pool_->finish_migration(*job, moved), {}};
+  }
+  migrations_->submit(MigrationTask{*job, session.id, current_request_id_});
+  Reply reply{proto::Ok{}, {}};
+  reply.deferred = true;
+  return reply;
+}
+
 Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& message) {
   const auto type = proto::message_type(message);
   if (!proto::is_request(type)) {
@@ -141,15 +156,7 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
           }
           return Reply{reply, {}};
         } else if constexpr (std::is_same_v<T, proto::RegionMigrate>) {
-          if (auto ok = require_admin(session, "region migrate"); !ok) return tl::unexpected(ok.error());
-          auto result = pool_->migrate(m.region_id, m.target_tier, move_all_);
-          if (!result) return tl::unexpected(result.error());
-          logger("pool")->info("migrated region {} tier {} -> {}: {} pages moved, {} already there, {} absent, "
-                               "{} failed in {} us",
-                               m.region_id, result->from_tier, result->to_tier, result->pages_moved,
-                               result->pages_already, result->pages_absent, result->pages_failed,
-                               result->elapsed_ns / 1000);
-          return Reply{*result, {}};
+          return on_migrate(session, m);
         } else if constexpr (std::is_same_v<T, proto::ClientsRequest>) {
           if (auto ok = require_admin(session, "listing clients"); !ok) return tl::unexpected(ok.error());
           proto::ClientsReply reply;

@@ -27,6 +27,8 @@ RegionPool::RegionPool(std::vector<Tier> tiers, hal::Topology topology, BackingF
 RegionPool::~RegionPool() { clear(); }
 
 void RegionPool::clear() {
+  // Callers stop the migration worker first, so no move is still running.
+  for (auto& [id, region] : regions_) region->migrating = false;
   while (!regions_.empty()) destroy(regions_.begin()->first);
   names_.clear();
 }
@@ -227,6 +229,15 @@ void RegionPool::destroy(uint64_t region_id) {
   auto it = regions_.find(region_id);
   if (it == regions_.end()) return;
   Region& region = *it->second;
+  if (region.migrating) {
+    // The worker is moving pages through our mapping: keep it until it ends.
+    region.destroy_pending = true;
+    if (region.kind == proto::RegionKind::kNamed && !region.unlinked) {
+      names_.erase(region.name);
+      region.unlinked = true;
+    }
+    return;
+  }
   charge(region.owner_uid, region.tier_id, -static_cast<int64_t>(region.size));
   if (region.kind == proto::RegionKind::kNamed && !region.unlinked) names_.erase(region.name);
   ++counters_.regions_destroyed;
@@ -250,47 +261,89 @@ void RegionPool::refresh_free_memory(const SysfsRoot& root) {
   (void)hal::refresh_free_memory(root, topology_);
 }
 
-Result<proto::MigrateReply> RegionPool::migrate(uint64_t region_id, uint32_t target_tier,
-                                                bool move_all) {
-  Region* region = find(region_id);
-  if (region == nullptr) return fail(ENOENT, "no region with id " + std::to_string(region_id));
-  if (target_tier >= tiers_.size()) return fail(ENOENT, "no tier with id " + std::to_string(target_tier));
-  proto::MigrateReply reply;
-  reply.region_id = region_id;
-  reply.from_tier = region->tier_id;
-  reply.to_tier = target_tier;
-  reply.pages_total = region->size / region->page_size;
-  if (target_tier == region->tier_id) {
-    reply.pages_already = reply.pages_total;
-    return reply;
+Result<hal::MoveStats> MigrationJob::run(hal::PagePlacement* placement) {
+  const uint64_t start = monotonic_ns();
+  Result<hal::MoveStats> moved = hal::MoveStats{};
+  if (placement != nullptr && node >= 0) {
+    moved = placement->move(addr, length, page_size, node, move_all);
+  } else {
+    moved->pages_total = length / page_size;
+    moved->pages_absent = moved->pages_total;
   }
+  elapsed_ns = monotonic_ns() - start;
+  return moved;
+}
+
+Result<MigrationJob> RegionPool::begin_migration(uint64_t region_id, uint32_t target_tier, bool move_all) {
+  Region* region = find(region_id);
+  if (region == nullptr || region->destroy_pending) {
+    return fail(ENOENT, "no region with id " + std::to_string(region_id));
+  }
+  if (target_tier >= tiers_.size()) return fail(ENOENT, "no tier with id " + std::to_string(target_tier));
+  if (region->migrating) return fail(EBUSY, "region " + std::to_string(region_id) + " is being migrated already");
+  MigrationJob job;
+  job.region_id = region_id;
+  job.from_tier = region->tier_id;
+  job.to_tier = target_tier;
+  job.addr = region->mapping.addr();
+  job.length = region->size;
+  job.page_size = region->page_size;
+  job.move_all = move_all;
+  if (target_tier == region->tier_id) return job;  // nothing to move, nothing to charge
   const Tier& to = tiers_[target_tier];
   if (auto ok = admit(target_tier, region->size, region->owner_uid); !ok) return tl::unexpected(ok.error());
-  const uint64_t start = monotonic_ns();
   if (placement_ != nullptr && to.numa_node >= 0) {
-    // New faults go to the target first, then the present pages move.
+    // New faults go to the target before the present pages move.
     if (auto bound = placement_->bind(region->mapping.addr(), region->size, to.numa_node); !bound) {
       return tl::unexpected(bound.error());
     }
-    auto moved = placement_->move(region->mapping.addr(), region->size, region->page_size,
-                                  to.numa_node, move_all);
-    if (!moved) return tl::unexpected(moved.error());
+    job.node = to.numa_node;
+  }
+  charge(region->owner_uid, target_tier, static_cast<int64_t>(region->size));
+  region->migrating = true;
+  return job;
+}
+
+proto::MigrateReply RegionPool::finish_migration(const MigrationJob& job, const Result<hal::MoveStats>& moved) {
+  proto::MigrateReply reply;
+  reply.region_id = job.region_id;
+  reply.from_tier = job.from_tier;
+  reply.to_tier = job.to_tier;
+  reply.pages_total = job.length / job.page_size;
+  reply.elapsed_ns = job.elapsed_ns;
+  Region* region = find(job.region_id);
+  if (job.from_tier == job.to_tier || region == nullptr) {
+    reply.pages_already = reply.pages_total;
+    return reply;
+  }
+  region->migrating = false;
+  if (moved) {
     reply.pages_moved = moved->pages_moved;
     reply.pages_already = moved->pages_already;
     reply.pages_absent = moved->pages_absent;
     reply.pages_failed = moved->pages_failed;
   } else {
-    reply.pages_absent = reply.pages_total;
+    reply.pages_failed = reply.pages_total;
   }
-  reply.elapsed_ns = monotonic_ns() - start;
-  reply.bytes_moved = reply.pages_moved * region->page_size;
-  charge(region->owner_uid, region->tier_id, -static_cast<int64_t>(region->size));
-  charge(region->owner_uid, target_tier, static_cast<int64_t>(region->size));
-  region->tier_id = target_tier;
+  reply.bytes_moved = reply.pages_moved * job.page_size;
+  // The region now belongs to the target tier even if some pages could not
+  // move: its policy already sends every new fault there.
+  charge(region->owner_uid, job.from_tier, -static_cast<int64_t>(region->size));
+  region->tier_id = job.to_tier;
   ++counters_.migrations;
   counters_.migrated_pages += reply.pages_moved;
   counters_.migrated_bytes += reply.bytes_moved;
   counters_.migration_failed_pages += reply.pages_failed;
+  if (region->destroy_pending) destroy(region->id);
+  return reply;
+}
+
+Result<proto::MigrateReply> RegionPool::migrate(uint64_t region_id, uint32_t target_tier, bool move_all) {
+  auto job = begin_migration(region_id, target_tier, move_all);
+  if (!job) return tl::unexpected(job.error());
+  auto moved = job->run(placement_);
+  auto reply = finish_migration(*job, moved);
+  if (!moved) return tl::unexpected(moved.error());
   return reply;
 }
 

@@ -49,8 +49,26 @@ struct Region {
   uint64_t lease_client = 0;  // leased: the client; named: 0
   uint32_t handles = 0;       // handles held by clients
   bool unlinked = false;      // named region whose name is gone
+  bool migrating = false;     // pages are being moved by the migration worker
+  bool destroy_pending = false;  // released while migrating: destroyed when the move ends
   UniqueFd fd;
   Mapping mapping;            // the daemon's own mapping, used to place and move pages
+};
+
+// A page move to run outside the pool's thread. It holds only what the
+// move needs; the region stays mapped until finish_migration.
+struct MigrationJob {
+  uint64_t region_id = 0;
+  uint32_t from_tier = 0;
+  uint32_t to_tier = 0;
+  void* addr = nullptr;
+  size_t length = 0;
+  size_t page_size = 4096;
+  int node = -1;  // -1: nothing to move (no placement backend or no node)
+  bool move_all = false;
+  uint64_t elapsed_ns = 0;
+
+  Result<hal::MoveStats> run(hal::PagePlacement* placement);
 };
 
 struct Requester {
@@ -107,6 +125,14 @@ class RegionPool {
   // Drops one handle; destroys the region when nothing refers to it.
   void release_handle(uint64_t region_id);
 
+  // Migration in two steps so the page moves can run off the event loop:
+  // begin validates, reserves the region's size on the target tier (it
+  // counts on both tiers until the move ends), re-binds future faults to the
+  // target node and marks the region busy; the caller then moves the pages
+  // (MigrationJob::run) and calls finish, which releases the source tier.
+  Result<MigrationJob> begin_migration(uint64_t region_id, uint32_t target_tier, bool move_all);
+  proto::MigrateReply finish_migration(const MigrationJob& job, const Result<hal::MoveStats>& moved);
+  // begin + run + finish on the calling thread.
   Result<proto::MigrateReply> migrate(uint64_t region_id, uint32_t target_tier, bool move_all);
 
   Region* find(uint64_t region_id);

@@ -224,6 +224,30 @@ TEST_F(RegionPoolTest, MigrationRebindsMovesAndMovesTheAccounting) {
   EXPECT_EQ(pool->migrate((*r)->id, 9, true).error().code, ENOENT);
 }
 
+TEST_F(RegionPoolTest, RegionFreedDuringMigrationGoesWhenTheMoveEnds) {
+  make();
+  auto r = pool->create({0, 1 << 20, 0, proto::RegionKind::kNamed, "moving", 0600}, user(1000));
+  ASSERT_TRUE(r);
+  const uint64_t id = (*r)->id;
+  auto job = pool->begin_migration(id, 1, false);
+  ASSERT_TRUE(job) << job.error().message;
+  // Reserved on both tiers while the pages move.
+  EXPECT_EQ(pool->tiers()[0].used, 1u << 20);
+  EXPECT_EQ(pool->tiers()[1].used, 1u << 20);
+  EXPECT_EQ(pool->begin_migration(id, 0, false).error().code, EBUSY);
+  ASSERT_TRUE(pool->unlink_named("moving", user(1000)));
+  pool->release_handle(id);
+  ASSERT_NE(pool->find(id), nullptr);  // the worker still uses its mapping
+  EXPECT_EQ(pool->begin_migration(id, 0, false).error().code, ENOENT);
+  auto moved = job->run(&placement);
+  auto reply = pool->finish_migration(*job, moved);
+  EXPECT_EQ(reply.pages_moved, 255u);
+  EXPECT_EQ(pool->find(id), nullptr);
+  EXPECT_EQ(pool->tiers()[0].used, 0u);
+  EXPECT_EQ(pool->tiers()[1].used, 0u);
+  EXPECT_EQ(pool->quota_used(1000, 0) + pool->quota_used(1000, 1), 0u);
+}
+
 TEST_F(RegionPoolTest, MigrationRespectsTargetCapacity) {
   make();
   auto big = pool->create({0, 48 << 20}, user(1));
