@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -60,6 +61,7 @@ struct Header {
   uint16_t type = 0;
   uint32_t request_id = 0;
   uint32_t payload_length = 0;
+  bool operator==(const Header&) const = default;
 };
 
 enum class TierKind : uint8_t { kDram = 0, kCxl = 1, kEmulated = 2 };
@@ -84,6 +86,7 @@ struct Hello {
   uint16_t min_version = kVersionMin;
   uint16_t max_version = kVersionMax;
   std::string client_name;  // ≤ kMaxClientNameLength, shown by `cxlpoolctl clients`
+  bool operator==(const Hello&) const = default;
 };
 struct HelloReply {
   uint16_t version = kVersionMax;  // the version both sides now speak
@@ -91,14 +94,20 @@ struct HelloReply {
   uint64_t client_id = 0;
   uint32_t max_regions = 0;  // per-client limit
   uint32_t max_message_size = kMaxMessageSize;
+  bool operator==(const HelloReply&) const = default;
 };
 struct ErrorReply {
   int32_t code = 0;  // positive errno value, see docs/protocol.md
   std::string message;
+  bool operator==(const ErrorReply&) const = default;
 };
-struct Ok {};
+struct Ok {
+  bool operator==(const Ok&) const = default;
+};
 
-struct StatusRequest {};
+struct StatusRequest {
+  bool operator==(const StatusRequest&) const = default;
+};
 struct StatusReply {
   std::string daemon_version;
   uint32_t pid = 0;
@@ -108,6 +117,7 @@ struct StatusReply {
   uint64_t bytes_allocated = 0;
   std::string state_dir;
   std::string config_source;  // file path or "embedded default"
+  bool operator==(const StatusReply&) const = default;
 };
 
 struct TierInfo {
@@ -121,16 +131,21 @@ struct TierInfo {
   uint32_t latency_ns = 0;       // declared or measured load latency class
   uint32_t bandwidth_mbps = 0;   // declared or measured bandwidth class
   uint32_t page_size = 4096;     // base page size of its regions
+  bool operator==(const TierInfo&) const = default;
 };
-struct TiersRequest {};
+struct TiersRequest {
+  bool operator==(const TiersRequest&) const = default;
+};
 struct TiersReply {
   std::vector<TierInfo> tiers;
+  bool operator==(const TiersReply&) const = default;
 };
 
 struct RegionAlloc {
   uint32_t tier_id = 0;
   uint64_t size = 0;  // > 0; rounded up to the tier's page size
   uint32_t flags = 0;
+  bool operator==(const RegionAlloc&) const = default;
 };
 struct RegionReply {
   uint64_t region_id = 0;  // handle id, used for free and migrate
@@ -139,9 +154,11 @@ struct RegionReply {
   uint32_t page_size = 0;
   uint32_t flags = 0;  // kRegion*
   std::string name;    // empty for leased regions
+  bool operator==(const RegionReply&) const = default;
 };
 struct RegionFree {
   uint64_t region_id = 0;
+  bool operator==(const RegionFree&) const = default;
 };
 struct NamedCreate {
   std::string name;
@@ -149,13 +166,16 @@ struct NamedCreate {
   uint64_t size = 0;
   uint32_t mode = 0600;
   uint32_t flags = 0;  // kAlloc*
+  bool operator==(const NamedCreate&) const = default;
 };
 struct NamedOpen {
   std::string name;
   uint32_t flags = 0;  // kOpen*
+  bool operator==(const NamedOpen&) const = default;
 };
 struct NamedUnlink {
   std::string name;
+  bool operator==(const NamedUnlink&) const = default;
 };
 
 struct RegionEntry {
@@ -169,15 +189,20 @@ struct RegionEntry {
   uint64_t client_id = 0;  // leased: the holder; named: 0
   uint32_t handles = 0;    // open handles held by clients
   uint64_t resident_bytes = 0;
+  bool operator==(const RegionEntry&) const = default;
 };
-struct RegionsRequest {};
+struct RegionsRequest {
+  bool operator==(const RegionsRequest&) const = default;
+};
 struct RegionsReply {
   std::vector<RegionEntry> regions;
+  bool operator==(const RegionsReply&) const = default;
 };
 
 struct RegionMigrate {
   uint64_t region_id = 0;  // a region id as listed by Regions
   uint32_t target_tier = 0;
+  bool operator==(const RegionMigrate&) const = default;
 };
 struct MigrateReply {
   uint64_t region_id = 0;
@@ -190,6 +215,7 @@ struct MigrateReply {
   uint64_t pages_failed = 0;
   uint64_t bytes_moved = 0;
   uint64_t elapsed_ns = 0;
+  bool operator==(const MigrateReply&) const = default;
 };
 
 struct ClientEntry {
@@ -201,19 +227,27 @@ struct ClientEntry {
   uint32_t regions = 0;
   uint64_t bytes = 0;
   uint64_t connected_ns = 0;  // how long ago it connected
+  bool operator==(const ClientEntry&) const = default;
 };
-struct ClientsRequest {};
+struct ClientsRequest {
+  bool operator==(const ClientsRequest&) const = default;
+};
 struct ClientsReply {
   std::vector<ClientEntry> clients;
+  bool operator==(const ClientsReply&) const = default;
 };
 
 struct Counter {
   std::string name;  // dotted, e.g. "pool.tier0.used_bytes"
   uint64_t value = 0;
+  bool operator==(const Counter&) const = default;
 };
-struct StatsRequest {};
+struct StatsRequest {
+  bool operator==(const StatsRequest&) const = default;
+};
 struct StatsReply {
   std::vector<Counter> counters;
+  bool operator==(const StatsReply&) const = default;
 };
 
 struct BackendEntry {
@@ -221,10 +255,14 @@ struct BackendEntry {
   std::string name;  // "numa", "emu", "uring", ...
   BackendState state = BackendState::kAvailable;
   std::string detail;  // version or the reason it is not available
+  bool operator==(const BackendEntry&) const = default;
 };
-struct BackendsRequest {};
+struct BackendsRequest {
+  bool operator==(const BackendsRequest&) const = default;
+};
 struct BackendsReply {
   std::vector<BackendEntry> backends;
+  bool operator==(const BackendsReply&) const = default;
 };
 
 using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, StatusReply,
@@ -236,6 +274,7 @@ using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, S
 struct Envelope {
   Header header;
   Message message;
+  bool operator==(const Envelope&) const = default;
 };
 
 MsgType message_type(const Message& message);
@@ -245,8 +284,9 @@ const char* message_type_name(MsgType type);
 bool is_request(MsgType type);
 
 // Serializes one message. Fails with EMSGSIZE when the result would exceed
-// kMaxMessageSize and EINVAL when a field breaks a limit (so a sender cannot
-// produce what a receiver must reject).
+// kMaxMessageSize and EINVAL when a field breaks a limit or `version` is not
+// one this build speaks (Hello: any version >= 1), so a sender cannot
+// produce what a receiver must reject.
 Result<std::vector<std::byte>> encode(uint32_t request_id, const Message& message,
                                       uint16_t version = kVersionMax);
 
@@ -254,6 +294,10 @@ Result<std::vector<std::byte>> encode(uint32_t request_id, const Message& messag
 // range, known type, payload_length == bytes present, enum values, flag bits,
 // string lengths and contents, list counts, no trailing bytes. Errors use
 // EPROTO (malformed), EMSGSIZE (too large) or EPROTONOSUPPORT (version).
+// Hello is the exception to the version range: it decodes at any header
+// version >= 1 so that a daemon can answer a newer client, and at versions
+// above kVersionMax bytes after its last known field are ignored (a later
+// version may append fields; the first three are frozen).
 Result<Envelope> decode(std::span<const std::byte> datagram);
 
 // Named region names: 1..kMaxNameLength bytes of [A-Za-z0-9._-], not starting with '.'.

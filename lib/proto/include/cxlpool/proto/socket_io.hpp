@@ -22,14 +22,24 @@ struct Received {
   std::vector<UniqueFd> fds;
 };
 
+// Descriptors a message of this type carries in SCM_RIGHTS in this protocol
+// version: exactly one for RegionReply (the region's memfd), none for every
+// other type. The transport below accepts up to kMaxFdsPerMessage with any
+// type; checking the count against this is the receiver's job (a mismatch is
+// EPROTO, see docs/protocol.md).
+size_t descriptor_count(MsgType type);
+
 // Encodes and sends; retries EINTR. EAGAIN is returned as an error for
 // non-blocking sockets. MSG_NOSIGNAL: a closed peer gives EPIPE, not SIGPIPE.
+// More than kMaxFdsPerMessage descriptors gives EINVAL, a negative one EBADF;
+// encode() errors are passed through. The descriptors stay the caller's.
 Result<void> send_message(int sock, uint32_t request_id, const Message& message,
                           std::span<const int> fds = {}, uint16_t version = kVersionMax);
 
 // Receives one datagram and decodes it. A closed peer gives ECONNRESET; a
 // datagram larger than kMaxMessageSize or with more than kMaxFdsPerMessage
 // descriptors gives EMSGSIZE (the datagram is consumed and its fds closed).
+// decode() errors are passed through (and the descriptors closed).
 Result<Received> recv_message(int sock);
 
 }  // namespace cxlpool::proto

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// The wire layout and the limits of every payload, written once. Each
+// walk() lists a message's fields in wire order together with the rules a
+// valid value obeys; the field visitors in field_io.hpp use the same list to
+// encode, decode, size and validate, so the four can never disagree.
+//
+// Layout rule: fixed-size fields first, in declaration order, then strings
+// and lists in declaration order, so every fixed field has a fixed offset
+// (docs/protocol.md lists them). Hello is frozen for all versions.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "cxlpool/proto/messages.hpp"
+
+namespace cxlpool::proto::fields {
+
+// Rules a numeric field may carry. Visitors other than the validator ignore them.
+struct KnownBits {
+  uint32_t known;
+};
+struct PermissionBits {};  // within kModeMask
+struct Positive {};        // > 0
+template <typename T>
+struct Between {
+  T min;
+  T max;
+};
+
+enum class Text {
+  kPlain,              // <= kMaxStringLength bytes, no NUL
+  kClientName,         // <= kMaxClientNameLength bytes of printable ASCII
+  kRegionName,         // valid_region_name()
+  kRegionNameOrEmpty,  // empty, or valid_region_name()
+  kErrorMessage,       // <= kMaxErrorMessageLength bytes, no NUL
+};
+
+template <typename T, typename U>
+concept Is = std::same_as<std::remove_const_t<T>, U>;
+
+template <typename T>
+concept Empty = std::is_empty_v<std::remove_const_t<T>>;
+
+// Ok and the argument-less requests have an empty payload.
+void walk(auto&, Empty auto&) {}
+
+void walk(auto& io, Is<Hello> auto& m) {
+  io.u16("min_version", m.min_version, Between<uint16_t>{1, std::numeric_limits<uint16_t>::max()});
+  io.u16("max_version", m.max_version);
+  io.check("min_version", [&] {
+    return m.min_version <= m.max_version
+               ? std::string()
+               : std::to_string(m.min_version) + " is above max_version " + std::to_string(m.max_version);
+  });
+  io.text("client_name", m.client_name, Text::kClientName);
+}
+
+void walk(auto& io, Is<HelloReply> auto& m) {
+  io.u16("version", m.version, Between<uint16_t>{kVersionMin, kVersionMax});
+  io.u64("client_id", m.client_id);
+  io.u32("max_regions", m.max_regions);
+  io.u32("max_message_size", m.max_message_size,
+         Between<uint32_t>{kHeaderSize, std::numeric_limits<uint32_t>::max()});
+  io.text("daemon_version", m.daemon_version, Text::kPlain);
+}
+
+void walk(auto& io, Is<ErrorReply> auto& m) {
+  // Linux errno values are below 4096 (MAX_ERRNO); 0 or negative is never an error.
+  io.i32("code", m.code, Between<int32_t>{1, 4095});
+  io.text("message", m.message, Text::kErrorMessage);
+}
+
+void walk(auto& io, Is<StatusReply> auto& m) {
+  io.u32("pid", m.pid);
+  io.u64("uptime_ns", m.uptime_ns);
+  io.u32("clients", m.clients);
+  io.u32("regions", m.regions);
+  io.u64("bytes_allocated", m.bytes_allocated);
+  io.text("daemon_version", m.daemon_version, Text::kPlain);
+  io.text("state_dir", m.state_dir, Text::kPlain);
+  io.text("config_source", m.config_source, Text::kPlain);
+}
+
+void walk(auto& io, Is<TierInfo> auto& m) {
+  io.u32("id", m.id);
+  io.enumeration("kind", m.kind, TierKind::kEmulated);
+  io.i32("numa_node", m.numa_node, Between<int32_t>{-1, std::numeric_limits<int32_t>::max()});
+  io.u64("capacity", m.capacity);
+  io.u64("used", m.used);
+  io.u64("free", m.free);
+  io.u32("latency_ns", m.latency_ns);
+  io.u32("bandwidth_mbps", m.bandwidth_mbps);
+  io.u32("page_size", m.page_size);
+  io.text("name", m.name, Text::kPlain);
+}
+
+void walk(auto& io, Is<TiersReply> auto& m) { io.list("tiers", m.tiers); }
+
+void walk(auto& io, Is<RegionAlloc> auto& m) {
+  io.u32("tier_id", m.tier_id);
+  io.u64("size", m.size, Positive{});
+  io.u32("flags", m.flags, KnownBits{kAllocKnownFlags});
+}
+
+void walk(auto& io, Is<RegionReply> auto& m) {
+  io.u64("region_id", m.region_id);
+  io.u32("tier_id", m.tier_id);
+  io.u64("size", m.size);
+  io.u32("page_size", m.page_size);
+  io.u32("flags", m.flags, KnownBits{kRegionKnownFlags});
+  io.text("name", m.name, Text::kRegionNameOrEmpty);
+}
+
+void walk(auto& io, Is<RegionFree> auto& m) { io.u64("region_id", m.region_id); }
+
+void walk(auto& io, Is<NamedCreate> auto& m) {
+  io.u32("tier_id", m.tier_id);
+  io.u64("size", m.size, Positive{});
+  io.u32("mode", m.mode, PermissionBits{});
+  io.u32("flags", m.flags, KnownBits{kAllocKnownFlags});
+  io.text("name", m.name, Text::kRegionName);
+}
+
+void walk(auto& io, Is<NamedOpen> auto& m) {
+  io.u32("flags", m.flags, KnownBits{kOpenKnownFlags});
+  io.text("name", m.name, Text::kRegionName);
+}
+
+void walk(auto& io, Is<NamedUnlink> auto& m) { io.text("name", m.name, Text::kRegionName); }
+
+void walk(auto& io, Is<RegionEntry> auto& m) {
+  io.u64("id", m.id);
+  io.enumeration("kind", m.kind, RegionKind::kNamed);
+  io.u32("tier_id", m.tier_id);
+  io.u64("size", m.size);
+  io.u32("owner_uid", m.owner_uid);
+  io.u32("mode", m.mode, PermissionBits{});
+  io.u64("client_id", m.client_id);
+  io.u32("handles", m.handles);
+  io.u64("resident_bytes", m.resident_bytes);
+  // Named regions are listed by name; leased ones have none.
+  io.text("name", m.name, Text::kRegionNameOrEmpty);
+  io.check("name", [&] {
+    if (m.kind == RegionKind::kNamed && m.name.empty()) return std::string("empty for a named region");
+    if (m.kind == RegionKind::kLeased && !m.name.empty()) return std::string("set for a leased region");
+    return std::string();
+  });
+}
+
+void walk(auto& io, Is<RegionsReply> auto& m) { io.list("regions", m.regions); }
+
+void walk(auto& io, Is<RegionMigrate> auto& m) {
+  io.u64("region_id", m.region_id);
+  io.u32("target_tier", m.target_tier);
+}
+
+void walk(auto& io, Is<MigrateReply> auto& m) {
+  io.u64("region_id", m.region_id);
+  io.u32("from_tier", m.from_tier);
+  io.u32("to_tier", m.to_tier);
+  io.u64("pages_total", m.pages_total);
+  io.u64("pages_moved", m.pages_moved);
+  io.u64("pages_already", m.pages_already);
+  io.u64("pages_absent", m.pages_absent);
+  io.u64("pages_failed", m.pages_failed);
+  io.u64("bytes_moved", m.bytes_moved);
+  io.u64("elapsed_ns", m.elapsed_ns);
+}
+
+void walk(auto& io, Is<ClientEntry> auto& m) {
+  io.u64("id", m.id);
+  io.u32("pid", m.pid);
+  io.u32("uid", m.uid);
+  io.u32("gid", m.gid);
+  io.u32("regions", m.regions);
+  io.u64("bytes", m.bytes);
+  io.u64("connected_ns", m.connected_ns);
+  io.text("name", m.name, Text::kClientName);  // the client's Hello.client_name
+}
+
+void walk(auto& io, Is<ClientsReply> auto& m) { io.list("clients", m.clients); }
+
+void walk(auto& io, Is<Counter> auto& m) {
+  io.u64("value", m.value);
+  io.text("name", m.name, Text::kPlain);
+}
+
+void walk(auto& io, Is<StatsReply> auto& m) { io.list("counters", m.counters); }
+
+void walk(auto& io, Is<BackendEntry> auto& m) {
+  io.enumeration("state", m.state, BackendState::kFailed);
+  io.text("cls", m.cls, Text::kPlain);
+  io.text("name", m.name, Text::kPlain);
+  io.text("detail", m.detail, Text::kPlain);
+}
+
+void walk(auto& io, Is<BackendsReply> auto& m) { io.list("backends", m.backends); }
+
+}  // namespace cxlpool::proto::fields
