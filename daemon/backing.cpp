@@ -19,6 +19,9 @@ BackingFactory make_backing_factory() {
                               ? drivers::create_hugetlbfs_file(tier.hugetlbfs_path, size)
                               : drivers::create_region_memfd(debug_name, hugetlb ? size : round_up(size, 4096), hugetlb);
     if (!fd) return tl::unexpected(fd.error());
+    // memfds are created 0777: without this, a client given a read-only handle
+    // could reopen it writable through /proc/self/fd/N.
+    if (::fchmod(fd->get(), 0600) != 0) return fail_errno("fchmod region file");
     Backing backing;
     if (hugetlb || tier.backing == EmulatedBacking::kHugetlbfs) {
       // The driver rounded the size up to whole huge pages; hugetlbfs

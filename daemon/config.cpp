@@ -389,6 +389,7 @@ void parse_daemon(Section section, Config& config) {
   section.read_int("max_clients", 1, 65536, config.max_clients);
   section.read_int("max_regions_per_client", 1, 1000000, config.max_regions_per_client);
   section.read_int("watchdog_divisor", 2, 10, config.watchdog_divisor);
+  section.read_int("busy_poll_us", 0, 10000, config.busy_poll_us);
   section.reject_unknown_keys();
 }
 

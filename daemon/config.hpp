@@ -46,6 +46,7 @@ struct Config {
   uint32_t max_clients = 256;
   uint32_t max_regions_per_client = 1024;
   uint32_t watchdog_divisor = 2;  // ping every WATCHDOG_USEC / divisor
+  uint32_t busy_poll_us = 50;     // keep polling this long after a request before sleeping
 
   // [pool]
   uint64_t max_region_size = 64ull << 30;

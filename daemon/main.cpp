@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // cxlpoold: the cxlpool host daemon.
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -70,6 +71,12 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Blocked before any thread exists (the migration worker, library helpers)
+  // so that all inherit the mask and only the event loop's signalfd sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stop_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   init_logging(config->log_level);
   auto log = logger("daemon");
   log->info("cxlpoold {} starting (pid {})", CXLPOOL_VERSION_STRING, ::getpid());

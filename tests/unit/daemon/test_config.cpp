@@ -32,7 +32,7 @@ std::string read_file(const std::string& path) {
 const std::vector<std::string> kAllKeys = {
     "daemon.state_dir",        "daemon.socket_mode",     "daemon.socket_group",
     "daemon.admin_groups",     "daemon.log_level",       "daemon.max_clients",
-    "daemon.max_regions_per_client", "daemon.watchdog_divisor", "pool.max_region_size",
+    "daemon.max_regions_per_client", "daemon.watchdog_divisor", "daemon.busy_poll_us", "pool.max_region_size",
     "numa.enabled",            "numa.capacity_percent",  "numa.exclude_nodes",
     "numa.sysfs_root",         "emulated_tier.name",     "emulated_tier.capacity",
     "emulated_tier.backing",   "emulated_tier.hugetlbfs_path", "emulated_tier.numa_node",
@@ -52,6 +52,7 @@ log_level = "debug"
 max_clients = 1000
 max_regions_per_client = 5000
 watchdog_divisor = 4
+busy_poll_us = 0
 
 [pool]
 max_region_size = "16G"
@@ -151,6 +152,7 @@ TEST(DaemonConfig, FullFile) {
   EXPECT_EQ(c.max_clients, 1000u);
   EXPECT_EQ(c.max_regions_per_client, 5000u);
   EXPECT_EQ(c.watchdog_divisor, 4u);
+  EXPECT_EQ(c.busy_poll_us, 0u);
   EXPECT_EQ(c.max_region_size, 16 * kGiB);
   EXPECT_TRUE(c.numa_enabled);
   EXPECT_EQ(c.numa_capacity_percent, 80u);
@@ -273,6 +275,7 @@ const Rejection kRejections[] = {
     {"[daemon]\nmax_regions_per_client = 1000001", "daemon.max_regions_per_client", 2, "between 1 and 1000000"},
     {"[daemon]\nmax_regions_per_client = 0", "daemon.max_regions_per_client", 2, "between 1 and 1000000"},
     {"[daemon]\nwatchdog_divisor = 1", "daemon.watchdog_divisor", 2, "between 2 and 10"},
+    {"[daemon]\nbusy_poll_us = 10001", "daemon.busy_poll_us", 2, "between 0 and 10000"},
     {"[daemon]\nwatchdog_divisor = 11", "daemon.watchdog_divisor", 2, "between 2 and 10"},
     {"[daemon]\nlog_level = \"info\"\ncolour = \"blue\"", "daemon.colour", 3, "unknown key (valid in [daemon]:"},
     // [pool]

@@ -46,6 +46,7 @@ class Connection {
   const std::string& socket_path() const { return socket_path_; }
 
  private:
+  void wait_for_reply();
   Connection(UniqueFd sock, std::string path) : sock_(std::move(sock)), socket_path_(std::move(path)) {}
 
   UniqueFd sock_;
