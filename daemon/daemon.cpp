@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
@@ -249,7 +250,11 @@ int Daemon::run() {
       log->error("epoll_wait: {}", std::strerror(errno));
       return 1;
     }
-    if (n == 0) continue;
+    if (n == 0) {
+      // Polling must not keep a client that shares this core from running.
+      ::sched_yield();
+      continue;
+    }
     for (int i = 0; i < n && !stopping_; ++i) {
       const uint64_t tag = events[i].data.u64;
       if (tag & kSessionBit) {

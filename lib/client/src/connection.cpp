@@ -2,6 +2,7 @@
 #include "cxlpool/client/connection.hpp"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -78,6 +79,7 @@ void Connection::wait_for_reply() {
   pollfd p{sock_.get(), POLLIN, 0};
   const uint64_t deadline = monotonic_ns() + spin_ns;
   while (::poll(&p, 1, 0) == 0 && monotonic_ns() < deadline) {
+    ::sched_yield();  // let the daemon run if it shares this core
   }
 }
 
@@ -101,6 +103,11 @@ Result<proto::Received> Connection::call(const proto::Message& request) {
   if (!sent) {
     if (sent.error().code == EPIPE || sent.error().code == ECONNRESET) {
       broken_ = true;
+      // A refusing daemon (max_clients) says why before it closes: report that.
+      auto why = proto::recv_message(sock_.get());
+      if (auto* err = why ? std::get_if<proto::ErrorReply>(&why->envelope.message) : nullptr) {
+        return fail(err->code, err->message);
+      }
       return fail(ENOTCONN, "cxlpoold closed the connection");
     }
     return tl::unexpected(sent.error());

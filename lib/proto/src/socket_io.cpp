@@ -88,7 +88,9 @@ Result<void> send_message(int sock, uint32_t request_id, const Message& message,
 Result<Received> recv_message(int sock) {
   // One byte more than the limit, so an oversized datagram is seen as such
   // even where the kernel does not report MSG_TRUNC.
-  std::vector<std::byte> buffer(kMaxMessageSize + 1);
+  // Reused per thread: zeroing 64 KiB for every message would cost more
+  // than decoding it.
+  thread_local std::vector<std::byte> buffer(kMaxMessageSize + 1);
   ControlBuffer control{};
   msghdr msg{};
   iovec iov{};
