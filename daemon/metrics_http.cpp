@@ -28,7 +28,9 @@ std::string render_prometheus(const std::vector<proto::Counter>& counters) {
       const size_t dot = name.find('.', 5);
       if (dot == std::string_view::npos) continue;
       metric = "cxlpool_tier_" + sanitize(name.substr(dot + 1));
-      labels = "{tier=\"" + sanitize(name.substr(5, dot - 5)) + "\"}";
+      // The tier's own name: label values may hold '-', and sanitizing would
+      // merge tiers such as "slow-a" and "slow_a" into one series.
+      labels = "{tier=\"" + std::string(name.substr(5, dot - 5)) + "\"}";
     } else {
       metric = "cxlpool_" + sanitize(name);
     }

@@ -35,6 +35,16 @@ Result<UniqueFd> connect_socket(const std::string& path) {
   return sock;
 }
 
+// The daemon closed the connection. A refusal (max_clients) is explained in
+// an ErrorReply sent just before, which may still be queued behind the reset.
+Error closed_by_daemon(int sock) {
+  auto why = proto::recv_message(sock);
+  if (auto* err = why ? std::get_if<proto::ErrorReply>(&why->envelope.message) : nullptr) {
+    return Error{err->code, err->message};
+  }
+  return Error{ENOTCONN, "cxlpoold closed the connection"};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Connection>> Connection::open(const std::string& socket_path,
@@ -103,12 +113,7 @@ Result<proto::Received> Connection::call(const proto::Message& request) {
   if (!sent) {
     if (sent.error().code == EPIPE || sent.error().code == ECONNRESET) {
       broken_ = true;
-      // A refusing daemon (max_clients) says why before it closes: report that.
-      auto why = proto::recv_message(sock_.get());
-      if (auto* err = why ? std::get_if<proto::ErrorReply>(&why->envelope.message) : nullptr) {
-        return fail(err->code, err->message);
-      }
-      return fail(ENOTCONN, "cxlpoold closed the connection");
+      return tl::unexpected(closed_by_daemon(sock_.get()));
     }
     return tl::unexpected(sent.error());
   }
@@ -116,7 +121,7 @@ Result<proto::Received> Connection::call(const proto::Message& request) {
   auto received = proto::recv_message(sock_.get());
   if (!received) {
     broken_ = true;
-    if (received.error().code == ECONNRESET) return fail(ENOTCONN, "cxlpoold closed the connection");
+    if (received.error().code == ECONNRESET) return tl::unexpected(closed_by_daemon(sock_.get()));
     return tl::unexpected(received.error());
   }
   if (received->envelope.header.request_id != id) {

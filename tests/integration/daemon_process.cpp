@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daemon_process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "process_env.hpp"
+
+namespace cxlpool::integration {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string required_env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    ADD_FAILURE() << name << " is not set: run this test through `meson test`";
+    return "";
+  }
+  return value;
+}
+
+bool socket_accepts(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// Decimal digits without the allocator, for use between fork and exec.
+void format_pid(char* out, pid_t pid) {
+  char digits[16];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + pid % 10);
+    pid /= 10;
+  } while (pid > 0);
+  while (n > 0) *out++ = digits[--n];
+  *out = '\0';
+}
+
+}  // namespace
+
+std::string daemon_binary() { return required_env("CXLPOOL_DAEMON"); }
+std::string ctl_binary() { return required_env("CXLPOOL_CTL"); }
+
+int decode_wait_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+DaemonProcess::DaemonProcess(const std::string& config_toml) {
+  char templ[] = "/tmp/cxlpool-integ-XXXXXX";
+  if (::mkdtemp(templ) == nullptr) {
+    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
+    return;
+  }
+  dir_ = templ;
+  ::chmod(dir_.c_str(), 0755);
+  write_config(config_toml);
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ > 0 && running()) {
+    const int result = stop();
+    // Every daemon must shut down cleanly; under ASan a leak or memory error
+    // at exit shows up here as a non-zero status.
+    if (result != 0) ADD_FAILURE() << "cxlpoold (pid " << pid_ << ") exited with " << result << " at teardown";
+  }
+  if (testing::Test::HasFailure() && !dir_.empty()) {
+    std::cerr << "----- cxlpoold log (" << log_path() << ") -----\n" << log() << "----- end of log -----\n";
+  }
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+void DaemonProcess::write_config(const std::string& toml) const {
+  const std::string tmp = config_path() + ".new";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << toml;
+    if (!out) ADD_FAILURE() << "cannot write " << tmp;
+  }
+  if (::rename(tmp.c_str(), config_path().c_str()) != 0) {
+    ADD_FAILURE() << "rename " << tmp << ": " << std::strerror(errno);
+  }
+}
+
+std::string DaemonProcess::log() const {
+  std::ifstream in(log_path());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+testing::AssertionResult DaemonProcess::start(const DaemonStartOptions& options) {
+  if (pid_ > 0) return testing::AssertionFailure() << "already started";
+  const std::string binary = daemon_binary();
+  if (binary.empty()) return testing::AssertionFailure() << "no daemon binary";
+
+  // Everything the child needs is built before fork: it only execs.
+  std::vector<std::string> args{binary, "--config", config_path(), "--state-dir", dir_};
+  ProcessEnv env;
+  env.unset({"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "CXLPOOL_SOCKET"});
+  for (const auto& entry : options.env) env.set(entry);
+  std::string watchdog_entry = "WATCHDOG_PID=" + std::string(16, '\0');
+  char* watchdog_slot = nullptr;
+  if (options.watchdog_pid_self) watchdog_slot = env.add_slot(watchdog_entry);
+  auto argv = to_argv(args);
+  auto envp = env.envp();
+  const std::string log_file = log_path();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) return testing::AssertionFailure() << "fork: " << std::strerror(errno);
+  if (pid == 0) {
+    const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (log_fd < 0 || null_fd < 0) ::_exit(127);
+    ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::close_range(3, ~0u, 0);
+    if (watchdog_slot != nullptr) format_pid(watchdog_slot + std::strlen("WATCHDOG_PID="), ::getpid());
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  pid_ = pid;
+
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    if (!running()) {
+      return testing::AssertionFailure() << "cxlpoold exited during start-up with " << exit_result_ << "\n"
+                                         << log();
+    }
+    if (socket_accepts(socket())) return testing::AssertionSuccess();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return testing::AssertionFailure() << "cxlpoold did not accept connections within 5 s\n" << log();
+}
+
+bool DaemonProcess::reap(bool block) {
+  if (pid_ <= 0 || exit_result_ >= 0) return true;
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_) {
+    exit_result_ = decode_wait_status(status);
+    return true;
+  }
+  return false;
+}
+
+bool DaemonProcess::running() { return pid_ > 0 && !reap(false); }
+
+void DaemonProcess::send_signal(int sig) const {
+  if (pid_ > 0 && exit_result_ < 0) ::kill(pid_, sig);
+}
+
+int DaemonProcess::wait_exit(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (running()) {
+    if (Clock::now() >= deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return exit_result_;
+}
+
+int DaemonProcess::stop(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  if (!running()) return exit_result_;
+  send_signal(SIGTERM);
+  const int result = wait_exit(timeout);
+  if (result >= 0) return result;
+  ::kill(pid_, SIGKILL);
+  reap(true);
+  return -1;
+}
+
+}  // namespace cxlpool::integration

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "pool_queries.hpp"
+
+#include <dirent.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace cxlpool::integration {
+
+std::string TestConfig::render() const {
+  return "[daemon]\n"
+         "socket_group = \"\"\n"
+         "log_level = \"debug\"\n" +
+         daemon +
+         "\n"
+         "[[emulated_tier]]\n"
+         "name = \"" + std::string(kEmuTier) + "\"\n"
+         "capacity = \"256M\"\n"
+         "latency_ns = 300\n"
+         "bandwidth_mbps = 15000\n"
+         "\n" +
+         tables;
+}
+
+std::unique_ptr<Connection> connect_admin(const std::string& socket_path, const std::string& name) {
+  auto conn = Connection::open(socket_path, name);
+  if (!conn) {
+    ADD_FAILURE() << "connect " << socket_path << ": " << conn.error().message;
+    return nullptr;
+  }
+  return std::move(*conn);
+}
+
+std::vector<proto::TierInfo> list_tiers(Connection& conn) {
+  auto reply = conn.call_for<proto::TiersReply>(proto::TiersRequest{});
+  if (!reply) {
+    ADD_FAILURE() << "Tiers: " << reply.error().message;
+    return {};
+  }
+  return reply->tiers;
+}
+
+proto::TierInfo tier_named(Connection& conn, const std::string& name) {
+  for (const auto& t : list_tiers(conn)) {
+    if (t.name == name) return t;
+  }
+  ADD_FAILURE() << "the daemon has no tier '" << name << "'";
+  return {};
+}
+
+uint64_t tier_used(Connection& conn, const std::string& name) { return tier_named(conn, name).used; }
+
+std::vector<proto::RegionEntry> list_regions(Connection& conn) {
+  auto reply = conn.call_for<proto::RegionsReply>(proto::RegionsRequest{});
+  if (!reply) {
+    ADD_FAILURE() << "Regions: " << reply.error().message;
+    return {};
+  }
+  return reply->regions;
+}
+
+std::map<std::string, uint64_t> stats(Connection& conn) {
+  std::map<std::string, uint64_t> out;
+  auto reply = conn.call_for<proto::StatsReply>(proto::StatsRequest{});
+  if (!reply) {
+    ADD_FAILURE() << "Stats: " << reply.error().message;
+    return out;
+  }
+  for (const auto& c : reply->counters) out[c.name] = c.value;
+  return out;
+}
+
+uint64_t stat(Connection& conn, const std::string& name) {
+  const auto all = stats(conn);
+  auto it = all.find(name);
+  if (it == all.end()) {
+    ADD_FAILURE() << "the daemon has no counter '" << name << "'";
+    return 0;
+  }
+  return it->second;
+}
+
+int open_fd_count(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return -1;
+  int count = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] != '.') ++count;
+  }
+  ::closedir(dir);
+  return count;
+}
+
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds step) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(step);
+  }
+}
+
+}  // namespace cxlpool::integration

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the tests ask a running daemon, through the internal client
+// connection (the one cxlpoolctl uses): tiers, regions, counters, and the
+// daemon's open descriptors. Failures are reported as test failures.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cxlpool/client/connection.hpp"
+#include "cxlpool/proto/messages.hpp"
+
+namespace cxlpool::integration {
+
+using client::Connection;
+
+// The emulated tier every test config declares.
+inline constexpr const char* kEmuTier = "emu";
+inline constexpr uint64_t kEmuCapacity = 256ull << 20;
+inline constexpr uint64_t kMiB = 1ull << 20;
+
+// Test configuration: [daemon] keys beyond the defaults the tests need, and
+// further tables appended after the emulated tier.
+struct TestConfig {
+  std::string daemon;
+  std::string tables;
+  std::string render() const;
+};
+
+std::unique_ptr<Connection> connect_admin(const std::string& socket_path, const std::string& name = "integration");
+
+std::vector<proto::TierInfo> list_tiers(Connection& conn);
+// The tier with that name; a failure (and a default TierInfo) if none.
+proto::TierInfo tier_named(Connection& conn, const std::string& name);
+uint64_t tier_used(Connection& conn, const std::string& name);
+std::vector<proto::RegionEntry> list_regions(Connection& conn);
+std::map<std::string, uint64_t> stats(Connection& conn);
+// One counter; a failure (and 0) if the daemon has no such counter.
+uint64_t stat(Connection& conn, const std::string& name);
+
+// Entries of /proc/PID/fd; -1 if unreadable.
+int open_fd_count(pid_t pid);
+
+// Polls `done` every `step` until it is true or `timeout` passes.
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds step = std::chrono::milliseconds(10));
+
+}  // namespace cxlpool::integration
