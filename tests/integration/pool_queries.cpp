@@ -9,21 +9,6 @@
 
 namespace cxlpool::integration {
 
-std::string TestConfig::render() const {
-  return "[daemon]\n"
-         "socket_group = \"\"\n"
-         "log_level = \"debug\"\n" +
-         daemon +
-         "\n"
-         "[[emulated_tier]]\n"
-         "name = \"" + std::string(kEmuTier) + "\"\n"
-         "capacity = \"256M\"\n"
-         "latency_ns = 300\n"
-         "bandwidth_mbps = 15000\n"
-         "\n" +
-         tables;
-}
-
 std::unique_ptr<Connection> connect_admin(const std::string& socket_path, const std::string& name) {
   auto conn = Connection::open(socket_path, name);
   if (!conn) {

@@ -16,23 +16,11 @@
 
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/proto/messages.hpp"
+#include "test_config.hpp"
 
 namespace cxlpool::integration {
 
 using client::Connection;
-
-// The emulated tier every test config declares.
-inline constexpr const char* kEmuTier = "emu";
-inline constexpr uint64_t kEmuCapacity = 256ull << 20;
-inline constexpr uint64_t kMiB = 1ull << 20;
-
-// Test configuration: [daemon] keys beyond the defaults the tests need, and
-// further tables appended after the emulated tier.
-struct TestConfig {
-  std::string daemon;
-  std::string tables;
-  std::string render() const;
-};
 
 std::unique_ptr<Connection> connect_admin(const std::string& socket_path, const std::string& name = "integration");
 
