@@ -11,7 +11,11 @@ build=$(cd "$1" && pwd)
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 
-meson install -C "$build" --no-rebuild --quiet --destdir "$dest" >/dev/null
+if ! out=$(meson install -C "$build" --no-rebuild --quiet --destdir "$dest" 2>&1); then
+  echo "$out" >&2
+  echo "check_install: meson install failed (is the whole build up to date? run ninja -C $build)" >&2
+  exit 1
+fi
 prefix=$(meson introspect "$build" --buildoptions | python3 -c \
   'import json,sys; o={x["name"]:x["value"] for x in json.load(sys.stdin)}; print(o["prefix"]); print(o["libdir"]); print(o["sysconfdir"]); print(o["sbindir"]); print(o["bindir"])')
 readarray -t opt <<<"$prefix"

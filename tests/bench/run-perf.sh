@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Every measurement quoted in docs/perf.md, each against its baseline from
+# the same run:
+#   1. control plane: alloc+map+free of 2 MiB through cxlpoold vs a local
+#      memfd+mmap (tests/bench/run-control-plane.sh), 1 and 2 clients;
+#   2. migration of a 256 MiB region between the two NUMA nodes of the QEMU
+#      guest vs memcpy of the same size in the same guest (vm_numa_migrate).
+#   tests/bench/run-perf.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+ninja -C "$build" daemon/cxlpoold tests/bench/control_plane_bench tests/vm/vm_numa_migrate >/dev/null
+echo "== control plane ($(nproc) cores, $(uname -r))"
+tests/bench/run-control-plane.sh "$build" 20000
+echo
+echo "== migration in the QEMU guest (TCG, node 1 memory-only)"
+meson test -C "$build" --no-rebuild --suite slow vm_numa_migrate >/dev/null || {
+  cat "$build/meson-logs/testlog.txt" | tail -40
+  exit 1
+}
+grep -h "migrate node" "$build"/tests/vm/vm_numa_migrate-results/*.txt 2>/dev/null ||
+  grep -h "migrate node" "$build/meson-logs/testlog.txt"
