@@ -32,6 +32,15 @@ uint32_t latency_class_from_distance(const hal::Topology& topology, const hal::N
 
 Result<std::vector<Tier>> build_tiers(const Config& config, const hal::Topology& topology,
                                       const std::vector<int>& cxl_nodes) {
+  // The kernel's memory tiers rank nodes by performance (lower = faster);
+  // a node below the fastest tier that holds CPUs is far memory too.
+  int fastest_cpu_tier = -1;
+  for (const auto& node : topology.nodes) {
+    if (!node.cpu_less() && node.memory_tier >= 0 &&
+        (fastest_cpu_tier < 0 || node.memory_tier < fastest_cpu_tier)) {
+      fastest_cpu_tier = node.memory_tier;
+    }
+  }
   std::vector<Tier> tiers;
   int first_dram_node = -1;
   if (config.numa_enabled) {
@@ -42,7 +51,8 @@ Result<std::vector<Tier>> build_tiers(const Config& config, const hal::Topology&
       }
       Tier tier;
       tier.id = static_cast<uint32_t>(tiers.size());
-      const bool far = node.cpu_less() ||
+      const bool slower_kernel_tier = fastest_cpu_tier >= 0 && node.memory_tier > fastest_cpu_tier;
+      const bool far = node.cpu_less() || slower_kernel_tier ||
                        std::find(cxl_nodes.begin(), cxl_nodes.end(), node.id) != cxl_nodes.end();
       tier.kind = far ? proto::TierKind::kCxl : proto::TierKind::kDram;
       tier.name = (far ? "cxl" : "dram") + std::to_string(node.id);

@@ -28,8 +28,9 @@ struct Tier {
 };
 
 // Builds the tier list: one tier per NUMA node with memory (kind cxl when
-// the node has no CPUs or is the target node of a CXL region in
-// `cxl_nodes`, dram otherwise), skipping excluded nodes, then the emulated
+// the node has no CPUs, sits in a slower kernel memory tier than the
+// fastest one with CPUs, or is the target node of a CXL region in
+// `cxl_nodes`; dram otherwise), skipping excluded nodes, then the emulated
 // tiers of the config. Ids follow that order.
 Result<std::vector<Tier>> build_tiers(const Config& config, const hal::Topology& topology,
                                       const std::vector<int>& cxl_nodes = {});

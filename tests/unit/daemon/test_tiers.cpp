@@ -47,6 +47,21 @@ TEST(Tiers, CapacityIsTheConfiguredShareOfTheNode) {
   EXPECT_EQ(tier_free_bytes(t, topology), 4096u);
 }
 
+TEST(Tiers, KernelMemoryTiersRankTheNodes) {
+  const auto topology = fixture("memory-tiers");
+  auto tiers = build_tiers(Config{}, topology);
+  ASSERT_TRUE(tiers) << tiers.error().message;
+  ASSERT_EQ(tiers->size(), 2u);
+  EXPECT_EQ((*tiers)[0].kind, proto::TierKind::kDram);
+  EXPECT_EQ((*tiers)[1].kind, proto::TierKind::kCxl);
+  // Even if node 1 had CPUs, memory_tier22 is slower than node 0's memory_tier4.
+  hal::Topology with_cpus = topology;
+  with_cpus.nodes[1].cpus = {4};
+  tiers = build_tiers(Config{}, with_cpus);
+  ASSERT_TRUE(tiers);
+  EXPECT_EQ((*tiers)[1].name, "cxl1");
+}
+
 TEST(Tiers, CxlRegionNodeBecomesACxlTier) {
   Config config;
   auto tiers = build_tiers(config, fixture("two-socket-cxl"), {1});
