@@ -10,7 +10,10 @@
 #
 # usage: run-in-vm.sh [--cache DIR] [--results DIR] [--mem-node0 SIZE]
 #                     [--mem-node1 SIZE] [--smp N] [--cpu MODEL]
-#                     [--timeout SECONDS] -- COMMAND [ARG]...
+#                     [--timeout SECONDS] [--share DIR]... -- COMMAND [ARG]...
+#
+# --share DIR makes DIR visible in the guest at the same path, read-only,
+# also under /tmp or /run (which the guest covers with tmpfs).
 #
 # Exit status: the command's own (77 stays 77, so skips pass through);
 # 77 when the host lacks QEMU, a static busybox or a guest kernel;
@@ -46,10 +49,12 @@ usage() {
   exit 2
 }
 
+shares=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache_dir=$2; shift 2 ;;
     --results) results_dir=$2; shift 2 ;;
+    --share) shares+=("$(cd "$2" && pwd)") || die "--share: no directory $2"; shift 2 ;;
     --mem-node0) mem_node0=$2; shift 2 ;;
     --mem-node1) mem_node1=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
@@ -195,6 +200,14 @@ mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm
 mount -t devpts devpts /host/dev/pts
 mkdir -p /host@GUEST_RESULTS@
 mount --bind /results /host@GUEST_RESULTS@
+# Directories the host asked for (--share) appear at their own paths, also
+# where the tmpfs above hides them (a checkout under /tmp).
+if [ -f /results/shares ]; then
+  while read -r tag path; do
+    mkdir -p "/host$path" 2> /dev/null
+    mount -t 9p -o "$opts,ro,cache=loose" "$tag" "/host$path" || fail "cannot mount share $path"
+  done < /results/shares
+fi
 
 # Output goes to the console and to output.log; a fifo (not a pipeline) so
 # that daemons the command leaves behind cannot keep init waiting.
@@ -292,6 +305,13 @@ rm -f "$results_dir/exit_code" "$results_dir/output.log"
   printf '\n'
 } > "$results_dir/cmd.sh"
 
+share_args=()
+: > "$results_dir/shares"
+for i in "${!shares[@]}"; do
+  share_args+=(-virtfs "local,path=${shares[$i]},mount_tag=share$i,security_model=none,readonly=on,multidevs=remap")
+  echo "share$i ${shares[$i]}" >> "$results_dir/shares"
+done
+
 qemu_pid=""
 cleanup() {
   if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2> /dev/null; then
@@ -316,6 +336,7 @@ boot_start=$SECONDS
   -append "console=ttyS0 quiet panic=-1" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=$results_dir,mount_tag=results,security_model=none" \
+  "${share_args[@]}" \
   -display none -serial stdio -no-reboot -monitor none < /dev/null &
 qemu_pid=$!
 

@@ -81,7 +81,7 @@ host() {
   results=$build/tests/vm/vm_numa_migrate-results
   rm -rf "$results" && mkdir -p "$results" || exit 1
   "$here/run-in-vm.sh" --cache "${CXLPOOL_VM_CACHE:-$build/vm-cache}" --results "$results" \
-    --timeout 600 -- /bin/bash "$here/vm_numa_migrate.sh" --guest "$build"
+    --share "$here/../.." --share "$build" --timeout 600 -- /bin/bash "$here/vm_numa_migrate.sh" --guest "$build"
   rc=$?
   if [ -s "$results/vm_numa_migrate.txt" ]; then
     echo "---- vm_numa_migrate results ($results)"

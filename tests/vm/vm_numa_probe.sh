@@ -12,7 +12,7 @@ probe=$build/tests/vm/vm_numa_probe
 results=$build/tests/vm/vm_numa_probe-results
 rm -rf "$results" && mkdir -p "$results" || exit 1
 "$here/run-in-vm.sh" --cache "${CXLPOOL_VM_CACHE:-$build/vm-cache}" --results "$results" \
-  --timeout 240 -- "$probe"
+  --share "$build" --timeout 240 -- "$probe"
 rc=$?
 if [ -s "$results/vm_numa_probe.txt" ]; then
   echo "---- vm_numa_probe results ($results)"
