@@ -89,7 +89,9 @@ Result<void> RegionPool::admit(uint32_t tier_id, uint64_t size, uid_t uid) {
 }
 
 Result<void> RegionPool::place(Region& region, const Tier& tier, bool populate) {
-  if (placement_ != nullptr && tier.numa_node >= 0) {
+  // With a single memory node there is nowhere else for a page to go, and
+  // the bind would only add a system call to every allocation.
+  if (placement_ != nullptr && tier.numa_node >= 0 && topology_.nodes.size() > 1) {
     auto bound = placement_->bind(region.mapping.addr(), region.size, tier.numa_node);
     if (!bound) return tl::unexpected(bound.error());
   }
