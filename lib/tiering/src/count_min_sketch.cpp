@@ -11,6 +11,9 @@ namespace {
 // Keys hashed ahead of their counter updates in update_batch: enough to cover
 // DRAM latency with H * kBatch outstanding prefetches, small enough for registers/L1.
 constexpr std::size_t kBatch = 16;
+// Below this the counters stay in a typical per-core L2 and prefetching only
+// adds instructions.
+constexpr std::size_t kPrefetchMinBytes = 1u << 20;
 
 }  // namespace
 
@@ -78,6 +81,15 @@ void CountMinSketch::update_conservative(std::uint64_t key, std::uint32_t count)
 template <std::uint32_t H>
 void CountMinSketch::update_batch_fixed(std::span<const std::uint64_t> keys) {
   std::uint32_t* base = counters_.data();
+  if (memory_bytes() < kPrefetchMinBytes) {
+    for (std::uint64_t k : keys) {
+      const std::uint64_t h = mix64(k);
+      std::uint32_t* row = base;
+      for (std::uint32_t r = 0; r < H; ++r, row += width_) add_saturating(row[column(h, r)], 1);
+    }
+    total_ += keys.size();
+    return;
+  }
   std::size_t idx[kBatch][H];
   std::size_t i = 0;
   for (; i + kBatch <= keys.size(); i += kBatch) {

@@ -121,15 +121,18 @@ TEST(CountMinSketch, UpdateAndEstimateMatchesEstimate) {
 
 TEST(CountMinSketch, BatchMatchesSingleUpdates) {
   const auto keys = zipf_stream(5000, 0.8, 10007, 6);  // not a multiple of the batch block
-  for (std::uint32_t rows : {1u, 2u, 3u, 4u, 8u}) {
-    for (bool cu : {false, true}) {
-      auto a = make(rows, 512, cu);
-      auto b = make(rows, 512, cu);
-      for (auto k : keys) a.update(k);
-      b.update_batch(keys);
-      EXPECT_EQ(a.total(), b.total());
-      for (std::uint64_t k : keys) ASSERT_EQ(a.estimate(k), b.estimate(k)) << "rows " << rows << " cu " << cu;
-      for (std::uint64_t k = 0; k < 1000; ++k) ASSERT_EQ(a.estimate(k), b.estimate(k));
+  // 512 columns: the cache-resident path; 1 << 17: large enough to prefetch.
+  for (std::uint32_t width : {512u, 1u << 17}) {
+    for (std::uint32_t rows : {1u, 2u, 3u, 4u, 8u}) {
+      for (bool cu : {false, true}) {
+        auto a = make(rows, width, cu);
+        auto b = make(rows, width, cu);
+        for (auto k : keys) a.update(k);
+        b.update_batch(keys);
+        EXPECT_EQ(a.total(), b.total());
+        for (std::uint64_t k : keys) ASSERT_EQ(a.estimate(k), b.estimate(k)) << "rows " << rows << " cu " << cu;
+        for (std::uint64_t k = 0; k < 1000; ++k) ASSERT_EQ(a.estimate(k), b.estimate(k));
+      }
     }
   }
 }
