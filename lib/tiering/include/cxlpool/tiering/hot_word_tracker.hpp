@@ -8,6 +8,7 @@
 // table evicts the page with the fewest accesses (O(capacity): the table is
 // meant for the few hundred pages the HPT nominates, not for every page).
 #pragma once
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -26,7 +27,7 @@ struct PageWords {
   std::uint64_t page = 0;      // page number: address >> 12
   std::uint64_t words = 0;     // bit w set: bytes [w*64, w*64+64) were touched
   std::uint64_t accesses = 0;  // record() calls that touched the page
-  int touched_words() const { return __builtin_popcountll(words); }
+  int touched_words() const { return std::popcount(words); }
 };
 
 class HotWordTracker {
@@ -42,7 +43,8 @@ class HotWordTracker {
 
   // Marks every word covered by [address, address + bytes) in every page it
   // spans; each page spanned counts one access. bytes == 0 touches nothing;
-  // a range past the top of the address space is clipped there.
+  // a range past the top of the address space is clipped there. Costs one
+  // table update per page spanned.
   void record(std::uint64_t address, std::uint64_t bytes);
 
   std::optional<PageWords> find(std::uint64_t page) const;
