@@ -17,7 +17,7 @@ namespace {
 using cxlpool::tiering::CountMinSketch;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kPasses = 3;
+constexpr int kPasses = 5;
 
 template <typename F>
 double best_rate(std::size_t n, F&& pass) {
