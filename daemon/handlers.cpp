@@ -44,7 +44,7 @@ Result<Daemon::Reply> Daemon::region_reply(Session& session, Region& region, boo
   // writable handle can carry the region's descriptor itself.
   UniqueFd read_only;
   if (!writable) {
-    auto fd = pool_->client_fd(region, false);
+    auto fd = pool_->read_only_fd(region);
     if (!fd) {
       pool_->release_handle(region.id);
       return tl::unexpected(fd.error());

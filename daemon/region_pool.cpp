@@ -246,13 +246,7 @@ void RegionPool::destroy(uint64_t region_id) {
   regions_.erase(it);
 }
 
-Result<UniqueFd> RegionPool::client_fd(const Region& region, bool writable) const {
-  if (writable) {
-    UniqueFd dup(::fcntl(region.fd.get(), F_DUPFD_CLOEXEC, 0));
-    if (!dup) return fail_errno("dup region fd");
-    return dup;
-  }
-  // A read-only open of the same file: the client can map it PROT_READ only.
+Result<UniqueFd> RegionPool::read_only_fd(const Region& region) const {
   const std::string path = "/proc/self/fd/" + std::to_string(region.fd.get());
   UniqueFd ro(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!ro) return fail_errno("reopen region read-only");

@@ -150,9 +150,10 @@ class RegionPool {
   // Reloadable limits (SIGHUP).
   void set_limits(PoolLimits limits) { limits_ = std::move(limits); }
 
-  // A file descriptor for a client: the region's own (read-write) or a
-  // read-only reopen of it.
-  Result<UniqueFd> client_fd(const Region& region, bool writable) const;
+  // A read-only reopen of the region's file for a read-only handle: the
+  // client can then only map it PROT_READ. (Writable handles carry the
+  // region's own descriptor.)
+  Result<UniqueFd> read_only_fd(const Region& region) const;
 
   // Releases every region (shutdown).
   void clear();

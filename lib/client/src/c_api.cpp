@@ -88,6 +88,21 @@ int make_region(const std::shared_ptr<Connection>& conn, cxlpool::Result<proto::
   return 0;
 }
 
+cxlpool_tier_info to_tier_info(const proto::TierInfo& t) {
+  cxlpool_tier_info o{};
+  o.id = t.id;
+  o.kind = static_cast<uint32_t>(t.kind);
+  o.numa_node = t.numa_node;
+  o.page_size = t.page_size;
+  o.capacity = t.capacity;
+  o.used = t.used;
+  o.free = t.free;
+  o.latency_ns = t.latency_ns;
+  o.bandwidth_mbps = t.bandwidth_mbps;
+  copy_name(o.name, sizeof o.name, t.name);
+  return o;
+}
+
 cxlpool_log_fn g_log_fn = nullptr;
 void* g_log_user = nullptr;
 
@@ -162,19 +177,7 @@ CXLPOOL_EXPORT int cxlpool_tiers(cxlpool_client* client, cxlpool_tier_info* tier
     auto reply = client->conn->call_for<proto::TiersReply>(proto::TiersRequest{});
     if (!reply) return record(reply.error());
     for (size_t i = 0; i < reply->tiers.size() && i < cap; ++i) {
-      const auto& t = reply->tiers[i];
-      cxlpool_tier_info& o = tiers[i];
-      o = cxlpool_tier_info{};
-      o.id = t.id;
-      o.kind = static_cast<uint32_t>(t.kind);
-      o.numa_node = t.numa_node;
-      o.page_size = t.page_size;
-      o.capacity = t.capacity;
-      o.used = t.used;
-      o.free = t.free;
-      o.latency_ns = t.latency_ns;
-      o.bandwidth_mbps = t.bandwidth_mbps;
-      copy_name(o.name, sizeof o.name, t.name);
+      tiers[i] = to_tier_info(reply->tiers[i]);
     }
     return static_cast<int>(reply->tiers.size());
   });
@@ -184,12 +187,11 @@ CXLPOOL_EXPORT int cxlpool_tier_by_name(cxlpool_client* client, const char* name
                                         cxlpool_tier_info* out) {
   return guarded([&] {
     if (client == nullptr || name == nullptr || out == nullptr) return record(EINVAL, "NULL argument");
-    cxlpool_tier_info tiers[64];
-    const int n = cxlpool_tiers(client, tiers, 64);
-    if (n < 0) return n;
-    for (int i = 0; i < n && i < 64; ++i) {
-      if (std::strcmp(tiers[i].name, name) == 0) {
-        *out = tiers[i];
+    auto reply = client->conn->call_for<proto::TiersReply>(proto::TiersRequest{});
+    if (!reply) return record(reply.error());
+    for (const auto& t : reply->tiers) {
+      if (t.name == name) {
+        *out = to_tier_info(t);
         return 0;
       }
     }

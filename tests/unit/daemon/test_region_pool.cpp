@@ -263,7 +263,7 @@ TEST_F(RegionPoolTest, ReadOnlyClientDescriptorCannotBeMappedWritable) {
   make();
   auto r = pool->create({0, 4096}, user(1));
   ASSERT_TRUE(r);
-  auto ro = pool->client_fd(**r, false);
+  auto ro = pool->read_only_fd(**r);
   ASSERT_TRUE(ro);
   void* w = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro->get(), 0);
   EXPECT_EQ(w, MAP_FAILED);
@@ -271,9 +271,8 @@ TEST_F(RegionPoolTest, ReadOnlyClientDescriptorCannotBeMappedWritable) {
   void* rd = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, ro->get(), 0);
   ASSERT_NE(rd, MAP_FAILED);
   munmap(rd, 4096);
-  auto rw = pool->client_fd(**r, true);
-  ASSERT_TRUE(rw);
-  void* ok = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw->get(), 0);
+  // The region's own descriptor, which writable handles receive, maps writable.
+  void* ok = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, (*r)->fd.get(), 0);
   ASSERT_NE(ok, MAP_FAILED);
   munmap(ok, 4096);
 }
