@@ -20,7 +20,7 @@ struct TypeInfo {
 };
 
 // In the order of the Message variant's alternatives.
-constexpr std::array<TypeInfo, 24> kTypes = {{
+constexpr std::array<TypeInfo, 32> kTypes = {{
     {MsgType::kHello, "Hello", true},
     {MsgType::kHelloReply, "HelloReply", false},
     {MsgType::kError, "ErrorReply", false},
@@ -45,6 +45,14 @@ constexpr std::array<TypeInfo, 24> kTypes = {{
     {MsgType::kStatsReply, "StatsReply", false},
     {MsgType::kBackends, "BackendsRequest", true},
     {MsgType::kBackendsReply, "BackendsReply", false},
+    {MsgType::kAccessRingOpen, "AccessRingOpen", true},
+    {MsgType::kAccessRingReply, "AccessRingReply", false},
+    {MsgType::kTieringStatus, "TieringStatusRequest", true},
+    {MsgType::kTieringStatusReply, "TieringStatusReply", false},
+    {MsgType::kTieringHot, "TieringHot", true},
+    {MsgType::kTieringHotReply, "TieringHotReply", false},
+    {MsgType::kTieringSet, "TieringSet", true},
+    {MsgType::kTieringSetReply, "TieringSetReply", false},
 }};
 static_assert(kTypes.size() == std::variant_size_v<Message>);
 

@@ -20,6 +20,7 @@ class SizeCounter {
  public:
   size_t size() const { return size_; }
 
+  void u8(const char*, uint8_t, const auto&...) { size_ += 1; }
   void u16(const char*, uint16_t, const auto&...) { size_ += 2; }
   void u32(const char*, uint32_t, const auto&...) { size_ += 4; }
   void i32(const char*, int32_t, const auto&...) { size_ += 4; }
@@ -54,6 +55,7 @@ class FieldWriter {
  public:
   explicit FieldWriter(wire::Writer& out) : out_(out) {}
 
+  void u8(const char*, uint8_t v, const auto&...) { out_.u8(v); }
   void u16(const char*, uint16_t v, const auto&...) { out_.u16(v); }
   void u32(const char*, uint32_t v, const auto&...) { out_.u32(v); }
   void i32(const char*, int32_t v, const auto&...) { out_.u32(static_cast<uint32_t>(v)); }
@@ -89,6 +91,7 @@ class FieldReader {
   bool failed() const { return failed_; }
   const std::string& error() const { return error_; }
 
+  void u8(const char* field, uint8_t& v, const auto&...) { read(field, v); }
   void u16(const char* field, uint16_t& v, const auto&...) { read(field, v); }
   void u32(const char* field, uint32_t& v, const auto&...) { read(field, v); }
   void u64(const char* field, uint64_t& v, const auto&...) { read(field, v); }
@@ -173,6 +176,9 @@ class FieldValidator {
   bool failed() const { return failed_; }
   const std::string& error() const { return error_; }
 
+  void u8([[maybe_unused]] const char* field, [[maybe_unused]] uint8_t v, const auto&... rules) {
+    (apply(field, v, rules), ...);
+  }
   void u16([[maybe_unused]] const char* field, [[maybe_unused]] uint16_t v, const auto&... rules) {
     (apply(field, v, rules), ...);
   }

@@ -44,6 +44,19 @@ void FieldValidator::text(const char* field, const std::string& s, Text kind) {
       }
       return;
     }
+    case Text::kKnobOrEmpty:
+      if (s.empty()) return;
+      [[fallthrough]];
+    case Text::kKnob: {
+      if (s.empty()) return fail(field, "empty");
+      if (s.size() > kMaxKnobLength) return fail(field, too_long(s.size(), kMaxKnobLength));
+      const size_t bad = first_outside(s, 0x20, 0x7e);
+      if (bad != std::string::npos) {
+        return fail(field, "byte " + hex(static_cast<unsigned char>(s[bad])) + " at offset " +
+                               std::to_string(bad) + " is not printable ASCII");
+      }
+      return;
+    }
     case Text::kRegionNameOrEmpty:
       if (s.empty()) return;
       [[fallthrough]];

@@ -37,6 +37,8 @@ enum class Text {
   kRegionName,         // valid_region_name()
   kRegionNameOrEmpty,  // empty, or valid_region_name()
   kErrorMessage,       // <= kMaxErrorMessageLength bytes, no NUL
+  kKnob,               // 1..kMaxKnobLength bytes of printable ASCII
+  kKnobOrEmpty,        // empty, or kKnob
 };
 
 template <typename T, typename U>
@@ -199,5 +201,95 @@ void walk(auto& io, Is<BackendEntry> auto& m) {
 }
 
 void walk(auto& io, Is<BackendsReply> auto& m) { io.list("backends", m.backends); }
+
+void walk(auto& io, Is<AccessRingOpen> auto& m) {
+  io.u32("entries", m.entries, Between<uint32_t>{0, kMaxAccessRingEntries});
+  io.check("entries", [&] {
+    return (m.entries & (m.entries - 1)) == 0 ? std::string() : std::to_string(m.entries) + " is not a power of two";
+  });
+}
+
+void walk(auto& io, Is<AccessRingReply> auto& m) {
+  io.u32("entries", m.entries, Between<uint32_t>{1, kMaxAccessRingEntries});
+  io.check("entries", [&] {
+    return (m.entries & (m.entries - 1)) == 0 ? std::string() : std::to_string(m.entries) + " is not a power of two";
+  });
+  io.u32("entry_size", m.entry_size, Between<uint32_t>{1, 4096});
+  io.u64("ring_bytes", m.ring_bytes, Positive{});
+}
+
+void walk(auto& io, Is<TieringTierEntry> auto& m) {
+  io.u32("tier_id", m.tier_id);
+  io.enumeration("role", m.role, TierRole::kUnmanaged);
+  io.u64("capacity_bytes", m.capacity_bytes);
+  io.u64("used_bytes", m.used_bytes);
+  io.u64("hot_pages", m.hot_pages);
+  io.u64("accesses", m.accesses);
+  io.u64("bandwidth_bps", m.bandwidth_bps);
+  io.u64("promotions", m.promotions);
+  io.u64("demotions", m.demotions);
+  io.u64("bytes_promoted", m.bytes_promoted);
+  io.u64("bytes_demoted", m.bytes_demoted);
+  io.u64("rate_limit_hits", m.rate_limit_hits);
+  io.text("name", m.name, Text::kPlain);
+}
+
+void walk(auto& io, Is<TieringSourceEntry> auto& m) {
+  io.enumeration("state", m.state, BackendState::kFailed);
+  io.u64("accesses", m.accesses);
+  io.u64("dropped", m.dropped);
+  io.text("name", m.name, Text::kPlain);
+  io.text("detail", m.detail, Text::kPlain);
+}
+
+void walk(auto& io, Is<KnobEntry> auto& m) {
+  io.text("key", m.key, Text::kKnob);
+  io.text("value", m.value, Text::kKnobOrEmpty);
+}
+
+void walk(auto& io, Is<TieringStatusReply> auto& m) {
+  io.u8("enabled", m.enabled, Between<uint8_t>{0, 1});
+  io.enumeration("nominator", m.nominator, Nominator::kHwt);
+  io.u64("epoch", m.epoch);
+  io.u64("epoch_ns", m.epoch_ns);
+  io.u64("promotion_period_ns", m.promotion_period_ns);
+  io.u64("last_epoch_accesses", m.last_epoch_accesses);
+  io.list("tiers", m.tiers);
+  io.list("sources", m.sources);
+  io.list("knobs", m.knobs);
+}
+
+void walk(auto& io, Is<TieringHot> auto& m) {
+  io.u32("top", m.top, Between<uint32_t>{1, static_cast<uint32_t>(kMaxListEntries)});
+}
+
+void walk(auto& io, Is<HotPageEntry> auto& m) {
+  io.enumeration("space", m.space, AccessSpace::kTrace);
+  io.enumeration("page_class", m.page_class, PageClass::kSparse);
+  io.u8("touched_words", m.touched_words, Between<uint8_t>{0, 64});
+  io.u32("tier_id", m.tier_id);
+  io.u64("owner", m.owner);
+  io.u64("address", m.address);
+  io.u64("count", m.count);
+  io.check("address", [&] {
+    return m.address % 4096 == 0 ? std::string() : std::string("not a multiple of 4096");
+  });
+}
+
+void walk(auto& io, Is<TieringHotReply> auto& m) {
+  io.u64("epoch", m.epoch);
+  io.list("pages", m.pages);
+}
+
+void walk(auto& io, Is<TieringSet> auto& m) {
+  io.text("key", m.key, Text::kKnob);
+  io.text("value", m.value, Text::kKnob);
+}
+
+void walk(auto& io, Is<TieringSetReply> auto& m) {
+  io.text("key", m.key, Text::kKnob);
+  io.text("old_value", m.old_value, Text::kKnobOrEmpty);
+  io.text("new_value", m.new_value, Text::kKnob);
+}
 
 }  // namespace cxlpool::proto::fields

@@ -41,7 +41,9 @@ std::vector<UniqueFd> adopt_fds(msghdr& msg) {
 
 }  // namespace
 
-size_t descriptor_count(MsgType type) { return type == MsgType::kRegionReply ? 1 : 0; }
+size_t descriptor_count(MsgType type) {
+  return type == MsgType::kRegionReply || type == MsgType::kAccessRingReply ? 1 : 0;
+}
 
 Result<void> send_message(int sock, uint32_t request_id, const Message& message,
                           std::span<const int> fds, uint16_t version) {

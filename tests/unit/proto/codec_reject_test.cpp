@@ -405,10 +405,20 @@ std::vector<RejectCase> reject_cases() {
       {"BackendDetailTooLong",
        datagram(MsgType::kBackendsReply, build(BackendsP{.detail = std::string(4097, 'd')})), EPROTO,
        "BackendsReply.backends[0].detail"},
+      // Tiering.
+      {"RingOpenTruncated", datagram(MsgType::kAccessRingOpen, Bytes().u16(1)), EPROTO,
+       "AccessRingOpen.entries: truncated"},
+      {"RingOpenOdd", datagram(MsgType::kAccessRingOpen, Bytes().u32(6)), EPROTO,
+       "AccessRingOpen.entries: 6 is not a power of two"},
+      {"HotTopTrailing", datagram(MsgType::kTieringHot, Bytes().u32(5).u8(0)), EPROTO, "trailing bytes"},
+      {"HotReplyCountTooLarge", datagram(MsgType::kTieringHotReply, Bytes().u64(1).u32(1025)), EPROTO,
+       "TieringHotReply.pages: 1025 entries exceed"},
+      {"SetValueNul", datagram(MsgType::kTieringSet, Bytes().str("k").str(std::string("a\0b", 3))), EPROTO,
+       "TieringSet.value"},
   };
   // Types without a payload must have payload_length 0.
   for (MsgType type : {MsgType::kOk, MsgType::kStatus, MsgType::kTiers, MsgType::kRegions,
-                       MsgType::kClients, MsgType::kStats, MsgType::kBackends}) {
+                       MsgType::kClients, MsgType::kStats, MsgType::kBackends, MsgType::kTieringStatus}) {
     cases.push_back({std::string(message_type_name(type)) + "WithPayload",
                      datagram(type, Bytes().u8(0)), EPROTO, "header.payload_length"});
   }
@@ -476,6 +486,40 @@ std::vector<EncodeCase> encode_cases() {
        "StatsReply.counters[0].name"},
       {"BackendState", BackendsReply{.backends = {BackendEntry{.state = static_cast<BackendState>(4)}}},
        "BackendsReply.backends[0].state"},
+      {"RingOpenNotPowerOfTwo", AccessRingOpen{.entries = 3}, "AccessRingOpen.entries: 3 is not a power of two"},
+      {"RingOpenTooLarge", AccessRingOpen{.entries = kMaxAccessRingEntries * 2}, "AccessRingOpen.entries"},
+      {"RingReplyZero", AccessRingReply{.entries = 0, .entry_size = 32, .ring_bytes = 1},
+       "AccessRingReply.entries"},
+      {"RingReplyEntrySize", AccessRingReply{.entries = 1, .entry_size = 0, .ring_bytes = 1},
+       "AccessRingReply.entry_size"},
+      {"RingReplyBytes", AccessRingReply{.entries = 1, .entry_size = 32, .ring_bytes = 0},
+       "AccessRingReply.ring_bytes"},
+      {"StatusEnabled", TieringStatusReply{.enabled = 2}, "TieringStatusReply.enabled"},
+      {"StatusNominator", TieringStatusReply{.nominator = static_cast<Nominator>(2)},
+       "TieringStatusReply.nominator"},
+      {"StatusTierRole", TieringStatusReply{.tiers = {TieringTierEntry{.role = static_cast<TierRole>(3)}}},
+       "TieringStatusReply.tiers[0].role"},
+      {"StatusSourceState",
+       TieringStatusReply{.sources = {TieringSourceEntry{.state = static_cast<BackendState>(4)}}},
+       "TieringStatusReply.sources[0].state"},
+      {"StatusKnobEmptyKey", TieringStatusReply{.knobs = {KnobEntry{.key = "", .value = "1"}}},
+       "TieringStatusReply.knobs[0].key: empty"},
+      {"HotTopZero", TieringHot{.top = 0}, "TieringHot.top"},
+      {"HotTopTooLarge", TieringHot{.top = 1025}, "TieringHot.top"},
+      {"HotSpace", TieringHotReply{.pages = {HotPageEntry{.space = static_cast<AccessSpace>(4)}}},
+       "TieringHotReply.pages[0].space"},
+      {"HotClass", TieringHotReply{.pages = {HotPageEntry{.page_class = static_cast<PageClass>(3)}}},
+       "TieringHotReply.pages[0].page_class"},
+      {"HotWords", TieringHotReply{.pages = {HotPageEntry{.touched_words = 65}}},
+       "TieringHotReply.pages[0].touched_words"},
+      {"HotUnalignedAddress", TieringHotReply{.pages = {HotPageEntry{.address = 4097}}},
+       "TieringHotReply.pages[0].address"},
+      {"SetEmptyKey", TieringSet{.key = "", .value = "1"}, "TieringSet.key: empty"},
+      {"SetEmptyValue", TieringSet{.key = "k", .value = ""}, "TieringSet.value: empty"},
+      {"SetKeyTooLong", TieringSet{.key = std::string(257, 'k'), .value = "1"}, "TieringSet.key"},
+      {"SetValueControl", TieringSet{.key = "k", .value = "a\tb"}, "TieringSet.value"},
+      {"SetReplyNewEmpty", TieringSetReply{.key = "k", .old_value = "", .new_value = ""},
+       "TieringSetReply.new_value"},
   };
 }
 

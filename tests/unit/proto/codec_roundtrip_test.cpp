@@ -57,6 +57,14 @@ TEST(ProtoTypes, TypeCodesNamesAndDirections) {
       {MsgType::kStatsReply, "StatsReply", false},
       {MsgType::kBackends, "BackendsRequest", true},
       {MsgType::kBackendsReply, "BackendsReply", false},
+      {MsgType::kAccessRingOpen, "AccessRingOpen", true},
+      {MsgType::kAccessRingReply, "AccessRingReply", false},
+      {MsgType::kTieringStatus, "TieringStatusRequest", true},
+      {MsgType::kTieringStatusReply, "TieringStatusReply", false},
+      {MsgType::kTieringHot, "TieringHot", true},
+      {MsgType::kTieringHotReply, "TieringHotReply", false},
+      {MsgType::kTieringSet, "TieringSet", true},
+      {MsgType::kTieringSetReply, "TieringSetReply", false},
   };
   const auto samples = sample_messages();
   std::set<uint16_t> codes;

@@ -135,10 +135,11 @@ TEST(ProtoSocket, UpToTheFdLimitArrives) {
   for (size_t i = 0; i < kMaxFdsPerMessage; ++i) EXPECT_EQ(read_all(got->fds[i].get()), "fd" + std::to_string(i));
 }
 
-TEST(ProtoSocket, OnlyRegionReplyCarriesADescriptor) {
+TEST(ProtoSocket, OnlyRegionAndRingRepliesCarryADescriptor) {
   for (const Message& m : testing::sample_messages()) {
     const MsgType type = message_type(m);
-    EXPECT_EQ(descriptor_count(type), type == MsgType::kRegionReply ? 1u : 0u) << message_type_name(type);
+    const bool carries_fd = type == MsgType::kRegionReply || type == MsgType::kAccessRingReply;
+    EXPECT_EQ(descriptor_count(type), carries_fd ? 1u : 0u) << message_type_name(type);
   }
 }
 

@@ -53,6 +53,14 @@ enum class MsgType : uint16_t {
   kStatsReply = 33,
   kBackends = 34,
   kBackendsReply = 35,
+  kAccessRingOpen = 40,
+  kAccessRingReply = 41,  // carries the ring's memfd in SCM_RIGHTS
+  kTieringStatus = 42,
+  kTieringStatusReply = 43,
+  kTieringHot = 44,
+  kTieringHotReply = 45,
+  kTieringSet = 46,
+  kTieringSetReply = 47,
 };
 
 struct Header {
@@ -67,6 +75,8 @@ struct Header {
 enum class TierKind : uint8_t { kDram = 0, kCxl = 1, kEmulated = 2 };
 enum class RegionKind : uint8_t { kLeased = 0, kNamed = 1 };
 enum class BackendState : uint8_t { kAvailable = 0, kNotCompiled = 1, kNotPresent = 2, kFailed = 3 };
+// Same codes as hal::AddressSpace.
+enum class AccessSpace : uint8_t { kPoolRegion = 0, kProcess = 1, kPhysical = 2, kTrace = 3 };
 
 // RegionAlloc / NamedCreate flags.
 inline constexpr uint32_t kAllocHugetlb = 1u << 0;   // back with MFD_HUGETLB pages
@@ -265,11 +275,110 @@ struct BackendsReply {
   bool operator==(const BackendsReply&) const = default;
 };
 
+// Access-report ring (client -> daemon, shared memory). The daemon creates the
+// ring and hands its memfd to the client; lib/proto/access_ring.hpp is the layout.
+inline constexpr uint32_t kMaxAccessRingEntries = 1u << 20;
+struct AccessRingOpen {
+  uint32_t entries = 0;  // power of two up to kMaxAccessRingEntries; 0: the daemon's default
+  bool operator==(const AccessRingOpen&) const = default;
+};
+struct AccessRingReply {
+  uint32_t entries = 0;     // ring capacity in entries (a power of two)
+  uint32_t entry_size = 0;  // bytes per entry
+  uint64_t ring_bytes = 0;  // size of the memfd to map
+  bool operator==(const AccessRingReply&) const = default;
+};
+
+enum class TierRole : uint8_t { kFast = 0, kSlow = 1, kUnmanaged = 2 };
+enum class Nominator : uint8_t { kHpt = 0, kHwt = 1 };
+enum class PageClass : uint8_t { kUnknown = 0, kDense = 1, kSparse = 2 };
+inline constexpr uint32_t kNoTier = 0xffffffffu;
+inline constexpr size_t kMaxKnobLength = 256;  // TieringSet key and value
+
+struct TieringTierEntry {
+  uint32_t tier_id = 0;
+  TierRole role = TierRole::kUnmanaged;
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t hot_pages = 0;          // pages of this tier in the last epoch's hot set
+  uint64_t accesses = 0;           // accesses observed on this tier, last epoch
+  uint64_t bandwidth_bps = 0;      // estimated from the access sources (bytes/s)
+  uint64_t promotions = 0;         // pages moved onto this tier by the manager
+  uint64_t demotions = 0;          // pages moved off this tier by the manager
+  uint64_t bytes_promoted = 0;
+  uint64_t bytes_demoted = 0;
+  uint64_t rate_limit_hits = 0;    // moves deferred by the migration rate limit
+  std::string name;
+  bool operator==(const TieringTierEntry&) const = default;
+};
+struct TieringSourceEntry {
+  BackendState state = BackendState::kAvailable;
+  uint64_t accesses = 0;
+  uint64_t dropped = 0;
+  std::string name;
+  std::string detail;
+  bool operator==(const TieringSourceEntry&) const = default;
+};
+struct KnobEntry {
+  std::string key;
+  std::string value;
+  bool operator==(const KnobEntry&) const = default;
+};
+struct TieringStatusRequest {
+  bool operator==(const TieringStatusRequest&) const = default;
+};
+struct TieringStatusReply {
+  uint8_t enabled = 0;  // 0 or 1
+  Nominator nominator = Nominator::kHpt;
+  uint64_t epoch = 0;              // epochs completed
+  uint64_t epoch_ns = 0;           // tracker query period
+  uint64_t promotion_period_ns = 0;  // the Elector's current period T
+  uint64_t last_epoch_accesses = 0;
+  std::vector<TieringTierEntry> tiers;
+  std::vector<TieringSourceEntry> sources;
+  std::vector<KnobEntry> knobs;
+  bool operator==(const TieringStatusReply&) const = default;
+};
+
+struct TieringHot {
+  uint32_t top = 0;  // 1..kMaxListEntries
+  bool operator==(const TieringHot&) const = default;
+};
+struct HotPageEntry {
+  AccessSpace space = AccessSpace::kPoolRegion;
+  PageClass page_class = PageClass::kUnknown;
+  uint8_t touched_words = 0;  // 0..64; 0 with kUnknown
+  uint32_t tier_id = kNoTier;  // where the page is now, kNoTier when unknown
+  uint64_t owner = 0;          // region id or pid, per space
+  uint64_t address = 0;        // page address in that space
+  uint64_t count = 0;          // estimated accesses, last epoch
+  bool operator==(const HotPageEntry&) const = default;
+};
+struct TieringHotReply {
+  uint64_t epoch = 0;
+  std::vector<HotPageEntry> pages;  // hottest first
+  bool operator==(const TieringHotReply&) const = default;
+};
+
+struct TieringSet {
+  std::string key;    // a [tiering] config key, 1..kMaxKnobLength bytes
+  std::string value;  // its new value, as written in the config file
+  bool operator==(const TieringSet&) const = default;
+};
+struct TieringSetReply {
+  std::string key;
+  std::string old_value;
+  std::string new_value;  // normalized
+  bool operator==(const TieringSetReply&) const = default;
+};
+
 using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, StatusReply,
                              TiersRequest, TiersReply, RegionAlloc, RegionReply, RegionFree,
                              NamedCreate, NamedOpen, NamedUnlink, RegionsRequest, RegionsReply,
                              RegionMigrate, MigrateReply, ClientsRequest, ClientsReply,
-                             StatsRequest, StatsReply, BackendsRequest, BackendsReply>;
+                             StatsRequest, StatsReply, BackendsRequest, BackendsReply,
+                             AccessRingOpen, AccessRingReply, TieringStatusRequest, TieringStatusReply,
+                             TieringHot, TieringHotReply, TieringSet, TieringSetReply>;
 
 struct Envelope {
   Header header;
