@@ -2,12 +2,14 @@
 // The C ABI. Every entry point catches everything: no exception crosses it.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
 
+#include "access_reporter.hpp"
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/common/default_paths.hpp"
 #include "cxlpool/common/log.hpp"
@@ -23,10 +25,12 @@ namespace proto = cxlpool::proto;
 
 struct cxlpool_client {
   std::shared_ptr<Connection> conn;
+  std::shared_ptr<cxlpool::client::AccessReporter> reporter;
 };
 
 struct cxlpool_region {
   std::shared_ptr<Connection> conn;
+  std::shared_ptr<cxlpool::client::AccessReporter> reporter;  // the connection's access ring
   cxlpool::UniqueFd fd;
   uint64_t id = 0;
   uint64_t size = 0;
@@ -69,7 +73,7 @@ void copy_name(char* dst, size_t cap, const std::string& src) {
   dst[n] = '\0';
 }
 
-int make_region(const std::shared_ptr<Connection>& conn, cxlpool::Result<proto::Received> received,
+int make_region(const cxlpool_client* client, cxlpool::Result<proto::Received> received,
                 cxlpool_region** out) {
   if (!received) return record(received.error());
   auto* reply = std::get_if<proto::RegionReply>(&received->envelope.message);
@@ -77,7 +81,8 @@ int make_region(const std::shared_ptr<Connection>& conn, cxlpool::Result<proto::
     return record(EPROTO, "daemon reply carries no region descriptor");
   }
   auto region = std::make_unique<cxlpool_region>();
-  region->conn = conn;
+  region->conn = client->conn;
+  region->reporter = client->reporter;
   region->fd = std::move(received->fds[0]);
   region->id = reply->region_id;
   region->size = reply->size;
@@ -152,6 +157,7 @@ CXLPOOL_EXPORT int cxlpool_connect(const char* socket_path, const char* client_n
     if (!conn) return record(conn.error());
     auto client = std::make_unique<cxlpool_client>();
     client->conn = std::shared_ptr<Connection>(std::move(*conn));
+    client->reporter = std::make_shared<cxlpool::client::AccessReporter>(client->conn);
     *out = client.release();
     return 0;
   });
@@ -204,7 +210,7 @@ CXLPOOL_EXPORT int cxlpool_region_alloc(cxlpool_client* client, uint32_t tier_id
   return guarded([&] {
     if (client == nullptr || out == nullptr) return record(EINVAL, "NULL argument");
     proto::RegionAlloc req{tier_id, size, flags};
-    return make_region(client->conn, client->conn->call(req), out);
+    return make_region(client, client->conn->call(req), out);
   });
 }
 
@@ -214,7 +220,7 @@ CXLPOOL_EXPORT int cxlpool_named_create(cxlpool_client* client, const char* name
   return guarded([&] {
     if (client == nullptr || name == nullptr || out == nullptr) return record(EINVAL, "NULL argument");
     proto::NamedCreate req{name, tier_id, size, mode, flags};
-    return make_region(client->conn, client->conn->call(req), out);
+    return make_region(client, client->conn->call(req), out);
   });
 }
 
@@ -223,7 +229,7 @@ CXLPOOL_EXPORT int cxlpool_named_open(cxlpool_client* client, const char* name, 
   return guarded([&] {
     if (client == nullptr || name == nullptr || out == nullptr) return record(EINVAL, "NULL argument");
     proto::NamedOpen req{name, flags};
-    return make_region(client->conn, client->conn->call(req), out);
+    return make_region(client, client->conn->call(req), out);
   });
 }
 
@@ -300,6 +306,42 @@ CXLPOOL_EXPORT int cxlpool_region_migrate(cxlpool_client* client, uint64_t regio
                                     reply->elapsed_ns};
     }
     return 0;
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_access_ring_open(cxlpool_client* client, uint32_t entries) {
+  return guarded([&] {
+    if (client == nullptr) return record(EINVAL, "client is NULL");
+    if (entries != 0 && !proto::access_ring_entries_valid(entries)) {
+      return record(EINVAL, "entries must be 0 or a power of two up to 1048576");
+    }
+    auto ok = client->reporter->open(entries);
+    return ok ? 0 : record(ok.error());
+  });
+}
+
+// The hot path: no try/catch frame setup beyond guarded's (zero-cost), no
+// allocation once the ring is open.
+CXLPOOL_EXPORT int cxlpool_access_report(cxlpool_region* region, uint64_t offset, uint64_t length,
+                                         uint32_t flags) {
+  if (region == nullptr || length == 0 || offset > region->size || length > region->size - offset ||
+      (flags & ~CXLPOOL_ACCESS_WRITE) != 0) {
+    return record(EINVAL, "access outside the region, empty, or with unknown flags");
+  }
+  return guarded([&] {
+    auto dropped = region->reporter->report(region->id, offset, length,
+                                            (flags & CXLPOOL_ACCESS_WRITE) ? proto::kAccessWrite : 0);
+    if (!dropped) return record(dropped.error());
+    return static_cast<int>(std::min<uint64_t>(*dropped, INT32_MAX));
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_access_flush(cxlpool_client* client) {
+  return guarded([&] {
+    if (client == nullptr) return record(EINVAL, "client is NULL");
+    auto dropped = client->reporter->flush();
+    if (!dropped) return record(dropped.error());
+    return static_cast<int>(std::min<uint64_t>(*dropped, INT32_MAX));
   });
 }
 

@@ -172,6 +172,51 @@ typedef struct cxlpool_stat {
 /* Fills up to cap counters; returns how many the daemon has. */
 int cxlpool_stats(cxlpool_client *client, cxlpool_stat *stats, size_t cap);
 
+/* ---------------------------------------------------------- access reports */
+
+/* Applications (the KV arena, the weight streamer) tell the daemon which
+ * objects of their pool regions they touch, so its tiering engine can keep
+ * hot memory on the fast tier. Reports are buffered per client and published
+ * in batches of 64 entries into a ring of shared memory the daemon drains on
+ * its own: no system call per report. Identical back-to-back reports merge
+ * into one entry with a count. Reports are best effort: when the ring is
+ * full the batch's remainder is dropped and counted (the daemon shows it as
+ * tiering.client.dropped), and the application is never blocked on the
+ * daemon. All three calls are thread-safe (one lock per client). */
+
+/* The access was a write (default: a read). */
+#define CXLPOOL_ACCESS_WRITE (1u << 0)
+
+/* Opens this client's access ring now, with `entries` slots (a power of two
+ * up to 1048576; 0: the daemon's default, 16384). Optional: the first
+ * cxlpool_access_report() opens it with the default size. One ring per
+ * connection. This is the only access-report call that talks to the daemon.
+ *   -EALREADY  the ring is open already (also after an implicit open)
+ *   -EINVAL    entries is not 0 or a power of two up to 1048576
+ *   -EBUSY     the daemon already gave this connection a ring
+ *   -EPROTO    the reply does not describe a ring this library can use */
+int cxlpool_access_ring_open(cxlpool_client *client, uint32_t entries);
+
+/* Records one access of bytes [offset, offset + length) of `region` (flags:
+ * 0 or CXLPOOL_ACCESS_WRITE). The region need not be mapped. Returns 0, or a
+ * positive number when the batch this call completed did not fit in the ring:
+ * how many entries were dropped (the report itself is never an error then).
+ *   -EINVAL  NULL region, length 0, [offset, offset + length) not inside
+ *            the region, or unknown flags
+ *   any error of cxlpool_access_ring_open() from the implicit open on the
+ *   first report; it is remembered and returned by later reports until an
+ *   explicit cxlpool_access_ring_open() succeeds.
+ * After the connection closed, reports land in a ring nobody drains: they
+ * are dropped once it is full. */
+int cxlpool_access_report(cxlpool_region *region, uint64_t offset, uint64_t length, uint32_t flags);
+
+/* Publishes the reports buffered so far (fewer than a batch) to the ring.
+ * Call it before a pause or at the end of a phase; the daemon sees nothing
+ * still buffered. Returns 0, or a positive number of entries dropped because
+ * the ring was full. With no ring open yet it does nothing and returns 0.
+ *   -EINVAL  client is NULL */
+int cxlpool_access_flush(cxlpool_client *client);
+
 /* ------------------------------------------------------------------- admin */
 
 typedef struct cxlpool_migrate_result {

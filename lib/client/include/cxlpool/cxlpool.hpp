@@ -58,6 +58,13 @@ class Region {
   cxlpool_region* get() const { return r_; }
   explicit operator bool() const { return r_ != nullptr; }
 
+  // Records an access of [offset, offset + length) for the tiering engine
+  // (cxlpool_access_report). Returns the entries a full ring dropped (0 normally).
+  int report_access(uint64_t offset, uint64_t length, bool write = false) {
+    return check(cxlpool_access_report(r_, offset, length, write ? CXLPOOL_ACCESS_WRITE : 0u),
+                 "report access");
+  }
+
   // Frees now and reports the daemon's answer (the destructor ignores it).
   void free() { check(cxlpool_region_free(std::exchange(r_, nullptr)), "free region"); }
 
@@ -117,6 +124,13 @@ class Client {
     check(cxlpool_region_migrate(c_, region_id, tier, &res), "migrate region");
     return res;
   }
+  // Access reports (see cxlpool.h): opening the ring explicitly is optional.
+  void open_access_ring(uint32_t entries = 0) {
+    check(cxlpool_access_ring_open(c_, entries), "open access ring");
+  }
+  // Publishes buffered reports; returns the entries a full ring dropped.
+  int flush_access_reports() { return check(cxlpool_access_flush(c_), "flush access reports"); }
+
   cxlpool_client* get() const { return c_; }
 
  private:

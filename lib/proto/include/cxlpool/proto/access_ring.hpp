@@ -88,6 +88,8 @@ class AccessRingMemory {
 
   std::span<std::byte> bytes() const { return {static_cast<std::byte*>(addr_), size_}; }
   int fd() const { return fd_.get(); }
+  // Hands the descriptor over (to send it); the mapping stays.
+  UniqueFd take_fd() { return std::move(fd_); }
   uint32_t entries() const { return entries_; }
 
  private:
