@@ -345,6 +345,9 @@ void Daemon::tick() {
   uint64_t expirations = 0;
   (void)!::read(tick_fd_.get(), &expirations, sizeof expirations);
   pool_->refresh_free_memory(sysfs_);
+  // Empty the clients' access rings even when no epoch is due, so they do
+  // not fill up (and drop reports) between epochs.
+  client_reports_->drain();
   notify_status(status_line());
   if (metrics_.running()) metrics_.publish(render_prometheus(collect_counters()));
 }
@@ -408,6 +411,11 @@ void Daemon::close_session(uint64_t id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   Session& session = *it->second;
+  // The ring's last reports count while the session still holds its regions.
+  if (session.access_ring) {
+    client_reports_->remove_ring(id);
+    session.access_ring->source = nullptr;
+  }
   // Every handle goes back: leased regions die with their client, named ones
   // lose this client's references.
   for (const auto& [region_id, count] : session.handles) {

@@ -18,6 +18,7 @@
 #include "cxlpool/hal/backend.hpp"
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/proto/messages.hpp"
+#include "cxlpool/tiering/client_report_source.hpp"
 #include "metrics_http.hpp"
 #include "migration_worker.hpp"
 #include "region_pool.hpp"
@@ -47,6 +48,11 @@ class Daemon {
   // Serves until SIGTERM/SIGINT; returns the process exit status.
   int run();
 
+  // The access source fed by every connection's access-report ring
+  // (AccessRingOpen). Drained once a second by the event loop; collect() it
+  // from the event-loop thread (its resolver reads the session table).
+  tiering::ClientReportSource& client_reports() { return *client_reports_; }
+
  private:
   struct Reply {
     proto::Message message;
@@ -71,6 +77,7 @@ class Daemon {
   Result<Reply> on_hello(Session& session, const proto::Hello& hello);
   Result<Reply> region_reply(Session& session, Region& region, bool writable);
   Result<Reply> on_create(Session& session, const CreateSpec& spec);
+  Result<Reply> on_access_ring_open(Session& session, const proto::AccessRingOpen& request);
   Result<void> require_admin(Session& session, const char* what);
   void resolve_admin_groups();
   std::vector<proto::Counter> collect_counters() const;
@@ -95,6 +102,8 @@ class Daemon {
   uint32_t current_request_id_ = 0;
   std::vector<hal::BackendReport> backends_;
   std::vector<gid_t> admin_gids_;
+  // Before sessions_: a session's ring unregisters from it on destruction.
+  std::unique_ptr<tiering::ClientReportSource> client_reports_ = std::make_unique<tiering::ClientReportSource>();
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;
   uint64_t next_session_id_ = 1;
   uint64_t started_ns_ = 0;

@@ -75,6 +75,37 @@ Result<Daemon::Reply> Daemon::on_create(Session& session, const CreateSpec& spec
   return region_reply(session, **region, true);
 }
 
+Result<Daemon::Reply> Daemon::on_access_ring_open(Session& session, const proto::AccessRingOpen& request) {
+  if (session.access_ring) return fail(EBUSY, "this connection has an access ring already");
+  const uint32_t entries = request.entries != 0 ? request.entries : proto::kAccessRingDefaultEntries;
+  auto memory = proto::AccessRingMemory::create(entries);
+  if (!memory) return tl::unexpected(memory.error());
+  auto ring = std::make_unique<SessionAccessRing>();
+  ring->memory = std::move(*memory);
+  // Entries are checked against what the session holds when they are
+  // drained, not when they were written: a region freed since then is gone.
+  auto holds = [this](uint64_t session_id, uint64_t region_id) -> std::optional<uint64_t> {
+    auto s = sessions_.find(session_id);
+    if (s == sessions_.end() || !s->second->handles.contains(region_id)) return std::nullopt;
+    const Region* region = pool_->find(region_id);
+    return region != nullptr ? std::optional<uint64_t>(region->size) : std::nullopt;
+  };
+  if (auto ok = client_reports_->add_ring(session.id, ring->memory.bytes(), holds); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  ring->source = client_reports_.get();
+  ring->session_id = session.id;
+  proto::AccessRingReply reply;
+  reply.entries = entries;
+  reply.entry_size = sizeof(proto::AccessRingEntry);
+  reply.ring_bytes = proto::access_ring_bytes(entries);
+  // The daemon keeps its mapping only; the client gets the descriptor.
+  UniqueFd fd = ring->memory.take_fd();
+  session.access_ring = std::move(ring);
+  logger("tiering")->debug("client {} opened an access ring of {} entries", session.id, entries);
+  return Reply{reply, std::move(fd)};
+}
+
 Result<Daemon::Reply> Daemon::on_migrate(Session& session, const proto::RegionMigrate& request) {
   if (auto ok = require_admin(session, "region migrate"); !ok) return tl::unexpected(ok.error());
   auto job = pool_->begin_migration(request.region_id, request.target_tier, move_all_);
@@ -157,6 +188,8 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
           return Reply{reply, {}};
         } else if constexpr (std::is_same_v<T, proto::RegionMigrate>) {
           return on_migrate(session, m);
+        } else if constexpr (std::is_same_v<T, proto::AccessRingOpen>) {
+          return on_access_ring_open(session, m);
         } else if constexpr (std::is_same_v<T, proto::ClientsRequest>) {
           if (auto ok = require_admin(session, "listing clients"); !ok) return tl::unexpected(ok.error());
           proto::ClientsReply reply;
@@ -238,6 +271,12 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   add("pool.migrated_pages", pc.migrated_pages);
   add("pool.migrated_bytes", pc.migrated_bytes);
   add("pool.migration_failed_pages", pc.migration_failed_pages);
+  const auto cr = client_reports_->counters();
+  add("tiering.client.accesses", cr.accesses);
+  add("tiering.client.dropped", client_reports_->dropped_total());
+  add("tiering.client.rejected", cr.rejected);
+  add("tiering.client.rings", cr.rings);
+  add("tiering.client.broken_rings", cr.broken_rings);
   for (const auto& tier : pool_->tiers()) {
     const std::string prefix = "tier." + tier.name + ".";
     add(prefix + "capacity_bytes", tier.capacity);
