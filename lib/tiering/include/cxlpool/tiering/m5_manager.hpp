@@ -27,6 +27,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -126,7 +127,9 @@ struct TierCounters {
   std::uint64_t hot_pages = 0;       // last epoch's nominations located on this tier
   std::uint64_t promotions = 0;      // pages moved onto this tier (confirmed)
   std::uint64_t demotions = 0;       // pages moved off this tier (confirmed)
-  std::uint64_t rate_limit_hits = 0;
+  std::uint64_t rate_limit_hits = 0;    // promotion periods in which the rate limit cut moves onto this tier
+  std::uint64_t used_pages = 0;         // as the caller reported at the last epoch
+  double bandwidth_density = 0;         // bandwidth_bps / used pages, last epoch
 };
 
 struct ManagerStats {
@@ -136,10 +139,30 @@ struct ManagerStats {
   std::uint64_t plans = 0;                // promotion periods that produced a plan
   TierCounters fast;
   TierCounters slow;
+  std::uint64_t bytes_migrated = 0;       // confirmed moves, both directions
+  double density_ratio = 0;               // bw_den(slow) / bw_den(fast) last epoch (inf: fast idle)
+  bool fast_bandwidth_rising = false;     // the Monitor's trend (guideline 2)
+  std::uint64_t rate_budget_bytes = 0;    // migration budget left in the token bucket
 };
 
+// Driving it, per epoch (the caller picks the epoch length; the Elector
+// decides which epochs are promotion periods):
+//   1. observe() every batch of accesses the sources collected;
+//   2. plan = end_epoch({now_ns, fast usage, slow usage}, placement);
+//   3. apply plan.promote / plan.demote (move_pages, or a simulated move);
+//   4. confirm(what moved) -- even when nothing moved, so the migration
+//      budget charged for the plan is refunded.
+// Not thread-safe: one caller drives it (the daemon's tiering service).
+//
+// A PageAccess run (pages > 1, e.g. a DAMON region) is expanded into at most
+// kMaxRunPages pages per epoch, each with the run's count; when the run is
+// longer, the window rotates with the epoch number so the whole region is
+// covered over successive epochs. The Monitor still counts count x pages
+// accesses for the run.
 class M5Manager {
  public:
+  static constexpr std::uint64_t kMaxRunPages = 256;
+
   static Result<M5Manager> create(const M5Config& config);
   M5Manager(M5Manager&&) noexcept;
   M5Manager& operator=(M5Manager&&) noexcept;

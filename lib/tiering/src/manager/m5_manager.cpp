@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// M5Manager: ties Monitor, Nominator, Elector and Promoter together.
+#include "cxlpool/tiering/m5_manager.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "cxlpool/tiering/manager/elector.hpp"
+#include "cxlpool/tiering/manager/hotness_table.hpp"
+#include "cxlpool/tiering/manager/monitor.hpp"
+#include "cxlpool/tiering/manager/nominator.hpp"
+#include "cxlpool/tiering/manager/page_id.hpp"
+#include "cxlpool/tiering/manager/promoter.hpp"
+#include "cxlpool/tiering/manager/token_bucket.hpp"
+
+namespace cxlpool::tiering {
+
+namespace m = manager;
+
+namespace {
+
+std::uint64_t saturating_mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::uint64_t>::max() : r;
+}
+
+// Geometry and thresholds the nominator was built with.
+bool nominator_changed(const M5Config& a, const M5Config& b) {
+  return a.nominator != b.nominator || a.sketch_rows != b.sketch_rows || a.sketch_width != b.sketch_width ||
+         a.top_k != b.top_k || a.hwt_capacity != b.hwt_capacity || a.sparse_max_words != b.sparse_max_words ||
+         a.min_accesses != b.min_accesses;
+}
+
+void fill_tier(TierCounters& out, const m::TierSample& s) {
+  out.accesses = s.accesses;
+  out.bandwidth_bps = static_cast<std::uint64_t>(s.bandwidth_bps);
+  out.used_pages = s.used_pages;
+  out.bandwidth_density = s.density;
+}
+
+}  // namespace
+
+struct M5Manager::State {
+  State(const M5Config& c, std::unique_ptr<m::Nominator> n)
+      : config(c), nominator(std::move(n)), bucket(c.rate_limit_bytes_per_s) {}
+
+  M5Config config;
+  std::unique_ptr<m::Nominator> nominator;
+  bool rebuild_nominator = false;
+  m::Monitor monitor;
+  m::Elector elector;
+  m::HotnessTable hotness;
+  m::TokenBucket bucket;
+  std::vector<Nomination> nominations;
+  ManagerStats stats;
+  std::uint32_t epoch = 0;         // the open epoch, for hotness ages and run windows
+  std::uint64_t charged_pages = 0;  // of the last plan, until confirm()
+};
+
+Result<M5Manager> M5Manager::create(const M5Config& config) {
+  if (auto ok = config.validate(); !ok) return tl::unexpected(ok.error());
+  auto nominator = m::make_nominator(config);
+  if (!nominator) return tl::unexpected(nominator.error());
+  return M5Manager(std::make_unique<State>(config, std::move(*nominator)));
+}
+
+M5Manager::M5Manager(std::unique_ptr<State> state) : state_(std::move(state)) {}
+M5Manager::M5Manager(M5Manager&&) noexcept = default;
+M5Manager& M5Manager::operator=(M5Manager&&) noexcept = default;
+M5Manager::~M5Manager() = default;
+
+void M5Manager::observe(std::span<const hal::PageAccess> accesses, const PlacementView& placement) {
+  State& s = *state_;
+  for (const hal::PageAccess& a : accesses) {
+    if (a.count == 0) continue;
+    const PageKey first = m::page_of(a);
+    if (a.pages <= 1) {
+      const std::uint64_t id = m::page_id(first);
+      s.monitor.add(placement.locate(first), a.count);
+      s.nominator->record(first, id, a.count, a.words);
+      s.hotness.add(id, a.count, s.epoch);
+      continue;
+    }
+    const std::uint64_t n = std::min(a.pages, kMaxRunPages);
+    const std::uint64_t start = a.pages > n ? (std::uint64_t{s.epoch} * n) % a.pages : 0;
+    // Each expanded page stands for pages / n pages of the run in the
+    // Monitor's totals; the remainder goes to the first ones.
+    const std::uint64_t per = saturating_mul(a.count, a.pages / n);
+    const std::uint64_t extra = a.pages % n;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const PageKey key = m::page_in_run(first, (start + i) % a.pages);
+      const std::uint64_t id = m::page_id(key);
+      s.monitor.add(placement.locate(key), i < extra ? per + a.count : per);
+      s.nominator->record(key, id, a.count, a.words);
+      s.hotness.add(id, a.count, s.epoch);
+    }
+  }
+}
+
+MigrationPlan M5Manager::end_epoch(const EpochInput& input, const PlacementView& placement) {
+  State& s = *state_;
+  ManagerStats& st = s.stats;
+  const std::uint64_t accesses = s.monitor.accesses();
+
+  std::vector<Nomination> nominations = s.nominator->end_epoch();
+  if (s.rebuild_nominator) {
+    // The config was validated when the knob was set; should building still
+    // fail (out of memory), the old nominator keeps running.
+    if (auto rebuilt = m::make_nominator(s.config)) s.nominator = std::move(*rebuilt);
+    s.rebuild_nominator = false;
+  }
+  st.fast.hot_pages = st.slow.hot_pages = 0;
+  for (Nomination& n : nominations) {
+    n.location = placement.locate(n.page);
+    if (n.location == TierLocation::kFast) ++st.fast.hot_pages;
+    if (n.location == TierLocation::kSlow) ++st.slow.hot_pages;
+  }
+
+  const auto nominal_ns = static_cast<std::uint64_t>(1e9 / s.config.base_frequency_hz);
+  const m::MonitorEpoch& mon = s.monitor.end_epoch(input, nominal_ns);
+  const m::Election election = s.elector.decide(input.now_ns, mon.density_ratio, mon.fast_rising, s.config);
+  s.bucket.refill(input.now_ns);
+
+  MigrationPlan plan;
+  if (election.promote) {
+    m::PromoterResult r = m::plan_migrations({nominations, input.fast, election.batch_pages, s.epoch}, s.config,
+                                             placement, s.hotness, s.bucket);
+    s.elector.promoted(input.now_ns);
+    s.monitor.mark_promotion_period();
+    if (r.promotions_deferred) ++st.fast.rate_limit_hits;
+    if (r.demotions_deferred) ++st.slow.rate_limit_hits;
+    plan = std::move(r.plan);
+    if (!plan.promote.empty() || !plan.demote.empty()) ++st.plans;
+  }
+  s.charged_pages = plan.promote.size() + plan.demote.size();
+
+  ++st.epochs;
+  st.last_epoch_accesses = accesses;
+  st.promotion_period_ns = election.period_ns;
+  fill_tier(st.fast, mon.fast);
+  fill_tier(st.slow, mon.slow);
+  st.density_ratio = mon.density_ratio;
+  st.fast_bandwidth_rising = mon.fast_rising;
+  st.rate_budget_bytes = s.bucket.tokens();
+  s.nominations = std::move(nominations);
+  ++s.epoch;
+  return plan;
+}
+
+void M5Manager::confirm(std::span<const PageKey> promoted, std::span<const PageKey> demoted) {
+  State& s = *state_;
+  ManagerStats& st = s.stats;
+  st.fast.promotions += promoted.size();
+  st.slow.demotions += promoted.size();
+  st.fast.demotions += demoted.size();
+  st.slow.promotions += demoted.size();
+  const std::uint64_t moved = promoted.size() + demoted.size();
+  st.bytes_migrated += moved * m::kPageBytes;
+  if (s.charged_pages > moved) s.bucket.refund((s.charged_pages - moved) * m::kPageBytes);
+  s.charged_pages = 0;
+  st.rate_budget_bytes = s.bucket.tokens();
+  // A promoted page is known from now on (never "unknown, hence coldest");
+  // a demoted one starts over.
+  for (const PageKey& p : promoted) s.hotness.add(m::page_id(p), 0, s.epoch);
+  for (const PageKey& p : demoted) s.hotness.forget(m::page_id(p));
+}
+
+const std::vector<Nomination>& M5Manager::nominations() const { return state_->nominations; }
+const ManagerStats& M5Manager::stats() const { return state_->stats; }
+const M5Config& M5Manager::config() const { return state_->config; }
+
+Result<std::string> M5Manager::set_knob(std::string_view key, std::string_view value) {
+  State& s = *state_;
+  auto previous = s.config.get(key);
+  if (!previous) return previous;
+  M5Config next = s.config;
+  if (auto ok = next.set(key, value); !ok) return tl::unexpected(ok.error());
+  if (nominator_changed(s.config, next)) s.rebuild_nominator = true;
+  if (next.rate_limit_bytes_per_s != s.config.rate_limit_bytes_per_s) s.bucket.set_rate(next.rate_limit_bytes_per_s);
+  s.config = next;
+  return previous;
+}
+
+}  // namespace cxlpool::tiering

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cxlpool/tiering/manager/promoter.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+#include "cxlpool/tiering/manager/page_id.hpp"
+
+namespace cxlpool::tiering::manager {
+namespace {
+
+struct Victim {
+  double score = 0;
+  std::size_t order = 0;  // position in the caller's list: ties keep its order
+  PageKey page;
+};
+
+std::uint64_t watermark_pages(double fraction, std::uint64_t capacity) {
+  return static_cast<std::uint64_t>(std::floor(fraction * static_cast<double>(capacity)));
+}
+
+// The plan's shape before pages are picked.
+struct Shape {
+  std::uint64_t promote = 0;
+  std::uint64_t demote = 0;
+};
+
+class Planner {
+ public:
+  Planner(std::uint64_t used, std::uint64_t high, std::uint64_t low, std::uint64_t p_max,
+          const std::vector<double>& cand_min_score, const std::vector<Victim>& victims)
+      : used_(used), high_(high), low_(low), p_max_(p_max), cand_min_(cand_min_score), victims_(victims) {}
+
+  Shape shape(std::uint64_t budget) const {
+    const std::uint64_t pressure = used_ > high_ ? used_ - low_ : 0;
+    const std::uint64_t v = victims_.size();
+    if (used_ <= high_) {
+      const std::uint64_t p1 = std::min({p_max_, high_ - used_, budget});
+      for (std::uint64_t p = p_max_; p > p1; --p) {
+        if (feasible(p, budget, pressure)) return {p, demotions(p)};
+      }
+      return {p1, 0};
+    }
+    for (std::uint64_t p = p_max_ + 1; p-- > 0;) {
+      if (feasible(p, budget, pressure)) return {p, demotions(p)};
+    }
+    // Not even the pressure demotions fit: do what the budget allows.
+    return {0, std::min({pressure, v, budget})};
+  }
+
+ private:
+  std::uint64_t demotions(std::uint64_t p) const { return used_ + p > low_ ? used_ + p - low_ : 0; }
+
+  bool feasible(std::uint64_t p, std::uint64_t budget, std::uint64_t pressure) const {
+    const std::uint64_t d = demotions(p);
+    if (d > victims_.size() || p + d > budget) return false;
+    // Victims beyond the pressure ones make room for candidates: each must
+    // be colder than every candidate promoted (victims are coldest first).
+    return d <= pressure || p == 0 || victims_[d - 1].score < cand_min_[p - 1];
+  }
+
+  std::uint64_t used_, high_, low_, p_max_;
+  const std::vector<double>& cand_min_;
+  const std::vector<Victim>& victims_;
+};
+
+}  // namespace
+
+PromoterResult plan_migrations(const PromoterInput& input, const M5Config& config, const PlacementView& placement,
+                               const HotnessTable& hotness, TokenBucket& bucket) {
+  PromoterResult result;
+  if (bucket.rate() == 0) return result;  // migration disabled: nothing to defer either
+
+  const std::uint64_t capacity = input.fast.capacity_pages;
+  std::vector<const Nomination*> candidates;
+  if (capacity != 0) {
+    const bool take_sparse = config.promote_sparse || config.nominator == NominatorMode::kHwt;
+    for (const Nomination& n : input.nominations) {
+      if (n.location != TierLocation::kSlow) continue;
+      if (n.page_class == PageClass::kSparse && !take_sparse) continue;
+      candidates.push_back(&n);
+    }
+  }
+  const std::uint64_t used = input.fast.used_pages;
+  const std::uint64_t high = watermark_pages(config.high_watermark, capacity);
+  const std::uint64_t low = watermark_pages(config.low_watermark, capacity);
+  const std::uint64_t p_max = std::min<std::uint64_t>(candidates.size(), input.batch_pages);
+
+  // Running minimum of the candidates' hotness: promoting the first p costs
+  // victims colder than the p-th minimum.
+  std::vector<double> cand_min(p_max);
+  double running = std::numeric_limits<double>::infinity();
+  for (std::uint64_t i = 0; i < p_max; ++i) {
+    running = std::min(running, hotness.score(page_id(candidates[i]->page), input.epoch));
+    cand_min[i] = running;
+  }
+
+  std::vector<Victim> victims;
+  if (capacity != 0 && used + p_max > high) {
+    const std::uint64_t wanted = used + p_max > low ? used + p_max - low : 0;
+    const std::size_t scan = static_cast<std::size_t>(
+        std::clamp<std::uint64_t>(wanted * 8, kMinVictimScan, kMaxVictimScan));
+    std::vector<PageKey> fast;
+    placement.fast_pages(fast, scan);
+    std::unordered_set<std::uint64_t> nominated;
+    nominated.reserve(input.nominations.size());
+    for (const Nomination& n : input.nominations) nominated.insert(page_id(n.page));
+    victims.reserve(fast.size());
+    for (std::size_t i = 0; i < fast.size() && i < scan; ++i) {
+      const std::uint64_t id = page_id(fast[i]);
+      if (nominated.count(id) != 0) continue;
+      victims.push_back({hotness.score(id, input.epoch), i, fast[i]});
+    }
+    const auto colder = [](const Victim& a, const Victim& b) {
+      return a.score != b.score ? a.score < b.score : a.order < b.order;
+    };
+    const std::size_t keep = static_cast<std::size_t>(std::min<std::uint64_t>(victims.size(), wanted));
+    std::partial_sort(victims.begin(), victims.begin() + static_cast<std::ptrdiff_t>(keep), victims.end(), colder);
+    victims.resize(keep);
+  }
+
+  const Planner planner(used, high, low, p_max, cand_min, victims);
+  const Shape unlimited = planner.shape(std::numeric_limits<std::uint64_t>::max() / 4);
+  const Shape shape = planner.shape(bucket.tokens() / kPageBytes);
+
+  result.plan.promote.reserve(shape.promote);
+  for (std::uint64_t i = 0; i < shape.promote; ++i) result.plan.promote.push_back(candidates[i]->page);
+  result.plan.demote.reserve(shape.demote);
+  for (std::uint64_t i = 0; i < shape.demote; ++i) result.plan.demote.push_back(victims[i].page);
+  result.plan.deferred_by_rate_limit = unlimited.promote > shape.promote ? unlimited.promote - shape.promote : 0;
+  result.promotions_deferred = result.plan.deferred_by_rate_limit != 0;
+  // Fewer promotions need fewer demotions; only a cut beyond that is a deferral.
+  result.demotions_deferred = shape.demote + result.plan.deferred_by_rate_limit < unlimited.demote;
+  bucket.take((shape.promote + shape.demote) * kPageBytes);
+  return result;
+}
+
+}  // namespace cxlpool::tiering::manager
