@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "m5_policy.hpp"
+
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "cxlpool/tiering/mix.hpp"
+#include "simulator.hpp"
+
+namespace cxlpool::tiering::eval {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t since(Clock::time_point t0) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+constexpr std::uint64_t kLineBytes = 64;
+
+}  // namespace
+
+// The manager's view of the simulated placement. The manager cannot see
+// fast-tier accesses, so the fast pages it may demote come in the kernel's
+// LRU order (M5 demotes with MGLRU), least recently used first.
+class M5Policy::View final : public PlacementView {
+ public:
+  View(const PreparedTrace& trace, const Tiers& tiers) : trace_(trace), tiers_(tiers) {}
+
+  TierLocation locate(const PageKey& page) const override {
+    if (page.space != hal::AddressSpace::kTrace || page.owner != 0) return TierLocation::kUnknown;
+    const auto index = trace_.index_of(page.address);
+    if (!index) return TierLocation::kUnknown;
+    return tiers_.is_fast(*index) ? TierLocation::kFast : TierLocation::kSlow;
+  }
+
+  void fast_pages(std::vector<PageKey>& out, std::size_t max) const override {
+    tiers_.coldest_fast(scratch_, max);
+    for (auto p : scratch_) out.push_back(PageKey{hal::AddressSpace::kTrace, 0, trace_.page_address[p]});
+  }
+
+ private:
+  const PreparedTrace& trace_;
+  const Tiers& tiers_;
+  mutable std::vector<std::uint32_t> scratch_;
+};
+
+Result<std::unique_ptr<M5Policy>> M5Policy::create(const M5PolicyConfig& config) {
+  if (!(config.sampling_rate > 0.0 && config.sampling_rate <= 1.0))
+    return fail(EINVAL, "sampling rate must be in (0, 1]");
+  auto manager = M5Manager::create(config.manager);
+  if (!manager) return tl::unexpected(manager.error());
+  ControllerModelConfig mc;
+  mc.hpt.sketch.rows = config.manager.sketch_rows;
+  mc.hpt.sketch.width = config.manager.sketch_width;
+  mc.hpt.top_k = config.manager.top_k;
+  mc.hwt.capacity = config.manager.hwt_capacity;
+  mc.hwt.sparse_max_words = config.manager.sparse_max_words;
+  auto model = ControllerModel::create(mc);
+  if (!model) return tl::unexpected(model.error());
+  return std::unique_ptr<M5Policy>(new M5Policy(config, std::move(*manager), std::move(*model)));
+}
+
+M5Policy::M5Policy(const M5PolicyConfig& config, M5Manager manager, ControllerModel model)
+    : config_(config), manager_(std::move(manager)), model_(std::move(model)) {
+  sample_all_ = config.sampling_rate >= 1.0;
+  sample_threshold_ = sample_all_ ? ~0ULL : static_cast<std::uint64_t>(std::ldexp(config.sampling_rate, 64));
+  rng_state_ = mix64(config.seed ^ 0x6d35ULL);
+}
+
+M5Policy::~M5Policy() = default;
+
+std::string M5Policy::name() const {
+  std::string n = config_.manager.nominator == NominatorMode::kHwt ? "m5-hwt" : "m5-hpt";
+  if (!sample_all_) {
+    char buf[32];
+    const double inv = 1.0 / config_.sampling_rate;
+    if (std::abs(inv - std::round(inv)) < 1e-9)
+      std::snprintf(buf, sizeof buf, "@1/%.0f", inv);
+    else
+      std::snprintf(buf, sizeof buf, "@%g", config_.sampling_rate);
+    n += buf;
+  }
+  return n;
+}
+
+void M5Policy::start(SimContext& ctx) {
+  view_ = std::make_unique<View>(ctx.trace, ctx.tiers);
+  epoch_ns_ = config_.epoch_ns ? config_.epoch_ns : ctx.config.epoch_ns;
+  next_epoch_ns_ = ctx.trace.start_ns + epoch_ns_;
+}
+
+void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
+  // What the CXL controller sees: slow-tier accesses, each kept with
+  // probability sampling_rate.
+  pending_.clear();
+  for (const Access& a : batch) {
+    if (ctx.tiers.is_fast(a.page)) {
+      ++fast_accesses_;
+      continue;
+    }
+    ++slow_accesses_;
+    if (!sample_all_) {
+      rng_state_ += 0x9e3779b97f4a7c15ULL;
+      if (mix64(rng_state_) >= sample_threshold_) continue;
+    }
+    // Prepared accesses cover one contiguous run of words inside one page.
+    const auto first = static_cast<std::uint64_t>(std::countr_zero(a.words));
+    const auto words = static_cast<std::uint64_t>(std::popcount(a.words));
+    pending_.push_back(TraceRecord{a.time_ns, ctx.trace.page_address[a.page] + first * kLineBytes,
+                                   static_cast<std::uint32_t>(words * kLineBytes), a.is_write});
+  }
+  tracked_ += pending_.size();
+  const auto t0 = Clock::now();
+  model_.access(pending_);
+  hardware_ns_ += since(t0);
+}
+
+void M5Policy::on_event(SimContext& ctx) {
+  next_epoch_ns_ += epoch_ns_;
+  auto t0 = Clock::now();
+  ControllerEpoch epoch = model_.end_epoch();
+  hardware_ns_ += since(t0);
+
+  list_.clear();
+  list_.reserve(epoch.pages.size());
+  for (const PageCount& p : epoch.pages)
+    list_.push_back(hal::PageAccess{hal::AddressSpace::kTrace, 0, p.page << kPageShift, p.count, p.words, 1});
+  manager_.observe(list_, *view_);
+
+  const double seconds = static_cast<double>(epoch_ns_) / 1e9;
+  EpochInput input;
+  input.now_ns = ctx.now_ns;
+  input.fast.capacity_pages = ctx.tiers.capacity();
+  input.fast.used_pages = ctx.tiers.used();
+  input.fast.measured_bandwidth_bps = static_cast<std::uint64_t>(static_cast<double>(fast_accesses_ * kLineBytes) / seconds);
+  input.slow.capacity_pages = ctx.trace.pages();
+  input.slow.used_pages = ctx.trace.pages() - ctx.tiers.used();
+  input.slow.measured_bandwidth_bps = static_cast<std::uint64_t>(static_cast<double>(slow_accesses_ * kLineBytes) / seconds);
+  slow_total_ += slow_accesses_;
+  fast_accesses_ = slow_accesses_ = 0;
+
+  MigrationPlan plan = manager_.end_epoch(input, *view_);
+  if (plan.promote.empty() && plan.demote.empty()) {
+    manager_.confirm({}, {});
+    return;
+  }
+  ++plans_;
+  deferred_ += plan.deferred_by_rate_limit;
+  std::vector<PageKey> promoted, demoted;
+  for (const PageKey& k : plan.demote) {
+    const auto index = ctx.trace.index_of(k.address);
+    if (index && ctx.tiers.demote(*index))
+      demoted.push_back(k);
+    else
+      ++refused_;
+  }
+  for (const PageKey& k : plan.promote) {
+    const auto index = ctx.trace.index_of(k.address);
+    if (index && ctx.tiers.promote(*index))
+      promoted.push_back(k);
+    else
+      ++refused_;
+  }
+  promoted_ += promoted.size();
+  demoted_ += demoted.size();
+  manager_.confirm(promoted, demoted);
+}
+
+bool M5Policy::hot_pages(std::vector<std::uint32_t>& out, std::size_t k, SimContext& ctx) {
+  (void)k;
+  for (const Nomination& n : manager_.nominations())
+    if (const auto index = ctx.trace.index_of(n.page.address)) out.push_back(*index);
+  return true;
+}
+
+Counters M5Policy::counters() const {
+  const ManagerStats& s = manager_.stats();
+  return {{"slow_tier_accesses", slow_total_},
+          {"tracked_accesses", tracked_},
+          {"epochs", s.epochs},
+          {"plans", plans_},
+          {"promoted", promoted_},
+          {"demoted", demoted_},
+          {"moves_refused", refused_},
+          {"deferred_by_rate_limit", deferred_},
+          {"rate_limit_hits", s.fast.rate_limit_hits + s.slow.rate_limit_hits},
+          {"last_period_ms", s.promotion_period_ns / 1'000'000}};
+}
+
+}  // namespace cxlpool::tiering::eval

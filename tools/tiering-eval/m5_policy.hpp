@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// M5-HPT / M5-HWT: the real M5Manager, fed per epoch with what the CXL
+// controller's trackers see. M5 tracks CXL memory traffic only, so only
+// accesses to slow-tier pages reach the controller model (exact per-page and
+// per-word counters, cxlpool/tiering/controller_model.hpp); each reaches it
+// with probability sampling_rate (1 = every access, 1/N = a lossy tracker).
+// At each epoch end the controller's per-page counts and word masks become
+// the manager's PageAccess list; its MigrationPlan is applied to the
+// simulated placement and what moved is confirmed. Fast-tier and slow-tier
+// bandwidth come in as measured counters (a host's memory-controller
+// counters), since the trackers cannot see DDR traffic.
+#pragma once
+
+#include <memory>
+
+#include "cxlpool/tiering/controller_model.hpp"
+#include "cxlpool/tiering/m5_manager.hpp"
+#include "policy.hpp"
+
+namespace cxlpool::tiering::eval {
+
+struct M5PolicyConfig {
+  M5Config manager;                 // the daemon's [tiering] defaults
+  double sampling_rate = 1.0;       // (0, 1]
+  std::uint64_t epoch_ns = 0;       // controller query period; 0 = the measurement epoch
+  std::uint64_t seed = 1;
+};
+
+class M5Policy final : public Policy {
+ public:
+  // EINVAL: bad manager config or sampling rate outside (0, 1].
+  static Result<std::unique_ptr<M5Policy>> create(const M5PolicyConfig& config);
+  ~M5Policy() override;
+
+  std::string name() const override;
+  void start(SimContext& ctx) override;
+  void observe(std::span<const Access> batch, SimContext& ctx) override;
+  std::uint64_t next_event_ns() const override { return next_epoch_ns_; }
+  void on_event(SimContext& ctx) override;
+  bool hot_pages(std::vector<std::uint32_t>& out, std::size_t k, SimContext& ctx) override;
+  Counters counters() const override;
+  std::uint64_t hardware_ns() const override { return hardware_ns_; }
+
+  const M5Manager& manager() const { return manager_; }
+
+ private:
+  class View;
+  M5Policy(const M5PolicyConfig& config, M5Manager manager, ControllerModel model);
+
+  M5PolicyConfig config_;
+  M5Manager manager_;
+  ControllerModel model_;
+  std::unique_ptr<View> view_;
+  std::uint64_t sample_threshold_ = 0;  // an access is tracked when rng < threshold
+  bool sample_all_ = true;
+  std::uint64_t rng_state_ = 0;
+  std::uint64_t epoch_ns_ = 0;
+  std::uint64_t next_epoch_ns_ = kNever;
+  std::uint64_t fast_accesses_ = 0, slow_accesses_ = 0;  // this epoch
+  std::vector<TraceRecord> pending_;
+  std::vector<hal::PageAccess> list_;
+  std::uint64_t hardware_ns_ = 0;
+  std::uint64_t tracked_ = 0, slow_total_ = 0, plans_ = 0, promoted_ = 0, demoted_ = 0, refused_ = 0,
+                deferred_ = 0;
+};
+
+}  // namespace cxlpool::tiering::eval
