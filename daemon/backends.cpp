@@ -33,6 +33,12 @@
 #if CXLPOOL_HAVE_CUDA
 #include "cuda_probe.hpp"
 #endif
+#if CXLPOOL_HAVE_DAMON
+#include "damon_probe.hpp"
+#endif
+#if CXLPOOL_HAVE_PERF
+#include "perf_probe.hpp"
+#endif
 
 namespace cxlpool::daemon {
 namespace {
@@ -94,6 +100,16 @@ std::vector<hal::BackendReport> probe_backends() {
   reports.push_back(drivers::probe_host_vmm());
 #else
   reports.push_back(not_compiled("GpuVmm", "host", CXLPOOL_HAVE_HOST_REASON));
+#endif
+#if CXLPOOL_HAVE_DAMON
+  reports.push_back(drivers::probe_damon());
+#else
+  reports.push_back(not_compiled("AccessSource", "damon", CXLPOOL_HAVE_DAMON_REASON));
+#endif
+#if CXLPOOL_HAVE_PERF
+  reports.push_back(drivers::probe_perf_sampling());
+#else
+  reports.push_back(not_compiled("AccessSource", "perf", CXLPOOL_HAVE_PERF_REASON));
 #endif
   return reports;
 }
