@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cerrno>
 #include <map>
 #include <new>
@@ -18,6 +19,7 @@
 
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/common/units.hpp"
+#include "cxlpool/tiering/m5_manager.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -535,6 +537,100 @@ void parse_metrics(Section section, Config& config) {
   section.reject_unknown_keys();
 }
 
+// A TOML scalar in the form the knob validator reads ("true", "12", "0.9",
+// "hpt"); nullopt for tables, arrays and dates.
+std::optional<std::string> knob_text(const toml::node& node) {
+  if (const auto* b = node.as_boolean()) return b->get() ? "true" : "false";
+  if (const auto* i = node.as_integer()) return std::to_string(i->get());
+  if (const auto* f = node.as_floating_point()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", f->get());
+    return std::string(buf);
+  }
+  if (const auto* t = node.as_string()) return t->get();
+  return std::nullopt;
+}
+
+constexpr std::string_view kTieringSources[] = {"client", "damon", "perf"};
+
+void parse_tiering(Section section, Config& config) {
+  TieringConfig& t = config.tiering;
+  bool enabled = false;
+  if (section.read_bool("enabled", enabled)) t.enabled = enabled;
+  section.read_int("epoch_ms", 10, 600000, t.epoch_ms);
+  for (auto [key, out] : {std::pair<std::string_view, std::string*>{"fast_tier", &t.fast_tier},
+                          {"slow_tier", &t.slow_tier}}) {
+    std::string name;
+    if (!section.read_string(key, name)) continue;
+    if (!valid_tier_name(name)) {
+      section.fail_at(key, *section.get(key), "must be a tier name (a-z, 0-9, '_', '-'), got " + in_quotes(name));
+      continue;
+    }
+    *out = name;
+  }
+  if (!t.fast_tier.empty() && t.fast_tier == t.slow_tier) {
+    section.fail_at("slow_tier", *section.get("slow_tier"), "must differ from fast_tier");
+  }
+  std::vector<std::string> sources;
+  if (section.read_string_list("sources", sources)) {
+    std::set<std::string> seen;
+    for (const auto& name : sources) {
+      if (std::find(std::begin(kTieringSources), std::end(kTieringSources), name) == std::end(kTieringSources)) {
+        section.fail_at("sources", *section.get("sources"),
+                        "unknown access source " + in_quotes(name) + " (known: client, damon, perf)");
+      } else if (!seen.insert(name).second) {
+        section.fail_at("sources", *section.get("sources"), in_quotes(name) + " is listed twice");
+      }
+    }
+    t.sources = std::move(sources);
+  }
+  section.read_path("damon_sysfs_root", false, t.damon_sysfs_root);
+  section.read_int("damon_kdamond", 0, 1023, t.damon_kdamond);
+  // The manager's own validator checks each value and the combination, so
+  // the file, SIGHUP and `cxlpoolctl tiering set` share one set of rules.
+  // Knobs checked against each other (the watermarks) may need the other
+  // one first: apply in passes until nothing more applies.
+  struct Pending {
+    std::string key;
+    std::string text;
+    const toml::node* node;
+  };
+  std::vector<Pending> pending;
+  for (const std::string& key : tiering::M5Config::keys()) {
+    const toml::node* node = section.get(key);
+    if (node == nullptr) continue;
+    auto text = knob_text(*node);
+    if (!text) {
+      section.wrong_type(key, *node, "a boolean, number or string");
+      continue;
+    }
+    pending.push_back({key, *text, node});
+  }
+  tiering::M5Config m5;
+  for (bool progress = true; progress && !pending.empty();) {
+    progress = false;
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (m5.set(it->key, it->text)) {
+        progress = true;
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& p : pending) {
+    std::string message = m5.set(p.key, p.text).error().message;
+    const std::string own_prefix = "tiering." + p.key + ": ";
+    if (message.rfind(own_prefix, 0) == 0) message.erase(0, own_prefix.size());
+    section.fail_at(p.key, *p.node, message);
+  }
+  for (const std::string& key : tiering::M5Config::keys()) {
+    if (section.get(key) == nullptr) continue;
+    if (auto value = m5.get(key)) t.knobs.emplace_back(key, *value);
+  }
+  section.reject_unknown_keys();
+}
+
 Result<Config> parse_document(const toml::table& root, const std::string& source_name) {
   Config config;  // struct defaults; a file declares its own emulated tiers
   config.source = source_name;
@@ -547,6 +643,7 @@ Result<Config> parse_document(const toml::table& root, const std::string& source
   if (const auto* array = top.read_table_array("emulated_tier")) parse_tiers(*array, problems, config);
   if (const auto* table = top.read_table("quota")) parse_quota(Section(*table, "quota", problems), problems, config);
   if (const auto* table = top.read_table("metrics")) parse_metrics(Section(*table, "metrics", problems), config);
+  if (const auto* table = top.read_table("tiering")) parse_tiering(Section(*table, "tiering", problems), config);
   top.reject_unknown_keys();
 
   if (!problems.any() && !config.numa_enabled && config.emulated_tiers.empty()) {
@@ -636,6 +733,9 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
         "emulated_tier");
   check(running.metrics_port != next.metrics_port, "metrics.prometheus_port");
   check(running.metrics_address != next.metrics_address, "metrics.prometheus_address");
+  check(running.tiering.fast_tier != next.tiering.fast_tier, "tiering.fast_tier");
+  check(running.tiering.slow_tier != next.tiering.slow_tier, "tiering.slow_tier");
+  check(running.tiering.sources != next.tiering.sources, "tiering.sources");
   return keys;
 }
 

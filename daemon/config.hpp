@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cxlpool/common/log.hpp"
@@ -32,6 +33,20 @@ struct QuotaRule {
   uint32_t uid = 0;
   std::string tier;  // tier name, or "*" for every tier
   uint64_t bytes = 0;
+};
+
+// [tiering]: the M5 tiering engine. The manager's knobs (M5Config) are kept
+// as normalized text so that this header and its parser stay the only place
+// that knows the file format; the engine validates and applies them.
+struct TieringConfig {
+  std::optional<bool> enabled;  // unset: on when a fast/slow tier pair exists
+  uint32_t epoch_ms = 1000;     // tracker query period
+  std::string fast_tier;        // tier name; empty: the first dram tier
+  std::string slow_tier;        // tier name; empty: the first cxl, then emulated, tier
+  std::vector<std::string> sources = {"client"};  // client, damon, perf
+  std::string damon_sysfs_root = "/sys";  // damon: read a running kdamond there
+  uint32_t damon_kdamond = 0;             // damon: which kdamond
+  std::vector<std::pair<std::string, std::string>> knobs;  // M5Config key -> value, file order
 };
 
 struct Config {
@@ -63,6 +78,9 @@ struct Config {
   // [quota]
   uint64_t quota_default_bytes = 0;  // per uid per tier; 0 = unlimited
   std::vector<QuotaRule> quota_rules;
+
+  // [tiering]
+  TieringConfig tiering;
 
   // [metrics]
   uint16_t metrics_port = 0;  // 0 = no Prometheus endpoint

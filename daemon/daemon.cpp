@@ -40,6 +40,8 @@ constexpr uint64_t kTagSignal = 2;
 constexpr uint64_t kTagTick = 3;
 constexpr uint64_t kTagWatchdog = 4;
 constexpr uint64_t kTagMigration = 5;
+constexpr uint64_t kTagTiering = 6;
+constexpr uint64_t kTagTieringMoves = 7;
 constexpr uint64_t kSessionBit = 1ull << 63;
 
 Result<void> epoll_add(int epfd, int fd, uint64_t tag) {
@@ -116,6 +118,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
                                           d->placement_.get(), std::move(limits));
   d->migrations_ = std::make_unique<MigrationWorker>(d->placement_.get());
   if (auto ok = d->migrations_->start(); !ok) return tl::unexpected(ok.error());
+  auto tiering = TieringService::create(d->config_, *d->pool_, d->placement_.get(), d->move_all_);
+  if (!tiering) return tl::unexpected(tiering.error());
+  d->tiering_ = std::move(*tiering);
+  d->tiering_->add_source(d->client_reports_.get());
   d->backends_ = probe_backends();
   for (const auto& b : d->backends_) {
     log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
@@ -139,6 +145,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
 
 Daemon::~Daemon() {
   metrics_.stop();
+  if (tiering_) tiering_->stop();
   if (migrations_) migrations_->stop();
   sessions_.clear();
   if (pool_) pool_->clear();
@@ -214,7 +221,9 @@ Result<void> Daemon::setup_loop() {
   if (!tick) return tl::unexpected(tick.error());
   tick_fd_ = std::move(*tick);
   for (auto [fd, tag] : {std::pair{listen_fd_.get(), kTagListen}, {signal_fd_.get(), kTagSignal},
-                         {tick_fd_.get(), kTagTick}, {migrations_->event_fd(), kTagMigration}}) {
+                         {tick_fd_.get(), kTagTick}, {migrations_->event_fd(), kTagMigration},
+                         {tiering_->timer_fd(), kTagTiering}, {tiering_->mover_fd(), kTagTieringMoves}}) {
+    if (fd < 0) continue;  // no page mover without a placement backend
     if (auto ok = epoll_add(epoll_fd_.get(), fd, tag); !ok) return ok;
   }
   if (const uint64_t usec = watchdog_usec(); usec != 0) {
@@ -273,6 +282,8 @@ int Daemon::run() {
         case kTagSignal: handle_signal(); break;
         case kTagTick: tick(); break;
         case kTagMigration: finish_migrations(); break;
+        case kTagTiering: tiering_->on_timer(); break;
+        case kTagTieringMoves: tiering_->on_moves_done(); break;
         case kTagWatchdog: {
           uint64_t expirations = 0;
           (void)!::read(watchdog_fd_.get(), &expirations, sizeof expirations);
@@ -287,6 +298,7 @@ int Daemon::run() {
   // A migration in progress completes; queued ones are dropped.
   migrations_->stop();
   finish_migrations();
+  tiering_->stop();
   log->info("shutting down: releasing {} regions of {} clients", pool_->regions().size(), sessions_.size());
   while (!sessions_.empty()) close_session(sessions_.begin()->first);
   pool_->clear();
@@ -337,6 +349,10 @@ void Daemon::reload() {
   set_log_level(config_.log_level);
   resolve_admin_groups();
   pool_->set_limits({config_.max_region_size, config_.quota_default_bytes, config_.quota_rules});
+  config_.tiering.enabled = next->tiering.enabled;
+  config_.tiering.epoch_ms = next->tiering.epoch_ms;
+  config_.tiering.knobs = next->tiering.knobs;
+  tiering_->reload(next->tiering);
   log->info("configuration reloaded from {}", config_path_->string());
   notify_ready(status_line());
 }

@@ -23,6 +23,7 @@
 #include "migration_worker.hpp"
 #include "region_pool.hpp"
 #include "session.hpp"
+#include "tiering/tiering_service.hpp"
 
 namespace cxlpool::daemon {
 
@@ -111,6 +112,8 @@ class Daemon {
   bool move_all_ = false;
   DaemonCounters counters_;
   MetricsServer metrics_;
+  // Last: it reads client_reports_ and the pool, so it goes first.
+  std::unique_ptr<TieringService> tiering_;
 };
 
 }  // namespace cxlpool::daemon

@@ -190,6 +190,15 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
           return on_migrate(session, m);
         } else if constexpr (std::is_same_v<T, proto::AccessRingOpen>) {
           return on_access_ring_open(session, m);
+        } else if constexpr (std::is_same_v<T, proto::TieringStatusRequest>) {
+          return Reply{tiering_->status(), {}};
+        } else if constexpr (std::is_same_v<T, proto::TieringHot>) {
+          return Reply{tiering_->hot(m.top), {}};
+        } else if constexpr (std::is_same_v<T, proto::TieringSet>) {
+          if (auto ok = require_admin(session, "tiering set"); !ok) return tl::unexpected(ok.error());
+          auto reply = tiering_->set(m.key, m.value);
+          if (!reply) return tl::unexpected(reply.error());
+          return Reply{*reply, {}};
         } else if constexpr (std::is_same_v<T, proto::ClientsRequest>) {
           if (auto ok = require_admin(session, "listing clients"); !ok) return tl::unexpected(ok.error());
           proto::ClientsReply reply;
@@ -277,6 +286,7 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   add("tiering.client.rejected", cr.rejected);
   add("tiering.client.rings", cr.rings);
   add("tiering.client.broken_rings", cr.broken_rings);
+  tiering_->append_counters(out);
   for (const auto& tier : pool_->tiers()) {
     const std::string prefix = "tier." + tier.name + ".";
     add(prefix + "capacity_bytes", tier.capacity);

@@ -15,6 +15,26 @@ std::string sanitize(std::string_view name) {
   return out;
 }
 
+// "tiering.tier.<tier>.<x>" and "tiering.source.<source>.<x>": one metric
+// per x with the tier or source as a label. Totals get Prometheus' _total
+// suffix; what describes the last epoch is a gauge.
+bool labelled_tiering_metric(std::string_view name, std::string& metric, std::string& labels, bool& gauge) {
+  static constexpr std::pair<std::string_view, std::string_view> kKinds[] = {
+      {"tiering.tier.", "tier"}, {"tiering.source.", "source"}};
+  for (const auto& [prefix, label] : kKinds) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const size_t dot = name.rfind('.');
+    if (dot == std::string_view::npos || dot <= prefix.size()) return false;
+    const std::string_view what = name.substr(dot + 1);
+    gauge = what == "hot_pages" || (what == "accesses" && label == "tier") || what == "bandwidth_bps";
+    metric = std::string("cxlpool_tiering_") + (label == "source" ? "source_" : "") + sanitize(what) +
+             (gauge ? "" : "_total");
+    labels = "{" + std::string(label) + "=\"" + std::string(name.substr(prefix.size(), dot - prefix.size())) + "\"}";
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string render_prometheus(const std::vector<proto::Counter>& counters) {
@@ -24,6 +44,12 @@ std::string render_prometheus(const std::vector<proto::Counter>& counters) {
     std::string metric;
     std::string labels;
     const std::string_view name = counter.name;
+    bool tiering_gauge = false;
+    if (labelled_tiering_metric(name, metric, labels, tiering_gauge)) {
+      if (typed.insert(metric).second) out += "# TYPE " + metric + (tiering_gauge ? " gauge\n" : " counter\n");
+      out += metric + labels + " " + std::to_string(counter.value) + "\n";
+      continue;
+    }
     if (name.rfind("tier.", 0) == 0) {
       const size_t dot = name.find('.', 5);
       if (dot == std::string_view::npos) continue;

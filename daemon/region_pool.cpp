@@ -28,7 +28,10 @@ RegionPool::~RegionPool() { clear(); }
 
 void RegionPool::clear() {
   // Callers stop the migration worker first, so no move is still running.
-  for (auto& [id, region] : regions_) region->migrating = false;
+  for (auto& [id, region] : regions_) {
+    region->migrating = false;
+    region->page_moves = 0;
+  }
   while (!regions_.empty()) destroy(regions_.begin()->first);
   names_.clear();
 }
@@ -36,6 +39,27 @@ void RegionPool::clear() {
 Region* RegionPool::find(uint64_t region_id) {
   auto it = regions_.find(region_id);
   return it == regions_.end() ? nullptr : it->second.get();
+}
+
+const Region* RegionPool::find(uint64_t region_id) const {
+  auto it = regions_.find(region_id);
+  return it == regions_.end() ? nullptr : it->second.get();
+}
+
+Result<Region*> RegionPool::hold_for_page_moves(uint64_t region_id) {
+  Region* region = find(region_id);
+  if (region == nullptr || region->destroy_pending) {
+    return fail(ENOENT, "no region with id " + std::to_string(region_id));
+  }
+  if (region->migrating) return fail(EBUSY, "region " + std::to_string(region_id) + " is being migrated");
+  ++region->page_moves;
+  return region;
+}
+
+void RegionPool::end_page_moves(uint64_t region_id) {
+  Region* region = find(region_id);
+  if (region == nullptr || region->page_moves == 0) return;
+  if (--region->page_moves == 0 && region->destroy_pending) destroy(region_id);
 }
 
 uint64_t RegionPool::bytes_allocated() const {
@@ -231,8 +255,8 @@ void RegionPool::destroy(uint64_t region_id) {
   auto it = regions_.find(region_id);
   if (it == regions_.end()) return;
   Region& region = *it->second;
-  if (region.migrating) {
-    // The worker is moving pages through our mapping: keep it until it ends.
+  if (region.migrating || region.page_moves > 0) {
+    // A worker is moving pages through our mapping: keep it until it ends.
     region.destroy_pending = true;
     if (region.kind == proto::RegionKind::kNamed && !region.unlinked) {
       names_.erase(region.name);
@@ -277,6 +301,9 @@ Result<MigrationJob> RegionPool::begin_migration(uint64_t region_id, uint32_t ta
   }
   if (target_tier >= tiers_.size()) return fail(ENOENT, "no tier with id " + std::to_string(target_tier));
   if (region->migrating) return fail(EBUSY, "region " + std::to_string(region_id) + " is being migrated already");
+  if (region->page_moves > 0) {
+    return fail(EBUSY, "region " + std::to_string(region_id) + " has tiering page moves in progress; retry");
+  }
   MigrationJob job;
   job.region_id = region_id;
   job.from_tier = region->tier_id;

@@ -51,6 +51,7 @@ struct Region {
   bool unlinked = false;      // named region whose name is gone
   bool migrating = false;     // pages are being moved by the migration worker
   bool destroy_pending = false;  // released while migrating: destroyed when the move ends
+  uint32_t page_moves = 0;    // tiering page-move batches using the mapping right now
   UniqueFd fd;
   Mapping mapping;            // the daemon's own mapping, used to place and move pages
 };
@@ -135,7 +136,15 @@ class RegionPool {
   // begin + run + finish on the calling thread.
   Result<proto::MigrateReply> migrate(uint64_t region_id, uint32_t target_tier, bool move_all);
 
+  // The tiering engine moves single pages through the daemon's mapping off
+  // the event loop: hold keeps the mapping alive (a release meanwhile is
+  // deferred, a whole-region migration refused with EBUSY) until the
+  // matching end. ENOENT for a missing region, EBUSY while it migrates.
+  Result<Region*> hold_for_page_moves(uint64_t region_id);
+  void end_page_moves(uint64_t region_id);
+
   Region* find(uint64_t region_id);
+  const Region* find(uint64_t region_id) const;
   const std::map<uint64_t, std::unique_ptr<Region>>& regions() const { return regions_; }
   const std::vector<Tier>& tiers() const { return tiers_; }
   const hal::Topology& topology() const { return topology_; }

@@ -235,6 +235,137 @@ int cmd_migrate(Context& ctx, uint64_t region, const std::string& tier_text) {
   });
 }
 
+const char* role_name(proto::TierRole role) {
+  switch (role) {
+    case proto::TierRole::kFast: return "fast";
+    case proto::TierRole::kSlow: return "slow";
+    case proto::TierRole::kUnmanaged: return "-";
+  }
+  return "?";
+}
+
+const char* class_name(proto::PageClass c) {
+  switch (c) {
+    case proto::PageClass::kDense: return "dense";
+    case proto::PageClass::kSparse: return "sparse";
+    case proto::PageClass::kUnknown: return "unknown";
+  }
+  return "?";
+}
+
+const char* space_name(proto::AccessSpace space) {
+  switch (space) {
+    case proto::AccessSpace::kPoolRegion: return "region";
+    case proto::AccessSpace::kProcess: return "process";
+    case proto::AccessSpace::kPhysical: return "physical";
+    case proto::AccessSpace::kTrace: return "trace";
+  }
+  return "?";
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string rate(uint64_t bytes_per_s) { return bytes_per_s ? format_size(bytes_per_s) + "/s" : "-"; }
+
+int cmd_tiering_status(Context& ctx) {
+  return call<proto::TieringStatusReply>(ctx, proto::TieringStatusRequest{}, [&](const proto::TieringStatusReply& r) {
+    const char* nominator = r.nominator == proto::Nominator::kHwt ? "hwt" : "hpt";
+    if (ctx.json) {
+      json tiers = json::array();
+      for (const auto& t : r.tiers) {
+        tiers.push_back({{"id", t.tier_id}, {"name", t.name}, {"role", role_name(t.role)},
+                         {"capacity", t.capacity_bytes}, {"used", t.used_bytes}, {"hot_pages", t.hot_pages},
+                         {"accesses", t.accesses}, {"bandwidth_bps", t.bandwidth_bps}, {"promotions", t.promotions},
+                         {"demotions", t.demotions}, {"bytes_promoted", t.bytes_promoted},
+                         {"bytes_demoted", t.bytes_demoted}, {"rate_limit_hits", t.rate_limit_hits}});
+      }
+      json sources = json::array();
+      for (const auto& s : r.sources) {
+        sources.push_back({{"name", s.name}, {"state", state_name(s.state)}, {"accesses", s.accesses},
+                           {"dropped", s.dropped}, {"detail", s.detail}});
+      }
+      json knobs = json::object();
+      for (const auto& k : r.knobs) knobs[k.key] = k.value;
+      print(json{{"enabled", r.enabled != 0}, {"nominator", nominator}, {"epoch", r.epoch},
+                 {"epoch_ns", r.epoch_ns}, {"promotion_period_ns", r.promotion_period_ns},
+                 {"last_epoch_accesses", r.last_epoch_accesses}, {"tiers", tiers}, {"sources", sources},
+                 {"knobs", knobs}}
+                .dump(2) + "\n");
+      return;
+    }
+    std::printf("tiering:   %s, nominator %s\n", r.enabled ? "enabled" : "disabled", nominator);
+    std::printf("epoch:     %llu (every %s), promotion period %s, %llu accesses in the last epoch\n",
+                static_cast<unsigned long long>(r.epoch), seconds(r.epoch_ns).c_str(),
+                seconds(r.promotion_period_ns).c_str(), static_cast<unsigned long long>(r.last_epoch_accesses));
+    std::printf("\n");
+    cxlpool::ctl::Table tiers({"ID", "TIER", "ROLE", "CAPACITY", "USED", "HOT", "ACCESSES", "BANDWIDTH",
+                               "PROMOTED", "DEMOTED", "MIGRATED", "RATE-LIMITED"});
+    for (const auto& t : r.tiers) {
+      tiers.add({std::to_string(t.tier_id), t.name, role_name(t.role), format_size(t.capacity_bytes),
+                 format_size(t.used_bytes), std::to_string(t.hot_pages), std::to_string(t.accesses),
+                 rate(t.bandwidth_bps), std::to_string(t.promotions), std::to_string(t.demotions),
+                 format_size(t.bytes_promoted + t.bytes_demoted), std::to_string(t.rate_limit_hits)});
+    }
+    print(tiers.render());
+    std::printf("\n");
+    cxlpool::ctl::Table sources({"SOURCE", "STATE", "ACCESSES", "DROPPED", "DETAIL"});
+    for (const auto& s : r.sources) {
+      sources.add({s.name, state_name(s.state), std::to_string(s.accesses), std::to_string(s.dropped),
+                   s.detail.empty() ? "-" : s.detail});
+    }
+    print(sources.render());
+    std::printf("\n");
+    cxlpool::ctl::Table knobs({"KNOB", "VALUE"});
+    for (const auto& k : r.knobs) knobs.add({k.key, k.value});
+    print(knobs.render());
+  });
+}
+
+int cmd_tiering_hot(Context& ctx, uint32_t top) {
+  return call<proto::TieringHotReply>(ctx, proto::TieringHot{top}, [&](const proto::TieringHotReply& r) {
+    if (ctx.json) {
+      json pages = json::array();
+      for (const auto& p : r.pages) {
+        pages.push_back({{"space", space_name(p.space)}, {"owner", p.owner}, {"address", p.address},
+                         {"tier", p.tier_id == proto::kNoTier ? json(nullptr) : json(p.tier_id)},
+                         {"count", p.count}, {"class", class_name(p.page_class)},
+                         {"touched_words", p.touched_words}});
+      }
+      print(json{{"epoch", r.epoch}, {"pages", pages}}.dump(2) + "\n");
+      return;
+    }
+    std::printf("hot pages of epoch %llu (hottest first)\n", static_cast<unsigned long long>(r.epoch));
+    cxlpool::ctl::Table table({"#", "SPACE", "OWNER", "ADDRESS", "TIER", "ACCESSES", "CLASS", "WORDS"});
+    size_t rank = 0;
+    for (const auto& p : r.pages) {
+      table.add({std::to_string(++rank), space_name(p.space), std::to_string(p.owner), hex(p.address),
+                 p.tier_id == proto::kNoTier ? "-" : std::to_string(p.tier_id), std::to_string(p.count),
+                 class_name(p.page_class), p.touched_words ? std::to_string(p.touched_words) + "/64" : "-"});
+    }
+    print(table.render());
+  });
+}
+
+int cmd_tiering_set(Context& ctx, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    std::fprintf(stderr, "cxlpoolctl: expected KEY=VALUE, got '%s'\n", assignment.c_str());
+    return kExitUsage;
+  }
+  proto::TieringSet request{assignment.substr(0, eq), assignment.substr(eq + 1)};
+  return call<proto::TieringSetReply>(ctx, request, [&](const proto::TieringSetReply& r) {
+    if (ctx.json) {
+      print(json{{"key", r.key}, {"old", r.old_value}, {"new", r.new_value}}.dump(2) + "\n");
+      return;
+    }
+    std::printf("%s: %s -> %s\n", r.key.c_str(), r.old_value.c_str(), r.new_value.c_str());
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -257,7 +388,18 @@ int main(int argc, char** argv) {
   std::string target;
   migrate->add_option("region", region_id, "Region id (see `cxlpoolctl regions`)")->required();
   migrate->add_option("tier", target, "Target tier id or name")->required();
-  for (auto* sub : {status, tiers, regions, clients, stats, backends, migrate}) {
+  auto* tiering = app.add_subcommand("tiering", "Tiered-memory engine: status, hot pages, knobs");
+  tiering->require_subcommand(1);
+  auto* tiering_status = tiering->add_subcommand("status", "Per-tier hot set, migrations, sources and knobs");
+  auto* tiering_hot = tiering->add_subcommand("hot", "Hottest pages of the last epoch");
+  uint32_t hot_top = 20;
+  tiering_hot->add_option("--top", hot_top, "How many pages to list (1-1024)")
+      ->check(CLI::Range(1u, static_cast<unsigned>(proto::kMaxListEntries)));
+  auto* tiering_set = tiering->add_subcommand("set", "Change a [tiering] knob at run time (admin)");
+  std::string assignment;
+  tiering_set->add_option("assignment", assignment, "KEY=VALUE, as in the [tiering] config section")->required();
+  for (auto* sub : {status, tiers, regions, clients, stats, backends, migrate, tiering, tiering_status, tiering_hot,
+                    tiering_set}) {
     sub->add_flag("--json", json_out, "Machine-readable JSON output");
   }
   try {
@@ -282,5 +424,8 @@ int main(int argc, char** argv) {
   if (*stats) return cmd_stats(ctx);
   if (*backends) return cmd_backends(ctx);
   if (*migrate) return cmd_migrate(ctx, region_id, target);
+  if (*tiering_status) return cmd_tiering_status(ctx);
+  if (*tiering_hot) return cmd_tiering_hot(ctx, hot_top);
+  if (*tiering_set) return cmd_tiering_set(ctx, assignment);
   return kExitUsage;
 }

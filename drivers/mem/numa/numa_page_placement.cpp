@@ -114,7 +114,7 @@ Result<std::vector<int>> NumaPagePlacement::query(void* addr, size_t length, siz
     pages.clear();
     for (size_t i = 0; i < n; ++i) pages.push_back(base + (first + i) * page_size);
     // nodes == NULL: move_pages only reports where each page is.
-    if (move_pages(0, n, pages.data(), nullptr, status.data() + first, 0) != 0) {
+    if (::move_pages(0, n, pages.data(), nullptr, status.data() + first, 0) != 0) {
       return fail_errno("move_pages status query of " + range_text(addr, length));
     }
   }
@@ -164,7 +164,7 @@ Result<hal::MoveStats> NumaPagePlacement::move(void* addr, size_t length, size_t
       for (size_t i = 0; i < n; ++i) pages[i] = base + to_move[first + i] * page_size;
       // A positive result counts pages the kernel could not migrate; their
       // status entries say why (or still name the old node).
-      if (move_pages(0, n, pages.data(), nodes.data(), status.data(), flags) < 0) {
+      if (::move_pages(0, n, pages.data(), nodes.data(), status.data(), flags) < 0) {
         return fail_errno("move_pages " + std::to_string(n) + " page(s) of " +
                           range_text(addr, length) + " to node " + std::to_string(node) +
                           (all ? " (MPOL_MF_MOVE_ALL)" : ""));
@@ -186,6 +186,62 @@ Result<hal::MoveStats> NumaPagePlacement::move(void* addr, size_t length, size_t
     to_move = std::move(retry);
   }
   return stats;
+}
+
+Result<std::vector<int>> NumaPagePlacement::query_pages(int pid, std::span<void* const> pages) {
+  std::vector<int> status(pages.size(), 0);
+  std::vector<void*> batch;
+  for (size_t first = 0; first < pages.size(); first += batch_pages_) {
+    const size_t n = std::min(batch_pages_, pages.size() - first);
+    batch.assign(pages.begin() + static_cast<std::ptrdiff_t>(first),
+                 pages.begin() + static_cast<std::ptrdiff_t>(first + n));
+    if (::move_pages(pid, n, batch.data(), nullptr, status.data() + first, 0) != 0) {
+      return fail_errno("move_pages status query of " + std::to_string(n) + " page(s) of pid " +
+                        std::to_string(pid));
+    }
+  }
+  return status;
+}
+
+Result<std::vector<int>> NumaPagePlacement::move_pages(int pid, std::span<void* const> pages, int node,
+                                                       bool all) {
+  if (auto ok = check_node(node); !ok) return tl::unexpected(ok.error());
+  const auto base = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (void* page : pages) {
+    if (reinterpret_cast<uintptr_t>(page) % base != 0) {
+      return fail(EINVAL, "page address " + hex(page) + " is not aligned to " + std::to_string(base));
+    }
+  }
+  std::vector<int> result(pages.size(), -ENOENT);
+  const int flags = all ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
+  std::vector<size_t> todo(pages.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  std::vector<void*> batch;
+  std::vector<int> nodes;
+  std::vector<int> status;
+  constexpr int kPasses = 3;
+  for (int pass = 0; pass < kPasses && !todo.empty(); ++pass) {
+    std::vector<size_t> retry;
+    for (size_t first = 0; first < todo.size(); first += batch_pages_) {
+      const size_t n = std::min(batch_pages_, todo.size() - first);
+      batch.resize(n);
+      for (size_t i = 0; i < n; ++i) batch[i] = pages[todo[first + i]];
+      nodes.assign(n, node);
+      status.assign(n, 0);
+      if (::move_pages(pid, n, batch.data(), nodes.data(), status.data(), flags) < 0) {
+        return fail_errno("move_pages " + std::to_string(n) + " page(s) of pid " + std::to_string(pid) +
+                          " to node " + std::to_string(node) + (all ? " (MPOL_MF_MOVE_ALL)" : ""));
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const size_t at = todo[first + i];
+        result[at] = status[i];
+        const bool transient = status[i] == -EBUSY || status[i] == -EAGAIN || (status[i] >= 0 && status[i] != node);
+        if (transient && pass + 1 < kPasses) retry.push_back(at);
+      }
+    }
+    todo = std::move(retry);
+  }
+  return result;
 }
 
 std::unique_ptr<hal::PagePlacement> make_numa_page_placement() {

@@ -38,6 +38,14 @@ class NumaPagePlacement final : public hal::PagePlacement {
   Result<hal::MoveStats> move(void* addr, size_t length, size_t page_size, int node,
                               bool all) override;
 
+  // Batched move_pages(2) on a page list, in batch_pages steps; pages the
+  // kernel reports busy are retried twice. Errors: EINVAL (unaligned page,
+  // bad node), ESRCH (no process `pid`), EPERM (not allowed to move another
+  // process's pages, or `all` without CAP_SYS_NICE), or the errno of a
+  // failed call (entries of later batches are then -errno of that call).
+  Result<std::vector<int>> query_pages(int pid, std::span<void* const> pages) override;
+  Result<std::vector<int>> move_pages(int pid, std::span<void* const> pages, int node, bool all) override;
+
  private:
   size_t batch_pages_;
 };

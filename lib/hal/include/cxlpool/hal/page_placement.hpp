@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
@@ -39,6 +40,24 @@ class PagePlacement {
   // MPOL_MF_MOVE_ALL (pages mapped by other processes too; needs CAP_SYS_NICE).
   virtual Result<MoveStats> move(void* addr, size_t length, size_t page_size, int node,
                                  bool all) = 0;
+
+  // Scattered pages, as the tiering engine moves them: `pages` are base-page
+  // addresses in process `pid` (0: this process). query_pages() returns each
+  // page's node or -errno as query() does; move_pages() moves each page to
+  // `node` and returns the per-page status the kernel left (the node the page
+  // is on afterwards, or -errno). Backends without page moves answer ENOTSUP.
+  virtual Result<std::vector<int>> query_pages(int pid, std::span<void* const> pages) {
+    (void)pid;
+    (void)pages;
+    return fail(ENOTSUP, "this placement backend cannot query single pages");
+  }
+  virtual Result<std::vector<int>> move_pages(int pid, std::span<void* const> pages, int node, bool all) {
+    (void)pid;
+    (void)pages;
+    (void)node;
+    (void)all;
+    return fail(ENOTSUP, "this placement backend cannot move single pages");
+  }
 };
 
 }  // namespace cxlpool::hal

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// Applies the tiering engine's page moves on a thread of its own, so a large
+// plan never stalls the event loop: the loop submits one task per plan, the
+// thread runs move_pages through the placement backend and hands the task
+// back through an eventfd, with the kernel's per-page status filled in.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/hal/page_placement.hpp"
+#include "cxlpool/tiering/m5_manager.hpp"
+
+namespace cxlpool::daemon {
+
+// Pages of one process (pid 0: the daemon's own mappings of pool regions)
+// that go to one node.
+struct PageMoveBatch {
+  int pid = 0;
+  int node = -1;
+  bool promote = true;  // slow -> fast; false: fast -> slow
+  bool move_all = false;
+  std::vector<tiering::PageKey> keys;
+  std::vector<void*> addresses;  // one per key
+  // Filled by the worker.
+  std::vector<int> status;        // node after the move, or -errno
+  std::optional<Error> error;     // the whole batch failed
+  uint64_t elapsed_ns = 0;
+};
+
+struct PageMoveTask {
+  uint64_t plan = 0;
+  std::vector<PageMoveBatch> batches;
+  std::vector<uint64_t> held_regions;  // RegionPool::hold_for_page_moves, ended on completion
+};
+
+// Runs one batch on the calling thread. Pool pages that the daemon's own
+// mapping has not faulted in (the client touched them through its mapping)
+// are mapped first when they exist, so move_pages can see them; holes stay
+// holes and come back -ENOENT.
+void run_page_move_batch(hal::PagePlacement& placement, PageMoveBatch& batch);
+
+class PageMover {
+ public:
+  explicit PageMover(hal::PagePlacement* placement) : placement_(placement) {}
+  ~PageMover();
+
+  Result<void> start();
+  // Finishes the task in progress; queued tasks come back unrun (their
+  // batches carry ECANCELED) from the next take_finished.
+  void stop();
+
+  void submit(PageMoveTask task);
+  int event_fd() const { return event_fd_.get(); }
+  std::vector<PageMoveTask> take_finished();
+  bool busy() const;
+
+ private:
+  void run();
+
+  hal::PagePlacement* placement_;
+  UniqueFd event_fd_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<PageMoveTask> pending_;
+  std::vector<PageMoveTask> finished_;
+  size_t running_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace cxlpool::daemon
