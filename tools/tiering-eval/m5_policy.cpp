@@ -103,6 +103,7 @@ void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
       continue;
     }
     ++slow_accesses_;
+    ++slow_total_;
     if (!sample_all_) {
       rng_state_ += 0x9e3779b97f4a7c15ULL;
       if (mix64(rng_state_) >= sample_threshold_) continue;
@@ -140,7 +141,6 @@ void M5Policy::on_event(SimContext& ctx) {
   input.slow.capacity_pages = ctx.trace.pages();
   input.slow.used_pages = ctx.trace.pages() - ctx.tiers.used();
   input.slow.measured_bandwidth_bps = static_cast<std::uint64_t>(static_cast<double>(slow_accesses_ * kLineBytes) / seconds);
-  slow_total_ += slow_accesses_;
   fast_accesses_ = slow_accesses_ = 0;
 
   MigrationPlan plan = manager_.end_epoch(input, *view_);

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// End to end: cxlpool-tiering-eval --quick writes every result file, and
+// they parse.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(TieringEvalTool, QuickRunWritesParsableResults) {
+  const char* exe = std::getenv("CXLPOOL_TIERING_EVAL");
+  ASSERT_NE(exe, nullptr) << "CXLPOOL_TIERING_EVAL names the tool (set by meson test)";
+  const auto dir = std::filesystem::temp_directory_path() / ("tiering-eval-tool-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string cmd = std::string(exe) + " --quick --sampling-rate 1,1/8 --results " + dir.string() + " > " +
+                          (dir.string() + ".out") + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << slurp(dir.string() + ".out");
+
+  const std::string out = slurp(dir.string() + ".out");
+  EXPECT_NE(out.find("access-count ratio"), std::string::npos);
+
+  const auto j = nlohmann::json::parse(slurp(dir / "results.json"));
+  ASSERT_EQ(j["traces"].size(), 4u);
+  // 4 workloads x (no-migration, oracle, damon, autonuma + 2 M5 x 2 rates).
+  ASSERT_EQ(j["results"].size(), 4u * 8u);
+  std::set<std::string> policies;
+  for (const auto& r : j["results"]) {
+    policies.insert(r["policy"].get<std::string>());
+    const double share = r["tiering"]["fast_share"].get<double>();
+    EXPECT_GE(share, 0.0);
+    EXPECT_LE(share, 1.0);
+    if (r["kind"] == "oracle") EXPECT_DOUBLE_EQ(r["detection"]["ratio"].get<double>(), 1.0);
+    if (r["kind"] == "no-migration") EXPECT_FALSE(r.contains("detection"));
+  }
+  EXPECT_EQ(policies, (std::set<std::string>{"no-migration", "oracle", "damon", "autonuma", "m5-hpt", "m5-hwt",
+                                             "m5-hpt@1/8", "m5-hwt@1/8"}));
+  // The oracle bounds every policy's share (same trace, same capacity).
+  for (const auto& r : j["results"]) EXPECT_LE(r["share_vs_oracle"].get<double>(), 1.0 + 1e-9) << r["policy"];
+
+  const std::string csv = slurp(dir / "results.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 32);
+  EXPECT_NE(slurp(dir / "results.md").find("## Results"), std::string::npos);
+  for (const char* svg : {"ratio.svg", "share_zipf.svg", "share_shifting.svg", "share_sparse-kv.svg", "share_graph.svg"}) {
+    const std::string s = slurp(dir / svg);
+    EXPECT_EQ(s.rfind("<svg", 0), 0u) << svg;
+    EXPECT_NE(s.find("</svg>"), std::string::npos) << svg;
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(dir.string() + ".out");
+}
+
+TEST(TieringEvalTool, RejectsBadArguments) {
+  const char* exe = std::getenv("CXLPOOL_TIERING_EVAL");
+  ASSERT_NE(exe, nullptr);
+  for (const char* args : {" --quick --sampling-rate 2", " --quick --policies bogus", " --workload nope", ""}) {
+    const std::string cmd = std::string(exe) + args + " > /dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0) << args;
+  }
+}
+
+}  // namespace
