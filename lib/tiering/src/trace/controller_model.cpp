@@ -98,6 +98,19 @@ void ControllerModel::access(const TraceRecord& record) {
   }
 }
 
+void ControllerModel::access(std::span<const TraceRecord> records) {
+  constexpr std::size_t kAhead = 8;
+  const State& s = *state_;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (i + kAhead < records.size()) {
+      const std::uint64_t a = records[i + kAhead].address;
+      s.pac.prefetch(a >> kModelPageShift);
+      s.wac.prefetch(a >> kModelWordShift);
+    }
+    access(records[i]);
+  }
+}
+
 ControllerEpoch ControllerModel::end_epoch() {
   State& s = *state_;
   ControllerEpoch e;

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// cxlpool-tracegen: quantity parsing, the --info summary, and the CLI's exit
+// codes (the binary's path comes in $TRACEGEN).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "cxlpool/tiering/trace_file.hpp"
+#include "cxlpool/tiering/workloads.hpp"
+#include "quantity.hpp"
+#include "trace_summary.hpp"
+
+namespace cxlpool::tracegen {
+namespace {
+
+TEST(Quantity, Counts) {
+  EXPECT_EQ(*parse_count("4000000"), 4'000'000u);
+  EXPECT_EQ(*parse_count("4M"), 4'000'000u);
+  EXPECT_EQ(*parse_count("500K"), 500'000u);
+  EXPECT_EQ(*parse_count("2G"), 2'000'000'000u);
+  EXPECT_EQ(parse_count("4X").error().code, EINVAL);
+  EXPECT_EQ(parse_count("M").error().code, EINVAL);
+  EXPECT_EQ(parse_count("-1").error().code, EINVAL);
+  EXPECT_EQ(parse_count("99999999999999999999").error().code, ERANGE);
+  EXPECT_EQ(parse_count("99999999999G").error().code, ERANGE);
+}
+
+TEST(Quantity, Durations) {
+  EXPECT_EQ(*parse_duration_ns("4s"), 4'000'000'000u);
+  EXPECT_EQ(*parse_duration_ns("250ms"), 250'000'000u);
+  EXPECT_EQ(*parse_duration_ns("7us"), 7'000u);
+  EXPECT_EQ(*parse_duration_ns("12"), 12u);
+  EXPECT_EQ(parse_duration_ns("4h").error().code, EINVAL);
+}
+
+class TracegenTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "tracegen_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Exit status of the tool with `args`; stdout goes to out.txt.
+  int run(const std::string& args) {
+    const char* exe = std::getenv("TRACEGEN");
+    if (exe == nullptr) return -1;
+    const std::string cmd = std::string(exe) + " " + args + " > " + path("out.txt") + " 2> " + path("err.txt");
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string file(const std::string& name) {
+    std::ifstream in(path(name));
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TracegenTest, SummaryMatchesTheRecords) {
+  tiering::WorkloadConfig c;
+  c.kind = tiering::WorkloadKind::kSparseKv;
+  c.footprint_bytes = 8ull << 20;
+  c.accesses = 100'000;
+  c.duration_ns = 1'000'000'000;
+  auto t = tiering::generate_workload(c);
+  ASSERT_TRUE(tiering::write_trace(path("kv.trace"), *t).has_value());
+  auto s = summarize_trace(path("kv.trace"), 100'000'000);
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  std::map<std::uint64_t, std::uint64_t> masks;
+  std::uint64_t writes = 0;
+  for (const auto& r : *t) {
+    masks[r.address >> 12] |= 1ull << ((r.address >> 6) & 63);  // generated records stay in one line
+    writes += r.is_write;
+  }
+  std::uint64_t sparse = 0;
+  for (const auto& [p, m] : masks) sparse += std::popcount(m) <= kSparseMaxWords;
+  EXPECT_EQ(s->header.record_count, c.accesses);
+  EXPECT_EQ(s->writes, writes);
+  EXPECT_EQ(s->pages_touched, masks.size());
+  EXPECT_EQ(s->sparse_pages, sparse);
+  EXPECT_EQ(s->page_accesses, c.accesses);
+  EXPECT_GT(s->top1_share, 0.01);
+  EXPECT_LE(s->top1_share, 1.0);
+  EXPECT_EQ(s->epochs, 10u);
+  EXPECT_GT(s->epoch_sparse_fraction, 0.5);
+}
+
+TEST_F(TracegenTest, SummaryRejectsABadFile) {
+  std::ofstream(path("bad.trace")) << "not a trace at all, but long enough to hold a header........";
+  auto s = summarize_trace(path("bad.trace"), 0);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, EBADMSG);
+}
+
+TEST_F(TracegenTest, CommandLine) {
+  if (std::getenv("TRACEGEN") == nullptr) GTEST_SKIP() << "TRACEGEN not set (run through meson test)";
+  ASSERT_EQ(run("--workload zipf --footprint 1M --accesses 20K --seed 3 -o " + path("z.trace")), 0) << file("err.txt");
+  auto t = tiering::read_trace(path("z.trace"));
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_EQ(t->size(), 20'000u);
+  // Same arguments, same bytes.
+  ASSERT_EQ(run("--workload zipf --footprint 1M --accesses 20K --seed 3 -o " + path("z2.trace")), 0);
+  EXPECT_EQ(file("z.trace"), file("z2.trace"));
+
+  ASSERT_EQ(run("--info " + path("z.trace") + " --epoch 1s"), 0) << file("err.txt");
+  EXPECT_NE(file("out.txt").find("20000 records"), std::string::npos) << file("out.txt");
+  ASSERT_EQ(run("--info " + path("z.trace") + " --json"), 0);
+  EXPECT_NE(file("out.txt").find("\"records\": 20000"), std::string::npos) << file("out.txt");
+
+  // Usage errors: 2, with a message.
+  EXPECT_EQ(run("--workload nope -o " + path("x.trace")), 2);
+  EXPECT_NE(file("err.txt").find("unknown workload"), std::string::npos);
+  EXPECT_EQ(run("--workload zipf --footprint 12Q -o " + path("x.trace")), 2);
+  EXPECT_EQ(run("--workload zipf --footprint 1000 -o " + path("x.trace")), 2);
+  EXPECT_EQ(run("--workload zipf"), 2);
+  EXPECT_EQ(run("--info a --workload zipf"), 2);
+  EXPECT_EQ(run("--bogus"), 2);
+  EXPECT_EQ(run("--help"), 0);
+  // Failures: 1.
+  EXPECT_EQ(run("--info " + path("missing.trace")), 1);
+  EXPECT_NE(file("err.txt").find("missing.trace"), std::string::npos);
+  std::ofstream(path("junk.trace")) << "junk";
+  EXPECT_EQ(run("--info " + path("junk.trace")), 1);
+  EXPECT_EQ(run("--workload zipf --footprint 1M --accesses 10 -o " + path("no/such/dir.trace")), 1);
+}
+
+}  // namespace
+}  // namespace cxlpool::tracegen
