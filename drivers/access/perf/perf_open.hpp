@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/hal/access_source.hpp"
 #include "perf_pmu.hpp"
 #include "perf_source.hpp"
 
@@ -32,5 +35,14 @@ Result<UniqueFd> open_sampling_event(const PerfEventSpec& event, const PerfOpenS
 // worked. The error is the first attempt's.
 Result<UniqueFd> open_sampling_event_settling(const PerfEventSpec& event, PerfOpenSettings& settings,
                                               const PerfSamplingConfig& config, int pid, int cpu);
+
+// The source behind make_perf_sampling_source, for events already chosen:
+// checks permission, opens every event on every target (CPUs, or the
+// threads of config.pids), maps a ring for each and enables them. Any
+// perf event whose samples carry a data address works, which lets tests
+// drive the whole path with a software page-fault event on hosts without a
+// memory PMU. Errors as make_perf_sampling_source, less ENODEV.
+Result<std::unique_ptr<hal::AccessSource>> open_perf_sampling_source(const std::vector<PerfEventSpec>& events,
+                                                                     const PerfSamplingConfig& config);
 
 }  // namespace cxlpool::drivers

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "cxlpool/common/mapping.hpp"
@@ -115,6 +117,14 @@ Result<Ring> map_ring(UniqueFd fd, uint64_t sample_type, uint32_t data_pages, co
   return ring;
 }
 
+Result<void> validate_ring_pages(const PerfSamplingConfig& config) {
+  if (config.ring_pages == 0 || config.ring_pages > kMaxRingPages ||
+      (config.ring_pages & (config.ring_pages - 1)) != 0) {
+    return fail(EINVAL, "perf: ring_pages must be a power of two in [1, 16384]");
+  }
+  return {};
+}
+
 // (pid, cpu) pairs for perf_event_open.
 Result<std::vector<std::pair<int, int>>> targets(const PerfSamplingConfig& config) {
   std::vector<std::pair<int, int>> out;
@@ -140,12 +150,16 @@ Result<std::vector<std::pair<int, int>>> targets(const PerfSamplingConfig& confi
 
 Result<std::unique_ptr<hal::AccessSource>> make_perf_sampling_source(const PerfSamplingConfig& config) {
   if (config.sample_period == 0) return fail(EINVAL, "perf: sample_period must be > 0");
-  if (config.ring_pages == 0 || config.ring_pages > kMaxRingPages ||
-      (config.ring_pages & (config.ring_pages - 1)) != 0) {
-    return fail(EINVAL, "perf: ring_pages must be a power of two in [1, 16384]");
-  }
+  if (auto r = validate_ring_pages(config); !r) return tl::unexpected(r.error());
   auto pmu = find_memory_pmu(config);
   if (!pmu) return tl::unexpected(pmu.error());
+  return open_perf_sampling_source(pmu->events, config);
+}
+
+Result<std::unique_ptr<hal::AccessSource>> open_perf_sampling_source(const std::vector<PerfEventSpec>& events,
+                                                                     const PerfSamplingConfig& config) {
+  if (events.empty()) return fail(EINVAL, "perf: no events to sample");
+  if (auto r = validate_ring_pages(config); !r) return tl::unexpected(r.error());
   auto phys_allowed = check_perf_permission(config);
   if (!phys_allowed) return tl::unexpected(phys_allowed.error());
   auto where = targets(config);
@@ -153,7 +167,7 @@ Result<std::unique_ptr<hal::AccessSource>> make_perf_sampling_source(const PerfS
   if (where->empty()) return fail(ESRCH, "perf: nothing to sample (no threads)");
 
   std::vector<Ring> rings;
-  for (const auto& event : pmu->events) {
+  for (const auto& event : events) {
     PerfOpenSettings settings = initial_open_settings(config, *phys_allowed, event);
     bool settled = false;
     for (const auto& [pid, cpu] : *where) {
