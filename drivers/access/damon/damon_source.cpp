@@ -227,6 +227,11 @@ Result<void> DamonSource::collect(std::vector<hal::PageAccess>& out) {
     }
     const uint64_t first = (*start * addr_unit_) & ~kPageMask;
     const uint64_t last = *end * addr_unit_;
+    // The kernel keeps nr_accesses in an unsigned int.
+    if (*nr_accesses > std::numeric_limits<uint32_t>::max()) {
+      return fail(ERANGE, fs_.path(region + "/nr_accesses") + ": " + std::to_string(*nr_accesses) +
+                              " is out of range");
+    }
     if (*nr_accesses == 0) continue;  // cold: nothing to report
     hal::PageAccess access;
     access.space = hal::AddressSpace::kPhysical;
@@ -235,12 +240,16 @@ Result<void> DamonSource::collect(std::vector<hal::PageAccess>& out) {
     access.pages = (last - first + kPageMask) >> hal::kAccessPageShift;
     access.count = *nr_accesses;
     access.words = 0;
-    accesses += access.count * access.pages;
+    uint64_t weight = 0;
+    if (__builtin_mul_overflow(access.count, access.pages, &weight) ||
+        __builtin_add_overflow(accesses, weight, &accesses)) {
+      accesses = std::numeric_limits<uint64_t>::max();
+    }
     found.push_back(access);
   }
   // All or nothing: a malformed region discards the whole epoch.
   out.insert(out.end(), found.begin(), found.end());
-  accesses_ += accesses;
+  if (__builtin_add_overflow(accesses_, accesses, &accesses_)) accesses_ = std::numeric_limits<uint64_t>::max();
   return {};
 }
 

@@ -314,6 +314,7 @@ TEST(DamonSource, MalformedTriedRegionsAreRejected) {
       {"end", "99999999999999999999999", ERANGE},
       {"end", "4096", EINVAL},  // start (1 GiB) >= end
       {"nr_accesses", "3.5", EINVAL},
+      {"nr_accesses", "4294967296", ERANGE},
       {"nr_accesses", "<missing>", ENOENT},
   };
   for (const auto& c : cases) {
