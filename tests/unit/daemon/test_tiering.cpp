@@ -8,8 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <regex>
+#include <sstream>
 
+#include "config.hpp"
+#include "metrics_http.hpp"
 #include "tiering/pool_placement.hpp"
 #include "tiering/tiering_service.hpp"
 
@@ -419,6 +425,103 @@ TEST(Service, WithoutASlowTierItIsDisabledAndSaysWhy) {
   auto on = (*s)->set("enabled", "true");
   ASSERT_FALSE(on);
   EXPECT_EQ(on.error().code, EINVAL);
+}
+
+TEST(TieringMetrics, TiersAndSourcesAreLabels) {
+  const std::vector<proto::Counter> counters = {{"tiering.tier.emu-slow.promotions", 3},
+                                                {"tiering.tier.dram0.promotions", 4},
+                                                {"tiering.tier.dram0.hot_pages", 7},
+                                                {"tiering.tier.dram0.bytes_promoted", 8192},
+                                                {"tiering.source.client.accesses", 9},
+                                                {"tiering.epochs", 2}};
+  const std::string text = render_prometheus(counters);
+  EXPECT_NE(text.find("# TYPE cxlpool_tiering_promotions_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cxlpool_tiering_promotions_total{tier=\"emu-slow\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cxlpool_tiering_promotions_total{tier=\"dram0\"} 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE cxlpool_tiering_hot_pages gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cxlpool_tiering_bytes_promoted_total{tier=\"dram0\"} 8192\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cxlpool_tiering_source_accesses_total{source=\"client\"} 9\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cxlpool_tiering_epochs 2\n"), std::string::npos) << text;
+  // One TYPE line per metric, however many tiers.
+  EXPECT_EQ(text.find("# TYPE cxlpool_tiering_promotions_total"), text.rfind("# TYPE cxlpool_tiering_promotions_total"));
+}
+
+std::vector<std::string> tiering_keys() {
+  std::vector<std::string> keys = {"enabled", "epoch_ms", "fast_tier", "slow_tier", "sources",
+                                   "damon_sysfs_root", "damon_kdamond"};
+  for (const auto& k : tiering::M5Config::keys()) keys.push_back(k);
+  return keys;
+}
+
+std::string read_text(const char* env) {
+  const char* path = std::getenv(env);
+  if (path == nullptr) return "";
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+TEST(TieringConfig, EveryKeyIsDocumentedAndShownInTheExample) {
+  const std::string doc = read_text("CXLPOOL_CONFIG_DOC");
+  const std::string example = read_text("CXLPOOL_EXAMPLE_CONFIG");
+  ASSERT_FALSE(doc.empty()) << "CXLPOOL_CONFIG_DOC is not set (run through meson test)";
+  ASSERT_FALSE(example.empty()) << "CXLPOOL_EXAMPLE_CONFIG is not set (run through meson test)";
+  for (const auto& key : tiering_keys()) {
+    EXPECT_NE(doc.find("| `tiering." + key + "`"), std::string::npos) << "docs/configuration.md lacks " << key;
+    const std::regex assignment("(^|\n)[ \t]*#?[ \t]*" + key + "[ \t]*=");
+    EXPECT_TRUE(std::regex_search(example, assignment)) << "the example does not show tiering." << key;
+  }
+  auto parsed = parse_config(example, "example");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+}
+
+TEST(TieringConfig, DefaultsAndNormalizedKnobs) {
+  auto plain = parse_config("", "empty");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->tiering.enabled.has_value());
+  EXPECT_EQ(plain->tiering.epoch_ms, 1000u);
+  EXPECT_EQ(plain->tiering.sources, std::vector<std::string>{"client"});
+  EXPECT_TRUE(plain->tiering.knobs.empty());
+
+  auto c = parse_config(
+      "[tiering]\nenabled = false\nepoch_ms = 250\nfast_tier = \"dram0\"\nslow_tier = \"cxl1\"\n"
+      "sources = [\"client\", \"perf\"]\nnominator = \"hwt\"\nhigh_watermark = 0.5\nlow_watermark = 0.25\n"
+      "promote_sparse = true\nrate_limit_mib_s = 64\n",
+      "t.toml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->tiering.enabled, std::optional<bool>(false));
+  EXPECT_EQ(c->tiering.epoch_ms, 250u);
+  EXPECT_EQ(c->tiering.fast_tier, "dram0");
+  EXPECT_EQ(c->tiering.slow_tier, "cxl1");
+  std::map<std::string, std::string> knobs(c->tiering.knobs.begin(), c->tiering.knobs.end());
+  EXPECT_EQ(knobs.size(), 5u);
+  EXPECT_EQ(knobs["nominator"], "hwt");
+  EXPECT_EQ(knobs["promote_sparse"], "true");
+  EXPECT_EQ(std::stod(knobs["high_watermark"]), 0.5);
+  EXPECT_EQ(std::stod(knobs["rate_limit_mib_s"]), 64.0);
+}
+
+TEST(TieringConfig, ErrorsNameFileLineAndKey) {
+  struct Case {
+    const char* text;
+    const char* expected;
+  };
+  for (const Case& c : {Case{"[tiering]\nsketch_rows = 0\n", "t.toml:2: tiering.sketch_rows: "},
+                        Case{"[tiering]\nnominator = 3\n", "t.toml:2: tiering.nominator: "},
+                        Case{"[tiering]\nhigh_watermark = [1]\n", "t.toml:2: tiering.high_watermark: expected"},
+                        Case{"[tiering]\nepoch_ms = 5\n", "t.toml:2: tiering.epoch_ms: "},
+                        Case{"[tiering]\nsources = [\"client\", \"client\"]\n", "t.toml:2: tiering.sources: "},
+                        Case{"[tiering]\nfast_tier = \"A B\"\n", "t.toml:2: tiering.fast_tier: "},
+                        Case{"[tiering]\nbogus = 1\n", "t.toml:2: tiering.bogus: unknown key"}}) {
+    auto r = parse_config(c.text, "t.toml");
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.error().code, EINVAL);
+    EXPECT_EQ(r.error().message.rfind(c.expected, 0), 0u) << r.error().message;
+    // The manager's own prefix is not repeated.
+    const size_t first = r.error().message.find("tiering.");
+    EXPECT_EQ(r.error().message.find("tiering.", first + 1), std::string::npos) << r.error().message;
+  }
 }
 
 }  // namespace
