@@ -42,11 +42,8 @@ const MonitorEpoch& Monitor::end_epoch(const EpochInput& input, std::uint64_t no
   e.unplaced_accesses = unplaced_accesses_;
   e.density_ratio = density_ratio(e.slow.density, e.fast.density);
 
-  fast_average_bps_ = have_average_ ? kTrendWeight * e.fast.bandwidth_bps + (1 - kTrendWeight) * fast_average_bps_
-                                    : e.fast.bandwidth_bps;
-  have_average_ = true;
-  e.fast_rising = have_reference_ && fast_average_bps_ > reference_bps_ * (1 + kTrendTolerance) &&
-                  fast_average_bps_ > 0;
+  fast_bps_ = e.fast.bandwidth_bps;
+  e.fast_rising = have_reference_ && fast_bps_ > reference_bps_ * (1 + kTrendTolerance) && fast_bps_ > 0;
   last_ = e;
   fast_accesses_ = slow_accesses_ = unplaced_accesses_ = 0;
   return last_;
@@ -54,7 +51,7 @@ const MonitorEpoch& Monitor::end_epoch(const EpochInput& input, std::uint64_t no
 
 void Monitor::mark_promotion_period() {
   have_reference_ = true;
-  reference_bps_ = fast_average_bps_;
+  reference_bps_ = fast_bps_;
 }
 
 }  // namespace cxlpool::tiering::manager

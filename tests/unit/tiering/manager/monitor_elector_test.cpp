@@ -152,8 +152,8 @@ TEST(Monitor, TrendIgnoresNoiseAndSeesRises) {
   };
   EXPECT_FALSE(epoch(1000));  // no promotion period yet: nothing to compare with
   m.mark_promotion_period();
-  // +-3% noise around a flat 1000 is not a rise.
-  for (const std::uint64_t v : {1030, 970, 1020, 990, 1030}) {
+  // +-4% noise around a flat 1000 is not a rise.
+  for (const std::uint64_t v : {1040, 960, 1040, 990, 1030, 960}) {
     EXPECT_FALSE(epoch(v)) << v;
     m.mark_promotion_period();
   }
@@ -162,14 +162,22 @@ TEST(Monitor, TrendIgnoresNoiseAndSeesRises) {
   m.mark_promotion_period();
   EXPECT_TRUE(epoch(2000));
   m.mark_promotion_period();
-  // Flat again: the average settles, the rise fades within a few epochs.
-  int rising = 0;
-  for (int i = 0; i < 8; ++i) {
-    rising += epoch(2000) ? 1 : 0;
+  // Flat again: not rising.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FALSE(epoch(2000));
     m.mark_promotion_period();
   }
-  EXPECT_LE(rising, 3);
-  EXPECT_FALSE(epoch(2000));
+  // The reference is the last promotion period, not the last epoch: a slow
+  // climb over epochs that were not promotion periods adds up.
+  EXPECT_FALSE(epoch(2080));
+  EXPECT_FALSE(epoch(2160));
+  EXPECT_TRUE(epoch(2240));
+  // A drop, then a recovery after a promotion period, is a rise (the shape
+  // of a shifted hot set being promoted).
+  m.mark_promotion_period();
+  EXPECT_FALSE(epoch(300));
+  m.mark_promotion_period();
+  EXPECT_TRUE(epoch(1200));
   // Falling is not rising.
   m.mark_promotion_period();
   EXPECT_FALSE(epoch(500));

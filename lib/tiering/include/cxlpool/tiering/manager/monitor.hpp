@@ -4,10 +4,11 @@
 //
 // Bandwidth is estimated as accesses x 64 B / epoch duration unless the
 // caller passes a hardware measurement (TierUsage::measured_bandwidth_bps),
-// which wins. Density = bandwidth / used pages. The trend compares an
-// exponentially weighted average of the fast tier's bandwidth with its value
-// at the previous promotion period, with a relative tolerance, so a noisy
-// flat bandwidth does not read as rising.
+// which wins. Density = bandwidth / used pages. The trend compares the fast
+// tier's bandwidth with its value in the previous promotion period, with a
+// relative tolerance so a noisy flat bandwidth does not read as rising. No
+// moving average: its lag would hide exactly the rise guideline 2 looks for
+// -- the one right after a promotion that follows a drop (a shifted hot set).
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,7 @@
 namespace cxlpool::tiering::manager {
 
 inline constexpr std::uint64_t kAccessBytes = 64;  // one access moves one cache line
-inline constexpr double kTrendWeight = 0.5;        // EWMA weight of the newest epoch
-inline constexpr double kTrendTolerance = 0.05;    // rises below 5% are noise
+inline constexpr double kTrendTolerance = 0.10;    // rises below 10% are noise
 
 struct TierSample {
   std::uint64_t accesses = 0;
@@ -65,8 +65,7 @@ class Monitor {
   std::uint64_t unplaced_accesses_ = 0;
   bool have_time_ = false;
   std::uint64_t last_now_ns_ = 0;
-  bool have_average_ = false;
-  double fast_average_bps_ = 0;
+  double fast_bps_ = 0;  // last epoch's
   bool have_reference_ = false;
   double reference_bps_ = 0;
   MonitorEpoch last_;
