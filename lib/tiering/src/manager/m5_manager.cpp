@@ -160,9 +160,8 @@ void M5Manager::confirm(std::span<const PageKey> promoted, std::span<const PageK
   if (s.charged_pages > moved) s.bucket.refund((s.charged_pages - moved) * m::kPageBytes);
   s.charged_pages = 0;
   st.rate_budget_bytes = s.bucket.tokens();
-  // A promoted page is known from now on (never "unknown, hence coldest");
-  // a demoted one starts over.
-  for (const PageKey& p : promoted) s.hotness.add(m::page_id(p), 0, s.epoch);
+  // A promoted page keeps the score that got it nominated; a demoted one
+  // starts over, so it must earn its way back instead of bouncing.
   for (const PageKey& p : demoted) s.hotness.forget(m::page_id(p));
 }
 

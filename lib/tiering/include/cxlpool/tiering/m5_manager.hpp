@@ -178,7 +178,9 @@ class M5Manager {
   MigrationPlan end_epoch(const EpochInput& input, const PlacementView& placement);
 
   // What the caller managed to move of the last plan (busy or absent pages
-  // fail); only confirmed moves count and only they charge the rate limit.
+  // fail); only confirmed moves count and only they charge the rate limit:
+  // the plan is charged when made and confirm() refunds what did not move
+  // (a plan never confirmed stays charged). Call it once per plan.
   void confirm(std::span<const PageKey> promoted, std::span<const PageKey> demoted);
 
   // The last completed epoch's nominations, hottest first.

@@ -22,7 +22,7 @@ struct NamedPage {
 
 class PageNames {
  public:
-  explicit PageNames(std::size_t bound) : bound_(bound < 64 ? 64 : bound) { names_.reserve(bound_); }
+  explicit PageNames(std::size_t bound) : bound_(bound < 64 ? 64 : bound) {}
 
   // Learns (or refreshes) `id`.
   void remember(std::uint64_t id, const PageKey& key, bool words_known) {
