@@ -45,24 +45,32 @@ void DamonPolicy::start(SimContext& ctx) {
     r.end = static_cast<std::uint32_t>(pages_ * (i + 1) / n);
     regions_.push_back(r);
   }
-  const Watermarks w = kernel_watermarks(ctx.tiers.capacity(), config_.min_free_fraction, config_.watermark_scale_factor);
-  low_wmark_ = w.low;
-  high_wmark_ = w.high;
   quota_start_ = ctx.trace.start_ns;
+  next_apply_ns_ = ctx.trace.start_ns + config_.apply_ns;
+  cleared_at_.assign(pages_, 0);
   prepare(ctx.trace.start_ns);
   next_sample_ns_ = ctx.trace.start_ns + config_.sample_ns;
 }
 
 void DamonPolicy::prepare(std::uint64_t now) {
-  for (Region& r : regions_) r.sample = r.start + static_cast<std::uint32_t>(rng_() % r.size());
+  for (Region& r : regions_) {
+    r.sample = r.start + static_cast<std::uint32_t>(rng_() % r.size());
+    cleared_at_[r.sample] = now;  // mkold
+  }
   prepared_at_ = now;
+}
+
+bool DamonPolicy::check_young(std::uint32_t page, const SimContext& ctx) {
+  const bool y = young(page, ctx);
+  if (y) cleared_at_[page] = ctx.now_ns;
+  return y;
 }
 
 void DamonPolicy::on_event(SimContext& ctx) {
   // check_accesses(): the accessed bit of each region's sampled page.
   const std::uint32_t max = max_nr_accesses();
   for (Region& r : regions_)
-    if (ctx.tiers.accessed_since(r.sample, prepared_at_) && r.nr_accesses < max) ++r.nr_accesses;
+    if (young(r.sample, ctx) && r.nr_accesses < max) ++r.nr_accesses;
   samples_ += regions_.size();
   if (++samples_in_aggr_ >= max) {
     samples_in_aggr_ = 0;
@@ -89,7 +97,10 @@ void DamonPolicy::aggregate(SimContext& ctx) {
   hot_ranking_.clear();
   for (const Region* r : hot) hot_ranking_.emplace_back(r->start, r->end);
 
-  apply_schemes(ctx);
+  if (ctx.now_ns >= next_apply_ns_) {
+    next_apply_ns_ += config_.apply_ns;
+    apply_schemes(ctx);
+  }
   for (Region& r : regions_) {
     r.last_nr_accesses = r.nr_accesses;
     r.nr_accesses = 0;
@@ -161,49 +172,78 @@ void DamonPolicy::split_regions() {
 }
 
 void DamonPolicy::apply_schemes(SimContext& ctx) {
-  if (ctx.tiers.frozen()) return;
   if (ctx.now_ns - quota_start_ >= config_.quota_reset_ns) {
     quota_start_ = ctx.now_ns;
     hot_charged_ = cold_charged_ = 0;
   }
+  Tiers& tiers = ctx.tiers;
+  const std::uint64_t cap = std::max<std::uint64_t>(tiers.capacity(), 1);
   const std::uint64_t cold_min_age = config_.cold_min_age_ns / std::max<std::uint64_t>(config_.aggr_ns, 1);
+  auto free_goal_met = [&] { return tiers.free() * 10000 >= config_.demote_goal_free_bp * cap; };
+  auto used_goal_met = [&] { return tiers.used() * 10000 >= config_.promote_goal_used_bp * cap; };
 
-  // migrate_cold first: it makes the room migrate_hot fills.
+  // migrate_cold: the room migrate_hot fills.
   std::vector<const Region*> cold;
   for (const Region& r : regions_)
-    if (r.nr_accesses == 0 && r.age >= cold_min_age) cold.push_back(&r);
+    if (r.nr_accesses <= config_.cold_max_accesses && r.age >= cold_min_age) cold.push_back(&r);
   std::stable_sort(cold.begin(), cold.end(),
                    [this](const Region* a, const Region* b) { return hot_score(*a) < hot_score(*b); });
+  bool stop = false;
   for (const Region* r : cold) {
-    for (std::uint32_t p = r->start; p < r->end; ++p) {
-      if (!ctx.tiers.is_fast(p)) continue;
+    for (std::uint32_t p = r->start; p < r->end && !stop; ++p) {
+      if (!tiers.is_fast(p)) continue;
+      if (free_goal_met()) {
+        ++goal_stops_;
+        stop = true;
+        break;
+      }
       if (cold_charged_ + kPageBytes > config_.quota_bytes) {
         ++quota_stops_;
-        goto hot;
+        stop = true;
+        break;
       }
       cold_charged_ += kPageBytes;
-      demoted_cold_ += ctx.tiers.demote(p) ? 1 : 0;
+      if (config_.young_filter && check_young(p, ctx)) {
+        ++filtered_;
+        continue;
+      }
+      demoted_cold_ += tiers.demote(p) ? 1 : 0;
     }
+    if (stop) break;
   }
-hot:
+
+  stop = false;
   for (const auto& [start, end] : hot_ranking_) {
-    for (std::uint32_t p = start; p < end; ++p) {
-      if (ctx.tiers.is_fast(p)) continue;
+    for (std::uint32_t p = start; p < end && !stop; ++p) {
+      if (tiers.is_fast(p)) continue;
+      if (used_goal_met()) {
+        ++goal_stops_;
+        stop = true;
+        break;
+      }
       if (hot_charged_ + kPageBytes > config_.quota_bytes) {
         ++quota_stops_;
-        return;
+        stop = true;
+        break;
       }
       hot_charged_ += kPageBytes;
-      if (ctx.tiers.free() <= low_wmark_) kswapd_demoted_ += ctx.tiers.reclaim_to(high_wmark_ + 1);
-      promoted_ += ctx.tiers.promote(p) ? 1 : 0;
+      if (config_.young_filter && !check_young(p, ctx)) {
+        ++filtered_;
+        continue;
+      }
+      promoted_ += tiers.promote(p) ? 1 : 0;
     }
+    if (stop) break;
   }
 }
 
-bool DamonPolicy::hot_pages(std::vector<std::uint32_t>& out, std::size_t k, SimContext&) {
-  (void)k;  // every page of every hot region: the simulator counts them, then cuts at k
+bool DamonPolicy::hot_pages(std::vector<std::uint32_t>& out, std::size_t k, SimContext& ctx) {
+  // What migrate_hot would promote: the pages of the hot regions, in
+  // priority order, that pass the young filter (read without clearing).
+  (void)k;  // all of them: the simulator counts them, then cuts at k
   for (const auto& [start, end] : hot_ranking_)
-    for (std::uint32_t p = start; p < end; ++p) out.push_back(p);
+    for (std::uint32_t p = start; p < end; ++p)
+      if (!config_.young_filter || young(p, ctx)) out.push_back(p);
   return true;
 }
 
@@ -213,8 +253,9 @@ Counters DamonPolicy::counters() const {
           {"mean_regions", aggregations_ ? region_sum_ / aggregations_ : regions_.size()},
           {"promoted", promoted_},
           {"demoted_cold", demoted_cold_},
-          {"kswapd_demoted", kswapd_demoted_},
-          {"quota_stops", quota_stops_}};
+          {"quota_stops", quota_stops_},
+          {"goal_stops", goal_stops_},
+          {"young_filtered", filtered_}};
 }
 
 }  // namespace cxlpool::tiering::eval

@@ -53,12 +53,14 @@ Result<std::unique_ptr<M5Policy>> M5Policy::create(const M5PolicyConfig& config)
     return fail(EINVAL, "sampling rate must be in (0, 1]");
   auto manager = M5Manager::create(config.manager);
   if (!manager) return tl::unexpected(manager.error());
+  // Only the controller model's exact counters (PAC, and WAC for the word
+  // masks) feed the manager, whose own HPT/HWT do the tracking; the model's
+  // trackers are kept minimal so they cost nothing here.
   ControllerModelConfig mc;
-  mc.hpt.sketch.rows = config.manager.sketch_rows;
-  mc.hpt.sketch.width = config.manager.sketch_width;
-  mc.hpt.top_k = config.manager.top_k;
-  mc.hwt.capacity = config.manager.hwt_capacity;
-  mc.hwt.sparse_max_words = config.manager.sparse_max_words;
+  mc.hpt.sketch.rows = 1;
+  mc.hpt.sketch.width = 16;
+  mc.hpt.top_k = 1;
+  mc.hwt.capacity = 1;
   auto model = ControllerModel::create(mc);
   if (!model) return tl::unexpected(model.error());
   return std::unique_ptr<M5Policy>(new M5Policy(config, std::move(*manager), std::move(*model)));

@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> rates_text;
   double epoch_ms = 100;
   double m5_epoch_ms = 0;
+  double oracle_epoch_ms = 1000;
   std::uint32_t ratio_k = 512;
   std::uint32_t buckets = 50;
   double migration_us = 54;
@@ -107,8 +108,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"first-touch", "all-slow"}));
   app.add_option("--sampling-rate", rates_text, "M5 tracker sampling rate(s), e.g. 1,1/8 (default 1)")
       ->delimiter(',');
-  app.add_option("--epoch-ms", epoch_ms, "measurement epoch and oracle period, ms (default 100)");
+  app.add_option("--epoch-ms", epoch_ms, "measurement epoch of the access-count ratio, ms (default 100)");
   app.add_option("--m5-epoch-ms", m5_epoch_ms, "M5 controller query period, ms (default: --epoch-ms)");
+  app.add_option("--oracle-epoch-ms", oracle_epoch_ms, "oracle placement period, ms (default 1000)");
   app.add_option("--ratio-k", ratio_k, "K of the access-count ratio (default 512)")->check(CLI::PositiveNumber);
   app.add_option("--buckets", buckets, "points of the share-over-time series (default 50)");
   app.add_option("--migration-us", migration_us, "cost of migrating one page, us (default 54, M5's measurement)");
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
   options.sim.placement = placement == "all-slow" ? InitialPlacement::kAllSlow : InitialPlacement::kFirstTouch;
   options.sim.epoch_ns = static_cast<std::uint64_t>(epoch_ms * 1e6);
   options.sim.ratio_k = ratio_k;
+  options.sim.oracle_epoch_ns = static_cast<std::uint64_t>(oracle_epoch_ms * 1e6);
   options.sim.buckets = buckets;
   options.sim.migration_ns_per_page = static_cast<std::uint64_t>(migration_us * 1e3);
   options.m5_epoch_ns = static_cast<std::uint64_t>(m5_epoch_ms * 1e6);

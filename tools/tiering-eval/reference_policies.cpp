@@ -32,7 +32,8 @@ void OraclePolicy::start(SimContext& ctx) {
 void OraclePolicy::on_event(SimContext& ctx) { place_epoch(ctx); }
 
 void OraclePolicy::place_epoch(SimContext& ctx) {
-  const std::uint64_t end = ctx.now_ns + ctx.config.epoch_ns;
+  const std::uint64_t period = ctx.config.oracle_epoch_ns ? ctx.config.oracle_epoch_ns : ctx.config.epoch_ns;
+  const std::uint64_t end = ctx.now_ns + period;
   next_epoch_ns_ = end;
   const auto& acc = ctx.trace.accesses;
   while (cursor_ < acc.size() && acc[cursor_].time_ns < ctx.now_ns) ++cursor_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The two reference points: no migration at all (the initial placement
-// stays), and the oracle (each measurement epoch the fast tier holds exactly
-// that epoch's true top pages, known in advance, moved at no cost limit).
+// stays), and the oracle (each oracle epoch the fast tier holds exactly that
+// epoch's true top pages, known in advance, moved at no cost limit). Its
+// hot pages for the access-count ratio are the measurement epoch's true top-K.
 #pragma once
 
 #include "policy.hpp"

@@ -205,7 +205,10 @@ Result<void> write_results(const std::string& dir, const RunInfo& info, const st
   md += "Wall time: " + fmt("%.1f", info.wall_s) + " s\n\n";
   md += "Parameters: fast tier " + fmt("%.3g", o.sim.fast_fraction) + " of the footprint, initial placement " +
         (o.sim.placement == InitialPlacement::kFirstTouch ? "first-touch" : "all-slow") + ", epoch " +
-        fmt("%.0f", static_cast<double>(o.sim.epoch_ns) / 1e6) + " ms, K = " + std::to_string(o.sim.ratio_k) +
+        fmt("%.0f", static_cast<double>(o.sim.epoch_ns) / 1e6) + " ms, oracle epoch " +
+        fmt("%.0f", static_cast<double>(o.sim.oracle_epoch_ns ? o.sim.oracle_epoch_ns : o.sim.epoch_ns) / 1e6) +
+        " ms, M5 query period " +
+        fmt("%.0f", static_cast<double>(o.m5_epoch_ns ? o.m5_epoch_ns : o.sim.epoch_ns) / 1e6) + " ms, K = " + std::to_string(o.sim.ratio_k) +
         ", migration cost " + fmt("%.0f", static_cast<double>(o.sim.migration_ns_per_page) / 1e3) + " us/page.\n\n";
   md += "## Traces\n\n| trace | origin | records | page accesses | pages | fast-tier pages | duration s |\n"
         "|---|---|---:|---:|---:|---:|---:|\n";
@@ -256,6 +259,8 @@ Result<void> write_results(const std::string& dir, const RunInfo& info, const st
   j["parameters"] = {{"fast_fraction", o.sim.fast_fraction},
                      {"placement", o.sim.placement == InitialPlacement::kFirstTouch ? "first-touch" : "all-slow"},
                      {"epoch_ns", o.sim.epoch_ns},
+                     {"oracle_epoch_ns", o.sim.oracle_epoch_ns ? o.sim.oracle_epoch_ns : o.sim.epoch_ns},
+                     {"m5_epoch_ns", o.m5_epoch_ns ? o.m5_epoch_ns : o.sim.epoch_ns},
                      {"ratio_k", o.sim.ratio_k},
                      {"migration_ns_per_page", o.sim.migration_ns_per_page},
                      {"sampling_rates", o.sampling_rates},

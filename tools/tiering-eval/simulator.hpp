@@ -23,6 +23,7 @@ struct SimConfig {
   double fast_fraction = 0.25;  // fast-tier capacity / footprint pages
   InitialPlacement placement = InitialPlacement::kFirstTouch;
   std::uint64_t epoch_ns = 100'000'000;        // measurement epoch (access-count ratio)
+  std::uint64_t oracle_epoch_ns = 0;           // the oracle's placement period; 0 = epoch_ns
   std::uint32_t buckets = 50;                  // fast-share time series points
   std::uint32_t ratio_k = 512;                 // K of the access-count ratio
   std::uint64_t migration_ns_per_page = 54'000;  // M5's measured cost of one page migration

@@ -2,6 +2,11 @@
 // Single-thread Count-Min sketch update throughput for H = 2, 4, 8 and
 // W = 4K..1M counters per row, with an exact std::unordered_map counter over
 // the same Zipf page stream as the baseline. Best of several passes.
+//
+// Then the tracker CPU cost per million accesses of what a host runs when
+// the trackers are software: the HPT (sketch + top-K) and the HWT per
+// access, and the M5 manager (HPT- and HWT-driven) per 100k-access epoch
+// fed with the per-page lists a controller reports.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -10,6 +15,10 @@
 #include <vector>
 
 #include "cxlpool/tiering/count_min_sketch.hpp"
+#include "cxlpool/tiering/mix.hpp"
+#include "cxlpool/tiering/hot_page_tracker.hpp"
+#include "cxlpool/tiering/hot_word_tracker.hpp"
+#include "cxlpool/tiering/m5_manager.hpp"
 #include "cxlpool/tiering/zipf.hpp"
 
 namespace {
@@ -18,6 +27,16 @@ using cxlpool::tiering::CountMinSketch;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kPasses = 5;
+
+// Every page on the slow tier: the manager nominates and plans as for a
+// fully slow placement (the plan itself is not applied).
+class AllSlow final : public cxlpool::tiering::PlacementView {
+ public:
+  cxlpool::tiering::TierLocation locate(const cxlpool::tiering::PageKey&) const override {
+    return cxlpool::tiering::TierLocation::kSlow;
+  }
+  void fast_pages(std::vector<cxlpool::tiering::PageKey>&, std::size_t) const override {}
+};
 
 template <typename F>
 double best_rate(std::size_t n, F&& pass) {
@@ -74,6 +93,72 @@ int main(int argc, char** argv) {
       std::printf("%3u %8u %10.2f %14.1f %14.1f %9.1fx\n", rows, width, s->memory_bytes() / 1048576.0,
                   single / 1e6, batch / 1e6, batch / map_rate);
     }
+  }
+
+  // Tracker CPU cost per million accesses (1 ns per access = 1 ms per million).
+  std::printf("\ntracker CPU cost (best of %d passes, ms per million accesses)\n", kPasses);
+  std::vector<std::uint64_t> addrs(n);
+  {
+    std::uint64_t x = 7;
+    for (std::size_t i = 0; i < n; ++i) {
+      x = cxlpool::tiering::mix64(x + i);
+      addrs[i] = keys[i] % kItems * 4096 + (x % 64) * 64;  // one 64-byte word of the page
+    }
+  }
+  auto ms_per_million = [&](double rate) { return 1e9 / rate; };
+  {
+    auto hpt = cxlpool::tiering::HotPageTracker::create({{4, 8192, false, 1}, 512});
+    if (!hpt) return 1;
+    const double rate = best_rate(n, [&] {
+      hpt->end_epoch();
+      for (auto k : keys) hpt->record(k);
+    });
+    sink += hpt->hot_pages().size();
+    std::printf("  HPT record (H=4, W=8192, top 512):        %8.2f\n", ms_per_million(rate));
+  }
+  {
+    auto hwt = cxlpool::tiering::HotWordTracker::create({4096, 16});
+    if (!hwt) return 1;
+    const double rate = best_rate(n, [&] {
+      hwt->reset();
+      for (auto a : addrs) hwt->record(a, 64);
+    });
+    sink += hwt->size();
+    std::printf("  HWT record (4096 pages):                  %8.2f\n", ms_per_million(rate));
+  }
+  for (auto mode : {cxlpool::tiering::NominatorMode::kHpt, cxlpool::tiering::NominatorMode::kHwt}) {
+    constexpr std::size_t kEpoch = 100'000;
+    // Per-page lists per epoch, as a controller's exact counters report them.
+    std::vector<std::vector<cxlpool::hal::PageAccess>> epochs;
+    for (std::size_t at = 0; at < n; at += kEpoch) {
+      std::unordered_map<std::uint64_t, cxlpool::hal::PageAccess> pages;
+      for (std::size_t i = at; i < n && i < at + kEpoch; ++i) {
+        auto& p = pages[addrs[i] >> 12];
+        p.address = addrs[i] >> 12 << 12;
+        ++p.count;
+        p.words |= 1ULL << ((addrs[i] >> 6) & 63);
+      }
+      auto& list = epochs.emplace_back();
+      for (auto& [page, a] : pages) list.push_back(a);
+    }
+    AllSlow view;
+    const double rate = best_rate(n, [&] {
+      cxlpool::tiering::M5Config config;
+      config.nominator = mode;
+      auto m5 = cxlpool::tiering::M5Manager::create(config);
+      if (!m5) std::abort();
+      std::uint64_t now = 0;
+      for (const auto& list : epochs) {
+        m5->observe(list, view);
+        now += 100'000'000;
+        cxlpool::tiering::EpochInput input{now, {1u << 18, 0, 0}, {1u << 20, 1u << 20, 0}};
+        auto plan = m5->end_epoch(input, view);
+        m5->confirm({}, {});
+        sink += plan.promote.size();
+      }
+    });
+    std::printf("  M5 manager, %s-driven (per-page lists of %zu-access epochs): %8.2f\n",
+                mode == cxlpool::tiering::NominatorMode::kHpt ? "HPT" : "HWT", kEpoch, ms_per_million(rate));
   }
   std::printf("\n(checksum %llu)\n", static_cast<unsigned long long>(sink));
   return 0;
