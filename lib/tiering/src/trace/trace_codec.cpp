@@ -169,8 +169,8 @@ Result<TraceHeader> decode_trace_header(std::span<const std::byte> bytes) {
   if ((h.flags & ~kTraceFlagComplete) != 0) {
     return fail(EBADMSG, "trace header: unknown flag bits " + std::to_string(h.flags & ~kTraceFlagComplete));
   }
-  if ((h.flags & kTraceFlagComplete) == 0) return fail(EBADMSG, "trace file was not finished by its writer");
   if (get_le(p + 56, 4) != 0) return fail(EBADMSG, "trace header: nonzero reserved bytes");
+  if ((h.flags & kTraceFlagComplete) == 0) return fail(EBADMSG, "trace file was not finished by its writer");
   h.record_count = get_le(p + 16, 8);
   h.address_min = get_le(p + 24, 8);
   h.address_end = get_le(p + 32, 8);

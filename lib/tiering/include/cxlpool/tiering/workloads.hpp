@@ -4,7 +4,12 @@
 // controller sees) unless noted; all addresses lie in
 // [base_address, base_address + footprint_bytes); timestamps are spread evenly
 // over [0, duration_ns) and never decrease; the same config gives the same
-// trace, bit for bit, on every platform.
+// trace, bit for bit (the generators carry their own random streams; only
+// libm's pow/exp/log enter, so compilers agree on one C library).
+//
+// Zipf ranks are drawn from an alias table (O(1) per draw, the same
+// distribution as ZipfGenerator): a CDF binary search over 2^16+ items costs
+// a cache miss per level and held generation to a few million records/s.
 //
 //   zipf       Page popularity is Zipf(zipf_exponent) over all pages of the
 //              footprint; rank -> page is a random permutation, so hot pages
@@ -20,11 +25,14 @@
 //
 //   sparse-kv  A Redis-like key-value store. A bucket array (8 bytes per key)
 //              is followed by the object heap: objects of 64-512 bytes (size
-//              classes 64/128/256/512, small ones most common) packed into
-//              pages in allocation order. Key popularity is
-//              Zipf(zipf_exponent) over a random key order. A GET reads the
-//              key's bucket word, then the object's header line (key and
-//              metadata), then one value line; a SET writes that value line.
+//              classes 64/128/256/512 at 40/30/20/10%) placed as a slab
+//              allocator does, each page holding objects of one class. Key
+//              popularity is Zipf(zipf_exponent) over a random key order. A
+//              request reads the key's bucket (8 bytes), then the object: a
+//              64-byte object is one line, a 128-byte string is read whole,
+//              a larger object is a small hash of which the request reads the
+//              header line and one field's line. A SET (write_fraction of the
+//              requests) writes the last line it touches.
 //              Hot keys are scattered over the heap, so most heap pages see
 //              only a few of their 64 words (the M5 paper measures 86% of
 //              Redis pages with <= 16 words touched), while the bucket array
@@ -38,8 +46,10 @@
 //              average, power-law out-degrees), rank and next_rank (8 B per
 //              vertex). An iteration streams offsets and edges sequentially
 //              (one access per line), reads rank[] of every edge's source
-//              (power-law popular: high in-degree vertices are read far more
-//              often) and writes next_rank[] sequentially. Iterations repeat
+//              (8 bytes; power-law popular with exponent zipf_exponent: high
+//              in-degree vertices are read far more often) and writes
+//              next_rank[] sequentially (the only writes: write_fraction
+//              does not apply). Iterations repeat
 //              until `accesses` records; on a large footprint the trace may
 //              cover only part of the first iteration, so the streamed edge
 //              pages are touched once, densely, then never again.
@@ -89,8 +99,8 @@ struct WorkloadConfig {
 };
 
 // Produces a workload's records in order, batch by batch, without holding the
-// trace: memory is what the generator's tables need (O(pages) for zipf and
-// shifting, O(keys) for sparse-kv, O(1) beyond the zipf table for graph).
+// trace: memory is what the generator's tables need (about 12 bytes per page
+// for zipf and shifting, 12 bytes per key for sparse-kv, O(1) for graph).
 class WorkloadStream {
  public:
   // EINVAL: invalid config.
