@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cxlpool/cxlpool.hpp"
 #include "cxlpool/proto/access_ring.hpp"
@@ -98,6 +101,35 @@ TEST_F(ClientReports, ExplicitOpenAndSize) {
   EXPECT_TRUE(counter_reaches("tiering.client.accesses", 1000 - dropped)) << daemon_.log();
   EXPECT_TRUE(counter_reaches("tiering.client.dropped", dropped));
   EXPECT_EQ(counter("tiering.client.accesses") + counter("tiering.client.dropped"), 1000u);
+}
+
+// Several threads report through one client at once: the library's lock
+// keeps the ring single-producer, and every report arrives once.
+TEST_F(ClientReports, ThreadsShareOneRing) {
+  constexpr uint64_t kThreads = 4;
+  constexpr uint64_t kPerThread = 5000;
+  Client client(daemon_.socket(), "threads");
+  ASSERT_EQ(cxlpool_access_ring_open(client.get(), 65536), 0);
+  Region region = client.alloc(emu_tier(), 4 * kMiB);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (uint64_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t i = 0; i < kPerThread; ++i) {
+        // Distinct objects everywhere, so no two reports merge.
+        const uint64_t object = t * kPerThread + i;
+        if (cxlpool_access_report(region.get(), object * 128, 128, (i & 1) ? CXLPOOL_ACCESS_WRITE : 0) != 0) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(cxlpool_access_flush(client.get()), 0);
+  EXPECT_TRUE(counter_reaches("tiering.client.accesses", kThreads * kPerThread)) << daemon_.log();
+  EXPECT_EQ(counter("tiering.client.accesses"), kThreads * kPerThread);
+  EXPECT_EQ(counter("tiering.client.dropped"), 0u);
 }
 
 // A raw connection that opens its ring, writes entries for a region it does

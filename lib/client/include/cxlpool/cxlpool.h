@@ -182,7 +182,9 @@ int cxlpool_stats(cxlpool_client *client, cxlpool_stat *stats, size_t cap);
  * into one entry with a count. Reports are best effort: when the ring is
  * full the batch's remainder is dropped and counted (the daemon shows it as
  * tiering.client.dropped), and the application is never blocked on the
- * daemon. All three calls are thread-safe (one lock per client). */
+ * daemon. All three calls are thread-safe (one lock per client). A child
+ * process must not report through a client it inherited across fork(): the
+ * ring has one producer. */
 
 /* The access was a write (default: a read). */
 #define CXLPOOL_ACCESS_WRITE (1u << 0)
