@@ -59,12 +59,14 @@ Result<uint64_t> AccessReporter::report(uint64_t region_id, uint64_t offset, uin
         continue;
       }
     }
-    batch_[batched_++] = proto::AccessRingEntry{region_id, offset, chunk, 1, flags, 0};
+    // Publish when a new entry finds the batch full, not when the batch
+    // fills: its last entry can still absorb a run of identical reports.
     if (batched_ == kBatch) {
       auto published = publish_locked();
       if (!published) return published;
       dropped += *published;
     }
+    batch_[batched_++] = proto::AccessRingEntry{region_id, offset, chunk, 1, flags, 0};
     offset += chunk;
     length -= chunk;
   }

@@ -201,8 +201,9 @@ int cxlpool_access_ring_open(cxlpool_client *client, uint32_t entries);
 
 /* Records one access of bytes [offset, offset + length) of `region` (flags:
  * 0 or CXLPOOL_ACCESS_WRITE). The region need not be mapped. Returns 0, or a
- * positive number when the batch this call completed did not fit in the ring:
- * how many entries were dropped (the report itself is never an error then).
+ * positive number when this call published a full batch that did not fit in
+ * the ring: how many entries were dropped (the report itself is never an
+ * error then).
  *   -EINVAL  NULL region, length 0, [offset, offset + length) not inside
  *            the region, or unknown flags
  *   any error of cxlpool_access_ring_open() from the implicit open on the
