@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   std::uint32_t buckets = 50;
   double migration_us = 54;
   std::vector<std::string> policies;
+  std::vector<std::string> m5_knobs;
   bool quick = false;
   bool no_detection = false;
 
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
   app.add_option("--buckets", buckets, "points of the share-over-time series (default 50)");
   app.add_option("--migration-us", migration_us, "cost of migrating one page, us (default 54, M5's measurement)");
   app.add_option("--policies", policies, "subset: no-migration,oracle,damon,autonuma,m5-hpt,m5-hwt")->delimiter(',');
+  app.add_option("--m5-set", m5_knobs, "M5 manager knob KEY=VALUE (as `cxlpoolctl tiering set`); repeatable");
   app.add_flag("--quick", quick, "small traces (16 MiB, 300k records, 3 s) for tests");
   app.add_flag("--no-detection", no_detection, "skip the detection runs (no access-count ratio)");
   CLI11_PARSE(app, argc, argv);
@@ -139,6 +141,17 @@ int main(int argc, char** argv) {
     if (!app.count("--accesses")) accesses = 300'000;
     if (!app.count("--duration-s")) duration_s = 3;
     if (!app.count("--buckets")) options.sim.buckets = 20;
+  }
+  for (const auto& kv : m5_knobs) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "cxlpool-tiering-eval: --m5-set wants KEY=VALUE, got '%s'\n", kv.c_str());
+      return 2;
+    }
+    if (auto ok = options.m5.set(kv.substr(0, eq), kv.substr(eq + 1)); !ok) {
+      std::fprintf(stderr, "cxlpool-tiering-eval: --m5-set %s: %s\n", kv.c_str(), ok.error().message.c_str());
+      return 2;
+    }
   }
   if (!rates_text.empty()) {
     options.sampling_rates.clear();
