@@ -66,8 +66,12 @@ TEST(DamonModel, RegionsAdaptToAHotBlock) {
 
   // Regions inside the block saw every sample; regions outside none.
   for (const auto& r : damon.regions()) {
-    if (r.start >= 300 && r.end <= 400) EXPECT_EQ(r.last_nr_accesses, 20u) << r.start << "-" << r.end;
-    if (r.end <= 300 || r.start >= 400) EXPECT_EQ(r.last_nr_accesses, 0u) << r.start << "-" << r.end;
+    if (r.start >= 300 && r.end <= 400) {
+      EXPECT_EQ(r.last_nr_accesses, 20u) << r.start << "-" << r.end;
+    }
+    if (r.end <= 300 || r.start >= 400) {
+      EXPECT_EQ(r.last_nr_accesses, 0u) << r.start << "-" << r.end;
+    }
   }
   // What DAMON calls hot: the block, at region granularity.
   std::vector<std::uint32_t> picks;

@@ -43,8 +43,12 @@ TEST(TieringEvalTool, QuickRunWritesParsableResults) {
     const double share = r["tiering"]["fast_share"].get<double>();
     EXPECT_GE(share, 0.0);
     EXPECT_LE(share, 1.0);
-    if (r["kind"] == "oracle") EXPECT_DOUBLE_EQ(r["detection"]["ratio"].get<double>(), 1.0);
-    if (r["kind"] == "no-migration") EXPECT_FALSE(r.contains("detection"));
+    if (r["kind"] == "oracle") {
+      EXPECT_DOUBLE_EQ(r["detection"]["ratio"].get<double>(), 1.0);
+    }
+    if (r["kind"] == "no-migration") {
+      EXPECT_FALSE(r.contains("detection"));
+    }
   }
   EXPECT_EQ(policies, (std::set<std::string>{"no-migration", "oracle", "damon", "autonuma", "m5-hpt", "m5-hwt",
                                              "m5-hpt@1/8", "m5-hwt@1/8"}));
