@@ -513,24 +513,18 @@ proto::TieringStatusReply TieringService::status() const {
     r.sources.push_back(std::move(e));
   }
   for (const auto& u : unavailable_) r.sources.push_back({u.state, 0, 0, u.name, u.detail});
-  // The page mover as a pseudo source: pages moved, pages that could not
-  // move, and why -- an operator must see when the engine cannot act.
-  proto::TieringSourceEntry mover;
-  mover.name = "migration";
-  mover.accesses = counters_.pages_moved;
-  mover.dropped = counters_.pages_failed;
+  // An operator must see when the engine cannot act, and why.
+  r.pages_moved = counters_.pages_moved;
+  r.pages_failed = counters_.pages_failed;
   if (!pair_ || !enabled()) {
-    mover.state = proto::BackendState::kNotPresent;
-    mover.detail = "tiering disabled: " + disabled_reason_;
+    r.detail = "tiering disabled: " + disabled_reason_;
   } else if (!move_blocker_.empty()) {
-    mover.state = proto::BackendState::kNotPresent;
-    mover.detail = "cannot move pages: " + move_blocker_;
+    r.detail = "cannot move pages: " + move_blocker_;
   } else {
-    mover.detail = std::string("move_pages via numa (") + (move_all_ ? "MPOL_MF_MOVE_ALL" : "MPOL_MF_MOVE") + ")";
-    if (!last_move_error_.empty()) mover.detail += "; last failure: " + last_move_error_;
+    r.detail = std::string("move_pages via numa (") + (move_all_ ? "MPOL_MF_MOVE_ALL" : "MPOL_MF_MOVE") + ")";
+    if (!last_move_error_.empty()) r.detail += "; last failure: " + last_move_error_;
   }
-  if (mover.detail.size() > proto::kMaxStringLength) mover.detail.resize(proto::kMaxStringLength);
-  r.sources.push_back(std::move(mover));
+  if (r.detail.size() > proto::kMaxStringLength) r.detail.resize(proto::kMaxStringLength);
   r.knobs = knobs();
   return r;
 }

@@ -33,6 +33,7 @@ sysconfdir=${opt[2]}; [[ $sysconfdir = /* ]] || sysconfdir=${opt[0]}/$sysconfdir
 
 fail() { echo "check_install: $*" >&2; exit 1; }
 for f in "$root/${opt[3]}/cxlpoold" "$root/${opt[4]}/cxlpoolctl" \
+         "$root/${opt[4]}/cxlpool-tracegen" "$root/${opt[4]}/cxlpool-tiering-eval" \
          "$dest$libdir/libcxlpool.so.0" "$dest$libdir/libcxlpool.a" \
          "$root/include/cxlpool/cxlpool.h" "$root/include/cxlpool/cxlpool.hpp" \
          "$dest$libdir/pkgconfig/cxlpool.pc" "$dest$sysconfdir/cxlpool/cxlpoold.example.toml"; do

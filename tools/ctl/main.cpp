@@ -292,7 +292,8 @@ int cmd_tiering_status(Context& ctx) {
       for (const auto& k : r.knobs) knobs[k.key] = k.value;
       print(json{{"enabled", r.enabled != 0}, {"nominator", nominator}, {"epoch", r.epoch},
                  {"epoch_ns", r.epoch_ns}, {"promotion_period_ns", r.promotion_period_ns},
-                 {"last_epoch_accesses", r.last_epoch_accesses}, {"tiers", tiers}, {"sources", sources},
+                 {"last_epoch_accesses", r.last_epoch_accesses}, {"pages_moved", r.pages_moved},
+                 {"pages_failed", r.pages_failed}, {"detail", r.detail}, {"tiers", tiers}, {"sources", sources},
                  {"knobs", knobs}}
                 .dump(2) + "\n");
       return;
@@ -301,6 +302,8 @@ int cmd_tiering_status(Context& ctx) {
     std::printf("epoch:     %llu (every %s), promotion period %s, %llu accesses in the last epoch\n",
                 static_cast<unsigned long long>(r.epoch), seconds(r.epoch_ns).c_str(),
                 seconds(r.promotion_period_ns).c_str(), static_cast<unsigned long long>(r.last_epoch_accesses));
+    std::printf("moves:     %llu pages moved, %llu failed; %s\n", static_cast<unsigned long long>(r.pages_moved),
+                static_cast<unsigned long long>(r.pages_failed), r.detail.c_str());
     std::printf("\n");
     cxlpool::ctl::Table tiers({"ID", "TIER", "ROLE", "CAPACITY", "USED", "HOT", "ACCESSES", "BANDWIDTH",
                                "PROMOTED", "DEMOTED", "MIGRATED", "RATE-LIMITED"});

@@ -254,6 +254,9 @@ void walk(auto& io, Is<TieringStatusReply> auto& m) {
   io.u64("epoch_ns", m.epoch_ns);
   io.u64("promotion_period_ns", m.promotion_period_ns);
   io.u64("last_epoch_accesses", m.last_epoch_accesses);
+  io.u64("pages_moved", m.pages_moved);
+  io.u64("pages_failed", m.pages_failed);
+  io.text("detail", m.detail, Text::kPlain);
   io.list("tiers", m.tiers);
   io.list("sources", m.sources);
   io.list("knobs", m.knobs);

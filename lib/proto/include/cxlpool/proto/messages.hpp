@@ -334,6 +334,9 @@ struct TieringStatusReply {
   uint64_t epoch_ns = 0;           // tracker query period
   uint64_t promotion_period_ns = 0;  // the Elector's current period T
   uint64_t last_epoch_accesses = 0;
+  uint64_t pages_moved = 0;    // by the engine, both directions, since start
+  uint64_t pages_failed = 0;   // planned moves that did not happen
+  std::string detail;          // why the engine is off or cannot move pages; how it moves them
   std::vector<TieringTierEntry> tiers;
   std::vector<TieringSourceEntry> sources;
   std::vector<KnobEntry> knobs;
