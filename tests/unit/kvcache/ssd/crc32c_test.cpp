@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cxlpool/kvcache/crc32c.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace cxlpool::kvcache {
+namespace {
+
+std::span<const std::byte> bytes_of(const char* s) { return std::as_bytes(std::span(s, std::strlen(s))); }
+
+// Bit-at-a-time reference of the reflected Castagnoli CRC, for comparison.
+std::uint32_t reference_crc32c(std::span<const std::byte> data) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::byte b : data) {
+    crc ^= std::to_integer<std::uint32_t>(b);
+    for (int i = 0; i < 8; ++i) crc = (crc >> 1) ^ ((crc & 1u) ? 0x82F63B78u : 0u);
+  }
+  return ~crc;
+}
+
+TEST(Crc32c, StandardCheckValue) { EXPECT_EQ(crc32c(bytes_of("123456789")), 0xE3069283u); }
+
+TEST(Crc32c, KnownVectors) {
+  EXPECT_EQ(crc32c({}), 0u);
+  // RFC 3720 B.4: 32 bytes of zeros and 32 bytes of 0xFF.
+  std::vector<std::byte> zeros(32, std::byte{0});
+  std::vector<std::byte> ones(32, std::byte{0xFF});
+  EXPECT_EQ(crc32c(zeros), 0x8A9136AAu);
+  EXPECT_EQ(crc32c(ones), 0x62A8AB43u);
+}
+
+TEST(Crc32c, MatchesBitwiseReferenceOnRandomLengths) {
+  std::mt19937_64 rng(7);
+  std::vector<std::byte> buf(70000);
+  for (auto& b : buf) b = static_cast<std::byte>(rng());
+  for (std::size_t len : {1u, 3u, 7u, 8u, 15u, 16u, 63u, 64u, 255u, 256u, 1023u, 4096u, 65536u, 70000u}) {
+    for (std::size_t off : {0u, 1u, 5u}) {
+      if (off + len > buf.size()) continue;
+      const auto s = std::span(buf).subspan(off, len);
+      EXPECT_EQ(crc32c(s), reference_crc32c(s)) << "len " << len << " off " << off;
+    }
+  }
+}
+
+TEST(Crc32c, SeedContinuesAChecksum) {
+  const auto all = bytes_of("The quick brown fox jumps over the lazy dog");
+  for (std::size_t cut = 0; cut <= all.size(); ++cut) {
+    EXPECT_EQ(crc32c(all.subspan(cut), crc32c(all.first(cut))), crc32c(all)) << cut;
+  }
+}
+
+TEST(Crc32c, DetectsEverySingleBitFlip) {
+  std::vector<std::byte> buf(512);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<std::byte>(i * 31 + 7);
+  const std::uint32_t good = crc32c(buf);
+  for (std::size_t bit = 0; bit < buf.size() * 8; ++bit) {
+    buf[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+    ASSERT_NE(crc32c(buf), good) << bit;
+    buf[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+  }
+}
+
+}  // namespace
+}  // namespace cxlpool::kvcache
