@@ -18,14 +18,17 @@ std::uint64_t promotion_period_ns(double density_ratio, const M5Config& config) 
   return static_cast<std::uint64_t>(std::llround(period));
 }
 
-Election Elector::decide(std::uint64_t now_ns, double density_ratio, bool fast_rising, const M5Config& config) {
+Election Elector::decide(std::uint64_t now_ns, double density_ratio, bool fast_rising, const M5Config& config,
+                         bool hot_candidates) {
   Election e;
   e.period_ns = promotion_period_ns(density_ratio, config);
   period_ns_ = e.period_ns;
   e.slow_denser = density_ratio > 1;  // +inf included
   e.fast_rising = fast_rising;
-  const bool due = !have_last_ || now_ns < last_promotion_ns_ || now_ns - last_promotion_ns_ >= e.period_ns;
-  e.promote = due || e.slow_denser || e.fast_rising;
+  e.due = !have_last_ || now_ns < last_promotion_ns_ || now_ns - last_promotion_ns_ >= e.period_ns;
+  const bool elected = e.due || e.slow_denser || e.fast_rising;
+  e.hot_candidates = !elected && hot_candidates;
+  e.promote = elected || hot_candidates;
   e.batch_pages = std::uint64_t{config.batch_pages} * (e.slow_denser ? kHardBatchFactor : 1);
   return e;
 }

@@ -12,6 +12,18 @@ namespace cxlpool::tiering::manager {
 namespace {
 
 constexpr std::size_t kInitialSlots = 4096;
+// Past this many half-lives a score is below float precision of any count.
+constexpr std::uint32_t kMaxHalfLives = 64;
+
+// 2^(-i / kHalfLifeEpochs) for the fractional part of an age.
+struct Fractions {
+  float f[HotnessTable::kHalfLifeEpochs];
+  Fractions() {
+    for (std::uint32_t i = 0; i < HotnessTable::kHalfLifeEpochs; ++i)
+      f[i] = static_cast<float>(std::exp2(-static_cast<double>(i) / HotnessTable::kHalfLifeEpochs));
+  }
+};
+const Fractions kFractions;
 
 }  // namespace
 
@@ -22,8 +34,12 @@ HotnessTable::HotnessTable(std::size_t max_entries) : max_entries_(std::max<std:
 float HotnessTable::aged(const Slot& s, std::uint32_t epoch) {
   if (epoch <= s.epoch) return s.score;
   const std::uint32_t age = epoch - s.epoch;
-  return age >= 64 ? 0.0f : std::ldexp(s.score, -static_cast<int>(age));
+  const std::uint32_t halves = age / kHalfLifeEpochs;
+  if (halves >= kMaxHalfLives) return 0.0f;
+  return std::ldexp(s.score * kFractions.f[age % kHalfLifeEpochs], -static_cast<int>(halves));
 }
+
+double HotnessTable::steady_gain() { return 1.0 / (1.0 - std::exp2(-1.0 / kHalfLifeEpochs)); }
 
 std::size_t HotnessTable::find_slot(std::uint64_t id) const {
   const std::size_t mask = slots_.size() - 1;

@@ -6,12 +6,14 @@
 #include <limits>
 #include <utility>
 
+#include "cxlpool/tiering/manager/candidate_pool.hpp"
 #include "cxlpool/tiering/manager/elector.hpp"
 #include "cxlpool/tiering/manager/hotness_table.hpp"
 #include "cxlpool/tiering/manager/monitor.hpp"
 #include "cxlpool/tiering/manager/nominator.hpp"
 #include "cxlpool/tiering/manager/page_id.hpp"
 #include "cxlpool/tiering/manager/promoter.hpp"
+#include "cxlpool/tiering/manager/swap_judge.hpp"
 #include "cxlpool/tiering/manager/token_bucket.hpp"
 
 namespace cxlpool::tiering {
@@ -32,6 +34,12 @@ bool nominator_changed(const M5Config& a, const M5Config& b) {
          a.min_accesses != b.min_accesses;
 }
 
+// Candidates remembered across epochs: enough for several epochs' top-K and
+// for the largest batch guideline 1 allows.
+std::size_t pool_entries(const M5Config& c) {
+  return std::max<std::size_t>(16 * std::size_t{c.top_k}, 4 * std::size_t{c.batch_pages} * m::kHardBatchFactor);
+}
+
 void fill_tier(TierCounters& out, const m::TierSample& s) {
   out.accesses = s.accesses;
   out.bandwidth_bps = static_cast<std::uint64_t>(s.bandwidth_bps);
@@ -43,7 +51,7 @@ void fill_tier(TierCounters& out, const m::TierSample& s) {
 
 struct M5Manager::State {
   State(const M5Config& c, std::unique_ptr<m::Nominator> n)
-      : config(c), nominator(std::move(n)), bucket(c.rate_limit_bytes_per_s) {}
+      : config(c), nominator(std::move(n)), bucket(c.rate_limit_bytes_per_s), pool(pool_entries(c)) {}
 
   M5Config config;
   std::unique_ptr<m::Nominator> nominator;
@@ -52,7 +60,10 @@ struct M5Manager::State {
   m::Elector elector;
   m::HotnessTable hotness;
   m::TokenBucket bucket;
+  m::CandidatePool pool;
+  m::SwapJudge swap_judge;
   std::vector<Nomination> nominations;
+  std::vector<Nomination> candidates;  // scratch: pool + this epoch's nominations
   ManagerStats stats;
   std::uint32_t epoch = 0;         // the open epoch, for hotness ages and run windows
   std::uint64_t charged_pages = 0;  // of the last plan, until confirm()
@@ -119,19 +130,53 @@ MigrationPlan M5Manager::end_epoch(const EpochInput& input, const PlacementView&
 
   const auto nominal_ns = static_cast<std::uint64_t>(1e9 / s.config.base_frequency_hz);
   const m::MonitorEpoch& mon = s.monitor.end_epoch(input, nominal_ns);
-  const m::Election election = s.elector.decide(input.now_ns, mon.density_ratio, mon.fast_rising, s.config);
+
+  // Candidates over the recent epochs, ranked by their hotness so far.
+  s.pool.add(nominations, s.epoch);
+  const std::vector<Nomination>& ranked =
+      s.pool.refresh(placement, s.hotness, s.epoch, s.config.min_accesses, s.config.sparse_max_words);
+  // The score an average fast page would have: its accesses per epoch (from
+  // the fast tier's bandwidth density) times the hotness window's gain.
+  const double fast_page_score = mon.fast.density * static_cast<double>(mon.duration_ns) / 1e9 /
+                                 static_cast<double>(m::kAccessBytes) * m::HotnessTable::steady_gain();
+  const double hot_bar = std::max(fast_page_score * s.swap_judge.factor(), static_cast<double>(s.config.min_accesses));
+  const double total_bps = mon.fast.bandwidth_bps + mon.slow.bandwidth_bps;
+  if (total_bps > 0) s.swap_judge.epoch(mon.fast.bandwidth_bps / total_bps);
+  bool hot_candidates = false;
+  for (const Nomination& n : ranked) {
+    const double benefit = m::promotion_benefit(n, static_cast<double>(n.count), s.config);
+    if (benefit > hot_bar) {
+      hot_candidates = true;
+      break;
+    }
+    if (static_cast<double>(n.count) <= hot_bar) break;  // ranked by score: the rest are colder
+  }
+
+  const m::Election election =
+      s.elector.decide(input.now_ns, mon.density_ratio, mon.fast_rising, s.config, hot_candidates);
   s.bucket.refill(input.now_ns);
 
   MigrationPlan plan;
   if (election.promote) {
-    m::PromoterResult r = m::plan_migrations({nominations, input.fast, election.batch_pages, s.epoch}, s.config,
-                                             placement, s.hotness, s.bucket);
-    s.elector.promoted(input.now_ns);
-    s.monitor.mark_promotion_period();
+    s.candidates.assign(ranked.begin(), ranked.end());
+    // This epoch's other nominations only keep their pages off the demotion
+    // list; slow-tier ones become candidates through the pool.
+    for (const Nomination& n : nominations) {
+      if (n.location != TierLocation::kSlow) s.candidates.push_back(n);
+    }
+    m::PromoterResult r = m::plan_migrations({s.candidates, input.fast, election.batch_pages, s.epoch, hot_bar},
+                                             s.config, placement, s.hotness, s.bucket);
+    // Only the Elector's own promotion periods restart the period and the
+    // trend; an epoch promoting hot candidates alone leaves both running.
+    if (!election.hot_candidates) {
+      s.elector.promoted(input.now_ns);
+      s.monitor.mark_promotion_period();
+    }
     if (r.promotions_deferred) ++st.fast.rate_limit_hits;
     if (r.demotions_deferred) ++st.slow.rate_limit_hits;
     plan = std::move(r.plan);
     if (!plan.promote.empty() || !plan.demote.empty()) ++st.plans;
+    if (plan.demote.size() > r.pressure_demotions) s.swap_judge.swapped();
   }
   s.charged_pages = plan.promote.size() + plan.demote.size();
 
@@ -163,6 +208,7 @@ void M5Manager::confirm(std::span<const PageKey> promoted, std::span<const PageK
   // A promoted page keeps the score that got it nominated; a demoted one
   // starts over, so it must earn its way back instead of bouncing.
   for (const PageKey& p : demoted) s.hotness.forget(m::page_id(p));
+  for (const PageKey& p : promoted) s.pool.forget(m::page_id(p));
 }
 
 const std::vector<Nomination>& M5Manager::nominations() const { return state_->nominations; }
@@ -177,6 +223,7 @@ Result<std::string> M5Manager::set_knob(std::string_view key, std::string_view v
   if (auto ok = next.set(key, value); !ok) return tl::unexpected(ok.error());
   if (nominator_changed(s.config, next)) s.rebuild_nominator = true;
   if (next.rate_limit_bytes_per_s != s.config.rate_limit_bytes_per_s) s.bucket.set_rate(next.rate_limit_bytes_per_s);
+  s.pool.set_max_entries(pool_entries(next));
   s.config = next;
   return previous;
 }

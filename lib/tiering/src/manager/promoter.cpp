@@ -29,44 +29,59 @@ struct Shape {
 
 class Planner {
  public:
-  Planner(std::uint64_t used, std::uint64_t high, std::uint64_t low, std::uint64_t p_max,
-          const std::vector<double>& cand_min_score, const std::vector<Victim>& victims)
-      : used_(used), high_(high), low_(low), p_max_(p_max), cand_min_(cand_min_score), victims_(victims) {}
+  Planner(std::uint64_t used, std::uint64_t high, std::uint64_t low, std::uint64_t p_max, double swap_min,
+          const std::vector<double>& cand_min_benefit, const std::vector<Victim>& victims)
+      : swap_min_(swap_min),
+        used_(used),
+        high_(high),
+        pressure_(used > high ? used - low : 0),
+        p_max_(p_max),
+        cand_min_(cand_min_benefit),
+        victims_(victims) {}
 
   Shape shape(std::uint64_t budget) const {
-    const std::uint64_t pressure = used_ > high_ ? used_ - low_ : 0;
-    const std::uint64_t v = victims_.size();
-    if (used_ <= high_) {
-      const std::uint64_t p1 = std::min({p_max_, high_ - used_, budget});
-      for (std::uint64_t p = p_max_; p > p1; --p) {
-        if (feasible(p, budget, pressure)) return {p, demotions(p)};
-      }
-      return {p1, 0};
-    }
     for (std::uint64_t p = p_max_ + 1; p-- > 0;) {
-      if (feasible(p, budget, pressure)) return {p, demotions(p)};
+      if (feasible(p, budget)) return {p, demotions(p)};
     }
     // Not even the pressure demotions fit: do what the budget allows.
-    return {0, std::min({pressure, v, budget})};
+    return {0, std::min<std::uint64_t>({pressure_, victims_.size(), budget})};
   }
 
  private:
-  std::uint64_t demotions(std::uint64_t p) const { return used_ + p > low_ ? used_ + p - low_ : 0; }
-
-  bool feasible(std::uint64_t p, std::uint64_t budget, std::uint64_t pressure) const {
-    const std::uint64_t d = demotions(p);
-    if (d > victims_.size() || p + d > budget) return false;
-    // Victims beyond the pressure ones make room for candidates: each must
-    // be colder than every candidate promoted (victims are coldest first).
-    return d <= pressure || p == 0 || victims_[d - 1].score < cand_min_[p - 1];
+  // Pressure demotions first, then one swap per promotion past the room
+  // left below the high watermark.
+  std::uint64_t demotions(std::uint64_t p) const {
+    const std::uint64_t after = used_ - pressure_ + p;
+    return pressure_ + (after > high_ ? after - high_ : 0);
   }
 
-  std::uint64_t used_, high_, low_, p_max_;
+  bool feasible(std::uint64_t p, std::uint64_t budget) const {
+    const std::uint64_t d = demotions(p);
+    if (d > victims_.size() || p + d > budget) return false;
+    // Swap victims (past the pressure ones) must be clearly colder than every
+    // candidate promoted (victims are coldest first).
+    return d <= pressure_ || p == 0 ||
+           (victims_[d - 1].score * kSwapGap < cand_min_[p - 1] && cand_min_[p - 1] >= swap_min_);
+  }
+
+  double swap_min_;
+  std::uint64_t used_, high_, pressure_, p_max_;
   const std::vector<double>& cand_min_;
   const std::vector<Victim>& victims_;
 };
 
+struct Candidate {
+  double benefit = 0;
+  std::size_t order = 0;
+  const Nomination* nomination = nullptr;
+};
+
 }  // namespace
+
+double promotion_benefit(const Nomination& n, double score, const M5Config& config) {
+  const bool full_credit = config.promote_sparse || config.nominator == NominatorMode::kHwt;
+  return n.page_class == PageClass::kSparse && !full_credit ? score * kSparseBenefit : score;
+}
 
 PromoterResult plan_migrations(const PromoterInput& input, const M5Config& config, const PlacementView& placement,
                                const HotnessTable& hotness, TokenBucket& bucket) {
@@ -74,34 +89,40 @@ PromoterResult plan_migrations(const PromoterInput& input, const M5Config& confi
   if (bucket.rate() == 0) return result;  // migration disabled: nothing to defer either
 
   const std::uint64_t capacity = input.fast.capacity_pages;
-  std::vector<const Nomination*> candidates;
+  const auto floor = static_cast<double>(config.min_accesses);
+  std::vector<Candidate> candidates;
   if (capacity != 0) {
-    const bool take_sparse = config.promote_sparse || config.nominator == NominatorMode::kHwt;
-    for (const Nomination& n : input.nominations) {
+    std::unordered_set<std::uint64_t> seen;
+    seen.reserve(input.nominations.size());
+    for (std::size_t i = 0; i < input.nominations.size(); ++i) {
+      const Nomination& n = input.nominations[i];
       if (n.location != TierLocation::kSlow) continue;
-      if (n.page_class == PageClass::kSparse && !take_sparse) continue;
-      candidates.push_back(&n);
+      const std::uint64_t id = page_id(n.page);
+      if (!seen.insert(id).second) continue;
+      const double benefit = promotion_benefit(n, hotness.score(id, input.epoch), config);
+      if (benefit < floor) continue;
+      candidates.push_back({benefit, i, &n});
     }
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.benefit != b.benefit ? a.benefit > b.benefit : a.order < b.order;
+    });
   }
   const std::uint64_t used = input.fast.used_pages;
   const std::uint64_t high = watermark_pages(config.high_watermark, capacity);
   const std::uint64_t low = watermark_pages(config.low_watermark, capacity);
   const std::uint64_t p_max = std::min<std::uint64_t>(candidates.size(), input.batch_pages);
 
-  // Running minimum of the candidates' hotness: promoting the first p costs
-  // victims colder than the p-th minimum.
+  // Candidates are sorted by benefit, so the p-th is the least of the first p.
   std::vector<double> cand_min(p_max);
-  double running = std::numeric_limits<double>::infinity();
-  for (std::uint64_t i = 0; i < p_max; ++i) {
-    running = std::min(running, hotness.score(page_id(candidates[i]->page), input.epoch));
-    cand_min[i] = running;
-  }
+  for (std::uint64_t i = 0; i < p_max; ++i) cand_min[i] = candidates[i].benefit;
 
   std::vector<Victim> victims;
   if (capacity != 0 && used + p_max > high) {
-    const std::uint64_t wanted = used + p_max > low ? used + p_max - low : 0;
+    const std::uint64_t pressure = used > high ? used - low : 0;
+    const std::uint64_t after = used - pressure + p_max;
+    const std::uint64_t wanted = pressure + (after > high ? after - high : 0);
     const std::size_t scan = static_cast<std::size_t>(
-        std::clamp<std::uint64_t>(wanted * 8, kMinVictimScan, kMaxVictimScan));
+        std::clamp<std::uint64_t>(wanted * kVictimScanFactor, kMinVictimScan, kMaxVictimScan));
     std::vector<PageKey> fast;
     placement.fast_pages(fast, scan);
     std::unordered_set<std::uint64_t> nominated;
@@ -121,18 +142,19 @@ PromoterResult plan_migrations(const PromoterInput& input, const M5Config& confi
     victims.resize(keep);
   }
 
-  const Planner planner(used, high, low, p_max, cand_min, victims);
+  const Planner planner(used, high, low, p_max, input.swap_min_benefit, cand_min, victims);
   const Shape unlimited = planner.shape(std::numeric_limits<std::uint64_t>::max() / 4);
   const Shape shape = planner.shape(bucket.tokens() / kPageBytes);
 
   result.plan.promote.reserve(shape.promote);
-  for (std::uint64_t i = 0; i < shape.promote; ++i) result.plan.promote.push_back(candidates[i]->page);
+  for (std::uint64_t i = 0; i < shape.promote; ++i) result.plan.promote.push_back(candidates[i].nomination->page);
   result.plan.demote.reserve(shape.demote);
   for (std::uint64_t i = 0; i < shape.demote; ++i) result.plan.demote.push_back(victims[i].page);
   result.plan.deferred_by_rate_limit = unlimited.promote > shape.promote ? unlimited.promote - shape.promote : 0;
   result.promotions_deferred = result.plan.deferred_by_rate_limit != 0;
   // Fewer promotions need fewer demotions; only a cut beyond that is a deferral.
   result.demotions_deferred = shape.demote + result.plan.deferred_by_rate_limit < unlimited.demote;
+  result.pressure_demotions = std::min<std::uint64_t>(shape.demote, used > high ? used - low : 0);
   bucket.take((shape.promote + shape.demote) * kPageBytes);
   return result;
 }

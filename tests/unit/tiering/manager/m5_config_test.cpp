@@ -39,8 +39,8 @@ TEST(M5Config, DefaultsPrintAsWritten) {
       {"top_k", "512"},              {"hwt_capacity", "4096"},     {"sparse_max_words", "16"},
       {"promote_sparse", "false"},   {"min_accesses", "2"},        {"base_frequency_hz", "10"},
       {"fscale_power", "4"},         {"min_period_ms", "10"},      {"max_period_ms", "10000"},
-      {"high_watermark", "0.95"},    {"low_watermark", "0.9"},     {"rate_limit_mib_s", "256"},
-      {"batch_pages", "512"}};
+      {"high_watermark", "0.98"},    {"low_watermark", "0.96"},    {"rate_limit_mib_s", "256"},
+      {"batch_pages", "2048"}};
   EXPECT_EQ(snapshot(c), want);
 }
 
@@ -119,7 +119,7 @@ TEST(M5Config, InvalidValuesAreRejectedNamingTheKeyAndLeaveTheConfigAlone) {
       {"min_period_ms", "0"},        {"min_period_ms", "-5"},      {"min_period_ms", "20000"},
       {"max_period_ms", "5"},        {"max_period_ms", "3600001"}, {"max_period_ms", "1e300"},
       {"high_watermark", "0"},       {"high_watermark", "1.01"},   {"high_watermark", "0.8"},
-      {"low_watermark", "-0.1"},     {"low_watermark", "0.97"},    {"low_watermark", "1"},
+      {"low_watermark", "-0.1"},     {"low_watermark", "0.99"},    {"low_watermark", "1"},
       {"rate_limit_mib_s", "-1"},    {"rate_limit_mib_s", "0.001"}, {"rate_limit_mib_s", "2000000"},
       {"rate_limit_mib_s", "fast"},  {"batch_pages", "0"},         {"batch_pages", "1048577"},
   };
@@ -140,12 +140,12 @@ TEST(M5Config, InvalidValuesAreRejectedNamingTheKeyAndLeaveTheConfigAlone) {
 
 TEST(M5Config, CombinationRulesNameBothKnobs) {
   M5Config c;
-  auto r = c.set("low_watermark", "0.97");
+  auto r = c.set("low_watermark", "0.99");
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "tiering.low_watermark: 0.97 must be below high_watermark 0.95");
+  EXPECT_EQ(r.error().message, "tiering.low_watermark: 0.99 must be below high_watermark 0.98");
   r = c.set("high_watermark", "0.85");
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "tiering.high_watermark: 0.85 must be above low_watermark 0.9");
+  EXPECT_EQ(r.error().message, "tiering.high_watermark: 0.85 must be above low_watermark 0.96");
   r = c.set("max_period_ms", "5");
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().message, "tiering.max_period_ms: 5 must not be below min_period_ms 10");

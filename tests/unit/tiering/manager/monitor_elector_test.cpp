@@ -6,6 +6,7 @@
 
 #include "cxlpool/tiering/manager/elector.hpp"
 #include "cxlpool/tiering/manager/monitor.hpp"
+#include "cxlpool/tiering/manager/swap_judge.hpp"
 
 namespace cxlpool::tiering::manager {
 namespace {
@@ -181,6 +182,55 @@ TEST(Monitor, TrendIgnoresNoiseAndSeesRises) {
   // Falling is not rising.
   m.mark_promotion_period();
   EXPECT_FALSE(epoch(500));
+}
+
+TEST(Elector, HotCandidatesPromoteBeforeThePeriod) {
+  M5Config c;
+  Elector el;
+  EXPECT_TRUE(el.decide(0, 0.01, false, c).promote);  // the first epoch is due
+  el.promoted(0);
+  const std::uint64_t t = 100'000'000;
+  Election quiet = el.decide(t, 0.01, false, c, false);
+  EXPECT_FALSE(quiet.promote);
+  Election hot = el.decide(t, 0.01, false, c, true);
+  EXPECT_TRUE(hot.promote);
+  EXPECT_TRUE(hot.hot_candidates) << "only the hot candidates' signal elected it";
+  EXPECT_EQ(hot.period_ns, quiet.period_ns) << "the period rule itself is unchanged";
+  // When the period elects the epoch anyway, it is a regular promotion period.
+  Election due = el.decide(t + c.max_period_ns, 0.01, false, c, true);
+  EXPECT_TRUE(due.promote);
+  EXPECT_FALSE(due.hot_candidates);
+}
+
+TEST(SwapJudge, RaisesTheBarWhenSwapsHurtAndLowersItWhenTheyPay) {
+  SwapJudge j;
+  EXPECT_DOUBLE_EQ(j.factor(), SwapJudge::kStartFactor);
+  // Swaps that raise the fast tier's share: the bar halves per window.
+  j.epoch(0.80);
+  j.swapped();
+  for (std::uint32_t i = 0; i < SwapJudge::kWindowEpochs; ++i) j.epoch(0.85);
+  EXPECT_DOUBLE_EQ(j.factor(), SwapJudge::kStartFactor / 2);
+  // Noise changes nothing.
+  j.swapped();
+  for (std::uint32_t i = 0; i < SwapJudge::kWindowEpochs; ++i) j.epoch(0.85 + (i % 2 ? 0.002 : -0.002));
+  EXPECT_DOUBLE_EQ(j.factor(), SwapJudge::kStartFactor / 2);
+  // Swaps that lower it: the bar doubles, never above kMaxFactor.
+  for (int round = 0; round < 5; ++round) {
+    j.epoch(0.85);
+    j.swapped();
+    for (std::uint32_t i = 0; i < SwapJudge::kWindowEpochs; ++i) j.epoch(0.80);
+  }
+  EXPECT_DOUBLE_EQ(j.factor(), SwapJudge::kMaxFactor);
+  // Without swaps the judge does not move.
+  for (int i = 0; i < 50; ++i) j.epoch(0.99);
+  EXPECT_DOUBLE_EQ(j.factor(), SwapJudge::kMaxFactor);
+  // And never below kMinFactor.
+  for (int round = 0; round < 20; ++round) {
+    j.epoch(0.10);
+    j.swapped();
+    for (std::uint32_t i = 0; i < SwapJudge::kWindowEpochs; ++i) j.epoch(0.90);
+  }
+  EXPECT_DOUBLE_EQ(j.factor(), SwapJudge::kMinFactor);
 }
 
 }  // namespace

@@ -12,9 +12,12 @@
 //              bw_den(fast)) * f_default), fscale(x) = x^n; promote early and
 //              hard while the slow tier is denser; keep promoting while the
 //              fast tier's bandwidth rises.
-//   Promoter   which pages move: hot slow-tier candidates up, cold fast-tier
-//              pages down past the high watermark to the low one, within a
-//              migration rate limit and a batch size.
+//   Promoter   which pages move: slow-tier candidates (nominated in recent
+//              epochs, ranked by their hotness over those epochs, sparse
+//              ones discounted in HPT mode) up into the room below the high
+//              watermark, then swapped for fast pages clearly colder than
+//              them; above the high watermark, cold pages down to the low
+//              one; within a migration rate limit and a batch size.
 //
 // The manager never moves memory itself: it returns a MigrationPlan that the
 // daemon applies with move_pages (and the evaluation harness applies to its
@@ -61,7 +64,7 @@ struct M5Config {
   std::uint32_t top_k = 512;                      // "top_k": hot pages kept per epoch
   std::uint32_t hwt_capacity = 4096;              // "hwt_capacity": pages with word masks
   std::uint32_t sparse_max_words = 16;            // "sparse_max_words": sparse if <= this of 64
-  bool promote_sparse = false;                    // "promote_sparse": HPT-driven also moves sparse pages
+  bool promote_sparse = false;                    // "promote_sparse": HPT-driven ranks sparse pages like dense ones
   std::uint32_t min_accesses = 2;                 // "min_accesses": per epoch, to be nominated
   // Elector.
   double base_frequency_hz = 10.0;                // "base_frequency_hz": f_default
@@ -69,10 +72,10 @@ struct M5Config {
   std::uint64_t min_period_ns = 10'000'000;       // "min_period_ms"
   std::uint64_t max_period_ns = 10'000'000'000;   // "max_period_ms"
   // Promoter.
-  double high_watermark = 0.95;                   // "high_watermark": fraction of fast capacity
-  double low_watermark = 0.90;                    // "low_watermark": < high_watermark
+  double high_watermark = 0.98;                   // "high_watermark": fraction of fast capacity
+  double low_watermark = 0.96;                    // "low_watermark": < high_watermark
   std::uint64_t rate_limit_bytes_per_s = 256ull << 20;  // "rate_limit_mib_s": 0 = no migration
-  std::uint32_t batch_pages = 512;                // "batch_pages": pages per move_pages batch
+  std::uint32_t batch_pages = 2048;               // "batch_pages": pages per move_pages batch
 
   // Knob access by name, values as written in the config file. set()
   // validates the single value and the combination (EINVAL naming the key

@@ -10,6 +10,13 @@
 // promotion period at once and the batch grows by kHardBatchFactor (the rate
 // limit still caps it). Guideline 2: while the fast tier's bandwidth keeps
 // rising after a promotion period, the next epoch promotes again.
+// Hot candidates: when the slow tier holds candidates hotter than the fast
+// tier's average page (so far hotter than the cold fast pages they would
+// displace), the epoch promotes at once: those are the candidates the
+// Promoter would swap for fast pages. The period rule governs the rest: a
+// stationary placement with a sparse slow tier is still left alone, while a
+// hot set that moves is followed within an epoch or two instead of at the
+// next period (up to max_period later).
 #pragma once
 
 #include <cstdint>
@@ -27,13 +34,16 @@ struct Election {
   bool promote = false;
   bool slow_denser = false;     // guideline 1 applied
   bool fast_rising = false;     // guideline 2 applied
+  bool due = false;             // the period elapsed
+  bool hot_candidates = false;  // promoting only because of hot candidates
   std::uint64_t period_ns = 0;  // T for this epoch's ratio
   std::uint64_t batch_pages = 0;
 };
 
 class Elector {
  public:
-  Election decide(std::uint64_t now_ns, double density_ratio, bool fast_rising, const M5Config& config);
+  Election decide(std::uint64_t now_ns, double density_ratio, bool fast_rising, const M5Config& config,
+                  bool hot_candidates = false);
   // The caller made `now_ns` a promotion period.
   void promoted(std::uint64_t now_ns) {
     have_last_ = true;

@@ -3,8 +3,14 @@
 // used to rank fast-tier pages coldest first for demotion (the role MGLRU
 // plays for M5's manager).
 //
-// score = sum over epochs of count * 2^-(age in epochs), kept lazily: an
-// entry stores its score as of its last epoch and is aged when read. The
+// score = sum over epochs of count * 2^-(age in epochs / kHalfLifeEpochs),
+// kept lazily: an entry stores its score as of its last epoch and is aged
+// when read. The half-life spans several epochs because one epoch of a
+// page's accesses is a small sample (a page a few times hotter than the
+// coldest fast pages may see 0-3 accesses in an epoch); a sum over about a
+// dozen epochs ranks such pages, while a hot set that moves still overtakes
+// the old one within a few epochs. In steady state a page that receives r
+// accesses per epoch scores about r / (1 - 2^-1/kHalfLifeEpochs) (~12 r). The
 // table is bounded: when it is full, the coldest eighth is dropped. Pages it
 // does not know score 0 -- colder than anything observed.
 #pragma once
@@ -18,6 +24,9 @@ namespace cxlpool::tiering::manager {
 class HotnessTable {
  public:
   static constexpr std::size_t kDefaultMaxEntries = std::size_t{1} << 20;
+  static constexpr std::uint32_t kHalfLifeEpochs = 8;
+  // Steady-state score / accesses per epoch: 1 / (1 - 2^(-1/kHalfLifeEpochs)).
+  static double steady_gain();
 
   explicit HotnessTable(std::size_t max_entries = kDefaultMaxEntries);
 
