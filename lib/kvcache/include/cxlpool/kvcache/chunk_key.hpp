@@ -11,7 +11,6 @@
 // hashed little-endian so keys are identical across runs and machines.
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 

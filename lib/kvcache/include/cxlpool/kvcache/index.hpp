@@ -103,6 +103,8 @@ class ChunkIndex {
   [[nodiscard]] std::size_t size() const { return stats_.entries; }
   [[nodiscard]] std::size_t max_entries() const { return max_entries_; }
   [[nodiscard]] const IndexStats& stats() const { return stats_; }
+  // Fixed at construction: about 57 bytes per slot, slots = 2^k >= 8/7 max.
+  [[nodiscard]] std::size_t memory_bytes() const { return ctrl_.size() + slots_.size() * sizeof(ChunkEntry); }
 
  private:
   static constexpr std::uint8_t kEmpty = 0;

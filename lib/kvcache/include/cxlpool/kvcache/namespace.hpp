@@ -12,6 +12,7 @@
 // different tensors.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cxlpool::kvcache {
