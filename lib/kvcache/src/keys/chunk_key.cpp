@@ -55,6 +55,37 @@ std::size_t compute_chunk_keys(std::span<const TokenId> tokens, std::uint32_t ch
   return full * chunk_tokens;
 }
 
+std::string to_hex(const ChunkKey& key) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(32, '0');
+  for (int i = 0; i < 16; ++i) {
+    s[15 - i] = kDigits[(key.hi >> (4 * i)) & 0xf];
+    s[31 - i] = kDigits[(key.lo >> (4 * i)) & 0xf];
+  }
+  return s;
+}
+
+Result<ChunkKey> parse_chunk_key(std::string_view hex) {
+  if (hex.size() != 32) return fail(EINVAL, "chunk key: want 32 hex digits");
+  ChunkKey k;
+  for (std::size_t i = 0; i < 32; ++i) {
+    const char c = hex[i];
+    unsigned v;
+    if (c >= '0' && c <= '9') {
+      v = static_cast<unsigned>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      v = static_cast<unsigned>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      v = static_cast<unsigned>(c - 'A' + 10);
+    } else {
+      return fail(EINVAL, "chunk key: not a hex digit");
+    }
+    std::uint64_t& half = i < 16 ? k.hi : k.lo;
+    half = (half << 4) | v;
+  }
+  return k;
+}
+
 std::size_t compute_chunk_keys(std::span<const TokenId> tokens, const Namespace& ns,
                                std::vector<ChunkKey>& out, const ChunkKey& parent) {
   return compute_chunk_keys(tokens, ns.spec.chunk_tokens, ns.fp, out, parent);

@@ -104,6 +104,20 @@ TEST(KvIndex, PinsBlockUpdateAndDeferErase) {
   EXPECT_EQ(idx.unpin(key(2)).error().code, EINVAL);
 }
 
+TEST(KvIndex, PinPrefixPinsOnlyThePrefix) {
+  ChunkIndex idx(16);
+  std::vector<ChunkKey> keys{key(1), key(2), key(3)};
+  ASSERT_TRUE(idx.insert(key(1), info()));
+  ASSERT_TRUE(idx.insert(key(3), info()));
+  std::vector<ChunkEntry> out;
+  EXPECT_EQ(idx.pin_prefix(keys, &out), 1u);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].pins, 1u);
+  EXPECT_TRUE(idx.is_pinned(key(1)));
+  EXPECT_FALSE(idx.is_pinned(key(3)));
+  EXPECT_EQ(idx.stats().pins_outstanding, 1u);
+}
+
 TEST(KvIndex, NamespaceDrop) {
   ChunkIndex idx(1000);
   for (std::uint64_t i = 0; i < 900; ++i) ASSERT_TRUE(idx.insert(key(i), info(i % 3)));

@@ -147,6 +147,14 @@ TEST(KvChunkKey, MatchesDocumentedByteLayout) {
   EXPECT_EQ(chunk_key(parent, t, ns), (ChunkKey{h.high64, h.low64}));
 }
 
+TEST(KvChunkKey, HexRoundTrip) {
+  const ChunkKey k{0x9a026d96b3c0f0fcULL, 0x0057271c9071c99dULL};
+  EXPECT_EQ(to_hex(k), "9a026d96b3c0f0fc0057271c9071c99d");
+  EXPECT_EQ(*parse_chunk_key("9A026D96B3C0F0FC0057271C9071C99D"), k);
+  EXPECT_FALSE(parse_chunk_key("9a026d96b3c0f0fc0057271c9071c99"));
+  EXPECT_FALSE(parse_chunk_key("9a026d96b3c0f0fc0057271c9071c99g"));
+}
+
 TEST(KvChunkKey, Hash64UsesBothHalves) {
   EXPECT_NE(key_hash64({1, 0}), key_hash64({0, 0}));
   EXPECT_NE(key_hash64({0, 1}), key_hash64({0, 0}));

@@ -12,8 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "cxlpool/common/result.hpp"
 #include "cxlpool/kvcache/namespace.hpp"
 
 namespace cxlpool::kvcache {
@@ -47,6 +50,11 @@ std::size_t compute_chunk_keys(std::span<const TokenId> tokens, std::uint32_t ch
 // Convenience: uses the namespace's own fingerprint and chunk size.
 std::size_t compute_chunk_keys(std::span<const TokenId> tokens, const Namespace& ns,
                                std::vector<ChunkKey>& out, const ChunkKey& parent = kRootParent);
+
+// 32 lowercase hex digits, hi then lo (how logs, the CLI and JSON show keys).
+[[nodiscard]] std::string to_hex(const ChunkKey& key);
+// Inverse of to_hex (either case); EINVAL on anything else.
+[[nodiscard]] Result<ChunkKey> parse_chunk_key(std::string_view hex);
 
 // Mixes a 128-bit key down to a well-distributed 64-bit table hash. The key is
 // already a cryptographic-quality-ish hash, so folding is enough.
