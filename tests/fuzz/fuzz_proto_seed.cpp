@@ -5,23 +5,17 @@
 //   fuzz_proto_seed --check DIR  exit 1 unless DIR holds exactly those bytes
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "cxlpool/proto/messages.hpp"
 #include "sample_messages.hpp"
+#include "seed_corpus.hpp"
 
 namespace {
 
+using cxlpool::fuzz::Seed;
 using cxlpool::proto::Hello;
-
-struct Seed {
-  std::string file;
-  std::vector<std::byte> bytes;
-};
 
 std::vector<Seed> seeds() {
   using namespace cxlpool::proto;
@@ -39,40 +33,6 @@ std::vector<Seed> seeds() {
   return out;
 }
 
-std::vector<std::byte> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(chars.size());
-  std::memcpy(out.data(), chars.data(), chars.size());
-  return out;
-}
-
 }  // namespace
 
-int main(int argc, char** argv) {
-  const bool check = argc == 3 && std::strcmp(argv[1], "--check") == 0;
-  if (!(argc == 2 || check)) {
-    std::fprintf(stderr, "usage: %s [--check] DIR\n", argv[0]);
-    return 2;
-  }
-  const std::filesystem::path dir(argv[argc - 1]);
-  int bad = 0;
-  for (const Seed& seed : seeds()) {
-    const auto path = dir / seed.file;
-    if (check) {
-      if (read_file(path) != seed.bytes) {
-        std::fprintf(stderr, "%s is missing or stale; regenerate with %s %s\n", path.c_str(), argv[0],
-                     dir.c_str());
-        ++bad;
-      }
-      continue;
-    }
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(seed.bytes.data()), static_cast<std::streamsize>(seed.bytes.size()));
-    if (!out) {
-      std::fprintf(stderr, "cannot write %s\n", path.c_str());
-      ++bad;
-    }
-  }
-  return bad == 0 ? 0 : 1;
-}
+int main(int argc, char** argv) { return cxlpool::fuzz::seed_corpus_main(argc, argv, seeds()); }
