@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "uring_block_device.hpp"
+
+#include <liburing.h>
+
+#include <cerrno>
+#include <deque>
+#include <vector>
+
+namespace cxlpool::drivers {
+namespace {
+
+using hal::IoCompletion;
+using hal::IoOp;
+using hal::IoRequest;
+
+constexpr unsigned kFixedFile = 0;  // index of our only registered file
+
+class UringBlockDevice final : public hal::BlockDevice {
+ public:
+  UringBlockDevice(const std::string& path, hal::OpenedBlockFile file, const hal::BlockOpenOptions& options,
+                   const io_uring& ring)
+      : BlockDevice(path, std::move(file.geometry), options.direct, options.queue_depth),
+        fd_(std::move(file.fd)), ring_(ring), slots_(options.queue_depth) {
+    free_.reserve(slots_.size());
+    for (std::size_t i = slots_.size(); i > 0; --i) free_.push_back(static_cast<std::uint32_t>(i - 1));
+  }
+  ~UringBlockDevice() override { io_uring_queue_exit(&ring_); }
+
+  const char* backend_name() const override { return "uring"; }
+
+  Result<void> register_file() {
+    const int fd = fd_.get();
+    if (const int rc = io_uring_register_files(&ring_, &fd, 1); rc < 0)
+      return fail(-rc, errno_message("io_uring_register_files " + path(), -rc));
+    return {};
+  }
+
+ protected:
+  Result<void> submit_impl(std::span<const IoRequest> requests) override {
+    // The base class keeps in_flight <= queue_depth == slots, so slots and
+    // SQEs are always there (the SQ ring has at least queue_depth entries).
+    for (const IoRequest& r : requests) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      if (sqe == nullptr) {
+        if (auto ok = flush(); !ok) return ok;
+        sqe = io_uring_get_sqe(&ring_);
+        if (sqe == nullptr) return fail(EAGAIN, "io_uring: submission queue full");
+      }
+      const std::uint32_t slot = free_.back();
+      free_.pop_back();
+      slots_[slot] = IoCompletion{r.user_data, 0, r.op, r.length};
+      const bool fixed = r.buffer_index != hal::kNoRegisteredBuffer;
+      switch (r.op) {
+        case IoOp::kRead:
+          if (fixed) io_uring_prep_read_fixed(sqe, kFixedFile, r.buffer, r.length, r.offset, r.buffer_index);
+          else io_uring_prep_read(sqe, kFixedFile, r.buffer, r.length, r.offset);
+          break;
+        case IoOp::kWrite:
+          if (fixed) io_uring_prep_write_fixed(sqe, kFixedFile, r.buffer, r.length, r.offset, r.buffer_index);
+          else io_uring_prep_write(sqe, kFixedFile, r.buffer, r.length, r.offset);
+          break;
+        case IoOp::kFsync: io_uring_prep_fsync(sqe, kFixedFile, 0); break;
+        case IoOp::kFdatasync: io_uring_prep_fsync(sqe, kFixedFile, IORING_FSYNC_DATASYNC); break;
+      }
+      sqe->flags |= IOSQE_FIXED_FILE;
+      io_uring_sqe_set_data64(sqe, slot);
+    }
+    return flush();
+  }
+
+  Result<std::size_t> poll_impl(std::span<IoCompletion> out, std::size_t min,
+                                std::chrono::nanoseconds timeout) override {
+    std::size_t n = 0;
+    while (n < out.size() && !stash_.empty()) {
+      out[n++] = stash_.front();
+      stash_.pop_front();
+    }
+    if (n < min && io_uring_cq_ready(&ring_) < min - n) {
+      io_uring_cqe* cqe = nullptr;
+      __kernel_timespec ts{};
+      __kernel_timespec* tsp = nullptr;
+      if (timeout != kWaitForever) {
+        const auto ns = timeout.count() < 0 ? 0 : timeout.count();
+        ts.tv_sec = ns / 1'000'000'000;
+        ts.tv_nsec = ns % 1'000'000'000;
+        tsp = &ts;
+      }
+      const int rc = io_uring_wait_cqes(&ring_, &cqe, static_cast<unsigned>(min - n), tsp, nullptr);
+      if (rc < 0 && rc != -ETIME && rc != -EINTR) return fail(-rc, errno_message("io_uring_wait_cqes", -rc));
+    }
+    return n + reap(out.subspan(n));
+  }
+
+  Result<void> register_buffers_impl(std::span<const iovec> buffers) override {
+    if (buffers_registered_) {
+      io_uring_unregister_buffers(&ring_);
+      buffers_registered_ = false;
+    }
+    if (buffers.empty()) return {};
+    const int rc = io_uring_register_buffers(&ring_, buffers.data(), static_cast<unsigned>(buffers.size()));
+    if (rc < 0) return fail(-rc, errno_message("io_uring_register_buffers", -rc));
+    buffers_registered_ = true;
+    return {};
+  }
+
+ private:
+  // Moves ready CQEs into `out` (translated back to the caller's user_data).
+  std::size_t reap(std::span<IoCompletion> out) {
+    std::size_t n = 0;
+    io_uring_cqe* cqe = nullptr;
+    while (n < out.size() && io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe != nullptr) {
+      const auto slot = static_cast<std::uint32_t>(io_uring_cqe_get_data64(cqe));
+      IoCompletion c = slots_[slot];
+      c.result = cqe->res;
+      io_uring_cqe_seen(&ring_, cqe);
+      free_.push_back(slot);
+      out[n++] = c;
+    }
+    return n;
+  }
+
+  Result<void> flush() {
+    while (io_uring_sq_ready(&ring_) > 0) {
+      const int rc = io_uring_submit(&ring_);
+      if (rc >= 0 || rc == -EINTR) continue;
+      if (rc == -EAGAIN || rc == -EBUSY) {
+        // The kernel wants completions consumed first; keep them for poll.
+        IoCompletion buf[16];
+        std::size_t got = reap(buf);
+        stash_.insert(stash_.end(), buf, buf + got);
+        if (got == 0 && rc == -EAGAIN) return fail(EAGAIN, "io_uring_submit: no resources");
+        continue;
+      }
+      return fail(-rc, errno_message("io_uring_submit", -rc));
+    }
+    return {};
+  }
+
+  UniqueFd fd_;
+  io_uring ring_;
+  std::vector<IoCompletion> slots_;
+  std::vector<std::uint32_t> free_;
+  std::deque<IoCompletion> stash_;
+  bool buffers_registered_ = false;
+};
+
+}  // namespace
+
+bool uring_refused(const Error& error) { return error.code == ENOSYS || error.code == EPERM; }
+
+Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::string& path,
+                                                                 const hal::BlockOpenOptions& options) {
+  if (options.queue_depth == 0 || options.queue_depth > 32768)
+    return fail(EINVAL, "uring block device: queue depth must be 1..32768");
+  io_uring ring{};
+  if (const int rc = io_uring_queue_init(options.queue_depth, &ring, 0); rc < 0) {
+    const int err = -rc;
+    std::string msg = errno_message("io_uring_setup", err);
+    if (err == ENOSYS || err == EPERM)
+      msg += " (the kernel refuses io_uring: kernel.io_uring_disabled or a seccomp filter; use the posix backend)";
+    return fail(err, msg);
+  }
+  auto file = hal::open_block_file(path, options);
+  if (!file) {
+    io_uring_queue_exit(&ring);
+    return tl::unexpected(file.error());
+  }
+  auto dev = std::make_unique<UringBlockDevice>(path, std::move(*file), options, ring);
+  if (auto ok = dev->register_file(); !ok) return tl::unexpected(ok.error());
+  return std::unique_ptr<hal::BlockDevice>(std::move(dev));
+}
+
+}  // namespace cxlpool::drivers

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// BlockEngine: asynchronous block I/O on a file or block device. The public
+// methods validate requests (alignment, registered-buffer bounds, queue depth)
+// and keep statistics; drivers implement the protected *_impl hooks. Requests
+// are validated as a batch: one bad request rejects the whole batch with
+// EINVAL before anything reaches the kernel. Results are reported as the
+// kernel gives them (short reads stay short); nothing throws.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/common/unique_fd.hpp"
+
+namespace cxlpool::hal {
+
+enum class IoOp : std::uint8_t { kRead, kWrite, kFsync, kFdatasync };
+
+const char* io_op_name(IoOp op);
+
+inline constexpr std::int32_t kNoRegisteredBuffer = -1;
+
+struct IoRequest {
+  IoOp op = IoOp::kRead;
+  std::uint64_t offset = 0;      // ignored for fsync/fdatasync
+  void* buffer = nullptr;        // source for writes, destination for reads
+  std::uint32_t length = 0;      // bytes; ignored for fsync/fdatasync
+  std::uint64_t user_data = 0;   // returned unchanged in the completion
+  std::int32_t buffer_index = kNoRegisteredBuffer;  // registered buffer holding [buffer, buffer+length)
+};
+
+struct IoCompletion {
+  std::uint64_t user_data = 0;
+  std::int64_t result = 0;       // bytes transferred (may be short), 0 for syncs, or -errno
+  IoOp op = IoOp::kRead;
+  std::uint32_t length = 0;      // bytes requested, to spot short transfers
+};
+
+struct BlockOpenOptions {
+  bool direct = true;            // O_DIRECT
+  bool read_only = false;
+  bool create = false;           // regular files only: O_CREAT
+  std::uint64_t truncate_to = 0; // regular files only: ftruncate to this size when non-zero
+  std::uint32_t queue_depth = 32;  // most requests in flight (submitted, not yet polled)
+};
+
+// What a device needs from the caller's I/O. For buffered opens the
+// alignments are 1; logical_block_size is reported either way.
+struct BlockGeometry {
+  std::uint64_t size = 0;              // bytes, at open time
+  std::uint32_t logical_block_size = 512;
+  std::uint32_t mem_alignment = 1;     // buffer address alignment
+  std::uint32_t offset_alignment = 1;  // offset and length alignment
+  bool is_block_device = false;
+  std::string alignment_source;        // "statx", "BLKSSZGET", "default 4096", "buffered"
+};
+
+struct BlockStats {
+  std::uint64_t reads = 0, writes = 0, syncs = 0;  // completed operations
+  std::uint64_t bytes_read = 0, bytes_written = 0;
+  std::uint64_t short_transfers = 0;   // completed with fewer bytes than requested
+  std::uint64_t errors = 0;            // completions with -errno
+  std::uint64_t rejected = 0;          // requests refused before submission
+};
+
+// An opened file descriptor plus its geometry; the drivers' common start.
+struct OpenedBlockFile {
+  UniqueFd fd;
+  BlockGeometry geometry;
+};
+
+// Opens `path` per `options` and queries its geometry: block devices through
+// BLKGETSIZE64/BLKSSZGET; files through statx(STATX_DIOALIGN), falling back to
+// 4096 when the kernel does not report it. Fails with EINVAL when O_DIRECT was
+// asked for and the file system reports no direct-I/O support.
+Result<OpenedBlockFile> open_block_file(const std::string& path, const BlockOpenOptions& options);
+
+class BlockDevice {
+ public:
+  static constexpr std::chrono::nanoseconds kWaitForever = std::chrono::nanoseconds::max();
+
+  virtual ~BlockDevice() = default;
+  BlockDevice(const BlockDevice&) = delete;
+  BlockDevice& operator=(const BlockDevice&) = delete;
+
+  const std::string& path() const { return path_; }
+  const BlockGeometry& geometry() const { return geometry_; }
+  std::uint64_t size() const { return geometry_.size; }
+  std::uint32_t logical_block_size() const { return geometry_.logical_block_size; }
+  std::uint32_t mem_alignment() const { return geometry_.mem_alignment; }
+  std::uint32_t offset_alignment() const { return geometry_.offset_alignment; }
+  bool direct() const { return direct_; }
+  std::uint32_t queue_depth() const { return queue_depth_; }
+  std::uint32_t in_flight() const { return in_flight_; }
+  const BlockStats& stats() const { return stats_; }
+  virtual const char* backend_name() const = 0;
+
+  // Queues every request or none: EINVAL (a request is malformed or
+  // misaligned; the message names its index), EAGAIN (more than queue_depth
+  // would be in flight; poll first). Other errors come from the driver.
+  Result<void> submit(std::span<const IoRequest> requests);
+
+  // Waits until at least `min` completions (capped at in_flight()) are ready
+  // or `timeout` passes, then returns up to out.size() of them. A timeout is
+  // not an error: the count may be below `min`.
+  Result<std::size_t> poll_completions(std::span<IoCompletion> out, std::size_t min,
+                                       std::chrono::nanoseconds timeout = kWaitForever);
+
+  // Declares the buffers that requests may name by index (replaces any earlier
+  // set). Only while nothing is in flight (EBUSY otherwise).
+  Result<void> register_buffers(std::span<const iovec> buffers);
+  std::size_t registered_buffer_count() const { return registered_.size(); }
+
+  // Synchronous conveniences for set-up and recovery paths; they need an idle
+  // device (EBUSY otherwise) and return the byte count, short or not.
+  Result<std::size_t> read(std::uint64_t offset, void* buffer, std::uint32_t length);
+  Result<std::size_t> write(std::uint64_t offset, const void* buffer, std::uint32_t length);
+  Result<void> sync(bool data_only = true);
+
+ protected:
+  BlockDevice(std::string path, BlockGeometry geometry, bool direct, std::uint32_t queue_depth);
+
+  virtual Result<void> submit_impl(std::span<const IoRequest> requests) = 0;
+  virtual Result<std::size_t> poll_impl(std::span<IoCompletion> out, std::size_t min,
+                                        std::chrono::nanoseconds timeout) = 0;
+  virtual Result<void> register_buffers_impl(std::span<const iovec> buffers) = 0;
+
+ private:
+  Result<void> validate(const IoRequest& request, std::size_t index) const;
+  Result<IoCompletion> run_one(const IoRequest& request);
+
+  std::string path_;
+  BlockGeometry geometry_;
+  bool direct_;
+  std::uint32_t queue_depth_;
+  std::uint32_t in_flight_ = 0;
+  std::vector<iovec> registered_;
+  BlockStats stats_;
+};
+
+}  // namespace cxlpool::hal
