@@ -122,12 +122,14 @@ Result<LoadDecision> decide_load(const LoadCostConfig& c, const LoadCostRequest&
   // anyway, but check rather than wrap.
   if (n > 0 && n > req.prompt_tokens / req.chunk_tokens)
     return fail(EINVAL, "cached prefix (" + std::to_string(n) + " chunks of " +
-                            std::to_string(req.chunk_tokens) + " tokens) is longer than the prompt (" +
+                            std::to_string(req.chunk_tokens) +
+                            " tokens) is longer than the prompt (" +
                             std::to_string(req.prompt_tokens) + " tokens)");
   for (std::size_t i = 0; i < n; ++i) {
     if (static_cast<std::size_t>(req.chunks[i].tier) >= kKvTierCount)
       return fail(EINVAL, "chunk " + std::to_string(i) + ": unknown tier");
-    if (req.chunks[i].bytes == 0) return fail(EINVAL, "chunk " + std::to_string(i) + ": zero bytes");
+    if (req.chunks[i].bytes == 0)
+      return fail(EINVAL, "chunk " + std::to_string(i) + ": zero bytes");
   }
 
   const std::uint64_t p = req.prompt_tokens;
@@ -158,7 +160,8 @@ Result<LoadDecision> decide_load(const LoadCostConfig& c, const LoadCostRequest&
     if (load >= d.time_s && k < n) {
       double rest = load;
       for (std::size_t j = k; j < n; ++j) rest += chunk_load_seconds(c.tiers, req.chunks[j]);
-      d.load_all_s = combine(c, rest, recompute_unchecked(c.compute, n * std::uint64_t{req.chunk_tokens}, p));
+      const std::uint64_t cached = n * std::uint64_t{req.chunk_tokens};
+      d.load_all_s = combine(c, rest, recompute_unchecked(c.compute, cached, p));
       break;
     }
   }
