@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The SSD tier of the KV-cache store: a log of fixed-size regions on a
+// hal::BlockDevice in the format of docs/kvstore-format.md, with an in-memory
+// index rebuilt at open by scanning every region.
+//
+// Writes: puts append to the open region's buffer (RegionWriter). A full region
+// is sealed (written whole) and the next one opened: a free region if any,
+// otherwise the oldest region (FIFO by generation) is evicted. Its entries
+// leave the index, except hot ones (read at least reinsert_min_hits times
+// since they were written) which are read back and appended to the new region
+// with a new sequence, within a budget of reinsert_max_percent of a region so
+// that eviction always frees space; their hit count restarts at zero, so a
+// chunk survives one more lap only if it is read again (second chance).
+//
+// Durability: durable_sequence() is the largest sequence s such that every
+// put/erase with a sequence <= s survives a crash. Under kPerCommit it covers a
+// put as soon as put() returns; under kPerRegion once its region is sealed
+// (a full region, or flush()).
+//
+// Reads: get() copies from the open region's buffer, or reads the padded
+// payload with one O_DIRECT read straight into the caller's buffer and checks
+// its CRC. An I/O error, short read or CRC mismatch fails that get and drops
+// that entry from the index, nothing else. submit_gets/poll_gets do the same
+// asynchronously so a caller can keep many reads in flight.
+//
+// Single-threaded: the caller serialises all calls.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/hal/block_device.hpp"
+#include "cxlpool/kvcache/chunk_key.hpp"
+#include "cxlpool/kvcache/namespace.hpp"
+#include "cxlpool/kvcache/ssd_format.hpp"
+#include "cxlpool/kvcache/ssd_region_writer.hpp"
+
+namespace cxlpool::kvcache {
+
+enum class SsdSyncPolicy {
+  kPerRegion,  // one write + fdatasync per sealed region
+  kPerCommit,  // every put/erase is written and fdatasync'd before it returns
+};
+
+struct SsdStoreConfig {
+  std::uint32_t region_bytes = kDefaultRegionBytes;
+  SsdSyncPolicy sync = SsdSyncPolicy::kPerRegion;
+  // Most keys indexed. When full, the oldest regions are evicted (without
+  // reinsertion) to make room; ENOSPC if only the open region holds keys.
+  std::size_t index_capacity = 1u << 20;
+  // Regions to use from the device start; 0: as many as fit. At least 2.
+  std::uint32_t max_regions = 0;
+  // Reads since written that make an entry hot (reinserted when its region is
+  // evicted); 0 disables reinsertion.
+  std::uint8_t reinsert_min_hits = 1;
+  // Reinserted bytes per eviction, as a percentage of region_bytes (<= 90).
+  std::uint32_t reinsert_max_percent = 50;
+};
+
+struct SsdStoreStats {
+  std::uint64_t puts = 0, erases = 0;
+  std::uint64_t bytes_written = 0;     // device bytes written (headers, padding, reinsertions)
+  std::uint64_t syncs = 0;
+  std::uint64_t regions_sealed = 0, regions_evicted = 0;
+  std::uint64_t entries_evicted = 0;   // left the index with their region
+  std::uint64_t reinsertions = 0;      // hot entries rewritten into a new region
+  std::uint64_t reinsert_skipped = 0;  // hot entries evicted because the budget was spent
+  std::uint64_t recovered_entries = 0; // indexed by the scan at open
+  std::uint64_t damaged_regions = 0;   // scan at open: torn/corrupt region (header or walk)
+  std::uint64_t corrupt_dropped = 0;   // entries dropped for a CRC mismatch (open or read)
+  std::uint64_t reads = 0, read_bytes = 0;  // gets served
+  std::uint64_t misses = 0;            // gets of keys not indexed
+  std::uint64_t read_errors = 0;       // gets failed by I/O errors or short reads
+  std::uint64_t write_errors = 0;      // region/entry writes or syncs that failed
+};
+
+struct SsdGetRequest {
+  ChunkKey key;
+  // Aligned to the device's mem_alignment, at least read_buffer_bytes() long.
+  std::span<std::byte> buffer;
+  std::uint64_t user_data = 0;
+};
+
+struct SsdGetCompletion {
+  std::uint64_t user_data = 0;
+  ChunkKey key;
+  // 0, or ENOENT (not indexed), EINVAL (buffer), EIO (I/O error or short
+  // read), EBADMSG (CRC mismatch), or the device's errno.
+  int error = 0;
+  std::uint32_t payload_bytes = 0;  // valid bytes at the buffer start when error == 0
+};
+
+class SsdStore {
+ public:
+  // Scans every region and rebuilds the index. EINVAL for a bad region size or
+  // a device whose alignment does not divide 4096; ENOSPC when fewer than two
+  // regions fit; a read error of the device during the scan.
+  static Result<std::unique_ptr<SsdStore>> open(std::unique_ptr<hal::BlockDevice> device,
+                                                const SsdStoreConfig& config);
+
+  // Waits for reads still in flight; does not flush (call close() for that).
+  ~SsdStore();
+  SsdStore(const SsdStore&) = delete;
+  SsdStore& operator=(const SsdStore&) = delete;
+
+  // Stores payload under key (replacing any earlier value) and returns its
+  // sequence. EFBIG when no region can hold it; ENOSPC when the index is full;
+  // a device error when sealing/committing failed (the put is then not stored).
+  Result<std::uint64_t> put(const ChunkKey& key, const NamespaceFingerprint& ns,
+                            std::span<const std::byte> payload);
+
+  // Removes key (writes a tombstone so the delete survives a restart). ENOENT
+  // when it is not indexed.
+  Result<void> erase(const ChunkKey& key);
+
+  // Reads key's payload into buffer and returns its length. Errors as in
+  // SsdGetCompletion::error.
+  Result<std::uint32_t> get(const ChunkKey& key, std::span<std::byte> buffer);
+
+  // Queues gets; returns how many were accepted (a prefix of requests), fewer
+  // when the device queue is full: poll, then submit the rest. Failures that
+  // need no I/O (ENOENT, EINVAL) and reads from the open region complete at once.
+  Result<std::size_t> submit_gets(std::span<const SsdGetRequest> requests);
+  // Returns up to out.size() finished gets, waiting until `min` (capped at
+  // gets_in_flight()) are ready or timeout passes.
+  Result<std::size_t> poll_gets(std::span<SsdGetCompletion> out, std::size_t min,
+                                std::chrono::nanoseconds timeout = hal::BlockDevice::kWaitForever);
+  // Submitted and not yet returned by poll_gets.
+  [[nodiscard]] std::size_t gets_in_flight() const { return ready_.size() + reads_on_device_; }
+
+  // Seals the open region if it holds entries (the rest of it stays unused);
+  // afterwards durable_sequence() covers every put so far.
+  Result<void> flush();
+  // Waits for in-flight gets (their completions stay pollable), then flush().
+  Result<void> close();
+
+  [[nodiscard]] bool contains(const ChunkKey& key) const { return index_.count(key) != 0; }
+  [[nodiscard]] std::optional<std::uint32_t> payload_bytes(const ChunkKey& key) const;
+  // Buffer length a get of payload_bytes needs (the padded on-disk payload).
+  [[nodiscard]] static std::uint32_t read_buffer_bytes(std::uint32_t payload_bytes) {
+    return static_cast<std::uint32_t>(align_up_block(payload_bytes));
+  }
+  [[nodiscard]] std::size_t size() const { return index_.size(); }
+  [[nodiscard]] std::uint32_t region_count() const { return static_cast<std::uint32_t>(regions_.size()); }
+  [[nodiscard]] std::uint64_t durable_sequence() const { return durable_sequence_; }
+  [[nodiscard]] const SsdStoreStats& stats() const { return stats_; }
+  [[nodiscard]] const SsdStoreConfig& config() const { return config_; }
+  [[nodiscard]] hal::BlockDevice& device() { return *device_; }
+
+ private:
+  struct Slot {
+    std::uint32_t region = 0;
+    std::uint32_t payload_offset = 0;  // from the region start
+    std::uint32_t payload_bytes = 0;
+    std::uint32_t payload_crc = 0;
+    std::uint64_t sequence = 0;
+    NamespaceFingerprint ns;
+    std::uint8_t hits = 0;
+  };
+  struct Region {
+    std::uint64_t generation = 0;  // 0: free
+    std::vector<ChunkKey> keys;    // written here (may since be superseded)
+  };
+  struct Hot {  // an entry read back for reinsertion
+    ChunkKey key;
+    NamespaceFingerprint ns;
+    std::vector<std::byte> payload;
+  };
+  struct PendingGet {
+    ChunkKey key;
+    Slot slot;
+    std::byte* buffer = nullptr;
+    std::uint64_t user_data = 0;
+  };
+
+  SsdStore(std::unique_ptr<hal::BlockDevice> device, const SsdStoreConfig& config, RegionWriter writer,
+           std::uint32_t region_count);
+
+  Result<void> recover();
+  [[nodiscard]] std::uint64_t region_base(std::uint32_t region) const {
+    return static_cast<std::uint64_t>(region) * config_.region_bytes;
+  }
+
+  // Write path (ssd_store.cpp).
+  Result<std::uint64_t> append(const ChunkKey& key, const NamespaceFingerprint& ns,
+                               std::span<const std::byte> payload, std::uint16_t flags);
+  Result<void> write_now(std::uint64_t offset, std::span<const std::byte> bytes);
+  Result<void> sync_now();
+  Result<void> commit_entry(const AppendResult& at);
+  Result<void> seal_open_region();
+  void abandon_open_region();
+  Result<void> open_next_region();
+  Result<void> evict_oldest(bool reinsert, std::vector<Hot>* hot = nullptr);
+  Result<void> make_index_room();
+
+  // Read path (ssd_store_read.cpp).
+  Result<std::int64_t> io_now(hal::IoRequest request);
+  void handle_completion(const hal::IoCompletion& c);
+  [[nodiscard]] static int check_read(const Slot& slot, std::int64_t result, const std::byte* buffer);
+  int finish_read(const ChunkKey& key, const Slot& slot, std::int64_t result, const std::byte* buffer);
+  int check_buffer(const Slot& slot, std::span<std::byte> buffer) const;
+  [[nodiscard]] bool in_open_region(const Slot& slot) const;
+  void drop_entry(const ChunkKey& key, std::uint64_t sequence);
+  Result<void> drain_reads();
+
+  std::unique_ptr<hal::BlockDevice> device_;
+  SsdStoreConfig config_;
+  RegionWriter writer_;
+  std::uint32_t open_region_ = 0;  // meaningful while writer_.is_open()
+  std::vector<Region> regions_;
+  std::deque<std::uint32_t> fifo_;       // regions holding data, oldest generation first
+  std::deque<std::uint32_t> free_;       // regions holding nothing
+  std::unordered_map<ChunkKey, Slot, ChunkKeyHash> index_;
+  std::uint64_t next_generation_ = 1;
+  std::uint64_t next_sequence_ = 1;
+  std::uint64_t durable_sequence_ = 0;
+
+  std::vector<PendingGet> pending_;      // indexed by device user_data
+  std::vector<std::uint32_t> free_tags_;
+  std::size_t reads_on_device_ = 0;
+  std::deque<SsdGetCompletion> ready_;
+  SsdStoreStats stats_;
+};
+
+}  // namespace cxlpool::kvcache

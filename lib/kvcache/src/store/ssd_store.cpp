@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+// SsdStore write path: puts, erases, sealing, region reuse, FIFO eviction
+// with reinsertion of hot entries.
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/kvcache/ssd_store.hpp"
+
+namespace cxlpool::kvcache {
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+}  // namespace
+
+Result<std::uint64_t> SsdStore::put(const ChunkKey& key, const NamespaceFingerprint& ns,
+                                    std::span<const std::byte> payload) {
+  if (payload.size() > max_payload_bytes(config_.region_bytes)) {
+    return fail(EFBIG, "ssd store: payload of " + std::to_string(payload.size()) + " bytes exceeds a region");
+  }
+  if (index_.count(key) == 0 && index_.size() >= config_.index_capacity) {
+    if (auto ok = make_index_room(); !ok) return tl::unexpected(ok.error());
+  }
+  auto seq = append(key, ns, payload, 0);
+  if (seq) ++stats_.puts;
+  return seq;
+}
+
+Result<void> SsdStore::erase(const ChunkKey& key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return fail(ENOENT, "ssd store: erase of a key not stored");
+  const NamespaceFingerprint ns = it->second.ns;
+  auto seq = append(key, ns, {}, kEntryTombstone);
+  if (!seq) return tl::unexpected(seq.error());
+  ++stats_.erases;
+  return {};
+}
+
+Result<void> SsdStore::flush() {
+  if (!writer_.is_open() || writer_.entry_count() == 0) return {};
+  return seal_open_region();
+}
+
+Result<void> SsdStore::close() {
+  auto drained = drain_reads();
+  auto flushed = flush();
+  if (!drained) return drained;
+  return flushed;
+}
+
+// Appends to the open region (opening or rolling over to the next one as
+// needed), indexes the entry and, under kPerCommit, makes it durable.
+Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFingerprint& ns,
+                                       std::span<const std::byte> payload, std::uint16_t flags) {
+  if (!writer_.is_open()) {
+    if (auto ok = open_next_region(); !ok) return tl::unexpected(ok.error());
+  }
+  AppendResult at = writer_.append(key, ns, next_sequence_, payload, flags);
+  if (at.status == AppendStatus::kRegionFull) {
+    if (auto ok = seal_open_region(); !ok) return tl::unexpected(ok.error());
+    if (auto ok = open_next_region(); !ok) return tl::unexpected(ok.error());
+    at = writer_.append(key, ns, next_sequence_, payload, flags);
+  }
+  if (at.status != AppendStatus::kOk) {
+    return fail(EFBIG, "ssd store: entry of " + std::to_string(payload.size()) + " bytes does not fit a region");
+  }
+  const std::uint64_t seq = next_sequence_++;
+  regions_[open_region_].keys.push_back(key);
+  if ((flags & kEntryTombstone) != 0) {
+    index_.erase(key);
+  } else {
+    auto header = decode_entry_header(writer_.bytes(at.offset, kEntryHeaderBytes));
+    const std::uint32_t crc = header ? header->payload_crc : crc32c(payload);
+    index_[key] = Slot{open_region_, at.payload_offset, static_cast<std::uint32_t>(payload.size()), crc, seq, ns, 0};
+  }
+  if (config_.sync == SsdSyncPolicy::kPerCommit) {
+    if (auto ok = commit_entry(at); !ok) {
+      drop_entry(key, seq);
+      abandon_open_region();
+      return tl::unexpected(ok.error());
+    }
+    durable_sequence_ = seq;
+  }
+  return seq;
+}
+
+Result<void> SsdStore::write_now(std::uint64_t offset, std::span<const std::byte> bytes) {
+  hal::IoRequest r;
+  r.op = hal::IoOp::kWrite;
+  r.offset = offset;
+  r.buffer = const_cast<std::byte*>(bytes.data());  // writes only read the buffer
+  r.length = static_cast<std::uint32_t>(bytes.size());
+  auto got = io_now(r);
+  if (got && *got == static_cast<std::int64_t>(bytes.size())) {
+    stats_.bytes_written += bytes.size();
+    return {};
+  }
+  ++stats_.write_errors;
+  if (!got) return tl::unexpected(got.error());
+  if (*got < 0) return fail(static_cast<int>(-*got), "ssd store: write at " + std::to_string(offset));
+  return fail(EIO, "ssd store: short write at " + std::to_string(offset));
+}
+
+Result<void> SsdStore::sync_now() {
+  hal::IoRequest r;
+  r.op = hal::IoOp::kFdatasync;
+  auto got = io_now(r);
+  if (got && *got == 0) {
+    ++stats_.syncs;
+    return {};
+  }
+  ++stats_.write_errors;
+  if (!got) return tl::unexpected(got.error());
+  return fail(static_cast<int>(-*got), "ssd store: fdatasync");
+}
+
+// Entries are committed one at a time in region order, so when this returns
+// every entry up to this one is durable (the rule of docs/kvstore-format.md).
+// The region's open header was written when it was opened and is synced here
+// with the first entry.
+Result<void> SsdStore::commit_entry(const AppendResult& at) {
+  if (auto ok = write_now(region_base(open_region_) + at.offset, writer_.bytes(at.offset, at.extent)); !ok) {
+    return ok;
+  }
+  return sync_now();
+}
+
+Result<void> SsdStore::seal_open_region() {
+  const std::uint32_t r = open_region_;
+  const std::span<const std::byte> image = writer_.seal();
+  Result<void> ok;
+  if (config_.sync == SsdSyncPolicy::kPerRegion) {
+    ok = write_now(region_base(r), image);
+  } else {
+    ok = write_now(region_base(r), writer_.header_block());
+  }
+  if (ok) ok = sync_now();
+  if (!ok) {
+    if (config_.sync == SsdSyncPolicy::kPerRegion) {
+      // Nothing of this region is known to be on the device: forget it.
+      for (const ChunkKey& key : regions_[r].keys) {
+        auto it = index_.find(key);
+        if (it != index_.end() && it->second.region == r) index_.erase(it);
+      }
+      regions_[r] = Region{};
+      fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), r), fifo_.end());
+      free_.push_back(r);
+    }
+    // kPerCommit: every entry is durable already; the header stays unsealed,
+    // which the scan reads as an open region.
+    return ok;
+  }
+  ++stats_.regions_sealed;
+  durable_sequence_ = next_sequence_ - 1;
+  return {};
+}
+
+// A commit failed: the entry may be half on the device, so nothing may follow
+// it in this region. Its acknowledged entries are durable and stay readable.
+void SsdStore::abandon_open_region() { (void)writer_.seal(); }
+
+Result<void> SsdStore::make_index_room() {
+  while (index_.size() >= config_.index_capacity) {
+    if (fifo_.empty() || (writer_.is_open() && fifo_.front() == open_region_)) {
+      return fail(ENOSPC, "ssd store: index full (" + std::to_string(config_.index_capacity) + " keys)");
+    }
+    const std::uint32_t r = fifo_.front();
+    if (auto ok = evict_oldest(false); !ok) return ok;
+    free_.push_back(r);
+  }
+  return {};
+}
+
+Result<void> SsdStore::open_next_region() {
+  std::vector<Hot> hot;
+  std::uint32_t r = 0;
+  if (!free_.empty()) {
+    r = free_.front();
+    free_.pop_front();
+  } else {
+    r = fifo_.front();
+    if (auto ok = evict_oldest(true, &hot); !ok) return ok;
+  }
+  regions_[r] = Region{next_generation_, {}};
+  writer_.open(r, next_generation_++);
+  open_region_ = r;
+  fifo_.push_back(r);
+  if (config_.sync == SsdSyncPolicy::kPerCommit) {
+    if (auto ok = write_now(region_base(r), writer_.header_block()); !ok) {
+      abandon_open_region();
+      return ok;
+    }
+  }
+  for (const Hot& h : hot) {
+    // The budget keeps the reinserted entries well inside a fresh region.
+    auto seq = append(h.key, h.ns, h.payload, 0);
+    if (!seq) return tl::unexpected(seq.error());
+    ++stats_.reinsertions;
+  }
+  return {};
+}
+
+// Removes the oldest region from the FIFO and its entries from the index.
+// With `hot`, entries read at least reinsert_min_hits times are first read
+// back (CRC-checked) into hot, within the reinsertion budget.
+Result<void> SsdStore::evict_oldest(bool reinsert, std::vector<Hot>* hot) {
+  if (auto ok = drain_reads(); !ok) return ok;  // no read may see the region being reused
+  const std::uint32_t r = fifo_.front();
+  fifo_.pop_front();
+  const std::uint64_t budget = std::uint64_t{config_.region_bytes} * config_.reinsert_max_percent / 100;
+  std::uint64_t spent = 0;
+  std::unique_ptr<std::byte, FreeDeleter> scratch;
+  for (const ChunkKey& key : regions_[r].keys) {
+    auto it = index_.find(key);
+    if (it == index_.end() || it->second.region != r) continue;
+    const Slot slot = it->second;
+    index_.erase(it);
+    ++stats_.entries_evicted;
+    const bool is_hot = reinsert && hot != nullptr && config_.reinsert_min_hits != 0 &&
+                        slot.hits >= config_.reinsert_min_hits;
+    if (!is_hot) continue;
+    const std::uint64_t extent = entry_extent(slot.payload_bytes);
+    if (spent + extent > budget) {
+      ++stats_.reinsert_skipped;
+      continue;
+    }
+    if (!scratch) {
+      scratch.reset(static_cast<std::byte*>(std::aligned_alloc(kSsdBlockBytes, config_.region_bytes)));
+      if (!scratch) return fail(ENOMEM, "ssd store: reinsertion buffer");
+    }
+    hal::IoRequest read;
+    read.op = hal::IoOp::kRead;
+    read.offset = region_base(r) + slot.payload_offset;
+    read.buffer = scratch.get();
+    read.length = read_buffer_bytes(slot.payload_bytes);
+    auto got = io_now(read);
+    if (!got || check_read(slot, *got, scratch.get()) != 0) {
+      ++stats_.reinsert_skipped;
+      continue;
+    }
+    spent += extent;
+    hot->push_back(Hot{key, slot.ns, {scratch.get(), scratch.get() + slot.payload_bytes}});
+  }
+  regions_[r] = Region{};
+  ++stats_.regions_evicted;
+  return {};
+}
+
+}  // namespace cxlpool::kvcache

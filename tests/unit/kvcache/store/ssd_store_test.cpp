@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: Apache-2.0
+// SsdStore over both block drivers on a file in the build tree: round trips,
+// restart recovery, torn and corrupt data on disk, injected I/O faults, and
+// FIFO eviction with reinsertion of hot entries.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cxlpool/kvcache/ssd_store.hpp"
+#include "cxlpool_build_config.h"
+#include "faulty_block_device.hpp"
+#include "posix_block_device.hpp"
+#if CXLPOOL_HAVE_URING
+#include "uring_block_device.hpp"
+#endif
+
+namespace cxlpool::kvcache {
+namespace {
+
+constexpr std::uint32_t kRegion = 64 * 1024;
+constexpr std::uint32_t kRegions = 16;
+// 9000 bytes: extent 16 KiB, so a 64 KiB region holds 3 entries.
+constexpr std::uint32_t kPayload = 9000;
+constexpr std::uint32_t kEntriesPerRegion = 3;
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<std::byte, AlignedFree>;
+
+Buffer aligned_buffer(std::size_t bytes) {
+  return Buffer(static_cast<std::byte*>(std::aligned_alloc(kSsdBlockBytes, bytes)));
+}
+
+ChunkKey key_of(std::uint64_t i) { return ChunkKey{i + 1, i * 7919 + 3}; }
+const NamespaceFingerprint kNs{0xABCD, 0x1234};
+
+std::vector<std::byte> payload_of(std::uint64_t i, std::uint32_t bytes = kPayload) {
+  std::vector<std::byte> p(bytes);
+  for (std::size_t b = 0; b < bytes; ++b) p[b] = static_cast<std::byte>((i * 131 + b * 7 + (b >> 8)) & 0xff);
+  return p;
+}
+
+// Device offset of entry number n (0-based, in put order) when every entry
+// is kPayload bytes and nothing was evicted or flushed early.
+std::uint64_t entry_offset(std::uint32_t n) {
+  return std::uint64_t{n / kEntriesPerRegion} * kRegion + kSsdBlockBytes +
+         (n % kEntriesPerRegion) * entry_extent(kPayload);
+}
+
+enum class Driver { kPosix, kUring };
+
+std::string driver_name(const ::testing::TestParamInfo<Driver>& info) {
+  return info.param == Driver::kPosix ? "posix" : "uring";
+}
+
+class SsdStoreTest : public ::testing::TestWithParam<Driver> {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) if (c == '/') c = '_';
+    path_ = std::string(CXLPOOL_STORE_TEST_DIR) + "/ssdstore_" + std::to_string(::getpid()) + "_" + name + ".img";
+    ::unlink(path_.c_str());
+  }
+  void TearDown() override { ::unlink(path_.c_str()); }
+
+  // The driver under test on the test file; null with skip_ set when this
+  // host refuses the driver or O_DIRECT.
+  std::unique_ptr<hal::BlockDevice> device(std::uint32_t queue_depth = 32) {
+    hal::BlockOpenOptions options;
+    options.create = true;
+    options.truncate_to = std::uint64_t{kRegion} * kRegions;
+    options.queue_depth = queue_depth;
+    Result<std::unique_ptr<hal::BlockDevice>> dev = fail(ENOSYS, "uring backend not compiled");
+    if (GetParam() == Driver::kPosix) {
+      dev = drivers::open_posix_block_device(path_, options);
+    } else {
+#if CXLPOOL_HAVE_URING
+      dev = drivers::open_uring_block_device(path_, options);
+#endif
+    }
+    if (!dev) {
+      const bool refused = (GetParam() == Driver::kUring && (dev.error().code == ENOSYS || dev.error().code == EPERM)) ||
+                           dev.error().code == EINVAL;
+      if (refused) {
+        skip_ = dev.error().message;
+      } else {
+        ADD_FAILURE() << dev.error().message;
+      }
+      return nullptr;
+    }
+    return std::move(*dev);
+  }
+
+  std::unique_ptr<SsdStore> open_store(std::unique_ptr<hal::BlockDevice> dev, SsdSyncPolicy sync,
+                                       std::uint32_t max_regions = 0) {
+    if (!dev) return nullptr;
+    SsdStoreConfig config;
+    config.region_bytes = kRegion;
+    config.sync = sync;
+    config.max_regions = max_regions;
+    auto store = SsdStore::open(std::move(dev), config);
+    if (!store) {
+      ADD_FAILURE() << store.error().message;
+      return nullptr;
+    }
+    return std::move(*store);
+  }
+
+  // Overwrites bytes of the test file behind the store's back.
+  void scribble(std::uint64_t offset, std::size_t length, std::byte value) {
+    const int fd = ::open(path_.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    std::vector<std::byte> bytes(length, value);
+    ASSERT_EQ(::pwrite(fd, bytes.data(), length, static_cast<off_t>(offset)), static_cast<ssize_t>(length));
+    ASSERT_EQ(::fsync(fd), 0);
+    ::close(fd);
+  }
+  void flip_byte(std::uint64_t offset) {
+    const int fd = ::open(path_.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    unsigned char b = 0;
+    ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
+    b ^= 0x10;
+    ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
+    ASSERT_EQ(::fsync(fd), 0);
+    ::close(fd);
+  }
+
+  // get() of entry i must return exactly its payload.
+  void expect_entry(SsdStore& store, std::uint64_t i, std::uint32_t bytes = kPayload) {
+    Buffer buf = aligned_buffer(kRegion);
+    auto got = store.get(key_of(i), {buf.get(), kRegion});
+    ASSERT_TRUE(got) << "entry " << i << ": " << got.error().message;
+    ASSERT_EQ(*got, bytes) << "entry " << i;
+    const auto want = payload_of(i, bytes);
+    EXPECT_EQ(std::memcmp(buf.get(), want.data(), bytes), 0) << "entry " << i;
+  }
+
+  std::string path_;
+  std::string skip_;
+};
+
+#define STORE_OR_SKIP(var, expr)                   \
+  auto var = (expr);                               \
+  if (!var && !skip_.empty()) GTEST_SKIP() << skip_; \
+  ASSERT_NE(var, nullptr)
+
+TEST_P(SsdStoreTest, PutGetAcrossRegionsSyncAndBatched) {
+  STORE_OR_SKIP(store, open_store(device(8), SsdSyncPolicy::kPerRegion));
+  EXPECT_EQ(store->region_count(), kRegions);
+  EXPECT_EQ(store->size(), 0u);
+  constexpr std::uint32_t kCount = 30;
+  for (std::uint32_t i = 0; i < kCount; ++i) {
+    auto seq = store->put(key_of(i), kNs, payload_of(i));
+    ASSERT_TRUE(seq) << seq.error().message;
+    EXPECT_EQ(*seq, i + 1u);
+  }
+  EXPECT_EQ(store->size(), kCount);
+  EXPECT_EQ(store->stats().regions_sealed, kCount / kEntriesPerRegion - 1);
+  // Every sealed region is durable; the open one is not yet.
+  EXPECT_EQ(store->durable_sequence(), kCount - kEntriesPerRegion);
+  for (std::uint32_t i = 0; i < kCount; ++i) expect_entry(*store, i);
+
+  // Batched: more gets than the device queue (8) holds.
+  std::vector<Buffer> bufs;
+  std::vector<SsdGetRequest> requests;
+  for (std::uint32_t i = 0; i < kCount; ++i) {
+    bufs.push_back(aligned_buffer(SsdStore::read_buffer_bytes(kPayload)));
+    requests.push_back(SsdGetRequest{key_of(i), {bufs.back().get(), SsdStore::read_buffer_bytes(kPayload)}, i});
+  }
+  requests.push_back(SsdGetRequest{key_of(999), {bufs[0].get(), kSsdBlockBytes}, 999});
+  std::size_t submitted = 0, done = 0;
+  std::vector<bool> seen(kCount, false);
+  std::vector<SsdGetCompletion> out(16);
+  while (done < requests.size()) {
+    if (submitted < requests.size()) {
+      auto n = store->submit_gets(std::span(requests).subspan(submitted));
+      ASSERT_TRUE(n) << n.error().message;
+      submitted += *n;
+    }
+    EXPECT_LE(store->device().in_flight(), 8u);
+    auto got = store->poll_gets(out, 1);
+    ASSERT_TRUE(got) << got.error().message;
+    for (std::size_t c = 0; c < *got; ++c) {
+      ++done;
+      if (out[c].user_data == 999) {
+        EXPECT_EQ(out[c].error, ENOENT);
+        continue;
+      }
+      const std::uint64_t i = out[c].user_data;
+      ASSERT_LT(i, kCount);
+      ASSERT_EQ(out[c].error, 0) << "entry " << i;
+      EXPECT_FALSE(seen[i]);
+      seen[i] = true;
+      EXPECT_EQ(out[c].payload_bytes, kPayload);
+      const auto want = payload_of(i);
+      EXPECT_EQ(std::memcmp(bufs[i].get(), want.data(), kPayload), 0) << "entry " << i;
+    }
+  }
+  EXPECT_EQ(store->gets_in_flight(), 0u);
+  EXPECT_EQ(store->stats().reads, 2u * kCount);
+  EXPECT_EQ(store->stats().misses, 1u);
+
+  // A buffer too small or misaligned for the padded payload is refused.
+  Buffer small = aligned_buffer(kRegion);
+  EXPECT_EQ(store->get(key_of(0), {small.get(), kPayload}).error().code, EINVAL);
+  EXPECT_EQ(store->get(key_of(0), {small.get() + 8, kRegion - 8}).error().code, EINVAL);
+
+  // Overwrite and erase.
+  ASSERT_TRUE(store->put(key_of(3), kNs, payload_of(103, 500)));
+  Buffer buf = aligned_buffer(kRegion);
+  auto got = store->get(key_of(3), {buf.get(), kRegion});
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, 500u);
+  EXPECT_EQ(std::memcmp(buf.get(), payload_of(103, 500).data(), 500), 0);
+  ASSERT_TRUE(store->erase(key_of(4)));
+  EXPECT_FALSE(store->contains(key_of(4)));
+  EXPECT_EQ(store->get(key_of(4), {buf.get(), kRegion}).error().code, ENOENT);
+  EXPECT_EQ(store->erase(key_of(4)).error().code, ENOENT);
+  EXPECT_EQ(store->put(key_of(1000), kNs, payload_of(0, kRegion)).error().code, EFBIG);
+}
+
+TEST_P(SsdStoreTest, RestartRecoversSealedRegionsOverwritesAndErases) {
+  constexpr std::uint32_t kCount = 20;
+  {
+    STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+    for (std::uint32_t i = 0; i < kCount; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    ASSERT_TRUE(store->put(key_of(5), kNs, payload_of(5, 3000)));  // a shorter new value
+    ASSERT_TRUE(store->erase(key_of(6)));
+    ASSERT_TRUE(store->close());
+    EXPECT_EQ(store->durable_sequence(), kCount + 2u);
+  }
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+  EXPECT_EQ(store->stats().recovered_entries, kCount - 1);
+  EXPECT_EQ(store->stats().damaged_regions, 0u);
+  EXPECT_EQ(store->stats().corrupt_dropped, 0u);
+  for (std::uint32_t i = 0; i < kCount; ++i) {
+    if (i == 5 || i == 6) continue;
+    expect_entry(*store, i);
+  }
+  expect_entry(*store, 5, 3000);  // the newer value wins
+  EXPECT_FALSE(store->contains(key_of(6)));
+  // New writes continue after the recovered ones: sequences keep growing.
+  auto seq = store->put(key_of(50), kNs, payload_of(50));
+  ASSERT_TRUE(seq);
+  EXPECT_EQ(*seq, kCount + 3u);
+}
+
+TEST_P(SsdStoreTest, PerCommitAcknowledgedPutsSurviveWithoutClose) {
+  constexpr std::uint32_t kCount = 11;  // the last region stays open (2 entries)
+  {
+    STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerCommit));
+    for (std::uint32_t i = 0; i < kCount; ++i) {
+      auto seq = store->put(key_of(i), kNs, payload_of(i));
+      ASSERT_TRUE(seq);
+      EXPECT_EQ(store->durable_sequence(), *seq) << "acknowledged = durable under per-commit";
+    }
+    // Dropped without close(): the open region's header is never sealed.
+  }
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerCommit));
+  EXPECT_EQ(store->size(), kCount);
+  EXPECT_EQ(store->stats().corrupt_dropped, 0u);
+  for (std::uint32_t i = 0; i < kCount; ++i) expect_entry(*store, i);
+}
+
+TEST_P(SsdStoreTest, PerRegionUnsealedPutsAreNotAcknowledged) {
+  {
+    STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+    for (std::uint32_t i = 0; i < 8; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    EXPECT_EQ(store->durable_sequence(), 6u);
+  }
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+  EXPECT_EQ(store->size(), 6u);
+  for (std::uint32_t i = 0; i < 6; ++i) expect_entry(*store, i);
+}
+
+TEST_P(SsdStoreTest, TornLastWriteKeepsEverythingBefore) {
+  constexpr std::uint32_t kCount = 8;  // entries 6 and 7 in the open region 2
+  {
+    STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerCommit));
+    for (std::uint32_t i = 0; i < kCount; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  }
+  // The last entry's payload only half made it.
+  scribble(entry_offset(kCount - 1) + kSsdBlockBytes + 4096, 4096, std::byte{0});
+  {
+    STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerCommit));
+    EXPECT_EQ(store->size(), kCount - 1);
+    EXPECT_EQ(store->stats().corrupt_dropped, 1u);
+    EXPECT_FALSE(store->contains(key_of(kCount - 1)));
+    for (std::uint32_t i = 0; i + 1 < kCount; ++i) expect_entry(*store, i);
+  }
+  // Now the header block of entry 6 is torn too: the walk stops there.
+  scribble(entry_offset(kCount - 2) + 40, 16, std::byte{0x5A});
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerCommit));
+  EXPECT_EQ(store->size(), kCount - 2);
+  EXPECT_GE(store->stats().damaged_regions, 1u);
+  EXPECT_FALSE(store->contains(key_of(kCount - 2)));
+  for (std::uint32_t i = 0; i + 2 < kCount; ++i) expect_entry(*store, i);
+  // The store keeps working after damage.
+  ASSERT_TRUE(store->put(key_of(70), kNs, payload_of(70)));
+  expect_entry(*store, 70);
+}
+
+TEST_P(SsdStoreTest, BitFlipFailsThatGetOnly) {
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+  for (std::uint32_t i = 0; i < 9; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_TRUE(store->flush());
+  flip_byte(entry_offset(4) + kSsdBlockBytes + 777);
+  Buffer buf = aligned_buffer(kRegion);
+  auto got = store->get(key_of(4), {buf.get(), kRegion});
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code, EBADMSG);
+  EXPECT_FALSE(store->contains(key_of(4)));
+  EXPECT_EQ(store->stats().corrupt_dropped, 1u);
+  for (std::uint32_t i = 0; i < 9; ++i) {
+    if (i != 4) expect_entry(*store, i);
+  }
+  store.reset();
+  // The scan at open drops it as well.
+  STORE_OR_SKIP(again, open_store(device(), SsdSyncPolicy::kPerRegion));
+  EXPECT_EQ(again->stats().corrupt_dropped, 1u);
+  EXPECT_EQ(again->size(), 8u);
+  EXPECT_FALSE(again->contains(key_of(4)));
+}
+
+TEST_P(SsdStoreTest, InjectedIoErrorAndShortReadFailOnlyThatGet) {
+  auto real = device();
+  if (!real && !skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_NE(real, nullptr);
+  // Ops: 16 header reads at open, the seal of region 0 at the 4th put, the
+  // flush of region 1; then the first get is op 19 and fails.
+  testing::FaultPlan plan;
+  plan.fail_nth_op = kRegions + 3;
+  auto faulty_owner = std::make_unique<testing::FaultyBlockDevice>(std::move(real), plan);
+  testing::FaultyBlockDevice* faulty = faulty_owner.get();
+  STORE_OR_SKIP(store, open_store(std::move(faulty_owner), SsdSyncPolicy::kPerRegion));
+  for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_TRUE(store->flush());
+  ASSERT_EQ(faulty->inner().stats().reads + faulty->inner().stats().writes, kRegions + 2u);
+  Buffer buf = aligned_buffer(kRegion);
+  auto got = store->get(key_of(0), {buf.get(), kRegion});
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code, EIO);
+  EXPECT_EQ(faulty->injected(), 1u);
+  EXPECT_FALSE(store->contains(key_of(0)));
+  EXPECT_EQ(store->stats().read_errors, 1u);
+  for (std::uint32_t i = 1; i < 6; ++i) expect_entry(*store, i);
+  ASSERT_TRUE(store->put(key_of(60), kNs, payload_of(60)));
+  expect_entry(*store, 60);
+  store.reset();
+
+  // Short reads: every read is cut to one block. Header reads at open and
+  // one-block payloads pass; a longer payload read comes back short.
+  ::unlink(path_.c_str());
+  testing::FaultPlan cut;
+  cut.short_read_bytes = kSsdBlockBytes;
+  STORE_OR_SKIP(store2, open_store(std::make_unique<testing::FaultyBlockDevice>(device(), cut),
+                                   SsdSyncPolicy::kPerRegion));
+  ASSERT_TRUE(store2->put(key_of(1), kNs, payload_of(1)));
+  ASSERT_TRUE(store2->put(key_of(2), kNs, payload_of(2, 4000)));
+  ASSERT_TRUE(store2->flush());
+  std::vector<SsdGetRequest> requests{{key_of(1), {buf.get(), kRegion}, 1}};
+  ASSERT_EQ(store2->submit_gets(requests).value(), 1u);
+  std::vector<SsdGetCompletion> out(1);
+  ASSERT_EQ(store2->poll_gets(out, 1).value(), 1u);
+  EXPECT_EQ(out[0].error, EIO);
+  EXPECT_FALSE(store2->contains(key_of(1)));
+  expect_entry(*store2, 2, 4000);
+  EXPECT_EQ(store2->stats().read_errors, 1u);
+}
+
+TEST_P(SsdStoreTest, DeviceFullEvictsOldestRegionAndReinsertsHotEntries) {
+  constexpr std::uint32_t kMaxRegions = 4;
+  {
+    STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion, kMaxRegions));
+    EXPECT_EQ(store->region_count(), kMaxRegions);
+    for (std::uint32_t i = 0; i < kMaxRegions * kEntriesPerRegion; ++i) {
+      ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    }
+    EXPECT_EQ(store->stats().regions_evicted, 0u);
+    expect_entry(*store, 1);  // entry 1 (region 0) is now hot
+    ASSERT_TRUE(store->put(key_of(100), kNs, payload_of(100)));
+    EXPECT_EQ(store->stats().regions_evicted, 1u);
+    EXPECT_EQ(store->stats().entries_evicted, 3u);
+    EXPECT_EQ(store->stats().reinsertions, 1u);
+    EXPECT_FALSE(store->contains(key_of(0)));
+    EXPECT_FALSE(store->contains(key_of(2)));
+    EXPECT_TRUE(store->contains(key_of(1)));
+    expect_entry(*store, 1);  // read again after its reinsertion: still hot
+    EXPECT_TRUE(store->contains(key_of(100)));
+    for (std::uint32_t i = 3; i < kMaxRegions * kEntriesPerRegion; ++i) EXPECT_TRUE(store->contains(key_of(i)));
+    // Region 0 now holds 1 and 100. Fill on until region 0 is evicted again:
+    // 1 (read since its reinsertion) survives another lap, 100 and 200 (never
+    // read) do not.
+    for (std::uint32_t i = 200; i <= 210; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    EXPECT_EQ(store->stats().regions_evicted, 5u);
+    EXPECT_EQ(store->stats().reinsertions, 2u);
+    EXPECT_TRUE(store->contains(key_of(1)));
+    EXPECT_FALSE(store->contains(key_of(100)));
+    EXPECT_FALSE(store->contains(key_of(200)));
+    for (std::uint32_t i = 3; i < kMaxRegions * kEntriesPerRegion; ++i) EXPECT_FALSE(store->contains(key_of(i)));
+    ASSERT_TRUE(store->close());
+  }
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion, kMaxRegions));
+  EXPECT_EQ(store->stats().corrupt_dropped, 0u);
+  EXPECT_EQ(store->size(), 11u);
+  expect_entry(*store, 1);
+  EXPECT_FALSE(store->contains(key_of(0)));
+  EXPECT_FALSE(store->contains(key_of(100)));
+  EXPECT_FALSE(store->contains(key_of(200)));
+  for (std::uint32_t i = 201; i <= 210; ++i) expect_entry(*store, i);
+}
+
+INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreTest, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);
+
+}  // namespace
+}  // namespace cxlpool::kvcache
