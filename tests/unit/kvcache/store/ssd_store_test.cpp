@@ -101,12 +101,13 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
   }
 
   std::unique_ptr<SsdStore> open_store(std::unique_ptr<hal::BlockDevice> dev, SsdSyncPolicy sync,
-                                       std::uint32_t max_regions = 0) {
+                                       std::uint32_t max_regions = 0, std::size_t index_capacity = 1u << 20) {
     if (!dev) return nullptr;
     SsdStoreConfig config;
     config.region_bytes = kRegion;
     config.sync = sync;
     config.max_regions = max_regions;
+    config.index_capacity = index_capacity;
     auto store = SsdStore::open(std::move(dev), config);
     if (!store) {
       ADD_FAILURE() << store.error().message;
@@ -418,6 +419,63 @@ TEST_P(SsdStoreTest, DeviceFullEvictsOldestRegionAndReinsertsHotEntries) {
   EXPECT_FALSE(store->contains(key_of(100)));
   EXPECT_FALSE(store->contains(key_of(200)));
   for (std::uint32_t i = 201; i <= 210; ++i) expect_entry(*store, i);
+}
+
+TEST_P(SsdStoreTest, PerCommitEvictionAndCrashKeepIndexAndDiskInAgreement) {
+  constexpr std::uint32_t kMaxRegions = 3;
+  std::vector<std::uint32_t> held;
+  {
+    STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerCommit, kMaxRegions));
+    for (std::uint32_t i = 0; i < 25; ++i) {
+      ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+      if (i % 4 == 0) expect_entry(*store, i);  // some entries are hot
+    }
+    EXPECT_GT(store->stats().regions_evicted, 0u);
+    EXPECT_GT(store->stats().reinsertions, 0u);
+    ASSERT_TRUE(store->erase(key_of(24)));
+    for (std::uint32_t i = 0; i < 25; ++i) {
+      if (store->contains(key_of(i))) held.push_back(i);
+    }
+    // Dropped without close(), as a crash would.
+  }
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerCommit, kMaxRegions));
+  EXPECT_EQ(store->stats().corrupt_dropped, 0u);
+  EXPECT_EQ(store->size(), held.size());
+  for (std::uint32_t i : held) expect_entry(*store, i);
+  EXPECT_FALSE(store->contains(key_of(24)));
+}
+
+TEST_P(SsdStoreTest, FullIndexEvictsOldestRegions) {
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion, 0, 4));
+  for (std::uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  // Region 0 (keys 0-2) goes to make room for key 4.
+  ASSERT_TRUE(store->put(key_of(4), kNs, payload_of(4)));
+  EXPECT_EQ(store->size(), 2u);
+  EXPECT_FALSE(store->contains(key_of(0)));
+  expect_entry(*store, 3);
+  expect_entry(*store, 4);
+  // Replacing a key needs no room.
+  ASSERT_TRUE(store->put(key_of(4), kNs, payload_of(4)));
+  EXPECT_EQ(store->stats().regions_evicted, 1u);
+  ASSERT_TRUE(store->put(key_of(5), kNs, payload_of(5)));  // seals region 1 (3, 4, 4)
+  ASSERT_TRUE(store->put(key_of(6), kNs, payload_of(6)));
+  EXPECT_EQ(store->size(), 4u);
+  ASSERT_TRUE(store->put(key_of(7), kNs, payload_of(7)));  // evicts region 1
+  EXPECT_EQ(store->stats().regions_evicted, 2u);
+  EXPECT_EQ(store->size(), 3u);
+  EXPECT_FALSE(store->contains(key_of(3)));
+  for (std::uint32_t i = 5; i <= 7; ++i) expect_entry(*store, i);
+}
+
+TEST_P(SsdStoreTest, FullIndexWithEveryKeyInTheOpenRegionIsENOSPC) {
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion, 0, 2));
+  ASSERT_TRUE(store->put(key_of(0), kNs, payload_of(0, 100)));
+  ASSERT_TRUE(store->put(key_of(1), kNs, payload_of(1, 100)));
+  auto third = store->put(key_of(2), kNs, payload_of(2, 100));
+  ASSERT_FALSE(third);
+  EXPECT_EQ(third.error().code, ENOSPC);
+  expect_entry(*store, 0, 100);
+  expect_entry(*store, 1, 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreTest, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);
