@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cxlpool/proto/kv_ring.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace cxlpool::proto {
+namespace {
+
+constexpr int32_t kMinStatus = -4095;
+
+// Where a list of `bytes` goes when the slab's free-running cursor is at
+// `cursor`: contiguous after it, or at the slab start when it would cross
+// the end (the tail of the slab is skipped). `advance` includes the skip.
+struct Placement {
+  uint32_t offset;
+  uint64_t advance;
+};
+Placement place(uint64_t cursor, uint64_t bytes, uint32_t slab) {
+  if (bytes == 0) return {0, 0};
+  const uint64_t pos = cursor % slab;
+  if (pos + bytes <= slab) return {static_cast<uint32_t>(pos), bytes};
+  return {0, (slab - pos) + bytes};
+}
+
+uint32_t max_records(uint32_t slab_bytes) {
+  return std::min<uint32_t>(kKvMaxRecordsPerEntry, slab_bytes / kKvRecordBytes);
+}
+
+bool slab_valid(uint32_t b) { return b >= kKvSlabMinBytes && b <= kKvSlabMaxBytes && b % 64 == 0; }
+
+bool fits(std::span<std::byte> mapping, const KvRingGeometry& g) {
+  return kv_ring_geometry_valid(g) && mapping.size() >= kv_ring_layout(g).total_bytes &&
+         reinterpret_cast<uintptr_t>(mapping.data()) % alignof(KvRingHeader) == 0;
+}
+
+void store_flag(uint32_t& w, uint32_t v) { RingWord(w).store(v, std::memory_order_relaxed); }
+
+}  // namespace
+
+bool kv_ring_geometry_valid(const KvRingGeometry& g) {
+  auto entries_ok = [](uint32_t n) { return n >= kKvRingMinEntries && ring_power_of_two(n, kKvRingMaxEntries); };
+  return entries_ok(g.sq_entries) && entries_ok(g.cq_entries) && slab_valid(g.sq_slab_bytes) &&
+         slab_valid(g.cq_slab_bytes);
+}
+
+KvRingLayout kv_ring_layout(const KvRingGeometry& g) {
+  KvRingLayout l;
+  uint64_t at = kKvRingHeaderBytes;
+  l.sq_ring_offset = static_cast<uint32_t>(at);
+  at += uint64_t{g.sq_entries} * kKvRingEntryBytes;
+  l.cq_ring_offset = static_cast<uint32_t>(at);
+  at += uint64_t{g.cq_entries} * kKvRingEntryBytes;
+  l.sq_slab_offset = static_cast<uint32_t>(at);
+  at += g.sq_slab_bytes;
+  l.cq_slab_offset = static_cast<uint32_t>(at);
+  at += g.cq_slab_bytes;
+  l.total_bytes = at;
+  return l;
+}
+
+bool kv_request_well_formed(const KvRequest& r) {
+  if (r.op < 1 || r.op > kKvOpMax || r.reserved0 != 0 || r.reserved1 != 0 || r.reserved2[0] != 0 ||
+      r.reserved2[1] != 0) {
+    return false;
+  }
+  const auto op = static_cast<KvOp>(r.op);
+  const uint16_t allowed = op == KvOp::kLookup ? kKvLookupCostCutoff : 0;
+  if ((r.flags & ~allowed) != 0) return false;
+  return op == KvOp::kRelease ? r.count == 0 : r.count >= 1;
+}
+
+void KvRequestBatch::clear() {
+  requests.clear();
+  errors.clear();
+  first_key.clear();
+  keys.clear();
+}
+
+void KvCompletionBatch::clear() {
+  completions.clear();
+  first_location.clear();
+  locations.clear();
+}
+
+// ------------------------------------------------------------------ memory
+
+Result<KvRingMemory> KvRingMemory::create(const KvRingGeometry& g) {
+  if (!kv_ring_geometry_valid(g)) return fail(EINVAL, "kv ring: invalid geometry");
+  auto mapping = ShmMapping::create("cxlpool-kv-ring", kv_ring_layout(g).total_bytes);
+  if (!mapping) return tl::unexpected(mapping.error());
+  if (auto ok = kv_ring_init(mapping->bytes(), g); !ok) return tl::unexpected(ok.error());
+  KvRingMemory memory;
+  memory.mapping_ = std::move(*mapping);
+  return memory;
+}
+
+Result<KvRingMemory> KvRingMemory::map(int fd, uint64_t total_bytes) {
+  if (total_bytes < kKvRingHeaderBytes || total_bytes > uint64_t{kKvRingHeaderBytes} + 2ull * kKvRingMaxEntries *
+                                                                kKvRingEntryBytes + 2ull * kKvSlabMaxBytes) {
+    return fail(EPROTO, "kv ring: size out of range");
+  }
+  auto mapping = ShmMapping::map(fd, total_bytes);
+  if (!mapping) return tl::unexpected(mapping.error());
+  KvRingMemory memory;
+  memory.mapping_ = std::move(*mapping);
+  return memory;
+}
+
+Result<void> kv_ring_init(std::span<std::byte> mapping, const KvRingGeometry& g) {
+  if (!fits(mapping, g)) return fail(EINVAL, "kv ring: bad geometry, or mapping too small or misaligned");
+  const KvRingLayout l = kv_ring_layout(g);
+  std::memset(mapping.data(), 0, kKvRingHeaderBytes);
+  auto* h = reinterpret_cast<KvRingHeader*>(mapping.data());
+  h->magic = kKvRingMagic;
+  h->version = kKvRingVersion;
+  h->sq_entries = g.sq_entries;
+  h->cq_entries = g.cq_entries;
+  h->sq_slab_bytes = g.sq_slab_bytes;
+  h->cq_slab_bytes = g.cq_slab_bytes;
+  h->entry_bytes = kKvRingEntryBytes;
+  h->record_bytes = kKvRecordBytes;
+  h->header_bytes = kKvRingHeaderBytes;
+  h->sq_ring_offset = l.sq_ring_offset;
+  h->cq_ring_offset = l.cq_ring_offset;
+  h->sq_slab_offset = l.sq_slab_offset;
+  h->cq_slab_offset = l.cq_slab_offset;
+  h->total_bytes = l.total_bytes;
+  return {};
+}
+
+// ------------------------------------------------------------------ client
+
+Result<KvClientRing> KvClientRing::attach(std::span<std::byte> mapping, int sq_efd, int cq_efd) {
+  if (mapping.size() < kKvRingHeaderBytes || reinterpret_cast<uintptr_t>(mapping.data()) % alignof(KvRingHeader) != 0) {
+    return fail(EPROTO, "kv ring: mapping smaller than its header");
+  }
+  auto* h = reinterpret_cast<KvRingHeader*>(mapping.data());
+  if (h->magic != kKvRingMagic || h->version != kKvRingVersion) return fail(EPROTO, "kv ring: bad magic or version");
+  const KvRingGeometry g{h->sq_entries, h->cq_entries, h->sq_slab_bytes, h->cq_slab_bytes};
+  if (h->entry_bytes != kKvRingEntryBytes || h->record_bytes != kKvRecordBytes ||
+      h->header_bytes != kKvRingHeaderBytes || !fits(mapping, g)) {
+    return fail(EPROTO, "kv ring: header geometry does not match the mapping");
+  }
+  const KvRingLayout l = kv_ring_layout(g);
+  if (h->sq_ring_offset != l.sq_ring_offset || h->cq_ring_offset != l.cq_ring_offset ||
+      h->sq_slab_offset != l.sq_slab_offset || h->cq_slab_offset != l.cq_slab_offset ||
+      h->total_bytes != l.total_bytes) {
+    return fail(EPROTO, "kv ring: header offsets do not match its geometry");
+  }
+  if (RingIndex(h->sq_producer).load(std::memory_order_acquire) != 0 ||
+      RingIndex(h->sq_consumer).load(std::memory_order_acquire) != 0 ||
+      RingIndex(h->sq_slab_consumer).load(std::memory_order_acquire) != 0 ||
+      RingIndex(h->cq_producer).load(std::memory_order_acquire) != 0 ||
+      RingIndex(h->cq_consumer).load(std::memory_order_acquire) != 0 ||
+      RingIndex(h->cq_slab_consumer).load(std::memory_order_acquire) != 0) {
+    return fail(EPROTO, "kv ring: not a fresh ring");
+  }
+  KvClientRing c;
+  c.header_ = h;
+  c.sq_ = mapping.data() + l.sq_ring_offset;
+  c.cq_ = mapping.data() + l.cq_ring_offset;
+  c.sq_slab_ = mapping.data() + l.sq_slab_offset;
+  c.cq_slab_ = mapping.data() + l.cq_slab_offset;
+  c.geometry_ = g;
+  c.sq_mask_ = g.sq_entries - 1;
+  c.cq_mask_ = g.cq_entries - 1;
+  c.sq_efd_ = sq_efd;
+  c.cq_efd_ = cq_efd;
+  return c;
+}
+
+Result<void> KvClientRing::submit(const KvRequest& request, std::span<const KvKey> keys) {
+  if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
+  KvRequest e = request;
+  e.count = static_cast<uint32_t>(std::min<size_t>(keys.size(), UINT32_MAX));
+  e.arg_offset = 0;
+  if (keys.size() > max_records(geometry_.sq_slab_bytes) || !kv_request_well_formed(e)) {
+    return fail(EINVAL, "kv ring: malformed request or too many keys");
+  }
+  if (in_flight() >= geometry_.cq_entries) return fail(EAGAIN, "kv ring: completion ring would overflow");
+  const uint64_t sq_cap = uint64_t{sq_mask_} + 1;
+  if (sq_head_ - sq_tail_seen_ >= sq_cap) {
+    // Acquire pairs with the daemon's release: it has copied the entries out.
+    const uint64_t tail = RingIndex(header_->sq_consumer).load(std::memory_order_acquire);
+    if (sq_head_ - tail <= sq_cap) sq_tail_seen_ = tail;  // else a daemon bug: stay "full"
+    if (sq_head_ - sq_tail_seen_ >= sq_cap) return fail(EAGAIN, "kv ring: submission ring full");
+  }
+  const uint32_t slab = geometry_.sq_slab_bytes;
+  const Placement at = place(sq_slab_head_, keys.size_bytes(), slab);
+  auto slab_free = [&] { return slab - (sq_slab_head_ - sq_slab_tail_seen_); };
+  if (at.advance > slab_free()) {
+    const uint64_t tail = RingIndex(header_->sq_slab_consumer).load(std::memory_order_acquire);
+    if (sq_slab_head_ - tail <= slab) sq_slab_tail_seen_ = tail;
+    if (at.advance > slab_free()) return fail(EAGAIN, "kv ring: submission slab full");
+  }
+  if (!keys.empty()) std::memcpy(sq_slab_ + at.offset, keys.data(), keys.size_bytes());
+  e.arg_offset = at.offset;
+  std::memcpy(sq_ + (sq_head_ & sq_mask_) * kKvRingEntryBytes, &e, sizeof e);
+  sq_slab_head_ += at.advance;
+  ++sq_head_;
+  ++submitted_;
+  return {};
+}
+
+bool KvClientRing::flush() {
+  if (header_ == nullptr || broken_ || sq_head_ == sq_published_) return false;
+  RingIndex(header_->sq_producer).store(sq_head_, std::memory_order_release);
+  sq_published_ = sq_head_;
+  // Pairs with the fence in KvDaemonRing::arm_wakeup: either it sees our
+  // producer index, or we see its flag.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (ring_word(header_->sq_need_wakeup) == 0) return false;
+  ring_kick(sq_efd_);
+  return true;
+}
+
+size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
+  if (header_ == nullptr || broken_) return 0;
+  const uint64_t head = RingIndex(header_->cq_producer).load(std::memory_order_acquire);
+  const uint64_t available = head - cq_tail_;
+  if (available > uint64_t{cq_mask_} + 1) {
+    broken_ = true;
+    return 0;
+  }
+  const uint32_t slab = geometry_.cq_slab_bytes;
+  const uint32_t limit = max_records(slab);
+  const uint64_t n = std::min<uint64_t>(available, max);
+  uint64_t done = 0;
+  uint64_t slab_used = 0;
+  for (; done < n; ++done) {
+    KvCompletion c;
+    std::memcpy(&c, cq_ + ((cq_tail_ + done) & cq_mask_) * kKvRingEntryBytes, sizeof c);
+    const bool entry_ok = c.op >= 1 && c.op <= kKvOpMax && c.reserved0 == 0 && c.flags == 0 &&
+                          c.reserved1[0] == 0 && c.reserved1[1] == 0 && c.status <= 0 && c.status >= kMinStatus &&
+                          c.count <= limit && reaped_ + done < submitted_;
+    if (!entry_ok) {
+      broken_ = true;
+      break;
+    }
+    const Placement at = place(cq_slab_tail_, uint64_t{c.count} * kKvRecordBytes, slab);
+    slab_used += at.advance;
+    // The lists of the completions in one reap were all in the slab at once.
+    if (c.arg_offset != at.offset || slab_used > slab) {
+      broken_ = true;
+      break;
+    }
+    out.completions.push_back(c);
+    out.first_location.push_back(static_cast<uint32_t>(out.locations.size()));
+    const size_t first = out.locations.size();
+    out.locations.resize(first + c.count);
+    if (c.count != 0) std::memcpy(out.locations.data() + first, cq_slab_ + at.offset, uint64_t{c.count} * kKvRecordBytes);
+    cq_slab_tail_ += at.advance;
+  }
+  if (broken_) return done;
+  cq_tail_ += done;
+  reaped_ += done;
+  if (done > 0) {
+    // Release: our copies are complete before the daemon reuses the space.
+    RingIndex(header_->cq_slab_consumer).store(cq_slab_tail_, std::memory_order_release);
+    RingIndex(header_->cq_consumer).store(cq_tail_, std::memory_order_release);
+    // The daemon may sleep waiting for CQ space: same pairing as flush().
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (ring_word(header_->sq_need_wakeup) != 0) ring_kick(sq_efd_);
+  }
+  return done;
+}
+
+bool KvClientRing::completions_pending() const {
+  return RingIndex(header_->cq_producer).load(std::memory_order_acquire) != cq_tail_;
+}
+
+bool KvClientRing::arm_wakeup() {
+  if (header_ == nullptr || broken_) return false;
+  store_flag(header_->cq_need_wakeup, 1);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (completions_pending()) {
+    store_flag(header_->cq_need_wakeup, 0);
+    return false;
+  }
+  return true;
+}
+
+void KvClientRing::disarm_wakeup() {
+  if (header_ != nullptr) store_flag(header_->cq_need_wakeup, 0);
+}
+
+Result<bool> KvClientRing::wait(int timeout_ms) {
+  if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
+  if (!arm_wakeup()) return true;
+  auto woke = ring_wait(cq_efd_, timeout_ms);
+  disarm_wakeup();
+  if (!woke) return tl::unexpected(woke.error());
+  return *woke || completions_pending();
+}
+
+// ------------------------------------------------------------------ daemon
+
+Result<KvDaemonRing> KvDaemonRing::attach(std::span<std::byte> mapping, const KvRingGeometry& g, int sq_efd,
+                                          int cq_efd) {
+  if (!fits(mapping, g)) return fail(EINVAL, "kv ring: mapping too small for its geometry");
+  const KvRingLayout l = kv_ring_layout(g);
+  KvDaemonRing d;
+  d.header_ = reinterpret_cast<KvRingHeader*>(mapping.data());
+  d.sq_ = mapping.data() + l.sq_ring_offset;
+  d.cq_ = mapping.data() + l.cq_ring_offset;
+  d.sq_slab_ = mapping.data() + l.sq_slab_offset;
+  d.cq_slab_ = mapping.data() + l.cq_slab_offset;
+  d.geometry_ = g;
+  d.layout_ = l;
+  d.sq_mask_ = g.sq_entries - 1;
+  d.cq_mask_ = g.cq_entries - 1;
+  d.sq_efd_ = sq_efd;
+  d.cq_efd_ = cq_efd;
+  // Attached right after kv_ring_init: every index is 0, and ours stay ours.
+  return d;
+}
+
+bool KvDaemonRing::header_intact() const {
+  KvRingHeader* h = header_;
+  return ring_word(h->magic) == kKvRingMagic && ring_word(h->version) == kKvRingVersion &&
+         ring_word(h->sq_entries) == geometry_.sq_entries && ring_word(h->cq_entries) == geometry_.cq_entries &&
+         ring_word(h->sq_slab_bytes) == geometry_.sq_slab_bytes &&
+         ring_word(h->cq_slab_bytes) == geometry_.cq_slab_bytes && ring_word(h->entry_bytes) == kKvRingEntryBytes &&
+         ring_word(h->record_bytes) == kKvRecordBytes && ring_word(h->header_bytes) == kKvRingHeaderBytes;
+}
+
+bool KvDaemonRing::refresh_cq_tail() {
+  const uint64_t tail = RingIndex(header_->cq_consumer).load(std::memory_order_acquire);
+  const uint64_t slab_tail = RingIndex(header_->cq_slab_consumer).load(std::memory_order_acquire);
+  // A client that claims to have reaped what was never produced, or whose
+  // indices went back more than a ring's worth, is not following the protocol.
+  if (cq_head_ - tail > uint64_t{cq_mask_} + 1 || cq_slab_head_ - slab_tail > geometry_.cq_slab_bytes) {
+    broken_ = true;
+    return false;
+  }
+  cq_tail_seen_ = tail;
+  cq_slab_tail_seen_ = slab_tail;
+  return true;
+}
+
+uint64_t KvDaemonRing::take_room() const {
+  const uint64_t used = (taken_ - completed_) + (cq_head_ - cq_tail_seen_);
+  const uint64_t cap = uint64_t{cq_mask_} + 1;
+  return used < cap ? cap - used : 0;
+}
+
+size_t KvDaemonRing::take(KvRequestBatch& out, size_t max) {
+  if (header_ == nullptr || broken_) return 0;
+  if (!header_intact()) {
+    broken_ = true;
+    return 0;
+  }
+  // Read once; the bound holds for the copy we act on.
+  const uint64_t head = RingIndex(header_->sq_producer).load(std::memory_order_acquire);
+  const uint64_t available = head - sq_tail_;  // unsigned: a head behind our tail is huge
+  if (available > uint64_t{sq_mask_} + 1) {
+    broken_ = true;
+    return 0;
+  }
+  if (!refresh_cq_tail()) return 0;
+  const uint64_t n = std::min<uint64_t>({available, max, take_room()});
+  const uint32_t slab = geometry_.sq_slab_bytes;
+  const uint32_t limit = max_records(slab);
+  uint64_t done = 0;
+  uint64_t slab_used = 0;
+  for (; done < n; ++done) {
+    KvRequest r;
+    std::memcpy(&r, sq_ + ((sq_tail_ + done) & sq_mask_) * kKvRingEntryBytes, sizeof r);
+    if (r.count > limit) {
+      broken_ = true;
+      break;
+    }
+    const Placement at = place(sq_slab_tail_, uint64_t{r.count} * kKvRecordBytes, slab);
+    slab_used += at.advance;
+    // A correct client never has more than the slab's worth of lists
+    // published but not taken: beyond it, lists overlap.
+    if (r.arg_offset != at.offset || slab_used > slab) {
+      broken_ = true;
+      break;
+    }
+    out.requests.push_back(r);
+    out.errors.push_back(kv_request_well_formed(r) ? 0 : -EINVAL);
+    out.first_key.push_back(static_cast<uint32_t>(out.keys.size()));
+    const size_t first = out.keys.size();
+    out.keys.resize(first + r.count);
+    if (r.count != 0) std::memcpy(out.keys.data() + first, sq_slab_ + at.offset, uint64_t{r.count} * kKvRecordBytes);
+    sq_slab_tail_ += at.advance;
+  }
+  sq_tail_ += done;
+  taken_ += done;
+  if (broken_) return done;
+  if (done > 0) {
+    // Release: our copies are complete before the client reuses the space.
+    RingIndex(header_->sq_slab_consumer).store(sq_slab_tail_, std::memory_order_release);
+    RingIndex(header_->sq_consumer).store(sq_tail_, std::memory_order_release);
+  }
+  return done;
+}
+
+Result<void> KvDaemonRing::complete(const KvCompletion& completion, std::span<const KvLocation> locations) {
+  if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
+  const uint32_t slab = geometry_.cq_slab_bytes;
+  if (completed_ >= taken_ || locations.size() > max_records(slab) || completion.op < 1 ||
+      completion.op > kKvOpMax || completion.status > 0 || completion.status < kMinStatus ||
+      completion.reserved0 != 0 || completion.flags != 0 || completion.reserved1[0] != 0 ||
+      completion.reserved1[1] != 0) {
+    return fail(EINVAL, "kv ring: completion without a request, malformed, or too many locations");
+  }
+  const uint64_t cap = uint64_t{cq_mask_} + 1;
+  if (cq_head_ - cq_tail_seen_ >= cap) {
+    if (!refresh_cq_tail()) return fail(EPIPE, "kv ring: broken");
+    if (cq_head_ - cq_tail_seen_ >= cap) return fail(EAGAIN, "kv ring: completion ring full");
+  }
+  const Placement at = place(cq_slab_head_, locations.size_bytes(), slab);
+  auto slab_free = [&] { return slab - (cq_slab_head_ - cq_slab_tail_seen_); };
+  if (at.advance > slab_free()) {
+    if (!refresh_cq_tail()) return fail(EPIPE, "kv ring: broken");
+    if (at.advance > slab_free()) return fail(EAGAIN, "kv ring: completion slab full");
+  }
+  KvCompletion c = completion;
+  c.count = static_cast<uint32_t>(locations.size());
+  c.arg_offset = at.offset;
+  if (!locations.empty()) std::memcpy(cq_slab_ + at.offset, locations.data(), locations.size_bytes());
+  std::memcpy(cq_ + (cq_head_ & cq_mask_) * kKvRingEntryBytes, &c, sizeof c);
+  cq_slab_head_ += at.advance;
+  ++cq_head_;
+  ++completed_;
+  return {};
+}
+
+bool KvDaemonRing::flush() {
+  if (header_ == nullptr || broken_) return false;
+  if (cq_published_ == cq_head_) return false;
+  RingIndex(header_->cq_producer).store(cq_head_, std::memory_order_release);
+  cq_published_ = cq_head_;
+  // Pairs with the fence in KvClientRing::arm_wakeup.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (ring_word(header_->cq_need_wakeup) == 0) return false;
+  ring_kick(cq_efd_);
+  return true;
+}
+
+bool KvDaemonRing::arm_wakeup() {
+  if (header_ == nullptr || broken_) return false;
+  const uint64_t cq_tail_before = cq_tail_seen_;
+  const uint64_t cq_slab_tail_before = cq_slab_tail_seen_;
+  store_flag(header_->sq_need_wakeup, 1);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const uint64_t head = RingIndex(header_->sq_producer).load(std::memory_order_acquire);
+  const bool refreshed = refresh_cq_tail();
+  const bool work = !refreshed || (head != sq_tail_ && take_room() > 0) || cq_tail_seen_ != cq_tail_before ||
+                    cq_slab_tail_seen_ != cq_slab_tail_before;
+  if (work) {
+    store_flag(header_->sq_need_wakeup, 0);
+    return false;
+  }
+  return true;
+}
+
+void KvDaemonRing::disarm_wakeup() {
+  if (header_ != nullptr) store_flag(header_->sq_need_wakeup, 0);
+}
+
+Result<bool> KvDaemonRing::wait(int timeout_ms) {
+  if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
+  if (!arm_wakeup()) return true;
+  auto woke = ring_wait(sq_efd_, timeout_ms);
+  disarm_wakeup();
+  if (!woke) return tl::unexpected(woke.error());
+  return *woke;
+}
+
+}  // namespace cxlpool::proto
