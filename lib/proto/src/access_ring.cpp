@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cxlpool/proto/access_ring.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -34,20 +30,14 @@ Result<AccessRingMemory> AccessRingMemory::create(uint32_t entries) {
   if (!access_ring_entries_valid(entries)) {
     return fail(EINVAL, "access ring: " + std::to_string(entries) + " entries is not a power of two up to 2^20");
   }
-  const uint64_t size = access_ring_bytes(entries);
-  UniqueFd fd(::memfd_create("cxlpool-access-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd) return fail_errno("access ring: memfd_create");
-  if (::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) return fail_errno("access ring: ftruncate");
-  // The client maps this file read-write: sealed, it can neither shrink it
-  // under the daemon's mapping (SIGBUS on the next drain) nor grow it.
-  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-    return fail_errno("access ring: sealing its size");
-  }
-  auto memory = map(fd.get(), size);
-  if (!memory) return memory;
-  memory->fd_ = std::move(fd);
-  if (auto ok = access_ring_init(memory->bytes(), entries); !ok) return tl::unexpected(ok.error());
-  memory->entries_ = entries;
+  // Sealed: the client maps it read-write and can neither shrink it under
+  // the daemon's mapping (SIGBUS on the next drain) nor grow it.
+  auto mapping = ShmMapping::create("cxlpool-access-ring", access_ring_bytes(entries));
+  if (!mapping) return tl::unexpected(mapping.error());
+  if (auto ok = access_ring_init(mapping->bytes(), entries); !ok) return tl::unexpected(ok.error());
+  AccessRingMemory memory;
+  memory.mapping_ = std::move(*mapping);
+  memory.entries_ = entries;
   return memory;
 }
 
@@ -55,38 +45,11 @@ Result<AccessRingMemory> AccessRingMemory::map(int fd, uint64_t ring_bytes) {
   if (ring_bytes < kAccessRingHeaderBytes || ring_bytes > access_ring_bytes(1u << 20)) {
     return fail(EPROTO, "access ring: size " + std::to_string(ring_bytes) + " out of range");
   }
-  void* addr = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (addr == MAP_FAILED) return fail_errno("access ring: mmap");
+  auto mapping = ShmMapping::map(fd, ring_bytes);
+  if (!mapping) return tl::unexpected(mapping.error());
   AccessRingMemory memory;
-  memory.addr_ = addr;
-  memory.size_ = ring_bytes;
+  memory.mapping_ = std::move(*mapping);
   return memory;
-}
-
-AccessRingMemory::AccessRingMemory(AccessRingMemory&& other) noexcept
-    : fd_(std::move(other.fd_)),
-      addr_(std::exchange(other.addr_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
-      entries_(std::exchange(other.entries_, 0)) {}
-
-AccessRingMemory& AccessRingMemory::operator=(AccessRingMemory&& other) noexcept {
-  if (this != &other) {
-    reset();
-    fd_ = std::move(other.fd_);
-    addr_ = std::exchange(other.addr_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    entries_ = std::exchange(other.entries_, 0);
-  }
-  return *this;
-}
-
-AccessRingMemory::~AccessRingMemory() { reset(); }
-
-void AccessRingMemory::reset() {
-  if (addr_ != nullptr) ::munmap(addr_, size_);
-  addr_ = nullptr;
-  size_ = 0;
-  fd_.reset();
 }
 
 Result<void> access_ring_init(std::span<std::byte> mapping, uint32_t entries) {

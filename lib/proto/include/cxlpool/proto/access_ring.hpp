@@ -18,6 +18,7 @@
 
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/proto/shm_ring.hpp"
 
 namespace cxlpool::proto {
 
@@ -79,24 +80,14 @@ class AccessRingMemory {
   // Client side: maps `ring_bytes` of a received ring descriptor read-write.
   static Result<AccessRingMemory> map(int fd, uint64_t ring_bytes);
 
-  AccessRingMemory() = default;
-  AccessRingMemory(AccessRingMemory&& other) noexcept;
-  AccessRingMemory& operator=(AccessRingMemory&& other) noexcept;
-  AccessRingMemory(const AccessRingMemory&) = delete;
-  AccessRingMemory& operator=(const AccessRingMemory&) = delete;
-  ~AccessRingMemory();
-
-  std::span<std::byte> bytes() const { return {static_cast<std::byte*>(addr_), size_}; }
-  int fd() const { return fd_.get(); }
+  std::span<std::byte> bytes() const { return mapping_.bytes(); }
+  int fd() const { return mapping_.fd(); }
   // Hands the descriptor over (to send it); the mapping stays.
-  UniqueFd take_fd() { return std::move(fd_); }
+  UniqueFd take_fd() { return mapping_.take_fd(); }
   uint32_t entries() const { return entries_; }
 
  private:
-  void reset();
-  UniqueFd fd_;
-  void* addr_ = nullptr;
-  size_t size_ = 0;
+  ShmMapping mapping_;
   uint32_t entries_ = 0;
 };
 
