@@ -43,27 +43,30 @@ if [ $quick -eq 0 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suites build-asan unit integration
 
-  echo "== [3] libFuzzer: protocol decoder for ${FUZZ_SECONDS}s"
+  echo "== [3] libFuzzer: protocol, trace and SSD-region decoders, ${FUZZ_SECONDS}s each"
   if command -v clang++ >/dev/null; then
     if [ ! -f build-fuzz/build.ninja ]; then
       CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dcuda=disabled >/dev/null || status=1
     fi
-    if ninja -C build-fuzz tests/fuzz/fuzz_proto_decode; then
+    for target in proto trace kvstore; do
+      fuzzer=tests/fuzz/fuzz_${target}_decode
+      if ! ninja -C build-fuzz "$fuzzer"; then
+        status=1
+        continue
+      fi
       corpus=$(mktemp -d)
-      cp tests/fuzz/corpus/proto/* "$corpus"/
-      if build-fuzz/tests/fuzz/fuzz_proto_decode -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
-           "$corpus" 2>build-fuzz/fuzz.log; then
-        grep -E "stat::number_of_executed_units|Done" build-fuzz/fuzz.log | tail -2
-        echo "fuzz: no crash"
+      cp tests/fuzz/corpus/$target/* "$corpus"/
+      if build-fuzz/$fuzzer -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 \
+           "$corpus" 2>build-fuzz/fuzz-$target.log; then
+        grep -E "stat::number_of_executed_units|Done" build-fuzz/fuzz-$target.log | tail -2
+        echo "fuzz $target: no crash"
       else
-        tail -40 build-fuzz/fuzz.log
-        echo "fuzz: FAILED"
+        tail -40 build-fuzz/fuzz-$target.log
+        echo "fuzz $target: FAILED"
         status=1
       fi
       rm -rf "$corpus"
-    else
-      status=1
-    fi
+    done
   else
     echo "fuzz: skipped (clang++ not installed)"
   fi
