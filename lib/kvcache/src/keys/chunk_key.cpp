@@ -46,8 +46,10 @@ std::size_t compute_chunk_keys(std::span<const TokenId> tokens, std::uint32_t ch
                                const ChunkKey& parent) {
   if (chunk_tokens == 0) return 0;
   const std::size_t full = tokens.size() / chunk_tokens;
-  out.reserve(out.size() + full);
+  // `parent` may be an element of `out` (continuing an earlier call): copy it
+  // before reserve() can reallocate the vector under it.
   ChunkKey prev = parent;
+  out.reserve(out.size() + full);
   for (std::size_t i = 0; i < full; ++i) {
     prev = chunk_key(prev, tokens.subspan(i * chunk_tokens, chunk_tokens), ns);
     out.push_back(prev);

@@ -16,6 +16,7 @@ constexpr std::uint64_t kPageMask = ~(kPage - 1);
 std::uint64_t page_word_mask(std::uint64_t page, std::uint64_t offset, std::uint64_t length) {
   if (length == 0) return 0;
   const std::uint64_t end = offset + length;  // callers guarantee no overflow
+  if (end <= page || offset >= page + kPage) return 0;  // the range misses the page
   const std::uint64_t lo = offset > page ? offset - page : 0;
   const std::uint64_t hi = end < page + kPage ? end - page : kPage;  // exclusive
   if (lo >= hi) return 0;
