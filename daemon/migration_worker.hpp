@@ -5,15 +5,11 @@
 // through an eventfd the loop polls; all pool state stays on the loop.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <vector>
 
-#include "cxlpool/common/unique_fd.hpp"
 #include "region_pool.hpp"
+#include "task_worker.hpp"
 
 namespace cxlpool::daemon {
 
@@ -27,30 +23,20 @@ struct MigrationTask {
 class MigrationWorker {
  public:
   explicit MigrationWorker(hal::PagePlacement* placement);
-  ~MigrationWorker();
 
-  Result<void> start();
+  Result<void> start() { return worker_.start(); }
   // Finishes the job in progress, drops queued ones (they are returned by
-  // the next take_finished) and joins the thread.
-  void stop();
+  // the next take_finished as "nothing moved") and joins the thread.
+  void stop() { worker_.stop(); }
 
-  void submit(MigrationTask task);
+  void submit(MigrationTask task) { worker_.submit(std::move(task)); }
   // Readable when finished tasks wait in take_finished().
-  int event_fd() const { return event_fd_.get(); }
-  std::vector<MigrationTask> take_finished();
-  size_t queued() const;
+  int event_fd() const { return worker_.event_fd(); }
+  std::vector<MigrationTask> take_finished() { return worker_.take_finished(); }
+  size_t queued() const { return worker_.queued(); }
 
  private:
-  void run();
-
-  hal::PagePlacement* placement_;
-  UniqueFd event_fd_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<MigrationTask> pending_;
-  std::vector<MigrationTask> finished_;
-  bool stopping_ = false;
-  std::thread thread_;
+  TaskWorker<MigrationTask> worker_;
 };
 
 }  // namespace cxlpool::daemon

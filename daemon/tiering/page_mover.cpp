@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "page_mover.hpp"
 
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -46,72 +45,16 @@ void run_page_move_batch(hal::PagePlacement& placement, PageMoveBatch& batch) {
   batch.elapsed_ns = monotonic_ns() - start;
 }
 
-PageMover::~PageMover() { stop(); }
-
-Result<void> PageMover::start() {
-  event_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!event_fd_) return fail_errno("eventfd");
-  thread_ = std::thread([this] { run(); });
-  return {};
-}
-
-void PageMover::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-    for (auto& task : pending_) {
-      for (auto& batch : task.batches) {
-        batch.error = Error{ECANCELED, "the daemon stopped before the move ran"};
-        batch.status.assign(batch.addresses.size(), -ECANCELED);
-      }
-      finished_.push_back(std::move(task));
-    }
-    pending_.clear();
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void PageMover::submit(PageMoveTask task) {
-  {
-    std::lock_guard lock(mutex_);
-    pending_.push_back(std::move(task));
-  }
-  wake_.notify_one();
-}
-
-bool PageMover::busy() const {
-  std::lock_guard lock(mutex_);
-  return !pending_.empty() || running_ != 0;
-}
-
-std::vector<PageMoveTask> PageMover::take_finished() {
-  uint64_t count = 0;
-  if (event_fd_) (void)!::read(event_fd_.get(), &count, sizeof count);
-  std::lock_guard lock(mutex_);
-  return std::exchange(finished_, {});
-}
-
-void PageMover::run() {
-  for (;;) {
-    PageMoveTask task;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) return;
-      task = std::move(pending_.front());
-      pending_.pop_front();
-      ++running_;
-    }
-    for (auto& batch : task.batches) run_page_move_batch(*placement_, batch);
-    {
-      std::lock_guard lock(mutex_);
-      finished_.push_back(std::move(task));
-      --running_;
-    }
-    const uint64_t one = 1;
-    (void)!::write(event_fd_.get(), &one, sizeof one);
-  }
-}
+PageMover::PageMover(hal::PagePlacement* placement)
+    : worker_(
+          [placement](PageMoveTask& task) {
+            for (auto& batch : task.batches) run_page_move_batch(*placement, batch);
+          },
+          [](PageMoveTask& task) {
+            for (auto& batch : task.batches) {
+              batch.error = Error{ECANCELED, "the daemon stopped before the move ran"};
+              batch.status.assign(batch.addresses.size(), -ECANCELED);
+            }
+          }) {}
 
 }  // namespace cxlpool::daemon

@@ -5,17 +5,13 @@
 // back through an eventfd, with the kernel's per-page status filled in.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
-#include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/tiering/m5_manager.hpp"
+#include "task_worker.hpp"
 
 namespace cxlpool::daemon {
 
@@ -48,31 +44,20 @@ void run_page_move_batch(hal::PagePlacement& placement, PageMoveBatch& batch);
 
 class PageMover {
  public:
-  explicit PageMover(hal::PagePlacement* placement) : placement_(placement) {}
-  ~PageMover();
+  explicit PageMover(hal::PagePlacement* placement);
 
-  Result<void> start();
+  Result<void> start() { return worker_.start(); }
   // Finishes the task in progress; queued tasks come back unrun (their
   // batches carry ECANCELED) from the next take_finished.
-  void stop();
+  void stop() { worker_.stop(); }
 
-  void submit(PageMoveTask task);
-  int event_fd() const { return event_fd_.get(); }
-  std::vector<PageMoveTask> take_finished();
-  bool busy() const;
+  void submit(PageMoveTask task) { worker_.submit(std::move(task)); }
+  int event_fd() const { return worker_.event_fd(); }
+  std::vector<PageMoveTask> take_finished() { return worker_.take_finished(); }
+  bool busy() const { return worker_.busy(); }
 
  private:
-  void run();
-
-  hal::PagePlacement* placement_;
-  UniqueFd event_fd_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<PageMoveTask> pending_;
-  std::vector<PageMoveTask> finished_;
-  size_t running_ = 0;
-  bool stopping_ = false;
-  std::thread thread_;
+  TaskWorker<PageMoveTask> worker_;
 };
 
 }  // namespace cxlpool::daemon
