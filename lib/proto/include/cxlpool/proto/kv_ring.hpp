@@ -58,6 +58,14 @@ struct KvKey {
 };
 static_assert(sizeof(KvKey) == kKvRecordBytes);
 
+// KvLocation.tier values: 0 dram arena, 1 cxl arena, 2 ssd (a lookup's
+// answer only: not mapped), kKvLocationPutWindow for put_begin's slots in the
+// connection's private put window.
+inline constexpr uint16_t kKvLocationPutWindow = 0xff;
+// KvLocation.flags.
+inline constexpr uint16_t kKvLocationSsdCopy = 1u << 0;  // also stored on SSD
+inline constexpr uint16_t kKvLocationCached = 1u << 1;   // put_begin: already cached, nothing to write
+
 // Where a chunk is, in the client's mapping of the arena named by `tier`.
 struct KvLocation {
   uint64_t offset = 0;

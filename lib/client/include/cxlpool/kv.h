@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libcxlpool: the KV-cache store's client API (C ABI). docs/kvstore.md
+ * describes the store; this header is the contract.
+ *
+ * A cxlpool_kv is one connection's data path to the daemon's KV store: a
+ * request ring and a completion ring in shared memory, the store's arenas
+ * mapped read-only, and a private writable put window. Requests are batched
+ * and asynchronous (cxlpool_kv_submit + cxlpool_kv_reap, or an eventfd for an
+ * external poll loop); the blocking helpers below are built on them.
+ *
+ * Keys: a chunk is `chunk_tokens` tokens of one namespace (model, layout,
+ * dtype, tensor-parallel rank). Its key is XXH3-128 of the parent chunk's
+ * key, the namespace fingerprint and the token ids (lib/kvcache chunk_key.hpp
+ * gives the exact bytes), so equal keys mean equal prefixes. A partial
+ * trailing chunk never gets a key.
+ *
+ * Zero copy: a get returns pointers into the arenas that stay valid and
+ * unchanged until the lease is released (or the cxlpool_kv is closed).
+ *
+ * Errors are negative errno values as in cxlpool.h, plus:
+ *   -EAGAIN   no room in the rings or the put window (reap, then retry)
+ *   -EDQUOT   the connection's lease + reservation quota is used up
+ *   -ENOENT   unknown reservation, lease or namespace
+ *   -EMSGSIZE a chunk larger than the store's slot size
+ *   -EPIPE    the daemon broke the ring protocol (the handle is unusable)
+ *   -ENOTSUP  the daemon runs without a KV store ([kvstore] disabled)
+ *
+ * Thread safety: calls on one cxlpool_kv are serialized by an internal lock.
+ * Completions of cxlpool_kv_submit are only returned by cxlpool_kv_reap; the
+ * blocking helpers never steal them.
+ */
+#ifndef CXLPOOL_KV_H
+#define CXLPOOL_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cxlpool/cxlpool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cxlpool_kv cxlpool_kv;
+
+/* A 128-bit chunk key (XXH3-128 low and high halves). */
+typedef struct cxlpool_kv_key {
+  uint64_t lo;
+  uint64_t hi;
+} cxlpool_kv_key;
+
+enum cxlpool_kv_tier {
+  CXLPOOL_KV_TIER_DRAM = 0,
+  CXLPOOL_KV_TIER_CXL = 1,
+  CXLPOOL_KV_TIER_SSD = 2,       /* lookup answers only: not mapped */
+  CXLPOOL_KV_TIER_PUT_WINDOW = 0xff,
+};
+
+/* cxlpool_kv_location.flags */
+#define CXLPOOL_KV_LOC_SSD_COPY (1u << 0) /* the chunk is also on SSD */
+#define CXLPOOL_KV_LOC_CACHED (1u << 1)   /* put_begin: already stored, do not write */
+
+/* Where a chunk's bytes are in this process. `data` is NULL for SSD. */
+typedef struct cxlpool_kv_location {
+  void *data;        /* read-only for arena tiers; writable for the put window */
+  uint64_t offset;   /* in the arena (or put window) */
+  uint32_t length;
+  uint16_t tier;     /* enum cxlpool_kv_tier */
+  uint16_t flags;
+} cxlpool_kv_location;
+
+typedef struct cxlpool_kv_options {
+  uint32_t sq_entries;        /* 0: daemon default */
+  uint32_t cq_entries;        /* 0: daemon default */
+  uint64_t put_window_bytes;  /* 0: daemon default (it caps the value) */
+} cxlpool_kv_options;
+
+/* Opens the connection's KV data path (one per client; -EBUSY for a second).
+ * opts may be NULL. */
+int cxlpool_kv_open(cxlpool_client *client, const cxlpool_kv_options *opts, cxlpool_kv **out);
+/* Releases every lease and reservation of this handle and unmaps. NULL: no-op. */
+void cxlpool_kv_close(cxlpool_kv *kv);
+
+/* Store facts from the open. */
+typedef struct cxlpool_kv_info {
+  uint64_t slot_bytes;             /* largest chunk */
+  uint64_t put_window_bytes;
+  uint64_t quota_bytes;            /* 0: unlimited */
+  uint64_t arena_bytes[2];         /* dram, cxl; 0: absent */
+  uint64_t tier_bandwidth_bps[3];  /* dram, cxl, ssd; 0: absent */
+  uint64_t tier_latency_ns[3];
+} cxlpool_kv_info;
+int cxlpool_kv_get_info(const cxlpool_kv *kv, cxlpool_kv_info *out);
+
+typedef struct cxlpool_kv_namespace_spec {
+  const char *model_id;   /* e.g. model name + weights digest */
+  const char *layout;     /* e.g. "vllm-paged-nhd" */
+  const char *dtype;      /* e.g. "bf16" */
+  uint32_t tp_rank;
+  uint32_t tp_size;       /* >= 1 */
+  uint32_t chunk_tokens;  /* 0: 256 */
+} cxlpool_kv_namespace_spec;
+
+typedef struct cxlpool_kv_namespace {
+  uint64_t id;             /* the daemon's id, used in requests */
+  uint64_t fingerprint_hi;
+  uint64_t fingerprint_lo;
+  uint32_t chunk_tokens;
+} cxlpool_kv_namespace;
+
+/* Registers (or finds) a namespace. -EINVAL for an empty string or
+ * tp_rank >= tp_size. */
+int cxlpool_kv_namespace_open(cxlpool_kv *kv, const cxlpool_kv_namespace_spec *spec,
+                              cxlpool_kv_namespace *out);
+
+/* Keys of the full chunks of tokens[0..n_tokens), chained from *parent (NULL:
+ * a sequence start). Pure computation, no daemon. Returns the number of keys
+ * written (n_tokens / chunk_tokens), -ENOSPC when max_keys is too small. */
+int cxlpool_kv_compute_keys(const cxlpool_kv_namespace *ns, const uint32_t *tokens, size_t n_tokens,
+                            const cxlpool_kv_key *parent, cxlpool_kv_key *keys, size_t max_keys);
+
+/* ---- Asynchronous requests ---- */
+
+enum cxlpool_kv_op {
+  CXLPOOL_KV_LOOKUP = 1,
+  CXLPOOL_KV_PUT_BEGIN = 2,
+  CXLPOOL_KV_PUT_COMMIT = 3,
+  CXLPOOL_KV_GET = 4,
+  CXLPOOL_KV_RELEASE = 5,
+  CXLPOOL_KV_PREFETCH = 6,
+  CXLPOOL_KV_DELETE = 7,
+};
+#define CXLPOOL_KV_LOOKUP_COST_CUTOFF (1u << 0) /* lookup: result1 = cut-off */
+
+typedef struct cxlpool_kv_request {
+  uint64_t user_data;           /* echoed in the completion */
+  uint32_t op;                  /* enum cxlpool_kv_op */
+  uint32_t flags;
+  uint64_t namespace_id;
+  const cxlpool_kv_key *keys;   /* copied at submit */
+  uint32_t n_keys;              /* 0 for release, >= 1 otherwise */
+  uint64_t param0;              /* put_begin: chunk bytes; put_commit: reservation; release: lease;
+                                   lookup with COST_CUTOFF: prompt tokens */
+  uint64_t param1;              /* lookup with COST_CUTOFF: declared prefill tokens/s */
+} cxlpool_kv_request;
+
+typedef struct cxlpool_kv_completion {
+  uint64_t user_data;
+  int32_t status;               /* 0 or a negative errno */
+  uint32_t op;
+  uint64_t result0;             /* lookup: prefix length; put_begin: reservation; put_commit:
+                                   committed; get: lease (0: nothing leased); prefetch: queued;
+                                   delete: deleted */
+  uint64_t result1;             /* lookup+COST_CUTOFF: chunks worth loading; get: chunks leased */
+  uint64_t result2;
+  const cxlpool_kv_location *locations; /* valid until the next reap on this handle */
+  uint32_t n_locations;
+} cxlpool_kv_completion;
+
+/* Queues requests and publishes them (one doorbell for the batch). Returns
+ * how many were queued (a prefix of reqs): fewer when the rings are full,
+ * -EAGAIN when none fit. */
+int cxlpool_kv_submit(cxlpool_kv *kv, const cxlpool_kv_request *reqs, size_t n);
+/* Returns up to max completions; waits up to timeout_ms (0: never, -1:
+ * forever) for the first. */
+int cxlpool_kv_reap(cxlpool_kv *kv, cxlpool_kv_completion *out, size_t max, int timeout_ms);
+/* Readable when completions may be waiting, for an external poll loop: call
+ * cxlpool_kv_arm() before sleeping on it (returns 0 when completions are
+ * already there: do not sleep, reap), then reap after waking. */
+int cxlpool_kv_eventfd(const cxlpool_kv *kv);
+int cxlpool_kv_arm(cxlpool_kv *kv);
+/* Requests submitted and not yet reaped. */
+uint64_t cxlpool_kv_in_flight(const cxlpool_kv *kv);
+
+/* ---- Blocking helpers (one request each, waits for its completion) ---- */
+
+/* Longest cached prefix of keys; its locations in locs (may be NULL,
+ * else room for n). Not pinned: use get to read. */
+int cxlpool_kv_lookup(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
+                      cxlpool_kv_location *locs);
+/* Reserves n put-window slots of chunk_bytes; slots[i] is where chunk i is
+ * written (flag CXLPOOL_KV_LOC_CACHED: it is already stored, skip it). */
+int cxlpool_kv_put_begin(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
+                         uint64_t chunk_bytes, uint64_t *reservation, cxlpool_kv_location *slots);
+/* Commits the listed keys of the reservation (the rest are dropped). Returns
+ * the number committed. */
+int cxlpool_kv_put_commit(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
+                          const cxlpool_kv_key *keys, uint32_t n);
+/* put_begin + copy + commit of n chunks of chunk_bytes each from data. */
+int cxlpool_kv_put(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
+                   const void *const *data, uint64_t chunk_bytes);
+/* Leases the longest cached prefix: returns its length, *lease (0 when it is
+ * empty) and locs (room for n). SSD chunks are read into DRAM first. */
+int cxlpool_kv_get(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
+                   uint64_t *lease, cxlpool_kv_location *locs);
+int cxlpool_kv_release(cxlpool_kv *kv, uint64_t lease);
+/* Queues SSD chunks for DRAM; returns how many were queued. */
+int cxlpool_kv_prefetch(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n);
+/* Deletes chunks; returns how many were deleted. */
+int cxlpool_kv_delete(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n);
+
+/* ---- Recompute or load ---- */
+
+typedef struct cxlpool_kv_load_query {
+  uint64_t prompt_tokens;
+  uint32_t chunk_tokens;
+  double prefill_tokens_per_s;   /* the client's measured prefill rate */
+  int overlap;                   /* loading overlaps compute layer by layer */
+  uint32_t pipeline_stages;      /* with overlap: usually the layer count; 0 ideal */
+  const cxlpool_kv_location *chunks; /* the cached prefix (e.g. from lookup) */
+  uint32_t n_chunks;
+} cxlpool_kv_load_query;
+
+typedef struct cxlpool_kv_load_decision {
+  uint32_t load_chunks;          /* load chunks [0, load_chunks) */
+  int should_load;               /* load_chunks > 0 */
+  uint64_t recompute_tokens;
+  double expected_s;             /* time with this decision */
+  double full_recompute_s;
+  double load_all_s;
+} cxlpool_kv_load_decision;
+
+/* The FlashGen-style cost model with the tier speeds the daemon reported.
+ * Returns 1 when loading a prefix beats recomputing, 0 when not; -EINVAL for
+ * a bad query. */
+int cxlpool_kv_should_load(const cxlpool_kv *kv, const cxlpool_kv_load_query *query,
+                           cxlpool_kv_load_decision *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CXLPOOL_KV_H */

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// The KV-cache store engine: chunks of prefix-keyed KV tensors over a DRAM
+// arena, a CXL arena and an SSD log, shared by every client of one daemon.
+// It is the daemon-independent core of cxlpoold's KV service: the daemon
+// hands it its own mappings of the two arenas and of each client's put
+// window, feeds it the requests taken from each client's ring and publishes
+// what poll() returns. No sockets, no threads: unit tests drive it with plain
+// buffers.
+//
+// Memory model. Each arena is cut into fixed slots of `slot_bytes`; a chunk
+// takes one slot whatever its length (<= slot_bytes). Clients map the arenas
+// read-only, so a committed chunk is immutable for everyone. A put reserves
+// slots in the client's private, writable put window (cut into slots the same
+// way); the client writes the chunk there and commit copies it into a DRAM
+// slot (one memcpy on the daemon's side buys isolation: no client can change
+// a chunk another one reads).
+//
+// Tiers. Puts land in DRAM. When a tier needs a slot and has none free, its
+// eviction policy (LRU or S3-FIFO) picks an unleased victim which moves down:
+// DRAM -> CXL (copy) -> SSD (append to the log, only when the admission
+// filter has seen the chunk at least `admission.threshold` times; otherwise
+// it is dropped and counted as an admission reject). A chunk that already
+// has an SSD copy is dropped from the arena without a second write. A get of
+// a CXL chunk promotes it into DRAM when a DRAM slot can be had; a get of an
+// SSD chunk reads it with one O_DIRECT read straight into a DRAM slot (the
+// request completes when the read does), and so does prefetch.
+//
+// Leases. A get pins the longest cached prefix of its keys and returns a
+// lease id; pinned chunks are never moved or freed until release (or until
+// the client is removed). Quota: bytes a client holds in leases plus put
+// reservations are capped (EDQUOT).
+//
+// Single-threaded: the daemon's event loop owns it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/kvcache/admission.hpp"
+#include "cxlpool/kvcache/chunk_key.hpp"
+#include "cxlpool/kvcache/eviction.hpp"
+#include "cxlpool/kvcache/load_cost.hpp"
+#include "cxlpool/kvcache/namespace.hpp"
+#include "cxlpool/kvcache/ssd_store.hpp"
+#include "cxlpool/kvcache/tier.hpp"
+#include "cxlpool/proto/kv_ring.hpp"
+
+namespace cxlpool::kvcache {
+
+using KvClientId = std::uint64_t;
+
+struct KvStoreConfig {
+  std::uint64_t slot_bytes = 2ull << 20;  // largest chunk; multiple of 4096
+  EvictionKind eviction = EvictionKind::kLru;
+  S3FifoConfig s3fifo;
+  AdmissionConfig admission;               // SSD admission (threshold 2)
+  std::size_t index_capacity = 1u << 20;   // chunks indexed over all tiers
+  bool promote_on_get = true;              // CXL hit -> DRAM when a slot can be had
+  std::uint64_t client_quota_bytes = 0;    // leased + reserved per client; 0: unlimited
+  std::uint32_t max_leases_per_client = 65536;
+  std::uint32_t max_namespaces = 1024;
+  // Tier speeds for the lookup cut-off (KvRequest flag kKvLookupCostCutoff);
+  // bandwidth 0 marks a tier absent.
+  TierRates tier_rates;
+};
+
+// The daemon's writable mappings of the arenas. `dram` is required; `cxl`
+// may be empty (no CXL tier). Both 4096-aligned, sizes multiples of slot_bytes
+// (a remainder is unused).
+struct KvArenas {
+  std::span<std::byte> dram;
+  std::span<std::byte> cxl;
+};
+
+// One finished request, to be published on the client's completion ring.
+struct KvStoreCompletion {
+  KvClientId client = 0;
+  proto::KvCompletion completion;         // request_id, status, op, result0..2 (count/arg_offset: the ring's)
+  std::vector<proto::KvLocation> locations;
+};
+
+struct KvNamespaceInfo {
+  std::uint32_t id = 0;
+  NamespaceFingerprint fp;
+  NamespaceSpec spec;        // spec.model_id empty: known only from SSD recovery
+  bool recovered_only = false;
+  std::uint64_t chunks[kKvTierCount] = {};
+  std::uint64_t bytes[kKvTierCount] = {};
+};
+
+struct KvTierCounters {
+  std::uint64_t capacity_bytes = 0;
+  std::uint64_t used_bytes = 0;
+  std::uint64_t chunks = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t evictions = 0;
+  std::uint64_t promotions = 0;
+  std::uint64_t demotions = 0;
+  std::uint64_t admissions_rejected = 0;  // ssd only
+  std::uint64_t bytes_written = 0;
+  std::uint64_t bytes_read = 0;
+  std::uint64_t errors = 0;
+};
+
+struct KvStoreCounters {
+  std::uint64_t lookups = 0, lookup_keys = 0, lookup_hits = 0;
+  std::uint64_t gets = 0, puts = 0, put_aborts = 0, prefetches = 0, deletes = 0;
+  std::uint64_t leases = 0, leased_bytes = 0, reservations = 0;
+  std::uint64_t quota_rejections = 0;
+  std::uint64_t rejected_requests = 0;  // answered with an error
+  KvTierCounters tiers[kKvTierCount];
+};
+
+struct KvDropResult {
+  std::uint64_t dropped = 0;
+  std::uint64_t deferred = 0;
+};
+
+class KvStore {
+ public:
+  // EINVAL: slot_bytes not a positive multiple of 4096, a DRAM arena smaller
+  // than one slot or misaligned, bad admission/eviction config. `ssd` may be
+  // null (no SSD tier); when given, its recovered entries are indexed as SSD
+  // chunks (namespaces known only by fingerprint until a client opens them).
+  static Result<std::unique_ptr<KvStore>> create(const KvStoreConfig& config, KvArenas arenas,
+                                                 std::unique_ptr<SsdStore> ssd);
+  ~KvStore();
+  KvStore(const KvStore&) = delete;
+  KvStore& operator=(const KvStore&) = delete;
+
+  // The same spec always gets the same id (also one recovered from SSD by
+  // fingerprint). EINVAL: empty model_id/layout/dtype, tp_rank >= tp_size,
+  // chunk_tokens 0; ENOSPC: max_namespaces reached.
+  Result<std::uint32_t> open_namespace(const NamespaceSpec& spec);
+  [[nodiscard]] std::vector<KvNamespaceInfo> namespaces() const;
+  // Erases the namespace's chunks on every tier (SSD tombstones included);
+  // leased ones go at their last release. ENOENT: unknown id.
+  Result<KvDropResult> drop_namespace(std::uint32_t ns_id);
+
+  // A client and its put window (the daemon's writable mapping of it, cut
+  // into slot_bytes slots; empty: the client cannot put). EEXIST if known.
+  Result<void> add_client(KvClientId client, std::span<std::byte> put_window);
+  // Releases its leases, aborts its reservations, forgets its pending
+  // requests (their completions are never returned). Unknown: no-op.
+  void remove_client(KvClientId client);
+
+  // Handles one request taken from the client's ring (keys already copied
+  // out and the request checked by kv_request_well_formed; `error` != 0 means
+  // it was malformed and is answered with that status). Most requests finish
+  // at once; gets and prefetches of SSD chunks finish when their reads do.
+  // Either way the result comes out of poll(). Semantics per op:
+  //   lookup     result0 = cached prefix length; locations of the prefix
+  //              (ssd entries have tier 2 and offset 0); with
+  //              kKvLookupCostCutoff, param0 = prompt tokens and param1 =
+  //              declared prefill tokens/s, result1 = chunks worth loading.
+  //   put_begin  param0 = bytes per chunk (1..slot_bytes); reserves one put
+  //              window slot per key: result0 = reservation id, locations in
+  //              the put window (tier kKvLocationPutWindow); a key already
+  //              cached gets flag kKvLocationCached (nothing to write).
+  //              EAGAIN: window full; EDQUOT: quota; EMSGSIZE: too big.
+  //   put_commit param0 = reservation id; keys = the reserved keys to keep
+  //              (any subset, in any order); the rest are dropped and the
+  //              reservation ends. result0 = chunks committed. ENOENT:
+  //              unknown reservation; EINVAL: a key not in it.
+  //   get        pins the longest cached prefix: result0 = lease id (0 when
+  //              the prefix is empty), result1 = chunks leased, locations in
+  //              the arenas. EDQUOT / EMFILE (too many leases).
+  //   release    param0 = lease id. ENOENT: unknown (or another client's).
+  //   prefetch   result0 = SSD chunks queued for DRAM (finishes at once).
+  //   delete     result0 = chunks deleted (leased ones go at release).
+  void submit(KvClientId client, const proto::KvRequest& request, std::span<const proto::KvKey> keys,
+              int error = 0);
+
+  // Moves finished requests to `out` (appends); reaps SSD reads without
+  // waiting. Returns how many were appended.
+  std::size_t poll(std::vector<KvStoreCompletion>& out);
+  // SSD reads in flight: while non-zero the daemon must keep polling (the
+  // device's completion_fd() wakes it when it has one).
+  [[nodiscard]] std::size_t io_in_flight() const;
+  // The SSD device's completion eventfd, or -1 (none, or no SSD tier).
+  [[nodiscard]] int completion_fd() const;
+
+  // Seals the SSD log's open region (per-region durability) and waits for
+  // reads. Call at shutdown.
+  Result<void> flush();
+
+  [[nodiscard]] const KvStoreCounters& counters() const;  // refreshed on every call
+  [[nodiscard]] const KvStoreConfig& config() const { return config_; }
+  [[nodiscard]] bool has_tier(KvTier tier) const;
+  [[nodiscard]] std::uint64_t ssd_durable_sequence() const;
+  [[nodiscard]] std::size_t index_capacity() const;
+
+ private:
+  struct Impl;
+  explicit KvStore(const KvStoreConfig& config);
+  KvStoreConfig config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cxlpool::kvcache
