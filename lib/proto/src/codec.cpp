@@ -20,7 +20,7 @@ struct TypeInfo {
 };
 
 // In the order of the Message variant's alternatives.
-constexpr std::array<TypeInfo, 32> kTypes = {{
+constexpr std::array<TypeInfo, 42> kTypes = {{
     {MsgType::kHello, "Hello", true},
     {MsgType::kHelloReply, "HelloReply", false},
     {MsgType::kError, "ErrorReply", false},
@@ -53,6 +53,16 @@ constexpr std::array<TypeInfo, 32> kTypes = {{
     {MsgType::kTieringHotReply, "TieringHotReply", false},
     {MsgType::kTieringSet, "TieringSet", true},
     {MsgType::kTieringSetReply, "TieringSetReply", false},
+    {MsgType::kKvOpen, "KvOpen", true},
+    {MsgType::kKvOpenReply, "KvOpenReply", false},
+    {MsgType::kKvNamespaceOpen, "KvNamespaceOpen", true},
+    {MsgType::kKvNamespaceReply, "KvNamespaceReply", false},
+    {MsgType::kKvStatus, "KvStatusRequest", true},
+    {MsgType::kKvStatusReply, "KvStatusReply", false},
+    {MsgType::kKvNamespaces, "KvNamespacesRequest", true},
+    {MsgType::kKvNamespacesReply, "KvNamespacesReply", false},
+    {MsgType::kKvNamespaceDrop, "KvNamespaceDrop", true},
+    {MsgType::kKvNamespaceDropReply, "KvNamespaceDropReply", false},
 }};
 static_assert(kTypes.size() == std::variant_size_v<Message>);
 

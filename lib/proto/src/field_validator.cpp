@@ -57,6 +57,21 @@ void FieldValidator::text(const char* field, const std::string& s, Text kind) {
       }
       return;
     }
+    case Text::kKvNamespaceOrEmpty:
+      if (s.empty()) return;
+      [[fallthrough]];
+    case Text::kKvNamespace: {
+      if (s.empty()) return fail(field, "empty");
+      if (s.size() > kMaxKvNamespaceField) return fail(field, too_long(s.size(), kMaxKvNamespaceField));
+      // Bytes from 0x80 up pass (UTF-8); control bytes would break keys shown in a terminal.
+      for (size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x20 || c == 0x7f) {
+          return fail(field, "control byte " + hex(c) + " at offset " + std::to_string(i));
+        }
+      }
+      return;
+    }
     case Text::kRegionNameOrEmpty:
       if (s.empty()) return;
       [[fallthrough]];

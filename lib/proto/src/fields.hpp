@@ -15,6 +15,7 @@
 #include <string>
 #include <type_traits>
 
+#include "cxlpool/proto/kv_ring.hpp"
 #include "cxlpool/proto/messages.hpp"
 
 namespace cxlpool::proto::fields {
@@ -39,6 +40,8 @@ enum class Text {
   kErrorMessage,       // <= kMaxErrorMessageLength bytes, no NUL
   kKnob,               // 1..kMaxKnobLength bytes of printable ASCII
   kKnobOrEmpty,        // empty, or kKnob
+  kKvNamespace,        // 1..kMaxKvNamespaceField bytes, no control byte (UTF-8 passes)
+  kKvNamespaceOrEmpty, // empty, or kKvNamespace
 };
 
 template <typename T, typename U>
@@ -293,6 +296,219 @@ void walk(auto& io, Is<TieringSetReply> auto& m) {
   io.text("key", m.key, Text::kKnob);
   io.text("old_value", m.old_value, Text::kKnobOrEmpty);
   io.text("new_value", m.new_value, Text::kKnob);
+}
+
+// ---------------------------------------------------------------- KV store
+
+// The ring geometry rules of kv_ring.hpp, as messages state them.
+inline std::string kv_entries_problem(uint32_t n) {
+  if (n < kKvRingMinEntries || n > kKvRingMaxEntries) {
+    return std::to_string(n) + " outside [" + std::to_string(kKvRingMinEntries) + ", " +
+           std::to_string(kKvRingMaxEntries) + "]";
+  }
+  return (n & (n - 1)) == 0 ? std::string() : std::to_string(n) + " is not a power of two";
+}
+
+inline std::string kv_slab_problem(uint32_t bytes) {
+  if (bytes < kKvSlabMinBytes || bytes > kKvSlabMaxBytes) {
+    return std::to_string(bytes) + " outside [" + std::to_string(kKvSlabMinBytes) + ", " +
+           std::to_string(kKvSlabMaxBytes) + "]";
+  }
+  return bytes % 64 == 0 ? std::string() : std::to_string(bytes) + " is not a multiple of 64";
+}
+
+inline std::string page_multiple_problem(uint64_t bytes) {
+  return bytes % 4096 == 0 ? std::string() : std::to_string(bytes) + " is not a multiple of 4096";
+}
+
+// A request's 0 means "the daemon's default".
+inline std::string zero_or(uint64_t v, const std::string& problem) { return v == 0 ? std::string() : problem; }
+
+void walk(auto& io, Is<KvOpen> auto& m) {
+  io.u32("sq_entries", m.sq_entries);
+  io.u32("cq_entries", m.cq_entries);
+  io.u32("sq_slab_bytes", m.sq_slab_bytes);
+  io.u32("cq_slab_bytes", m.cq_slab_bytes);
+  io.u64("put_window_bytes", m.put_window_bytes);
+  io.check("sq_entries", [&] { return zero_or(m.sq_entries, kv_entries_problem(m.sq_entries)); });
+  io.check("cq_entries", [&] { return zero_or(m.cq_entries, kv_entries_problem(m.cq_entries)); });
+  io.check("sq_slab_bytes", [&] { return zero_or(m.sq_slab_bytes, kv_slab_problem(m.sq_slab_bytes)); });
+  io.check("cq_slab_bytes", [&] { return zero_or(m.cq_slab_bytes, kv_slab_problem(m.cq_slab_bytes)); });
+  io.check("put_window_bytes", [&] { return page_multiple_problem(m.put_window_bytes); });
+}
+
+void walk(auto& io, Is<KvArenaEntry> auto& m) {
+  io.u8("tier", m.tier, Between<uint8_t>{0, 1});  // arenas hold the DRAM and CXL tiers only
+  io.u32("pool_tier_id", m.pool_tier_id);
+  io.u64("bytes", m.bytes, Positive{});
+  io.text("region_name", m.region_name, Text::kRegionName);
+  io.check("bytes", [&] { return page_multiple_problem(m.bytes); });
+}
+
+void walk(auto& io, Is<KvOpenReply> auto& m) {
+  io.u32("sq_entries", m.sq_entries);
+  io.u32("cq_entries", m.cq_entries);
+  io.u32("sq_slab_bytes", m.sq_slab_bytes);
+  io.u32("cq_slab_bytes", m.cq_slab_bytes);
+  io.u64("ring_bytes", m.ring_bytes);
+  io.u64("put_window_bytes", m.put_window_bytes);
+  io.u64("slot_bytes", m.slot_bytes, Positive{});
+  io.u64("quota_bytes", m.quota_bytes);
+  io.u64("tier_bandwidth_bps[0]", m.tier_bandwidth_bps[0]);
+  io.u64("tier_bandwidth_bps[1]", m.tier_bandwidth_bps[1]);
+  io.u64("tier_bandwidth_bps[2]", m.tier_bandwidth_bps[2]);
+  io.u64("tier_latency_ns[0]", m.tier_latency_ns[0]);
+  io.u64("tier_latency_ns[1]", m.tier_latency_ns[1]);
+  io.u64("tier_latency_ns[2]", m.tier_latency_ns[2]);
+  io.list("arenas", m.arenas);
+  io.check("sq_entries", [&] { return kv_entries_problem(m.sq_entries); });
+  io.check("cq_entries", [&] { return kv_entries_problem(m.cq_entries); });
+  io.check("sq_slab_bytes", [&] { return kv_slab_problem(m.sq_slab_bytes); });
+  io.check("cq_slab_bytes", [&] { return kv_slab_problem(m.cq_slab_bytes); });
+  // The client maps exactly this many bytes and checks the header against them.
+  io.check("ring_bytes", [&] {
+    const uint64_t expected =
+        kv_ring_layout({m.sq_entries, m.cq_entries, m.sq_slab_bytes, m.cq_slab_bytes}).total_bytes;
+    return m.ring_bytes == expected ? std::string()
+                                    : std::to_string(m.ring_bytes) + " but the ring geometry needs " +
+                                          std::to_string(expected);
+  });
+  // 0: this connection may not put.
+  io.check("put_window_bytes", [&] { return page_multiple_problem(m.put_window_bytes); });
+  io.check("slot_bytes", [&] { return page_multiple_problem(m.slot_bytes); });
+  io.check("arenas", [&] {
+    bool seen[2] = {false, false};
+    for (const KvArenaEntry& a : m.arenas) {
+      if (a.tier > 1) continue;  // the entry's own rule reports it
+      if (seen[a.tier]) return "tier " + std::to_string(a.tier) + " listed twice";
+      seen[a.tier] = true;
+      if (a.bytes < m.slot_bytes) {
+        return "tier " + std::to_string(a.tier) + " arena of " + std::to_string(a.bytes) +
+               " bytes is smaller than one slot";
+      }
+    }
+    return seen[0] ? std::string() : std::string("no DRAM arena");
+  });
+}
+
+void walk(auto& io, Is<KvNamespaceOpen> auto& m) {
+  io.u32("tp_rank", m.tp_rank);
+  io.u32("tp_size", m.tp_size, Positive{});
+  io.u32("chunk_tokens", m.chunk_tokens, Positive{});
+  io.text("model_id", m.model_id, Text::kKvNamespace);
+  io.text("layout", m.layout, Text::kKvNamespace);
+  io.text("dtype", m.dtype, Text::kKvNamespace);
+  io.check("tp_rank", [&] {
+    return m.tp_rank < m.tp_size ? std::string()
+                                 : std::to_string(m.tp_rank) + " is not below tp_size " + std::to_string(m.tp_size);
+  });
+}
+
+void walk(auto& io, Is<KvNamespaceReply> auto& m) {
+  io.u64("namespace_id", m.namespace_id);
+  io.u64("fingerprint_hi", m.fingerprint_hi);
+  io.u64("fingerprint_lo", m.fingerprint_lo);
+  io.u32("chunk_tokens", m.chunk_tokens, Positive{});
+}
+
+void walk(auto& io, Is<KvTierStatus> auto& m) {
+  io.u8("tier", m.tier, Between<uint8_t>{0, kKvTierCountWire - 1});
+  io.u8("present", m.present, Between<uint8_t>{0, 1});
+  io.u64("capacity_bytes", m.capacity_bytes);
+  io.u64("used_bytes", m.used_bytes);
+  io.u64("chunks", m.chunks);
+  io.u64("hits", m.hits);
+  io.u64("misses", m.misses);
+  io.u64("evictions", m.evictions);
+  io.u64("promotions", m.promotions);
+  io.u64("demotions", m.demotions);
+  io.u64("admissions_rejected", m.admissions_rejected);
+  io.u64("bytes_written", m.bytes_written);
+  io.u64("bytes_read", m.bytes_read);
+  io.u64("errors", m.errors);
+  io.text("name", m.name, Text::kPlain);
+}
+
+void walk(auto& io, Is<KvStatusReply> auto& m) {
+  io.u8("enabled", m.enabled, Between<uint8_t>{0, 1});
+  io.u8("eviction", m.eviction, Between<uint8_t>{0, 1});
+  io.u8("ssd_sync", m.ssd_sync, Between<uint8_t>{0, 1});
+  io.u32("admission_threshold", m.admission_threshold);
+  io.u64("slot_bytes", m.slot_bytes);
+  io.u64("chunks", m.chunks);
+  io.u64("index_capacity", m.index_capacity);
+  io.u64("lookups", m.lookups);
+  io.u64("lookup_keys", m.lookup_keys);
+  io.u64("lookup_hits", m.lookup_hits);
+  io.u64("gets", m.gets);
+  io.u64("puts", m.puts);
+  io.u64("put_aborts", m.put_aborts);
+  io.u64("prefetches", m.prefetches);
+  io.u64("deletes", m.deletes);
+  io.u64("leases", m.leases);
+  io.u64("leased_bytes", m.leased_bytes);
+  io.u64("reservations", m.reservations);
+  io.u64("quota_rejections", m.quota_rejections);
+  io.u64("ssd_durable_sequence", m.ssd_durable_sequence);
+  io.text("detail", m.detail, Text::kPlain);
+  io.list("tiers", m.tiers);
+  // A disabled store reports zeros; an enabled one has slots of whole pages.
+  io.check("slot_bytes", [&] {
+    if (m.enabled == 1 && m.slot_bytes == 0) return std::string("0 while enabled");
+    return page_multiple_problem(m.slot_bytes);
+  });
+  io.check("tiers", [&] {
+    if (m.tiers.size() > kKvTierCountWire) {
+      return std::to_string(m.tiers.size()) + " entries, at most " + std::to_string(kKvTierCountWire);
+    }
+    bool seen[kKvTierCountWire] = {};
+    for (const KvTierStatus& t : m.tiers) {
+      if (t.tier >= kKvTierCountWire) continue;  // the entry's own rule reports it
+      if (seen[t.tier]) return "tier " + std::to_string(t.tier) + " listed twice";
+      seen[t.tier] = true;
+    }
+    return std::string();
+  });
+}
+
+void walk(auto& io, Is<KvNamespaceEntry> auto& m) {
+  io.u64("namespace_id", m.namespace_id);
+  io.u64("fingerprint_hi", m.fingerprint_hi);
+  io.u64("fingerprint_lo", m.fingerprint_lo);
+  io.u32("tp_rank", m.tp_rank);
+  io.u32("tp_size", m.tp_size);
+  io.u32("chunk_tokens", m.chunk_tokens);
+  io.u64("chunks[0]", m.chunks[0]);
+  io.u64("chunks[1]", m.chunks[1]);
+  io.u64("chunks[2]", m.chunks[2]);
+  io.u64("bytes[0]", m.bytes[0]);
+  io.u64("bytes[1]", m.bytes[1]);
+  io.u64("bytes[2]", m.bytes[2]);
+  io.text("model_id", m.model_id, Text::kKvNamespaceOrEmpty);
+  io.text("layout", m.layout, Text::kKvNamespaceOrEmpty);
+  io.text("dtype", m.dtype, Text::kKvNamespaceOrEmpty);
+  // A namespace recovered from SSD is known by its fingerprint alone (no
+  // spec, its numbers are not meaningful); one opened by a client has all of it.
+  io.check("model_id", [&] {
+    if (m.model_id.empty() && m.layout.empty() && m.dtype.empty()) return std::string();
+    if (m.model_id.empty() || m.layout.empty() || m.dtype.empty()) {
+      return std::string("model_id, layout and dtype must be all set or all empty");
+    }
+    if (m.tp_size == 0 || m.chunk_tokens == 0) return std::string("tp_size and chunk_tokens must be positive");
+    if (m.tp_rank >= m.tp_size) {
+      return "tp_rank " + std::to_string(m.tp_rank) + " is not below tp_size " + std::to_string(m.tp_size);
+    }
+    return std::string();
+  });
+}
+
+void walk(auto& io, Is<KvNamespacesReply> auto& m) { io.list("namespaces", m.namespaces); }
+
+void walk(auto& io, Is<KvNamespaceDrop> auto& m) { io.u64("namespace_id", m.namespace_id); }
+
+void walk(auto& io, Is<KvNamespaceDropReply> auto& m) {
+  io.u64("chunks_dropped", m.chunks_dropped);
+  io.u64("chunks_deferred", m.chunks_deferred);
 }
 
 }  // namespace cxlpool::proto::fields

@@ -42,7 +42,15 @@ std::vector<UniqueFd> adopt_fds(msghdr& msg) {
 }  // namespace
 
 size_t descriptor_count(MsgType type) {
-  return type == MsgType::kRegionReply || type == MsgType::kAccessRingReply ? 1 : 0;
+  switch (type) {
+    case MsgType::kRegionReply:
+    case MsgType::kAccessRingReply:
+      return 1;
+    case MsgType::kKvOpenReply:
+      return 4;  // ring memfd, SQ eventfd, CQ eventfd, put window memfd
+    default:
+      return 0;
+  }
 }
 
 Result<void> send_message(int sock, uint32_t request_id, const Message& message,

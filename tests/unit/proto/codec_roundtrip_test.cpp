@@ -65,8 +65,19 @@ TEST(ProtoTypes, TypeCodesNamesAndDirections) {
       {MsgType::kTieringHotReply, "TieringHotReply", false},
       {MsgType::kTieringSet, "TieringSet", true},
       {MsgType::kTieringSetReply, "TieringSetReply", false},
+      {MsgType::kKvOpen, "KvOpen", true},
+      {MsgType::kKvOpenReply, "KvOpenReply", false},
+      {MsgType::kKvNamespaceOpen, "KvNamespaceOpen", true},
+      {MsgType::kKvNamespaceReply, "KvNamespaceReply", false},
+      {MsgType::kKvStatus, "KvStatusRequest", true},
+      {MsgType::kKvStatusReply, "KvStatusReply", false},
+      {MsgType::kKvNamespaces, "KvNamespacesRequest", true},
+      {MsgType::kKvNamespacesReply, "KvNamespacesReply", false},
+      {MsgType::kKvNamespaceDrop, "KvNamespaceDrop", true},
+      {MsgType::kKvNamespaceDropReply, "KvNamespaceDropReply", false},
   };
   const auto samples = sample_messages();
+  ASSERT_EQ(std::size(expected), samples.size());
   std::set<uint16_t> codes;
   for (size_t i = 0; i < samples.size(); ++i) {
     SCOPED_TRACE(expected[i].name);

@@ -135,11 +135,14 @@ TEST(ProtoSocket, UpToTheFdLimitArrives) {
   for (size_t i = 0; i < kMaxFdsPerMessage; ++i) EXPECT_EQ(read_all(got->fds[i].get()), "fd" + std::to_string(i));
 }
 
-TEST(ProtoSocket, OnlyRegionAndRingRepliesCarryADescriptor) {
+TEST(ProtoSocket, DescriptorCountsPerType) {
   for (const Message& m : testing::sample_messages()) {
     const MsgType type = message_type(m);
-    const bool carries_fd = type == MsgType::kRegionReply || type == MsgType::kAccessRingReply;
-    EXPECT_EQ(descriptor_count(type), carries_fd ? 1u : 0u) << message_type_name(type);
+    size_t expected = 0;
+    if (type == MsgType::kRegionReply || type == MsgType::kAccessRingReply) expected = 1;
+    if (type == MsgType::kKvOpenReply) expected = 4;
+    EXPECT_EQ(descriptor_count(type), expected) << message_type_name(type);
+    EXPECT_LE(descriptor_count(type), kMaxFdsPerMessage);
   }
 }
 

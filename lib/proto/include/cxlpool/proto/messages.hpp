@@ -61,6 +61,16 @@ enum class MsgType : uint16_t {
   kTieringHotReply = 45,
   kTieringSet = 46,
   kTieringSetReply = 47,
+  kKvOpen = 50,
+  kKvOpenReply = 51,  // carries 4 fds: ring memfd, SQ eventfd, CQ eventfd, put window memfd
+  kKvNamespaceOpen = 52,
+  kKvNamespaceReply = 53,
+  kKvStatus = 54,
+  kKvStatusReply = 55,
+  kKvNamespaces = 56,
+  kKvNamespacesReply = 57,
+  kKvNamespaceDrop = 58,
+  kKvNamespaceDropReply = 59,
 };
 
 struct Header {
@@ -375,13 +385,156 @@ struct TieringSetReply {
   bool operator==(const TieringSetReply&) const = default;
 };
 
+
+// KV-cache store (docs/kvstore.md). The control socket sets up a connection's
+// data path (KvOpen: the request/completion rings of lib/proto/kv_ring.hpp and
+// a private writable put window) and its namespaces; the arenas are named pool
+// regions the client opens read-only with NamedOpen.
+inline constexpr size_t kMaxKvNamespaceField = 256;  // model_id, layout, dtype bytes
+inline constexpr uint8_t kKvTierCountWire = 3;        // dram, cxl, ssd (kvcache::KvTier)
+
+struct KvOpen {
+  uint32_t sq_entries = 0;      // power of two 2..2^16; 0: the daemon's default
+  uint32_t cq_entries = 0;      // power of two 2..2^16; 0: the daemon's default
+  uint32_t sq_slab_bytes = 0;   // multiple of 64, 256..2^26; 0: default
+  uint32_t cq_slab_bytes = 0;   // multiple of 64, 256..2^26; 0: default
+  uint64_t put_window_bytes = 0;  // 0: the daemon's default; capped by it
+  bool operator==(const KvOpen&) const = default;
+};
+// One arena the client maps read-only (NamedOpen of `region_name`).
+// KvLocation.tier of a chunk in it equals `tier`.
+struct KvArenaEntry {
+  uint8_t tier = 0;          // kvcache::KvTier: 0 dram, 1 cxl
+  uint32_t pool_tier_id = 0; // the pool tier holding its pages
+  uint64_t bytes = 0;
+  std::string region_name;
+  bool operator==(const KvArenaEntry&) const = default;
+};
+struct KvOpenReply {
+  uint32_t sq_entries = 0;
+  uint32_t cq_entries = 0;
+  uint32_t sq_slab_bytes = 0;
+  uint32_t cq_slab_bytes = 0;
+  uint64_t ring_bytes = 0;        // size of the ring memfd to map
+  uint64_t put_window_bytes = 0;  // size of the writable put window memfd
+  uint64_t slot_bytes = 0;        // largest chunk the store accepts
+  uint64_t quota_bytes = 0;       // leased + reserved bytes this connection may hold; 0: none
+  // Measured or configured speed of each tier as a client sees it, for the
+  // recompute-or-load model; index = kvcache::KvTier. 0: tier absent.
+  uint64_t tier_bandwidth_bps[kKvTierCountWire] = {0, 0, 0};
+  uint64_t tier_latency_ns[kKvTierCountWire] = {0, 0, 0};
+  std::vector<KvArenaEntry> arenas;
+  bool operator==(const KvOpenReply&) const = default;
+};
+
+struct KvNamespaceOpen {
+  std::string model_id;  // 1..kMaxKvNamespaceField bytes
+  std::string layout;    // 1..kMaxKvNamespaceField bytes
+  std::string dtype;     // 1..kMaxKvNamespaceField bytes
+  uint32_t tp_rank = 0;  // < tp_size
+  uint32_t tp_size = 1;  // >= 1
+  uint32_t chunk_tokens = 0;  // >= 1
+  bool operator==(const KvNamespaceOpen&) const = default;
+};
+struct KvNamespaceReply {
+  uint64_t namespace_id = 0;  // KvRequest.namespace_id for this namespace
+  uint64_t fingerprint_hi = 0;
+  uint64_t fingerprint_lo = 0;
+  uint32_t chunk_tokens = 0;
+  bool operator==(const KvNamespaceReply&) const = default;
+};
+
+struct KvStatusRequest {
+  bool operator==(const KvStatusRequest&) const = default;
+};
+struct KvTierStatus {
+  uint8_t tier = 0;               // kvcache::KvTier
+  uint8_t present = 0;            // 0 or 1
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t chunks = 0;
+  uint64_t hits = 0;              // gets served from this tier
+  uint64_t misses = 0;            // keys asked for that were not here nor above
+  uint64_t evictions = 0;         // chunks that left this tier for lack of space
+  uint64_t promotions = 0;        // chunks moved up into this tier
+  uint64_t demotions = 0;         // chunks moved down into this tier
+  uint64_t admissions_rejected = 0;  // ssd: chunks not admitted (seen too few times)
+  uint64_t bytes_written = 0;     // ssd: device bytes written; arenas: bytes copied in
+  uint64_t bytes_read = 0;        // ssd: device bytes read
+  uint64_t errors = 0;            // ssd: read/write errors and corrupt entries dropped
+  std::string name;               // pool tier name, or the SSD path
+  bool operator==(const KvTierStatus&) const = default;
+};
+struct KvStatusReply {
+  uint8_t enabled = 0;
+  uint8_t eviction = 0;           // 0 lru, 1 s3fifo
+  uint8_t ssd_sync = 0;           // 0 per-region, 1 per-commit
+  uint32_t admission_threshold = 0;
+  uint64_t slot_bytes = 0;
+  uint64_t chunks = 0;            // indexed, all tiers
+  uint64_t index_capacity = 0;
+  uint64_t lookups = 0;
+  uint64_t lookup_keys = 0;
+  uint64_t lookup_hits = 0;
+  uint64_t gets = 0;
+  uint64_t puts = 0;              // chunks committed
+  uint64_t put_aborts = 0;        // reservations dropped uncommitted
+  uint64_t prefetches = 0;        // chunks queued SSD -> DRAM
+  uint64_t deletes = 0;
+  uint64_t leases = 0;            // outstanding, all clients
+  uint64_t leased_bytes = 0;
+  uint64_t reservations = 0;      // outstanding put slots
+  uint64_t quota_rejections = 0;
+  uint64_t ssd_durable_sequence = 0;
+  std::string detail;             // why disabled, SSD engine, recovery summary
+  std::vector<KvTierStatus> tiers;
+  bool operator==(const KvStatusReply&) const = default;
+};
+
+struct KvNamespacesRequest {
+  bool operator==(const KvNamespacesRequest&) const = default;
+};
+struct KvNamespaceEntry {
+  uint64_t namespace_id = 0;
+  uint64_t fingerprint_hi = 0;
+  uint64_t fingerprint_lo = 0;
+  uint32_t tp_rank = 0;
+  uint32_t tp_size = 1;
+  uint32_t chunk_tokens = 0;
+  uint64_t chunks[kKvTierCountWire] = {0, 0, 0};  // per kvcache::KvTier
+  uint64_t bytes[kKvTierCountWire] = {0, 0, 0};
+  std::string model_id;  // empty for a namespace known only from SSD recovery
+  std::string layout;
+  std::string dtype;
+  bool operator==(const KvNamespaceEntry&) const = default;
+};
+struct KvNamespacesReply {
+  std::vector<KvNamespaceEntry> namespaces;
+  bool operator==(const KvNamespacesReply&) const = default;
+};
+
+// Admin: drops every chunk of a namespace on every tier (leased chunks go when
+// their last lease is released).
+struct KvNamespaceDrop {
+  uint64_t namespace_id = 0;
+  bool operator==(const KvNamespaceDrop&) const = default;
+};
+struct KvNamespaceDropReply {
+  uint64_t chunks_dropped = 0;
+  uint64_t chunks_deferred = 0;  // leased: dropped on release
+  bool operator==(const KvNamespaceDropReply&) const = default;
+};
+
 using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, StatusReply,
                              TiersRequest, TiersReply, RegionAlloc, RegionReply, RegionFree,
                              NamedCreate, NamedOpen, NamedUnlink, RegionsRequest, RegionsReply,
                              RegionMigrate, MigrateReply, ClientsRequest, ClientsReply,
                              StatsRequest, StatsReply, BackendsRequest, BackendsReply,
                              AccessRingOpen, AccessRingReply, TieringStatusRequest, TieringStatusReply,
-                             TieringHot, TieringHotReply, TieringSet, TieringSetReply>;
+                             TieringHot, TieringHotReply, TieringSet, TieringSetReply, KvOpen,
+                             KvOpenReply, KvNamespaceOpen, KvNamespaceReply, KvStatusRequest,
+                             KvStatusReply, KvNamespacesRequest, KvNamespacesReply, KvNamespaceDrop,
+                             KvNamespaceDropReply>;
 
 struct Envelope {
   Header header;

@@ -23,8 +23,9 @@ struct Received {
 };
 
 // Descriptors a message of this type carries in SCM_RIGHTS in this protocol
-// version: exactly one for RegionReply (the region's memfd), none for every
-// other type. The transport below accepts up to kMaxFdsPerMessage with any
+// version: one for RegionReply (the region's memfd) and AccessRingReply (the
+// ring's memfd), four for KvOpenReply (ring memfd, SQ eventfd, CQ eventfd, put
+// window memfd, in that order), none for every other type. The transport below accepts up to kMaxFdsPerMessage with any
 // type; checking the count against this is the receiver's job (a mismatch is
 // EPROTO, see docs/protocol.md).
 size_t descriptor_count(MsgType type);
