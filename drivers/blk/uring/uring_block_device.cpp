@@ -2,6 +2,7 @@
 #include "uring_block_device.hpp"
 
 #include <liburing.h>
+#include <sys/eventfd.h>
 
 #include <cerrno>
 #include <deque>
@@ -28,12 +29,23 @@ class UringBlockDevice final : public hal::BlockDevice {
   ~UringBlockDevice() override { io_uring_queue_exit(&ring_); }
 
   const char* backend_name() const override { return "uring"; }
+  int completion_fd() const override { return efd_.get(); }
 
   Result<void> register_file() {
     const int fd = fd_.get();
     if (const int rc = io_uring_register_files(&ring_, &fd, 1); rc < 0)
       return fail(-rc, errno_message("io_uring_register_files " + path(), -rc));
     return {};
+  }
+
+  // The kernel counts every posted CQE on the eventfd. A kernel that
+  // refuses the registration leaves the device without one: callers then
+  // poll while requests are in flight, so that is not an error.
+  void register_completion_eventfd() {
+    UniqueFd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!efd) return;
+    if (io_uring_register_eventfd(&ring_, efd.get()) < 0) return;
+    efd_ = std::move(efd);
   }
 
  protected:
@@ -143,6 +155,7 @@ class UringBlockDevice final : public hal::BlockDevice {
   std::vector<std::uint32_t> free_;
   std::deque<IoCompletion> stash_;
   bool buffers_registered_ = false;
+  UniqueFd efd_;
 };
 
 }  // namespace
@@ -168,6 +181,7 @@ Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::str
   }
   auto dev = std::make_unique<UringBlockDevice>(path, std::move(*file), options, ring);
   if (auto ok = dev->register_file(); !ok) return tl::unexpected(ok.error());
+  dev->register_completion_eventfd();
   return std::unique_ptr<hal::BlockDevice>(std::move(dev));
 }
 

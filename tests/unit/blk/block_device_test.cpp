@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -318,6 +319,37 @@ TEST_P(BlockDeviceTest, FaultyWrapperShortReadsAndSyncErrors) {
   EXPECT_EQ(dev.write(0, b.get(), kAlign).error().code, EIO);
   EXPECT_EQ(dev.stats().errors, 2u);
   EXPECT_EQ(dev.stats().short_transfers, 1u);
+}
+
+// The uring driver posts every completion on its eventfd so an epoll loop
+// can sleep while reads are in flight; posix has none and says so with -1.
+TEST_P(BlockDeviceTest, CompletionEventfdWakesOnCompletion) {
+  BlockOpenOptions opts;
+  opts.truncate_to = 1 << 20;
+  OPEN_OR_SKIP(dev, opts);
+  const int efd = dev->completion_fd();
+  if (GetParam() == Driver::kPosix) {
+    EXPECT_EQ(efd, -1);
+    return;
+  }
+  ASSERT_GE(efd, 0) << "io_uring_register_eventfd refused";
+  pollfd p{efd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "readable before any I/O";
+  Buffer b = aligned_buffer(kAlign);
+  fill_pattern(b.get(), kAlign, 9);
+  const IoRequest w{IoOp::kWrite, 0, b.get(), static_cast<std::uint32_t>(kAlign), 5};
+  ASSERT_TRUE(dev->submit(std::span<const IoRequest>(&w, 1)));
+  ASSERT_EQ(::poll(&p, 1, 5000), 1) << "no wake-up for a completed write";
+  std::uint64_t count = 0;
+  ASSERT_EQ(::read(efd, &count, sizeof count), static_cast<ssize_t>(sizeof count));
+  EXPECT_GE(count, 1u);
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "reading the counter resets it";
+  const auto done = drain(*dev, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].result, static_cast<std::int64_t>(kAlign));
+  // Reset while nothing is posted: a non-blocking read fails with EAGAIN.
+  EXPECT_EQ(::read(efd, &count, sizeof count), -1);
+  EXPECT_EQ(errno, EAGAIN);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, BlockDeviceTest, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);

@@ -119,6 +119,13 @@ class BlockDevice {
   Result<void> register_buffers(std::span<const iovec> buffers);
   std::size_t registered_buffer_count() const { return registered_.size(); }
 
+  // An eventfd (non-blocking, owned by the device) that becomes readable when
+  // completions are posted, for a caller's epoll loop; -1 when the driver has
+  // none (then poll while in_flight() is non-zero). Readiness is a hint: the
+  // caller reads the counter to reset it before polling completions, so a
+  // completion posted after the reset wakes it again.
+  virtual int completion_fd() const { return -1; }
+
   // Synchronous conveniences for set-up and recovery paths; they need an idle
   // device (EBUSY otherwise) and return the byte count, short or not.
   Result<std::size_t> read(std::uint64_t offset, void* buffer, std::uint32_t length);
