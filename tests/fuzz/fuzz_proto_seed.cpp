@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus for fuzz_proto_decode: one valid encoding of every
-// message type, plus a Hello from a future version.
+// message type, plus a Hello from a future version and the KV-store shapes
+// the samples do not show (defaults, a disabled store, a namespace known only
+// from SSD recovery).
 //   fuzz_proto_seed DIR          write DIR/<Type>.bin
 //   fuzz_proto_seed --check DIR  exit 1 unless DIR holds exactly those bytes
 #include <cstdio>
@@ -30,6 +32,17 @@ std::vector<Seed> seeds() {
   const uint32_t payload_length = static_cast<uint32_t>(future.size() - kHeaderSize);
   for (int i = 0; i < 4; ++i) future[12 + i] = static_cast<std::byte>((payload_length >> (8 * i)) & 0xff);
   out.push_back({"Hello-v3.bin", future});
+
+  out.push_back({"KvOpen-defaults.bin", *encode(testing::kSampleRequestId, KvOpen{})});
+  out.push_back({"KvStatusReply-disabled.bin",
+                 *encode(testing::kSampleRequestId, KvStatusReply{.detail = "kvstore.enabled = false"})});
+  out.push_back({"KvNamespacesReply-recovered.bin",
+                 *encode(testing::kSampleRequestId,
+                         KvNamespacesReply{.namespaces = {KvNamespaceEntry{.namespace_id = 3,
+                                                                           .fingerprint_hi = 0xabcdef,
+                                                                           .fingerprint_lo = 0x123456,
+                                                                           .chunks = {0, 0, 12},
+                                                                           .bytes = {0, 0, 24ull << 20}}}})});
   return out;
 }
 
