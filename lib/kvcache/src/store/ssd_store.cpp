@@ -43,6 +43,23 @@ Result<void> SsdStore::erase(const ChunkKey& key) {
   return {};
 }
 
+Result<std::size_t> SsdStore::erase_namespace(const NamespaceFingerprint& ns) {
+  std::vector<ChunkKey> keys;
+  for (const auto& [key, slot] : index_) {
+    if (slot.ns == ns) keys.push_back(key);
+  }
+  std::size_t erased = 0;
+  for (const ChunkKey& key : keys) {
+    if (auto ok = erase(key); !ok) return tl::unexpected(ok.error());
+    ++erased;
+  }
+  return erased;
+}
+
+void SsdStore::for_each_entry(const std::function<void(const SsdEntryInfo&)>& fn) const {
+  for (const auto& [key, slot] : index_) fn(SsdEntryInfo{key, slot.ns, slot.payload_bytes, slot.sequence});
+}
+
 Result<void> SsdStore::flush() {
   if (!writer_.is_open() || writer_.entry_count() == 0) return {};
   return seal_open_region();
@@ -147,7 +164,10 @@ Result<void> SsdStore::seal_open_region() {
       // Nothing of this region is known to be on the device: forget it.
       for (const ChunkKey& key : regions_[r].keys) {
         auto it = index_.find(key);
-        if (it != index_.end() && it->second.region == r) index_.erase(it);
+        if (it != index_.end() && it->second.region == r) {
+          index_.erase(it);
+          notify_evicted(key);
+        }
       }
       regions_[r] = Region{};
       fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), r), fifo_.end());
@@ -198,10 +218,13 @@ Result<void> SsdStore::open_next_region() {
       return ok;
     }
   }
-  for (const Hot& h : hot) {
+  for (std::size_t i = 0; i < hot.size(); ++i) {
     // The budget keeps the reinserted entries well inside a fresh region.
-    auto seq = append(h.key, h.ns, h.payload, 0);
-    if (!seq) return tl::unexpected(seq.error());
+    auto seq = append(hot[i].key, hot[i].ns, hot[i].payload, 0);
+    if (!seq) {
+      for (std::size_t j = i; j < hot.size(); ++j) notify_evicted(hot[j].key);
+      return tl::unexpected(seq.error());
+    }
     ++stats_.reinsertions;
   }
   return {};
@@ -225,15 +248,22 @@ Result<void> SsdStore::evict_oldest(bool reinsert, std::vector<Hot>* hot) {
     ++stats_.entries_evicted;
     const bool is_hot = reinsert && hot != nullptr && config_.reinsert_min_hits != 0 &&
                         slot.hits >= config_.reinsert_min_hits;
-    if (!is_hot) continue;
+    if (!is_hot) {
+      notify_evicted(key);
+      continue;
+    }
     const std::uint64_t extent = entry_extent(slot.payload_bytes);
     if (spent + extent > budget) {
       ++stats_.reinsert_skipped;
+      notify_evicted(key);
       continue;
     }
     if (!scratch) {
       scratch.reset(static_cast<std::byte*>(std::aligned_alloc(kSsdBlockBytes, config_.region_bytes)));
-      if (!scratch) return fail(ENOMEM, "ssd store: reinsertion buffer");
+      if (!scratch) {
+        notify_evicted(key);
+        return fail(ENOMEM, "ssd store: reinsertion buffer");
+      }
     }
     hal::IoRequest read;
     read.op = hal::IoOp::kRead;
@@ -243,6 +273,7 @@ Result<void> SsdStore::evict_oldest(bool reinsert, std::vector<Hot>* hot) {
     auto got = io_now(read);
     if (!got || check_read(slot, *got, scratch.get()) != 0) {
       ++stats_.reinsert_skipped;
+      notify_evicted(key);
       continue;
     }
     spent += extent;

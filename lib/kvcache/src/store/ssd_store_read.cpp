@@ -59,7 +59,10 @@ int SsdStore::check_read(const Slot& slot, std::int64_t result, const std::byte*
 
 void SsdStore::drop_entry(const ChunkKey& key, std::uint64_t sequence) {
   auto it = index_.find(key);
-  if (it != index_.end() && it->second.sequence == sequence) index_.erase(it);
+  if (it != index_.end() && it->second.sequence == sequence) {
+    index_.erase(it);
+    notify_evicted(key);
+  }
 }
 
 // Accounts for a finished device read of slot; a failed one takes only that
@@ -187,7 +190,8 @@ Result<std::size_t> SsdStore::poll_gets(std::span<SsdGetCompletion> out, std::si
   min = std::min({min, gets_in_flight(), out.size()});
   if (reads_on_device_ > 0) {
     const std::size_t want = ready_.size() >= min ? 0 : min - ready_.size();
-    std::vector<hal::IoCompletion> cs(reads_on_device_);
+    if (poll_scratch_.size() < reads_on_device_) poll_scratch_.resize(reads_on_device_);
+    const std::span<hal::IoCompletion> cs(poll_scratch_.data(), reads_on_device_);
     auto got = device_->poll_completions(cs, want, want == 0 ? std::chrono::nanoseconds(0) : timeout);
     if (!got) return tl::unexpected(got.error());
     for (std::size_t i = 0; i < *got; ++i) handle_completion(cs[i]);

@@ -478,6 +478,59 @@ TEST_P(SsdStoreTest, FullIndexWithEveryKeyInTheOpenRegionIsENOSPC) {
   expect_entry(*store, 1, 100);
 }
 
+// The listener hears of exactly the keys that leave the index on their own
+// (region eviction, index room), never of erases or reinserted hot entries.
+TEST_P(SsdStoreTest, EvictionListenerNamesEveryKeyThatLeavesOnItsOwn) {
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion, 4));
+  std::vector<ChunkKey> evicted;
+  store->set_eviction_listener([&](const ChunkKey& k) { evicted.push_back(k); });
+  for (std::uint32_t i = 0; i < 4 * kEntriesPerRegion; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_TRUE(store->erase(key_of(5)));
+  expect_entry(*store, 1);  // hot: reinserted, not evicted
+  EXPECT_TRUE(evicted.empty());
+  ASSERT_TRUE(store->put(key_of(100), kNs, payload_of(100)));
+  ASSERT_EQ(evicted.size(), 2u);
+  EXPECT_EQ(evicted[0], key_of(0));
+  EXPECT_EQ(evicted[1], key_of(2));
+  for (const ChunkKey& k : evicted) EXPECT_FALSE(store->contains(k));
+  // Lowering the index capacity evicts whole regions at the next put.
+  evicted.clear();
+  const std::size_t before = store->size();
+  store->set_index_capacity(before - 1);
+  ASSERT_TRUE(store->put(key_of(300), kNs, payload_of(300)));
+  EXPECT_FALSE(evicted.empty());
+  EXPECT_EQ(store->size() + evicted.size(), before + 1);
+  for (const ChunkKey& k : evicted) EXPECT_FALSE(store->contains(k));
+}
+
+TEST_P(SsdStoreTest, EraseNamespaceWritesTombstonesThatSurviveRestart) {
+  const NamespaceFingerprint other{7, 7};
+  {
+    STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+    for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(store->put(key_of(i), i % 2 ? other : kNs, payload_of(i)));
+    ASSERT_TRUE(store->flush());
+    auto erased = store->erase_namespace(other);
+    ASSERT_TRUE(erased);
+    EXPECT_EQ(*erased, 3u);
+    EXPECT_EQ(store->size(), 3u);
+    auto none = store->erase_namespace(NamespaceFingerprint{9, 9});
+    ASSERT_TRUE(none);
+    EXPECT_EQ(*none, 0u);
+    ASSERT_TRUE(store->close());
+  }
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+  std::vector<SsdEntryInfo> seen;
+  store->for_each_entry([&](const SsdEntryInfo& e) { seen.push_back(e); });
+  ASSERT_EQ(seen.size(), 3u);
+  for (const SsdEntryInfo& e : seen) {
+    EXPECT_EQ(e.ns, kNs);
+    EXPECT_EQ(e.payload_bytes, kPayload);
+    EXPECT_GT(e.sequence, 0u);
+    EXPECT_EQ(e.key.hi % 2, 1u) << "even i (hi = i + 1 odd) were in kNs";
+  }
+  EXPECT_GT(store->regions_in_use(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreTest, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -81,6 +82,20 @@ struct SsdStoreStats {
   std::uint64_t write_errors = 0;      // region/entry writes or syncs that failed
 };
 
+// What the index holds for one stored key (for_each_entry).
+struct SsdEntryInfo {
+  ChunkKey key;
+  NamespaceFingerprint ns;
+  std::uint32_t payload_bytes = 0;
+  std::uint64_t sequence = 0;
+};
+
+// Called with each key that leaves the index without the caller asking:
+// its region was evicted (hot entries only if their reinsertion failed or was
+// over budget), a read found it damaged, or a write that held it failed. Not
+// called for erase()/erase_namespace(). It must not call back into the store.
+using SsdEvictionListener = std::function<void(const ChunkKey&)>;
+
 struct SsdGetRequest {
   ChunkKey key;
   // Aligned to the device's mem_alignment, at least read_buffer_bytes() long.
@@ -119,6 +134,9 @@ class SsdStore {
   // Removes key (writes a tombstone so the delete survives a restart). ENOENT
   // when it is not indexed.
   Result<void> erase(const ChunkKey& key);
+  // erase() of every key stored under namespace `ns`; returns how many. Stops
+  // at the first failed tombstone write.
+  Result<std::size_t> erase_namespace(const NamespaceFingerprint& ns);
 
   // Reads key's payload into buffer and returns its length. Errors as in
   // SsdGetCompletion::error.
@@ -142,6 +160,16 @@ class SsdStore {
   Result<void> close();
 
   [[nodiscard]] bool contains(const ChunkKey& key) const { return index_.count(key) != 0; }
+  // Every indexed key (order unspecified); recovered ones right after open.
+  void for_each_entry(const std::function<void(const SsdEntryInfo&)>& fn) const;
+  void set_eviction_listener(SsdEvictionListener listener) { listener_ = std::move(listener); }
+  // Lowers (or raises) the most keys indexed; a lower value takes effect at
+  // the next put, which evicts the oldest regions as needed. 0 is ignored.
+  void set_index_capacity(std::size_t keys) {
+    if (keys != 0) config_.index_capacity = keys;
+  }
+  // Regions holding entries (the open one included): the log's used space.
+  [[nodiscard]] std::uint32_t regions_in_use() const { return static_cast<std::uint32_t>(fifo_.size()); }
   [[nodiscard]] std::optional<std::uint32_t> payload_bytes(const ChunkKey& key) const;
   // Buffer length a get of payload_bytes needs (the padded on-disk payload).
   [[nodiscard]] static std::uint32_t read_buffer_bytes(std::uint32_t payload_bytes) {
@@ -208,6 +236,9 @@ class SsdStore {
   int check_buffer(const Slot& slot, std::span<std::byte> buffer) const;
   [[nodiscard]] bool in_open_region(const Slot& slot) const;
   void drop_entry(const ChunkKey& key, std::uint64_t sequence);
+  void notify_evicted(const ChunkKey& key) {
+    if (listener_) listener_(key);
+  }
   Result<void> drain_reads();
 
   std::unique_ptr<hal::BlockDevice> device_;
@@ -226,6 +257,8 @@ class SsdStore {
   std::vector<std::uint32_t> free_tags_;
   std::size_t reads_on_device_ = 0;
   std::deque<SsdGetCompletion> ready_;
+  std::vector<hal::IoCompletion> poll_scratch_;  // poll_gets without allocating
+  SsdEvictionListener listener_;
   SsdStoreStats stats_;
 };
 
