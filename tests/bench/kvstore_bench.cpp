@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: Apache-2.0
+// KV-store data path through a running cxlpoold, with the client C ABI
+// (cxlpool/kv.h). tests/bench/run-kvstore.sh starts the daemon with the
+// configuration each mode needs and runs the baselines (fio, redis) in the
+// same run; docs/perf.md has the results.
+//
+//   kvstore_bench SOCKET MODE [--key value]...
+//
+// Modes:
+//   latency  lookup + get + release of one 16-chunk prefix held in DRAM,
+//            blocking helpers, p50/p99/p99.9 over --iterations; the same
+//            percentiles for a one-key lookup miss (one ring round trip
+//            with no store work) as the reference in the same run.
+//   put      --chunks distinct 2 MiB chunks with --qd puts in flight:
+//            put_begin, write the chunk into the put-window slot, commit.
+//   get      puts --chunks chunks, then gets them in a shuffled order with
+//            --qd in flight; each get copies the chunk out of the arena
+//            (--copy 1, what a consumer that is not a DMA engine pays) and
+//            releases the lease.
+//   ssd-put  like put, for a daemon whose chunks go to SSD (tiny DRAM, no
+//            CXL arena, admission_threshold 1): the first DRAM-full of puts
+//            (+ qd) is a warm-up, the rest is timed, each one evicting one
+//            chunk to the SSD log.
+//   ssd-get  gets, in a shuffled order, every chunk of the ssd-put key set
+//            that lookup places on SSD, --qd in flight; each completes when
+//            its O_DIRECT read into a DRAM slot does.
+// --seed (default 1) picks the key set: ssd-get needs the seed of the
+// ssd-put before it; a put into a daemon that still holds an earlier run's
+// chunks needs a new one (cached chunks are not counted).
+// Every chunk carries its key in its first and last 16 bytes; gets check
+// them, so a wrong or stale chunk fails the run.
+// The last line is "RESULT mode=... key=value ..." for scripts.
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kv_bench_util.hpp"
+
+namespace {
+
+using namespace kvbench;
+
+constexpr std::uint32_t kChunkTokens = 256;
+constexpr std::uint32_t kLatencyBatch = 16;
+// Keeps the copies of get observable so the compiler cannot drop them.
+volatile unsigned char g_sink;
+
+// Bench chunk i is the first chunk of its own sequence (tokens from (seed,
+// i)), so separate runs compute the same keys and every key is a prefix of
+// length one.
+cxlpool_kv_key single_chunk_key(const cxlpool_kv_namespace& ns, std::uint64_t seed, std::uint64_t i) {
+  std::vector<std::uint32_t> tokens(ns.chunk_tokens);
+  for (std::uint32_t t = 0; t < ns.chunk_tokens; ++t)
+    tokens[t] = static_cast<std::uint32_t>(mix64(seed * 0x100000001b3ull + i * 65537 + t) % 128000);
+  cxlpool_kv_key key{};
+  const int n = cxlpool_kv_compute_keys(&ns, tokens.data(), tokens.size(), nullptr, &key, 1);
+  if (n != 1) die("cxlpool_kv_compute_keys", n < 0 ? n : -EINVAL);
+  return key;
+}
+
+std::vector<cxlpool_kv_key> key_range(const cxlpool_kv_namespace& ns, std::uint64_t seed, std::uint64_t n) {
+  std::vector<cxlpool_kv_key> keys(n);
+  for (std::uint64_t i = 0; i < n; ++i) keys[i] = single_chunk_key(ns, seed, i);
+  return keys;
+}
+
+void stamp(void* data, std::uint64_t bytes, const cxlpool_kv_key& key) {
+  auto* p = static_cast<unsigned char*>(data);
+  std::memcpy(p, &key, sizeof key);
+  std::memcpy(p + bytes - sizeof key, &key, sizeof key);
+}
+
+bool stamped(const void* data, std::uint64_t bytes, const cxlpool_kv_key& key) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  return std::memcmp(p, &key, sizeof key) == 0 && std::memcmp(p + bytes - sizeof key, &key, sizeof key) == 0;
+}
+
+std::vector<unsigned char> make_source(std::uint64_t bytes) {
+  std::vector<unsigned char> src(bytes);
+  for (std::uint64_t i = 0; i + 8 <= bytes; i += 8) {
+    const std::uint64_t w = mix64(i);
+    std::memcpy(src.data() + i, &w, 8);
+  }
+  return src;
+}
+
+// Keeps up to `depth` multi-step operations in flight: `start(i)` makes the
+// first request of operation i, `on_completion` returns the follow-up
+// request of that operation or nothing when it is finished. Requests that do
+// not fit in the ring wait for the next round; -EAGAIN completions (put
+// window or DRAM slots full) are retried.
+class Pipeline {
+ public:
+  Pipeline(cxlpool_kv* kv, std::size_t depth) : kv_(kv), depth_(depth), completions_(256) {}
+
+  template <typename Start, typename OnCompletion>
+  void run(std::size_t count, Start start, OnCompletion on_completion) {
+    std::size_t next = 0, done = 0, in_flight = 0;
+    while (done < count) {
+      while (in_flight < depth_ && next < count) {
+        queue_.push_back(start(next++));
+        ++in_flight;
+      }
+      submit_queued();
+      const int got = cxlpool_kv_reap(kv_, completions_.data(), completions_.size(), queue_.empty() ? -1 : 0);
+      if (got < 0) die("cxlpool_kv_reap", got);
+      for (int c = 0; c < got; ++c) {
+        const cxlpool_kv_completion& comp = completions_[c];
+        if (comp.status == -EAGAIN) {
+          queue_.push_back(retry_of(comp));
+          continue;
+        }
+        sent_.erase(comp.user_data);
+        if (comp.status < 0) die("kv request", comp.status);
+        cxlpool_kv_request follow{};
+        if (on_completion(comp, follow)) {
+          queue_.push_back(follow);
+        } else {
+          ++done;
+          --in_flight;
+        }
+      }
+    }
+  }
+
+  // Requests are remembered until completed so that -EAGAIN can resubmit them.
+  void remember(const cxlpool_kv_request& req) { sent_[req.user_data] = req; }
+
+ private:
+  void submit_queued() {
+    while (!queue_.empty()) {
+      std::vector<cxlpool_kv_request> batch(queue_.begin(), queue_.end());
+      const int n = cxlpool_kv_submit(kv_, batch.data(), batch.size());
+      if (n == -EAGAIN) return;
+      if (n < 0) die("cxlpool_kv_submit", n);
+      for (int i = 0; i < n; ++i) remember(queue_.front()), queue_.pop_front();
+      if (static_cast<std::size_t>(n) < batch.size()) return;
+    }
+  }
+  cxlpool_kv_request retry_of(const cxlpool_kv_completion& comp) {
+    auto it = sent_.find(comp.user_data);
+    if (it == sent_.end()) die("completion for an unknown request", -EPROTO);
+    return it->second;
+  }
+
+  cxlpool_kv* kv_;
+  std::size_t depth_;
+  std::vector<cxlpool_kv_completion> completions_;
+  std::deque<cxlpool_kv_request> queue_;
+  std::unordered_map<std::uint64_t, cxlpool_kv_request> sent_;
+};
+
+// user_data: operation index in the low 48 bits; step in the high bits so the
+// remembered request of each step is kept apart.
+constexpr std::uint64_t kStepShift = 48;
+std::uint64_t tag(std::size_t op, std::uint64_t step) { return (step << kStepShift) | op; }
+std::size_t op_of(std::uint64_t user_data) { return user_data & ((1ull << kStepShift) - 1); }
+
+struct Throughput {
+  std::size_t ops = 0;
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+  [[nodiscard]] double ops_per_s() const { return static_cast<double>(ops) / seconds; }
+  [[nodiscard]] double mib_per_s() const { return static_cast<double>(bytes) / seconds / (1 << 20); }
+};
+
+Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, const std::vector<cxlpool_kv_key>& keys,
+                      std::size_t first, std::size_t count, std::uint64_t bytes, std::size_t qd,
+                      const std::vector<unsigned char>& src) {
+  Pipeline pipe(conn.kv, qd);
+  std::size_t cached = 0;
+  const auto t0 = Clock::now();
+  pipe.run(
+      count,
+      [&](std::size_t i) {
+        cxlpool_kv_request r{};
+        r.user_data = tag(i, 0);
+        r.op = CXLPOOL_KV_PUT_BEGIN;
+        r.namespace_id = ns.id;
+        r.keys = &keys[first + i];
+        r.n_keys = 1;
+        r.param0 = bytes;
+        return r;
+      },
+      [&](const cxlpool_kv_completion& c, cxlpool_kv_request& follow) {
+        const std::size_t i = op_of(c.user_data);
+        if (c.op == CXLPOOL_KV_PUT_COMMIT) {
+          if (c.result0 != 1) die("put_commit committed nothing", -EIO);
+          return false;
+        }
+        if (c.n_locations != 1) die("put_begin: no slot", -EPROTO);
+        const cxlpool_kv_location& slot = c.locations[0];
+        if (slot.flags & CXLPOOL_KV_LOC_CACHED) {
+          ++cached;  // nothing to write; the reservation still ends with a commit
+        } else {
+          std::memcpy(slot.data, src.data(), bytes);
+          stamp(slot.data, bytes, keys[first + i]);
+        }
+        follow = cxlpool_kv_request{};
+        follow.user_data = tag(i, 1);
+        follow.op = CXLPOOL_KV_PUT_COMMIT;
+        follow.namespace_id = ns.id;
+        follow.keys = &keys[first + i];
+        follow.n_keys = 1;
+        follow.param0 = c.result0;
+        return true;
+      });
+  Throughput t{count - cached, (count - cached) * bytes, seconds_since(t0)};
+  if (cached) std::printf("  (%zu of %zu chunks were already stored: not counted)\n", cached, count);
+  return t;
+}
+
+// Gets keys[order[i]] one chunk per request, optionally copying each out,
+// then releases it. Counts chunks whose location is `expect_tier` after the
+// get (a DRAM slot for SSD reads too).
+Throughput get_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, const std::vector<cxlpool_kv_key>& keys,
+                      const std::vector<std::size_t>& order, std::uint64_t bytes, std::size_t qd, bool copy) {
+  Pipeline pipe(conn.kv, qd);
+  std::vector<unsigned char> sink(copy ? bytes : 0);
+  const auto t0 = Clock::now();
+  pipe.run(
+      order.size(),
+      [&](std::size_t i) {
+        cxlpool_kv_request r{};
+        r.user_data = tag(i, 0);
+        r.op = CXLPOOL_KV_GET;
+        r.namespace_id = ns.id;
+        r.keys = &keys[order[i]];
+        r.n_keys = 1;
+        return r;
+      },
+      [&](const cxlpool_kv_completion& c, cxlpool_kv_request& follow) {
+        if (c.op == CXLPOOL_KV_RELEASE) return false;
+        const std::size_t i = op_of(c.user_data);
+        if (c.result1 != 1 || c.n_locations < 1 || c.locations[0].data == nullptr) die("get: chunk not stored", -ENOENT);
+        const cxlpool_kv_location& loc = c.locations[0];
+        if (loc.length != bytes || !stamped(loc.data, bytes, keys[order[i]])) die("get: wrong chunk bytes", -EBADMSG);
+        if (copy) {
+          std::memcpy(sink.data(), loc.data, bytes);
+          g_sink = sink[bytes / 2];
+        }
+        follow = cxlpool_kv_request{};
+        follow.user_data = tag(i, 1);
+        follow.op = CXLPOOL_KV_RELEASE;
+        follow.param0 = c.result0;
+        return true;
+      });
+  const double s = seconds_since(t0);
+  return {order.size(), order.size() * bytes, s};
+}
+
+std::vector<std::size_t> shuffled(std::size_t n, std::uint64_t seed) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+void print_throughput(const char* mode, const Throughput& t, std::size_t qd, std::uint64_t bytes) {
+  std::printf("%-8s %zu x %llu KiB, qd %zu: %.0f ops/s, %.1f MiB/s (%.3f s)\n", mode, t.ops,
+              static_cast<unsigned long long>(bytes >> 10), qd, t.ops_per_s(), t.mib_per_s(), t.seconds);
+  std::printf("RESULT mode=%s qd=%zu chunk_bytes=%llu ops=%zu ops_per_s=%.1f mib_per_s=%.1f\n", mode, qd,
+              static_cast<unsigned long long>(bytes), t.ops, t.ops_per_s(), t.mib_per_s());
+}
+
+int tier_of(const Connection& conn, const cxlpool_kv_namespace& ns, const cxlpool_kv_key& key) {
+  cxlpool_kv_location loc{};
+  const int n = cxlpool_kv_lookup(conn.kv, ns.id, &key, 1, &loc);
+  if (n < 0) die("cxlpool_kv_lookup", n);
+  return n == 0 ? -1 : loc.tier;
+}
+
+int run_latency(const Connection& conn, const Options& opt) {
+  const auto ns = conn.open_namespace("kvstore-bench-latency", kChunkTokens);
+  const std::uint64_t bytes = opt.u64("bytes");
+  const std::size_t iterations = opt.u64("iterations");
+  std::vector<std::uint32_t> tokens(kLatencyBatch * ns.chunk_tokens);
+  for (std::size_t t = 0; t < tokens.size(); ++t) tokens[t] = static_cast<std::uint32_t>(mix64(t + 7) % 128000);
+  cxlpool_kv_key keys[kLatencyBatch];
+  if (int n = cxlpool_kv_compute_keys(&ns, tokens.data(), tokens.size(), nullptr, keys, kLatencyBatch);
+      n != static_cast<int>(kLatencyBatch))
+    die("cxlpool_kv_compute_keys", n < 0 ? n : -EINVAL);
+  auto src = make_source(bytes);
+  std::vector<std::vector<unsigned char>> chunks(kLatencyBatch, src);
+  std::vector<const void*> data(kLatencyBatch);
+  for (std::uint32_t i = 0; i < kLatencyBatch; ++i) {
+    stamp(chunks[i].data(), bytes, keys[i]);
+    data[i] = chunks[i].data();
+  }
+  if (int n = cxlpool_kv_put(conn.kv, ns.id, keys, kLatencyBatch, data.data(), bytes); n < 0) die("cxlpool_kv_put", n);
+
+  cxlpool_kv_location locs[kLatencyBatch];
+  if (int n = cxlpool_kv_lookup(conn.kv, ns.id, keys, kLatencyBatch, locs); n != static_cast<int>(kLatencyBatch))
+    die("lookup after put: prefix not fully cached", n < 0 ? n : -ENOENT);
+  for (const auto& loc : locs)
+    if (loc.tier != CXLPOOL_KV_TIER_DRAM) die("lookup after put: a chunk is not in DRAM", -EINVAL);
+
+  std::vector<double> total, lookup, get, release, miss;
+  total.reserve(iterations);
+  const cxlpool_kv_key absent = single_chunk_key(ns, 0xdead, 1);
+  const std::size_t warmup = iterations / 10;
+  for (std::size_t it = 0; it < warmup + iterations; ++it) {
+    const auto t0 = Clock::now();
+    const int found = cxlpool_kv_lookup(conn.kv, ns.id, keys, kLatencyBatch, locs);
+    const auto t1 = Clock::now();
+    std::uint64_t lease = 0;
+    const int leased = cxlpool_kv_get(conn.kv, ns.id, keys, kLatencyBatch, &lease, locs);
+    const auto t2 = Clock::now();
+    const int released = cxlpool_kv_release(conn.kv, lease);
+    const auto t3 = Clock::now();
+    if (found != static_cast<int>(kLatencyBatch)) die("lookup", found < 0 ? found : -ENOENT);
+    if (leased != static_cast<int>(kLatencyBatch)) die("get", leased < 0 ? leased : -ENOENT);
+    if (released != 0) die("release", released);
+    if (!stamped(locs[kLatencyBatch - 1].data, bytes, keys[kLatencyBatch - 1])) die("get: wrong bytes", -EBADMSG);
+    const auto t4 = Clock::now();
+    const int none = cxlpool_kv_lookup(conn.kv, ns.id, &absent, 1, nullptr);
+    const auto t5 = Clock::now();
+    if (none != 0) die("lookup of an absent key", none < 0 ? none : -EEXIST);
+    if (it < warmup) continue;
+    using us = std::chrono::duration<double, std::micro>;
+    lookup.push_back(us(t1 - t0).count());
+    get.push_back(us(t2 - t1).count());
+    release.push_back(us(t3 - t2).count());
+    total.push_back(us(t3 - t0).count());
+    miss.push_back(us(t5 - t4).count());
+  }
+  auto row = [](const char* name, std::vector<double>& v) {
+    const double p50 = percentile(v, 0.50), p99 = percentile(v, 0.99), p999 = percentile(v, 0.999);
+    std::printf("  %-40s p50 %7.2f us   p99 %7.2f us   p99.9 %7.2f us\n", name, p50, p99, p999);
+  };
+  std::printf("latency: %u DRAM chunks of %llu KiB, %zu iterations\n", kLatencyBatch,
+              static_cast<unsigned long long>(bytes >> 10), iterations);
+  row("lookup (16 keys)", lookup);
+  row("get (16 keys, one lease)", get);
+  row("release", release);
+  row("lookup + get + release", total);
+  row("reference: lookup of 1 absent key", miss);
+  std::printf("RESULT mode=latency batch=%u p50_us=%.2f p99_us=%.2f p999_us=%.2f rtt_p50_us=%.2f rtt_p99_us=%.2f\n",
+              kLatencyBatch, percentile(total, 0.5), percentile(total, 0.99), percentile(total, 0.999),
+              percentile(miss, 0.5), percentile(miss, 0.99));
+  return 0;
+}
+
+int run_put(const Connection& conn, const Options& opt, bool ssd) {
+  const std::uint64_t bytes = opt.u64("bytes");
+  const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
+  const auto ns = conn.open_namespace(ssd ? "kvstore-bench-ssd" : "kvstore-bench-put", kChunkTokens);
+  // Distinct keys per run (seed), so a put never finds its chunk cached.
+  const auto keys = key_range(ns, opt.u64("seed"), chunks);
+  const auto src = make_source(bytes);
+  std::size_t warm = 0;
+  if (ssd) {
+    const std::uint64_t dram_slots = conn.info.arena_bytes[0] / conn.info.slot_bytes;
+    if (conn.info.arena_bytes[1] != 0)
+      std::printf("warning: the daemon has a CXL arena: chunks demote there before SSD\n");
+    warm = std::min<std::size_t>(chunks / 2, dram_slots + qd);
+    put_chunks(conn, ns, keys, 0, warm, bytes, qd, src);
+  }
+  const Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src);
+  if (ssd) {
+    const int tier = tier_of(conn, ns, keys[0]);
+    if (tier != CXLPOOL_KV_TIER_SSD) {
+      std::fprintf(stderr, "the first chunk put is in tier %d, not on SSD: is the daemon configured with a tiny DRAM "
+                   "arena, cxl_bytes 0, admission_threshold 1 and an SSD tier?\n", tier);
+      return 1;
+    }
+  }
+  print_throughput(ssd ? "ssd-put" : "put", t, qd, bytes);
+  return 0;
+}
+
+int run_get(const Connection& conn, const Options& opt) {
+  const std::uint64_t bytes = opt.u64("bytes");
+  const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
+  const auto ns = conn.open_namespace("kvstore-bench-get", kChunkTokens);
+  const auto keys = key_range(ns, opt.u64("seed"), chunks);
+  put_chunks(conn, ns, keys, 0, chunks, bytes, qd, make_source(bytes));
+  for (std::size_t i = 0; i < chunks; ++i)
+    if (tier_of(conn, ns, keys[i]) != CXLPOOL_KV_TIER_DRAM) die("get: the chunks do not all fit in DRAM", -ENOSPC);
+  const bool copy = opt.u64("copy") != 0;
+  const std::size_t passes = std::max<std::uint64_t>(1, opt.u64("passes"));
+  Throughput sum;
+  for (std::size_t p = 0; p < passes; ++p) {
+    const Throughput t = get_chunks(conn, ns, keys, shuffled(chunks, p + 1), bytes, qd, copy);
+    sum.ops += t.ops, sum.bytes += t.bytes, sum.seconds += t.seconds;
+  }
+  print_throughput(copy ? "get" : "get-nocopy", sum, qd, bytes);
+  return 0;
+}
+
+int run_ssd_get(const Connection& conn, const Options& opt) {
+  const std::uint64_t bytes = opt.u64("bytes");
+  const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
+  const auto ns = conn.open_namespace("kvstore-bench-ssd", kChunkTokens);
+  const auto keys = key_range(ns, opt.u64("seed"), chunks);
+  std::vector<std::size_t> on_ssd;
+  for (std::size_t i = 0; i < chunks; ++i)
+    if (tier_of(conn, ns, keys[i]) == CXLPOOL_KV_TIER_SSD) on_ssd.push_back(i);
+  if (on_ssd.size() < qd) {
+    std::fprintf(stderr, "ssd-get: only %zu chunks are on SSD; run ssd-put with the same --seed first\n",
+                 on_ssd.size());
+    return 1;
+  }
+  std::mt19937_64 rng(opt.u64("seed"));
+  std::shuffle(on_ssd.begin(), on_ssd.end(), rng);
+  const Throughput t = get_chunks(conn, ns, keys, on_ssd, bytes, qd, opt.u64("copy") != 0);
+  print_throughput("ssd-get", t, qd, bytes);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr,
+                 "usage: %s SOCKET latency|put|get|ssd-put|ssd-get [--qd N] [--chunks N] [--bytes N]\n"
+                 "       [--iterations N] [--copy 0|1] [--passes N] [--seed N]\n",
+                 argv[0]);
+    return 2;
+  }
+  const std::string mode = argv[2];
+  const bool ssd_mode = mode.rfind("ssd-", 0) == 0;
+  const Options opt(argc, argv, 3,
+                    {{"qd", ssd_mode ? "32" : "8"},
+                     {"chunks", ssd_mode ? "512" : (mode == "put" ? "1024" : "256")},
+                     {"bytes", std::to_string(2u << 20)},
+                     {"iterations", "20000"},
+                     {"copy", ssd_mode ? "0" : "1"},
+                     {"passes", "4"},
+                     {"seed", "1"}});
+  const Connection conn(argv[1], "kvstore-bench", 0);
+  if (opt.u64("bytes") == 0 || opt.u64("bytes") > conn.info.slot_bytes || opt.u64("bytes") % 16 != 0) {
+    std::fprintf(stderr, "--bytes must be a multiple of 16 in 16..%llu (the store's slot size)\n",
+                 static_cast<unsigned long long>(conn.info.slot_bytes));
+    return 2;
+  }
+  if (opt.u64("qd") == 0) {
+    std::fprintf(stderr, "--qd must be at least 1\n");
+    return 2;
+  }
+  if (mode == "latency") return run_latency(conn, opt);
+  if (mode == "put") return run_put(conn, opt, false);
+  if (mode == "get") return run_get(conn, opt);
+  if (mode == "ssd-put") return run_put(conn, opt, true);
+  if (mode == "ssd-get") return run_ssd_get(conn, opt);
+  std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}

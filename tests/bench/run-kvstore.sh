@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The KV store's measurements quoted in docs/perf.md, each against a
+# baseline run by this script in the same run:
+#   1. SSD tier: 2 MiB puts and gets at queue depth 32 through cxlpoold vs
+#      fio (io_uring, direct=1, bs=2M, iodepth=32, registered files and
+#      buffers) on the same file;
+#   2. DRAM tier: lookup + get + release of a 16-chunk prefix, p50/p99;
+#   3. 2 MiB put/get throughput vs redis-server on loopback (redis-benchmark
+#      SET/GET -d 2097152), at the same concurrency;
+#   4. a multi-turn chat trace with the DRAM arena at 10% of its working set:
+#      hit rate and recompute-or-load savings.
+#   tests/bench/run-kvstore.sh [BUILD_DIR]
+# Environment: KVBENCH_DIR (parent of the temporary directory: default
+# /var/tmp; it must allow O_DIRECT, so not tmpfs), KVBENCH_SSD_MIB (SSD file,
+# default 2048), KVBENCH_SSD_CHUNKS (2 MiB chunks put then read in the SSD
+# test, default 512), KVBENCH_QDS (client queue depths against redis,
+# default "1 8"), KVBENCH_SESSIONS (trace sessions, default 1000),
+# KVBENCH_PREFILL (declared prefill tokens/s, default "20000,100000").
+# Exits 77 when fio or redis is not installed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+ssd_mib=${KVBENCH_SSD_MIB:-2048}
+ssd_chunks=${KVBENCH_SSD_CHUNKS:-512}
+qds=${KVBENCH_QDS:-"1 8"}
+sessions=${KVBENCH_SESSIONS:-1000}
+prefill=${KVBENCH_PREFILL:-20000,100000}
+
+for tool in fio redis-server redis-benchmark redis-cli python3; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "run-kvstore: $tool is not installed (scripts/setup.sh installs it): skipped"
+    exit 77
+  fi
+done
+ninja -C "$build" daemon/cxlpoold tests/bench/kvstore_bench tests/bench/kvstore_trace_bench >/dev/null
+
+work=$(mktemp -d -p "${KVBENCH_DIR:-/var/tmp}" cxlpool-kvbench.XXXXXX)
+if [ "$(stat -f -c %T "$work")" = tmpfs ]; then
+  echo "run-kvstore: $work is on tmpfs, which has no O_DIRECT; set KVBENCH_DIR" >&2
+  rmdir "$work"
+  exit 1
+fi
+daemon=""
+redis=""
+cleanup() {
+  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+  [ -n "$redis" ] && kill -TERM "$redis" 2>/dev/null && wait "$redis" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+state="$work/state"
+sock="$state/cxlpoold.sock"
+ssd="$work/kv-ssd.img"
+bench="$build/tests/bench/kvstore_bench"
+trace="$build/tests/bench/kvstore_trace_bench"
+
+# Writes a daemon config: the DRAM tier only (no emulated tier, tiering off)
+# and a [kvstore] section made of the arguments, one "key = value" each.
+write_config() {
+  local file=$1
+  shift
+  {
+    printf '[daemon]\nlog_level = "warning"\n\n[tiering]\nenabled = false\n\n[kvstore]\nenabled = true\n'
+    printf '%s\n' "$@"
+  } >"$file"
+}
+
+start_daemon() {
+  mkdir -p "$state"
+  "$build/daemon/cxlpoold" --config "$1" --state-dir "$state" 2>>"$work/daemon.log" &
+  daemon=$!
+  for _ in $(seq 200); do
+    [ -S "$sock" ] && return 0
+    kill -0 "$daemon" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "run-kvstore: cxlpoold did not start with $1:" >&2
+  cat "$1" "$work/daemon.log" >&2
+  exit 1
+}
+
+stop_daemon() {
+  kill -TERM "$daemon"
+  wait "$daemon" || true
+  daemon=""
+}
+
+# value KEY LINE: the value of KEY=... in a RESULT/PLAN line.
+value() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2; }
+ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
+fio_mib() {
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(f"{j[\"jobs\"][0][sys.argv[2]][\"bw_bytes\"] / 2**20:.1f}")' "$1" "$2"
+}
+
+echo "== KV store benchmarks ($(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "   temp dir $work ($(stat -f -c %T "$work"), $(df --output=source "$work" | tail -1))"
+
+# ---- 1. SSD tier vs fio on the same file --------------------------------
+io_mib=$((ssd_chunks * 2))
+fio_args=(--filename="$ssd" --size="${ssd_mib}M" --ioengine=io_uring --direct=1 --bs=2M --iodepth=32
+  --fixedbufs --registerfiles --output-format=json)
+# A first pass allocates the file's blocks, so fio and the store both
+# overwrite allocated blocks in the timed passes.
+fio --name=layout --rw=write "${fio_args[@]}" >/dev/null
+fio --name=write --rw=write --io_size="${io_mib}M" "${fio_args[@]}" >"$work/fio-write.json"
+fio --name=read --rw=randread --io_size="${io_mib}M" "${fio_args[@]}" >"$work/fio-read.json"
+fio_write=$(fio_mib "$work/fio-write.json" write)
+fio_read=$(fio_mib "$work/fio-read.json" read)
+
+write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
+  'admission_threshold = 1' "ssd_path = \"$ssd\"" "ssd_bytes = $((ssd_mib << 20))" 'ssd_sync = "per-region"'
+start_daemon "$work/ssd.toml"
+ssd_put=$("$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" | tee /dev/stderr | grep '^RESULT')
+ssd_get=$("$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" | tee /dev/stderr | grep '^RESULT')
+stop_daemon
+
+# ---- 2 and 3. DRAM tier: latency, put/get throughput vs redis ------------
+write_config "$work/dram.toml" 'dram_bytes = 1073741824' 'cxl_bytes = 0' 'slot_bytes = 2097152'
+start_daemon "$work/dram.toml"
+latency=$("$bench" "$sock" latency --iterations 20000 | tee /dev/stderr | grep '^RESULT')
+declare -A put get
+for qd in $qds; do
+  put[$qd]=$("$bench" "$sock" put --qd "$qd" --seed "$((100 + qd))" | tee /dev/stderr | grep '^RESULT')
+  get[$qd]=$("$bench" "$sock" get --qd "$qd" --seed "$((200 + qd))" | tee /dev/stderr | grep '^RESULT')
+done
+stop_daemon
+
+mkdir -p "$work/redis"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work/redis" \
+  --logfile "$work/redis/redis.log" --daemonize no &
+redis=$!
+for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+declare -A redis_set redis_get
+for qd in $qds; do
+  # 128 keys (256 MiB): GETs find values the SETs stored.
+  out=$(redis-benchmark -h 127.0.0.1 -p "$port" -t set,get -n 2000 -d 2097152 -c "$qd" -r 128 --csv)
+  redis_set[$qd]=$(grep '^"SET"' <<<"$out" | cut -d'"' -f4)
+  redis_get[$qd]=$(grep '^"GET"' <<<"$out" | cut -d'"' -f4)
+  echo "redis-benchmark -c $qd: SET ${redis_set[$qd]} ops/s, GET ${redis_get[$qd]} ops/s" >&2
+done
+kill -TERM "$redis"
+wait "$redis" || true
+redis=""
+
+# ---- 4. multi-turn trace, DRAM at 10% of the working set -----------------
+plan=$("$trace" plan --sessions "$sessions" | grep '^PLAN')
+ws=$(value working_set_bytes "$plan")
+mib=$((1 << 20))
+dram=$(((ws / 10 + mib - 1) / mib * mib))
+write_config "$work/trace.toml" "dram_bytes = $dram" 'cxl_bytes = 0' 'slot_bytes = 16384' \
+  "ssd_path = \"$work/kv-trace.img\"" "ssd_bytes = $(((ws * 2 / mib + 64) * mib))"
+start_daemon "$work/trace.toml"
+trace_out=$("$trace" run "$sock" --sessions "$sessions" --prefill-tokens-per-s "$prefill" | tee /dev/stderr)
+stop_daemon
+
+echo
+echo "== summary (every ratio against a baseline from this run)"
+printf '%-44s %12s %12s %8s %s\n' "measurement" "cxlpoold" "baseline" "ratio" "target"
+ssd_put_mib=$(value mib_per_s "$ssd_put")
+ssd_get_mib=$(value mib_per_s "$ssd_get")
+printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD put 2 MiB QD 32 vs fio write" "$ssd_put_mib" "$fio_write" \
+  "$(ratio "$ssd_put_mib" "$fio_write")" ">= 0.9"
+printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD get 2 MiB QD 32 vs fio randread" "$ssd_get_mib" "$fio_read" \
+  "$(ratio "$ssd_get_mib" "$fio_read")" ">= 0.9"
+printf '%-44s %12s %12s %8s %s\n' "DRAM lookup+get+release, 16 chunks, p50" "$(value p50_us "$latency") us" \
+  "$(value rtt_p50_us "$latency") us" "" "(baseline: 1-key lookup miss)"
+printf '%-44s %12s %12s %8s %s\n' "DRAM lookup+get+release, 16 chunks, p99" "$(value p99_us "$latency") us" \
+  "$(value rtt_p99_us "$latency") us" "" "<= 20 us"
+for qd in $qds; do
+  p=$(value ops_per_s "${put[$qd]}")
+  g=$(value ops_per_s "${get[$qd]}")
+  printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB put vs redis SET, $qd in flight" "$p" "${redis_set[$qd]}" \
+    "$(ratio "$p" "${redis_set[$qd]}")" ">= 10"
+  printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB get+copy vs redis GET, $qd in flight" "$g" "${redis_get[$qd]}" \
+    "$(ratio "$g" "${redis_get[$qd]}")" ">= 10"
+done
+t=$(grep '^RESULT mode=trace ' <<<"$trace_out")
+echo "trace, DRAM $((dram / mib)) MiB = 10% of $((ws / mib)) MiB working set:" \
+  "chunk hit rate $(value chunk_hit_rate "$t"), token hit rate $(value token_hit_rate "$t")," \
+  "unbounded cache $(value unbounded_chunk_hit_rate "$t")"
+grep '^RESULT mode=trace-savings' <<<"$trace_out" | while read -r line; do
+  echo "  prefill $(value prefill_tokens_per_s "$line") tokens/s: saving $(value saving "$line") of full recompute" \
+    "(full $(value full_s "$line") s, with cut-off $(value decided_s "$line") s)"
+done
