@@ -14,6 +14,7 @@
 
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/common/units.hpp"
+#include "kv_format.hpp"
 #include "table.hpp"
 
 using cxlpool::format_size;
@@ -369,6 +370,30 @@ int cmd_tiering_set(Context& ctx, const std::string& assignment) {
   });
 }
 
+void print_json_or_text(const Context& ctx, const json& j, const std::string& text) {
+  print(ctx.json ? j.dump(2) + "\n" : text);
+}
+
+int cmd_kv_status(Context& ctx) {
+  return call<proto::KvStatusReply>(ctx, proto::KvStatusRequest{}, [&](const proto::KvStatusReply& r) {
+    print_json_or_text(ctx, cxlpool::ctl::kv_status_json(r), cxlpool::ctl::kv_status_text(r));
+  });
+}
+
+int cmd_kv_namespaces(Context& ctx) {
+  return call<proto::KvNamespacesReply>(ctx, proto::KvNamespacesRequest{}, [&](const proto::KvNamespacesReply& r) {
+    print_json_or_text(ctx, cxlpool::ctl::kv_namespaces_json(r), cxlpool::ctl::kv_namespaces_text(r));
+  });
+}
+
+int cmd_kv_drop(Context& ctx, uint64_t namespace_id) {
+  return call<proto::KvNamespaceDropReply>(ctx, proto::KvNamespaceDrop{namespace_id},
+                                           [&](const proto::KvNamespaceDropReply& r) {
+                                             print_json_or_text(ctx, cxlpool::ctl::kv_drop_json(namespace_id, r),
+                                                                cxlpool::ctl::kv_drop_text(namespace_id, r));
+                                           });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -401,8 +426,15 @@ int main(int argc, char** argv) {
   auto* tiering_set = tiering->add_subcommand("set", "Change a [tiering] knob at run time (admin)");
   std::string assignment;
   tiering_set->add_option("assignment", assignment, "KEY=VALUE, as in the [tiering] config section")->required();
+  auto* kv = app.add_subcommand("kv", "KV-cache store: tiers, namespaces");
+  kv->require_subcommand(1);
+  auto* kv_status = kv->add_subcommand("status", "Per tier: capacity, used, chunks, hit rate, evictions, SSD writes");
+  auto* kv_namespaces = kv->add_subcommand("namespaces", "Namespaces with their chunks per tier");
+  auto* kv_drop = kv->add_subcommand("drop", "Drop every chunk of a namespace on every tier (admin)");
+  uint64_t kv_namespace_id = 0;
+  kv_drop->add_option("namespace", kv_namespace_id, "Namespace id (see `cxlpoolctl kv namespaces`)")->required();
   for (auto* sub : {status, tiers, regions, clients, stats, backends, migrate, tiering, tiering_status, tiering_hot,
-                    tiering_set}) {
+                    tiering_set, kv, kv_status, kv_namespaces, kv_drop}) {
     sub->add_flag("--json", json_out, "Machine-readable JSON output");
   }
   try {
@@ -430,5 +462,8 @@ int main(int argc, char** argv) {
   if (*tiering_status) return cmd_tiering_status(ctx);
   if (*tiering_hot) return cmd_tiering_hot(ctx, hot_top);
   if (*tiering_set) return cmd_tiering_set(ctx, assignment);
+  if (*kv_status) return cmd_kv_status(ctx);
+  if (*kv_namespaces) return cmd_kv_namespaces(ctx);
+  if (*kv_drop) return cmd_kv_drop(ctx, kv_namespace_id);
   return kExitUsage;
 }
