@@ -9,8 +9,7 @@
 #include <new>
 #include <string>
 
-#include "access_reporter.hpp"
-#include "cxlpool/client/connection.hpp"
+#include "c_api_support.hpp"
 #include "cxlpool/common/default_paths.hpp"
 #include "cxlpool/common/log.hpp"
 #include "cxlpool/common/unique_fd.hpp"
@@ -22,11 +21,6 @@ using cxlpool::Error;
 using cxlpool::Result;
 using cxlpool::client::Connection;
 namespace proto = cxlpool::proto;
-
-struct cxlpool_client {
-  std::shared_ptr<Connection> conn;
-  std::shared_ptr<cxlpool::client::AccessReporter> reporter;
-};
 
 struct cxlpool_region {
   std::shared_ptr<Connection> conn;
@@ -41,31 +35,19 @@ struct cxlpool_region {
   void* addr = nullptr;
 };
 
+namespace cxlpool::client {
+
+std::string& last_error() {
+  thread_local std::string message;
+  return message;
+}
+
+}  // namespace cxlpool::client
+
 namespace {
 
-thread_local std::string t_last_error;
-
-int record(const Error& error) {
-  t_last_error = error.message;
-  return -(error.code > 0 ? error.code : EIO);
-}
-
-int record(int code, const char* message) {
-  t_last_error = message;
-  return -code;
-}
-
-template <typename Fn>
-int guarded(Fn&& fn) {
-  try {
-    t_last_error.clear();
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return record(ENOMEM, "out of memory");
-  } catch (...) {
-    return record(EIO, "internal error");
-  }
-}
+using cxlpool::client::guarded;
+using cxlpool::client::record;
 
 void copy_name(char* dst, size_t cap, const std::string& src) {
   const size_t n = std::min(cap - 1, src.size());
@@ -129,7 +111,7 @@ CXLPOOL_EXPORT const char* cxlpool_strerror(int error) {
   return ::strerrordesc_np(error < 0 ? -error : error) ?: "Unknown error";
 }
 
-CXLPOOL_EXPORT const char* cxlpool_last_error(void) { return t_last_error.c_str(); }
+CXLPOOL_EXPORT const char* cxlpool_last_error(void) { return cxlpool::client::last_error().c_str(); }
 
 CXLPOOL_EXPORT void cxlpool_set_log_callback(cxlpool_log_fn fn, void* user, int max_level) {
   g_log_fn = fn;

@@ -41,6 +41,11 @@ class Connection {
   void close();
   bool closed();
 
+  // The socket, for poll(POLLRDHUP) by a data path that sleeps on other
+  // descriptors and must notice the daemon going away. Never read or write
+  // it: replies would be lost. -1 after close().
+  int socket_fd() const { return sock_.get(); }
+
   uint16_t version() const { return hello_.version; }
   const proto::HelloReply& hello() const { return hello_; }
   const std::string& socket_path() const { return socket_path_; }

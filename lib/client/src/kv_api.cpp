@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: Apache-2.0
+// The KV store's C ABI (cxlpool/kv.h). Every entry point catches
+// everything: no exception crosses it.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "c_api_support.hpp"
+#include "cxlpool/kv.h"
+#include "cxlpool/kvcache/namespace.hpp"
+#include "kv_pure.hpp"
+#include "kv_session.hpp"
+
+#define CXLPOOL_EXPORT __attribute__((visibility("default")))
+
+using cxlpool::Error;
+using cxlpool::client::guarded;
+using cxlpool::client::KvCall;
+using cxlpool::client::KvSession;
+using cxlpool::client::KvWaiter;
+using cxlpool::client::record;
+namespace proto = cxlpool::proto;
+
+namespace {
+
+// cxlpool_kv is opaque to callers; it is the session.
+KvSession* session(cxlpool_kv* kv) { return reinterpret_cast<KvSession*>(kv); }
+const KvSession* session(const cxlpool_kv* kv) { return reinterpret_cast<const KvSession*>(kv); }
+
+// Chunks one put_begin may reserve in cxlpool_kv_put (its slots live on the stack).
+constexpr uint32_t kPutBatch = 64;
+
+const char* op_name(uint8_t op) {
+  switch (static_cast<proto::KvOp>(op)) {
+    case proto::KvOp::kLookup: return "lookup";
+    case proto::KvOp::kPutBegin: return "put_begin";
+    case proto::KvOp::kPutCommit: return "put_commit";
+    case proto::KvOp::kGet: return "get";
+    case proto::KvOp::kRelease: return "release";
+    case proto::KvOp::kPrefetch: return "prefetch";
+    case proto::KvOp::kDelete: return "delete";
+  }
+  return "request";
+}
+
+// The request's own failure, with a message naming it (no allocation
+// beyond the message on this error path).
+int record_status(const KvWaiter& w) {
+  const int code = -w.status;
+  const char* why = ::strerrordesc_np(code);
+  return record(Error{code, std::string("kv ") + op_name(w.op) + ": " + (why != nullptr ? why : "unknown error")});
+}
+
+// Runs one blocking request. Returns 0 when it completed with status 0,
+// else the negative errno (recorded).
+int run(KvSession& s, const KvCall& request, KvWaiter& waiter) {
+  auto ok = s.call(request, waiter);
+  if (!ok) return record(ok.error());
+  if (waiter.status != 0) return record_status(waiter);
+  return 0;
+}
+
+int protocol_error(const char* what) { return record(EPROTO, what); }
+
+// Shared argument checks of the key-list helpers. 0: go on.
+int check_keys(const cxlpool_kv* kv, const cxlpool_kv_key* keys, uint32_t n) {
+  if (kv == nullptr) return record(EINVAL, "kv is NULL");
+  if (n > 0 && keys == nullptr) return record(EINVAL, "keys is NULL");
+  if (n > proto::kKvMaxRecordsPerEntry) return record(EINVAL, "more keys than one request carries (65536)");
+  return 0;
+}
+
+KvCall key_call(proto::KvOp op, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n) {
+  KvCall call;
+  call.op = static_cast<uint8_t>(op);
+  call.namespace_id = ns_id;
+  call.keys = {keys, n};
+  return call;
+}
+
+}  // namespace
+
+extern "C" {
+
+CXLPOOL_EXPORT int cxlpool_kv_open(cxlpool_client* client, const cxlpool_kv_options* opts, cxlpool_kv** out) {
+  return guarded([&] {
+    if (client == nullptr || out == nullptr) return record(EINVAL, "NULL argument");
+    auto s = KvSession::open(client->conn, opts);
+    if (!s) return record(s.error());
+    *out = reinterpret_cast<cxlpool_kv*>(s->release());
+    return 0;
+  });
+}
+
+CXLPOOL_EXPORT void cxlpool_kv_close(cxlpool_kv* kv) {
+  if (kv == nullptr) return;
+  try {
+    delete session(kv);
+  } catch (...) {
+  }
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_get_info(const cxlpool_kv* kv, cxlpool_kv_info* out) {
+  if (kv == nullptr || out == nullptr) return record(EINVAL, "NULL argument");
+  *out = session(kv)->info();
+  return 0;
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_namespace_open(cxlpool_kv* kv, const cxlpool_kv_namespace_spec* spec,
+                                             cxlpool_kv_namespace* out) {
+  return guarded([&] {
+    if (kv == nullptr || spec == nullptr || out == nullptr) return record(EINVAL, "NULL argument");
+    auto local = cxlpool::client::kv_namespace_spec(*spec);
+    if (!local) return record(local.error());
+    proto::KvNamespaceOpen request{local->model_id, local->layout,  local->dtype,
+                                   local->tp_rank,  local->tp_size, local->chunk_tokens};
+    auto reply = session(kv)->connection().call_for<proto::KvNamespaceReply>(request);
+    if (!reply) return record(reply.error());
+    // Keys are computed here from this fingerprint and matched there: a
+    // daemon hashing namespaces differently would never hit.
+    const auto fp = cxlpool::kvcache::fingerprint(*local);
+    if (reply->fingerprint_hi != fp.hi || reply->fingerprint_lo != fp.lo ||
+        reply->chunk_tokens != local->chunk_tokens) {
+      return protocol_error("the daemon's namespace fingerprint differs from this library's");
+    }
+    *out = cxlpool_kv_namespace{reply->namespace_id, fp.hi, fp.lo, local->chunk_tokens};
+    return 0;
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_compute_keys(const cxlpool_kv_namespace* ns, const uint32_t* tokens, size_t n_tokens,
+                                           const cxlpool_kv_key* parent, cxlpool_kv_key* keys, size_t max_keys) {
+  return guarded([&] {
+    if (ns == nullptr || (tokens == nullptr && n_tokens > 0) || (keys == nullptr && max_keys > 0)) {
+      return record(EINVAL, "NULL argument");
+    }
+    auto n = cxlpool::client::kv_compute_keys(*ns, {tokens, n_tokens}, parent, {keys, max_keys});
+    if (!n) return record(n.error());
+    return static_cast<int>(*n);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_submit(cxlpool_kv* kv, const cxlpool_kv_request* reqs, size_t n) {
+  return guarded([&] {
+    if (kv == nullptr || (reqs == nullptr && n > 0)) return record(EINVAL, "NULL argument");
+    if (n == 0) return 0;
+    auto queued = session(kv)->submit({reqs, std::min<size_t>(n, INT_MAX)});
+    if (!queued) return record(queued.error());
+    return static_cast<int>(*queued);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_reap(cxlpool_kv* kv, cxlpool_kv_completion* out, size_t max, int timeout_ms) {
+  return guarded([&] {
+    if (kv == nullptr || (out == nullptr && max > 0)) return record(EINVAL, "NULL argument");
+    auto n = session(kv)->reap({out, std::min<size_t>(max, INT_MAX)}, timeout_ms);
+    if (!n) return record(n.error());
+    return static_cast<int>(*n);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_eventfd(const cxlpool_kv* kv) {
+  if (kv == nullptr) return record(EINVAL, "kv is NULL");
+  return session(kv)->eventfd();
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_arm(cxlpool_kv* kv) {
+  return guarded([&] {
+    if (kv == nullptr) return record(EINVAL, "kv is NULL");
+    auto armed = session(kv)->arm();
+    if (!armed) return record(armed.error());
+    return *armed ? 1 : 0;
+  });
+}
+
+CXLPOOL_EXPORT uint64_t cxlpool_kv_in_flight(const cxlpool_kv* kv) {
+  if (kv == nullptr) return 0;
+  // The count is guarded by the session's lock, which a const handle still takes.
+  return const_cast<KvSession*>(session(kv))->in_flight();
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_lookup(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n,
+                                     cxlpool_kv_location* locs) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (n == 0) return 0;
+    KvWaiter w;
+    w.locations = locs;
+    w.capacity = n;
+    if (int rc = run(*session(kv), key_call(proto::KvOp::kLookup, ns_id, keys, n), w); rc != 0) return rc;
+    if (w.result0 > n || w.n_locations != w.result0) return protocol_error("lookup answer does not match its prefix");
+    return static_cast<int>(w.result0);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_put_begin(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n,
+                                        uint64_t chunk_bytes, uint64_t* reservation, cxlpool_kv_location* slots) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (n == 0 || reservation == nullptr || slots == nullptr) {
+      return record(EINVAL, "put_begin needs keys, a reservation and room for the slots");
+    }
+    KvWaiter w;
+    w.locations = slots;
+    w.capacity = n;
+    KvCall call = key_call(proto::KvOp::kPutBegin, ns_id, keys, n);
+    call.param0 = chunk_bytes;
+    if (int rc = run(*session(kv), call, w); rc != 0) return rc;
+    if (w.n_locations != n) return protocol_error("put_begin answered a slot count other than the key count");
+    *reservation = w.result0;
+    return static_cast<int>(n);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_put_commit(cxlpool_kv* kv, uint64_t ns_id, uint64_t reservation,
+                                         const cxlpool_kv_key* keys, uint32_t n) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (n == 0) return record(EINVAL, "put_commit needs at least one key");
+    KvWaiter w;
+    KvCall call = key_call(proto::KvOp::kPutCommit, ns_id, keys, n);
+    call.param0 = reservation;
+    if (int rc = run(*session(kv), call, w); rc != 0) return rc;
+    if (w.result0 > n) return protocol_error("put_commit committed more keys than it was given");
+    return static_cast<int>(w.result0);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_put(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n,
+                                  const void* const* data, uint64_t chunk_bytes) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (n > 0 && data == nullptr) return record(EINVAL, "data is NULL");
+    if (chunk_bytes == 0) return record(EINVAL, "chunk_bytes is 0");
+    KvSession& s = *session(kv);
+    const cxlpool_kv_info& info = s.info();
+    if (chunk_bytes > info.slot_bytes) return record(EMSGSIZE, "chunk larger than the store's slot size");
+    for (uint32_t i = 0; i < n; ++i) {
+      if (data[i] == nullptr) return record(EINVAL, "a chunk's data pointer is NULL");
+    }
+    // A batch must fit in the put window at once.
+    const uint64_t window_slots = info.slot_bytes != 0 ? info.put_window_bytes / info.slot_bytes : 0;
+    const uint32_t batch = static_cast<uint32_t>(std::clamp<uint64_t>(window_slots, 1, kPutBatch));
+    cxlpool_kv_location slots[kPutBatch];
+    cxlpool_kv_key written[kPutBatch];
+    uint64_t stored = 0;
+    for (uint32_t first = 0; first < n; first += batch) {
+      const uint32_t count = std::min(batch, n - first);
+      KvWaiter begin;
+      begin.locations = slots;
+      begin.capacity = count;
+      KvCall call = key_call(proto::KvOp::kPutBegin, ns_id, keys + first, count);
+      call.param0 = chunk_bytes;
+      if (int rc = run(s, call, begin); rc != 0) return rc;
+      if (begin.n_locations != count) return protocol_error("put_begin answered a slot count other than the key count");
+      uint32_t n_written = 0;
+      for (uint32_t i = 0; i < count; ++i) {
+        if ((slots[i].flags & CXLPOOL_KV_LOC_CACHED) != 0) continue;
+        if (slots[i].data == nullptr || slots[i].length < chunk_bytes) {
+          return protocol_error("put_begin gave a slot smaller than the chunk");
+        }
+        std::memcpy(slots[i].data, data[first + i], chunk_bytes);
+        written[n_written++] = keys[first + i];
+      }
+      const uint32_t cached = count - n_written;
+      // Every key cached: commit them all, which only ends the reservation.
+      KvWaiter commit;
+      KvCall commit_call = n_written > 0 ? key_call(proto::KvOp::kPutCommit, ns_id, written, n_written)
+                                         : key_call(proto::KvOp::kPutCommit, ns_id, keys + first, count);
+      commit_call.param0 = begin.result0;
+      if (int rc = run(s, commit_call, commit); rc != 0) return rc;
+      stored += cached + (n_written > 0 ? std::min<uint64_t>(commit.result0, n_written) : 0);
+    }
+    return static_cast<int>(stored);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_get(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n,
+                                  uint64_t* lease, cxlpool_kv_location* locs) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (lease == nullptr) return record(EINVAL, "lease is NULL");
+    *lease = 0;
+    if (n == 0) return 0;
+    KvWaiter w;
+    w.locations = locs;
+    w.capacity = n;
+    if (int rc = run(*session(kv), key_call(proto::KvOp::kGet, ns_id, keys, n), w); rc != 0) return rc;
+    if (w.result1 > n || w.n_locations != w.result1 || (w.result1 > 0) != (w.result0 != 0)) {
+      return protocol_error("get answer does not match its lease");
+    }
+    *lease = w.result0;
+    return static_cast<int>(w.result1);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_release(cxlpool_kv* kv, uint64_t lease) {
+  return guarded([&] {
+    if (kv == nullptr) return record(EINVAL, "kv is NULL");
+    if (lease == 0) return 0;  // what an empty get leases
+    KvWaiter w;
+    KvCall call;
+    call.op = static_cast<uint8_t>(proto::KvOp::kRelease);
+    call.param0 = lease;
+    return run(*session(kv), call, w);
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_prefetch(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (n == 0) return 0;
+    KvWaiter w;
+    if (int rc = run(*session(kv), key_call(proto::KvOp::kPrefetch, ns_id, keys, n), w); rc != 0) return rc;
+    return static_cast<int>(std::min<uint64_t>(w.result0, n));
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_delete(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (n == 0) return 0;
+    KvWaiter w;
+    if (int rc = run(*session(kv), key_call(proto::KvOp::kDelete, ns_id, keys, n), w); rc != 0) return rc;
+    return static_cast<int>(std::min<uint64_t>(w.result0, n));
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_should_load(const cxlpool_kv* kv, const cxlpool_kv_load_query* query,
+                                          cxlpool_kv_load_decision* out) {
+  return guarded([&] {
+    if (kv == nullptr || query == nullptr) return record(EINVAL, "NULL argument");
+    auto decision = cxlpool::client::kv_decide_load(cxlpool::client::kv_tier_rates(session(kv)->info()), *query);
+    if (!decision) return record(decision.error());
+    if (out != nullptr) {
+      *out = cxlpool_kv_load_decision{static_cast<uint32_t>(decision->load_chunks), decision->should_load ? 1 : 0,
+                                      decision->recompute_tokens, decision->time_s, decision->full_recompute_s,
+                                      decision->load_all_s};
+    }
+    return decision->should_load ? 1 : 0;
+  });
+}
+
+}  // extern "C"
