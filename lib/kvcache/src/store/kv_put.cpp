@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// Two-phase put: put_begin reserves put-window slots, the client writes its
+// chunks there, put_commit copies the kept ones into DRAM slots. The copy is
+// what isolates clients: a committed chunk lives where no client can write.
+// Under the per-commit SSD policy a commit also writes each chunk through to
+// the log before it is acknowledged (the durability contract outranks the
+// admission filter), so an acknowledged commit survives a crash.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "kv_store_impl.hpp"
+
+namespace cxlpool::kvcache {
+
+namespace {
+
+bool key_less(const ChunkKey& a, const ChunkKey& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; }
+
+}  // namespace
+
+void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
+  if (ns(r.namespace_id) == nullptr) return complete(id, r, ENOENT);
+  ClientState& c = *client(id);
+  if (r.param0 == 0) return complete(id, r, EINVAL);
+  if (r.param0 > config.slot_bytes) return complete(id, r, EMSGSIZE);
+  if (c.window_slots.capacity() == 0) return complete(id, r, EPERM);  // no put window
+  if (c.reservations.size() >= config.max_leases_per_client) return complete(id, r, EAGAIN);
+  scratch_sorted.assign(scratch_keys.begin(), scratch_keys.end());
+  std::sort(scratch_sorted.begin(), scratch_sorted.end(), key_less);
+  if (std::adjacent_find(scratch_sorted.begin(), scratch_sorted.end()) != scratch_sorted.end()) {
+    return complete(id, r, EINVAL);  // a key twice
+  }
+  const std::size_t n = scratch_keys.size();
+  scratch_marks.assign(n, 0);
+  std::size_t fresh = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool cached = index.find(scratch_keys[i]) != nullptr;
+    scratch_marks[i] = cached;
+    fresh += cached ? 0 : 1;
+  }
+  const std::uint64_t bytes = fresh * r.param0;
+  if (config.client_quota_bytes != 0 && c.held_bytes + bytes > config.client_quota_bytes) {
+    ++counters.quota_rejections;
+    return complete(id, r, EDQUOT);
+  }
+  if (fresh > c.window_slots.free_count()) return complete(id, r, EAGAIN);
+
+  const std::uint64_t rid = next_reservation++;
+  Reservation& res = c.reservations[rid];
+  res.ns_id = static_cast<std::uint32_t>(r.namespace_id);
+  res.chunk_bytes = static_cast<std::uint32_t>(r.param0);
+  res.held_bytes = bytes;
+  res.chunks.resize(n);
+  c.held_bytes += bytes;
+  ++reservations_live;
+  KvStoreCompletion& done = begin_completion(id, r);
+  done.completion.result0 = rid;
+  done.locations.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    ReservedChunk& rc = res.chunks[i];
+    proto::KvLocation& loc = done.locations[i];
+    rc.key = scratch_keys[i];
+    rc.cached = scratch_marks[i] != 0;
+    loc.tier = proto::kKvLocationPutWindow;
+    if (rc.cached) {
+      loc.flags = proto::kKvLocationCached;
+      admission.record(rc.key);  // someone computed it again: a sighting
+      continue;
+    }
+    rc.window_offset = *c.window_slots.take();
+    loc.offset = rc.window_offset;
+    loc.length = res.chunk_bytes;
+  }
+}
+
+void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
+  ClientState& c = *client(id);
+  auto it = c.reservations.find(r.param0);
+  if (it == c.reservations.end()) return complete(id, r, ENOENT);
+  Reservation& res = it->second;
+  // Match the kept keys to the reservation (usually in the same order)
+  // before changing anything: a bad list leaves the reservation as it was.
+  const std::size_t n = res.chunks.size();
+  scratch_marks.assign(n, 0);
+  scratch_index.resize(scratch_keys.size());
+  for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
+    std::size_t at = j;
+    if (at >= n || !(res.chunks[at].key == scratch_keys[j])) {
+      at = n;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (res.chunks[k].key == scratch_keys[j]) {
+          at = k;
+          break;
+        }
+      }
+    }
+    if (at == n || scratch_marks[at]) return complete(id, r, EINVAL);
+    scratch_marks[at] = 1;
+    scratch_index[j] = static_cast<std::uint32_t>(at);
+  }
+
+  const bool write_through = ssd && ssd->config().sync == SsdSyncPolicy::kPerCommit;
+  std::uint64_t committed = 0;
+  int first_error = 0;
+  for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
+    const ReservedChunk& rc = res.chunks[scratch_index[j]];
+    if (index.find(rc.key) != nullptr) {  // stored already, maybe by another client meanwhile
+      admission.record(rc.key);
+      ++committed;
+      continue;
+    }
+    if (rc.cached) {  // the client wrote nothing and the stored copy is gone
+      if (first_error == 0) first_error = ENOENT;
+      continue;
+    }
+    auto offset = acquire_slot(KvTier::kDram);
+    if (!offset) {  // every DRAM chunk is leased or being read
+      if (first_error == 0) first_error = ENOSPC;
+      continue;
+    }
+    std::memcpy(slot_ptr(KvTier::kDram, *offset), c.window.data() + rc.window_offset, res.chunk_bytes);
+    ChunkInfo info;
+    info.tier = KvTier::kDram;
+    info.ns_id = res.ns_id;
+    info.offset = *offset;
+    info.length = res.chunk_bytes;
+    info.sequence = next_sequence++;
+    if (write_through) {
+      const ChunkEntry entry{rc.key, info, 0};
+      if (auto ok = write_to_ssd(entry, {slot_ptr(KvTier::kDram, *offset), res.chunk_bytes}); !ok) {
+        arena(KvTier::kDram).slots.give(*offset);
+        if (first_error == 0) first_error = ok.error().code;
+        continue;
+      }
+      info.flags |= kChunkSsdCopy;
+    }
+    if (!index.insert(rc.key, info)) {
+      arena(KvTier::kDram).slots.give(*offset);
+      if (first_error == 0) first_error = ENOSPC;
+      continue;
+    }
+    arena(KvTier::kDram).policy->insert(rc.key);
+    admission.record(rc.key);
+    counters.tiers[tier_index(KvTier::kDram)].bytes_written += res.chunk_bytes;
+    ++committed;
+  }
+  counters.puts += committed;
+  counters.put_aborts += n - scratch_keys.size();
+  for (const ReservedChunk& rc : res.chunks) {
+    if (!rc.cached) c.window_slots.give(rc.window_offset);
+  }
+  c.held_bytes -= res.held_bytes;
+  --reservations_live;
+  c.reservations.erase(it);
+  complete(id, r, committed == 0 ? first_error : 0, committed);
+}
+
+}  // namespace cxlpool::kvcache

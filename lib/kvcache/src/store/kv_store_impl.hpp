@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+// KvStore's state and the helpers its source files share. Each file holds
+// one job: kv_store.cpp (creation, counters, flush), kv_namespaces.cpp,
+// kv_clients.cpp (clients, leases, quota), kv_tiers.cpp (slots, eviction,
+// demotion, promotion), kv_requests.cpp (lookup, get, release, prefetch,
+// delete), kv_put.cpp (put_begin, put_commit), kv_loads.cpp (SSD reads into
+// arena slots, gets waiting for them, poll).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "cxlpool/kvcache/admission.hpp"
+#include "cxlpool/kvcache/eviction.hpp"
+#include "cxlpool/kvcache/index.hpp"
+#include "cxlpool/kvcache/ssd_store.hpp"
+#include "cxlpool/kvcache/store.hpp"
+#include "lease_table.hpp"
+#include "slot_pool.hpp"
+
+namespace cxlpool::kvcache {
+
+inline ChunkKey to_chunk_key(const proto::KvKey& k) { return ChunkKey{k.hi, k.lo}; }
+
+inline std::size_t tier_index(KvTier t) { return static_cast<std::size_t>(t); }
+
+struct FingerprintHash {
+  std::size_t operator()(const NamespaceFingerprint& f) const noexcept {
+    return f.lo ^ (f.hi * 0x9E3779B97F4A7C15ULL);
+  }
+};
+
+// The DRAM or CXL arena: slots and the policy that picks what leaves.
+struct ArenaTier {
+  std::span<std::byte> bytes;
+  SlotPool slots;
+  std::unique_ptr<EvictionPolicy> policy;
+  [[nodiscard]] bool present() const { return slots.capacity() != 0; }
+};
+
+struct NamespaceState {
+  NamespaceFingerprint fp;
+  NamespaceSpec spec;
+  bool recovered_only = false;
+};
+
+struct ReservedChunk {
+  ChunkKey key;
+  std::uint64_t window_offset = 0;
+  bool cached = false;  // already stored at put_begin: no window slot
+};
+
+struct Reservation {
+  std::uint32_t ns_id = 0;
+  std::uint32_t chunk_bytes = 0;
+  std::uint64_t held_bytes = 0;  // counted in the client's quota
+  std::vector<ReservedChunk> chunks;
+};
+
+struct ClientState {
+  std::span<std::byte> window;
+  SlotPool window_slots;
+  std::unordered_map<std::uint64_t, Reservation> reservations;
+  std::uint64_t held_bytes = 0;  // leases (and gets waiting for SSD reads) plus reservations
+  std::uint32_t leases = 0;      // the same, counted
+};
+
+// A get whose prefix holds SSD chunks: it completes when their reads do.
+struct PendingGet {
+  KvClientId client = 0;
+  std::uint64_t request_id = 0;
+  std::uint64_t held_bytes = 0;    // charged at submit for the whole prefix
+  std::vector<ChunkKey> keys;      // the prefix found at submit
+  std::vector<std::uint8_t> pinned;
+  std::size_t loads_left = 0;
+  int error = 0;                   // first read error (positive errno)
+};
+
+// One SSD read into an arena slot, for gets waiting on it and/or a prefetch.
+struct Load {
+  KvTier tier = KvTier::kDram;     // where the slot is
+  std::uint64_t offset = 0;
+  bool submitted = false;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> waiters;  // (pending get, index in its prefix)
+};
+
+struct KvStore::Impl {
+  KvStoreConfig config;
+  ArenaTier arenas[2];  // kDram, kCxl
+  ChunkIndex index;
+  AdmissionFilter admission;
+  PinnedFn pinned;
+
+  std::vector<NamespaceState> namespaces;  // id = position + 1
+  std::unordered_map<NamespaceFingerprint, std::uint32_t, FingerprintHash> ns_by_fp;
+
+  std::unordered_map<KvClientId, ClientState> clients;
+  LeaseTable leases;
+  std::uint64_t next_reservation = 1;
+  std::uint64_t reservations_live = 0;
+  std::uint64_t leased_bytes = 0;
+
+  std::unordered_map<ChunkKey, Load, ChunkKeyHash> loads;
+  std::deque<ChunkKey> unsubmitted;  // loads waiting for device queue room
+  std::unordered_map<std::uint64_t, PendingGet> pending_gets;
+  std::uint64_t next_pending = 1;
+
+  std::vector<KvStoreCompletion> ready;
+  std::vector<ChunkKey> ssd_evicted;  // filled by the SSD store's listener
+  bool ssd_touched = false;           // the completion eventfd may be signalled
+
+  std::uint64_t next_sequence = 1;
+  KvStoreCounters counters;  // request and movement counts; tier gauges filled in on read
+
+  // Scratch reused by every request (the store is single-threaded).
+  std::vector<ChunkKey> scratch_keys;
+  std::vector<ChunkEntry> scratch_entries;
+  std::vector<std::uint8_t> scratch_marks;
+  std::vector<SsdGetRequest> scratch_gets;
+  std::vector<SsdGetCompletion> scratch_done;
+  std::vector<CachedChunk> scratch_chunks;
+  std::vector<ChunkKey> scratch_sorted;
+  std::vector<std::uint32_t> scratch_index;
+
+  // Declared last: destroyed first, so its pending reads finish while the
+  // rest is still there.
+  std::unique_ptr<SsdStore> ssd;
+
+  Impl(const KvStoreConfig& c, std::size_t index_capacity);
+
+  // --- tiers (kv_tiers.cpp)
+  ArenaTier& arena(KvTier t) { return arenas[tier_index(t)]; }
+  std::byte* slot_ptr(KvTier t, std::uint64_t offset) { return arena(t).bytes.data() + offset; }
+  // A free slot of tier t, evicting (and demoting) an unleased chunk if
+  // needed; nullopt when every resident chunk is leased or loading.
+  std::optional<std::uint64_t> acquire_slot(KvTier t);
+  bool evict_one(KvTier t);
+  void demote(KvTier from, const ChunkEntry& e);
+  void demote_to_ssd(KvTier from, const ChunkEntry& e);
+  // The chunk left the index for good: give its arena slot back.
+  void forget_resident(const ChunkEntry& e);
+  // CXL -> DRAM for a chunk pinned once (by the caller); keeps the pin.
+  void promote(const ChunkKey& key);
+  [[nodiscard]] bool has_ssd_copy(const ChunkKey& key) const { return ssd && ssd->contains(key); }
+  Result<void> write_to_ssd(const ChunkEntry& e, std::span<const std::byte> bytes);
+  void reap_ssd_evictions();
+  void unpin_key(const ChunkKey& key);
+
+  // --- namespaces (kv_namespaces.cpp)
+  [[nodiscard]] const NamespaceState* ns(std::uint64_t id) const {
+    return id == 0 || id > namespaces.size() ? nullptr : &namespaces[id - 1];
+  }
+  std::optional<std::uint32_t> ns_for_fingerprint(const NamespaceFingerprint& fp, bool create);
+  void index_recovered_ssd();
+
+  // --- clients (kv_clients.cpp)
+  ClientState* client(KvClientId id);
+  // EDQUOT / EMFILE as a positive errno, 0 when a lease of `bytes` fits.
+  int admit_lease(KvClientId id, ClientState& c, std::uint64_t bytes);
+  std::uint64_t open_lease(KvClientId id, ClientState& c, std::span<const ChunkKey> keys);
+  int release_lease(KvClientId id, std::uint64_t lease_id);
+
+  // --- requests
+  void complete(KvClientId client, const proto::KvRequest& r, int error, std::uint64_t r0 = 0,
+                std::uint64_t r1 = 0, std::uint64_t r2 = 0);
+  KvStoreCompletion& begin_completion(KvClientId client, const proto::KvRequest& r);
+  void count_tier_hits(std::span<const ChunkEntry> prefix, std::size_t asked);
+  void location_of(const ChunkEntry& e, proto::KvLocation& out) const;
+  void do_lookup(KvClientId id, const proto::KvRequest& r);
+  void do_get(KvClientId id, const proto::KvRequest& r);
+  void do_release(KvClientId id, const proto::KvRequest& r);
+  void do_prefetch(KvClientId id, const proto::KvRequest& r);
+  void do_delete(KvClientId id, const proto::KvRequest& r);
+  void do_put_begin(KvClientId id, const proto::KvRequest& r);
+  void do_put_commit(KvClientId id, const proto::KvRequest& r);
+  void finish_get(KvClientId id, ClientState& c, std::uint64_t request_id, std::span<const ChunkKey> keys);
+
+  // --- SSD loads (kv_loads.cpp)
+  // Queues a read of SSD chunk `key` into a free arena slot (DRAM, else CXL);
+  // false when no slot can be had.
+  bool start_load(const ChunkKey& key);
+  void submit_loads();
+  void reap_loads();
+  void finish_load(const SsdGetCompletion& done);
+  void finish_pending_get(std::uint64_t id);
+  void cancel_pending_gets(KvClientId client);
+};
+
+}  // namespace cxlpool::kvcache

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tier movement: arena slots, eviction with demotion DRAM -> CXL -> SSD,
+// promotion CXL -> DRAM, and keeping the index in step with the SSD log.
+//
+// SSD writes happen synchronously on the caller's thread (the daemon's event
+// loop): a demotion that writes to the log, or a commit under the per-commit
+// policy, waits for the device. Reads into arena slots are asynchronous
+// (kv_loads.cpp).
+#include <cstring>
+#include <utility>
+
+#include "kv_store_impl.hpp"
+
+namespace cxlpool::kvcache {
+
+std::optional<std::uint64_t> KvStore::Impl::acquire_slot(KvTier t) {
+  ArenaTier& a = arena(t);
+  if (!a.present()) return std::nullopt;
+  for (;;) {
+    if (auto offset = a.slots.take()) return offset;
+    if (!evict_one(t)) return std::nullopt;
+  }
+}
+
+// One victim leaves tier t. False when the policy has nothing unleased.
+bool KvStore::Impl::evict_one(KvTier t) {
+  auto victim = arena(t).policy->choose_victim(pinned);
+  if (!victim) return false;
+  const ChunkEntry* e = index.find(*victim);
+  if (e == nullptr || e->info.tier != t) return true;  // not resident here: the policy forgot it, retry
+  const ChunkEntry copy = *e;
+  ++counters.tiers[tier_index(t)].evictions;
+  demote(t, copy);
+  return true;
+}
+
+// `e` is unpinned and no longer tracked by its tier's policy.
+void KvStore::Impl::demote(KvTier from, const ChunkEntry& e) {
+  if (from == KvTier::kDram && arena(KvTier::kCxl).present()) {
+    if (auto offset = acquire_slot(KvTier::kCxl)) {
+      ChunkInfo info = e.info;
+      info.tier = KvTier::kCxl;
+      info.offset = *offset;
+      if (index.update(e.key, info)) {
+        std::memcpy(slot_ptr(KvTier::kCxl, *offset), slot_ptr(KvTier::kDram, e.info.offset), e.info.length);
+        arena(KvTier::kCxl).policy->insert(e.key);
+        arena(KvTier::kDram).slots.give(e.info.offset);
+        KvTierCounters& cxl = counters.tiers[tier_index(KvTier::kCxl)];
+        ++cxl.demotions;
+        cxl.bytes_written += e.info.length;
+        return;
+      }
+      arena(KvTier::kCxl).slots.give(*offset);
+    }
+  }
+  demote_to_ssd(from, e);
+}
+
+// The last arena copy goes: kept on SSD when it already has a copy there or
+// the admission filter lets it in, else dropped.
+void KvStore::Impl::demote_to_ssd(KvTier from, const ChunkEntry& e) {
+  bool kept = false;
+  if (ssd) {
+    KvTierCounters& st = counters.tiers[tier_index(KvTier::kSsd)];
+    if (has_ssd_copy(e.key)) {
+      kept = true;
+    } else if (admission.admit(e.key)) {
+      kept = write_to_ssd(e, {slot_ptr(from, e.info.offset), e.info.length}).has_value();
+    } else {
+      ++st.admissions_rejected;
+    }
+    if (kept) ++st.demotions;
+  }
+  if (kept) {
+    ChunkInfo info = e.info;
+    info.tier = KvTier::kSsd;
+    info.offset = 0;
+    info.flags |= kChunkSsdCopy;
+    kept = index.update(e.key, info).has_value();
+  }
+  if (!kept) index.erase(e.key);
+  arena(from).slots.give(e.info.offset);
+}
+
+void KvStore::Impl::forget_resident(const ChunkEntry& e) {
+  if (e.info.tier == KvTier::kSsd) return;
+  ArenaTier& a = arena(e.info.tier);
+  a.policy->remove(e.key);
+  a.slots.give(e.info.offset);
+}
+
+void KvStore::Impl::promote(const ChunkKey& key) {
+  const ChunkEntry* e = index.find(key);
+  if (e == nullptr || e->info.tier != KvTier::kCxl || e->pins != 1) return;
+  const ChunkEntry was = *e;
+  ArenaTier& cxl = arena(KvTier::kCxl);
+  // Out of the CXL policy and unpinned for the move: a cascade of evictions
+  // that acquiring the DRAM slot starts can then never pick it.
+  cxl.policy->remove(key);
+  (void)index.unpin(key);
+  bool moved = false;
+  if (auto offset = acquire_slot(KvTier::kDram)) {
+    ChunkInfo info = was.info;
+    info.tier = KvTier::kDram;
+    info.offset = *offset;
+    if (index.update(key, info)) {
+      std::memcpy(slot_ptr(KvTier::kDram, *offset), slot_ptr(KvTier::kCxl, was.info.offset), was.info.length);
+      arena(KvTier::kDram).policy->insert(key);
+      cxl.slots.give(was.info.offset);
+      KvTierCounters& dram = counters.tiers[tier_index(KvTier::kDram)];
+      ++dram.promotions;
+      dram.bytes_written += was.info.length;
+      moved = true;
+    } else {
+      arena(KvTier::kDram).slots.give(*offset);
+    }
+  }
+  if (!moved) cxl.policy->insert(key);
+  (void)index.pin(key);
+}
+
+Result<void> KvStore::Impl::write_to_ssd(const ChunkEntry& e, std::span<const std::byte> bytes) {
+  const NamespaceState* n = ns(e.info.ns_id);
+  if (n == nullptr) return fail(EINVAL, "kv store: chunk of an unknown namespace");
+  ssd_touched = true;
+  auto seq = ssd->put(e.key, n->fp, bytes);
+  if (!seq) return tl::unexpected(seq.error());
+  return {};
+}
+
+// Keys the SSD log evicted leave the index when the log held their only
+// copy. Arena chunks keep their kChunkSsdCopy flag: has_ssd_copy() asks the
+// log itself before relying on it. Keys being read are settled when the read
+// completes (the log finishes reads before it reuses their region).
+void KvStore::Impl::reap_ssd_evictions() {
+  std::vector<ChunkKey> keys;
+  keys.swap(ssd_evicted);
+  for (const ChunkKey& key : keys) {
+    if (loads.contains(key)) continue;
+    const ChunkEntry* e = index.find(key);
+    if (e != nullptr && e->info.tier == KvTier::kSsd) index.erase(key);
+  }
+  keys.clear();
+  if (ssd_evicted.empty()) ssd_evicted.swap(keys);  // keep the capacity
+}
+
+void KvStore::Impl::unpin_key(const ChunkKey& key) {
+  auto r = index.unpin(key);
+  if (r && r->erased) forget_resident(r->entry);
+}
+
+}  // namespace cxlpool::kvcache
