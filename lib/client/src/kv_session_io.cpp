@@ -246,7 +246,9 @@ Result<size_t> KvSession::submit(std::span<const cxlpool_kv_request> requests) {
       error = Error{EAGAIN, "every completion slot is taken"};
       break;
     }
+    // Taken before submitting: a drain on the way may free other slots.
     const uint32_t slot_index = free_slots_.back();
+    free_slots_.pop_back();
     generation_ = (generation_ & kGenerationMask) + 1;
     if (generation_ > kGenerationMask) generation_ = 1;
     proto::KvRequest wire;
@@ -258,10 +260,10 @@ Result<size_t> KvSession::submit(std::span<const cxlpool_kv_request> requests) {
     wire.param1 = r.param1;
     auto ok = submit_one_locked(wire, {r.keys, r.n_keys});
     if (!ok) {
+      free_slots_.push_back(slot_index);
       error = ok.error();
       break;
     }
-    free_slots_.pop_back();
     slots_[slot_index] = Slot{wire.request_id, r.user_data, r.param0, r.n_keys, wire.op};
   }
   ring_.flush();

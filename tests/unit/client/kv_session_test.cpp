@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: Apache-2.0
+// libcxlpool's KV data path against an in-process fake of the daemon's KV
+// service: mappings and pointers, blocking helpers next to asynchronous
+// requests (a helper never takes an asynchronous completion), the eventfd
+// protocol, several threads at once, a daemon that breaks the ring or goes
+// away, and leases given back at close.
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "cxlpool/cxlpool.h"
+#include "cxlpool/kv.h"
+#include "cxlpool/kv.hpp"
+#include "fake_kv_daemon.hpp"
+
+namespace {
+
+using cxlpool::test::FakeKvDaemon;
+constexpr uint8_t kGet = CXLPOOL_KV_GET;
+
+class ClientKvSession : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(cxlpool_connect(daemon_.socket_path().c_str(), "kv-test", &client_), 0) << cxlpool_last_error();
+    ASSERT_EQ(cxlpool_kv_open(client_, nullptr, &kv_), 0) << cxlpool_last_error();
+    const cxlpool_kv_namespace_spec spec{"model", "layout", "bf16", 0, 1, 16};
+    ASSERT_EQ(cxlpool_kv_namespace_open(kv_, &spec, &ns_), 0) << cxlpool_last_error();
+  }
+  void TearDown() override {
+    cxlpool_kv_close(kv_);
+    cxlpool_disconnect(client_);
+  }
+
+  std::vector<cxlpool_kv_key> keys(size_t n, uint64_t salt = 0) {
+    std::vector<cxlpool_kv_key> k(n);
+    for (size_t i = 0; i < n; ++i) k[i] = {i + 1 + salt * 1000, 0xabcdef00 + salt};
+    return k;
+  }
+  // Stores n chunks of `bytes` filled with (salt + i) through the put helper.
+  void put(const std::vector<cxlpool_kv_key>& k, uint32_t bytes, uint8_t salt) {
+    std::vector<std::vector<unsigned char>> data(k.size());
+    std::vector<const void*> ptrs(k.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+      data[i].assign(bytes, static_cast<unsigned char>(salt + i));
+      ptrs[i] = data[i].data();
+    }
+    ASSERT_EQ(cxlpool_kv_put(kv_, ns_.id, k.data(), static_cast<uint32_t>(k.size()), ptrs.data(), bytes),
+              static_cast<int>(k.size()))
+        << cxlpool_last_error();
+  }
+
+  FakeKvDaemon daemon_;
+  cxlpool_client* client_ = nullptr;
+  cxlpool_kv* kv_ = nullptr;
+  cxlpool_kv_namespace ns_{};
+};
+
+TEST_F(ClientKvSession, OpenReportsTheStore) {
+  cxlpool_kv_info info{};
+  ASSERT_EQ(cxlpool_kv_get_info(kv_, &info), 0);
+  EXPECT_EQ(info.slot_bytes, FakeKvDaemon::kSlotBytes);
+  EXPECT_EQ(info.put_window_bytes, FakeKvDaemon::kSlotBytes * FakeKvDaemon::kWindowSlots);
+  EXPECT_EQ(info.arena_bytes[0], FakeKvDaemon::kSlotBytes * FakeKvDaemon::kArenaSlots);
+  EXPECT_EQ(info.arena_bytes[1], FakeKvDaemon::kSlotBytes * FakeKvDaemon::kArenaSlots);
+  EXPECT_EQ(info.tier_bandwidth_bps[0], 20'000'000'000ull);
+  EXPECT_EQ(ns_.id, 5u);
+  EXPECT_EQ(ns_.chunk_tokens, 16u);
+  EXPECT_GE(cxlpool_kv_eventfd(kv_), 0);
+  EXPECT_EQ(cxlpool_kv_in_flight(kv_), 0u);
+}
+
+TEST_F(ClientKvSession, PutThenGetReadsTheBytesInPlace) {
+  const auto k = keys(3);
+  put(k, 5000, 10);
+  cxlpool_kv_location locs[4];
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 3, locs), 3);
+  uint64_t lease = 0;
+  auto more = k;
+  more.push_back({999, 999});  // not stored: the prefix stops before it
+  ASSERT_EQ(cxlpool_kv_get(kv_, ns_.id, more.data(), 4, &lease, locs), 3) << cxlpool_last_error();
+  EXPECT_NE(lease, 0u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_NE(locs[i].data, nullptr);
+    EXPECT_EQ(locs[i].tier, CXLPOOL_KV_TIER_DRAM);
+    EXPECT_EQ(locs[i].length, 5000u);
+    const auto* bytes = static_cast<const unsigned char*>(locs[i].data);
+    EXPECT_EQ(bytes[0], 10 + i);
+    EXPECT_EQ(bytes[4999], 10 + i);
+    // The pointer is the arena's, where the daemon keeps the chunk.
+    EXPECT_EQ(std::memcmp(locs[i].data, daemon_.dram_slot(locs[i].offset / FakeKvDaemon::kSlotBytes), 5000), 0);
+  }
+  EXPECT_EQ(daemon_.leases_held(), 1u);
+  EXPECT_EQ(cxlpool_kv_release(kv_, lease), 0);
+  EXPECT_EQ(daemon_.leases_held(), 0u);
+  EXPECT_EQ(cxlpool_kv_release(kv_, lease), -ENOENT);
+  EXPECT_EQ(cxlpool_kv_release(kv_, 0), 0);  // an empty get's lease
+  // A second put of the same keys finds them cached and writes nothing.
+  put(k, 5000, 77);
+  ASSERT_EQ(cxlpool_kv_get(kv_, ns_.id, k.data(), 1, &lease, locs), 1);
+  EXPECT_EQ(static_cast<const unsigned char*>(locs[0].data)[0], 10);
+  EXPECT_EQ(cxlpool_kv_release(kv_, lease), 0);
+  EXPECT_EQ(cxlpool_kv_delete(kv_, ns_.id, k.data(), 3), 3);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 3, nullptr), 0);
+}
+
+TEST_F(ClientKvSession, PutBatchesLargerThanTheWindow) {
+  // 12 chunks through an 8-slot window: two put_begin/commit rounds.
+  const auto k = keys(12, 3);
+  put(k, 100, 1);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 12, nullptr), 12);
+}
+
+TEST_F(ClientKvSession, ErrorsOfTheHelpers) {
+  const auto k = keys(2);
+  cxlpool_kv_location slots[2];
+  uint64_t reservation = 0;
+  EXPECT_EQ(cxlpool_kv_put_begin(kv_, ns_.id, k.data(), 2, FakeKvDaemon::kSlotBytes + 1, &reservation, slots),
+            -EMSGSIZE);
+  EXPECT_NE(std::string(cxlpool_last_error()), "");
+  EXPECT_EQ(cxlpool_kv_put_commit(kv_, ns_.id, 12345, k.data(), 2), -ENOENT);
+  const void* data[2] = {nullptr, nullptr};
+  EXPECT_EQ(cxlpool_kv_put(kv_, ns_.id, k.data(), 2, data, 10), -EINVAL);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, nullptr, 2, nullptr), -EINVAL);
+  EXPECT_EQ(cxlpool_kv_lookup(nullptr, ns_.id, k.data(), 2, nullptr), -EINVAL);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 0, nullptr), 0);
+  const cxlpool_kv_request bad{1, 99, 0, ns_.id, k.data(), 2, 0, 0};
+  EXPECT_EQ(cxlpool_kv_submit(kv_, &bad, 1), -EINVAL);
+  // Still usable after all of these.
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 2, nullptr), 0);
+}
+
+TEST_F(ClientKvSession, PutBeginSlotsAreWritableAndCommitPublishes) {
+  const auto k = keys(2, 9);
+  cxlpool_kv_location slots[2];
+  uint64_t reservation = 0;
+  ASSERT_EQ(cxlpool_kv_put_begin(kv_, ns_.id, k.data(), 2, 64, &reservation, slots), 2) << cxlpool_last_error();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(slots[i].tier, CXLPOOL_KV_TIER_PUT_WINDOW);
+    ASSERT_NE(slots[i].data, nullptr);
+    std::memset(slots[i].data, 0x40 + i, 64);
+  }
+  // Commit only the second: the first is dropped.
+  EXPECT_EQ(cxlpool_kv_put_commit(kv_, ns_.id, reservation, &k[1], 1), 1);
+  cxlpool_kv_location locs[1];
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, &k[1], 1, locs), 1);
+  EXPECT_EQ(static_cast<const unsigned char*>(locs[0].data)[63], 0x41);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, &k[0], 1, locs), 0);
+}
+
+// The daemon answers an asynchronous get only after a helper's lookup
+// arrived, and answers it first: the helper drains it off the ring and must
+// leave it for cxlpool_kv_reap, user_data and locations intact.
+TEST_F(ClientKvSession, HelperNeverTakesAnAsyncCompletion) {
+  const auto k = keys(2, 1);
+  put(k, 256, 50);
+  daemon_.hold_op = kGet;
+  const cxlpool_kv_request get{0xfeedu, CXLPOOL_KV_GET, 0, ns_.id, k.data(), 2, 0, 0};
+  ASSERT_EQ(cxlpool_kv_submit(kv_, &get, 1), 1);
+  EXPECT_EQ(cxlpool_kv_in_flight(kv_), 1u);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 2, nullptr), 2);
+  EXPECT_EQ(daemon_.answered[kGet].load(), 1u);  // answered, and already off the ring
+  cxlpool_kv_completion c[4];
+  ASSERT_EQ(cxlpool_kv_reap(kv_, c, 4, 0), 1);
+  EXPECT_EQ(c[0].user_data, 0xfeedu);
+  EXPECT_EQ(c[0].status, 0);
+  EXPECT_EQ(c[0].op, CXLPOOL_KV_GET);
+  EXPECT_NE(c[0].result0, 0u);
+  EXPECT_EQ(c[0].result1, 2u);
+  ASSERT_EQ(c[0].n_locations, 2u);
+  EXPECT_EQ(static_cast<const unsigned char*>(c[0].locations[1].data)[255], 51);
+  EXPECT_EQ(cxlpool_kv_in_flight(kv_), 0u);
+  EXPECT_EQ(cxlpool_kv_reap(kv_, c, 4, 0), 0);
+  EXPECT_EQ(cxlpool_kv_release(kv_, c[0].result0), 0);
+}
+
+TEST_F(ClientKvSession, AsyncBatchesAndTheEventfd) {
+  const auto k = keys(4, 2);
+  put(k, 128, 0);
+  std::vector<cxlpool_kv_request> reqs;
+  for (uint64_t i = 0; i < 6; ++i) reqs.push_back({100 + i, CXLPOOL_KV_LOOKUP, 0, ns_.id, k.data(), 4, 0, 0});
+  const int queued = cxlpool_kv_submit(kv_, reqs.data(), reqs.size());
+  ASSERT_EQ(queued, 6);
+  std::vector<uint64_t> seen;
+  cxlpool_kv_completion c[8];
+  while (seen.size() < 6) {
+    const int armed = cxlpool_kv_arm(kv_);
+    ASSERT_GE(armed, 0);
+    if (armed == 1) {
+      pollfd p{cxlpool_kv_eventfd(kv_), POLLIN, 0};
+      ASSERT_EQ(::poll(&p, 1, 5000), 1) << "eventfd never rang";
+    }
+    const int n = cxlpool_kv_reap(kv_, c, 8, 0);
+    ASSERT_GE(n, 0);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(c[i].status, 0);
+      EXPECT_EQ(c[i].result0, 4u);
+      seen.push_back(c[i].user_data);
+    }
+  }
+  for (uint64_t i = 0; i < 6; ++i) EXPECT_EQ(seen[i], 100 + i);
+  // Nothing in flight: a reap with a timeout returns at once.
+  EXPECT_EQ(cxlpool_kv_reap(kv_, c, 8, -1), 0);
+}
+
+TEST_F(ClientKvSession, ReapWaitsForTheFirstCompletion) {
+  const auto k = keys(1, 4);
+  const cxlpool_kv_request r{7, CXLPOOL_KV_LOOKUP, 0, ns_.id, k.data(), 1, 0, 0};
+  ASSERT_EQ(cxlpool_kv_submit(kv_, &r, 1), 1);
+  cxlpool_kv_completion c[1];
+  ASSERT_EQ(cxlpool_kv_reap(kv_, c, 1, 5000), 1);
+  EXPECT_EQ(c[0].user_data, 7u);
+  EXPECT_EQ(c[0].result0, 0u);
+  EXPECT_EQ(c[0].n_locations, 0u);
+}
+
+// More requests than the completion ring holds: submit takes what fits,
+// helpers wait for room instead of failing.
+TEST_F(ClientKvSession, FullRingsMeanEagainForSubmitAndWaitingForHelpers) {
+  const auto k = keys(1, 5);
+  daemon_.ignore_op = CXLPOOL_KV_PREFETCH;  // these never complete
+  std::vector<cxlpool_kv_request> reqs(FakeKvDaemon::kCqEntries + 2,
+                                       cxlpool_kv_request{1, CXLPOOL_KV_PREFETCH, 0, ns_.id, k.data(), 1, 0, 0});
+  const int queued = cxlpool_kv_submit(kv_, reqs.data(), reqs.size());
+  EXPECT_EQ(queued, static_cast<int>(FakeKvDaemon::kCqEntries));
+  EXPECT_EQ(cxlpool_kv_submit(kv_, reqs.data(), 1), -EAGAIN);
+  EXPECT_EQ(cxlpool_kv_in_flight(kv_), FakeKvDaemon::kCqEntries);
+}
+
+TEST_F(ClientKvSession, ThreadsShareOneHandle) {
+  const auto k = keys(4, 6);
+  put(k, 512, 20);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      cxlpool_kv_location locs[4];
+      for (int i = 0; i < 200; ++i) {
+        uint64_t lease = 0;
+        if (cxlpool_kv_get(kv_, ns_.id, k.data(), 4, &lease, locs) != 4) ++failures;
+        if (static_cast<const unsigned char*>(locs[t].data)[0] != 20 + t) ++failures;
+        if (cxlpool_kv_release(kv_, lease) != 0) ++failures;
+      }
+    });
+  }
+  // Meanwhile this thread runs asynchronous lookups and reaps them.
+  size_t reaped = 0;
+  for (int i = 0; i < 100; ++i) {
+    const cxlpool_kv_request r{static_cast<uint64_t>(i), CXLPOOL_KV_LOOKUP, 0, ns_.id, k.data(), 4, 0, 0};
+    while (cxlpool_kv_submit(kv_, &r, 1) == -EAGAIN) {
+      cxlpool_kv_completion c[8];
+      const int n = cxlpool_kv_reap(kv_, c, 8, 100);
+      ASSERT_GE(n, 0);
+      reaped += static_cast<size_t>(n);
+    }
+  }
+  while (reaped < 100) {
+    cxlpool_kv_completion c[8];
+    const int n = cxlpool_kv_reap(kv_, c, 8, 5000);
+    ASSERT_GT(n, 0) << "completions lost";
+    for (int i = 0; i < n; ++i) EXPECT_EQ(c[i].result0, 4u);
+    reaped += static_cast<size_t>(n);
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(daemon_.leases_held(), 0u);
+}
+
+TEST_F(ClientKvSession, LocationOutsideTheArenaBreaksTheHandle) {
+  const auto k = keys(1, 7);
+  put(k, 64, 0);
+  daemon_.corrupt_next_location = true;
+  cxlpool_kv_location locs[1];
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 1, locs), -EPIPE);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 1, locs), -EPIPE);
+  const cxlpool_kv_request r{1, CXLPOOL_KV_LOOKUP, 0, ns_.id, k.data(), 1, 0, 0};
+  EXPECT_EQ(cxlpool_kv_submit(kv_, &r, 1), -EPIPE);
+}
+
+TEST_F(ClientKvSession, DaemonGoingAwayEndsTheWait) {
+  const auto k = keys(1, 8);
+  daemon_.ignore_op = CXLPOOL_KV_DELETE;
+  std::thread vanish([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    daemon_.disconnect();
+  });
+  EXPECT_EQ(cxlpool_kv_delete(kv_, ns_.id, k.data(), 1), -ENOTCONN);
+  vanish.join();
+}
+
+TEST_F(ClientKvSession, CloseReleasesLeases) {
+  const auto k = keys(2, 10);
+  put(k, 64, 0);
+  uint64_t lease1 = 0, lease2 = 0;
+  cxlpool_kv_location locs[2];
+  ASSERT_EQ(cxlpool_kv_get(kv_, ns_.id, k.data(), 2, &lease1, locs), 2);
+  // One lease from an asynchronous get, reaped.
+  const cxlpool_kv_request r{1, CXLPOOL_KV_GET, 0, ns_.id, k.data(), 1, 0, 0};
+  ASSERT_EQ(cxlpool_kv_submit(kv_, &r, 1), 1);
+  cxlpool_kv_completion c[1];
+  ASSERT_EQ(cxlpool_kv_reap(kv_, c, 1, 5000), 1);
+  lease2 = c[0].result0;
+  EXPECT_NE(lease2, 0u);
+  EXPECT_EQ(daemon_.leases_held(), 2u);
+  cxlpool_kv_close(kv_);
+  kv_ = nullptr;
+  EXPECT_EQ(daemon_.leases_held(), 0u);
+}
+
+// The RAII layer: a lease is released when it goes out of scope.
+TEST(ClientKvCxx, RaiiHandles) {
+  FakeKvDaemon daemon;
+  cxlpool::Client client(daemon.socket_path(), "kv-cxx");
+  cxlpool::KvStore store(client);
+  const cxlpool::KvNamespace ns = store.open_namespace("model", "layout", "bf16", 0, 1, 16);
+  std::vector<uint32_t> tokens(40);
+  for (uint32_t i = 0; i < 40; ++i) tokens[i] = i;
+  const auto keys = ns.compute_keys(tokens);
+  ASSERT_EQ(keys.size(), 2u);  // 8 trailing tokens get no key
+  {
+    cxlpool::KvReservation reservation = store.put_begin(ns, keys, 100);
+    ASSERT_EQ(reservation.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) std::memset(reservation.data(i), 'a' + static_cast<int>(i), 100);
+    EXPECT_EQ(reservation.commit(), 2u);
+    EXPECT_TRUE(reservation.committed());
+  }
+  std::vector<cxlpool::KvLocation> locs;
+  EXPECT_EQ(store.lookup(ns, keys, &locs), 2u);
+  ASSERT_EQ(locs.size(), 2u);
+  {
+    const cxlpool::KvLease lease = store.get(ns, keys);
+    ASSERT_EQ(lease.size(), 2u);
+    EXPECT_EQ(static_cast<const char*>(lease.data(1))[99], 'b');
+    EXPECT_EQ(lease.bytes(0).size(), 100u);
+    EXPECT_EQ(daemon.leases_held(), 1u);
+  }
+  EXPECT_EQ(daemon.leases_held(), 0u);
+  const std::vector<cxlpool::KvKey> unknown{{1, 2}};
+  const cxlpool::KvLease none = store.get(ns, unknown);
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none.id(), 0u);
+  EXPECT_THROW(store.put_begin(ns, keys, uint64_t{1} << 30), std::system_error);
+  const void* data[2] = {"x", "y"};
+  EXPECT_EQ(store.put(ns, keys, data, 1), 2u);  // both cached already
+  EXPECT_EQ(store.erase(ns, keys), 2u);
+}
+
+}  // namespace
