@@ -631,6 +631,117 @@ void parse_tiering(Section section, Config& config) {
   section.reject_unknown_keys();
 }
 
+// The SSD log's limits (docs/kvstore-format.md): regions are whole 4 KiB
+// blocks, and an entry needs a header block and a tail block beside its
+// payload.
+constexpr uint64_t kKvBlock = 4096;
+constexpr uint64_t kKvMinRegionBytes = 2 * kKvBlock;
+constexpr uint64_t kKvMaxRegionBytes = 1ull << 30;
+constexpr uint64_t kKvMaxSlotBytes = kKvMaxRegionBytes - 2 * kKvBlock;
+
+template <typename Enum, size_t N>
+void read_choice(Section& section, std::string_view key, const std::pair<std::string_view, Enum> (&names)[N],
+                 Enum& out) {
+  std::string text;
+  if (!section.read_string(key, text)) return;
+  std::string valid;
+  for (const auto& [name, value] : names) {
+    if (text == name) {
+      out = value;
+      return;
+    }
+    valid += (valid.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+  }
+  section.fail_at(key, *section.get(key), "must be one of " + valid + "; got " + in_quotes(text));
+}
+
+void parse_kvstore(Section section, Config& config) {
+  KvStoreSection& kv = config.kvstore;
+  section.read_bool("enabled", kv.enabled);
+  for (auto [key, out] : {std::pair<std::string_view, std::string*>{"dram_tier", &kv.dram_tier},
+                          {"cxl_tier", &kv.cxl_tier}}) {
+    std::string name;
+    if (!section.read_string(key, name)) continue;
+    if (!valid_tier_name(name)) {
+      section.fail_at(key, *section.get(key), "must be a tier name (a-z, 0-9, '_', '-'), got " + in_quotes(name));
+      continue;
+    }
+    *out = name;
+  }
+  if (!kv.dram_tier.empty() && kv.dram_tier == kv.cxl_tier) {
+    section.fail_at("cxl_tier", *section.get("cxl_tier"), "must differ from dram_tier");
+  }
+  section.read_size("dram_bytes", 1, kv.dram_bytes);
+  section.read_size("cxl_bytes", 0, kv.cxl_bytes);
+  if (section.read_size("slot_bytes", 1, kv.slot_bytes)) {
+    if (kv.slot_bytes % kKvBlock != 0 || kv.slot_bytes > kKvMaxSlotBytes) {
+      section.fail_at("slot_bytes", *section.get("slot_bytes"),
+                      "must be a multiple of 4096 no larger than " + std::to_string(kKvMaxSlotBytes) + ", got " +
+                          std::to_string(kv.slot_bytes));
+    }
+  }
+  static constexpr std::pair<std::string_view, KvEviction> kEvictions[] = {{"lru", KvEviction::kLru},
+                                                                           {"s3fifo", KvEviction::kS3Fifo}};
+  read_choice(section, "eviction", kEvictions, kv.eviction);
+  // The admission sketch counts sightings in 8-bit saturating counters.
+  section.read_int("admission_threshold", 0, 255, kv.admission_threshold);
+  section.read_path("ssd_path", true, kv.ssd_path);
+  const bool has_ssd_bytes = section.read_size("ssd_bytes", 1, kv.ssd_bytes);
+  if (section.read_size("ssd_region_bytes", 1, kv.ssd_region_bytes)) {
+    if (kv.ssd_region_bytes % kKvBlock != 0 || kv.ssd_region_bytes < kKvMinRegionBytes ||
+        kv.ssd_region_bytes > kKvMaxRegionBytes) {
+      section.fail_at("ssd_region_bytes", *section.get("ssd_region_bytes"),
+                      "must be a multiple of 4096 between " + std::to_string(kKvMinRegionBytes) + " and " +
+                          std::to_string(kKvMaxRegionBytes) + ", got " + std::to_string(kv.ssd_region_bytes));
+    }
+  }
+  static constexpr std::pair<std::string_view, KvSsdSync> kSyncs[] = {{"per-region", KvSsdSync::kPerRegion},
+                                                                      {"per-commit", KvSsdSync::kPerCommit}};
+  read_choice(section, "ssd_sync", kSyncs, kv.ssd_sync);
+  static constexpr std::pair<std::string_view, KvSsdEngine> kEngines[] = {
+      {"auto", KvSsdEngine::kAuto}, {"io_uring", KvSsdEngine::kIoUring}, {"posix", KvSsdEngine::kPosix}};
+  read_choice(section, "ssd_engine", kEngines, kv.ssd_engine);
+  section.read_size("put_window_bytes", 1, kv.put_window_bytes);
+  section.read_size("client_quota_bytes", 0, kv.client_quota_bytes);
+  section.read_int("max_leases_per_client", 1, 1 << 24, kv.max_leases_per_client);
+  section.read_int("index_capacity", 1, int64_t{1} << 32, kv.index_capacity);
+  section.read_int("dram_bandwidth_mbps", 1, 10000000, kv.dram_bandwidth_mbps);
+  section.read_int("dram_latency_ns", 1, 100000000, kv.dram_latency_ns);
+  section.read_int("cxl_bandwidth_mbps", 0, 10000000, kv.cxl_bandwidth_mbps);
+  section.read_int("cxl_latency_ns", 0, 100000000, kv.cxl_latency_ns);
+  section.read_int("ssd_bandwidth_mbps", 1, 10000000, kv.ssd_bandwidth_mbps);
+  section.read_int("ssd_latency_ns", 1, 100000000, kv.ssd_latency_ns);
+  section.reject_unknown_keys();
+
+  // Sizes checked against each other, each at its own line when the file
+  // sets it (the table's header otherwise: the default is what conflicts).
+  auto fail_key = [&](std::string_view key, const std::string& what) {
+    if (const toml::node* node = section.get(key)) {
+      section.fail_at(key, *node, what);
+    } else {
+      section.fail_here(key, what + " (the default)");
+    }
+  };
+  const std::string slot = "slot_bytes (" + std::to_string(kv.slot_bytes) + ")";
+  if (kv.dram_bytes < kv.slot_bytes) fail_key("dram_bytes", "must hold at least one slot of " + slot);
+  if (kv.cxl_bytes != 0 && kv.cxl_bytes < kv.slot_bytes) {
+    fail_key("cxl_bytes", "must be 0 (no CXL arena) or hold at least one slot of " + slot);
+  }
+  if (kv.put_window_bytes < kv.slot_bytes) fail_key("put_window_bytes", "must hold at least one slot of " + slot);
+  if (has_ssd_bytes && kv.ssd_path.empty()) {
+    section.fail_at("ssd_bytes", *section.get("ssd_bytes"), "only meaningful with ssd_path");
+  }
+  if (!kv.ssd_path.empty()) {
+    if (kv.ssd_region_bytes < kv.slot_bytes + 2 * kKvBlock) {
+      fail_key("ssd_region_bytes", "must hold one chunk of " + slot + " plus 8192 bytes of entry header and tail");
+    }
+    if (has_ssd_bytes && kv.ssd_bytes < 2 * kv.ssd_region_bytes) {
+      fail_key("ssd_bytes", "must hold at least two regions of ssd_region_bytes (" +
+                                std::to_string(kv.ssd_region_bytes) + ")");
+    }
+  }
+}
+
 Result<Config> parse_document(const toml::table& root, const std::string& source_name) {
   Config config;  // struct defaults; a file declares its own emulated tiers
   config.source = source_name;
@@ -644,6 +755,7 @@ Result<Config> parse_document(const toml::table& root, const std::string& source
   if (const auto* table = top.read_table("quota")) parse_quota(Section(*table, "quota", problems), problems, config);
   if (const auto* table = top.read_table("metrics")) parse_metrics(Section(*table, "metrics", problems), config);
   if (const auto* table = top.read_table("tiering")) parse_tiering(Section(*table, "tiering", problems), config);
+  if (const auto* table = top.read_table("kvstore")) parse_kvstore(Section(*table, "kvstore", problems), config);
   top.reject_unknown_keys();
 
   if (!problems.any() && !config.numa_enabled && config.emulated_tiers.empty()) {
@@ -736,6 +848,32 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(running.tiering.fast_tier != next.tiering.fast_tier, "tiering.fast_tier");
   check(running.tiering.slow_tier != next.tiering.slow_tier, "tiering.slow_tier");
   check(running.tiering.sources != next.tiering.sources, "tiering.sources");
+  // The KV store's arenas, SSD log and limits are set up once.
+  const KvStoreSection& a = running.kvstore;
+  const KvStoreSection& b = next.kvstore;
+  check(a.enabled != b.enabled, "kvstore.enabled");
+  check(a.dram_tier != b.dram_tier, "kvstore.dram_tier");
+  check(a.cxl_tier != b.cxl_tier, "kvstore.cxl_tier");
+  check(a.dram_bytes != b.dram_bytes, "kvstore.dram_bytes");
+  check(a.cxl_bytes != b.cxl_bytes, "kvstore.cxl_bytes");
+  check(a.slot_bytes != b.slot_bytes, "kvstore.slot_bytes");
+  check(a.eviction != b.eviction, "kvstore.eviction");
+  check(a.admission_threshold != b.admission_threshold, "kvstore.admission_threshold");
+  check(a.ssd_path != b.ssd_path, "kvstore.ssd_path");
+  check(a.ssd_bytes != b.ssd_bytes, "kvstore.ssd_bytes");
+  check(a.ssd_region_bytes != b.ssd_region_bytes, "kvstore.ssd_region_bytes");
+  check(a.ssd_sync != b.ssd_sync, "kvstore.ssd_sync");
+  check(a.ssd_engine != b.ssd_engine, "kvstore.ssd_engine");
+  check(a.put_window_bytes != b.put_window_bytes, "kvstore.put_window_bytes");
+  check(a.client_quota_bytes != b.client_quota_bytes, "kvstore.client_quota_bytes");
+  check(a.max_leases_per_client != b.max_leases_per_client, "kvstore.max_leases_per_client");
+  check(a.index_capacity != b.index_capacity, "kvstore.index_capacity");
+  check(a.dram_bandwidth_mbps != b.dram_bandwidth_mbps, "kvstore.dram_bandwidth_mbps");
+  check(a.dram_latency_ns != b.dram_latency_ns, "kvstore.dram_latency_ns");
+  check(a.cxl_bandwidth_mbps != b.cxl_bandwidth_mbps, "kvstore.cxl_bandwidth_mbps");
+  check(a.cxl_latency_ns != b.cxl_latency_ns, "kvstore.cxl_latency_ns");
+  check(a.ssd_bandwidth_mbps != b.ssd_bandwidth_mbps, "kvstore.ssd_bandwidth_mbps");
+  check(a.ssd_latency_ns != b.ssd_latency_ns, "kvstore.ssd_latency_ns");
   return keys;
 }
 

@@ -49,6 +49,41 @@ struct TieringConfig {
   std::vector<std::pair<std::string, std::string>> knobs;  // M5Config key -> value, file order
 };
 
+// [kvstore]: the KV-cache store served by cxlpoold (docs/kvstore.md). Kept
+// free of lib/kvcache types so that the parser stays independent of the
+// engine; daemon/kvstore translates.
+enum class KvEviction { kLru, kS3Fifo };
+enum class KvSsdSync { kPerRegion, kPerCommit };
+enum class KvSsdEngine { kAuto, kIoUring, kPosix };
+
+struct KvStoreSection {
+  bool enabled = true;
+  std::string dram_tier;  // tier name; empty: the first dram tier
+  std::string cxl_tier;   // tier name; empty: the first cxl tier, else the first emulated one
+  uint64_t dram_bytes = 256ull << 20;
+  uint64_t cxl_bytes = 256ull << 20;   // 0: no CXL arena
+  uint64_t slot_bytes = 2ull << 20;    // largest chunk; multiple of 4096
+  KvEviction eviction = KvEviction::kLru;
+  uint32_t admission_threshold = 2;    // SSD admission: sightings needed
+  std::string ssd_path;                // file or block device; empty: no SSD tier
+  uint64_t ssd_bytes = 0;              // size to give a new (or smaller) file
+  uint64_t ssd_region_bytes = 16ull << 20;
+  KvSsdSync ssd_sync = KvSsdSync::kPerRegion;
+  KvSsdEngine ssd_engine = KvSsdEngine::kAuto;
+  uint64_t put_window_bytes = 64ull << 20;  // per connection
+  uint64_t client_quota_bytes = 0;          // leased + reserved per connection; 0: unlimited
+  uint32_t max_leases_per_client = 65536;
+  uint64_t index_capacity = 1ull << 20;     // chunks indexed over all tiers
+  // Tier speeds the recompute-or-load model uses. The cxl pair 0: the
+  // emulated tier's declared values, else 10000 MB/s and 300 ns.
+  uint32_t dram_bandwidth_mbps = 20000;
+  uint32_t dram_latency_ns = 100;
+  uint32_t cxl_bandwidth_mbps = 0;
+  uint32_t cxl_latency_ns = 0;
+  uint32_t ssd_bandwidth_mbps = 2000;
+  uint32_t ssd_latency_ns = 100000;
+};
+
 struct Config {
   std::string source = "embedded default";  // file path when loaded from a file
 
@@ -81,6 +116,9 @@ struct Config {
 
   // [tiering]
   TieringConfig tiering;
+
+  // [kvstore]
+  KvStoreSection kvstore;
 
   // [metrics]
   uint16_t metrics_port = 0;  // 0 = no Prometheus endpoint

@@ -43,6 +43,7 @@ constexpr uint64_t kTagMigration = 5;
 constexpr uint64_t kTagTiering = 6;
 constexpr uint64_t kTagTieringMoves = 7;
 constexpr uint64_t kSessionBit = 1ull << 63;
+static_assert(kTagKvIo == kTagTieringMoves + 1 && (kKvDoorbellBit & kSessionBit) == 0);
 
 Result<void> epoll_add(int epfd, int fd, uint64_t tag) {
   epoll_event ev{};
@@ -122,6 +123,20 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   if (!tiering) return tl::unexpected(tiering.error());
   d->tiering_ = std::move(*tiering);
   d->tiering_->add_source(d->client_reports_.get());
+  if (!d->config_.kvstore.enabled) {
+    d->kv_off_reason_ = "disabled by [kvstore] enabled = false";
+  } else {
+    auto kv = KvService::create(d->config_.kvstore, *d->pool_);
+    if (kv) {
+      d->kv_ = std::move(*kv);
+    } else if (kv.error().code == ENODEV) {
+      // Only the defaults were asked for and this host has nothing for them.
+      d->kv_off_reason_ = kv.error().message;
+      log->warn("kvstore: off: {}", d->kv_off_reason_);
+    } else {
+      return tl::unexpected(kv.error());
+    }
+  }
   d->backends_ = probe_backends();
   for (const auto& b : d->backends_) {
     log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
@@ -148,6 +163,8 @@ Daemon::~Daemon() {
   if (tiering_) tiering_->stop();
   if (migrations_) migrations_->stop();
   sessions_.clear();
+  // The store reads and writes the arenas: it goes before the pool.
+  kv_.reset();
   if (pool_) pool_->clear();
   if (listen_fd_) ::unlink(socket_path_.c_str());
 }
@@ -251,9 +268,17 @@ int Daemon::run() {
   // loop polls without sleeping for busy_poll_us.
   uint64_t last_request_ns = 0;
   while (!stopping_) {
+    // KV rings are read straight from shared memory: while the loop spins,
+    // a request costs no system call on either side.
+    if (poll_kv()) last_request_ns = monotonic_ns();
     const uint64_t spin_ns = uint64_t{config_.busy_poll_us} * 1000;
-    const bool spinning = spin_ns != 0 && monotonic_ns() - last_request_ns < spin_ns;
+    bool spinning = (spin_ns != 0 && monotonic_ns() - last_request_ns < spin_ns) || (kv_ && kv_->must_poll());
+    // Before sleeping, clients are asked to ring their KV doorbells; a
+    // request that slipped in meanwhile keeps the loop awake.
+    const bool armed = !spinning && kv_ != nullptr;
+    if (armed && !kv_->arm()) spinning = true;
     const int n = ::epoll_wait(epoll_fd_.get(), events, 64, spinning ? 0 : -1);
+    if (armed) kv_->disarm();
     if (n < 0) {
       if (errno == EINTR) continue;
       log->error("epoll_wait: {}", std::strerror(errno));
@@ -266,6 +291,11 @@ int Daemon::run() {
     }
     for (int i = 0; i < n && !stopping_; ++i) {
       const uint64_t tag = events[i].data.u64;
+      if (tag & kKvDoorbellBit) {
+        last_request_ns = monotonic_ns();
+        if (kv_) kv_->on_doorbell(tag & ~kKvDoorbellBit);
+        continue;
+      }
       if (tag & kSessionBit) {
         last_request_ns = monotonic_ns();
         auto it = sessions_.find(tag & ~kSessionBit);
@@ -284,6 +314,10 @@ int Daemon::run() {
         case kTagMigration: finish_migrations(); break;
         case kTagTiering: tiering_->on_timer(); break;
         case kTagTieringMoves: tiering_->on_moves_done(); break;
+        case kTagKvIo:
+          last_request_ns = monotonic_ns();
+          if (kv_) kv_->on_completion_fd();
+          break;
         case kTagWatchdog: {
           uint64_t expirations = 0;
           (void)!::read(watchdog_fd_.get(), &expirations, sizeof expirations);
@@ -301,6 +335,12 @@ int Daemon::run() {
   tiering_->stop();
   log->info("shutting down: releasing {} regions of {} clients", pool_->regions().size(), sessions_.size());
   while (!sessions_.empty()) close_session(sessions_.begin()->first);
+  // Seals the SSD log's open region: what was committed survives the restart.
+  if (kv_) {
+    if (kv_io_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, kv_io_fd_, nullptr);
+    kv_io_fd_ = -1;
+    kv_->shutdown();
+  }
   pool_->clear();
   metrics_.stop();
   ::unlink(socket_path_.c_str());
@@ -438,6 +478,14 @@ void Daemon::close_session(uint64_t id) {
     for (uint32_t i = 0; i < count; ++i) pool_->release_handle(region_id);
   }
   ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, session.fd.get(), nullptr);
+  if (session.kv_doorbell_fd >= 0) {
+    // The client holds the same eventfd: closing ours would not take it out
+    // of epoll.
+    ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, session.kv_doorbell_fd, nullptr);
+    session.kv_doorbell_fd = -1;
+  }
+  // Its leases end and its reservations are aborted.
+  if (kv_) kv_->close(id);
   logger("control")->debug("client {} (pid {}) disconnected, {} handles released", id, session.pid,
                            session.handle_count);
   ++counters_.clients_closed;
@@ -489,6 +537,7 @@ void Daemon::serve(Session& session) {
     std::vector<int> fds;
     if (reply->fd) fds.push_back(reply->fd.get());
     if (reply->borrowed_fd >= 0) fds.push_back(reply->borrowed_fd);
+    for (const auto& fd : reply->more_fds) fds.push_back(fd.get());
     auto sent = proto::send_message(session.fd.get(), envelope.header.request_id, reply->message, fds,
                                     session.version);
     if (!sent) {

@@ -19,6 +19,7 @@
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "cxlpool/tiering/client_report_source.hpp"
+#include "kvstore/kv_service.hpp"
 #include "metrics_http.hpp"
 #include "migration_worker.hpp"
 #include "region_pool.hpp"
@@ -26,6 +27,12 @@
 #include "tiering/tiering_service.hpp"
 
 namespace cxlpool::daemon {
+
+// epoll tags of the KV store's descriptors (the others are in daemon.cpp):
+// the SSD completion eventfd, and each connection's SQ doorbell as its
+// session id with kKvDoorbellBit set.
+inline constexpr uint64_t kTagKvIo = 8;
+inline constexpr uint64_t kKvDoorbellBit = 1ull << 62;
 
 struct DaemonCounters {
   uint64_t clients_accepted = 0;
@@ -60,6 +67,7 @@ class Daemon {
     UniqueFd fd;           // sent with SCM_RIGHTS when valid, then closed
     int borrowed_fd = -1;  // sent with SCM_RIGHTS when >= 0, owned by the pool
     bool deferred = false; // the reply is sent later (a migration in progress)
+    std::vector<UniqueFd> more_fds;  // sent after the two above, in order, then closed
   };
 
   Daemon() = default;
@@ -79,6 +87,13 @@ class Daemon {
   Result<Reply> region_reply(Session& session, Region& region, bool writable);
   Result<Reply> on_create(Session& session, const CreateSpec& spec);
   Result<Reply> on_access_ring_open(Session& session, const proto::AccessRingOpen& request);
+  Result<Reply> on_kv_open(Session& session, const proto::KvOpen& request);
+  Result<KvService*> kv_service();
+  proto::KvStatusReply kv_status();
+  // Keeps the store's SSD completion eventfd in epoll once the store runs.
+  void watch_kv_io();
+  // Serves the KV rings; true when there was work.
+  bool poll_kv();
   Result<void> require_admin(Session& session, const char* what);
   void resolve_admin_groups();
   std::vector<proto::Counter> collect_counters() const;
@@ -106,6 +121,11 @@ class Daemon {
   // Before sessions_: a session's ring unregisters from it on destruction.
   std::unique_ptr<tiering::ClientReportSource> client_reports_ = std::make_unique<tiering::ClientReportSource>();
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;
+  // The KV-cache store; null when disabled ([kvstore] enabled = false, or no
+  // dram tier for it: kv_off_reason_ says which).
+  std::unique_ptr<KvService> kv_;
+  std::string kv_off_reason_;
+  int kv_io_fd_ = -1;  // the store's completion eventfd while it is in epoll
   uint64_t next_session_id_ = 1;
   uint64_t started_ns_ = 0;
   bool stopping_ = false;

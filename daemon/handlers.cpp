@@ -144,6 +144,11 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
           CreateSpec spec{m.tier_id, m.size, m.flags, proto::RegionKind::kLeased, {}, 0600};
           return on_create(session, spec);
         } else if constexpr (std::is_same_v<T, proto::NamedCreate>) {
+          // A client squatting an arena's name would keep the store from starting.
+          if (m.name.rfind(kKvReservedPrefix, 0) == 0) {
+            return fail(EPERM, "region names starting with '" + std::string(kKvReservedPrefix) +
+                                   "' are reserved for the daemon's KV store");
+          }
           CreateSpec spec{m.tier_id, m.size, m.flags, proto::RegionKind::kNamed, m.name, m.mode};
           return on_create(session, spec);
         } else if constexpr (std::is_same_v<T, proto::NamedOpen>) {
@@ -197,6 +202,32 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
         } else if constexpr (std::is_same_v<T, proto::TieringSet>) {
           if (auto ok = require_admin(session, "tiering set"); !ok) return tl::unexpected(ok.error());
           auto reply = tiering_->set(m.key, m.value);
+          if (!reply) return tl::unexpected(reply.error());
+          return Reply{*reply, {}};
+        } else if constexpr (std::is_same_v<T, proto::KvOpen>) {
+          return on_kv_open(session, m);
+        } else if constexpr (std::is_same_v<T, proto::KvNamespaceOpen>) {
+          auto kv = kv_service();
+          if (!kv) return tl::unexpected(kv.error());
+          auto reply = (*kv)->open_namespace(m);
+          watch_kv_io();
+          if (!reply) return tl::unexpected(reply.error());
+          return Reply{*reply, {}};
+        } else if constexpr (std::is_same_v<T, proto::KvStatusRequest>) {
+          return Reply{kv_status(), {}};
+        } else if constexpr (std::is_same_v<T, proto::KvNamespacesRequest>) {
+          auto kv = kv_service();
+          if (!kv) return Reply{proto::KvNamespacesReply{}, {}};
+          auto reply = (*kv)->namespaces();
+          watch_kv_io();
+          if (!reply) return tl::unexpected(reply.error());
+          return Reply{std::move(*reply), {}};
+        } else if constexpr (std::is_same_v<T, proto::KvNamespaceDrop>) {
+          if (auto ok = require_admin(session, "dropping a KV namespace"); !ok) return tl::unexpected(ok.error());
+          auto kv = kv_service();
+          if (!kv) return tl::unexpected(kv.error());
+          auto reply = (*kv)->drop_namespace(m.namespace_id);
+          watch_kv_io();
           if (!reply) return tl::unexpected(reply.error());
           return Reply{*reply, {}};
         } else if constexpr (std::is_same_v<T, proto::ClientsRequest>) {
@@ -287,6 +318,8 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   add("tiering.client.rings", cr.rings);
   add("tiering.client.broken_rings", cr.broken_rings);
   tiering_->append_counters(out);
+  add("kv.enabled", kv_ ? 1 : 0);
+  if (kv_) kv_->append_counters(out);
   for (const auto& tier : pool_->tiers()) {
     const std::string prefix = "tier." + tier.name + ".";
     add(prefix + "capacity_bytes", tier.capacity);

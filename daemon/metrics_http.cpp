@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -35,6 +36,27 @@ bool labelled_tiering_metric(std::string_view name, std::string& metric, std::st
   return false;
 }
 
+// "kv.tier.<tier>.<x>": one metric per x with the store's tier as a label
+// (dram, cxl, ssd: the KV store's own tiers, not pool tiers).
+bool labelled_kv_tier_metric(std::string_view name, std::string& metric, std::string& labels, bool& gauge) {
+  static constexpr std::string_view kPrefix = "kv.tier.";
+  if (name.rfind(kPrefix, 0) != 0) return false;
+  const size_t dot = name.find('.', kPrefix.size());
+  if (dot == std::string_view::npos) return false;
+  const std::string_view what = name.substr(dot + 1);
+  gauge = what == "capacity_bytes" || what == "used_bytes" || what == "chunks";
+  metric = "cxlpool_kv_tier_" + sanitize(what) + (gauge ? "" : "_total");
+  labels = "{kv_tier=\"" + std::string(name.substr(kPrefix.size(), dot - kPrefix.size())) + "\"}";
+  return true;
+}
+
+// KV store values that describe the present rather than count events.
+bool kv_gauge(std::string_view name) {
+  static constexpr std::string_view kGauges[] = {"kv.enabled", "kv.started", "kv.connections", "kv.leases",
+                                                 "kv.reservations", "kv.io_in_flight", "kv.ssd_durable_sequence"};
+  return std::find(std::begin(kGauges), std::end(kGauges), name) != std::end(kGauges);
+}
+
 }  // namespace
 
 std::string render_prometheus(const std::vector<proto::Counter>& counters) {
@@ -45,7 +67,8 @@ std::string render_prometheus(const std::vector<proto::Counter>& counters) {
     std::string labels;
     const std::string_view name = counter.name;
     bool tiering_gauge = false;
-    if (labelled_tiering_metric(name, metric, labels, tiering_gauge)) {
+    if (labelled_tiering_metric(name, metric, labels, tiering_gauge) ||
+        labelled_kv_tier_metric(name, metric, labels, tiering_gauge)) {
       if (typed.insert(metric).second) out += "# TYPE " + metric + (tiering_gauge ? " gauge\n" : " counter\n");
       out += metric + labels + " " + std::to_string(counter.value) + "\n";
       continue;
@@ -62,7 +85,8 @@ std::string render_prometheus(const std::vector<proto::Counter>& counters) {
     }
     if (typed.insert(metric).second) {
       const bool gauge = metric.find("_bytes") != std::string::npos || metric.find("connected") != std::string::npos ||
-                         metric.find("_count") != std::string::npos || metric.find("uptime") != std::string::npos;
+                         metric.find("_count") != std::string::npos || metric.find("uptime") != std::string::npos ||
+                         kv_gauge(name);
       out += "# TYPE " + metric + (gauge ? " gauge\n" : " counter\n");
     }
     out += metric + labels + " " + std::to_string(counter.value) + "\n";

@@ -52,6 +52,7 @@ Result<Region*> RegionPool::hold_for_page_moves(uint64_t region_id) {
     return fail(ENOENT, "no region with id " + std::to_string(region_id));
   }
   if (region->migrating) return fail(EBUSY, "region " + std::to_string(region_id) + " is being migrated");
+  if (region->system) return fail(EPERM, "region " + std::to_string(region_id) + " belongs to the daemon");
   ++region->page_moves;
   return region;
 }
@@ -85,6 +86,15 @@ uint64_t RegionPool::quota_limit(uid_t uid, uint32_t tier_id) const {
   return wildcard != nullptr ? wildcard->bytes : limits_.quota_default_bytes;
 }
 
+void RegionPool::charge(const Region& region, int64_t delta) {
+  if (!region.system) {
+    charge(region.owner_uid, region.tier_id, delta);
+    return;
+  }
+  Tier& tier = tiers_[region.tier_id];
+  tier.used = static_cast<uint64_t>(static_cast<int64_t>(tier.used) + delta);
+}
+
 void RegionPool::charge(uid_t uid, uint32_t tier_id, int64_t delta) {
   auto& used = charged_[{uid, tier_id}];
   used = static_cast<uint64_t>(static_cast<int64_t>(used) + delta);
@@ -93,9 +103,9 @@ void RegionPool::charge(uid_t uid, uint32_t tier_id, int64_t delta) {
   tier.used = static_cast<uint64_t>(static_cast<int64_t>(tier.used) + delta);
 }
 
-Result<void> RegionPool::admit(uint32_t tier_id, uint64_t size, uid_t uid) {
+Result<void> RegionPool::admit(uint32_t tier_id, uint64_t size, uid_t uid, bool quota) {
   const Tier& tier = tiers_[tier_id];
-  const uint64_t limit = quota_limit(uid, tier_id);
+  const uint64_t limit = quota ? quota_limit(uid, tier_id) : 0;
   const uint64_t charged = quota_used(uid, tier_id);
   if (limit != 0 && charged + size > limit) {
     ++counters_.quota_rejections;
@@ -163,14 +173,16 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
   const bool hugetlb = (spec.flags & proto::kAllocHugetlb) != 0 || tier.backing == EmulatedBacking::kHugetlbfs;
   // Admission uses the requested size rounded to base pages; the backing may
   // round further for huge pages, which is re-checked below.
-  if (auto ok = admit(spec.tier_id, round_up(spec.size, 4096), who.uid); !ok) return failed(ok.error());
+  if (auto ok = admit(spec.tier_id, round_up(spec.size, 4096), who.uid, !spec.system); !ok) {
+    return failed(ok.error());
+  }
 
   const std::string debug_name = spec.kind == proto::RegionKind::kNamed ? "cxlpool:" + spec.name
                                                                          : "cxlpool:lease";
   auto backing = backing_(tier, debug_name, spec.size, hugetlb);
   if (!backing) return failed(backing.error());
   if (backing->size != round_up(spec.size, 4096)) {
-    if (auto ok = admit(spec.tier_id, backing->size, who.uid); !ok) return failed(ok.error());
+    if (auto ok = admit(spec.tier_id, backing->size, who.uid, !spec.system); !ok) return failed(ok.error());
   }
 
   auto region = std::make_unique<Region>();
@@ -186,6 +198,7 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
   region->mode = spec.mode & proto::kModeMask;
   region->lease_client = spec.kind == proto::RegionKind::kLeased ? who.client_id : 0;
   region->handles = 1;
+  region->system = spec.system;
   region->fd = std::move(backing->fd);
   auto mapping = Mapping::map(region->size, PROT_READ | PROT_WRITE, MAP_SHARED, region->fd.get());
   if (!mapping) return failed(mapping.error());
@@ -194,7 +207,7 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
     return failed(placed.error());
   }
 
-  charge(who.uid, spec.tier_id, static_cast<int64_t>(region->size));
+  charge(*region, static_cast<int64_t>(region->size));
   ++counters_.regions_created;
   counters_.bytes_created += region->size;
   Region* raw = region.get();
@@ -219,6 +232,9 @@ Result<Region*> RegionPool::open_named(const std::string& name, bool writable, c
   auto it = names_.find(name);
   if (it == names_.end()) return fail(ENOENT, "no named region '" + name + "'");
   Region* region = find(it->second);
+  if (region->system && writable) {
+    return fail(EPERM, "'" + name + "' belongs to the daemon and is opened read-only only");
+  }
   if (!mode_allows(*region, who, writable)) {
     return fail(EACCES, "mode " + std::to_string(region->mode) + " of '" + name + "' denies " +
                             (writable ? "read-write" : "read") + " access to uid " +
@@ -232,6 +248,7 @@ Result<void> RegionPool::unlink_named(const std::string& name, const Requester& 
   auto it = names_.find(name);
   if (it == names_.end()) return fail(ENOENT, "no named region '" + name + "'");
   Region* region = find(it->second);
+  if (region->system) return fail(EPERM, "'" + name + "' belongs to the daemon and cannot be unlinked");
   if (!who.admin && who.uid != region->owner_uid) {
     return fail(EPERM, "only the owner (uid " + std::to_string(region->owner_uid) +
                            ") or an admin may unlink '" + name + "'");
@@ -264,7 +281,7 @@ void RegionPool::destroy(uint64_t region_id) {
     }
     return;
   }
-  charge(region.owner_uid, region.tier_id, -static_cast<int64_t>(region.size));
+  charge(region, -static_cast<int64_t>(region.size));
   if (region.kind == proto::RegionKind::kNamed && !region.unlinked) names_.erase(region.name);
   ++counters_.regions_destroyed;
   regions_.erase(it);
@@ -300,6 +317,9 @@ Result<MigrationJob> RegionPool::begin_migration(uint64_t region_id, uint32_t ta
     return fail(ENOENT, "no region with id " + std::to_string(region_id));
   }
   if (target_tier >= tiers_.size()) return fail(ENOENT, "no tier with id " + std::to_string(target_tier));
+  if (region->system) {
+    return fail(EPERM, "region " + std::to_string(region_id) + " belongs to the daemon and stays on its tier");
+  }
   if (region->migrating) return fail(EBUSY, "region " + std::to_string(region_id) + " is being migrated already");
   if (region->page_moves > 0) {
     return fail(EBUSY, "region " + std::to_string(region_id) + " has tiering page moves in progress; retry");

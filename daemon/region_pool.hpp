@@ -52,6 +52,10 @@ struct Region {
   bool migrating = false;     // pages are being moved by the migration worker
   bool destroy_pending = false;  // released while migrating: destroyed when the move ends
   uint32_t page_moves = 0;    // tiering page-move batches using the mapping right now
+  // Owned by a daemon service (the KV store's arenas): charged to its tier
+  // but to no uid's quota; no client may map it writable, unlink it or move
+  // its pages, whatever its mode or their admin rights.
+  bool system = false;
   UniqueFd fd;
   Mapping mapping;            // the daemon's own mapping, used to place and move pages
 };
@@ -87,6 +91,7 @@ struct CreateSpec {
   proto::RegionKind kind = proto::RegionKind::kLeased;
   std::string name;    // named regions
   uint32_t mode = 0600;
+  bool system = false;  // see Region::system
 };
 
 struct PoolLimits {
@@ -168,10 +173,11 @@ class RegionPool {
   void clear();
 
  private:
-  Result<void> admit(uint32_t tier_id, uint64_t size, uid_t uid);
+  Result<void> admit(uint32_t tier_id, uint64_t size, uid_t uid, bool quota = true);
   Result<void> place(Region& region, const Tier& tier, bool populate);
   void destroy(uint64_t region_id);
   void charge(uid_t uid, uint32_t tier_id, int64_t delta);
+  void charge(const Region& region, int64_t delta);
 
   std::vector<Tier> tiers_;
   hal::Topology topology_;

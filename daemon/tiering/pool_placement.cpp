@@ -141,7 +141,8 @@ void PoolPlacement::fast_pages(std::vector<PageKey>& out, std::size_t max) const
     }
   }
   for (const auto& [region_id, region] : pool_.regions()) {
-    if (region->tier_id != pair_.fast || region->hugetlb || region->destroy_pending) continue;
+    // Daemon-owned regions (the KV store's arenas) do their own tiering.
+    if (region->tier_id != pair_.fast || region->hugetlb || region->destroy_pending || region->system) continue;
     const RegionMoves* moves = nullptr;
     if (auto it = moved_.find(region_id); it != moved_.end() && it->second.region_tier == region->tier_id) {
       moves = &it->second;

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// The daemon's side of the KV store's control messages: opening a
+// connection's data path (its four descriptors go back with the reply and its
+// doorbell into the event loop), namespaces, status and the admin drop.
+#include <sys/epoll.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "../daemon.hpp"
+#include "../logging.hpp"
+
+namespace cxlpool::daemon {
+
+Result<KvService*> Daemon::kv_service() {
+  if (!kv_) return fail(EOPNOTSUPP, "the KV store is off: " + kv_off_reason_);
+  return kv_.get();
+}
+
+void Daemon::watch_kv_io() {
+  if (!kv_ || kv_io_fd_ >= 0) return;
+  const int fd = kv_->completion_fd();
+  if (fd < 0) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kTagKvIo;
+  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+    // Without it SSD reads still finish, found by the loop's polling.
+    logger("kvstore")->warn("kvstore: cannot watch the SSD completion eventfd: {}", std::strerror(errno));
+    return;
+  }
+  kv_io_fd_ = fd;
+}
+
+bool Daemon::poll_kv() { return kv_ != nullptr && kv_->poll() != 0; }
+
+Result<Daemon::Reply> Daemon::on_kv_open(Session& session, const proto::KvOpen& request) {
+  auto kv = kv_service();
+  if (!kv) return tl::unexpected(kv.error());
+  auto opened = (*kv)->open(session.id, request);
+  watch_kv_io();
+  if (!opened) return tl::unexpected(opened.error());
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kKvDoorbellBit | session.id;
+  if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, opened->doorbell_fd, &ev) != 0) {
+    const Error error = Error{errno, "epoll_ctl add KV doorbell"};
+    (*kv)->close(session.id);
+    return tl::unexpected(error);
+  }
+  session.kv_doorbell_fd = opened->doorbell_fd;
+  Reply reply{std::move(opened->reply), {}};
+  for (auto& fd : opened->fds) reply.more_fds.push_back(std::move(fd));
+  return reply;
+}
+
+proto::KvStatusReply Daemon::kv_status() {
+  if (!kv_) {
+    proto::KvStatusReply reply;
+    reply.enabled = 0;
+    reply.detail = kv_off_reason_.substr(0, proto::kMaxStringLength);
+    return reply;
+  }
+  auto reply = kv_->status();
+  watch_kv_io();
+  return reply;
+}
+
+}  // namespace cxlpool::daemon

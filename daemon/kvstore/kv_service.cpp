@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kv_service.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "../logging.hpp"
+#include "cxlpool/common/units.hpp"
+#include "cxlpool/kvcache/namespace.hpp"
+
+namespace cxlpool::daemon {
+namespace {
+
+// Ring sizes for a KvOpen that leaves them to the daemon: 256 requests of
+// up to 256 keys each in flight fit the 1 MiB slabs.
+constexpr proto::KvRingGeometry kDefaultGeometry{};
+
+// KvNamespacesReply's encoding (docs/protocol.md §6.30): the header and list
+// count, then per entry 84 bytes of numbers and three length-prefixed strings.
+constexpr size_t kNamespacesReplyOverhead = 64;
+constexpr size_t kNamespaceEntryFixedBytes = 90;
+
+Result<UniqueFd> dup_fd(int fd) {
+  UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!copy) return fail_errno("dup");
+  return copy;
+}
+
+void drain_eventfd(int fd) {
+  uint64_t value = 0;
+  (void)!::read(fd, &value, sizeof value);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<KvService>> KvService::create(const KvStoreSection& config, RegionPool& pool) {
+  std::unique_ptr<KvService> service(new KvService(config, pool));
+  auto plan = plan_kv_arenas(config, pool.tiers());
+  if (!plan) return tl::unexpected(plan.error());
+  service->plan_ = *plan;
+  if (!config.ssd_path.empty()) {
+    auto ssd = open_kv_ssd(config);
+    if (!ssd) return tl::unexpected(ssd.error());
+    service->ssd_ = std::move(*ssd);
+    const auto& stats = service->ssd_.store->stats();
+    service->ssd_detail_ = "SSD " + config.ssd_path + " through " + service->ssd_.engine +
+                           (service->ssd_.direct ? "" : " (buffered: no O_DIRECT here)") + ", " +
+                           std::to_string(stats.recovered_entries) + " chunks recovered at start";
+    if (stats.damaged_regions != 0 || stats.corrupt_dropped != 0) {
+      service->ssd_detail_ += " (" + std::to_string(stats.damaged_regions) + " damaged regions, " +
+                              std::to_string(stats.corrupt_dropped) + " corrupt entries dropped)";
+    }
+  }
+  service->rates_ = kv_tier_rates(config, pool.tiers(), service->plan_, service->ssd_.store != nullptr);
+  const auto& tiers = pool.tiers();
+  logger("kvstore")->info("kvstore: DRAM arena {} on tier {}, CXL arena {}{}, slots of {} (created at first use)",
+                          format_size(service->plan_.dram_bytes), tiers[service->plan_.dram_tier].name,
+                          service->plan_.cxl_tier ? format_size(service->plan_.cxl_bytes) : "none",
+                          service->plan_.cxl_tier ? " on tier " + tiers[*service->plan_.cxl_tier].name : "",
+                          format_size(config.slot_bytes));
+  return service;
+}
+
+KvService::~KvService() { shutdown(); }
+
+kvcache::KvStoreConfig KvService::store_config() const {
+  kvcache::KvStoreConfig c;
+  c.slot_bytes = config_.slot_bytes;
+  c.eviction = config_.eviction == KvEviction::kS3Fifo ? kvcache::EvictionKind::kS3Fifo : kvcache::EvictionKind::kLru;
+  c.admission.threshold = config_.admission_threshold;
+  c.index_capacity = static_cast<size_t>(config_.index_capacity);
+  c.client_quota_bytes = config_.client_quota_bytes;
+  c.max_leases_per_client = config_.max_leases_per_client;
+  c.tier_rates = rates_;
+  return c;
+}
+
+Result<void> KvService::start() {
+  if (store_) return {};
+  auto started = try_start();
+  if (started) return {};
+  // The protocol answers every request of a store that cannot run ENOTSUP;
+  // the message keeps the cause.
+  return fail(ENOTSUP, "the KV store could not start: " + started.error().message);
+}
+
+Result<void> KvService::try_start() {
+  if (start_error_) return tl::unexpected(*start_error_);
+  auto log = logger("kvstore");
+  // An arena that could not be had (a full tier) is tried again on the next
+  // request; one already created is kept.
+  if (!dram_arena_) {
+    auto arena = create_kv_arena(pool_, kKvDramArenaName, plan_.dram_tier, plan_.dram_bytes);
+    if (!arena) {
+      ++counters_.start_failures;
+      log->warn("{}", arena.error().message);
+      return tl::unexpected(arena.error());
+    }
+    dram_arena_ = *arena;
+  }
+  if (plan_.cxl_tier && !cxl_arena_) {
+    auto arena = create_kv_arena(pool_, kKvCxlArenaName, *plan_.cxl_tier, plan_.cxl_bytes);
+    if (!arena) {
+      ++counters_.start_failures;
+      log->warn("{}", arena.error().message);
+      return tl::unexpected(arena.error());
+    }
+    cxl_arena_ = *arena;
+  }
+  kvcache::KvArenas arenas{dram_arena_->bytes, cxl_arena_ ? cxl_arena_->bytes : std::span<std::byte>{}};
+  auto store = kvcache::KvStore::create(store_config(), arenas, std::move(ssd_.store));
+  if (!store) {
+    // The SSD store went with the failed attempt; nothing left to retry with.
+    ++counters_.start_failures;
+    start_error_ = Error{store.error().code, "kvstore: " + store.error().message};
+    log->error("{}", start_error_->message);
+    return tl::unexpected(*start_error_);
+  }
+  store_ = std::move(*store);
+  log->info("kvstore: started: DRAM arena {} ({} slots){}{}", format_size(dram_arena_->bytes.size()),
+            dram_arena_->bytes.size() / config_.slot_bytes,
+            cxl_arena_ ? ", CXL arena " + format_size(cxl_arena_->bytes.size()) : std::string(),
+            ssd_detail_.empty() ? std::string() : ", " + ssd_detail_);
+  return {};
+}
+
+Result<KvOpenResult> KvService::open(uint64_t session_id, const proto::KvOpen& request) {
+  if (auto ok = start(); !ok) return tl::unexpected(ok.error());
+  if (connections_.contains(session_id)) return fail(EBUSY, "this connection has opened the KV store already");
+  proto::KvRingGeometry g = kDefaultGeometry;
+  if (request.sq_entries != 0) g.sq_entries = request.sq_entries;
+  if (request.cq_entries != 0) g.cq_entries = request.cq_entries;
+  if (request.sq_slab_bytes != 0) g.sq_slab_bytes = request.sq_slab_bytes;
+  if (request.cq_slab_bytes != 0) g.cq_slab_bytes = request.cq_slab_bytes;
+  if (!proto::kv_ring_geometry_valid(g)) return fail(EINVAL, "KV ring geometry outside the protocol's limits");
+
+  auto c = std::make_unique<KvConnection>();
+  c->id = session_id;
+  c->geometry = g;
+  auto memory = proto::KvRingMemory::create(g);
+  if (!memory) return tl::unexpected(memory.error());
+  c->memory = std::move(*memory);
+  auto sq = proto::ring_eventfd();
+  if (!sq) return tl::unexpected(sq.error());
+  c->sq_efd = std::move(*sq);
+  auto cq = proto::ring_eventfd();
+  if (!cq) return tl::unexpected(cq.error());
+  c->cq_efd = std::move(*cq);
+  // The client may ask for less than the configured window, never more;
+  // the store uses whole slots of it.
+  uint64_t window = config_.put_window_bytes;
+  if (request.put_window_bytes != 0) window = std::min(window, request.put_window_bytes);
+  window = std::max(window / config_.slot_bytes, uint64_t{1}) * config_.slot_bytes;
+  auto put_window = proto::ShmMapping::create("cxlpool-kv-put", window);
+  if (!put_window) return tl::unexpected(put_window.error());
+  c->put_window = std::move(*put_window);
+  auto ring = proto::KvDaemonRing::attach(c->memory.bytes(), g, c->sq_efd.get(), c->cq_efd.get());
+  if (!ring) return tl::unexpected(ring.error());
+  c->ring = std::move(*ring);
+
+  KvOpenResult result;
+  // The daemon keeps its mappings and eventfds; the client gets its own
+  // references to all four.
+  auto sq_copy = dup_fd(c->sq_efd.get());
+  if (!sq_copy) return tl::unexpected(sq_copy.error());
+  auto cq_copy = dup_fd(c->cq_efd.get());
+  if (!cq_copy) return tl::unexpected(cq_copy.error());
+  if (auto ok = store_->add_client(session_id, c->put_window.bytes()); !ok) return tl::unexpected(ok.error());
+  result.fds[0] = c->memory.take_fd();
+  result.fds[1] = std::move(*sq_copy);
+  result.fds[2] = std::move(*cq_copy);
+  result.fds[3] = c->put_window.take_fd();
+  result.doorbell_fd = c->sq_efd.get();
+
+  proto::KvOpenReply& r = result.reply;
+  r.sq_entries = g.sq_entries;
+  r.cq_entries = g.cq_entries;
+  r.sq_slab_bytes = g.sq_slab_bytes;
+  r.cq_slab_bytes = g.cq_slab_bytes;
+  r.ring_bytes = c->memory.bytes().size();
+  r.put_window_bytes = window;
+  r.slot_bytes = config_.slot_bytes;
+  r.quota_bytes = config_.client_quota_bytes;
+  for (size_t i = 0; i < kvcache::kKvTierCount; ++i) {
+    r.tier_bandwidth_bps[i] = static_cast<uint64_t>(rates_.bandwidth_bps[i]);
+    r.tier_latency_ns[i] = rates_.bandwidth_bps[i] > 0 ? static_cast<uint64_t>(rates_.latency_s[i] * 1e9 + 0.5) : 0;
+  }
+  r.arenas.push_back({0, dram_arena_->tier_id, dram_arena_->bytes.size(), kKvDramArenaName});
+  if (cxl_arena_) r.arenas.push_back({1, cxl_arena_->tier_id, cxl_arena_->bytes.size(), kKvCxlArenaName});
+
+  connections_[session_id] = std::move(c);
+  rebuild_active();
+  ++counters_.connections_opened;
+  logger("kvstore")->debug("client {} opened the KV store: rings {}/{}, put window {}", session_id, g.sq_entries,
+                           g.cq_entries, format_size(window));
+  return result;
+}
+
+void KvService::close(uint64_t session_id) {
+  auto it = connections_.find(session_id);
+  if (it == connections_.end()) return;
+  if (store_) store_->remove_client(session_id);
+  connections_.erase(it);
+  rebuild_active();
+  ++counters_.connections_closed;
+}
+
+void KvService::rebuild_active() {
+  active_.clear();
+  for (auto& [id, c] : connections_) active_.push_back(c.get());
+}
+
+void KvService::on_doorbell(uint64_t session_id) {
+  auto it = connections_.find(session_id);
+  if (it == connections_.end()) return;
+  drain_eventfd(it->second->sq_efd.get());
+  ++counters_.doorbells;
+}
+
+int KvService::completion_fd() const { return store_ ? store_->completion_fd() : -1; }
+
+void KvService::on_completion_fd() {
+  if (const int fd = completion_fd(); fd >= 0) drain_eventfd(fd);
+  ++counters_.io_wakeups;
+}
+
+bool KvService::must_poll() const { return store_ && store_->io_in_flight() != 0 && store_->completion_fd() < 0; }
+
+void KvService::mark_broken(KvConnection& c, const std::string& why) {
+  if (c.reported_broken) return;
+  c.reported_broken = true;
+  c.backlog.clear();
+  ++counters_.broken_rings;
+  // Its requests are no longer served; the control connection stays so the
+  // client can still release its regions. Leases go when it disconnects.
+  logger("kvstore")->warn("client {}: KV ring quarantined: {}", c.id, why);
+}
+
+void KvService::drain_backlog(KvConnection& c) {
+  while (!c.backlog.empty()) {
+    const auto& done = c.backlog.front();
+    auto ok = c.ring.complete(done.completion, done.locations);
+    if (!ok) {
+      if (ok.error().code != EAGAIN) mark_broken(c, ok.error().message);
+      return;
+    }
+    c.backlog.pop_front();
+    c.dirty = true;
+    ++c.completions;
+    ++counters_.completions;
+  }
+}
+
+void KvService::deliver(kvcache::KvStoreCompletion&& done) {
+  auto it = connections_.find(done.client);
+  if (it == connections_.end()) return;
+  KvConnection& c = *it->second;
+  if (c.reported_broken) return;
+  if (c.backlog.empty()) {
+    auto ok = c.ring.complete(done.completion, done.locations);
+    if (ok) {
+      c.dirty = true;
+      ++c.completions;
+      ++counters_.completions;
+      return;
+    }
+    if (ok.error().code != EAGAIN) {
+      mark_broken(c, ok.error().message);
+      return;
+    }
+  }
+  ++counters_.backlogged;
+  c.backlog.push_back(std::move(done));
+}
+
+size_t KvService::poll() {
+  if (!store_ || active_.empty()) return 0;
+  size_t work = 0;
+  for (KvConnection* c : active_) {
+    if (c->reported_broken) continue;
+    if (c->ring.broken()) {
+      mark_broken(*c, "the client broke the ring's rules");
+      continue;
+    }
+    if (!c->backlog.empty()) drain_backlog(*c);
+    batch_.clear();
+    const size_t n = c->ring.take(batch_);
+    for (size_t i = 0; i < n; ++i) {
+      if (batch_.errors[i] != 0) ++counters_.malformed_requests;
+      store_->submit(c->id, batch_.requests[i], batch_.keys_of(i), batch_.errors[i]);
+    }
+    c->requests += n;
+    counters_.requests += n;
+    work += n;
+  }
+  done_.clear();
+  const size_t finished = store_->poll(done_);
+  for (auto& done : done_) deliver(std::move(done));
+  work += finished;
+  for (KvConnection* c : active_) {
+    if (!c->dirty) continue;
+    c->dirty = false;
+    // Publishes, and rings the client's doorbell only when it sleeps.
+    c->ring.flush();
+  }
+  return work;
+}
+
+bool KvService::arm() {
+  if (!store_) return true;
+  if (must_poll()) return false;
+  bool can_sleep = true;
+  for (KvConnection* c : active_) {
+    if (c->reported_broken) continue;
+    // Every ring is armed even after one says no, so disarm() is uniform.
+    if (!c->ring.arm_wakeup()) can_sleep = false;
+  }
+  return can_sleep;
+}
+
+void KvService::disarm() {
+  for (KvConnection* c : active_) {
+    if (!c->reported_broken) c->ring.disarm_wakeup();
+  }
+}
+
+Result<proto::KvNamespaceReply> KvService::open_namespace(const proto::KvNamespaceOpen& request) {
+  if (auto ok = start(); !ok) return tl::unexpected(ok.error());
+  kvcache::NamespaceSpec spec;
+  spec.model_id = request.model_id;
+  spec.layout = request.layout;
+  spec.dtype = request.dtype;
+  spec.tp_rank = request.tp_rank;
+  spec.tp_size = request.tp_size;
+  spec.chunk_tokens = request.chunk_tokens;
+  auto id = store_->open_namespace(spec);
+  if (!id) return tl::unexpected(id.error());
+  const auto fp = kvcache::fingerprint(spec);
+  proto::KvNamespaceReply reply;
+  reply.namespace_id = *id;
+  reply.fingerprint_hi = fp.hi;
+  reply.fingerprint_lo = fp.lo;
+  reply.chunk_tokens = spec.chunk_tokens;
+  return reply;
+}
+
+Result<proto::KvNamespacesReply> KvService::namespaces() {
+  proto::KvNamespacesReply reply;
+  // A store that cannot start has no namespaces to show (its status says why).
+  if (!start()) return reply;
+  auto all = store_->namespaces();
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  size_t bytes = kNamespacesReplyOverhead;
+  for (const auto& ns : all) {
+    proto::KvNamespaceEntry e;
+    e.namespace_id = ns.id;
+    e.fingerprint_hi = ns.fp.hi;
+    e.fingerprint_lo = ns.fp.lo;
+    if (!ns.recovered_only) {
+      e.tp_rank = ns.spec.tp_rank;
+      e.tp_size = ns.spec.tp_size;
+      e.chunk_tokens = ns.spec.chunk_tokens;
+      e.model_id = ns.spec.model_id;
+      e.layout = ns.spec.layout;
+      e.dtype = ns.spec.dtype;
+    }
+    for (size_t t = 0; t < kvcache::kKvTierCount; ++t) {
+      e.chunks[t] = ns.chunks[t];
+      e.bytes[t] = ns.bytes[t];
+    }
+    // One datagram: stop before the entry that would not fit.
+    bytes += kNamespaceEntryFixedBytes + e.model_id.size() + e.layout.size() + e.dtype.size();
+    if (bytes > proto::kMaxMessageSize || reply.namespaces.size() == proto::kMaxListEntries) break;
+    reply.namespaces.push_back(std::move(e));
+  }
+  return reply;
+}
+
+Result<proto::KvNamespaceDropReply> KvService::drop_namespace(uint64_t namespace_id) {
+  if (auto ok = start(); !ok) return tl::unexpected(ok.error());
+  if (namespace_id > UINT32_MAX) return fail(ENOENT, "no KV namespace " + std::to_string(namespace_id));
+  auto dropped = store_->drop_namespace(static_cast<uint32_t>(namespace_id));
+  if (!dropped) return tl::unexpected(dropped.error());
+  logger("kvstore")->info("kvstore: namespace {} dropped: {} chunks, {} leased (dropped at release)", namespace_id,
+                          dropped->dropped, dropped->deferred);
+  proto::KvNamespaceDropReply reply;
+  reply.chunks_dropped = dropped->dropped;
+  reply.chunks_deferred = dropped->deferred;
+  return reply;
+}
+
+std::string KvService::tier_name(kvcache::KvTier tier) const {
+  switch (tier) {
+    case kvcache::KvTier::kDram: return pool_.tiers()[plan_.dram_tier].name;
+    case kvcache::KvTier::kCxl: return plan_.cxl_tier ? pool_.tiers()[*plan_.cxl_tier].name : std::string();
+    case kvcache::KvTier::kSsd: return config_.ssd_path;
+  }
+  return {};
+}
+
+proto::KvStatusReply KvService::status() {
+  proto::KvStatusReply s;
+  auto started = start();
+  s.enabled = started ? 1 : 0;
+  s.eviction = config_.eviction == KvEviction::kS3Fifo ? 1 : 0;
+  s.ssd_sync = config_.ssd_sync == KvSsdSync::kPerCommit ? 1 : 0;
+  s.admission_threshold = config_.admission_threshold;
+  s.slot_bytes = config_.slot_bytes;
+  s.detail = started ? ssd_detail_ : started.error().message;
+  if (s.detail.size() > proto::kMaxStringLength) s.detail.resize(proto::kMaxStringLength);
+  for (size_t t = 0; t < kvcache::kKvTierCount; ++t) {
+    const auto tier = static_cast<kvcache::KvTier>(t);
+    proto::KvTierStatus ts;
+    ts.tier = static_cast<uint8_t>(t);
+    ts.name = tier_name(tier);
+    if (store_) {
+      ts.present = store_->has_tier(tier) ? 1 : 0;
+      const auto& c = store_->counters().tiers[t];
+      ts.capacity_bytes = c.capacity_bytes;
+      ts.used_bytes = c.used_bytes;
+      ts.chunks = c.chunks;
+      ts.hits = c.hits;
+      ts.misses = c.misses;
+      ts.evictions = c.evictions;
+      ts.promotions = c.promotions;
+      ts.demotions = c.demotions;
+      ts.admissions_rejected = c.admissions_rejected;
+      ts.bytes_written = c.bytes_written;
+      ts.bytes_read = c.bytes_read;
+      ts.errors = c.errors;
+    } else {
+      ts.present = tier == kvcache::KvTier::kDram || (tier == kvcache::KvTier::kCxl && plan_.cxl_tier) ||
+                   (tier == kvcache::KvTier::kSsd && !config_.ssd_path.empty());
+      ts.capacity_bytes = tier == kvcache::KvTier::kDram ? plan_.dram_bytes
+                          : tier == kvcache::KvTier::kCxl ? plan_.cxl_bytes
+                                                         : 0;
+    }
+    if (ts.name.size() > proto::kMaxStringLength) ts.name.resize(proto::kMaxStringLength);
+    s.tiers.push_back(std::move(ts));
+  }
+  if (!store_) return s;
+  const auto& c = store_->counters();
+  for (const auto& t : c.tiers) s.chunks += t.chunks;
+  s.index_capacity = store_->index_capacity();
+  s.lookups = c.lookups;
+  s.lookup_keys = c.lookup_keys;
+  s.lookup_hits = c.lookup_hits;
+  s.gets = c.gets;
+  s.puts = c.puts;
+  s.put_aborts = c.put_aborts;
+  s.prefetches = c.prefetches;
+  s.deletes = c.deletes;
+  s.leases = c.leases;
+  s.leased_bytes = c.leased_bytes;
+  s.reservations = c.reservations;
+  s.quota_rejections = c.quota_rejections;
+  s.ssd_durable_sequence = store_->ssd_durable_sequence();
+  return s;
+}
+
+void KvService::shutdown() {
+  while (!connections_.empty()) close(connections_.begin()->first);
+  if (!store_) return;
+  auto log = logger("kvstore");
+  if (auto flushed = store_->flush(); !flushed) {
+    log->error("kvstore: flushing the SSD log at shutdown failed: {}", flushed.error().message);
+  } else if (!config_.ssd_path.empty()) {
+    log->info("kvstore: SSD log sealed at sequence {}", store_->ssd_durable_sequence());
+  }
+  store_.reset();
+}
+
+void KvService::append_counters(std::vector<proto::Counter>& out) const {
+  auto add = [&](std::string name, uint64_t value) { out.push_back({std::move(name), value}); };
+  add("kv.started", store_ ? 1 : 0);
+  add("kv.connections", connections_.size());
+  add("kv.connections_opened", counters_.connections_opened);
+  add("kv.connections_closed", counters_.connections_closed);
+  add("kv.ring_requests", counters_.requests);
+  add("kv.ring_malformed_requests", counters_.malformed_requests);
+  add("kv.ring_completions", counters_.completions);
+  add("kv.ring_backlogged", counters_.backlogged);
+  add("kv.ring_broken", counters_.broken_rings);
+  add("kv.doorbells", counters_.doorbells);
+  add("kv.io_wakeups", counters_.io_wakeups);
+  add("kv.start_failures", counters_.start_failures);
+  if (!store_) return;
+  const auto& c = store_->counters();
+  add("kv.lookups", c.lookups);
+  add("kv.lookup_keys", c.lookup_keys);
+  add("kv.lookup_hits", c.lookup_hits);
+  add("kv.gets", c.gets);
+  add("kv.puts", c.puts);
+  add("kv.put_aborts", c.put_aborts);
+  add("kv.prefetches", c.prefetches);
+  add("kv.deletes", c.deletes);
+  add("kv.leases", c.leases);
+  add("kv.leased_bytes", c.leased_bytes);
+  add("kv.reservations", c.reservations);
+  add("kv.quota_rejections", c.quota_rejections);
+  add("kv.rejected_requests", c.rejected_requests);
+  add("kv.io_in_flight", store_->io_in_flight());
+  add("kv.ssd_durable_sequence", store_->ssd_durable_sequence());
+  for (size_t t = 0; t < kvcache::kKvTierCount; ++t) {
+    const auto tier = static_cast<kvcache::KvTier>(t);
+    if (!store_->has_tier(tier)) continue;
+    const auto& tc = c.tiers[t];
+    const std::string prefix = "kv.tier." + std::string(kvcache::to_string(tier)) + ".";
+    add(prefix + "capacity_bytes", tc.capacity_bytes);
+    add(prefix + "used_bytes", tc.used_bytes);
+    add(prefix + "chunks", tc.chunks);
+    add(prefix + "hits", tc.hits);
+    add(prefix + "misses", tc.misses);
+    add(prefix + "evictions", tc.evictions);
+    add(prefix + "promotions", tc.promotions);
+    add(prefix + "demotions", tc.demotions);
+    add(prefix + "admissions_rejected", tc.admissions_rejected);
+    add(prefix + "bytes_written", tc.bytes_written);
+    add(prefix + "bytes_read", tc.bytes_read);
+    add(prefix + "errors", tc.errors);
+  }
+}
+
+}  // namespace cxlpool::daemon

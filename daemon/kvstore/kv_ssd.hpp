@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// The KV store's SSD tier as configured: the file (created or grown to
+// ssd_bytes) or block device behind it, opened through io_uring or the posix
+// engine, and the region log on it scanned back into an index.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "../config.hpp"
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/kvcache/ssd_store.hpp"
+
+namespace cxlpool::daemon {
+
+struct KvSsd {
+  std::unique_ptr<kvcache::SsdStore> store;
+  std::string engine;  // "io_uring" or "posix"
+  bool direct = true;  // O_DIRECT; false where the file system refuses it
+};
+
+// EINVAL: a new file without ssd_bytes, or a path that is neither a regular
+// file nor a block device; the device's and the log's own errors otherwise.
+Result<KvSsd> open_kv_ssd(const KvStoreSection& config);
+
+}  // namespace cxlpool::daemon

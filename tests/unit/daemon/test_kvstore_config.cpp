@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0
+// [kvstore]: defaults, every key read, every rejection naming its key and
+// line, restart-only keys, and the example file and the documentation
+// covering every key.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "config.hpp"
+#include "cxlpool/common/units.hpp"
+
+namespace cxlpool::daemon {
+namespace {
+
+constexpr const char* kSource = "kv.toml";
+
+Result<Config> parse(const std::string& text) { return parse_config(text, kSource); }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+const std::vector<std::string> kKvKeys = {
+    "enabled",           "dram_tier",          "cxl_tier",          "dram_bytes",
+    "cxl_bytes",         "slot_bytes",         "eviction",          "admission_threshold",
+    "ssd_path",          "ssd_bytes",          "ssd_region_bytes",  "ssd_sync",
+    "ssd_engine",        "put_window_bytes",   "client_quota_bytes", "max_leases_per_client",
+    "index_capacity",    "dram_bandwidth_mbps", "dram_latency_ns",  "cxl_bandwidth_mbps",
+    "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",
+};
+
+TEST(KvStoreConfig, Defaults) {
+  auto config = parse("");
+  ASSERT_TRUE(config) << config.error().message;
+  const KvStoreSection& kv = config->kvstore;
+  EXPECT_TRUE(kv.enabled);
+  EXPECT_TRUE(kv.dram_tier.empty());
+  EXPECT_TRUE(kv.cxl_tier.empty());
+  EXPECT_EQ(kv.dram_bytes, 256 * kMiB);
+  EXPECT_EQ(kv.cxl_bytes, 256 * kMiB);
+  EXPECT_EQ(kv.slot_bytes, 2 * kMiB);
+  EXPECT_EQ(kv.eviction, KvEviction::kLru);
+  EXPECT_EQ(kv.admission_threshold, 2u);
+  EXPECT_TRUE(kv.ssd_path.empty());
+  EXPECT_EQ(kv.ssd_bytes, 0u);
+  EXPECT_EQ(kv.ssd_region_bytes, 16 * kMiB);
+  EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerRegion);
+  EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kAuto);
+  EXPECT_EQ(kv.put_window_bytes, 64 * kMiB);
+  EXPECT_EQ(kv.client_quota_bytes, 0u);
+  EXPECT_EQ(kv.max_leases_per_client, 65536u);
+  EXPECT_EQ(kv.index_capacity, 1u << 20);
+  EXPECT_EQ(kv.dram_bandwidth_mbps, 20000u);
+  EXPECT_EQ(kv.dram_latency_ns, 100u);
+  EXPECT_EQ(kv.cxl_bandwidth_mbps, 0u);
+  EXPECT_EQ(kv.cxl_latency_ns, 0u);
+  EXPECT_EQ(kv.ssd_bandwidth_mbps, 2000u);
+  EXPECT_EQ(kv.ssd_latency_ns, 100000u);
+  EXPECT_TRUE(embedded_default_config().kvstore.enabled);
+}
+
+TEST(KvStoreConfig, EveryKeyRead) {
+  auto config = parse(R"([kvstore]
+enabled = false
+dram_tier = "dram0"
+cxl_tier = "emu-slow"
+dram_bytes = "1G"
+cxl_bytes = "4G"
+slot_bytes = "1M"
+eviction = "s3fifo"
+admission_threshold = 1
+ssd_path = "/var/lib/cxlpool/kv.log"
+ssd_bytes = "64G"
+ssd_region_bytes = "32M"
+ssd_sync = "per-commit"
+ssd_engine = "posix"
+put_window_bytes = "16M"
+client_quota_bytes = "2G"
+max_leases_per_client = 100
+index_capacity = 5000000
+dram_bandwidth_mbps = 30000
+dram_latency_ns = 90
+cxl_bandwidth_mbps = 12000
+cxl_latency_ns = 350
+ssd_bandwidth_mbps = 6000
+ssd_latency_ns = 80000
+)");
+  ASSERT_TRUE(config) << config.error().message;
+  const KvStoreSection& kv = config->kvstore;
+  EXPECT_FALSE(kv.enabled);
+  EXPECT_EQ(kv.dram_tier, "dram0");
+  EXPECT_EQ(kv.cxl_tier, "emu-slow");
+  EXPECT_EQ(kv.dram_bytes, kGiB);
+  EXPECT_EQ(kv.cxl_bytes, 4 * kGiB);
+  EXPECT_EQ(kv.slot_bytes, kMiB);
+  EXPECT_EQ(kv.eviction, KvEviction::kS3Fifo);
+  EXPECT_EQ(kv.admission_threshold, 1u);
+  EXPECT_EQ(kv.ssd_path, "/var/lib/cxlpool/kv.log");
+  EXPECT_EQ(kv.ssd_bytes, 64 * kGiB);
+  EXPECT_EQ(kv.ssd_region_bytes, 32 * kMiB);
+  EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerCommit);
+  EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kPosix);
+  EXPECT_EQ(kv.put_window_bytes, 16 * kMiB);
+  EXPECT_EQ(kv.client_quota_bytes, 2 * kGiB);
+  EXPECT_EQ(kv.max_leases_per_client, 100u);
+  EXPECT_EQ(kv.index_capacity, 5000000u);
+  EXPECT_EQ(kv.dram_bandwidth_mbps, 30000u);
+  EXPECT_EQ(kv.dram_latency_ns, 90u);
+  EXPECT_EQ(kv.cxl_bandwidth_mbps, 12000u);
+  EXPECT_EQ(kv.cxl_latency_ns, 350u);
+  EXPECT_EQ(kv.ssd_bandwidth_mbps, 6000u);
+  EXPECT_EQ(kv.ssd_latency_ns, 80000u);
+}
+
+TEST(KvStoreConfig, AcceptedEdges) {
+  // No CXL arena; a slot as large as the DRAM arena and the put window.
+  auto small = parse("[kvstore]\ncxl_bytes = 0\nslot_bytes = 4096\ndram_bytes = 4096\nput_window_bytes = 4096\n"
+                     "admission_threshold = 0\nssd_engine = \"io_uring\"");
+  ASSERT_TRUE(small) << small.error().message;
+  EXPECT_EQ(small->kvstore.cxl_bytes, 0u);
+  EXPECT_EQ(small->kvstore.slot_bytes, 4096u);
+  // An SSD path without a size (an existing file or a block device), a
+  // region that just holds one slot plus its header and tail blocks.
+  auto ssd = parse("[kvstore]\nssd_path = \"/dev/nvme0n1\"\nslot_bytes = \"2M\"\nssd_region_bytes = 2105344");
+  ASSERT_TRUE(ssd) << ssd.error().message;
+  EXPECT_EQ(ssd->kvstore.ssd_region_bytes, 2 * kMiB + 8192);
+  // Arena sizes need not be whole slots: the remainder is unused.
+  auto ragged = parse("[kvstore]\nslot_bytes = \"3M\"");
+  ASSERT_TRUE(ragged) << ragged.error().message;
+  auto inline_table = parse("kvstore = { enabled = false }");
+  ASSERT_TRUE(inline_table) << inline_table.error().message;
+  EXPECT_FALSE(inline_table->kvstore.enabled);
+  auto empty_path = parse("[kvstore]\nssd_path = \"\"");
+  ASSERT_TRUE(empty_path) << empty_path.error().message;
+  EXPECT_TRUE(empty_path->kvstore.ssd_path.empty());
+}
+
+struct Rejection {
+  const char* text;
+  const char* key;
+  uint32_t line;
+  const char* what;
+};
+
+class KvStoreConfigRejects : public ::testing::TestWithParam<Rejection> {};
+
+TEST_P(KvStoreConfigRejects, NamesKeyAndLine) {
+  const Rejection& r = GetParam();
+  auto config = parse(r.text);
+  ASSERT_FALSE(config) << "accepted:\n" << r.text;
+  EXPECT_EQ(config.error().code, EINVAL);
+  const std::string& message = config.error().message;
+  const std::string prefix = std::string(kSource) + ":" + std::to_string(r.line) + ": " + r.key + ": ";
+  EXPECT_EQ(message.rfind(prefix, 0), 0u) << "message: " << message << "\nexpected prefix: " << prefix;
+  EXPECT_NE(message.find(r.what), std::string::npos) << "message: " << message << "\nexpected: " << r.what;
+}
+
+const Rejection kRejections[] = {
+    {"kvstore = 1", "kvstore", 1, "expected a table ([kvstore])"},
+    {"[kvstore]\nenabled = 1", "kvstore.enabled", 2, "expected a boolean"},
+    {"[kvstore]\ndram_tier = \"DRAM 0\"", "kvstore.dram_tier", 2, "must be a tier name"},
+    {"[kvstore]\ncxl_tier = 3", "kvstore.cxl_tier", 2, "expected a string"},
+    {"[kvstore]\ndram_tier = \"a\"\ncxl_tier = \"a\"", "kvstore.cxl_tier", 3, "must differ from dram_tier"},
+    {"[kvstore]\ndram_bytes = 0", "kvstore.dram_bytes", 2, "must be greater than 0"},
+    {"[kvstore]\ndram_bytes = \"lots\"", "kvstore.dram_bytes", 2, "not a size"},
+    {"[kvstore]\ncxl_bytes = -1", "kvstore.cxl_bytes", 2, "must not be negative"},
+    {"[kvstore]\nslot_bytes = 0", "kvstore.slot_bytes", 2, "must be greater than 0"},
+    {"[kvstore]\nslot_bytes = 5000", "kvstore.slot_bytes", 2, "must be a multiple of 4096"},
+    {"[kvstore]\nslot_bytes = \"2G\"", "kvstore.slot_bytes", 2, "no larger than"},
+    {"[kvstore]\neviction = \"lfu\"", "kvstore.eviction", 2, "must be one of \"lru\", \"s3fifo\"; got 'lfu'"},
+    {"[kvstore]\neviction = true", "kvstore.eviction", 2, "expected a string"},
+    {"[kvstore]\nadmission_threshold = 256", "kvstore.admission_threshold", 2, "between 0 and 255"},
+    {"[kvstore]\nadmission_threshold = -1", "kvstore.admission_threshold", 2, "between 0 and 255"},
+    {"[kvstore]\nssd_path = \"kv.log\"", "kvstore.ssd_path", 2, "must be an absolute path"},
+    {"[kvstore]\nssd_bytes = \"1G\"", "kvstore.ssd_bytes", 2, "only meaningful with ssd_path"},
+    {"[kvstore]\nssd_path = \"/x\"\nssd_bytes = 0", "kvstore.ssd_bytes", 3, "must be greater than 0"},
+    {"[kvstore]\nssd_path = \"/x\"\nssd_bytes = \"16M\"", "kvstore.ssd_bytes", 3,
+     "must hold at least two regions of ssd_region_bytes (16777216)"},
+    {"[kvstore]\nssd_region_bytes = 4096", "kvstore.ssd_region_bytes", 2, "between 8192 and 1073741824"},
+    {"[kvstore]\nssd_region_bytes = 10000", "kvstore.ssd_region_bytes", 2, "multiple of 4096"},
+    {"[kvstore]\nssd_region_bytes = \"2G\"", "kvstore.ssd_region_bytes", 2, "between 8192 and 1073741824"},
+    {"[kvstore]\nssd_path = \"/x\"\nslot_bytes = \"2M\"\nssd_region_bytes = \"2M\"", "kvstore.ssd_region_bytes", 4,
+     "must hold one chunk of slot_bytes (2097152)"},
+    {"[kvstore]\nssd_path = \"/x\"\nslot_bytes = \"16M\"", "kvstore.ssd_region_bytes", 1,
+     "must hold one chunk of slot_bytes (16777216) plus 8192 bytes of entry header and tail (the default)"},
+    {"[kvstore]\nssd_sync = \"always\"", "kvstore.ssd_sync", 2, "must be one of \"per-region\", \"per-commit\""},
+    {"[kvstore]\nssd_engine = \"aio\"", "kvstore.ssd_engine", 2,
+     "must be one of \"auto\", \"io_uring\", \"posix\"; got 'aio'"},
+    {"[kvstore]\nput_window_bytes = 0", "kvstore.put_window_bytes", 2, "must be greater than 0"},
+    {"[kvstore]\nslot_bytes = \"4M\"\nput_window_bytes = \"2M\"", "kvstore.put_window_bytes", 3,
+     "must hold at least one slot of slot_bytes (4194304)"},
+    {"[kvstore]\nslot_bytes = \"4M\"\ndram_bytes = \"2M\"", "kvstore.dram_bytes", 3, "must hold at least one slot"},
+    {"[kvstore]\nslot_bytes = \"512M\"", "kvstore.dram_bytes", 1, "must hold at least one slot of slot_bytes "
+                                                                   "(536870912) (the default)"},
+    {"[kvstore]\ncxl_bytes = 4096", "kvstore.cxl_bytes", 2, "must be 0 (no CXL arena) or hold at least one slot"},
+    {"[kvstore]\nclient_quota_bytes = \"1Q\"", "kvstore.client_quota_bytes", 2, "unknown size unit"},
+    {"[kvstore]\nmax_leases_per_client = 0", "kvstore.max_leases_per_client", 2, "between 1 and 16777216"},
+    {"[kvstore]\nindex_capacity = 0", "kvstore.index_capacity", 2, "between 1 and 4294967296"},
+    {"[kvstore]\ndram_bandwidth_mbps = 0", "kvstore.dram_bandwidth_mbps", 2, "between 1 and 10000000"},
+    {"[kvstore]\ndram_latency_ns = 0", "kvstore.dram_latency_ns", 2, "between 1 and 100000000"},
+    {"[kvstore]\ncxl_bandwidth_mbps = -1", "kvstore.cxl_bandwidth_mbps", 2, "between 0 and 10000000"},
+    {"[kvstore]\ncxl_latency_ns = 100000001", "kvstore.cxl_latency_ns", 2, "between 0 and 100000000"},
+    {"[kvstore]\nssd_bandwidth_mbps = 1.5", "kvstore.ssd_bandwidth_mbps", 2, "expected an integer, got a float"},
+    {"[kvstore]\nssd_latency_ns = 0", "kvstore.ssd_latency_ns", 2, "between 1 and 100000000"},
+    {"[kvstore]\nslot = 4096", "kvstore.slot", 2, "unknown key (valid in [kvstore]: enabled, dram_tier"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, KvStoreConfigRejects, ::testing::ValuesIn(kRejections));
+
+TEST(KvStoreConfig, EveryKeyNeedsARestart) {
+  const Config running = *parse("");
+  for (const auto& [line, key] : std::vector<std::pair<std::string, std::string>>{
+           {"enabled = false", "enabled"},
+           {"dram_tier = \"x\"", "dram_tier"},
+           {"cxl_tier = \"x\"", "cxl_tier"},
+           {"dram_bytes = \"1G\"", "dram_bytes"},
+           {"cxl_bytes = 0", "cxl_bytes"},
+           {"slot_bytes = \"1M\"", "slot_bytes"},
+           {"eviction = \"s3fifo\"", "eviction"},
+           {"admission_threshold = 3", "admission_threshold"},
+           {"ssd_path = \"/kv\"", "ssd_path"},
+           {"ssd_path = \"\"\nssd_region_bytes = \"8M\"", "ssd_region_bytes"},
+           {"ssd_sync = \"per-commit\"", "ssd_sync"},
+           {"ssd_engine = \"posix\"", "ssd_engine"},
+           {"put_window_bytes = \"8M\"", "put_window_bytes"},
+           {"client_quota_bytes = \"1G\"", "client_quota_bytes"},
+           {"max_leases_per_client = 5", "max_leases_per_client"},
+           {"index_capacity = 10", "index_capacity"},
+           {"dram_bandwidth_mbps = 1", "dram_bandwidth_mbps"},
+           {"dram_latency_ns = 1", "dram_latency_ns"},
+           {"cxl_bandwidth_mbps = 1", "cxl_bandwidth_mbps"},
+           {"cxl_latency_ns = 1", "cxl_latency_ns"},
+           {"ssd_bandwidth_mbps = 1", "ssd_bandwidth_mbps"},
+           {"ssd_latency_ns = 1", "ssd_latency_ns"},
+       }) {
+    auto next = parse("[kvstore]\n" + line);
+    ASSERT_TRUE(next) << line << ": " << next.error().message;
+    const auto keys = changes_needing_restart(running, *next);
+    EXPECT_EQ(keys, std::vector<std::string>{"kvstore." + key}) << line;
+  }
+  auto with_size = parse("[kvstore]\nssd_path = \"/kv\"\nssd_bytes = \"1G\"");
+  auto bigger = parse("[kvstore]\nssd_path = \"/kv\"\nssd_bytes = \"2G\"");
+  ASSERT_TRUE(with_size && bigger);
+  EXPECT_EQ(changes_needing_restart(*with_size, *bigger), std::vector<std::string>{"kvstore.ssd_bytes"});
+  EXPECT_TRUE(changes_needing_restart(running, *parse("[kvstore]\n")).empty());
+}
+
+TEST(KvStoreConfig, ExampleFileShowsEveryKeyAndParses) {
+  const std::string path = env("CXLPOOL_EXAMPLE_CONFIG");
+  ASSERT_FALSE(path.empty()) << "CXLPOOL_EXAMPLE_CONFIG is not set (run through meson test)";
+  auto config = load_config_file(path);
+  ASSERT_TRUE(config) << config.error().message;
+  const std::string text = read_file(path);
+  const auto section = text.find("\n[kvstore]");
+  ASSERT_NE(section, std::string::npos) << "the example has no [kvstore] table";
+  const std::string body = text.substr(section);
+  for (const std::string& key : kKvKeys) {
+    const std::regex assignment("\n[ \t]*#?[ \t]*" + key + "[ \t]*=");
+    EXPECT_TRUE(std::regex_search(body, assignment)) << "the example's [kvstore] does not show " << key;
+  }
+}
+
+TEST(KvStoreConfig, DocumentationListsEveryKey) {
+  const std::string path = env("CXLPOOL_CONFIG_DOC");
+  ASSERT_FALSE(path.empty()) << "CXLPOOL_CONFIG_DOC is not set (run through meson test)";
+  const std::string text = read_file(path);
+  ASSERT_FALSE(text.empty()) << path;
+  for (const std::string& key : kKvKeys) {
+    EXPECT_NE(text.find("| `kvstore." + key + "`"), std::string::npos) << "docs/configuration.md has no row for "
+                                                                       << key;
+  }
+}
+
+}  // namespace
+}  // namespace cxlpool::daemon
