@@ -116,7 +116,8 @@ std::string kv_status_text(const proto::KvStatusReply& r) {
   }
   const uint64_t lookup_misses = r.lookup_keys >= r.lookup_hits ? r.lookup_keys - r.lookup_hits : 0;
   out += "kv store:  enabled, eviction " + std::string(eviction_name(r.eviction)) + ", SSD sync " +
-         sync_name(r.ssd_sync) + ", SSD admission after " + num(r.admission_threshold) + " sightings\n";
+         sync_name(r.ssd_sync) + ", SSD admission after " + num(r.admission_threshold) +
+         (r.admission_threshold == 1 ? " sighting\n" : " sightings\n");
   out += "chunks:    " + num(r.chunks) + " indexed (capacity " + num(r.index_capacity) + "), slots of " +
          format_size(r.slot_bytes) + "\n";
   out += "requests:  " + num(r.lookups) + " lookups (" + num(r.lookup_keys) + " keys, " +
