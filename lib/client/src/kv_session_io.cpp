@@ -36,6 +36,19 @@ std::span<const proto::KvKey> wire_keys(std::span<const cxlpool_kv_key> keys) {
 
 constexpr uint8_t op_of(proto::KvOp op) { return static_cast<uint8_t>(op); }
 
+// For the first microseconds of a spin the answer is usually on its way from
+// a busy-polling daemon: wait without a system call. Past that, yield, in
+// case the daemon shares this core.
+constexpr uint64_t kQuietSpinNs = 5'000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 }  // namespace
 
 Result<void> KvSession::usable_locked() const {
@@ -200,7 +213,8 @@ void KvSession::sleep_locked(std::unique_lock<std::mutex>& lock, uint64_t deadli
 
 template <typename Done>
 Result<bool> KvSession::wait_locked(std::unique_lock<std::mutex>& lock, Done&& done, uint64_t deadline_ns) {
-  const uint64_t spin_until = monotonic_ns() + spin_ns_;
+  const uint64_t start = monotonic_ns();
+  const uint64_t spin_until = start + spin_ns_;
   for (;;) {
     drain_locked();
     if (done()) return true;
@@ -209,9 +223,13 @@ Result<bool> KvSession::wait_locked(std::unique_lock<std::mutex>& lock, Done&& d
     if (deadline_ns != 0 && now >= deadline_ns) return false;
     if (now < spin_until) {
       // The daemon answers within microseconds when it is polling; a
-      // scheduler round trip costs more. Yield in case it shares this core.
+      // sleep and wake-up cost more than that.
       lock.unlock();
-      ::sched_yield();
+      if (now - start < kQuietSpinNs) {
+        for (int i = 0; i < 32; ++i) cpu_relax();
+      } else {
+        ::sched_yield();
+      }
       lock.lock();
       continue;
     }

@@ -72,6 +72,12 @@ void FakeKvDaemon::disconnect() {
   if (conn_) ::shutdown(conn_.get(), SHUT_RDWR);
 }
 
+std::vector<std::byte> FakeKvDaemon::dram_slot(uint64_t slot, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  const std::byte* p = dram_ + slot * kSlotBytes;
+  return std::vector<std::byte>(p, p + bytes);
+}
+
 uint64_t FakeKvDaemon::leases_held() {
   std::lock_guard lock(mutex_);
   return leases_.size();

@@ -47,8 +47,9 @@ class FakeKvDaemon {
 
   // Drops the control connection (as a crashed daemon would).
   void disconnect();
-  // Bytes of DRAM slot `slot` as the daemon sees them.
-  const std::byte* dram_slot(uint64_t slot) const { return dram_ + slot * kSlotBytes; }
+  // The first `bytes` of DRAM slot `slot` as the daemon sees them (copied
+  // under its lock: the ring's ordering is through another mapping).
+  std::vector<std::byte> dram_slot(uint64_t slot, size_t bytes);
   uint64_t leases_held();
 
  private:

@@ -94,7 +94,8 @@ TEST_F(ClientKvSession, PutThenGetReadsTheBytesInPlace) {
     EXPECT_EQ(bytes[0], 10 + i);
     EXPECT_EQ(bytes[4999], 10 + i);
     // The pointer is the arena's, where the daemon keeps the chunk.
-    EXPECT_EQ(std::memcmp(locs[i].data, daemon_.dram_slot(locs[i].offset / FakeKvDaemon::kSlotBytes), 5000), 0);
+    EXPECT_EQ(std::memcmp(locs[i].data, daemon_.dram_slot(locs[i].offset / FakeKvDaemon::kSlotBytes, 5000).data(), 5000),
+              0);
   }
   EXPECT_EQ(daemon_.leases_held(), 1u);
   EXPECT_EQ(cxlpool_kv_release(kv_, lease), 0);
