@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+// A KvStore over heap arenas, put windows and (optionally) an SSD log on a
+// file in the build tree through a real block driver, with helpers that
+// submit one request and poll until its completion comes back.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cxlpool/kvcache/store.hpp"
+#include "cxlpool_build_config.h"
+#include "faulty_block_device.hpp"
+#include "posix_block_device.hpp"
+#if CXLPOOL_HAVE_URING
+#include "uring_block_device.hpp"
+#endif
+
+namespace cxlpool::kvcache::testing {
+
+inline constexpr std::uint64_t kSlot = 16 * 1024;
+inline constexpr std::uint32_t kChunk = 10000;  // bytes per test chunk (<= kSlot)
+inline constexpr KvClientId kAlice = 1;
+inline constexpr KvClientId kBob = 2;
+
+enum class Driver { kPosix, kUring };
+
+inline std::string driver_name(const ::testing::TestParamInfo<Driver>& info) {
+  return info.param == Driver::kPosix ? "posix" : "uring";
+}
+
+struct HarnessOptions {
+  std::size_t dram_slots = 8;
+  std::size_t cxl_slots = 0;
+  std::size_t window_slots = 16;
+  bool ssd = false;
+  Driver driver = Driver::kPosix;
+  SsdSyncPolicy sync = SsdSyncPolicy::kPerRegion;
+  std::uint32_t ssd_regions = 16;
+  std::uint32_t region_bytes = 256 * 1024;  // 15 test chunks
+  bool faulty = false;
+  cxlpool::testing::FaultPlan fault;
+  KvStoreConfig config = default_config();
+
+  static KvStoreConfig default_config() {
+    KvStoreConfig c;
+    c.slot_bytes = kSlot;
+    c.index_capacity = 4096;
+    c.admission.width = 4096;
+    return c;
+  }
+};
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+class Area {
+ public:
+  Area() = default;
+  explicit Area(std::size_t bytes)
+      : bytes_(bytes), p_(bytes ? static_cast<std::byte*>(std::aligned_alloc(4096, bytes)) : nullptr) {
+    if (p_) std::memset(p_.get(), 0, bytes);
+  }
+  std::span<std::byte> span() const { return {p_.get(), bytes_}; }
+  std::byte* data() const { return p_.get(); }
+
+ private:
+  std::size_t bytes_ = 0;
+  std::unique_ptr<std::byte, AlignedFree> p_;
+};
+
+inline NamespaceSpec test_spec(const std::string& model = "test-model") {
+  NamespaceSpec s;
+  s.model_id = model;
+  s.layout = "test-layout";
+  s.dtype = "bf16";
+  return s;
+}
+
+// Keys of one synthetic sequence: `seq` tells sequences apart.
+inline std::vector<proto::KvKey> keys_of(std::uint64_t seq, std::size_t n, std::size_t first = 0) {
+  std::vector<proto::KvKey> keys;
+  for (std::size_t i = first; i < first + n; ++i) keys.push_back(proto::KvKey{seq * 1000003 + i + 1, seq + 77});
+  return keys;
+}
+
+inline std::vector<std::byte> payload_of(const proto::KvKey& k, std::uint32_t bytes = kChunk) {
+  std::vector<std::byte> p(bytes);
+  for (std::uint32_t b = 0; b < bytes; ++b) p[b] = static_cast<std::byte>((k.lo * 131 + k.hi * 17 + b * 7 + (b >> 8)) & 0xff);
+  return p;
+}
+
+class KvHarness {
+ public:
+  // Empty when the store is up; else why this host cannot run the case
+  // (test failures are reported through gtest).
+  std::string open(const HarnessOptions& o) {
+    options_ = o;
+    if (o.ssd && path_.empty()) {
+      std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+      for (char& c : name) if (c == '/') c = '_';
+      path_ = std::string(CXLPOOL_STORE_TEST_DIR) + "/kvstore_" + std::to_string(::getpid()) + "_" + name + ".img";
+      ::unlink(path_.c_str());
+    }
+    return start();
+  }
+  // Drops the store as a crash would (no flush) and starts a new one on the
+  // same SSD file with fresh arenas.
+  std::string restart() {
+    store_.reset();
+    return start();
+  }
+  ~KvHarness() {
+    store_.reset();
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+
+  KvStore& store() { return *store_; }
+  bool up() const { return store_ != nullptr; }
+  std::uint32_t ns() const { return ns_; }
+  cxlpool::testing::FaultyBlockDevice* faulty() { return faulty_; }
+  const std::string& path() const { return path_; }
+
+  std::byte* arena(std::uint16_t tier) { return tier == 0 ? dram_.data() : cxl_.data(); }
+  std::byte* window(KvClientId c) { return c == kAlice ? window_a_.data() : window_b_.data(); }
+
+  // Submits one request and polls until its completion is back.
+  KvStoreCompletion call(KvClientId client, proto::KvOp op, std::span<const proto::KvKey> keys,
+                         std::uint64_t param0 = 0, std::uint64_t param1 = 0, std::uint16_t flags = 0,
+                         std::uint64_t ns = UINT64_MAX) {
+    const std::uint64_t id = submit(client, op, keys, param0, param1, flags, ns);
+    return wait(client, id);
+  }
+  std::uint64_t submit(KvClientId client, proto::KvOp op, std::span<const proto::KvKey> keys,
+                       std::uint64_t param0 = 0, std::uint64_t param1 = 0, std::uint16_t flags = 0,
+                       std::uint64_t ns = UINT64_MAX) {
+    proto::KvRequest r;
+    r.request_id = ++next_id_;
+    r.op = static_cast<std::uint8_t>(op);
+    r.flags = flags;
+    r.count = static_cast<std::uint32_t>(keys.size());
+    r.namespace_id = ns == UINT64_MAX ? ns_ : ns;
+    r.param0 = param0;
+    r.param1 = param1;
+    EXPECT_TRUE(proto::kv_request_well_formed(r)) << "test bug: malformed request";
+    store_->submit(client, r, keys);
+    return r.request_id;
+  }
+  KvStoreCompletion wait(KvClientId client, std::uint64_t id) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      for (auto it = stray_.begin(); it != stray_.end(); ++it) {
+        if (it->client == client && it->completion.request_id == id) {
+          KvStoreCompletion c = std::move(*it);
+          stray_.erase(it);
+          return c;
+        }
+      }
+      std::vector<KvStoreCompletion> out;
+      const std::size_t n = store_->poll(out);
+      stray_.insert(stray_.end(), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+      if (n == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          ADD_FAILURE() << "no completion for request " << id;
+          KvStoreCompletion none;
+          none.completion.status = -ETIMEDOUT;
+          return none;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+  }
+  // Completions polled but not asked for yet.
+  std::vector<KvStoreCompletion>& stray() { return stray_; }
+
+  // put_begin, write every slot not already cached, commit them all.
+  // Returns the commit's completion (or put_begin's when that failed).
+  KvStoreCompletion put(KvClientId client, std::span<const proto::KvKey> keys, std::uint32_t bytes = kChunk) {
+    KvStoreCompletion begin = call(client, proto::KvOp::kPutBegin, keys, bytes);
+    if (begin.completion.status != 0) return begin;
+    EXPECT_EQ(begin.locations.size(), keys.size());
+    for (std::size_t i = 0; i < begin.locations.size(); ++i) {
+      const proto::KvLocation& loc = begin.locations[i];
+      EXPECT_EQ(loc.tier, proto::kKvLocationPutWindow);
+      if (loc.flags & proto::kKvLocationCached) continue;
+      const auto p = payload_of(keys[i], bytes);
+      std::memcpy(window(client) + loc.offset, p.data(), bytes);
+    }
+    return call(client, proto::KvOp::kPutCommit, keys, begin.completion.result0);
+  }
+
+  // The bytes a location points at equal the key's payload.
+  ::testing::AssertionResult holds(const proto::KvLocation& loc, const proto::KvKey& key,
+                                   std::uint32_t bytes = kChunk) {
+    if (loc.tier > 1) return ::testing::AssertionFailure() << "tier " << loc.tier << " is not mapped";
+    if (loc.length != bytes) return ::testing::AssertionFailure() << "length " << loc.length;
+    const auto p = payload_of(key, bytes);
+    if (std::memcmp(arena(loc.tier) + loc.offset, p.data(), bytes) != 0) {
+      return ::testing::AssertionFailure() << "bytes differ at tier " << loc.tier << " offset " << loc.offset;
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  // Tier of each chunk of the cached prefix (lookup).
+  std::vector<std::uint16_t> tiers(std::span<const proto::KvKey> keys) {
+    auto c = call(kAlice, proto::KvOp::kLookup, keys);
+    std::vector<std::uint16_t> t;
+    for (const auto& l : c.locations) t.push_back(l.tier);
+    return t;
+  }
+
+ private:
+  std::string start() {
+    const HarnessOptions& o = options_;
+    dram_ = Area(o.dram_slots * kSlot);
+    cxl_ = Area(o.cxl_slots * kSlot);
+    window_a_ = Area(o.window_slots * kSlot);
+    window_b_ = Area(o.window_slots * kSlot);
+    std::unique_ptr<SsdStore> ssd;
+    faulty_ = nullptr;
+    if (o.ssd) {
+      hal::BlockOpenOptions bo;
+      bo.create = true;
+      bo.truncate_to = std::uint64_t{o.region_bytes} * o.ssd_regions;
+      Result<std::unique_ptr<hal::BlockDevice>> dev = fail(ENOSYS, "uring backend not compiled");
+      if (o.driver == Driver::kPosix) {
+        dev = drivers::open_posix_block_device(path_, bo);
+      } else {
+#if CXLPOOL_HAVE_URING
+        dev = drivers::open_uring_block_device(path_, bo);
+#endif
+      }
+      if (!dev) {
+        if (dev.error().code == ENOSYS || dev.error().code == EPERM || dev.error().code == EINVAL) {
+          return dev.error().message;
+        }
+        ADD_FAILURE() << dev.error().message;
+        return {};
+      }
+      std::unique_ptr<hal::BlockDevice> device = std::move(*dev);
+      if (o.faulty) {
+        auto f = std::make_unique<cxlpool::testing::FaultyBlockDevice>(std::move(device), o.fault);
+        faulty_ = f.get();
+        device = std::move(f);
+      }
+      SsdStoreConfig sc;
+      sc.region_bytes = o.region_bytes;
+      sc.sync = o.sync;
+      auto opened = SsdStore::open(std::move(device), sc);
+      if (!opened) {
+        ADD_FAILURE() << opened.error().message;
+        return {};
+      }
+      ssd = std::move(*opened);
+    }
+    auto created = KvStore::create(o.config, KvArenas{dram_.span(), cxl_.span()}, std::move(ssd));
+    if (!created) {
+      ADD_FAILURE() << created.error().message;
+      return {};
+    }
+    store_ = std::move(*created);
+    EXPECT_TRUE(store_->add_client(kAlice, window_a_.span()));
+    EXPECT_TRUE(store_->add_client(kBob, window_b_.span()));
+    auto id = store_->open_namespace(test_spec());
+    EXPECT_TRUE(id);
+    ns_ = id.value_or(0);
+    stray_.clear();
+    return {};
+  }
+
+  HarnessOptions options_;
+  std::string path_;
+  Area dram_, cxl_, window_a_, window_b_;
+  cxlpool::testing::FaultyBlockDevice* faulty_ = nullptr;
+  std::unique_ptr<KvStore> store_;
+  std::uint32_t ns_ = 0;
+  std::uint64_t next_id_ = 0;
+  std::vector<KvStoreCompletion> stray_;
+};
+
+// Opens the harness or skips the test with the host's reason.
+#define KV_OPEN_OR_SKIP(harness, options)                      \
+  do {                                                         \
+    const std::string why_ = (harness).open(options);          \
+    if (!why_.empty()) GTEST_SKIP() << why_;                   \
+    ASSERT_TRUE((harness).up());                               \
+  } while (0)
+
+}  // namespace cxlpool::kvcache::testing
