@@ -65,15 +65,8 @@ bool KvSession::translate(uint8_t op, const proto::KvLocation& in, cxlpool_kv_lo
     return true;
   };
   const bool put_begin = op == op_of(proto::KvOp::kPutBegin);
-  if (put_begin && (in.flags & proto::kKvLocationCached) != 0) {
-    // Nothing is written there; a pointer only where it is certainly ours.
-    if (in.tier == proto::kKvLocationPutWindow) {
-      (void)inside(put_window_.data(), put_window_.length());
-    } else if (in.tier <= 1) {
-      (void)inside(arenas_[in.tier].mapping.data(), arenas_[in.tier].bytes);
-    }
-    return true;
-  }
+  // Already stored: nothing is written, so no pointer to write through.
+  if (put_begin && (in.flags & proto::kKvLocationCached) != 0) return true;
   switch (in.tier) {
     case 0:
     case 1:

@@ -153,6 +153,10 @@ TEST_F(ClientKvSession, PutBeginSlotsAreWritableAndCommitPublishes) {
   EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, &k[1], 1, locs), 1);
   EXPECT_EQ(static_cast<const unsigned char*>(locs[0].data)[63], 0x41);
   EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, &k[0], 1, locs), 0);
+  // Stored now: put_begin marks it cached and gives nothing to write through.
+  ASSERT_EQ(cxlpool_kv_put_begin(kv_, ns_.id, &k[1], 1, 64, &reservation, slots), 0);
+  EXPECT_NE(slots[0].flags & CXLPOOL_KV_LOC_CACHED, 0);
+  EXPECT_EQ(slots[0].data, nullptr);
 }
 
 // The daemon answers an asynchronous get only after a helper's lookup

@@ -128,7 +128,7 @@ class KvReservation {
   // The store already holds chunk i: nothing to write, nothing to commit.
   bool cached(size_t i) const { return (slots_.at(i).flags & CXLPOOL_KV_LOC_CACHED) != 0; }
   // Where chunk i is written (nullptr when cached).
-  void* data(size_t i) const { return cached(i) ? nullptr : slots_.at(i).data; }
+  void* data(size_t i) const { return slots_.at(i).data; }
   size_t capacity(size_t i) const { return slots_.at(i).length; }
 
   // Commits every chunk that was not cached (all keys when every one was,
