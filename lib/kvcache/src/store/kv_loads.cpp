@@ -5,11 +5,42 @@
 // dropped it too) and fails the gets waiting for it; one that finds the chunk
 // gone (deleted, or evicted from the log before the read was issued) only
 // shortens their prefix.
+#include <sys/uio.h>
+
+#include <algorithm>
 #include <cerrno>
 
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
+
+// Reads into registered buffers skip pinning the slot's pages on every
+// I/O. A device or kernel that refuses (posix needs nothing, a DAX-backed
+// CXL arena may not be registrable, RLIMIT_MEMLOCK) falls back to DRAM only,
+// then to plain reads.
+void KvStore::Impl::register_arenas() {
+  constexpr std::uint64_t kMaxFixedBuffer = 1ull << 30;  // io_uring's limit per buffer
+  if (config.slot_bytes > kMaxFixedBuffer) return;
+  fixed_piece = kMaxFixedBuffer / config.slot_bytes * config.slot_bytes;
+  for (std::size_t tiers : {2u, 1u}) {
+    std::vector<iovec> iov;
+    std::int32_t base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
+    for (std::size_t t = 0; t < tiers; ++t) {
+      const ArenaTier& a = arenas[t];
+      if (!a.present()) continue;
+      base[t] = static_cast<std::int32_t>(iov.size());
+      const std::uint64_t used = a.slots.capacity() * config.slot_bytes;
+      for (std::uint64_t off = 0; off < used; off += fixed_piece) {
+        iov.push_back(iovec{a.bytes.data() + off, static_cast<std::size_t>(std::min(fixed_piece, used - off))});
+      }
+    }
+    if (ssd->device().register_buffers(iov)) {
+      fixed_base[0] = base[0];
+      fixed_base[1] = base[1];
+      return;
+    }
+  }
+}
 
 bool KvStore::Impl::start_load(const ChunkKey& key) {
   KvTier tier = KvTier::kDram;
@@ -35,7 +66,10 @@ void KvStore::Impl::submit_loads() {
   scratch_gets.clear();
   for (const ChunkKey& key : unsubmitted) {
     const Load& load = loads[key];
-    scratch_gets.push_back(SsdGetRequest{key, {slot_ptr(load.tier, load.offset), config.slot_bytes}, 0});
+    const std::int32_t base = fixed_base[tier_index(load.tier)];
+    const std::int32_t fixed =
+        base == hal::kNoRegisteredBuffer ? base : base + static_cast<std::int32_t>(load.offset / fixed_piece);
+    scratch_gets.push_back(SsdGetRequest{key, {slot_ptr(load.tier, load.offset), config.slot_bytes}, 0, fixed});
   }
   ssd_touched = true;
   auto accepted = ssd->submit_gets(scratch_gets);

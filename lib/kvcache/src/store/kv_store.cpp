@@ -87,6 +87,7 @@ Result<std::unique_ptr<KvStore>> KvStore::create(const KvStoreConfig& config, Kv
     if (ssd->config().index_capacity > room) ssd->set_index_capacity(room);
     ssd->set_eviction_listener([impl = &s](const ChunkKey& k) { impl->ssd_evicted.push_back(k); });
     s.ssd = std::move(ssd);
+    s.register_arenas();
     s.index_recovered_ssd();
   }
   return store;

@@ -112,6 +112,11 @@ struct KvStore::Impl {
   std::vector<KvStoreCompletion> ready;
   std::vector<ChunkKey> ssd_evicted;  // filled by the SSD store's listener
   bool ssd_touched = false;           // the completion eventfd may be signalled
+  // Arenas registered with the SSD device as fixed buffers, cut into pieces
+  // of fixed_piece bytes (whole slots, at most 1 GiB each): the registered
+  // buffer of an arena offset is fixed_base[tier] + offset / fixed_piece.
+  std::int32_t fixed_base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
+  std::uint64_t fixed_piece = 0;
 
   std::uint64_t next_sequence = 1;
   KvStoreCounters counters;  // request and movement counts; tier gauges filled in on read
@@ -183,6 +188,7 @@ struct KvStore::Impl {
   // Queues a read of SSD chunk `key` into a free arena slot (DRAM, else CXL);
   // false when no slot can be had.
   bool start_load(const ChunkKey& key);
+  void register_arenas();
   void submit_loads();
   void reap_loads();
   void finish_load(const SsdGetCompletion& done);

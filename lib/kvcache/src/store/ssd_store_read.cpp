@@ -157,6 +157,7 @@ Result<std::size_t> SsdStore::submit_gets(std::span<const SsdGetRequest> request
     r.buffer = req.buffer.data();
     r.length = read_buffer_bytes(live.payload_bytes);
     r.user_data = tag;
+    r.buffer_index = req.buffer_index;
     batch.push_back(r);
     ++accepted;
   }

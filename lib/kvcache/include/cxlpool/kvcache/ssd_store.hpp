@@ -101,6 +101,9 @@ struct SsdGetRequest {
   // Aligned to the device's mem_alignment, at least read_buffer_bytes() long.
   std::span<std::byte> buffer;
   std::uint64_t user_data = 0;
+  // The device's registered buffer holding `buffer` (BlockDevice::
+  // register_buffers), for fixed-buffer reads; kNoRegisteredBuffer if none.
+  std::int32_t buffer_index = hal::kNoRegisteredBuffer;
 };
 
 struct SsdGetCompletion {

@@ -22,13 +22,22 @@
 // it is dropped and counted as an admission reject). A chunk that already
 // has an SSD copy is dropped from the arena without a second write. A get of
 // a CXL chunk promotes it into DRAM when a DRAM slot can be had; a get of an
-// SSD chunk reads it with one O_DIRECT read straight into a DRAM slot (the
-// request completes when the read does), and so does prefetch.
+// SSD chunk reads it with one O_DIRECT read straight into a DRAM slot (a CXL
+// slot when no DRAM slot can be had; the arenas are the device's registered
+// buffers when it takes them; the request completes when the read does), and
+// so does prefetch. SSD writes (demotions, per-commit write-through, flush)
+// are synchronous on the caller's thread; only reads are asynchronous.
+//
+// Durability. Under SsdSyncPolicy::kPerCommit a put_commit also writes each
+// committed chunk through to the SSD log (admission bypassed) before it is
+// acknowledged, so an acknowledged commit survives a crash. Under kPerRegion
+// chunks reach the log by demotion or flush().
 //
 // Leases. A get pins the longest cached prefix of its keys and returns a
 // lease id; pinned chunks are never moved or freed until release (or until
 // the client is removed). Quota: bytes a client holds in leases plus put
-// reservations are capped (EDQUOT).
+// reservations are capped (EDQUOT). Admission sightings: a commit, a chunk
+// leased by a get, a put_begin of an already cached key (not lookups).
 //
 // Single-threaded: the daemon's event loop owns it.
 #pragma once
@@ -60,7 +69,10 @@ struct KvStoreConfig {
   EvictionKind eviction = EvictionKind::kLru;
   S3FifoConfig s3fifo;
   AdmissionConfig admission;               // SSD admission (threshold 2)
-  std::size_t index_capacity = 1u << 20;   // chunks indexed over all tiers
+  // Chunks indexed over all tiers: at least the arenas' slots (more than
+  // them with an SSD tier, whose own index capacity create() lowers to the
+  // rest so that the index never fills).
+  std::size_t index_capacity = 1u << 20;
   bool promote_on_get = true;              // CXL hit -> DRAM when a slot can be had
   std::uint64_t client_quota_bytes = 0;    // leased + reserved per client; 0: unlimited
   std::uint32_t max_leases_per_client = 65536;
@@ -126,7 +138,9 @@ struct KvDropResult {
 class KvStore {
  public:
   // EINVAL: slot_bytes not a positive multiple of 4096, a DRAM arena smaller
-  // than one slot or misaligned, bad admission/eviction config. `ssd` may be
+  // than one slot or misaligned, bad admission/eviction config, negative tier
+  // rates, index_capacity below the arenas' slot count (or equal to it with
+  // an SSD tier), max_leases_per_client or max_namespaces 0. `ssd` may be
   // null (no SSD tier); when given, its recovered entries are indexed as SSD
   // chunks (namespaces known only by fingerprint until a client opens them).
   static Result<std::unique_ptr<KvStore>> create(const KvStoreConfig& config, KvArenas arenas,
@@ -141,7 +155,9 @@ class KvStore {
   Result<std::uint32_t> open_namespace(const NamespaceSpec& spec);
   [[nodiscard]] std::vector<KvNamespaceInfo> namespaces() const;
   // Erases the namespace's chunks on every tier (SSD tombstones included);
-  // leased ones go at their last release. ENOENT: unknown id.
+  // leased ones go at their last release. The id stays valid. ENOENT:
+  // unknown id; a device error writing tombstones (the index is dropped
+  // already; chunks whose tombstone was not written may return at restart).
   Result<KvDropResult> drop_namespace(std::uint32_t ns_id);
 
   // A client and its put window (the daemon's writable mapping of it, cut
@@ -156,30 +172,43 @@ class KvStore {
   // it was malformed and is answered with that status). Most requests finish
   // at once; gets and prefetches of SSD chunks finish when their reads do.
   // Either way the result comes out of poll(). Semantics per op:
+  // Every op but release answers ENOENT for an unknown namespace_id, and a
+  // client never added gets ENOENT for everything.
   //   lookup     result0 = cached prefix length; locations of the prefix
   //              (ssd entries have tier 2 and offset 0); with
   //              kKvLookupCostCutoff, param0 = prompt tokens and param1 =
-  //              declared prefill tokens/s, result1 = chunks worth loading.
+  //              declared prefill tokens/s, result1 = chunks worth loading
+  //              (EINVAL when decide_load refuses the question).
   //   put_begin  param0 = bytes per chunk (1..slot_bytes); reserves one put
   //              window slot per key: result0 = reservation id, locations in
   //              the put window (tier kKvLocationPutWindow); a key already
   //              cached gets flag kKvLocationCached (nothing to write).
-  //              EAGAIN: window full; EDQUOT: quota; EMSGSIZE: too big.
+  //              EAGAIN: window full (or max_leases_per_client
+  //              reservations open); EDQUOT: quota; EMSGSIZE: too big;
+  //              EINVAL: param0 0 or a key twice; EPERM: no put window.
   //   put_commit param0 = reservation id; keys = the reserved keys to keep
   //              (any subset, in any order); the rest are dropped and the
-  //              reservation ends. result0 = chunks committed. ENOENT:
-  //              unknown reservation; EINVAL: a key not in it.
+  //              reservation ends. result0 = chunks committed (a key stored
+  //              meanwhile counts). ENOENT: unknown reservation; EINVAL: a
+  //              key not in it or twice (the reservation stays). A chunk
+  //              that finds no DRAM slot (all leased) or fails its per-commit
+  //              SSD write is not committed: status 0 with a smaller
+  //              result0, or that error (ENOSPC, EIO...) when none was.
   //   get        pins the longest cached prefix: result0 = lease id (0 when
   //              the prefix is empty), result1 = chunks leased, locations in
-  //              the arenas. EDQUOT / EMFILE (too many leases).
+  //              the arenas. EDQUOT / EMFILE (too many leases). An SSD chunk
+  //              that finds no free arena slot ends the prefix; a failed read
+  //              (EIO, EBADMSG...) fails the whole get and takes that chunk
+  //              out of the index.
   //   release    param0 = lease id. ENOENT: unknown (or another client's).
-  //   prefetch   result0 = SSD chunks queued for DRAM (finishes at once).
+  //   prefetch   result0 = SSD chunks of the cached prefix queued for DRAM
+  //              (finishes at once).
   //   delete     result0 = chunks deleted (leased ones go at release).
   void submit(KvClientId client, const proto::KvRequest& request, std::span<const proto::KvKey> keys,
               int error = 0);
 
   // Moves finished requests to `out` (appends); reaps SSD reads without
-  // waiting. Returns how many were appended.
+  // waiting and resets completion_fd(). Returns how many were appended.
   std::size_t poll(std::vector<KvStoreCompletion>& out);
   // SSD reads in flight: while non-zero the daemon must keep polling (the
   // device's completion_fd() wakes it when it has one).
@@ -187,8 +216,9 @@ class KvStore {
   // The SSD device's completion eventfd, or -1 (none, or no SSD tier).
   [[nodiscard]] int completion_fd() const;
 
-  // Seals the SSD log's open region (per-region durability) and waits for
-  // reads. Call at shutdown.
+  // Writes every arena chunk the SSD log lacks to it (admission bypassed),
+  // seals the log's open region (per-region durability) and waits for reads,
+  // so that a restart finds what the arenas held. Call at shutdown.
   Result<void> flush();
 
   [[nodiscard]] const KvStoreCounters& counters() const;  // refreshed on every call
