@@ -8,18 +8,23 @@
 //
 // Modes:
 //   latency  lookup + get + release of one 16-chunk prefix held in DRAM,
-//            blocking helpers, p50/p99/p99.9 over --iterations; the same
-//            percentiles for a one-key lookup miss (one ring round trip
-//            with no store work) as the reference in the same run.
+//            p50/p99/p99.9 over --iterations: as three blocking calls (three
+//            ring round trips), and batched (the previous lease's release,
+//            the lookup and the get in one submit: one round trip); the
+//            same percentiles for a one-key lookup miss (one round trip with
+//            no store work) as the reference in the same run.
 //   put      --chunks distinct 2 MiB chunks with --qd puts in flight:
 //            put_begin, write the chunk into the put-window slot, commit.
+//            The first DRAM-full (+ qd) is an untimed warm-up, so timed puts
+//            find the arena full. --write 0 writes only the key stamps, for
+//            a producer that puts the bytes there itself (a DMA engine):
+//            what is left is the store's own cost.
 //   get      puts --chunks chunks, then gets them in a shuffled order with
 //            --qd in flight; each get copies the chunk out of the arena
 //            (--copy 1, what a consumer that is not a DMA engine pays) and
 //            releases the lease.
 //   ssd-put  like put, for a daemon whose chunks go to SSD (tiny DRAM, no
-//            CXL arena, admission_threshold 1): the first DRAM-full of puts
-//            (+ qd) is a warm-up, the rest is timed, each one evicting one
+//            CXL arena, admission_threshold 1): each timed put evicts one
 //            chunk to the SSD log.
 //   ssd-get  gets, in a shuffled order, every chunk of the ssd-put key set
 //            that lookup places on SSD, --qd in flight; each completes when
@@ -172,7 +177,7 @@ struct Throughput {
 
 Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, const std::vector<cxlpool_kv_key>& keys,
                       std::size_t first, std::size_t count, std::uint64_t bytes, std::size_t qd,
-                      const std::vector<unsigned char>& src) {
+                      const std::vector<unsigned char>& src, bool write) {
   Pipeline pipe(conn.kv, qd);
   std::size_t cached = 0;
   const auto t0 = Clock::now();
@@ -199,7 +204,7 @@ Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, co
         if (slot.flags & CXLPOOL_KV_LOC_CACHED) {
           ++cached;  // nothing to write; the reservation still ends with a commit
         } else {
-          std::memcpy(slot.data, src.data(), bytes);
+          if (write) std::memcpy(slot.data, src.data(), bytes);
           stamp(slot.data, bytes, keys[first + i]);
         }
         follow = cxlpool_kv_request{};
@@ -331,6 +336,49 @@ int run_latency(const Connection& conn, const Options& opt) {
     total.push_back(us(t3 - t0).count());
     miss.push_back(us(t5 - t4).count());
   }
+  // The same work in one round trip per iteration: the release of the
+  // previous iteration's lease travels in the batch with this iteration's
+  // lookup and get (one submit, one doorbell), as a serving loop would send it.
+  std::vector<double> batched;
+  batched.reserve(iterations);
+  std::uint64_t previous = 0;
+  cxlpool_kv_completion comps[8];
+  for (std::size_t it = 0; it < warmup + iterations; ++it) {
+    cxlpool_kv_request reqs[3] = {};
+    std::size_t n = 0;
+    if (previous != 0) {
+      reqs[n].op = CXLPOOL_KV_RELEASE;
+      reqs[n++].param0 = previous;
+    }
+    for (std::uint32_t op : {CXLPOOL_KV_LOOKUP, CXLPOOL_KV_GET}) {
+      reqs[n].user_data = op;
+      reqs[n].op = op;
+      reqs[n].namespace_id = ns.id;
+      reqs[n].keys = keys;
+      reqs[n++].n_keys = kLatencyBatch;
+    }
+    const auto t0 = Clock::now();
+    if (int q = cxlpool_kv_submit(conn.kv, reqs, n); q != static_cast<int>(n)) die("cxlpool_kv_submit", q < 0 ? q : -EAGAIN);
+    for (std::size_t got = 0; got < n;) {
+      const int r = cxlpool_kv_reap(conn.kv, comps, 8, -1);
+      if (r < 0) die("cxlpool_kv_reap", r);
+      for (int c = 0; c < r; ++c) {
+        if (comps[c].status < 0) die("batched request", comps[c].status);
+        if (comps[c].op != CXLPOOL_KV_RELEASE && comps[c].op != CXLPOOL_KV_GET && comps[c].result0 != kLatencyBatch)
+          die("batched lookup", -ENOENT);
+        if (comps[c].op == CXLPOOL_KV_GET) {
+          if (comps[c].result1 != kLatencyBatch || comps[c].n_locations != kLatencyBatch ||
+              !stamped(comps[c].locations[kLatencyBatch - 1].data, bytes, keys[kLatencyBatch - 1]))
+            die("batched get", -EBADMSG);
+          previous = comps[c].result0;
+        }
+      }
+      got += static_cast<std::size_t>(r);
+    }
+    if (it >= warmup) batched.push_back(micros_since(t0));
+  }
+  if (int rc = cxlpool_kv_release(conn.kv, previous); rc != 0) die("release", rc);
+
   auto row = [](const char* name, std::vector<double>& v) {
     const double p50 = percentile(v, 0.50), p99 = percentile(v, 0.99), p999 = percentile(v, 0.999);
     std::printf("  %-40s p50 %7.2f us   p99 %7.2f us   p99.9 %7.2f us\n", name, p50, p99, p999);
@@ -341,29 +389,31 @@ int run_latency(const Connection& conn, const Options& opt) {
   row("get (16 keys, one lease)", get);
   row("release", release);
   row("lookup + get + release", total);
+  row("batched: release(prev) + lookup + get", batched);
   row("reference: lookup of 1 absent key", miss);
-  std::printf("RESULT mode=latency batch=%u p50_us=%.2f p99_us=%.2f p999_us=%.2f rtt_p50_us=%.2f rtt_p99_us=%.2f\n",
+  std::printf("RESULT mode=latency batch=%u p50_us=%.2f p99_us=%.2f p999_us=%.2f batched_p50_us=%.2f "
+              "batched_p99_us=%.2f rtt_p50_us=%.2f rtt_p99_us=%.2f\n",
               kLatencyBatch, percentile(total, 0.5), percentile(total, 0.99), percentile(total, 0.999),
-              percentile(miss, 0.5), percentile(miss, 0.99));
+              percentile(batched, 0.5), percentile(batched, 0.99), percentile(miss, 0.5), percentile(miss, 0.99));
   return 0;
 }
 
 int run_put(const Connection& conn, const Options& opt, bool ssd) {
   const std::uint64_t bytes = opt.u64("bytes");
   const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
+  const bool write = opt.u64("write") != 0;
   const auto ns = conn.open_namespace(ssd ? "kvstore-bench-ssd" : "kvstore-bench-put", kChunkTokens);
-  // Distinct keys per run (seed), so a put never finds its chunk cached.
   const auto keys = key_range(ns, opt.u64("seed"), chunks);
   const auto src = make_source(bytes);
-  std::size_t warm = 0;
-  if (ssd) {
-    const std::uint64_t dram_slots = conn.info.arena_bytes[0] / conn.info.slot_bytes;
-    if (conn.info.arena_bytes[1] != 0)
-      std::printf("warning: the daemon has a CXL arena: chunks demote there before SSD\n");
-    warm = std::min<std::size_t>(chunks / 2, dram_slots + qd);
-    put_chunks(conn, ns, keys, 0, warm, bytes, qd, src);
-  }
-  const Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src);
+  // Untimed warm-up: fills the DRAM arena (and faults in its pages and the
+  // put window's), so every timed put finds the store full and evicts one
+  // chunk: to SSD in the ssd-put setup, dropped when there is no lower tier.
+  const std::uint64_t dram_slots = conn.info.arena_bytes[0] / conn.info.slot_bytes;
+  if (ssd && conn.info.arena_bytes[1] != 0)
+    std::printf("warning: the daemon has a CXL arena: chunks demote there before SSD\n");
+  const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots + qd);
+  put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true);
+  const Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write);
   if (ssd) {
     const int tier = tier_of(conn, ns, keys[0]);
     if (tier != CXLPOOL_KV_TIER_SSD) {
@@ -372,7 +422,7 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
       return 1;
     }
   }
-  print_throughput(ssd ? "ssd-put" : "put", t, qd, bytes);
+  print_throughput(ssd ? "ssd-put" : (write ? "put" : "put-nowrite"), t, qd, bytes);
   return 0;
 }
 
@@ -381,7 +431,7 @@ int run_get(const Connection& conn, const Options& opt) {
   const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
   const auto ns = conn.open_namespace("kvstore-bench-get", kChunkTokens);
   const auto keys = key_range(ns, opt.u64("seed"), chunks);
-  put_chunks(conn, ns, keys, 0, chunks, bytes, qd, make_source(bytes));
+  put_chunks(conn, ns, keys, 0, chunks, bytes, qd, make_source(bytes), true);
   for (std::size_t i = 0; i < chunks; ++i)
     if (tier_of(conn, ns, keys[i]) != CXLPOOL_KV_TIER_DRAM) die("get: the chunks do not all fit in DRAM", -ENOSPC);
   const bool copy = opt.u64("copy") != 0;
@@ -421,7 +471,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s SOCKET latency|put|get|ssd-put|ssd-get [--qd N] [--chunks N] [--bytes N]\n"
-                 "       [--iterations N] [--copy 0|1] [--passes N] [--seed N]\n",
+                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--seed N]\n",
                  argv[0]);
     return 2;
   }
@@ -434,6 +484,7 @@ int main(int argc, char** argv) {
                      {"iterations", "20000"},
                      {"copy", ssd_mode ? "0" : "1"},
                      {"passes", "4"},
+                     {"write", "1"},
                      {"seed", "1"}});
   const Connection conn(argv[1], "kvstore-bench", 0);
   if (opt.u64("bytes") == 0 || opt.u64("bytes") > conn.info.slot_bytes || opt.u64("bytes") % 16 != 0) {

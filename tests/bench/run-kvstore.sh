@@ -16,6 +16,8 @@
 # default 2048), KVBENCH_SSD_CHUNKS (2 MiB chunks put then read in the SSD
 # test, default 512), KVBENCH_QDS (client queue depths against redis,
 # default "1 8"), KVBENCH_SESSIONS (trace sessions, default 1000),
+# KVBENCH_CONCURRENCY (trace sessions open at once, one run each, default
+# "64 512"),
 # KVBENCH_PREFILL (declared prefill tokens/s, default "20000,100000").
 # Exits 77 when fio or redis is not installed.
 set -euo pipefail
@@ -25,6 +27,7 @@ ssd_mib=${KVBENCH_SSD_MIB:-2048}
 ssd_chunks=${KVBENCH_SSD_CHUNKS:-512}
 qds=${KVBENCH_QDS:-"1 8"}
 sessions=${KVBENCH_SESSIONS:-1000}
+concurrency=${KVBENCH_CONCURRENCY:-"64 512"}
 prefill=${KVBENCH_PREFILL:-20000,100000}
 
 for tool in fio redis-server redis-benchmark redis-cli python3; do
@@ -86,15 +89,22 @@ stop_daemon() {
   daemon=""
 }
 
+# Runs a benchmark, its report to stdout, and keeps its RESULT lines in $result.
+result=""
+run() {
+  "$@" | tee "$work/last.out"
+  result=$(grep '^RESULT' "$work/last.out" || true)
+}
+
 # value KEY LINE: the value of KEY=... in a RESULT/PLAN line.
 value() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
 fio_mib() {
-  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(f"{j[\"jobs\"][0][sys.argv[2]][\"bw_bytes\"] / 2**20:.1f}")' "$1" "$2"
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("%.1f" % (j["jobs"][0][sys.argv[2]]["bw_bytes"] / 2**20))' "$1" "$2"
 }
 
 echo "== KV store benchmarks ($(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg))"
-echo "   temp dir $work ($(stat -f -c %T "$work"), $(df --output=source "$work" | tail -1))"
+echo "   temp dir $work ($(findmnt -n -o FSTYPE,SOURCE -T "$work"))"
 
 # ---- 1. SSD tier vs fio on the same file --------------------------------
 io_mib=$((ssd_chunks * 2))
@@ -111,19 +121,30 @@ fio_read=$(fio_mib "$work/fio-read.json" read)
 write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
   'admission_threshold = 1' "ssd_path = \"$ssd\"" "ssd_bytes = $((ssd_mib << 20))" 'ssd_sync = "per-region"'
 start_daemon "$work/ssd.toml"
-ssd_put=$("$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" | tee /dev/stderr | grep '^RESULT')
-ssd_get=$("$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" | tee /dev/stderr | grep '^RESULT')
+run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks"
+ssd_put=$result
+run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks"
+ssd_get=$result
 stop_daemon
 
 # ---- 2 and 3. DRAM tier: latency, put/get throughput vs redis ------------
 write_config "$work/dram.toml" 'dram_bytes = 1073741824' 'cxl_bytes = 0' 'slot_bytes = 2097152'
 start_daemon "$work/dram.toml"
-latency=$("$bench" "$sock" latency --iterations 20000 | tee /dev/stderr | grep '^RESULT')
+run "$bench" "$sock" latency --iterations 20000
+latency=$result
 declare -A put get
 for qd in $qds; do
-  put[$qd]=$("$bench" "$sock" put --qd "$qd" --seed "$((100 + qd))" | tee /dev/stderr | grep '^RESULT')
-  get[$qd]=$("$bench" "$sock" get --qd "$qd" --seed "$((200 + qd))" | tee /dev/stderr | grep '^RESULT')
+  run "$bench" "$sock" put --qd "$qd" --seed "$((100 + qd))"
+  put[$qd]=$result
+  run "$bench" "$sock" get --qd "$qd" --seed "$((200 + qd))"
+  get[$qd]=$result
 done
+# For reference, not compared: the store's own cost without the client's
+# copies (the producer writes in place, the consumer reads in place).
+run "$bench" "$sock" put --qd 8 --seed 300 --write 0
+put_nowrite=$result
+run "$bench" "$sock" get --qd 8 --seed 400 --copy 0 --passes 200
+get_nocopy=$result
 stop_daemon
 
 mkdir -p "$work/redis"
@@ -138,7 +159,7 @@ for qd in $qds; do
   out=$(redis-benchmark -h 127.0.0.1 -p "$port" -t set,get -n 2000 -d 2097152 -c "$qd" -r 128 --csv)
   redis_set[$qd]=$(grep '^"SET"' <<<"$out" | cut -d'"' -f4)
   redis_get[$qd]=$(grep '^"GET"' <<<"$out" | cut -d'"' -f4)
-  echo "redis-benchmark -c $qd: SET ${redis_set[$qd]} ops/s, GET ${redis_get[$qd]} ops/s" >&2
+  echo "redis-benchmark -c $qd: SET ${redis_set[$qd]} ops/s, GET ${redis_get[$qd]} ops/s"
 done
 kill -TERM "$redis"
 wait "$redis" || true
@@ -151,9 +172,14 @@ mib=$((1 << 20))
 dram=$(((ws / 10 + mib - 1) / mib * mib))
 write_config "$work/trace.toml" "dram_bytes = $dram" 'cxl_bytes = 0' 'slot_bytes = 16384' \
   "ssd_path = \"$work/kv-trace.img\"" "ssd_bytes = $(((ws * 2 / mib + 64) * mib))"
-start_daemon "$work/trace.toml"
-trace_out=$("$trace" run "$sock" --sessions "$sessions" --prefill-tokens-per-s "$prefill" | tee /dev/stderr)
-stop_daemon
+declare -A trace_out
+for c in $concurrency; do
+  rm -f "$work/kv-trace.img"
+  start_daemon "$work/trace.toml"
+  run "$trace" run "$sock" --sessions "$sessions" --concurrency "$c" --prefill-tokens-per-s "$prefill"
+  trace_out[$c]=$result
+  stop_daemon
+done
 
 echo
 echo "== summary (every ratio against a baseline from this run)"
@@ -168,6 +194,10 @@ printf '%-44s %12s %12s %8s %s\n' "DRAM lookup+get+release, 16 chunks, p50" "$(v
   "$(value rtt_p50_us "$latency") us" "" "(baseline: 1-key lookup miss)"
 printf '%-44s %12s %12s %8s %s\n' "DRAM lookup+get+release, 16 chunks, p99" "$(value p99_us "$latency") us" \
   "$(value rtt_p99_us "$latency") us" "" "<= 20 us"
+printf '%-44s %12s %12s %8s %s\n' "  the same batched in one submit, p50" "$(value batched_p50_us "$latency") us" \
+  "$(value rtt_p50_us "$latency") us" "" ""
+printf '%-44s %12s %12s %8s %s\n' "  the same batched in one submit, p99" "$(value batched_p99_us "$latency") us" \
+  "$(value rtt_p99_us "$latency") us" "" "<= 20 us"
 for qd in $qds; do
   p=$(value ops_per_s "${put[$qd]}")
   g=$(value ops_per_s "${get[$qd]}")
@@ -176,11 +206,16 @@ for qd in $qds; do
   printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB get+copy vs redis GET, $qd in flight" "$g" "${redis_get[$qd]}" \
     "$(ratio "$g" "${redis_get[$qd]}")" ">= 10"
 done
-t=$(grep '^RESULT mode=trace ' <<<"$trace_out")
-echo "trace, DRAM $((dram / mib)) MiB = 10% of $((ws / mib)) MiB working set:" \
-  "chunk hit rate $(value chunk_hit_rate "$t"), token hit rate $(value token_hit_rate "$t")," \
-  "unbounded cache $(value unbounded_chunk_hit_rate "$t")"
-grep '^RESULT mode=trace-savings' <<<"$trace_out" | while read -r line; do
-  echo "  prefill $(value prefill_tokens_per_s "$line") tokens/s: saving $(value saving "$line") of full recompute" \
-    "(full $(value full_s "$line") s, with cut-off $(value decided_s "$line") s)"
+echo "reference: put without the client's write $(value ops_per_s "$put_nowrite") ops/s," \
+  "get without the client's copy $(value ops_per_s "$get_nocopy") ops/s (8 in flight)"
+for c in $concurrency; do
+  t=$(grep '^RESULT mode=trace ' <<<"${trace_out[$c]}")
+  echo "trace, $c sessions open, DRAM $((dram / mib)) MiB = 10% of the $((ws / mib)) MiB working set:" \
+    "chunk hit rate $(value chunk_hit_rate "$t") (from DRAM $(value dram_share "$t"), SSD $(value ssd_share "$t"))," \
+    "token hit rate $(value token_hit_rate "$t"), unbounded cache $(value unbounded_chunk_hit_rate "$t")"
+  grep '^RESULT mode=trace-savings' <<<"${trace_out[$c]}" | while read -r line; do
+    echo "  prefill $(value prefill_tokens_per_s "$line") tokens/s: saves $(value saving "$line") of full recompute" \
+      "(full $(value full_s "$line") s, with the cut-off $(value decided_s "$line") s," \
+      "loading all $(value load_all_s "$line") s, unbounded cache $(value unbounded_s "$line") s)"
+  done
 done
