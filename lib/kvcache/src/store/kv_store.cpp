@@ -87,6 +87,7 @@ Result<std::unique_ptr<KvStore>> KvStore::create(const KvStoreConfig& config, Kv
     if (ssd->config().index_capacity > room) ssd->set_index_capacity(room);
     ssd->set_eviction_listener([impl = &s](const ChunkKey& k) { impl->ssd_evicted.push_back(k); });
     s.ssd = std::move(ssd);
+    s.ssd_touched = true;  // the recovery scan's reads were counted on the eventfd
     s.register_arenas();
     s.index_recovered_ssd();
   }
@@ -179,6 +180,7 @@ int KvStore::completion_fd() const { return impl_->ssd ? impl_->ssd->device().co
 Result<void> KvStore::flush() {
   Impl& s = *impl_;
   if (!s.ssd) return {};
+  s.ssd_touched = true;
   Result<void> first_error;
   for (KvTier t : {KvTier::kCxl, KvTier::kDram}) {
     if (!s.arena(t).present()) continue;

@@ -76,6 +76,34 @@ TEST_P(KvStoreSsd, GetReadsSsdChunksIntoDramSlots) {
   for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(h_.holds(mixed.locations[i], keys[1 + i]));
 }
 
+// What the daemon's epoll loop relies on: the device's eventfd wakes it
+// when an SSD read completes, and poll() leaves it reset.
+TEST_P(KvStoreSsd, CompletionEventfdWakesForSsdReads) {
+  KV_OPEN_OR_SKIP(h_, options());
+  const int fd = h_.store().completion_fd();
+  if (GetParam() == Driver::kPosix) {
+    EXPECT_EQ(fd, -1) << "posix completes reads in poll: the daemon polls while io_in_flight()";
+    return;
+  }
+  ASSERT_GE(fd, 0);
+  const auto keys = keys_of(205, 4);
+  put_each(keys);
+  ASSERT_TRUE(h_.store().flush());
+  std::vector<KvStoreCompletion> out;
+  h_.store().poll(out);
+  pollfd p{fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "poll() resets it";
+  const std::uint64_t id = h_.submit(kAlice, KvOp::kGet, std::span(keys).first(1));
+  if (h_.store().io_in_flight() != 0) {
+    EXPECT_EQ(::poll(&p, 1, 5000), 1) << "no wake-up for a completed read";
+  }
+  auto get = h_.wait(kAlice, id);
+  ASSERT_EQ(get.completion.result1, 1u);
+  EXPECT_TRUE(h_.holds(get.locations[0], keys[0]));
+  h_.store().poll(out);
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
+}
+
 TEST_P(KvStoreSsd, PrefetchLoadsIntoDramInTheBackground) {
   KV_OPEN_OR_SKIP(h_, options());
   const auto keys = keys_of(210, 4);
