@@ -44,6 +44,17 @@ constexpr uint64_t kTagTiering = 6;
 constexpr uint64_t kTagTieringMoves = 7;
 constexpr uint64_t kSessionBit = 1ull << 63;
 static_assert(kTagKvIo == kTagTieringMoves + 1 && (kKvDoorbellBit & kSessionBit) == 0);
+// While spinning, KV ring polls between two looks at epoll: a few
+// microseconds, so a control message waits no longer than that.
+constexpr int kKvSpinPolls = 64;
+// Longest sleep while SSD reads are queued (see run()).
+constexpr int kKvIoRecheckMs = 10;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 Result<void> epoll_add(int epfd, int fd, uint64_t tag) {
   epoll_event ev{};
@@ -273,11 +284,17 @@ int Daemon::run() {
     if (poll_kv()) last_request_ns = monotonic_ns();
     const uint64_t spin_ns = uint64_t{config_.busy_poll_us} * 1000;
     bool spinning = (spin_ns != 0 && monotonic_ns() - last_request_ns < spin_ns) || (kv_ && kv_->must_poll());
+    int timeout_ms = -1;
     // Before sleeping, clients are asked to ring their KV doorbells; a
     // request that slipped in meanwhile keeps the loop awake.
     const bool armed = !spinning && kv_ != nullptr;
-    if (armed && !kv_->arm()) spinning = true;
-    const int n = ::epoll_wait(epoll_fd_.get(), events, 64, spinning ? 0 : -1);
+    if (armed) {
+      if (!kv_->arm()) spinning = true;
+      // SSD reads end with an eventfd wake-up; the timeout only bounds the
+      // wait should a queued read have found the device full.
+      if (kv_->io_pending()) timeout_ms = kKvIoRecheckMs;
+    }
+    const int n = ::epoll_wait(epoll_fd_.get(), events, 64, spinning ? 0 : timeout_ms);
     if (armed) kv_->disarm();
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -285,7 +302,10 @@ int Daemon::run() {
       return 1;
     }
     if (n == 0) {
-      // Polling must not keep a client that shares this core from running.
+      // Nothing on the descriptors: watch the KV rings from memory for a
+      // moment before the next look at them, then let a client that shares
+      // this core run.
+      if (spinning && spin_kv_rings()) last_request_ns = monotonic_ns();
       ::sched_yield();
       continue;
     }
@@ -347,6 +367,15 @@ int Daemon::run() {
   listen_fd_.reset();
   log->info("stopped");
   return 0;
+}
+
+bool Daemon::spin_kv_rings() {
+  if (!kv_ || !kv_->started()) return false;
+  for (int i = 0; i < kKvSpinPolls; ++i) {
+    if (kv_->poll() != 0) return true;
+    cpu_relax();
+  }
+  return false;
 }
 
 void Daemon::handle_signal() {

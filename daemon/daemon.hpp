@@ -94,6 +94,8 @@ class Daemon {
   void watch_kv_io();
   // Serves the KV rings; true when there was work.
   bool poll_kv();
+  // Polls the KV rings a bounded number of times until one has work.
+  bool spin_kv_rings();
   Result<void> require_admin(Session& session, const char* what);
   void resolve_admin_groups();
   std::vector<proto::Counter> collect_counters() const;

@@ -88,6 +88,8 @@ class KvService {
   // SSD reads are in flight and no descriptor will signal their end: the
   // loop must not sleep.
   [[nodiscard]] bool must_poll() const;
+  // SSD reads are queued or in flight.
+  [[nodiscard]] bool io_pending() const { return store_ && store_->io_in_flight() != 0; }
   // Before the loop sleeps: asks every client to ring its doorbell for new
   // requests. False when work is already waiting (do not sleep); disarm()
   // after waking either way.

@@ -1,0 +1,664 @@
+// SPDX-License-Identifier: Apache-2.0
+// The daemon's KV service without a socket: arena planning and tier speeds,
+// the arenas' system-region protection, and the data path end to end through
+// real rings, eventfds and put window (the client's end driven with
+// KvClientRing), with the store engine behind it. Region files are memfds;
+// the SSD tier is a file in a temporary directory.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "kvstore/kv_arenas.hpp"
+#include "kvstore/kv_service.hpp"
+#include "kvstore/kv_ssd.hpp"
+#include "region_pool.hpp"
+
+namespace cxlpool::daemon {
+namespace {
+
+constexpr uint64_t kSlot = 64 * 1024;
+
+Result<Backing> memfd_backing(const Tier&, const std::string& name, uint64_t size, bool) {
+  Backing b;
+  b.fd.reset(memfd_create(name.c_str(), MFD_CLOEXEC));
+  if (!b.fd) return fail_errno("memfd_create");
+  b.size = (size + 4095) / 4096 * 4096;
+  if (ftruncate(b.fd.get(), static_cast<off_t>(b.size)) != 0) return fail_errno("ftruncate");
+  return b;
+}
+
+Tier tier(uint32_t id, const char* name, proto::TierKind kind, uint64_t capacity) {
+  Tier t;
+  t.id = id;
+  t.name = name;
+  t.kind = kind;
+  t.capacity = capacity;
+  return t;
+}
+
+std::vector<Tier> dram_and_emulated() {
+  auto slow = tier(1, "emu", proto::TierKind::kEmulated, 8 << 20);
+  slow.bandwidth_mbps = 15000;
+  slow.latency_ns = 300;
+  return {tier(0, "dram0", proto::TierKind::kDram, 64 << 20), slow};
+}
+
+KvStoreSection small_section() {
+  KvStoreSection kv;
+  kv.slot_bytes = kSlot;
+  kv.dram_bytes = 4 * kSlot + 1000;  // cut to 4 slots
+  kv.cxl_bytes = 4 * kSlot;
+  kv.put_window_bytes = 4 * kSlot;
+  kv.admission_threshold = 1;
+  return kv;
+}
+
+std::unique_ptr<RegionPool> make_pool(std::vector<Tier> tiers, PoolLimits limits = {}) {
+  return std::make_unique<RegionPool>(std::move(tiers), hal::Topology{}, memfd_backing, nullptr, std::move(limits));
+}
+
+Requester user(uid_t uid, bool admin = false) {
+  Requester r;
+  r.client_id = 1;
+  r.uid = uid;
+  r.gid = uid;
+  r.admin = admin;
+  return r;
+}
+
+// ---- planning ----
+
+TEST(KvArenas, PlanPicksDramAndTheSlowTierAndCutsToWholeSlots) {
+  auto tiers = dram_and_emulated();
+  tiers.insert(tiers.begin() + 1, tier(1, "cxl1", proto::TierKind::kCxl, 8 << 20));
+  tiers[2].id = 2;
+  auto plan = plan_kv_arenas(small_section(), tiers);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->dram_tier, 0u);
+  ASSERT_TRUE(plan->cxl_tier.has_value());
+  EXPECT_EQ(*plan->cxl_tier, 1u) << "a cxl tier comes before an emulated one";
+  EXPECT_EQ(plan->dram_bytes, 4 * kSlot);
+  EXPECT_EQ(plan->cxl_bytes, 4 * kSlot);
+
+  auto emulated = plan_kv_arenas(small_section(), dram_and_emulated());
+  ASSERT_TRUE(emulated);
+  EXPECT_EQ(*emulated->cxl_tier, 1u);
+
+  auto section = small_section();
+  section.cxl_bytes = 0;
+  auto no_cxl = plan_kv_arenas(section, dram_and_emulated());
+  ASSERT_TRUE(no_cxl);
+  EXPECT_FALSE(no_cxl->cxl_tier.has_value());
+  EXPECT_EQ(no_cxl->cxl_bytes, 0u);
+
+  auto only_dram = plan_kv_arenas(small_section(), {tier(0, "dram0", proto::TierKind::kDram, 1 << 30)});
+  ASSERT_TRUE(only_dram);
+  EXPECT_FALSE(only_dram->cxl_tier.has_value()) << "no slow tier: no CXL arena, not an error";
+}
+
+TEST(KvArenas, PlanRejections) {
+  auto no_dram = plan_kv_arenas(small_section(), {tier(0, "emu", proto::TierKind::kEmulated, 1 << 30)});
+  ASSERT_FALSE(no_dram);
+  EXPECT_EQ(no_dram.error().code, ENODEV);
+
+  auto section = small_section();
+  section.dram_tier = "nvme";
+  auto unknown = plan_kv_arenas(section, dram_and_emulated());
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ENOENT);
+  EXPECT_NE(unknown.error().message.find("kvstore.dram_tier: no tier named 'nvme' (tiers: dram0, emu)"),
+            std::string::npos)
+      << unknown.error().message;
+
+  section = small_section();
+  section.dram_tier = "emu";
+  auto same = plan_kv_arenas(section, dram_and_emulated());
+  ASSERT_FALSE(same);
+  EXPECT_EQ(same.error().code, EINVAL);
+
+  section = small_section();
+  section.dram_tier = "emu";
+  section.cxl_tier = "dram0";
+  auto swapped = plan_kv_arenas(section, dram_and_emulated());
+  ASSERT_TRUE(swapped) << "any tier may be named";
+  EXPECT_EQ(swapped->dram_tier, 1u);
+  EXPECT_EQ(*swapped->cxl_tier, 0u);
+}
+
+TEST(KvArenas, TierRates) {
+  const auto tiers = dram_and_emulated();
+  auto section = small_section();
+  auto plan = *plan_kv_arenas(section, tiers);
+  auto rates = kv_tier_rates(section, tiers, plan, false);
+  EXPECT_DOUBLE_EQ(rates.bandwidth_bps[0], 20000e6);
+  EXPECT_DOUBLE_EQ(rates.latency_s[0], 100e-9);
+  EXPECT_DOUBLE_EQ(rates.bandwidth_bps[1], 15000e6) << "the emulated tier's declared bandwidth";
+  EXPECT_DOUBLE_EQ(rates.latency_s[1], 300e-9);
+  EXPECT_EQ(rates.bandwidth_bps[2], 0.0) << "no SSD tier";
+  rates = kv_tier_rates(section, tiers, plan, true);
+  EXPECT_DOUBLE_EQ(rates.bandwidth_bps[2], 2000e6);
+  EXPECT_DOUBLE_EQ(rates.latency_s[2], 100e-6);
+
+  section.cxl_bandwidth_mbps = 9000;
+  section.cxl_latency_ns = 500;
+  rates = kv_tier_rates(section, tiers, plan, false);
+  EXPECT_DOUBLE_EQ(rates.bandwidth_bps[1], 9000e6);
+  EXPECT_DOUBLE_EQ(rates.latency_s[1], 500e-9);
+
+  std::vector<Tier> real{tier(0, "dram0", proto::TierKind::kDram, 1 << 30),
+                         tier(1, "cxl1", proto::TierKind::kCxl, 1 << 30)};
+  section = small_section();
+  plan = *plan_kv_arenas(section, real);
+  rates = kv_tier_rates(section, real, plan, false);
+  EXPECT_DOUBLE_EQ(rates.bandwidth_bps[1], 10000e6) << "a real CXL node declares nothing";
+  EXPECT_DOUBLE_EQ(rates.latency_s[1], 300e-9);
+
+  section.cxl_bytes = 0;
+  plan = *plan_kv_arenas(section, real);
+  rates = kv_tier_rates(section, real, plan, false);
+  EXPECT_EQ(rates.bandwidth_bps[1], 0.0);
+}
+
+// ---- the arenas are the daemon's ----
+
+TEST(KvArenas, ArenasAreReadOnlyForEveryClientAndChargedToNoQuota) {
+  PoolLimits limits;
+  limits.quota_default_bytes = kSlot;  // far below the arena
+  auto pool = make_pool(dram_and_emulated(), limits);
+  auto arena = create_kv_arena(*pool, kKvDramArenaName, 0, 8 * kSlot);
+  ASSERT_TRUE(arena) << arena.error().message;
+  EXPECT_EQ(arena->bytes.size(), 8 * kSlot);
+  EXPECT_EQ(pool->tiers()[0].used, 8 * kSlot) << "the tier's capacity pays for it";
+  EXPECT_EQ(pool->quota_used(::geteuid(), 0), 0u) << "no user's quota does";
+  const Region* region = pool->find(arena->region_id);
+  ASSERT_NE(region, nullptr);
+  EXPECT_TRUE(region->system);
+  EXPECT_EQ(region->mode, 0444u);
+  // The daemon writes through its mapping.
+  std::memset(arena->bytes.data(), 0x5a, 4096);
+
+  const Requester other = user(4242);
+  const Requester admin = user(0, true);
+  auto read = pool->open_named(kKvDramArenaName, false, other);
+  ASSERT_TRUE(read) << read.error().message;
+  pool->release_handle((*read)->id);
+  for (const Requester& who : {other, admin, user(::geteuid(), true)}) {
+    auto write = pool->open_named(kKvDramArenaName, true, who);
+    ASSERT_FALSE(write) << who.uid;
+    EXPECT_EQ(write.error().code, EPERM);
+  }
+  auto unlink = pool->unlink_named(kKvDramArenaName, admin);
+  ASSERT_FALSE(unlink);
+  EXPECT_EQ(unlink.error().code, EPERM);
+  auto migrate = pool->begin_migration(arena->region_id, 1, false);
+  ASSERT_FALSE(migrate);
+  EXPECT_EQ(migrate.error().code, EPERM);
+  auto hold = pool->hold_for_page_moves(arena->region_id);
+  ASSERT_FALSE(hold);
+  EXPECT_EQ(hold.error().code, EPERM);
+  // The read-only descriptor a client gets cannot be mapped writable.
+  auto ro = pool->read_only_fd(*region);
+  ASSERT_TRUE(ro);
+  EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro->get(), 0), MAP_FAILED);
+  void* view = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, ro->get(), 0);
+  ASSERT_NE(view, MAP_FAILED);
+  EXPECT_EQ(static_cast<const unsigned char*>(view)[100], 0x5a);
+  ::munmap(view, 4096);
+
+  auto again = create_kv_arena(*pool, kKvDramArenaName, 0, kSlot);
+  EXPECT_FALSE(again) << "one arena per name";
+  pool->clear();
+  EXPECT_EQ(pool->tiers()[0].used, 0u);
+}
+
+// ---- the service ----
+
+// The client's end of one connection, as libcxlpool holds it.
+struct TestClient {
+  proto::KvOpenReply reply;
+  std::array<UniqueFd, 4> fds;
+  proto::KvRingMemory ring_memory;
+  proto::ShmMapping window;
+  proto::KvClientRing ring;
+  proto::KvCompletionBatch batch;
+  uint64_t next_id = 1;
+
+  Result<void> attach(KvOpenResult opened) {
+    reply = opened.reply;
+    fds = std::move(opened.fds);
+    auto memory = proto::KvRingMemory::map(fds[0].get(), reply.ring_bytes);
+    if (!memory) return tl::unexpected(memory.error());
+    ring_memory = std::move(*memory);
+    auto w = proto::ShmMapping::map(fds[3].get(), reply.put_window_bytes);
+    if (!w) return tl::unexpected(w.error());
+    window = std::move(*w);
+    auto r = proto::KvClientRing::attach(ring_memory.bytes(), fds[1].get(), fds[2].get());
+    if (!r) return tl::unexpected(r.error());
+    ring = std::move(*r);
+    return {};
+  }
+
+  uint64_t submit(proto::KvOp op, uint64_t ns, std::vector<proto::KvKey> keys, uint64_t param0 = 0) {
+    proto::KvRequest r;
+    r.request_id = next_id++;
+    r.op = static_cast<uint8_t>(op);
+    r.namespace_id = ns;
+    r.param0 = param0;
+    EXPECT_TRUE(ring.submit(r, keys));
+    ring.flush();
+    return r.request_id;
+  }
+
+  // Serves until the completion of `id` is reaped; its index in batch.
+  size_t wait(KvService& service, uint64_t id) {
+    for (int i = 0; i < 1000; ++i) {
+      service.poll();
+      const size_t before = batch.completions.size();
+      ring.reap(batch);
+      for (size_t j = before; j < batch.completions.size(); ++j) {
+        if (batch.completions[j].request_id == id) return j;
+      }
+      ::usleep(100);
+    }
+    ADD_FAILURE() << "request " << id << " never completed";
+    return SIZE_MAX;
+  }
+};
+
+std::vector<proto::KvKey> keys(uint64_t seed, size_t n) {
+  std::vector<proto::KvKey> out;
+  for (size_t i = 0; i < n; ++i) out.push_back({seed * 1000 + i + 1, ~(seed * 1000 + i)});
+  return out;
+}
+
+class KvServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { pool = make_pool(dram_and_emulated()); }
+  void TearDown() override {
+    service.reset();
+    pool->clear();
+  }
+  void make(const KvStoreSection& section) {
+    auto created = KvService::create(section, *pool);
+    ASSERT_TRUE(created) << created.error().message;
+    service = std::move(*created);
+  }
+  uint64_t namespace_id() {
+    proto::KvNamespaceOpen spec;
+    spec.model_id = "model";
+    spec.layout = "layout";
+    spec.dtype = "bf16";
+    spec.chunk_tokens = 16;
+    auto ns = service->open_namespace(spec);
+    EXPECT_TRUE(ns) << (ns ? "" : ns.error().message);
+    return ns ? ns->namespace_id : 0;
+  }
+  std::span<const std::byte> arena_view(const char* name) {
+    for (const auto& [id, region] : pool->regions()) {
+      if (region->name == name) return {region->mapping.data(), region->size};
+    }
+    return {};
+  }
+
+  std::unique_ptr<RegionPool> pool;
+  std::unique_ptr<KvService> service;
+};
+
+TEST_F(KvServiceTest, ArenasWaitForTheFirstRequest) {
+  make(small_section());
+  EXPECT_FALSE(service->started());
+  EXPECT_TRUE(pool->regions().empty());
+  EXPECT_EQ(pool->tiers()[0].used, 0u);
+  const auto status = service->status();
+  EXPECT_TRUE(service->started());
+  EXPECT_EQ(status.enabled, 1);
+  EXPECT_EQ(status.slot_bytes, kSlot);
+  ASSERT_EQ(status.tiers.size(), 3u);
+  EXPECT_EQ(status.tiers[0].present, 1);
+  EXPECT_EQ(status.tiers[0].capacity_bytes, 4 * kSlot);
+  EXPECT_EQ(status.tiers[0].name, "dram0");
+  EXPECT_EQ(status.tiers[1].present, 1);
+  EXPECT_EQ(status.tiers[1].name, "emu");
+  EXPECT_EQ(status.tiers[2].present, 0);
+  EXPECT_EQ(pool->regions().size(), 2u);
+  EXPECT_EQ(pool->tiers()[0].used, 4 * kSlot);
+  EXPECT_EQ(pool->tiers()[1].used, 4 * kSlot);
+}
+
+TEST_F(KvServiceTest, AnArenaThatDoesNotFitIsRetriedAndTheRequestSaysWhy) {
+  // The emulated tier has 8 MiB; fill it so the CXL arena cannot be had.
+  auto blocker = pool->create({1, 8 << 20, 0, proto::RegionKind::kLeased, {}, 0600}, user(1000));
+  ASSERT_TRUE(blocker) << blocker.error().message;
+  make(small_section());
+  auto opened = service->open(1, {});
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, ENOTSUP);
+  EXPECT_NE(opened.error().message.find("could not start"), std::string::npos) << opened.error().message;
+  EXPECT_NE(opened.error().message.find("cxlpool-kv-cxl"), std::string::npos) << opened.error().message;
+  const auto status = service->status();
+  EXPECT_EQ(status.enabled, 0);
+  EXPECT_NE(status.detail.find("emu"), std::string::npos) << status.detail;
+  auto listed = service->namespaces();
+  ASSERT_TRUE(listed);
+  EXPECT_TRUE(listed->namespaces.empty());
+  pool->release_handle((*blocker)->id);
+  auto retried = service->open(1, {});
+  ASSERT_TRUE(retried) << retried.error().message;
+  EXPECT_TRUE(service->started());
+  EXPECT_EQ(pool->regions().size(), 2u) << "the DRAM arena of the first attempt was kept, not made twice";
+}
+
+TEST_F(KvServiceTest, OpenHandsOverTheDataPath) {
+  make(small_section());
+  proto::KvOpen request;
+  request.sq_entries = 8;
+  request.cq_entries = 16;
+  request.put_window_bytes = 2 * kSlot + 5;
+  auto opened = service->open(3, request);
+  ASSERT_TRUE(opened) << opened.error().message;
+  const auto& r = opened->reply;
+  EXPECT_EQ(r.sq_entries, 8u);
+  EXPECT_EQ(r.cq_entries, 16u);
+  EXPECT_EQ(r.sq_slab_bytes, proto::KvRingGeometry{}.sq_slab_bytes);
+  EXPECT_EQ(r.put_window_bytes, 2 * kSlot) << "whole slots, capped by the configuration";
+  EXPECT_EQ(r.slot_bytes, kSlot);
+  EXPECT_EQ(r.ring_bytes, proto::kv_ring_layout({8, 16, r.sq_slab_bytes, r.cq_slab_bytes}).total_bytes);
+  EXPECT_EQ(r.tier_bandwidth_bps[0], 20000000000u);
+  EXPECT_EQ(r.tier_latency_ns[1], 300u);
+  EXPECT_EQ(r.tier_bandwidth_bps[2], 0u);
+  ASSERT_EQ(r.arenas.size(), 2u);
+  EXPECT_EQ(r.arenas[0].region_name, kKvDramArenaName);
+  EXPECT_EQ(r.arenas[0].tier, 0);
+  EXPECT_EQ(r.arenas[0].bytes, 4 * kSlot);
+  EXPECT_EQ(r.arenas[1].region_name, kKvCxlArenaName);
+  EXPECT_EQ(r.arenas[1].pool_tier_id, 1u);
+  for (const auto& fd : opened->fds) EXPECT_TRUE(fd) << "four descriptors";
+  EXPECT_EQ(opened->doorbell_fd >= 0, true);
+  EXPECT_NE(opened->doorbell_fd, opened->fds[1].get()) << "the client gets its own reference";
+  struct stat st {};
+  ASSERT_EQ(::fstat(opened->fds[3].get(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), 2 * kSlot);
+  EXPECT_TRUE(service->has_connection(3));
+
+  auto twice = service->open(3, {});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().code, EBUSY);
+  proto::KvOpen odd;
+  odd.sq_entries = 3;
+  auto bad = service->open(4, odd);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, EINVAL);
+  EXPECT_FALSE(service->has_connection(4));
+  proto::KvOpen big;
+  big.put_window_bytes = 1ull << 40;
+  auto capped = service->open(5, big);
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(capped->reply.put_window_bytes, 4 * kSlot);
+}
+
+TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
+  make(small_section());
+  auto opened = service->open(1, {});
+  ASSERT_TRUE(opened) << opened.error().message;
+  TestClient c;
+  ASSERT_TRUE(c.attach(std::move(*opened)));
+  const uint64_t ns = namespace_id();
+  const auto k = keys(1, 3);
+
+  // Nothing cached yet.
+  auto id = c.submit(proto::KvOp::kLookup, ns, k);
+  auto i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(c.batch.completions[i].status, 0);
+  EXPECT_EQ(c.batch.completions[i].result0, 0u);
+
+  // put_begin: one put-window slot per key; the client writes there.
+  constexpr uint64_t kLength = 5000;
+  id = c.submit(proto::KvOp::kPutBegin, ns, k, kLength);
+  i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  ASSERT_EQ(c.batch.completions[i].status, 0);
+  const uint64_t reservation = c.batch.completions[i].result0;
+  const auto slots = c.batch.locations_of(i);
+  ASSERT_EQ(slots.size(), 3u);
+  for (size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(slots[j].tier, proto::kKvLocationPutWindow);
+    ASSERT_LE(slots[j].offset + kLength, c.window.bytes().size());
+    std::memset(c.window.bytes().data() + slots[j].offset, 0x10 + static_cast<int>(j), kLength);
+  }
+  id = c.submit(proto::KvOp::kPutCommit, ns, k, reservation);
+  i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(c.batch.completions[i].status, 0);
+  EXPECT_EQ(c.batch.completions[i].result0, 3u);
+
+  // get: locations in the DRAM arena, which holds the committed bytes.
+  id = c.submit(proto::KvOp::kGet, ns, k);
+  i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  ASSERT_EQ(c.batch.completions[i].status, 0);
+  const uint64_t lease = c.batch.completions[i].result0;
+  EXPECT_NE(lease, 0u);
+  EXPECT_EQ(c.batch.completions[i].result1, 3u);
+  const auto locs = c.batch.locations_of(i);
+  ASSERT_EQ(locs.size(), 3u);
+  const auto dram = arena_view(kKvDramArenaName);
+  ASSERT_FALSE(dram.empty());
+  for (size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(locs[j].tier, 0);
+    EXPECT_EQ(locs[j].length, kLength);
+    ASSERT_LE(locs[j].offset + kLength, dram.size());
+    EXPECT_EQ(static_cast<int>(dram[locs[j].offset]), 0x10 + static_cast<int>(j));
+    EXPECT_EQ(static_cast<int>(dram[locs[j].offset + kLength - 1]), 0x10 + static_cast<int>(j));
+  }
+  EXPECT_EQ(service->status().leases, 1u);
+
+  // Release ends the lease.
+  id = c.submit(proto::KvOp::kRelease, ns, {}, lease);
+  i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(c.batch.completions[i].status, 0);
+  EXPECT_EQ(service->status().leases, 0u);
+
+  std::vector<proto::Counter> counters;
+  service->append_counters(counters);
+  auto counter = [&](const std::string& name) -> int64_t {
+    for (const auto& ctr : counters) {
+      if (ctr.name == name) return static_cast<int64_t>(ctr.value);
+    }
+    return -1;
+  };
+  EXPECT_EQ(counter("kv.started"), 1);
+  EXPECT_EQ(counter("kv.connections"), 1);
+  EXPECT_EQ(counter("kv.ring_requests"), 5);
+  EXPECT_EQ(counter("kv.ring_completions"), 5);
+  EXPECT_EQ(counter("kv.puts"), 3);
+  EXPECT_EQ(counter("kv.tier.dram.chunks"), 3);
+  EXPECT_EQ(counter("kv.tier.dram.capacity_bytes"), static_cast<int64_t>(4 * kSlot));
+  EXPECT_EQ(counter("kv.tier.ssd.chunks"), -1) << "no SSD tier: no SSD counters";
+}
+
+TEST_F(KvServiceTest, SleepAndDoorbells) {
+  make(small_section());
+  EXPECT_TRUE(service->arm()) << "nothing started: nothing to wait for";
+  auto opened = service->open(1, {});
+  ASSERT_TRUE(opened);
+  const int doorbell = opened->doorbell_fd;
+  TestClient c;
+  ASSERT_TRUE(c.attach(std::move(*opened)));
+  EXPECT_EQ(service->poll(), 0u);
+  EXPECT_TRUE(service->arm()) << "idle: may sleep";
+  // The client sees the daemon asleep and rings the doorbell.
+  proto::KvRequest r;
+  r.request_id = 77;
+  r.op = static_cast<uint8_t>(proto::KvOp::kLookup);
+  r.namespace_id = namespace_id();
+  const auto k = keys(2, 1);
+  ASSERT_TRUE(c.ring.submit(r, k));
+  EXPECT_TRUE(c.ring.flush()) << "the flush kicked the sleeping daemon";
+  uint64_t value = 0;
+  ASSERT_EQ(::read(doorbell, &value, sizeof value), static_cast<ssize_t>(sizeof value)) << "the doorbell rang";
+  ASSERT_EQ(::write(doorbell, &value, sizeof value), static_cast<ssize_t>(sizeof value));
+  service->disarm();
+  service->on_doorbell(1);
+  EXPECT_EQ(::read(doorbell, &value, sizeof value), -1) << "on_doorbell resets it";
+  EXPECT_GT(service->poll(), 0u);
+  c.ring.reap(c.batch);
+  ASSERT_EQ(c.batch.completions.size(), 1u);
+  EXPECT_EQ(c.batch.completions[0].request_id, 77u);
+  // A request published while armed: arm() refuses to sleep.
+  r.request_id = 78;
+  ASSERT_TRUE(c.ring.submit(r, k));
+  c.ring.flush();
+  EXPECT_FALSE(service->arm());
+  service->disarm();
+  EXPECT_GT(service->poll(), 0u);
+}
+
+TEST_F(KvServiceTest, CloseEndsTheConnectionsLeasesNotItsChunks) {
+  make(small_section());
+  auto opened = service->open(9, {});
+  ASSERT_TRUE(opened);
+  TestClient c;
+  ASSERT_TRUE(c.attach(std::move(*opened)));
+  const uint64_t ns = namespace_id();
+  const auto k = keys(3, 2);
+  auto id = c.submit(proto::KvOp::kPutBegin, ns, k, 100);
+  auto i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  const uint64_t reservation = c.batch.completions[i].result0;
+  id = c.submit(proto::KvOp::kPutCommit, ns, k, reservation);
+  ASSERT_NE(c.wait(*service, id), SIZE_MAX);
+  id = c.submit(proto::KvOp::kGet, ns, k);
+  ASSERT_NE(c.wait(*service, id), SIZE_MAX);
+  // A request the daemon has not served yet when the client goes.
+  c.submit(proto::KvOp::kGet, ns, k);
+  EXPECT_EQ(service->status().leases, 1u);
+  service->close(9);
+  EXPECT_FALSE(service->has_connection(9));
+  EXPECT_EQ(service->status().leases, 0u);
+  EXPECT_EQ(service->poll(), 0u) << "nothing left to serve";
+  service->close(9);  // unknown: no-op
+
+  // The namespace and its chunks outlive the connection.
+  auto listed = service->namespaces();
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->namespaces.size(), 1u);
+  EXPECT_EQ(listed->namespaces[0].model_id, "model");
+  EXPECT_EQ(listed->namespaces[0].chunks[0], 2u);
+  auto dropped = service->drop_namespace(ns);
+  ASSERT_TRUE(dropped) << dropped.error().message;
+  EXPECT_EQ(dropped->chunks_dropped, 2u);
+  auto unknown = service->drop_namespace(1ull << 40);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ENOENT);
+  service->shutdown();
+  EXPECT_FALSE(service->started());
+}
+
+// ---- the SSD tier ----
+
+class KvSsdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/var/tmp/cxlpool-kvssd-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  KvStoreSection section() {
+    auto kv = small_section();
+    kv.ssd_path = (dir / "kv.img").string();
+    kv.ssd_region_bytes = 256 * 1024;
+    kv.ssd_bytes = 4ull << 20;
+    return kv;
+  }
+  std::filesystem::path dir;
+};
+
+TEST_F(KvSsdTest, CreatesGrowsNeverShrinks) {
+  auto kv = section();
+  kv.ssd_engine = KvSsdEngine::kPosix;
+  {
+    auto ssd = open_kv_ssd(kv);
+    ASSERT_TRUE(ssd) << ssd.error().message;
+    EXPECT_EQ(ssd->engine, "posix");
+    EXPECT_EQ(std::filesystem::file_size(kv.ssd_path), 4ull << 20);
+    EXPECT_EQ(ssd->store->region_count(), 16u);
+  }
+  kv.ssd_bytes = 8ull << 20;
+  ASSERT_TRUE(open_kv_ssd(kv));
+  EXPECT_EQ(std::filesystem::file_size(kv.ssd_path), 8ull << 20);
+  kv.ssd_bytes = 2ull << 20;
+  ASSERT_TRUE(open_kv_ssd(kv));
+  EXPECT_EQ(std::filesystem::file_size(kv.ssd_path), 8ull << 20) << "a larger file keeps its size";
+  kv.ssd_bytes = 0;
+  ASSERT_TRUE(open_kv_ssd(kv)) << "an existing file needs no size";
+
+  auto missing = section();
+  missing.ssd_path = (dir / "none.img").string();
+  missing.ssd_bytes = 0;
+  auto no_size = open_kv_ssd(missing);
+  ASSERT_FALSE(no_size);
+  EXPECT_EQ(no_size.error().code, EINVAL);
+  EXPECT_NE(no_size.error().message.find("kvstore.ssd_bytes is not set"), std::string::npos);
+  auto not_a_file = section();
+  not_a_file.ssd_path = dir.string();
+  auto directory = open_kv_ssd(not_a_file);
+  ASSERT_FALSE(directory);
+  EXPECT_EQ(directory.error().code, EINVAL);
+}
+
+TEST_F(KvSsdTest, AutoEngineAndRecoveryAcrossServices) {
+  auto pool = make_pool(dram_and_emulated());
+  auto kv = section();
+  kv.cxl_bytes = 0;
+  kv.dram_bytes = 2 * kSlot;
+  const uint64_t ns_fp_hi = [&] {
+    auto created = KvService::create(kv, *pool);
+    EXPECT_TRUE(created) << created.error().message;
+    if (!created) return uint64_t{0};
+    auto& service = **created;
+    auto opened = service.open(1, {});
+    EXPECT_TRUE(opened);
+    TestClient c;
+    EXPECT_TRUE(c.attach(std::move(*opened)));
+    proto::KvNamespaceOpen spec;
+    spec.model_id = "m";
+    spec.layout = "l";
+    spec.dtype = "d";
+    spec.chunk_tokens = 8;
+    auto ns = service.open_namespace(spec);
+    EXPECT_TRUE(ns);
+    const auto k = keys(5, 4);
+    auto id = c.submit(proto::KvOp::kPutBegin, ns->namespace_id, k, 3000);
+    auto i = c.wait(service, id);
+    EXPECT_NE(i, SIZE_MAX);
+    id = c.submit(proto::KvOp::kPutCommit, ns->namespace_id, k, c.batch.completions[i].result0);
+    EXPECT_NE(c.wait(service, id), SIZE_MAX);
+    const auto status = service.status();
+    EXPECT_EQ(status.tiers[2].present, 1);
+    EXPECT_EQ(status.tiers[2].name, kv.ssd_path);
+    EXPECT_NE(status.detail.find("SSD " + kv.ssd_path), std::string::npos) << status.detail;
+    service.close(1);
+    service.shutdown();  // writes what the arena holds and seals the log
+    return ns->fingerprint_hi;
+  }();
+  pool->clear();
+  auto created = KvService::create(kv, *pool);
+  ASSERT_TRUE(created) << created.error().message;
+  auto listed = (*created)->namespaces();
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->namespaces.size(), 1u);
+  EXPECT_EQ(listed->namespaces[0].fingerprint_hi, ns_fp_hi);
+  EXPECT_TRUE(listed->namespaces[0].model_id.empty()) << "known by its fingerprint only";
+  EXPECT_EQ(listed->namespaces[0].chunks[2], 4u);
+  EXPECT_NE((*created)->status().detail.find("4 chunks recovered"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cxlpool::daemon
