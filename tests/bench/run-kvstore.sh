@@ -119,7 +119,8 @@ fio_write=$(fio_mib "$work/fio-write.json" write)
 fio_read=$(fio_mib "$work/fio-read.json" read)
 
 write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
-  'admission_threshold = 1' "ssd_path = \"$ssd\"" "ssd_bytes = $((ssd_mib << 20))" 'ssd_sync = "per-region"'
+  'admission_threshold = 1' "ssd_path = \"$ssd\"" "ssd_bytes = $((ssd_mib << 20))" 'ssd_sync = "per-region"' \
+  'ssd_engine = "io_uring"'
 start_daemon "$work/ssd.toml"
 run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks"
 ssd_put=$result
