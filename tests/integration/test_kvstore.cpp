@@ -1,0 +1,960 @@
+// SPDX-License-Identifier: Apache-2.0
+// The KV-cache store end to end: the real cxlpoold with a file-backed SSD
+// tier in its temporary state directory, client processes using the C ABI
+// (kv.h), and cxlpoolctl kv. Chunk bytes are a function of the chunk's key,
+// so every read checks exactly what was stored under that key.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "child_process.hpp"
+#include "cxlpool/cxlpool.h"
+#include "cxlpool/kv.h"
+#include "daemon_process.hpp"
+#include "pool_queries.hpp"
+#include "test_config.hpp"
+
+namespace cxlpool::integration {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr uint64_t kSlot = 64 * 1024;
+constexpr uint32_t kChunkTokens = 16;
+
+// [kvstore] keys on top of a small default: 64 KiB slots, no SSD unless a
+// path is given.
+struct KvConfig {
+  uint64_t dram_slots = 16;
+  uint64_t cxl_slots = 16;
+  uint32_t admission_threshold = 1;
+  std::string ssd_path;
+  uint64_t ssd_bytes = 32 * kMiB;
+  uint64_t ssd_region_bytes = kMiB;  // 15 chunks of 64 KiB
+  std::string ssd_sync = "per-region";
+  uint64_t quota_bytes = 0;
+  std::string daemon;  // extra [daemon] keys
+
+  std::string render() const {
+    std::ostringstream t;
+    t << "[kvstore]\n"
+      << "slot_bytes = " << kSlot << "\n"
+      << "dram_bytes = " << dram_slots * kSlot << "\n"
+      << "cxl_bytes = " << cxl_slots * kSlot << "\n"
+      << "admission_threshold = " << admission_threshold << "\n"
+      << "put_window_bytes = " << 16 * kSlot << "\n"
+      << "client_quota_bytes = " << quota_bytes << "\n";
+    if (!ssd_path.empty()) {
+      t << "ssd_path = \"" << ssd_path << "\"\n"
+        << "ssd_bytes = " << ssd_bytes << "\n"
+        << "ssd_region_bytes = " << ssd_region_bytes << "\n"
+        << "ssd_sync = \"" << ssd_sync << "\"\n"
+        << "ssd_engine = \"auto\"\n";
+    }
+    return TestConfig{.daemon = daemon, .tables = t.str()}.render();
+  }
+};
+
+// ---- chunk contents, tokens, keys ----
+
+uint64_t splitmix(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// The bytes stored under `key`: a pseudo-random stream seeded by the key.
+std::vector<std::byte> chunk_bytes(const cxlpool_kv_key& key, uint64_t length) {
+  std::vector<std::byte> out(length);
+  uint64_t state = key.lo ^ (key.hi * 31) ^ length;
+  for (uint64_t i = 0; i < length; i += 8) {
+    const uint64_t word = splitmix(state);
+    std::memcpy(out.data() + i, &word, std::min<uint64_t>(8, length - i));
+  }
+  return out;
+}
+
+// "" when `data` holds exactly chunk_bytes(key, length), else what differs.
+std::string chunk_mismatch(const void* data, const cxlpool_kv_key& key, uint64_t length) {
+  if (data == nullptr) return "no data pointer";
+  const auto expected = chunk_bytes(key, length);
+  const auto* got = static_cast<const std::byte*>(data);
+  for (uint64_t i = 0; i < length; ++i) {
+    if (got[i] != expected[i]) return "first differing byte at offset " + std::to_string(i);
+  }
+  return "";
+}
+
+std::vector<uint32_t> tokens(uint64_t seed, size_t n) {
+  std::vector<uint32_t> out(n);
+  uint64_t state = seed;
+  for (auto& t : out) t = static_cast<uint32_t>(splitmix(state) % 128000);
+  return out;
+}
+
+std::string key_text(const cxlpool_kv_key& k) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(k.hi),
+                static_cast<unsigned long long>(k.lo));
+  return buf;
+}
+
+// ---- one client connection with its KV data path ----
+
+struct KvSession {
+  cxlpool_client* client = nullptr;
+  cxlpool_kv* kv = nullptr;
+  int error = 0;
+
+  KvSession(const std::string& socket, const std::string& name) {
+    error = cxlpool_connect(socket.c_str(), name.c_str(), &client);
+    if (error == 0) error = cxlpool_kv_open(client, nullptr, &kv);
+  }
+  ~KvSession() {
+    cxlpool_kv_close(kv);
+    cxlpool_disconnect(client);
+  }
+  KvSession(const KvSession&) = delete;
+  KvSession& operator=(const KvSession&) = delete;
+  bool ok() const { return error == 0 && kv != nullptr; }
+
+  // The test namespace (same spec: same id and fingerprint); id 0 on error.
+  cxlpool_kv_namespace open_namespace(const char* model = "itest-model", int* err = nullptr) {
+    cxlpool_kv_namespace_spec spec{};
+    spec.model_id = model;
+    spec.layout = "itest-layout";
+    spec.dtype = "bf16";
+    spec.tp_rank = 0;
+    spec.tp_size = 1;
+    spec.chunk_tokens = kChunkTokens;
+    cxlpool_kv_namespace ns{};
+    const int rc = cxlpool_kv_namespace_open(kv, &spec, &ns);
+    if (err != nullptr) *err = rc;
+    if (rc != 0) ns.id = 0;
+    return ns;
+  }
+
+  std::vector<cxlpool_kv_key> keys(const cxlpool_kv_namespace& ns, const std::vector<uint32_t>& toks,
+                                   const cxlpool_kv_key* parent = nullptr) const {
+    std::vector<cxlpool_kv_key> out(toks.size() / kChunkTokens + 1);
+    const int n = cxlpool_kv_compute_keys(&ns, toks.data(), toks.size(), parent, out.data(), out.size());
+    out.resize(n < 0 ? 0 : static_cast<size_t>(n));
+    return out;
+  }
+
+  // Stores keys[i] with chunk_bytes(keys[i], length); the put's result.
+  int put(uint64_t ns_id, const std::vector<cxlpool_kv_key>& keys, uint64_t length) {
+    std::vector<std::vector<std::byte>> bytes;
+    std::vector<const void*> data;
+    for (const auto& k : keys) bytes.push_back(chunk_bytes(k, length));
+    for (const auto& b : bytes) data.push_back(b.data());
+    return cxlpool_kv_put(kv, ns_id, keys.data(), static_cast<uint32_t>(keys.size()), data.data(), length);
+  }
+
+  int lookup(uint64_t ns_id, const std::vector<cxlpool_kv_key>& keys, std::vector<cxlpool_kv_location>* locs = nullptr) {
+    std::vector<cxlpool_kv_location> l(keys.size());
+    const int rc = cxlpool_kv_lookup(kv, ns_id, keys.data(), static_cast<uint32_t>(keys.size()), l.data());
+    if (locs != nullptr) *locs = l;
+    return rc;
+  }
+
+  int lookup_one(uint64_t ns_id, const cxlpool_kv_key& key, cxlpool_kv_location* loc = nullptr) {
+    cxlpool_kv_location l{};
+    const int rc = cxlpool_kv_lookup(kv, ns_id, &key, 1, &l);
+    if (loc != nullptr) *loc = l;
+    return rc;
+  }
+};
+
+// A lease taken with get, released on destruction.
+struct Lease {
+  cxlpool_kv* kv = nullptr;
+  uint64_t id = 0;
+  int result = 0;  // get's return: prefix length or -errno
+  std::vector<cxlpool_kv_location> locs;
+
+  Lease(KvSession& s, uint64_t ns_id, const std::vector<cxlpool_kv_key>& keys) : kv(s.kv), locs(keys.size()) {
+    result = cxlpool_kv_get(kv, ns_id, keys.data(), static_cast<uint32_t>(keys.size()), &id, locs.data());
+  }
+  ~Lease() { release(); }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  int release() {
+    if (id == 0) return 0;
+    const int rc = cxlpool_kv_release(kv, std::exchange(id, 0));
+    return rc;
+  }
+};
+
+// "" when the get leased every key and every location holds its bytes.
+std::string check_lease(const Lease& lease, const std::vector<cxlpool_kv_key>& keys, uint64_t length) {
+  if (lease.result != static_cast<int>(keys.size())) {
+    return "get returned " + std::to_string(lease.result) + ", expected " + std::to_string(keys.size());
+  }
+  if (lease.id == 0) return "no lease id";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto& l = lease.locs[i];
+    if (l.tier != CXLPOOL_KV_TIER_DRAM && l.tier != CXLPOOL_KV_TIER_CXL) {
+      return "chunk " + std::to_string(i) + " leased on tier " + std::to_string(l.tier);
+    }
+    if (l.length != length) return "chunk " + std::to_string(i) + " length " + std::to_string(l.length);
+    const std::string bad = chunk_mismatch(l.data, keys[i], length);
+    if (!bad.empty()) return "chunk " + std::to_string(i) + " (" + key_text(keys[i]) + "): " + bad;
+  }
+  return "";
+}
+
+// The permissions ("r--s", ...) of the mapping of this process holding addr.
+std::string mapping_perms(const void* addr) {
+  std::ifstream maps("/proc/self/maps");
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long long lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %4s", &lo, &hi, perms) != 3) continue;
+    if (a >= lo && a < hi) return perms;
+  }
+  return "unmapped";
+}
+
+proto::KvStatusReply kv_status(Connection& conn) {
+  auto reply = conn.call_for<proto::KvStatusReply>(proto::KvStatusRequest{});
+  if (!reply) {
+    ADD_FAILURE() << "KvStatus: " << reply.error().message;
+    return {};
+  }
+  return *reply;
+}
+
+class KvStore : public testing::Test {
+ protected:
+  // Starts a daemon whose SSD file (if any) lives in its state directory.
+  void start(KvConfig config, bool with_ssd = true) {
+    config_ = config;
+    daemon_ = std::make_unique<DaemonProcess>(TestConfig{}.render());
+    if (with_ssd) config_.ssd_path = daemon_->dir() + "/kv-ssd.img";
+    daemon_->write_config(config_.render());
+    ASSERT_TRUE(daemon_->start());
+  }
+  std::string socket() const { return daemon_->socket(); }
+
+  ProgramResult ctl(std::vector<std::string> args, ProgramOptions options = {}) {
+    args.insert(args.begin(), {ctl_binary(), "--socket", socket()});
+    return run_program(args, options);
+  }
+  json ctl_json(std::vector<std::string> args) {
+    args.insert(args.begin(), "--json");
+    auto r = ctl(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    try {
+      return json::parse(r.out);
+    } catch (const json::exception& e) {
+      ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.out;
+      return nullptr;
+    }
+  }
+
+  // A restarted daemon runs in a new directory; the one before it (holding
+  // the SSD file) is kept until the end.
+  void restart() {
+    ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+    retired_ = std::move(daemon_);
+    daemon_ = std::make_unique<DaemonProcess>(TestConfig{}.render());
+    daemon_->write_config(config_.render());
+    ASSERT_TRUE(daemon_->start());
+  }
+
+  KvConfig config_;
+  std::unique_ptr<DaemonProcess> retired_;
+  std::unique_ptr<DaemonProcess> daemon_;
+};
+
+// ---- two processes share a prefix, zero copy ----
+
+TEST_F(KvStore, TwoProcessesShareAPrefixZeroCopy) {
+  start(KvConfig{});
+  // Prompt A: 6 full chunks and a partial one. Prompt B: A's first 4 chunks,
+  // then its own continuation.
+  const auto prompt_a = tokens(1, 6 * kChunkTokens + 5);
+  auto prompt_b = std::vector<uint32_t>(prompt_a.begin(), prompt_a.begin() + 4 * kChunkTokens);
+  const auto tail_b = tokens(2, 3 * kChunkTokens);
+  prompt_b.insert(prompt_b.end(), tail_b.begin(), tail_b.end());
+  const std::string sock = socket();
+
+  int go[2];
+  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
+  // Process A: puts its prompt, leases it, reports the slots, and holds the
+  // lease until told to go.
+  ForkedChild writer([&](int fd) {
+    ChildChecks c(fd);
+    ::close(go[1]);
+    KvSession s(sock, "kv-writer");
+    CHILD_EXPECT_EQ(c, s.error, 0);
+    if (!s.ok()) return 1;
+    const auto ns = s.open_namespace();
+    CHILD_EXPECT(c, ns.id != 0);
+    const auto keys = s.keys(ns, prompt_a);
+    CHILD_EXPECT_EQ(c, keys.size(), 6u);  // the partial chunk has no key
+    CHILD_EXPECT_EQ(c, s.lookup(ns.id, keys), 0);
+    CHILD_EXPECT_EQ(c, s.put(ns.id, keys, kSlot), 6);
+    Lease lease(s, ns.id, keys);
+    const std::string bad = check_lease(lease, keys, kSlot);
+    CHILD_EXPECT_EQ(c, bad, std::string());
+    std::string line = "slots";
+    for (const auto& l : lease.locs) line += " " + std::to_string(l.tier) + ":" + std::to_string(l.offset);
+    line += "\n";
+    (void)!::write(fd, line.data(), line.size());
+    char b;
+    (void)!::read(go[0], &b, 1);
+    CHILD_EXPECT_EQ(c, lease.release(), 0);
+    return c.ok() ? 0 : 1;
+  });
+  ::close(go[0]);
+  auto slots_line = writer.read_line(20s);
+  ASSERT_TRUE(slots_line.has_value()) << "writer: " << writer.read_all(1s);
+  ASSERT_EQ(slots_line->rfind("slots", 0), 0u) << *slots_line << writer.read_all(1s);
+  std::vector<std::string> writer_slots;
+  {
+    std::istringstream in(slots_line->substr(5));
+    std::string s;
+    while (in >> s) writer_slots.push_back(s);
+  }
+  ASSERT_EQ(writer_slots.size(), 6u);
+
+  // Process B, while A holds its lease: computes its own keys, finds A's 4
+  // chunks as its cached prefix, leases and reads them in place (the same
+  // arena slots as A's, mapped read-only), then stores its own continuation.
+  const std::string failures = run_checks_in_child([&](ChildChecks& c) {
+    KvSession s(sock, "kv-reader");
+    CHILD_EXPECT_EQ(c, s.error, 0);
+    if (!s.ok()) return;
+    const auto ns = s.open_namespace();
+    const auto keys = s.keys(ns, prompt_b);
+    CHILD_EXPECT_EQ(c, keys.size(), 7u);
+    std::vector<cxlpool_kv_location> locs;
+    CHILD_EXPECT_EQ(c, s.lookup(ns.id, keys, &locs), 4);
+    const std::vector<cxlpool_kv_key> prefix(keys.begin(), keys.begin() + 4);
+    {
+      Lease lease(s, ns.id, keys);
+      CHILD_EXPECT_EQ(c, lease.result, 4);
+      CHILD_EXPECT(c, lease.id != 0);
+      std::vector<cxlpool_kv_location> got(lease.locs.begin(), lease.locs.begin() + 4);
+      Lease exact(s, ns.id, prefix);  // a second lease of the same chunks
+      CHILD_EXPECT_EQ(c, check_lease(exact, prefix, kSlot), std::string());
+      for (size_t i = 0; i < 4 && lease.result == 4; ++i) {
+        const auto& l = lease.locs[i];
+        CHILD_EXPECT_EQ(c, std::to_string(l.tier) + ":" + std::to_string(l.offset), writer_slots[i]);
+        CHILD_EXPECT_EQ(c, chunk_mismatch(l.data, keys[i], kSlot), std::string());
+        const std::string perms = mapping_perms(l.data);
+        CHILD_EXPECT(c, perms.size() == 4 && perms[0] == 'r' && perms[1] == '-');
+      }
+      CHILD_EXPECT_EQ(c, exact.release(), 0);
+      CHILD_EXPECT_EQ(c, lease.release(), 0);
+    }
+    // B's own continuation: chunks 0..3 are already stored (nothing to
+    // write), 4..6 are new.
+    uint64_t reservation = 0;
+    std::vector<cxlpool_kv_location> slots(keys.size());
+    CHILD_EXPECT_EQ(c, cxlpool_kv_put_begin(s.kv, ns.id, keys.data(), 7, kSlot, &reservation, slots.data()), 0);
+    std::vector<cxlpool_kv_key> to_commit;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const bool cached = (slots[i].flags & CXLPOOL_KV_LOC_CACHED) != 0;
+      CHILD_EXPECT_EQ(c, cached, i < 4);
+      if (cached) continue;
+      CHILD_EXPECT_EQ(c, slots[i].tier, CXLPOOL_KV_TIER_PUT_WINDOW);
+      CHILD_EXPECT(c, slots[i].data != nullptr && slots[i].length >= kSlot);
+      if (slots[i].data == nullptr) continue;
+      const auto bytes = chunk_bytes(keys[i], kSlot);
+      std::memcpy(slots[i].data, bytes.data(), kSlot);
+      to_commit.push_back(keys[i]);
+    }
+    CHILD_EXPECT_EQ(c, cxlpool_kv_put_commit(s.kv, ns.id, reservation, to_commit.data(),
+                                             static_cast<uint32_t>(to_commit.size())),
+                    3);
+    CHILD_EXPECT_EQ(c, s.lookup(ns.id, keys), 7);
+  });
+  EXPECT_EQ(failures, "");
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ::close(go[1]);
+  EXPECT_EQ(writer.wait(20s), 0) << writer.read_all(1s);
+
+  // A third process sees both prompts whole; nothing stays leased.
+  KvSession s(socket(), "kv-checker");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  EXPECT_EQ(s.lookup(ns.id, s.keys(ns, prompt_a)), 6);
+  const auto keys_b = s.keys(ns, prompt_b);
+  EXPECT_EQ(s.lookup(ns.id, keys_b), 7);
+  Lease all_b(s, ns.id, keys_b);
+  EXPECT_EQ(check_lease(all_b, keys_b, kSlot), "");
+  all_b.release();
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  const auto st = kv_status(*admin);
+  EXPECT_EQ(st.enabled, 1);
+  EXPECT_EQ(st.leases, 0u);
+  EXPECT_EQ(st.reservations, 0u);
+  EXPECT_EQ(st.puts, 9u);
+}
+
+// ---- lookup prefix semantics ----
+
+TEST_F(KvStore, LookupAnswersTheLongestCachedPrefix) {
+  start(KvConfig{}, false);
+  KvSession s(socket(), "kv-prefix");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  ASSERT_NE(ns.id, 0u);
+  EXPECT_EQ(ns.chunk_tokens, kChunkTokens);
+  const auto toks = tokens(10, 8 * kChunkTokens);
+  const auto keys = s.keys(ns, toks);
+  ASSERT_EQ(keys.size(), 8u);
+
+  // A partial chunk has no key; keys chain: the same chunk tokens after a
+  // different prefix get a different key.
+  EXPECT_EQ(s.keys(ns, std::vector<uint32_t>(toks.begin(), toks.begin() + kChunkTokens - 1)).size(), 0u);
+  auto other = toks;
+  other[0] ^= 1;
+  const auto other_keys = s.keys(ns, other);
+  for (size_t i = 0; i < 8; ++i) EXPECT_FALSE(other_keys[i].lo == keys[i].lo && other_keys[i].hi == keys[i].hi) << i;
+  // Keys of a continuation chained from a parent equal the whole sequence's.
+  const std::vector<uint32_t> tail(toks.begin() + 3 * kChunkTokens, toks.end());
+  const auto chained = s.keys(ns, tail, &keys[2]);
+  ASSERT_EQ(chained.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(chained[i].lo == keys[3 + i].lo && chained[i].hi == keys[3 + i].hi);
+  // Another namespace gives other keys for the same tokens.
+  const auto ns2 = s.open_namespace("itest-model-2");
+  ASSERT_NE(ns2.id, 0u);
+  EXPECT_NE(ns2.id, ns.id);
+  const auto keys2 = s.keys(ns2, toks);
+  EXPECT_FALSE(keys2[0].lo == keys[0].lo && keys2[0].hi == keys[0].hi);
+
+  // Store chunks 0..4 of 8.
+  const std::vector<cxlpool_kv_key> first5(keys.begin(), keys.begin() + 5);
+  ASSERT_EQ(s.put(ns.id, first5, kSlot), 5);
+  std::vector<cxlpool_kv_location> locs;
+  EXPECT_EQ(s.lookup(ns.id, keys, &locs), 5);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(locs[i].tier, CXLPOOL_KV_TIER_DRAM) << i;
+    EXPECT_EQ(locs[i].length, kSlot) << i;
+  }
+  EXPECT_EQ(s.lookup(ns.id, other_keys), 0);
+  EXPECT_EQ(s.lookup(ns2.id, keys2), 0);
+  // The prefix stops at the first missing key even when later ones exist.
+  std::vector<cxlpool_kv_key> gap{keys[0], keys[1], keys[6], keys[3]};
+  EXPECT_EQ(s.lookup(ns.id, gap), 2);
+  // A deleted chunk cuts the prefix there.
+  EXPECT_EQ(cxlpool_kv_delete(s.kv, ns.id, &keys[2], 1), 1);
+  EXPECT_EQ(s.lookup(ns.id, keys), 2);
+  {
+    Lease lease(s, ns.id, keys);
+    EXPECT_EQ(lease.result, 2);
+    EXPECT_EQ(check_lease(lease, std::vector<cxlpool_kv_key>(keys.begin(), keys.begin() + 2), kSlot), "");
+  }
+  // A get of nothing cached leases nothing.
+  {
+    Lease none(s, ns.id, other_keys);
+    EXPECT_EQ(none.result, 0);
+    EXPECT_EQ(none.id, 0u);
+  }
+  // Errors: unknown namespace, a lease that is not ours, a chunk bigger than a slot.
+  EXPECT_EQ(s.lookup(999999, keys), -ENOENT);
+  EXPECT_EQ(cxlpool_kv_release(s.kv, 123456789), -ENOENT);
+  EXPECT_EQ(s.put(ns.id, {keys[7]}, kSlot + 1), -EMSGSIZE);
+  // Chunks shorter than a slot keep their length.
+  ASSERT_EQ(s.put(ns.id, {keys[2]}, 10000), 1);
+  Lease short_one(s, ns.id, {keys[2]});
+  EXPECT_EQ(check_lease(short_one, {keys[2]}, 10000), "");
+}
+
+// ---- tiers: DRAM -> CXL -> SSD and back ----
+
+TEST_F(KvStore, ChunksDemoteToCxlThenSsdAndComeBackOnGet) {
+  // Regions of 3 chunks: most SSD chunks are in sealed regions, read from the
+  // device rather than from the open region's buffer.
+  start(KvConfig{.dram_slots = 4, .cxl_slots = 4, .admission_threshold = 1, .ssd_region_bytes = 256 * 1024});
+  KvSession s(socket(), "kv-tiers");
+  ASSERT_TRUE(s.ok()) << s.error;
+  cxlpool_kv_info info{};
+  ASSERT_EQ(cxlpool_kv_get_info(s.kv, &info), 0);
+  EXPECT_EQ(info.slot_bytes, kSlot);
+  EXPECT_EQ(info.arena_bytes[0], 4 * kSlot);
+  EXPECT_EQ(info.arena_bytes[1], 4 * kSlot);
+  EXPECT_GT(info.tier_bandwidth_bps[2], 0u) << "the SSD tier is configured";
+
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, tokens(20, 16 * kChunkTokens));
+  ASSERT_EQ(keys.size(), 16u);
+  // Lengths that are not block multiples go through the SSD log too.
+  auto length_of = [](size_t i) { return i % 3 == 0 ? kSlot - 1000 * (i + 1) : kSlot; };
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(s.put(ns.id, {keys[i]}, length_of(i)), 1) << i;
+
+  // Nothing was lost: 4 chunks fit in DRAM, 4 in CXL, the rest went to SSD.
+  std::vector<cxlpool_kv_location> locs;
+  ASSERT_EQ(s.lookup(ns.id, keys, &locs), 16);
+  size_t per_tier[3] = {0, 0, 0};
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_LE(locs[i].tier, 2u) << i;
+    ++per_tier[locs[i].tier];
+    EXPECT_EQ(locs[i].length, length_of(i)) << i;
+    if (locs[i].tier == CXLPOOL_KV_TIER_SSD) {
+      EXPECT_EQ(locs[i].data, nullptr) << i;
+    }
+  }
+  EXPECT_EQ(per_tier[0], 4u);
+  EXPECT_EQ(per_tier[1], 4u);
+  EXPECT_EQ(per_tier[2], 8u);
+  // The newest are in DRAM, the oldest on SSD.
+  EXPECT_EQ(locs[15].tier, CXLPOOL_KV_TIER_DRAM);
+  EXPECT_EQ(locs[0].tier, CXLPOOL_KV_TIER_SSD);
+
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  const auto before = kv_status(*admin);
+  ASSERT_EQ(before.tiers.size(), 3u);
+  EXPECT_EQ(before.chunks, 16u);
+  EXPECT_GE(before.tiers[1].demotions, 4u);
+  EXPECT_GE(before.tiers[2].demotions, 8u);
+  EXPECT_GT(before.tiers[2].bytes_written, 0u);
+
+  // Every chunk comes back with its bytes, SSD ones read into an arena slot.
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Lease lease(s, ns.id, {keys[i]});
+    EXPECT_EQ(check_lease(lease, {keys[i]}, length_of(i)), "") << "chunk " << i << " was on tier " << locs[i].tier;
+    if (locs[i].tier == CXLPOOL_KV_TIER_SSD && lease.result == 1) {
+      EXPECT_EQ(lease.locs[0].tier, CXLPOOL_KV_TIER_DRAM) << i;
+      EXPECT_NE(lease.locs[0].flags & CXLPOOL_KV_LOC_SSD_COPY, 0) << i;
+    }
+  }
+  // The SSD chunks just read are promoted: the last ones read are in DRAM now.
+  cxlpool_kv_location loc{};
+  EXPECT_EQ(s.lookup_one(ns.id, keys[15], &loc), 1);
+  EXPECT_EQ(loc.tier, CXLPOOL_KV_TIER_DRAM);
+  const auto after = kv_status(*admin);
+  EXPECT_GT(after.tiers[2].bytes_read, before.tiers[2].bytes_read);
+  EXPECT_GT(after.tiers[0].promotions, before.tiers[0].promotions);
+  EXPECT_EQ(after.tiers[2].errors, 0u);
+  EXPECT_EQ(after.leases, 0u);
+
+  // Prefetch brings SSD chunks to DRAM without a lease.
+  ASSERT_EQ(s.lookup(ns.id, keys, &locs), 16);
+  std::vector<cxlpool_kv_key> on_ssd;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (locs[i].tier == CXLPOOL_KV_TIER_SSD) on_ssd.push_back(keys[i]);
+  }
+  ASSERT_FALSE(on_ssd.empty());
+  const cxlpool_kv_key target = on_ssd.back();
+  EXPECT_EQ(cxlpool_kv_prefetch(s.kv, ns.id, &target, 1), 1);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        cxlpool_kv_location l{};
+        return s.lookup_one(ns.id, target, &l) == 1 && l.tier == CXLPOOL_KV_TIER_DRAM;
+      },
+      10s, 10ms));
+}
+
+TEST_F(KvStore, SsdAdmitsOnlyChunksSeenTwice) {
+  start(KvConfig{.dram_slots = 4, .cxl_slots = 0, .admission_threshold = 2});
+  KvSession s(socket(), "kv-admission");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, tokens(30, 8 * kChunkTokens));
+  ASSERT_EQ(keys.size(), 8u);
+  for (size_t i = 0; i < 4; ++i) ASSERT_EQ(s.put(ns.id, {keys[i]}, kSlot), 1);
+  // Chunks 0 and 1 are seen a second time (read); 2 and 3 are only looked
+  // up, which is no sighting.
+  for (size_t i = 0; i < 2; ++i) {
+    Lease lease(s, ns.id, {keys[i]});
+    EXPECT_EQ(check_lease(lease, {keys[i]}, kSlot), "") << i;
+  }
+  EXPECT_EQ(s.lookup(ns.id, {keys[2], keys[3]}), 2);
+  for (size_t i = 4; i < 8; ++i) ASSERT_EQ(s.put(ns.id, {keys[i]}, kSlot), 1);
+  cxlpool_kv_location loc{};
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(s.lookup_one(ns.id, keys[i], &loc), 1) << i;
+    EXPECT_EQ(loc.tier, CXLPOOL_KV_TIER_SSD) << i;
+  }
+  EXPECT_EQ(s.lookup_one(ns.id, keys[2]), 0);
+  EXPECT_EQ(s.lookup_one(ns.id, keys[3]), 0);
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  const auto st = kv_status(*admin);
+  ASSERT_EQ(st.tiers.size(), 3u);
+  EXPECT_EQ(st.admission_threshold, 2u);
+  EXPECT_EQ(st.tiers[2].admissions_rejected, 2u);
+  EXPECT_EQ(st.tiers[2].chunks, 2u);
+  EXPECT_EQ(st.tiers[1].present, 0) << "cxl_bytes = 0 disables the CXL arena";
+}
+
+// ---- restart: the SSD log is the store's memory ----
+
+TEST_F(KvStore, SsdChunksSurviveARestart) {
+  start(KvConfig{.dram_slots = 2, .cxl_slots = 0, .admission_threshold = 1});
+  const auto toks = tokens(40, 10 * kChunkTokens);
+  std::vector<cxlpool_kv_key> keys;
+  {
+    KvSession s(socket(), "kv-before");
+    ASSERT_TRUE(s.ok()) << s.error;
+    const auto ns = s.open_namespace();
+    keys = s.keys(ns, toks);
+    ASSERT_EQ(keys.size(), 10u);
+    for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot - 512), 1);
+    std::vector<cxlpool_kv_location> locs;
+    ASSERT_EQ(s.lookup(ns.id, keys, &locs), 10);
+    size_t on_ssd = 0;
+    for (const auto& l : locs) on_ssd += l.tier == CXLPOOL_KV_TIER_SSD ? 1 : 0;
+    ASSERT_EQ(on_ssd, 8u);
+  }
+  // A clean stop writes what the arenas hold to the log and seals its open
+  // region (per-region policy); the second daemon runs in another directory
+  // on the same SSD file.
+  restart();
+  if (HasFatalFailure()) return;
+
+  // Before any client names it, the namespace is known by its fingerprint.
+  const json listed = ctl_json({"kv", "namespaces"});
+  ASSERT_TRUE(listed.is_array()) << listed.dump();
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  EXPECT_EQ(listed[0].at("recovered_only"), true) << listed.dump();
+  EXPECT_EQ(listed[0].at("chunks").at("ssd"), keys.size()) << listed.dump();
+  EXPECT_EQ(listed[0].at("chunks").at("dram"), 0u) << listed.dump();
+
+  KvSession s(socket(), "kv-after");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto again = s.keys(ns, toks);
+  ASSERT_EQ(again.size(), 10u);
+  EXPECT_EQ(s.lookup(ns.id, again), 10);
+  for (size_t i = 0; i < again.size(); ++i) {
+    EXPECT_TRUE(again[i].lo == keys[i].lo && again[i].hi == keys[i].hi) << i;
+    cxlpool_kv_location loc{};
+    EXPECT_EQ(s.lookup_one(ns.id, again[i], &loc), 1) << i;
+    EXPECT_EQ(loc.tier, CXLPOOL_KV_TIER_SSD) << i;
+    Lease lease(s, ns.id, {again[i]});
+    EXPECT_EQ(check_lease(lease, {again[i]}, kSlot - 512), "") << i;
+  }
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  const auto st = kv_status(*admin);
+  EXPECT_EQ(st.tiers[2].errors, 0u);
+  // Now the namespace has its name again.
+  const json named = ctl_json({"kv", "namespaces"});
+  ASSERT_TRUE(named.is_array() && named.size() == 1u) << named.dump();
+  EXPECT_EQ(named[0].at("recovered_only"), false) << named.dump();
+  EXPECT_EQ(named[0].at("model_id"), "itest-model") << named.dump();
+  EXPECT_EQ(named[0].at("fingerprint"), listed[0].at("fingerprint")) << named.dump();
+}
+
+// ---- a dead client's leases ----
+
+TEST_F(KvStore, AKilledClientsLeasesAreReleased) {
+  start(KvConfig{.dram_slots = 4, .cxl_slots = 0}, false);
+  KvSession s(socket(), "kv-owner");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto old_keys = s.keys(ns, tokens(50, 2 * kChunkTokens));
+  ASSERT_EQ(s.put(ns.id, old_keys, kSlot), 2);
+  const std::string sock = socket();
+
+  // A process leases the two chunks and is killed holding them.
+  ForkedChild holder([&](int fd) {
+    KvSession c(sock, "kv-holder");
+    if (!c.ok()) return 1;
+    const auto cns = c.open_namespace();
+    Lease lease(c, cns.id, old_keys);
+    const std::string line = "leased " + std::to_string(lease.result) + "\n";
+    (void)!::write(fd, line.data(), line.size());
+    ::pause();
+    return 0;
+  });
+  auto line = holder.read_line(20s);
+  ASSERT_EQ(line, std::optional<std::string>("leased 2"));
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  EXPECT_EQ(kv_status(*admin).leases, 1u);
+
+  // While leased, a stream of new chunks cannot evict them.
+  int batch = 0;
+  auto put_new = [&](size_t n) {
+    const auto k = s.keys(ns, tokens(100 + batch++, n * kChunkTokens));
+    for (const auto& key : k) EXPECT_EQ(s.put(ns.id, {key}, kSlot), 1);
+  };
+  put_new(6);
+  EXPECT_EQ(s.lookup(ns.id, old_keys), 2);
+
+  holder.kill(SIGKILL);
+  EXPECT_EQ(holder.wait(10s), 128 + SIGKILL);
+  ASSERT_TRUE(wait_until([&] { return kv_status(*admin).leases == 0; }, 10s, 10ms)) << daemon_->log();
+  EXPECT_EQ(kv_status(*admin).leased_bytes, 0u);
+  // Now they are ordinary chunks: new puts evict them.
+  put_new(4);
+  EXPECT_EQ(s.lookup_one(ns.id, old_keys[0]), 0);
+  EXPECT_EQ(s.lookup_one(ns.id, old_keys[1]), 0);
+}
+
+// ---- quota ----
+
+TEST_F(KvStore, QuotaLimitsLeasesAndReservationsPerClient) {
+  start(KvConfig{.quota_bytes = 2 * kSlot}, false);
+  KvSession s(socket(), "kv-quota");
+  ASSERT_TRUE(s.ok()) << s.error;
+  cxlpool_kv_info info{};
+  ASSERT_EQ(cxlpool_kv_get_info(s.kv, &info), 0);
+  EXPECT_EQ(info.quota_bytes, 2 * kSlot);
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, tokens(60, 3 * kChunkTokens));
+  ASSERT_EQ(keys.size(), 3u);
+
+  // Three reserved slots are over the quota; two fit.
+  EXPECT_EQ(s.put(ns.id, keys, kSlot), -EDQUOT);
+  EXPECT_EQ(s.lookup(ns.id, keys), 0) << "a refused put stores nothing";
+  const std::vector<cxlpool_kv_key> two(keys.begin(), keys.begin() + 2);
+  ASSERT_EQ(s.put(ns.id, two, kSlot), 2);
+  ASSERT_EQ(s.put(ns.id, {keys[2]}, kSlot), 1);
+  // Leases count too.
+  {
+    Lease lease(s, ns.id, two);
+    EXPECT_EQ(check_lease(lease, two, kSlot), "");
+    Lease more(s, ns.id, {keys[2]});
+    EXPECT_EQ(more.result, -EDQUOT);
+    uint64_t reservation = 0;
+    cxlpool_kv_location slot{};
+    const auto extra = s.keys(ns, tokens(61, kChunkTokens));
+    EXPECT_EQ(cxlpool_kv_put_begin(s.kv, ns.id, extra.data(), 1, kSlot, &reservation, &slot), -EDQUOT);
+
+    // The quota is per client: another one may lease the same chunks.
+    const std::string sock = socket();
+    const std::string failures = run_checks_in_child([&](ChildChecks& c) {
+      KvSession o(sock, "kv-quota-other");
+      CHILD_EXPECT_EQ(c, o.error, 0);
+      if (!o.ok()) return;
+      const auto ons = o.open_namespace();
+      Lease l(o, ons.id, two);
+      CHILD_EXPECT_EQ(c, check_lease(l, two, kSlot), std::string());
+    });
+    EXPECT_EQ(failures, "");
+  }
+  // Released: room again.
+  Lease after(s, ns.id, {keys[2]});
+  EXPECT_EQ(check_lease(after, {keys[2]}, kSlot), "");
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  EXPECT_GE(kv_status(*admin).quota_rejections, 3u);
+}
+
+// ---- cxlpoolctl kv ----
+
+TEST_F(KvStore, CtlStatusAndNamespacesJson) {
+  start(KvConfig{.dram_slots = 4, .cxl_slots = 4});
+  KvSession s(socket(), "kv-ctl");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, tokens(70, 3 * kChunkTokens));
+  ASSERT_EQ(s.put(ns.id, keys, kSlot), 3);
+  { Lease lease(s, ns.id, keys); }
+
+  const json st = ctl_json({"kv", "status"});
+  ASSERT_TRUE(st.is_object()) << st.dump();
+  EXPECT_EQ(st.at("enabled"), true) << st.dump();
+  EXPECT_EQ(st.at("eviction"), "lru") << st.dump();
+  EXPECT_EQ(st.at("ssd_sync"), "per-region") << st.dump();
+  EXPECT_EQ(st.at("puts"), 3u) << st.dump();
+  EXPECT_EQ(st.at("gets"), 1u) << st.dump();
+  EXPECT_EQ(st.at("slot_bytes"), kSlot) << st.dump();
+  EXPECT_EQ(st.at("chunks"), 3u) << st.dump();
+  ASSERT_TRUE(st.at("tiers").is_array() && st.at("tiers").size() == 3u) << st.dump();
+  const json& dram = st.at("tiers")[0];
+  EXPECT_EQ(dram.at("tier"), "dram") << dram.dump();
+  EXPECT_EQ(dram.at("capacity"), 4 * kSlot) << dram.dump();
+  EXPECT_EQ(dram.at("chunks"), 3u) << dram.dump();
+  EXPECT_EQ(dram.at("used"), 3 * kSlot) << dram.dump();
+  EXPECT_GT(dram.at("hit_rate").get<double>(), 0.0) << dram.dump();
+  for (const char* field : {"evictions", "admissions_rejected", "bytes_written"}) {
+    EXPECT_TRUE(dram.contains(field)) << field << " " << dram.dump();
+  }
+  const json& ssd = st.at("tiers")[2];
+  EXPECT_EQ(ssd.at("tier"), "ssd") << ssd.dump();
+  EXPECT_EQ(ssd.at("present"), true) << ssd.dump();
+  EXPECT_EQ(ssd.at("capacity"), config_.ssd_bytes) << ssd.dump();
+  EXPECT_EQ(ssd.at("name"), config_.ssd_path) << ssd.dump();
+
+  const json list = ctl_json({"kv", "namespaces"});
+  ASSERT_TRUE(list.is_array() && list.size() == 1u) << list.dump();
+  EXPECT_EQ(list[0].at("id"), ns.id) << list.dump();
+  EXPECT_EQ(list[0].at("model_id"), "itest-model");
+  EXPECT_EQ(list[0].at("layout"), "itest-layout");
+  EXPECT_EQ(list[0].at("dtype"), "bf16");
+  EXPECT_EQ(list[0].at("chunk_tokens"), kChunkTokens);
+  EXPECT_EQ(list[0].at("recovered_only"), false);
+  EXPECT_EQ(list[0].at("chunks").at("dram"), 3u) << list.dump();
+  EXPECT_EQ(list[0].at("total_bytes"), 3 * kSlot) << list.dump();
+  char fp[40];
+  std::snprintf(fp, sizeof fp, "%016llx%016llx", static_cast<unsigned long long>(ns.fingerprint_hi),
+                static_cast<unsigned long long>(ns.fingerprint_lo));
+  EXPECT_EQ(list[0].at("fingerprint"), fp) << list.dump();
+
+  // The human forms name the tiers and the namespace.
+  auto text = ctl({"kv", "status"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("dram"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("ssd"), std::string::npos) << text.out;
+  auto names = ctl({"kv", "namespaces"});
+  EXPECT_EQ(names.exit_code, 0) << names.err;
+  EXPECT_NE(names.out.find("itest-model"), std::string::npos) << names.out;
+}
+
+TEST_F(KvStore, AdminDropsANamespaceOthersMayNot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
+  start(KvConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"});
+  KvSession s(socket(), "kv-drop");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keep_ns = s.open_namespace("itest-kept");
+  const auto toks = tokens(80, 3 * kChunkTokens);
+  const auto keys = s.keys(ns, toks);
+  const auto kept = s.keys(keep_ns, toks);
+  ASSERT_EQ(s.put(ns.id, keys, kSlot), 3);
+  ASSERT_EQ(s.put(keep_ns.id, kept, kSlot), 3);
+  const std::string sock = socket();
+
+  // Another user reads the store (the arenas are world-readable) but may not
+  // drop a namespace.
+  const std::string failures = run_checks_in_child(
+      [&](ChildChecks& c) {
+        KvSession o(sock, "kv-nobody");
+        CHILD_EXPECT_EQ(c, o.error, 0);
+        if (!o.ok()) return;
+        const auto ons = o.open_namespace();
+        CHILD_EXPECT_EQ(c, ons.id, ns.id);
+        Lease l(o, ons.id, keys);
+        CHILD_EXPECT_EQ(c, check_lease(l, keys, kSlot), std::string());
+      },
+      RunAs{});
+  EXPECT_EQ(failures, "");
+  const std::string id = std::to_string(ns.id);
+  auto refused = ctl({"kv", "drop", id}, {.run_as = RunAs{}});
+  EXPECT_EQ(refused.exit_code, 4) << refused.out << refused.err;
+  EXPECT_EQ(s.lookup(ns.id, keys), 3);
+  auto unknown = ctl({"kv", "drop", "987654"});
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.out << unknown.err;
+
+  const json dropped = ctl_json({"kv", "drop", id});
+  EXPECT_EQ(dropped.at("chunks_dropped"), 3u) << dropped.dump();
+  EXPECT_EQ(dropped.at("chunks_deferred"), 0u) << dropped.dump();
+  EXPECT_EQ(s.lookup(ns.id, keys), 0);
+  EXPECT_EQ(s.lookup(keep_ns.id, kept), 3) << "other namespaces are untouched";
+}
+
+// ---- durability: kill -9 during a stream of per-commit puts ----
+
+TEST(KvDurability, KillNineKeepsEveryAcknowledgedCommit) {
+  KvConfig config{.dram_slots = 2, .cxl_slots = 0, .admission_threshold = 1,
+                  .ssd_bytes = 64 * kMiB, .ssd_sync = "per-commit"};
+  DaemonProcess first(TestConfig{}.render());
+  config.ssd_path = first.dir() + "/kv-ssd.img";
+  first.write_config(config.render());
+  ASSERT_TRUE(first.start());
+  const std::string sock = first.socket();
+
+  // Enough keys that the stream never wraps the SSD log (64 regions of ~15
+  // entries); the daemon is killed long before the end.
+  constexpr size_t kStream = 600;
+  const auto toks = tokens(90, kStream * kChunkTokens);
+  auto length_of = [](size_t i) { return kSlot - 64 * (i % 7); };
+
+  // The writer reports each chunk after its commit completed: "ack I".
+  ForkedChild writer([&](int fd) {
+    KvSession s(sock, "kv-stream");
+    if (!s.ok()) return 1;
+    const auto ns = s.open_namespace();
+    const auto keys = s.keys(ns, toks);
+    if (keys.size() != kStream) return 2;
+    for (size_t i = 0; i < kStream; ++i) {
+      const int rc = s.put(ns.id, {keys[i]}, length_of(i));
+      const std::string line = (rc == 1 ? "ack " : "fail " + std::to_string(rc) + " ") + std::to_string(i) + "\n";
+      (void)!::write(fd, line.data(), line.size());
+      if (rc != 1) return 0;
+    }
+    return 0;
+  });
+  std::set<size_t> acked;
+  std::optional<size_t> failed_at;
+  auto take = [&](const std::string& line) {
+    size_t i = 0;
+    if (std::sscanf(line.c_str(), "ack %zu", &i) == 1) {
+      acked.insert(i);
+    } else {
+      failed_at = acked.size();
+    }
+  };
+  while (acked.size() < 40) {
+    auto line = writer.read_line(30s);
+    ASSERT_TRUE(line.has_value()) << "the writer stopped early\n" << first.log();
+    take(*line);
+    ASSERT_FALSE(failed_at.has_value()) << *line << "\n" << first.log();
+  }
+  first.send_signal(SIGKILL);
+  EXPECT_EQ(first.wait_exit(10s), 128 + SIGKILL);
+  // Commits acknowledged before the kill are still reported.
+  while (auto line = writer.read_line(30s)) take(*line);
+  EXPECT_EQ(writer.wait(10s), 0);
+  EXPECT_TRUE(failed_at.has_value()) << "the stream ended before the kill";
+  // Acknowledged in order, without holes.
+  ASSERT_FALSE(acked.empty());
+  EXPECT_EQ(*acked.rbegin() + 1, acked.size());
+
+  DaemonProcess second(TestConfig{}.render());
+  second.write_config(config.render());
+  ASSERT_TRUE(second.start());
+  KvSession s(second.socket(), "kv-verify");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, toks);
+  ASSERT_EQ(keys.size(), kStream);
+  size_t missing = 0, corrupt = 0;
+  std::string first_problem;
+  // Every acknowledged chunk is there with its bytes; the one in flight at
+  // the kill may be there or not, but never damaged.
+  for (size_t i = 0; i <= *acked.rbegin() + 1 && i < kStream; ++i) {
+    Lease lease(s, ns.id, {keys[i]});
+    if (lease.result == 0 && acked.count(i) == 0) continue;
+    if (lease.result != 1) {
+      ++missing;
+      if (first_problem.empty()) first_problem = "chunk " + std::to_string(i) + ": get " + std::to_string(lease.result);
+      continue;
+    }
+    const std::string bad = check_lease(lease, {keys[i]}, length_of(i));
+    if (!bad.empty()) {
+      ++corrupt;
+      if (first_problem.empty()) first_problem = "chunk " + std::to_string(i) + ": " + bad;
+    }
+  }
+  EXPECT_EQ(missing, 0u) << first_problem << " (" << acked.size() << " acknowledged)";
+  EXPECT_EQ(corrupt, 0u) << first_problem;
+  // Nothing beyond the stream's position exists.
+  const size_t next = *acked.rbegin() + 2;
+  if (next < kStream) {
+    EXPECT_EQ(s.lookup_one(ns.id, keys[next]), 0);
+  }
+}
+
+}  // namespace
+}  // namespace cxlpool::integration
