@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kv_ssd.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -73,6 +75,16 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   }
 
   KvSsd ssd;
+  // Locked before anything is written to it (a new file is created here,
+  // empty, and sized by the device open below).
+  ssd.lock.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (options.create ? O_CREAT : 0), 0600));
+  if (!ssd.lock) return fail_errno("kvstore.ssd_path " + path);
+  if (::flock(ssd.lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return fail(EBUSY, "kvstore.ssd_path " + path + " is in use by another process (another cxlpoold?)");
+    }
+    return fail_errno("flock " + path);
+  }
   auto device = open_with(config.ssd_engine, path, options, ssd.engine);
   if (!device && device.error().code == EINVAL && options.direct) {
     // tmpfs and a few other file systems have no O_DIRECT: the log still

@@ -9,18 +9,23 @@
 
 #include "../config.hpp"
 #include "cxlpool/common/result.hpp"
+#include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
 
 namespace cxlpool::daemon {
 
 struct KvSsd {
   std::unique_ptr<kvcache::SsdStore> store;
+  // An exclusive flock on the path for as long as the daemon runs: two
+  // daemons writing one log would corrupt each other's regions.
+  UniqueFd lock;
   std::string engine;  // "io_uring" or "posix"
   bool direct = true;  // O_DIRECT; false where the file system refuses it
 };
 
 // EINVAL: a new file without ssd_bytes, or a path that is neither a regular
-// file nor a block device; the device's and the log's own errors otherwise.
+// file nor a block device; EBUSY: another process holds it (a second
+// daemon); the device's and the log's own errors otherwise.
 Result<KvSsd> open_kv_ssd(const KvStoreSection& config);
 
 }  // namespace cxlpool::daemon

@@ -597,7 +597,15 @@ TEST_F(KvSsdTest, CreatesGrowsNeverShrinks) {
   ASSERT_TRUE(open_kv_ssd(kv));
   EXPECT_EQ(std::filesystem::file_size(kv.ssd_path), 8ull << 20) << "a larger file keeps its size";
   kv.ssd_bytes = 0;
-  ASSERT_TRUE(open_kv_ssd(kv)) << "an existing file needs no size";
+  auto held = open_kv_ssd(kv);
+  ASSERT_TRUE(held) << "an existing file needs no size";
+  auto second = open_kv_ssd(kv);
+  ASSERT_FALSE(second) << "one daemon per SSD log";
+  EXPECT_EQ(second.error().code, EBUSY);
+  held->store.reset();
+  EXPECT_FALSE(open_kv_ssd(kv)) << "the lock lasts as long as the service, not the store";
+  held->lock.reset();
+  EXPECT_TRUE(open_kv_ssd(kv));
 
   auto missing = section();
   missing.ssd_path = (dir / "none.img").string();
