@@ -4,6 +4,7 @@
 // (kv.h), and cxlpoolctl kv. Chunk bytes are a function of the chunk's key,
 // so every read checks exactly what was stored under that key.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,8 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -272,18 +275,18 @@ class KvStore : public testing::Test {
     }
   }
 
-  // A restarted daemon runs in a new directory; the one before it (holding
-  // the SSD file) is kept until the end.
+  // A restarted daemon runs in a new directory; the ones before it (the
+  // first holds the SSD file) are kept until the end.
   void restart() {
     ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
-    retired_ = std::move(daemon_);
+    retired_.push_back(std::move(daemon_));
     daemon_ = std::make_unique<DaemonProcess>(TestConfig{}.render());
     daemon_->write_config(config_.render());
     ASSERT_TRUE(daemon_->start());
   }
 
   KvConfig config_;
-  std::unique_ptr<DaemonProcess> retired_;
+  std::vector<std::unique_ptr<DaemonProcess>> retired_;
   std::unique_ptr<DaemonProcess> daemon_;
 };
 
@@ -861,6 +864,335 @@ TEST_F(KvStore, AdminDropsANamespaceOthersMayNot) {
   EXPECT_EQ(dropped.at("chunks_deferred"), 0u) << dropped.dump();
   EXPECT_EQ(s.lookup(ns.id, keys), 0);
   EXPECT_EQ(s.lookup(keep_ns.id, kept), 3) << "other namespaces are untouched";
+}
+
+// ---- asynchronous requests and the completion eventfd ----
+
+// Submits one request and reaps until its completion comes back (copied,
+// locations dropped); status -ETIMEDOUT when it does not within 20 s.
+cxlpool_kv_completion submit_and_wait(KvSession& s, const cxlpool_kv_request& req) {
+  cxlpool_kv_completion out{};
+  out.status = -ETIMEDOUT;
+  if (cxlpool_kv_submit(s.kv, &req, 1) != 1) return out;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    cxlpool_kv_completion done[4];
+    const int n = cxlpool_kv_reap(s.kv, done, 4, 1000);
+    if (n < 0) {
+      out.status = n;
+      return out;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (done[i].user_data != req.user_data) continue;
+      out = done[i];
+      out.locations = nullptr;
+      return out;
+    }
+  }
+  return out;
+}
+
+TEST_F(KvStore, AsyncBatchesCompleteThroughTheEventfd) {
+  start(KvConfig{.dram_slots = 8, .cxl_slots = 0, .admission_threshold = 1, .ssd_region_bytes = 256 * 1024});
+  KvSession s(socket(), "kv-async");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, tokens(110, 12 * kChunkTokens));
+  ASSERT_EQ(keys.size(), 12u);
+  for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot), 1);
+  std::vector<cxlpool_kv_location> locs;
+  ASSERT_EQ(s.lookup(ns.id, keys, &locs), 12);
+  ASSERT_EQ(locs[0].tier, CXLPOOL_KV_TIER_SSD);
+
+  // Six one-chunk gets (four of them SSD reads) and a lookup in one batch.
+  std::vector<cxlpool_kv_request> reqs;
+  for (size_t i = 0; i < 6; ++i) {
+    cxlpool_kv_request r{};
+    r.user_data = 100 + i;
+    r.op = CXLPOOL_KV_GET;
+    r.namespace_id = ns.id;
+    r.keys = &keys[i];
+    r.n_keys = 1;
+    reqs.push_back(r);
+  }
+  cxlpool_kv_request lookup{};
+  lookup.user_data = 1;
+  lookup.op = CXLPOOL_KV_LOOKUP;
+  lookup.namespace_id = ns.id;
+  lookup.keys = keys.data();
+  lookup.n_keys = 12;
+  reqs.push_back(lookup);
+  ASSERT_EQ(cxlpool_kv_submit(s.kv, reqs.data(), reqs.size()), 7);
+  EXPECT_EQ(cxlpool_kv_in_flight(s.kv), 7u);
+  // A blocking helper meanwhile gets its own answer and takes none of theirs.
+  EXPECT_EQ(s.lookup(ns.id, {keys[11]}), 1);
+  EXPECT_EQ(cxlpool_kv_in_flight(s.kv), 7u);
+
+  const int efd = cxlpool_kv_eventfd(s.kv);
+  ASSERT_GE(efd, 0);
+  std::map<uint64_t, uint64_t> leases;  // user_data -> lease
+  bool looked_up = false;
+  size_t received = 0, sleeps = 0;
+  while (received < 7) {
+    cxlpool_kv_completion done[3];
+    const int n = cxlpool_kv_reap(s.kv, done, 3, 0);
+    ASSERT_GE(n, 0);
+    for (int j = 0; j < n; ++j) {
+      const auto& c = done[j];
+      ++received;
+      EXPECT_EQ(c.status, 0) << c.user_data;
+      if (c.user_data == 1) {
+        looked_up = true;
+        EXPECT_EQ(c.op, static_cast<uint32_t>(CXLPOOL_KV_LOOKUP));
+        EXPECT_EQ(c.result0, 12u);
+        EXPECT_EQ(c.n_locations, 12u);
+        continue;
+      }
+      ASSERT_GE(c.user_data, 100u);
+      ASSERT_LT(c.user_data, 106u);
+      const size_t i = c.user_data - 100;
+      EXPECT_EQ(c.op, static_cast<uint32_t>(CXLPOOL_KV_GET));
+      EXPECT_EQ(c.result1, 1u) << i;
+      EXPECT_NE(c.result0, 0u) << i;
+      EXPECT_EQ(leases.count(c.user_data), 0u) << "completed twice: " << i;
+      leases[c.user_data] = c.result0;
+      ASSERT_EQ(c.n_locations, 1u) << i;
+      EXPECT_EQ(c.locations[0].length, kSlot) << i;
+      EXPECT_EQ(chunk_mismatch(c.locations[0].data, keys[i], kSlot), "") << i;
+    }
+    if (n > 0 || received == 7) continue;
+    // Nothing there: arm, and sleep on the eventfd only when armed. The
+    // daemon must ring it: a long wait here means a lost wake-up.
+    const int armed = cxlpool_kv_arm(s.kv);
+    ASSERT_GE(armed, 0);
+    if (armed == 1) {
+      pollfd p{efd, POLLIN, 0};
+      ASSERT_EQ(::poll(&p, 1, 20000), 1) << "no wake-up with " << cxlpool_kv_in_flight(s.kv) << " in flight";
+      ++sleeps;
+    }
+  }
+  EXPECT_TRUE(looked_up);
+  EXPECT_EQ(leases.size(), 6u);
+  EXPECT_EQ(cxlpool_kv_in_flight(s.kv), 0u);
+  EXPECT_EQ(cxlpool_kv_reap(s.kv, nullptr, 0, 0), 0);
+
+  // Released in one batch.
+  std::vector<cxlpool_kv_request> releases;
+  for (const auto& [user_data, lease] : leases) {
+    cxlpool_kv_request r{};
+    r.user_data = 1000 + user_data;
+    r.op = CXLPOOL_KV_RELEASE;
+    r.param0 = lease;
+    releases.push_back(r);
+  }
+  ASSERT_EQ(cxlpool_kv_submit(s.kv, releases.data(), releases.size()), static_cast<int>(releases.size()));
+  size_t released = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (released < releases.size() && std::chrono::steady_clock::now() < deadline) {
+    cxlpool_kv_completion done[8];
+    const int n = cxlpool_kv_reap(s.kv, done, 8, 1000);
+    ASSERT_GE(n, 0);
+    for (int j = 0; j < n; ++j) {
+      EXPECT_EQ(done[j].status, 0) << done[j].user_data;
+      EXPECT_EQ(done[j].op, static_cast<uint32_t>(CXLPOOL_KV_RELEASE));
+      ++released;
+    }
+  }
+  EXPECT_EQ(released, releases.size());
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  EXPECT_EQ(kv_status(*admin).leases, 0u);
+  // A lease is gone once released.
+  EXPECT_EQ(cxlpool_kv_release(s.kv, leases.begin()->second), -ENOENT);
+}
+
+// ---- recompute or load: the daemon's cut-off and the client's model agree ----
+
+TEST_F(KvStore, LookupCutOffMatchesShouldLoad) {
+  start(KvConfig{.dram_slots = 8, .cxl_slots = 0, .admission_threshold = 1});
+  KvSession s(socket(), "kv-cost");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, tokens(120, 12 * kChunkTokens));
+  for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot), 1);
+  // Reading chunks 0..3 back from SSD pushes 4..7 (least recent) down:
+  // DRAM, SSD, DRAM in runs of 4.
+  for (size_t i = 0; i < 4; ++i) {
+    Lease lease(s, ns.id, {keys[i]});
+    ASSERT_EQ(check_lease(lease, {keys[i]}, kSlot), "") << i;
+  }
+  std::vector<cxlpool_kv_location> locs;
+  ASSERT_EQ(s.lookup(ns.id, keys, &locs), 12);
+  for (size_t i = 0; i < 12; ++i) {
+    ASSERT_EQ(locs[i].tier, i >= 4 && i < 8 ? CXLPOOL_KV_TIER_SSD : CXLPOOL_KV_TIER_DRAM) << i;
+  }
+
+  const uint64_t prompt = 12 * kChunkTokens + 8;
+  struct Case {
+    double tokens_per_s;
+    uint32_t expected;  // with the default tier speeds (DRAM 20 GB/s, SSD 2 GB/s + 100 us)
+  };
+  // Recomputing a chunk takes 16 s, 16 us, 16 ps: load everything; load the
+  // DRAM run before the SSD one (132 us per SSD chunk > 16 us); load nothing.
+  for (const Case& c : {Case{1, 12}, Case{1e6, 4}, Case{1e12, 0}}) {
+    cxlpool_kv_request r{};
+    r.user_data = 7;
+    r.op = CXLPOOL_KV_LOOKUP;
+    r.flags = CXLPOOL_KV_LOOKUP_COST_CUTOFF;
+    r.namespace_id = ns.id;
+    r.keys = keys.data();
+    r.n_keys = 12;
+    r.param0 = prompt;
+    r.param1 = static_cast<uint64_t>(c.tokens_per_s);
+    const auto done = submit_and_wait(s, r);
+    ASSERT_EQ(done.status, 0) << c.tokens_per_s;
+    EXPECT_EQ(done.result0, 12u);
+    EXPECT_EQ(done.result1, c.expected) << c.tokens_per_s;
+
+    cxlpool_kv_load_query q{};
+    q.prompt_tokens = prompt;
+    q.chunk_tokens = kChunkTokens;
+    q.prefill_tokens_per_s = c.tokens_per_s;
+    q.overlap = 0;
+    q.chunks = locs.data();
+    q.n_chunks = 12;
+    cxlpool_kv_load_decision d{};
+    EXPECT_EQ(cxlpool_kv_should_load(s.kv, &q, &d), c.expected > 0 ? 1 : 0) << c.tokens_per_s;
+    EXPECT_EQ(d.load_chunks, done.result1) << c.tokens_per_s;
+  }
+}
+
+// ---- namespace drop: leased chunks stay readable until released; tombstones persist ----
+
+TEST_F(KvStore, DropDefersLeasedChunksAndSurvivesARestart) {
+  start(KvConfig{.dram_slots = 4, .cxl_slots = 0, .admission_threshold = 1});
+  const auto toks = tokens(130, 6 * kChunkTokens);
+  {
+    KvSession s(socket(), "kv-drop-lease");
+    ASSERT_TRUE(s.ok()) << s.error;
+    const auto ns = s.open_namespace();
+    const auto other = s.open_namespace("itest-kept");
+    const auto keys = s.keys(ns, toks);
+    const auto kept = s.keys(other, std::vector<uint32_t>(toks.begin(), toks.begin() + 2 * kChunkTokens));
+    for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot), 1);
+    ASSERT_EQ(s.put(other.id, kept, kSlot), 2);
+    // DRAM now holds chunks 4, 5 and the kept ones; 0..3 are on SSD.
+    const std::vector<cxlpool_kv_key> tail{keys[4], keys[5]};
+    Lease lease(s, ns.id, tail);
+    ASSERT_EQ(check_lease(lease, tail, kSlot), "");
+
+    const json dropped = ctl_json({"kv", "drop", std::to_string(ns.id)});
+    EXPECT_EQ(dropped.at("namespace_id"), ns.id) << dropped.dump();
+    EXPECT_EQ(dropped.at("chunks_dropped"), 4u) << dropped.dump();
+    EXPECT_EQ(dropped.at("chunks_deferred"), 2u) << dropped.dump();
+    EXPECT_EQ(s.lookup(ns.id, keys), 0);
+    // The leased bytes are untouched while the lease lasts.
+    EXPECT_EQ(check_lease(lease, tail, kSlot), "");
+    EXPECT_EQ(lease.release(), 0);
+    auto admin = connect_admin(socket());
+    ASSERT_TRUE(admin);
+    EXPECT_EQ(kv_status(*admin).chunks, 2u);
+    EXPECT_EQ(s.lookup_one(ns.id, keys[4]), 0);
+  }
+  restart();
+  if (HasFatalFailure()) return;
+  KvSession s(socket(), "kv-drop-after");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto other = s.open_namespace("itest-kept");
+  const auto keys = s.keys(ns, toks);
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(s.lookup_one(ns.id, keys[i]), 0) << i;
+  const auto kept = s.keys(other, std::vector<uint32_t>(toks.begin(), toks.begin() + 2 * kChunkTokens));
+  Lease lease(s, other.id, kept);
+  EXPECT_EQ(check_lease(lease, kept, kSlot), "");
+}
+
+// ---- a corrupt SSD entry is detected and never served ----
+
+TEST_F(KvStore, ACorruptSsdEntryIsNeverServed) {
+  start(KvConfig{.dram_slots = 2, .cxl_slots = 0, .admission_threshold = 1, .ssd_region_bytes = 256 * 1024});
+  const auto toks = tokens(140, 6 * kChunkTokens);
+  std::vector<cxlpool_kv_key> keys;
+  {
+    KvSession s(socket(), "kv-corrupt");
+    ASSERT_TRUE(s.ok()) << s.error;
+    const auto ns = s.open_namespace();
+    keys = s.keys(ns, toks);
+    for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot), 1);
+  }
+  restart();  // everything is in the log now
+  if (HasFatalFailure()) return;
+  ASSERT_EQ(daemon_->stop(), 0);
+
+  // Flip one byte in the middle of chunk 2's payload on the device.
+  const auto bytes = chunk_bytes(keys[2], kSlot);
+  std::ifstream in(config_.ssd_path, std::ios::binary);
+  const std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = image.find(std::string(reinterpret_cast<const char*>(bytes.data()), 4096));
+  ASSERT_NE(at, std::string::npos) << "chunk 2's payload is not in " << config_.ssd_path;
+  EXPECT_EQ(image.find(std::string(reinterpret_cast<const char*>(bytes.data()), 4096), at + 1), std::string::npos);
+  {
+    const int fd = ::open(config_.ssd_path.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    const char flipped = static_cast<char>(image[at + 30000] ^ 0x40);
+    EXPECT_EQ(::pwrite(fd, &flipped, 1, static_cast<off_t>(at + 30000)), 1);
+    ::fsync(fd);
+    ::close(fd);
+  }
+  restart();
+  if (HasFatalFailure()) return;
+
+  KvSession s(socket(), "kv-corrupt-after");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  {
+    Lease bad(s, ns.id, {keys[2]});
+    EXPECT_NE(bad.result, 1) << "the corrupt chunk was served: " << check_lease(bad, {keys[2]}, kSlot);
+  }
+  EXPECT_EQ(s.lookup_one(ns.id, keys[2]), 0) << "a corrupt entry leaves the index";
+  for (size_t i : {0, 1, 3, 4, 5}) {
+    Lease lease(s, ns.id, {keys[i]});
+    EXPECT_EQ(check_lease(lease, {keys[i]}, kSlot), "") << i;
+  }
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  EXPECT_GE(kv_status(*admin).tiers[2].errors, 1u);
+}
+
+// ---- configuration ----
+
+TEST(KvStoreConfig, DisabledStoreAnswersEnotsup) {
+  DaemonProcess daemon(TestConfig{.tables = "[kvstore]\nenabled = false\n"}.render());
+  ASSERT_TRUE(daemon.start());
+  cxlpool_client* client = nullptr;
+  ASSERT_EQ(cxlpool_connect(daemon.socket().c_str(), "kv-off", &client), 0);
+  cxlpool_kv* kv = nullptr;
+  EXPECT_EQ(cxlpool_kv_open(client, nullptr, &kv), -ENOTSUP);
+  EXPECT_EQ(kv, nullptr);
+  cxlpool_disconnect(client);
+  auto r = run_program({ctl_binary(), "--socket", daemon.socket(), "--json", "kv", "status"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).at("enabled"), false) << r.out;
+  auto text = run_program({ctl_binary(), "--socket", daemon.socket(), "kv", "status"});
+  EXPECT_NE(text.out.find("disabled"), std::string::npos) << text.out;
+}
+
+TEST(KvStoreConfig, BadValuesStopTheDaemonNamingFileLineAndKey) {
+  DaemonProcess dir(TestConfig{}.render());
+  struct Case {
+    const char* table;
+    const char* where;
+  };
+  for (const Case& c : {Case{"[kvstore]\nslot_bytes = 1000\n", ":2: kvstore.slot_bytes:"},
+                        Case{"[kvstore]\nssd_sync = \"sometimes\"\n", ":2: kvstore.ssd_sync:"},
+                        Case{"[kvstore]\neviction = \"fifo\"\n", ":2: kvstore.eviction:"},
+                        Case{"[kvstore]\nno_such = 1\n", ":2: kvstore.no_such:"}}) {
+    const std::string path = dir.dir() + "/bad.toml";
+    std::ofstream(path) << c.table;
+    auto r = run_program({daemon_binary(), "--check-config", "--config", path, "--state-dir", dir.dir()});
+    EXPECT_NE(r.exit_code, 0) << c.table;
+    EXPECT_NE(r.err.find(c.where), std::string::npos) << c.table << r.err;
+  }
 }
 
 // ---- durability: kill -9 during a stream of per-commit puts ----
