@@ -18,7 +18,8 @@
 # default "1 8"), KVBENCH_SESSIONS (trace sessions, default 1000),
 # KVBENCH_CONCURRENCY (trace sessions open at once, one run each, default
 # "64 512"),
-# KVBENCH_PREFILL (declared prefill tokens/s, default "20000,100000").
+# KVBENCH_PREFILL (declared prefill tokens/s, default "20000,100000"),
+# KVBENCH_REPEAT (interleaved runs of each throughput pair, default 3).
 # Exits 77 when fio or redis is not installed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,6 +30,7 @@ qds=${KVBENCH_QDS:-"1 8"}
 sessions=${KVBENCH_SESSIONS:-1000}
 concurrency=${KVBENCH_CONCURRENCY:-"64 512"}
 prefill=${KVBENCH_PREFILL:-20000,100000}
+reps=${KVBENCH_REPEAT:-3}
 
 for tool in fio redis-server redis-benchmark redis-cli python3; do
   if ! command -v "$tool" >/dev/null; then
@@ -98,6 +100,7 @@ run() {
 
 # value KEY LINE: the value of KEY=... in a RESULT/PLAN line.
 value() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2; }
+median() { python3 -c 'import statistics, sys; print("%.1f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
 fio_mib() {
   python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("%.1f" % (j["jobs"][0][sys.argv[2]]["bw_bytes"] / 2**20))' "$1" "$2"
@@ -107,64 +110,71 @@ echo "== KV store benchmarks ($(nproc) cores, $(uname -r), load $(cut -d' ' -f1-
 echo "   temp dir $work ($(findmnt -n -o FSTYPE,SOURCE -T "$work"))"
 
 # ---- 1. SSD tier vs fio on the same file --------------------------------
+# fio and the store take turns, $reps times: the virtual disk's speed
+# drifts, so each ratio is of the medians of interleaved runs.
 io_mib=$((ssd_chunks * 2))
 fio_args=(--filename="$ssd" --size="${ssd_mib}M" --ioengine=io_uring --direct=1 --bs=2M --iodepth=32
   --fixedbufs --registerfiles --output-format=json)
 # A first pass allocates the file's blocks, so fio and the store both
 # overwrite allocated blocks in the timed passes.
 fio --name=layout --rw=write "${fio_args[@]}" >/dev/null
-fio --name=write --rw=write --io_size="${io_mib}M" "${fio_args[@]}" >"$work/fio-write.json"
-fio --name=read --rw=randread --io_size="${io_mib}M" "${fio_args[@]}" >"$work/fio-read.json"
-fio_write=$(fio_mib "$work/fio-write.json" write)
-fio_read=$(fio_mib "$work/fio-read.json" read)
-
 write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
   'admission_threshold = 1' "ssd_path = \"$ssd\"" "ssd_bytes = $((ssd_mib << 20))" 'ssd_sync = "per-region"' \
   'ssd_engine = "io_uring"'
-start_daemon "$work/ssd.toml"
-run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks"
-ssd_put=$result
-run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks"
-ssd_get=$result
-stop_daemon
+fio_write=() fio_read=() ssd_put=() ssd_get=()
+for rep in $(seq "$reps"); do
+  # fio overwrites the store's log, so the daemon is down while it runs; at
+  # start it finds no valid region and begins an empty log.
+  fio --name=write --rw=write --io_size="${io_mib}M" "${fio_args[@]}" >"$work/fio.json"
+  fio_write+=("$(fio_mib "$work/fio.json" write)")
+  fio --name=read --rw=randread --io_size="${io_mib}M" "${fio_args[@]}" >"$work/fio.json"
+  fio_read+=("$(fio_mib "$work/fio.json" read)")
+  echo "fio: write ${fio_write[-1]} MiB/s, randread ${fio_read[-1]} MiB/s"
+  start_daemon "$work/ssd.toml"
+  run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$rep"
+  ssd_put+=("$(value mib_per_s "$result")")
+  run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" --seed "$rep"
+  ssd_get+=("$(value mib_per_s "$result")")
+  stop_daemon
+done
 
 # ---- 2 and 3. DRAM tier: latency, put/get throughput vs redis ------------
 write_config "$work/dram.toml" 'dram_bytes = 1073741824' 'cxl_bytes = 0' 'slot_bytes = 2097152'
 start_daemon "$work/dram.toml"
 run "$bench" "$sock" latency --iterations 20000
 latency=$result
-declare -A put get
-for qd in $qds; do
-  run "$bench" "$sock" put --qd "$qd" --seed "$((100 + qd))"
-  put[$qd]=$result
-  run "$bench" "$sock" get --qd "$qd" --seed "$((200 + qd))"
-  get[$qd]=$result
-done
-# For reference, not compared: the store's own cost without the client's
-# copies (the producer writes in place, the consumer reads in place).
-run "$bench" "$sock" put --qd 8 --seed 300 --write 0
-put_nowrite=$result
-run "$bench" "$sock" get --qd 8 --seed 400 --copy 0 --passes 200
-get_nocopy=$result
-stop_daemon
-
 mkdir -p "$work/redis"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work/redis" \
   --logfile "$work/redis/redis.log" --daemonize no &
 redis=$!
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
-declare -A redis_set redis_get
-for qd in $qds; do
-  # 128 keys (256 MiB): GETs find values the SETs stored.
-  out=$(redis-benchmark -h 127.0.0.1 -p "$port" -t set,get -n 2000 -d 2097152 -c "$qd" -r 128 --csv)
-  redis_set[$qd]=$(grep '^"SET"' <<<"$out" | cut -d'"' -f4)
-  redis_get[$qd]=$(grep '^"GET"' <<<"$out" | cut -d'"' -f4)
-  echo "redis-benchmark -c $qd: SET ${redis_set[$qd]} ops/s, GET ${redis_get[$qd]} ops/s"
+declare -A put get redis_set redis_get
+for rep in $(seq "$reps"); do
+  for qd in $qds; do
+    # Distinct seeds: every put stores new chunks.
+    run "$bench" "$sock" put --qd "$qd" --seed "$((1000 * rep + qd))"
+    put[$qd]+=" $(value ops_per_s "$result")"
+    run "$bench" "$sock" get --qd "$qd" --seed "$((1000 * rep + 500 + qd))"
+    get[$qd]+=" $(value ops_per_s "$result")"
+    # 128 keys (256 MiB): the GETs find values the SETs stored.
+    out=$(redis-benchmark -h 127.0.0.1 -p "$port" -t set,get -n 2000 -d 2097152 -c "$qd" -r 128 --csv)
+    redis_set[$qd]+=" $(grep '^"SET"' <<<"$out" | cut -d'"' -f4)"
+    redis_get[$qd]+=" $(grep '^"GET"' <<<"$out" | cut -d'"' -f4)"
+    echo "redis-benchmark -c $qd: SET $(grep '^"SET"' <<<"$out" | cut -d'"' -f4) ops/s," \
+      "GET $(grep '^"GET"' <<<"$out" | cut -d'"' -f4) ops/s"
+  done
 done
 kill -TERM "$redis"
 wait "$redis" || true
 redis=""
+# For reference, not compared: the store's own cost without the client's
+# copies (the producer writes in place, the consumer reads in place).
+run "$bench" "$sock" put --qd 8 --seed 90000 --write 0
+put_nowrite=$result
+run "$bench" "$sock" get --qd 8 --seed 90001 --copy 0 --passes 200
+get_nocopy=$result
+stop_daemon
 
 # ---- 4. multi-turn trace, DRAM at 10% of the working set -----------------
 plan=$("$trace" plan --sessions "$sessions" | grep '^PLAN')
@@ -183,14 +193,12 @@ for c in $concurrency; do
 done
 
 echo
-echo "== summary (every ratio against a baseline from this run)"
+echo "== summary (every ratio against a baseline from this run; throughputs: medians of $reps interleaved runs)"
 printf '%-44s %12s %12s %8s %s\n' "measurement" "cxlpoold" "baseline" "ratio" "target"
-ssd_put_mib=$(value mib_per_s "$ssd_put")
-ssd_get_mib=$(value mib_per_s "$ssd_get")
-printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD put 2 MiB QD 32 vs fio write" "$ssd_put_mib" "$fio_write" \
-  "$(ratio "$ssd_put_mib" "$fio_write")" ">= 0.9"
-printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD get 2 MiB QD 32 vs fio randread" "$ssd_get_mib" "$fio_read" \
-  "$(ratio "$ssd_get_mib" "$fio_read")" ">= 0.9"
+printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD put 2 MiB QD 32 vs fio write" "$(median "${ssd_put[@]}")" \
+  "$(median "${fio_write[@]}")" "$(ratio "$(median "${ssd_put[@]}")" "$(median "${fio_write[@]}")")" ">= 0.9"
+printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD get 2 MiB QD 32 vs fio randread" "$(median "${ssd_get[@]}")" \
+  "$(median "${fio_read[@]}")" "$(ratio "$(median "${ssd_get[@]}")" "$(median "${fio_read[@]}")")" ">= 0.9"
 printf '%-44s %12s %12s %8s %s\n' "DRAM lookup+get+release, 16 chunks, p50" "$(value p50_us "$latency") us" \
   "$(value rtt_p50_us "$latency") us" "" "(baseline: 1-key lookup miss)"
 printf '%-44s %12s %12s %8s %s\n' "DRAM lookup+get+release, 16 chunks, p99" "$(value p99_us "$latency") us" \
@@ -200,12 +208,11 @@ printf '%-44s %12s %12s %8s %s\n' "  the same batched in one submit, p50" "$(val
 printf '%-44s %12s %12s %8s %s\n' "  the same batched in one submit, p99" "$(value batched_p99_us "$latency") us" \
   "$(value rtt_p99_us "$latency") us" "" "<= 20 us"
 for qd in $qds; do
-  p=$(value ops_per_s "${put[$qd]}")
-  g=$(value ops_per_s "${get[$qd]}")
-  printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB put vs redis SET, $qd in flight" "$p" "${redis_set[$qd]}" \
-    "$(ratio "$p" "${redis_set[$qd]}")" ">= 10"
-  printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB get+copy vs redis GET, $qd in flight" "$g" "${redis_get[$qd]}" \
-    "$(ratio "$g" "${redis_get[$qd]}")" ">= 10"
+  # shellcheck disable=SC2086 # word lists by design
+  p=$(median ${put[$qd]}) g=$(median ${get[$qd]}) rs=$(median ${redis_set[$qd]}) rg=$(median ${redis_get[$qd]})
+  printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB put vs redis SET, $qd in flight" "$p" "$rs" "$(ratio "$p" "$rs")" ">= 10"
+  printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB get+copy vs redis GET, $qd in flight" "$g" "$rg" \
+    "$(ratio "$g" "$rg")" ">= 10"
 done
 echo "reference: put without the client's write $(value ops_per_s "$put_nowrite") ops/s," \
   "get without the client's copy $(value ops_per_s "$get_nocopy") ops/s (8 in flight)"
