@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@
 #include "child_process.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"
+#include "cxlpool/proto/kv_ring.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
 #include "test_config.hpp"
@@ -552,6 +554,8 @@ TEST_F(KvStore, ChunksDemoteToCxlThenSsdAndComeBackOnGet) {
   EXPECT_EQ(s.lookup_one(ns.id, keys[15], &loc), 1);
   EXPECT_EQ(loc.tier, CXLPOOL_KV_TIER_DRAM);
   const auto after = kv_status(*admin);
+  // Chunks read back from SSD keep their SSD copy; the index still holds 16.
+  EXPECT_EQ(after.chunks, 16u) << "chunks indexed (all tiers) counts a chunk with an SSD copy twice";
   EXPECT_GT(after.tiers[2].bytes_read, before.tiers[2].bytes_read);
   EXPECT_GT(after.tiers[0].promotions, before.tiers[0].promotions);
   EXPECT_EQ(after.tiers[2].errors, 0u);
@@ -1157,6 +1161,217 @@ TEST_F(KvStore, ACorruptSsdEntryIsNeverServed) {
   auto admin = connect_admin(socket());
   ASSERT_TRUE(admin);
   EXPECT_GE(kv_status(*admin).tiers[2].errors, 1u);
+}
+
+// ---- isolation and hostile peers ----
+
+TEST_F(KvStore, ACommittedChunkIsIsolatedFromItsPutWindow) {
+  start(KvConfig{}, false);
+  KvSession s(socket(), "kv-isolation");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, tokens(150, kChunkTokens));
+  uint64_t reservation = 0;
+  cxlpool_kv_location slot{};
+  ASSERT_EQ(cxlpool_kv_put_begin(s.kv, ns.id, keys.data(), 1, kSlot, &reservation, &slot), 0);
+  ASSERT_NE(slot.data, nullptr);
+  const auto bytes = chunk_bytes(keys[0], kSlot);
+  std::memcpy(slot.data, bytes.data(), kSlot);
+  ASSERT_EQ(cxlpool_kv_put_commit(s.kv, ns.id, reservation, keys.data(), 1), 1);
+  // The client scribbles over the window slot after the commit: the stored
+  // chunk is a copy and does not change.
+  std::memset(slot.data, 0xA5, kSlot);
+  Lease lease(s, ns.id, keys);
+  EXPECT_EQ(check_lease(lease, keys, kSlot), "");
+  EXPECT_NE(lease.locs[0].data, slot.data);
+  // A reservation cannot be committed twice.
+  EXPECT_EQ(cxlpool_kv_put_commit(s.kv, ns.id, reservation, keys.data(), 1), -ENOENT);
+}
+
+// The KV data path opened on the raw control connection, the ring mapped
+// writable as a client would: for requests a well-behaved client never sends.
+struct RawRing {
+  std::unique_ptr<Connection> conn;
+  std::vector<UniqueFd> fds;  // ring memfd, SQ doorbell, CQ doorbell, put window
+  std::byte* base = nullptr;
+  uint64_t bytes = 0;
+
+  RawRing() = default;
+  RawRing(const RawRing&) = delete;
+  RawRing& operator=(const RawRing&) = delete;
+  ~RawRing() {
+    if (base != nullptr) ::munmap(base, bytes);
+  }
+  testing::AssertionResult open(const std::string& socket, const std::string& name) {
+    conn = connect_admin(socket, name);
+    if (!conn) return testing::AssertionFailure() << "connect";
+    auto opened = conn->call(proto::KvOpen{});
+    if (!opened) return testing::AssertionFailure() << "KvOpen: " << opened.error().message;
+    const auto* reply = std::get_if<proto::KvOpenReply>(&opened->envelope.message);
+    if (reply == nullptr || opened->fds.size() != 4) return testing::AssertionFailure() << "KvOpen reply";
+    fds = std::move(opened->fds);
+    bytes = reply->ring_bytes;
+    void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0].get(), 0);
+    if (mem == MAP_FAILED) return testing::AssertionFailure() << "mmap: " << std::strerror(errno);
+    base = static_cast<std::byte*>(mem);
+    return testing::AssertionSuccess();
+  }
+  proto::KvRingHeader* header() const { return reinterpret_cast<proto::KvRingHeader*>(base); }
+  void doorbell() const {
+    const uint64_t one = 1;
+    (void)!::write(fds[1].get(), &one, sizeof one);
+  }
+  // Publishes one request with no keys as entry `index`.
+  void publish(uint64_t index, const proto::KvRequest& r) const {
+    std::memcpy(base + header()->sq_ring_offset + (index % header()->sq_entries) * sizeof r, &r, sizeof r);
+    __atomic_store_n(&header()->sq_producer, index + 1, __ATOMIC_RELEASE);
+    doorbell();
+  }
+  uint64_t completions() const { return __atomic_load_n(&header()->cq_producer, __ATOMIC_ACQUIRE); }
+  proto::KvCompletion completion(uint64_t index) const {
+    proto::KvCompletion c{};
+    std::memcpy(&c, base + header()->cq_ring_offset + (index % header()->cq_entries) * sizeof c, sizeof c);
+    return c;
+  }
+};
+
+TEST_F(KvStore, MalformedRequestsAreAnsweredEinval) {
+  start(KvConfig{}, false);
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  RawRing raw;
+  ASSERT_TRUE(raw.open(socket(), "kv-malformed"));
+  // A lookup without keys: a known op, the wrong key count.
+  proto::KvRequest no_keys{};
+  no_keys.request_id = 76;
+  no_keys.op = static_cast<uint8_t>(proto::KvOp::kLookup);
+  raw.publish(0, no_keys);
+  ASSERT_TRUE(wait_until([&] { return raw.completions() == 1; }, 10s)) << daemon_->log();
+  EXPECT_EQ(raw.completion(0).request_id, 76u);
+  EXPECT_EQ(raw.completion(0).status, -EINVAL);
+  // An unknown op (docs/protocol.md §9.2: answered with -EINVAL, the ring
+  // stays usable).
+  proto::KvRequest unknown{};
+  unknown.request_id = 77;
+  unknown.op = 99;
+  raw.publish(1, unknown);
+  EXPECT_TRUE(wait_until([&] { return raw.completions() == 2; }, 5s))
+      << "no answer to an unknown op; ring_broken = " << stat(*admin, "kv.ring_broken");
+  EXPECT_EQ(raw.completion(1).request_id, 77u);
+  EXPECT_EQ(raw.completion(1).status, -EINVAL);
+  EXPECT_EQ(stat(*admin, "kv.ring_malformed_requests"), 2u);
+  EXPECT_EQ(stat(*admin, "kv.ring_broken"), 0u);
+}
+
+TEST_F(KvStore, AHostileRingIsQuarantinedAndOthersCarryOn) {
+  start(KvConfig{}, false);
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  // A producer index far past the ring's size quarantines it.
+  RawRing ahead;
+  ASSERT_TRUE(ahead.open(socket(), "kv-ahead"));
+  __atomic_store_n(&ahead.header()->sq_producer, 4ull * ahead.header()->sq_entries, __ATOMIC_RELEASE);
+  ahead.doorbell();
+  EXPECT_TRUE(wait_until([&] { return stat(*admin, "kv.ring_broken") == 1; }, 10s)) << daemon_->log();
+
+  // Random bytes over a whole ring (header, entries, slabs), several times.
+  RawRing noise;
+  ASSERT_TRUE(noise.open(socket(), "kv-noise"));
+  uint64_t state = 160;
+  for (int round = 0; round < 8; ++round) {
+    for (uint64_t i = 0; i + 8 <= noise.bytes; i += 8) {
+      const uint64_t word = splitmix(state);
+      std::memcpy(noise.base + i, &word, 8);
+    }
+    noise.doorbell();
+  }
+  EXPECT_TRUE(wait_until([&] { return stat(*admin, "kv.ring_broken") == 2; }, 10s)) << daemon_->log();
+
+  // The daemon and well-behaved clients carry on.
+  KvSession s(socket(), "kv-good");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, tokens(160, 4 * kChunkTokens));
+  ASSERT_EQ(s.put(ns.id, keys, kSlot), 4);
+  Lease lease(s, ns.id, keys);
+  EXPECT_EQ(check_lease(lease, keys, kSlot), "");
+  EXPECT_TRUE(daemon_->running());
+  // The quarantined connections' control sockets still work.
+  EXPECT_TRUE(ahead.conn->call_for<proto::StatusReply>(proto::StatusRequest{}).has_value());
+}
+
+// ---- several clients at once over every tier ----
+
+TEST_F(KvStore, ConcurrentClientsNeverSeeWrongBytes) {
+  start(KvConfig{.dram_slots = 8, .cxl_slots = 8, .admission_threshold = 1, .ssd_region_bytes = 256 * 1024});
+  const std::string sock = socket();
+  constexpr size_t kKeys = 32;
+  const auto toks = tokens(170, kKeys * kChunkTokens);
+  // Each process reads a random prefix of one shared sequence, checks every
+  // leased chunk, stores what was missing, and releases; three at once keep
+  // chunks moving between DRAM, CXL and SSD under each other's leases.
+  auto worker = [&](uint64_t seed) {
+    return [&, seed](ChildChecks& c) {
+      KvSession s(sock, "kv-worker-" + std::to_string(seed));
+      CHILD_EXPECT_EQ(c, s.error, 0);
+      if (!s.ok()) return;
+      const auto ns = s.open_namespace();
+      const auto keys = s.keys(ns, toks);
+      CHILD_EXPECT_EQ(c, keys.size(), kKeys);
+      uint64_t state = seed;
+      for (int round = 0; round < 100 && c.ok(); ++round) {
+        const size_t n = 1 + splitmix(state) % 4;
+        const size_t start = splitmix(state) % (kKeys - n + 1);
+        const std::vector<cxlpool_kv_key> want(keys.begin() + start, keys.begin() + start + n);
+        Lease lease(s, ns.id, want);
+        CHILD_EXPECT(c, lease.result >= 0 && lease.result <= static_cast<int>(n));
+        for (int i = 0; i < lease.result; ++i) {
+          const std::string bad = chunk_mismatch(lease.locs[i].data, want[i], kSlot);
+          CHILD_EXPECT_EQ(c, bad, std::string());
+        }
+        if (lease.result >= 0 && lease.result < static_cast<int>(n)) {
+          const std::vector<cxlpool_kv_key> missing(want.begin() + lease.result, want.end());
+          const int put = s.put(ns.id, missing, kSlot);
+          // Every DRAM slot may be leased by the others right now.
+          CHILD_EXPECT(c, put >= 0 || put == -ENOSPC || put == -EAGAIN);
+        }
+        CHILD_EXPECT_EQ(c, lease.release(), 0);
+      }
+    };
+  };
+  std::vector<std::unique_ptr<ForkedChild>> workers;
+  for (uint64_t seed : {1, 2, 3}) {
+    workers.push_back(std::make_unique<ForkedChild>([&, seed](int fd) {
+      ChildChecks checks(fd);
+      worker(seed)(checks);
+      return checks.ok() ? 0 : 1;
+    }));
+  }
+  for (auto& w : workers) {
+    const std::string failures = w->read_all(60s);
+    EXPECT_EQ(w->wait(10s), 0) << failures;
+    EXPECT_EQ(failures, "");
+  }
+  // Nothing was lost (the SSD tier admits everything and has room) and
+  // nothing is held.
+  KvSession s(socket(), "kv-final");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace();
+  const auto keys = s.keys(ns, toks);
+  auto admin = connect_admin(socket());
+  ASSERT_TRUE(admin);
+  const auto st = kv_status(*admin);
+  EXPECT_EQ(st.leases, 0u);
+  EXPECT_EQ(st.reservations, 0u);
+  EXPECT_EQ(st.tiers[2].errors, 0u);
+  size_t stored = 0;
+  for (const auto& k : keys) {
+    if (s.lookup_one(ns.id, k) != 1) continue;
+    ++stored;
+    Lease lease(s, ns.id, {k});
+    EXPECT_EQ(check_lease(lease, {k}, kSlot), "") << key_text(k);
+  }
+  EXPECT_GT(stored, 0u);
 }
 
 // ---- configuration ----
