@@ -630,11 +630,19 @@ TEST_F(KvStore, SsdChunksSurviveARestart) {
     for (const auto& l : locs) on_ssd += l.tier == CXLPOOL_KV_TIER_SSD ? 1 : 0;
     ASSERT_EQ(on_ssd, 8u);
   }
-  // A clean stop writes what the arenas hold to the log and seals its open
-  // region (per-region policy); the second daemon runs in another directory
-  // on the same SSD file.
+  // A client holding a lease does not hold up a clean stop, which writes
+  // what the arenas hold to the log and seals its open region (per-region
+  // policy); the second daemon runs in another directory on the same SSD
+  // file. The old handle then fails instead of waiting forever.
+  KvSession live(socket(), "kv-live");
+  ASSERT_TRUE(live.ok()) << live.error;
+  const auto live_ns = live.open_namespace();
+  Lease held(live, live_ns.id, {keys[9]});
+  ASSERT_EQ(held.result, 1);
   restart();
   if (HasFatalFailure()) return;
+  EXPECT_LT(live.lookup(live_ns.id, keys), 0);
+  held.id = 0;
 
   // Before any client names it, the namespace is known by its fingerprint.
   const json listed = ctl_json({"kv", "namespaces"});
@@ -687,16 +695,22 @@ TEST_F(KvStore, AKilledClientsLeasesAreReleased) {
     if (!c.ok()) return 1;
     const auto cns = c.open_namespace();
     Lease lease(c, cns.id, old_keys);
-    const std::string line = "leased " + std::to_string(lease.result) + "\n";
+    // And a put it never commits.
+    const auto fresh = c.keys(cns, tokens(51, kChunkTokens));
+    uint64_t reservation = 0;
+    cxlpool_kv_location slot{};
+    const int begun = cxlpool_kv_put_begin(c.kv, cns.id, fresh.data(), 1, kSlot, &reservation, &slot);
+    const std::string line = "leased " + std::to_string(lease.result) + " " + std::to_string(begun) + "\n";
     (void)!::write(fd, line.data(), line.size());
     ::pause();
     return 0;
   });
   auto line = holder.read_line(20s);
-  ASSERT_EQ(line, std::optional<std::string>("leased 2"));
+  ASSERT_EQ(line, std::optional<std::string>("leased 2 0"));
   auto admin = connect_admin(socket());
   ASSERT_TRUE(admin);
   EXPECT_EQ(kv_status(*admin).leases, 1u);
+  EXPECT_EQ(kv_status(*admin).reservations, 1u);
 
   // While leased, a stream of new chunks cannot evict them.
   int batch = 0;
@@ -711,6 +725,7 @@ TEST_F(KvStore, AKilledClientsLeasesAreReleased) {
   EXPECT_EQ(holder.wait(10s), 128 + SIGKILL);
   ASSERT_TRUE(wait_until([&] { return kv_status(*admin).leases == 0; }, 10s, 10ms)) << daemon_->log();
   EXPECT_EQ(kv_status(*admin).leased_bytes, 0u);
+  EXPECT_EQ(kv_status(*admin).reservations, 0u);
   // Now they are ordinary chunks: new puts evict them.
   put_new(4);
   EXPECT_EQ(s.lookup_one(ns.id, old_keys[0]), 0);
@@ -857,6 +872,11 @@ TEST_F(KvStore, AdminDropsANamespaceOthersMayNot) {
       RunAs{});
   EXPECT_EQ(failures, "");
   const std::string id = std::to_string(ns.id);
+  // Reading the store's state is for everyone.
+  for (const char* verb : {"status", "namespaces"}) {
+    auto r = ctl({"--json", "kv", verb}, {.run_as = RunAs{}});
+    EXPECT_EQ(r.exit_code, 0) << verb << ": " << r.err;
+  }
   auto refused = ctl({"kv", "drop", id}, {.run_as = RunAs{}});
   EXPECT_EQ(refused.exit_code, 4) << refused.out << refused.err;
   EXPECT_EQ(s.lookup(ns.id, keys), 3);
