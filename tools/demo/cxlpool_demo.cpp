@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A short tour of the pool through the public C++ API: on every tier it
 // allocates a leased region, writes and checks it, shares a named region with
-// a second process that reads it and writes back, then frees everything.
+// a second process that reads it and writes back, then frees everything;
+// then two processes share a prompt prefix through the KV-cache store.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "cxlpool/cxlpool.hpp"
+#include "kv_demo.hpp"
 
 namespace {
 
@@ -97,6 +99,7 @@ int main(int argc, char** argv) {
     for (const auto& t : after) used += t.used;
     std::printf("\nall regions released: %s (%llu bytes still in use by this demo's tiers)\n",
                 used == 0 ? "yes" : "no", static_cast<unsigned long long>(used));
+    failures += run_kv_demo(socket);
     std::printf("%s\n", failures == 0 ? "demo OK" : "demo FAILED");
     return failures == 0 ? 0 : 1;
   } catch (const std::exception& e) {
