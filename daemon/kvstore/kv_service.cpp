@@ -443,7 +443,11 @@ proto::KvStatusReply KvService::status() {
   }
   if (!store_) return s;
   const auto& c = store_->counters();
-  for (const auto& t : c.tiers) s.chunks += t.chunks;
+  // Distinct chunks: the SSD tier's count includes the copies of chunks that
+  // are in an arena too, the namespaces count each chunk once, where it is.
+  for (const auto& ns : store_->namespaces()) {
+    for (const auto n : ns.chunks) s.chunks += n;
+  }
   s.index_capacity = store_->index_capacity();
   s.lookups = c.lookups;
   s.lookup_keys = c.lookup_keys;

@@ -648,7 +648,22 @@ TEST_F(KvSsdTest, AutoEngineAndRecoveryAcrossServices) {
     EXPECT_NE(i, SIZE_MAX);
     id = c.submit(proto::KvOp::kPutCommit, ns->namespace_id, k, c.batch.completions[i].result0);
     EXPECT_NE(c.wait(service, id), SIZE_MAX);
+    // The oldest chunk went to SSD; reading it back into DRAM leaves a copy
+    // on both tiers.
+    id = c.submit(proto::KvOp::kGet, ns->namespace_id, {k[0]});
+    i = c.wait(service, id);
+    EXPECT_NE(i, SIZE_MAX);
+    if (i != SIZE_MAX) {
+      EXPECT_EQ(c.batch.completions[i].status, 0);
+      EXPECT_EQ(c.batch.completions[i].result1, 1u);
+      id = c.submit(proto::KvOp::kRelease, ns->namespace_id, {}, c.batch.completions[i].result0);
+      EXPECT_NE(c.wait(service, id), SIZE_MAX);
+    }
     const auto status = service.status();
+    uint64_t per_tier = 0;
+    for (const auto& t : status.tiers) per_tier += t.chunks;
+    EXPECT_GT(per_tier, 4u) << "some chunk is on two tiers";
+    EXPECT_EQ(status.chunks, 4u) << "each chunk once, wherever its copies are";
     EXPECT_EQ(status.tiers[2].present, 1);
     EXPECT_EQ(status.tiers[2].name, kv.ssd_path);
     EXPECT_NE(status.detail.find("SSD " + kv.ssd_path), std::string::npos) << status.detail;
