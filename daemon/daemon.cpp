@@ -44,9 +44,10 @@ constexpr uint64_t kTagTiering = 6;
 constexpr uint64_t kTagTieringMoves = 7;
 constexpr uint64_t kSessionBit = 1ull << 63;
 static_assert(kTagKvIo == kTagTieringMoves + 1 && (kKvDoorbellBit & kSessionBit) == 0);
-// While spinning, KV ring polls between two looks at epoll: a few
-// microseconds, so a control message waits no longer than that.
-constexpr int kKvSpinPolls = 64;
+// While spinning, KV ring polls between two looks at epoll (and yields of
+// the core): a microsecond or two, so a control message, or a client that
+// shares the core, waits no longer than that.
+constexpr int kKvSpinPolls = 16;
 // Longest sleep while SSD reads are queued (see run()).
 constexpr int kKvIoRecheckMs = 10;
 
@@ -281,7 +282,8 @@ int Daemon::run() {
   while (!stopping_) {
     // KV rings are read straight from shared memory: while the loop spins,
     // a request costs no system call on either side.
-    if (poll_kv()) last_request_ns = monotonic_ns();
+    const bool served = poll_kv();
+    if (served) last_request_ns = monotonic_ns();
     const uint64_t spin_ns = uint64_t{config_.busy_poll_us} * 1000;
     bool spinning = (spin_ns != 0 && monotonic_ns() - last_request_ns < spin_ns) || (kv_ && kv_->must_poll());
     int timeout_ms = -1;
@@ -304,8 +306,8 @@ int Daemon::run() {
     if (n == 0) {
       // Nothing on the descriptors: watch the KV rings from memory for a
       // moment before the next look at them, then let a client that shares
-      // this core run.
-      if (spinning && spin_kv_rings()) last_request_ns = monotonic_ns();
+      // this core run -- at once when its completions were just published.
+      if (spinning && !served && spin_kv_rings()) last_request_ns = monotonic_ns();
       ::sched_yield();
       continue;
     }

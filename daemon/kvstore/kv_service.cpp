@@ -304,7 +304,7 @@ size_t KvService::poll() {
     if (!c->dirty) continue;
     c->dirty = false;
     // Publishes, and rings the client's doorbell only when it sleeps.
-    c->ring.flush();
+    if (c->ring.flush()) ++counters_.client_wakeups;
   }
   return work;
 }
@@ -489,6 +489,7 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   add("kv.ring_backlogged", counters_.backlogged);
   add("kv.ring_broken", counters_.broken_rings);
   add("kv.doorbells", counters_.doorbells);
+  add("kv.client_wakeups", counters_.client_wakeups);
   add("kv.io_wakeups", counters_.io_wakeups);
   add("kv.start_failures", counters_.start_failures);
   if (!store_) return;

@@ -44,6 +44,7 @@ struct KvServiceCounters {
   uint64_t backlogged = 0;          // completions that waited for CQ room
   uint64_t broken_rings = 0;        // rings quarantined for breaking the rules
   uint64_t doorbells = 0;           // wake-ups by a client's SQ eventfd
+  uint64_t client_wakeups = 0;      // CQ eventfd kicks to clients asleep on their completions
   uint64_t io_wakeups = 0;          // wake-ups by the SSD completion eventfd
   uint64_t start_failures = 0;
 };
