@@ -233,7 +233,8 @@ size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
   for (; done < n; ++done) {
     KvCompletion c;
     std::memcpy(&c, cq_ + ((cq_tail_ + done) & cq_mask_) * kKvRingEntryBytes, sizeof c);
-    const bool entry_ok = c.op >= 1 && c.op <= kKvOpMax && c.reserved0 == 0 && c.flags == 0 &&
+    const bool op_ok = (c.op >= 1 && c.op <= kKvOpMax) || (c.op == 0 && c.status < 0);
+    const bool entry_ok = op_ok && c.reserved0 == 0 && c.flags == 0 &&
                           c.reserved1[0] == 0 && c.reserved1[1] == 0 && c.status <= 0 && c.status >= kMinStatus &&
                           c.count <= limit && reaped_ + done < submitted_;
     if (!entry_ok) {
@@ -403,8 +404,10 @@ size_t KvDaemonRing::take(KvRequestBatch& out, size_t max) {
 Result<void> KvDaemonRing::complete(const KvCompletion& completion, std::span<const KvLocation> locations) {
   if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
   const uint32_t slab = geometry_.cq_slab_bytes;
-  if (completed_ >= taken_ || locations.size() > max_records(slab) || completion.op < 1 ||
-      completion.op > kKvOpMax || completion.status > 0 || completion.status < kMinStatus ||
+  // Op 0 answers a request whose op this version does not know; it is an error.
+  const bool op_ok = (completion.op >= 1 && completion.op <= kKvOpMax) || (completion.op == 0 && completion.status < 0);
+  if (completed_ >= taken_ || locations.size() > max_records(slab) || !op_ok || completion.status > 0 ||
+      completion.status < kMinStatus ||
       completion.reserved0 != 0 || completion.flags != 0 || completion.reserved1[0] != 0 ||
       completion.reserved1[1] != 0) {
     return fail(EINVAL, "kv ring: completion without a request, malformed, or too many locations");

@@ -481,6 +481,21 @@ TEST(KvRing, DaemonAnswersMalformedEntriesWithEinval) {
   EXPECT_EQ(batch.errors[2], 0);
   EXPECT_EQ(batch.keys_of(2)[1], key(5));
   EXPECT_FALSE(r.daemon.broken());
+
+  // The unknown op is answered as op 0 with an error; a success with op 0
+  // is refused. The client accepts the error answer.
+  KvCompletion unknown;
+  unknown.request_id = batch.requests[0].request_id;
+  unknown.op = 0;
+  EXPECT_FALSE(r.daemon.complete(unknown, {}));
+  unknown.status = -EINVAL;
+  ASSERT_TRUE(r.daemon.complete(unknown, {}));
+  r.daemon.flush();
+  KvCompletionBatch done;
+  EXPECT_EQ(r.client.reap(done), 1u);
+  EXPECT_EQ(done.completions[0].op, 0u);
+  EXPECT_EQ(done.completions[0].status, -EINVAL);
+  EXPECT_FALSE(r.client.broken());
 }
 
 TEST(KvRing, DaemonSurvivesRandomGarbage) {

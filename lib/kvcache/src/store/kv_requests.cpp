@@ -13,7 +13,9 @@ KvStoreCompletion& KvStore::Impl::begin_completion(KvClientId client, const prot
   KvStoreCompletion& c = ready.emplace_back();
   c.client = client;
   c.completion.request_id = r.request_id;
-  c.completion.op = r.op;
+  // An op this version does not know is answered as op 0 (always an error),
+  // so the ring never carries an op value it cannot vouch for.
+  c.completion.op = r.op >= 1 && r.op <= proto::kKvOpMax ? r.op : 0;
   return c;
 }
 

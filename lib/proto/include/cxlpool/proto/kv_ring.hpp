@@ -97,7 +97,7 @@ static_assert(sizeof(KvRequest) == kKvRingEntryBytes);
 struct KvCompletion {
   uint64_t request_id = 0;
   int32_t status = 0;       // 0 or a negative errno
-  uint8_t op = 0;           // the request's op
+  uint8_t op = 0;           // the request's op; 0 (with an error status) when it was not a known op
   uint8_t reserved0 = 0;
   uint16_t flags = 0;       // 0 in version 1
   uint32_t count = 0;       // locations in the completion slab
