@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "child_process.hpp"
 #include "process_env.hpp"
 
 namespace cxlpool::integration {
@@ -197,6 +198,17 @@ int DaemonProcess::stop(std::chrono::milliseconds timeout) {
   ::kill(pid_, SIGKILL);
   reap(true);
   return -1;
+}
+
+testing::AssertionResult config_rejected(const DaemonProcess& dir, const std::string& toml, const std::string& where) {
+  const std::string path = dir.dir() + "/bad.toml";
+  std::ofstream(path) << toml;
+  const auto r = run_program({daemon_binary(), "--check-config", "--config", path, "--state-dir", dir.dir()});
+  if (r.exit_code == 0) return testing::AssertionFailure() << "accepted:\n" << toml;
+  if (r.err.find(where) == std::string::npos) {
+    return testing::AssertionFailure() << "no '" << where << "' in: " << r.err << "for:\n" << toml;
+  }
+  return testing::AssertionSuccess();
 }
 
 }  // namespace cxlpool::integration

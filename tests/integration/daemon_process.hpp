@@ -25,6 +25,12 @@ struct DaemonStartOptions {
   bool watchdog_pid_self = false;  // WATCHDOG_PID = the daemon's own pid (known only after fork)
 };
 
+class DaemonProcess;
+
+// Runs `cxlpoold --check-config` on `toml` (written into dir's state
+// directory) and checks that it fails naming `where` ("file:line: key:").
+testing::AssertionResult config_rejected(const DaemonProcess& dir, const std::string& toml, const std::string& where);
+
 class DaemonProcess {
  public:
   // Creates the state directory (mode 0755, so that a child running as
