@@ -149,6 +149,11 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$w
   --logfile "$work/redis/redis.log" --daemonize no &
 redis=$!
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+if ! redis-cli -p "$port" ping >/dev/null 2>&1; then
+  echo "run-kvstore: redis-server did not start on port $port:" >&2
+  cat "$work/redis/redis.log" >&2
+  exit 1
+fi
 declare -A put get redis_set redis_get
 for rep in $(seq "$reps"); do
   for qd in $qds; do
