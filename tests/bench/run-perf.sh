@@ -5,7 +5,9 @@
 #   1. control plane: alloc+map+free of 2 MiB through cxlpoold vs a local
 #      memfd+mmap (tests/bench/run-control-plane.sh), 1 and 2 clients;
 #   2. migration of a 256 MiB region between the two NUMA nodes of the QEMU
-#      guest vs memcpy of the same size in the same guest (vm_numa_migrate).
+#      guest vs memcpy of the same size in the same guest (vm_numa_migrate);
+#   3. the KV store vs fio and redis, and its multi-turn trace
+#      (tests/bench/run-kvstore.sh; skipped when fio or redis is missing).
 #   tests/bench/run-perf.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,3 +23,8 @@ meson test -C "$build" --no-rebuild --suite slow vm_numa_migrate >/dev/null || {
 }
 grep -h "migrate node" "$build"/tests/vm/vm_numa_migrate-results/*.txt 2>/dev/null ||
   grep -h "migrate node" "$build/meson-logs/testlog.txt"
+echo
+echo "== KV store (SSD tier vs fio, DRAM latency, vs redis, multi-turn trace)"
+status=0
+tests/bench/run-kvstore.sh "$build" || status=$?
+if [ "$status" -eq 77 ]; then echo "skipped: fio or redis-server missing"; elif [ "$status" -ne 0 ]; then exit "$status"; fi
