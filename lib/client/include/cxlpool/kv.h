@@ -79,7 +79,9 @@ typedef struct cxlpool_kv_options {
 /* Opens the connection's KV data path (one per client; -EBUSY for a second).
  * opts may be NULL. */
 int cxlpool_kv_open(cxlpool_client *client, const cxlpool_kv_options *opts, cxlpool_kv **out);
-/* Releases every lease and reservation of this handle and unmaps. NULL: no-op. */
+/* Releases every lease of this handle and unmaps. Uncommitted reservations
+ * keep their put-window slots until the connection closes (protocol version 1
+ * has no abort), and the connection cannot open a second data path. NULL: no-op. */
 void cxlpool_kv_close(cxlpool_kv *kv);
 
 /* Store facts from the open. */
