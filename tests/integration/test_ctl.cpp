@@ -13,6 +13,7 @@
 #include "child_process.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/cxlpool.hpp"
+#include "ctl_runner.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
 
@@ -41,21 +42,11 @@ class Ctl : public testing::Test {
   }
 
   ProgramResult ctl(std::vector<std::string> args, ProgramOptions options = {}) {
-    args.insert(args.begin(), {ctl_binary(), "--socket", daemon_.socket()});
-    return run_program(args, options);
+    return run_ctl(daemon_.socket(), std::move(args), options);
   }
 
   // `cxlpoolctl --json VERB`, parsed; a failure and null when it fails.
-  json ctl_json(const std::string& verb) {
-    auto r = ctl({"--json", verb});
-    EXPECT_EQ(r.exit_code, 0) << verb << ": " << r.err;
-    try {
-      return json::parse(r.out);
-    } catch (const json::exception& e) {
-      ADD_FAILURE() << verb << ": not JSON (" << e.what() << "): " << r.out;
-      return nullptr;
-    }
-  }
+  json ctl_json(const std::string& verb) { return run_ctl_json(daemon_.socket(), {verb}); }
 
   DaemonProcess daemon_{TestConfig{}.render()};
   std::optional<Client> client_;

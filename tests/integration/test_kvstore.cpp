@@ -30,6 +30,7 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"
 #include "cxlpool/proto/kv_ring.hpp"
+#include "ctl_runner.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
 #include "test_config.hpp"
@@ -262,20 +263,9 @@ class KvStore : public testing::Test {
   std::string socket() const { return daemon_->socket(); }
 
   ProgramResult ctl(std::vector<std::string> args, ProgramOptions options = {}) {
-    args.insert(args.begin(), {ctl_binary(), "--socket", socket()});
-    return run_program(args, options);
+    return run_ctl(socket(), std::move(args), options);
   }
-  json ctl_json(std::vector<std::string> args) {
-    args.insert(args.begin(), "--json");
-    auto r = ctl(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    try {
-      return json::parse(r.out);
-    } catch (const json::exception& e) {
-      ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.out;
-      return nullptr;
-    }
-  }
+  json ctl_json(std::vector<std::string> args) { return run_ctl_json(socket(), std::move(args)); }
 
   // A restarted daemon runs in a new directory; the ones before it (the
   // first holds the SSD file) are kept until the end.

@@ -17,6 +17,7 @@
 #include "child_process.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/cxlpool.hpp"
+#include "ctl_runner.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
 #include "test_config.hpp"
@@ -35,20 +36,9 @@ class Tiering : public testing::Test {
   void SetUp() override { ASSERT_TRUE(daemon_.start()); }
 
   ProgramResult ctl(std::vector<std::string> args, ProgramOptions options = {}) {
-    args.insert(args.begin(), {ctl_binary(), "--socket", daemon_.socket()});
-    return run_program(args, options);
+    return run_ctl(daemon_.socket(), std::move(args), options);
   }
-  json ctl_json(std::vector<std::string> args) {
-    args.insert(args.begin(), "--json");
-    auto r = ctl(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    try {
-      return json::parse(r.out);
-    } catch (const json::exception& e) {
-      ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.out;
-      return nullptr;
-    }
-  }
+  json ctl_json(std::vector<std::string> args) { return run_ctl_json(daemon_.socket(), std::move(args)); }
   static const json* entry(const json& array, const std::string& name) {
     for (const auto& e : array) {
       if (e.at("name") == name) return &e;

@@ -7,6 +7,7 @@
 #include "cxlpool/kvcache/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_format.hpp"
 #include "le_fields.hpp"
+#include "sealed_header.hpp"
 
 namespace cxlpool::kvcache {
 
@@ -50,20 +51,13 @@ std::array<std::byte, kEntryHeaderBytes> encode_entry_header(const EntryHeader& 
 }
 
 Result<EntryHeader> decode_entry_header(std::span<const std::byte> bytes) {
-  if (bytes.size() < kEntryHeaderBytes) {
-    return fail(EBADMSG, "entry header truncated: " + std::to_string(bytes.size()) + " of 80 bytes");
-  }
+  constexpr ssd_detail::SealedHeaderLayout kLayout{"entry header", "no entry (zero header)", kEntryHeaderBytes,
+                                                  kEntryMagic,    kOffMagic,                kOffVersion,
+                                                  kOffCrc};
+  if (auto ok = ssd_detail::check_sealed_header(bytes, kLayout); !ok) return tl::unexpected(ok.error());
   const std::byte* p = bytes.data();
-  if (all_zero(p, kEntryHeaderBytes)) return fail(ENODATA, "no entry (zero header)");
-  if (load_le<std::uint32_t>(p + kOffMagic) != kEntryMagic) return fail(EBADMSG, "entry header: bad magic");
-  if (load_le<std::uint32_t>(p + kOffCrc) != crc32c(bytes.first(kOffCrc))) {
-    return fail(EBADMSG, "entry header: CRC mismatch");
-  }
   EntryHeader h;
   h.version = load_le<std::uint16_t>(p + kOffVersion);
-  if (h.version != kSsdFormatVersion) {
-    return fail(ENOTSUP, "entry header: format version " + std::to_string(h.version) + " (this reader knows 1)");
-  }
   h.flags = load_le<std::uint16_t>(p + kOffFlags);
   h.key.hi = load_le<std::uint64_t>(p + kOffKeyHi);
   h.key.lo = load_le<std::uint64_t>(p + kOffKeyLo);

@@ -7,6 +7,7 @@
 #include "cxlpool/kvcache/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_format.hpp"
 #include "le_fields.hpp"
+#include "sealed_header.hpp"
 
 namespace cxlpool::kvcache {
 
@@ -52,21 +53,13 @@ std::array<std::byte, kRegionHeaderBytes> encode_region_header(const RegionHeade
 }
 
 Result<RegionHeader> decode_region_header(std::span<const std::byte> bytes) {
-  if (bytes.size() < kRegionHeaderBytes) {
-    return fail(EBADMSG, "region header truncated: " + std::to_string(bytes.size()) + " of 64 bytes");
-  }
+  constexpr ssd_detail::SealedHeaderLayout kLayout{"region header",   "region never written (zero header)",
+                                                  kRegionHeaderBytes, kRegionMagic, kOffMagic, kOffVersion,
+                                                  kOffCrc};
+  if (auto ok = ssd_detail::check_sealed_header(bytes, kLayout); !ok) return tl::unexpected(ok.error());
   const std::byte* p = bytes.data();
-  if (all_zero(p, kRegionHeaderBytes)) return fail(ENODATA, "region never written (zero header)");
-  if (load_le<std::uint32_t>(p + kOffMagic) != kRegionMagic) return fail(EBADMSG, "region header: bad magic");
-  if (load_le<std::uint32_t>(p + kOffCrc) != crc32c(bytes.first(kOffCrc))) {
-    return fail(EBADMSG, "region header: CRC mismatch");
-  }
   RegionHeader h;
   h.version = load_le<std::uint16_t>(p + kOffVersion);
-  // Checked after the CRC: a torn header must not pass for a newer format.
-  if (h.version != kSsdFormatVersion) {
-    return fail(ENOTSUP, "region header: format version " + std::to_string(h.version) + " (this reader knows 1)");
-  }
   h.flags = load_le<std::uint16_t>(p + kOffFlags);
   h.region_index = load_le<std::uint32_t>(p + kOffIndex);
   h.region_bytes = load_le<std::uint32_t>(p + kOffRegionBytes);
