@@ -158,8 +158,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     log->info("tier {} '{}': {} on node {}, capacity {}", t.id, t.name, tier_kind_name(t.kind),
               t.numa_node, format_size(t.capacity));
   }
-  if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
-  if (auto ok = d->setup_loop(); !ok) return tl::unexpected(ok.error());
+  // The metrics endpoint is up before the control socket: a client that can
+  // connect to the socket can also scrape, with no window between the two.
   if (d->config_.metrics_port != 0) {
     if (auto ok = d->metrics_.start(d->config_.metrics_address, d->config_.metrics_port); !ok) {
       return tl::unexpected(ok.error());
@@ -167,6 +167,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     d->metrics_.publish(render_prometheus(d->collect_counters()));
     log->info("metrics at http://{}:{}/metrics", d->config_.metrics_address, d->config_.metrics_port);
   }
+  if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
+  if (auto ok = d->setup_loop(); !ok) return tl::unexpected(ok.error());
   return d;
 }
 
