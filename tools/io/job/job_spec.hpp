@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// One cxlpool-io job after parsing: every option resolved to a typed value,
+// sizes in bytes, times in nanoseconds. The parser (job_file.hpp) fills it
+// from fio-syntax INI text; the runner only reads it. Defaults are fio's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cxlpool::io {
+
+enum class RwMode : std::uint8_t { kRead, kWrite, kRandRead, kRandWrite, kReadWrite, kRandReadWrite };
+
+bool is_random(RwMode mode);
+bool does_reads(RwMode mode);
+bool does_writes(RwMode mode);
+const char* rw_mode_name(RwMode mode);  // fio's spelling: "randread", "rw", ...
+
+enum class Distribution : std::uint8_t { kRandom, kZipf, kPareto, kNormal };
+
+enum class VerifyMode : std::uint8_t { kNone, kCrc32c };
+
+// Index 0 is reads, 1 is writes, as in fio's "bs=4k,64k" / "rate=1m,2m".
+inline constexpr int kReadDir = 0;
+inline constexpr int kWriteDir = 1;
+
+struct BlockSizeShare {
+  std::uint32_t bytes = 0;
+  std::uint32_t percent = 0;  // shares with 0 split what the others leave, as fio does
+};
+
+struct JobSpec {
+  std::string name;        // the section name
+  int line = 0;            // line of the section header, for messages
+  int group = 0;           // stonewall group: jobs of group g start after every job of g-1 ends
+  std::uint32_t clone = 0; // 0..numjobs-1 after numjobs expansion
+
+  std::string ioengine = "psync";  // psync | libaio | io_uring | mmap | cuda | kvstore
+  std::map<std::string, std::string> engine_options;  // engine-specific keys, validated by the parser
+
+  std::vector<std::string> filenames;  // from filename= (':'-separated) or directory= + generated names
+  std::string directory;
+  std::uint64_t size = 0;        // bytes per file region; 0 = the file's size
+  std::uint64_t offset = 0;
+  std::uint64_t io_size = 0;     // bytes to transfer; 0 = size
+  RwMode rw = RwMode::kRead;
+  std::uint32_t rwmixread = 50;  // percent of reads for rw/randrw
+
+  std::uint32_t bs[2] = {4096, 4096};
+  std::uint32_t bsrange_min[2] = {0, 0};  // both 0: no range
+  std::uint32_t bsrange_max[2] = {0, 0};
+  std::vector<BlockSizeShare> bssplit[2];
+
+  std::uint32_t iodepth = 1;
+  std::uint32_t iodepth_batch_submit = 1;
+  std::uint32_t iodepth_batch_complete_min = 1;
+  bool direct = false;
+
+  std::uint64_t runtime_ns = 0;  // 0 = until io_size is done
+  bool time_based = false;
+  std::uint64_t ramp_time_ns = 0;
+  std::uint64_t rate_bytes[2] = {0, 0};  // bytes per second; 0 = unlimited
+  std::uint64_t rate_iops[2] = {0, 0};
+  std::uint64_t thinktime_ns = 0;
+  std::uint32_t thinktime_blocks = 1;
+
+  Distribution random_distribution = Distribution::kRandom;
+  double distribution_param = 0;  // zipf theta, pareto h, normal deviation in percent
+  bool norandommap = false;
+  std::uint64_t randseed = 0x6a09e667f3bcc908ull;
+
+  bool fixedbufs = false;
+  bool registerfiles = false;
+  bool sqthread_poll = false;
+  std::uint32_t sqthread_poll_cpu = 0xffffffffu;  // 0xffffffff: not pinned
+  bool hipri = false;
+
+  VerifyMode verify = VerifyMode::kNone;
+
+  std::vector<double> percentile_list = {1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+  std::string write_lat_log;   // log file prefix; empty = off
+  std::string write_bw_log;
+  std::string write_iops_log;
+  std::string write_hist_log;
+  std::uint64_t log_avg_msec = 0;
+  std::uint64_t log_hist_msec = 0;
+
+  bool group_reporting = false;
+  std::uint32_t numjobs = 1;   // kept for reporting; the parser has already expanded clones
+
+  std::string trace_file;      // read_iolog= / trace replay: replaces the generated offsets
+  std::string trace_format;    // "fio-iolog" | "bpftrace"
+};
+
+}  // namespace cxlpool::io
