@@ -58,7 +58,22 @@ namespace cxlpool::cuda {
   X(mem_export_to_shareable_handle, cuMemExportToShareableHandle, 10020)     \
   X(mem_import_from_shareable_handle, cuMemImportFromShareableHandle, 10020) \
   X(mem_host_register, cuMemHostRegister, 6050)                              \
-  X(mem_host_unregister, cuMemHostUnregister, 4000)
+  X(mem_host_unregister, cuMemHostUnregister, 4000)                          \
+  X(mem_host_get_device_pointer, cuMemHostGetDevicePointer, 3020)            \
+  X(mem_host_alloc, cuMemHostAlloc, 2020)                                    \
+  X(mem_free_host, cuMemFreeHost, 2000)                                      \
+  X(mem_get_info, cuMemGetInfo, 3020)                                        \
+  X(stream_create, cuStreamCreate, 2000)                                     \
+  X(stream_destroy, cuStreamDestroy, 4000)                                   \
+  X(stream_synchronize, cuStreamSynchronize, 2000)                           \
+  X(memcpy_htod_async, cuMemcpyHtoDAsync, 3020)                              \
+  X(memcpy_dtoh_async, cuMemcpyDtoHAsync, 3020)                              \
+  X(event_create, cuEventCreate, 2000)                                       \
+  X(event_destroy, cuEventDestroy, 4000)                                     \
+  X(event_record, cuEventRecord, 2000)                                       \
+  X(event_query, cuEventQuery, 2000)                                         \
+  X(event_synchronize, cuEventSynchronize, 2000)                             \
+  X(event_elapsed_time, cuEventElapsedTime, 2000)
 
 struct DriverApi {
 #define CXLPOOL_CUDA_DECLARE_FIELD(field, symbol, version) \

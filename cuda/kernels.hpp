@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cxlpool/common/result.hpp"
+#include "decode_attention_ref.hpp"
 #include "device_context.hpp"
 
 namespace cxlpool::cuda {
@@ -40,6 +41,27 @@ class Kernels {
                           uint32_t n_pages, uint64_t page_bytes, uint64_t skipped = 0,
                           Stream stream = nullptr) const;
 
+  // ref::decode_attention on the device: `q` and `out` are f32
+  // [batch][q_heads][head_dim], `k`/`v` the arena's contiguous
+  // [row][token][kv_head][head_dim] tensors (shape.dtype), rows
+  // `row_stride_tokens` tokens apart, `seq_lens` a device array of batch
+  // uint32_t (each <= row_stride_tokens: not checked on the device). EINVAL
+  // for a shape ref::check_shape rejects.
+  Result<void> decode_attention(const ref::AttentionShape& shape, uint64_t q, uint64_t k,
+                                uint64_t v, uint64_t row_stride_tokens, uint64_t seq_lens,
+                                uint64_t out, Stream stream = nullptr) const;
+
+  // ref::decode_attention_paged on the device: `k_pages`/`v_pages` pools of
+  // pool_pages pages of page_tokens tokens, `block_table` a device array
+  // [batch][blocks_per_row] of uint32_t. Tokens whose page is >= pool_pages
+  // are left out of the softmax and, when `skipped` (a device uint32_t) is
+  // not 0, counted into it (once per token and query head).
+  Result<void> decode_attention_paged(const ref::AttentionShape& shape, uint64_t q,
+                                      uint64_t k_pages, uint64_t v_pages, uint64_t pool_pages,
+                                      uint32_t page_tokens, uint64_t block_table,
+                                      uint32_t blocks_per_row, uint64_t seq_lens, uint64_t out,
+                                      uint64_t skipped = 0, Stream stream = nullptr) const;
+
   // ref::fill_pattern on the device.
   Result<void> fill_pattern(uint64_t dst, uint64_t bytes, uint64_t seed,
                             Stream stream = nullptr) const;
@@ -55,12 +77,15 @@ class Kernels {
                       Stream stream) const;
 
   const DriverApi* api_ = nullptr;
-  void* kv_module_ = nullptr;       // CUmodule
-  void* pattern_module_ = nullptr;  // CUmodule
+  void* kv_module_ = nullptr;         // CUmodule
+  void* pattern_module_ = nullptr;    // CUmodule
+  void* attention_module_ = nullptr;  // CUmodule
   void* gather_ = nullptr;          // CUfunction
   void* scatter_ = nullptr;
   void* fill_ = nullptr;
   void* checksum_ = nullptr;
+  void* attention_[2] = {};        // contiguous: f32, bf16
+  void* attention_paged_[2] = {};  // paged: f32, bf16
   uint64_t checksum_slot_ = 0;  // device uint64_t the checksum kernel adds into
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cuda_probe.hpp"
+#include "cuda_vmm.hpp"
 #include "device_context.hpp"
 #include "driver_api.hpp"
 #include "kernels.hpp"
@@ -105,6 +106,28 @@ TEST_F(FakeDriver, DeviceContextOpensAndKernelLoadFailsWithTheDriversReason) {
   ASSERT_FALSE(mem);
   EXPECT_EQ(mem.error().code, ENOTSUP);
   EXPECT_EQ(mem.error().message, "cuMemAlloc: CUDA_ERROR_NOT_SUPPORTED (operation not supported)");
+}
+
+TEST_F(FakeDriver, CudaVmmFactoryFailsWithTheReason) {
+  auto vmm = make_cuda_vmm(0);
+  ASSERT_FALSE(vmm);
+  if (scenario() == "no_device") {
+    EXPECT_EQ(vmm.error().code, ENODEV);
+  } else if (scenario() == "no_vmm") {
+    EXPECT_EQ(vmm.error().code, ENOTSUP);
+    EXPECT_EQ(vmm.error().message, "cuda: device 0 does not support virtual memory management");
+  } else if (scenario() == "one_device") {
+    // The fake has no cuMemGetAllocationGranularity.
+    EXPECT_EQ(vmm.error().code, ENOTSUP);
+    EXPECT_EQ(vmm.error().message,
+              "cuMemGetAllocationGranularity: CUDA_ERROR_NOT_SUPPORTED (operation not supported)");
+    // Nor host-NUMA support (the attribute is unknown to it).
+    auto exported = export_host_numa(0, 1 << 20);
+    ASSERT_FALSE(exported);
+    EXPECT_EQ(exported.error().code, ENOTSUP);
+  } else if (scenario() == "missing_symbol") {
+    EXPECT_EQ(vmm.error().code, ENOSYS);
+  }
 }
 
 }  // namespace
