@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Latency histogram with bounded relative error: log-linear buckets, 2^kSubBits
-// linear sub-buckets per power of two, so any value is reported within
-// 1/2^kSubBits (0.39% for 8 bits) of what was recorded. record() is O(1)
-// and allocation-free; merging is bucket-wise addition.
+// linear sub-buckets per power of two. Values below 2^kSubBits are exact; a
+// larger value is reported as its bucket's midpoint, within 1/2^(kSubBits+1)
+// (0.2% for 8 bits) of what was recorded, and percentiles are clamped to the
+// recorded min/max. record() is O(1) and allocation-free; merging is
+// bucket-wise addition.
 #pragma once
 
 #include <array>

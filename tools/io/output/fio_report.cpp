@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fio_report.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace cxlpool::io {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Reports the first key fio always writes that is missing or mistyped, so
+// a malformed report is named rather than read as zeros.
+struct Reader {
+  std::string error;
+
+  const Json* child(const Json& obj, const char* key, const std::string& where) {
+    if (!error.empty()) return nullptr;
+    if (!obj.is_object() || !obj.contains(key)) {
+      error = fmt::format("{}: missing \"{}\"", where, key);
+      return nullptr;
+    }
+    return &obj.at(key);
+  }
+
+  std::uint64_t u64(const Json& obj, const char* key, const std::string& where) {
+    const Json* v = child(obj, key, where);
+    if (v == nullptr) return 0;
+    if (v->is_number_unsigned()) return v->get<std::uint64_t>();
+    if (v->is_number_integer()) {
+      const auto s = v->get<std::int64_t>();
+      return s < 0 ? 0 : static_cast<std::uint64_t>(s);
+    }
+    if (v->is_number_float()) return static_cast<std::uint64_t>(std::llround(v->get<double>()));
+    error = fmt::format("{}: \"{}\" is not a number", where, key);
+    return 0;
+  }
+
+  double f64(const Json& obj, const char* key, const std::string& where) {
+    const Json* v = child(obj, key, where);
+    if (v == nullptr) return 0;
+    if (!v->is_number()) {
+      error = fmt::format("{}: \"{}\" is not a number", where, key);
+      return 0;
+    }
+    return v->get<double>();
+  }
+
+  FioLatency latency(const Json& obj, const char* key, const std::string& where) {
+    FioLatency lat;
+    const Json* v = child(obj, key, where);
+    if (v == nullptr) return lat;
+    const std::string here = where + "." + key;
+    lat.min = u64(*v, "min", here);
+    lat.max = u64(*v, "max", here);
+    lat.mean = f64(*v, "mean", here);
+    lat.stddev = f64(*v, "stddev", here);
+    lat.n = u64(*v, "N", here);
+    if (v->contains("percentile")) {
+      for (const auto& [k, val] : v->at("percentile").items()) {
+        char* end = nullptr;
+        const double p = std::strtod(k.c_str(), &end);
+        if (end == k.c_str() || !val.is_number()) {
+          error = fmt::format("{}.percentile: bad entry \"{}\"", here, k);
+          return lat;
+        }
+        lat.percentiles[p] = val.get<std::uint64_t>();
+      }
+    }
+    if (v->contains("bins")) {
+      for (const auto& [k, val] : v->at("bins").items()) {
+        char* end = nullptr;
+        const auto ns = std::strtoull(k.c_str(), &end, 10);
+        if (end == k.c_str() || !val.is_number()) {
+          error = fmt::format("{}.bins: bad entry \"{}\"", here, k);
+          return lat;
+        }
+        lat.bins[ns] += val.get<std::uint64_t>();
+      }
+    }
+    return lat;
+  }
+
+  FioDirection direction(const Json& job, const char* key, const std::string& where) {
+    FioDirection d;
+    const Json* v = child(job, key, where);
+    if (v == nullptr) return d;
+    const std::string here = where + "." + key;
+    d.io_bytes = u64(*v, "io_bytes", here);
+    d.bw_bytes = u64(*v, "bw_bytes", here);
+    d.bw_kib = u64(*v, "bw", here);
+    d.iops = f64(*v, "iops", here);
+    d.runtime_ms = u64(*v, "runtime", here);
+    d.total_ios = u64(*v, "total_ios", here);
+    d.slat = latency(*v, "slat_ns", here);
+    d.clat = latency(*v, "clat_ns", here);
+    d.lat = latency(*v, "lat_ns", here);
+    return d;
+  }
+};
+
+}  // namespace
+
+std::uint64_t FioLatency::at(double p) const {
+  for (const auto& [q, v] : percentiles) {
+    if (std::fabs(q - p) < 1e-6) return v;
+  }
+  return 0;
+}
+
+double FioJob::cpu_ns_per_io() const {
+  const auto ios = total_ios();
+  if (ios == 0) return 0;
+  return (usr_cpu + sys_cpu) / 100.0 * static_cast<double>(job_runtime_ms) * 1e6 / static_cast<double>(ios);
+}
+
+Result<FioReport> read_fio_report(std::string_view json) {
+  // fio may print notes ("fio: ...") on stdout ahead of the JSON document.
+  std::size_t start = 0;
+  while (start < json.size()) {
+    if (json[start] == '{' && (start == 0 || json[start - 1] == '\n')) break;
+    const auto nl = json.find('\n', start);
+    if (nl == std::string_view::npos) {
+      start = json.size();
+      break;
+    }
+    start = nl + 1;
+  }
+  if (start >= json.size()) return fail(EINVAL, "fio report: no JSON object found");
+  Json root = Json::parse(json.substr(start), nullptr, false);
+  if (root.is_discarded()) return fail(EINVAL, "fio report: not valid JSON");
+
+  Reader r;
+  FioReport report;
+  if (const Json* v = r.child(root, "fio version", "report"); v != nullptr) {
+    if (!v->is_string()) return fail(EINVAL, "fio report: \"fio version\" is not a string");
+    report.version = v->get<std::string>();
+  }
+  report.timestamp = r.u64(root, "timestamp", "report");
+  const Json* jobs = r.child(root, "jobs", "report");
+  if (jobs != nullptr && !jobs->is_array()) r.error = "report: \"jobs\" is not an array";
+  if (r.error.empty()) {
+    for (std::size_t i = 0; i < jobs->size() && r.error.empty(); ++i) {
+      const Json& j = (*jobs)[i];
+      const std::string where = fmt::format("jobs[{}]", i);
+      FioJob job;
+      if (const Json* n = r.child(j, "jobname", where); n != nullptr && n->is_string()) job.name = n->get<std::string>();
+      job.groupid = static_cast<int>(r.u64(j, "groupid", where));
+      job.error = static_cast<int>(r.u64(j, "error", where));
+      job.read = r.direction(j, "read", where);
+      job.write = r.direction(j, "write", where);
+      job.job_runtime_ms = r.u64(j, "job_runtime", where);
+      job.usr_cpu = r.f64(j, "usr_cpu", where);
+      job.sys_cpu = r.f64(j, "sys_cpu", where);
+      job.ctx = r.u64(j, "ctx", where);
+      report.jobs.push_back(std::move(job));
+    }
+  }
+  if (!r.error.empty()) return fail(EINVAL, "fio report: " + r.error);
+  return report;
+}
+
+}  // namespace cxlpool::io
