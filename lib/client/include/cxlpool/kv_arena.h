@@ -89,8 +89,8 @@ typedef struct cxlpool_kv_arena_tensor {
   uint64_t token_stride;  /* bytes between token t and t+1 (kv_heads*head_dim*dtype_bytes) */
   uint64_t bytes;         /* the whole tensor's virtual size */
 } cxlpool_kv_arena_tensor;
-int cxlpool_kv_arena_tensor(const cxlpool_kv_arena *arena, uint32_t layer, uint32_t kind,
-                            cxlpool_kv_arena_tensor *out);
+int cxlpool_kv_arena_get_tensor(const cxlpool_kv_arena *arena, uint32_t layer, uint32_t kind,
+                                cxlpool_kv_arena_tensor *out);
 
 int cxlpool_kv_arena_alloc_reqid(cxlpool_kv_arena *arena, uint32_t *reqid);
 /* The row's pages stay mapped for reuse (deferred reclamation). */

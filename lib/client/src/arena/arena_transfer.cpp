@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "arena_transfer.hpp"
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "cxlpool/common/clock.hpp"
+#include "kv_arena_impl.hpp"
+
+namespace cxlpool::client::arena {
+namespace {
+
+// user_data of our requests: a tag in the top 16 bits, the ticket below.
+constexpr uint64_t kTag = uint64_t{0xA7E4} << 48;
+constexpr uint64_t kIdMask = (uint64_t{1} << 48) - 1;
+constexpr size_t kReapBatch = 32;
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+Transfers::Transfers(KvArena& arena) : arena_(arena) {}
+
+Transfers::~Transfers() {
+  // Leases still held by unfinished tickets go when the kv handle closes.
+  for (auto& [key, tail] : tails_) cxlpool_region_free(tail.region);
+}
+
+void Transfers::gather(uint32_t row, uint32_t first, uint32_t count, uint8_t* dst) const {
+  const auto& g = arena_.geometry();
+  const uint64_t bytes = uint64_t{count} * g.token_bytes;
+  for (uint32_t l = 0; l < g.layers; ++l) {
+    for (uint32_t kind = 0; kind < 2; ++kind) {
+      std::memcpy(dst, arena_.row_address(row, l, kind) + uint64_t{first} * g.token_bytes, bytes);
+      dst += bytes;
+    }
+  }
+}
+
+void Transfers::scatter(uint32_t row, uint32_t first, uint32_t count, const uint8_t* src) const {
+  const auto& g = arena_.geometry();
+  const uint64_t bytes = uint64_t{count} * g.token_bytes;
+  for (uint32_t l = 0; l < g.layers; ++l) {
+    for (uint32_t kind = 0; kind < 2; ++kind) {
+      std::memcpy(arena_.row_address(row, l, kind) + uint64_t{first} * g.token_bytes, src, bytes);
+      src += bytes;
+    }
+  }
+}
+
+Transfers::TailKey Transfers::tail_key(const cxlpool_kv_namespace& ns, std::span<const uint32_t> tokens) const {
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  const uint64_t head[2] = {ns.fingerprint_hi, ns.fingerprint_lo};
+  XXH3_128bits_update(&state, head, sizeof head);
+  XXH3_128bits_update(&state, tokens.data(), tokens.size_bytes());
+  const XXH128_hash_t h = XXH3_128bits_digest(&state);
+  return {h.high64, h.low64};
+}
+
+void Transfers::drop_tail(const TailKey& key) {
+  auto it = tails_.find(key);
+  if (it == tails_.end()) return;
+  cxlpool_region_free(it->second.region);
+  tails_.erase(it);
+}
+
+Result<void> Transfers::store_tail(const Ticket& t) {
+  const auto& g = arena_.geometry();
+  const uint32_t full = static_cast<uint32_t>(t.keys.size()) * t.ns.chunk_tokens;
+  const uint32_t count = static_cast<uint32_t>(t.tokens.size()) - full;
+  const TailKey key = tail_key(t.ns, t.tokens);
+  drop_tail(key);
+  if (count == 0) return {};
+  if (arena_.client() == nullptr || arena_.tier() == UINT32_MAX) {
+    return fail(ENOTSUP, "kv arena: no daemon tier to keep a partial chunk in");
+  }
+  const uint64_t bytes = round_up(uint64_t{count} * g.token_bytes * g.tensors, 4096);
+  cxlpool_region* region = nullptr;
+  int rc = cxlpool_region_alloc(arena_.client(), arena_.tier(), bytes, 0, &region);
+  if (rc < 0) return fail(-rc, std::string("kv arena: region for a partial chunk: ") + cxlpool_last_error());
+  void* addr = nullptr;
+  rc = cxlpool_region_map(region, &addr);
+  if (rc < 0) {
+    cxlpool_region_free(region);
+    return fail(-rc, std::string("kv arena: map the partial chunk's region: ") + cxlpool_last_error());
+  }
+  gather(t.row, full, count, static_cast<uint8_t*>(addr));
+  tails_[key] = Tail{region, count};
+  return {};
+}
+
+bool Transfers::load_tail(const Ticket& t) {
+  const uint32_t full = static_cast<uint32_t>(t.keys.size()) * t.ns.chunk_tokens;
+  const uint32_t count = static_cast<uint32_t>(t.tokens.size()) - full;
+  if (count == 0) return true;
+  const TailKey key = tail_key(t.ns, t.tokens);
+  auto it = tails_.find(key);
+  if (it == tails_.end() || it->second.tokens != count) return false;
+  void* addr = nullptr;
+  if (cxlpool_region_map(it->second.region, &addr) < 0) return false;
+  scatter(t.row, full, count, static_cast<const uint8_t*>(addr));
+  // The tail belongs to this row's one preemption: restored, it is done.
+  drop_tail(key);
+  return true;
+}
+
+Result<std::shared_ptr<Transfers::Ticket>> Transfers::start(Kind kind, cxlpool_kv* kv, const cxlpool_kv_namespace& ns,
+                                                             uint32_t row, std::span<const uint32_t> tokens) {
+  if (!arena_.host_memory()) {
+    return fail(ENOTSUP, "kv arena: offload and restore need host-addressable arena memory (host backend)");
+  }
+  if (kv == nullptr || ns.chunk_tokens == 0) return fail(EINVAL, "kv arena: a kv handle and an open namespace are needed");
+  if (tokens.data() == nullptr && !tokens.empty()) return fail(EINVAL, "kv arena: tokens is NULL");
+  const auto& g = arena_.geometry();
+  if (tokens.size() > g.max_context) return fail(ERANGE, "kv arena: more tokens than max_context");
+  if (!arena_.row_active(row)) return fail(ENOENT, "kv arena: reqid " + std::to_string(row) + " is not allocated");
+  auto t = std::make_shared<Ticket>();
+  t->kind = kind;
+  t->kv = kv;
+  t->ns = ns;
+  t->row = row;
+  t->tokens.assign(tokens.begin(), tokens.end());
+  t->chunk_bytes = g.chunk_bytes(ns.chunk_tokens);
+  t->keys.resize(tokens.size() / ns.chunk_tokens);
+  if (!t->keys.empty()) {
+    const int n = cxlpool_kv_compute_keys(&ns, tokens.data(), tokens.size(), nullptr, t->keys.data(), t->keys.size());
+    if (n < 0) return fail(-n, "kv arena: compute chunk keys");
+  }
+  cxlpool_kv_info info{};
+  if (cxlpool_kv_get_info(kv, &info) == 0 && info.slot_bytes != 0 && t->chunk_bytes > info.slot_bytes) {
+    return fail(EMSGSIZE, "kv arena: a chunk of " + std::to_string(t->chunk_bytes) + " bytes exceeds the store's " +
+                              std::to_string(info.slot_bytes) + "-byte slots (fewer chunk_tokens)");
+  }
+  t->max_batch = info.put_window_bytes >= t->chunk_bytes ? info.put_window_bytes / t->chunk_bytes : 1;
+  return t;
+}
+
+Result<uint64_t> Transfers::offload_begin(cxlpool_kv* kv, const cxlpool_kv_namespace& ns, uint32_t row,
+                                          std::span<const uint32_t> tokens) {
+  auto t = start(Kind::kOffload, kv, ns, row, tokens);
+  if (!t) return tl::unexpected(t.error());
+  auto& ticket = **t;
+  if (arena_.row_mapped_tokens(row) < tokens.size()) {
+    return fail(ERANGE, "kv arena: reqid " + std::to_string(row) + " holds fewer tokens than offload names");
+  }
+  if (auto s = store_tail(ticket); !s) return tl::unexpected(s.error());
+  if (ticket.keys.empty()) {
+    ticket.tokens_done = ticket.tokens.size();
+    finish(ticket, 0);
+  } else {
+    ticket.to_submit = CXLPOOL_KV_PUT_BEGIN;
+  }
+  const uint64_t id = next_id_++;
+  ticket.id = id;
+  tickets_.emplace(id, *t);
+  pump(ticket);
+  return id;
+}
+
+Result<uint64_t> Transfers::restore_begin(cxlpool_kv* kv, const cxlpool_kv_namespace& ns, uint32_t row,
+                                          std::span<const uint32_t> tokens) {
+  auto t = start(Kind::kRestore, kv, ns, row, tokens);
+  if (!t) return tl::unexpected(t.error());
+  auto& ticket = **t;
+  if (auto grown = arena_.ensure_row(row, static_cast<uint32_t>(tokens.size())); !grown) {
+    return tl::unexpected(grown.error());
+  }
+  if (ticket.keys.empty()) {
+    ticket.tokens_done = load_tail(ticket) ? ticket.tokens.size() : 0;
+    finish(ticket, 0);
+  } else {
+    ticket.to_submit = CXLPOOL_KV_GET;
+  }
+  const uint64_t id = next_id_++;
+  ticket.id = id;
+  tickets_.emplace(id, *t);
+  pump(ticket);
+  return id;
+}
+
+void Transfers::finish(Ticket& t, int error) {
+  t.done = true;
+  t.status = error;
+  t.to_submit = 0;
+}
+
+void Transfers::pump(Ticket& t) {
+  if (t.done || t.in_flight || t.to_submit == 0) return;
+  cxlpool_kv_request req{};
+  req.user_data = kTag | (t.id & kIdMask);
+  req.op = t.to_submit;
+  req.namespace_id = t.ns.id;
+  switch (t.to_submit) {
+    case CXLPOOL_KV_PUT_BEGIN:
+      t.batch = std::min(t.keys.size() - t.next, std::max<size_t>(t.max_batch, 1));
+      req.keys = t.keys.data() + t.next;
+      req.n_keys = static_cast<uint32_t>(t.batch);
+      req.param0 = t.chunk_bytes;
+      break;
+    case CXLPOOL_KV_PUT_COMMIT:
+      req.keys = t.commit_keys.data();
+      req.n_keys = static_cast<uint32_t>(t.commit_keys.size());
+      req.param0 = t.reservation;
+      break;
+    case CXLPOOL_KV_GET:
+      req.keys = t.keys.data();
+      req.n_keys = static_cast<uint32_t>(t.keys.size());
+      break;
+    case CXLPOOL_KV_RELEASE:
+      req.param0 = t.lease;
+      break;
+    default:
+      break;
+  }
+  const int rc = cxlpool_kv_submit(t.kv, &req, 1);
+  if (rc == 1) {
+    t.in_flight = true;
+    t.to_submit = 0;
+  } else if (rc != -EAGAIN && rc != 0) {
+    finish(t, -rc);
+  }
+}
+
+void Transfers::reap(cxlpool_kv* kv, int timeout_ms) {
+  cxlpool_kv_completion out[kReapBatch];
+  const int n = cxlpool_kv_reap(kv, out, kReapBatch, timeout_ms);
+  for (int i = 0; i < n; ++i) {
+    const auto& c = out[i];
+    // Locations are valid only until the next reap: handled right here.
+    if ((c.user_data & ~kIdMask) != kTag) continue;
+    auto it = tickets_.find(c.user_data & kIdMask);
+    if (it == tickets_.end()) continue;
+    it->second->in_flight = false;
+    on_completion(*it->second, c);
+    pump(*it->second);
+  }
+}
+
+void Transfers::on_completion(Ticket& t, const cxlpool_kv_completion& c) {
+  if (t.done) return;
+  switch (c.op) {
+    case CXLPOOL_KV_PUT_BEGIN:
+      on_put_begin(t, c);
+      return;
+    case CXLPOOL_KV_PUT_COMMIT:
+      if (c.status < 0) return finish(t, -c.status);
+      t.next += t.batch;
+      t.tokens_done = t.next * t.ns.chunk_tokens;
+      if (t.next < t.keys.size()) {
+        t.to_submit = CXLPOOL_KV_PUT_BEGIN;
+      } else {
+        t.tokens_done = t.tokens.size();
+        finish(t, 0);
+      }
+      return;
+    case CXLPOOL_KV_GET:
+      on_get(t, c);
+      return;
+    case CXLPOOL_KV_RELEASE:
+      finish(t, t.status);
+      return;
+    default:
+      finish(t, EPROTO);
+  }
+}
+
+void Transfers::on_put_begin(Ticket& t, const cxlpool_kv_completion& c) {
+  if (c.status == -EAGAIN) {
+    // The put window is busy: smaller batches, or the same one later.
+    t.max_batch = std::max<size_t>(t.batch / 2, 1);
+    t.to_submit = CXLPOOL_KV_PUT_BEGIN;
+    return;
+  }
+  if (c.status < 0) return finish(t, -c.status);
+  if (!arena_.row_active(t.row)) return finish(t, ENOENT);
+  t.reservation = c.result0;
+  t.commit_keys.clear();
+  const size_t n = std::min<size_t>(c.n_locations, t.batch);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& loc = c.locations[i];
+    if (loc.flags & CXLPOOL_KV_LOC_CACHED) continue;
+    if (loc.data == nullptr || loc.length < t.chunk_bytes) return finish(t, EPROTO);
+    const uint32_t first = static_cast<uint32_t>((t.next + i) * t.ns.chunk_tokens);
+    gather(t.row, first, t.ns.chunk_tokens, static_cast<uint8_t*>(loc.data));
+    t.commit_keys.push_back(t.keys[t.next + i]);
+  }
+  if (!t.commit_keys.empty()) {
+    t.to_submit = CXLPOOL_KV_PUT_COMMIT;
+    return;
+  }
+  t.next += t.batch;
+  if (t.next < t.keys.size()) {
+    t.to_submit = CXLPOOL_KV_PUT_BEGIN;
+  } else {
+    t.tokens_done = t.tokens.size();
+    finish(t, 0);
+  }
+}
+
+void Transfers::on_get(Ticket& t, const cxlpool_kv_completion& c) {
+  if (c.status < 0) return finish(t, -c.status);
+  t.lease = c.result0;
+  size_t good = 0;
+  if (arena_.row_active(t.row)) {
+    const size_t n = std::min<size_t>({c.n_locations, static_cast<size_t>(c.result1), t.keys.size()});
+    for (; good < n; ++good) {
+      const auto& loc = c.locations[good];
+      // A chunk of another size is not this arena's layout: stop there.
+      if (loc.data == nullptr || loc.length != t.chunk_bytes) break;
+      scatter(t.row, static_cast<uint32_t>(good * t.ns.chunk_tokens), t.ns.chunk_tokens,
+              static_cast<const uint8_t*>(loc.data));
+    }
+  } else {
+    t.status = ENOENT;
+  }
+  t.tokens_done = good * t.ns.chunk_tokens;
+  if (t.status == 0 && good == t.keys.size() && load_tail(t)) t.tokens_done = t.tokens.size();
+  if (t.lease != 0) {
+    t.to_submit = CXLPOOL_KV_RELEASE;
+  } else {
+    finish(t, t.status);
+  }
+}
+
+Result<uint64_t> Transfers::poll(uint64_t ticket, int timeout_ms) {
+  auto it = tickets_.find(ticket);
+  if (it == tickets_.end()) return fail(ENOENT, "kv arena: unknown ticket " + std::to_string(ticket));
+  auto t = it->second;  // stays alive while completions of others are handled
+  const uint64_t deadline = timeout_ms > 0 ? monotonic_ns() + uint64_t(timeout_ms) * 1000000 : 0;
+  for (;;) {
+    pump(*t);
+    if (!t->done) {
+      int wait = 0;
+      if (timeout_ms != 0) {
+        // Short waits: a ticket waiting for ring room has nothing in flight.
+        wait = t->in_flight ? 10 : 1;
+        if (timeout_ms > 0) {
+          const uint64_t now = monotonic_ns();
+          if (now >= deadline) wait = 0;
+          else wait = static_cast<int>(std::min<uint64_t>(wait, (deadline - now) / 1000000 + 1));
+        }
+      }
+      reap(t->kv, wait);
+    }
+    if (t->done) {
+      tickets_.erase(ticket);
+      if (t->status != 0) {
+        return fail(t->status, std::string("kv arena: ") + (t->kind == Kind::kOffload ? "offload" : "restore") +
+                                   " of reqid " + std::to_string(t->row) + " failed");
+      }
+      return t->tokens_done;
+    }
+    if (timeout_ms == 0 || (timeout_ms > 0 && monotonic_ns() >= deadline)) {
+      return fail(EINPROGRESS, "kv arena: ticket still running");
+    }
+  }
+}
+
+}  // namespace cxlpool::client::arena
