@@ -3,9 +3,12 @@
 
 #include <liburing.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cerrno>
 #include <deque>
+#include <fstream>
 #include <vector>
 
 namespace cxlpool::drivers {
@@ -22,7 +25,8 @@ class UringBlockDevice final : public hal::BlockDevice {
   UringBlockDevice(const std::string& path, hal::OpenedBlockFile file, const hal::BlockOpenOptions& options,
                    const io_uring& ring)
       : BlockDevice(path, std::move(file.geometry), options.direct, options.queue_depth),
-        fd_(std::move(file.fd)), ring_(ring), slots_(options.queue_depth) {
+        fd_(std::move(file.fd)), ring_(ring), slots_(options.queue_depth),
+        fixed_file_(options.register_files) {
     free_.reserve(slots_.size());
     for (std::size_t i = slots_.size(); i > 0; --i) free_.push_back(static_cast<std::uint32_t>(i - 1));
   }
@@ -63,19 +67,20 @@ class UringBlockDevice final : public hal::BlockDevice {
       free_.pop_back();
       slots_[slot] = IoCompletion{r.user_data, 0, r.op, r.length};
       const bool fixed = r.buffer_index != hal::kNoRegisteredBuffer;
+      const int fd = fixed_file_ ? static_cast<int>(kFixedFile) : fd_.get();
       switch (r.op) {
         case IoOp::kRead:
-          if (fixed) io_uring_prep_read_fixed(sqe, kFixedFile, r.buffer, r.length, r.offset, r.buffer_index);
-          else io_uring_prep_read(sqe, kFixedFile, r.buffer, r.length, r.offset);
+          if (fixed) io_uring_prep_read_fixed(sqe, fd, r.buffer, r.length, r.offset, r.buffer_index);
+          else io_uring_prep_read(sqe, fd, r.buffer, r.length, r.offset);
           break;
         case IoOp::kWrite:
-          if (fixed) io_uring_prep_write_fixed(sqe, kFixedFile, r.buffer, r.length, r.offset, r.buffer_index);
-          else io_uring_prep_write(sqe, kFixedFile, r.buffer, r.length, r.offset);
+          if (fixed) io_uring_prep_write_fixed(sqe, fd, r.buffer, r.length, r.offset, r.buffer_index);
+          else io_uring_prep_write(sqe, fd, r.buffer, r.length, r.offset);
           break;
-        case IoOp::kFsync: io_uring_prep_fsync(sqe, kFixedFile, 0); break;
-        case IoOp::kFdatasync: io_uring_prep_fsync(sqe, kFixedFile, IORING_FSYNC_DATASYNC); break;
+        case IoOp::kFsync: io_uring_prep_fsync(sqe, fd, 0); break;
+        case IoOp::kFdatasync: io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC); break;
       }
-      sqe->flags |= IOSQE_FIXED_FILE;
+      if (fixed_file_) sqe->flags |= IOSQE_FIXED_FILE;
       io_uring_sqe_set_data64(sqe, slot);
     }
     return flush();
@@ -155,8 +160,31 @@ class UringBlockDevice final : public hal::BlockDevice {
   std::vector<std::uint32_t> free_;
   std::deque<IoCompletion> stash_;
   bool buffers_registered_ = false;
+  bool fixed_file_;
   UniqueFd efd_;
 };
+
+// IOPOLL completes only on devices with poll queues; elsewhere every I/O
+// fails with EOPNOTSUPP. The device holding the file says so in sysfs
+// (queue/io_poll; a partition's is its parent's). Unknown counts as fine:
+// the I/O's own error then tells.
+Result<void> check_io_poll(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  const dev_t dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+  const std::string base = "/sys/dev/block/" + std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
+  for (const char* rel : {"/queue/io_poll", "/../queue/io_poll"}) {
+    std::ifstream in(base + rel);
+    int value = -1;
+    if (in >> value) {
+      if (value == 0)
+        return fail(EOPNOTSUPP, "io_uring: hipri needs NVMe poll queues (nvme.poll_queues); " + base + rel +
+                                    " is 0 for " + path);
+      return {};
+    }
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -166,8 +194,22 @@ Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::str
                                                                  const hal::BlockOpenOptions& options) {
   if (options.queue_depth == 0 || options.queue_depth > 32768)
     return fail(EINVAL, "uring block device: queue depth must be 1..32768");
+  if (options.io_poll) {
+    if (!options.direct) return fail(EINVAL, "io_uring: hipri (IOPOLL) needs direct I/O");
+    if (auto ok = check_io_poll(path); !ok) return tl::unexpected(ok.error());
+  }
+  io_uring_params params{};
+  if (options.sq_poll) {
+    params.flags |= IORING_SETUP_SQPOLL;
+    params.sq_thread_idle = options.sq_poll_idle_ms;
+    if (options.sq_poll_cpu != 0xffffffffu) {
+      params.flags |= IORING_SETUP_SQ_AFF;
+      params.sq_thread_cpu = options.sq_poll_cpu;
+    }
+  }
+  if (options.io_poll) params.flags |= IORING_SETUP_IOPOLL;
   io_uring ring{};
-  if (const int rc = io_uring_queue_init(options.queue_depth, &ring, 0); rc < 0) {
+  if (const int rc = io_uring_queue_init_params(options.queue_depth, &ring, &params); rc < 0) {
     const int err = -rc;
     std::string msg = errno_message("io_uring_setup", err);
     if (err == ENOSYS || err == EPERM)
@@ -180,7 +222,9 @@ Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::str
     return tl::unexpected(file.error());
   }
   auto dev = std::make_unique<UringBlockDevice>(path, std::move(*file), options, ring);
-  if (auto ok = dev->register_file(); !ok) return tl::unexpected(ok.error());
+  if (options.register_files) {
+    if (auto ok = dev->register_file(); !ok) return tl::unexpected(ok.error());
+  }
   dev->register_completion_eventfd();
   return std::unique_ptr<hal::BlockDevice>(std::move(dev));
 }

@@ -50,6 +50,12 @@ struct BlockOpenOptions {
   bool create = false;           // regular files only: O_CREAT
   std::uint64_t truncate_to = 0; // regular files only: ftruncate to this size when non-zero
   std::uint32_t queue_depth = 32;  // most requests in flight (submitted, not yet polled)
+  // io_uring only; other drivers ignore them.
+  bool sq_poll = false;                  // IORING_SETUP_SQPOLL: a kernel thread submits
+  std::uint32_t sq_poll_cpu = 0xffffffffu;  // pin that thread (IORING_SETUP_SQ_AFF); all ones: not pinned
+  std::uint32_t sq_poll_idle_ms = 0;     // idle time before that thread sleeps; 0: the kernel's default
+  bool io_poll = false;                  // IORING_SETUP_IOPOLL: completions polled (needs NVMe poll queues)
+  bool register_files = true;            // the file as fixed file 0 (IOSQE_FIXED_FILE)
 };
 
 // What a device needs from the caller's I/O. For buffered opens the

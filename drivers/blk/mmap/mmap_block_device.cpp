@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "mmap_block_device.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace cxlpool::drivers {
+namespace {
+
+using hal::IoCompletion;
+using hal::IoOp;
+using hal::IoRequest;
+
+class MmapBlockDevice final : public hal::BlockDevice {
+ public:
+  MmapBlockDevice(const std::string& path, hal::OpenedBlockFile file, const hal::BlockOpenOptions& options,
+                  std::byte* map, std::size_t length)
+      : BlockDevice(path, std::move(file.geometry), false, options.queue_depth),
+        fd_(std::move(file.fd)), map_(map), length_(length) {
+    done_.reserve(options.queue_depth);
+  }
+  ~MmapBlockDevice() override { ::munmap(map_, length_); }
+
+  const char* backend_name() const override { return "mmap"; }
+
+ protected:
+  Result<void> submit_impl(std::span<const IoRequest> requests) override {
+    for (const IoRequest& r : requests) done_.push_back(execute(r));
+    return {};
+  }
+
+  Result<std::size_t> poll_impl(std::span<IoCompletion> out, std::size_t, std::chrono::nanoseconds) override {
+    // Completed in submit(); hand them out oldest first.
+    std::size_t n = 0;
+    while (n < out.size() && head_ < done_.size()) out[n++] = done_[head_++];
+    if (head_ == done_.size()) {
+      done_.clear();
+      head_ = 0;
+    }
+    return n;
+  }
+
+  Result<void> register_buffers_impl(std::span<const iovec>) override { return {}; }
+
+ private:
+  IoCompletion execute(const IoRequest& r) {
+    IoCompletion c{r.user_data, 0, r.op, r.length};
+    switch (r.op) {
+      case IoOp::kRead:
+      case IoOp::kWrite: {
+        if (r.offset >= length_ || r.length > length_ - r.offset) {
+          c.result = -EINVAL;
+          break;
+        }
+        if (r.op == IoOp::kRead) std::memcpy(r.buffer, map_ + r.offset, r.length);
+        else std::memcpy(map_ + r.offset, r.buffer, r.length);
+        c.result = r.length;
+        break;
+      }
+      case IoOp::kFsync:
+      case IoOp::kFdatasync:
+        c.result = ::msync(map_, length_, MS_SYNC) == 0 ? 0 : -errno;
+        break;
+    }
+    return c;
+  }
+
+  UniqueFd fd_;
+  std::byte* map_;
+  std::size_t length_;
+  std::vector<IoCompletion> done_;
+  std::size_t head_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<hal::BlockDevice>> open_mmap_block_device(const std::string& path,
+                                                                const hal::BlockOpenOptions& options) {
+  if (options.queue_depth == 0) return fail(EINVAL, "mmap block device: queue depth 0");
+  if (options.direct) return fail(EINVAL, "mmap: a page-cache mapping cannot do direct I/O (use direct=0)");
+  auto file = hal::open_block_file(path, options);
+  if (!file) return tl::unexpected(file.error());
+  const std::size_t length = file->geometry.size;
+  if (length == 0) return fail(EINVAL, "mmap " + path + ": the file is empty (nothing to map)");
+  const int prot = PROT_READ | (options.read_only ? 0 : PROT_WRITE);
+  void* map = ::mmap(nullptr, length, prot, MAP_SHARED, file->fd.get(), 0);
+  if (map == MAP_FAILED) return fail_errno("mmap " + path);
+  return std::unique_ptr<hal::BlockDevice>(
+      new MmapBlockDevice(path, std::move(*file), options, static_cast<std::byte*>(map), length));
+}
+
+}  // namespace cxlpool::drivers

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "block_engine.hpp"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cxlpool_build_config.h"
+#include "io_buffers.hpp"
+#include "posix_block_device.hpp"
+#include "sqpoll_thread.hpp"
+#if CXLPOOL_HAVE_URING
+#include "uring_block_device.hpp"
+#endif
+#if CXLPOOL_HAVE_AIO
+#include "aio_block_device.hpp"
+#endif
+#if CXLPOOL_HAVE_MMAP
+#include "mmap_block_device.hpp"
+#endif
+
+namespace cxlpool::io {
+namespace {
+
+class BlockEngine final : public Engine {
+ public:
+  BlockEngine(std::string name, std::unique_ptr<hal::BlockDevice> device, bool fixedbufs,
+              std::optional<pid_t> sqpoll_tid)
+      : name_(std::move(name)), device_(std::move(device)), fixedbufs_(fixedbufs), sqpoll_tid_(sqpoll_tid) {
+    if (sqpoll_tid_) helper_base_ = task_cpu(*sqpoll_tid_).value_or(HelperCpu{});
+  }
+
+  const char* name() const override { return name_.c_str(); }
+  const hal::BlockGeometry& geometry() const override { return device_->geometry(); }
+
+  Result<std::span<std::byte*>> buffers(std::uint32_t count, std::size_t bytes) override {
+    if (auto ok = buffers_.allocate(count, bytes, device_->mem_alignment()); !ok) return tl::unexpected(ok.error());
+    if (fixedbufs_) {
+      std::vector<iovec> iov(count);
+      for (std::uint32_t i = 0; i < count; ++i) iov[i] = {buffers_.pointers()[i], buffers_.stride()};
+      if (auto ok = device_->register_buffers(iov); !ok)
+        return fail(ok.error().code, name_ + ": fixedbufs: " + ok.error().message);
+    }
+    return buffers_.pointers();
+  }
+
+  Result<void> submit(std::span<const hal::IoRequest> requests) override { return device_->submit(requests); }
+
+  Result<std::size_t> reap(std::span<hal::IoCompletion> out, std::size_t min,
+                           std::chrono::nanoseconds timeout) override {
+    return device_->poll_completions(out, min, timeout);
+  }
+
+  std::uint32_t in_flight() const override { return device_->in_flight(); }
+
+  std::optional<HelperCpu> helper_cpu() const override {
+    if (!sqpoll_tid_) return std::nullopt;
+    // Once the ring is gone so is its thread; what it used until then was
+    // read last time.
+    if (auto now = task_cpu(*sqpoll_tid_)) {
+      last_helper_ = HelperCpu{now->user_ns - std::min(now->user_ns, helper_base_.user_ns),
+                               now->system_ns - std::min(now->system_ns, helper_base_.system_ns)};
+    }
+    return last_helper_;
+  }
+
+ private:
+  std::string name_;
+  std::unique_ptr<hal::BlockDevice> device_;
+  bool fixedbufs_;
+  std::optional<pid_t> sqpoll_tid_;
+  HelperCpu helper_base_;
+  mutable HelperCpu last_helper_;
+  IoBuffers buffers_;
+};
+
+hal::BlockOpenOptions open_options(const JobSpec& job, const EngineTarget& target) {
+  hal::BlockOpenOptions o;
+  o.direct = job.direct;
+  o.read_only = !target.writes;
+  o.create = target.writes;
+  o.truncate_to = 0;  // the runner lays files out; never shrink one here
+  o.queue_depth = std::max<std::uint32_t>(1, job.iodepth);
+  o.sq_poll = job.sqthread_poll;
+  o.sq_poll_cpu = job.sqthread_poll_cpu;
+  o.io_poll = job.hipri;
+  // SQPOLL rings submit without us entering the kernel: fio registers the
+  // file for them as well.
+  o.register_files = job.registerfiles || job.sqthread_poll;
+  return o;
+}
+
+Result<std::unique_ptr<Engine>> wrap(const std::string& engine, Result<std::unique_ptr<hal::BlockDevice>> dev,
+                                     const JobSpec& job, std::optional<pid_t> sqpoll_tid = std::nullopt) {
+  if (!dev) return fail(dev.error().code, engine + ": " + dev.error().message);
+  return std::unique_ptr<Engine>(new BlockEngine(engine, std::move(*dev), job.fixedbufs, sqpoll_tid));
+}
+
+Result<void> refuse_uring_only(const JobSpec& job) {
+  const char* opt = job.fixedbufs ? "fixedbufs" : job.registerfiles ? "registerfiles"
+                  : job.sqthread_poll ? "sqthread_poll" : job.hipri ? "hipri" : nullptr;
+  if (opt != nullptr) return fail(EINVAL, job.ioengine + ": option '" + opt + "' needs ioengine=io_uring");
+  return {};
+}
+
+}  // namespace
+
+bool is_block_engine(std::string_view e) { return e == "psync" || e == "io_uring" || e == "libaio" || e == "mmap"; }
+
+Result<std::unique_ptr<Engine>> open_block_engine(const JobSpec& job, const EngineTarget& target) {
+  const hal::BlockOpenOptions options = open_options(job, target);
+  const std::string& e = job.ioengine;
+  if (e == "io_uring") {
+#if CXLPOOL_HAVE_URING
+    const auto before = job.sqthread_poll ? sqpoll_threads() : std::vector<pid_t>{};
+    auto dev = drivers::open_uring_block_device(target.path, options);
+    std::optional<pid_t> tid;
+    if (dev && job.sqthread_poll) tid = new_sqpoll_thread(before, sqpoll_threads());
+    return wrap(e, std::move(dev), job, tid);
+#else
+    return fail(ENOTSUP, "io_uring: not compiled in (" CXLPOOL_HAVE_URING_REASON ")");
+#endif
+  }
+  if (auto ok = refuse_uring_only(job); !ok) return tl::unexpected(ok.error());
+  if (e == "psync") return wrap(e, drivers::open_posix_block_device(target.path, options), job);
+  if (e == "libaio") {
+#if CXLPOOL_HAVE_AIO
+    return wrap(e, drivers::open_aio_block_device(target.path, options), job);
+#else
+    return fail(ENOTSUP, "libaio: not compiled in (" CXLPOOL_HAVE_AIO_REASON ")");
+#endif
+  }
+  if (e == "mmap") {
+#if CXLPOOL_HAVE_MMAP
+    return wrap(e, drivers::open_mmap_block_device(target.path, options), job);
+#else
+    return fail(ENOTSUP, "mmap: not compiled in (" CXLPOOL_HAVE_MMAP_REASON ")");
+#endif
+  }
+  return fail(EINVAL, "ioengine '" + e + "' is not a block engine");
+}
+
+}  // namespace cxlpool::io
