@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host GpuVmm against real memory: reservations are 64 KiB aligned,
+// mapped pieces are the file's bytes, unmapped pieces are gone (a fresh
+// mapping shows other bytes), and every rule of the interface is enforced.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "cxlpool/common/unique_fd.hpp"
+#include "host_vmm.hpp"
+
+namespace cxlpool {
+namespace {
+
+constexpr uint64_t kG = 64 * 1024;
+
+uint8_t* at(uint64_t va) { return reinterpret_cast<uint8_t*>(va); }
+
+TEST(HostVmm, ReserveIsAlignedAndReleased) {
+  auto vmm = drivers::make_host_vmm();
+  EXPECT_STREQ(vmm->name(), "host");
+  EXPECT_EQ(vmm->granularity(), kG);
+  auto va = vmm->reserve(16 * kG);
+  ASSERT_TRUE(va) << va.error().message;
+  EXPECT_EQ(*va % kG, 0u);
+  EXPECT_EQ(vmm->stats().reserved_bytes, 16 * kG);
+  EXPECT_FALSE(vmm->reserve(kG + 1));
+  EXPECT_FALSE(vmm->reserve(0));
+  EXPECT_FALSE(vmm->release_range(*va, 8 * kG));
+  ASSERT_TRUE(vmm->release_range(*va, 16 * kG));
+  EXPECT_EQ(vmm->stats().reserved_bytes, 0u);
+}
+
+TEST(HostVmm, MappedPiecesAreTheFilesBytes) {
+  auto vmm = drivers::make_host_vmm();
+  UniqueFd fd(::memfd_create("host-vmm-test", MFD_CLOEXEC));
+  ASSERT_TRUE(fd);
+  ASSERT_EQ(::ftruncate(fd.get(), 4 * kG), 0);
+  auto h = vmm->import_fd(fd.get(), 4 * kG);
+  ASSERT_TRUE(h) << h.error().message;
+  auto va = vmm->reserve(8 * kG);
+  ASSERT_TRUE(va);
+  // Piece 2 of the file at slot 5 of the range.
+  ASSERT_TRUE(vmm->map(*va + 5 * kG, kG, *h, 2 * kG));
+  std::memset(at(*va + 5 * kG), 0x3C, kG);
+  uint8_t b = 0;
+  ASSERT_EQ(::pread(fd.get(), &b, 1, 2 * kG + 100), 1);
+  EXPECT_EQ(b, 0x3C);
+  ASSERT_EQ(::pread(fd.get(), &b, 1, 1 * kG + 100), 1);
+  EXPECT_EQ(b, 0);
+  EXPECT_EQ(vmm->stats().mapped_bytes, kG);
+  EXPECT_EQ(vmm->stats().maps, 1u);
+
+  // Moving the piece: unmap, map the same file range elsewhere: same bytes.
+  ASSERT_TRUE(vmm->unmap(*va + 5 * kG, kG));
+  ASSERT_TRUE(vmm->map(*va + 1 * kG, kG, *h, 2 * kG));
+  EXPECT_EQ(at(*va + kG)[77], 0x3C);
+  // The old slot is reserved but not mapped: mapping another piece there
+  // shows that piece's bytes, not the old ones.
+  ASSERT_TRUE(vmm->map(*va + 5 * kG, kG, *h, 3 * kG));
+  EXPECT_EQ(at(*va + 5 * kG)[77], 0);
+  const auto st = vmm->stats();
+  EXPECT_EQ(st.maps, 3u);
+  EXPECT_EQ(st.unmaps, 1u);
+  EXPECT_EQ(st.mapped_bytes, 2 * kG);
+
+  // The handle goes; mappings keep working.
+  ASSERT_TRUE(vmm->release(*h));
+  EXPECT_EQ(at(*va + kG)[0], 0x3C);
+  ASSERT_TRUE(vmm->release_range(*va, 8 * kG));
+  EXPECT_EQ(vmm->stats().mapped_bytes, 0u);
+}
+
+TEST(HostVmm, CreateIsAnonymousMemory) {
+  auto vmm = drivers::make_host_vmm();
+  auto h = vmm->create(2 * kG);
+  ASSERT_TRUE(h) << h.error().message;
+  auto va = vmm->reserve(4 * kG);
+  ASSERT_TRUE(va);
+  ASSERT_TRUE(vmm->map(*va, kG, *h, 0));
+  ASSERT_TRUE(vmm->map(*va + kG, kG, *h, 0));  // the same memory twice
+  at(*va)[10] = 9;
+  EXPECT_EQ(at(*va + kG)[10], 9);
+  ASSERT_TRUE(vmm->release_range(*va, 4 * kG));
+  EXPECT_TRUE(vmm->release(*h));
+}
+
+TEST(HostVmm, RulesAreEnforced) {
+  auto vmm = drivers::make_host_vmm();
+  auto h = vmm->create(2 * kG);
+  ASSERT_TRUE(h);
+  auto va = vmm->reserve(4 * kG);
+  ASSERT_TRUE(va);
+  EXPECT_EQ(vmm->map(*va + 4096, kG, *h, 0).error().code, EINVAL);        // unaligned va
+  EXPECT_EQ(vmm->map(*va, kG, *h, 4096).error().code, EINVAL);            // unaligned offset
+  EXPECT_EQ(vmm->map(*va, 3 * kG, *h, 0).error().code, EINVAL);           // past the handle
+  EXPECT_EQ(vmm->map(*va + 4 * kG, kG, *h, 0).error().code, EINVAL);      // past the range
+  EXPECT_EQ(vmm->map(*va, kG, *h + 100, 0).error().code, ENOENT);         // unknown handle
+  ASSERT_TRUE(vmm->map(*va, 2 * kG, *h, 0));
+  EXPECT_EQ(vmm->map(*va + kG, kG, *h, 0).error().code, EEXIST);          // overlaps
+  EXPECT_EQ(vmm->unmap(*va, kG).error().code, EINVAL);                    // part of a map
+  EXPECT_EQ(vmm->unmap(*va + 2 * kG, kG).error().code, EINVAL);           // never mapped
+  EXPECT_TRUE(vmm->unmap(*va, 2 * kG));
+  EXPECT_EQ(vmm->release(*h + 100).error().code, ENOENT);
+  EXPECT_FALSE(vmm->import_fd(-1, kG));
+}
+
+}  // namespace
+}  // namespace cxlpool
