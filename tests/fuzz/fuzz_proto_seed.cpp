@@ -43,6 +43,10 @@ std::vector<Seed> seeds() {
                                                                            .fingerprint_lo = 0x123456,
                                                                            .chunks = {0, 0, 12},
                                                                            .bytes = {0, 0, 24ull << 20}}}})});
+  out.push_back({"WeightsLoad-one-file.bin",
+                 *encode(testing::kSampleRequestId,
+                         WeightsLoad{.model = "m", .paths = {WeightsPath{"/m.safetensors"}}})});
+  out.push_back({"WeightsListReply-empty.bin", *encode(testing::kSampleRequestId, WeightsListReply{})});
   return out;
 }
 

@@ -20,7 +20,7 @@ struct TypeInfo {
 };
 
 // In the order of the Message variant's alternatives.
-constexpr std::array<TypeInfo, 42> kTypes = {{
+constexpr std::array<TypeInfo, 49> kTypes = {{
     {MsgType::kHello, "Hello", true},
     {MsgType::kHelloReply, "HelloReply", false},
     {MsgType::kError, "ErrorReply", false},
@@ -63,6 +63,13 @@ constexpr std::array<TypeInfo, 42> kTypes = {{
     {MsgType::kKvNamespacesReply, "KvNamespacesReply", false},
     {MsgType::kKvNamespaceDrop, "KvNamespaceDrop", true},
     {MsgType::kKvNamespaceDropReply, "KvNamespaceDropReply", false},
+    {MsgType::kWeightsLoad, "WeightsLoad", true},
+    {MsgType::kWeightsLoadReply, "WeightsLoadReply", false},
+    {MsgType::kWeightsOpen, "WeightsOpen", true},
+    {MsgType::kWeightsUnload, "WeightsUnload", true},
+    {MsgType::kWeightsUnloadReply, "WeightsUnloadReply", false},
+    {MsgType::kWeightsList, "WeightsListRequest", true},
+    {MsgType::kWeightsListReply, "WeightsListReply", false},
 }};
 static_assert(kTypes.size() == std::variant_size_v<Message>);
 

@@ -81,6 +81,12 @@ void FieldValidator::text(const char* field, const std::string& s, Text kind) {
                                " bytes of [A-Za-z0-9._-], not starting with '.')");
       }
       return;
+    case Text::kWeightsModel:
+      if (s.size() > kMaxWeightsModelLength) return fail(field, too_long(s.size(), kMaxWeightsModelLength));
+      if (!valid_region_name(s)) {
+        return fail(field, "not a valid model name (bytes of [A-Za-z0-9._-], not starting with '.')");
+      }
+      return;
   }
 }
 

@@ -42,6 +42,7 @@ enum class Text {
   kKnobOrEmpty,        // empty, or kKnob
   kKvNamespace,        // 1..kMaxKvNamespaceField bytes, no control byte (UTF-8 passes)
   kKvNamespaceOrEmpty, // empty, or kKvNamespace
+  kWeightsModel,       // valid_region_name() and <= kMaxWeightsModelLength bytes
 };
 
 template <typename T, typename U>
@@ -515,5 +516,66 @@ void walk(auto& io, Is<KvNamespaceDropReply> auto& m) {
   io.u64("chunks_dropped", m.chunks_dropped);
   io.u64("chunks_deferred", m.chunks_deferred);
 }
+
+void walk(auto& io, Is<WeightsPath> auto& m) {
+  io.text("path", m.path, Text::kPlain);
+  io.check("path", [&] {
+    return !m.path.empty() && m.path.front() == '/' ? std::string() : std::string("not an absolute path");
+  });
+}
+
+void walk(auto& io, Is<WeightsLoad> auto& m) {
+  io.u32("tier_id", m.tier_id);
+  io.u64("max_resident_bytes", m.max_resident_bytes);
+  io.text("model", m.model, Text::kWeightsModel);
+  io.list("paths", m.paths);
+  io.check("paths", [&] {
+    if (m.paths.empty()) return std::string("no files");
+    if (m.paths.size() > kMaxWeightsFiles) {
+      return std::to_string(m.paths.size()) + " files, at most " + std::to_string(kMaxWeightsFiles);
+    }
+    return std::string();
+  });
+}
+
+void walk(auto& io, Is<WeightsOpen> auto& m) { io.text("model", m.model, Text::kWeightsModel); }
+
+void walk(auto& io, Is<WeightsLoadReply> auto& m) {
+  io.u32("tier_id", m.tier_id);
+  io.u32("files", m.files, Positive{});
+  io.u64("tensor_count", m.tensor_count);
+  io.u64("total_bytes", m.total_bytes);
+  io.u64("resident_bytes", m.resident_bytes);
+  io.u64("region_bytes", m.region_bytes, Positive{});
+  io.u8("loaded", m.loaded, Between<uint8_t>{0, 1});
+  io.text("region_name", m.region_name, Text::kRegionName);
+  io.check("resident_bytes", [&] {
+    return m.resident_bytes <= m.total_bytes && m.resident_bytes <= m.region_bytes
+               ? std::string()
+               : std::string("more than total_bytes or region_bytes");
+  });
+}
+
+void walk(auto& io, Is<WeightsUnload> auto& m) { io.text("model", m.model, Text::kWeightsModel); }
+
+void walk(auto& io, Is<WeightsUnloadReply> auto& m) { io.u64("region_bytes", m.region_bytes); }
+
+void walk(auto& io, Is<WeightsEntry> auto& m) {
+  io.u32("tier_id", m.tier_id);
+  io.u32("files", m.files, Positive{});
+  io.u32("owner_uid", m.owner_uid);
+  io.u32("opens", m.opens);
+  io.u64("tensor_count", m.tensor_count);
+  io.u64("total_bytes", m.total_bytes);
+  io.u64("resident_bytes", m.resident_bytes);
+  io.u64("region_bytes", m.region_bytes);
+  io.text("model", m.model, Text::kWeightsModel);
+  io.text("region_name", m.region_name, Text::kRegionName);
+  io.check("resident_bytes", [&] {
+    return m.resident_bytes <= m.total_bytes ? std::string() : std::string("more than total_bytes");
+  });
+}
+
+void walk(auto& io, Is<WeightsListReply> auto& m) { io.list("models", m.models); }
 
 }  // namespace cxlpool::proto::fields

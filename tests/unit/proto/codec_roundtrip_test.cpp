@@ -75,6 +75,13 @@ TEST(ProtoTypes, TypeCodesNamesAndDirections) {
       {MsgType::kKvNamespacesReply, "KvNamespacesReply", false},
       {MsgType::kKvNamespaceDrop, "KvNamespaceDrop", true},
       {MsgType::kKvNamespaceDropReply, "KvNamespaceDropReply", false},
+      {MsgType::kWeightsLoad, "WeightsLoad", true},
+      {MsgType::kWeightsLoadReply, "WeightsLoadReply", false},
+      {MsgType::kWeightsOpen, "WeightsOpen", true},
+      {MsgType::kWeightsUnload, "WeightsUnload", true},
+      {MsgType::kWeightsUnloadReply, "WeightsUnloadReply", false},
+      {MsgType::kWeightsList, "WeightsListRequest", true},
+      {MsgType::kWeightsListReply, "WeightsListReply", false},
   };
   const auto samples = sample_messages();
   ASSERT_EQ(std::size(expected), samples.size());

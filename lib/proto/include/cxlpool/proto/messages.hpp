@@ -71,6 +71,13 @@ enum class MsgType : uint16_t {
   kKvNamespacesReply = 57,
   kKvNamespaceDrop = 58,
   kKvNamespaceDropReply = 59,
+  kWeightsLoad = 60,
+  kWeightsLoadReply = 61,  // also the reply to WeightsOpen
+  kWeightsOpen = 62,
+  kWeightsUnload = 63,
+  kWeightsUnloadReply = 64,
+  kWeightsList = 65,
+  kWeightsListReply = 66,
 };
 
 struct Header {
@@ -525,6 +532,70 @@ struct KvNamespaceDropReply {
   bool operator==(const KvNamespaceDropReply&) const = default;
 };
 
+// Shared model weights (docs/weights.md). The daemon validates a model's
+// safetensors files and loads them once into a system named region
+// "cxlpool-w-<model>" (mode 0444) the client maps read-only with NamedOpen;
+// the region's own layout (lib/weights/region_layout.hpp) describes the
+// tensors. Model names follow the region-name rule and are at most
+// kMaxWeightsModelLength bytes, so the region name fits kMaxNameLength.
+inline constexpr size_t kMaxWeightsModelLength = 180;
+inline constexpr size_t kMaxWeightsFiles = 256;
+
+struct WeightsPath {
+  std::string path;  // absolute, 1..kMaxStringLength bytes
+  bool operator==(const WeightsPath&) const = default;
+};
+struct WeightsLoad {
+  uint32_t tier_id = kNoTier;        // kNoTier: the first DRAM tier
+  uint64_t max_resident_bytes = 0;   // 0: every tensor in the region
+  std::string model;
+  std::vector<WeightsPath> paths;    // 1..kMaxWeightsFiles
+  bool operator==(const WeightsLoad&) const = default;
+};
+struct WeightsOpen {
+  std::string model;
+  bool operator==(const WeightsOpen&) const = default;
+};
+struct WeightsLoadReply {
+  uint32_t tier_id = 0;
+  uint32_t files = 0;
+  uint64_t tensor_count = 0;
+  uint64_t total_bytes = 0;     // every tensor
+  uint64_t resident_bytes = 0;  // the tensors in the region
+  uint64_t region_bytes = 0;
+  uint8_t loaded = 0;           // 1: this call loaded it; 0: it was loaded already
+  std::string region_name;
+  bool operator==(const WeightsLoadReply&) const = default;
+};
+struct WeightsUnload {
+  std::string model;
+  bool operator==(const WeightsUnload&) const = default;
+};
+struct WeightsUnloadReply {
+  uint64_t region_bytes = 0;  // freed once no process maps it
+  bool operator==(const WeightsUnloadReply&) const = default;
+};
+struct WeightsListRequest {
+  bool operator==(const WeightsListRequest&) const = default;
+};
+struct WeightsEntry {
+  uint32_t tier_id = 0;
+  uint32_t files = 0;
+  uint32_t owner_uid = 0;
+  uint32_t opens = 0;           // loads and opens answered since it was loaded
+  uint64_t tensor_count = 0;
+  uint64_t total_bytes = 0;
+  uint64_t resident_bytes = 0;
+  uint64_t region_bytes = 0;
+  std::string model;
+  std::string region_name;
+  bool operator==(const WeightsEntry&) const = default;
+};
+struct WeightsListReply {
+  std::vector<WeightsEntry> models;
+  bool operator==(const WeightsListReply&) const = default;
+};
+
 using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, StatusReply,
                              TiersRequest, TiersReply, RegionAlloc, RegionReply, RegionFree,
                              NamedCreate, NamedOpen, NamedUnlink, RegionsRequest, RegionsReply,
@@ -534,7 +605,8 @@ using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, S
                              TieringHot, TieringHotReply, TieringSet, TieringSetReply, KvOpen,
                              KvOpenReply, KvNamespaceOpen, KvNamespaceReply, KvStatusRequest,
                              KvStatusReply, KvNamespacesRequest, KvNamespacesReply, KvNamespaceDrop,
-                             KvNamespaceDropReply>;
+                             KvNamespaceDropReply, WeightsLoad, WeightsLoadReply, WeightsOpen,
+                             WeightsUnload, WeightsUnloadReply, WeightsListRequest, WeightsListReply>;
 
 struct Envelope {
   Header header;
