@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs every GPU test and benchmark (meson suite `gpu`) on a host with an
-# NVIDIA GPU. Builds with -Dcuda=enabled in $CXLPOOL_GPU_BUILDDIR (default
+# NVIDIA GPU: the cuda unit tests (kernels vs CPU references, the cuda
+# GpuVmm backend, host-NUMA export, registered memfd staging), then the
+# benchmarks with their figures printed: attention_bench (decode attention,
+# contiguous arena vs paged, CPU and GPU) and gpu_bench (H2D/D2H pinned and
+# pageable vs the PCIe link, VMM mapping bandwidth). Builds with -Dcuda=enabled in $CXLPOOL_GPU_BUILDDIR (default
 # <repo>/build-gpu), extra `meson setup` arguments may follow on the command
 # line. Exit: 0 all passed, 77 no usable GPU here, anything else a failure.
 set -euo pipefail
@@ -44,6 +48,8 @@ ninja -C "$builddir" -j "$jobs"
 export CXLPOOL_REQUIRE_GPU=1
 status=0
 meson test -C "$builddir" --no-rebuild --suite gpu --print-errorlogs || status=$?
-# Benchmarks registered with benchmark(..., suite: 'gpu'); none is fine.
-meson test -C "$builddir" --no-rebuild --benchmark --suite gpu --print-errorlogs || status=$?
+# Benchmarks registered with benchmark(..., suite: 'gpu'), one at a time
+# (they time the device) and verbose so their figures land on stdout.
+meson test -C "$builddir" --no-rebuild --benchmark --suite gpu --verbose --num-processes 1 \
+  || status=$?
 exit "$status"
