@@ -34,9 +34,11 @@ void KvStore::Impl::register_arenas() {
         iov.push_back(iovec{a.bytes.data() + off, static_cast<std::size_t>(std::min(fixed_piece, used - off))});
       }
     }
-    if (ssd->device().register_buffers(iov)) {
-      fixed_base[0] = base[0];
-      fixed_base[1] = base[1];
+    // The log's region buffers come first; the arenas follow them.
+    if (auto first = ssd->register_buffers(iov)) {
+      for (std::size_t t = 0; t < 2; ++t) {
+        fixed_base[t] = base[t] == hal::kNoRegisteredBuffer ? base[t] : base[t] + *first;
+      }
       return;
     }
   }
@@ -89,13 +91,16 @@ void KvStore::Impl::submit_loads() {
   }
 }
 
+// Also settles the log's region writes that completed (poll_gets reaps
+// every completion of the device).
 void KvStore::Impl::reap_loads() {
   if (!ssd) return;
   if (scratch_done.size() < 64) scratch_done.resize(64);
-  while (ssd->gets_in_flight() != 0) {
+  for (;;) {
     auto got = ssd->poll_gets(scratch_done, 0, std::chrono::nanoseconds(0));
-    if (!got || *got == 0) break;
+    if (!got) break;
     for (std::size_t i = 0; i < *got; ++i) finish_load(scratch_done[i]);
+    if (*got < scratch_done.size()) break;
   }
 }
 

@@ -145,14 +145,15 @@ void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::sp
 
 std::size_t KvStore::poll(std::vector<KvStoreCompletion>& out) {
   Impl& s = *impl_;
-  if (s.ssd && (s.ssd_touched || s.ssd->gets_in_flight() != 0 || !s.unsubmitted.empty())) {
+  if (s.ssd && (s.ssd_touched || s.ssd->gets_in_flight() != 0 || s.ssd->writes_in_flight() != 0 ||
+                !s.unsubmitted.empty())) {
     // Reset the wake-up before reaping: a read that completes after the
     // reap signals the eventfd again.
     if (const int fd = completion_fd(); fd >= 0) {
       std::uint64_t count = 0;
       (void)!::read(fd, &count, sizeof count);
     }
-    s.ssd_touched = s.ssd->gets_in_flight() != 0;
+    s.ssd_touched = s.ssd->gets_in_flight() != 0 || s.ssd->writes_in_flight() != 0;
     s.reap_loads();
     s.submit_loads();
     if (!s.ssd_evicted.empty()) s.reap_ssd_evictions();
@@ -169,7 +170,8 @@ std::size_t KvStore::poll(std::vector<KvStoreCompletion>& out) {
 }
 
 std::size_t KvStore::io_in_flight() const {
-  return impl_->ssd ? impl_->ssd->gets_in_flight() + impl_->unsubmitted.size() : 0;
+  const SsdStore* ssd = impl_->ssd.get();
+  return ssd ? ssd->gets_in_flight() + ssd->writes_in_flight() + impl_->unsubmitted.size() : 0;
 }
 
 int KvStore::completion_fd() const { return impl_->ssd ? impl_->ssd->device().completion_fd() : -1; }

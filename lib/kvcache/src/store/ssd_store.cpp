@@ -61,8 +61,17 @@ void SsdStore::for_each_entry(const std::function<void(const SsdEntryInfo&)>& fn
 }
 
 Result<void> SsdStore::flush() {
-  if (!writer_.is_open() || writer_.entry_count() == 0) return {};
-  return seal_open_region();
+  Result<void> sealed;
+  if (region_open() && open_writer().entry_count() != 0) sealed = seal_open_region();
+  Result<void> waited = wait_for_writes();
+  if (!sealed) return sealed;
+  if (!waited) return waited;
+  if (write_error_) {
+    Error e = std::move(*write_error_);
+    write_error_.reset();
+    return tl::unexpected(std::move(e));
+  }
+  return {};
 }
 
 Result<void> SsdStore::close() {
@@ -76,14 +85,14 @@ Result<void> SsdStore::close() {
 // needed), indexes the entry and, under kPerCommit, makes it durable.
 Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFingerprint& ns,
                                        std::span<const std::byte> payload, std::uint16_t flags) {
-  if (!writer_.is_open()) {
+  if (!region_open()) {
     if (auto ok = open_next_region(); !ok) return tl::unexpected(ok.error());
   }
-  AppendResult at = writer_.append(key, ns, next_sequence_, payload, flags);
+  AppendResult at = open_writer().append(key, ns, next_sequence_, payload, flags);
   if (at.status == AppendStatus::kRegionFull) {
     if (auto ok = seal_open_region(); !ok) return tl::unexpected(ok.error());
     if (auto ok = open_next_region(); !ok) return tl::unexpected(ok.error());
-    at = writer_.append(key, ns, next_sequence_, payload, flags);
+    at = open_writer().append(key, ns, next_sequence_, payload, flags);
   }
   if (at.status != AppendStatus::kOk) {
     return fail(EFBIG, "ssd store: entry of " + std::to_string(payload.size()) + " bytes does not fit a region");
@@ -93,7 +102,7 @@ Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFinge
   if ((flags & kEntryTombstone) != 0) {
     index_.erase(key);
   } else {
-    auto header = decode_entry_header(writer_.bytes(at.offset, kEntryHeaderBytes));
+    auto header = decode_entry_header(open_writer().bytes(at.offset, kEntryHeaderBytes));
     const std::uint32_t crc = header ? header->payload_crc : crc32c(payload);
     index_[key] = Slot{open_region_, at.payload_offset, static_cast<std::uint32_t>(payload.size()), crc, seq, ns, 0};
   }
@@ -143,55 +152,74 @@ Result<void> SsdStore::sync_now() {
 // The region's open header was written when it was opened and is synced here
 // with the first entry.
 Result<void> SsdStore::commit_entry(const AppendResult& at) {
-  if (auto ok = write_now(region_base(open_region_) + at.offset, writer_.bytes(at.offset, at.extent)); !ok) {
+  if (auto ok = write_now(region_base(open_region_) + at.offset, open_writer().bytes(at.offset, at.extent)); !ok) {
     return ok;
   }
   return sync_now();
 }
 
+// kPerRegion: the region goes to the device's queue with its buffer, and
+// its entries stay served from that buffer until the write completes.
+// kPerCommit: every entry is on the device already; only the sealed header
+// is written and synced, at once.
 Result<void> SsdStore::seal_open_region() {
   const std::uint32_t r = open_region_;
-  const std::span<const std::byte> image = writer_.seal();
-  Result<void> ok;
+  const std::int32_t b = open_buffer_;
+  const std::span<const std::byte> image = open_writer().seal();
+  open_buffer_ = kNoBuffer;
   if (config_.sync == SsdSyncPolicy::kPerRegion) {
-    ok = write_now(region_base(r), image);
-  } else {
-    ok = write_now(region_base(r), writer_.header_block());
-  }
-  if (ok) ok = sync_now();
-  if (!ok) {
-    if (config_.sync == SsdSyncPolicy::kPerRegion) {
-      // Nothing of this region is known to be on the device: forget it.
-      for (const ChunkKey& key : regions_[r].keys) {
-        auto it = index_.find(key);
-        if (it != index_.end() && it->second.region == r) {
-          index_.erase(it);
-          notify_evicted(key);
-        }
-      }
-      regions_[r] = Region{};
-      fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), r), fifo_.end());
-      free_.push_back(r);
+    if (auto ok = start_region_write(r, image); !ok) {
+      fail_region(r);  // nothing of it is known to be on the device
+      return ok;
     }
-    // kPerCommit: every entry is durable already; the header stays unsealed,
-    // which the scan reads as an open region.
-    return ok;
+    ++stats_.regions_sealed;
+    return {};
   }
+  Result<void> ok = write_now(region_base(r), writers_[b].header_block());
+  if (ok) ok = sync_now();
+  regions_[r].buffer = kNoBuffer;
+  free_buffers_.push_back(b);
+  // On failure the header stays unsealed, which the scan reads as an open
+  // region: its entries are durable already.
+  if (!ok) return ok;
   ++stats_.regions_sealed;
   durable_sequence_ = next_sequence_ - 1;
   return {};
 }
 
 // A commit failed: the entry may be half on the device, so nothing may follow
-// it in this region. Its acknowledged entries are durable and stay readable.
-void SsdStore::abandon_open_region() { (void)writer_.seal(); }
+// it in this region. Its acknowledged entries are durable and stay readable
+// from the device.
+void SsdStore::abandon_open_region() {
+  (void)open_writer().seal();
+  regions_[open_region_].buffer = kNoBuffer;
+  free_buffers_.push_back(open_buffer_);
+  open_buffer_ = kNoBuffer;
+}
+
+// A region buffer to fill; waits for a region write to complete when every
+// buffer is in flight (the device is then the bottleneck).
+Result<std::int32_t> SsdStore::take_free_buffer() {
+  if (free_buffers_.empty()) ++stats_.write_stalls;
+  while (free_buffers_.empty()) {
+    if (auto ok = poll_device_once(); !ok) return tl::unexpected(ok.error());
+  }
+  const std::int32_t b = free_buffers_.back();
+  free_buffers_.pop_back();
+  return b;
+}
 
 Result<void> SsdStore::make_index_room() {
   while (index_.size() >= config_.index_capacity) {
-    if (fifo_.empty() || (writer_.is_open() && fifo_.front() == open_region_)) {
+    if (fifo_.empty() || (region_open() && fifo_.front() == open_region_)) {
       return fail(ENOSPC, "ssd store: index full (" + std::to_string(config_.index_capacity) + " keys)");
     }
     const std::uint32_t r = fifo_.front();
+    if (regions_[r].in_flight) {
+      // Its write may fail and drop it meanwhile: look again afterwards.
+      if (auto ok = wait_for_region(r); !ok) return ok;
+      continue;
+    }
     if (auto ok = evict_oldest(false); !ok) return ok;
     free_.push_back(r);
   }
@@ -199,21 +227,34 @@ Result<void> SsdStore::make_index_room() {
 }
 
 Result<void> SsdStore::open_next_region() {
+  auto buffer = take_free_buffer();
+  if (!buffer) return tl::unexpected(buffer.error());
   std::vector<Hot> hot;
-  std::uint32_t r = 0;
-  if (!free_.empty()) {
-    r = free_.front();
-    free_.pop_front();
-  } else {
-    r = fifo_.front();
-    if (auto ok = evict_oldest(true, &hot); !ok) return ok;
+  while (free_.empty()) {
+    const std::uint32_t oldest = fifo_.front();
+    if (regions_[oldest].in_flight) {
+      // A tiny log: its oldest region is still on its way to the device.
+      if (auto ok = wait_for_region(oldest); !ok) {
+        free_buffers_.push_back(*buffer);
+        return ok;
+      }
+      continue;
+    }
+    if (auto ok = evict_oldest(true, &hot); !ok) {
+      free_buffers_.push_back(*buffer);
+      return ok;
+    }
+    free_.push_back(oldest);
   }
-  regions_[r] = Region{next_generation_, {}};
-  writer_.open(r, next_generation_++);
+  const std::uint32_t r = free_.front();
+  free_.pop_front();
+  regions_[r] = Region{next_generation_, {}, *buffer, false};
+  open_buffer_ = *buffer;
+  open_writer().open(r, next_generation_++);
   open_region_ = r;
   fifo_.push_back(r);
   if (config_.sync == SsdSyncPolicy::kPerCommit) {
-    if (auto ok = write_now(region_base(r), writer_.header_block()); !ok) {
+    if (auto ok = write_now(region_base(r), open_writer().header_block()); !ok) {
       abandon_open_region();
       return ok;
     }
@@ -233,6 +274,7 @@ Result<void> SsdStore::open_next_region() {
 // Removes the oldest region from the FIFO and its entries from the index.
 // With `hot`, entries read at least reinsert_min_hits times are first read
 // back (CRC-checked) into hot, within the reinsertion budget.
+// The region is not in flight (the callers wait for that).
 Result<void> SsdStore::evict_oldest(bool reinsert, std::vector<Hot>* hot) {
   if (auto ok = drain_reads(); !ok) return ok;  // no read may see the region being reused
   const std::uint32_t r = fifo_.front();

@@ -17,6 +17,8 @@ struct FreeDeleter {
   void operator()(std::byte* p) const { std::free(p); }
 };
 
+constexpr std::uint32_t kMaxWriteBuffers = 16;
+
 // An alignment the 4 KiB on-disk layout satisfies.
 bool divides_block(std::uint32_t alignment) {
   return alignment != 0 && alignment <= kSsdBlockBytes && kSsdBlockBytes % alignment == 0;
@@ -40,17 +42,36 @@ Result<std::unique_ptr<SsdStore>> SsdStore::open(std::unique_ptr<hal::BlockDevic
     return fail(ENOSPC, "ssd store: " + device->path() + " holds fewer than 2 regions of " +
                             std::to_string(config.region_bytes) + " bytes");
   }
-  auto writer = RegionWriter::create(config.region_bytes);
-  if (!writer) return tl::unexpected(writer.error());
+  if (config.write_buffers == 0 || config.write_buffers > kMaxWriteBuffers) {
+    return fail(EINVAL, "ssd store: write_buffers must be 1.." + std::to_string(kMaxWriteBuffers));
+  }
+  // Per commit, entries go to the device as they are appended: one buffer.
+  const std::uint32_t buffers = config.sync == SsdSyncPolicy::kPerRegion ? config.write_buffers : 1;
+  std::vector<RegionWriter> writers;
+  for (std::uint32_t i = 0; i < buffers; ++i) {
+    auto writer = RegionWriter::create(config.region_bytes);
+    if (!writer) return tl::unexpected(writer.error());
+    writers.push_back(std::move(*writer));
+  }
   std::unique_ptr<SsdStore> store(
-      new SsdStore(std::move(device), config, std::move(*writer), static_cast<std::uint32_t>(count)));
+      new SsdStore(std::move(device), config, std::move(writers), static_cast<std::uint32_t>(count)));
   if (auto ok = store->recover(); !ok) return tl::unexpected(ok.error());
+  // Fixed buffers spare pinning a region's pages on every write; a device
+  // that refuses them gets plain writes.
+  (void)store->register_buffers({});
   return store;
 }
 
-SsdStore::SsdStore(std::unique_ptr<hal::BlockDevice> device, const SsdStoreConfig& config, RegionWriter writer,
-                   std::uint32_t region_count)
-    : device_(std::move(device)), config_(config), writer_(std::move(writer)), regions_(region_count) {
+SsdStore::SsdStore(std::unique_ptr<hal::BlockDevice> device, const SsdStoreConfig& config,
+                   std::vector<RegionWriter> writers, std::uint32_t region_count)
+    : device_(std::move(device)), config_(config), writers_(std::move(writers)), regions_(region_count) {
+  for (std::size_t i = writers_.size(); i > 0; --i) free_buffers_.push_back(static_cast<std::int32_t>(i - 1));
+  // Room for every region write plus the fdatasync after them, so that a
+  // queue full of reads never holds a seal up (at most half the queue).
+  if (config_.sync == SsdSyncPolicy::kPerRegion) {
+    write_reserve_ = std::min<std::uint32_t>(static_cast<std::uint32_t>(writers_.size()) + 1,
+                                             device_->queue_depth() / 2);
+  }
   pending_.resize(device_->queue_depth());
   for (std::size_t i = pending_.size(); i > 0; --i) free_tags_.push_back(static_cast<std::uint32_t>(i - 1));
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// SsdStore read path: synchronous and batched gets, CRC checks, and the one
-// place that talks to the device (io_now), which keeps batched reads in
-// flight while the write path does its synchronous I/O.
+// SsdStore read path: synchronous and batched gets, CRC checks, and the
+// synchronous request (io_now), which keeps batched reads and region writes
+// in flight while the write path does its synchronous I/O.
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -11,14 +11,11 @@
 
 #include "cxlpool/kvcache/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
+#include "ssd_store_tags.hpp"
 
 namespace cxlpool::kvcache {
 
 namespace {
-
-// user_data of the store's own synchronous requests; batched reads use their
-// slot number in pending_, which is far below.
-constexpr std::uint64_t kSyncTag = ~std::uint64_t{0};
 
 const char* read_error_text(int err) {
   switch (err) {
@@ -32,7 +29,11 @@ const char* read_error_text(int err) {
 
 }  // namespace
 
-SsdStore::~SsdStore() { (void)drain_reads(); }
+// The kernel may still be reading the region buffers: wait for it.
+SsdStore::~SsdStore() {
+  (void)drain_reads();
+  (void)wait_for_writes();
+}
 
 std::optional<std::uint32_t> SsdStore::payload_bytes(const ChunkKey& key) const {
   auto it = index_.find(key);
@@ -40,8 +41,18 @@ std::optional<std::uint32_t> SsdStore::payload_bytes(const ChunkKey& key) const 
   return it->second.payload_bytes;
 }
 
-bool SsdStore::in_open_region(const Slot& slot) const {
-  return writer_.is_open() && slot.region == open_region_;
+const RegionWriter* SsdStore::buffer_of(const Slot& slot) const {
+  const std::int32_t b = regions_[slot.region].buffer;
+  return b == kNoBuffer ? nullptr : &writers_[static_cast<std::size_t>(b)];
+}
+
+// The buffer holds what the device will: no CRC check needed.
+void SsdStore::copy_from_buffer(const RegionWriter& w, Slot& live, std::byte* out) {
+  std::memcpy(out, w.bytes(live.payload_offset, live.payload_bytes).data(), live.payload_bytes);
+  ++stats_.reads;
+  ++stats_.buffer_reads;
+  stats_.read_bytes += live.payload_bytes;
+  if (live.hits < 255) ++live.hits;
 }
 
 int SsdStore::check_buffer(const Slot& slot, std::span<std::byte> buffer) const {
@@ -96,11 +107,8 @@ Result<std::uint32_t> SsdStore::get(const ChunkKey& key, std::span<std::byte> bu
     return fail(EINVAL, "ssd store get: buffer needs " + std::to_string(read_buffer_bytes(live.payload_bytes)) +
                             " bytes aligned to " + std::to_string(device_->mem_alignment()));
   }
-  if (in_open_region(live)) {
-    std::memcpy(buffer.data(), writer_.bytes(live.payload_offset, live.payload_bytes).data(), live.payload_bytes);
-    ++stats_.reads;
-    stats_.read_bytes += live.payload_bytes;
-    if (live.hits < 255) ++live.hits;
+  if (const RegionWriter* w = buffer_of(live)) {
+    copy_from_buffer(*w, live, buffer.data());
     return live.payload_bytes;
   }
   const Slot slot = live;
@@ -137,17 +145,13 @@ Result<std::size_t> SsdStore::submit_gets(std::span<const SsdGetRequest> request
       ++accepted;
       continue;
     }
-    if (in_open_region(live)) {
-      std::memcpy(req.buffer.data(), writer_.bytes(live.payload_offset, live.payload_bytes).data(),
-                  live.payload_bytes);
-      ++stats_.reads;
-      stats_.read_bytes += live.payload_bytes;
-      if (live.hits < 255) ++live.hits;
+    if (const RegionWriter* w = buffer_of(live)) {
+      copy_from_buffer(*w, live, req.buffer.data());
       ready_.push_back(SsdGetCompletion{req.user_data, req.key, 0, live.payload_bytes});
       ++accepted;
       continue;
     }
-    if (free_tags_.empty() || device_->in_flight() + batch.size() >= device_->queue_depth()) break;
+    if (free_tags_.empty() || device_->in_flight() + batch.size() + write_reserve_ >= device_->queue_depth()) break;
     const std::uint32_t tag = free_tags_.back();
     free_tags_.pop_back();
     pending_[tag] = PendingGet{req.key, live, req.buffer.data(), req.user_data};
@@ -156,7 +160,7 @@ Result<std::size_t> SsdStore::submit_gets(std::span<const SsdGetRequest> request
     r.offset = region_base(live.region) + live.payload_offset;
     r.buffer = req.buffer.data();
     r.length = read_buffer_bytes(live.payload_bytes);
-    r.user_data = tag;
+    r.user_data = ssd_tags::make(ssd_tags::Kind::kRead, tag);
     r.buffer_index = req.buffer_index;
     batch.push_back(r);
     ++accepted;
@@ -166,10 +170,11 @@ Result<std::size_t> SsdStore::submit_gets(std::span<const SsdGetRequest> request
     // Nothing of the batch reached the device: each accepted get still gets
     // exactly one completion, carrying the error.
     for (const hal::IoRequest& r : batch) {
-      const PendingGet& p = pending_[r.user_data];
+      const auto tag = static_cast<std::uint32_t>(ssd_tags::value_of(r.user_data));
+      const PendingGet& p = pending_[tag];
       ++stats_.read_errors;
       ready_.push_back(SsdGetCompletion{p.user_data, p.key, ok.error().code, 0});
-      free_tags_.push_back(static_cast<std::uint32_t>(r.user_data));
+      free_tags_.push_back(tag);
     }
     return accepted;
   }
@@ -178,7 +183,7 @@ Result<std::size_t> SsdStore::submit_gets(std::span<const SsdGetRequest> request
 }
 
 void SsdStore::handle_completion(const hal::IoCompletion& c) {
-  const auto tag = static_cast<std::uint32_t>(c.user_data);
+  const auto tag = static_cast<std::uint32_t>(ssd_tags::value_of(c.user_data));
   const PendingGet p = pending_[tag];
   free_tags_.push_back(tag);
   --reads_on_device_;
@@ -186,16 +191,29 @@ void SsdStore::handle_completion(const hal::IoCompletion& c) {
   ready_.push_back(SsdGetCompletion{p.user_data, p.key, err, err == 0 ? p.slot.payload_bytes : 0});
 }
 
+// Reaps whatever the device finished (region writes too) and returns the
+// gets that are done, waiting for more while fewer than `min` are.
 Result<std::size_t> SsdStore::poll_gets(std::span<SsdGetCompletion> out, std::size_t min,
                                         std::chrono::nanoseconds timeout) {
   min = std::min({min, gets_in_flight(), out.size()});
-  if (reads_on_device_ > 0) {
-    const std::size_t want = ready_.size() >= min ? 0 : min - ready_.size();
-    if (poll_scratch_.size() < reads_on_device_) poll_scratch_.resize(reads_on_device_);
-    const std::span<hal::IoCompletion> cs(poll_scratch_.data(), reads_on_device_);
-    auto got = device_->poll_completions(cs, want, want == 0 ? std::chrono::nanoseconds(0) : timeout);
+  const bool forever = timeout == hal::BlockDevice::kWaitForever;
+  const auto deadline = forever ? std::chrono::steady_clock::time_point::max()
+                                : std::chrono::steady_clock::now() + timeout;
+  while (device_->in_flight() > 0) {
+    const std::size_t short_by = ready_.size() >= min ? 0 : min - ready_.size();
+    std::chrono::nanoseconds wait(0);
+    if (short_by != 0) {
+      wait = forever ? hal::BlockDevice::kWaitForever
+                     : std::max(std::chrono::nanoseconds(0), deadline - std::chrono::steady_clock::now());
+    }
+    if (poll_scratch_.size() < device_->in_flight()) poll_scratch_.resize(device_->in_flight());
+    const std::span<hal::IoCompletion> cs(poll_scratch_.data(), device_->in_flight());
+    // Write completions count towards the device's minimum too: loop.
+    auto got = device_->poll_completions(cs, short_by, wait);
     if (!got) return tl::unexpected(got.error());
-    for (std::size_t i = 0; i < *got; ++i) handle_completion(cs[i]);
+    for (std::size_t i = 0; i < *got; ++i) dispatch(cs[i]);
+    if (short_by == 0 || ready_.size() >= min) break;
+    if (!forever && std::chrono::steady_clock::now() >= deadline) break;
   }
   std::size_t n = 0;
   while (n < out.size() && !ready_.empty()) {
@@ -206,39 +224,47 @@ Result<std::size_t> SsdStore::poll_gets(std::span<SsdGetCompletion> out, std::si
 }
 
 Result<void> SsdStore::drain_reads() {
-  std::array<hal::IoCompletion, 32> cs;
   while (reads_on_device_ > 0) {
-    auto got = device_->poll_completions(cs, 1);
-    if (!got) return tl::unexpected(got.error());
-    for (std::size_t i = 0; i < *got; ++i) handle_completion(cs[i]);
+    if (auto ok = poll_device_once(); !ok) return ok;
   }
   return {};
 }
 
-// Runs one request to completion. Batched reads that complete meanwhile are
-// accounted and queued for poll_gets.
-Result<std::int64_t> SsdStore::io_now(hal::IoRequest request) {
-  request.user_data = kSyncTag;
+Result<void> SsdStore::poll_device_once() {
   std::array<hal::IoCompletion, 32> cs;
+  if (device_->in_flight() == 0) return fail(EINVAL, "ssd store: waiting on an idle device");
+  auto got = device_->poll_completions(cs, 1);
+  if (!got) return tl::unexpected(got.error());
+  for (std::size_t i = 0; i < *got; ++i) dispatch(cs[i]);
+  return {};
+}
+
+void SsdStore::dispatch(const hal::IoCompletion& c) {
+  switch (ssd_tags::kind_of(c.user_data)) {
+    case ssd_tags::Kind::kRead: handle_completion(c); break;
+    case ssd_tags::Kind::kRegionWrite: handle_write_completion(c); break;
+    case ssd_tags::Kind::kGroupSync: handle_sync_completion(c); break;
+    case ssd_tags::Kind::kNow: now_result_ = c.result; break;
+  }
+  // A group sync that found the queue full goes out after any completion.
+  if (written_unsynced_ != 0 && !sync_in_flight_) start_group_sync();
+}
+
+// Runs one request to completion. Whatever else completes meanwhile is
+// dispatched as usual (reads queued for poll_gets, region writes settled).
+Result<std::int64_t> SsdStore::io_now(hal::IoRequest request) {
+  request.user_data = ssd_tags::make(ssd_tags::Kind::kNow, 0);
   while (device_->in_flight() >= device_->queue_depth()) {
-    auto got = device_->poll_completions(cs, 1);
-    if (!got) return tl::unexpected(got.error());
-    for (std::size_t i = 0; i < *got; ++i) handle_completion(cs[i]);
+    if (auto ok = poll_device_once(); !ok) return tl::unexpected(ok.error());
   }
+  now_result_.reset();
   if (auto ok = device_->submit({&request, 1}); !ok) return tl::unexpected(ok.error());
-  for (;;) {
-    auto got = device_->poll_completions(cs, 1);
-    if (!got) return tl::unexpected(got.error());
-    std::optional<std::int64_t> mine;
-    for (std::size_t i = 0; i < *got; ++i) {
-      if (cs[i].user_data == kSyncTag) {
-        mine = cs[i].result;
-      } else {
-        handle_completion(cs[i]);
-      }
-    }
-    if (mine) return *mine;
+  while (!now_result_) {
+    if (auto ok = poll_device_once(); !ok) return tl::unexpected(ok.error());
   }
+  const std::int64_t result = *now_result_;
+  now_result_.reset();
+  return result;
 }
 
 }  // namespace cxlpool::kvcache

@@ -54,6 +54,8 @@ class RegionWriter {
   [[nodiscard]] std::span<const std::byte> bytes(std::uint32_t offset, std::uint32_t length) const;
 
   [[nodiscard]] bool is_open() const { return open_; }
+  // The whole buffer (region_bytes), e.g. to register it with a device.
+  [[nodiscard]] std::byte* data() const { return buffer_.get(); }
   [[nodiscard]] const RegionHeader& header() const { return header_; }
   [[nodiscard]] std::uint32_t region_bytes() const { return header_.region_bytes; }
   [[nodiscard]] std::uint32_t used_bytes() const { return header_.used_bytes; }

@@ -5,24 +5,39 @@
 // index rebuilt at open by scanning every region.
 //
 // Writes: puts append to the open region's buffer (RegionWriter). A full region
-// is sealed (written whole) and the next one opened: a free region if any,
-// otherwise the oldest region (FIFO by generation) is evicted. Its entries
-// leave the index, except hot ones (read at least reinsert_min_hits times
-// since they were written) which are read back and appended to the new region
-// with a new sequence, within a budget of reinsert_max_percent of a region so
-// that eviction always frees space; their hit count restarts at zero, so a
-// chunk survives one more lap only if it is read again (second chance).
+// is sealed and the next one opened: a free region if any, otherwise the
+// oldest region (FIFO by generation) is evicted. Its entries leave the index,
+// except hot ones (read at least reinsert_min_hits times since they were
+// written) which are read back and appended to the new region with a new
+// sequence, within a budget of reinsert_max_percent of a region so that
+// eviction always frees space; their hit count restarts at zero, so a chunk
+// survives one more lap only if it is read again (second chance).
+//
+// Under kPerRegion a sealed region is written asynchronously: its buffer goes
+// to the device's queue and the next region fills another of write_buffers
+// buffers meanwhile. The entries of a region in flight are indexed at once
+// and served from its buffer until its write completes; completions are
+// reaped by every call that polls the device (poll_gets, get, put...), so a
+// caller keeps polling while writes_in_flight() is non-zero (the device's
+// completion_fd() signals them). After a region's write completes, one
+// fdatasync covers every region written since the previous one (group
+// commit). A write or fdatasync that fails drops the entries of the regions
+// it held from the index (the eviction listener hears of each): they are
+// never served from a region that may be torn. A put waits for the device
+// only when every buffer is in flight.
 //
 // Durability: durable_sequence() is the largest sequence s such that every
-// put/erase with a sequence <= s survives a crash. Under kPerCommit it covers a
-// put as soon as put() returns; under kPerRegion once its region is sealed
-// (a full region, or flush()).
+// put/erase with a sequence <= s survives a crash, bar those a failed write
+// dropped (and reported). Under kPerCommit it covers a put as soon as put()
+// returns; under kPerRegion once its region's write and the fdatasync after
+// it complete (flush() waits for that).
 //
-// Reads: get() copies from the open region's buffer, or reads the padded
-// payload with one O_DIRECT read straight into the caller's buffer and checks
-// its CRC. An I/O error, short read or CRC mismatch fails that get and drops
-// that entry from the index, nothing else. submit_gets/poll_gets do the same
-// asynchronously so a caller can keep many reads in flight.
+// Reads: get() copies from a region buffer (the open region, or one in
+// flight), or reads the padded payload with one O_DIRECT read straight into
+// the caller's buffer and checks its CRC. An I/O error, short read or CRC
+// mismatch fails that get and drops that entry from the index, nothing else.
+// submit_gets/poll_gets do the same asynchronously so a caller can keep many
+// reads in flight.
 //
 // Single-threaded: the caller serialises all calls.
 #include <chrono>
@@ -63,6 +78,9 @@ struct SsdStoreConfig {
   std::uint8_t reinsert_min_hits = 1;
   // Reinserted bytes per eviction, as a percentage of region_bytes (<= 90).
   std::uint32_t reinsert_max_percent = 50;
+  // Region buffers (1..16): under kPerRegion, one fills while the others'
+  // writes are in flight; 1 makes every seal wait for its write.
+  std::uint32_t write_buffers = 4;
 };
 
 struct SsdStoreStats {
@@ -80,6 +98,9 @@ struct SsdStoreStats {
   std::uint64_t misses = 0;            // gets of keys not indexed
   std::uint64_t read_errors = 0;       // gets failed by I/O errors or short reads
   std::uint64_t write_errors = 0;      // region/entry writes or syncs that failed
+  std::uint64_t write_dropped = 0;     // entries dropped because their region's write failed
+  std::uint64_t buffer_reads = 0;      // gets served from a region buffer (open or in flight)
+  std::uint64_t write_stalls = 0;      // puts that waited for a region buffer to come free
 };
 
 // What the index holds for one stored key (for_each_entry).
@@ -155,9 +176,22 @@ class SsdStore {
                                 std::chrono::nanoseconds timeout = hal::BlockDevice::kWaitForever);
   // Submitted and not yet returned by poll_gets.
   [[nodiscard]] std::size_t gets_in_flight() const { return ready_.size() + reads_on_device_; }
+  // Region writes and fdatasyncs on the device (kPerRegion): reaped by
+  // poll_gets, which a caller runs when completion_fd() signals.
+  [[nodiscard]] std::size_t writes_in_flight() const { return flights_.size(); }
+  // Waits until every region write in flight and its fdatasync completed.
+  Result<void> wait_for_writes();
 
-  // Seals the open region if it holds entries (the rest of it stays unused);
-  // afterwards durable_sequence() covers every put so far.
+  // Registers the region buffers with the device as fixed buffers, followed
+  // by `extra` (the caller's, e.g. arenas that reads land in); returns the
+  // index of extra[0]. Replaces any earlier registration; needs an idle
+  // device. A device or kernel that refuses is not an error for writes:
+  // they then go out as plain writes.
+  Result<std::int32_t> register_buffers(std::span<const iovec> extra);
+
+  // Seals the open region if it holds entries (the rest of it stays unused)
+  // and waits for every region write; afterwards durable_sequence() covers
+  // every put so far. Fails when a write or fdatasync failed meanwhile.
   Result<void> flush();
   // Waits for in-flight gets (their completions stay pollable), then flush().
   Result<void> close();
@@ -186,6 +220,8 @@ class SsdStore {
   [[nodiscard]] hal::BlockDevice& device() { return *device_; }
 
  private:
+  static constexpr std::int32_t kNoBuffer = -1;
+
   struct Slot {
     std::uint32_t region = 0;
     std::uint32_t payload_offset = 0;  // from the region start
@@ -198,6 +234,16 @@ class SsdStore {
   struct Region {
     std::uint64_t generation = 0;  // 0: free
     std::vector<ChunkKey> keys;    // written here (may since be superseded)
+    std::int32_t buffer = kNoBuffer;  // writers_ index while open or being written
+    bool in_flight = false;           // sealed, write or its fdatasync not yet done
+  };
+  // A sealed region on its way to the device (kPerRegion), in seal order.
+  struct Flight {
+    enum class State { kWriting, kWritten, kSyncing, kDone };
+    std::uint32_t region = 0;
+    std::uint64_t generation = 0;
+    std::uint64_t last_sequence = 0;  // of the puts before its seal
+    State state = State::kWriting;
   };
   struct Hot {  // an entry read back for reinsertion
     ChunkKey key;
@@ -211,8 +257,8 @@ class SsdStore {
     std::uint64_t user_data = 0;
   };
 
-  SsdStore(std::unique_ptr<hal::BlockDevice> device, const SsdStoreConfig& config, RegionWriter writer,
-           std::uint32_t region_count);
+  SsdStore(std::unique_ptr<hal::BlockDevice> device, const SsdStoreConfig& config,
+           std::vector<RegionWriter> writers, std::uint32_t region_count);
 
   Result<void> recover();
   [[nodiscard]] std::uint64_t region_base(std::uint32_t region) const {
@@ -227,6 +273,23 @@ class SsdStore {
   Result<void> commit_entry(const AppendResult& at);
   Result<void> seal_open_region();
   void abandon_open_region();
+  [[nodiscard]] RegionWriter& open_writer() { return writers_[static_cast<std::size_t>(open_buffer_)]; }
+  [[nodiscard]] bool region_open() const { return open_buffer_ != kNoBuffer && writers_[open_buffer_].is_open(); }
+  Result<std::int32_t> take_free_buffer();
+
+  // Asynchronous region writes (ssd_store_flight.cpp).
+  Result<void> start_region_write(std::uint32_t region, std::span<const std::byte> image);
+  Result<void> submit_now(hal::IoRequest request);
+  void handle_write_completion(const hal::IoCompletion& c);
+  void handle_sync_completion(const hal::IoCompletion& c);
+  void start_group_sync();
+  void settle_sync(Flight::State which, int err);
+  void fail_region(std::uint32_t region);
+  void retire_flights();
+  Result<void> wait_for_region(std::uint32_t region);
+  // Waits for at least one completion and dispatches what came.
+  Result<void> poll_device_once();
+  void dispatch(const hal::IoCompletion& c);
   Result<void> open_next_region();
   Result<void> evict_oldest(bool reinsert, std::vector<Hot>* hot = nullptr);
   Result<void> make_index_room();
@@ -237,7 +300,9 @@ class SsdStore {
   [[nodiscard]] static int check_read(const Slot& slot, std::int64_t result, const std::byte* buffer);
   int finish_read(const ChunkKey& key, const Slot& slot, std::int64_t result, const std::byte* buffer);
   int check_buffer(const Slot& slot, std::span<std::byte> buffer) const;
-  [[nodiscard]] bool in_open_region(const Slot& slot) const;
+  // The region buffer holding slot's region (open or in flight), or null.
+  [[nodiscard]] const RegionWriter* buffer_of(const Slot& slot) const;
+  void copy_from_buffer(const RegionWriter& w, Slot& live, std::byte* out);
   void drop_entry(const ChunkKey& key, std::uint64_t sequence);
   void notify_evicted(const ChunkKey& key) {
     if (listener_) listener_(key);
@@ -246,8 +311,17 @@ class SsdStore {
 
   std::unique_ptr<hal::BlockDevice> device_;
   SsdStoreConfig config_;
-  RegionWriter writer_;
-  std::uint32_t open_region_ = 0;  // meaningful while writer_.is_open()
+  std::vector<RegionWriter> writers_;    // region buffers
+  std::vector<std::int32_t> free_buffers_;
+  std::int32_t open_buffer_ = kNoBuffer;  // the filling one
+  std::uint32_t open_region_ = 0;         // meaningful while region_open()
+  std::deque<Flight> flights_;           // kPerRegion writes not yet durable, seal order
+  bool sync_in_flight_ = false;
+  std::size_t written_unsynced_ = 0;     // flights in State::kWritten
+  std::uint32_t write_reserve_ = 0;      // device queue entries batched reads leave free
+  std::optional<std::int64_t> now_result_;  // io_now's completion, whoever reaped it
+  std::optional<Error> write_error_;     // first failed write since the last flush()
+  std::int32_t fixed_write_base_ = hal::kNoRegisteredBuffer;
   std::vector<Region> regions_;
   std::deque<std::uint32_t> fifo_;       // regions holding data, oldest generation first
   std::deque<std::uint32_t> free_;       // regions holding nothing

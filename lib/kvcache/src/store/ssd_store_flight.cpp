@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+// SsdStore's asynchronous region writes (kPerRegion): a sealed region's
+// buffer is written while the next region fills another buffer; one
+// fdatasync covers every region written since the previous one; a region
+// counts as durable once both completed, in seal order. A failed write or
+// fdatasync takes the entries of its regions out of the index.
+#include <algorithm>
+#include <cerrno>
+#include <string>
+
+#include "cxlpool/kvcache/ssd_store.hpp"
+#include "ssd_store_tags.hpp"
+
+namespace cxlpool::kvcache {
+
+Result<void> SsdStore::start_region_write(std::uint32_t region, std::span<const std::byte> image) {
+  const std::int32_t b = regions_[region].buffer;
+  hal::IoRequest r;
+  r.op = hal::IoOp::kWrite;
+  r.offset = region_base(region);
+  r.buffer = const_cast<std::byte*>(image.data());  // writes only read the buffer
+  r.length = static_cast<std::uint32_t>(image.size());
+  r.user_data = ssd_tags::make(ssd_tags::Kind::kRegionWrite, region);
+  if (fixed_write_base_ != hal::kNoRegisteredBuffer) r.buffer_index = fixed_write_base_ + b;
+  if (auto ok = submit_now(r); !ok) {
+    ++stats_.write_errors;
+    return ok;
+  }
+  regions_[region].in_flight = true;
+  flights_.push_back(Flight{region, regions_[region].generation, next_sequence_ - 1, Flight::State::kWriting});
+  return {};
+}
+
+// Waits for queue room first: batched reads leave write_reserve_ entries
+// free, so this only waits when the queue is full of writes.
+Result<void> SsdStore::submit_now(hal::IoRequest request) {
+  while (device_->in_flight() >= device_->queue_depth()) {
+    if (auto ok = poll_device_once(); !ok) return ok;
+  }
+  return device_->submit({&request, 1});
+}
+
+void SsdStore::handle_write_completion(const hal::IoCompletion& c) {
+  const auto region = static_cast<std::uint32_t>(ssd_tags::value_of(c.user_data));
+  auto it = std::find_if(flights_.begin(), flights_.end(), [&](const Flight& f) {
+    return f.region == region && f.state == Flight::State::kWriting;
+  });
+  if (it == flights_.end()) return;  // not ours
+  if (c.result != static_cast<std::int64_t>(c.length)) {
+    ++stats_.write_errors;
+    if (!write_error_) {
+      const int err = c.result < 0 ? static_cast<int>(-c.result) : EIO;
+      write_error_ = Error{err, "ssd store: region " + std::to_string(region) + " write " +
+                                    (c.result < 0 ? "failed" : "was short") + " (its entries dropped)"};
+    }
+    flights_.erase(it);
+    fail_region(region);
+    retire_flights();
+    return;
+  }
+  stats_.bytes_written += c.length;
+  // The device has the bytes: reads go there from now on, and the buffer
+  // can take the next region.
+  Region& reg = regions_[region];
+  free_buffers_.push_back(reg.buffer);
+  reg.buffer = kNoBuffer;
+  it->state = Flight::State::kWritten;
+  ++written_unsynced_;
+  if (!sync_in_flight_) start_group_sync();
+}
+
+// Never waits: with the queue full it is retried after the next completion
+// (dispatch).
+void SsdStore::start_group_sync() {
+  if (written_unsynced_ == 0 || sync_in_flight_ || device_->in_flight() >= device_->queue_depth()) return;
+  hal::IoRequest r;
+  r.op = hal::IoOp::kFdatasync;
+  r.user_data = ssd_tags::make(ssd_tags::Kind::kGroupSync, 0);
+  if (auto ok = device_->submit({&r, 1}); !ok) {
+    settle_sync(Flight::State::kWritten, ok.error().code);  // as if it had failed
+    return;
+  }
+  for (Flight& f : flights_) {
+    if (f.state == Flight::State::kWritten) f.state = Flight::State::kSyncing;
+  }
+  written_unsynced_ = 0;
+  sync_in_flight_ = true;
+}
+
+void SsdStore::handle_sync_completion(const hal::IoCompletion& c) {
+  sync_in_flight_ = false;
+  settle_sync(Flight::State::kSyncing, c.result < 0 ? static_cast<int>(-c.result) : 0);
+}
+
+// The flights in state `which` are durable (err 0) or dropped.
+void SsdStore::settle_sync(Flight::State which, int err) {
+  if (err == 0) {
+    ++stats_.syncs;
+  } else {
+    ++stats_.write_errors;
+    if (!write_error_) {
+      write_error_ = Error{err, "ssd store: fdatasync after region writes failed (their entries dropped)"};
+    }
+  }
+  for (Flight& f : flights_) {
+    if (f.state != which) continue;
+    if (which == Flight::State::kWritten) --written_unsynced_;
+    f.state = Flight::State::kDone;
+    if (err == 0) {
+      regions_[f.region].in_flight = false;
+    } else {
+      fail_region(f.region);
+    }
+  }
+  retire_flights();
+}
+
+// Drops every entry of a region whose bytes may not be on the device and
+// makes it free. Keys replaced since (indexed in another region) stay.
+void SsdStore::fail_region(std::uint32_t region) {
+  Region& reg = regions_[region];
+  for (const ChunkKey& key : reg.keys) {
+    auto it = index_.find(key);
+    if (it != index_.end() && it->second.region == region) {
+      index_.erase(it);
+      ++stats_.write_dropped;
+      notify_evicted(key);
+    }
+  }
+  if (reg.buffer != kNoBuffer) free_buffers_.push_back(reg.buffer);
+  reg = Region{};
+  fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), region), fifo_.end());
+  free_.push_back(region);
+}
+
+// Settled flights leave in seal order, advancing durable_sequence_.
+void SsdStore::retire_flights() {
+  while (!flights_.empty() && flights_.front().state == Flight::State::kDone) {
+    durable_sequence_ = std::max(durable_sequence_, flights_.front().last_sequence);
+    flights_.pop_front();
+  }
+  // With nothing before them in flight, a failed region's successors count.
+  if (flights_.empty() && !region_open()) durable_sequence_ = std::max(durable_sequence_, next_sequence_ - 1);
+}
+
+Result<void> SsdStore::wait_for_region(std::uint32_t region) {
+  while (regions_[region].in_flight) {
+    if (auto ok = poll_device_once(); !ok) return ok;
+  }
+  return {};
+}
+
+Result<void> SsdStore::wait_for_writes() {
+  while (!flights_.empty()) {
+    if (auto ok = poll_device_once(); !ok) return ok;
+  }
+  return {};
+}
+
+Result<std::int32_t> SsdStore::register_buffers(std::span<const iovec> extra) {
+  std::vector<iovec> iov;
+  for (const RegionWriter& w : writers_) iov.push_back(iovec{w.data(), w.region_bytes()});
+  const auto base = static_cast<std::int32_t>(iov.size());
+  iov.insert(iov.end(), extra.begin(), extra.end());
+  if (auto ok = device_->register_buffers(iov); !ok) {
+    // The old set may be gone with the attempt: keep at least the region
+    // buffers registered.
+    fixed_write_base_ = hal::kNoRegisteredBuffer;
+    iov.resize(static_cast<std::size_t>(base));
+    if (device_->register_buffers(iov)) fixed_write_base_ = 0;
+    return tl::unexpected(ok.error());
+  }
+  fixed_write_base_ = 0;
+  return base;
+}
+
+}  // namespace cxlpool::kvcache

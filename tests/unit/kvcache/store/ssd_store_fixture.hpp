@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// The SsdStore tests' fixture: a store over either block driver (optionally
+// behind the fault-injecting double) on a file in the build tree, entries of
+// a known shape, and helpers that damage the file behind the store's back.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cxlpool/kvcache/ssd_store.hpp"
+#include "cxlpool_build_config.h"
+#include "faulty_block_device.hpp"
+#include "posix_block_device.hpp"
+#if CXLPOOL_HAVE_URING
+#include "uring_block_device.hpp"
+#endif
+
+namespace cxlpool::kvcache::ssd_test {
+
+constexpr std::uint32_t kRegion = 64 * 1024;
+constexpr std::uint32_t kRegions = 16;
+// 9000 bytes: extent 16 KiB, so a 64 KiB region holds 3 entries.
+constexpr std::uint32_t kPayload = 9000;
+constexpr std::uint32_t kEntriesPerRegion = 3;
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<std::byte, AlignedFree>;
+
+inline Buffer aligned_buffer(std::size_t bytes) {
+  return Buffer(static_cast<std::byte*>(std::aligned_alloc(kSsdBlockBytes, bytes)));
+}
+
+inline ChunkKey key_of(std::uint64_t i) { return ChunkKey{i + 1, i * 7919 + 3}; }
+const NamespaceFingerprint kNs{0xABCD, 0x1234};
+
+inline std::vector<std::byte> payload_of(std::uint64_t i, std::uint32_t bytes = kPayload) {
+  std::vector<std::byte> p(bytes);
+  for (std::size_t b = 0; b < bytes; ++b) p[b] = static_cast<std::byte>((i * 131 + b * 7 + (b >> 8)) & 0xff);
+  return p;
+}
+
+// Device offset of entry number n (0-based, in put order) when every entry
+// is kPayload bytes and nothing was evicted or flushed early.
+inline std::uint64_t entry_offset(std::uint32_t n) {
+  return std::uint64_t{n / kEntriesPerRegion} * kRegion + kSsdBlockBytes +
+         (n % kEntriesPerRegion) * entry_extent(kPayload);
+}
+
+enum class Driver { kPosix, kUring };
+
+inline std::string driver_name(const ::testing::TestParamInfo<Driver>& info) {
+  return info.param == Driver::kPosix ? "posix" : "uring";
+}
+
+class SsdStoreTest : public ::testing::TestWithParam<Driver> {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) if (c == '/') c = '_';
+    path_ = std::string(CXLPOOL_STORE_TEST_DIR) + "/ssdstore_" + std::to_string(::getpid()) + "_" + name + ".img";
+    ::unlink(path_.c_str());
+  }
+  void TearDown() override { ::unlink(path_.c_str()); }
+
+  // The driver under test on the test file; null with skip_ set when this
+  // host refuses the driver or O_DIRECT.
+  std::unique_ptr<hal::BlockDevice> device(std::uint32_t queue_depth = 32) {
+    hal::BlockOpenOptions options;
+    options.create = true;
+    options.truncate_to = std::uint64_t{kRegion} * kRegions;
+    options.queue_depth = queue_depth;
+    Result<std::unique_ptr<hal::BlockDevice>> dev = fail(ENOSYS, "uring backend not compiled");
+    if (GetParam() == Driver::kPosix) {
+      dev = drivers::open_posix_block_device(path_, options);
+    } else {
+#if CXLPOOL_HAVE_URING
+      dev = drivers::open_uring_block_device(path_, options);
+#endif
+    }
+    if (!dev) {
+      const bool refused = (GetParam() == Driver::kUring && (dev.error().code == ENOSYS || dev.error().code == EPERM)) ||
+                           dev.error().code == EINVAL;
+      if (refused) {
+        skip_ = dev.error().message;
+      } else {
+        ADD_FAILURE() << dev.error().message;
+      }
+      return nullptr;
+    }
+    return std::move(*dev);
+  }
+
+  std::unique_ptr<SsdStore> open_store(std::unique_ptr<hal::BlockDevice> dev, SsdSyncPolicy sync,
+                                       std::uint32_t max_regions = 0, std::size_t index_capacity = 1u << 20,
+                                       std::uint32_t write_buffers = 4) {
+    if (!dev) return nullptr;
+    SsdStoreConfig config;
+    config.region_bytes = kRegion;
+    config.sync = sync;
+    config.max_regions = max_regions;
+    config.index_capacity = index_capacity;
+    config.write_buffers = write_buffers;
+    auto store = SsdStore::open(std::move(dev), config);
+    if (!store) {
+      ADD_FAILURE() << store.error().message;
+      return nullptr;
+    }
+    return std::move(*store);
+  }
+
+  // Overwrites bytes of the test file behind the store's back.
+  void scribble(std::uint64_t offset, std::size_t length, std::byte value) {
+    const int fd = ::open(path_.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    std::vector<std::byte> bytes(length, value);
+    ASSERT_EQ(::pwrite(fd, bytes.data(), length, static_cast<off_t>(offset)), static_cast<ssize_t>(length));
+    ASSERT_EQ(::fsync(fd), 0);
+    ::close(fd);
+  }
+  void flip_byte(std::uint64_t offset) {
+    const int fd = ::open(path_.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    unsigned char b = 0;
+    ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
+    b ^= 0x10;
+    ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
+    ASSERT_EQ(::fsync(fd), 0);
+    ::close(fd);
+  }
+
+  // get() of entry i must return exactly its payload.
+  void expect_entry(SsdStore& store, std::uint64_t i, std::uint32_t bytes = kPayload) {
+    Buffer buf = aligned_buffer(kRegion);
+    auto got = store.get(key_of(i), {buf.get(), kRegion});
+    ASSERT_TRUE(got) << "entry " << i << ": " << got.error().message;
+    ASSERT_EQ(*got, bytes) << "entry " << i;
+    const auto want = payload_of(i, bytes);
+    EXPECT_EQ(std::memcmp(buf.get(), want.data(), bytes), 0) << "entry " << i;
+  }
+
+  std::string path_;
+  std::string skip_;
+};
+
+#define STORE_OR_SKIP(var, expr)                   \
+  auto var = (expr);                               \
+  if (!var && !skip_.empty()) GTEST_SKIP() << skip_; \
+  ASSERT_NE(var, nullptr)
+
+}  // namespace cxlpool::kvcache::ssd_test
