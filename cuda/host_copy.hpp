@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pinned host memory and an ordered stream of asynchronous host<->device
+// copies, for code outside cuda/ (no cuda.h here): staging buffers, I/O
+// engines, streamers. Both need the device's context current on the calling
+// thread (DeviceContext::make_current).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+#include "device_context.hpp"
+
+namespace cxlpool::cuda {
+
+// cuMemHostAlloc'ed (page-locked, portable) memory, page aligned, freed on
+// destruction. Must not outlive the context it was allocated in.
+class PinnedHostBuffer {
+ public:
+  static Result<PinnedHostBuffer> allocate(const DeviceContext& ctx, size_t bytes);
+
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept;
+  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept;
+  ~PinnedHostBuffer();
+
+  std::byte* data() const { return static_cast<std::byte*>(ptr_); }
+  size_t size() const { return size_; }
+
+ private:
+  PinnedHostBuffer(const DriverApi* api, void* ptr, size_t size)
+      : api_(api), ptr_(ptr), size_(size) {}
+  void reset();
+
+  const DriverApi* api_ = nullptr;
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A non-blocking CUDA stream: copies run in the order they were enqueued;
+// mark() returns a ticket that is reached once everything enqueued before it
+// has finished.
+class CopyStream {
+ public:
+  using Ticket = uint32_t;
+
+  static Result<CopyStream> create(const DeviceContext& ctx);
+
+  CopyStream(const CopyStream&) = delete;
+  CopyStream& operator=(const CopyStream&) = delete;
+  CopyStream(CopyStream&& other) noexcept;
+  CopyStream& operator=(CopyStream&& other) noexcept;
+  ~CopyStream();
+
+  // Asynchronous when the host side is pinned; pageable memory makes the
+  // driver copy synchronously through its own staging.
+  Result<void> to_device(uint64_t dst, const void* src, size_t bytes);
+  Result<void> to_host(void* dst, uint64_t src, size_t bytes);
+
+  Result<Ticket> mark();
+  // True once the ticket is reached; the ticket is then spent.
+  Result<bool> reached(Ticket ticket);
+  // Blocks until the ticket is reached; the ticket is then spent.
+  Result<void> wait(Ticket ticket);
+  Result<void> synchronize();
+
+  void* stream() const { return stream_; }  // CUstream, for kernel launches
+
+ private:
+  CopyStream(const DriverApi* api, void* stream) : api_(api), stream_(stream) {}
+  void reset();
+
+  const DriverApi* api_ = nullptr;
+  void* stream_ = nullptr;           // CUstream
+  std::vector<void*> events_;        // CUevent per ticket
+  std::vector<Ticket> free_tickets_;
+};
+
+}  // namespace cxlpool::cuda
