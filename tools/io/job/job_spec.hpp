@@ -35,6 +35,7 @@ struct JobSpec {
   std::string name;        // the section name
   int line = 0;            // line of the section header, for messages
   int group = 0;           // stonewall group: jobs of group g start after every job of g-1 ends
+  bool stonewall = false;  // this section starts a new group (kept so overrides can regroup)
   std::uint32_t clone = 0; // 0..numjobs-1 after numjobs expansion
 
   std::string ioengine = "psync";  // psync | libaio | io_uring | mmap | cuda | kvstore
@@ -42,6 +43,8 @@ struct JobSpec {
 
   std::vector<std::string> filenames;  // from filename= (':'-separated) or directory= + generated names
   std::string directory;
+  std::uint32_t nrfiles = 1;           // generated names per clone when filename= is absent
+  bool filenames_generated = false;    // names are jobname.clone.filenumber (regenerated on overrides)
   std::uint64_t size = 0;        // bytes per file region; 0 = the file's size
   std::uint64_t offset = 0;
   std::uint64_t io_size = 0;     // bytes to transfer; 0 = size
@@ -91,7 +94,8 @@ struct JobSpec {
   std::uint32_t numjobs = 1;   // kept for reporting; the parser has already expanded clones
 
   std::string trace_file;      // read_iolog= / trace replay: replaces the generated offsets
-  std::string trace_format;    // "fio-iolog" | "bpftrace"
+  std::string trace_format;    // "fio-iolog" | "bpftrace" | "" (detect)
+  bool replay_no_stall = false; // replay as fast as possible, ignoring the trace's timing
 };
 
 }  // namespace cxlpool::io

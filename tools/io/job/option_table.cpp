@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "option_table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "../trace/trace.hpp"
+#include "engine_options.hpp"
+#include "value_parsers.hpp"
+
+namespace cxlpool::io {
+namespace {
+
+constexpr std::uint64_t kNsPerUs = 1000;
+constexpr std::uint64_t kNsPerSecond = 1000000000ull;
+// A bare log flag names the log after the job, which a [global] section
+// cannot know yet.
+constexpr std::string_view kJobNamePlaceholder = "$jobname";
+
+using Value = std::optional<std::string_view>;
+using Handler = Result<void> (*)(JobDraft&, Value);
+
+struct Option {
+  std::string_view name;
+  std::string_view alias;
+  Handler handler;
+};
+
+Result<std::string_view> need(Value value) {
+  if (!value || trim(*value).empty()) return fail(EINVAL, "needs a value");
+  return trim(*value);
+}
+
+template <typename T>
+Result<T> bounded(Value value, std::uint64_t lo, std::uint64_t hi) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  auto n = parse_uint(*text);
+  if (!n) return tl::unexpected(n.error());
+  if (*n < lo || *n > hi) {
+    return fail(EINVAL, std::to_string(*n) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return static_cast<T>(*n);
+}
+
+Result<std::uint32_t> block_size(std::string_view text, std::uint32_t kb_base) {
+  auto bytes = parse_size(text, kb_base);
+  if (!bytes) return tl::unexpected(bytes.error());
+  if (*bytes == 0) return fail(EINVAL, "block size must be greater than 0");
+  if (*bytes > std::numeric_limits<std::uint32_t>::max()) return fail(EINVAL, "block size is larger than 4 GiB - 1");
+  return static_cast<std::uint32_t>(*bytes);
+}
+
+Result<void> set_flag(bool& field, Value value) {
+  auto on = parse_bool(value);
+  if (!on) return tl::unexpected(on.error());
+  field = *on;
+  return {};
+}
+
+Result<void> set_size(std::uint64_t& field, const JobDraft& d, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  auto bytes = parse_size(*text, d.kb_base);
+  if (!bytes) return tl::unexpected(bytes.error());
+  field = *bytes;
+  return {};
+}
+
+Result<void> set_time(std::uint64_t& field, Value value, std::uint64_t unit) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  auto ns = parse_time_ns(*text, unit);
+  if (!ns) return tl::unexpected(ns.error());
+  field = *ns;
+  return {};
+}
+
+Result<void> set_log(std::string& field, Value value) {
+  if (!value || trim(*value).empty()) {
+    field = std::string(kJobNamePlaceholder);
+    return {};
+  }
+  field = std::string(trim(*value));
+  return {};
+}
+
+// Runs `each(direction, text)` for the directions a per-direction list sets.
+template <typename Each>
+Result<void> per_direction(Value value, Each each) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  auto fields = split_directions(*text);
+  if (!fields) return tl::unexpected(fields.error());
+  for (int dir = 0; dir < 2; ++dir) {
+    if (!(*fields)[dir]) continue;
+    auto r = each(dir, std::string_view(*(*fields)[dir]));
+    if (!r) return r;
+  }
+  return {};
+}
+
+Result<void> set_rw(JobDraft& d, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  if (text->find(':') != std::string_view::npos) {
+    return fail(EINVAL, "offset modifiers ('" + std::string(*text) + "') are not supported by cxlpool-io");
+  }
+  static constexpr std::array<std::pair<std::string_view, RwMode>, 7> kModes = {{
+      {"read", RwMode::kRead}, {"write", RwMode::kWrite}, {"randread", RwMode::kRandRead},
+      {"randwrite", RwMode::kRandWrite}, {"rw", RwMode::kReadWrite}, {"readwrite", RwMode::kReadWrite},
+      {"randrw", RwMode::kRandReadWrite},
+  }};
+  for (const auto& [name, mode] : kModes) {
+    if (*text == name) {
+      d.spec.rw = mode;
+      return {};
+    }
+  }
+  if (*text == "trim" || *text == "randtrim" || *text == "trimwrite" || *text == "randtrimwrite") {
+    return fail(EINVAL, "'" + std::string(*text) + "' is not supported by cxlpool-io (no trims)");
+  }
+  return fail(EINVAL, "'" + std::string(*text) + "' is not one of read, write, randread, randwrite, rw, randrw");
+}
+
+Result<void> set_filename(JobDraft& d, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  // ':' separates files as in fio; "\:" is a literal colon.
+  d.explicit_names.clear();
+  std::string current;
+  for (std::size_t i = 0; i < text->size(); ++i) {
+    char c = (*text)[i];
+    if (c == '\\' && i + 1 < text->size() && (*text)[i + 1] == ':') {
+      current += ':';
+      ++i;
+    } else if (c == ':') {
+      if (current.empty()) return fail(EINVAL, "empty file name in '" + std::string(*text) + "'");
+      d.explicit_names.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (current.empty()) return fail(EINVAL, "empty file name in '" + std::string(*text) + "'");
+  d.explicit_names.push_back(std::move(current));
+  return {};
+}
+
+Result<void> set_directory(JobDraft& d, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  if (text->find(':') != std::string_view::npos) {
+    return fail(EINVAL, "several directories ('" + std::string(*text) + "') are not supported by cxlpool-io");
+  }
+  d.spec.directory = std::string(*text);
+  return {};
+}
+
+Result<void> set_ioengine(JobDraft& d, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  if (!is_engine_name(*text)) {
+    std::string names;
+    for (auto name : engine_names()) names += (names.empty() ? "" : ", ") + std::string(name);
+    return fail(EINVAL, "'" + std::string(*text) + "' is not supported by cxlpool-io (" + names + ")");
+  }
+  d.spec.ioengine = std::string(*text);
+  return {};
+}
+
+Result<void> set_verify(JobDraft& d, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  if (*text == "crc32c" || *text == "crc32c-intel") {
+    d.spec.verify = VerifyMode::kCrc32c;
+  } else if (*text == "0") {
+    d.spec.verify = VerifyMode::kNone;
+  } else {
+    return fail(EINVAL, "'" + std::string(*text) + "' is not supported by cxlpool-io (crc32c or 0)");
+  }
+  return {};
+}
+
+Result<void> set_trace_format(JobDraft& d, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  if (!is_trace_format(*text)) return fail(EINVAL, "'" + std::string(*text) + "' is not bpftrace or fio-iolog");
+  d.spec.trace_format = std::string(*text);
+  return {};
+}
+
+const Option kOptions[] = {
+    {"name", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       d.spec.name = std::string(*text);
+       return {};
+     }},
+    {"description", "", [](JobDraft&, Value v) -> Result<void> {
+       // A label fio only prints; accepted so existing job files load.
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       return {};
+     }},
+    {"thread", "", [](JobDraft&, Value v) -> Result<void> {
+       // cxlpool-io always runs jobs as threads.
+       auto on = parse_bool(v);
+       if (!on) return tl::unexpected(on.error());
+       return {};
+     }},
+    {"kb_base", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       if (*text != "1024" && *text != "1000") return fail(EINVAL, "must be 1024 or 1000");
+       d.kb_base = *text == "1024" ? 1024 : 1000;
+       return {};
+     }},
+    {"ioengine", "", set_ioengine},
+    {"filename", "", set_filename},
+    {"directory", "", set_directory},
+    {"nrfiles", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 1, 65536);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.nrfiles = *n;
+       return {};
+     }},
+    {"size", "", [](JobDraft& d, Value v) { return set_size(d.spec.size, d, v); }},
+    {"offset", "", [](JobDraft& d, Value v) { return set_size(d.spec.offset, d, v); }},
+    {"io_size", "io_limit", [](JobDraft& d, Value v) { return set_size(d.spec.io_size, d, v); }},
+    {"rw", "readwrite", set_rw},
+    {"rwmixread", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 0, 100);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.rwmixread = *n;
+       return {};
+     }},
+    {"rwmixwrite", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 0, 100);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.rwmixread = 100 - *n;
+       return {};
+     }},
+    {"bs", "blocksize", [](JobDraft& d, Value v) {
+       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
+         auto bytes = block_size(text, d.kb_base);
+         if (!bytes) return tl::unexpected(bytes.error());
+         d.spec.bs[dir] = *bytes;
+         return {};
+       });
+     }},
+    {"bsrange", "blocksize_range", [](JobDraft& d, Value v) {
+       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
+         auto range = parse_bsrange(text, d.kb_base);
+         if (!range) return tl::unexpected(range.error());
+         d.spec.bsrange_min[dir] = range->min;
+         d.spec.bsrange_max[dir] = range->max;
+         return {};
+       });
+     }},
+    {"bssplit", "", [](JobDraft& d, Value v) {
+       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
+         auto shares = parse_bssplit(text, d.kb_base);
+         if (!shares) return tl::unexpected(shares.error());
+         d.spec.bssplit[dir] = std::move(*shares);
+         return {};
+       });
+     }},
+    {"iodepth", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 1, 65536);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.iodepth = *n;
+       return {};
+     }},
+    {"iodepth_batch_submit", "iodepth_batch", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 0, 65536);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.iodepth_batch_submit = *n;
+       return {};
+     }},
+    {"iodepth_batch_complete_min", "iodepth_batch_complete", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 0, 65536);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.iodepth_batch_complete_min = *n;
+       return {};
+     }},
+    {"direct", "", [](JobDraft& d, Value v) { return set_flag(d.spec.direct, v); }},
+    {"buffered", "", [](JobDraft& d, Value v) -> Result<void> {
+       bool buffered = false;
+       auto r = set_flag(buffered, v);
+       if (r) d.spec.direct = !buffered;
+       return r;
+     }},
+    {"runtime", "timeout", [](JobDraft& d, Value v) { return set_time(d.spec.runtime_ns, v, kNsPerSecond); }},
+    {"time_based", "", [](JobDraft& d, Value v) { return set_flag(d.spec.time_based, v); }},
+    {"ramp_time", "", [](JobDraft& d, Value v) { return set_time(d.spec.ramp_time_ns, v, kNsPerSecond); }},
+    {"rate", "", [](JobDraft& d, Value v) {
+       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
+         auto bytes = parse_size(text, d.kb_base);
+         if (!bytes) return tl::unexpected(bytes.error());
+         d.spec.rate_bytes[dir] = *bytes;
+         return {};
+       });
+     }},
+    {"rate_iops", "", [](JobDraft& d, Value v) {
+       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
+         auto n = parse_uint(text);
+         if (!n) return tl::unexpected(n.error());
+         d.spec.rate_iops[dir] = *n;
+         return {};
+       });
+     }},
+    {"thinktime", "", [](JobDraft& d, Value v) { return set_time(d.spec.thinktime_ns, v, kNsPerUs); }},
+    {"thinktime_blocks", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 1, 0xffffffffu);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.thinktime_blocks = *n;
+       return {};
+     }},
+    {"random_distribution", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       auto spec = parse_distribution(*text);
+       if (!spec) return tl::unexpected(spec.error());
+       d.spec.random_distribution = spec->kind;
+       d.spec.distribution_param = spec->param;
+       return {};
+     }},
+    {"norandommap", "", [](JobDraft& d, Value v) { return set_flag(d.spec.norandommap, v); }},
+    {"randseed", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       auto n = parse_uint(*text);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.randseed = *n;
+       return {};
+     }},
+    {"fixedbufs", "", [](JobDraft& d, Value v) { return set_flag(d.spec.fixedbufs, v); }},
+    {"registerfiles", "", [](JobDraft& d, Value v) { return set_flag(d.spec.registerfiles, v); }},
+    {"sqthread_poll", "", [](JobDraft& d, Value v) { return set_flag(d.spec.sqthread_poll, v); }},
+    {"sqthread_poll_cpu", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 0, 4095);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.sqthread_poll_cpu = *n;
+       return {};
+     }},
+    {"hipri", "", [](JobDraft& d, Value v) { return set_flag(d.spec.hipri, v); }},
+    {"verify", "", set_verify},
+    {"percentile_list", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       auto list = parse_percentile_list(*text);
+       if (!list) return tl::unexpected(list.error());
+       d.spec.percentile_list = std::move(*list);
+       return {};
+     }},
+    {"write_lat_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_lat_log, v); }},
+    {"write_bw_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_bw_log, v); }},
+    {"write_iops_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_iops_log, v); }},
+    {"write_hist_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_hist_log, v); }},
+    {"log_avg_msec", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint64_t>(v, 0, 86400000);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.log_avg_msec = *n;
+       return {};
+     }},
+    {"log_hist_msec", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint64_t>(v, 0, 86400000);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.log_hist_msec = *n;
+       return {};
+     }},
+    {"group_reporting", "", [](JobDraft& d, Value v) { return set_flag(d.spec.group_reporting, v); }},
+    {"numjobs", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 1, 4096);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.numjobs = *n;
+       return {};
+     }},
+    {"stonewall", "wait_for_previous", [](JobDraft& d, Value v) { return set_flag(d.spec.stonewall, v); }},
+    {"read_iolog", "trace_file", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       d.spec.trace_file = std::string(*text);
+       return {};
+     }},
+    {"trace_format", "", set_trace_format},
+    {"replay_no_stall", "", [](JobDraft& d, Value v) { return set_flag(d.spec.replay_no_stall, v); }},
+};
+
+// fio options a job file may well contain that cxlpool-io does not
+// implement: named as unsupported rather than unknown.
+constexpr std::string_view kUnsupported[] = {
+    "loops", "fsync", "fdatasync", "end_fsync", "fsync_on_close", "invalidate", "startdelay", "unlink",
+    "create_on_open", "create_serialize", "iodepth_batch_complete_max", "iodepth_low", "buffer_pattern",
+    "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage", "dedupe_percentage",
+    "rw_sequencer", "offset_increment", "number_ios", "filesize", "file_service_type", "fallocate",
+    "fadvise_hint", "nice", "prio", "prioclass", "cpus_allowed", "cpumask", "exitall", "gtod_reduce",
+    "disable_lat", "disable_clat", "disable_slat", "clat_percentiles", "lat_percentiles", "slat_percentiles",
+    "continue_on_error", "verify_backlog", "do_verify", "verify_pattern", "verify_interval", "rate_min",
+    "rate_process", "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
+    "iomem_align", "blockalign", "ba", "allow_mounted_write", "unified_rw_reporting", "new_group",
+    "zonemode", "thinktime_spin", "random_generator", "filename_format", "include",
+};
+
+const Option* find_option(std::string_view key) {
+  for (const auto& option : kOptions) {
+    if (option.name == key || (!option.alias.empty() && option.alias == key)) return &option;
+  }
+  return nullptr;
+}
+
+Result<void> option_error(std::string_view key, const Error& e) {
+  return fail(e.code, "option '" + std::string(key) + "': " + e.message);
+}
+
+bool is_set(const JobDraft& d, std::string_view key) { return d.lines.find(key) != d.lines.end(); }
+
+int line_of(const JobDraft& d, std::string_view key) {
+  auto it = d.lines.find(key);
+  return it == d.lines.end() ? 0 : it->second;
+}
+
+Result<void> fail_at(std::string_view origin, const JobDraft& d, std::string_view key, const std::string& why) {
+  return fail(EINVAL, where(origin, line_of(d, key)) + "option '" + std::string(key) + "': " + why);
+}
+
+}  // namespace
+
+std::string where(std::string_view origin, int line) {
+  if (line <= 0) return std::string(origin) + ": ";
+  return std::string(origin) + ":" + std::to_string(line) + ": ";
+}
+
+Result<void> apply_option(JobDraft& draft, std::string_view key, std::optional<std::string_view> value, int line) {
+  if (const Option* option = find_option(key)) {
+    auto r = option->handler(draft, value);
+    if (!r) return option_error(key, r.error());
+    draft.lines[std::string(option->name)] = line;
+    return {};
+  }
+  if (is_engine_option(key)) {
+    if (!value || trim(*value).empty()) return fail(EINVAL, "option '" + std::string(key) + "': needs a value");
+    draft.spec.engine_options[std::string(key)] = std::string(trim(*value));
+    draft.lines[std::string(key)] = line;
+    return {};
+  }
+  if (std::find(std::begin(kUnsupported), std::end(kUnsupported), key) != std::end(kUnsupported)) {
+    return fail(EINVAL, "option '" + std::string(key) + "': not supported by cxlpool-io");
+  }
+  return fail(EINVAL, "option '" + std::string(key) + "': unknown");
+}
+
+Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
+  JobSpec& s = d.spec;
+  for (const auto& [key, value] : s.engine_options) {
+    auto r = check_engine_option(s.ioengine, key, value);
+    if (!r) return fail_at(origin, d, key, r.error().message);
+  }
+  if (s.ioengine != "io_uring") {
+    const std::pair<std::string_view, bool> flags[] = {
+        {"fixedbufs", s.fixedbufs}, {"registerfiles", s.registerfiles}, {"sqthread_poll", s.sqthread_poll},
+        {"sqthread_poll_cpu", is_set(d, "sqthread_poll_cpu")}, {"hipri", s.hipri}};
+    for (const auto& [key, on] : flags) {
+      if (on) return fail_at(origin, d, key, "only for ioengine=io_uring (this job uses " + s.ioengine + ")");
+    }
+  }
+  if (s.hipri && !s.direct) {
+    return fail_at(origin, d, "hipri", "needs direct=1 (polled completions bypass the page cache)");
+  }
+  for (int dir = 0; dir < 2; ++dir) {
+    if (!s.bssplit[dir].empty() && s.bsrange_max[dir] != 0) {
+      return fail_at(origin, d, "bssplit", "cannot be combined with bsrange for the same direction");
+    }
+  }
+  if (s.iodepth_batch_submit == 0 || s.iodepth_batch_submit > s.iodepth) s.iodepth_batch_submit = s.iodepth;
+  if (s.iodepth_batch_complete_min > s.iodepth) s.iodepth_batch_complete_min = s.iodepth;
+  for (std::string* log : {&s.write_lat_log, &s.write_bw_log, &s.write_iops_log, &s.write_hist_log}) {
+    if (*log == kJobNamePlaceholder) *log = s.name;
+  }
+  if (s.replay_no_stall && s.trace_file.empty()) {
+    return fail_at(origin, d, "replay_no_stall", "needs read_iolog= (a trace to replay)");
+  }
+  if (is_set(d, "trace_format") && s.trace_file.empty()) {
+    return fail_at(origin, d, "trace_format", "needs read_iolog= (a trace to replay)");
+  }
+  if (s.name.empty()) return fail(EINVAL, where(origin, s.line) + "a job needs a name");
+  s.filenames_generated = d.explicit_names.empty();
+  s.filenames = clone_filenames(d, s.clone);
+  return {};
+}
+
+std::vector<std::string> clone_filenames(const JobDraft& d, std::uint32_t clone) {
+  const JobSpec& s = d.spec;
+  auto place = [&](const std::string& name) {
+    if (s.directory.empty() || name.starts_with('/')) return name;
+    return s.directory + (s.directory.ends_with('/') ? "" : "/") + name;
+  };
+  std::vector<std::string> out;
+  if (!d.explicit_names.empty()) {
+    for (const auto& name : d.explicit_names) out.push_back(place(name));
+    return out;
+  }
+  for (std::uint32_t f = 0; f < s.nrfiles; ++f) {
+    out.push_back(place(s.name + "." + std::to_string(clone) + "." + std::to_string(f)));
+  }
+  return out;
+}
+
+}  // namespace cxlpool::io
