@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "cxlpool/kvcache/crc32c.hpp"
+#include "stream_copy.hpp"
 
 namespace cxlpool::kvcache {
 
@@ -57,6 +58,10 @@ AppendResult RegionWriter::append(const ChunkKey& key, const NamespaceFingerprin
     r.status = AppendStatus::kRegionFull;
     return r;
   }
+  std::byte* at = buffer_.get() + header_.used_bytes;
+  // One pass over the payload: checksummed as it is copied in.
+  const std::uint32_t payload_crc =
+      payload.empty() ? crc32c(payload) : stream_copy_crc32c(at + kSsdBlockBytes, payload.data(), payload.size());
   EntryHeader h;
   h.flags = flags;
   h.key = key;
@@ -64,17 +69,16 @@ AppendResult RegionWriter::append(const ChunkKey& key, const NamespaceFingerprin
   h.sequence = sequence;
   h.region_generation = header_.generation;
   h.payload_bytes = payload_bytes;
-  h.payload_crc = crc32c(payload);
-  std::byte* at = buffer_.get() + header_.used_bytes;
+  h.payload_crc = payload_crc;
   const auto encoded = encode_entry_header(h);
   std::memset(at, 0, kSsdBlockBytes);
   std::memcpy(at, encoded.data(), encoded.size());
-  if (!payload.empty()) std::memcpy(at + kSsdBlockBytes, payload.data(), payload.size());
   // Padding is outside the CRC; zero it so the disk holds no stale bytes.
   std::memset(at + kSsdBlockBytes + payload_bytes, 0, extent - kSsdBlockBytes - payload_bytes);
   r.offset = header_.used_bytes;
   r.payload_offset = r.offset + kSsdBlockBytes;
   r.extent = extent;
+  r.payload_crc = payload_crc;
   header_.used_bytes += extent;
   ++header_.entry_count;
   return r;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "../ssd/stream_copy.hpp"
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
@@ -119,7 +120,8 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
       if (first_error == 0) first_error = ENOSPC;
       continue;
     }
-    std::memcpy(slot_ptr(KvTier::kDram, *offset), c.window.data() + rc.window_offset, res.chunk_bytes);
+    // The daemon never reads the slot again: stream it past the caches.
+    stream_copy(slot_ptr(KvTier::kDram, *offset), c.window.data() + rc.window_offset, res.chunk_bytes);
     ChunkInfo info;
     info.tier = KvTier::kDram;
     info.ns_id = res.ns_id;

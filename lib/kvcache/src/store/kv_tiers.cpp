@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "../ssd/stream_copy.hpp"
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
@@ -42,7 +43,7 @@ void KvStore::Impl::demote(KvTier from, const ChunkEntry& e) {
       info.tier = KvTier::kCxl;
       info.offset = *offset;
       if (index.update(e.key, info)) {
-        std::memcpy(slot_ptr(KvTier::kCxl, *offset), slot_ptr(KvTier::kDram, e.info.offset), e.info.length);
+        stream_copy(slot_ptr(KvTier::kCxl, *offset), slot_ptr(KvTier::kDram, e.info.offset), e.info.length);
         arena(KvTier::kCxl).policy->insert(e.key);
         arena(KvTier::kDram).slots.give(e.info.offset);
         KvTierCounters& cxl = counters.tiers[tier_index(KvTier::kCxl)];
@@ -104,7 +105,7 @@ void KvStore::Impl::promote(const ChunkKey& key) {
     info.tier = KvTier::kDram;
     info.offset = *offset;
     if (index.update(key, info)) {
-      std::memcpy(slot_ptr(KvTier::kDram, *offset), slot_ptr(KvTier::kCxl, was.info.offset), was.info.length);
+      stream_copy(slot_ptr(KvTier::kDram, *offset), slot_ptr(KvTier::kCxl, was.info.offset), was.info.length);
       arena(KvTier::kDram).policy->insert(key);
       cxl.slots.give(was.info.offset);
       KvTierCounters& dram = counters.tiers[tier_index(KvTier::kDram)];

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "cxlpool/kvcache/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
 
 namespace cxlpool::kvcache {
@@ -102,9 +101,8 @@ Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFinge
   if ((flags & kEntryTombstone) != 0) {
     index_.erase(key);
   } else {
-    auto header = decode_entry_header(open_writer().bytes(at.offset, kEntryHeaderBytes));
-    const std::uint32_t crc = header ? header->payload_crc : crc32c(payload);
-    index_[key] = Slot{open_region_, at.payload_offset, static_cast<std::uint32_t>(payload.size()), crc, seq, ns, 0};
+    index_[key] =
+        Slot{open_region_, at.payload_offset, static_cast<std::uint32_t>(payload.size()), at.payload_crc, seq, ns, 0};
   }
   if (config_.sync == SsdSyncPolicy::kPerCommit) {
     if (auto ok = commit_entry(at); !ok) {

@@ -11,6 +11,7 @@
 
 #include "cxlpool/kvcache/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
+#include "../ssd/stream_copy.hpp"
 #include "ssd_store_tags.hpp"
 
 namespace cxlpool::kvcache {
@@ -48,7 +49,7 @@ const RegionWriter* SsdStore::buffer_of(const Slot& slot) const {
 
 // The buffer holds what the device will: no CRC check needed.
 void SsdStore::copy_from_buffer(const RegionWriter& w, Slot& live, std::byte* out) {
-  std::memcpy(out, w.bytes(live.payload_offset, live.payload_bytes).data(), live.payload_bytes);
+  stream_copy(out, w.bytes(live.payload_offset, live.payload_bytes).data(), live.payload_bytes);
   ++stats_.reads;
   ++stats_.buffer_reads;
   stats_.read_bytes += live.payload_bytes;

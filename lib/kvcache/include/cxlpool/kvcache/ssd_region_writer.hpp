@@ -24,6 +24,7 @@ struct AppendResult {
   std::uint32_t offset = 0;          // of the entry's header block, from the region start
   std::uint32_t payload_offset = 0;  // offset + 4096: where an O_DIRECT read of the payload starts
   std::uint32_t extent = 0;          // bytes [offset, offset + extent) to write for this entry
+  std::uint32_t payload_crc = 0;     // crc32c of the payload, as the entry header holds it
 };
 
 class RegionWriter {

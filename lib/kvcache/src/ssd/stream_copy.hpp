@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copies of whole chunks whose destination the copying thread does not read
+// again (an arena slot a client reads later, a region buffer the device
+// reads): non-temporal stores skip reading each destination line before
+// writing it and leave the caches to the source. On this project's 2-vCPU
+// machines a cold 2 MiB copy runs about 1.5x faster that way than through
+// memcpy; the fused form checksums the source block by block as it copies,
+// while the block is still in cache, instead of in a second pass.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cxlpool::kvcache {
+
+// memcpy semantics (no overlap). Falls back to memcpy where non-temporal
+// stores do not apply (another architecture, a misaligned destination,
+// a short copy).
+void stream_copy(void* dst, const void* src, std::size_t n);
+
+// stream_copy that also returns crc32c(src, n), continuing from seed as
+// crc32c() does.
+[[nodiscard]] std::uint32_t stream_copy_crc32c(void* dst, const void* src, std::size_t n, std::uint32_t seed = 0);
+
+}  // namespace cxlpool::kvcache
