@@ -149,6 +149,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
       return tl::unexpected(kv.error());
     }
   }
+  d->weights_ = std::make_unique<WeightsService>(*d->pool_);
   d->backends_ = probe_backends();
   for (const auto& b : d->backends_) {
     log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
@@ -179,6 +180,7 @@ Daemon::~Daemon() {
   sessions_.clear();
   // The store reads and writes the arenas: it goes before the pool.
   kv_.reset();
+  weights_.reset();
   if (pool_) pool_->clear();
   if (listen_fd_) ::unlink(socket_path_.c_str());
 }

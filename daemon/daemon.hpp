@@ -25,6 +25,7 @@
 #include "region_pool.hpp"
 #include "session.hpp"
 #include "tiering/tiering_service.hpp"
+#include "weights/weights_service.hpp"
 
 namespace cxlpool::daemon {
 
@@ -126,6 +127,8 @@ class Daemon {
   // The KV-cache store; null when disabled ([kvstore] enabled = false, or no
   // dram tier for it: kv_off_reason_ says which).
   std::unique_ptr<KvService> kv_;
+  // Shared model weights (WeightsLoad/Open/Unload/List).
+  std::unique_ptr<WeightsService> weights_;
   std::string kv_off_reason_;
   int kv_io_fd_ = -1;  // the store's completion eventfd while it is in epoll
   uint64_t next_session_id_ = 1;

@@ -149,6 +149,10 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
             return fail(EPERM, "region names starting with '" + std::string(kKvReservedPrefix) +
                                    "' are reserved for the daemon's KV store");
           }
+          if (m.name.rfind(kWeightsRegionPrefix, 0) == 0) {
+            return fail(EPERM, "region names starting with '" + std::string(kWeightsRegionPrefix) +
+                                   "' are reserved for the daemon's shared weights");
+          }
           CreateSpec spec{m.tier_id, m.size, m.flags, proto::RegionKind::kNamed, m.name, m.mode};
           return on_create(session, spec);
         } else if constexpr (std::is_same_v<T, proto::NamedOpen>) {
@@ -230,6 +234,20 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
           watch_kv_io();
           if (!reply) return tl::unexpected(reply.error());
           return Reply{*reply, {}};
+        } else if constexpr (std::is_same_v<T, proto::WeightsLoad>) {
+          auto reply = weights_->load(m, session.who);
+          if (!reply) return tl::unexpected(reply.error());
+          return Reply{*reply, {}};
+        } else if constexpr (std::is_same_v<T, proto::WeightsOpen>) {
+          auto reply = weights_->open(m.model);
+          if (!reply) return tl::unexpected(reply.error());
+          return Reply{*reply, {}};
+        } else if constexpr (std::is_same_v<T, proto::WeightsUnload>) {
+          auto reply = weights_->unload(m.model, session.who);
+          if (!reply) return tl::unexpected(reply.error());
+          return Reply{*reply, {}};
+        } else if constexpr (std::is_same_v<T, proto::WeightsListRequest>) {
+          return Reply{weights_->list(), {}};
         } else if constexpr (std::is_same_v<T, proto::ClientsRequest>) {
           if (auto ok = require_admin(session, "listing clients"); !ok) return tl::unexpected(ok.error());
           proto::ClientsReply reply;
@@ -320,6 +338,7 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   tiering_->append_counters(out);
   add("kv.enabled", kv_ ? 1 : 0);
   if (kv_) kv_->append_counters(out);
+  if (weights_) weights_->add_counters(out);
   for (const auto& tier : pool_->tiers()) {
     const std::string prefix = "tier." + tier.name + ".";
     add(prefix + "capacity_bytes", tier.capacity);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cxlpool/weights/region_layout.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include "cxlpool/weights/layer_group.hpp"
@@ -18,6 +21,28 @@ tl::unexpected<Error> bad(std::string message) {
 bool inside(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
 
 }  // namespace
+
+Result<LoadedFile> read_loaded_file(int fd, std::string path, const ParseLimits& limits) {
+  auto h = read_header(fd, limits);
+  if (!h) return fail(h.error().code, path + ": " + h.error().message);
+  LoadedFile file;
+  file.header_json.resize(h->header_bytes);
+  size_t done = 0;
+  while (done < file.header_json.size()) {
+    ssize_t r = ::pread(fd, file.header_json.data() + done, file.header_json.size() - done,
+                        static_cast<off_t>(kSafetensorsPrefixBytes + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return fail(r < 0 ? errno : EBADMSG, path + ": header changed while reading it");
+    done += static_cast<size_t>(r);
+  }
+  // The bytes kept must be the bytes validated: parse the kept copy.
+  auto again = parse_header(file.header_json, h->data_offset + h->data_bytes, limits);
+  if (!again) return fail(again.error().code, path + ": " + again.error().message);
+  file.header = std::move(*again);
+  file.file_size = h->data_offset + h->data_bytes;
+  file.path = std::move(path);
+  return file;
+}
 
 Residency choose_residency(const std::vector<LoadedFile>& files, uint64_t max_resident_bytes) {
   Residency resident(files.size());

@@ -68,6 +68,10 @@ struct LoadedFile {
   SafetensorsHeader header;
 };
 
+// Reads and validates an open file's header, keeping the JSON verbatim.
+// Errors name `path`.
+Result<LoadedFile> read_loaded_file(int fd, std::string path, const ParseLimits& limits = {});
+
 // resident[f][t]: tensor t (data order) of file f goes into the region.
 using Residency = std::vector<std::vector<bool>>;
 

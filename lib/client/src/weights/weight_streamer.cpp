@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "weight_streamer.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cxlpool/common/clock.hpp"
+#include "cxlpool/weights/placement.hpp"
+#include "posix_block_device.hpp"
+#if CXLPOOL_WEIGHTS_URING
+#include "uring_block_device.hpp"
+#endif
+
+namespace cxlpool::client {
+namespace {
+
+constexpr uint64_t kDirectAlign = 4096;
+constexpr uint32_t kReadChunk = 1u << 20;
+constexpr uint32_t kQueueDepth = 16;
+// Stands in for the SSD's speed in the placement policy before anything was
+// read; only the order (files slower than memory) decides which layers pin.
+constexpr double kAssumedFileBytesPerSec = 1.5e9;
+
+Result<Mapping> map_anonymous(uint64_t bytes) {
+  // Populated now: first-touch faults would otherwise land in the copies.
+  return Mapping::map(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1);
+}
+
+double measure_memcpy_bytes_per_sec() {
+  constexpr size_t kBytes = 8u << 20;
+  std::vector<std::byte> a(kBytes, std::byte{1}), b(kBytes);
+  std::memcpy(b.data(), a.data(), kBytes);  // warm
+  uint64_t t0 = monotonic_ns();
+  std::memcpy(b.data(), a.data(), kBytes);
+  uint64_t dt = std::max<uint64_t>(1, monotonic_ns() - t0);
+  return static_cast<double>(kBytes) * 1e9 / static_cast<double>(dt);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WeightStreamer>> WeightStreamer::create(const WeightsModel& model,
+                                                               const cxlpool_streamer_config& config) {
+  std::unique_ptr<WeightStreamer> s(new WeightStreamer(model));
+  if (auto ok = s->setup(config); !ok) return tl::unexpected(ok.error());
+  s->thread_ = std::thread([p = s.get()] { p->copy_loop(); });
+  return s;
+}
+
+WeightStreamer::~WeightStreamer() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  job_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<void> WeightStreamer::setup(const cxlpool_streamer_config& config) {
+  if (config.target == CXLPOOL_STREAM_CUDA) {
+    return fail(ENOTSUP, "streamer: device-memory windows are not available (use CXLPOOL_STREAM_HOST)");
+  }
+  if (config.target != CXLPOOL_STREAM_HOST) return fail(EINVAL, "streamer: unknown target");
+  if (config.buffers < 2 || config.buffers > 8) return fail(EINVAL, "streamer: buffers must be 2..8");
+  if (config.prefetch_depth >= config.buffers) return fail(EINVAL, "streamer: prefetch_depth must be below buffers");
+  if (!(config.compute_ns_per_byte >= 0)) return fail(EINVAL, "streamer: negative compute_ns_per_byte");
+  if (model_.layers() == 0) return fail(EINVAL, "streamer: the model has no layers");
+  align_ = kDirectAlign;
+  uint64_t slot_bytes = align_;
+  for (int l = 0; l < model_.layers(); ++l) {
+    plans_.push_back(plan_layer(model_, static_cast<size_t>(l), align_));
+    slot_bytes = std::max(slot_bytes, plans_.back().slot_bytes);
+  }
+  choose_pinned(config, slot_bytes);
+  if (config.prefetch_depth != 0) depth_ = config.prefetch_depth;
+  depth_ = std::min<uint32_t>(depth_, config.buffers - 1);
+  auto window = map_anonymous(slot_bytes * config.buffers);
+  if (!window) return tl::unexpected(window.error());
+  window_ = std::move(*window);
+  slots_.resize(config.buffers);
+  for (uint32_t i = 0; i < config.buffers; ++i) slots_[i].mem = window_.data() + i * slot_bytes;
+  pinned_.resize(plans_.size());
+  for (size_t l = 0; l < plans_.size(); ++l) {
+    if (!pinned_layer_[l]) continue;
+    auto p = std::make_unique<Pinned>();
+    auto mem = map_anonymous(std::max(align_, plans_[l].slot_bytes));
+    if (!mem) return tl::unexpected(mem.error());
+    p->mem = std::move(*mem);
+    if (auto ok = fill(static_cast<uint32_t>(l), p->mem.data(), true); !ok) return ok;
+    for (uint64_t d : plans_[l].tensor_dst) p->ptrs.push_back(reinterpret_cast<uint64_t>(p->mem.data() + d));
+    pinned_[l] = std::move(p);
+    ++stats_.pinned_layers;
+  }
+  return {};
+}
+
+void WeightStreamer::choose_pinned(const cxlpool_streamer_config& config, uint64_t slot_bytes) {
+  (void)slot_bytes;
+  weights::PlacementInput in;
+  for (const auto& p : plans_) {
+    in.layer_bytes.push_back(p.payload_bytes);
+    in.layer_source.push_back(p.file_bytes > 0 ? weights::LayerSource::kFile : weights::LayerSource::kRegion);
+    in.compute_ns.push_back(config.compute_ns_per_byte * static_cast<double>(p.payload_bytes));
+  }
+  in.pinned_budget_bytes = config.pinned_budget_bytes;
+  in.region_bytes_per_sec = measure_memcpy_bytes_per_sec();
+  in.file_bytes_per_sec = kAssumedFileBytesPerSec;
+  in.max_buffers = config.buffers;
+  auto plan = weights::plan_placement(in);
+  pinned_layer_.assign(plans_.size(), false);
+  if (!plan) return;
+  pinned_layer_ = plan->pinned;
+  depth_ = plan->prefetch_depth;
+}
+
+Result<hal::BlockDevice*> WeightStreamer::device(uint32_t file) {
+  if (devices_.size() <= file) devices_.resize(model_.paths().size());
+  if (devices_[file]) return devices_[file].get();
+  const std::string& path = model_.paths()[file];
+  hal::BlockOpenOptions opts;
+  opts.direct = true;
+  opts.read_only = true;
+  opts.queue_depth = kQueueDepth;
+  Result<std::unique_ptr<hal::BlockDevice>> dev = fail(ENOSYS, "io_uring not built");
+#if CXLPOOL_WEIGHTS_URING
+  dev = drivers::open_uring_block_device(path, opts);
+#endif
+  if (!dev) dev = drivers::open_posix_block_device(path, opts);
+  if (!dev && dev.error().code == EINVAL) {
+    // The file system has no direct I/O: buffered reads still work.
+    opts.direct = false;
+    dev = drivers::open_posix_block_device(path, opts);
+  }
+  if (!dev) return fail(dev.error().code, "streamer: " + path + ": " + dev.error().message);
+  if ((*dev)->offset_alignment() > align_ || (*dev)->mem_alignment() > align_) {
+    return fail(ENOTSUP, "streamer: " + path + " needs alignment above 4096");
+  }
+  devices_[file] = std::move(*dev);
+  return devices_[file].get();
+}
+
+Result<void> WeightStreamer::read_file_span(const CopyOp& op, std::byte* dst) {
+  auto dev = device(op.file);
+  if (!dev) return tl::unexpected(dev.error());
+  hal::BlockDevice& d = **dev;
+  const uint64_t file_size = d.size();
+  uint64_t next = 0, done = 0, in_flight = 0;
+  std::vector<hal::IoCompletion> comps(kQueueDepth);
+  while (done < op.bytes) {
+    std::vector<hal::IoRequest> batch;
+    while (next < op.bytes && in_flight + batch.size() < d.queue_depth()) {
+      uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(kReadChunk, op.bytes - next));
+      batch.push_back(hal::IoRequest{hal::IoOp::kRead, op.file_offset + next, dst + next, len, next});
+      next += len;
+    }
+    if (!batch.empty()) {
+      if (auto ok = d.submit(batch); !ok) return ok;
+      in_flight += batch.size();
+    }
+    auto got = d.poll_completions(comps, 1);
+    if (!got) return tl::unexpected(got.error());
+    for (size_t i = 0; i < *got; ++i) {
+      --in_flight;
+      const auto& c = comps[i];
+      if (c.result < 0) return fail(static_cast<int>(-c.result), "streamer: read " + model_.paths()[op.file]);
+      // A short read is fine only at the end of the file (the span is rounded up past it).
+      uint64_t end = op.file_offset + c.user_data + static_cast<uint64_t>(c.result);
+      if (c.result < c.length && end < file_size) {
+        return fail(EIO, "streamer: short read from " + model_.paths()[op.file]);
+      }
+      done += c.length;
+    }
+  }
+  return {};
+}
+
+Result<void> WeightStreamer::fill(uint32_t layer, std::byte* mem, bool count_stats) {
+  const LayerPlan& plan = plans_[layer];
+  uint64_t copy_ns = 0, read_ns = 0;
+  for (const CopyOp& op : plan.ops) {
+    uint64_t t0 = monotonic_ns();
+    if (op.from_file) {
+      if (auto ok = read_file_span(op, mem + op.dst); !ok) return ok;
+      read_ns += monotonic_ns() - t0;
+    } else {
+      std::memcpy(mem + op.dst, op.src, op.bytes);
+      copy_ns += monotonic_ns() - t0;
+    }
+  }
+  if (count_stats) {
+    std::lock_guard lock(mutex_);
+    if (plan.region_bytes > 0) {
+      ++stats_.layers_copied;
+      stats_.bytes_copied += plan.region_bytes;
+      stats_.copy_ns_total += copy_ns;
+    }
+    if (plan.file_bytes > 0) {
+      ++stats_.layers_read;
+      stats_.bytes_read += plan.file_bytes;
+      stats_.read_ns_total += read_ns;
+    }
+  }
+  return {};
+}
+
+void WeightStreamer::copy_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    job_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+    if (stop_) return;
+    size_t idx = jobs_.front();
+    jobs_.pop_front();
+    Slot& slot = slots_[idx];
+    uint32_t layer = static_cast<uint32_t>(slot.layer);
+    lock.unlock();
+    auto ok = fill(layer, slot.mem, true);
+    lock.lock();
+    if (ok) {
+      slot.state = SlotState::kReady;
+      slot.ptrs.clear();
+      for (uint64_t d : plans_[layer].tensor_dst) slot.ptrs.push_back(reinterpret_cast<uint64_t>(slot.mem + d));
+    } else {
+      slot.state = SlotState::kFailed;
+      slot.error = ok.error();
+    }
+    ready_cv_.notify_all();
+  }
+}
+
+WeightStreamer::Slot* WeightStreamer::slot_of(uint32_t layer) {
+  for (auto& s : slots_) {
+    if (s.layer == static_cast<int64_t>(layer) && s.state != SlotState::kEmpty) return &s;
+  }
+  return nullptr;
+}
+
+uint32_t WeightStreamer::next_streamed(uint32_t layer) const {
+  const uint32_t n = static_cast<uint32_t>(plans_.size());
+  for (uint32_t k = 1; k <= n; ++k) {
+    uint32_t l = (layer + k) % n;
+    if (!pinned_[l]) return l;
+  }
+  return layer;
+}
+
+void WeightStreamer::want(uint32_t layer, bool urgent) {
+  if (pinned_[layer]) return;
+  if (Slot* s = slot_of(layer)) {
+    // Released but still holding the bytes: keep it from being reused.
+    if (s->state == SlotState::kCached) s->state = SlotState::kReady;
+    if (s->state != SlotState::kFailed) return;
+    s->state = SlotState::kEmpty;
+  }
+  if (std::find(wanted_.begin(), wanted_.end(), layer) != wanted_.end()) return;
+  if (urgent) {
+    wanted_.push_front(layer);
+  } else {
+    wanted_.push_back(layer);
+  }
+}
+
+void WeightStreamer::assign_slots() {
+  while (!wanted_.empty()) {
+    uint32_t layer = wanted_.front();
+    Slot* pick = nullptr;
+    for (auto& s : slots_) {
+      bool free = s.state == SlotState::kEmpty || s.state == SlotState::kCached || s.state == SlotState::kFailed;
+      if (free && (pick == nullptr || s.released_seq < pick->released_seq)) pick = &s;
+    }
+    if (pick == nullptr && static_cast<int64_t>(layer) == urgent_) {
+      // A layer acquired out of order may take a prefetched one's slot.
+      for (auto& s : slots_) {
+        if (s.state == SlotState::kReady) {
+          pick = &s;
+          break;
+        }
+      }
+    }
+    if (pick == nullptr) return;
+    wanted_.pop_front();
+    pick->layer = layer;
+    pick->state = SlotState::kLoading;
+    jobs_.push_back(static_cast<size_t>(pick - slots_.data()));
+    job_cv_.notify_one();
+  }
+}
+
+Result<void> WeightStreamer::acquire(uint32_t layer, cxlpool_streamed_layer* out) {
+  if (layer >= plans_.size()) return fail(EINVAL, "streamer: no layer " + std::to_string(layer));
+  std::unique_lock lock(mutex_);
+  ++stats_.acquires;
+  const LayerPlan& plan = plans_[layer];
+  out->layer = layer;
+  out->n_tensors = static_cast<uint32_t>(plan.tensor_index.size());
+  out->tensor_index = plan.tensor_index.data();
+  // The layers after this one, whatever happens to this one.
+  wanted_.clear();
+  if (!pinned_[layer]) want(layer, true);
+  uint32_t l = layer;
+  for (uint32_t k = 0; k < depth_; ++k) {
+    l = next_streamed(l);
+    if (l == layer) break;
+    want(l, false);
+  }
+  if (pinned_[layer]) {
+    ++stats_.hits_resident;
+    pinned_[layer]->held = true;
+    out->data = pinned_[layer]->ptrs.data();
+    assign_slots();
+    return {};
+  }
+  urgent_ = layer;
+  uint64_t t0 = monotonic_ns();
+  Result<void> result;
+  for (;;) {
+    assign_slots();
+    Slot* s = slot_of(layer);
+    if (s != nullptr && s->state == SlotState::kReady) {
+      s->state = SlotState::kInUse;
+      out->data = s->ptrs.data();
+      break;
+    }
+    if (s != nullptr && s->state == SlotState::kInUse) {
+      result = fail(EBUSY, "streamer: layer " + std::to_string(layer) + " is already acquired");
+      break;
+    }
+    if (s != nullptr && s->state == SlotState::kFailed) {
+      result = tl::unexpected(s->error);
+      s->state = SlotState::kEmpty;
+      break;
+    }
+    if (s == nullptr) {
+      bool all_in_use = std::all_of(slots_.begin(), slots_.end(),
+                                    [](const Slot& x) { return x.state == SlotState::kInUse; });
+      if (all_in_use) {
+        result = fail(EBUSY, "streamer: every slot is in use (release a layer first)");
+        break;
+      }
+    }
+    ready_cv_.wait(lock);
+  }
+  urgent_ = -1;
+  std::erase(wanted_, layer);
+  stats_.wait_ns_total += monotonic_ns() - t0;
+  return result;
+}
+
+Result<void> WeightStreamer::release(uint32_t layer) {
+  if (layer >= plans_.size()) return fail(EINVAL, "streamer: no layer " + std::to_string(layer));
+  std::lock_guard lock(mutex_);
+  if (pinned_[layer]) {
+    if (!pinned_[layer]->held) return fail(EINVAL, "streamer: layer " + std::to_string(layer) + " is not held");
+    pinned_[layer]->held = false;
+    return {};
+  }
+  Slot* s = slot_of(layer);
+  if (s == nullptr || s->state != SlotState::kInUse) {
+    return fail(EINVAL, "streamer: layer " + std::to_string(layer) + " is not held");
+  }
+  s->state = SlotState::kCached;
+  s->released_seq = ++release_seq_;
+  assign_slots();
+  ready_cv_.notify_all();
+  return {};
+}
+
+cxlpool_streamer_stats WeightStreamer::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace cxlpool::client
