@@ -10,7 +10,9 @@
 namespace cxlpool::drivers {
 
 // BlockEngine/uring: one io_uring of options.queue_depth entries, the file
-// registered as fixed file 0, registered buffers used through
+// registered as fixed file 0 (unless options.register_files is false),
+// optionally SQPOLL (options.sq_poll*) or IOPOLL (options.io_poll: EOPNOTSUPP
+// when sysfs says the device has no poll queues), registered buffers used through
 // READ_FIXED/WRITE_FIXED when a request names one, one io_uring_enter per
 // submitted batch. When the kernel refuses io_uring the error code is ENOSYS
 // or EPERM (kernel.io_uring_disabled, seccomp) and the message says so: the

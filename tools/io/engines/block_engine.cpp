@@ -114,10 +114,10 @@ Result<std::unique_ptr<Engine>> open_block_engine(const JobSpec& job, const Engi
   const std::string& e = job.ioengine;
   if (e == "io_uring") {
 #if CXLPOOL_HAVE_URING
-    const auto before = job.sqthread_poll ? sqpoll_threads() : std::vector<pid_t>{};
+    const auto before = job.sqthread_poll ? task_ids() : std::vector<pid_t>{};
     auto dev = drivers::open_uring_block_device(target.path, options);
     std::optional<pid_t> tid;
-    if (dev && job.sqthread_poll) tid = new_sqpoll_thread(before, sqpoll_threads());
+    if (dev && job.sqthread_poll) tid = new_task(before, task_ids());
     return wrap(e, std::move(dev), job, tid);
 #else
     return fail(ENOTSUP, "io_uring: not compiled in (" CXLPOOL_HAVE_URING_REASON ")");

@@ -12,14 +12,10 @@
 
 namespace cxlpool::io {
 
-std::vector<pid_t> sqpoll_threads() {
+std::vector<pid_t> task_ids() {
   std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    std::ifstream comm(entry.path() / "comm");
-    std::string name;
-    if (!std::getline(comm, name)) continue;
-    if (name.rfind("iou-sqp-", 0) != 0) continue;
     try {
       out.push_back(static_cast<pid_t>(std::stol(entry.path().filename().string())));
     } catch (...) {
@@ -29,7 +25,7 @@ std::vector<pid_t> sqpoll_threads() {
   return out;
 }
 
-std::optional<pid_t> new_sqpoll_thread(const std::vector<pid_t>& before, const std::vector<pid_t>& after) {
+std::optional<pid_t> new_task(const std::vector<pid_t>& before, const std::vector<pid_t>& after) {
   std::optional<pid_t> found;
   for (pid_t t : after) {
     if (std::binary_search(before.begin(), before.end(), t)) continue;
