@@ -249,7 +249,8 @@ int main(int argc, char** argv) {
       return kExitError;
     }
     resident_bytes = session.resident_bytes;
-    Scheduler scheduler(f.model, session, f.runtime, actual, w.decode_steps, max_context);
+    Scheduler scheduler(f.model, session, *session.weight_source, *session.kv_cache, f.runtime, actual, w.decode_steps,
+                        max_context);
     auto r = scheduler.run();
     summary = scheduler.summary();
     auto closed = session.close(f.runtime);

@@ -12,10 +12,13 @@ bool same_key(const cxlpool_kv_key& a, const cxlpool_kv_key& b) { return a.lo ==
 
 }  // namespace
 
-Scheduler::Scheduler(const ModelConfig& config, RuntimeSession& session, const RuntimeOptions& options,
-                     std::vector<Sequence>& requests, uint32_t decode_steps, uint32_t max_context)
+Scheduler::Scheduler(const ModelConfig& config, RuntimeSession& session, WeightSource& weights, const KvCache& cache,
+                     const RuntimeOptions& options, std::vector<Sequence>& requests, uint32_t decode_steps,
+                     uint32_t max_context)
     : config_(config),
       session_(session),
+      weights_(weights),
+      cache_(cache),
       options_(options),
       requests_(requests),
       decode_steps_(decode_steps),
@@ -230,7 +233,7 @@ Result<void> Scheduler::admit() {
 
   // One batched prefill for every row admitted in this round.
   std::vector<float> logits;
-  if (auto f = decoder_.forward(*session_.weight_source, *session_.kv_cache, work, logits); !f) return f;
+  if (auto f = decoder_.forward(weights_, cache_, work, logits); !f) return f;
   size_t next = 0;
   for (uint32_t id : admitted) {
     Slot& slot = slots_[id];
@@ -280,7 +283,7 @@ Result<void> Scheduler::run() {
       work.push_back({slots_[id].row, pos, s.token_at(pos), true});
     }
     std::vector<float> logits;
-    if (auto f = decoder_.forward(*session_.weight_source, *session_.kv_cache, work, logits); !f) return f;
+    if (auto f = decoder_.forward(weights_, cache_, work, logits); !f) return f;
     ++summary_.decode_steps;
     for (size_t i = 0; i < active_.size(); ++i) {
       const uint32_t id = active_[i];
@@ -291,8 +294,10 @@ Result<void> Scheduler::run() {
   if (auto r = poll_offloads(-1); !r) return r;
   if (int rc = cxlpool_kv_arena_get_stats(session_.arena.get(), &summary_.arena); rc < 0)
     return api_error("kv arena: stats", rc);
-  if (int rc = cxlpool_weight_streamer_stats(session_.streamer.get(), &summary_.streamer); rc < 0)
-    return api_error("streamer: stats", rc);
+  if (session_.streamer) {
+    if (int rc = cxlpool_weight_streamer_stats(session_.streamer.get(), &summary_.streamer); rc < 0)
+      return api_error("streamer: stats", rc);
+  }
   return cleanup();
 }
 

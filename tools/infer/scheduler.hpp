@@ -36,8 +36,12 @@ struct RuntimeSummary {
 
 class Scheduler {
  public:
-  Scheduler(const ModelConfig& config, RuntimeSession& session, const RuntimeOptions& options,
-            std::vector<Sequence>& requests, uint32_t decode_steps, uint32_t max_context);
+  // The session's arena, store handle and namespace serve the KV; the
+  // decoder reads `weights` and `cache` (the session's streamed weights and
+  // arena view in cxlpool-infer).
+  Scheduler(const ModelConfig& config, RuntimeSession& session, WeightSource& weights, const KvCache& cache,
+            const RuntimeOptions& options, std::vector<Sequence>& requests, uint32_t decode_steps,
+            uint32_t max_context);
 
   Result<void> run();
   const RuntimeSummary& summary() const { return summary_; }
@@ -68,6 +72,8 @@ class Scheduler {
 
   const ModelConfig& config_;
   RuntimeSession& session_;
+  WeightSource& weights_;
+  const KvCache& cache_;
   const RuntimeOptions& options_;
   std::vector<Sequence>& requests_;
   uint32_t decode_steps_;
