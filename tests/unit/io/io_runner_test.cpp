@@ -230,6 +230,28 @@ TEST_F(Runner, SeveralFilesShareTheJob) {
   EXPECT_EQ(fs::file_size(dir_ / "m2"), 128u << 10);
 }
 
+TEST_F(Runner, TraceReplayKeepsTimingUnlessNoStall) {
+  // bpftrace block_rq_issue lines: nsecs rwbs bytes sector nr_sector.
+  const std::string trace = (dir_ / "trace.txt").string();
+  std::ofstream(trace) << "1000000000 R 4096 0 8\n"
+                       << "1050000000 W 8192 16 16\n"
+                       << "1150000000 RA 4096 64 8\n";
+  JobSpec j = job("replay", RwMode::kRead, 0);
+  j.trace_file = trace;
+  j.trace_format = "bpftrace";
+  auto r = run({j});
+  const JobResult& res = r.jobs[0];
+  ASSERT_EQ(res.error, 0) << res.error_message;
+  EXPECT_EQ(res.dir[kReadDir].ios, 2u);
+  EXPECT_EQ(res.dir[kWriteDir].ios, 1u);
+  EXPECT_EQ(res.dir[kWriteDir].io_bytes, 8192u);
+  EXPECT_GE(res.runtime_ns, 150'000'000u);  // the last op is due 150 ms after the first
+  j.replay_no_stall = true;
+  auto fast = run({j});
+  EXPECT_EQ(fast.jobs[0].dir[kReadDir].ios, 2u);
+  EXPECT_LT(fast.jobs[0].runtime_ns, 100'000'000u);
+}
+
 TEST_F(Runner, SetUpErrorsNameTheJob) {
   JobSpec j = job("unaligned", RwMode::kRead);
   j.direct = true;
