@@ -138,6 +138,14 @@ class UringBlockDevice final : public hal::BlockDevice {
   }
 
   Result<void> flush() {
+    if ((ring_.flags & IORING_SETUP_SQPOLL) != 0) {
+      // The kernel thread takes entries when it runs; the SQ tail is already
+      // published (and the thread woken if it slept), so waiting here for it
+      // to catch up would only spin against it.
+      const int rc = io_uring_submit(&ring_);
+      if (rc < 0 && rc != -EINTR) return fail(-rc, errno_message("io_uring_submit", -rc));
+      return {};
+    }
     while (io_uring_sq_ready(&ring_) > 0) {
       const int rc = io_uring_submit(&ring_);
       if (rc >= 0 || rc == -EINTR) continue;
