@@ -16,6 +16,7 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"
 #include "cxlpool/kv_arena.h"
+#include "cxlpool/kv_arena.hpp"
 #include "daemon_process.hpp"
 #include "test_config.hpp"
 
@@ -349,6 +350,31 @@ TEST_F(KvArena, BadRequestsAreRejected) {
     EXPECT_LT(rc, 0);
     EXPECT_STRNE(cxlpool_last_error(), "");
   }
+}
+
+TEST_F(KvArena, CxxLayerOwnsTheArenaAndThrowsErrno) {
+  auto c = kv_arena_config(kLayers, 2, 16, 2, 4, 4096);
+  c.page_bytes = kPage;
+  c.region_bytes = 1 << 20;
+  cxlpool::KvArena arena(client_, c);
+  const uint32_t r = arena.alloc_reqid();
+  std::vector<uint32_t> seq(4, 0);
+  seq[r] = 10;
+  arena.step(seq);
+  arena.row<uint16_t>(r, 1, CXLPOOL_ARENA_V)[9 * 32] = 0xBEEF;
+  EXPECT_EQ(arena.stats().mapped_bytes, 4 * kPage);
+  seq[r] = 5000;
+  try {
+    arena.step(seq);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ERANGE);
+  }
+  cxlpool::KvArena moved = std::move(arena);
+  EXPECT_EQ(arena.get(), nullptr);
+  moved.free_reqid(r);
+  moved.trim();
+  EXPECT_EQ(moved.stats().region_bytes, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The KV arena's measurements quoted in docs/perf.md ("KV arena"), host
+# backend, against a cxlpoold this script starts in a temporary state dir:
+#   1. step() cost at batch 256 (sync, and step_async + wait);
+#   2. mapping bandwidth, 64 KiB and 2 MiB pages: one bulk step, and
+#      decode-like growth without and with the worker thread;
+#   3. map-on-demand vs preallocating the whole arena: tokens/s of both and
+#      the memory on-demand saves.
+#   tests/bench/run-arena.sh [BUILD_DIR]
+# Environment: ARENA_STEPS (decode steps, default 2000), ARENA_COMPUTE_US
+# (simulated compute per step, default 200), ARENA_REPEAT (runs of the
+# demand pair, default 3).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+steps=${ARENA_STEPS:-2000}
+compute=${ARENA_COMPUTE_US:-200}
+reps=${ARENA_REPEAT:-3}
+ninja -C "$build" daemon/cxlpoold tests/bench/arena_bench >/dev/null
+
+work=$(mktemp -d -p "${TMPDIR:-/tmp}" cxlpool-arenabench.XXXXXX)
+daemon=""
+cleanup() {
+  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+state="$work/state"
+sock="$state/cxlpoold.sock"
+# The DRAM tier may hand out most of the node: a preallocated arena takes
+# its whole size in regions (untouched pages cost no memory until written).
+cat >"$work/cxlpoold.toml" <<'TOML'
+[daemon]
+log_level = "warning"
+
+[numa]
+capacity_percent = 90
+
+[tiering]
+enabled = false
+TOML
+mkdir -p "$state"
+"$build/daemon/cxlpoold" --config "$work/cxlpoold.toml" --state-dir "$state" 2>>"$work/daemon.log" &
+daemon=$!
+for _ in $(seq 200); do
+  [ -S "$sock" ] && break
+  kill -0 "$daemon" 2>/dev/null || break
+  sleep 0.05
+done
+if [ ! -S "$sock" ]; then
+  echo "run-arena: cxlpoold did not start:" >&2
+  cat "$work/daemon.log" >&2
+  exit 1
+fi
+
+bench="$build/tests/bench/arena_bench"
+echo "== KV arena benchmarks ($(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg))"
+# 8 layers, 8 KV heads x 128, bf16: 2 KiB per token and tensor, 32 KiB per
+# token over all 16 tensors; 2048-token rows.
+shape=(--layers 8 --kv-heads 8 --head-dim 128 --dtype 2 --context 2048)
+
+echo "-- 1. step() at batch 256"
+"$bench" "$sock" step "${shape[@]}" --batch 256 --steps "$steps" --compute-us "$compute"
+
+# 16 rows: at 64 KiB pages that is 16384 mappings, well inside
+# vm.max_map_count (65530 by default); each host page is one VMA.
+echo "-- 2. mapping bandwidth"
+for page in 65536 2097152; do
+  "$bench" "$sock" mapbw "${shape[@]}" --rows 16 --page "$page" --grow 16 --compute-us "$compute" --touch 1
+done
+
+# Longer rows so that a row is several pages: 4 layers, 4 KV heads x 128,
+# bf16 (1 KiB per token and tensor), 16384-token rows of 8 pages; requests
+# of 64..8000 tokens. Batch 128: the preallocated arena is 16 GiB of
+# regions, which the DRAM tier must be able to hand out.
+echo "-- 3. map on demand vs preallocated"
+long=(--layers 4 --kv-heads 4 --head-dim 128 --dtype 2 --context 16384 --min-len 64 --max-len 8000)
+for rep in $(seq "$reps"); do
+  "$bench" "$sock" demand "${long[@]}" --batch 128 --steps "$steps" --compute-us "$compute" --seed "$rep"
+done
