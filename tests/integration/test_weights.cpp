@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared weights (weights.h) against the real cxlpoold: a model loads once
+// and two processes map the same physical pages read-only; malformed files
+// are rejected naming the file and the reason; layers past the residency
+// budget stay in the files and the streamer reads them with the right
+// bytes; unload is for the owner and leaves existing mappings readable.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "child_process.hpp"
+#include "cxlpool/cxlpool.h"
+#include "cxlpool/weights.h"
+#include "daemon_process.hpp"
+#include "test_config.hpp"
+
+namespace cxlpool::integration {
+namespace {
+
+constexpr int kLayers = 4;
+constexpr uint32_t kElems = 40000;  // 160 KB per layer tensor
+
+float value_of(int layer, uint32_t i) { return static_cast<float>(layer * 1000000 + static_cast<int>(i)); }
+
+// A safetensors file written by hand (the format is part of what is tested):
+// an embedding plus kLayers layers of one f32 tensor.
+std::string write_model(const std::string& dir, const std::string& name) {
+  std::string json = "{";
+  uint64_t off = 0;
+  auto add = [&](const std::string& tensor, uint64_t elems) {
+    if (json.size() > 1) json += ",";
+    json += "\"" + tensor + "\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(elems) +
+            "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + elems * 4) + "]}";
+    off += elems * 4;
+  };
+  add("embed", 1024);
+  for (int l = 0; l < kLayers; ++l) add("layers." + std::to_string(l) + ".w", kElems);
+  json += "}";
+  while ((8 + json.size()) % 8 != 0) json += ' ';
+  std::string path = dir + "/" + name;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  uint64_t n = json.size();
+  EXPECT_EQ(::write(fd, &n, 8), 8);
+  EXPECT_EQ(::write(fd, json.data(), json.size()), static_cast<ssize_t>(json.size()));
+  std::vector<float> embed(1024, 0.25f);
+  EXPECT_EQ(::write(fd, embed.data(), 4096), 4096);
+  for (int l = 0; l < kLayers; ++l) {
+    std::vector<float> v(kElems);
+    for (uint32_t i = 0; i < kElems; ++i) v[i] = value_of(l, i);
+    EXPECT_EQ(::write(fd, v.data(), kElems * 4), static_cast<ssize_t>(kElems * 4));
+  }
+  ::close(fd);
+  return path;
+}
+
+std::string write_raw(const std::string& dir, const std::string& name, const std::string& json, size_t data) {
+  std::string path = dir + "/" + name;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  uint64_t n = json.size();
+  EXPECT_EQ(::write(fd, &n, 8), 8);
+  EXPECT_EQ(::write(fd, json.data(), json.size()), static_cast<ssize_t>(json.size()));
+  std::string zeros(data, '\0');
+  EXPECT_EQ(::write(fd, zeros.data(), zeros.size()), static_cast<ssize_t>(zeros.size()));
+  ::close(fd);
+  return path;
+}
+
+// The page frame behind `addr`, 0 when the kernel hides PFNs (not root).
+uint64_t pfn_of(const void* addr) {
+  int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  uint64_t entry = 0;
+  off_t off = static_cast<off_t>(reinterpret_cast<uintptr_t>(addr) / 4096 * 8);
+  if (::pread(fd, &entry, 8, off) != 8) entry = 0;
+  ::close(fd);
+  return (entry >> 63) & 1 ? entry & ((1ull << 55) - 1) : 0;
+}
+
+class Weights : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(daemon_.start());
+    ASSERT_EQ(cxlpool_connect(daemon_.socket().c_str(), "weights-test", &client_), 0);
+  }
+  void TearDown() override {
+    if (client_ != nullptr) cxlpool_disconnect(client_);
+  }
+  // Any user may connect (the unload test acts as another user).
+  DaemonProcess daemon_{TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"}.render()};
+  cxlpool_client* client_ = nullptr;
+};
+
+TEST_F(Weights, TwoProcessesMapTheSamePagesReadOnly) {
+  std::string path = write_model(daemon_.dir(), "m.safetensors");
+  const char* paths[] = {path.c_str()};
+  cxlpool_weights* w = nullptr;
+  ASSERT_EQ(cxlpool_weights_load(client_, "tiny", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  EXPECT_EQ(cxlpool_weights_count(w), kLayers + 1);
+  EXPECT_EQ(cxlpool_weights_layers(w), kLayers);
+  cxlpool_weight_tensor t{};
+  ASSERT_EQ(cxlpool_weights_find(w, "layers.2.w", &t), 0);
+  ASSERT_NE(t.data, nullptr);
+  EXPECT_EQ(t.layer, 2);
+  EXPECT_EQ(t.bytes, kElems * 4u);
+  EXPECT_EQ(static_cast<const float*>(t.data)[123], value_of(2, 123));
+  // Read-only for the client: the mapping cannot be made writable.
+  void* page = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(t.data) & ~uintptr_t{4095});
+  EXPECT_NE(::mprotect(page, 4096, PROT_READ | PROT_WRITE), 0);
+  const uint64_t mine = pfn_of(t.data);
+
+  ForkedChild other([&](int fd) {
+    cxlpool_client* c = nullptr;
+    if (cxlpool_connect(daemon_.socket().c_str(), "weights-other", &c) != 0) return 1;
+    cxlpool_weights* w2 = nullptr;
+    if (cxlpool_weights_open(c, "tiny", &w2) != 0) return 2;
+    // Loading the same files again only opens it.
+    cxlpool_weights* w3 = nullptr;
+    if (cxlpool_weights_load(c, "tiny", paths, 1, nullptr, &w3) != 0) return 3;
+    cxlpool_weight_tensor t2{};
+    if (cxlpool_weights_find(w2, "layers.2.w", &t2) != 0 || t2.data == nullptr) return 4;
+    const float seen = static_cast<const volatile float*>(t2.data)[123];  // faults the page in
+    std::string line = std::to_string(seen) + " " + std::to_string(pfn_of(t2.data)) + "\n";
+    if (::write(fd, line.data(), line.size()) < 0) return 5;
+    cxlpool_weights_close(w3);
+    cxlpool_weights_close(w2);
+    cxlpool_disconnect(c);
+    return 0;
+  });
+  auto line = other.read_line(std::chrono::seconds(10));
+  ASSERT_TRUE(line);
+  EXPECT_EQ(other.wait(std::chrono::seconds(10)), 0);
+  float v = 0;
+  unsigned long long pfn = 0;
+  ASSERT_EQ(std::sscanf(line->c_str(), "%f %llu", &v, &pfn), 2);
+  EXPECT_EQ(v, value_of(2, 123));
+  if (mine != 0) {
+    EXPECT_EQ(pfn, mine) << "the two processes map different pages";
+  }
+
+  // Same name, other files: refused.
+  std::string other_path = write_model(daemon_.dir(), "other.safetensors");
+  const char* other_paths[] = {other_path.c_str()};
+  cxlpool_weights* w4 = nullptr;
+  EXPECT_EQ(cxlpool_weights_load(client_, "tiny", other_paths, 1, nullptr, &w4), -EEXIST);
+  cxlpool_weights_close(w);
+}
+
+TEST_F(Weights, MalformedFilesAreRejectedWithTheReason) {
+  struct Case {
+    const char* name;
+    std::string json;
+    size_t data;
+    const char* reason;
+  } cases[] = {
+      {"json.safetensors", "{\"a\":", 0, "not valid JSON"},
+      {"dtype.safetensors", R"({"a":{"dtype":"F31","shape":[1],"data_offsets":[0,4]}})", 4, "unknown dtype"},
+      {"overlap.safetensors",
+       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+       12, "overlap"},
+      {"past.safetensors", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8, "past the data"},
+      {"shape.safetensors", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8, "need 12"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string path = write_raw(daemon_.dir(), c.name, c.json, c.data);
+    const char* paths[] = {path.c_str()};
+    cxlpool_weights* w = nullptr;
+    EXPECT_EQ(cxlpool_weights_load(client_, "bad", paths, 1, nullptr, &w), -EBADMSG);
+    std::string err = cxlpool_last_error();
+    EXPECT_NE(err.find(path), std::string::npos) << err;
+    EXPECT_NE(err.find(c.reason), std::string::npos) << err;
+  }
+  // A header length past the end of the file.
+  std::string path = daemon_.dir() + "/short.safetensors";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  uint64_t n = 1 << 20;
+  ASSERT_EQ(::write(fd, &n, 8), 8);
+  ::close(fd);
+  const char* paths[] = {path.c_str()};
+  cxlpool_weights* w = nullptr;
+  EXPECT_EQ(cxlpool_weights_load(client_, "bad", paths, 1, nullptr, &w), -EBADMSG);
+  // A relative path never reaches the daemon's file system.
+  const char* rel[] = {"m.safetensors"};
+  EXPECT_EQ(cxlpool_weights_load(client_, "bad", rel, 1, nullptr, &w), -EINVAL);
+  cxlpool_weights* none = nullptr;
+  EXPECT_EQ(cxlpool_weights_open(client_, "bad", &none), -ENOENT);
+}
+
+TEST_F(Weights, LayersPastTheBudgetStreamFromTheFile) {
+  std::string path = write_model(daemon_.dir(), "m.safetensors");
+  const char* paths[] = {path.c_str()};
+  cxlpool_weights_load_options opts{};
+  opts.tier_id = UINT32_MAX;
+  opts.max_resident_bytes = 4096 + kElems * 4;  // the embedding and layer 0
+  cxlpool_weights* w = nullptr;
+  ASSERT_EQ(cxlpool_weights_load(client_, "budget", paths, 1, &opts, &w), 0) << cxlpool_last_error();
+  cxlpool_weight_tensor t{};
+  ASSERT_EQ(cxlpool_weights_find(w, "layers.0.w", &t), 0);
+  EXPECT_NE(t.data, nullptr);
+  ASSERT_EQ(cxlpool_weights_find(w, "layers.1.w", &t), 0);
+  EXPECT_EQ(t.data, nullptr);
+  ASSERT_EQ(cxlpool_weights_find(w, "embed", &t), 0);
+  EXPECT_NE(t.data, nullptr);
+
+  cxlpool_streamer_config cfg{};
+  cfg.target = CXLPOOL_STREAM_HOST;
+  cfg.buffers = 3;
+  cfg.prefetch_depth = 2;
+  cxlpool_weight_streamer* s = nullptr;
+  ASSERT_EQ(cxlpool_weight_streamer_create(w, &cfg, &s), 0) << cxlpool_last_error();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      cxlpool_streamed_layer sl{};
+      ASSERT_EQ(cxlpool_weight_streamer_acquire(s, l, &sl), 0) << cxlpool_last_error();
+      ASSERT_EQ(sl.n_tensors, 1u);
+      const auto* f = reinterpret_cast<const float*>(sl.data[0]);
+      for (uint32_t i = 0; i < kElems; ++i) ASSERT_EQ(f[i], value_of(static_cast<int>(l), i)) << l << " " << i;
+      ASSERT_EQ(cxlpool_weight_streamer_release(s, l), 0);
+    }
+  }
+  cxlpool_streamer_stats st{};
+  ASSERT_EQ(cxlpool_weight_streamer_stats(s, &st), 0);
+  EXPECT_GE(st.layers_read, 3u);
+  EXPECT_GE(st.bytes_read, 3u * kElems * 4);
+  EXPECT_GE(st.layers_copied, 1u);
+  cfg.target = CXLPOOL_STREAM_CUDA;
+  cxlpool_weight_streamer* s2 = nullptr;
+  EXPECT_EQ(cxlpool_weight_streamer_create(w, &cfg, &s2), -ENOTSUP);
+  cxlpool_weight_streamer_destroy(s);
+  cxlpool_weights_close(w);
+}
+
+TEST_F(Weights, UnloadIsForTheOwnerAndKeepsMappings) {
+  std::string path = write_model(daemon_.dir(), "m.safetensors");
+  const char* paths[] = {path.c_str()};
+  cxlpool_weights* w = nullptr;
+  ASSERT_EQ(cxlpool_weights_load(client_, "gone", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  if (::geteuid() == 0) {
+    ForkedChild stranger([&](int) {
+      cxlpool_client* c = nullptr;
+      if (cxlpool_connect(daemon_.socket().c_str(), "stranger", &c) != 0) return 1;
+      return cxlpool_weights_unload(c, "gone") == -EPERM ? 0 : 2;
+    }, RunAs{});
+    EXPECT_EQ(stranger.wait(std::chrono::seconds(10)), 0);
+  }
+  // Clients may not take the daemon's region names.
+  cxlpool_region* r = nullptr;
+  EXPECT_EQ(cxlpool_named_create(client_, "cxlpool-w-gone2", 0, 4096, 0600, 0, &r), -EPERM);
+  ASSERT_EQ(cxlpool_weights_unload(client_, "gone"), 0);
+  cxlpool_weights* again = nullptr;
+  EXPECT_EQ(cxlpool_weights_open(client_, "gone", &again), -ENOENT);
+  cxlpool_weight_tensor t{};
+  ASSERT_EQ(cxlpool_weights_find(w, "layers.3.w", &t), 0);
+  EXPECT_EQ(static_cast<const float*>(t.data)[kElems - 1], value_of(3, kElems - 1));
+  cxlpool_weights_close(w);
+  // Loadable again after the unload.
+  ASSERT_EQ(cxlpool_weights_load(client_, "gone", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  cxlpool_weights_close(w);
+}
+
+}  // namespace
+}  // namespace cxlpool::integration
