@@ -111,9 +111,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (f.short_run) {
-    // Two rows cross a 64 KiB page (256 tokens) while decoding, so the
-    // default limit still forces a preemption; small enough for a demo.
-    if (app.count("--layers") == 0) f.model.layers = 2;
+    // Rows cross a 64 KiB page (256 tokens) while decoding, so the default
+    // limit still forces a preemption, and the streamer's window holds fewer
+    // layers than the model has; small enough for a demo.
+    if (app.count("--layers") == 0) f.model.layers = 3;
+    if (app.count("--stream-buffers") == 0) f.runtime.stream_buffers = 2;
+    if (app.count("--prefetch") == 0) f.runtime.prefetch_depth = 1;
     if (app.count("--batch") == 0) f.workload.requests = 4;
     if (app.count("--prompt-len") == 0) f.workload.prompt_len = 240;
     if (app.count("--shared-prefix") == 0) f.workload.shared_prefix = 192;
