@@ -26,6 +26,8 @@ done
 echo; echo "== cxlpoolctl tiers"; "$B/tools/ctl/cxlpoolctl" tiers
 echo; echo "== cxlpoolctl backends"; "$B/tools/ctl/cxlpoolctl" backends
 echo; echo "== cxlpool-demo"; "$B/tools/demo/cxlpool-demo"
+echo; echo "== cxlpool-infer --short (a small decoder through libcxlpool vs plain buffers)"
+"$B/tools/infer/cxlpool-infer" --short
 echo; echo "== cxlpoolctl kv status"; "$B/tools/ctl/cxlpoolctl" kv status
 echo; echo "== cxlpoolctl tiering status"; "$B/tools/ctl/cxlpoolctl" tiering status
 echo; echo "== cxlpoolctl status"; "$B/tools/ctl/cxlpoolctl" status
