@@ -36,6 +36,12 @@ uint64_t Scheduler::row_bytes(uint64_t tokens) const {
   return uint64_t{config_.layers} * 2 * pages * page;
 }
 
+std::string Scheduler::memory_limit_message() const {
+  return "kv arena: the memory limit (" + std::to_string(options_.memory_limit_bytes) +
+         " bytes) does not hold one request (" +
+         std::to_string(row_bytes(requests_[0].prompt.size() + decode_steps_)) + " bytes at full length)";
+}
+
 uint64_t Scheduler::next_need(uint32_t id) const {
   const Sequence& s = requests_[id];
   // A started request's newest token is its pending one; a fresh request
@@ -141,9 +147,7 @@ Result<bool> Scheduler::grow(bool allow_preempt) {
     }
     if (rc != -ENOMEM) return api_error("kv arena: step", rc);
     if (!allow_preempt) return false;
-    if (active_.size() <= 1)
-      return fail(ENOMEM, "kv arena: the memory limit (" + std::to_string(options_.memory_limit_bytes) +
-                              " bytes) does not hold one request");
+    if (active_.size() <= 1) return fail(ENOMEM, memory_limit_message());
     if (auto r = preempt(active_.back()); !r) return tl::unexpected(r.error());
   }
 }
@@ -193,8 +197,9 @@ Result<void> Scheduler::admit() {
       int rc = cxlpool_kv_arena_restore_begin(session_.arena.get(), session_.kv.get(), &session_.ns, row, ids.data(),
                                               ids.size(), &ticket);
       if (rc == 0) rc = cxlpool_kv_arena_offload_poll(session_.arena.get(), ticket, -1, &restored);
-      if (rc == -ENOMEM && !active_.empty()) {
+      if (rc == -ENOMEM) {
         (void)cxlpool_kv_arena_free_reqid(session_.arena.get(), row);
+        if (active_.empty()) return fail(ENOMEM, memory_limit_message());
         break;
       }
       if (rc < 0) return api_error("kv arena: restore row " + std::to_string(row), rc);
@@ -207,7 +212,7 @@ Result<void> Scheduler::admit() {
       seq_lens_[row] = 0;
       if (int rc = cxlpool_kv_arena_free_reqid(session_.arena.get(), row); rc < 0)
         return api_error("kv arena: free row", rc);
-      if (active_.empty()) return fail(ENOMEM, "kv arena: the memory limit does not hold one request");
+      if (active_.empty()) return fail(ENOMEM, memory_limit_message());
       break;
     }
 

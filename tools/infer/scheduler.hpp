@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "decoder.hpp"
@@ -68,6 +69,7 @@ class Scheduler {
   uint64_t row_bytes(uint64_t tokens) const;
   bool fits(uint64_t extra_tokens) const;
   uint64_t next_need(uint32_t id) const;
+  std::string memory_limit_message() const;
   void note_stats();
 
   const ModelConfig& config_;
