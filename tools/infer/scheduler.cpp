@@ -252,6 +252,17 @@ Result<void> Scheduler::admit() {
 }
 
 Result<void> Scheduler::run() {
+  auto served = serve();
+  // Stored chunks are deleted even after a failure; the first error wins.
+  auto settled = settle();
+  if (settled) settled = poll_offloads(-1);
+  auto cleaned = cleanup();
+  if (!served) return served;
+  if (!settled) return settled;
+  return cleaned;
+}
+
+Result<void> Scheduler::serve() {
   for (;;) {
     if (auto r = settle(); !r) return r;
     if (auto r = poll_offloads(0); !r) return r;
@@ -303,7 +314,7 @@ Result<void> Scheduler::run() {
     if (int rc = cxlpool_weight_streamer_stats(session_.streamer.get(), &summary_.streamer); rc < 0)
       return api_error("streamer: stats", rc);
   }
-  return cleanup();
+  return {};
 }
 
 // Deletes the chunks this run stored, so that the next run starts cold and

@@ -57,6 +57,7 @@ class Scheduler {
     size_t offloaded = 0;       // longest token run offloaded (for cleanup)
   };
 
+  Result<void> serve();
   Result<void> settle();
   Result<void> poll_offloads(int timeout_ms);
   Result<void> wait_ticket(Slot& slot);
