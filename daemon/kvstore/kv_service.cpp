@@ -509,6 +509,15 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   add("kv.rejected_requests", c.rejected_requests);
   add("kv.io_in_flight", store_->io_in_flight());
   add("kv.ssd_durable_sequence", store_->ssd_durable_sequence());
+  if (const kvcache::SsdStoreStats* ss = store_->ssd_stats()) {
+    add("kv.ssd_writes_in_flight", store_->ssd_writes_in_flight());
+    add("kv.ssd_regions_sealed", ss->regions_sealed);
+    add("kv.ssd_syncs", ss->syncs);
+    add("kv.ssd_write_stalls", ss->write_stalls);
+    add("kv.ssd_buffer_reads", ss->buffer_reads);
+    add("kv.ssd_write_dropped", ss->write_dropped);
+    add("kv.ssd_verify_ns", ss->verify_ns);
+  }
   for (size_t t = 0; t < kvcache::kKvTierCount; ++t) {
     const auto tier = static_cast<kvcache::KvTier>(t);
     if (!store_->has_tier(tier)) continue;

@@ -5,7 +5,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 
 #include "../logging.hpp"
 #include "cxlpool/common/units.hpp"
@@ -22,6 +24,9 @@ namespace {
 
 // Reads in flight on the device; the store keeps at most this many.
 constexpr uint32_t kSsdQueueDepth = 128;
+// Region bytes the log keeps in flight while the next region fills: what
+// fio keeps in flight at bs=2M iodepth=32, which saturates the disks here.
+constexpr uint64_t kSsdWriteBytesInFlight = 64ull << 20;
 
 Result<std::unique_ptr<hal::BlockDevice>> open_with(KvSsdEngine engine, const std::string& path,
                                                     const hal::BlockOpenOptions& options, std::string& used) {
@@ -101,6 +106,8 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   store_config.sync = config.ssd_sync == KvSsdSync::kPerCommit ? kvcache::SsdSyncPolicy::kPerCommit
                                                                 : kvcache::SsdSyncPolicy::kPerRegion;
   store_config.index_capacity = config.index_capacity;
+  store_config.write_buffers = static_cast<uint32_t>(
+      std::clamp<uint64_t>(kSsdWriteBytesInFlight / config.ssd_region_bytes + 1, 2, 16));
   // On a block device ssd_bytes bounds the part of it the log uses.
   if (S_ISBLK(st.st_mode) && config.ssd_bytes != 0) {
     store_config.max_regions = static_cast<uint32_t>(config.ssd_bytes / config.ssd_region_bytes);

@@ -25,10 +25,19 @@
 //            releases the lease.
 //   ssd-put  like put, for a daemon whose chunks go to SSD (tiny DRAM, no
 //            CXL arena, admission_threshold 1): each timed put evicts one
-//            chunk to the SSD log.
+//            chunk to the SSD log. The time includes waiting, after the
+//            last put, for the log's region writes still in flight.
 //   ssd-get  gets, in a shuffled order, every chunk of the ssd-put key set
 //            that lookup places on SSD, --qd in flight; each completes when
-//            its O_DIRECT read into a DRAM slot does.
+//            its O_DIRECT read into a DRAM slot does (and its CRC check,
+//            whose share of the time is printed too).
+//   memcpy   no daemon (SOCKET is ignored: pass -): the ceiling a put or a
+//            get that moves its bytes through the CPU cannot beat on this
+//            machine. One thread copies --bytes chunks into --chunks
+//            rotating destinations (pre-faulted, so cold), from one source
+//            (hot: a producer's fresh chunk) and from --chunks rotating
+//            sources (cold: an arena chunk not read lately), about a second
+//            each.
 // --seed (default 1) picks the key set: ssd-get needs the seed of the
 // ssd-put before it; a put into a daemon that still holds an earlier run's
 // chunks needs a new one (cached chunks are not counted).
@@ -398,6 +407,17 @@ int run_latency(const Connection& conn, const Options& opt) {
   return 0;
 }
 
+// One of the daemon's counters (cxlpool_stats); 0 when it has none.
+std::uint64_t daemon_counter(const Connection& conn, const char* name) {
+  std::vector<cxlpool_stat> stats(512);
+  const int n = cxlpool_stats(conn.client, stats.data(), stats.size());
+  if (n < 0) die("cxlpool_stats", n);
+  for (int i = 0; i < std::min<int>(n, static_cast<int>(stats.size())); ++i) {
+    if (std::strcmp(stats[i].name, name) == 0) return stats[i].value;
+  }
+  return 0;
+}
+
 int run_put(const Connection& conn, const Options& opt, bool ssd) {
   const std::uint64_t bytes = opt.u64("bytes");
   const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
@@ -413,8 +433,13 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
     std::printf("warning: the daemon has a CXL arena: chunks demote there before SSD\n");
   const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots + qd);
   put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true);
-  const Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write);
+  Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write);
   if (ssd) {
+    // Region writes still in flight when the last put was acknowledged
+    // belong to the timed work: wait for the device to finish them.
+    const auto t0 = Clock::now();
+    while (daemon_counter(conn, "kv.ssd_writes_in_flight") != 0) {}
+    t.seconds += seconds_since(t0);
     const int tier = tier_of(conn, ns, keys[0]);
     if (tier != CXLPOOL_KV_TIER_SSD) {
       std::fprintf(stderr, "the first chunk put is in tier %d, not on SSD: is the daemon configured with a tiny DRAM "
@@ -460,8 +485,49 @@ int run_ssd_get(const Connection& conn, const Options& opt) {
   }
   std::mt19937_64 rng(opt.u64("seed"));
   std::shuffle(on_ssd.begin(), on_ssd.end(), rng);
+  const std::uint64_t verify0 = daemon_counter(conn, "kv.ssd_verify_ns");
   const Throughput t = get_chunks(conn, ns, keys, on_ssd, bytes, qd, opt.u64("copy") != 0);
+  const double verify_s = static_cast<double>(daemon_counter(conn, "kv.ssd_verify_ns") - verify0) / 1e9;
   print_throughput("ssd-get", t, qd, bytes);
+  // The daemon's CRC32C checks of what it read, as a share of the wall time:
+  // what they take from its event loop.
+  std::printf("RESULT mode=ssd-get-verify verify_s=%.4f verify_pct=%.1f\n", verify_s, 100 * verify_s / t.seconds);
+  return 0;
+}
+
+// A plain 2 MiB memcpy, one thread: what one core can move.
+int run_memcpy(const Options& opt) {
+  const std::uint64_t bytes = opt.u64("bytes");
+  const std::size_t n = std::max<std::uint64_t>(2, opt.u64("chunks"));
+  std::vector<std::vector<unsigned char>> src(n), dst(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    src[i] = make_source(bytes);
+    dst[i].assign(bytes, 1);  // faulted in: page faults are not what is measured
+  }
+  auto measure = [&](bool hot) {
+    std::size_t ops = 0;
+    const auto t0 = Clock::now();
+    double seconds = 0;
+    while (seconds < 1.0) {
+      for (std::size_t i = 0; i < n; ++i, ++ops) {
+        // Sources in a different order than destinations: no pairing the
+        // prefetchers could learn beyond what a real copy offers.
+        std::memcpy(dst[i].data(), src[hot ? 0 : (i * 7 + 3) % n].data(), bytes);
+        g_sink = dst[i][ops % bytes];
+      }
+      seconds = seconds_since(t0);
+    }
+    return Throughput{ops, ops * bytes, seconds};
+  };
+  const Throughput hot = measure(true), cold = measure(false);
+  std::printf("memcpy of %llu KiB, one thread, %zu rotating destinations: hot source %.0f ops/s (%.1f GiB/s), "
+              "cold source %.0f ops/s (%.1f GiB/s)\n",
+              static_cast<unsigned long long>(bytes >> 10), n, hot.ops_per_s(), hot.mib_per_s() / 1024,
+              cold.ops_per_s(), cold.mib_per_s() / 1024);
+  std::printf("RESULT mode=memcpy bytes=%llu hot_ops_per_s=%.0f cold_ops_per_s=%.0f hot_mib_per_s=%.0f "
+              "cold_mib_per_s=%.0f\n",
+              static_cast<unsigned long long>(bytes), hot.ops_per_s(), cold.ops_per_s(), hot.mib_per_s(),
+              cold.mib_per_s());
   return 0;
 }
 
@@ -470,7 +536,7 @@ int run_ssd_get(const Connection& conn, const Options& opt) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s SOCKET latency|put|get|ssd-put|ssd-get [--qd N] [--chunks N] [--bytes N]\n"
+                 "usage: %s SOCKET|- latency|put|get|ssd-put|ssd-get|memcpy [--qd N] [--chunks N] [--bytes N]\n"
                  "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--seed N]\n",
                  argv[0]);
     return 2;
@@ -486,6 +552,7 @@ int main(int argc, char** argv) {
                      {"passes", "4"},
                      {"write", "1"},
                      {"seed", "1"}});
+  if (mode == "memcpy") return run_memcpy(opt);
   const Connection conn(argv[1], "kvstore-bench", 0);
   if (opt.u64("bytes") == 0 || opt.u64("bytes") > conn.info.slot_bytes || opt.u64("bytes") % 16 != 0) {
     std::fprintf(stderr, "--bytes must be a multiple of 16 in 16..%llu (the store's slot size)\n",

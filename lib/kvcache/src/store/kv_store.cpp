@@ -243,6 +243,10 @@ bool KvStore::has_tier(KvTier tier) const {
 
 std::uint64_t KvStore::ssd_durable_sequence() const { return impl_->ssd ? impl_->ssd->durable_sequence() : 0; }
 
+const SsdStoreStats* KvStore::ssd_stats() const { return impl_->ssd ? &impl_->ssd->stats() : nullptr; }
+
+std::size_t KvStore::ssd_writes_in_flight() const { return impl_->ssd ? impl_->ssd->writes_in_flight() : 0; }
+
 std::size_t KvStore::index_capacity() const { return impl_->index.max_entries(); }
 
 }  // namespace cxlpool::kvcache

@@ -101,6 +101,7 @@ struct SsdStoreStats {
   std::uint64_t write_dropped = 0;     // entries dropped because their region's write failed
   std::uint64_t buffer_reads = 0;      // gets served from a region buffer (open or in flight)
   std::uint64_t write_stalls = 0;      // puts that waited for a region buffer to come free
+  std::uint64_t verify_ns = 0;         // time spent checking device reads (CRC32C)
 };
 
 // What the index holds for one stored key (for_each_entry).

@@ -25,8 +25,11 @@
 // SSD chunk reads it with one O_DIRECT read straight into a DRAM slot (a CXL
 // slot when no DRAM slot can be had; the arenas are the device's registered
 // buffers when it takes them; the request completes when the read does), and
-// so does prefetch. SSD writes (demotions, per-commit write-through, flush)
-// are synchronous on the caller's thread; only reads are asynchronous.
+// so does prefetch. Demotions append to the SSD log's region buffer; under
+// the per-region policy full regions are written asynchronously (the caller
+// keeps polling while io_in_flight() is non-zero) and a chunk whose region
+// is still in flight is read from that buffer. Per-commit write-through and
+// flush() are synchronous on the caller's thread.
 //
 // Durability. Under SsdSyncPolicy::kPerCommit a put_commit also writes each
 // committed chunk through to the SSD log (admission bypassed) before it is
@@ -210,8 +213,8 @@ class KvStore {
   // Moves finished requests to `out` (appends); reaps SSD reads without
   // waiting and resets completion_fd(). Returns how many were appended.
   std::size_t poll(std::vector<KvStoreCompletion>& out);
-  // SSD reads in flight: while non-zero the daemon must keep polling (the
-  // device's completion_fd() wakes it when it has one).
+  // SSD reads and region writes in flight: while non-zero the daemon must
+  // keep polling (the device's completion_fd() wakes it when it has one).
   [[nodiscard]] std::size_t io_in_flight() const;
   // The SSD device's completion eventfd, or -1 (none, or no SSD tier).
   [[nodiscard]] int completion_fd() const;
@@ -225,6 +228,10 @@ class KvStore {
   [[nodiscard]] const KvStoreConfig& config() const { return config_; }
   [[nodiscard]] bool has_tier(KvTier tier) const;
   [[nodiscard]] std::uint64_t ssd_durable_sequence() const;
+  // The SSD log's own counters and region writes in flight; null / 0
+  // without an SSD tier.
+  [[nodiscard]] const SsdStoreStats* ssd_stats() const;
+  [[nodiscard]] std::size_t ssd_writes_in_flight() const;
   [[nodiscard]] std::size_t index_capacity() const;
 
  private:
