@@ -151,6 +151,39 @@ TEST_P(KvStoreSsd, InjectedIoErrorFailsTheGetAndDropsOnlyThatChunk) {
   EXPECT_EQ(c.tiers[0].used_bytes, c.tiers[0].chunks * kSlot);
 }
 
+// A region whose asynchronous write fails takes its chunks out of the
+// index: no lookup finds them and no get serves them, the rest goes on.
+TEST_P(KvStoreSsd, FailedRegionWriteDropsItsChunksFromTheIndex) {
+  HarnessOptions o = options();
+  o.faulty = true;
+  // Data operations: 16 region-header reads at open, then region 0's write.
+  o.fault.fail_nth_op = o.ssd_regions + 1;
+  KV_OPEN_OR_SKIP(h_, o);
+  // 256 KiB regions hold 15 chunks: the 16th demotion seals region 0.
+  const auto keys = keys_of(225, 18);
+  put_each(keys);
+  drain();
+  EXPECT_EQ(h_.faulty()->injected(), 1u);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, keys).completion.result0, 0u);
+  for (std::size_t i = 0; i < 15; ++i) {
+    auto miss = h_.call(kAlice, KvOp::kLookup, std::span(keys).subspan(i, 1));
+    EXPECT_EQ(miss.completion.result0, 0u) << "chunk " << i << " was in the failed region";
+    auto get = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
+    EXPECT_EQ(get.completion.status, 0);
+    EXPECT_EQ(get.completion.result1, 0u) << "chunk " << i << " served";
+  }
+  // Chunk 15 sits in region 1 (still filling), 16 and 17 in DRAM.
+  EXPECT_EQ(h_.tiers(std::span(keys).subspan(15)), (std::vector<std::uint16_t>{2, 0, 0}));
+  auto good = h_.call(kBob, KvOp::kGet, std::span(keys).subspan(15, 1));
+  ASSERT_EQ(good.completion.status, 0);
+  ASSERT_EQ(good.completion.result1, 1u);
+  EXPECT_TRUE(h_.holds(good.locations[0], keys[15]));
+  EXPECT_GE(h_.store().counters().tiers[2].errors, 1u);
+  EXPECT_EQ(h_.store().ssd_stats()->write_dropped, 15u);
+  // The failure is reported by the shutdown flush too.
+  EXPECT_FALSE(h_.store().flush());
+}
+
 TEST_P(KvStoreSsd, ShortReadFailsTheGetWithoutPoisoningTheIndex) {
   HarnessOptions o = options();
   o.faulty = true;
