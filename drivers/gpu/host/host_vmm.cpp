@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -21,6 +22,47 @@ namespace {
 constexpr uint64_t kGran = kHostVmmGranularity;
 
 bool aligned(uint64_t v) { return v % kGran == 0; }
+
+// Lines of /proc/self/maps (the process's VMAs), -1 when unreadable.
+long count_mappings() {
+  UniqueFd fd(::open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
+  if (!fd) return -1;
+  long lines = 0;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) lines += buf[i] == '\n';
+  }
+  return lines;
+}
+
+long max_map_count() {
+  UniqueFd fd(::open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC));
+  if (!fd) return -1;
+  char buf[32] = {};
+  if (::read(fd.get(), buf, sizeof buf - 1) <= 0) return -1;
+  return std::strtol(buf, nullptr, 10);
+}
+
+// An mmap that fails with ENOMEM while the process is at its VMA limit:
+// say so, with the numbers, instead of a bare "Cannot allocate memory".
+Error mmap_error(const std::string& what) {
+  const int saved = errno;
+  if (saved == ENOMEM) {
+    const long maps = count_mappings();
+    const long limit = max_map_count();
+    // A split or a new VMA needs one or two more than what is there.
+    if (maps >= 0 && limit > 0 && maps + 2 >= limit) {
+      return Error{ENOMEM, errno_message(what, saved) + ": the process has " + std::to_string(maps) + " memory mappings and vm.max_map_count is " +
+                               std::to_string(limit) +
+                               " (each run of host pages that is not contiguous in one region is a mapping: "
+                               "use larger page_bytes or raise vm.max_map_count)"};
+    }
+  }
+  return Error{saved, errno_message(what, saved)};
+}
 
 class HostVmm final : public hal::GpuVmm {
  public:
@@ -100,11 +142,10 @@ class HostVmm final : public hal::GpuVmm {
     if (p == MAP_FAILED) {
       // MAP_FIXED failing may have torn down what was there: restore the
       // reservation so the range is never left open to other mmaps.
-      const int saved = errno;
+      const Error error = mmap_error("host vmm: mmap MAP_FIXED");
       ::mmap(reinterpret_cast<void*>(va), bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
              -1, 0);
-      errno = saved;
-      return fail_errno("host vmm: mmap MAP_FIXED");
+      return tl::unexpected(error);
     }
     mapped_.emplace(va, bytes);
     stats_.mapped_bytes += bytes;
@@ -120,7 +161,7 @@ class HostVmm final : public hal::GpuVmm {
     void* p = ::mmap(reinterpret_cast<void*>(va), bytes, PROT_NONE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     const uint64_t dt = monotonic_ns() - t0;
-    if (p == MAP_FAILED) return fail_errno("host vmm: mmap PROT_NONE over a mapped range");
+    if (p == MAP_FAILED) return tl::unexpected(mmap_error("host vmm: mmap PROT_NONE over a mapped range"));
     mapped_.erase(m);
     stats_.mapped_bytes -= bytes;
     stats_.unmaps++;

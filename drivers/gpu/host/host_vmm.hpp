@@ -12,9 +12,12 @@
 
 namespace cxlpool::drivers {
 
-// 64 KiB granularity (kHostVmmGranularity). Each map() is one mmap call and
-// one kernel VMA unless it continues its neighbour's file range: callers
-// that map many small pieces are bounded by vm.max_map_count.
+// 64 KiB granularity (kHostVmmGranularity). Each map() is one mmap call; the
+// kernel merges it into its neighbour's VMA when both map the same file at
+// contiguous offsets, else it is a VMA of its own (and the PROT_NONE hole
+// after it another): callers that map many scattered pieces are bounded by
+// vm.max_map_count. Hitting that limit fails map()/unmap() with ENOMEM and
+// a message naming vm.max_map_count and the process's mapping count.
 std::unique_ptr<hal::GpuVmm> make_host_vmm();
 
 }  // namespace cxlpool::drivers

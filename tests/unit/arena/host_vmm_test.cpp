@@ -2,13 +2,18 @@
 // The host GpuVmm against real memory: reservations are 64 KiB aligned,
 // mapped pieces are the file's bytes, unmapped pieces are gone (a fresh
 // mapping shows other bytes), and every rule of the interface is enforced.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "cxlpool/common/unique_fd.hpp"
 #include "host_vmm.hpp"
@@ -19,6 +24,22 @@ namespace {
 constexpr uint64_t kG = 64 * 1024;
 
 uint8_t* at(uint64_t va) { return reinterpret_cast<uint8_t*>(va); }
+
+// Kernel VMAs of this process (lines of /proc/self/maps).
+long vma_count() {
+  std::ifstream maps("/proc/self/maps");
+  long n = 0;
+  std::string line;
+  while (std::getline(maps, line)) ++n;
+  return n;
+}
+
+long max_map_count() {
+  std::ifstream f("/proc/sys/vm/max_map_count");
+  long v = -1;
+  f >> v;
+  return v;
+}
 
 TEST(HostVmm, ReserveIsAlignedAndReleased) {
   auto vmm = drivers::make_host_vmm();
@@ -107,6 +128,78 @@ TEST(HostVmm, RulesAreEnforced) {
   EXPECT_TRUE(vmm->unmap(*va, 2 * kG));
   EXPECT_EQ(vmm->release(*h + 100).error().code, ENOENT);
   EXPECT_FALSE(vmm->import_fd(-1, kG));
+}
+
+TEST(HostVmm, ContiguousFileRangesMergeIntoOneMapping) {
+  auto vmm = drivers::make_host_vmm();
+  auto h = vmm->create(16 * kG);
+  ASSERT_TRUE(h);
+  auto va = vmm->reserve(32 * kG);
+  ASSERT_TRUE(va);
+  const long before = vma_count();
+  // Eight pages at consecutive addresses and consecutive file offsets: the
+  // kernel merges them; the reservation splits around them (+2 at most).
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(vmm->map(*va + (4 + i) * kG, kG, *h, i * kG));
+  const long merged = vma_count() - before;
+  EXPECT_LE(merged, 2);
+  // The same eight pages at file offsets out of order: one VMA each.
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(vmm->map(*va + (20 + i) * kG, kG, *h, (15 - i) * kG));
+  const long scattered = vma_count() - before - merged;
+  EXPECT_GE(scattered, 8);
+  RecordProperty("vmas_8_contiguous_pages", std::to_string(merged));
+  RecordProperty("vmas_8_scattered_pages", std::to_string(scattered));
+  // Unmapping the middle of a merged run splits it again and stays correct.
+  ASSERT_TRUE(vmm->unmap(*va + 7 * kG, kG));
+  at(*va + 6 * kG)[1] = 6;
+  at(*va + 8 * kG)[1] = 8;
+  uint8_t b = 0;
+  auto fd_bytes = [&](uint64_t off) {
+    // The handle's memory as mapped elsewhere: page `off` of the file.
+    EXPECT_TRUE(vmm->map(*va + 30 * kG, kG, *h, off));
+    b = at(*va + 30 * kG)[1];
+    EXPECT_TRUE(vmm->unmap(*va + 30 * kG, kG));
+    return b;
+  };
+  EXPECT_EQ(fd_bytes(2 * kG), 6);
+  EXPECT_EQ(fd_bytes(4 * kG), 8);
+  ASSERT_TRUE(vmm->release_range(*va, 32 * kG));
+}
+
+// At vm.max_map_count a map that needs a new VMA fails with ENOMEM, and the
+// message says which limit it is.
+TEST(HostVmm, MappingLimitIsNamedInTheError) {
+  const long limit = max_map_count();
+  if (limit <= 0) GTEST_SKIP() << "/proc/sys/vm/max_map_count is not readable";
+  if (limit > (1L << 20)) GTEST_SKIP() << "vm.max_map_count is " << limit << ": too many mappings to fill in a test";
+  auto vmm = drivers::make_host_vmm();
+  auto h = vmm->create(2 * kG);
+  ASSERT_TRUE(h);
+  auto va = vmm->reserve(4 * kG);
+  ASSERT_TRUE(va);
+  // Fill the process up to the limit with one-page VMAs of alternating
+  // protection inside one PROT_NONE range.
+  const long free_slots = limit - vma_count() + 16;
+  const size_t page = 4096;
+  const size_t span = static_cast<size_t>(free_slots) * 2 * page;
+  void* filler = ::mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(filler, MAP_FAILED);
+  bool full = false;
+  for (size_t off = page; off + page < span; off += 2 * page) {
+    if (::mprotect(static_cast<uint8_t*>(filler) + off, page, PROT_READ) != 0) {
+      full = errno == ENOMEM;
+      break;
+    }
+  }
+  // In the middle of the reservation: needs two more VMAs.
+  auto mapped = vmm->map(*va + kG, kG, *h, 0);
+  ::munmap(filler, span);
+  ASSERT_TRUE(full) << "could not reach vm.max_map_count";
+  ASSERT_FALSE(mapped);
+  EXPECT_EQ(mapped.error().code, ENOMEM);
+  EXPECT_NE(mapped.error().message.find("vm.max_map_count"), std::string::npos) << mapped.error().message;
+  // Room again: the same map works and the range was left reserved.
+  EXPECT_TRUE(vmm->map(*va + kG, kG, *h, 0));
+  EXPECT_TRUE(vmm->release_range(*va, 4 * kG));
 }
 
 }  // namespace

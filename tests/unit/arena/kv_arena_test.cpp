@@ -4,10 +4,15 @@
 // rows' pages move (bytes and all) to rows that need them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "backing.hpp"
+#include "copy_worker.hpp"
 #include "host_vmm.hpp"
 #include "kv_arena_impl.hpp"
 
@@ -31,8 +36,9 @@ cxlpool_kv_arena_config config(uint32_t async, uint64_t limit = 0) {
   return c;
 }
 
-std::unique_ptr<KvArena> make(const cxlpool_kv_arena_config& c) {
-  auto a = KvArena::create(nullptr, c, drivers::make_host_vmm(), make_own_backing());
+std::unique_ptr<KvArena> make(const cxlpool_kv_arena_config& c,
+                              PagePlacement placement = PagePlacement::kContiguous) {
+  auto a = KvArena::create(nullptr, c, drivers::make_host_vmm(), make_own_backing(), placement);
   EXPECT_TRUE(a) << a.error().message;
   return a ? std::move(*a) : nullptr;
 }
@@ -149,6 +155,142 @@ TEST(KvArena, ReclaimedPagesMoveWithTheirBytes) {
   const auto s = a->stats();
   EXPECT_EQ(s.mapped_bytes, 0u);
   EXPECT_EQ(s.region_bytes, 0u);
+}
+
+long vma_count() {
+  std::ifstream maps("/proc/self/maps");
+  long n = 0;
+  std::string line;
+  while (std::getline(maps, line)) ++n;
+  return n;
+}
+
+// Kernel VMAs an arena of 64 KiB pages adds to the process when its rows
+// grow decode-style (all rows a token at a time, requests of different
+// lengths), with the given page placement.
+struct VmaRun {
+  long vmas = 0;
+  uint64_t pages = 0;
+};
+
+VmaRun grow_and_count(PagePlacement placement) {
+  auto c = config(1);
+  c.max_batch = 16;
+  c.max_context = 16384;     // 16 pages per row and tensor
+  c.region_bytes = 64 << 20; // 1024 pages per region
+  const long before = vma_count();
+  auto a = make(c, placement);
+  if (!a) return {};
+  std::vector<uint32_t> seq(16, 0), target(16, 0);
+  for (uint32_t i = 0; i < 16; ++i) {
+    auto r = a->alloc_reqid();
+    if (!r) return {};
+    target[*r] = 2000 + 700 * i;  // 2..12 pages
+  }
+  for (uint32_t t = 1; t <= 12500; t += 7) {
+    for (uint32_t r = 0; r < 16; ++r) seq[r] = std::min(t, target[r]);
+    if (!a->step_async(seq) || !a->wait()) return {};
+  }
+  VmaRun out;
+  out.vmas = vma_count() - before;
+  out.pages = a->stats().mapped_bytes / kPage;
+  return out;
+}
+
+TEST(KvArena, ConsecutivePagesOfARowShareOneMapping) {
+  const VmaRun scattered = grow_and_count(PagePlacement::kFirstFree);
+  const VmaRun contiguous = grow_and_count(PagePlacement::kContiguous);
+  ASSERT_GT(scattered.pages, 0u);
+  EXPECT_EQ(contiguous.pages, scattered.pages);
+  // 16 rows x 4 tensors = 64 row-tensors: one mapping each plus the
+  // PROT_NONE hole after it, when every row's pages merged.
+  RecordProperty("pages_mapped", std::to_string(contiguous.pages));
+  RecordProperty("vmas_first_free", std::to_string(scattered.vmas));
+  RecordProperty("vmas_contiguous", std::to_string(contiguous.vmas));
+  std::printf("64 KiB pages: %lu mapped; VMAs added: %ld first-free, %ld contiguous\n",
+              static_cast<unsigned long>(contiguous.pages), scattered.vmas, contiguous.vmas);
+  EXPECT_GE(scattered.vmas, static_cast<long>(scattered.pages));
+  EXPECT_LE(contiguous.vmas, 2 * 64 + 16);
+}
+
+TEST(KvArena, PinnedRowsKeepTheirPages) {
+  auto a = make(config(0, 4 * kPage));  // one page group
+  ASSERT_TRUE(a);
+  auto x = a->alloc_reqid();
+  auto y = a->alloc_reqid();
+  ASSERT_TRUE(x && y);
+  std::vector<uint32_t> seq(8, 0);
+  seq[*x] = 10;
+  ASSERT_TRUE(a->step(seq));
+  // A copy holds x: freed, its pages are still not reclaimable or reusable.
+  ASSERT_TRUE(a->pin_row(*x));
+  ASSERT_TRUE(a->free_reqid(*x));
+  seq[*x] = 0;
+  seq[*y] = 5;
+  EXPECT_EQ(a->step(seq).error().code, ENOMEM);
+  for (int i = 0; i < 6; ++i) {
+    auto r = a->alloc_reqid();
+    ASSERT_TRUE(r);
+    EXPECT_NE(*r, *x);
+  }
+  EXPECT_EQ(a->alloc_reqid().error().code, ENOSPC);
+  ASSERT_TRUE(a->trim(0));
+  EXPECT_EQ(a->stats().mapped_bytes, 4 * kPage);
+  a->unpin_row(*x);
+  ASSERT_TRUE(a->step(seq));  // now y takes x's pages
+  EXPECT_EQ(a->stats().reuses, 4u);
+  EXPECT_FALSE(a->pin_row(7 + 100));
+}
+
+TEST(CopyWorker, PacksAndUnpacksRowsOnItsThread) {
+  auto a = make(config(0));
+  ASSERT_TRUE(a);
+  auto r = a->alloc_reqid();
+  auto s = a->alloc_reqid();
+  ASSERT_TRUE(r && s);
+  std::vector<uint32_t> seq(8, 0);
+  seq[*r] = 3000;
+  seq[*s] = 3000;
+  ASSERT_TRUE(a->step(seq));
+  for (uint32_t l = 0; l < 2; ++l) {
+    for (uint32_t k = 0; k < 2; ++k) {
+      uint8_t* p = a->row_address(*r, l, k);
+      for (uint32_t i = 0; i < 3000 * 64; ++i) p[i] = static_cast<uint8_t>(i * 7 + l * 3 + k);
+    }
+  }
+  CopyWorker w(a->geometry(), a->base());
+  std::vector<uint8_t> packed(3000 * 64 * 4);
+  // Tokens 100..2099 packed, then unpacked into row s at the same place.
+  CopyJob out;
+  out.ticket = 1;
+  out.row = *r;
+  out.segments.push_back(CopySegment{false, 100, 2000, packed.data()});
+  w.submit(std::move(out));
+  CopyJob in;
+  in.ticket = 2;
+  in.row = *s;
+  in.then_op = 9;
+  in.segments.push_back(CopySegment{true, 100, 2000, packed.data()});
+  w.submit(std::move(in));
+  std::vector<CopyJob> done;
+  while (done.size() < 2) {
+    w.wait_done(1000);
+    for (auto& j : w.take_done()) done.push_back(std::move(j));
+  }
+  EXPECT_EQ(done[0].ticket, 1u);
+  EXPECT_EQ(done[1].ticket, 2u);
+  EXPECT_EQ(done[1].then_op, 9u);
+  EXPECT_EQ(done[0].bytes, 2000u * 64 * 4);
+  EXPECT_EQ(w.bytes_copied(), 2u * 2000 * 64 * 4);
+  // Packed order: layer, K/V, token.
+  EXPECT_EQ(packed[2000 * 64 * 3], static_cast<uint8_t>(100 * 64 * 7 + 3 + 1));
+  for (uint32_t l = 0; l < 2; ++l) {
+    for (uint32_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(std::memcmp(a->row_address(*s, l, k) + 100 * 64, a->row_address(*r, l, k) + 100 * 64, 2000 * 64),
+                0);
+      EXPECT_EQ(a->row_address(*s, l, k)[99 * 64], 0);
+    }
+  }
 }
 
 }  // namespace

@@ -10,22 +10,23 @@
 namespace cxlpool::client::arena {
 
 Result<std::unique_ptr<ArenaCore>> ArenaCore::create(const ArenaGeometry& geometry, std::unique_ptr<hal::GpuVmm> vmm,
-                                                     std::unique_ptr<BackingSource> source, uint64_t memory_limit) {
+                                                     std::unique_ptr<BackingSource> source, uint64_t memory_limit,
+                                                     PagePlacement placement) {
   if (!vmm || !source) return fail(EINVAL, "kv arena: no backend");
   if (geometry.page_bytes % vmm->granularity() != 0) {
     return fail(EINVAL, "kv arena: page_bytes is not a multiple of the backend's granularity");
   }
   auto base = vmm->reserve(geometry.total_bytes);
   if (!base) return tl::unexpected(base.error());
-  return std::unique_ptr<ArenaCore>(new ArenaCore(geometry, std::move(vmm), *base, std::move(source), memory_limit));
+  return std::unique_ptr<ArenaCore>(new ArenaCore(geometry, std::move(vmm), *base, std::move(source), memory_limit, placement));
 }
 
 ArenaCore::ArenaCore(const ArenaGeometry& geometry, std::unique_ptr<hal::GpuVmm> vmm, uint64_t base,
-                     std::unique_ptr<BackingSource> source, uint64_t memory_limit)
+                     std::unique_ptr<BackingSource> source, uint64_t memory_limit, PagePlacement placement)
     : geo_(geometry),
       vmm_(std::move(vmm)),
       base_(base),
-      pool_(*vmm_, std::move(source), geometry.page_bytes, geometry.region_bytes),
+      pool_(*vmm_, std::move(source), geometry.page_bytes, geometry.region_bytes, placement),
       limit_(memory_limit),
       rows_(geometry.max_batch) {}
 
@@ -45,11 +46,15 @@ Result<uint32_t> ArenaCore::alloc_reqid() {
   // The freed row with the most pages still mapped: its memory is reused in
   // place, with no mapping call at all.
   int best = -1;
+  // A freed row that a copy still pins is not free yet.
   for (uint32_t r = 0; r < rows_.size(); ++r) {
-    if (rows_[r].active) continue;
+    if (rows_[r].active || rows_[r].pins != 0) continue;
     if (best < 0 || rows_[r].pages > rows_[static_cast<size_t>(best)].pages) best = static_cast<int>(r);
   }
-  if (best < 0) return fail(ENOSPC, "kv arena: all " + std::to_string(rows_.size()) + " reqids are in use");
+  if (best < 0) {
+    return fail(ENOSPC, "kv arena: all " + std::to_string(rows_.size()) +
+                            " reqids are in use (or freed with an offload/restore still copying them)");
+  }
   auto& row = rows_[static_cast<size_t>(best)];
   row.active = true;
   const uint64_t pages = uint64_t{row.pages} * geo_.tensors;
@@ -96,7 +101,14 @@ bool ArenaCore::satisfied(std::span<const uint32_t> seq_lens, uint32_t lookahead
   return true;
 }
 
-uint64_t ArenaCore::deferred_groups() const { return deferred_pages_ / geo_.tensors; }
+uint64_t ArenaCore::deferred_groups() const {
+  // Freed rows a copy still pins cannot give their pages away.
+  uint64_t groups = 0;
+  for (const auto& row : rows_) {
+    if (!row.active && row.pins == 0) groups += row.pages;
+  }
+  return groups;
+}
 
 bool ArenaCore::fresh_fits() const {
   return limit_ == 0 || (mapped_pages_ * geo_.page_bytes + group_bytes() <= limit_);
@@ -155,7 +167,7 @@ int ArenaCore::victim_row() const {
   // whole large rows ready for alloc_reqid to reuse in place.
   int best = -1;
   for (uint32_t r = 0; r < rows_.size(); ++r) {
-    if (rows_[r].active || rows_[r].pages == 0) continue;
+    if (rows_[r].active || rows_[r].pins != 0 || rows_[r].pages == 0) continue;
     if (best < 0 || rows_[r].pages < rows_[static_cast<size_t>(best)].pages) best = static_cast<int>(r);
   }
   return best;
@@ -166,8 +178,12 @@ Result<void> ArenaCore::add_group(uint32_t r) {
   Error fresh_error{ENOMEM, "kv arena: over memory_limit_bytes and no freed pages to reclaim"};
   if (fresh_fits()) {
     bool ok = true;
+    const auto& row = rows_[r];
     for (uint32_t s = 0; s < geo_.tensors; ++s) {
-      auto page = pool_.take();
+      // After the tensor's previous page of this row: its file successor
+      // continues the same VMA.
+      const PhysPage* after = row.pages == 0 ? nullptr : &row.table[size_t{row.pages - 1} * geo_.tensors + s];
+      auto page = pool_.take(after);
       if (!page) {
         fresh_error = page.error();
         ok = false;

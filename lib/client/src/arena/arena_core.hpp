@@ -4,7 +4,11 @@
 // reclamation (a freed row keeps its pages; alloc_reqid hands out the freed
 // row with the most of them, and a growing row takes the tail pages of freed
 // rows when fresh memory would exceed the limit or the source has none), and
-// trim. Not thread-safe: KvArena serializes callers and its worker.
+// trim. A row's next page in a tensor is asked of the pool right after its
+// previous one (page_pool.hpp), so that the kernel can merge them into one
+// mapping. Pinned rows (an offload or restore is copying them) are neither
+// reclaimed, trimmed nor handed out by alloc_reqid, even once freed.
+// Not thread-safe: KvArena serializes callers and its worker.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,8 @@ class ArenaCore {
  public:
   // Reserves geometry.total_bytes. memory_limit 0: no limit.
   static Result<std::unique_ptr<ArenaCore>> create(const ArenaGeometry& geometry, std::unique_ptr<hal::GpuVmm> vmm,
-                                                   std::unique_ptr<BackingSource> source, uint64_t memory_limit);
+                                                   std::unique_ptr<BackingSource> source, uint64_t memory_limit,
+                                                   PagePlacement placement = PagePlacement::kContiguous);
   ~ArenaCore();
   ArenaCore(const ArenaCore&) = delete;
   ArenaCore& operator=(const ArenaCore&) = delete;
@@ -48,6 +53,9 @@ class ArenaCore {
   Result<uint32_t> alloc_reqid();
   Result<void> free_reqid(uint32_t row);
   bool active(uint32_t row) const { return row < rows_.size() && rows_[row].active; }
+  // Keeps the row's pages where they are while a copy runs (counted).
+  void pin(uint32_t row) { ++rows_[row].pins; }
+  void unpin(uint32_t row) { --rows_[row].pins; }
   // Tokens the row can hold now (its mapped pages).
   uint32_t mapped_tokens(uint32_t row) const;
 
@@ -72,12 +80,13 @@ class ArenaCore {
  private:
   struct Row {
     bool active = false;
+    uint32_t pins = 0;
     uint32_t pages = 0;               // mapped pages per tensor
     std::vector<PhysPage> table;      // [page * tensors + tensor]
   };
 
   ArenaCore(const ArenaGeometry& geometry, std::unique_ptr<hal::GpuVmm> vmm, uint64_t base,
-            std::unique_ptr<BackingSource> source, uint64_t memory_limit);
+            std::unique_ptr<BackingSource> source, uint64_t memory_limit, PagePlacement placement);
 
   uint64_t va(uint32_t tensor, uint32_t row, uint32_t page) const { return base_ + geo_.page_offset(tensor, row, page); }
   uint64_t group_bytes() const { return geo_.page_bytes * geo_.tensors; }

@@ -5,7 +5,6 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "cxlpool/common/clock.hpp"
@@ -23,34 +22,11 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
-Transfers::Transfers(KvArena& arena) : arena_(arena) {}
+Transfers::TailRegion::~TailRegion() { cxlpool_region_free(region); }
 
-Transfers::~Transfers() {
-  // Leases still held by unfinished tickets go when the kv handle closes.
-  for (auto& [key, tail] : tails_) cxlpool_region_free(tail.region);
-}
+Transfers::Transfers(KvArena& arena) : arena_(arena), copier_(arena.geometry(), arena.base()) {}
 
-void Transfers::gather(uint32_t row, uint32_t first, uint32_t count, uint8_t* dst) const {
-  const auto& g = arena_.geometry();
-  const uint64_t bytes = uint64_t{count} * g.token_bytes;
-  for (uint32_t l = 0; l < g.layers; ++l) {
-    for (uint32_t kind = 0; kind < 2; ++kind) {
-      std::memcpy(dst, arena_.row_address(row, l, kind) + uint64_t{first} * g.token_bytes, bytes);
-      dst += bytes;
-    }
-  }
-}
-
-void Transfers::scatter(uint32_t row, uint32_t first, uint32_t count, const uint8_t* src) const {
-  const auto& g = arena_.geometry();
-  const uint64_t bytes = uint64_t{count} * g.token_bytes;
-  for (uint32_t l = 0; l < g.layers; ++l) {
-    for (uint32_t kind = 0; kind < 2; ++kind) {
-      std::memcpy(arena_.row_address(row, l, kind) + uint64_t{first} * g.token_bytes, src, bytes);
-      src += bytes;
-    }
-  }
-}
+Transfers::~Transfers() = default;  // the copier stops first; leases go when the kv handle closes
 
 Transfers::TailKey Transfers::tail_key(const cxlpool_kv_namespace& ns, std::span<const uint32_t> tokens) const {
   XXH3_state_t state;
@@ -62,20 +38,8 @@ Transfers::TailKey Transfers::tail_key(const cxlpool_kv_namespace& ns, std::span
   return {h.high64, h.low64};
 }
 
-void Transfers::drop_tail(const TailKey& key) {
-  auto it = tails_.find(key);
-  if (it == tails_.end()) return;
-  cxlpool_region_free(it->second.region);
-  tails_.erase(it);
-}
-
-Result<void> Transfers::store_tail(const Ticket& t) {
+Result<std::shared_ptr<Transfers::TailRegion>> Transfers::make_tail(uint32_t count) {
   const auto& g = arena_.geometry();
-  const uint32_t full = static_cast<uint32_t>(t.keys.size()) * t.ns.chunk_tokens;
-  const uint32_t count = static_cast<uint32_t>(t.tokens.size()) - full;
-  const TailKey key = tail_key(t.ns, t.tokens);
-  drop_tail(key);
-  if (count == 0) return {};
   if (arena_.client() == nullptr || arena_.tier() == UINT32_MAX) {
     return fail(ENOTSUP, "kv arena: no daemon tier to keep a partial chunk in");
   }
@@ -89,24 +53,7 @@ Result<void> Transfers::store_tail(const Ticket& t) {
     cxlpool_region_free(region);
     return fail(-rc, std::string("kv arena: map the partial chunk's region: ") + cxlpool_last_error());
   }
-  gather(t.row, full, count, static_cast<uint8_t*>(addr));
-  tails_[key] = Tail{region, count};
-  return {};
-}
-
-bool Transfers::load_tail(const Ticket& t) {
-  const uint32_t full = static_cast<uint32_t>(t.keys.size()) * t.ns.chunk_tokens;
-  const uint32_t count = static_cast<uint32_t>(t.tokens.size()) - full;
-  if (count == 0) return true;
-  const TailKey key = tail_key(t.ns, t.tokens);
-  auto it = tails_.find(key);
-  if (it == tails_.end() || it->second.tokens != count) return false;
-  void* addr = nullptr;
-  if (cxlpool_region_map(it->second.region, &addr) < 0) return false;
-  scatter(t.row, full, count, static_cast<const uint8_t*>(addr));
-  // The tail belongs to this row's one preemption: restored, it is done.
-  drop_tail(key);
-  return true;
+  return std::make_shared<TailRegion>(region, static_cast<uint8_t*>(addr), count);
 }
 
 Result<std::shared_ptr<Transfers::Ticket>> Transfers::start(Kind kind, cxlpool_kv* kv, const cxlpool_kv_namespace& ns,
@@ -137,7 +84,17 @@ Result<std::shared_ptr<Transfers::Ticket>> Transfers::start(Kind kind, cxlpool_k
                               std::to_string(info.slot_bytes) + "-byte slots (fewer chunk_tokens)");
   }
   t->max_batch = info.put_window_bytes >= t->chunk_bytes ? info.put_window_bytes / t->chunk_bytes : 1;
+  t->tail_key = tail_key(ns, tokens);
+  // The id names the ticket's copy jobs, which may go before admit().
+  t->id = next_id_++;
   return t;
+}
+
+uint64_t Transfers::admit(const std::shared_ptr<Ticket>& t) {
+  tickets_.emplace(t->id, t);
+  pump(*t);
+  settle(*t);
+  return t->id;
 }
 
 Result<uint64_t> Transfers::offload_begin(cxlpool_kv* kv, const cxlpool_kv_namespace& ns, uint32_t row,
@@ -148,18 +105,30 @@ Result<uint64_t> Transfers::offload_begin(cxlpool_kv* kv, const cxlpool_kv_names
   if (arena_.row_mapped_tokens(row) < tokens.size()) {
     return fail(ERANGE, "kv arena: reqid " + std::to_string(row) + " holds fewer tokens than offload names");
   }
-  if (auto s = store_tail(ticket); !s) return tl::unexpected(s.error());
+  // A new offload of the same tokens replaces an older tail.
+  tails_.erase(ticket.tail_key);
+  const uint32_t full = full_tokens(ticket);
+  const uint32_t count = static_cast<uint32_t>(ticket.tokens.size()) - full;
+  std::shared_ptr<TailRegion> tail;
+  if (count != 0) {
+    auto made = make_tail(count);
+    if (!made) return tl::unexpected(made.error());
+    tail = std::move(*made);
+  }
+  if (!arena_.pin_row(row)) return fail(ENOENT, "kv arena: reqid " + std::to_string(row) + " is not allocated");
+  ticket.pinned = true;
+  if (tail) {
+    // Registered once copied (drain): a restore never sees half a tail.
+    ticket.tail = tail;
+    copy(ticket, {CopySegment{false, full, count, tail->addr}}, 0, tail);
+  }
   if (ticket.keys.empty()) {
     ticket.tokens_done = ticket.tokens.size();
-    finish(ticket, 0);
+    ticket.complete = true;
   } else {
     ticket.to_submit = CXLPOOL_KV_PUT_BEGIN;
   }
-  const uint64_t id = next_id_++;
-  ticket.id = id;
-  tickets_.emplace(id, *t);
-  pump(ticket);
-  return id;
+  return admit(*t);
 }
 
 Result<uint64_t> Transfers::restore_begin(cxlpool_kv* kv, const cxlpool_kv_namespace& ns, uint32_t row,
@@ -170,27 +139,76 @@ Result<uint64_t> Transfers::restore_begin(cxlpool_kv* kv, const cxlpool_kv_names
   if (auto grown = arena_.ensure_row(row, static_cast<uint32_t>(tokens.size())); !grown) {
     return tl::unexpected(grown.error());
   }
+  if (!arena_.pin_row(row)) return fail(ENOENT, "kv arena: reqid " + std::to_string(row) + " is not allocated");
+  ticket.pinned = true;
   if (ticket.keys.empty()) {
-    ticket.tokens_done = load_tail(ticket) ? ticket.tokens.size() : 0;
-    finish(ticket, 0);
+    std::vector<CopySegment> segments;
+    auto it = tails_.find(ticket.tail_key);
+    if (ticket.tokens.empty() || (it != tails_.end() && it->second->tokens == ticket.tokens.size())) {
+      if (!ticket.tokens.empty()) {
+        segments.push_back(CopySegment{true, 0, it->second->tokens, it->second->addr});
+        ticket.tail = it->second;
+      }
+      ticket.tokens_done = ticket.tokens.size();
+    }
+    if (!segments.empty()) copy(ticket, std::move(segments), 0, ticket.tail);
+    ticket.complete = true;
   } else {
     ticket.to_submit = CXLPOOL_KV_GET;
   }
-  const uint64_t id = next_id_++;
-  ticket.id = id;
-  tickets_.emplace(id, *t);
-  pump(ticket);
-  return id;
+  return admit(*t);
+}
+
+void Transfers::copy(Ticket& t, std::vector<CopySegment> segments, uint32_t then_op, std::shared_ptr<void> keep) {
+  CopyJob job;
+  job.ticket = t.id;
+  job.row = t.row;
+  job.then_op = then_op;
+  job.segments = std::move(segments);
+  job.keep = std::move(keep);
+  ++t.copies;
+  copier_.submit(std::move(job));
+}
+
+void Transfers::drain() {
+  for (auto& job : copier_.take_done()) {
+    auto it = tickets_.find(job.ticket);
+    if (it == tickets_.end()) continue;
+    Ticket& t = *it->second;
+    --t.copies;
+    if (t.tail && job.keep == t.tail) {
+      if (t.kind == Kind::kOffload) {
+        if (t.status == 0) tails_[t.tail_key] = t.tail;
+      } else {
+        // The tail belongs to this row's one preemption: restored, it is done.
+        auto kept = tails_.find(t.tail_key);
+        if (kept != tails_.end() && kept->second == t.tail) tails_.erase(kept);
+      }
+      t.tail.reset();
+    }
+    if (job.then_op != 0 && !t.complete) t.to_submit = job.then_op;
+    pump(t);
+    settle(t);
+  }
 }
 
 void Transfers::finish(Ticket& t, int error) {
-  t.done = true;
-  t.status = error;
+  if (t.status == 0) t.status = error;
+  t.complete = true;
   t.to_submit = 0;
 }
 
+void Transfers::settle(Ticket& t) {
+  if (t.done || !t.complete || t.copies != 0) return;
+  t.done = true;
+  if (t.pinned) {
+    arena_.unpin_row(t.row);
+    t.pinned = false;
+  }
+}
+
 void Transfers::pump(Ticket& t) {
-  if (t.done || t.in_flight || t.to_submit == 0) return;
+  if (t.complete || t.in_flight || t.to_submit == 0) return;
   cxlpool_kv_request req{};
   req.user_data = kTag | (t.id & kIdMask);
   req.op = t.to_submit;
@@ -235,14 +253,16 @@ void Transfers::reap(cxlpool_kv* kv, int timeout_ms) {
     if ((c.user_data & ~kIdMask) != kTag) continue;
     auto it = tickets_.find(c.user_data & kIdMask);
     if (it == tickets_.end()) continue;
-    it->second->in_flight = false;
-    on_completion(*it->second, c);
-    pump(*it->second);
+    Ticket& t = *it->second;
+    t.in_flight = false;
+    on_completion(t, c);
+    pump(t);
+    settle(t);
   }
 }
 
 void Transfers::on_completion(Ticket& t, const cxlpool_kv_completion& c) {
-  if (t.done) return;
+  if (t.complete) return;
   switch (c.op) {
     case CXLPOOL_KV_PUT_BEGIN:
       on_put_begin(t, c);
@@ -280,17 +300,19 @@ void Transfers::on_put_begin(Ticket& t, const cxlpool_kv_completion& c) {
   if (!arena_.row_active(t.row)) return finish(t, ENOENT);
   t.reservation = c.result0;
   t.commit_keys.clear();
+  std::vector<CopySegment> segments;
   const size_t n = std::min<size_t>(c.n_locations, t.batch);
   for (size_t i = 0; i < n; ++i) {
     const auto& loc = c.locations[i];
     if (loc.flags & CXLPOOL_KV_LOC_CACHED) continue;
     if (loc.data == nullptr || loc.length < t.chunk_bytes) return finish(t, EPROTO);
     const uint32_t first = static_cast<uint32_t>((t.next + i) * t.ns.chunk_tokens);
-    gather(t.row, first, t.ns.chunk_tokens, static_cast<uint8_t*>(loc.data));
+    segments.push_back(CopySegment{false, first, t.ns.chunk_tokens, static_cast<uint8_t*>(loc.data)});
     t.commit_keys.push_back(t.keys[t.next + i]);
   }
-  if (!t.commit_keys.empty()) {
-    t.to_submit = CXLPOOL_KV_PUT_COMMIT;
+  if (!segments.empty()) {
+    // The slots stay ours until the commit, which goes once they are filled.
+    copy(t, std::move(segments), CXLPOOL_KV_PUT_COMMIT);
     return;
   }
   t.next += t.batch;
@@ -306,22 +328,41 @@ void Transfers::on_get(Ticket& t, const cxlpool_kv_completion& c) {
   if (c.status < 0) return finish(t, -c.status);
   t.lease = c.result0;
   size_t good = 0;
+  std::vector<CopySegment> segments;
   if (arena_.row_active(t.row)) {
     const size_t n = std::min<size_t>({c.n_locations, static_cast<size_t>(c.result1), t.keys.size()});
     for (; good < n; ++good) {
       const auto& loc = c.locations[good];
       // A chunk of another size is not this arena's layout: stop there.
       if (loc.data == nullptr || loc.length != t.chunk_bytes) break;
-      scatter(t.row, static_cast<uint32_t>(good * t.ns.chunk_tokens), t.ns.chunk_tokens,
-              static_cast<const uint8_t*>(loc.data));
+      // The lease keeps the chunk's bytes in place until released.
+      segments.push_back(CopySegment{true, static_cast<uint32_t>(good * t.ns.chunk_tokens), t.ns.chunk_tokens,
+                                     static_cast<uint8_t*>(const_cast<void*>(loc.data))});
     }
   } else {
     t.status = ENOENT;
   }
   t.tokens_done = good * t.ns.chunk_tokens;
-  if (t.status == 0 && good == t.keys.size() && load_tail(t)) t.tokens_done = t.tokens.size();
-  if (t.lease != 0) {
-    t.to_submit = CXLPOOL_KV_RELEASE;
+  if (t.status == 0 && good == t.keys.size()) {
+    const uint32_t full = full_tokens(t);
+    const uint32_t count = static_cast<uint32_t>(t.tokens.size()) - full;
+    auto it = tails_.find(t.tail_key);
+    if (count == 0) {
+      t.tokens_done = t.tokens.size();
+    } else if (it != tails_.end() && it->second->tokens == count) {
+      segments.push_back(CopySegment{true, full, count, it->second->addr});
+      t.tail = it->second;
+      t.tokens_done = t.tokens.size();
+    }
+  }
+  const uint32_t then = t.lease != 0 ? CXLPOOL_KV_RELEASE : 0;
+  if (!segments.empty()) {
+    copy(t, std::move(segments), then, t.tail);
+    if (then == 0) t.complete = true;
+    return;
+  }
+  if (then != 0) {
+    t.to_submit = then;
   } else {
     finish(t, t.status);
   }
@@ -333,19 +374,30 @@ Result<uint64_t> Transfers::poll(uint64_t ticket, int timeout_ms) {
   auto t = it->second;  // stays alive while completions of others are handled
   const uint64_t deadline = timeout_ms > 0 ? monotonic_ns() + uint64_t(timeout_ms) * 1000000 : 0;
   for (;;) {
+    drain();
     pump(*t);
+    settle(*t);
     if (!t->done) {
       int wait = 0;
       if (timeout_ms != 0) {
         // Short waits: a ticket waiting for ring room has nothing in flight.
-        wait = t->in_flight ? 10 : 1;
+        wait = t->in_flight || t->copies != 0 ? 10 : 1;
         if (timeout_ms > 0) {
           const uint64_t now = monotonic_ns();
           if (now >= deadline) wait = 0;
           else wait = static_cast<int>(std::min<uint64_t>(wait, (deadline - now) / 1000000 + 1));
         }
       }
-      reap(t->kv, wait);
+      if (!t->in_flight && t->copies != 0) {
+        // Only the copy thread can move this ticket on: wait for it, and
+        // keep other tickets' completions moving.
+        if (wait != 0) copier_.wait_done(wait);
+        reap(t->kv, 0);
+      } else {
+        reap(t->kv, wait);
+      }
+      drain();
+      settle(*t);
     }
     if (t->done) {
       tickets_.erase(ticket);

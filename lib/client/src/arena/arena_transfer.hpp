@@ -8,6 +8,12 @@
 // longest cached prefix (get), copies it into the row, releases the lease,
 // and adds the tail when every full chunk came back.
 //
+// Split of the work: the ring traffic (submit, reap) and the bookkeeping run
+// on the caller's thread inside begin/poll; the copies between the row and
+// the put window, the lease or a tail region run on the CopyWorker thread,
+// so that the caller's steps of other rows overlap them. A ticket pins its
+// row (no reclaim, trim or reuse of its pages) until it is done.
+//
 // The arena reaps the kv handle's completions while tickets are in flight:
 // the caller must not use cxlpool_kv_submit/reap on that handle meanwhile
 // (the blocking helpers are fine). Host-memory backends only.
@@ -21,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "copy_worker.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/kv.h"
 
@@ -45,9 +52,24 @@ class Transfers {
   Result<uint64_t> poll(uint64_t ticket, int timeout_ms);
 
   size_t tails_kept() const { return tails_.size(); }
+  // Bytes the copy thread moved and the time it spent on them.
+  uint64_t bytes_copied() const { return copier_.bytes_copied(); }
+  uint64_t copy_ns() const { return copier_.copy_ns(); }
 
  private:
   enum class Kind { kOffload, kRestore };
+  // A private pool region holding a partial tail; freed (on the caller's
+  // thread) when the last owner lets go: the tail table or a copy job.
+  struct TailRegion {
+    TailRegion(cxlpool_region* r, uint8_t* a, uint32_t t) : region(r), addr(a), tokens(t) {}
+    ~TailRegion();
+    TailRegion(const TailRegion&) = delete;
+    TailRegion& operator=(const TailRegion&) = delete;
+    cxlpool_region* region;
+    uint8_t* addr;
+    uint32_t tokens;
+  };
+  using TailKey = std::pair<uint64_t, uint64_t>;
   struct Ticket {
     uint64_t id = 0;
     Kind kind = Kind::kOffload;
@@ -62,41 +84,44 @@ class Transfers {
     size_t max_batch = 0;   // what fits the put window
     uint32_t to_submit = 0; // op waiting for ring room; 0: none
     bool in_flight = false;
+    uint32_t copies = 0;    // jobs on the copy thread
+    bool complete = false;  // no more ring ops; done once copies are back
+    bool done = false;
+    bool pinned = false;
     uint64_t reservation = 0;
     uint64_t lease = 0;
     std::vector<cxlpool_kv_key> commit_keys;
-    bool done = false;
+    TailKey tail_key{};
+    std::shared_ptr<TailRegion> tail;  // offload: registered once copied; restore: dropped once copied
     int status = 0;         // positive errno once failed
     uint64_t tokens_done = 0;
   };
-  struct Tail {
-    cxlpool_region* region = nullptr;
-    uint32_t tokens = 0;
-  };
-  using TailKey = std::pair<uint64_t, uint64_t>;
 
   Result<std::shared_ptr<Ticket>> start(Kind kind, cxlpool_kv* kv, const cxlpool_kv_namespace& ns, uint32_t row,
                                         std::span<const uint32_t> tokens);
+  uint64_t admit(const std::shared_ptr<Ticket>& t);
   void pump(Ticket& t);
   void reap(cxlpool_kv* kv, int timeout_ms);
   void on_completion(Ticket& t, const cxlpool_kv_completion& c);
   void on_put_begin(Ticket& t, const cxlpool_kv_completion& c);
   void on_get(Ticket& t, const cxlpool_kv_completion& c);
   void finish(Ticket& t, int error);
+  void settle(Ticket& t);
+  void copy(Ticket& t, std::vector<CopySegment> segments, uint32_t then_op, std::shared_ptr<void> keep = {});
+  // Acts on the copy jobs that came back: their tickets' next ops.
+  void drain();
 
   TailKey tail_key(const cxlpool_kv_namespace& ns, std::span<const uint32_t> tokens) const;
-  Result<void> store_tail(const Ticket& t);
-  bool load_tail(const Ticket& t);  // true when the tail was there and copied back
-  void drop_tail(const TailKey& key);
-
-  // Packs tokens [first, first + count) of every layer's K and V.
-  void gather(uint32_t row, uint32_t first, uint32_t count, uint8_t* dst) const;
-  void scatter(uint32_t row, uint32_t first, uint32_t count, const uint8_t* src) const;
+  Result<std::shared_ptr<TailRegion>> make_tail(uint32_t count);
+  uint32_t full_tokens(const Ticket& t) const { return static_cast<uint32_t>(t.keys.size()) * t.ns.chunk_tokens; }
 
   KvArena& arena_;
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, std::shared_ptr<Ticket>> tickets_;
-  std::map<TailKey, Tail> tails_;
+  std::map<TailKey, std::shared_ptr<TailRegion>> tails_;
+  // Last member: destroyed (thread stopped) before the tickets and tails
+  // its jobs point into.
+  CopyWorker copier_;
 };
 
 }  // namespace cxlpool::client::arena

@@ -43,13 +43,13 @@ Result<std::unique_ptr<KvArena>> KvArena::create(cxlpool_client* client, const c
 
 Result<std::unique_ptr<KvArena>> KvArena::create(cxlpool_client* client, const cxlpool_kv_arena_config& config,
                                                  std::unique_ptr<hal::GpuVmm> vmm,
-                                                 std::unique_ptr<BackingSource> source) {
+                                                 std::unique_ptr<BackingSource> source, PagePlacement placement) {
   if (!vmm) return fail(EINVAL, "kv arena: no backend");
   auto geo = make_geometry(config, vmm->granularity());
   if (!geo) return tl::unexpected(geo.error());
   // A device handle maps whole, from its start: one piece per page.
   if (std::string_view(vmm->name()) != "host") geo->region_bytes = geo->page_bytes;
-  auto core = ArenaCore::create(*geo, std::move(vmm), std::move(source), config.memory_limit_bytes);
+  auto core = ArenaCore::create(*geo, std::move(vmm), std::move(source), config.memory_limit_bytes, placement);
   if (!core) return tl::unexpected(core.error());
   std::unique_ptr<KvArena> arena(new KvArena(client, config, std::move(*core)));
   if (config.async != 0) arena->worker_ = std::thread([a = arena.get()] { a->worker_loop(); });
@@ -107,6 +107,18 @@ Result<void> KvArena::free_reqid(uint32_t row) {
 bool KvArena::row_active(uint32_t row) const {
   std::lock_guard lock(mu_);
   return core_->active(row);
+}
+
+bool KvArena::pin_row(uint32_t row) {
+  std::lock_guard lock(mu_);
+  if (!core_->active(row)) return false;
+  core_->pin(row);
+  return true;
+}
+
+void KvArena::unpin_row(uint32_t row) {
+  std::lock_guard lock(mu_);
+  core_->unpin(row);
 }
 
 uint32_t KvArena::row_mapped_tokens(uint32_t row) const {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // KvArena: what a cxlpool_kv_arena handle holds. ArenaCore behind a lock,
 // the worker thread that runs step_async's mapping, step timing, and the
-// offload/restore transfers (arena_transfer.hpp).
+// offload/restore transfers (arena_transfer.hpp), whose copies run on a
+// thread of their own (copy_worker.hpp).
 #pragma once
 
 #include <condition_variable>
@@ -27,9 +28,12 @@ class KvArena {
   static Result<std::unique_ptr<KvArena>> create(cxlpool_client* client, const cxlpool_kv_arena_config& config);
   // From parts (tests, benchmarks): any GpuVmm and backing source. `client`
   // may be null; offload then cannot keep partial tails.
+  // `placement`: how pages are picked (page_pool.hpp); kFirstFree only to
+  // measure against.
   static Result<std::unique_ptr<KvArena>> create(cxlpool_client* client, const cxlpool_kv_arena_config& config,
                                                  std::unique_ptr<hal::GpuVmm> vmm,
-                                                 std::unique_ptr<BackingSource> source);
+                                                 std::unique_ptr<BackingSource> source,
+                                                 PagePlacement placement = PagePlacement::kContiguous);
   ~KvArena();
   KvArena(const KvArena&) = delete;
   KvArena& operator=(const KvArena&) = delete;
@@ -38,6 +42,7 @@ class KvArena {
   const cxlpool_kv_arena_config& config() const { return config_; }
   bool host_memory() const { return host_memory_; }
   cxlpool_client* client() const { return client_; }
+  uint64_t base() const { return base_; }
   uint32_t tier() const { return tier_; }
 
   Result<cxlpool_kv_arena_tensor> tensor(uint32_t layer, uint32_t kind) const;
@@ -53,6 +58,10 @@ class KvArena {
   // row like step). Host address of (row, layer, kind)'s first token.
   Result<void> ensure_row(uint32_t row, uint32_t tokens);
   bool row_active(uint32_t row) const;
+  // A copy in flight keeps the row's pages in place (no reclaim, trim or
+  // reuse, even after free_reqid) until unpinned. False: not allocated.
+  bool pin_row(uint32_t row);
+  void unpin_row(uint32_t row);
   uint32_t row_mapped_tokens(uint32_t row) const;
   uint8_t* row_address(uint32_t row, uint32_t layer, uint32_t kind) const {
     return reinterpret_cast<uint8_t*>(base_ + geo_.tensor_offset(layer, kind) + uint64_t{row} * geo_.row_stride);
