@@ -2,15 +2,28 @@
 // The KV arena (kv_arena.h) on cxlpoold's memory: rows grow on step, freed
 // rows' pages are reused, the memory limit fails a step with ENOMEM until a
 // row is freed, trim returns the regions, and a row's KV goes through the KV
-// store and comes back byte for byte (fewer tokens when chunks were lost).
+// store and comes back byte for byte (fewer tokens when chunks were lost),
+// and a restore's copy runs off the caller's thread: while it is held up
+// in the row (a userfaultfd minor fault), another row's step completes.
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cxlpool/cxlpool.h"
@@ -279,6 +292,123 @@ TEST_F(KvArena, OffloadThenRestoreIsByteExact) {
   EXPECT_EQ(restored, n);
   EXPECT_EQ(matching_tokens(arena_, resumed, n), n);
   EXPECT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, 0, &restored), -ENOENT);  // tickets are one-shot
+}
+
+// Holds the first write into one page of a shared mapping (a userfaultfd
+// minor fault) until release(), or until 10 s passed, so that a test can
+// see who is stuck there and what goes on meanwhile.
+class FaultGate {
+ public:
+  // Empty reason: armed.
+  std::string arm(uint8_t* page, uint64_t bytes) {
+    page_ = page;
+    bytes_ = bytes;
+    fd_ = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
+    if (fd_ < 0) fd_ = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
+    if (fd_ < 0) return std::string("userfaultfd: ") + std::strerror(errno);
+    uffdio_api api{};
+    api.api = UFFD_API;
+    api.features = UFFD_FEATURE_MINOR_SHMEM;
+    if (::ioctl(fd_, UFFDIO_API, &api) != 0) return std::string("UFFDIO_API minor-shmem: ") + std::strerror(errno);
+    // The page stays in the memfd; only this mapping's PTEs go, so the next
+    // access is a minor fault.
+    if (::madvise(page, bytes, MADV_DONTNEED) != 0) return std::string("madvise: ") + std::strerror(errno);
+    uffdio_register reg{};
+    reg.range.start = reinterpret_cast<uint64_t>(page);
+    reg.range.len = bytes;
+    reg.mode = UFFDIO_REGISTER_MODE_MINOR;
+    if (::ioctl(fd_, UFFDIO_REGISTER, &reg) != 0) return std::string("UFFDIO_REGISTER minor: ") + std::strerror(errno);
+    thread_ = std::thread([this] { serve(); });
+    return {};
+  }
+  ~FaultGate() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool faulted() const { return faulted_; }
+  bool timed_out() const { return timed_out_; }
+  void release() { release_ = true; }
+
+ private:
+  void serve() {
+    std::chrono::steady_clock::time_point since{};
+    bool pending = false;
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 5) > 0) {
+        uffd_msg msg{};
+        while (::read(fd_, &msg, sizeof msg) == static_cast<ssize_t>(sizeof msg)) {
+          if (msg.event != UFFD_EVENT_PAGEFAULT) continue;
+          if (!pending) since = std::chrono::steady_clock::now();
+          pending = true;
+          faulted_ = true;
+        }
+      }
+      if (pending && !release_ && std::chrono::steady_clock::now() - since > std::chrono::seconds(10)) {
+        timed_out_ = true;
+        release_ = true;
+      }
+      if (pending && release_) {
+        uffdio_continue c{};
+        c.range.start = reinterpret_cast<uint64_t>(page_);
+        c.range.len = bytes_;
+        (void)::ioctl(fd_, UFFDIO_CONTINUE, &c);  // EEXIST once mapped: fine
+        pending = false;
+      }
+    }
+  }
+
+  uint8_t* page_ = nullptr;
+  uint64_t bytes_ = 0;
+  int fd_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stop_{false}, release_{false}, faulted_{false}, timed_out_{false};
+};
+
+TEST_F(KvArena, RestoreCopiesWhileAnotherRowSteps) {
+  create();
+  const auto ns = open_store();
+  const uint32_t n = 6 * kChunk + 5;
+  const auto toks = prompt(3, n);
+  uint32_t row = 0, other = 0;
+  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &row), 0);
+  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &other), 0);
+  uint32_t seq[4] = {};
+  seq[row] = n;
+  ASSERT_EQ(cxlpool_kv_arena_step(arena_, seq, 4), 0);
+  fill_row(arena_, row, n);
+  uint64_t ticket = 0, done = 0;
+  ASSERT_EQ(cxlpool_kv_arena_offload_begin(arena_, kv_, &ns, row, toks.data(), n, &ticket), 0) << cxlpool_last_error();
+  ASSERT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, -1, &done), 0) << cxlpool_last_error();
+  clear_row(arena_, row, n);
+
+  // The restore's first write (layer 0's K, token 0) stops in the gate.
+  FaultGate gate;
+  const std::string why = gate.arm(row_ptr(arena_, row, 0, CXLPOOL_ARENA_K), kPage);
+  if (!why.empty()) GTEST_SKIP() << "no userfaultfd minor faults on shared memory here: " << why;
+  ASSERT_EQ(cxlpool_kv_arena_restore_begin(arena_, kv_, &ns, row, toks.data(), n, &ticket), 0) << cxlpool_last_error();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!gate.faulted() && std::chrono::steady_clock::now() < give_up) {
+    const int rc = cxlpool_kv_arena_offload_poll(arena_, ticket, 0, &done);
+    ASSERT_EQ(rc, -EINPROGRESS) << cxlpool_last_error();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(gate.faulted()) << "the restore never wrote into the row";
+  // The copy is held in the row; this thread steps another row (mapping
+  // new pages) and polls, and neither waits for the copy.
+  seq[other] = 3000;
+  ASSERT_EQ(cxlpool_kv_arena_step(arena_, seq, 4), 0) << cxlpool_last_error();
+  fill_row(arena_, other, 3000);
+  EXPECT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, 0, &done), -EINPROGRESS);
+  EXPECT_FALSE(gate.timed_out()) << "the copy ran on the caller's thread";
+  gate.release();
+  uint64_t restored = 0;
+  ASSERT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, -1, &restored), 0) << cxlpool_last_error();
+  EXPECT_FALSE(gate.timed_out());
+  EXPECT_EQ(restored, n);
+  EXPECT_EQ(matching_tokens(arena_, row, n), n);
+  EXPECT_EQ(matching_tokens(arena_, other, 3000), 3000u);
 }
 
 TEST_F(KvArena, EvictedChunksRestoreAShorterPrefix) {
