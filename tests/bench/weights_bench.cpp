@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Weight streaming, against a running cxlpoold:
-//   weights_bench --socket S --dir D [--layers N] [--layer-mib M] [--passes P] [--mode region|ssd]
-// Writes a model of N layers of M MiB (f32) into D, loads it (mode region:
+//   weights_bench --socket S --dir D [--layers N] [--layer-mib M] [--passes P] [--mode region|ssd] [--reuse-file 1]
+// Writes a model of N layers of M MiB (f32) into D (synced to disk, so no
+// write-back competes with the reads; --reuse-file keeps one an earlier run
+// wrote), loads it (mode region:
 // every layer in the shared region; mode ssd: only the globals, every layer
 // read from the file with O_DIRECT), then streams P passes through a
 // 3-slot window with prefetch depth 2 and no compute, and measures the
 // baseline in the same run: region mode memcpys the same layers from the
 // region into the same kind of window. Prints RESULT lines with GB/s.
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -35,6 +40,7 @@ int die(const char* what, int rc) {
 
 int main(int argc, char** argv) {
   std::string socket, dir, mode = "region";
+  bool reuse_file = false;
   int layers = 16, layer_mib = 16, passes = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
@@ -44,14 +50,16 @@ int main(int argc, char** argv) {
     else if (k == "--layer-mib") layer_mib = std::atoi(v.c_str());
     else if (k == "--passes") passes = std::atoi(v.c_str());
     else if (k == "--mode") mode = v;
+    else if (k == "--reuse-file") reuse_file = v == "1";
   }
   if (dir.empty() || layers < 2 || layer_mib < 1 || (mode != "region" && mode != "ssd")) {
-    std::fprintf(stderr, "usage: weights_bench --socket S --dir D [--layers N] [--layer-mib M] [--passes P] [--mode region|ssd]\n");
+    std::fprintf(stderr, "usage: weights_bench --socket S --dir D [--layers N] [--layer-mib M] [--passes P] [--mode region|ssd] [--reuse-file 1]\n");
     return 2;
   }
   const uint64_t layer_bytes = static_cast<uint64_t>(layer_mib) << 20;
   const std::string path = dir + "/bench-model.safetensors";
-  {
+  struct stat file_st {};
+  if (!reuse_file || ::stat(path.c_str(), &file_st) != 0) {
     cxlpool::weights::SafetensorsWriter w;
     std::vector<float> g(4096, 1.0f);
     (void)w.add_f32("model.norm.weight", {4096}, g);
@@ -66,6 +74,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "weights_bench: %s\n", ok.error().message.c_str());
       return 1;
     }
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0) return die("fsync", -errno);
+    ::close(fd);
   }
   cxlpool_client* c = nullptr;
   int rc = cxlpool_connect(socket.empty() ? nullptr : socket.c_str(), "weights-bench", &c);

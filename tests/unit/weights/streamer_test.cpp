@@ -100,6 +100,27 @@ TEST(WeightStreamer, ReadsLayersPastTheBudgetFromTheFiles) {
   EXPECT_GE(st.layers_copied, 4u);
 }
 
+TEST(WeightStreamer, MultiReadFileLayersStayExactWhileReadsOverlapLayers) {
+  // 3.6 MB layers: several 1 MiB reads each, the next layer's issued while
+  // the current one's complete; only the globals are resident.
+  constexpr size_t kBig = 600000;
+  ModelFixture fx(5, kBig, 1);
+  auto m = WeightsModel::create(fx.client_mapping()).value();
+  auto s = WeightStreamer::create(*m, host_config(3, 2)).value();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t l = 0; l < 5; ++l) {
+      cxlpool_streamed_layer sl{};
+      ASSERT_TRUE(s->acquire(l, &sl)) << l;
+      expect_layer(*m, sl);
+      ASSERT_TRUE(s->release(l));
+    }
+  }
+  auto st = s->stats();
+  EXPECT_GE(st.layers_read, 7u);
+  EXPECT_EQ(st.layers_copied, 0u);
+  EXPECT_GT(st.read_ns_total, 0u);
+}
+
 TEST(WeightStreamer, PinsLayersWithinTheBudgetFileLayersFirst) {
   ModelFixture fx(4, kElems, 256 + 2 * (kElems * 6));  // layers 2, 3 in files
   auto m = WeightsModel::create(fx.client_mapping()).value();

@@ -8,16 +8,12 @@
 
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/weights/placement.hpp"
-#include "posix_block_device.hpp"
-#if CXLPOOL_WEIGHTS_URING
-#include "uring_block_device.hpp"
-#endif
+#include "window_copy.hpp"
 
 namespace cxlpool::client {
 namespace {
 
 constexpr uint64_t kDirectAlign = 4096;
-constexpr uint32_t kReadChunk = 1u << 20;
 constexpr uint32_t kQueueDepth = 16;
 // Stands in for the SSD's speed in the placement policy before anything was
 // read; only the order (files slower than memory) decides which layers pin.
@@ -79,7 +75,13 @@ Result<void> WeightStreamer::setup(const cxlpool_streamer_config& config) {
   if (!window) return tl::unexpected(window.error());
   window_ = std::move(*window);
   slots_.resize(config.buffers);
-  for (uint32_t i = 0; i < config.buffers; ++i) slots_[i].mem = window_.data() + i * slot_bytes;
+  std::vector<iovec> registered;
+  for (uint32_t i = 0; i < config.buffers; ++i) {
+    slots_[i].mem = window_.data() + i * slot_bytes;
+    registered.push_back(iovec{slots_[i].mem, slot_bytes});
+  }
+  reader_ = std::make_unique<LayerReader>(model_.paths(), align_, kQueueDepth);
+  reader_->set_registered(std::move(registered));
   pinned_.resize(plans_.size());
   for (size_t l = 0; l < plans_.size(); ++l) {
     if (!pinned_layer_[l]) continue;
@@ -87,7 +89,7 @@ Result<void> WeightStreamer::setup(const cxlpool_streamer_config& config) {
     auto mem = map_anonymous(std::max(align_, plans_[l].slot_bytes));
     if (!mem) return tl::unexpected(mem.error());
     p->mem = std::move(*mem);
-    if (auto ok = fill(static_cast<uint32_t>(l), p->mem.data(), true); !ok) return ok;
+    if (auto ok = fill_now(static_cast<uint32_t>(l), p->mem.data()); !ok) return ok;
     for (uint64_t d : plans_[l].tensor_dst) p->ptrs.push_back(reinterpret_cast<uint64_t>(p->mem.data() + d));
     pinned_[l] = std::move(p);
     ++stats_.pinned_layers;
@@ -114,117 +116,105 @@ void WeightStreamer::choose_pinned(const cxlpool_streamer_config& config, uint64
   depth_ = plan->prefetch_depth;
 }
 
-Result<hal::BlockDevice*> WeightStreamer::device(uint32_t file) {
-  if (devices_.size() <= file) devices_.resize(model_.paths().size());
-  if (devices_[file]) return devices_[file].get();
-  const std::string& path = model_.paths()[file];
-  hal::BlockOpenOptions opts;
-  opts.direct = true;
-  opts.read_only = true;
-  opts.queue_depth = kQueueDepth;
-  Result<std::unique_ptr<hal::BlockDevice>> dev = fail(ENOSYS, "io_uring not built");
-#if CXLPOOL_WEIGHTS_URING
-  dev = drivers::open_uring_block_device(path, opts);
-#endif
-  if (!dev) dev = drivers::open_posix_block_device(path, opts);
-  if (!dev && dev.error().code == EINVAL) {
-    // The file system has no direct I/O: buffered reads still work.
-    opts.direct = false;
-    dev = drivers::open_posix_block_device(path, opts);
-  }
-  if (!dev) return fail(dev.error().code, "streamer: " + path + ": " + dev.error().message);
-  if ((*dev)->offset_alignment() > align_ || (*dev)->mem_alignment() > align_) {
-    return fail(ENOTSUP, "streamer: " + path + " needs alignment above 4096");
-  }
-  devices_[file] = std::move(*dev);
-  return devices_[file].get();
-}
-
-Result<void> WeightStreamer::read_file_span(const CopyOp& op, std::byte* dst) {
-  auto dev = device(op.file);
-  if (!dev) return tl::unexpected(dev.error());
-  hal::BlockDevice& d = **dev;
-  const uint64_t file_size = d.size();
-  uint64_t next = 0, done = 0, in_flight = 0;
-  std::vector<hal::IoCompletion> comps(kQueueDepth);
-  while (done < op.bytes) {
-    std::vector<hal::IoRequest> batch;
-    while (next < op.bytes && in_flight + batch.size() < d.queue_depth()) {
-      uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(kReadChunk, op.bytes - next));
-      batch.push_back(hal::IoRequest{hal::IoOp::kRead, op.file_offset + next, dst + next, len, next});
-      next += len;
-    }
-    if (!batch.empty()) {
-      if (auto ok = d.submit(batch); !ok) return ok;
-      in_flight += batch.size();
-    }
-    auto got = d.poll_completions(comps, 1);
-    if (!got) return tl::unexpected(got.error());
-    for (size_t i = 0; i < *got; ++i) {
-      --in_flight;
-      const auto& c = comps[i];
-      if (c.result < 0) return fail(static_cast<int>(-c.result), "streamer: read " + model_.paths()[op.file]);
-      // A short read is fine only at the end of the file (the span is rounded up past it).
-      uint64_t end = op.file_offset + c.user_data + static_cast<uint64_t>(c.result);
-      if (c.result < c.length && end < file_size) {
-        return fail(EIO, "streamer: short read from " + model_.paths()[op.file]);
-      }
-      done += c.length;
-    }
-  }
-  return {};
-}
-
-Result<void> WeightStreamer::fill(uint32_t layer, std::byte* mem, bool count_stats) {
+Result<void> WeightStreamer::fill_now(uint32_t layer, std::byte* mem) {
   const LayerPlan& plan = plans_[layer];
-  uint64_t copy_ns = 0, read_ns = 0;
+  uint64_t t0 = monotonic_ns();
   for (const CopyOp& op : plan.ops) {
-    uint64_t t0 = monotonic_ns();
-    if (op.from_file) {
-      if (auto ok = read_file_span(op, mem + op.dst); !ok) return ok;
-      read_ns += monotonic_ns() - t0;
-    } else {
-      std::memcpy(mem + op.dst, op.src, op.bytes);
-      copy_ns += monotonic_ns() - t0;
-    }
+    if (!op.from_file) copy_to_window(mem + op.dst, op.src, op.bytes);
   }
-  if (count_stats) {
-    std::lock_guard lock(mutex_);
-    if (plan.region_bytes > 0) {
-      ++stats_.layers_copied;
-      stats_.bytes_copied += plan.region_bytes;
-      stats_.copy_ns_total += copy_ns;
+  const uint64_t copy_ns = monotonic_ns() - t0;
+  const uint64_t read_before = reader_->busy_ns();
+  Result<void> status;
+  if (plan.file_bytes > 0) {
+    // The reader's ids are slot indices; set-up uses one past them.
+    const uint64_t id = slots_.size();
+    reader_->add(id, plan.ops, mem, -1);
+    while (!reader_->idle()) {
+      for (auto& d : reader_->step()) {
+        if (d.id == id) status = d.status;
+      }
     }
-    if (plan.file_bytes > 0) {
-      ++stats_.layers_read;
-      stats_.bytes_read += plan.file_bytes;
-      stats_.read_ns_total += read_ns;
-    }
+    if (!status) return status;
+  }
+  if (plan.region_bytes > 0) {
+    ++stats_.layers_copied;
+    stats_.bytes_copied += plan.region_bytes;
+    stats_.copy_ns_total += copy_ns;
+  }
+  if (plan.file_bytes > 0) {
+    ++stats_.layers_read;
+    stats_.bytes_read += plan.file_bytes;
+    stats_.read_ns_total += reader_->busy_ns() - read_before;
   }
   return {};
+}
+
+bool WeightStreamer::start_slot(size_t idx, uint32_t layer) {
+  const LayerPlan& plan = plans_[layer];
+  std::byte* mem = slots_[idx].mem;
+  const uint64_t t0 = monotonic_ns();
+  for (const CopyOp& op : plan.ops) {
+    if (!op.from_file) copy_to_window(mem + op.dst, op.src, op.bytes);
+  }
+  const uint64_t copy_ns = monotonic_ns() - t0;
+  if (plan.file_bytes > 0) reader_->add(idx, plan.ops, mem, static_cast<int>(idx));
+  std::lock_guard lock(mutex_);
+  if (plan.region_bytes > 0) {
+    ++stats_.layers_copied;
+    stats_.bytes_copied += plan.region_bytes;
+    stats_.copy_ns_total += copy_ns;
+  }
+  return plan.file_bytes == 0;
+}
+
+void WeightStreamer::finish_slot(size_t idx, const Result<void>& status) {
+  Slot& slot = slots_[idx];
+  const uint32_t layer = static_cast<uint32_t>(slot.layer);
+  if (status) {
+    if (plans_[layer].file_bytes > 0) {
+      ++stats_.layers_read;
+      stats_.bytes_read += plans_[layer].file_bytes;
+    }
+    slot.state = SlotState::kReady;
+    slot.ptrs.clear();
+    for (uint64_t d : plans_[layer].tensor_dst) slot.ptrs.push_back(reinterpret_cast<uint64_t>(slot.mem + d));
+  } else {
+    slot.state = SlotState::kFailed;
+    slot.error = status.error();
+  }
+  ready_cv_.notify_all();
 }
 
 void WeightStreamer::copy_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    job_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-    if (stop_) return;
-    size_t idx = jobs_.front();
-    jobs_.pop_front();
-    Slot& slot = slots_[idx];
-    uint32_t layer = static_cast<uint32_t>(slot.layer);
-    lock.unlock();
-    auto ok = fill(layer, slot.mem, true);
-    lock.lock();
-    if (ok) {
-      slot.state = SlotState::kReady;
-      slot.ptrs.clear();
-      for (uint64_t d : plans_[layer].tensor_dst) slot.ptrs.push_back(reinterpret_cast<uint64_t>(slot.mem + d));
-    } else {
-      slot.state = SlotState::kFailed;
-      slot.error = ok.error();
+    // A slot is taken as soon as the reader has issued every read it has,
+    // so the next layer's reads follow the current one's without a gap.
+    while (!stop_ && !jobs_.empty() && !reader_->has_unissued()) {
+      const size_t idx = jobs_.front();
+      jobs_.pop_front();
+      const uint32_t layer = static_cast<uint32_t>(slots_[idx].layer);
+      lock.unlock();
+      const bool done = start_slot(idx, layer);
+      lock.lock();
+      if (done) finish_slot(idx, {});
     }
-    ready_cv_.notify_all();
+    if (stop_) {
+      lock.unlock();
+      // The window outlives the thread: no read may still target it.
+      reader_->drain();
+      return;
+    }
+    if (reader_->idle()) {
+      job_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      continue;
+    }
+    const uint64_t busy_before = reader_->busy_ns();
+    lock.unlock();
+    auto done = reader_->step();
+    lock.lock();
+    stats_.read_ns_total += reader_->busy_ns() - busy_before;
+    for (auto& d : done) finish_slot(static_cast<size_t>(d.id), d.status);
   }
 }
 

@@ -4,9 +4,12 @@
 // queues layers i+1..i+depth (wrapping, as decoding cycles through the
 // layers); release(i) frees its slot (its bytes stay, so a layer acquired
 // again before the slot is reused costs nothing). Layers in the region are
-// copied with memcpy; layers left in their files are read with O_DIRECT
-// through io_uring (posix fallback). The placement policy picks layers to
-// keep in a slot of their own for good within pinned_budget_bytes.
+// copied with non-temporal stores (window_copy.hpp); layers left in their
+// files are read with O_DIRECT through io_uring (posix fallback) by a
+// LayerReader that keeps its queue full across layers: the copy thread takes
+// the next queued slot as soon as the current one's reads are all issued.
+// The placement policy picks layers to keep in a slot of their own for good
+// within pinned_budget_bytes.
 #pragma once
 
 #include <condition_variable>
@@ -22,6 +25,7 @@
 #include "cxlpool/hal/block_device.hpp"
 #include "cxlpool/weights.h"
 #include "layer_plan.hpp"
+#include "layer_reader.hpp"
 #include "weights_model.hpp"
 
 namespace cxlpool::client {
@@ -66,10 +70,13 @@ class WeightStreamer {
   WeightStreamer(const WeightsModel& model) : model_(model) {}
   Result<void> setup(const cxlpool_streamer_config& config);
   void choose_pinned(const cxlpool_streamer_config& config, uint64_t slot_bytes);
-  // Copies layer into mem (the copy thread, or set-up for pinned layers).
-  Result<void> fill(uint32_t layer, std::byte* mem, bool count_stats);
-  Result<void> read_file_span(const CopyOp& op, std::byte* dst);
-  Result<hal::BlockDevice*> device(uint32_t file);
+  // Set-up only: copies a pinned layer into mem, waiting for its reads.
+  Result<void> fill_now(uint32_t layer, std::byte* mem);
+  // The copy thread: copies the region part of the slot's layer and queues
+  // its file reads; true when the layer has none (the slot is done).
+  bool start_slot(size_t idx, uint32_t layer);
+  // Under mutex_: the slot's copy ended.
+  void finish_slot(size_t idx, const Result<void>& status);
   void copy_loop();
   // Under mutex_: wants `layer` loaded; assigns a slot when one is free.
   void want(uint32_t layer, bool urgent);
@@ -86,7 +93,7 @@ class WeightStreamer {
   uint64_t align_ = 4096;
   Mapping window_;
   std::vector<Slot> slots_;
-  std::vector<std::unique_ptr<hal::BlockDevice>> devices_;  // per file, opened on first use
+  std::unique_ptr<LayerReader> reader_;  // the copy thread's, after set-up
   std::deque<uint32_t> wanted_;       // layers waiting for a slot
   std::deque<size_t> jobs_;           // slots to fill, in order
   uint64_t release_seq_ = 0;
