@@ -23,6 +23,16 @@
 //           demand, and with every row mapped to --context up front
 //           (preallocation); tokens/s of both and the mapped bytes (mean
 //           and peak) of on-demand against the preallocated arena.
+//   offload a decode loop over --batch rows (each iteration: every row grows
+//           a token, step(), the token's K and V written, --compute-us of
+//           compute) while one more row of --offload-len tokens goes to the
+//           KV store and comes back (--chunk tokens per store chunk,
+//           --cycles times, new token ids each time). The caller's time per
+//           iteration (all but the compute) without any transfer, with the
+//           transfers overlapped (begin, then a poll(0) per iteration), and
+//           with each transfer waited for inside one iteration (begin +
+//           poll(-1): no overlap). Then offload and restore alone, bytes per
+//           second against a memcpy of the same bytes.
 // Shape: --layers, --kv-heads, --head-dim, --dtype (bytes), --context,
 // --page (bytes), --region (bytes).
 // The last line is "RESULT mode=... key=value ..." for scripts.
@@ -39,6 +49,7 @@
 #include <vector>
 
 #include "cxlpool/cxlpool.h"
+#include "cxlpool/kv.h"
 #include "cxlpool/kv_arena.h"
 
 namespace {
@@ -52,6 +63,7 @@ struct Options {
   uint64_t page = 2ull << 20, region = 64ull << 20;
   uint32_t steps = 2000, min_len = 64, max_len = 1000;
   uint32_t compute_us = 200;
+  uint32_t offload_len = 2000, chunk = 32, cycles = 5;
   int touch = 0;
   uint64_t seed = 1;
 };
@@ -348,11 +360,190 @@ void mode_demand(cxlpool_client* client, const Options& o) {
               runs[1].mapped_peak / double(1 << 30), saved * 100);
 }
 
+// One row's KV to the store and back, against a decode loop over the rest.
+struct OffloadBench {
+  const Options& o;
+  cxlpool_kv_arena* arena = nullptr;
+  cxlpool_kv* kv = nullptr;
+  cxlpool_kv_namespace ns{};
+  std::vector<uint8_t*> bases;
+  uint64_t row_stride = 0, token_bytes = 0;
+  std::vector<uint32_t> seq;
+  uint32_t big = 0;  // the row that is offloaded and restored
+  std::vector<uint8_t> token;
+
+  OffloadBench(const Options& opts, cxlpool_client* client) : o(opts) {
+    arena = make_arena(client, o, o.batch + 1, 0);
+    ok(cxlpool_kv_open(client, nullptr, &kv), "kv open");
+    cxlpool_kv_namespace_spec spec{};
+    spec.model_id = "arena-bench";
+    spec.layout = "cxlpool-arena";
+    spec.dtype = "bf16";
+    spec.tp_size = 1;
+    spec.chunk_tokens = o.chunk;
+    ok(cxlpool_kv_namespace_open(kv, &spec, &ns), "kv namespace");
+    for (uint32_t l = 0; l < o.layers; ++l) {
+      for (uint32_t k = 0; k < 2; ++k) {
+        cxlpool_kv_arena_tensor t{};
+        ok(cxlpool_kv_arena_get_tensor(arena, l, k, &t), "tensor");
+        bases.push_back(reinterpret_cast<uint8_t*>(t.base));
+        row_stride = t.row_stride;
+        token_bytes = t.token_stride;
+      }
+    }
+    token.assign(token_bytes, 0x22);
+    seq.assign(o.batch + 1, 0);
+    for (uint32_t r = 0; r <= o.batch; ++r) {
+      uint32_t id = 0;
+      ok(cxlpool_kv_arena_alloc_reqid(arena, &id), "alloc reqid");
+      seq[id] = r == o.batch ? o.offload_len : o.min_len;
+      if (r == o.batch) big = id;
+    }
+    ok(cxlpool_kv_arena_step(arena, seq.data(), seq.size()), "first step");
+    for (auto* b : bases) std::memset(b + big * row_stride, 0x5A, uint64_t(o.offload_len) * token_bytes);
+  }
+  ~OffloadBench() {
+    cxlpool_kv_arena_destroy(arena);
+    cxlpool_kv_close(kv);
+  }
+
+  uint64_t row_bytes() const { return uint64_t(o.offload_len) * token_bytes * bases.size(); }
+
+  std::vector<uint32_t> tokens(uint32_t cycle) const {
+    std::vector<uint32_t> out(o.offload_len);
+    for (uint32_t i = 0; i < o.offload_len; ++i) out[i] = (cycle * 1000003u + i * 7919u + 11) % 60000;
+    return out;
+  }
+
+  // One decode iteration; `between` runs after the step (the transfer's
+  // poll). Returns the caller's time without the compute.
+  template <typename F>
+  double iterate(F&& between) {
+    const auto t0 = Clock::now();
+    for (uint32_t r = 0; r < seq.size(); ++r) {
+      if (r != big && seq[r] < o.context) ++seq[r];
+    }
+    ok(cxlpool_kv_arena_step(arena, seq.data(), seq.size()), "step");
+    for (uint32_t r = 0; r < seq.size(); ++r) {
+      if (r == big) continue;
+      const uint64_t off = r * row_stride + uint64_t(seq[r] - 1) * token_bytes;
+      for (auto* b : bases) std::memcpy(b + off, token.data(), token_bytes);
+    }
+    between();
+    const double us = us_since(t0);
+    spin_us(o.compute_us);
+    return us;
+  }
+
+  uint64_t begin(bool restore, const std::vector<uint32_t>& toks) {
+    uint64_t ticket = 0;
+    if (restore) {
+      ok(cxlpool_kv_arena_restore_begin(arena, kv, &ns, big, toks.data(), toks.size(), &ticket), "restore begin");
+    } else {
+      ok(cxlpool_kv_arena_offload_begin(arena, kv, &ns, big, toks.data(), toks.size(), &ticket), "offload begin");
+    }
+    return ticket;
+  }
+
+  // Returns true when the ticket finished; checks a restore got everything.
+  bool poll(uint64_t ticket, int timeout_ms, bool restore) {
+    uint64_t n = 0;
+    const int rc = cxlpool_kv_arena_offload_poll(arena, ticket, timeout_ms, &n);
+    if (rc == -EINPROGRESS) return false;
+    ok(rc, restore ? "restore" : "offload");
+    if (n != o.offload_len) die("transfer moved fewer tokens than asked", -EIO);
+    return true;
+  }
+};
+
+void mode_offload(cxlpool_client* client, const Options& o) {
+  OffloadBench b(o, client);
+  const double mib = b.row_bytes() / double(1 << 20);
+  std::printf("row of %u tokens: %.1f MiB in %u-token chunks; decode over %u rows, %u us compute per iteration\n",
+              o.offload_len, mib, o.chunk, o.batch, o.compute_us);
+  // Warm-up: offloads that fill the store's DRAM once, so that what is
+  // measured reuses faulted-in slots and put window pages, as a running
+  // server's store does.
+  for (uint32_t c = 0; c < o.cycles; ++c) {
+    const auto toks = b.tokens(1000 + c);
+    b.poll(b.begin(false, toks), -1, false);
+  }
+  // 1. No transfer.
+  std::vector<double> none;
+  for (uint32_t i = 0; i < o.steps; ++i) none.push_back(b.iterate([] {}));
+  // 2. Overlapped: the copies run on the arena's copy thread while the
+  // loop goes on; each iteration polls once.
+  std::vector<double> during;
+  std::vector<double> overlap_ms[2];
+  uint32_t iters_per[2] = {0, 0};
+  for (uint32_t c = 0; c < o.cycles; ++c) {
+    const auto toks = b.tokens(c);
+    for (int restore = 0; restore < 2; ++restore) {
+      const auto t0 = Clock::now();
+      const uint64_t ticket = b.begin(restore != 0, toks);
+      bool fin = false;
+      while (!fin) {
+        during.push_back(b.iterate([&] { fin = b.poll(ticket, 0, restore != 0); }));
+        ++iters_per[restore];
+      }
+      overlap_ms[restore].push_back(us_since(t0) / 1e3);
+    }
+  }
+  // 3. Not overlapped: the iteration that starts a transfer waits for it.
+  std::vector<double> blocking, blocked_ms[2];
+  for (uint32_t c = 0; c < o.cycles; ++c) {
+    const auto toks = b.tokens(o.cycles + c);
+    for (int restore = 0; restore < 2; ++restore) {
+      const auto t0 = Clock::now();
+      blocking.push_back(b.iterate([&] { b.poll(b.begin(restore != 0, toks), -1, restore != 0); }));
+      blocked_ms[restore].push_back(us_since(t0) / 1e3);
+    }
+  }
+  // 4. Alone, against memcpy of the same bytes (both buffers touched first).
+  std::vector<double> alone_gbs[2], memcpy_gbs;
+  std::vector<uint8_t> src(b.row_bytes(), 1), dst(b.row_bytes(), 2);
+  for (uint32_t c = 0; c < o.cycles; ++c) {
+    const auto toks = b.tokens(2 * o.cycles + c);
+    for (int restore = 0; restore < 2; ++restore) {
+      const auto t0 = Clock::now();
+      b.poll(b.begin(restore != 0, toks), -1, restore != 0);
+      alone_gbs[restore].push_back(b.row_bytes() / (us_since(t0) / 1e6) / 1e9);
+    }
+    const auto t0 = Clock::now();
+    std::memcpy(dst.data(), src.data(), src.size());
+    memcpy_gbs.push_back(b.row_bytes() / (us_since(t0) / 1e6) / 1e9);
+    src[c] = dst[c + 1];  // keeps the copies from being folded together
+  }
+  const double base = mean(none);
+  std::printf("no transfer:  iteration mean %.1f us  p99 %.1f  max %.1f\n", base, pct(none, 0.99), pct(none, 1.0));
+  std::printf("overlapped:   iteration mean %.1f us  p99 %.1f  max %.1f over %zu iterations with a transfer in "
+              "flight (%.1f per offload, %.1f per restore); offload %.1f ms, restore %.1f ms begin to done\n",
+              mean(during), pct(during, 0.99), pct(during, 1.0), during.size(), iters_per[0] / double(o.cycles),
+              iters_per[1] / double(o.cycles), pct(overlap_ms[0], 0.5), pct(overlap_ms[1], 0.5));
+  std::printf("not overlapped: the iteration that waits: mean %.1f us (offload %.1f ms, restore %.1f ms)\n",
+              mean(blocking), pct(blocked_ms[0], 0.5), pct(blocked_ms[1], 0.5));
+  // What the loop lost to the transfers, per transfer: the extra caller
+  // time over the iterations they spanned.
+  const double lost_overlap = (mean(during) - base) * during.size() / (2.0 * o.cycles) / 1e3;
+  const double lost_blocking = mean(blocking) / 1e3 - base / 1e3;
+  std::printf("caller time lost per transfer: overlapped %.2f ms, not overlapped %.2f ms\n", lost_overlap,
+              lost_blocking);
+  std::printf("alone (median): offload %.2f GB/s, restore %.2f GB/s, memcpy of the same %.1f MiB %.2f GB/s\n",
+              pct(alone_gbs[0], 0.5), pct(alone_gbs[1], 0.5), mib, pct(memcpy_gbs, 0.5));
+  std::printf("RESULT mode=offload batch=%u row_mib=%.1f base_mean_us=%.1f base_p99_us=%.1f overlap_mean_us=%.1f "
+              "overlap_p99_us=%.1f overlap_max_us=%.1f blocking_mean_us=%.1f lost_overlap_ms=%.2f "
+              "lost_blocking_ms=%.2f offload_gbs=%.2f restore_gbs=%.2f memcpy_gbs=%.2f offload_ratio=%.2f "
+              "restore_ratio=%.2f\n",
+              o.batch, mib, base, pct(none, 0.99), mean(during), pct(during, 0.99), pct(during, 1.0), mean(blocking),
+              lost_overlap, lost_blocking, pct(alone_gbs[0], 0.5), pct(alone_gbs[1], 0.5), pct(memcpy_gbs, 0.5),
+              pct(alone_gbs[0], 0.5) / pct(memcpy_gbs, 0.5), pct(alone_gbs[1], 0.5) / pct(memcpy_gbs, 0.5));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: arena_bench SOCKET step|mapbw|demand [--key value]...\n");
+    std::fprintf(stderr, "usage: arena_bench SOCKET step|mapbw|demand|offload [--key value]...\n");
     return 2;
   }
   Options o;
@@ -375,13 +566,17 @@ int main(int argc, char** argv) {
     else if (k == "--max-len") o.max_len = uint32_t(v);
     else if (k == "--compute-us") o.compute_us = uint32_t(v);
     else if (k == "--touch") o.touch = int(v);
+    else if (k == "--offload-len") o.offload_len = uint32_t(v);
+    else if (k == "--chunk") o.chunk = uint32_t(v);
+    else if (k == "--cycles") o.cycles = uint32_t(v);
     else if (k == "--seed") o.seed = v;
     else {
       std::fprintf(stderr, "arena_bench: unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  if (o.min_len == 0 || o.max_len < o.min_len || o.context < 2) {
+  if (o.min_len == 0 || o.max_len < o.min_len || o.context < 2 || o.offload_len > o.context || o.chunk == 0 ||
+      o.cycles == 0) {
     std::fprintf(stderr, "arena_bench: bad lengths\n");
     return 2;
   }
@@ -390,6 +585,7 @@ int main(int argc, char** argv) {
   if (o.mode == "step") mode_step(client, o);
   else if (o.mode == "mapbw") mode_mapbw(client, o);
   else if (o.mode == "demand") mode_demand(client, o);
+  else if (o.mode == "offload") mode_offload(client, o);
   else {
     std::fprintf(stderr, "arena_bench: unknown mode %s\n", o.mode.c_str());
     return 2;

@@ -28,7 +28,9 @@
  *   -ERANGE  seq_len > max_context        -ENOTSUP backend not available
  *   -EBUSY   an async step is still running (wait first)
  * Thread safety: one thread drives an arena; step_async's mapping runs on
- * the arena's own worker thread (started at create when async is asked for).
+ * the arena's own worker thread (started at create when async is asked for),
+ * and offload/restore copies on a copy thread started by the first
+ * offload_begin or restore_begin.
  */
 #ifndef CXLPOOL_KV_ARENA_H
 #define CXLPOOL_KV_ARENA_H
@@ -135,10 +137,13 @@ int cxlpool_kv_arena_get_stats(const cxlpool_kv_arena *arena, cxlpool_kv_arena_s
  * one store chunk in the order layer, K/V, token, head, dim) under the keys
  * of its tokens; a partial tail chunk goes to a private pool region. Both
  * run asynchronously: begin returns a ticket, cxlpool_kv_arena_offload_poll
- * reports progress, so the copies overlap other rows' steps. Restore maps the
- * row as far as needed and copies the chunks back; chunks the store has lost
- * (evicted) are reported so the caller recomputes from that token on.
- * Offloading a row does not free it: call free_reqid once the ticket is done.
+ * reports progress (and submits the next store request), and the copies run
+ * on the arena's copy thread, so they overlap other rows' steps. Restore maps
+ * the row as far as needed and copies the chunks back; chunks the store has
+ * lost (evicted) are reported so the caller recomputes from that token on.
+ * Offloading a row does not free it: call free_reqid once the ticket is done
+ * (a row freed earlier keeps its pages, not reused by alloc_reqid or
+ * reclaimed, until its ticket is done).
  */
 int cxlpool_kv_arena_offload_begin(cxlpool_kv_arena *arena, cxlpool_kv *kv,
                                    const cxlpool_kv_namespace *ns, uint32_t reqid,
