@@ -2,7 +2,8 @@
 // Compares cxlpool-io with fio run on the same jobs: reads a manifest of
 // "<case> <fio|ours> <report.json>" lines (several runs per case and tool),
 // takes per-metric medians and prints a Markdown table of ratios against
-// fio. Both tools' JSON goes through the same reader (output/fio_report).
+// fio: the median of the per-pair ratios (run i of fio against run i of
+// cxlpool-io, made back to back), and in parentheses the ratio of medians. Both tools' JSON goes through the same reader (output/fio_report).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -71,6 +72,15 @@ Figures median_of(const std::vector<Figures>& runs) {
 }
 
 std::string ratio(double ours, double fio) { return fio > 0 ? fmt::format("{:.3f}", ours / fio) : "n/a"; }
+
+// Median over the runs made back to back (run i of each tool) of ours/fio:
+// the machine's slow drift cancels within a pair.
+double paired_ratio(const std::vector<Figures>& fio, const std::vector<Figures>& ours, double Figures::*field) {
+  std::vector<double> r;
+  for (std::size_t i = 0; i < std::min(fio.size(), ours.size()); ++i)
+    if (fio[i].*field > 0) r.push_back(ours[i].*field / (fio[i].*field));
+  return median(r);
+}
 std::string delta_pct(double ours, double fio) {
   return fio > 0 ? fmt::format("{:+.1f}%", 100.0 * (ours - fio) / fio) : "n/a";
 }
@@ -118,7 +128,7 @@ int main(int argc, char** argv) {
     runs[name][tool].push_back(figures_of(*report));
   }
 
-  std::printf("| case | fio IOPS | cxlpool-io IOPS | IOPS ratio | BW ratio | fio CPU/IO (us) | cxlpool-io CPU/IO (us) | CPU ratio | fio p50 (us) | p50 diff | fio p99 (us) | p99 diff | runs |\n");
+  std::printf("| case | fio IOPS | cxlpool-io IOPS | IOPS ratio | BW ratio | fio CPU/IO (us) | cxlpool-io CPU/IO (us) | CPU/IO ratio | fio p50 (us) | p50 diff | fio p99 (us) | p99 diff | runs |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& name : order) {
     const auto& by_tool = runs[name];
@@ -126,11 +136,16 @@ int main(int argc, char** argv) {
       std::printf("| %s | (missing %s) |||||||||||\n", name.c_str(), by_tool.count("fio") ? "cxlpool-io" : "fio");
       continue;
     }
-    const auto fio = median_of(by_tool.at("fio"));
-    const auto ours = median_of(by_tool.at("ours"));
-    std::printf("| %s | %.0f | %.0f | %s | %s | %.2f | %.2f | %s | %.1f | %s | %.1f | %s | %zu/%zu |\n", name.c_str(),
-                fio.iops, ours.iops, ratio(ours.iops, fio.iops).c_str(), ratio(ours.bw_bytes, fio.bw_bytes).c_str(),
-                fio.cpu_ns_per_io / 1000, ours.cpu_ns_per_io / 1000, ratio(ours.cpu_ns_per_io, fio.cpu_ns_per_io).c_str(),
+    const auto& fio_runs = by_tool.at("fio");
+    const auto& our_runs = by_tool.at("ours");
+    const auto fio = median_of(fio_runs);
+    const auto ours = median_of(our_runs);
+    std::printf("| %s | %.0f | %.0f | %.3f (%s) | %.3f | %.2f | %.2f | %.3f (%s) | %.1f | %s | %.1f | %s | %zu/%zu |\n",
+                name.c_str(), fio.iops, ours.iops, paired_ratio(fio_runs, our_runs, &Figures::iops),
+                ratio(ours.iops, fio.iops).c_str(), paired_ratio(fio_runs, our_runs, &Figures::bw_bytes),
+                fio.cpu_ns_per_io / 1000, ours.cpu_ns_per_io / 1000,
+                paired_ratio(fio_runs, our_runs, &Figures::cpu_ns_per_io),
+                ratio(ours.cpu_ns_per_io, fio.cpu_ns_per_io).c_str(),
                 fio.p50_ns / 1000, delta_pct(ours.p50_ns, fio.p50_ns).c_str(), fio.p99_ns / 1000,
                 delta_pct(ours.p99_ns, fio.p99_ns).c_str(), by_tool.at("fio").size(), by_tool.at("ours").size());
   }

@@ -15,7 +15,8 @@
 # lives: default /var/tmp; it must allow O_DIRECT, so not tmpfs),
 # IOVSFIO_FILE_MIB (default 2048),
 # IOVSFIO_RUNTIME (seconds per run, default 5), IOVSFIO_REPEAT (default 3),
-# IOVSFIO_ENGINES (default "psync libaio io_uring"), IOVSFIO_KEEP (keep the
+# IOVSFIO_ENGINES (default "psync libaio io_uring"), IOVSFIO_CASES
+# (space-separated name:rw:bs, default the four above), IOVSFIO_KEEP (keep the
 # JSON reports, their directory is printed).
 # Exits 77 when fio is not installed (or, for "loop", without root or
 # losetup).
@@ -61,7 +62,18 @@ trap cleanup EXIT
 if [[ $target == loop ]]; then
   backing=$(mktemp /dev/shm/cxlpool-io-vs-fio.XXXXXX)
   truncate -s "${file_mib}M" "$backing"
-  loopdev=$(losetup --find --show "$backing")
+  # The first free loop device that has a node (losetup --find may name
+  # one whose node is missing in a container's /dev).
+  for dev in /dev/loop[0-9]*; do
+    if losetup "$dev" "$backing" 2>/dev/null; then
+      loopdev=$dev
+      break
+    fi
+  done
+  if [[ -z $loopdev ]]; then
+    echo "run-io-vs-fio: no free loop device" >&2
+    exit 1
+  fi
   data=$loopdev
 fi
 
@@ -70,7 +82,8 @@ fio --name=fill --filename="$data" --size="${file_mib}m" --rw=write --bs=1m \
   --ioengine=libaio --iodepth=8 --direct=1 --output=/dev/null
 
 # case name, rw, bs
-cases=("randread-4k:randread:4k" "read-128k:read:128k" "read-1m:read:1m" "randwrite-4k:randwrite:4k")
+# (IOVSFIO_CASES replaces the list, e.g. "read-128k:read:128k")
+read -r -a cases <<<"${IOVSFIO_CASES:-randread-4k:randread:4k read-128k:read:128k read-1m:read:1m randwrite-4k:randwrite:4k}"
 
 job_file() {  # engine rw bs
   local engine=$1 rw=$2 bs=$3 depth=32
