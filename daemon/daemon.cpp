@@ -44,6 +44,7 @@ constexpr uint64_t kTagTiering = 6;
 constexpr uint64_t kTagTieringMoves = 7;
 constexpr uint64_t kSessionBit = 1ull << 63;
 static_assert(kTagKvIo == kTagTieringMoves + 1 && (kKvDoorbellBit & kSessionBit) == 0);
+constexpr uint64_t kTagWeights = kTagKvIo + 1;
 // While spinning, KV ring polls between two looks at epoll (and yields of
 // the core): a microsecond or two, so a control message, or a client that
 // shares the core, waits no longer than that.
@@ -150,6 +151,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     }
   }
   d->weights_ = std::make_unique<WeightsService>(*d->pool_);
+  if (auto ok = d->weights_->start(); !ok) return tl::unexpected(ok.error());
   d->backends_ = probe_backends();
   for (const auto& b : d->backends_) {
     log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
@@ -180,6 +182,7 @@ Daemon::~Daemon() {
   sessions_.clear();
   // The store reads and writes the arenas: it goes before the pool.
   kv_.reset();
+  if (weights_) weights_->stop();
   weights_.reset();
   if (pool_) pool_->clear();
   if (listen_fd_) ::unlink(socket_path_.c_str());
@@ -255,7 +258,8 @@ Result<void> Daemon::setup_loop() {
   tick_fd_ = std::move(*tick);
   for (auto [fd, tag] : {std::pair{listen_fd_.get(), kTagListen}, {signal_fd_.get(), kTagSignal},
                          {tick_fd_.get(), kTagTick}, {migrations_->event_fd(), kTagMigration},
-                         {tiering_->timer_fd(), kTagTiering}, {tiering_->mover_fd(), kTagTieringMoves}}) {
+                         {tiering_->timer_fd(), kTagTiering}, {tiering_->mover_fd(), kTagTieringMoves},
+                         {weights_->event_fd(), kTagWeights}}) {
     if (fd < 0) continue;  // no page mover without a placement backend
     if (auto ok = epoll_add(epoll_fd_.get(), fd, tag); !ok) return ok;
   }
@@ -338,6 +342,7 @@ int Daemon::run() {
         case kTagSignal: handle_signal(); break;
         case kTagTick: tick(); break;
         case kTagMigration: finish_migrations(); break;
+        case kTagWeights: finish_weight_loads(); break;
         case kTagTiering: tiering_->on_timer(); break;
         case kTagTieringMoves: tiering_->on_moves_done(); break;
         case kTagKvIo:
@@ -358,6 +363,10 @@ int Daemon::run() {
   // A migration in progress completes; queued ones are dropped.
   migrations_->stop();
   finish_migrations();
+  // A weights copy under way is cancelled; its waiters get the error before
+  // the sessions close, and no copy runs once the pool goes.
+  weights_->stop();
+  finish_weight_loads();
   tiering_->stop();
   log->info("shutting down: releasing {} regions of {} clients", pool_->regions().size(), sessions_.size());
   while (!sessions_.empty()) close_session(sessions_.begin()->first);
@@ -587,6 +596,27 @@ void Daemon::serve(Session& session) {
 }  // namespace cxlpool::daemon
 
 namespace cxlpool::daemon {
+
+void Daemon::finish_weight_loads() {
+  for (auto& done : weights_->finish_loads()) {
+    auto it = sessions_.find(done.waiter.session_id);
+    // A client that disconnected meanwhile: the model stays loaded for the others.
+    if (it == sessions_.end()) continue;
+    Session& session = *it->second;
+    Result<void> sent;
+    if (done.reply) {
+      sent = proto::send_message(session.fd.get(), done.waiter.request_id, *done.reply, {}, session.version);
+    } else {
+      const Error& e = done.reply.error();
+      const int code = e.code > 0 && e.code < 4096 ? e.code : EIO;
+      ++counters_.request_errors;
+      sent = proto::send_message(session.fd.get(), done.waiter.request_id,
+                                 proto::ErrorReply{code, e.message.substr(0, proto::kMaxErrorMessageLength)}, {},
+                                 session.version);
+    }
+    if (!sent) close_session(done.waiter.session_id);
+  }
+}
 
 void Daemon::finish_migrations() {
   auto log = logger("pool");

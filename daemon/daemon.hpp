@@ -67,7 +67,7 @@ class Daemon {
     proto::Message message;
     UniqueFd fd;           // sent with SCM_RIGHTS when valid, then closed
     int borrowed_fd = -1;  // sent with SCM_RIGHTS when >= 0, owned by the pool
-    bool deferred = false; // the reply is sent later (a migration in progress)
+    bool deferred = false; // the reply is sent later (a migration or a weights load in progress)
     std::vector<UniqueFd> more_fds;  // sent after the two above, in order, then closed
   };
 
@@ -81,6 +81,8 @@ class Daemon {
   void reload();
   void tick();
   void finish_migrations();
+  // Sends the deferred WeightsLoad/WeightsOpen replies of finished copies.
+  void finish_weight_loads();
   Result<Reply> on_migrate(Session& session, const proto::RegionMigrate& request);
 
   Result<Reply> dispatch(Session& session, const proto::Message& message);

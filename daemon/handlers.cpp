@@ -234,14 +234,22 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
           watch_kv_io();
           if (!reply) return tl::unexpected(reply.error());
           return Reply{*reply, {}};
-        } else if constexpr (std::is_same_v<T, proto::WeightsLoad>) {
-          auto reply = weights_->load(m, session.who);
-          if (!reply) return tl::unexpected(reply.error());
-          return Reply{*reply, {}};
-        } else if constexpr (std::is_same_v<T, proto::WeightsOpen>) {
-          auto reply = weights_->open(m.model);
-          if (!reply) return tl::unexpected(reply.error());
-          return Reply{*reply, {}};
+        } else if constexpr (std::is_same_v<T, proto::WeightsLoad> || std::is_same_v<T, proto::WeightsOpen>) {
+          // A copy under way answers later (finish_weight_loads).
+          const WeightsWaiter waiter{session.id, current_request_id_};
+          Result<WeightsAnswer> answer;
+          if constexpr (std::is_same_v<T, proto::WeightsLoad>) {
+            answer = weights_->load(m, session.who, waiter);
+          } else {
+            answer = weights_->open(m.model, waiter);
+          }
+          if (!answer) return tl::unexpected(answer.error());
+          if (!answer->has_value()) {
+            Reply reply;
+            reply.deferred = true;
+            return reply;
+          }
+          return Reply{**answer, {}};
         } else if constexpr (std::is_same_v<T, proto::WeightsUnload>) {
           auto reply = weights_->unload(m.model, session.who);
           if (!reply) return tl::unexpected(reply.error());

@@ -268,6 +268,22 @@ void RegionPool::release_handle(uint64_t region_id) {
   }
 }
 
+Result<void> RegionPool::drop_system(uint64_t region_id) {
+  Region* region = find(region_id);
+  if (region == nullptr) return fail(ENOENT, "no region " + std::to_string(region_id));
+  if (!region->system) return fail(EINVAL, "region " + std::to_string(region_id) + " is not the daemon's");
+  if (region->kind == proto::RegionKind::kNamed && !region->unlinked) {
+    names_.erase(region->name);
+    region->unlinked = true;
+  }
+  if (region->handles > 0) {
+    release_handle(region_id);
+  } else {
+    destroy(region_id);
+  }
+  return {};
+}
+
 void RegionPool::destroy(uint64_t region_id) {
   auto it = regions_.find(region_id);
   if (it == regions_.end()) return;

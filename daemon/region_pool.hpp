@@ -130,6 +130,11 @@ class RegionPool {
   Result<void> unlink_named(const std::string& name, const Requester& who);
   // Drops one handle; destroys the region when nothing refers to it.
   void release_handle(uint64_t region_id);
+  // The daemon service that owns a system region is done with it: its name
+  // goes and the daemon's handle is dropped; clients' handles keep the pages
+  // (still read-only for them) until they go. ENOENT: no such region;
+  // EINVAL: not a system region.
+  Result<void> drop_system(uint64_t region_id);
 
   // Migration in two steps so the page moves can run off the event loop:
   // begin validates, reserves the region's size on the target tier (it

@@ -43,7 +43,8 @@ Result<OpenedModelFiles> open_model_files(const std::vector<std::string>& paths,
 }
 
 Result<void> copy_resident_tensors(const OpenedModelFiles& opened, const weights::RegionPlan& plan,
-                                   std::span<std::byte> region) {
+                                   std::span<std::byte> region, const std::atomic<bool>* cancel) {
+  constexpr uint64_t kStep = 8u << 20;
   for (size_t f = 0; f < opened.files.size(); ++f) {
     const auto& file = opened.files[f];
     for (size_t t = 0; t < file.header.tensors.size(); ++t) {
@@ -52,7 +53,10 @@ Result<void> copy_resident_tensors(const OpenedModelFiles& opened, const weights
       const auto& tensor = file.header.tensors[t];
       uint64_t done = 0;
       while (done < tensor.bytes()) {
-        ssize_t r = ::pread(opened.fds[f].get(), region.data() + at + done, tensor.bytes() - done,
+        if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+          return fail(ECANCELED, "loading '" + file.path + "' was cancelled (the daemon is stopping)");
+        }
+        ssize_t r = ::pread(opened.fds[f].get(), region.data() + at + done, std::min(kStep, tensor.bytes() - done),
                             static_cast<off_t>(file.header.tensor_offset_in_file(tensor) + done));
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return fail_errno(file.path + ": read tensor '" + tensor.name + "'");

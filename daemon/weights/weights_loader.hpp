@@ -5,6 +5,7 @@
 // tensors copied into the region.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,11 @@ struct OpenedModelFiles {
 // safetensors file (the message names the file and the reason).
 Result<OpenedModelFiles> open_model_files(const std::vector<std::string>& paths, const Requester& who);
 
-// Copies every resident tensor into `region` at its planned offset.
+// Copies every resident tensor into `region` at its planned offset. Runs on
+// the weights service's worker thread: ECANCELED once *cancel is set
+// (checked every few MiB, so a stopping daemon does not wait for a whole
+// model).
 Result<void> copy_resident_tensors(const OpenedModelFiles& opened, const weights::RegionPlan& plan,
-                                   std::span<std::byte> region);
+                                   std::span<std::byte> region, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace cxlpool::daemon

@@ -6,7 +6,6 @@
 #include "../logging.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/weights/region_layout.hpp"
-#include "weights_loader.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -35,24 +34,43 @@ Result<uint32_t> pick_tier(const RegionPool& pool, uint32_t tier_id) {
 
 }  // namespace
 
-WeightsService::~WeightsService() { clear(); }
+WeightsService::WeightsService(RegionPool& pool)
+    : pool_(pool),
+      worker_(
+          [](CopyTask& task) {
+            task.copied = copy_resident_tensors(*task.opened, task.plan, task.region, task.cancel);
+            // The files' descriptors go on this thread, not the loop's.
+            task.opened.reset();
+          },
+          [](CopyTask& task) { task.copied = fail(ECANCELED, "the daemon is stopping"); }) {}
 
-Result<proto::WeightsLoadReply> WeightsService::load(const proto::WeightsLoad& req, const Requester& who) {
+WeightsService::~WeightsService() {
+  stop();
+  (void)finish_loads();
+  clear();
+}
+
+Result<void> WeightsService::start() { return worker_.start(); }
+
+Error WeightsService::count_failure(const std::string& model, const Error& e) {
+  ++counters_.load_errors;
+  if (e.code == EBADMSG) ++counters_.rejected_files;
+  logger("weights")->warn("weights: load of '{}' failed: {}", model, e.message);
+  return e;
+}
+
+Result<WeightsAnswer> WeightsService::load(const proto::WeightsLoad& req, const Requester& who,
+                                           WeightsWaiter waiter) {
   std::vector<std::string> paths;
   for (const auto& p : req.paths) paths.push_back(p.path);
   if (auto it = models_.find(req.model); it != models_.end()) {
     if (it->second.paths != paths) {
       return fail(EEXIST, "model '" + req.model + "' is loaded from other files");
     }
-    return open(req.model);
+    return open(req.model, waiter);
   }
   const uint64_t started = monotonic_ns();
-  auto failed = [&](const Error& e) -> tl::unexpected<Error> {
-    ++counters_.load_errors;
-    if (e.code == EBADMSG) ++counters_.rejected_files;
-    logger("weights")->warn("weights: load of '{}' failed: {}", req.model, e.message);
-    return tl::unexpected(e);
-  };
+  auto failed = [&](const Error& e) { return tl::unexpected(count_failure(req.model, e)); };
   auto tier = pick_tier(pool_, req.tier_id);
   if (!tier) return failed(tier.error());
   auto opened = open_model_files(paths, who);
@@ -77,14 +95,14 @@ Result<proto::WeightsLoadReply> WeightsService::load(const proto::WeightsLoad& r
   model.paths = std::move(paths);
   model.region_id = r.id;
   model.owner_uid = who.uid;
+  model.loading = true;
+  model.started_ns = started;
+  model.waiters.push_back(waiter);
   std::span<std::byte> bytes(r.mapping.data(), plan->region_bytes);
-  auto ok = weights::write_region_meta(bytes, opened->files, *plan);
-  if (ok) ok = copy_resident_tensors(*opened, *plan, bytes);
-  if (!ok) {
+  if (auto ok = weights::write_region_meta(bytes, opened->files, *plan); !ok) {
     drop(model);
     return failed(ok.error());
   }
-
   auto& reply = model.reply;
   reply.tier_id = r.tier_id;
   reply.files = static_cast<uint32_t>(opened->files.size());
@@ -94,25 +112,71 @@ Result<proto::WeightsLoadReply> WeightsService::load(const proto::WeightsLoad& r
   reply.region_bytes = plan->region_bytes;
   reply.region_name = spec.name;
   reply.loaded = 1;
-  ++counters_.loads;
-  counters_.bytes_loaded += plan->resident_bytes;
-  counters_.load_ns += monotonic_ns() - started;
-  logger("weights")->info("weights: loaded '{}': {} files, {} tensors, {} of {} bytes resident in {} on tier {}",
-                          model.name, reply.files, reply.tensor_count, reply.resident_bytes, reply.total_bytes,
-                          reply.region_name, reply.tier_id);
-  proto::WeightsLoadReply out = reply;
+
+  CopyTask task;
+  task.model = req.model;
+  task.opened = std::make_shared<OpenedModelFiles>(std::move(*opened));
+  task.plan = std::move(*plan);
+  task.region = bytes;
+  task.cancel = &cancel_;
   models_.emplace(model.name, std::move(model));
+  worker_.submit(std::move(task));
+  return WeightsAnswer{};
+}
+
+Result<proto::WeightsLoadReply> WeightsService::open_loaded(Model& model) {
+  ++model.opens;
+  ++counters_.opens;
+  proto::WeightsLoadReply reply = model.reply;
+  reply.loaded = 0;
+  return reply;
+}
+
+Result<WeightsAnswer> WeightsService::open(const std::string& model, WeightsWaiter waiter) {
+  auto it = models_.find(model);
+  if (it == models_.end()) return fail(ENOENT, "model '" + model + "' is not loaded");
+  if (it->second.loading) {
+    it->second.waiters.push_back(waiter);
+    ++counters_.waited;
+    return WeightsAnswer{};
+  }
+  auto reply = open_loaded(it->second);
+  if (!reply) return tl::unexpected(reply.error());
+  return WeightsAnswer{std::move(*reply)};
+}
+
+std::vector<WeightsFinished> WeightsService::finish_loads() {
+  std::vector<WeightsFinished> out;
+  for (auto& task : worker_.take_finished()) {
+    auto it = models_.find(task.model);
+    if (it == models_.end() || !it->second.loading) continue;
+    Model& m = it->second;
+    auto waiters = std::move(m.waiters);
+    m.waiters.clear();
+    if (!task.copied) {
+      const Error e = count_failure(m.name, task.copied.error());
+      drop(m);
+      models_.erase(it);
+      for (const auto& w : waiters) out.push_back({w, tl::unexpected(e)});
+      continue;
+    }
+    m.loading = false;
+    ++counters_.loads;
+    counters_.bytes_loaded += m.reply.resident_bytes;
+    counters_.load_ns += monotonic_ns() - m.started_ns;
+    logger("weights")->info("weights: loaded '{}': {} files, {} tensors, {} of {} bytes resident in {} on tier {}",
+                            m.name, m.reply.files, m.reply.tensor_count, m.reply.resident_bytes,
+                            m.reply.total_bytes, m.reply.region_name, m.reply.tier_id);
+    for (size_t i = 0; i < waiters.size(); ++i) {
+      out.push_back({waiters[i], i == 0 ? Result<proto::WeightsLoadReply>(m.reply) : open_loaded(m)});
+    }
+  }
   return out;
 }
 
-Result<proto::WeightsLoadReply> WeightsService::open(const std::string& model) {
-  auto it = models_.find(model);
-  if (it == models_.end()) return fail(ENOENT, "model '" + model + "' is not loaded");
-  ++it->second.opens;
-  ++counters_.opens;
-  proto::WeightsLoadReply reply = it->second.reply;
-  reply.loaded = 0;
-  return reply;
+void WeightsService::stop() {
+  cancel_ = true;
+  worker_.stop();
 }
 
 Result<proto::WeightsUnloadReply> WeightsService::unload(const std::string& model, const Requester& who) {
@@ -122,6 +186,7 @@ Result<proto::WeightsUnloadReply> WeightsService::unload(const std::string& mode
     return fail(EPERM, "only the owner (uid " + std::to_string(it->second.owner_uid) +
                            ") or an admin may unload '" + model + "'");
   }
+  if (it->second.loading) return fail(EBUSY, "model '" + model + "' is still loading");
   proto::WeightsUnloadReply reply{.region_bytes = it->second.reply.region_bytes};
   drop(it->second);
   models_.erase(it);
@@ -131,19 +196,14 @@ Result<proto::WeightsUnloadReply> WeightsService::unload(const std::string& mode
 }
 
 void WeightsService::drop(Model& model) {
-  Region* r = pool_.find(model.region_id);
-  if (r == nullptr) return;
-  // The pool refuses to unlink system regions for anyone: the service that
-  // owns this one lifts the flag for its own unlink. Clients' handles keep
-  // the pages until they go; the daemon's handle goes now.
-  r->system = false;
-  (void)pool_.unlink_named(r->name, daemon_requester());
-  pool_.release_handle(model.region_id);
+  // Clients' handles keep the pages until they go; the daemon's goes now.
+  (void)pool_.drop_system(model.region_id);
 }
 
 proto::WeightsListReply WeightsService::list() const {
   proto::WeightsListReply out;
   for (const auto& [name, m] : models_) {
+    if (m.loading) continue;
     if (out.models.size() == proto::kMaxListEntries) break;
     proto::WeightsEntry e;
     e.tier_id = m.reply.tier_id;
@@ -163,16 +223,23 @@ proto::WeightsListReply WeightsService::list() const {
 
 void WeightsService::add_counters(std::vector<proto::Counter>& out) const {
   auto add = [&](const char* name, uint64_t v) { out.push_back({std::string("weights.") + name, v}); };
-  uint64_t resident = 0, region = 0;
+  uint64_t loaded = 0, loading = 0, resident = 0, region = 0;
   for (const auto& [name, m] : models_) {
+    if (m.loading) {
+      ++loading;
+      continue;
+    }
+    ++loaded;
     resident += m.reply.resident_bytes;
     region += m.reply.region_bytes;
   }
-  add("models", models_.size());
+  add("models", loaded);
+  add("loading", loading);
   add("region_bytes", region);
   add("resident_bytes", resident);
   add("loads", counters_.loads);
   add("opens", counters_.opens);
+  add("loads_waited", counters_.waited);
   add("unloads", counters_.unloads);
   add("load_errors", counters_.load_errors);
   add("rejected_files", counters_.rejected_files);

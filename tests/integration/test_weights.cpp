@@ -3,12 +3,20 @@
 // and two processes map the same physical pages read-only; malformed files
 // are rejected naming the file and the reason; layers past the residency
 // budget stay in the files and the streamer reads them with the right
-// bytes; unload is for the owner and leaves existing mappings readable.
+// bytes; unload is for the owner and leaves existing mappings readable; a
+// big load copies off the daemon's event loop (other clients are answered
+// meanwhile, a second load of the model waits for the first, a loader that
+// disconnects meanwhile harms nobody).
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
 
 #include <cerrno>
 #include <cstdint>
@@ -71,6 +79,48 @@ std::string write_raw(const std::string& dir, const std::string& name, const std
   EXPECT_EQ(::write(fd, zeros.data(), zeros.size()), static_cast<ssize_t>(zeros.size()));
   ::close(fd);
   return path;
+}
+
+// `layers` f32 tensors "layers.N.w" of `layer_mib` MiB each, element i of
+// layer l being big_value(l, i); synced and dropped from the page cache so
+// the daemon reads it from the disk.
+float big_value(int layer, uint64_t i) { return static_cast<float>(layer * 1000 + static_cast<int>(i % 1000)); }
+
+std::string write_big_model(const std::string& dir, int layers, uint64_t layer_mib) {
+  const uint64_t elems = (layer_mib << 20) / 4;
+  std::string json = "{";
+  for (int l = 0; l < layers; ++l) {
+    if (l > 0) json += ",";
+    json += "\"layers." + std::to_string(l) + ".w\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(elems) +
+            "],\"data_offsets\":[" + std::to_string(l * elems * 4) + "," + std::to_string((l + 1) * elems * 4) + "]}";
+  }
+  json += "}";
+  while ((8 + json.size()) % 8 != 0) json += ' ';
+  std::string path = dir + "/big.safetensors";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  uint64_t n = json.size();
+  EXPECT_EQ(::write(fd, &n, 8), 8);
+  EXPECT_EQ(::write(fd, json.data(), json.size()), static_cast<ssize_t>(json.size()));
+  std::vector<float> v(elems);
+  for (int l = 0; l < layers; ++l) {
+    for (uint64_t i = 0; i < elems; ++i) v[i] = big_value(l, i);
+    EXPECT_EQ(::write(fd, v.data(), elems * 4), static_cast<ssize_t>(elems * 4));
+  }
+  ::fsync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  return path;
+}
+
+std::map<std::string, uint64_t> weight_stats(cxlpool_client* c) {
+  std::vector<cxlpool_stat> stats(512);
+  std::map<std::string, uint64_t> out;
+  int n = cxlpool_stats(c, stats.data(), stats.size());
+  for (int i = 0; i < n && i < static_cast<int>(stats.size()); ++i) {
+    std::string name = stats[static_cast<size_t>(i)].name;
+    if (name.rfind("weights.", 0) == 0) out[name] = stats[static_cast<size_t>(i)].value;
+  }
+  return out;
 }
 
 // The page frame behind `addr`, 0 when the kernel hides PFNs (not root).
@@ -264,6 +314,59 @@ TEST_F(Weights, UnloadIsForTheOwnerAndKeepsMappings) {
   // Loadable again after the unload.
   ASSERT_EQ(cxlpool_weights_load(client_, "gone", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
   cxlpool_weights_close(w);
+}
+
+TEST_F(Weights, BigLoadCopiesOffTheEventLoop) {
+  constexpr int kBigLayers = 8;
+  const std::string path = write_big_model(daemon_.dir(), kBigLayers, 64);  // 512 MiB
+  const char* paths[] = {path.c_str()};
+  const std::string socket = daemon_.socket();
+  auto load_and_check = [&](int fd) {
+    cxlpool_client* c = nullptr;
+    if (cxlpool_connect(socket.c_str(), "weights-loader", &c) != 0) return 1;
+    cxlpool_weights* w = nullptr;
+    if (cxlpool_weights_load(c, "big", paths, 1, nullptr, &w) != 0) return 2;
+    cxlpool_weight_tensor t{};
+    if (cxlpool_weights_find(w, "layers.7.w", &t) != 0 || t.data == nullptr) return 3;
+    const uint64_t last = t.bytes / 4 - 1;
+    if (static_cast<const float*>(t.data)[last] != big_value(7, last)) return 4;
+    if (::write(fd, "ok\n", 3) < 0) return 5;
+    cxlpool_weights_close(w);
+    cxlpool_disconnect(c);
+    return 0;
+  };
+  // The first loader goes away while its copy runs.
+  ForkedChild quitter(load_and_check);
+  // Another client is answered while the copy is under way: the loop is free.
+  int answered_while_loading = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto st = weight_stats(client_);
+    if (st["weights.models"] == 1) break;
+    if (st["weights.loading"] == 1 && ++answered_while_loading == 3) break;
+  }
+  ASSERT_EQ(answered_while_loading, 3) << "no request was answered while the 512 MiB model loaded";
+  ::kill(quitter.pid(), SIGKILL);
+  quitter.wait(std::chrono::seconds(10));
+  // A second load of the model waits for the copy (or opens it once done).
+  ForkedChild second(load_and_check);
+  auto line = second.read_line(std::chrono::seconds(60));
+  ASSERT_TRUE(line);
+  EXPECT_EQ(*line, "ok");
+  EXPECT_EQ(second.wait(std::chrono::seconds(10)), 0);
+  auto st = weight_stats(client_);
+  EXPECT_EQ(st["weights.models"], 1u);
+  EXPECT_EQ(st["weights.loading"], 0u);
+  EXPECT_EQ(st["weights.loads"], 1u);
+  EXPECT_EQ(st["weights.load_errors"], 0u);
+  EXPECT_GE(st["weights.opens"], 1u);
+  cxlpool_weights* w = nullptr;
+  ASSERT_EQ(cxlpool_weights_open(client_, "big", &w), 0) << cxlpool_last_error();
+  cxlpool_weight_tensor t{};
+  ASSERT_EQ(cxlpool_weights_find(w, "layers.3.w", &t), 0);
+  EXPECT_EQ(static_cast<const float*>(t.data)[999], big_value(3, 999));
+  cxlpool_weights_close(w);
+  EXPECT_EQ(cxlpool_weights_unload(client_, "big"), 0);
 }
 
 }  // namespace
