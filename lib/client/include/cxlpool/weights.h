@@ -15,9 +15,15 @@
  *
  * Errors are negative errno values:
  *   -EINVAL bad argument, -EBADMSG a malformed safetensors file (the daemon's
- *   log and cxlpool_weights_last_error name the file and the reason), -ENOENT
+ *   log and cxlpool_last_error() name the file and the reason), -ENOENT
  *   unknown model or tensor, -EEXIST a model of that name loaded from other
- *   files, -ENOSPC tier full, -EPERM not the owner (unload).
+ *   files, -ENOSPC tier full, -EPERM not the owner (unload), -EBUSY the
+ *   model is still loading (unload).
+ *
+ * Lifetimes: tensor names and data pointers are valid while their
+ * cxlpool_weights is open; a streamer reads its model's table and mapping,
+ * so every cxlpool_weight_streamer of a model must be destroyed before
+ * cxlpool_weights_close of that model.
  */
 #ifndef CXLPOOL_WEIGHTS_H
 #define CXLPOOL_WEIGHTS_H
@@ -50,12 +56,15 @@ typedef struct cxlpool_weights_load_options {
 } cxlpool_weights_load_options;
 
 /* Loads `model` from `paths` (absolute, readable by the daemon) or, when the
- * daemon has it already from the same files, just opens it. opts may be NULL. */
+ * daemon has it already from the same files, just opens it. opts may be NULL.
+ * Returns when the daemon's copy is complete; a load or open of a model that
+ * another client is loading waits for that load. */
 int cxlpool_weights_load(cxlpool_client *client, const char *model, const char *const *paths,
                          size_t n_paths, const cxlpool_weights_load_options *opts,
                          cxlpool_weights **out);
 /* Opens a model some process loaded. */
 int cxlpool_weights_open(cxlpool_client *client, const char *model, cxlpool_weights **out);
+/* Destroy the model's streamers first: they use its mapping. */
 void cxlpool_weights_close(cxlpool_weights *weights);
 /* Drops the daemon's copy (owner or admin); processes that map it keep their mappings. */
 int cxlpool_weights_unload(cxlpool_client *client, const char *model);
@@ -93,6 +102,8 @@ typedef struct cxlpool_streamer_config {
   double compute_ns_per_byte;   /* declared compute cost per weight byte, for the placement policy; 0: measure */
 } cxlpool_streamer_config;
 
+/* The streamer uses `weights` until it is destroyed: destroy it before
+ * cxlpool_weights_close(weights). */
 int cxlpool_weight_streamer_create(cxlpool_weights *weights, const cxlpool_streamer_config *config,
                                    cxlpool_weight_streamer **out);
 void cxlpool_weight_streamer_destroy(cxlpool_weight_streamer *streamer);
