@@ -27,6 +27,7 @@ Result<void> SsdStore::start_region_write(std::uint32_t region, std::span<const 
     return ok;
   }
   regions_[region].in_flight = true;
+  stats_.bytes_written += image.size();  // issued: the wear counts whether or not it completes
   flights_.push_back(Flight{region, regions_[region].generation, next_sequence_ - 1, Flight::State::kWriting});
   return {};
 }
@@ -58,7 +59,6 @@ void SsdStore::handle_write_completion(const hal::IoCompletion& c) {
     retire_flights();
     return;
   }
-  stats_.bytes_written += c.length;
   // The device has the bytes: reads go there from now on, and the buffer
   // can take the next region.
   Region& reg = regions_[region];

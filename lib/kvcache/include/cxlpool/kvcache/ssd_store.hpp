@@ -85,7 +85,7 @@ struct SsdStoreConfig {
 
 struct SsdStoreStats {
   std::uint64_t puts = 0, erases = 0;
-  std::uint64_t bytes_written = 0;     // device bytes written (headers, padding, reinsertions)
+  std::uint64_t bytes_written = 0;     // device bytes written (headers, padding, reinsertions), once issued
   std::uint64_t syncs = 0;
   std::uint64_t regions_sealed = 0, regions_evicted = 0;
   std::uint64_t entries_evicted = 0;   // left the index with their region
