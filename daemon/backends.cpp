@@ -18,6 +18,12 @@
 #if CXLPOOL_HAVE_URING
 #include "uring_probe.hpp"
 #endif
+#if CXLPOOL_HAVE_AIO
+#include "aio_probe.hpp"
+#endif
+#if CXLPOOL_HAVE_MMAP
+#include "mmap_probe.hpp"
+#endif
 #if CXLPOOL_HAVE_DPDK
 #include "dpdk_probe.hpp"
 #endif
@@ -75,6 +81,16 @@ std::vector<hal::BackendReport> probe_backends() {
   reports.push_back(drivers::probe_posix());
 #else
   reports.push_back(not_compiled("BlockEngine", "posix", CXLPOOL_HAVE_POSIX_REASON));
+#endif
+#if CXLPOOL_HAVE_AIO
+  reports.push_back(drivers::probe_aio());
+#else
+  reports.push_back(not_compiled("BlockEngine", "aio", CXLPOOL_HAVE_AIO_REASON));
+#endif
+#if CXLPOOL_HAVE_MMAP
+  reports.push_back(drivers::probe_mmap());
+#else
+  reports.push_back(not_compiled("BlockEngine", "mmap", CXLPOOL_HAVE_MMAP_REASON));
 #endif
 #if CXLPOOL_HAVE_DPDK
   reports.push_back(drivers::probe_dpdk());
