@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "child_process.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/weights.h"
@@ -313,6 +315,35 @@ TEST_F(Weights, UnloadIsForTheOwnerAndKeepsMappings) {
   cxlpool_weights_close(w);
   // Loadable again after the unload.
   ASSERT_EQ(cxlpool_weights_load(client_, "gone", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  cxlpool_weights_close(w);
+}
+
+TEST_F(Weights, CtlListsAndUnloads) {
+  std::string path = write_model(daemon_.dir(), "m.safetensors");
+  const char* paths[] = {path.c_str()};
+  cxlpool_weights* w = nullptr;
+  ASSERT_EQ(cxlpool_weights_load(client_, "listed", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  auto listed = run_program({ctl_binary(), "--socket", daemon_.socket(), "weights", "list", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto j = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["model"], "listed");
+  EXPECT_EQ(j[0]["region"], "cxlpool-w-listed");
+  EXPECT_EQ(j[0]["tensors"], kLayers + 1);
+  EXPECT_EQ(j[0]["total_bytes"], 4096u + kLayers * kElems * 4u);
+  EXPECT_EQ(j[0]["resident_fraction"], 1.0);
+  auto text = run_program({ctl_binary(), "--socket", daemon_.socket(), "weights", "list"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("listed"), std::string::npos) << text.out;
+  auto unloaded = run_program({ctl_binary(), "--socket", daemon_.socket(), "weights", "unload", "listed"});
+  ASSERT_EQ(unloaded.exit_code, 0) << unloaded.err;
+  EXPECT_NE(unloaded.out.find("unloaded 'listed'"), std::string::npos) << unloaded.out;
+  auto missing = run_program({ctl_binary(), "--socket", daemon_.socket(), "weights", "unload", "listed"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("not loaded"), std::string::npos) << missing.err;
+  auto empty = run_program({ctl_binary(), "--socket", daemon_.socket(), "weights", "list"});
+  EXPECT_EQ(empty.out, "no models loaded\n");
+  EXPECT_EQ(run_program({ctl_binary(), "--socket", daemon_.socket(), "weights"}).exit_code, 2);
   cxlpool_weights_close(w);
 }
 

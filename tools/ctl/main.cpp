@@ -15,6 +15,7 @@
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/common/units.hpp"
 #include "kv_format.hpp"
+#include "weights_format.hpp"
 #include "table.hpp"
 
 using cxlpool::format_size;
@@ -394,6 +395,19 @@ int cmd_kv_drop(Context& ctx, uint64_t namespace_id) {
                                            });
 }
 
+int cmd_weights_list(Context& ctx) {
+  return call<proto::WeightsListReply>(ctx, proto::WeightsListRequest{}, [&](const proto::WeightsListReply& r) {
+    print_json_or_text(ctx, cxlpool::ctl::weights_list_json(r), cxlpool::ctl::weights_list_text(r));
+  });
+}
+
+int cmd_weights_unload(Context& ctx, const std::string& model) {
+  return call<proto::WeightsUnloadReply>(ctx, proto::WeightsUnload{model}, [&](const proto::WeightsUnloadReply& r) {
+    print_json_or_text(ctx, cxlpool::ctl::weights_unload_json(model, r),
+                       cxlpool::ctl::weights_unload_text(model, r));
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -433,8 +447,15 @@ int main(int argc, char** argv) {
   auto* kv_drop = kv->add_subcommand("drop", "Drop every chunk of a namespace on every tier (admin)");
   uint64_t kv_namespace_id = 0;
   kv_drop->add_option("namespace", kv_namespace_id, "Namespace id (see `cxlpoolctl kv namespaces`)")->required();
+  auto* weights = app.add_subcommand("weights", "Shared model weights: loaded models, unload");
+  weights->require_subcommand(1);
+  auto* weights_list = weights->add_subcommand("list", "Loaded models: tier, files, tensors, resident bytes, opens");
+  auto* weights_unload =
+      weights->add_subcommand("unload", "Drop the daemon's copy of a model (its owner or an admin)");
+  std::string weights_model;
+  weights_unload->add_option("model", weights_model, "Model name (see `cxlpoolctl weights list`)")->required();
   for (auto* sub : {status, tiers, regions, clients, stats, backends, migrate, tiering, tiering_status, tiering_hot,
-                    tiering_set, kv, kv_status, kv_namespaces, kv_drop}) {
+                    tiering_set, kv, kv_status, kv_namespaces, kv_drop, weights, weights_list, weights_unload}) {
     sub->add_flag("--json", json_out, "Machine-readable JSON output");
   }
   try {
@@ -465,5 +486,7 @@ int main(int argc, char** argv) {
   if (*kv_status) return cmd_kv_status(ctx);
   if (*kv_namespaces) return cmd_kv_namespaces(ctx);
   if (*kv_drop) return cmd_kv_drop(ctx, kv_namespace_id);
+  if (*weights_list) return cmd_weights_list(ctx);
+  if (*weights_unload) return cmd_weights_unload(ctx, weights_model);
   return kExitUsage;
 }
