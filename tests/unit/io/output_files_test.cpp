@@ -96,6 +96,11 @@ TEST_F(TempDir, LogsInFiosFormat) {
   EXPECT_EQ(slurp(dir_ / "sub" / "bw_bw.1.log"), "1000, 8000, 0, 0, 0\n");
   EXPECT_FALSE(fs::exists(dir_ / "lat_iops.1.log"));
 
+  // Averaged windows log block size 0, as fio does.
+  j.spec.log_avg_msec = 500;
+  ASSERT_TRUE(write_logs(run, dir_));
+  EXPECT_EQ(slurp(dir_ / "lat_lat.1.log"), "5, 12345, 0, 0, 0\n6, 23456, 1, 0, 0\n");
+
   const auto hist = slurp(dir_ / "hist_clat_hist.1.log");
   std::vector<std::uint64_t> cols;
   std::stringstream ss(hist);
