@@ -4,6 +4,7 @@
 // client-side model view and streamer tests (no daemon needed).
 #pragma once
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

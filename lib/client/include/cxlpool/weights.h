@@ -90,7 +90,7 @@ int cxlpool_weights_find(const cxlpool_weights *weights, const char *name, cxlpo
 
 enum cxlpool_streamer_target {
   CXLPOOL_STREAM_HOST = 0,  /* the window is host memory (CPU compute) */
-  CXLPOOL_STREAM_CUDA = 1,  /* the window is device memory */
+  CXLPOOL_STREAM_CUDA = 1,  /* the window is device memory on `device` (-ENODEV without a usable one) */
 };
 
 typedef struct cxlpool_streamer_config {
@@ -103,7 +103,10 @@ typedef struct cxlpool_streamer_config {
 } cxlpool_streamer_config;
 
 /* The streamer uses `weights` until it is destroyed: destroy it before
- * cxlpool_weights_close(weights). */
+ * cxlpool_weights_close(weights). -EINVAL bad config, -ENODEV target CUDA
+ * without a usable device or in a build without CUDA (cxlpool_last_error()
+ * says which), -ENOMEM window memory. With target CUDA, data[] of an
+ * acquired layer are CUdeviceptr values in the device's primary context. */
 int cxlpool_weight_streamer_create(cxlpool_weights *weights, const cxlpool_streamer_config *config,
                                    cxlpool_weight_streamer **out);
 void cxlpool_weight_streamer_destroy(cxlpool_weight_streamer *streamer);

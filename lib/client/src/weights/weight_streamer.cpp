@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <span>
 #include <cstring>
 
 #include "cxlpool/common/clock.hpp"
@@ -54,10 +55,9 @@ WeightStreamer::~WeightStreamer() {
 }
 
 Result<void> WeightStreamer::setup(const cxlpool_streamer_config& config) {
-  if (config.target == CXLPOOL_STREAM_CUDA) {
-    return fail(ENOTSUP, "streamer: device-memory windows are not available (use CXLPOOL_STREAM_HOST)");
+  if (config.target != CXLPOOL_STREAM_HOST && config.target != CXLPOOL_STREAM_CUDA) {
+    return fail(EINVAL, "streamer: unknown target");
   }
-  if (config.target != CXLPOOL_STREAM_HOST) return fail(EINVAL, "streamer: unknown target");
   if (config.buffers < 2 || config.buffers > 8) return fail(EINVAL, "streamer: buffers must be 2..8");
   if (config.prefetch_depth >= config.buffers) return fail(EINVAL, "streamer: prefetch_depth must be below buffers");
   if (!(config.compute_ns_per_byte >= 0)) return fail(EINVAL, "streamer: negative compute_ns_per_byte");
@@ -71,26 +71,46 @@ Result<void> WeightStreamer::setup(const cxlpool_streamer_config& config) {
   choose_pinned(config, slot_bytes);
   if (config.prefetch_depth != 0) depth_ = config.prefetch_depth;
   depth_ = std::min<uint32_t>(depth_, config.buffers - 1);
-  auto window = map_anonymous(slot_bytes * config.buffers);
-  if (!window) return tl::unexpected(window.error());
-  window_ = std::move(*window);
   slots_.resize(config.buffers);
-  std::vector<iovec> registered;
-  for (uint32_t i = 0; i < config.buffers; ++i) {
-    slots_[i].mem = window_.data() + i * slot_bytes;
-    registered.push_back(iovec{slots_[i].mem, slot_bytes});
+  if (config.target == CXLPOOL_STREAM_CUDA) {
+    // Pinned layers get device slots of their own past the streaming ones.
+    const size_t n_pinned = static_cast<size_t>(std::count(pinned_layer_.begin(), pinned_layer_.end(), true));
+    auto dev = open_cuda_window(config.device, config.buffers + n_pinned, config.buffers, slot_bytes,
+                                std::span<const std::byte>(model_.base(), model_.region_bytes()));
+    if (!dev) return tl::unexpected(dev.error());
+    device_ = std::move(*dev);
+    for (uint32_t i = 0; i < config.buffers; ++i) slots_[i].mem = device_->staging(i);
+  } else {
+    auto window = map_anonymous(slot_bytes * config.buffers);
+    if (!window) return tl::unexpected(window.error());
+    window_ = std::move(*window);
+    for (uint32_t i = 0; i < config.buffers; ++i) slots_[i].mem = window_.data() + i * slot_bytes;
   }
+  std::vector<iovec> registered;
+  for (const auto& slot : slots_) registered.push_back(iovec{slot.mem, slot_bytes});
   reader_ = std::make_unique<LayerReader>(model_.paths(), align_, kQueueDepth);
   reader_->set_registered(std::move(registered));
   pinned_.resize(plans_.size());
+  size_t next_device_slot = config.buffers;
   for (size_t l = 0; l < plans_.size(); ++l) {
     if (!pinned_layer_[l]) continue;
     auto p = std::make_unique<Pinned>();
-    auto mem = map_anonymous(std::max(align_, plans_[l].slot_bytes));
-    if (!mem) return tl::unexpected(mem.error());
-    p->mem = std::move(*mem);
-    if (auto ok = fill_now(static_cast<uint32_t>(l), p->mem.data()); !ok) return ok;
-    for (uint64_t d : plans_[l].tensor_dst) p->ptrs.push_back(reinterpret_cast<uint64_t>(p->mem.data() + d));
+    std::byte* base = nullptr;
+    if (device_) {
+      p->device_slot = next_device_slot++;
+      if (auto ok = fill_now(static_cast<uint32_t>(l), device_->staging(p->device_slot), p->device_slot); !ok) {
+        return ok;
+      }
+    } else {
+      auto mem = map_anonymous(std::max(align_, plans_[l].slot_bytes));
+      if (!mem) return tl::unexpected(mem.error());
+      p->mem = std::move(*mem);
+      if (auto ok = fill_now(static_cast<uint32_t>(l), p->mem.data(), 0); !ok) return ok;
+      base = p->mem.data();
+    }
+    for (uint64_t d : plans_[l].tensor_dst) {
+      p->ptrs.push_back(device_ ? device_->device(p->device_slot) + d : reinterpret_cast<uint64_t>(base + d));
+    }
     pinned_[l] = std::move(p);
     ++stats_.pinned_layers;
   }
@@ -116,11 +136,25 @@ void WeightStreamer::choose_pinned(const cxlpool_streamer_config& config, uint64
   depth_ = plan->prefetch_depth;
 }
 
-Result<void> WeightStreamer::fill_now(uint32_t layer, std::byte* mem) {
+Result<void> WeightStreamer::upload(size_t device_slot, uint32_t layer) {
+  if (!device_) return {};
+  for (const CopyOp& op : plans_[layer].ops) {
+    if (!op.from_file) continue;
+    if (auto ok = device_->upload_staged(device_slot, op.dst, op.bytes); !ok) return ok;
+  }
+  return device_->finish();
+}
+
+Result<void> WeightStreamer::fill_now(uint32_t layer, std::byte* mem, size_t device_slot) {
   const LayerPlan& plan = plans_[layer];
   uint64_t t0 = monotonic_ns();
   for (const CopyOp& op : plan.ops) {
-    if (!op.from_file) copy_to_window(mem + op.dst, op.src, op.bytes);
+    if (op.from_file) continue;
+    if (device_) {
+      if (auto ok = device_->copy_region(device_slot, op.dst, op.src, op.bytes); !ok) return ok;
+    } else {
+      copy_to_window(mem + op.dst, op.src, op.bytes);
+    }
   }
   const uint64_t copy_ns = monotonic_ns() - t0;
   const uint64_t read_before = reader_->busy_ns();
@@ -136,6 +170,7 @@ Result<void> WeightStreamer::fill_now(uint32_t layer, std::byte* mem) {
     }
     if (!status) return status;
   }
+  if (auto ok = upload(device_slot, layer); !ok) return ok;
   if (plan.region_bytes > 0) {
     ++stats_.layers_copied;
     stats_.bytes_copied += plan.region_bytes;
@@ -149,12 +184,18 @@ Result<void> WeightStreamer::fill_now(uint32_t layer, std::byte* mem) {
   return {};
 }
 
-bool WeightStreamer::start_slot(size_t idx, uint32_t layer) {
+bool WeightStreamer::start_slot(size_t idx, uint32_t layer, Result<void>& status) {
   const LayerPlan& plan = plans_[layer];
   std::byte* mem = slots_[idx].mem;
   const uint64_t t0 = monotonic_ns();
   for (const CopyOp& op : plan.ops) {
-    if (!op.from_file) copy_to_window(mem + op.dst, op.src, op.bytes);
+    if (op.from_file) continue;
+    if (device_) {
+      status = device_->copy_region(idx, op.dst, op.src, op.bytes);
+      if (!status) return true;  // the slot fails; its file part is not read
+    } else {
+      copy_to_window(mem + op.dst, op.src, op.bytes);
+    }
   }
   const uint64_t copy_ns = monotonic_ns() - t0;
   if (plan.file_bytes > 0) reader_->add(idx, plan.ops, mem, static_cast<int>(idx));
@@ -177,7 +218,9 @@ void WeightStreamer::finish_slot(size_t idx, const Result<void>& status) {
     }
     slot.state = SlotState::kReady;
     slot.ptrs.clear();
-    for (uint64_t d : plans_[layer].tensor_dst) slot.ptrs.push_back(reinterpret_cast<uint64_t>(slot.mem + d));
+    for (uint64_t d : plans_[layer].tensor_dst) {
+      slot.ptrs.push_back(device_ ? device_->device(idx) + d : reinterpret_cast<uint64_t>(slot.mem + d));
+    }
   } else {
     slot.state = SlotState::kFailed;
     slot.error = status.error();
@@ -186,6 +229,15 @@ void WeightStreamer::finish_slot(size_t idx, const Result<void>& status) {
 }
 
 void WeightStreamer::copy_loop() {
+  // The device's context is current on this thread for its copies.
+  Result<void> bound;
+  if (device_) bound = device_->bind_thread();
+  // Ends a slot's fill: its H2D copies (CUDA) run before it is ready.
+  auto complete = [&](size_t idx, Result<void> status) {
+    if (status && !bound) status = tl::unexpected(bound.error());
+    if (status) status = upload(idx, static_cast<uint32_t>(slots_[idx].layer));
+    return status;
+  };
   std::unique_lock lock(mutex_);
   for (;;) {
     // A slot is taken as soon as the reader has issued every read it has,
@@ -195,9 +247,11 @@ void WeightStreamer::copy_loop() {
       jobs_.pop_front();
       const uint32_t layer = static_cast<uint32_t>(slots_[idx].layer);
       lock.unlock();
-      const bool done = start_slot(idx, layer);
+      Result<void> status;
+      const bool done = bound ? start_slot(idx, layer, status) : true;
+      if (done) status = complete(idx, status);
       lock.lock();
-      if (done) finish_slot(idx, {});
+      if (done) finish_slot(idx, status);
     }
     if (stop_) {
       lock.unlock();
@@ -212,6 +266,7 @@ void WeightStreamer::copy_loop() {
     const uint64_t busy_before = reader_->busy_ns();
     lock.unlock();
     auto done = reader_->step();
+    for (auto& d : done) d.status = complete(static_cast<size_t>(d.id), d.status);
     lock.lock();
     stats_.read_ns_total += reader_->busy_ns() - busy_before;
     for (auto& d : done) finish_slot(static_cast<size_t>(d.id), d.status);

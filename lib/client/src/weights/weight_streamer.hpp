@@ -9,7 +9,10 @@
 // LayerReader that keeps its queue full across layers: the copy thread takes
 // the next queued slot as soon as the current one's reads are all issued.
 // The placement policy picks layers to keep in a slot of their own for good
-// within pinned_budget_bytes.
+// within pinned_budget_bytes. With target CUDA the slots (pinned layers'
+// too) are device memory behind a DeviceWindow: file reads land in a pinned
+// staging slot and go up with H2D copies; region bytes go up directly when
+// the region could be registered with the driver, else through staging.
 #pragma once
 
 #include <condition_variable>
@@ -25,6 +28,7 @@
 #include "cxlpool/hal/block_device.hpp"
 #include "cxlpool/weights.h"
 #include "layer_plan.hpp"
+#include "device_window.hpp"
 #include "layer_reader.hpp"
 #include "weights_model.hpp"
 
@@ -33,7 +37,8 @@ namespace cxlpool::client {
 class WeightStreamer {
  public:
   // EINVAL: bad config (buffers outside 2..8, depth >= buffers, a layer
-  // with no tensors when there are none at all); ENOTSUP: target CUDA.
+  // with no tensors when there are none at all); ENODEV: target CUDA
+  // without a usable device (or a build without CUDA).
   static Result<std::unique_ptr<WeightStreamer>> create(const WeightsModel& model,
                                                         const cxlpool_streamer_config& config);
   ~WeightStreamer();
@@ -62,7 +67,8 @@ class WeightStreamer {
     std::vector<uint64_t> ptrs;
   };
   struct Pinned {
-    Mapping mem;
+    Mapping mem;          // host target
+    size_t device_slot = 0;  // CUDA target
     std::vector<uint64_t> ptrs;
     bool held = false;
   };
@@ -70,11 +76,16 @@ class WeightStreamer {
   WeightStreamer(const WeightsModel& model) : model_(model) {}
   Result<void> setup(const cxlpool_streamer_config& config);
   void choose_pinned(const cxlpool_streamer_config& config, uint64_t slot_bytes);
-  // Set-up only: copies a pinned layer into mem, waiting for its reads.
-  Result<void> fill_now(uint32_t layer, std::byte* mem);
+  // Set-up only: copies a pinned layer into mem (host) or device slot
+  // `device_slot` (CUDA), waiting for its reads and copies.
+  Result<void> fill_now(uint32_t layer, std::byte* mem, size_t device_slot);
+  // CUDA: the file part of a filled staging slot goes up; waits for the
+  // slot's copies. Host: nothing to do.
+  Result<void> upload(size_t device_slot, uint32_t layer);
   // The copy thread: copies the region part of the slot's layer and queues
-  // its file reads; true when the layer has none (the slot is done).
-  bool start_slot(size_t idx, uint32_t layer);
+  // its file reads; true when the layer has none or its copy failed
+  // (`status`): the slot is done.
+  bool start_slot(size_t idx, uint32_t layer, Result<void>& status);
   // Under mutex_: the slot's copy ended.
   void finish_slot(size_t idx, const Result<void>& status);
   void copy_loop();
@@ -93,6 +104,7 @@ class WeightStreamer {
   uint64_t align_ = 4096;
   Mapping window_;
   std::vector<Slot> slots_;
+  std::unique_ptr<DeviceWindow> device_;  // target CUDA; before reader_, which reads into its staging
   std::unique_ptr<LayerReader> reader_;  // the copy thread's, after set-up
   std::deque<uint32_t> wanted_;       // layers waiting for a slot
   std::deque<size_t> jobs_;           // slots to fill, in order

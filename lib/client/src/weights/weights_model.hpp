@@ -32,6 +32,7 @@ class WeightsModel {
   const std::vector<size_t>& layer(size_t layer) const { return layer_tensors_[layer]; }
   const std::vector<std::string>& paths() const { return paths_; }
   const std::byte* base() const { return region_.data(); }
+  uint64_t region_bytes() const { return region_.length(); }
   uint64_t resident_bytes() const { return view_.resident_bytes; }
 
  private:
