@@ -127,7 +127,9 @@ void WeightStreamer::choose_pinned(const cxlpool_streamer_config& config, uint64
   }
   in.pinned_budget_bytes = config.pinned_budget_bytes;
   in.region_bytes_per_sec = measure_memcpy_bytes_per_sec();
-  in.file_bytes_per_sec = kAssumedFileBytesPerSec;
+  // A copy measured on a loaded machine can come out below the assumed SSD
+  // speed; a file is never the faster source, whatever the measurement says.
+  in.file_bytes_per_sec = std::min(kAssumedFileBytesPerSec, in.region_bytes_per_sec / 2);
   in.max_buffers = config.buffers;
   auto plan = weights::plan_placement(in);
   pinned_layer_.assign(plans_.size(), false);
