@@ -433,8 +433,15 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
     std::printf("warning: the daemon has a CXL arena: chunks demote there before SSD\n");
   const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots + qd);
   put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true);
+  const std::uint64_t lent0 = ssd ? daemon_counter(conn, "kv.ssd_lent_puts") : 0;
+  const std::uint64_t log_puts0 = ssd ? daemon_counter(conn, "kv.tier.ssd.demotions") : 0;
   Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write);
   if (ssd) {
+    // How many demotions the log wrote straight from their DRAM slot rather
+    // than copying them into a region buffer.
+    std::printf("ssd-put: %llu of %llu demotions written from their DRAM slot\n",
+                static_cast<unsigned long long>(daemon_counter(conn, "kv.ssd_lent_puts") - lent0),
+                static_cast<unsigned long long>(daemon_counter(conn, "kv.tier.ssd.demotions") - log_puts0));
     // Region writes still in flight when the last put was acknowledged
     // belong to the timed work: wait for the device to finish them.
     const auto t0 = Clock::now();

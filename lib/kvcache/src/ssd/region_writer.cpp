@@ -47,6 +47,17 @@ void RegionWriter::write_header() {
 
 AppendResult RegionWriter::append(const ChunkKey& key, const NamespaceFingerprint& ns, std::uint64_t sequence,
                                   std::span<const std::byte> payload, std::uint16_t flags) {
+  return add_entry(key, ns, sequence, payload, flags, true);
+}
+
+AppendResult RegionWriter::append_header(const ChunkKey& key, const NamespaceFingerprint& ns,
+                                         std::uint64_t sequence, std::span<const std::byte> payload) {
+  return add_entry(key, ns, sequence, payload, 0, false);
+}
+
+AppendResult RegionWriter::add_entry(const ChunkKey& key, const NamespaceFingerprint& ns, std::uint64_t sequence,
+                                     std::span<const std::byte> payload, std::uint16_t flags,
+                                     bool copy_payload) {
   AppendResult r;
   if (payload.size() > max_payload_bytes(header_.region_bytes)) {
     r.status = AppendStatus::kTooLarge;
@@ -59,9 +70,11 @@ AppendResult RegionWriter::append(const ChunkKey& key, const NamespaceFingerprin
     return r;
   }
   std::byte* at = buffer_.get() + header_.used_bytes;
-  // One pass over the payload: checksummed as it is copied in.
-  const std::uint32_t payload_crc =
-      payload.empty() ? crc32c(payload) : stream_copy_crc32c(at + kSsdBlockBytes, payload.data(), payload.size());
+  // One pass over the payload: checksummed as it is copied in, or only read
+  // when the caller writes it out from its own memory.
+  const std::uint32_t payload_crc = payload.empty() || !copy_payload
+                                        ? crc32c(payload)
+                                        : stream_copy_crc32c(at + kSsdBlockBytes, payload.data(), payload.size());
   EntryHeader h;
   h.flags = flags;
   h.key = key;

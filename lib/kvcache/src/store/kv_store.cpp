@@ -86,6 +86,7 @@ Result<std::unique_ptr<KvStore>> KvStore::create(const KvStoreConfig& config, Kv
     const std::size_t room = config.index_capacity - arena_slots;
     if (ssd->config().index_capacity > room) ssd->set_index_capacity(room);
     ssd->set_eviction_listener([impl = &s](const ChunkKey& k) { impl->ssd_evicted.push_back(k); });
+    ssd->set_lend_listener([impl = &s](std::uint64_t token) { impl->return_lent_slot(token); });
     s.ssd = std::move(ssd);
     s.ssd_touched = true;  // the recovery scan's reads were counted on the eventfd
     s.register_arenas();

@@ -117,6 +117,10 @@ struct KvStore::Impl {
   // buffer of an arena offset is fixed_base[tier] + offset / fixed_piece.
   std::int32_t fixed_base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
   std::uint64_t fixed_piece = 0;
+  // Arena slots lent to the SSD log (demoted chunks written from their slot,
+  // SsdStore::put_lent), per tier: taken out of use until the log hands them
+  // back. At most half of an arena's slots, so that evictions find victims.
+  std::uint64_t lent_slots[2] = {0, 0};
 
   std::uint64_t next_sequence = 1;
   KvStoreCounters counters;  // request and movement counts; tier gauges filled in on read
@@ -152,6 +156,10 @@ struct KvStore::Impl {
   void promote(const ChunkKey& key);
   [[nodiscard]] bool has_ssd_copy(const ChunkKey& key) const { return ssd && ssd->contains(key); }
   Result<void> write_to_ssd(const ChunkEntry& e, std::span<const std::byte> bytes);
+  // Writes an arena chunk to the log, lending its slot when it can; true when
+  // the slot was lent (the log gives it back through return_lent_slot).
+  Result<bool> lend_to_ssd(KvTier from, const ChunkEntry& e);
+  void return_lent_slot(std::uint64_t token);
   void reap_ssd_evictions();
   void unpin_key(const ChunkKey& key);
 

@@ -2,10 +2,11 @@
 // Tier movement: arena slots, eviction with demotion DRAM -> CXL -> SSD,
 // promotion CXL -> DRAM, and keeping the index in step with the SSD log.
 //
-// SSD writes happen synchronously on the caller's thread (the daemon's event
-// loop): a demotion that writes to the log, or a commit under the per-commit
-// policy, waits for the device. Reads into arena slots are asynchronous
-// (kv_loads.cpp).
+// A demotion to the SSD log appends to its open region (under the per-region
+// policy the region's write is asynchronous, and large chunks are written
+// straight from their arena slot, which stays lent to the log until then);
+// a commit under the per-commit policy waits for the device. Reads into
+// arena slots are asynchronous (kv_loads.cpp).
 #include <cstring>
 #include <utility>
 
@@ -61,12 +62,15 @@ void KvStore::Impl::demote(KvTier from, const ChunkEntry& e) {
 // the admission filter lets it in, else dropped.
 void KvStore::Impl::demote_to_ssd(KvTier from, const ChunkEntry& e) {
   bool kept = false;
+  bool lent = false;
   if (ssd) {
     KvTierCounters& st = counters.tiers[tier_index(KvTier::kSsd)];
     if (has_ssd_copy(e.key)) {
       kept = true;
     } else if (admission.admit(e.key)) {
-      kept = write_to_ssd(e, {slot_ptr(from, e.info.offset), e.info.length}).has_value();
+      auto written = lend_to_ssd(from, e);
+      kept = written.has_value();
+      lent = kept && *written;
     } else {
       ++st.admissions_rejected;
     }
@@ -80,7 +84,7 @@ void KvStore::Impl::demote_to_ssd(KvTier from, const ChunkEntry& e) {
     kept = index.update(e.key, info).has_value();
   }
   if (!kept) index.erase(e.key);
-  arena(from).slots.give(e.info.offset);
+  if (!lent) arena(from).slots.give(e.info.offset);
 }
 
 void KvStore::Impl::forget_resident(const ChunkEntry& e) {
@@ -127,6 +131,47 @@ Result<void> KvStore::Impl::write_to_ssd(const ChunkEntry& e, std::span<const st
   auto seq = ssd->put(e.key, n->fp, bytes);
   if (!seq) return tl::unexpected(seq.error());
   return {};
+}
+
+namespace {
+
+// A lent slot's token: its arena offset and tier (offsets are slot-aligned,
+// so the low bit is free).
+std::uint64_t lend_token(KvTier t, std::uint64_t offset) { return offset | tier_index(t); }
+
+}  // namespace
+
+Result<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
+  const std::span<const std::byte> bytes{slot_ptr(from, e.info.offset), e.info.length};
+  const std::size_t t = tier_index(from);
+  // Small chunks are copied: their copy is cheap, and a device write per
+  // entry would cost more than it saves.
+  const bool lendable = config.ssd_lend_min_bytes != 0 && e.info.length >= config.ssd_lend_min_bytes &&
+                        (lent_slots[t] + 1) * 2 <= arena(from).slots.capacity() && (config.slot_bytes & 1) == 0;
+  if (!lendable) {
+    auto ok = write_to_ssd(e, bytes);
+    if (!ok) return tl::unexpected(ok.error());
+    return false;
+  }
+  const NamespaceState* n = ns(e.info.ns_id);
+  if (n == nullptr) return fail(EINVAL, "kv store: chunk of an unknown namespace");
+  SsdLentPayload payload;
+  payload.bytes = bytes;
+  payload.token = lend_token(from, e.info.offset);
+  if (fixed_base[t] != hal::kNoRegisteredBuffer) {
+    payload.buffer_index = fixed_base[t] + static_cast<std::int32_t>(e.info.offset / fixed_piece);
+  }
+  ssd_touched = true;
+  auto lent = ssd->put_lent(e.key, n->fp, payload);
+  if (lent && *lent) ++lent_slots[t];
+  return lent;
+}
+
+// The log is done with a lent slot (written, failed or given up): free.
+void KvStore::Impl::return_lent_slot(std::uint64_t token) {
+  const KvTier t = static_cast<KvTier>(token & 1);
+  --lent_slots[tier_index(t)];
+  arena(t).slots.give(token & ~std::uint64_t{1});
 }
 
 // Keys the SSD log evicted leave the index when the log held their only

@@ -32,6 +32,30 @@ Result<std::uint64_t> SsdStore::put(const ChunkKey& key, const NamespaceFingerpr
   return seq;
 }
 
+Result<bool> SsdStore::put_lent(const ChunkKey& key, const NamespaceFingerprint& ns,
+                                const SsdLentPayload& payload) {
+  const std::span<const std::byte> bytes = payload.bytes;
+  const bool lendable = config_.sync == SsdSyncPolicy::kPerRegion && !bytes.empty() &&
+                        bytes.size() % kSsdBlockBytes == 0 &&
+                        reinterpret_cast<std::uintptr_t>(bytes.data()) % device_->mem_alignment() == 0;
+  if (!lendable) {
+    auto seq = put(key, ns, bytes);
+    if (!seq) return tl::unexpected(seq.error());
+    return false;
+  }
+  if (bytes.size() > max_payload_bytes(config_.region_bytes)) {
+    return fail(EFBIG, "ssd store: payload of " + std::to_string(bytes.size()) + " bytes exceeds a region");
+  }
+  if (index_.count(key) == 0 && index_.size() >= config_.index_capacity) {
+    if (auto ok = make_index_room(); !ok) return tl::unexpected(ok.error());
+  }
+  auto seq = append(key, ns, bytes, 0, &payload);
+  if (!seq) return tl::unexpected(seq.error());
+  ++stats_.puts;
+  ++stats_.lent_puts;
+  return true;
+}
+
 Result<void> SsdStore::erase(const ChunkKey& key) {
   auto it = index_.find(key);
   if (it == index_.end()) return fail(ENOENT, "ssd store: erase of a key not stored");
@@ -83,15 +107,20 @@ Result<void> SsdStore::close() {
 // Appends to the open region (opening or rolling over to the next one as
 // needed), indexes the entry and, under kPerCommit, makes it durable.
 Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFingerprint& ns,
-                                       std::span<const std::byte> payload, std::uint16_t flags) {
+                                       std::span<const std::byte> payload, std::uint16_t flags,
+                                       const SsdLentPayload* lend) {
   if (!region_open()) {
     if (auto ok = open_next_region(); !ok) return tl::unexpected(ok.error());
   }
-  AppendResult at = open_writer().append(key, ns, next_sequence_, payload, flags);
+  const auto add = [&] {
+    return lend != nullptr ? open_writer().append_header(key, ns, next_sequence_, payload)
+                           : open_writer().append(key, ns, next_sequence_, payload, flags);
+  };
+  AppendResult at = add();
   if (at.status == AppendStatus::kRegionFull) {
     if (auto ok = seal_open_region(); !ok) return tl::unexpected(ok.error());
     if (auto ok = open_next_region(); !ok) return tl::unexpected(ok.error());
-    at = open_writer().append(key, ns, next_sequence_, payload, flags);
+    at = add();
   }
   if (at.status != AppendStatus::kOk) {
     return fail(EFBIG, "ssd store: entry of " + std::to_string(payload.size()) + " bytes does not fit a region");
@@ -101,8 +130,14 @@ Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFinge
   if ((flags & kEntryTombstone) != 0) {
     index_.erase(key);
   } else {
-    index_[key] =
-        Slot{open_region_, at.payload_offset, static_cast<std::uint32_t>(payload.size()), at.payload_crc, seq, ns, 0};
+    index_[key] = Slot{open_region_, at.payload_offset, static_cast<std::uint32_t>(payload.size()),
+                       at.payload_crc,  seq,           ns,
+                       0,               lend != nullptr ? payload.data() : nullptr};
+  }
+  if (lend != nullptr) {
+    regions_[open_region_].lent.push_back(Lent{at.payload_offset, static_cast<std::uint32_t>(payload.size()),
+                                               payload.data(), lend->buffer_index, lend->token});
+    ++lent_;
   }
   if (config_.sync == SsdSyncPolicy::kPerCommit) {
     if (auto ok = commit_entry(at); !ok) {

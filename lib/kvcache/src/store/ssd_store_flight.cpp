@@ -4,6 +4,12 @@
 // fdatasync covers every region written since the previous one; a region
 // counts as durable once both completed, in seal order. A failed write or
 // fdatasync takes the entries of its regions out of the index.
+//
+// A region holding lent payloads (put_lent) goes out as several writes: the
+// buffer's pieces (headers, copied entries) and each lent payload from the
+// caller's memory. The device ends up with the same bytes as from one write
+// of the whole image; the region counts as written when every piece did, and
+// the lent memory is handed back then (or when the region fails).
 #include <algorithm>
 #include <cerrno>
 #include <string>
@@ -14,21 +20,57 @@
 namespace cxlpool::kvcache {
 
 Result<void> SsdStore::start_region_write(std::uint32_t region, std::span<const std::byte> image) {
-  const std::int32_t b = regions_[region].buffer;
-  hal::IoRequest r;
-  r.op = hal::IoOp::kWrite;
-  r.offset = region_base(region);
-  r.buffer = const_cast<std::byte*>(image.data());  // writes only read the buffer
-  r.length = static_cast<std::uint32_t>(image.size());
-  r.user_data = ssd_tags::make(ssd_tags::Kind::kRegionWrite, region);
-  if (fixed_write_base_ != hal::kNoRegisteredBuffer) r.buffer_index = fixed_write_base_ + b;
-  if (auto ok = submit_now(r); !ok) {
-    ++stats_.write_errors;
-    return ok;
+  Region& reg = regions_[region];
+  const std::int32_t b = reg.buffer;
+  std::vector<hal::IoRequest> pieces;
+  pieces.reserve(2 * reg.lent.size() + 1);
+  const auto piece = [&](std::uint32_t at, std::uint32_t length, const std::byte* from, std::int32_t index) {
+    hal::IoRequest r;
+    r.op = hal::IoOp::kWrite;
+    r.offset = region_base(region) + at;
+    r.buffer = const_cast<std::byte*>(from);  // writes only read the buffer
+    r.length = length;
+    r.user_data = ssd_tags::make(ssd_tags::Kind::kRegionWrite, region);
+    r.buffer_index = index;
+    pieces.push_back(r);
+  };
+  const std::int32_t own_index = fixed_write_base_ == hal::kNoRegisteredBuffer ? hal::kNoRegisteredBuffer
+                                                                               : fixed_write_base_ + b;
+  const auto size = static_cast<std::uint32_t>(image.size());
+  std::uint32_t cursor = 0;
+  for (const Lent& l : reg.lent) {
+    if (l.payload_offset > cursor) piece(cursor, l.payload_offset - cursor, image.data() + cursor, own_index);
+    piece(l.payload_offset, l.length, l.bytes, fixed_write_base_ == hal::kNoRegisteredBuffer
+                                                    ? hal::kNoRegisteredBuffer
+                                                    : l.buffer_index);
+    cursor = l.payload_offset + l.length;
   }
-  regions_[region].in_flight = true;
+  if (size > cursor) piece(cursor, size - cursor, image.data() + cursor, own_index);
+
+  // Counted before the first submit: completions of early pieces may be
+  // reaped while later ones wait for queue room.
+  reg.writes_pending = static_cast<std::uint32_t>(pieces.size());
+  reg.write_error = 0;
+  reg.in_flight = true;
+  flights_.push_back(Flight{region, reg.generation, next_sequence_ - 1, Flight::State::kWriting});
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    auto ok = submit_now(pieces[i]);
+    if (ok) continue;
+    ++stats_.write_errors;
+    if (i == 0) {  // nothing reached the device: the caller fails the region
+      flights_.pop_back();
+      reg.in_flight = false;
+      reg.writes_pending = 0;
+      return ok;
+    }
+    // The pieces already on the device finish first; the region fails then.
+    reg.write_error = ok.error().code;
+    reg.writes_pending -= static_cast<std::uint32_t>(pieces.size() - i);
+    stats_.bytes_written += image.size();
+    if (reg.writes_pending == 0) finish_region_write(region);
+    return {};
+  }
   stats_.bytes_written += image.size();  // issued: the wear counts whether or not it completes
-  flights_.push_back(Flight{region, regions_[region].generation, next_sequence_ - 1, Flight::State::kWriting});
   return {};
 }
 
@@ -47,12 +89,26 @@ void SsdStore::handle_write_completion(const hal::IoCompletion& c) {
     return f.region == region && f.state == Flight::State::kWriting;
   });
   if (it == flights_.end()) return;  // not ours
+  Region& reg = regions_[region];
   if (c.result != static_cast<std::int64_t>(c.length)) {
     ++stats_.write_errors;
+    if (reg.write_error == 0) reg.write_error = c.result < 0 ? static_cast<int>(-c.result) : EIO;
+  }
+  if (reg.writes_pending > 0) --reg.writes_pending;
+  if (reg.writes_pending == 0) finish_region_write(region);
+}
+
+// Every write of the region's image completed (or was never issued).
+void SsdStore::finish_region_write(std::uint32_t region) {
+  auto it = std::find_if(flights_.begin(), flights_.end(), [&](const Flight& f) {
+    return f.region == region && f.state == Flight::State::kWriting;
+  });
+  if (it == flights_.end()) return;
+  Region& reg = regions_[region];
+  if (reg.write_error != 0) {
     if (!write_error_) {
-      const int err = c.result < 0 ? static_cast<int>(-c.result) : EIO;
-      write_error_ = Error{err, "ssd store: region " + std::to_string(region) + " write " +
-                                    (c.result < 0 ? "failed" : "was short") + " (its entries dropped)"};
+      write_error_ = Error{reg.write_error, "ssd store: region " + std::to_string(region) +
+                                                " write failed or was short (its entries dropped)"};
     }
     flights_.erase(it);
     fail_region(region);
@@ -60,8 +116,8 @@ void SsdStore::handle_write_completion(const hal::IoCompletion& c) {
     return;
   }
   // The device has the bytes: reads go there from now on, and the buffer
-  // can take the next region.
-  Region& reg = regions_[region];
+  // and the lent payloads can take new data.
+  return_lent(reg);
   free_buffers_.push_back(reg.buffer);
   reg.buffer = kNoBuffer;
   it->state = Flight::State::kWritten;
@@ -119,6 +175,7 @@ void SsdStore::settle_sync(Flight::State which, int err) {
 // makes it free. Keys replaced since (indexed in another region) stay.
 void SsdStore::fail_region(std::uint32_t region) {
   Region& reg = regions_[region];
+  return_lent(reg);
   for (const ChunkKey& key : reg.keys) {
     auto it = index_.find(key);
     if (it != index_.end() && it->second.region == region) {
@@ -131,6 +188,14 @@ void SsdStore::fail_region(std::uint32_t region) {
   reg = Region{};
   fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), region), fifo_.end());
   free_.push_back(region);
+}
+
+void SsdStore::return_lent(Region& reg) {
+  for (const Lent& l : reg.lent) {
+    --lent_;
+    if (lend_listener_) lend_listener_(l.token);
+  }
+  reg.lent.clear();
 }
 
 // Settled flights leave in seal order, advancing durable_sequence_.

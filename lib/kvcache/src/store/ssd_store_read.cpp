@@ -30,10 +30,12 @@ const char* read_error_text(int err) {
 
 }  // namespace
 
-// The kernel may still be reading the region buffers: wait for it.
+// The kernel may still be reading the region buffers or lent payloads:
+// wait for it. Payloads lent to a region never sealed go back unwritten.
 SsdStore::~SsdStore() {
   (void)drain_reads();
   (void)wait_for_writes();
+  for (Region& reg : regions_) return_lent(reg);
 }
 
 std::optional<std::uint32_t> SsdStore::payload_bytes(const ChunkKey& key) const {
@@ -47,9 +49,11 @@ const RegionWriter* SsdStore::buffer_of(const Slot& slot) const {
   return b == kNoBuffer ? nullptr : &writers_[static_cast<std::size_t>(b)];
 }
 
-// The buffer holds what the device will: no CRC check needed.
+// The buffer (or the lent payload) holds what the device will: no CRC check
+// needed.
 void SsdStore::copy_from_buffer(const RegionWriter& w, Slot& live, std::byte* out) {
-  stream_copy(out, w.bytes(live.payload_offset, live.payload_bytes).data(), live.payload_bytes);
+  const std::byte* from = live.lent != nullptr ? live.lent : w.bytes(live.payload_offset, live.payload_bytes).data();
+  stream_copy(out, from, live.payload_bytes);
   ++stats_.reads;
   ++stats_.buffer_reads;
   stats_.read_bytes += live.payload_bytes;

@@ -102,6 +102,7 @@ struct SsdStoreStats {
   std::uint64_t buffer_reads = 0;      // gets served from a region buffer (open or in flight)
   std::uint64_t write_stalls = 0;      // puts that waited for a region buffer to come free
   std::uint64_t verify_ns = 0;         // time spent checking device reads (CRC32C)
+  std::uint64_t lent_puts = 0;         // puts written from the caller's memory (put_lent), not copied
 };
 
 // What the index holds for one stored key (for_each_entry).
@@ -117,6 +118,20 @@ struct SsdEntryInfo {
 // over budget), a read found it damaged, or a write that held it failed. Not
 // called for erase()/erase_namespace(). It must not call back into the store.
 using SsdEvictionListener = std::function<void(const ChunkKey&)>;
+
+// Called with the token of each put_lent payload the store no longer uses:
+// its region's write completed or failed, or the region was given up. It
+// must not call back into the store.
+using SsdLendListener = std::function<void(std::uint64_t token)>;
+
+// The caller's memory lent to put_lent.
+struct SsdLentPayload {
+  std::span<const std::byte> bytes;
+  // The device's registered buffer holding `bytes`, for a fixed-buffer write;
+  // kNoRegisteredBuffer if none.
+  std::int32_t buffer_index = hal::kNoRegisteredBuffer;
+  std::uint64_t token = 0;  // handed to the lend listener when the store is done with it
+};
 
 struct SsdGetRequest {
   ChunkKey key;
@@ -155,6 +170,14 @@ class SsdStore {
   // a device error when sealing/committing failed (the put is then not stored).
   Result<std::uint64_t> put(const ChunkKey& key, const NamespaceFingerprint& ns,
                             std::span<const std::byte> payload);
+  // put() without copying the payload into the region buffer, when it can:
+  // under kPerRegion, with whole 4 KiB blocks at an address aligned to the
+  // device's mem_alignment. The region's write then takes the payload
+  // straight from the caller's memory, and gets copy from it until that
+  // write completes. Returns true when the memory was lent: the caller keeps
+  // it unchanged (and mapped) until the lend listener hears its token. False
+  // when the payload was copied as by put() (the memory is free at once).
+  Result<bool> put_lent(const ChunkKey& key, const NamespaceFingerprint& ns, const SsdLentPayload& payload);
 
   // Removes key (writes a tombstone so the delete survives a restart). ENOENT
   // when it is not indexed.
@@ -201,6 +224,9 @@ class SsdStore {
   // Every indexed key (order unspecified); recovered ones right after open.
   void for_each_entry(const std::function<void(const SsdEntryInfo&)>& fn) const;
   void set_eviction_listener(SsdEvictionListener listener) { listener_ = std::move(listener); }
+  void set_lend_listener(SsdLendListener listener) { lend_listener_ = std::move(listener); }
+  // put_lent payloads not yet handed back.
+  [[nodiscard]] std::size_t lent() const { return lent_; }
   // Lowers (or raises) the most keys indexed; a lower value takes effect at
   // the next put, which evicts the oldest regions as needed. 0 is ignored.
   void set_index_capacity(std::size_t keys) {
@@ -231,12 +257,24 @@ class SsdStore {
     std::uint64_t sequence = 0;
     NamespaceFingerprint ns;
     std::uint8_t hits = 0;
+    const std::byte* lent = nullptr;  // the payload while its region is in a buffer (put_lent)
+  };
+  // A payload a region's write takes from the caller's memory.
+  struct Lent {
+    std::uint32_t payload_offset = 0;
+    std::uint32_t length = 0;  // whole blocks
+    const std::byte* bytes = nullptr;
+    std::int32_t buffer_index = hal::kNoRegisteredBuffer;
+    std::uint64_t token = 0;
   };
   struct Region {
     std::uint64_t generation = 0;  // 0: free
     std::vector<ChunkKey> keys;    // written here (may since be superseded)
     std::int32_t buffer = kNoBuffer;  // writers_ index while open or being written
     bool in_flight = false;           // sealed, write or its fdatasync not yet done
+    std::vector<Lent> lent;           // in payload_offset order
+    std::uint32_t writes_pending = 0; // device writes of its image not yet completed
+    int write_error = 0;              // the first failed one's errno
   };
   // A sealed region on its way to the device (kPerRegion), in seal order.
   struct Flight {
@@ -268,7 +306,8 @@ class SsdStore {
 
   // Write path (ssd_store.cpp).
   Result<std::uint64_t> append(const ChunkKey& key, const NamespaceFingerprint& ns,
-                               std::span<const std::byte> payload, std::uint16_t flags);
+                               std::span<const std::byte> payload, std::uint16_t flags,
+                               const SsdLentPayload* lend = nullptr);
   Result<void> write_now(std::uint64_t offset, std::span<const std::byte> bytes);
   Result<void> sync_now();
   Result<void> commit_entry(const AppendResult& at);
@@ -282,6 +321,8 @@ class SsdStore {
   Result<void> start_region_write(std::uint32_t region, std::span<const std::byte> image);
   Result<void> submit_now(hal::IoRequest request);
   void handle_write_completion(const hal::IoCompletion& c);
+  void finish_region_write(std::uint32_t region);
+  void return_lent(Region& reg);
   void handle_sync_completion(const hal::IoCompletion& c);
   void start_group_sync();
   void settle_sync(Flight::State which, int err);
@@ -337,6 +378,8 @@ class SsdStore {
   std::deque<SsdGetCompletion> ready_;
   std::vector<hal::IoCompletion> poll_scratch_;  // poll_gets without allocating
   SsdEvictionListener listener_;
+  SsdLendListener lend_listener_;
+  std::size_t lent_ = 0;
   SsdStoreStats stats_;
 };
 

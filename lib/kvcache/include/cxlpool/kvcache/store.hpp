@@ -83,6 +83,12 @@ struct KvStoreConfig {
   // Tier speeds for the lookup cut-off (KvRequest flag kKvLookupCostCutoff);
   // bandwidth 0 marks a tier absent.
   TierRates tier_rates;
+  // Demoted chunks of at least this many bytes (whole 4 KiB blocks) are
+  // written to the SSD log straight from their arena slot, which stays out
+  // of use until the log's write of it completes (at most half of an
+  // arena's slots at a time); smaller ones are copied into the log's region
+  // buffer. 0: always copied.
+  std::uint64_t ssd_lend_min_bytes = 256 * 1024;
 };
 
 // The daemon's writable mappings of the arenas. `dram` is required; `cxl`
