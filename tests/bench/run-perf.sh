@@ -7,7 +7,15 @@
 #   2. migration of a 256 MiB region between the two NUMA nodes of the QEMU
 #      guest vs memcpy of the same size in the same guest (vm_numa_migrate);
 #   3. the KV store vs fio and redis, and its multi-turn trace
-#      (tests/bench/run-kvstore.sh; skipped when fio or redis is missing).
+#      (tests/bench/run-kvstore.sh; skipped when fio or redis is missing);
+#   4. the KV arena: step cost, mapping bandwidth, on-demand vs preallocated,
+#      offload/restore overlap (tests/bench/run-arena.sh);
+#   5. decode attention over the contiguous arena vs a paged layout, CPU
+#      (attention_bench --cpu-only; the GPU half runs in tests/gpu/run.sh);
+#   6. weight streaming from the shared region vs memcpy and from the file
+#      vs fio (tests/bench/run-weights.sh);
+#   7. cxlpool-io vs fio on the same jobs (tests/bench/run-io-vs-fio.sh).
+# Parts that need a missing tool (fio, redis) print "skipped" and go on.
 #   tests/bench/run-perf.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,3 +36,20 @@ echo "== KV store (SSD tier vs fio, DRAM latency, vs redis, multi-turn trace)"
 status=0
 tests/bench/run-kvstore.sh "$build" || status=$?
 if [ "$status" -eq 77 ]; then echo "skipped: fio or redis-server missing"; elif [ "$status" -ne 0 ]; then exit "$status"; fi
+
+# A part that exits 77 lacks a tool; any other failure stops the run.
+run_part() {
+  local title=$1
+  shift
+  echo
+  echo "== $title"
+  local rc=0
+  "$@" || rc=$?
+  if [ "$rc" -eq 77 ]; then echo "skipped: a tool it needs is missing"; elif [ "$rc" -ne 0 ]; then exit "$rc"; fi
+}
+run_part "KV arena (host backend)" tests/bench/run-arena.sh "$build"
+ninja -C "$build" tests/bench/attention_bench >/dev/null
+run_part "decode attention, contiguous vs paged (CPU, f32)" "$build/tests/bench/attention_bench" --cpu-only
+run_part "decode attention, contiguous vs paged (CPU, bf16)" "$build/tests/bench/attention_bench" --cpu-only --dtype bf16
+run_part "weight streaming (shared region vs memcpy, file vs fio)" tests/bench/run-weights.sh "$build"
+run_part "cxlpool-io vs fio" tests/bench/run-io-vs-fio.sh "$build"
