@@ -3,18 +3,11 @@
 
 #include <cmath>
 
+#include "mix64.hpp"
+
 namespace cxlpool::infer {
 
 namespace {
-
-uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return x;
-}
 
 uint64_t name_hash(const std::string& name) {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a

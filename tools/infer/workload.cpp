@@ -5,20 +5,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "mix64.hpp"
 #include "tensor_ops.hpp"
 
 namespace cxlpool::infer {
 
 namespace {
-
-uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return x;
-}
 
 uint32_t bits_of(float f) {
   uint32_t u;

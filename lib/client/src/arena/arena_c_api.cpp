@@ -22,6 +22,22 @@ int status(const cxlpool::Result<T>& r) {
   return r ? 0 : record(r.error());
 }
 
+// Offload and restore share their argument checks and ticket hand-back;
+// `start` is the one call that differs.
+template <typename Start>
+int begin_transfer(cxlpool_kv_arena* arena, const cxlpool_kv_namespace* ns, const uint32_t* tokens,
+                   size_t n_tokens, uint64_t* ticket, Start start) {
+  return guarded([&] {
+    if (arena == nullptr || ns == nullptr || ticket == nullptr || (tokens == nullptr && n_tokens != 0)) {
+      return record(EINVAL, "kv arena: NULL argument");
+    }
+    auto t = start(arena->impl->transfers(), std::span<const uint32_t>(tokens, n_tokens));
+    if (!t) return record(t.error());
+    *ticket = *t;
+    return 0;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -116,14 +132,8 @@ __attribute__((visibility("default"))) int cxlpool_kv_arena_offload_begin(cxlpoo
                                                                           const cxlpool_kv_namespace* ns,
                                                                           uint32_t reqid, const uint32_t* tokens,
                                                                           size_t n_tokens, uint64_t* ticket) {
-  return guarded([&] {
-    if (arena == nullptr || ns == nullptr || ticket == nullptr || (tokens == nullptr && n_tokens != 0)) {
-      return record(EINVAL, "kv arena: NULL argument");
-    }
-    auto t = arena->impl->transfers().offload_begin(kv, *ns, reqid, std::span<const uint32_t>(tokens, n_tokens));
-    if (!t) return record(t.error());
-    *ticket = *t;
-    return 0;
+  return begin_transfer(arena, ns, tokens, n_tokens, ticket, [&](auto& transfers, auto span) {
+    return transfers.offload_begin(kv, *ns, reqid, span);
   });
 }
 
@@ -131,14 +141,8 @@ __attribute__((visibility("default"))) int cxlpool_kv_arena_restore_begin(cxlpoo
                                                                           const cxlpool_kv_namespace* ns,
                                                                           uint32_t reqid, const uint32_t* tokens,
                                                                           size_t n_tokens, uint64_t* ticket) {
-  return guarded([&] {
-    if (arena == nullptr || ns == nullptr || ticket == nullptr || (tokens == nullptr && n_tokens != 0)) {
-      return record(EINVAL, "kv arena: NULL argument");
-    }
-    auto t = arena->impl->transfers().restore_begin(kv, *ns, reqid, std::span<const uint32_t>(tokens, n_tokens));
-    if (!t) return record(t.error());
-    *ticket = *t;
-    return 0;
+  return begin_transfer(arena, ns, tokens, n_tokens, ticket, [&](auto& transfers, auto span) {
+    return transfers.restore_begin(kv, *ns, reqid, span);
   });
 }
 
