@@ -24,7 +24,11 @@
 // commit). A write or fdatasync that fails drops the entries of the regions
 // it held from the index (the eviction listener hears of each): they are
 // never served from a region that may be torn. A put waits for the device
-// only when every buffer is in flight.
+// only when every buffer is in flight. put_lent() appends only an entry's
+// header and writes its payload from the caller's memory along with the
+// region (several device writes, the same bytes as one); that memory is
+// handed back through the lend listener when the region's write completes or
+// fails, or when the store is destroyed.
 //
 // Durability: durable_sequence() is the largest sequence s such that every
 // put/erase with a sequence <= s survives a crash, bar those a failed write
