@@ -19,6 +19,7 @@
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "cxlpool/tiering/client_report_source.hpp"
+#include "gpu/gpu_host_alloc.hpp"
 #include "kvstore/kv_service.hpp"
 #include "metrics_http.hpp"
 #include "migration_worker.hpp"
@@ -131,6 +132,8 @@ class Daemon {
   std::unique_ptr<KvService> kv_;
   // Shared model weights (WeightsLoad/Open/Unload/List).
   std::unique_ptr<WeightsService> weights_;
+  // Pinned host-NUMA memory for CUDA arenas (GpuHostAlloc).
+  GpuHostAllocator gpu_host_;
   std::string kv_off_reason_;
   int kv_io_fd_ = -1;  // the store's completion eventfd while it is in epoll
   uint64_t next_session_id_ = 1;

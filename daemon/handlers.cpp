@@ -256,6 +256,12 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
           return Reply{*reply, {}};
         } else if constexpr (std::is_same_v<T, proto::WeightsListRequest>) {
           return Reply{weights_->list(), {}};
+        } else if constexpr (std::is_same_v<T, proto::GpuHostAlloc>) {
+          auto out = gpu_host_.allocate(pool_->tiers(), config_.max_region_size, m);
+          if (!out) return tl::unexpected(out.error());
+          logger("pool")->debug("client {} got {} bytes of GPU host memory on node {}", session.id,
+                                out->reply.bytes, out->reply.numa_node);
+          return Reply{out->reply, std::move(out->fd)};
         } else if constexpr (std::is_same_v<T, proto::ClientsRequest>) {
           if (auto ok = require_admin(session, "listing clients"); !ok) return tl::unexpected(ok.error());
           proto::ClientsReply reply;
@@ -347,6 +353,7 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   add("kv.enabled", kv_ ? 1 : 0);
   if (kv_) kv_->append_counters(out);
   if (weights_) weights_->add_counters(out);
+  gpu_host_.add_counters(out);
   for (const auto& tier : pool_->tiers()) {
     const std::string prefix = "tier." + tier.name + ".";
     add(prefix + "capacity_bytes", tier.capacity);

@@ -20,7 +20,7 @@ struct TypeInfo {
 };
 
 // In the order of the Message variant's alternatives.
-constexpr std::array<TypeInfo, 49> kTypes = {{
+constexpr std::array<TypeInfo, 51> kTypes = {{
     {MsgType::kHello, "Hello", true},
     {MsgType::kHelloReply, "HelloReply", false},
     {MsgType::kError, "ErrorReply", false},
@@ -70,6 +70,8 @@ constexpr std::array<TypeInfo, 49> kTypes = {{
     {MsgType::kWeightsUnloadReply, "WeightsUnloadReply", false},
     {MsgType::kWeightsList, "WeightsListRequest", true},
     {MsgType::kWeightsListReply, "WeightsListReply", false},
+    {MsgType::kGpuHostAlloc, "GpuHostAlloc", true},
+    {MsgType::kGpuHostAllocReply, "GpuHostAllocReply", false},
 }};
 static_assert(kTypes.size() == std::variant_size_v<Message>);
 

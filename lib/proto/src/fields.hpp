@@ -578,4 +578,15 @@ void walk(auto& io, Is<WeightsEntry> auto& m) {
 
 void walk(auto& io, Is<WeightsListReply> auto& m) { io.list("models", m.models); }
 
+void walk(auto& io, Is<GpuHostAlloc> auto& m) {
+  io.u32("tier_id", m.tier_id);
+  io.u32("device", m.device);
+  io.u64("bytes", m.bytes, Positive{});
+}
+
+void walk(auto& io, Is<GpuHostAllocReply> auto& m) {
+  io.u64("bytes", m.bytes, Positive{});
+  io.u32("numa_node", m.numa_node);
+}
+
 }  // namespace cxlpool::proto::fields

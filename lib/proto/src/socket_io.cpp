@@ -45,6 +45,7 @@ size_t descriptor_count(MsgType type) {
   switch (type) {
     case MsgType::kRegionReply:
     case MsgType::kAccessRingReply:
+    case MsgType::kGpuHostAllocReply:
       return 1;
     case MsgType::kKvOpenReply:
       return 4;  // ring memfd, SQ eventfd, CQ eventfd, put window memfd

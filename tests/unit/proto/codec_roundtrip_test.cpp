@@ -82,6 +82,8 @@ TEST(ProtoTypes, TypeCodesNamesAndDirections) {
       {MsgType::kWeightsUnloadReply, "WeightsUnloadReply", false},
       {MsgType::kWeightsList, "WeightsListRequest", true},
       {MsgType::kWeightsListReply, "WeightsListReply", false},
+      {MsgType::kGpuHostAlloc, "GpuHostAlloc", true},
+      {MsgType::kGpuHostAllocReply, "GpuHostAllocReply", false},
   };
   const auto samples = sample_messages();
   ASSERT_EQ(std::size(expected), samples.size());

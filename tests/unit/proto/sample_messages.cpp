@@ -332,6 +332,8 @@ std::vector<Message> sample_messages() {
                                                .region_bytes = (6ull << 30) + (1 << 20),
                                                .model = "llama-3-8b",
                                                .region_name = "cxlpool-w-llama-3-8b"}}},
+      GpuHostAlloc{.tier_id = 1, .device = 0, .bytes = 2ull << 20},
+      GpuHostAllocReply{.bytes = 2ull << 20, .numa_node = 1},
   };
 }
 

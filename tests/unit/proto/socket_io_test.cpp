@@ -139,7 +139,9 @@ TEST(ProtoSocket, DescriptorCountsPerType) {
   for (const Message& m : testing::sample_messages()) {
     const MsgType type = message_type(m);
     size_t expected = 0;
-    if (type == MsgType::kRegionReply || type == MsgType::kAccessRingReply) expected = 1;
+    if (type == MsgType::kRegionReply || type == MsgType::kAccessRingReply || type == MsgType::kGpuHostAllocReply) {
+      expected = 1;
+    }
     if (type == MsgType::kKvOpenReply) expected = 4;
     EXPECT_EQ(descriptor_count(type), expected) << message_type_name(type);
     EXPECT_LE(descriptor_count(type), kMaxFdsPerMessage);

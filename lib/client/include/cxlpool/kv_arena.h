@@ -70,7 +70,8 @@ typedef struct cxlpool_kv_arena_config {
   uint32_t layout;            /* enum cxlpool_arena_layout */
   uint32_t backend;           /* enum cxlpool_arena_backend */
   int32_t device;             /* cuda device ordinal */
-  uint32_t tier_id;           /* daemon tier backing host pages; UINT32_MAX: first DRAM tier */
+  uint32_t tier_id;           /* daemon tier backing the pages; UINT32_MAX: host: first DRAM tier,
+                                 cuda: device memory (a tier: daemon host-NUMA memory) */
   uint64_t region_bytes;      /* daemon memory taken at a time; 0: 64 MiB */
   uint64_t memory_limit_bytes;/* most physical memory mapped at once; 0: no limit */
   uint32_t async;             /* 1: start the worker thread for step_async */

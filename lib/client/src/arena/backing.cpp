@@ -4,7 +4,10 @@
 #include <fcntl.h>
 
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "c_api_support.hpp"
 
 namespace cxlpool::client::arena {
 namespace {
@@ -64,7 +67,57 @@ class OwnBacking final : public BackingSource {
   uint32_t tier() const override { return UINT32_MAX; }
 };
 
+class GpuHostBacking final : public BackingSource {
+ public:
+  GpuHostBacking(GpuHostAllocFn alloc, uint32_t tier) : alloc_(std::move(alloc)), tier_(tier) {}
+
+  Result<Backing> acquire(hal::GpuVmm& vmm, uint64_t bytes) override {
+    auto memory = alloc_(bytes);
+    if (!memory) {
+      return fail(memory.error().code, "kv arena: GPU host memory of " + std::to_string(bytes) + " bytes on tier " +
+                                           std::to_string(tier_) + ": " + memory.error().message);
+    }
+    auto handle = vmm.import_fd(memory->fd.get(), memory->bytes);
+    if (!handle) {
+      return fail(handle.error().code, "kv arena: import GPU host memory on tier " + std::to_string(tier_) + ": " +
+                                           handle.error().message);
+    }
+    return Backing{*handle, bytes, nullptr};
+  }
+
+  void release(hal::GpuVmm& vmm, Backing& backing) override {
+    (void)vmm.release(backing.handle);
+    backing = {};
+  }
+
+  // Pinned memory cannot give pages back while allocated.
+  void discard(const Backing&, uint64_t, uint64_t) override {}
+
+  uint32_t tier() const override { return tier_; }
+
+ private:
+  GpuHostAllocFn alloc_;
+  uint32_t tier_;
+};
+
 }  // namespace
+
+std::unique_ptr<BackingSource> make_gpu_host_backing(GpuHostAllocFn alloc, uint32_t tier_id) {
+  return std::make_unique<GpuHostBacking>(std::move(alloc), tier_id);
+}
+
+Result<std::unique_ptr<BackingSource>> make_daemon_gpu_host_backing(cxlpool_client* client, uint32_t tier_id,
+                                                                    int device) {
+  if (client == nullptr || !client->conn) {
+    return fail(EINVAL, "kv arena: cuda pages on a daemon tier need a client connection");
+  }
+  if (device < 0) return fail(EINVAL, "kv arena: negative cuda device");
+  std::shared_ptr<Connection> conn = client->conn;
+  auto alloc = [conn, tier_id, device](uint64_t bytes) {
+    return gpu_host_alloc(*conn, tier_id, static_cast<uint32_t>(device), bytes);
+  };
+  return make_gpu_host_backing(std::move(alloc), tier_id);
+}
 
 Result<std::unique_ptr<BackingSource>> make_daemon_backing(cxlpool_client* client, uint32_t tier_id) {
   if (client == nullptr) return fail(EINVAL, "kv arena: the host backend needs a client connection");

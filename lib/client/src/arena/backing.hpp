@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/hal/gpu_vmm.hpp"
+#include "gpu_host_alloc.hpp"
 
 namespace cxlpool::client::arena {
 
@@ -37,5 +39,17 @@ Result<std::unique_ptr<BackingSource>> make_daemon_backing(cxlpool_client* clien
 
 // The backend's own memory (GpuVmm::create).
 std::unique_ptr<BackingSource> make_own_backing();
+
+// Pinned host memory exported by the CUDA driver as POSIX descriptors, one
+// per piece, imported with GpuVmm::import_fd (the cuda backend on a daemon
+// tier). `alloc` gives the descriptor for a piece of at least the bytes
+// asked; the import keeps the memory, the descriptor is closed after it.
+using GpuHostAllocFn = std::function<Result<GpuHostMemory>(uint64_t bytes)>;
+std::unique_ptr<BackingSource> make_gpu_host_backing(GpuHostAllocFn alloc, uint32_t tier_id);
+
+// make_gpu_host_backing over the daemon's GpuHostAlloc on `tier_id` for CUDA
+// device `device`. The client must outlive the source.
+Result<std::unique_ptr<BackingSource>> make_daemon_gpu_host_backing(cxlpool_client* client, uint32_t tier_id,
+                                                                    int device);
 
 }  // namespace cxlpool::client::arena

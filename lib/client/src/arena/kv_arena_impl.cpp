@@ -27,16 +27,29 @@ Result<std::unique_ptr<hal::GpuVmm>> make_backend(const cxlpool_kv_arena_config&
 
 Result<std::unique_ptr<KvArena>> KvArena::create(cxlpool_client* client, const cxlpool_kv_arena_config& config) {
   if (config.backend > CXLPOOL_ARENA_BACKEND_CUDA) return fail(EINVAL, "kv arena: unknown backend");
-  auto vmm = make_backend(config);
-  if (!vmm) return tl::unexpected(vmm.error());
   std::unique_ptr<BackingSource> source;
   if (config.backend == CXLPOOL_ARENA_BACKEND_HOST) {
     auto daemon = make_daemon_backing(client, config.tier_id);
     if (!daemon) return tl::unexpected(daemon.error());
     source = std::move(*daemon);
-  } else {
+  } else if (config.tier_id == UINT32_MAX) {
     // Device memory of the backend's own: the hot tier.
     source = make_own_backing();
+  } else {
+    // Host memory of the daemon's tier, allocated by the driver on its NUMA
+    // node. No quiet fallback to device memory: the caller asked for a tier.
+    auto daemon = make_daemon_gpu_host_backing(client, config.tier_id, config.device);
+    if (!daemon) return tl::unexpected(daemon.error());
+    source = std::move(*daemon);
+  }
+  auto vmm = make_backend(config);
+  if (!vmm) return tl::unexpected(vmm.error());
+  if (config.backend == CXLPOOL_ARENA_BACKEND_CUDA && config.tier_id != UINT32_MAX) {
+    // One piece now, so that a daemon or driver that cannot serve the tier
+    // fails the creation rather than a later step.
+    auto piece = source->acquire(**vmm, (*vmm)->granularity());
+    if (!piece) return tl::unexpected(piece.error());
+    source->release(**vmm, *piece);
   }
   return create(client, config, std::move(*vmm), std::move(source));
 }

@@ -78,6 +78,8 @@ enum class MsgType : uint16_t {
   kWeightsUnloadReply = 64,
   kWeightsList = 65,
   kWeightsListReply = 66,
+  kGpuHostAlloc = 67,
+  kGpuHostAllocReply = 68,  // carries the exported allocation's POSIX fd in SCM_RIGHTS
 };
 
 struct Header {
@@ -596,6 +598,23 @@ struct WeightsListReply {
   bool operator==(const WeightsListReply&) const = default;
 };
 
+// Pinned host memory for a CUDA KV arena (docs/cuda.md): the daemon
+// allocates it with the CUDA driver on the NUMA node of `tier_id` and sends
+// the allocation's POSIX file descriptor, which the client imports into its
+// GPU address space. The memory lives as long as that descriptor or an
+// import of it; the daemon keeps no reference.
+struct GpuHostAlloc {
+  uint32_t tier_id = 0;
+  uint32_t device = 0;  // CUDA device ordinal the allocation is made for
+  uint64_t bytes = 0;   // > 0; rounded up to the driver's granularity
+  bool operator==(const GpuHostAlloc&) const = default;
+};
+struct GpuHostAllocReply {
+  uint64_t bytes = 0;  // the allocation's size, >= the request's
+  uint32_t numa_node = 0;
+  bool operator==(const GpuHostAllocReply&) const = default;
+};
+
 using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, StatusReply,
                              TiersRequest, TiersReply, RegionAlloc, RegionReply, RegionFree,
                              NamedCreate, NamedOpen, NamedUnlink, RegionsRequest, RegionsReply,
@@ -606,7 +625,8 @@ using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, S
                              KvOpenReply, KvNamespaceOpen, KvNamespaceReply, KvStatusRequest,
                              KvStatusReply, KvNamespacesRequest, KvNamespacesReply, KvNamespaceDrop,
                              KvNamespaceDropReply, WeightsLoad, WeightsLoadReply, WeightsOpen,
-                             WeightsUnload, WeightsUnloadReply, WeightsListRequest, WeightsListReply>;
+                             WeightsUnload, WeightsUnloadReply, WeightsListRequest, WeightsListReply,
+                             GpuHostAlloc, GpuHostAllocReply>;
 
 struct Envelope {
   Header header;
