@@ -206,18 +206,29 @@ Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::str
     if (!options.direct) return fail(EINVAL, "io_uring: hipri (IOPOLL) needs direct I/O");
     if (auto ok = check_io_poll(path); !ok) return tl::unexpected(ok.error());
   }
-  io_uring_params params{};
-  if (options.sq_poll) {
-    params.flags |= IORING_SETUP_SQPOLL;
-    params.sq_thread_idle = options.sq_poll_idle_ms;
-    if (options.sq_poll_cpu != 0xffffffffu) {
-      params.flags |= IORING_SETUP_SQ_AFF;
-      params.sq_thread_cpu = options.sq_poll_cpu;
+  auto setup_params = [&](bool coop_taskrun) {
+    io_uring_params params{};
+    if (options.sq_poll) {
+      params.flags |= IORING_SETUP_SQPOLL;
+      params.sq_thread_idle = options.sq_poll_idle_ms;
+      if (options.sq_poll_cpu != 0xffffffffu) {
+        params.flags |= IORING_SETUP_SQ_AFF;
+        params.sq_thread_cpu = options.sq_poll_cpu;
+      }
     }
-  }
-  if (options.io_poll) params.flags |= IORING_SETUP_IOPOLL;
+    if (options.io_poll) params.flags |= IORING_SETUP_IOPOLL;
+    if (coop_taskrun) params.flags |= IORING_SETUP_COOP_TASKRUN;
+    return params;
+  };
   io_uring ring{};
-  if (const int rc = io_uring_queue_init_params(options.queue_depth, &ring, &params); rc < 0) {
+  io_uring_params params = setup_params(options.coop_taskrun);
+  int rc = io_uring_queue_init_params(options.queue_depth, &ring, &params);
+  if (rc == -EINVAL && options.coop_taskrun) {
+    // Kernels before 5.19 do not know the flag; it only saves interrupts.
+    params = setup_params(false);
+    rc = io_uring_queue_init_params(options.queue_depth, &ring, &params);
+  }
+  if (rc < 0) {
     const int err = -rc;
     std::string msg = errno_message("io_uring_setup", err);
     if (err == ENOSYS || err == EPERM)

@@ -89,6 +89,9 @@ hal::BlockOpenOptions open_options(const JobSpec& job, const EngineTarget& targe
   // SQPOLL rings submit without us entering the kernel: fio registers the
   // file for them as well.
   o.register_files = job.registerfiles || job.sqthread_poll;
+  // fio's io_uring engine asks for this too: the runner waits inside
+  // io_uring_enter, so completions need no interrupt to reach it.
+  o.coop_taskrun = true;
   return o;
 }
 

@@ -56,6 +56,11 @@ struct BlockOpenOptions {
   std::uint32_t sq_poll_idle_ms = 0;     // idle time before that thread sleeps; 0: the kernel's default
   bool io_poll = false;                  // IORING_SETUP_IOPOLL: completions polled (needs NVMe poll queues)
   bool register_files = true;            // the file as fixed file 0 (IOSQE_FIXED_FILE)
+  // IORING_SETUP_COOP_TASKRUN: completions are not pushed into the task with
+  // an interrupt; they post when it next enters the kernel. For callers that
+  // wait in io_uring itself (a benchmark loop); an epoll-driven owner keeps
+  // the default so a completion wakes its eventfd promptly.
+  bool coop_taskrun = false;
 };
 
 // What a device needs from the caller's I/O. For buffered opens the
