@@ -22,7 +22,8 @@ struct AlignedFree {
 TEST(StreamCopy, CopiesExactlyAndChecksumsLikeCrc32c) {
   constexpr std::size_t kMax = (2u << 20) + 4096;
   std::unique_ptr<std::byte, AlignedFree> src(static_cast<std::byte*>(std::aligned_alloc(4096, kMax)));
-  std::unique_ptr<std::byte, AlignedFree> dst(static_cast<std::byte*>(std::aligned_alloc(4096, kMax + 64)));
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  std::unique_ptr<std::byte, AlignedFree> dst(static_cast<std::byte*>(std::aligned_alloc(4096, kMax + 4096)));
   for (std::size_t i = 0; i < kMax; ++i) src.get()[i] = static_cast<std::byte>((i * 2654435761u) >> 13);
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{65535}, std::size_t{65536},
                         std::size_t{65536 + 17}, std::size_t{1u << 20}, std::size_t{(2u << 20) + 100}}) {
