@@ -125,6 +125,20 @@ cxlpool_kv_arena_stats stats(cxlpool_kv_arena* a) {
 }
 
 // The decode workload: rows of requests with a prompt and an output length.
+// Every K and V tensor's base in layer order, and the strides they share.
+void read_tensors(cxlpool_kv_arena* arena, uint32_t layers, std::vector<uint8_t*>& bases, uint64_t& row_stride,
+                  uint64_t& token_bytes) {
+  for (uint32_t l = 0; l < layers; ++l) {
+    for (uint32_t k = 0; k < 2; ++k) {
+      cxlpool_kv_arena_tensor t{};
+      ok(cxlpool_kv_arena_get_tensor(arena, l, k, &t), "tensor");
+      bases.push_back(reinterpret_cast<uint8_t*>(t.base));
+      row_stride = t.row_stride;
+      token_bytes = t.token_stride;
+    }
+  }
+}
+
 struct Workload {
   const Options& o;
   cxlpool_kv_arena* arena;
@@ -136,15 +150,7 @@ struct Workload {
   uint64_t tokens = 0;
 
   Workload(const Options& opts, cxlpool_kv_arena* a) : o(opts), arena(a), rng(opts.seed) {
-    for (uint32_t l = 0; l < o.layers; ++l) {
-      for (uint32_t k = 0; k < 2; ++k) {
-        cxlpool_kv_arena_tensor t{};
-        ok(cxlpool_kv_arena_get_tensor(arena, l, k, &t), "tensor");
-        bases.push_back(reinterpret_cast<uint8_t*>(t.base));
-        row_stride = t.row_stride;
-        token_bytes = t.token_stride;
-      }
-    }
+    read_tensors(arena, o.layers, bases, row_stride, token_bytes);
     token.assign(token_bytes, 0x11);
     seq.assign(o.batch, 0);
     end.assign(o.batch, 0);
@@ -382,15 +388,7 @@ struct OffloadBench {
     spec.tp_size = 1;
     spec.chunk_tokens = o.chunk;
     ok(cxlpool_kv_namespace_open(kv, &spec, &ns), "kv namespace");
-    for (uint32_t l = 0; l < o.layers; ++l) {
-      for (uint32_t k = 0; k < 2; ++k) {
-        cxlpool_kv_arena_tensor t{};
-        ok(cxlpool_kv_arena_get_tensor(arena, l, k, &t), "tensor");
-        bases.push_back(reinterpret_cast<uint8_t*>(t.base));
-        row_stride = t.row_stride;
-        token_bytes = t.token_stride;
-      }
-    }
+    read_tensors(arena, o.layers, bases, row_stride, token_bytes);
     token.assign(token_bytes, 0x22);
     seq.assign(o.batch + 1, 0);
     for (uint32_t r = 0; r <= o.batch; ++r) {
