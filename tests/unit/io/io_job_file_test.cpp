@@ -388,6 +388,18 @@ TEST(IoJobFile, FlagsAndBatches) {
   EXPECT_EQ(j.iodepth_batch_complete_min, 16u);  // clamped to iodepth
   j = one_job("iodepth=4\niodepth_batch_submit=8\n");
   EXPECT_EQ(j.iodepth_batch_submit, 4u);
+  // fio's defaults: one completion per reap, refill from a full queue.
+  j = one_job("iodepth=32\n");
+  EXPECT_EQ(j.iodepth_batch_complete_max, 1u);
+  EXPECT_EQ(j.iodepth_low, 32u);
+  j = one_job("iodepth=32\niodepth_batch_complete_min=4\n");
+  EXPECT_EQ(j.iodepth_batch_complete_max, 4u);  // never below the minimum
+  j = one_job("iodepth=32\niodepth_batch_complete_max=64\niodepth_low=8\n");
+  EXPECT_EQ(j.iodepth_batch_complete_max, 32u);  // clamped to iodepth
+  EXPECT_EQ(j.iodepth_low, 8u);
+  j = one_job("iodepth=8\niodepth_low=0\n");
+  EXPECT_EQ(j.iodepth_low, 8u);
+  EXPECT_NE(parse_error("[j]\niodepth_low=-1\n").find("t.fio:2: option 'iodepth_low'"), std::string::npos);
 }
 
 TEST(IoJobFile, LogsNamedAfterTheJobWhenBare) {

@@ -97,6 +97,41 @@ TEST_F(Runner, QueueDepthIsReachedWithIoUring) {
   EXPECT_GT(at_8, 0u);
 }
 
+TEST_F(Runner, CompletionsAreTakenAsFioTakesThem) {
+  if (!CXLPOOL_HAVE_URING) GTEST_SKIP() << "io_uring is not compiled in";
+  JobSpec j = job("reap1", RwMode::kRandRead, 4 << 20);
+  j.ioengine = "io_uring";
+  j.direct = true;
+  j.iodepth = 16;
+  j.iodepth_batch_complete_max = 1;  // what the job file parser gives by default
+  auto r = run({j});
+  const JobResult& one = r.jobs[0];
+  ASSERT_EQ(one.error, 0) << one.error_message;
+  EXPECT_EQ(one.dir[kReadDir].ios, 1024u);
+  std::uint64_t reaps = 0;
+  for (auto v : one.complete_histogram) reaps += v;
+  EXPECT_EQ(one.complete_histogram[1], reaps);  // every reap took 1-4 completions
+  EXPECT_EQ(reaps, 1024u);                      // ... exactly one each
+  std::uint64_t submits = 0;
+  for (auto v : one.submit_histogram) submits += v;
+  EXPECT_EQ(submits, 1024u);  // iodepth_batch_submit=1: one request per submit
+
+  // A low-water mark of 4: a full queue drains to 4 in flight, then 12 go
+  // out in one refill; with iodepth_batch_submit=16 they are one submit call.
+  j.name = "lowwater";
+  j.iodepth_low = 4;
+  j.iodepth_batch_submit = 16;
+  j.iodepth_batch_complete_max = 16;
+  r = run({j});
+  const JobResult& low = r.jobs[0];
+  ASSERT_EQ(low.error, 0) << low.error_message;
+  EXPECT_EQ(low.dir[kReadDir].ios, 1024u);
+  submits = 0;
+  for (auto v : low.submit_histogram) submits += v;
+  EXPECT_GT(low.submit_histogram[3], 0u);  // 9-16 per call: the refills
+  EXPECT_LT(submits, 1024u / 4);
+}
+
 TEST_F(Runner, EveryBlockEngineRunsAJob) {
   for (const char* engine : {"psync", "io_uring", "libaio", "mmap"}) {
     if (std::string(engine) == "io_uring" && !CXLPOOL_HAVE_URING) continue;

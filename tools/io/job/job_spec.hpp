@@ -59,6 +59,12 @@ struct JobSpec {
   std::uint32_t iodepth = 1;
   std::uint32_t iodepth_batch_submit = 1;
   std::uint32_t iodepth_batch_complete_min = 1;
+  // Completions taken per reap; 0 = complete_min, fio's default (so 1: the
+  // queue is refilled after every completion and stays full).
+  std::uint32_t iodepth_batch_complete_max = 0;
+  // Once the queue is full, reap until at most this many are in flight
+  // before refilling (fio's low-water mark); 0 = iodepth.
+  std::uint32_t iodepth_low = 0;
   bool direct = false;
 
   std::uint64_t runtime_ns = 0;  // 0 = until io_size is done

@@ -285,6 +285,18 @@ const Option kOptions[] = {
        d.spec.iodepth_batch_complete_min = *n;
        return {};
      }},
+    {"iodepth_batch_complete_max", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 0, 65536);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.iodepth_batch_complete_max = *n;
+       return {};
+     }},
+    {"iodepth_low", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint32_t>(v, 0, 65536);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.iodepth_low = *n;
+       return {};
+     }},
     {"direct", "", [](JobDraft& d, Value v) { return set_flag(d.spec.direct, v); }},
     {"buffered", "", [](JobDraft& d, Value v) -> Result<void> {
        bool buffered = false;
@@ -393,7 +405,7 @@ const Option kOptions[] = {
 // implement: named as unsupported rather than unknown.
 constexpr std::string_view kUnsupported[] = {
     "loops", "fsync", "fdatasync", "end_fsync", "fsync_on_close", "invalidate", "startdelay", "unlink",
-    "create_on_open", "create_serialize", "iodepth_batch_complete_max", "iodepth_low", "buffer_pattern",
+    "create_on_open", "create_serialize", "buffer_pattern",
     "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage", "dedupe_percentage",
     "rw_sequencer", "offset_increment", "number_ios", "filesize", "file_service_type", "fallocate",
     "fadvise_hint", "nice", "prio", "prioclass", "cpus_allowed", "cpumask", "exitall", "gtod_reduce",
@@ -476,6 +488,12 @@ Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
   }
   if (s.iodepth_batch_submit == 0 || s.iodepth_batch_submit > s.iodepth) s.iodepth_batch_submit = s.iodepth;
   if (s.iodepth_batch_complete_min > s.iodepth) s.iodepth_batch_complete_min = s.iodepth;
+  // fio: an unset (or smaller) maximum is the minimum, a low-water mark of 0
+  // or above iodepth is iodepth.
+  if (s.iodepth_batch_complete_max < s.iodepth_batch_complete_min)
+    s.iodepth_batch_complete_max = s.iodepth_batch_complete_min;
+  if (s.iodepth_batch_complete_max > s.iodepth) s.iodepth_batch_complete_max = s.iodepth;
+  if (s.iodepth_low == 0 || s.iodepth_low > s.iodepth) s.iodepth_low = s.iodepth;
   for (std::string* log : {&s.write_lat_log, &s.write_bw_log, &s.write_iops_log, &s.write_hist_log}) {
     if (*log == kJobNamePlaceholder) *log = s.name;
   }

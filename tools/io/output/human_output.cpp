@@ -82,6 +82,18 @@ void latency_bucket_lines(std::string& out, const JobResult& job) {
   emit("msec", b.ms, 12);
 }
 
+// One fio "IO depths" / "submit" / "complete" line: percent per bucket.
+void depth_line(std::string& out, const char* label, const std::uint64_t (&counts)[7], const char* const (&keys)[7]) {
+  std::uint64_t total = 0;
+  for (auto v : counts) total += v;
+  if (total == 0) return;
+  std::string items;
+  for (int i = 0; i < 7; ++i)
+    items += fmt::format("{}{}={:.1f}%", i ? ", " : "", keys[i],
+                         100.0 * static_cast<double>(counts[i]) / static_cast<double>(total));
+  out += fmt::format("{}{}\n", label, items);
+}
+
 void job_block(std::string& out, const ReportedJob& rj, const std::vector<GroupSummary>& groups, const RunResult& run) {
   const JobResult& job = rj.result;
   out += fmt::format("{}: (groupid={}, jobs={}): err={:2}: {}\n", job.spec.name, job.spec.group, rj.jobs, job.error,
@@ -111,16 +123,9 @@ void job_block(std::string& out, const ReportedJob& rj, const std::vector<GroupS
     out += fmt::format("  helper cpu   : usr={:.3f}ms, sys={:.3f}ms (SQPOLL thread, included above)\n",
                        static_cast<double>(job.helper_user_ns) / 1e6, static_cast<double>(job.helper_system_ns) / 1e6);
   }
-  std::uint64_t depth_total = 0;
-  for (auto v : job.iodepth_histogram) depth_total += v;
-  if (depth_total) {
-    static const char* const kKeys[7] = {"1", "2", "4", "8", "16", "32", ">=64"};
-    std::string items;
-    for (int i = 0; i < 7; ++i)
-      items += fmt::format("{}{}={:.1f}%", i ? ", " : "", kKeys[i],
-                           100.0 * static_cast<double>(job.iodepth_histogram[i]) / static_cast<double>(depth_total));
-    out += fmt::format("  IO depths    : {}\n", items);
-  }
+  depth_line(out, "  IO depths    : ", job.iodepth_histogram, kDepthLevelKeys);
+  depth_line(out, "     submit    : ", job.submit_histogram, kBatchKeys);
+  depth_line(out, "     complete  : ", job.complete_histogram, kBatchKeys);
   out += fmt::format("     issued rwts: total={},{},0,0 short={},{},0,0 dropped={},{},0,0\n", job.dir[0].ios,
                      job.dir[1].ios, job.dir[0].short_ios, job.dir[1].short_ios, job.dir[0].dropped_ios,
                      job.dir[1].dropped_ios);

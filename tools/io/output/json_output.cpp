@@ -114,13 +114,12 @@ Json job_options(const JobSpec& s) {
   return o;
 }
 
-Json percent_levels(const std::uint64_t (&levels)[7]) {
-  static const char* const kKeys[7] = {"1", "2", "4", "8", "16", "32", ">=64"};
+Json percent_levels(const std::uint64_t (&levels)[7], const char* const (&keys)[7]) {
   std::uint64_t total = 0;
   for (auto v : levels) total += v;
   Json j;
   for (int i = 0; i < 7; ++i)
-    j[kKeys[i]] = total ? 100.0 * static_cast<double>(levels[i]) / static_cast<double>(total) : 0.0;
+    j[keys[i]] = total ? 100.0 * static_cast<double>(levels[i]) / static_cast<double>(total) : 0.0;
   return j;
 }
 
@@ -152,7 +151,9 @@ Json job_json(const ReportedJob& rj, const std::vector<GroupSummary>& groups, bo
   j["ctx"] = job.context_switches;
   j["majf"] = job.major_faults;
   j["minf"] = job.minor_faults;
-  j["iodepth_level"] = percent_levels(job.iodepth_histogram);
+  j["iodepth_level"] = percent_levels(job.iodepth_histogram, kDepthLevelKeys);
+  j["iodepth_submit"] = percent_levels(job.submit_histogram, kBatchKeys);
+  j["iodepth_complete"] = percent_levels(job.complete_histogram, kBatchKeys);
   const auto b = latency_buckets(job);
   Json ns, us, ms;
   for (int i = 0; i < 10; ++i) {

@@ -8,6 +8,8 @@
 namespace cxlpool::io {
 
 const char* const kLatencyBucketKeys[12] = {"2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"};
+const char* const kDepthLevelKeys[7] = {"1", "2", "4", "8", "16", "32", ">=64"};
+const char* const kBatchKeys[7] = {"0", "4", "8", "16", "32", "64", ">=64"};
 
 namespace {
 
@@ -45,7 +47,11 @@ void merge_job(ReportedJob& into, const JobResult& from) {
   to.minor_faults += from.minor_faults;
   to.helper_user_ns += from.helper_user_ns;
   to.helper_system_ns += from.helper_system_ns;
-  for (int i = 0; i < 7; ++i) to.iodepth_histogram[i] += from.iodepth_histogram[i];
+  for (int i = 0; i < 7; ++i) {
+    to.iodepth_histogram[i] += from.iodepth_histogram[i];
+    to.submit_histogram[i] += from.submit_histogram[i];
+    to.complete_histogram[i] += from.complete_histogram[i];
+  }
   to.verify_errors += from.verify_errors;
   ++into.jobs;
 }

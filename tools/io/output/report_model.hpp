@@ -52,5 +52,9 @@ struct LatencyBuckets {
 };
 LatencyBuckets latency_buckets(const JobResult& job);
 extern const char* const kLatencyBucketKeys[12];
+// fio's keys for iodepth_level (in flight at submit) and for
+// iodepth_submit / iodepth_complete (requests per call).
+extern const char* const kDepthLevelKeys[7];
+extern const char* const kBatchKeys[7];
 
 }  // namespace cxlpool::io

@@ -35,6 +35,8 @@ void JobRecorder::start(std::uint64_t now_ns) {
   r_.clat_log.clear();
   r_.hist_log.clear();
   for (auto& h : r_.iodepth_histogram) h = 0;
+  for (auto& h : r_.submit_histogram) h = 0;
+  for (auto& h : r_.complete_histogram) h = 0;
   r_.verify_errors = 0;
   start_ns_ = window_start_ns_ = now_ns;
   next_window_ns_ = now_ns + window_ns_;

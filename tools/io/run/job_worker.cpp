@@ -55,6 +55,15 @@ int depth_bucket(std::uint32_t depth) {
   return log2 > 6 ? 6 : log2;
 }
 
+// fio's iodepth_submit / iodepth_complete buckets (requests per submit or
+// per reap call): 0, 1-4, 5-8, 9-16, 17-32, 33-64, more.
+int batch_bucket(std::size_t n) {
+  if (n == 0) return 0;
+  if (n <= 4) return 1;
+  if (n > 64) return 6;
+  return 64 - __builtin_clzll(n - 1) - 1;  // 5-8 -> 2, 9-16 -> 3, 17-32 -> 4, 33-64 -> 5
+}
+
 template <typename Job>
 bool replay_no_stall(const Job& job) {
   if constexpr (requires { job.replay_no_stall; }) return static_cast<bool>(job.replay_no_stall);
@@ -142,6 +151,8 @@ struct JobWorker::State {
   std::uint32_t depth = 1;
   std::uint32_t batch_submit = 1;
   std::uint32_t complete_min = 1;
+  std::uint32_t complete_max = 1;
+  std::uint32_t low_water = 1;
 
   std::vector<TraceOp> trace;
   std::size_t trace_next = 0;
@@ -209,6 +220,9 @@ struct JobWorker::State {
   bool flush(std::uint16_t file, std::uint64_t start_ns);
   void complete(const IoCompletion& c, std::uint64_t now_ns);
   bool reap(bool block, std::uint64_t deadline);
+  void count_reaped(std::size_t n) {
+    if (!in_ramp) ++result.complete_histogram[batch_bucket(n)];
+  }
   void run();
 };
 
@@ -318,7 +332,10 @@ bool JobWorker::State::flush(std::uint16_t file, std::uint64_t start_ns) {
   }
   f.batch.clear();
   in_flight += n;
-  if (!in_ramp) result.iodepth_histogram[depth_bucket(in_flight)] += n;
+  if (!in_ramp) {
+    result.iodepth_histogram[depth_bucket(in_flight)] += n;
+    ++result.submit_histogram[batch_bucket(n)];
+  }
   now = issued;
   return true;
 }
@@ -373,17 +390,19 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
 }
 
 // Reaps completions: blocking (at least iodepth_batch_complete_min, or one)
-// until `deadline`, or only what is ready.
+// until `deadline`, or only what is ready; at most iodepth_batch_complete_max
+// per call, as fio takes them.
 bool JobWorker::State::reap(bool block, std::uint64_t deadline) {
   if (in_flight == 0) return true;
   std::size_t min = block ? std::clamp<std::size_t>(complete_min, 1, in_flight) : 0;
+  const std::size_t max = std::clamp<std::size_t>(complete_max, std::max<std::size_t>(min, 1), completions.size());
   const std::chrono::nanoseconds timeout =
       !block ? std::chrono::nanoseconds(0)
              : deadline == kForever ? hal::BlockDevice::kWaitForever
                                     : std::chrono::nanoseconds(deadline > now ? deadline - now : 0);
   std::size_t got_total = 0;
   if (files.size() == 1) {
-    auto got = files[0].engine->reap(completions, min, timeout);
+    auto got = files[0].engine->reap(std::span(completions).first(max), min, timeout);
     now = monotonic_ns();
     if (!got) {
       fail_job(got.error().code, std::string(files[0].engine->name()) + ": reap: " + got.error().message);
@@ -391,11 +410,12 @@ bool JobWorker::State::reap(bool block, std::uint64_t deadline) {
     }
     for (std::size_t i = 0; i < *got; ++i) complete(completions[i], now);
     got_total = *got;
+    if (got_total != 0) count_reaped(got_total);
   } else {
     // Several files: what is ready everywhere, then wait on the busiest.
     for (FileState& f : files) {
-      if (f.engine->in_flight() == 0) continue;
-      auto got = f.engine->reap(completions, 0, std::chrono::nanoseconds(0));
+      if (f.engine->in_flight() == 0 || got_total >= max) continue;
+      auto got = f.engine->reap(std::span(completions).first(max - got_total), 0, std::chrono::nanoseconds(0));
       if (!got) {
         fail_job(got.error().code, std::string(f.engine->name()) + ": reap: " + got.error().message);
         return false;
@@ -404,17 +424,19 @@ bool JobWorker::State::reap(bool block, std::uint64_t deadline) {
       for (std::size_t i = 0; i < *got; ++i) complete(completions[i], now);
       got_total += *got;
     }
+    if (got_total != 0) count_reaped(got_total);
     if (got_total < min && in_flight != 0) {
       FileState* busiest = &files[0];
       for (FileState& f : files)
         if (f.engine->in_flight() > busiest->engine->in_flight()) busiest = &f;
-      auto got = busiest->engine->reap(completions, 1, timeout);
+      auto got = busiest->engine->reap(std::span(completions).first(max - got_total), 1, timeout);
       now = monotonic_ns();
       if (!got) {
         fail_job(got.error().code, std::string(busiest->engine->name()) + ": reap: " + got.error().message);
         return false;
       }
       for (std::size_t i = 0; i < *got; ++i) complete(completions[i], now);
+      if (*got != 0) count_reaped(*got);
     }
   }
   return true;
@@ -499,7 +521,12 @@ void JobWorker::State::run() {
     // Something is in flight: wait for completions (bounded by the next
     // event the loop must act on).
     std::uint64_t deadline = std::min(wait_until, in_ramp ? ramp_end_ns : runtime_end_ns);
-    if (!reap(true, deadline)) {
+    const bool full = in_flight >= depth;
+    bool reaped_ok = reap(true, deadline);
+    // A full queue drains to iodepth_low before it is refilled (fio's
+    // low-water mark; by default iodepth, so one reap and refill).
+    while (reaped_ok && full && in_flight > low_water && now < deadline) reaped_ok = reap(true, deadline);
+    if (!reaped_ok) {
       // An engine failed while reaping; what is in flight cannot be waited
       // for any more.
       break;
@@ -567,6 +594,8 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
   s->depth = std::max<std::uint32_t>(1, job.iodepth);
   s->batch_submit = std::clamp<std::uint32_t>(job.iodepth_batch_submit, 1, s->depth);
   s->complete_min = std::clamp<std::uint32_t>(job.iodepth_batch_complete_min, 1, s->depth);
+  s->complete_max = std::clamp<std::uint32_t>(job.iodepth_batch_complete_max, s->complete_min, s->depth);
+  s->low_water = job.iodepth_low == 0 ? s->depth : std::min(job.iodepth_low, s->depth);
 
   for (const std::string& path : paths) {
     FileState f;

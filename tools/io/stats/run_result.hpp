@@ -62,6 +62,9 @@ struct JobResult {
   std::uint64_t helper_user_ns = 0;    // included in usr/sys above (SQPOLL thread)
   std::uint64_t helper_system_ns = 0;
   std::uint64_t iodepth_histogram[7] = {};  // fio's buckets 1,2,4,8,16,32,>=64 (submitted in flight)
+  // Calls, by requests per call, in fio's buckets 0,1-4,5-8,9-16,17-32,33-64,>64.
+  std::uint64_t submit_histogram[7] = {};
+  std::uint64_t complete_histogram[7] = {};
   std::uint64_t verify_errors = 0;
   std::vector<LogSample> bw_log, iops_log, lat_log, slat_log, clat_log;
   std::vector<HistogramSample> hist_log;
