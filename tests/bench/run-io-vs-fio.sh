@@ -55,7 +55,8 @@ loopdev=
 cleanup() {
   if [[ -n $loopdev ]]; then losetup -d "$loopdev" || true; fi
   if [[ -n $backing ]]; then rm -f "$backing"; fi
-  rm -f "$data"
+  # With a loop target $data is the device node: only the file is ours to remove.
+  if [[ -z $loopdev ]]; then rm -f "$data"; fi
   if [[ -z ${IOVSFIO_KEEP:-} ]]; then rm -rf "$work"; else echo "reports kept in $work"; fi
 }
 trap cleanup EXIT

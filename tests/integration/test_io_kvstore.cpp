@@ -58,6 +58,7 @@ TEST(IoKvStoreEngine, ChunksRoundTripAndMissesReadEmpty) {
   ASSERT_TRUE(engine) << engine.error().message;
   auto bufs = (*engine)->buffers(8, kChunk);
   ASSERT_TRUE(bufs) << bufs.error().message;
+  ASSERT_TRUE((*engine)->start());
   std::vector<hal::IoRequest> writes;
   for (std::uint32_t i = 0; i < 4; ++i) {
     std::memset((*bufs)[i], 0x30 + static_cast<int>(i), kChunk);

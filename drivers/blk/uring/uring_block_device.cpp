@@ -4,7 +4,9 @@
 #include <liburing.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <deque>
@@ -23,10 +25,10 @@ constexpr unsigned kFixedFile = 0;  // index of our only registered file
 class UringBlockDevice final : public hal::BlockDevice {
  public:
   UringBlockDevice(const std::string& path, hal::OpenedBlockFile file, const hal::BlockOpenOptions& options,
-                   const io_uring& ring)
+                   const io_uring& ring, bool disabled)
       : BlockDevice(path, std::move(file.geometry), options.direct, options.queue_depth),
         fd_(std::move(file.fd)), ring_(ring), slots_(options.queue_depth),
-        fixed_file_(options.register_files) {
+        fixed_file_(options.register_files), disabled_(disabled) {
     free_.reserve(slots_.size());
     for (std::size_t i = slots_.size(); i > 0; --i) free_.push_back(static_cast<std::uint32_t>(i - 1));
   }
@@ -34,6 +36,16 @@ class UringBlockDevice final : public hal::BlockDevice {
 
   const char* backend_name() const override { return "uring"; }
   int completion_fd() const override { return efd_.get(); }
+
+  Result<void> bind_to_thread() override {
+    if (!disabled_) return {};
+    // The raw call: liburing 2.3 declares io_uring_enable_rings but does not
+    // export it.
+    if (::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0) < 0)
+      return fail_errno("IORING_REGISTER_ENABLE_RINGS " + path());
+    disabled_ = false;
+    return {};
+  }
 
   Result<void> register_file() {
     const int fd = fd_.get();
@@ -54,6 +66,7 @@ class UringBlockDevice final : public hal::BlockDevice {
 
  protected:
   Result<void> submit_impl(std::span<const IoRequest> requests) override {
+    if (disabled_) return fail(EBADFD, "io_uring: a single-thread ring is used before bind_to_thread()");
     // The base class keeps in_flight <= queue_depth == slots, so slots and
     // SQEs are always there (the SQ ring has at least queue_depth entries).
     for (const IoRequest& r : requests) {
@@ -169,6 +182,7 @@ class UringBlockDevice final : public hal::BlockDevice {
   std::deque<IoCompletion> stash_;
   bool buffers_registered_ = false;
   bool fixed_file_;
+  bool disabled_;  // single-thread ring not yet bound to its thread
   UniqueFd efd_;
 };
 
@@ -206,7 +220,10 @@ Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::str
     if (!options.direct) return fail(EINVAL, "io_uring: hipri (IOPOLL) needs direct I/O");
     if (auto ok = check_io_poll(path); !ok) return tl::unexpected(ok.error());
   }
-  auto setup_params = [&](bool coop_taskrun) {
+  // What each retry drops: the single-thread flags (before 6.1), then
+  // COOP_TASKRUN (before 5.19); both only save interrupts and task work.
+  const bool single_thread = options.single_thread && !options.sq_poll && !options.io_poll;
+  auto setup_params = [&](bool coop_taskrun, bool single) {
     io_uring_params params{};
     if (options.sq_poll) {
       params.flags |= IORING_SETUP_SQPOLL;
@@ -218,14 +235,25 @@ Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::str
     }
     if (options.io_poll) params.flags |= IORING_SETUP_IOPOLL;
     if (coop_taskrun) params.flags |= IORING_SETUP_COOP_TASKRUN;
+    if (single) {
+      // TASKRUN_FLAG lets a non-blocking peek see that completions wait to
+      // be processed (liburing then enters the kernel to run them).
+      params.flags |= IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
+                      IORING_SETUP_R_DISABLED;
+    }
     return params;
   };
   io_uring ring{};
-  io_uring_params params = setup_params(options.coop_taskrun);
+  bool disabled = single_thread;
+  io_uring_params params = setup_params(options.coop_taskrun, single_thread);
   int rc = io_uring_queue_init_params(options.queue_depth, &ring, &params);
+  if (rc == -EINVAL && single_thread) {
+    disabled = false;
+    params = setup_params(options.coop_taskrun, false);
+    rc = io_uring_queue_init_params(options.queue_depth, &ring, &params);
+  }
   if (rc == -EINVAL && options.coop_taskrun) {
-    // Kernels before 5.19 do not know the flag; it only saves interrupts.
-    params = setup_params(false);
+    params = setup_params(false, false);
     rc = io_uring_queue_init_params(options.queue_depth, &ring, &params);
   }
   if (rc < 0) {
@@ -240,11 +268,11 @@ Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::str
     io_uring_queue_exit(&ring);
     return tl::unexpected(file.error());
   }
-  auto dev = std::make_unique<UringBlockDevice>(path, std::move(*file), options, ring);
+  auto dev = std::make_unique<UringBlockDevice>(path, std::move(*file), options, ring, disabled);
   if (options.register_files) {
     if (auto ok = dev->register_file(); !ok) return tl::unexpected(ok.error());
   }
-  dev->register_completion_eventfd();
+  if (options.completion_eventfd) dev->register_completion_eventfd();
   return std::unique_ptr<hal::BlockDevice>(std::move(dev));
 }
 

@@ -4,6 +4,7 @@
 // as root with losetup, on a loop device with direct I/O. io_uring's options
 // (fixedbufs, registerfiles, SQPOLL, hipri's refusal without poll queues).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cxlpool_build_config.h"
@@ -57,6 +59,8 @@ void write_read_back(const JobSpec& job, const std::string& path, std::uint64_t 
   Engine& e = **opened;
   auto bufs = e.buffers(2 * kDepth, kBlock);
   ASSERT_TRUE(bufs) << bufs.error().message;
+  auto started = e.start();
+  ASSERT_TRUE(started) << started.error().message;
   std::vector<hal::IoRequest> reqs(kDepth);
   for (std::uint32_t i = 0; i < kDepth; ++i) {
     std::memset((*bufs)[i], static_cast<int>('a' + i), kBlock);
@@ -157,6 +161,39 @@ TEST_F(UringOptions, SqpollRunsAndReportsItsThreadsCpu) {
   write_read_back(j, path_);
 }
 
+// The runner opens engines (and registers buffers) on one thread and runs
+// the job on another: the ring is bound to the thread that calls start(),
+// and a submit before that is a clear error, not a kernel EEXIST later.
+TEST_F(UringOptions, RingServesTheThreadThatStartsIt) {
+  JobSpec j = job_for("io_uring", true);
+  j.fixedbufs = true;
+  auto opened = open_engine(j, EngineTarget{path_, kFileBytes, true});
+  ASSERT_TRUE(opened) << opened.error().message;
+  Engine& e = **opened;
+  auto bufs = e.buffers(1, kBlock);
+  ASSERT_TRUE(bufs) << bufs.error().message;
+  const hal::IoRequest read{hal::IoOp::kRead, 0, (*bufs)[0], kBlock, 7, 0};
+  auto early = e.submit(std::span(&read, 1));
+  if (early) GTEST_SKIP() << "this kernel has no single-issuer rings (before 6.1): nothing to bind";
+  EXPECT_NE(early.error().message.find("bind_to_thread"), std::string::npos) << early.error().message;
+  std::string failure;
+  std::thread worker([&] {
+    if (auto ok = e.start(); !ok) {
+      failure = "start: " + ok.error().message;
+      return;
+    }
+    if (auto ok = e.submit(std::span(&read, 1)); !ok) {
+      failure = "submit: " + ok.error().message;
+      return;
+    }
+    hal::IoCompletion c;
+    auto got = e.reap(std::span(&c, 1), 1, hal::BlockDevice::kWaitForever);
+    if (!got || *got != 1 || c.user_data != 7 || c.result != kBlock) failure = "reap";
+  });
+  worker.join();
+  EXPECT_EQ(failure, "");
+}
+
 TEST_F(UringOptions, HipriWithoutPollQueuesIsAClearError) {
   JobSpec j = job_for("io_uring", true);
   j.hipri = true;
@@ -193,16 +230,30 @@ class LoopDevice : public ::testing::Test {
     if (std::system("command -v losetup >/dev/null 2>&1") != 0) GTEST_SKIP() << "losetup is not installed";
     backing_ = test_file("loop_backing");
     ASSERT_TRUE(lay_out_file(backing_, 8 * kFileBytes, true));
-    const std::string cmd = "losetup --find --show --direct-io=on " + backing_ + " 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    char line[256] = {};
-    const bool got = std::fgets(line, sizeof line, p) != nullptr;
-    const int rc = ::pclose(p);
-    std::string out = got ? line : "";
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    if (rc != 0 || out.rfind("/dev/loop", 0) != 0) GTEST_SKIP() << "losetup could not attach a loop device: " << out;
-    device_ = out;
+    // losetup --find may name a device whose node is missing (a container's
+    // /dev), so the nodes that exist are tried first.
+    std::string tried;
+    for (int i = 0; i < 64 && device_.empty(); ++i) {
+      const std::string node = "/dev/loop" + std::to_string(i);
+      struct stat st {};
+      if (::stat(node.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) continue;
+      const std::string cmd = "losetup --direct-io=on " + node + " " + backing_ + " 2>/dev/null";
+      if (std::system(cmd.c_str()) == 0) device_ = node;
+      else tried += " " + node;
+    }
+    if (device_.empty()) {
+      const std::string cmd = "losetup --find --show --direct-io=on " + backing_ + " 2>&1";
+      FILE* p = ::popen(cmd.c_str(), "r");
+      ASSERT_NE(p, nullptr);
+      char line[256] = {};
+      const bool got = std::fgets(line, sizeof line, p) != nullptr;
+      const int rc = ::pclose(p);
+      std::string out = got ? line : "";
+      while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+      if (rc != 0 || out.rfind("/dev/loop", 0) != 0)
+        GTEST_SKIP() << "no loop device could be attached (busy:" << tried << "); losetup --find: " << out;
+      device_ = out;
+    }
   }
   void TearDown() override {
     if (!device_.empty()) {

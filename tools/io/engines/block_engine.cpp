@@ -46,6 +46,11 @@ class BlockEngine final : public Engine {
     return buffers_.pointers();
   }
 
+  Result<void> start() override {
+    if (auto ok = device_->bind_to_thread(); !ok) return fail(ok.error().code, name_ + ": " + ok.error().message);
+    return {};
+  }
+
   Result<void> submit(std::span<const hal::IoRequest> requests) override { return device_->submit(requests); }
 
   Result<std::size_t> reap(std::span<hal::IoCompletion> out, std::size_t min,
@@ -92,6 +97,12 @@ hal::BlockOpenOptions open_options(const JobSpec& job, const EngineTarget& targe
   // fio's io_uring engine asks for this too: the runner waits inside
   // io_uring_enter, so completions need no interrupt to reach it.
   o.coop_taskrun = true;
+  // Nothing here waits in epoll: no eventfd to signal per completion.
+  o.completion_eventfd = false;
+  // One thread runs each job's I/O and waits in io_uring_enter, so
+  // completions are processed there (fio's io_uring engine does the same:
+  // SINGLE_ISSUER | DEFER_TASKRUN).
+  o.single_thread = true;
   return o;
 }
 

@@ -40,6 +40,10 @@ class Engine {
   // engine registered them (fixedbufs). Owned by the engine.
   virtual Result<std::span<std::byte*>> buffers(std::uint32_t count, std::size_t bytes) = 0;
 
+  // Called on the thread that will run the job, before its first submit
+  // (engines whose rings serve one thread bind them here).
+  virtual Result<void> start() { return {}; }
+
   // Queue and submit a batch (iodepth_batch_submit requests). EAGAIN: more
   // than iodepth in flight.
   virtual Result<void> submit(std::span<const hal::IoRequest> requests) = 0;

@@ -444,6 +444,13 @@ bool JobWorker::State::reap(bool block, std::uint64_t deadline) {
 
 void JobWorker::State::run() {
   const JobSpec& job = result.spec;
+  for (FileState& f : files) {
+    if (auto ok = f.engine->start(); !ok) {
+      result.error = ok.error().code;
+      result.error_message = ok.error().message;
+      return;
+    }
+  }
   result.start_unix_ms = wall_ms();
   now = monotonic_ns();
   trace_start_ns = now;

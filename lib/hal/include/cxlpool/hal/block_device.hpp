@@ -61,6 +61,18 @@ struct BlockOpenOptions {
   // wait in io_uring itself (a benchmark loop); an epoll-driven owner keeps
   // the default so a completion wakes its eventfd promptly.
   bool coop_taskrun = false;
+  // An eventfd the kernel signals for every completion (completion_fd()),
+  // for owners that wait in epoll. A caller that only waits in the driver
+  // turns it off: each signal is a lock and a wakeup check per I/O.
+  bool completion_eventfd = true;
+  // io_uring: the ring serves one thread only (SINGLE_ISSUER |
+  // DEFER_TASKRUN): completions are processed when that thread waits, not
+  // in interrupts or task work, which is cheapest for a loop that does
+  // nothing but I/O. The ring starts disabled; the thread that will use it
+  // calls BlockDevice::bind_to_thread() before its first submit (buffers may
+  // be registered from another thread before that). Dropped on kernels
+  // before 6.1 and with sq_poll or io_poll.
+  bool single_thread = false;
 };
 
 // What a device needs from the caller's I/O. For buffered opens the
@@ -136,6 +148,11 @@ class BlockDevice {
   // caller reads the counter to reset it before polling completions, so a
   // completion posted after the reset wakes it again.
   virtual int completion_fd() const { return -1; }
+
+  // Makes the calling thread the device's only user (see
+  // BlockOpenOptions::single_thread); a no-op for devices without that
+  // restriction.
+  virtual Result<void> bind_to_thread() { return {}; }
 
   // Synchronous conveniences for set-up and recovery paths; they need an idle
   // device (EBUSY otherwise) and return the byte count, short or not.
