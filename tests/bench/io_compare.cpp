@@ -3,7 +3,11 @@
 // "<case> <fio|ours> <report.json>" lines (several runs per case and tool),
 // takes per-metric medians and prints a Markdown table of ratios against
 // fio: the median of the per-pair ratios (run i of fio against run i of
-// cxlpool-io, made back to back), and in parentheses the ratio of medians. Both tools' JSON goes through the same reader (output/fio_report).
+// cxlpool-io, made back to back), and in parentheses the ratio of medians.
+// Both tools' JSON goes through the same reader (output/fio_report). Cases
+// that also have "bare" runs (tests/bench/pread_loop, the plainest psync
+// reader) get a second table: how that control compares with fio and with
+// cxlpool-io, to tell a tool's cost from the machine's.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -89,7 +93,7 @@ std::string delta_pct(double ours, double fio) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s MANIFEST\n  MANIFEST lines: <case> <fio|ours> <report.json>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MANIFEST\n  MANIFEST lines: <case> <fio|ours|bare> <report.json>\n", argv[0]);
     return 2;
   }
   std::ifstream manifest(argv[1]);
@@ -106,8 +110,9 @@ int main(int argc, char** argv) {
     std::istringstream in(line);
     std::string name, tool, path;
     if (!(in >> name >> tool >> path)) continue;
-    if (tool != "fio" && tool != "ours") {
-      std::fprintf(stderr, "io_compare: %s:%d: tool must be fio or ours, not '%s'\n", argv[1], line_no, tool.c_str());
+    if (tool != "fio" && tool != "ours" && tool != "bare") {
+      std::fprintf(stderr, "io_compare: %s:%d: tool must be fio, ours or bare, not '%s'\n", argv[1], line_no,
+                   tool.c_str());
       return 2;
     }
     std::ifstream file(path);
@@ -148,6 +153,25 @@ int main(int argc, char** argv) {
                 ratio(ours.cpu_ns_per_io, fio.cpu_ns_per_io).c_str(),
                 fio.p50_ns / 1000, delta_pct(ours.p50_ns, fio.p50_ns).c_str(), fio.p99_ns / 1000,
                 delta_pct(ours.p99_ns, fio.p99_ns).c_str(), by_tool.at("fio").size(), by_tool.at("ours").size());
+  }
+
+  bool header = false;
+  for (const auto& name : order) {
+    const auto& by_tool = runs[name];
+    if (!by_tool.count("bare") || !by_tool.count("fio") || !by_tool.count("ours")) continue;
+    if (!header) {
+      std::printf("\nControl: a bare pread loop (tests/bench/pread_loop) on the same target, same runs:\n\n");
+      std::printf("| case | bare IOPS | bare/fio IOPS | cxlpool-io/bare IOPS | bare CPU/IO (us) | bare/fio CPU/IO | bare p50 (us) | runs |\n");
+      std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+      header = true;
+    }
+    const auto& bare_runs = by_tool.at("bare");
+    const auto bare = median_of(bare_runs);
+    std::printf("| %s | %.0f | %.3f | %.3f | %.2f | %.3f | %.1f | %zu |\n", name.c_str(), bare.iops,
+                paired_ratio(by_tool.at("fio"), bare_runs, &Figures::iops),
+                paired_ratio(bare_runs, by_tool.at("ours"), &Figures::iops), bare.cpu_ns_per_io / 1000,
+                paired_ratio(by_tool.at("fio"), bare_runs, &Figures::cpu_ns_per_io), bare.p50_ns / 1000,
+                bare_runs.size());
   }
   return 0;
 }

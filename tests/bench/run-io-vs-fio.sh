@@ -6,7 +6,9 @@
 # compared by io_compare (one JSON reader for both tools' output):
 #   4 KiB randread QD32, 128 KiB and 1 MiB sequential read (QD32), 4 KiB
 #   randwrite QD32, each with psync (QD1: it has no queue), libaio and
-#   io_uring, direct=1.
+#   io_uring, direct=1. psync read cases also run tests/bench/pread_loop, a
+#   bare pread() loop, as a control: where cxlpool-io and fio differ, it
+#   shows whether a plain reader lands with fio or with cxlpool-io.
 #   tests/bench/run-io-vs-fio.sh [BUILD_DIR]
 # Environment: IOVSFIO_TARGET ("file": a file under IOVSFIO_DIR, the
 # default; "loop": a loop device over a file in /dev/shm, root only, a
@@ -36,7 +38,8 @@ if ! command -v fio >/dev/null; then
 fi
 tool=$build/tools/io/cxlpool-io
 compare=$build/tests/bench/io_compare
-for f in "$tool" "$compare"; do
+bare=$build/tests/bench/pread_loop
+for f in "$tool" "$compare" "$bare"; do
   if [[ ! -x $f ]]; then
     echo "run-io-vs-fio: $f is not built (ninja -C $build)" >&2
     exit 1
@@ -86,6 +89,15 @@ fio --name=fill --filename="$data" --size="${file_mib}m" --rw=write --bs=1m \
 # (IOVSFIO_CASES replaces the list, e.g. "read-128k:read:128k")
 read -r -a cases <<<"${IOVSFIO_CASES:-randread-4k:randread:4k read-128k:read:128k read-1m:read:1m randwrite-4k:randwrite:4k}"
 
+bytes_of() {  # 4k, 128k, 1m -> bytes
+  local v=${1,,}
+  case $v in
+    *k) echo $((${v%k} * 1024)) ;;
+    *m) echo $((${v%m} * 1024 * 1024)) ;;
+    *) echo "$v" ;;
+  esac
+}
+
 job_file() {  # engine rw bs
   local engine=$1 rw=$2 bs=$3 depth=32
   [[ $engine == psync ]] && depth=1
@@ -114,12 +126,17 @@ for ((rep = 1; rep <= reps; rep++)); do
     for engine in $engines; do
       id=$name-$engine
       job_file "$engine" "$rw" "$bs" >"$work/$id.fio"
-      order="fio ours"
-      ((rep % 2 == 0)) && order="ours fio"
-      for who in $order; do
+      tools=(fio ours)
+      if [[ $engine == psync && ($rw == read || $rw == randread) ]]; then tools+=(bare); fi
+      # Each repetition starts with the next tool, so drift hits all alike.
+      order=()
+      for ((k = 0; k < ${#tools[@]}; k++)); do order+=("${tools[(k + rep - 1) % ${#tools[@]}]}"); done
+      for who in "${order[@]}"; do
         out=$work/$id.$who.$rep.json
         if [[ $who == fio ]]; then
           fio --output-format=json --output="$out" "$work/$id.fio"
+        elif [[ $who == bare ]]; then
+          "$bare" "$data" "$(bytes_of "$bs")" "$runtime" $([[ $rw == randread ]] && echo random) >"$out"
         else
           "$tool" --output-format=json "$work/$id.fio" >"$out"
         fi
