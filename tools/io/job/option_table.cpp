@@ -59,6 +59,13 @@ Result<void> set_flag(bool& field, Value value) {
   return {};
 }
 
+Result<void> set_count(std::uint32_t& field, Value value, std::uint32_t min, std::uint32_t max) {
+  auto n = bounded<std::uint32_t>(value, min, max);
+  if (!n) return tl::unexpected(n.error());
+  field = *n;
+  return {};
+}
+
 Result<void> set_size(std::uint64_t& field, const JobDraft& d, Value value) {
   auto text = need(value);
   if (!text) return tl::unexpected(text.error());
@@ -220,22 +227,12 @@ const Option kOptions[] = {
     {"ioengine", "", set_ioengine},
     {"filename", "", set_filename},
     {"directory", "", set_directory},
-    {"nrfiles", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 1, 65536);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.nrfiles = *n;
-       return {};
-     }},
+    {"nrfiles", "", [](JobDraft& d, Value v) { return set_count(d.spec.nrfiles, v, 1, 65536); }},
     {"size", "", [](JobDraft& d, Value v) { return set_size(d.spec.size, d, v); }},
     {"offset", "", [](JobDraft& d, Value v) { return set_size(d.spec.offset, d, v); }},
     {"io_size", "io_limit", [](JobDraft& d, Value v) { return set_size(d.spec.io_size, d, v); }},
     {"rw", "readwrite", set_rw},
-    {"rwmixread", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 0, 100);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.rwmixread = *n;
-       return {};
-     }},
+    {"rwmixread", "", [](JobDraft& d, Value v) { return set_count(d.spec.rwmixread, v, 0, 100); }},
     {"rwmixwrite", "", [](JobDraft& d, Value v) -> Result<void> {
        auto n = bounded<std::uint32_t>(v, 0, 100);
        if (!n) return tl::unexpected(n.error());
@@ -267,36 +264,14 @@ const Option kOptions[] = {
          return {};
        });
      }},
-    {"iodepth", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 1, 65536);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.iodepth = *n;
-       return {};
-     }},
-    {"iodepth_batch_submit", "iodepth_batch", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 0, 65536);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.iodepth_batch_submit = *n;
-       return {};
-     }},
-    {"iodepth_batch_complete_min", "iodepth_batch_complete", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 0, 65536);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.iodepth_batch_complete_min = *n;
-       return {};
-     }},
-    {"iodepth_batch_complete_max", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 0, 65536);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.iodepth_batch_complete_max = *n;
-       return {};
-     }},
-    {"iodepth_low", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 0, 65536);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.iodepth_low = *n;
-       return {};
-     }},
+    {"iodepth", "", [](JobDraft& d, Value v) { return set_count(d.spec.iodepth, v, 1, 65536); }},
+    {"iodepth_batch_submit", "iodepth_batch",
+     [](JobDraft& d, Value v) { return set_count(d.spec.iodepth_batch_submit, v, 0, 65536); }},
+    {"iodepth_batch_complete_min", "iodepth_batch_complete",
+     [](JobDraft& d, Value v) { return set_count(d.spec.iodepth_batch_complete_min, v, 0, 65536); }},
+    {"iodepth_batch_complete_max", "",
+     [](JobDraft& d, Value v) { return set_count(d.spec.iodepth_batch_complete_max, v, 0, 65536); }},
+    {"iodepth_low", "", [](JobDraft& d, Value v) { return set_count(d.spec.iodepth_low, v, 0, 65536); }},
     {"direct", "", [](JobDraft& d, Value v) { return set_flag(d.spec.direct, v); }},
     {"buffered", "", [](JobDraft& d, Value v) -> Result<void> {
        bool buffered = false;
@@ -324,12 +299,8 @@ const Option kOptions[] = {
        });
      }},
     {"thinktime", "", [](JobDraft& d, Value v) { return set_time(d.spec.thinktime_ns, v, kNsPerUs); }},
-    {"thinktime_blocks", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 1, 0xffffffffu);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.thinktime_blocks = *n;
-       return {};
-     }},
+    {"thinktime_blocks", "",
+     [](JobDraft& d, Value v) { return set_count(d.spec.thinktime_blocks, v, 1, 0xffffffffu); }},
     {"random_distribution", "", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
        if (!text) return tl::unexpected(text.error());
@@ -351,12 +322,7 @@ const Option kOptions[] = {
     {"fixedbufs", "", [](JobDraft& d, Value v) { return set_flag(d.spec.fixedbufs, v); }},
     {"registerfiles", "", [](JobDraft& d, Value v) { return set_flag(d.spec.registerfiles, v); }},
     {"sqthread_poll", "", [](JobDraft& d, Value v) { return set_flag(d.spec.sqthread_poll, v); }},
-    {"sqthread_poll_cpu", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 0, 4095);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.sqthread_poll_cpu = *n;
-       return {};
-     }},
+    {"sqthread_poll_cpu", "", [](JobDraft& d, Value v) { return set_count(d.spec.sqthread_poll_cpu, v, 0, 4095); }},
     {"hipri", "", [](JobDraft& d, Value v) { return set_flag(d.spec.hipri, v); }},
     {"verify", "", set_verify},
     {"percentile_list", "", [](JobDraft& d, Value v) -> Result<void> {
@@ -384,12 +350,7 @@ const Option kOptions[] = {
        return {};
      }},
     {"group_reporting", "", [](JobDraft& d, Value v) { return set_flag(d.spec.group_reporting, v); }},
-    {"numjobs", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint32_t>(v, 1, 4096);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.numjobs = *n;
-       return {};
-     }},
+    {"numjobs", "", [](JobDraft& d, Value v) { return set_count(d.spec.numjobs, v, 1, 4096); }},
     {"stonewall", "wait_for_previous", [](JobDraft& d, Value v) { return set_flag(d.spec.stonewall, v); }},
     {"read_iolog", "trace_file", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
