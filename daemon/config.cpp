@@ -701,6 +701,10 @@ void parse_kvstore(Section section, Config& config) {
   static constexpr std::pair<std::string_view, KvSsdEngine> kEngines[] = {
       {"auto", KvSsdEngine::kAuto}, {"io_uring", KvSsdEngine::kIoUring}, {"posix", KvSsdEngine::kPosix}};
   read_choice(section, "ssd_engine", kEngines, kv.ssd_engine);
+  if (section.read_size("ssd_lend_min_bytes", 0, kv.ssd_lend_min_bytes) && kv.ssd_lend_min_bytes % kKvBlock != 0) {
+    section.fail_at("ssd_lend_min_bytes", *section.get("ssd_lend_min_bytes"),
+                    "must be 0 (always copy) or a multiple of 4096, got " + std::to_string(kv.ssd_lend_min_bytes));
+  }
   section.read_size("put_window_bytes", 1, kv.put_window_bytes);
   section.read_size("client_quota_bytes", 0, kv.client_quota_bytes);
   section.read_int("max_leases_per_client", 1, 1 << 24, kv.max_leases_per_client);
@@ -863,6 +867,7 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(a.ssd_bytes != b.ssd_bytes, "kvstore.ssd_bytes");
   check(a.ssd_region_bytes != b.ssd_region_bytes, "kvstore.ssd_region_bytes");
   check(a.ssd_sync != b.ssd_sync, "kvstore.ssd_sync");
+  check(a.ssd_lend_min_bytes != b.ssd_lend_min_bytes, "kvstore.ssd_lend_min_bytes");
   check(a.ssd_engine != b.ssd_engine, "kvstore.ssd_engine");
   check(a.put_window_bytes != b.put_window_bytes, "kvstore.put_window_bytes");
   check(a.client_quota_bytes != b.client_quota_bytes, "kvstore.client_quota_bytes");

@@ -70,6 +70,7 @@ struct KvStoreSection {
   uint64_t ssd_region_bytes = 16ull << 20;
   KvSsdSync ssd_sync = KvSsdSync::kPerRegion;
   KvSsdEngine ssd_engine = KvSsdEngine::kAuto;
+  uint64_t ssd_lend_min_bytes = 256ull << 10;  // demotions this large go to the log from their slot; 0: never
   uint64_t put_window_bytes = 64ull << 20;  // per connection
   uint64_t client_quota_bytes = 0;          // leased + reserved per connection; 0: unlimited
   uint32_t max_leases_per_client = 65536;

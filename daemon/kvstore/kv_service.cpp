@@ -74,6 +74,7 @@ kvcache::KvStoreConfig KvService::store_config() const {
   c.index_capacity = static_cast<size_t>(config_.index_capacity);
   c.client_quota_bytes = config_.client_quota_bytes;
   c.max_leases_per_client = config_.max_leases_per_client;
+  c.ssd_lend_min_bytes = config_.ssd_lend_min_bytes;
   c.tier_rates = rates_;
   return c;
 }

@@ -106,6 +106,8 @@ class KvService {
   void shutdown();
 
   [[nodiscard]] bool started() const { return store_ != nullptr; }
+  // The store's settings as the [kvstore] section gives them.
+  kvcache::KvStoreConfig store_config() const;
   void append_counters(std::vector<proto::Counter>& out) const;
 
  private:
@@ -114,7 +116,6 @@ class KvService {
   // that cannot run; try_start() the cause.
   Result<void> start();
   Result<void> try_start();
-  kvcache::KvStoreConfig store_config() const;
   void deliver(kvcache::KvStoreCompletion&& done);
   void drain_backlog(KvConnection& c);
   void mark_broken(KvConnection& c, const std::string& why);

@@ -621,6 +621,19 @@ TEST_F(KvSsdTest, CreatesGrowsNeverShrinks) {
   EXPECT_EQ(directory.error().code, EINVAL);
 }
 
+TEST_F(KvSsdTest, SectionKnobsReachTheStore) {
+  auto pool = make_pool(dram_and_emulated());
+  auto kv = section();
+  kv.ssd_lend_min_bytes = 1 << 20;
+  kv.admission_threshold = 5;
+  auto created = KvService::create(kv, *pool);
+  ASSERT_TRUE(created) << created.error().message;
+  const kvcache::KvStoreConfig c = (*created)->store_config();
+  EXPECT_EQ(c.ssd_lend_min_bytes, 1u << 20);
+  EXPECT_EQ(c.admission.threshold, 5u);
+  EXPECT_EQ(c.slot_bytes, kv.slot_bytes);
+}
+
 TEST_F(KvSsdTest, AutoEngineAndRecoveryAcrossServices) {
   auto pool = make_pool(dram_and_emulated());
   auto kv = section();

@@ -37,7 +37,7 @@ const std::vector<std::string> kKvKeys = {
     "ssd_path",          "ssd_bytes",          "ssd_region_bytes",  "ssd_sync",
     "ssd_engine",        "put_window_bytes",   "client_quota_bytes", "max_leases_per_client",
     "index_capacity",    "dram_bandwidth_mbps", "dram_latency_ns",  "cxl_bandwidth_mbps",
-    "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",
+    "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",   "ssd_lend_min_bytes",
 };
 
 TEST(KvStoreConfig, Defaults) {
@@ -57,6 +57,7 @@ TEST(KvStoreConfig, Defaults) {
   EXPECT_EQ(kv.ssd_region_bytes, 16 * kMiB);
   EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerRegion);
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kAuto);
+  EXPECT_EQ(kv.ssd_lend_min_bytes, 256u * 1024);
   EXPECT_EQ(kv.put_window_bytes, 64 * kMiB);
   EXPECT_EQ(kv.client_quota_bytes, 0u);
   EXPECT_EQ(kv.max_leases_per_client, 65536u);
@@ -85,6 +86,7 @@ ssd_bytes = "64G"
 ssd_region_bytes = "32M"
 ssd_sync = "per-commit"
 ssd_engine = "posix"
+ssd_lend_min_bytes = "1M"
 put_window_bytes = "16M"
 client_quota_bytes = "2G"
 max_leases_per_client = 100
@@ -111,6 +113,7 @@ ssd_latency_ns = 80000
   EXPECT_EQ(kv.ssd_region_bytes, 32 * kMiB);
   EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerCommit);
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kPosix);
+  EXPECT_EQ(kv.ssd_lend_min_bytes, kMiB);
   EXPECT_EQ(kv.put_window_bytes, 16 * kMiB);
   EXPECT_EQ(kv.client_quota_bytes, 2 * kGiB);
   EXPECT_EQ(kv.max_leases_per_client, 100u);
@@ -197,6 +200,8 @@ const Rejection kRejections[] = {
     {"[kvstore]\nssd_sync = \"always\"", "kvstore.ssd_sync", 2, "must be one of \"per-region\", \"per-commit\""},
     {"[kvstore]\nssd_engine = \"aio\"", "kvstore.ssd_engine", 2,
      "must be one of \"auto\", \"io_uring\", \"posix\"; got 'aio'"},
+    {"[kvstore]\nssd_lend_min_bytes = 1000", "kvstore.ssd_lend_min_bytes", 2, "must be 0 (always copy) or a multiple of 4096"},
+    {"[kvstore]\nssd_lend_min_bytes = -4096", "kvstore.ssd_lend_min_bytes", 2, "must not be negative"},
     {"[kvstore]\nput_window_bytes = 0", "kvstore.put_window_bytes", 2, "must be greater than 0"},
     {"[kvstore]\nslot_bytes = \"4M\"\nput_window_bytes = \"2M\"", "kvstore.put_window_bytes", 3,
      "must hold at least one slot of slot_bytes (4194304)"},
@@ -233,6 +238,7 @@ TEST(KvStoreConfig, EveryKeyNeedsARestart) {
            {"ssd_path = \"\"\nssd_region_bytes = \"8M\"", "ssd_region_bytes"},
            {"ssd_sync = \"per-commit\"", "ssd_sync"},
            {"ssd_engine = \"posix\"", "ssd_engine"},
+           {"ssd_lend_min_bytes = 0", "ssd_lend_min_bytes"},
            {"put_window_bytes = \"8M\"", "put_window_bytes"},
            {"client_quota_bytes = \"1G\"", "client_quota_bytes"},
            {"max_leases_per_client = 5", "max_leases_per_client"},
