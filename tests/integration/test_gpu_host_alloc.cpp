@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "daemon_process.hpp"
@@ -23,6 +24,13 @@ namespace {
 
 Result<proto::Received> ask(Connection& conn, uint32_t tier, uint64_t bytes) {
   return conn.call(proto::GpuHostAlloc{.tier_id = tier, .device = 0, .bytes = bytes});
+}
+
+// A tier backed by a NUMA node of its own (not the emulated one), if any.
+std::optional<proto::TierInfo> tier_with_a_node(Connection& conn) {
+  for (const auto& t : list_tiers(conn))
+    if (t.numa_node >= 0 && t.name != kEmuTier) return t;
+  return std::nullopt;
 }
 
 TEST(GpuHostAlloc, TiersWithoutANodeAndOversizedRequestsAreRefused) {
@@ -48,15 +56,8 @@ TEST(GpuHostAlloc, TiersWithoutANodeAndOversizedRequestsAreRefused) {
   EXPECT_EQ(stat(*conn, "gpu.host_allocs"), 0u);
   EXPECT_EQ(stat(*conn, "gpu.host_alloc_bytes"), 0u);
 
-  const proto::TierInfo* node_tier = nullptr;
-  const auto tiers = list_tiers(*conn);
-  for (const auto& t : tiers) {
-    if (t.numa_node >= 0 && t.name != kEmuTier) {
-      node_tier = &t;
-      break;
-    }
-  }
-  if (node_tier == nullptr) GTEST_SKIP() << "no tier with a NUMA node of its own here";
+  const auto node_tier = tier_with_a_node(*conn);
+  if (!node_tier) GTEST_SKIP() << "no tier with a NUMA node of its own here";
   // Above the default max_region_size (64 GiB), refused before any driver call.
   r = ask(*conn, node_tier->id, 65ull << 30);
   ASSERT_FALSE(r);
@@ -70,15 +71,8 @@ TEST(GpuHostAlloc, ANodeTierAnswersWithMemoryOrTheReasonThereIsNone) {
   ASSERT_TRUE(daemon.start());
   auto conn = connect_admin(daemon.socket(), "gpu-host");
   ASSERT_TRUE(conn);
-  const proto::TierInfo* node_tier = nullptr;
-  const auto tiers = list_tiers(*conn);
-  for (const auto& t : tiers) {
-    if (t.numa_node >= 0 && t.name != kEmuTier) {
-      node_tier = &t;
-      break;
-    }
-  }
-  if (node_tier == nullptr) GTEST_SKIP() << "no tier with a NUMA node of its own here";
+  const auto node_tier = tier_with_a_node(*conn);
+  if (!node_tier) GTEST_SKIP() << "no tier with a NUMA node of its own here";
 
   const uint64_t asked = 3 * kMiB + 4096;  // any size: the driver rounds it up
   auto r = ask(*conn, node_tier->id, asked);

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "mix64.hpp"
+#include "cxlpool/common/mix64.hpp"
 
 namespace cxlpool::infer {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "mix64.hpp"
+#include "cxlpool/common/mix64.hpp"
 #include "tensor_ops.hpp"
 
 namespace cxlpool::infer {
