@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "driver_api.hpp"
+#include "host_protection.hpp"
 
 namespace cxlpool::cuda {
 namespace {
@@ -283,9 +284,16 @@ Result<HostNumaExport> export_host_numa(int numa_node, size_t bytes, int device)
   return out;
 }
 
-Result<HostRegistration> HostRegistration::register_range(int device, void* host, size_t bytes) {
+Result<HostRegistration> HostRegistration::register_range(int device, void* host, size_t bytes,
+                                                          HostAccess access) {
   if (host == nullptr || bytes == 0) {
     return fail(EINVAL, "cuda: register_range: empty host range");
+  }
+  bool read_only = access == HostAccess::kReadOnly;
+  if (access == HostAccess::kDetect) {
+    auto prot = host_range_protection(host, bytes);
+    if (!prot) return fail(prot.error().code, "cuda: register_range: " + prot.error().message);
+    read_only = *prot == HostProtection::kReadOnly;
   }
   auto ctx = DeviceContext::open(device);
   if (!ctx) return tl::unexpected(ctx.error());
@@ -293,28 +301,44 @@ Result<HostRegistration> HostRegistration::register_range(int device, void* host
   if (!device_attribute(api, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, ctx->device())) {
     return fail(ENOTSUP, "cuda: device " + std::to_string(device) + " cannot map host memory");
   }
-  CXLPOOL_CU_TRY(api, mem_host_register, host, bytes,
-                 CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+  unsigned flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE;
+  if (read_only) {
+    if (!device_attribute(api, CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED,
+                          ctx->device())) {
+      return fail(ENOTSUP, "cuda: device " + std::to_string(device) +
+                               " cannot register read-only host memory "
+                               "(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED is 0)");
+    }
+    flags |= CU_MEMHOSTREGISTER_READ_ONLY;
+  }
+  if (const CUresult r = api.mem_host_register(host, bytes, flags); r != CUDA_SUCCESS) {
+    Error e = cu_error(api, "cuMemHostRegister", r);
+    e.message += read_only ? " (read-only mapping, CU_MEMHOSTREGISTER_READ_ONLY)"
+                           : " (read-write mapping)";
+    return tl::unexpected(std::move(e));
+  }
   CUdeviceptr dev = 0;
   if (const CUresult r = api.mem_host_get_device_pointer(&dev, host, 0); r != CUDA_SUCCESS) {
     api.mem_host_unregister(host);
-    return tl::unexpected(cu_error(api, "mem_host_get_device_pointer", r));
+    return tl::unexpected(cu_error(api, "cuMemHostGetDevicePointer", r));
   }
-  return HostRegistration(std::move(*ctx), host, bytes, static_cast<uint64_t>(dev));
+  return HostRegistration(std::move(*ctx), host, bytes, static_cast<uint64_t>(dev), read_only);
 }
 
 HostRegistration::HostRegistration(DeviceContext ctx, void* host, size_t bytes,
-                                   uint64_t device_ptr)
+                                   uint64_t device_ptr, bool read_only)
     : ctx_(std::make_unique<DeviceContext>(std::move(ctx))),
       host_(host),
       size_(bytes),
-      device_ptr_(device_ptr) {}
+      device_ptr_(device_ptr),
+      read_only_(read_only) {}
 
 HostRegistration::HostRegistration(HostRegistration&& other) noexcept
     : ctx_(std::move(other.ctx_)),
       host_(std::exchange(other.host_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      device_ptr_(std::exchange(other.device_ptr_, 0)) {}
+      device_ptr_(std::exchange(other.device_ptr_, 0)),
+      read_only_(std::exchange(other.read_only_, false)) {}
 
 HostRegistration& HostRegistration::operator=(HostRegistration&& other) noexcept {
   if (this != &other) {
@@ -323,6 +347,7 @@ HostRegistration& HostRegistration::operator=(HostRegistration&& other) noexcept
     host_ = std::exchange(other.host_, nullptr);
     size_ = std::exchange(other.size_, 0);
     device_ptr_ = std::exchange(other.device_ptr_, 0);
+    read_only_ = std::exchange(other.read_only_, false);
   }
   return *this;
 }
@@ -336,6 +361,7 @@ void HostRegistration::reset() {
   host_ = nullptr;
   size_ = 0;
   device_ptr_ = 0;
+  read_only_ = false;
   ctx_.reset();
 }
 

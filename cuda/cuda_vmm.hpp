@@ -40,6 +40,12 @@ struct HostNumaExport {
 };
 Result<HostNumaExport> export_host_numa(int numa_node, std::size_t bytes, int device = 0);
 
+// How the device may use a registered host range. kDetect reads the
+// mapping's protection from /proc/self/maps: a read-only mapping (e.g. a
+// model region a client maps PROT_READ) must be registered read-only, as the
+// driver refuses it otherwise with CUDA_ERROR_INVALID_VALUE.
+enum class HostAccess { kDetect, kReadWrite, kReadOnly };
+
 // The staging fallback when the driver refuses host-NUMA VMM memory: an
 // existing host mapping (e.g. a MAP_SHARED mmap of a daemon region memfd)
 // page-locked with cuMemHostRegister and visible to the device at
@@ -48,10 +54,14 @@ Result<HostNumaExport> export_host_numa(int numa_node, std::size_t bytes, int de
 class HostRegistration {
  public:
   // Errors: as DeviceContext::open(); EINVAL for a null or empty range;
-  // ENOTSUP when the device cannot map registered host memory; the
-  // cuMemHostRegister failure otherwise (e.g. EPERM for a range another
-  // registration already covers).
-  static Result<HostRegistration> register_range(int device, void* host, std::size_t bytes);
+  // EFAULT (kDetect) when part of the range is not mapped readable; ENOTSUP
+  // when the device cannot map registered host memory, or cannot register
+  // read-only host memory and the range is read-only; the cuMemHostRegister
+  // failure otherwise (e.g. EPERM for a range another registration already
+  // covers, EINVAL for kReadWrite on a read-only mapping). Messages name the
+  // driver call and its CUDA_ERROR_* reason.
+  static Result<HostRegistration> register_range(int device, void* host, std::size_t bytes,
+                                                 HostAccess access = HostAccess::kDetect);
 
   HostRegistration(const HostRegistration&) = delete;
   HostRegistration& operator=(const HostRegistration&) = delete;
@@ -62,15 +72,19 @@ class HostRegistration {
   void* host() const { return host_; }
   std::size_t size() const { return size_; }
   std::uint64_t device_ptr() const { return device_ptr_; }
+  // Registered with CU_MEMHOSTREGISTER_READ_ONLY: the device must not write.
+  bool read_only() const { return read_only_; }
 
  private:
-  HostRegistration(DeviceContext ctx, void* host, std::size_t bytes, std::uint64_t device_ptr);
+  HostRegistration(DeviceContext ctx, void* host, std::size_t bytes, std::uint64_t device_ptr,
+                   bool read_only);
   void reset();
 
   std::unique_ptr<DeviceContext> ctx_;
   void* host_ = nullptr;
   std::size_t size_ = 0;
   std::uint64_t device_ptr_ = 0;
+  bool read_only_ = false;
 };
 
 }  // namespace cxlpool::cuda
