@@ -2,9 +2,18 @@
 // WeightStreamer with target CUDA: without a usable device it is ENODEV
 // with the reason; on a GPU every layer (from the region, from the files,
 // pinned) arrives byte-exact in device memory through passes that wrap.
+// The region is mapped read-only, as clients map it: region layers go up
+// straight from it (registered CU_MEMHOSTREGISTER_READ_ONLY), and when the
+// driver refuses the registration they go through staging, counted in the
+// stats and logged once with the driver's reason.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda_vmm.hpp"
+#include "cxlpool/common/log.hpp"
 
 #include "gpu_test_env.hpp"
 #include "model_fixture.hpp"
@@ -77,6 +86,54 @@ TEST_F(WeightStreamerGpu, RegionLayersArriveInDeviceMemory) {
   ASSERT_TRUE(s) << s.error().message;
   stream_passes(*m, **s, 5, 2);
   EXPECT_GE((*s)->stats().layers_copied, 7u);
+}
+
+TEST_F(WeightStreamerGpu, ReadOnlyRegionIsRegisteredAndRegionLayersSkipStaging) {
+  ModelFixture fx(4, kElems, 0);
+  auto m = WeightsModel::create(fx.client_mapping()).value();
+  auto s = WeightStreamer::create(*m, cuda_config(2, 1));
+  ASSERT_TRUE(s) << s.error().message;
+  stream_passes(*m, **s, 4, 2);
+  const auto st = (*s)->stats();
+  EXPECT_EQ(st.region_registered, 1u) << "the read-only region was not registered";
+  EXPECT_GE(st.layers_direct, 4u);
+  EXPECT_EQ(st.bytes_direct, st.bytes_copied);
+  EXPECT_EQ(st.layers_staged, 0u);
+  EXPECT_EQ(st.bytes_staged, 0u);
+}
+
+// Log lines the library produced while a test ran.
+std::vector<std::string>* g_lines = nullptr;
+void capture(LogLevel level, std::string_view component, std::string_view message, void*) {
+  if (g_lines != nullptr && level == LogLevel::kWarning) {
+    g_lines->push_back(std::string(component) + ": " + std::string(message));
+  }
+}
+
+TEST_F(WeightStreamerGpu, RefusedRegistrationIsStagedCountedAndLoggedOnce) {
+  ModelFixture fx(4, kElems, 0);
+  auto m = WeightsModel::create(fx.client_mapping()).value();
+  // Someone else holds a registration of the region: the driver refuses the
+  // streamer's with CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED.
+  auto other = cuda::HostRegistration::register_range(0, const_cast<std::byte*>(m->base()), m->region_bytes());
+  ASSERT_TRUE(other) << other.error().message;
+  EXPECT_TRUE(other->read_only());
+  std::vector<std::string> lines;
+  g_lines = &lines;
+  set_log_sink(capture, nullptr, LogLevel::kDebug);
+  auto s = WeightStreamer::create(*m, cuda_config(2, 1));
+  set_log_sink(nullptr, nullptr, LogLevel::kError);
+  g_lines = nullptr;
+  ASSERT_TRUE(s) << s.error().message;
+  stream_passes(*m, **s, 4, 2);
+  const auto st = (*s)->stats();
+  EXPECT_EQ(st.region_registered, 0u);
+  EXPECT_GE(st.layers_staged, 4u);
+  EXPECT_EQ(st.bytes_staged, st.bytes_copied);
+  EXPECT_EQ(st.layers_direct, 0u);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("staging"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"), std::string::npos) << lines[0];
 }
 
 TEST_F(WeightStreamerGpu, FileLayersGoThroughPinnedStaging) {

@@ -133,6 +133,14 @@ typedef struct cxlpool_streamer_stats {
   uint64_t wait_ns_total;                    /* time acquire() blocked */
   uint64_t acquires, hits_resident;          /* layers the policy pinned in the window */
   uint32_t pinned_layers;
+  /* Target CUDA: 1 when the shared region is registered with the driver
+   * (read-only mappings with CU_MEMHOSTREGISTER_READ_ONLY), so region bytes
+   * go up with DMA straight from it; 0 when the driver refused (the reason
+   * is logged once, at warning level, through the log callback) and they go
+   * through a pinned staging slot, or for target HOST. */
+  uint32_t region_registered;
+  uint64_t layers_direct, bytes_direct; /* CUDA: region layers/bytes DMA'd from the registered region */
+  uint64_t layers_staged, bytes_staged; /* CUDA: region layers/bytes copied through a staging slot first */
 } cxlpool_streamer_stats;
 int cxlpool_weight_streamer_stats(const cxlpool_weight_streamer *streamer, cxlpool_streamer_stats *out);
 

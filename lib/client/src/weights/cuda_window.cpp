@@ -2,6 +2,7 @@
 // DeviceWindow over cuda/'s DeviceContext, DeviceBuffer, PinnedHostBuffer,
 // CopyStream and HostRegistration (no cuda.h here: cuda/ loads the driver).
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "device_window.hpp"
@@ -37,12 +38,16 @@ class CudaWindow final : public DeviceWindow {
     if (!stream) return fail(stream.error().code, "streamer: copy stream: " + stream.error().message);
     stream_.emplace(std::move(*stream));
     if (!region.empty()) {
-      // The region is mapped read-only; a driver that refuses to register it
-      // costs one staging copy per resident layer, nothing else.
+      // Clients map the region read-only: register_range reads the mapping's
+      // protection and asks for a read-only registration then. A driver that
+      // still refuses costs one staging copy per region layer, nothing else;
+      // the streamer reports why.
       auto reg = cuda::HostRegistration::register_range(device_, const_cast<std::byte*>(region.data()),
-                                                        region.size());
+                                                        region.size(), cuda::HostAccess::kDetect);
       if (reg) {
         registration_.emplace(std::move(*reg));
+      } else {
+        registration_error_ = reg.error().message;
       }
     }
     return {};
@@ -59,6 +64,7 @@ class CudaWindow final : public DeviceWindow {
   }
   uint64_t device(size_t slot) const override { return device_slots_[slot].ptr(); }
   bool region_registered() const override { return registration_.has_value(); }
+  const std::string& registration_error() const override { return registration_error_; }
 
   Result<void> copy_region(size_t slot, uint64_t dst, const std::byte* src, uint64_t bytes) override {
     if (registration_) {
@@ -82,6 +88,7 @@ class CudaWindow final : public DeviceWindow {
   std::vector<cuda::PinnedHostBuffer> staging_;
   std::optional<cuda::CopyStream> stream_;
   std::optional<cuda::HostRegistration> registration_;
+  std::string registration_error_;
 };
 
 }  // namespace

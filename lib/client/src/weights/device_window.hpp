@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "cxlpool/common/result.hpp"
 
@@ -29,6 +30,9 @@ class DeviceWindow {
   virtual uint64_t device(size_t slot) const = 0;
   // True when region bytes are copied to the device without staging.
   virtual bool region_registered() const = 0;
+  // Why the region is not registered (the driver's reason); empty when it
+  // is, or when there is no region.
+  virtual const std::string& registration_error() const = 0;
 
   // Queues region bytes [src, src+bytes) for device(slot) + dst.
   virtual Result<void> copy_region(size_t slot, uint64_t dst, const std::byte* src, uint64_t bytes) = 0;
@@ -41,8 +45,9 @@ class DeviceWindow {
 // `slots` device slots of `slot_bytes`, the first `staged` of them with a
 // staging slot (`staged` >= 1; slots past it borrow staging slot 0 and must
 // be filled while nothing else uses it). `region`: the model's shared
-// region, registered with the driver when it allows (read-only pages often
-// cannot be). ENODEV: no usable CUDA device (or a build without CUDA), the
+// region, registered with the driver when it allows (read-only with
+// CU_MEMHOSTREGISTER_READ_ONLY when it is mapped read-only); when it does
+// not, registration_error() says why and region bytes are staged. ENODEV: no usable CUDA device (or a build without CUDA), the
 // message says why; ENOMEM: device or pinned memory exhausted.
 Result<std::unique_ptr<DeviceWindow>> open_cuda_window(int device, size_t slots, size_t staged, uint64_t slot_bytes,
                                                        std::span<const std::byte> region);

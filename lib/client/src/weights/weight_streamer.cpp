@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cxlpool/common/clock.hpp"
+#include "cxlpool/common/log.hpp"
 #include "cxlpool/weights/placement.hpp"
 #include "window_copy.hpp"
 
@@ -80,6 +81,14 @@ Result<void> WeightStreamer::setup(const cxlpool_streamer_config& config) {
     if (!dev) return tl::unexpected(dev.error());
     device_ = std::move(*dev);
     for (uint32_t i = 0; i < config.buffers; ++i) slots_[i].mem = device_->staging(i);
+    stats_.region_registered = device_->region_registered() ? 1 : 0;
+    if (!device_->region_registered() && !device_->registration_error().empty()) {
+      // Once per streamer: every region layer will pay a staging copy, which
+      // is slower but correct, so this is a warning and not an error.
+      log(LogLevel::kWarning, "weights",
+          "streamer: the model region could not be registered with the CUDA driver, region layers go "
+          "through pinned staging copies: " + device_->registration_error());
+    }
   } else {
     auto window = map_anonymous(slot_bytes * config.buffers);
     if (!window) return tl::unexpected(window.error());
@@ -173,17 +182,28 @@ Result<void> WeightStreamer::fill_now(uint32_t layer, std::byte* mem, size_t dev
     if (!status) return status;
   }
   if (auto ok = upload(device_slot, layer); !ok) return ok;
-  if (plan.region_bytes > 0) {
-    ++stats_.layers_copied;
-    stats_.bytes_copied += plan.region_bytes;
-    stats_.copy_ns_total += copy_ns;
-  }
+  count_region_copy(plan, copy_ns);
   if (plan.file_bytes > 0) {
     ++stats_.layers_read;
     stats_.bytes_read += plan.file_bytes;
     stats_.read_ns_total += reader_->busy_ns() - read_before;
   }
   return {};
+}
+
+void WeightStreamer::count_region_copy(const LayerPlan& plan, uint64_t copy_ns) {
+  if (plan.region_bytes == 0) return;
+  ++stats_.layers_copied;
+  stats_.bytes_copied += plan.region_bytes;
+  stats_.copy_ns_total += copy_ns;
+  if (!device_) return;
+  if (device_->region_registered()) {
+    ++stats_.layers_direct;
+    stats_.bytes_direct += plan.region_bytes;
+  } else {
+    ++stats_.layers_staged;
+    stats_.bytes_staged += plan.region_bytes;
+  }
 }
 
 bool WeightStreamer::start_slot(size_t idx, uint32_t layer, Result<void>& status) {
@@ -202,11 +222,7 @@ bool WeightStreamer::start_slot(size_t idx, uint32_t layer, Result<void>& status
   const uint64_t copy_ns = monotonic_ns() - t0;
   if (plan.file_bytes > 0) reader_->add(idx, plan.ops, mem, static_cast<int>(idx));
   std::lock_guard lock(mutex_);
-  if (plan.region_bytes > 0) {
-    ++stats_.layers_copied;
-    stats_.bytes_copied += plan.region_bytes;
-    stats_.copy_ns_total += copy_ns;
-  }
+  count_region_copy(plan, copy_ns);
   return plan.file_bytes == 0;
 }
 

@@ -86,6 +86,9 @@ class WeightStreamer {
   // its file reads; true when the layer has none or its copy failed
   // (`status`): the slot is done.
   bool start_slot(size_t idx, uint32_t layer, Result<void>& status);
+  // Under mutex_ (or during set-up): a layer's region part was queued;
+  // counts it as direct (registered region) or staged.
+  void count_region_copy(const LayerPlan& plan, uint64_t copy_ns);
   // Under mutex_: the slot's copy ended.
   void finish_slot(size_t idx, const Result<void>& status);
   void copy_loop();
