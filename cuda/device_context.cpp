@@ -75,6 +75,12 @@ Result<void> DeviceContext::copy_to_device(uint64_t dst, const void* src, size_t
   return {};
 }
 
+Result<void> DeviceContext::copy_on_device(uint64_t dst, uint64_t src, size_t bytes) const {
+  CXLPOOL_CU_TRY(*api_, memcpy_dtod_async, static_cast<CUdeviceptr>(dst),
+                 static_cast<CUdeviceptr>(src), bytes, nullptr);
+  return {};
+}
+
 Result<void> DeviceContext::copy_to_host(void* dst, uint64_t src, size_t bytes) const {
   CXLPOOL_CU_TRY(*api_, memcpy_dtoh, dst, static_cast<CUdeviceptr>(src), bytes);
   return {};

@@ -35,6 +35,9 @@ class DeviceContext {
   Result<void> free(uint64_t device_ptr) const;
   Result<void> copy_to_device(uint64_t dst, const void* src, size_t bytes) const;
   Result<void> copy_to_host(void* dst, uint64_t src, size_t bytes) const;
+  // Device to device on the legacy default stream, asynchronous (ordered
+  // with kernels launched there; synchronize() waits for it).
+  Result<void> copy_on_device(uint64_t dst, uint64_t src, size_t bytes) const;
 
   const DriverApi& api() const { return *api_; }
   int device() const { return device_; }

@@ -68,6 +68,7 @@ namespace cxlpool::cuda {
   X(stream_synchronize, cuStreamSynchronize, 2000)                           \
   X(memcpy_htod_async, cuMemcpyHtoDAsync, 3020)                              \
   X(memcpy_dtoh_async, cuMemcpyDtoHAsync, 3020)                              \
+  X(memcpy_dtod_async, cuMemcpyDtoDAsync, 3020)                              \
   X(event_create, cuEventCreate, 2000)                                       \
   X(event_destroy, cuEventDestroy, 4000)                                     \
   X(event_record, cuEventRecord, 2000)                                       \

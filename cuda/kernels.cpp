@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "decode_attention_params.hpp"
 #include "driver_api.hpp"
 #include "kernel_images.hpp"
 
@@ -63,10 +64,16 @@ Result<Kernels> Kernels::load(const DeviceContext& ctx) {
       {&k.scatter_, {k.kv_module_, "cxlpool_kv_scatter"}},
       {&k.fill_, {k.pattern_module_, "cxlpool_fill_pattern"}},
       {&k.checksum_, {k.pattern_module_, "cxlpool_checksum"}},
-      {&k.attention_[0], {k.attention_module_, "cxlpool_decode_attention_f32"}},
-      {&k.attention_[1], {k.attention_module_, "cxlpool_decode_attention_bf16"}},
-      {&k.attention_paged_[0], {k.attention_module_, "cxlpool_decode_attention_paged_f32"}},
-      {&k.attention_paged_[1], {k.attention_module_, "cxlpool_decode_attention_paged_bf16"}},
+      {&k.attention_[0][0], {k.attention_module_, "cxlpool_decode_attention_f32"}},
+      {&k.attention_[0][1], {k.attention_module_, "cxlpool_decode_attention_f32_vec"}},
+      {&k.attention_[1][0], {k.attention_module_, "cxlpool_decode_attention_bf16"}},
+      {&k.attention_[1][1], {k.attention_module_, "cxlpool_decode_attention_bf16_vec"}},
+      {&k.attention_paged_[0][0], {k.attention_module_, "cxlpool_decode_attention_paged_f32"}},
+      {&k.attention_paged_[0][1], {k.attention_module_, "cxlpool_decode_attention_paged_f32_vec"}},
+      {&k.attention_paged_[1][0], {k.attention_module_, "cxlpool_decode_attention_paged_bf16"}},
+      {&k.attention_paged_[1][1],
+       {k.attention_module_, "cxlpool_decode_attention_paged_bf16_vec"}},
+      {&k.attention_reduce_, {k.attention_module_, "cxlpool_decode_attention_reduce"}},
   };
   for (const auto& [slot, where] : wanted) {
     auto fn = function(*k.api_, where.first, where.second);
@@ -76,6 +83,20 @@ Result<Kernels> Kernels::load(const DeviceContext& ctx) {
   auto slot = ctx.alloc(sizeof(uint64_t));
   if (!slot) return tl::unexpected(slot.error());
   k.checksum_slot_ = *slot;
+  int sms = 0;
+  if (k.api_->device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx.device()) ==
+          CUDA_SUCCESS &&
+      sms > 0) {
+    k.sm_count_ = static_cast<uint32_t>(sms);
+  }
+  // The split planner keeps (blocks per launch) below twice its target, and
+  // each block writes at most kAttentionHeadsPerBlock records: a workspace
+  // for the largest target serves every shape.
+  k.workspace_records_ =
+      2ull * k.sm_count_ * kMaxBlocksPerSm * kAttentionHeadsPerBlock + kAttentionHeadsPerBlock;
+  auto ws = ctx.alloc(k.workspace_records_ * (ref::kMaxHeadDim + 2) * sizeof(float));
+  if (!ws) return tl::unexpected(ws.error());
+  k.workspace_ = *ws;
   return k;
 }
 
@@ -89,9 +110,16 @@ Kernels& Kernels::operator=(Kernels&& other) noexcept {
     pattern_module_ = std::exchange(other.pattern_module_, nullptr);
     attention_module_ = std::exchange(other.attention_module_, nullptr);
     for (int i = 0; i < 2; ++i) {
-      attention_[i] = std::exchange(other.attention_[i], nullptr);
-      attention_paged_[i] = std::exchange(other.attention_paged_[i], nullptr);
+      for (int j = 0; j < 2; ++j) {
+        attention_[i][j] = std::exchange(other.attention_[i][j], nullptr);
+        attention_paged_[i][j] = std::exchange(other.attention_paged_[i][j], nullptr);
+      }
     }
+    attention_reduce_ = std::exchange(other.attention_reduce_, nullptr);
+    sm_count_ = other.sm_count_;
+    blocks_per_sm_ = other.blocks_per_sm_;
+    workspace_ = std::exchange(other.workspace_, 0);
+    workspace_records_ = std::exchange(other.workspace_records_, 0);
     gather_ = std::exchange(other.gather_, nullptr);
     scatter_ = std::exchange(other.scatter_, nullptr);
     fill_ = std::exchange(other.fill_, nullptr);
@@ -106,15 +134,20 @@ Kernels::~Kernels() { unload(); }
 void Kernels::unload() {
   if (api_ == nullptr) return;
   if (checksum_slot_ != 0) api_->mem_free(static_cast<CUdeviceptr>(checksum_slot_));
+  if (workspace_ != 0) api_->mem_free(static_cast<CUdeviceptr>(workspace_));
   if (kv_module_ != nullptr) api_->module_unload(static_cast<CUmodule>(kv_module_));
   if (pattern_module_ != nullptr) api_->module_unload(static_cast<CUmodule>(pattern_module_));
   if (attention_module_ != nullptr) {
     api_->module_unload(static_cast<CUmodule>(attention_module_));
   }
   checksum_slot_ = 0;
+  workspace_ = 0;
+  workspace_records_ = 0;
   kv_module_ = pattern_module_ = attention_module_ = nullptr;
   gather_ = scatter_ = fill_ = checksum_ = nullptr;
-  attention_[0] = attention_[1] = attention_paged_[0] = attention_paged_[1] = nullptr;
+  for (auto& by_dtype : attention_) by_dtype[0] = by_dtype[1] = nullptr;
+  for (auto& by_dtype : attention_paged_) by_dtype[0] = by_dtype[1] = nullptr;
+  attention_reduce_ = nullptr;
 }
 
 Result<void> Kernels::launch(void* function, uint64_t work_items, uint32_t threads, void** args,
@@ -142,9 +175,6 @@ Result<void> Kernels::kv_scatter(uint64_t arena, uint64_t src, uint64_t arena_pa
 
 namespace {
 
-// Must match kWarps * 32 in kernels/decode_attention.cu.
-constexpr uint32_t kAttentionThreads = 128;
-
 Result<void> check_attention(const ref::AttentionShape& shape) {
   if (ref::check_shape(shape) != 0) {
     return fail(EINVAL, "decode_attention: bad shape (sizes, kv_heads dividing q_heads, "
@@ -154,20 +184,95 @@ Result<void> check_attention(const ref::AttentionShape& shape) {
   return {};
 }
 
+// Tokens a block reads per loop step and the least context worth a split of
+// its own: below a few steps the partial write and the reduce cost more than
+// the parallelism gains.
+constexpr uint64_t kMinSplitSteps = 2;
+constexpr uint32_t kMaxSplits = 256;  // the reduce kernel's shared weights
+
+uint32_t ceil_pow2(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
 }  // namespace
+
+Result<void> Kernels::set_attention_blocks_per_sm(uint32_t blocks) {
+  if (blocks == 0 || blocks > kMaxBlocksPerSm) {
+    return fail(EINVAL, "decode_attention: blocks per SM must be 1.." +
+                            std::to_string(kMaxBlocksPerSm));
+  }
+  blocks_per_sm_ = blocks;
+  return {};
+}
+
+Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape& shape,
+                                                       uint64_t max_context, uint64_t k,
+                                                       uint64_t v) const {
+  if (auto r = check_attention(shape); !r) return tl::unexpected(r.error());
+  AttentionPlan plan;
+  const uint64_t row_bytes = uint64_t{shape.head_dim} * ref::dtype_bytes(shape.dtype);
+  plan.vector_loads = row_bytes % 16 == 0 && k % 16 == 0 && v % 16 == 0;
+  // Each lane holds at most kMaxHeadDim / 32 = 8 elements of a token.
+  plan.token_lanes = std::min<uint32_t>(32, ceil_pow2((shape.head_dim + 7) / 8));
+  const uint32_t group = shape.q_heads / shape.kv_heads;
+  const uint32_t chunks = (group + kAttentionHeadsPerBlock - 1) / kAttentionHeadsPerBlock;
+  const uint64_t base = uint64_t{shape.batch} * shape.kv_heads * chunks;
+  const uint64_t target = uint64_t{sm_count_} * blocks_per_sm_;
+  uint64_t splits = (target + base - 1) / base;
+  const uint64_t step = uint64_t{kAttentionWarps} * (32 / plan.token_lanes) * kAttentionUnroll;
+  splits = std::min(splits, std::max<uint64_t>(1, max_context / (step * kMinSplitSteps)));
+  splits = std::min<uint64_t>(splits, kMaxSplits);
+  // Records the partials need: within the workspace by construction, checked
+  // all the same.
+  const uint64_t per_split = uint64_t{shape.batch} * shape.q_heads;
+  splits = std::min(splits, std::max<uint64_t>(1, workspace_records_ / per_split));
+  plan.n_splits = static_cast<uint32_t>(std::max<uint64_t>(1, splits));
+  plan.blocks = static_cast<uint32_t>(base * plan.n_splits);
+  return plan;
+}
+
+Result<void> Kernels::launch_attention(void* const (&fns)[2][2], const ref::AttentionShape& shape,
+                                       uint64_t max_context, void* params, Stream stream) const {
+  auto& p = *static_cast<DecodeAttentionParams*>(params);
+  auto plan = attention_plan(shape, max_context, p.k, p.v);
+  if (!plan) return tl::unexpected(plan.error());
+  const uint32_t group = shape.q_heads / shape.kv_heads;
+  p.q_heads = shape.q_heads;
+  p.kv_heads = shape.kv_heads;
+  p.head_dim = shape.head_dim;
+  p.group = group;
+  p.head_chunks = (group + kAttentionHeadsPerBlock - 1) / kAttentionHeadsPerBlock;
+  p.n_splits = plan->n_splits;
+  p.token_lanes = plan->token_lanes;
+  p.scale_log2 = shape.scale * 1.4426950408889634f;  // log2(e)
+  p.part_acc = workspace_;
+  p.part_ml = workspace_ + workspace_records_ * ref::kMaxHeadDim * sizeof(float);
+  void* fn = fns[shape.dtype == ref::KvDtype::kBf16 ? 1 : 0][plan->vector_loads ? 1 : 0];
+  void* args[] = {params};
+  CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(fn), shape.kv_heads * p.head_chunks,
+                 shape.batch, p.n_splits, kAttentionThreads, 1, 1, 0,
+                 static_cast<CUstream>(stream), args, nullptr);
+  if (p.n_splits > 1) {
+    CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(attention_reduce_), shape.q_heads,
+                   shape.batch, 1, kAttentionReduceThreads, 1, 1, 0,
+                   static_cast<CUstream>(stream), args, nullptr);
+  }
+  return {};
+}
 
 Result<void> Kernels::decode_attention(const ref::AttentionShape& shape, uint64_t q, uint64_t k,
                                        uint64_t v, uint64_t row_stride_tokens, uint64_t seq_lens,
                                        uint64_t out, Stream stream) const {
-  if (auto r = check_attention(shape); !r) return r;
-  unsigned q_heads = shape.q_heads, kv_heads = shape.kv_heads, head_dim = shape.head_dim;
-  float scale = shape.scale;
-  void* args[] = {&q, &k, &v, &seq_lens, &out, &q_heads, &kv_heads, &head_dim, &scale,
-                  &row_stride_tokens};
-  void* fn = attention_[shape.dtype == ref::KvDtype::kBf16 ? 1 : 0];
-  CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(fn), shape.q_heads, shape.batch,
-                 1, kAttentionThreads, 1, 1, 0, static_cast<CUstream>(stream), args, nullptr);
-  return {};
+  DecodeAttentionParams p{};
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.seq_lens = seq_lens;
+  p.out = out;
+  p.row_stride_tokens = row_stride_tokens;
+  return launch_attention(attention_, shape, row_stride_tokens, &p, stream);
 }
 
 Result<void> Kernels::decode_attention_paged(const ref::AttentionShape& shape, uint64_t q,
@@ -176,17 +281,20 @@ Result<void> Kernels::decode_attention_paged(const ref::AttentionShape& shape, u
                                              uint64_t block_table, uint32_t blocks_per_row,
                                              uint64_t seq_lens, uint64_t out, uint64_t skipped,
                                              Stream stream) const {
-  if (auto r = check_attention(shape); !r) return r;
   if (page_tokens == 0) return fail(EINVAL, "decode_attention_paged: page_tokens is 0");
-  unsigned q_heads = shape.q_heads, kv_heads = shape.kv_heads, head_dim = shape.head_dim;
-  float scale = shape.scale;
-  void* args[] = {&q,     &k_pages,     &v_pages,        &seq_lens,    &out,
-                  &q_heads, &kv_heads,  &head_dim,       &scale,       &block_table,
-                  &blocks_per_row, &page_tokens, &pool_pages, &skipped};
-  void* fn = attention_paged_[shape.dtype == ref::KvDtype::kBf16 ? 1 : 0];
-  CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(fn), shape.q_heads, shape.batch,
-                 1, kAttentionThreads, 1, 1, 0, static_cast<CUstream>(stream), args, nullptr);
-  return {};
+  DecodeAttentionParams p{};
+  p.q = q;
+  p.k = k_pages;
+  p.v = v_pages;
+  p.seq_lens = seq_lens;
+  p.out = out;
+  p.table = block_table;
+  p.pool_pages = pool_pages;
+  p.skipped = skipped;
+  p.blocks_per_row = blocks_per_row;
+  p.page_tokens = page_tokens;
+  return launch_attention(attention_paged_, shape, uint64_t{blocks_per_row} * page_tokens, &p,
+                          stream);
 }
 
 Result<void> Kernels::fill_pattern(uint64_t dst, uint64_t bytes, uint64_t seed,

@@ -41,6 +41,32 @@ class Kernels {
                           uint32_t n_pages, uint64_t page_bytes, uint64_t skipped = 0,
                           Stream stream = nullptr) const;
 
+  // How a decode-attention launch is cut (the launchers choose; tests and
+  // benchmarks print it). The context of each row is divided evenly into
+  // n_splits slices, one thread block per (row, KV head, up to 4 of its query
+  // heads, slice); with n_splits > 1 a second kernel combines the slices.
+  struct AttentionPlan {
+    uint32_t n_splits = 1;
+    uint32_t token_lanes = 32;  // lanes that read one token's head row
+    bool vector_loads = false;  // 16-byte loads (head rows and k/v 16-byte aligned)
+    uint32_t blocks = 0;        // thread blocks of the main kernel
+  };
+  // `max_context`: the most tokens a row can hold (row_stride_tokens, or
+  // blocks_per_row * page_tokens). EINVAL for a bad shape.
+  Result<AttentionPlan> attention_plan(const ref::AttentionShape& shape, uint64_t max_context,
+                                       uint64_t k, uint64_t v) const;
+  // How many main-kernel blocks per multiprocessor the split count aims at
+  // (default kDefaultBlocksPerSm; 1..kMaxBlocksPerSm): a tuning knob for
+  // benchmarks. EINVAL outside that range.
+  static constexpr uint32_t kDefaultBlocksPerSm = 8;
+  static constexpr uint32_t kMaxBlocksPerSm = 16;
+  Result<void> set_attention_blocks_per_sm(uint32_t blocks);
+
+  // The decode-attention launches of one Kernels object share its split
+  // workspace: launches on different streams must not run concurrently
+  // (use one Kernels per stream for that). Launches on one stream are
+  // ordered and may follow each other freely.
+  //
   // ref::decode_attention on the device: `q` and `out` are f32
   // [batch][q_heads][head_dim], `k`/`v` the arena's contiguous
   // [row][token][kv_head][head_dim] tensors (shape.dtype), rows
@@ -84,9 +110,17 @@ class Kernels {
   void* scatter_ = nullptr;
   void* fill_ = nullptr;
   void* checksum_ = nullptr;
-  void* attention_[2] = {};        // contiguous: f32, bf16
-  void* attention_paged_[2] = {};  // paged: f32, bf16
+  Result<void> launch_attention(void* const (&fns)[2][2], const ref::AttentionShape& shape,
+                                uint64_t max_context, void* params, Stream stream) const;
+
+  void* attention_[2][2] = {};        // contiguous: [f32, bf16][scalar, 16-byte loads]
+  void* attention_paged_[2][2] = {};  // paged: the same
+  void* attention_reduce_ = nullptr;
   uint64_t checksum_slot_ = 0;  // device uint64_t the checksum kernel adds into
+  uint32_t sm_count_ = 1;
+  uint32_t blocks_per_sm_ = kDefaultBlocksPerSm;
+  uint64_t workspace_ = 0;  // split partials: acc floats, then (max, sum) pairs
+  uint64_t workspace_records_ = 0;
 };
 
 }  // namespace cxlpool::cuda

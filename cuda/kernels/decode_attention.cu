@@ -2,14 +2,27 @@
 // Decode attention: one new token per batch row attends over the row's KV
 // cache. CPU reference: reference/decode_attention_ref.cpp (same semantics;
 // results agree to float rounding, not bit for bit: the GPU sums in another
-// order and uses an online softmax).
+// order, splits the context and uses an online softmax in the exp2 domain).
 //
-// One block per (query head, row), kWarps warps. Each warp walks every
-// kWarps-th token: the 32 lanes read one token's head row together (lane i
-// holds dims i, i+32, ...; coalesced), reduce the dot product with shuffles
-// and fold the token into a running max / sum / weighted value (online
-// softmax), so no score buffer of seq_len floats is needed. The warps'
-// partial results are merged through shared memory at the end.
+// A decode step reads every cached K and V byte once and does two FMAs per
+// byte pair per query head: it is bound by memory bandwidth, so the kernel is
+// built to keep HBM busy (flash-decoding):
+//  - A block owns one KV head of one row, up to kHeadsPerBlock of the query
+//    heads that share it (GQA), and one of n_splits slices of the row's
+//    context: K/V bytes are read once per block and the grid holds enough
+//    blocks to fill the GPU even at small batch.
+//  - token_lanes lanes share a token: each reads 16-byte vectors of its K and
+//    V rows (scalar loads when the head row is not 16-byte aligned), and the
+//    lanes' partial dot products meet through shuffles. A warp covers
+//    32 / token_lanes tokens per load slot and issues kUnroll slots' loads
+//    before using any of them.
+//  - Scores are kept in the log2 domain (q pre-scaled by scale * log2 e), the
+//    softmax is online (running max and sum per head, corrected once per
+//    loop step), accumulation is f32.
+//  - Lane groups merge through shuffles, warps through shared memory. With
+//    one split the block normalises and writes the output; otherwise it
+//    writes its (acc, max, sum) partial and cxlpool_decode_attention_reduce
+//    combines a row's partials.
 //
 // The contiguous kernels index the arena's [row][token][kv_head][dim]
 // tensors directly; the paged ones look each token's page up in a block
@@ -18,18 +31,71 @@
 #include <cstdint>
 
 #include "attention_math.hpp"
+#include "decode_attention_params.hpp"
 
 namespace {
 
-constexpr unsigned kWarps = 4;
-constexpr unsigned kLanes = 32;
-constexpr unsigned kPerLane = 8;  // kMaxHeadDim / kLanes
-constexpr unsigned kMaxHeadDim = kLanes * kPerLane;
+using cxlpool::cuda::DecodeAttentionParams;
 
-__device__ __forceinline__ float load(const float* p, unsigned i) { return p[i]; }
-__device__ __forceinline__ float load(const uint16_t* p, unsigned i) {
-  return cxlpool::cuda::math::bf16_to_f32(p[i]);
+constexpr unsigned kWarps = cxlpool::cuda::kAttentionWarps;
+constexpr unsigned kThreads = cxlpool::cuda::kAttentionThreads;
+constexpr unsigned kHeads = cxlpool::cuda::kAttentionHeadsPerBlock;
+constexpr unsigned kUnroll = cxlpool::cuda::kAttentionUnroll;
+constexpr unsigned kMaxHeadDim = 256;
+constexpr unsigned kMaxElems = kMaxHeadDim / 32;  // per lane per token
+constexpr unsigned kSplitGranule = 32;            // tokens; a split's length is a multiple
+constexpr unsigned kMaxSplits = 256;              // the launcher never asks for more
+
+// The tokens of each split of a row: the row divided evenly, so that rows of
+// different lengths all use every split. The reduce kernel agrees on it.
+__device__ __forceinline__ unsigned split_tokens(unsigned len, unsigned n_splits) {
+  const unsigned even = (len + n_splits - 1) / n_splits;
+  return (even + kSplitGranule - 1) / kSplitGranule * kSplitGranule;
 }
+
+__device__ __forceinline__ float safe_base(float m) { return m == -INFINITY ? 0.0f : m; }
+
+// kVec elements at p, widened to f32.
+template <typename T, unsigned kVec>
+struct Vec;
+
+template <>
+struct Vec<float, 4> {
+  __device__ static void load(const unsigned char* p, float* f) {
+    const float4 x = __ldg(reinterpret_cast<const float4*>(p));
+    f[0] = x.x;
+    f[1] = x.y;
+    f[2] = x.z;
+    f[3] = x.w;
+  }
+};
+
+template <>
+struct Vec<float, 1> {
+  __device__ static void load(const unsigned char* p, float* f) {
+    f[0] = __ldg(reinterpret_cast<const float*>(p));
+  }
+};
+
+template <>
+struct Vec<uint16_t, 8> {
+  __device__ static void load(const unsigned char* p, float* f) {
+    const uint4 x = __ldg(reinterpret_cast<const uint4*>(p));
+    const unsigned w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) {
+      f[2 * i] = __uint_as_float(w[i] << 16);  // bf16 = upper half of an f32
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+    }
+  }
+};
+
+template <>
+struct Vec<uint16_t, 1> {
+  __device__ static void load(const unsigned char* p, float* f) {
+    f[0] = cxlpool::cuda::math::bf16_to_f32(__ldg(reinterpret_cast<const unsigned short*>(p)));
+  }
+};
 
 struct ContiguousAddr {
   uint64_t row_bytes;
@@ -47,150 +113,279 @@ struct PagedAddr {
   uint64_t pool_pages;
   uint64_t token_bytes;
   __device__ bool offset(unsigned row, unsigned t, uint64_t* out) const {
-    const uint64_t page = table[static_cast<uint64_t>(row) * blocks_per_row + t / page_tokens];
+    const uint64_t page = __ldg(table + static_cast<uint64_t>(row) * blocks_per_row + t / page_tokens);
     if (page >= pool_pages) return false;
     *out = (page * page_tokens + t % page_tokens) * token_bytes;
     return true;
   }
 };
 
-template <typename T, typename Addr>
-__device__ void attend(const float* q, const unsigned char* k, const unsigned char* v,
-                       const uint32_t* seq_lens, float* out, unsigned q_heads, unsigned kv_heads,
-                       unsigned head_dim, float scale, const Addr& addr, uint32_t* skipped) {
-  __shared__ float warp_max[kWarps];
-  __shared__ float warp_sum[kWarps];
-  __shared__ float warp_acc[kWarps][kMaxHeadDim];
+template <typename T, bool kVector, typename Addr>
+__device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
+  constexpr unsigned kVec = kVector ? 16 / sizeof(T) : 1;
+  constexpr unsigned kLoads = kMaxElems / kVec;  // load slots per lane per token
 
-  const unsigned h = blockIdx.x;
+  __shared__ float s_acc[kWarps][kHeads][kMaxHeadDim];
+  __shared__ float s_m[kWarps][kHeads];
+  __shared__ float s_l[kWarps][kHeads];
+
   const unsigned row = blockIdx.y;
-  const unsigned g = h / (q_heads / kv_heads);
-  const unsigned lane = threadIdx.x % kLanes;
-  const unsigned warp = threadIdx.x / kLanes;
-  const unsigned len = seq_lens[row];
-  const float* qh = q + (static_cast<uint64_t>(row) * q_heads + h) * head_dim;
-  const uint64_t head_offset = static_cast<uint64_t>(g) * head_dim * sizeof(T);
+  const unsigned split = blockIdx.z;
+  const unsigned kv = blockIdx.x / p.head_chunks;
+  const unsigned chunk = blockIdx.x % p.head_chunks;
+  const unsigned h0 = kv * p.group + chunk * kHeads;
+  const unsigned nh = min(kHeads, p.group - chunk * kHeads);
+  const unsigned head_dim = p.head_dim;
+  const unsigned len = reinterpret_cast<const uint32_t*>(p.seq_lens)[row];
+  const unsigned tps = split_tokens(len, p.n_splits);
+  const unsigned begin = split * tps;
+  float* out = reinterpret_cast<float*>(p.out);
 
-  float qv[kPerLane];
-  float acc[kPerLane];
-#pragma unroll
-  for (unsigned i = 0; i < kPerLane; ++i) {
-    const unsigned d = lane + i * kLanes;
-    qv[i] = d < head_dim ? qh[d] : 0.0f;
-    acc[i] = 0.0f;
+  if (begin >= len) {
+    // Nothing to read. With one split this block owns the output (a row of
+    // length 0 gives zeros); with several, the reduce kernel writes it.
+    if (p.n_splits == 1) {
+      for (unsigned i = threadIdx.x; i < nh * head_dim; i += kThreads) {
+        out[(static_cast<uint64_t>(row) * p.q_heads + h0) * head_dim + i] = 0.0f;
+      }
+    }
+    return;
   }
-  float max = -INFINITY;
-  float sum = 0.0f;
-  for (unsigned t = warp; t < len; t += kWarps) {
-    uint64_t offset = 0;
-    if (!addr.offset(row, t, &offset)) {
-      if (lane == 0 && skipped != nullptr) atomicAdd(skipped, 1u);
-      continue;
-    }
-    const T* kt = reinterpret_cast<const T*>(k + offset + head_offset);
-    const T* vt = reinterpret_cast<const T*>(v + offset + head_offset);
-    float s = 0.0f;
+  const unsigned end = min(len, begin + tps);
+
+  const unsigned lanes = p.token_lanes;
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  const unsigned j = lane & (lanes - 1);
+  const unsigned sub = lane / lanes;
+  const unsigned tpw = 32 / lanes;
+  const unsigned char* k = reinterpret_cast<const unsigned char*>(p.k);
+  const unsigned char* v = reinterpret_cast<const unsigned char*>(p.v);
+  const uint64_t head_off = static_cast<uint64_t>(kv) * head_dim * sizeof(T);
+
+  float q[kHeads][kMaxElems];
+  float acc[kHeads][kMaxElems];
+  float m[kHeads];
+  float l[kHeads];
+  const float* qrow = reinterpret_cast<const float*>(p.q) +
+                      (static_cast<uint64_t>(row) * p.q_heads + h0) * head_dim;
 #pragma unroll
-    for (unsigned i = 0; i < kPerLane; ++i) {
-      const unsigned d = lane + i * kLanes;
-      if (d < head_dim) s += qv[i] * load(kt, d);
-    }
+  for (unsigned hh = 0; hh < kHeads; ++hh) {
 #pragma unroll
-    for (unsigned o = kLanes / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
-    s *= scale;
-    const float new_max = fmaxf(max, s);
-    const float correction = expf(max - new_max);  // 0 for the first token (max = -inf)
-    const float p = expf(s - new_max);
-    sum = sum * correction + p;
+    for (unsigned mm = 0; mm < kLoads; ++mm) {
 #pragma unroll
-    for (unsigned i = 0; i < kPerLane; ++i) {
-      const unsigned d = lane + i * kLanes;
-      if (d < head_dim) acc[i] = acc[i] * correction + p * load(vt, d);
+      for (unsigned c = 0; c < kVec; ++c) {
+        const unsigned e = (j + mm * lanes) * kVec + c;
+        q[hh][mm * kVec + c] =
+            hh < nh && e < head_dim ? qrow[hh * head_dim + e] * p.scale_log2 : 0.0f;
+        acc[hh][mm * kVec + c] = 0.0f;
+      }
     }
-    max = new_max;
+    m[hh] = -INFINITY;
+    l[hh] = 0.0f;
   }
 
-  if (lane == 0) {
-    warp_max[warp] = max;
-    warp_sum[warp] = sum;
-  }
+  uint32_t* skipped = reinterpret_cast<uint32_t*>(p.skipped);
+  const unsigned step = kWarps * tpw * kUnroll;
+  for (unsigned base = begin + warp * tpw * kUnroll; base < end; base += step) {
+    float kf[kUnroll][kMaxElems];
+    float vf[kUnroll][kMaxElems];
+    bool ok[kUnroll];
+    // Every load of the step first, then the arithmetic.
 #pragma unroll
-  for (unsigned i = 0; i < kPerLane; ++i) {
-    const unsigned d = lane + i * kLanes;
-    if (d < head_dim) warp_acc[warp][d] = acc[i];
+    for (unsigned u = 0; u < kUnroll; ++u) {
+      const unsigned t = base + u * tpw + sub;
+      uint64_t off = 0;
+      ok[u] = t < end;
+      if (ok[u] && !addr.offset(row, t, &off)) {
+        ok[u] = false;
+        if (j == 0 && skipped != nullptr) atomicAdd(skipped, nh);
+      }
+      const unsigned char* kt = k + off + head_off;
+      const unsigned char* vt = v + off + head_off;
+#pragma unroll
+      for (unsigned mm = 0; mm < kLoads; ++mm) {
+        const unsigned e = (j + mm * lanes) * kVec;
+        if (ok[u] && e < head_dim) {
+          Vec<T, kVec>::load(kt + e * sizeof(T), &kf[u][mm * kVec]);
+          Vec<T, kVec>::load(vt + e * sizeof(T), &vf[u][mm * kVec]);
+        } else {
+#pragma unroll
+          for (unsigned c = 0; c < kVec; ++c) kf[u][mm * kVec + c] = vf[u][mm * kVec + c] = 0.0f;
+        }
+      }
+    }
+    float s[kUnroll][kHeads];
+#pragma unroll
+    for (unsigned u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (unsigned hh = 0; hh < kHeads; ++hh) {
+        float dot = 0.0f;
+#pragma unroll
+        for (unsigned i = 0; i < kMaxElems; ++i) dot = fmaf(q[hh][i], kf[u][i], dot);
+#pragma unroll
+        for (unsigned o = 16; o > 0; o /= 2) {
+          if (o < lanes) dot += __shfl_xor_sync(0xFFFFFFFFu, dot, o);
+        }
+        s[u][hh] = ok[u] ? dot : -INFINITY;
+      }
+    }
+#pragma unroll
+    for (unsigned hh = 0; hh < kHeads; ++hh) {
+      float mx = m[hh];
+#pragma unroll
+      for (unsigned u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][hh]);
+      const float b = safe_base(mx);
+      const float corr = exp2f(m[hh] - b);
+      l[hh] *= corr;
+#pragma unroll
+      for (unsigned i = 0; i < kMaxElems; ++i) acc[hh][i] *= corr;
+#pragma unroll
+      for (unsigned u = 0; u < kUnroll; ++u) {
+        const float pu = exp2f(s[u][hh] - b);
+        l[hh] += pu;
+#pragma unroll
+        for (unsigned i = 0; i < kMaxElems; ++i) acc[hh][i] = fmaf(pu, vf[u][i], acc[hh][i]);
+      }
+      m[hh] = mx;
+    }
+  }
+
+  // The warp's lane groups hold the same dims of different tokens: merge
+  // them into the lanes of group 0.
+  for (unsigned o = lanes; o < 32; o *= 2) {
+#pragma unroll
+    for (unsigned hh = 0; hh < kHeads; ++hh) {
+      const float om = __shfl_xor_sync(0xFFFFFFFFu, m[hh], o);
+      const float ol = __shfl_xor_sync(0xFFFFFFFFu, l[hh], o);
+      const float mx = fmaxf(m[hh], om);
+      const float b = safe_base(mx);
+      const float w1 = exp2f(m[hh] - b);
+      const float w2 = exp2f(om - b);
+      l[hh] = l[hh] * w1 + ol * w2;
+#pragma unroll
+      for (unsigned i = 0; i < kMaxElems; ++i) {
+        const float oa = __shfl_xor_sync(0xFFFFFFFFu, acc[hh][i], o);
+        acc[hh][i] = acc[hh][i] * w1 + oa * w2;
+      }
+      m[hh] = mx;
+    }
+  }
+  if (sub == 0) {
+#pragma unroll
+    for (unsigned hh = 0; hh < kHeads; ++hh) {
+#pragma unroll
+      for (unsigned mm = 0; mm < kLoads; ++mm) {
+#pragma unroll
+        for (unsigned c = 0; c < kVec; ++c) {
+          const unsigned e = (j + mm * lanes) * kVec + c;
+          if (e < head_dim) s_acc[warp][hh][e] = acc[hh][mm * kVec + c];
+        }
+      }
+      if (lane == 0) {
+        s_m[warp][hh] = m[hh];
+        s_l[warp][hh] = l[hh];
+      }
+    }
   }
   __syncthreads();
 
-  float total_max = -INFINITY;
-  for (unsigned w = 0; w < kWarps; ++w) total_max = fmaxf(total_max, warp_max[w]);
-  float weight[kWarps];
-  float total = 0.0f;
-  for (unsigned w = 0; w < kWarps; ++w) {
-    // A warp that saw no token has max -inf and contributes nothing.
-    weight[w] = warp_max[w] == -INFINITY ? 0.0f : expf(warp_max[w] - total_max);
-    total += warp_sum[w] * weight[w];
-  }
-  float* oh = out + (static_cast<uint64_t>(row) * q_heads + h) * head_dim;
-  for (unsigned d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float o = 0.0f;
-    for (unsigned w = 0; w < kWarps; ++w) o += warp_acc[w][d] * weight[w];
-    oh[d] = total > 0.0f ? o / total : 0.0f;
+  for (unsigned i = threadIdx.x; i < nh * head_dim; i += kThreads) {
+    const unsigned hh = i / head_dim;
+    const unsigned d = i % head_dim;
+    float mx = -INFINITY;
+#pragma unroll
+    for (unsigned w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w][hh]);
+    const float b = safe_base(mx);
+    float total = 0.0f;
+    float a = 0.0f;
+#pragma unroll
+    for (unsigned w = 0; w < kWarps; ++w) {
+      const float wt = exp2f(s_m[w][hh] - b);  // 0 for a warp that saw no token
+      total += s_l[w][hh] * wt;
+      a += s_acc[w][hh][d] * wt;
+    }
+    const uint64_t head = static_cast<uint64_t>(row) * p.q_heads + h0 + hh;
+    if (p.n_splits == 1) {
+      out[head * head_dim + d] = total > 0.0f ? a / total : 0.0f;
+    } else {
+      const uint64_t rec = head * p.n_splits + split;
+      reinterpret_cast<float*>(p.part_acc)[rec * head_dim + d] = a;
+      if (d == 0) {
+        reinterpret_cast<float*>(p.part_ml)[2 * rec] = mx;
+        reinterpret_cast<float*>(p.part_ml)[2 * rec + 1] = total;
+      }
+    }
   }
 }
 
-template <typename T>
-__device__ void contiguous(const float* q, const unsigned char* k, const unsigned char* v,
-                           const uint32_t* seq_lens, float* out, unsigned q_heads,
-                           unsigned kv_heads, unsigned head_dim, float scale,
-                           uint64_t row_stride_tokens) {
-  const uint64_t token_bytes = static_cast<uint64_t>(kv_heads) * head_dim * sizeof(T);
-  const ContiguousAddr addr{row_stride_tokens * token_bytes, token_bytes};
-  attend<T>(q, k, v, seq_lens, out, q_heads, kv_heads, head_dim, scale, addr, nullptr);
+template <typename T, bool kVector>
+__device__ void contiguous(const DecodeAttentionParams& p) {
+  const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
+  const ContiguousAddr addr{p.row_stride_tokens * token_bytes, token_bytes};
+  attend_split<T, kVector>(p, addr);
 }
 
-template <typename T>
-__device__ void paged(const float* q, const unsigned char* k, const unsigned char* v,
-                      const uint32_t* seq_lens, float* out, unsigned q_heads, unsigned kv_heads,
-                      unsigned head_dim, float scale, const uint32_t* table,
-                      uint32_t blocks_per_row, uint32_t page_tokens, uint64_t pool_pages,
-                      uint32_t* skipped) {
-  const uint64_t token_bytes = static_cast<uint64_t>(kv_heads) * head_dim * sizeof(T);
-  const PagedAddr addr{table, blocks_per_row, page_tokens, pool_pages, token_bytes};
-  attend<T>(q, k, v, seq_lens, out, q_heads, kv_heads, head_dim, scale, addr, skipped);
+template <typename T, bool kVector>
+__device__ void paged(const DecodeAttentionParams& p) {
+  const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
+  const PagedAddr addr{reinterpret_cast<const uint32_t*>(p.table), p.blocks_per_row,
+                       p.page_tokens, p.pool_pages, token_bytes};
+  attend_split<T, kVector>(p, addr);
 }
 
 }  // namespace
 
-#define CXLPOOL_CONTIGUOUS_ARGS                                                         \
-  const float *q, const unsigned char *k, const unsigned char *v,                       \
-      const uint32_t *seq_lens, float *out, unsigned q_heads, unsigned kv_heads,        \
-      unsigned head_dim, float scale, uint64_t row_stride_tokens
-#define CXLPOOL_PAGED_ARGS                                                               \
-  const float *q, const unsigned char *k, const unsigned char *v,                       \
-      const uint32_t *seq_lens, float *out, unsigned q_heads, unsigned kv_heads,        \
-      unsigned head_dim, float scale, const uint32_t *table, uint32_t blocks_per_row,   \
-      uint32_t page_tokens, uint64_t pool_pages, uint32_t *skipped
+// At most 168 registers, so that 3 blocks (12 warps, each with kUnroll
+// slots of 16-byte K and V loads in flight) share an SM.
+#define CXLPOOL_ATTENTION_KERNEL(name, layout, type, vector)                      \
+  extern "C" __global__ void __launch_bounds__(kThreads, 3)                       \
+      name(const DecodeAttentionParams p) {                                        \
+    layout<type, vector>(p);                                                       \
+  }
 
-extern "C" __global__ void __launch_bounds__(kWarps * kLanes)
-    cxlpool_decode_attention_f32(CXLPOOL_CONTIGUOUS_ARGS) {
-  contiguous<float>(q, k, v, seq_lens, out, q_heads, kv_heads, head_dim, scale,
-                    row_stride_tokens);
-}
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32, contiguous, float, false)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec, contiguous, float, true)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16, contiguous, uint16_t, false)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec, contiguous, uint16_t, true)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32, paged, float, false)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec, paged, float, true)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16, paged, uint16_t, false)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec, paged, uint16_t, true)
 
-extern "C" __global__ void __launch_bounds__(kWarps * kLanes)
-    cxlpool_decode_attention_bf16(CXLPOOL_CONTIGUOUS_ARGS) {
-  contiguous<uint16_t>(q, k, v, seq_lens, out, q_heads, kv_heads, head_dim, scale,
-                       row_stride_tokens);
-}
+// One block per (query head, row): combines the row's split partials,
+// weighting each by 2^(its max - the overall max).
+extern "C" __global__ void __launch_bounds__(cxlpool::cuda::kAttentionReduceThreads)
+    cxlpool_decode_attention_reduce(const DecodeAttentionParams p) {
+  __shared__ float s_w[kMaxSplits];
+  __shared__ float s_total;
+  const unsigned h = blockIdx.x;
+  const unsigned row = blockIdx.y;
+  const unsigned head_dim = p.head_dim;
+  const unsigned len = reinterpret_cast<const uint32_t*>(p.seq_lens)[row];
+  const unsigned tps = split_tokens(len, p.n_splits);
+  const unsigned used = len == 0 ? 0 : (len + tps - 1) / tps;
+  const uint64_t head = static_cast<uint64_t>(row) * p.q_heads + h;
+  const uint64_t rec0 = head * p.n_splits;
+  const float* ml = reinterpret_cast<const float*>(p.part_ml) + 2 * rec0;
+  const float* part = reinterpret_cast<const float*>(p.part_acc) + rec0 * head_dim;
 
-extern "C" __global__ void __launch_bounds__(kWarps * kLanes)
-    cxlpool_decode_attention_paged_f32(CXLPOOL_PAGED_ARGS) {
-  paged<float>(q, k, v, seq_lens, out, q_heads, kv_heads, head_dim, scale, table,
-               blocks_per_row, page_tokens, pool_pages, skipped);
-}
-
-extern "C" __global__ void __launch_bounds__(kWarps * kLanes)
-    cxlpool_decode_attention_paged_bf16(CXLPOOL_PAGED_ARGS) {
-  paged<uint16_t>(q, k, v, seq_lens, out, q_heads, kv_heads, head_dim, scale, table,
-                  blocks_per_row, page_tokens, pool_pages, skipped);
+  float mx = -INFINITY;
+  for (unsigned s = 0; s < used; ++s) mx = fmaxf(mx, ml[2 * s]);
+  const float b = safe_base(mx);
+  for (unsigned s = threadIdx.x; s < used; s += blockDim.x) s_w[s] = exp2f(ml[2 * s] - b);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.0f;
+    for (unsigned s = 0; s < used; ++s) total += ml[2 * s + 1] * s_w[s];
+    s_total = total;
+  }
+  __syncthreads();
+  const float total = s_total;
+  float* out = reinterpret_cast<float*>(p.out) + head * head_dim;
+  for (unsigned d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float a = 0.0f;
+    for (unsigned s = 0; s < used; ++s) a = fmaf(part[static_cast<uint64_t>(s) * head_dim + d], s_w[s], a);
+    out[d] = total > 0.0f ? a / total : 0.0f;
+  }
 }

@@ -78,6 +78,13 @@ std::vector<Case> cases() {
       {{2, 32, 8, 128, 1.0f / std::sqrt(128.0f), KvDtype::kBf16}, 1000, {1000, 777}},
       {{2, 4, 1, 40, 0.3f, KvDtype::kBf16}, 17, {17, 3}},
       {{1, 2, 2, 256, 1.0f / 16.0f, KvDtype::kF32}, 70, {70}},
+      // Long rows: the context is split over many blocks and reduced. Eight
+      // query heads per KV head take two blocks' worth of heads.
+      {{2, 16, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kBf16}, 4096, {4096, 2500}},
+      {{3, 8, 4, 64, 0.125f, KvDtype::kF32}, 3000, {3000, 1, 1777}},
+      // Head rows of 6 or 30 bytes: no 16-byte loads, scalar ones.
+      {{2, 3, 1, 15, 0.25f, KvDtype::kBf16}, 900, {900, 450}},
+      {{1, 6, 3, 3, 0.5f, KvDtype::kF32}, 2000, {1999}},
   };
 }
 
@@ -100,7 +107,9 @@ class GpuAttention : public GpuTest {
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dk, upload(k));
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dv, upload(v));
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dlens, upload(bytes_of(c.lens)));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, DeviceBuffer::allocate(*ctx_, out_elems * sizeof(float)));
+    // NaN-filled outputs: an element the kernel leaves unwritten fails.
+    const std::vector<float> poison(out_elems, std::nanf(""));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload(bytes_of(poison)));
     CXLPOOL_ASSERT_OK(kernels_->decode_attention(s, dq.ptr(), dk.ptr(), dv.ptr(), c.stride,
                                                  dlens.ptr(), dout.ptr()));
     CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), out_elems * sizeof(float)));
@@ -126,7 +135,7 @@ class GpuAttention : public GpuTest {
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dtable, upload(bytes_of(table)));
     const std::vector<uint32_t> zero{0};
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dskipped, upload(bytes_of(zero)));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dpaged, DeviceBuffer::allocate(*ctx_, out_elems * sizeof(float)));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dpaged, upload(bytes_of(poison)));
     CXLPOOL_ASSERT_OK(kernels_->decode_attention_paged(
         s, dq.ptr(), dkp.ptr(), dvp.ptr(), pool_pages, page_tokens, dtable.ptr(), blocks_per_row,
         dlens.ptr(), dpaged.ptr(), dskipped.ptr()));
@@ -151,6 +160,38 @@ TEST_F(GpuAttention, ContiguousAndPagedMatchReference) {
       if (HasFatalFailure()) return;
     }
   }
+}
+
+// The same inputs cut into 1 split and into many: the results agree with the
+// reference whatever the launch geometry.
+TEST_F(GpuAttention, EverySplitCountMatchesReference) {
+  const Case c{{2, 8, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kF32}, 2048, {2048, 1300}};
+  for (const uint32_t per_sm : {1u, 3u, Kernels::kMaxBlocksPerSm}) {
+    CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(per_sm));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(c.shape, c.stride, 0, 0));
+    SCOPED_TRACE(testing::Message() << per_sm << " blocks per SM: " << plan.n_splits << " splits");
+    EXPECT_TRUE(plan.vector_loads);
+    run_case(c, 16);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(0));
+  EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(Kernels::kMaxBlocksPerSm + 1));
+}
+
+TEST_F(GpuAttention, PlanSplitsLongContextsAndKeepsShortOnesWhole) {
+  const AttentionShape s{1, 32, 8, 128, 0.1f, KvDtype::kBf16};
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(long_plan, kernels_->attention_plan(s, 32768, 0, 0));
+  EXPECT_GT(long_plan.n_splits, 1u);
+  EXPECT_TRUE(long_plan.vector_loads);
+  EXPECT_EQ(long_plan.token_lanes, 16u);
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(short_plan, kernels_->attention_plan(s, 16, 0, 0));
+  EXPECT_EQ(short_plan.n_splits, 1u);
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(misaligned, kernels_->attention_plan(s, 16, 8, 0));
+  EXPECT_FALSE(misaligned.vector_loads);
+  // A batch that fills the GPU on its own needs no split.
+  const AttentionShape wide{4096, 32, 8, 128, 0.1f, KvDtype::kBf16};
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(wide_plan, kernels_->attention_plan(wide, 32768, 0, 0));
+  EXPECT_EQ(wide_plan.n_splits, 1u);
 }
 
 TEST_F(GpuAttention, PagesOutsideThePoolAreSkippedAndCounted) {
