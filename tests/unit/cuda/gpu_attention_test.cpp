@@ -165,7 +165,7 @@ TEST_F(GpuAttention, ContiguousAndPagedMatchReference) {
 // The same inputs cut into 1 split and into many: the results agree with the
 // reference whatever the launch geometry.
 TEST_F(GpuAttention, EverySplitCountMatchesReference) {
-  const Case c{{2, 8, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kF32}, 2048, {2048, 1300}};
+  const Case c{{2, 8, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kF32}, 8192, {8192, 1300}};
   for (const uint32_t per_sm : {1u, 3u, Kernels::kMaxBlocksPerSm}) {
     CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(per_sm));
     CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(c.shape, c.stride, 0, 0));
