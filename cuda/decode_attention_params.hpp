@@ -43,6 +43,7 @@ inline constexpr uint32_t kAttentionWarps = 4;
 inline constexpr uint32_t kAttentionThreads = kAttentionWarps * 32;
 inline constexpr uint32_t kAttentionHeadsPerBlock = 4;  // query heads of one KV head per block
 inline constexpr uint32_t kAttentionUnroll = 4;         // tokens per lane group per loop step
+inline constexpr uint32_t kAttentionUnrollPacked = 8;   // the same for bf16 with 16-byte loads
 inline constexpr uint32_t kAttentionReduceThreads = 128;
 
 }  // namespace cxlpool::cuda

@@ -64,21 +64,26 @@ Result<Kernels> Kernels::load(const DeviceContext& ctx) {
       {&k.scatter_, {k.kv_module_, "cxlpool_kv_scatter"}},
       {&k.fill_, {k.pattern_module_, "cxlpool_fill_pattern"}},
       {&k.checksum_, {k.pattern_module_, "cxlpool_checksum"}},
-      {&k.attention_[0][0], {k.attention_module_, "cxlpool_decode_attention_f32"}},
-      {&k.attention_[0][1], {k.attention_module_, "cxlpool_decode_attention_f32_vec"}},
-      {&k.attention_[1][0], {k.attention_module_, "cxlpool_decode_attention_bf16"}},
-      {&k.attention_[1][1], {k.attention_module_, "cxlpool_decode_attention_bf16_vec"}},
-      {&k.attention_paged_[0][0], {k.attention_module_, "cxlpool_decode_attention_paged_f32"}},
-      {&k.attention_paged_[0][1], {k.attention_module_, "cxlpool_decode_attention_paged_f32_vec"}},
-      {&k.attention_paged_[1][0], {k.attention_module_, "cxlpool_decode_attention_paged_bf16"}},
-      {&k.attention_paged_[1][1],
-       {k.attention_module_, "cxlpool_decode_attention_paged_bf16_vec"}},
       {&k.attention_reduce_, {k.attention_module_, "cxlpool_decode_attention_reduce"}},
   };
   for (const auto& [slot, where] : wanted) {
     auto fn = function(*k.api_, where.first, where.second);
     if (!fn) return tl::unexpected(fn.error());
     *slot = *fn;
+  }
+  // cxlpool_decode_attention[_paged]_{f32,bf16}{,_vec,_vec16}
+  const char* const dtypes[2] = {"f32", "bf16"};
+  const char* const variants[3] = {"", "_vec", "_vec16"};
+  for (int d = 0; d < 2; ++d) {
+    for (int v = 0; v < 3; ++v) {
+      for (const bool paged : {false, true}) {
+        const std::string name = std::string("cxlpool_decode_attention") + (paged ? "_paged_" : "_") +
+                                 dtypes[d] + variants[v];
+        auto fn = function(*k.api_, k.attention_module_, name.c_str());
+        if (!fn) return tl::unexpected(fn.error());
+        (paged ? k.attention_paged_ : k.attention_)[d][v] = *fn;
+      }
+    }
   }
   auto slot = ctx.alloc(sizeof(uint64_t));
   if (!slot) return tl::unexpected(slot.error());
@@ -110,7 +115,7 @@ Kernels& Kernels::operator=(Kernels&& other) noexcept {
     pattern_module_ = std::exchange(other.pattern_module_, nullptr);
     attention_module_ = std::exchange(other.attention_module_, nullptr);
     for (int i = 0; i < 2; ++i) {
-      for (int j = 0; j < 2; ++j) {
+      for (int j = 0; j < 3; ++j) {
         attention_[i][j] = std::exchange(other.attention_[i][j], nullptr);
         attention_paged_[i][j] = std::exchange(other.attention_paged_[i][j], nullptr);
       }
@@ -145,8 +150,8 @@ void Kernels::unload() {
   workspace_records_ = 0;
   kv_module_ = pattern_module_ = attention_module_ = nullptr;
   gather_ = scatter_ = fill_ = checksum_ = nullptr;
-  for (auto& by_dtype : attention_) by_dtype[0] = by_dtype[1] = nullptr;
-  for (auto& by_dtype : attention_paged_) by_dtype[0] = by_dtype[1] = nullptr;
+  for (auto& by_dtype : attention_) by_dtype[0] = by_dtype[1] = by_dtype[2] = nullptr;
+  for (auto& by_dtype : attention_paged_) by_dtype[0] = by_dtype[1] = by_dtype[2] = nullptr;
   attention_reduce_ = nullptr;
 }
 
@@ -221,7 +226,9 @@ Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape
   const uint64_t base = uint64_t{shape.batch} * shape.kv_heads * chunks;
   const uint64_t target = uint64_t{sm_count_} * blocks_per_sm_;
   uint64_t splits = (target + base - 1) / base;
-  const uint64_t step = uint64_t{kAttentionWarps} * (32 / plan.token_lanes) * kAttentionUnroll;
+  const bool packed = plan.vector_loads && shape.dtype == ref::KvDtype::kBf16;
+  const uint64_t step = uint64_t{kAttentionWarps} * (32 / plan.token_lanes) *
+                        (packed ? kAttentionUnrollPacked : kAttentionUnroll);
   splits = std::min(splits, std::max<uint64_t>(1, max_context / (step * kMinSplitSteps)));
   splits = std::min<uint64_t>(splits, kMaxSplits);
   // Records the partials need: within the workspace by construction, checked
@@ -233,7 +240,7 @@ Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape
   return plan;
 }
 
-Result<void> Kernels::launch_attention(void* const (&fns)[2][2], const ref::AttentionShape& shape,
+Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::AttentionShape& shape,
                                        uint64_t max_context, void* params, Stream stream) const {
   auto& p = *static_cast<DecodeAttentionParams*>(params);
   auto plan = attention_plan(shape, max_context, p.k, p.v);
@@ -249,7 +256,8 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][2], const ref::Atte
   p.scale_log2 = shape.scale * 1.4426950408889634f;  // log2(e)
   p.part_acc = workspace_;
   p.part_ml = workspace_ + workspace_records_ * ref::kMaxHeadDim * sizeof(float);
-  void* fn = fns[shape.dtype == ref::KvDtype::kBf16 ? 1 : 0][plan->vector_loads ? 1 : 0];
+  const int variant = !plan->vector_loads ? 0 : plan->token_lanes == 16 ? 2 : 1;
+  void* fn = fns[shape.dtype == ref::KvDtype::kBf16 ? 1 : 0][variant];
   void* args[] = {params};
   CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(fn), shape.kv_heads * p.head_chunks,
                  shape.batch, p.n_splits, kAttentionThreads, 1, 1, 0,

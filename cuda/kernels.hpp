@@ -110,11 +110,12 @@ class Kernels {
   void* scatter_ = nullptr;
   void* fill_ = nullptr;
   void* checksum_ = nullptr;
-  Result<void> launch_attention(void* const (&fns)[2][2], const ref::AttentionShape& shape,
+  Result<void> launch_attention(void* const (&fns)[2][3], const ref::AttentionShape& shape,
                                 uint64_t max_context, void* params, Stream stream) const;
 
-  void* attention_[2][2] = {};        // contiguous: [f32, bf16][scalar, 16-byte loads]
-  void* attention_paged_[2][2] = {};  // paged: the same
+  // [f32, bf16][scalar loads, 16-byte loads, 16-byte loads with 16 lanes per token]
+  void* attention_[2][3] = {};        // contiguous
+  void* attention_paged_[2][3] = {};  // paged
   void* attention_reduce_ = nullptr;
   uint64_t checksum_slot_ = 0;  // device uint64_t the checksum kernel adds into
   uint32_t sm_count_ = 1;

@@ -14,8 +14,9 @@
 //  - token_lanes lanes share a token: each reads 16-byte vectors of its K and
 //    V rows (scalar loads when the head row is not 16-byte aligned), and the
 //    lanes' partial dot products meet through shuffles. A warp covers
-//    32 / token_lanes tokens per load slot and issues kUnroll slots' loads
-//    before using any of them.
+//    32 / token_lanes tokens per load slot and issues 4 slots' loads (8 for
+//    bf16, kept packed until used) before using any of them. The usual
+//    token_lanes, 16, is a compile-time constant in its own kernels.
 //  - Scores are kept in the log2 domain (q pre-scaled by scale * log2 e), the
 //    softmax is online (running max and sum per head, corrected once per
 //    loop step), accumulation is f32.
@@ -78,24 +79,54 @@ struct Vec<float, 1> {
 };
 
 template <>
-struct Vec<uint16_t, 8> {
-  __device__ static void load(const unsigned char* p, float* f) {
-    const uint4 x = __ldg(reinterpret_cast<const uint4*>(p));
-    const unsigned w[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-    for (unsigned i = 0; i < 4; ++i) {
-      f[2 * i] = __uint_as_float(w[i] << 16);  // bf16 = upper half of an f32
-      f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
-    }
-  }
-};
-
-template <>
 struct Vec<uint16_t, 1> {
   __device__ static void load(const unsigned char* p, float* f) {
     f[0] = cxlpool::cuda::math::bf16_to_f32(__ldg(reinterpret_cast<const unsigned short*>(p)));
   }
 };
+
+// One token's share of a lane: kMaxElems elements of K or V. bf16 rows read
+// with 16-byte loads stay packed (4 registers for 8 values) until used, so a
+// warp can keep twice as many bf16 tokens in flight in the same registers.
+template <typename T, bool kVector>
+struct Tile {
+  static constexpr unsigned kVec = kVector ? 16 / sizeof(T) : 1;
+  float f[kMaxElems];
+  __device__ void clear() {
+#pragma unroll
+    for (unsigned i = 0; i < kMaxElems; ++i) f[i] = 0.0f;
+  }
+  // Elements (j + mm * lanes) * kVec + c of the head row at `row`.
+  __device__ void load(const unsigned char* row, unsigned j, unsigned lanes, unsigned head_dim) {
+#pragma unroll
+    for (unsigned mm = 0; mm < kMaxElems / kVec; ++mm) {
+      const unsigned e = (j + mm * lanes) * kVec;
+      if (e < head_dim) Vec<T, kVec>::load(row + e * sizeof(T), &f[mm * kVec]);
+    }
+  }
+  __device__ float at(unsigned i) const { return f[i]; }
+};
+
+template <>
+struct Tile<uint16_t, true> {
+  uint4 raw;
+  __device__ void clear() { raw = make_uint4(0, 0, 0, 0); }
+  __device__ void load(const unsigned char* row, unsigned j, unsigned, unsigned head_dim) {
+    const unsigned e = j * 8;
+    if (e < head_dim) raw = __ldg(reinterpret_cast<const uint4*>(row + e * sizeof(uint16_t)));
+  }
+  __device__ float at(unsigned i) const {
+    const unsigned w = i / 2 == 0 ? raw.x : i / 2 == 1 ? raw.y : i / 2 == 2 ? raw.z : raw.w;
+    return __uint_as_float(i % 2 == 0 ? w << 16 : w & 0xFFFF0000u);  // bf16 = upper half of an f32
+  }
+};
+
+// Token slots a warp loads per loop step: packed bf16 tiles take half the
+// registers of f32 ones, so twice as many fit.
+template <typename T, bool kVector>
+__host__ __device__ constexpr unsigned unroll_of() {
+  return sizeof(T) == 2 && kVector ? cxlpool::cuda::kAttentionUnrollPacked : kUnroll;
+}
 
 struct ContiguousAddr {
   uint64_t row_bytes;
@@ -120,10 +151,13 @@ struct PagedAddr {
   }
 };
 
-template <typename T, bool kVector, typename Addr>
+// kLanes: token_lanes when known at compile time (the common head sizes),
+// 0 to read it from the parameters.
+template <typename T, bool kVector, unsigned kLanes, typename Addr>
 __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   constexpr unsigned kVec = kVector ? 16 / sizeof(T) : 1;
   constexpr unsigned kLoads = kMaxElems / kVec;  // load slots per lane per token
+  constexpr unsigned kSlots = unroll_of<T, kVector>();
 
   __shared__ float s_acc[kWarps][kHeads][kMaxHeadDim];
   __shared__ float s_m[kWarps][kHeads];
@@ -153,7 +187,7 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   }
   const unsigned end = min(len, begin + tps);
 
-  const unsigned lanes = p.token_lanes;
+  const unsigned lanes = kLanes != 0 ? kLanes : p.token_lanes;
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
   const unsigned j = lane & (lanes - 1);
@@ -186,14 +220,15 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   }
 
   uint32_t* skipped = reinterpret_cast<uint32_t*>(p.skipped);
-  const unsigned step = kWarps * tpw * kUnroll;
-  for (unsigned base = begin + warp * tpw * kUnroll; base < end; base += step) {
-    float kf[kUnroll][kMaxElems];
-    float vf[kUnroll][kMaxElems];
-    bool ok[kUnroll];
-    // Every load of the step first, then the arithmetic.
+  const unsigned step = kWarps * tpw * kSlots;
+  for (unsigned base = begin + warp * tpw * kSlots; base < end; base += step) {
+    Tile<T, kVector> kt[kSlots];
+    Tile<T, kVector> vt[kSlots];
+    bool ok[kSlots];
+    // Every load of the step first, then the arithmetic. Zeros, then
+    // predicated loads: no branch in the loop body.
 #pragma unroll
-    for (unsigned u = 0; u < kUnroll; ++u) {
+    for (unsigned u = 0; u < kSlots; ++u) {
       const unsigned t = base + u * tpw + sub;
       uint64_t off = 0;
       ok[u] = t < end;
@@ -201,31 +236,36 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
         ok[u] = false;
         if (j == 0 && skipped != nullptr) atomicAdd(skipped, nh);
       }
-      const unsigned char* kt = k + off + head_off;
-      const unsigned char* vt = v + off + head_off;
-#pragma unroll
-      for (unsigned mm = 0; mm < kLoads; ++mm) {
-        const unsigned e = (j + mm * lanes) * kVec;
-        if (ok[u] && e < head_dim) {
-          Vec<T, kVec>::load(kt + e * sizeof(T), &kf[u][mm * kVec]);
-          Vec<T, kVec>::load(vt + e * sizeof(T), &vf[u][mm * kVec]);
-        } else {
-#pragma unroll
-          for (unsigned c = 0; c < kVec; ++c) kf[u][mm * kVec + c] = vf[u][mm * kVec + c] = 0.0f;
-        }
+      kt[u].clear();
+      vt[u].clear();
+      if (ok[u]) {
+        kt[u].load(k + off + head_off, j, lanes, head_dim);
+        vt[u].load(v + off + head_off, j, lanes, head_dim);
       }
     }
-    float s[kUnroll][kHeads];
+    float s[kSlots][kHeads];
 #pragma unroll
-    for (unsigned u = 0; u < kUnroll; ++u) {
+    for (unsigned u = 0; u < kSlots; ++u) {
+      float kf[kMaxElems];
+#pragma unroll
+      for (unsigned i = 0; i < kMaxElems; ++i) kf[i] = kt[u].at(i);
 #pragma unroll
       for (unsigned hh = 0; hh < kHeads; ++hh) {
         float dot = 0.0f;
 #pragma unroll
-        for (unsigned i = 0; i < kMaxElems; ++i) dot = fmaf(q[hh][i], kf[u][i], dot);
+        for (unsigned i = 0; i < kMaxElems; ++i) dot = fmaf(q[hh][i], kf[i], dot);
 #pragma unroll
         for (unsigned o = 16; o > 0; o /= 2) {
-          if (o < lanes) dot += __shfl_xor_sync(0xFFFFFFFFu, dot, o);
+          if constexpr (kLanes != 0) {
+            // Known lanes: exactly log2(lanes) levels.
+            if (o < kLanes) dot += __shfl_xor_sync(0xFFFFFFFFu, dot, o);
+          } else {
+            // Every level is shuffled and the ones past the token's lanes
+            // are dropped with a select: a shuffle under a run-time branch
+            // costs a branch and a reconvergence per level.
+            const float other = __shfl_xor_sync(0xFFFFFFFFu, dot, o);
+            dot += o < lanes ? other : 0.0f;
+          }
         }
         s[u][hh] = ok[u] ? dot : -INFINITY;
       }
@@ -234,20 +274,26 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
     for (unsigned hh = 0; hh < kHeads; ++hh) {
       float mx = m[hh];
 #pragma unroll
-      for (unsigned u = 0; u < kUnroll; ++u) mx = fmaxf(mx, s[u][hh]);
+      for (unsigned u = 0; u < kSlots; ++u) mx = fmaxf(mx, s[u][hh]);
       const float b = safe_base(mx);
       const float corr = exp2f(m[hh] - b);
       l[hh] *= corr;
 #pragma unroll
       for (unsigned i = 0; i < kMaxElems; ++i) acc[hh][i] *= corr;
-#pragma unroll
-      for (unsigned u = 0; u < kUnroll; ++u) {
-        const float pu = exp2f(s[u][hh] - b);
-        l[hh] += pu;
-#pragma unroll
-        for (unsigned i = 0; i < kMaxElems; ++i) acc[hh][i] = fmaf(pu, vf[u][i], acc[hh][i]);
-      }
       m[hh] = mx;
+#pragma unroll
+      for (unsigned u = 0; u < kSlots; ++u) s[u][hh] = exp2f(s[u][hh] - b);
+    }
+#pragma unroll
+    for (unsigned u = 0; u < kSlots; ++u) {
+#pragma unroll
+      for (unsigned i = 0; i < kMaxElems; ++i) {
+        const float vi = vt[u].at(i);
+#pragma unroll
+        for (unsigned hh = 0; hh < kHeads; ++hh) acc[hh][i] = fmaf(s[u][hh], vi, acc[hh][i]);
+      }
+#pragma unroll
+      for (unsigned hh = 0; hh < kHeads; ++hh) l[hh] += s[u][hh];
     }
   }
 
@@ -319,39 +365,46 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   }
 }
 
-template <typename T, bool kVector>
+template <typename T, bool kVector, unsigned kLanes>
 __device__ void contiguous(const DecodeAttentionParams& p) {
   const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
   const ContiguousAddr addr{p.row_stride_tokens * token_bytes, token_bytes};
-  attend_split<T, kVector>(p, addr);
+  attend_split<T, kVector, kLanes>(p, addr);
 }
 
-template <typename T, bool kVector>
+template <typename T, bool kVector, unsigned kLanes>
 __device__ void paged(const DecodeAttentionParams& p) {
   const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
   const PagedAddr addr{reinterpret_cast<const uint32_t*>(p.table), p.blocks_per_row,
                        p.page_tokens, p.pool_pages, token_bytes};
-  attend_split<T, kVector>(p, addr);
+  attend_split<T, kVector, kLanes>(p, addr);
 }
 
 }  // namespace
 
-// At most 168 registers, so that 3 blocks (12 warps, each with kUnroll
-// slots of 16-byte K and V loads in flight) share an SM.
-#define CXLPOOL_ATTENTION_KERNEL(name, layout, type, vector)                      \
+// At most 168 registers, so that 3 blocks (12 warps, each with 4 (f32) or 8
+// (bf16) token slots of 16-byte K and V loads in flight) share an SM.
+#define CXLPOOL_ATTENTION_KERNEL(name, layout, type, vector, lanes)               \
   extern "C" __global__ void __launch_bounds__(kThreads, 3)                       \
       name(const DecodeAttentionParams p) {                                        \
-    layout<type, vector>(p);                                                       \
+    layout<type, vector, lanes>(p);                                                \
   }
 
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32, contiguous, float, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec, contiguous, float, true)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16, contiguous, uint16_t, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec, contiguous, uint16_t, true)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32, paged, float, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec, paged, float, true)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16, paged, uint16_t, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec, paged, uint16_t, true)
+// Scalar loads, any head size; 16-byte loads, any head size; 16-byte loads
+// with 16 lanes per token (head_dim 65..128), which the launcher picks
+// whenever token_lanes is 16.
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32, contiguous, float, false, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec, contiguous, float, true, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec16, contiguous, float, true, 16)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16, contiguous, uint16_t, false, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec, contiguous, uint16_t, true, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec16, contiguous, uint16_t, true, 16)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32, paged, float, false, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec, paged, float, true, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec16, paged, float, true, 16)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16, paged, uint16_t, false, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec, paged, uint16_t, true, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec16, paged, uint16_t, true, 16)
 
 // One block per (query head, row): combines the row's split partials,
 // weighting each by 2^(its max - the overall max).
