@@ -194,6 +194,7 @@ Result<void> check_attention(const ref::AttentionShape& shape) {
 // the parallelism gains.
 constexpr uint64_t kMinSplitSteps = 2;
 constexpr uint32_t kMaxSplits = 256;  // the reduce kernel's shared weights
+constexpr uint64_t kNoPoolToken = 0xFFFFFFFFu;  // the paged kernels' "no token" index
 
 uint32_t ceil_pow2(uint32_t v) {
   uint32_t p = 1;
@@ -256,7 +257,14 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::Atte
   p.scale_log2 = shape.scale * 1.4426950408889634f;  // log2(e)
   p.part_acc = workspace_;
   p.part_ml = workspace_ + workspace_records_ * ref::kMaxHeadDim * sizeof(float);
-  const int variant = !plan->vector_loads ? 0 : plan->token_lanes == 16 ? 2 : 1;
+  // The paged 16-lane kernels look the table up a step ahead and keep each
+  // token's place in the pool in 32 bits: a pool of 2^32 - 1 tokens or more
+  // (by its stated size) goes to the kernels that read the lane count from
+  // the parameters, which use 64-bit offsets.
+  const bool narrow_pool = p.page_tokens == 0 || p.pool_pages < kNoPoolToken / p.page_tokens;
+  const int variant = !plan->vector_loads                        ? 0
+                      : plan->token_lanes == 16 && narrow_pool ? 2
+                                                               : 1;
   void* fn = fns[shape.dtype == ref::KvDtype::kBf16 ? 1 : 0][variant];
   void* args[] = {params};
   CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(fn), shape.kv_heads * p.head_chunks,

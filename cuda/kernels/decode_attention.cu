@@ -129,15 +129,22 @@ __host__ __device__ constexpr unsigned unroll_of() {
 }
 
 struct ContiguousAddr {
+  static constexpr bool kPaged = false;
   uint64_t row_bytes;
   uint64_t token_bytes;
   __device__ bool offset(unsigned row, unsigned t, uint64_t* out) const {
     *out = row * row_bytes + t * token_bytes;
     return true;
   }
+  __device__ uint32_t index(unsigned, unsigned, unsigned, unsigned*) const { return 0; }
 };
 
+// A token's place in the page pool (page * page_tokens + its slot in the
+// page), or kNoToken.
+constexpr uint32_t kNoToken = 0xFFFFFFFFu;
+
 struct PagedAddr {
+  static constexpr bool kPaged = true;
   const uint32_t* table;
   uint32_t blocks_per_row;
   uint32_t page_tokens;
@@ -148,6 +155,18 @@ struct PagedAddr {
     if (page >= pool_pages) return false;
     *out = (page * page_tokens + t % page_tokens) * token_bytes;
     return true;
+  }
+  // Token t's pool index, kNoToken past `end` or on a page outside the pool
+  // (counted into *skipped). The launcher uses it only for pools of fewer
+  // than kNoToken tokens.
+  __device__ uint32_t index(unsigned row, unsigned t, unsigned end, unsigned* skipped) const {
+    if (t >= end) return kNoToken;
+    const uint32_t page = __ldg(table + static_cast<uint64_t>(row) * blocks_per_row + t / page_tokens);
+    if (page >= pool_pages) {
+      ++*skipped;
+      return kNoToken;
+    }
+    return page * page_tokens + t % page_tokens;
   }
 };
 
@@ -219,9 +238,26 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
     l[hh] = 0.0f;
   }
 
-  uint32_t* skipped = reinterpret_cast<uint32_t*>(p.skipped);
+  // Paged layout with the lane count known: the table lookups of a loop step
+  // are done one token per lane (the step's tokens are consecutive and fit
+  // in a warp), one step ahead, and reach the token's lanes by shuffle. A
+  // lookup per token slot in the step itself puts a dependent table load
+  // before every K/V load; ahead of time, the step's K/V loads issue at once.
+  constexpr unsigned kWindow = kLanes != 0 ? 32 / kLanes * kSlots : 0;  // tokens per warp step
+  constexpr bool kAhead = Addr::kPaged && kWindow != 0 && kWindow <= 32;
+  unsigned skipped_here = 0;  // tokens this lane looked up ahead and found outside the pool
   const unsigned step = kWarps * tpw * kSlots;
-  for (unsigned base = begin + warp * tpw * kSlots; base < end; base += step) {
+  const unsigned first = begin + warp * tpw * kSlots;
+  uint32_t next = kNoToken;
+  if constexpr (kAhead) {
+    next = addr.index(row, lane < kWindow ? first + lane : end, end, &skipped_here);
+  }
+  for (unsigned base = first; base < end; base += step) {
+    uint32_t ahead = kNoToken;
+    if constexpr (kAhead) {
+      ahead = next;
+      next = addr.index(row, lane < kWindow ? base + step + lane : end, end, &skipped_here);
+    }
     Tile<T, kVector> kt[kSlots];
     Tile<T, kVector> vt[kSlots];
     bool ok[kSlots];
@@ -231,10 +267,17 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
     for (unsigned u = 0; u < kSlots; ++u) {
       const unsigned t = base + u * tpw + sub;
       uint64_t off = 0;
-      ok[u] = t < end;
-      if (ok[u] && !addr.offset(row, t, &off)) {
-        ok[u] = false;
-        if (j == 0 && skipped != nullptr) atomicAdd(skipped, nh);
+      if constexpr (kAhead) {
+        const uint32_t at = __shfl_sync(0xFFFFFFFFu, ahead, u * tpw + sub);
+        ok[u] = at != kNoToken;
+        off = uint64_t{at} * addr.token_bytes;
+      } else {
+        ok[u] = t < end;
+        if (ok[u] && !addr.offset(row, t, &off)) {
+          ok[u] = false;
+          // Once per token (lane 0 of its group), once per query head.
+          if (j == 0 && p.skipped != 0) atomicAdd(reinterpret_cast<uint32_t*>(p.skipped), nh);
+        }
       }
       kt[u].clear();
       vt[u].clear();
@@ -295,6 +338,12 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
 #pragma unroll
       for (unsigned hh = 0; hh < kHeads; ++hh) l[hh] += s[u][hh];
     }
+  }
+
+  // Looked up ahead: counted once per lane that saw any, not in the loop
+  // body. Each skipped token counts once per query head.
+  if (kAhead && skipped_here != 0 && p.skipped != 0) {
+    atomicAdd(reinterpret_cast<uint32_t*>(p.skipped), skipped_here * nh);
   }
 
   // The warp's lane groups hold the same dims of different tokens: merge

@@ -228,6 +228,122 @@ TEST_F(GpuAttention, PagesOutsideThePoolAreSkippedAndCounted) {
   EXPECT_EQ(count, 2u * 4u);  // 4 tokens, once per query head
 }
 
+// Head size 128: the 16-lane kernels, which look the block table up a step
+// ahead, one token per lane. Rows whose last pages point outside the pool
+// attend over the pages before them, and every skipped token is counted once
+// per query head; long rows (several splits) and short ones (one or two).
+TEST_F(GpuAttention, PagesLookedUpAheadOutsideThePoolAreSkippedAndCounted) {
+  struct Rows {
+    uint32_t blocks_per_row;
+    std::vector<uint32_t> lens;
+    std::vector<uint32_t> kept;  // tokens on the pages left inside the pool
+  };
+  const Rows rows_cases[] = {{20, {300, 100}, {192, 80}}, {8, {120, 40}, {64, 16}}};
+  for (const KvDtype dtype : {KvDtype::kF32, KvDtype::kBf16}) {
+    for (const Rows& rows : rows_cases) {
+      const AttentionShape s{2, 8, 2, 128, 0.09f, dtype};
+      const uint32_t page_tokens = 16;
+      const uint32_t blocks_per_row = rows.blocks_per_row;
+      const uint64_t stride = uint64_t{blocks_per_row} * page_tokens;
+      const std::vector<uint32_t>& lens = rows.lens;
+      const std::vector<uint32_t>& kept = rows.kept;
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(s, stride, 0, 0));
+      SCOPED_TRACE(testing::Message() << "bf16 " << (dtype == KvDtype::kBf16) << ", "
+                                      << blocks_per_row << " pages per row, " << plan.n_splits
+                                      << " splits");
+      const size_t cache_elems = size_t{s.batch} * stride * s.kv_heads * s.head_dim;
+      const auto k = random_cache(cache_elems, dtype, 11);
+      const auto v = random_cache(cache_elems, dtype, 12);
+      const auto q = random_q(size_t{s.batch} * s.q_heads * s.head_dim, 13);
+      std::vector<float> want(q.size());
+      ASSERT_EQ(ref::decode_attention(s, q.data(), ref::ContiguousKv{k.data(), v.data(), stride},
+                                      kept.data(), want.data()),
+                0);
+      const uint64_t pool_pages = uint64_t{s.batch} * blocks_per_row;
+      std::vector<uint32_t> table(pool_pages);
+      std::iota(table.begin(), table.end(), 0u);
+      std::shuffle(table.begin(), table.end(), std::mt19937(3));
+      const size_t pool_bytes = pool_pages * page_tokens * ref::token_bytes(s);
+      std::vector<std::byte> kp(pool_bytes), vp(pool_bytes);
+      ASSERT_EQ(ref::copy_to_pages(s, k.data(), stride, lens.data(), kp.data(), pool_pages,
+                                   page_tokens, table.data(), blocks_per_row),
+                0);
+      ASSERT_EQ(ref::copy_to_pages(s, v.data(), stride, lens.data(), vp.data(), pool_pages,
+                                   page_tokens, table.data(), blocks_per_row),
+                0);
+      for (uint32_t r = 0; r < s.batch; ++r) {
+        for (uint32_t b = kept[r] / page_tokens; b < blocks_per_row; ++b) {
+          table[size_t{r} * blocks_per_row + b] = uint32_t(pool_pages + b);
+        }
+      }
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(q)));
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(dkp, upload(kp));
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(dvp, upload(vp));
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(dlens, upload(bytes_of(lens)));
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(dtable, upload(bytes_of(table)));
+      const std::vector<uint32_t> zero{0};
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(dskipped, upload(bytes_of(zero)));
+      const std::vector<float> poison(q.size(), std::nanf(""));
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload(bytes_of(poison)));
+      CXLPOOL_ASSERT_OK(kernels_->decode_attention_paged(
+          s, dq.ptr(), dkp.ptr(), dvp.ptr(), pool_pages, page_tokens, dtable.ptr(),
+          blocks_per_row, dlens.ptr(), dout.ptr(), dskipped.ptr()));
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), q.size() * sizeof(float)));
+      expect_close(as_floats(got), want);
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(skipped, download(dskipped.ptr(), sizeof(uint32_t)));
+      uint32_t count = 0;
+      std::memcpy(&count, skipped.data(), sizeof(count));
+      EXPECT_EQ(count, ((lens[0] - kept[0]) + (lens[1] - kept[1])) * s.q_heads);
+    }
+  }
+}
+
+// A pool stated as 2^32 tokens or more does not fit the 16-lane kernels'
+// 32-bit pool indices: the launcher takes the kernels with 64-bit offsets,
+// which give the same result.
+TEST_F(GpuAttention, PoolOfFourBillionTokensStillMatchesReference) {
+  const AttentionShape s{2, 8, 2, 128, 0.09f, KvDtype::kBf16};
+  const uint32_t page_tokens = 16;
+  const uint32_t blocks_per_row = 8;
+  const uint64_t stride = uint64_t{blocks_per_row} * page_tokens;
+  const std::vector<uint32_t> lens{128, 77};
+  const size_t cache_elems = size_t{s.batch} * stride * s.kv_heads * s.head_dim;
+  const auto k = random_cache(cache_elems, s.dtype, 21);
+  const auto v = random_cache(cache_elems, s.dtype, 22);
+  const auto q = random_q(size_t{s.batch} * s.q_heads * s.head_dim, 23);
+  std::vector<float> want(q.size());
+  ASSERT_EQ(ref::decode_attention(s, q.data(), ref::ContiguousKv{k.data(), v.data(), stride},
+                                  lens.data(), want.data()),
+            0);
+  const uint64_t real_pages = uint64_t{s.batch} * blocks_per_row;
+  std::vector<uint32_t> table(real_pages);
+  std::iota(table.begin(), table.end(), 0u);
+  std::shuffle(table.begin(), table.end(), std::mt19937(5));
+  const size_t pool_bytes = real_pages * page_tokens * ref::token_bytes(s);
+  std::vector<std::byte> kp(pool_bytes), vp(pool_bytes);
+  ASSERT_EQ(ref::copy_to_pages(s, k.data(), stride, lens.data(), kp.data(), real_pages,
+                               page_tokens, table.data(), blocks_per_row),
+            0);
+  ASSERT_EQ(ref::copy_to_pages(s, v.data(), stride, lens.data(), vp.data(), real_pages,
+                               page_tokens, table.data(), blocks_per_row),
+            0);
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(q)));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(dkp, upload(kp));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(dvp, upload(vp));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(dlens, upload(bytes_of(lens)));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(dtable, upload(bytes_of(table)));
+  const std::vector<float> poison(q.size(), std::nanf(""));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload(bytes_of(poison)));
+  // Only the first real_pages pages are ever read; the stated size decides
+  // which kernel runs.
+  const uint64_t stated_pages = (uint64_t{1} << 32) / page_tokens;
+  CXLPOOL_ASSERT_OK(kernels_->decode_attention_paged(s, dq.ptr(), dkp.ptr(), dvp.ptr(),
+                                                     stated_pages, page_tokens, dtable.ptr(),
+                                                     blocks_per_row, dlens.ptr(), dout.ptr()));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), q.size() * sizeof(float)));
+  expect_close(as_floats(got), want);
+}
+
 TEST_F(GpuAttention, BadShapesAreRejectedBeforeLaunch) {
   const AttentionShape bad{1, 3, 2, 32, 1.0f, KvDtype::kF32};
   auto r = kernels_->decode_attention(bad, 0, 0, 0, 1, 0, 0);
