@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The KV arena (kv_arena.h) on a running cxlpoold, host backend. Run by
-// tests/bench/run-arena.sh, which starts the daemon; docs/perf.md ("KV
-// arena") has the results.
+// The KV arena (kv_arena.h) on a running cxlpoold, host backend (or the cuda
+// backend with --cuda 1). Run by tests/bench/run-arena.sh (host) and
+// tests/bench/run-cuda-client.sh (cuda), which start the daemon;
+// docs/perf.md ("KV arena", "GPU") has the results.
 //
 //   arena_bench SOCKET MODE [--key value]...
 //
@@ -35,6 +36,10 @@
 //           second against a memcpy of the same bytes.
 // Shape: --layers, --kv-heads, --head-dim, --dtype (bytes), --context,
 // --page (bytes), --region (bytes).
+// --cuda 1: the arena is device memory on CUDA device 0 (step, demand and
+// mapbw without --touch; offload needs host-addressable memory). The
+// "model's" token writes are left out there: on a GPU they are the
+// attention kernels' stores, not host work between steps.
 // The last line is "RESULT mode=... key=value ..." for scripts.
 #include <algorithm>
 #include <cerrno>
@@ -65,6 +70,7 @@ struct Options {
   uint32_t compute_us = 200;
   uint32_t offload_len = 2000, chunk = 32, cycles = 5;
   int touch = 0;
+  int cuda = 0;
   uint64_t seed = 1;
 };
 
@@ -109,7 +115,8 @@ cxlpool_kv_arena* make_arena(cxlpool_client* client, const Options& o, uint32_t 
   c.max_context = o.context;
   c.page_bytes = o.page;
   c.layout = CXLPOOL_ARENA_LAYOUT_PER_LAYER;
-  c.backend = CXLPOOL_ARENA_BACKEND_HOST;
+  c.backend = o.cuda != 0 ? CXLPOOL_ARENA_BACKEND_CUDA : CXLPOOL_ARENA_BACKEND_HOST;
+  c.device = 0;
   c.tier_id = UINT32_MAX;
   c.region_bytes = o.region;
   c.async = async;
@@ -175,7 +182,7 @@ struct Workload {
   // The model's writes for the newest token of every row (prefill's writes
   // are left out: decode is what the arena serves step after step).
   void write_tokens() {
-    for (uint32_t r = 0; r < o.batch; ++r) {
+    for (uint32_t r = 0; r < o.batch && o.cuda == 0; ++r) {
       const uint64_t off = r * row_stride + uint64_t(seq[r] - 1) * token_bytes;
       for (auto* b : bases) std::memcpy(b + off, token.data(), token_bytes);
     }
@@ -258,9 +265,9 @@ void mode_step(cxlpool_client* client, const Options& o) {
   }
   const auto& s = runs["sync"];
   const auto& a = runs["async"];
-  std::printf("RESULT mode=step batch=%u sync_mean_us=%.2f sync_p99_us=%.2f sync_max_us=%.1f async_mean_us=%.2f "
+  std::printf("RESULT mode=step backend=%s batch=%u sync_mean_us=%.2f sync_p99_us=%.2f sync_max_us=%.1f async_mean_us=%.2f "
               "async_p99_us=%.2f async_max_us=%.1f\n",
-              o.batch, mean(s.step_us), pct(s.step_us, 0.99), pct(s.step_us, 1.0), mean(a.step_us),
+              o.cuda != 0 ? "cuda" : "host", o.batch, mean(s.step_us), pct(s.step_us, 0.99), pct(s.step_us, 1.0), mean(a.step_us),
               pct(a.step_us, 0.99), pct(a.step_us, 1.0));
 }
 
@@ -340,9 +347,10 @@ void mode_mapbw(cxlpool_client* client, const Options& o) {
                 async ? "async" : "sync", st.mapped_bytes / double(1 << 30), stall_ms[async], stall_gbs[async]);
     cxlpool_kv_arena_destroy(b);
   }
-  std::printf("RESULT mode=mapbw page_kib=%lu bulk_gbs=%.2f map_only_gbs=%.2f touch_gbs=%.2f sync_gbs=%.2f "
+  std::printf("RESULT mode=mapbw backend=%s page_kib=%lu bulk_gbs=%.2f map_only_gbs=%.2f touch_gbs=%.2f sync_gbs=%.2f "
               "async_gbs=%.2f sync_stall_ms=%.1f async_stall_ms=%.1f\n",
-              (unsigned long)(o.page >> 10), bulk_gbs, map_only_gbs, touch_gbs, stall_gbs[0], stall_gbs[1],
+              o.cuda != 0 ? "cuda" : "host", (unsigned long)(o.page >> 10), bulk_gbs, map_only_gbs,
+              touch_gbs, stall_gbs[0], stall_gbs[1],
               stall_ms[0], stall_ms[1]);
 }
 
@@ -568,6 +576,7 @@ int main(int argc, char** argv) {
     else if (k == "--chunk") o.chunk = uint32_t(v);
     else if (k == "--cycles") o.cycles = uint32_t(v);
     else if (k == "--seed") o.seed = v;
+    else if (k == "--cuda") o.cuda = int(v);
     else {
       std::fprintf(stderr, "arena_bench: unknown option %s\n", k.c_str());
       return 2;
@@ -576,6 +585,10 @@ int main(int argc, char** argv) {
   if (o.min_len == 0 || o.max_len < o.min_len || o.context < 2 || o.offload_len > o.context || o.chunk == 0 ||
       o.cycles == 0) {
     std::fprintf(stderr, "arena_bench: bad lengths\n");
+    return 2;
+  }
+  if (o.cuda != 0 && (o.mode == "offload" || o.touch != 0)) {
+    std::fprintf(stderr, "arena_bench: --cuda 1 works with step, demand and mapbw without --touch\n");
     return 2;
   }
   cxlpool_client* client = nullptr;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Weight streaming, against a running cxlpoold:
 //   weights_bench --socket S --dir D [--layers N] [--layer-mib M] [--passes P] [--mode region|ssd] [--reuse-file 1]
+//                 [--target host|cuda]
 // Writes a model of N layers of M MiB (f32) into D (synced to disk, so no
 // write-back competes with the reads; --reuse-file keeps one an earlier run
 // wrote), loads it (mode region:
@@ -9,6 +10,10 @@
 // 3-slot window with prefetch depth 2 and no compute, and measures the
 // baseline in the same run: region mode memcpys the same layers from the
 // region into the same kind of window. Prints RESULT lines with GB/s.
+// --target cuda: the window is device memory on CUDA device 0 and the
+// baseline is the device's pinned H2D copy bandwidth, measured in the same
+// run with the same layer-sized copies (cuMemHostAlloc'd source, one stream,
+// synchronized per copy as the streamer's layers are).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -24,6 +29,11 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/weights.h"
 #include "cxlpool/weights/safetensors_writer.hpp"
+#include "cxlpool_build_config.h"
+#if CXLPOOL_HAVE_CUDA
+#include "device_context.hpp"
+#include "driver_api.hpp"
+#endif
 
 namespace {
 
@@ -36,10 +46,58 @@ int die(const char* what, int rc) {
   return 1;
 }
 
+// Seconds to copy `layers` layer-sized pieces of pinned host memory to a
+// 3-slot device window, `passes` times after one warm-up pass; -1 (with a
+// message) when CUDA is missing or a call fails.
+double pinned_h2d_seconds(uint64_t layer_bytes, int layers, int passes) {
+#if CXLPOOL_HAVE_CUDA
+  using namespace cxlpool;
+  auto ctx = cuda::DeviceContext::open(0);
+  if (!ctx) {
+    std::fprintf(stderr, "weights_bench: %s\n", ctx.error().message.c_str());
+    return -1;
+  }
+  const cuda::DriverApi& api = ctx->api();
+  CUstream stream = nullptr;
+  CUdeviceptr window = 0;
+  void* pinned = nullptr;
+  if (api.stream_create(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+      api.mem_alloc(&window, 3 * layer_bytes) != CUDA_SUCCESS ||
+      api.mem_host_alloc(&pinned, layer_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "weights_bench: pinned baseline: allocation failed\n");
+    return -1;
+  }
+  std::memset(pinned, 1, layer_bytes);
+  double start = 0;
+  bool failed = false;
+  for (int p = 0; p <= passes && !failed; ++p) {
+    if (p == 1) start = now_s();
+    for (int l = 0; l < layers && !failed; ++l) {
+      failed = api.memcpy_htod_async(window + (l % 3) * layer_bytes, pinned, layer_bytes, stream) !=
+                   CUDA_SUCCESS ||
+               api.stream_synchronize(stream) != CUDA_SUCCESS;
+    }
+  }
+  const double seconds = now_s() - start;
+  api.mem_free_host(pinned);
+  api.mem_free(window);
+  api.stream_destroy(stream);
+  if (failed) {
+    std::fprintf(stderr, "weights_bench: pinned baseline: copy failed\n");
+    return -1;
+  }
+  return seconds;
+#else
+  (void)layer_bytes, (void)layers, (void)passes;
+  std::fprintf(stderr, "weights_bench: built without CUDA\n");
+  return -1;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string socket, dir, mode = "region";
+  std::string socket, dir, mode = "region", target = "host";
   bool reuse_file = false;
   int layers = 16, layer_mib = 16, passes = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -51,9 +109,11 @@ int main(int argc, char** argv) {
     else if (k == "--passes") passes = std::atoi(v.c_str());
     else if (k == "--mode") mode = v;
     else if (k == "--reuse-file") reuse_file = v == "1";
+    else if (k == "--target") target = v;
   }
-  if (dir.empty() || layers < 2 || layer_mib < 1 || (mode != "region" && mode != "ssd")) {
-    std::fprintf(stderr, "usage: weights_bench --socket S --dir D [--layers N] [--layer-mib M] [--passes P] [--mode region|ssd] [--reuse-file 1]\n");
+  if (dir.empty() || layers < 2 || layer_mib < 1 || (mode != "region" && mode != "ssd") ||
+      (target != "host" && target != "cuda")) {
+    std::fprintf(stderr, "usage: weights_bench --socket S --dir D [--layers N] [--layer-mib M] [--passes P] [--mode region|ssd] [--reuse-file 1] [--target host|cuda]\n");
     return 2;
   }
   const uint64_t layer_bytes = static_cast<uint64_t>(layer_mib) << 20;
@@ -94,7 +154,9 @@ int main(int argc, char** argv) {
   std::printf("load: %d layers x %d MiB, %.2f s\n", layers, layer_mib, now_s() - t0);
 
   cxlpool_streamer_config cfg{};
-  cfg.target = CXLPOOL_STREAM_HOST;
+  const bool cuda = target == "cuda";
+  cfg.target = cuda ? CXLPOOL_STREAM_CUDA : CXLPOOL_STREAM_HOST;
+  cfg.device = 0;
   cfg.buffers = 3;
   cfg.prefetch_depth = 2;
   cxlpool_weight_streamer* s = nullptr;
@@ -109,7 +171,8 @@ int main(int argc, char** argv) {
       cxlpool_streamed_layer sl{};
       rc = cxlpool_weight_streamer_acquire(s, static_cast<uint32_t>(l), &sl);
       if (rc != 0) return die("acquire", rc);
-      sink = sink + reinterpret_cast<const float*>(sl.data[0])[1];
+      // A device window is the GPU's to read; a host one is read here.
+      if (!cuda) sink = sink + reinterpret_cast<const float*>(sl.data[0])[1];
       cxlpool_weight_streamer_release(s, static_cast<uint32_t>(l));
     }
   }
@@ -118,12 +181,22 @@ int main(int argc, char** argv) {
   const double stream_gbs = bytes / stream_s / 1e9;
   cxlpool_streamer_stats st{};
   cxlpool_weight_streamer_stats(s, &st);
-  std::printf("RESULT mode=%s stream_gbps=%.2f layers_copied=%llu layers_read=%llu wait_ms=%.1f\n", mode.c_str(),
-              stream_gbs, static_cast<unsigned long long>(st.layers_copied),
+  std::printf("RESULT mode=%s target=%s stream_gbps=%.2f layers_copied=%llu layers_read=%llu wait_ms=%.1f\n",
+              mode.c_str(), target.c_str(), stream_gbs, static_cast<unsigned long long>(st.layers_copied),
               static_cast<unsigned long long>(st.layers_read), st.wait_ns_total / 1e6);
+  if (cuda) {
+    std::printf("cuda: region registered %u, layers direct %llu, staged %llu\n", st.region_registered,
+                static_cast<unsigned long long>(st.layers_direct),
+                static_cast<unsigned long long>(st.layers_staged));
+  }
   cxlpool_weight_streamer_destroy(s);
 
-  if (mode == "region") {
+  if (cuda) {
+    const double seconds = pinned_h2d_seconds(layer_bytes, layers, passes);
+    if (seconds <= 0) return 1;
+    const double pinned_gbs = bytes / seconds / 1e9;
+    std::printf("RESULT mode=pinned_h2d pinned_gbps=%.2f ratio=%.2f\n", pinned_gbs, stream_gbs / pinned_gbs);
+  } else if (mode == "region") {
     // Baseline: the same bytes memcpy'd from the region into a 3-slot window
     // on this thread, no synchronization at all.
     void* win = ::mmap(nullptr, 3 * layer_bytes, PROT_READ | PROT_WRITE,
