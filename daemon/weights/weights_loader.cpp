@@ -50,12 +50,20 @@ Result<ClientFiles> check_client_files(std::vector<std::string> paths, std::vect
 Result<OpenedModelFiles> read_model_files(ClientFiles files, const weights::ParseLimits& limits,
                                           const std::atomic<bool>* cancel) {
   OpenedModelFiles out;
+  uint64_t header_bytes = 0;
+  size_t tensors = 0;
   for (size_t i = 0; i < files.fds.size(); ++i) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       return fail(ECANCELED, "loading was cancelled (the daemon is stopping)");
     }
-    auto file = weights::read_loaded_file(files.fds[i].get(), files.paths[i], limits);
+    // Each file gets what the earlier ones left of the load's budget.
+    weights::ParseLimits left = limits;
+    left.max_header_bytes = std::min(left.max_header_bytes, kMaxLoadHeaderBytes - header_bytes);
+    left.max_tensors = std::min(left.max_tensors, kMaxLoadTensors - tensors);
+    auto file = weights::read_loaded_file(files.fds[i].get(), files.paths[i], left);
     if (!file) return tl::unexpected(file.error());
+    header_bytes += file->header.header_bytes;
+    tensors += file->header.tensors.size();
     out.files.push_back(std::move(*file));
   }
   out.fds = std::move(files.fds);

@@ -49,14 +49,21 @@ struct ClientFiles {
 // both labels).
 Result<ClientFiles> check_client_files(std::vector<std::string> paths, std::vector<UniqueFd> fds);
 
+// What one load may make the daemon read and hold, across all its files
+// (ParseLimits bounds each file): the parsed headers stay in memory until
+// the load ends, and up to kMaxLoadsUnderWay loads run at once.
+inline constexpr uint64_t kMaxLoadHeaderBytes = 256ull << 20;
+inline constexpr size_t kMaxLoadTensors = 1u << 21;
+
 struct OpenedModelFiles {
   std::vector<UniqueFd> fds;
   std::vector<weights::LoadedFile> files;
 };
 
 // Reads and validates every file's header (worker thread). EBADMSG when a
-// file is not a valid safetensors file (the message starts with its label),
-// EIO-class errors of the reads; ECANCELED once *cancel is set.
+// file is not a valid safetensors file or the files together pass
+// kMaxLoadHeaderBytes or kMaxLoadTensors (the message starts with its
+// label), EIO-class errors of the reads; ECANCELED once *cancel is set.
 Result<OpenedModelFiles> read_model_files(ClientFiles files, const weights::ParseLimits& limits,
                                           const std::atomic<bool>* cancel = nullptr);
 

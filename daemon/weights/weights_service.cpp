@@ -68,7 +68,10 @@ void WeightsService::run(Task& task) {
       }
     }
   } else {
-    task.done = copy_resident_tensors(*task.opened, task.plan, task.region, task.cancel);
+    // The meta holds every verbatim header (up to kMaxLoadHeaderBytes): it
+    // is written here, not on the loop.
+    task.done = weights::write_region_meta(task.region, task.opened->files, task.plan);
+    if (task.done) task.done = copy_resident_tensors(*task.opened, task.plan, task.region, task.cancel);
     // The files' descriptors go on this thread, not the loop's.
     task.opened.reset();
   }
@@ -207,10 +210,6 @@ void WeightsService::finish_parse(Task& task, Model& m, std::vector<WeightsFinis
   Region& r = **region;
   m.region_id = r.id;
   std::span<std::byte> bytes(r.mapping.data(), task.plan.region_bytes);
-  if (auto ok = weights::write_region_meta(bytes, task.opened->files, task.plan); !ok) {
-    fail_model(it, ok.error(), out);
-    return;
-  }
   auto& reply = m.reply;
   reply.tier_id = r.tier_id;
   reply.files = static_cast<uint32_t>(task.opened->files.size());

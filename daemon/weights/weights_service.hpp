@@ -17,8 +17,8 @@
 // Nothing a client sends runs long on the event loop: a load checks the
 // descriptors (kernel metadata only) on the loop, then the worker thread
 // reads and parses the headers and plans the region; the loop creates the
-// region and writes its meta when that is done, then the worker copies the
-// resident bytes. The reply is deferred until the copy ends
+// region (quota and capacity checks) when that is done, then the worker
+// writes its meta and copies the resident bytes. The reply is deferred until the copy ends
 // (finish_loads). Loads and opens of a model under way wait for it.
 #pragma once
 
