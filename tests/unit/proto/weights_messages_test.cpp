@@ -101,7 +101,7 @@ std::vector<Reject> rejects() {
   add_load("RelativePath", m, "not an absolute path");
   m = load();
   m.paths.assign(kMaxWeightsFiles + 1, WeightsPath{"/x"});
-  add_load("TooManyFiles", m, "254 files, at most 253");
+  add_load("TooManyFiles", m, "251 files, at most 250");
   m = load();
   m.model = ".hidden";
   add_load("DotModel", m, "WeightsLoad.model");

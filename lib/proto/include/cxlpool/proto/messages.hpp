@@ -542,8 +542,9 @@ struct KvNamespaceDropReply {
 // kMaxWeightsModelLength bytes, so the region name fits kMaxNameLength.
 inline constexpr size_t kMaxWeightsModelLength = 180;
 // One descriptor per file travels with WeightsLoad, in one datagram: Linux
-// passes at most 253 (SCM_MAX_FD) per sendmsg.
-inline constexpr size_t kMaxWeightsFiles = 253;
+// passes at most 253 (SCM_MAX_FD) per sendmsg, and a receiver must be able
+// to see (and refuse) a few more than the limit.
+inline constexpr size_t kMaxWeightsFiles = 250;
 
 struct WeightsPath {
   std::string path;  // absolute, 1..kMaxStringLength bytes
