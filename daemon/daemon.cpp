@@ -530,6 +530,7 @@ void Daemon::close_session(uint64_t id) {
   }
   // Its leases end and its reservations are aborted.
   if (kv_) kv_->close(id);
+  if (weights_) weights_->forget_session(id);
   logger("control")->debug("client {} (pid {}) disconnected, {} handles released", id, session.pid,
                            session.handle_count);
   ++counters_.clients_closed;
@@ -558,9 +559,12 @@ void Daemon::serve(Session& session) {
     const auto& envelope = received->envelope;
     ++counters_.requests;
     ++counters_.by_type[proto::message_type_name(static_cast<proto::MsgType>(envelope.header.type))];
-    // Descriptors from clients are never expected; they are closed on scope exit.
+    // Only WeightsLoad takes descriptors from a client (the files it opened);
+    // any others are closed when this iteration ends.
     current_request_id_ = envelope.header.request_id;
+    request_fds_ = std::move(received->fds);
     auto reply = dispatch(session, envelope.message);
+    request_fds_.clear();
     if (!reply) {
       ++counters_.request_errors;
       const auto& err = reply.error();

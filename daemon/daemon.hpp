@@ -122,6 +122,8 @@ class Daemon {
   std::unique_ptr<RegionPool> pool_;
   std::unique_ptr<MigrationWorker> migrations_;
   uint32_t current_request_id_ = 0;
+  // The descriptors that came with the request being dispatched.
+  std::vector<UniqueFd> request_fds_;
   std::vector<hal::BackendReport> backends_;
   std::vector<gid_t> admin_gids_;
   // Before sessions_: a session's ring unregisters from it on destruction.

@@ -160,7 +160,10 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
             return fail(EMFILE, "client holds too many regions (max_regions_per_client)");
           }
           const bool writable = (m.flags & proto::kOpenWritable) != 0;
-          auto region = pool_->open_named(m.name, writable, session.who);
+          // A client that passed descriptors of a shared model's files may
+          // map its region whatever the mode (WeightsService::proved_access).
+          const bool proved = weights_ && weights_->proved_access(session.id, m.name);
+          auto region = pool_->open_named(m.name, writable, session.who, proved);
           if (!region) return tl::unexpected(region.error());
           return region_reply(session, **region, writable);
         } else if constexpr (std::is_same_v<T, proto::NamedUnlink>) {
@@ -239,9 +242,10 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
           const WeightsWaiter waiter{session.id, current_request_id_};
           Result<WeightsAnswer> answer;
           if constexpr (std::is_same_v<T, proto::WeightsLoad>) {
-            answer = weights_->load(m, session.who, waiter);
+            // The client's own descriptors of the files: the daemon opens no path.
+            answer = weights_->load(m, std::move(request_fds_), session.who, waiter);
           } else {
-            answer = weights_->open(m.model, waiter);
+            answer = weights_->open(m.model, session.who, waiter);
           }
           if (!answer) return tl::unexpected(answer.error());
           if (!answer->has_value()) {

@@ -87,7 +87,7 @@ uint64_t RegionPool::quota_limit(uid_t uid, uint32_t tier_id) const {
 }
 
 void RegionPool::charge(const Region& region, int64_t delta) {
-  if (!region.system) {
+  if (!region.system || region.charge_owner) {
     charge(region.owner_uid, region.tier_id, delta);
     return;
   }
@@ -173,7 +173,8 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
   const bool hugetlb = (spec.flags & proto::kAllocHugetlb) != 0 || tier.backing == EmulatedBacking::kHugetlbfs;
   // Admission uses the requested size rounded to base pages; the backing may
   // round further for huge pages, which is re-checked below.
-  if (auto ok = admit(spec.tier_id, round_up(spec.size, 4096), who.uid, !spec.system); !ok) {
+  const bool quota = !spec.system || spec.charge_owner;
+  if (auto ok = admit(spec.tier_id, round_up(spec.size, 4096), who.uid, quota); !ok) {
     return failed(ok.error());
   }
 
@@ -182,7 +183,7 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
   auto backing = backing_(tier, debug_name, spec.size, hugetlb);
   if (!backing) return failed(backing.error());
   if (backing->size != round_up(spec.size, 4096)) {
-    if (auto ok = admit(spec.tier_id, backing->size, who.uid, !spec.system); !ok) return failed(ok.error());
+    if (auto ok = admit(spec.tier_id, backing->size, who.uid, quota); !ok) return failed(ok.error());
   }
 
   auto region = std::make_unique<Region>();
@@ -199,6 +200,7 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
   region->lease_client = spec.kind == proto::RegionKind::kLeased ? who.client_id : 0;
   region->handles = 1;
   region->system = spec.system;
+  region->charge_owner = spec.system && spec.charge_owner;
   region->fd = std::move(backing->fd);
   auto mapping = Mapping::map(region->size, PROT_READ | PROT_WRITE, MAP_SHARED, region->fd.get());
   if (!mapping) return failed(mapping.error());
@@ -228,14 +230,15 @@ bool mode_allows(const Region& region, const Requester& who, bool write) {
   return (bits & 04) != 0 && (!write || (bits & 02) != 0);
 }
 
-Result<Region*> RegionPool::open_named(const std::string& name, bool writable, const Requester& who) {
+Result<Region*> RegionPool::open_named(const std::string& name, bool writable, const Requester& who,
+                                       bool read_proved) {
   auto it = names_.find(name);
   if (it == names_.end()) return fail(ENOENT, "no named region '" + name + "'");
   Region* region = find(it->second);
   if (region->system && writable) {
     return fail(EPERM, "'" + name + "' belongs to the daemon and is opened read-only only");
   }
-  if (!mode_allows(*region, who, writable)) {
+  if (!(read_proved && !writable) && !mode_allows(*region, who, writable)) {
     return fail(EACCES, "mode " + std::to_string(region->mode) + " of '" + name + "' denies " +
                             (writable ? "read-write" : "read") + " access to uid " +
                             std::to_string(who.uid));

@@ -56,6 +56,9 @@ struct Region {
   // but to no uid's quota; no client may map it writable, unlink it or move
   // its pages, whatever its mode or their admin rights.
   bool system = false;
+  // A system region made on a client's behalf (a shared model): charged to
+  // its owner's quota like a client's region.
+  bool charge_owner = false;
   UniqueFd fd;
   Mapping mapping;            // the daemon's own mapping, used to place and move pages
 };
@@ -92,6 +95,7 @@ struct CreateSpec {
   std::string name;    // named regions
   uint32_t mode = 0600;
   bool system = false;  // see Region::system
+  bool charge_owner = false;  // see Region::charge_owner; the requester's quota is checked
 };
 
 struct PoolLimits {
@@ -124,8 +128,12 @@ class RegionPool {
 
   // Creates a region with one handle for the requester.
   Result<Region*> create(const CreateSpec& spec, const Requester& who);
-  // Opens a named region (checks its mode); adds one handle.
-  Result<Region*> open_named(const std::string& name, bool writable, const Requester& who);
+  // Opens a named region (checks its mode); adds one handle. `read_proved`:
+  // the caller has established that `who` may read it (a client that passed
+  // descriptors of a shared model's files), so a read-only open skips the
+  // mode check.
+  Result<Region*> open_named(const std::string& name, bool writable, const Requester& who,
+                             bool read_proved = false);
   // Removes a name (owner or admin); the region goes with its last handle.
   Result<void> unlink_named(const std::string& name, const Requester& who);
   // Drops one handle; destroys the region when nothing refers to it.

@@ -3,42 +3,70 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
 namespace cxlpool::daemon {
-namespace {
 
-// The same rule the kernel applies for a plain open(O_RDONLY), without ACLs.
-bool may_read(const struct stat& st, const Requester& who) {
-  if (who.admin || who.uid == 0) return true;
-  if (st.st_uid == who.uid) return (st.st_mode & S_IRUSR) != 0;
-  bool in_group = st.st_gid == who.gid ||
-                  std::find(who.groups.begin(), who.groups.end(), st.st_gid) != who.groups.end();
-  if (in_group) return (st.st_mode & S_IRGRP) != 0;
-  return (st.st_mode & S_IROTH) != 0;
+Result<ClientFiles> check_client_files(std::vector<std::string> paths, std::vector<UniqueFd> fds) {
+  if (fds.size() != paths.size()) {
+    return fail(EINVAL, "WeightsLoad carries " + std::to_string(fds.size()) + " descriptors for " +
+                            std::to_string(paths.size()) +
+                            " files: the client opens each file itself and passes one descriptor per path");
+  }
+  ClientFiles out;
+  std::map<FileIdentity, size_t> seen;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    const std::string& label = paths[i];
+    const int fd = fds[i].get();
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) return fail_errno(label);
+    if ((flags & O_PATH) != 0 || (flags & O_ACCMODE) == O_WRONLY) {
+      return fail(EBADF, label + ": the descriptor is not open for reading");
+    }
+    // Cached attributes only: a network or FUSE file system must not make
+    // the event loop wait for its server.
+    struct statx stx {};
+    if (::statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE | STATX_INO,
+                &stx) != 0) {
+      return fail_errno(label);
+    }
+    if (!S_ISREG(stx.stx_mode)) return fail(EINVAL, label + ": not a regular file");
+    const FileIdentity id{makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino};
+    if (auto [it, fresh] = seen.emplace(id, i); !fresh) {
+      return fail(EINVAL, label + ": the same file as " + paths[it->second] + " (listed twice)");
+    }
+    out.ids.push_back(id);
+    out.read_mode &= stx.stx_mode & 0444;
+  }
+  out.paths = std::move(paths);
+  out.fds = std::move(fds);
+  return out;
 }
 
-}  // namespace
-
-Result<OpenedModelFiles> open_model_files(const std::vector<std::string>& paths, const Requester& who) {
+Result<OpenedModelFiles> read_model_files(ClientFiles files, const weights::ParseLimits& limits,
+                                          const std::atomic<bool>* cancel) {
   OpenedModelFiles out;
-  for (const auto& path : paths) {
-    for (const auto& seen : out.files) {
-      if (seen.path == path) return fail(EINVAL, path + ": listed twice");
+  uint64_t header_bytes = 0;
+  size_t tensors = 0;
+  for (size_t i = 0; i < files.fds.size(); ++i) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      return fail(ECANCELED, "loading was cancelled (the daemon is stopping)");
     }
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-    if (!fd) return fail_errno(path);
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return fail_errno(path);
-    if (!S_ISREG(st.st_mode)) return fail(EINVAL, path + ": not a regular file");
-    if (!may_read(st, who)) return fail(EACCES, path + ": the client may not read it");
-    auto file = weights::read_loaded_file(fd.get(), path);
+    // Each file gets what the earlier ones left of the load's budget.
+    weights::ParseLimits left = limits;
+    left.max_header_bytes = std::min(left.max_header_bytes, kMaxLoadHeaderBytes - header_bytes);
+    left.max_tensors = std::min(left.max_tensors, kMaxLoadTensors - tensors);
+    auto file = weights::read_loaded_file(files.fds[i].get(), files.paths[i], left);
     if (!file) return tl::unexpected(file.error());
-    out.fds.push_back(std::move(fd));
+    header_bytes += file->header.header_bytes;
+    tensors += file->header.tensors.size();
     out.files.push_back(std::move(*file));
   }
+  out.fds = std::move(files.fds);
   return out;
 }
 

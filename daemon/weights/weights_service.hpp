@@ -1,16 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shared model weights: each model's safetensors files are validated and
-// loaded once into a system named region "cxlpool-w-<model>" (mode 0444:
-// every client maps the same pages read-only; no client may write, unlink or
-// move it). The region's layout is lib/weights/region_layout.hpp's. Tensors
-// past the model's residency budget stay in their files, which clients read
+// loaded once into a system named region "cxlpool-w-<model>": every client
+// maps the same pages read-only; no client may write, unlink or move it.
+// The region's layout is lib/weights/region_layout.hpp's. Tensors past the
+// model's residency budget stay in their files, which clients read
 // themselves.
 //
-// A load validates the headers and creates the region on the event loop
-// (headers are small), then copies the resident bytes on a worker thread
-// so the loop keeps serving other clients; the reply is deferred until the
-// copy ends (finish_loads). Loads and opens of a model whose copy is under
-// way wait for it and are answered with it.
+// Who may do what (docs/weights.md): the daemon reads only descriptors the
+// client opened itself (weights_loader.hpp). The region belongs to the
+// loader's uid, is charged to its quota on the tier, and its mode is the
+// intersection of the files' read bits; WeightsOpen and NamedOpen check
+// that mode. A client that passes descriptors of the very files (same
+// device and inode) a loaded model came from has proved it can read them
+// and is answered like an open, mode or not.
+//
+// Nothing a client sends runs long on the event loop: a load checks the
+// descriptors (kernel metadata only) on the loop, then the worker thread
+// reads and parses the headers and plans the region; the loop creates the
+// region (quota and capacity checks) when that is done, then the worker
+// writes its meta and copies the resident bytes. The reply is deferred until the copy ends
+// (finish_loads). Loads and opens of a model under way wait for it.
 #pragma once
 
 #include <atomic>
@@ -18,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +41,9 @@
 namespace cxlpool::daemon {
 
 inline constexpr std::string_view kWeightsRegionPrefix = "cxlpool-w-";
+// Models being parsed or copied at once: each holds its files' descriptors
+// in the daemon until it ends, so the daemon's descriptor table stays bounded.
+inline constexpr size_t kMaxLoadsUnderWay = 8;
 
 struct WeightsCounters {
   uint64_t loads = 0;           // models loaded
@@ -40,7 +53,9 @@ struct WeightsCounters {
   uint64_t rejected_files = 0;  // malformed safetensors files
   uint64_t bytes_loaded = 0;    // resident tensor bytes copied in
   uint64_t load_ns = 0;
-  uint64_t waited = 0;          // loads/opens that waited for a copy under way
+  uint64_t parse_ns = 0;        // reading and parsing headers (worker thread)
+  uint64_t waited = 0;          // loads/opens that waited for a load under way
+  uint64_t access_denied = 0;   // opens refused by the region's mode
 };
 
 // Who gets a deferred reply: a session's request.
@@ -59,68 +74,103 @@ struct WeightsFinished {
 
 class WeightsService {
  public:
-  explicit WeightsService(RegionPool& pool);
+  explicit WeightsService(RegionPool& pool, weights::ParseLimits limits = {});
   ~WeightsService();
 
-  // Starts the copy thread.
+  // Starts the worker thread.
   Result<void> start();
   // Readable when finish_loads() has answers.
   int event_fd() const { return worker_.event_fd(); }
 
-  // Loads `req.model` or, when it is loaded from the same files, opens it.
-  // EEXIST: loaded (or loading) from other files; EBADMSG: a malformed
-  // file; EACCES: a file the client cannot read; ENOENT: no such tier;
-  // ENOSPC: tier full. Copy errors come through finish_loads().
-  Result<WeightsAnswer> load(const proto::WeightsLoad& req, const Requester& who, WeightsWaiter waiter);
-  // ENOENT when the model is not loaded (nor loading).
-  Result<WeightsAnswer> open(const std::string& model, WeightsWaiter waiter);
-  // Owner or admin (EPERM otherwise); EBUSY while its copy is under way.
+  // Loads `req.model` from `fds` (one per path, opened by the client) or,
+  // when it is loaded from the same files (by identity), opens it.
+  // EINVAL/EBADF: descriptors that are missing, not for reading, not
+  // regular files or one file twice (check_client_files); EEXIST: loaded
+  // (or loading) from other files; ENOENT: no such tier; ENODEV: no DRAM
+  // tier; EBUSY: kMaxLoadsUnderWay loads under way. Parse (EBADMSG), quota
+  // (EDQUOT), capacity (ENOSPC) and copy errors come through finish_loads().
+  Result<WeightsAnswer> load(const proto::WeightsLoad& req, std::vector<UniqueFd> fds, const Requester& who,
+                             WeightsWaiter waiter);
+  // ENOENT when the model is not loaded (nor loading); EACCES when the
+  // region's mode denies `who` and this session has not proved access.
+  Result<WeightsAnswer> open(const std::string& model, const Requester& who, WeightsWaiter waiter);
+  // Whether this session passed descriptors of the files of the loaded
+  // model whose region is `region_name` (NamedOpen then skips the mode check).
+  bool proved_access(uint64_t session_id, const std::string& region_name) const;
+  void forget_session(uint64_t session_id);
+  // Owner or admin (EPERM otherwise); EBUSY while its load is under way.
   // Mappings stay valid, the pages go with the last handle.
   Result<proto::WeightsUnloadReply> unload(const std::string& model, const Requester& who);
-  // Loaded models (not those still copying).
+  // Loaded models (not those still loading).
   proto::WeightsListReply list() const;
   void add_counters(std::vector<proto::Counter>& out) const;
-  // Answers for the copies that ended: the loader gets `loaded = 1`, the
-  // requests that waited an open's reply; a failed copy answers them all
-  // with its error and drops the model. Waiters whose session is gone are
-  // the caller's to skip; the model stays loaded either way.
+  // Answers for the loads that ended, and creates the region of those whose
+  // headers were parsed (then their copy starts). The loader gets `loaded =
+  // 1`, the requests that waited an open's reply (or EACCES); a failed load
+  // answers them all with its error and drops the model. Waiters whose
+  // session is gone are the caller's to skip.
   std::vector<WeightsFinished> finish_loads();
-  // Stops the copy thread: a copy under way ends with ECANCELED (its
+  // Stops the worker thread: a load under way ends with ECANCELED (its
   // answers come from the next finish_loads).
   void stop();
   // Releases every region (shutdown, after stop, before the pool goes).
   void clear();
 
  private:
+  struct Waiter {
+    WeightsWaiter to;
+    Requester who;
+    bool proved = false;  // passed descriptors of the model's files
+  };
+  enum class Stage { kParsing, kCopying, kLoaded };
   struct Model {
     std::string name;
-    std::vector<std::string> paths;
-    uint64_t region_id = 0;
-    uid_t owner_uid = 0;
+    uint64_t generation = 0;
+    std::vector<std::string> paths;  // labels
+    std::vector<FileIdentity> ids;
+    uint32_t mode = 0444;
+    uint32_t tier_id = 0;
+    Requester loader;
+    uint64_t region_id = 0;  // 0 while parsing
     uint32_t opens = 0;
-    bool loading = false;
-    std::vector<WeightsWaiter> waiters;  // while loading; the loader first
+    Stage stage = Stage::kParsing;
+    std::vector<Waiter> waiters;  // while loading; the loader first
+    std::set<uint64_t> proved_sessions;
     uint64_t started_ns = 0;
     proto::WeightsLoadReply reply;
   };
-  struct CopyTask {
+  struct Task {
+    bool copy = false;  // false: read and parse the headers and plan
     std::string model;
-    std::shared_ptr<OpenedModelFiles> opened;
+    uint64_t generation = 0;
+    std::unique_ptr<ClientFiles> files;  // parse (a pointer: tasks must move without throwing)
+    uint64_t max_resident_bytes = 0;    // parse
+    const weights::ParseLimits* limits = nullptr;
+    std::shared_ptr<OpenedModelFiles> opened;  // parse's result, copy's input
     weights::RegionPlan plan;
-    std::span<std::byte> region;
+    std::span<std::byte> region;        // copy
     const std::atomic<bool>* cancel = nullptr;
-    Result<void> copied;
+    uint64_t elapsed_ns = 0;
+    Result<void> done;
   };
+  static void run(Task& task);
+  void finish_parse(Task& task, Model& model, std::vector<WeightsFinished>& out);
+  void finish_copy(Task& task, Model& model, std::vector<WeightsFinished>& out);
+  void fail_model(std::map<std::string, Model>::iterator it, const Error& e, std::vector<WeightsFinished>& out);
   void drop(Model& model);
-  Result<proto::WeightsLoadReply> open_loaded(Model& model);
+  bool may_open(const Model& model, const Requester& who, uint64_t session_id) const;
+  Result<proto::WeightsLoadReply> open_loaded(Model& model, const Requester& who, uint64_t session_id,
+                                              bool proved);
   Error count_failure(const std::string& model, const Error& e);
 
   RegionPool& pool_;
+  weights::ParseLimits limits_;
   std::map<std::string, Model> models_;
+  uint64_t next_generation_ = 1;
   WeightsCounters counters_;
   std::atomic<bool> cancel_{false};
   // Last: its thread copies into regions the members above own.
-  TaskWorker<CopyTask> worker_;
+  TaskWorker<Task> worker_;
 };
 
 }  // namespace cxlpool::daemon

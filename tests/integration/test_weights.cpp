@@ -6,7 +6,9 @@
 // bytes; unload is for the owner and leaves existing mappings readable; a
 // big load copies off the daemon's event loop (other clients are answered
 // meanwhile, a second load of the model waits for the first, a loader that
-// disconnects meanwhile harms nobody).
+// disconnects meanwhile harms nobody). The daemon reads only descriptors
+// the client opened: another user cannot get at a file it could not read,
+// and the model's region is no easier to open than its files.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -14,9 +16,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <thread>
+#include <variant>
 
 #include <cerrno>
 #include <cstdint>
@@ -30,6 +35,7 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/weights.h"
 #include "daemon_process.hpp"
+#include "raw_socket.hpp"
 #include "test_config.hpp"
 
 namespace cxlpool::integration {
@@ -404,6 +410,270 @@ TEST_F(Weights, BigLoadCopiesOffTheEventLoop) {
   EXPECT_EQ(static_cast<const float*>(t.data)[999], big_value(3, 999));
   cxlpool_weights_close(w);
   EXPECT_EQ(cxlpool_weights_unload(client_, "big"), 0);
+}
+
+
+// A copy of the small model with the given mode (owned by root, the test).
+std::string model_with_mode(const std::string& dir, const std::string& name, mode_t mode) {
+  std::string path = write_model(dir, name);
+  EXPECT_EQ(::chmod(path.c_str(), mode), 0);
+  return path;
+}
+
+class WeightsAccess : public Weights {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "acting as a second user (nobody) needs root";
+    Weights::SetUp();
+  }
+};
+
+TEST_F(WeightsAccess, NobodyCannotLoadAFileItCannotRead) {
+  const std::string path = model_with_mode(daemon_.dir(), "private.safetensors", 0600);
+  const std::string socket = daemon_.socket();
+  ForkedChild nobody([&](int fd) {
+    cxlpool_client* c = nullptr;
+    if (cxlpool_connect(socket.c_str(), "nobody", &c) != 0) return 1;
+    const char* paths[] = {path.c_str()};
+    cxlpool_weights* w = nullptr;
+    // The library opens the file with nobody's rights: nothing is sent.
+    if (cxlpool_weights_load(c, "stolen", paths, 1, nullptr, &w) != -EACCES) return 2;
+    std::string err = cxlpool_last_error();
+    if (err.find(path) == std::string::npos) return 3;
+    cxlpool_disconnect(c);
+    // Without the library: the path alone, no descriptor. The daemon refuses.
+    UniqueFd raw = raw_connect(socket);
+    if (!raw || !send_encoded(raw.get(), 1, proto::Hello{})) return 4;
+    auto hello = recv_reply(raw.get(), std::chrono::seconds(5));
+    if (!hello || !std::holds_alternative<proto::HelloReply>(hello->envelope.message)) return 5;
+    proto::WeightsLoad load;
+    load.model = "stolen";
+    load.paths.push_back({path});
+    if (!send_encoded(raw.get(), 2, load)) return 6;
+    auto reply = recv_reply(raw.get(), std::chrono::seconds(5));
+    if (!reply) return 7;
+    const auto* error = std::get_if<proto::ErrorReply>(&reply->envelope.message);
+    if (error == nullptr) return 8;
+    const std::string line = std::to_string(error->code) + " " + error->message + "\n";
+    if (::write(fd, line.data(), line.size()) < 0) return 9;
+    return 0;
+  }, RunAs{});
+  auto line = nobody.read_line(std::chrono::seconds(10));
+  EXPECT_EQ(nobody.wait(std::chrono::seconds(10)), 0);
+  ASSERT_TRUE(line);
+  EXPECT_EQ(line->rfind(std::to_string(EINVAL) + " ", 0), 0u) << *line;
+  EXPECT_NE(line->find("0 descriptors for 1 files"), std::string::npos) << *line;
+  // Nothing was loaded, and no error quoted the file.
+  auto st = weight_stats(client_);
+  EXPECT_EQ(st["weights.models"], 0u);
+  EXPECT_EQ(st["weights.loading"], 0u);
+}
+
+TEST_F(WeightsAccess, TheRegionIsNoEasierToOpenThanItsFiles) {
+  const std::string private_path = model_with_mode(daemon_.dir(), "private.safetensors", 0600);
+  const std::string public_path = model_with_mode(daemon_.dir(), "public.safetensors", 0644);
+  const char* private_paths[] = {private_path.c_str()};
+  const char* public_paths[] = {public_path.c_str()};
+  cxlpool_weights* priv = nullptr;
+  cxlpool_weights* pub = nullptr;
+  ASSERT_EQ(cxlpool_weights_load(client_, "private", private_paths, 1, nullptr, &priv), 0) << cxlpool_last_error();
+  ASSERT_EQ(cxlpool_weights_load(client_, "public", public_paths, 1, nullptr, &pub), 0) << cxlpool_last_error();
+  const std::string socket = daemon_.socket();
+  ForkedChild nobody([&](int fd) {
+    ChildChecks check(fd);
+    cxlpool_client* c = nullptr;
+    if (cxlpool_connect(socket.c_str(), "nobody", &c) != 0) return 1;
+    cxlpool_weights* w = nullptr;
+    check.expect_eq(cxlpool_weights_open(c, "private", &w), -EACCES, "WeightsOpen of the 0600 model", __LINE__);
+    cxlpool_region* r = nullptr;
+    check.expect_eq(cxlpool_named_open(c, "cxlpool-w-private", 0, &r), -EACCES, "NamedOpen of its region", __LINE__);
+    check.expect_eq(cxlpool_weights_open(c, "public", &w), 0, "WeightsOpen of the 0644 model", __LINE__);
+    if (w != nullptr) {
+      cxlpool_weight_tensor t{};
+      check.expect_eq(cxlpool_weights_find(w, "layers.1.w", &t), 0, "find", __LINE__);
+      if (t.data != nullptr) {
+        check.expect_eq(static_cast<const float*>(t.data)[7], value_of(1, 7), "a byte of the model", __LINE__);
+      }
+      cxlpool_weights_close(w);
+    }
+    check.expect_eq(cxlpool_named_open(c, "cxlpool-w-public", 0, &r), 0, "NamedOpen of its region", __LINE__);
+    if (r != nullptr) cxlpool_region_free(r);
+    cxlpool_disconnect(c);
+    return 0;
+  }, RunAs{});
+  const std::string report = nobody.read_all(std::chrono::seconds(20));
+  EXPECT_EQ(nobody.wait(std::chrono::seconds(10)), 0) << report;
+  EXPECT_EQ(report, "") << report;
+  cxlpool_weights_close(priv);
+  cxlpool_weights_close(pub);
+}
+
+TEST_F(WeightsAccess, DescriptorsOfTheSameFilesProveAccess) {
+  // Nobody's own file, readable by nobody only: root loads it; the region
+  // is 0400 root, so nobody cannot open it by name, but passing descriptors
+  // of the very file proves it may read it.
+  const std::string path = model_with_mode(daemon_.dir(), "nobodys.safetensors", 0400);
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
+  const char* paths[] = {path.c_str()};
+  cxlpool_weights* w = nullptr;
+  ASSERT_EQ(cxlpool_weights_load(client_, "nobodys", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  const std::string socket = daemon_.socket();
+  ForkedChild nobody([&](int fd) {
+    ChildChecks check(fd);
+    cxlpool_client* c = nullptr;
+    if (cxlpool_connect(socket.c_str(), "nobody", &c) != 0) return 1;
+    cxlpool_weights* mine = nullptr;
+    check.expect_eq(cxlpool_weights_open(c, "nobodys", &mine), -EACCES, "open by name", __LINE__);
+    check.expect_eq(cxlpool_weights_load(c, "nobodys", paths, 1, nullptr, &mine), 0, "load from the files", __LINE__);
+    if (mine != nullptr) {
+      cxlpool_weight_tensor t{};
+      check.expect_eq(cxlpool_weights_find(mine, "layers.3.w", &t), 0, "find", __LINE__);
+      if (t.data != nullptr) check.expect_eq(static_cast<const float*>(t.data)[5], value_of(3, 5), "data", __LINE__);
+      cxlpool_weights_close(mine);
+    }
+    cxlpool_disconnect(c);
+    // The proof belongs to the connection that gave it.
+    if (cxlpool_connect(socket.c_str(), "nobody-again", &c) != 0) return 2;
+    check.expect_eq(cxlpool_weights_open(c, "nobodys", &mine), -EACCES, "open by name again", __LINE__);
+    cxlpool_disconnect(c);
+    return 0;
+  }, RunAs{});
+  const std::string report = nobody.read_all(std::chrono::seconds(20));
+  EXPECT_EQ(nobody.wait(std::chrono::seconds(10)), 0) << report;
+  EXPECT_EQ(report, "") << report;
+  cxlpool_weights_close(w);
+}
+
+TEST_F(Weights, OneFileUnderTwoNamesIsOneFile) {
+  const std::string path = write_model(daemon_.dir(), "m.safetensors");
+  const std::string link = daemon_.dir() + "/hardlink.safetensors";
+  const std::string sym = daemon_.dir() + "/symlink.safetensors";
+  ASSERT_EQ(::link(path.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::symlink(path.c_str(), sym.c_str()), 0);
+  const std::string dotted = daemon_.dir() + "/./m.safetensors";
+  for (const std::string& other : {link, sym, dotted, path}) {
+    SCOPED_TRACE(other);
+    const char* paths[] = {path.c_str(), other.c_str()};
+    cxlpool_weights* w = nullptr;
+    EXPECT_EQ(cxlpool_weights_load(client_, "twice", paths, 2, nullptr, &w), -EINVAL);
+    EXPECT_NE(std::string(cxlpool_last_error()).find("the same file as"), std::string::npos) << cxlpool_last_error();
+  }
+  // Loaded through one name, the others are the same files: opened, not loaded again.
+  const char* first[] = {path.c_str()};
+  cxlpool_weights* w = nullptr;
+  ASSERT_EQ(cxlpool_weights_load(client_, "once", first, 1, nullptr, &w), 0) << cxlpool_last_error();
+  for (const std::string& other : {link, sym, dotted}) {
+    const char* paths[] = {other.c_str()};
+    cxlpool_weights* again = nullptr;
+    ASSERT_EQ(cxlpool_weights_load(client_, "once", paths, 1, nullptr, &again), 0) << cxlpool_last_error();
+    cxlpool_weights_close(again);
+  }
+  auto st = weight_stats(client_);
+  EXPECT_EQ(st["weights.loads"], 1u);
+  EXPECT_EQ(st["weights.opens"], 3u);
+  // A copy with the same bytes is another file.
+  const std::string copy = write_model(daemon_.dir(), "copy.safetensors");
+  const char* copied[] = {copy.c_str()};
+  cxlpool_weights* other = nullptr;
+  EXPECT_EQ(cxlpool_weights_load(client_, "once", copied, 1, nullptr, &other), -EEXIST);
+  cxlpool_weights_close(w);
+}
+
+class WeightsQuota : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(daemon_.start());
+    ASSERT_EQ(cxlpool_connect(daemon_.socket().c_str(), "weights-quota", &client_), 0);
+    ASSERT_EQ(cxlpool_tier_by_name(client_, kEmuTier, &emu_), 0) << cxlpool_last_error();
+  }
+  void TearDown() override {
+    if (client_ != nullptr) cxlpool_disconnect(client_);
+  }
+  // Every uid may hold 2 MiB per tier; the model's region is about 700 KiB.
+  DaemonProcess daemon_{TestConfig{.tables = "[quota]\ndefault_bytes = \"2M\"\n"}.render()};
+  cxlpool_client* client_ = nullptr;
+  cxlpool_tier_info emu_{};
+};
+
+TEST_F(WeightsQuota, TheRegionIsChargedToTheLoader) {
+  const std::string path = write_model(daemon_.dir(), "m.safetensors");
+  const char* paths[] = {path.c_str()};
+  cxlpool_weights_load_options opts{};
+  opts.tier_id = emu_.id;
+  cxlpool_weights* w = nullptr;
+  ASSERT_EQ(cxlpool_weights_load(client_, "charged", paths, 1, &opts, &w), 0) << cxlpool_last_error();
+  // 1.5 MiB more does not fit next to the model's region.
+  cxlpool_region* r = nullptr;
+  EXPECT_EQ(cxlpool_region_alloc(client_, emu_.id, 3 * kMiB / 2, 0, &r), -EDQUOT) << cxlpool_last_error();
+  // Unloaded and unmapped, the charge is gone.
+  cxlpool_weights_close(w);
+  ASSERT_EQ(cxlpool_weights_unload(client_, "charged"), 0);
+  ASSERT_EQ(cxlpool_region_alloc(client_, emu_.id, 3 * kMiB / 2, 0, &r), 0) << cxlpool_last_error();
+  // A model bigger than what is left of the quota is refused.
+  EXPECT_EQ(cxlpool_weights_load(client_, "charged", paths, 1, &opts, &w), -EDQUOT) << cxlpool_last_error();
+  EXPECT_NE(std::string(cxlpool_last_error()).find("quota"), std::string::npos) << cxlpool_last_error();
+  cxlpool_region_free(r);
+  auto st = weight_stats(client_);
+  EXPECT_EQ(st["weights.models"], 0u);
+  EXPECT_EQ(st["weights.loading"], 0u);
+}
+
+// A safetensors file of `n` one-byte tensors: a big header, little data.
+std::string write_many_tensors(const std::string& dir, size_t n) {
+  std::string json = "{";
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) json += ",";
+    json += "\"model.layers." + std::to_string(i / 64) + ".w" + std::to_string(i % 64) +
+            "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" + std::to_string(i) + "," +
+            std::to_string(i + 1) + "]}";
+  }
+  json += "}";
+  return write_raw(dir, "many.safetensors", json, n);
+}
+
+TEST_F(Weights, AHugeHeaderDoesNotStallOtherClients) {
+  constexpr size_t kTensors = 40000;  // a 3 MB header: 37 s on the event loop with the old parser
+  const std::string path = write_many_tensors(daemon_.dir(), kTensors);
+  const std::string socket = daemon_.socket();
+  ForkedChild loader([&](int fd) {
+    cxlpool_client* c = nullptr;
+    if (cxlpool_connect(socket.c_str(), "many-loader", &c) != 0) return 1;
+    const char* paths[] = {path.c_str()};
+    cxlpool_weights* w = nullptr;
+    if (cxlpool_weights_load(c, "many", paths, 1, nullptr, &w) != 0) return 2;
+    if (cxlpool_weights_count(w) != static_cast<int>(kTensors)) return 3;
+    if (::write(fd, "ok\n", 3) < 0) return 4;
+    cxlpool_weights_close(w);
+    cxlpool_disconnect(c);
+    return 0;
+  });
+  // Status requests in a loop until the load is answered: each must come
+  // back within a bound only a frozen event loop would miss.
+  std::vector<double> ms;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int loaded = -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<cxlpool_stat> stats(512);
+    ASSERT_GT(cxlpool_stats(client_, stats.data(), stats.size()), 0) << cxlpool_last_error();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    for (const auto& s : stats) {
+      if (std::string(s.name) == "weights.models") loaded = static_cast<int>(s.value);
+    }
+    if (loaded == 1) break;
+  }
+  auto line = loader.read_line(std::chrono::seconds(60));
+  ASSERT_TRUE(line);
+  EXPECT_EQ(*line, "ok");
+  EXPECT_EQ(loader.wait(std::chrono::seconds(10)), 0);
+  ASSERT_EQ(loaded, 1);
+  ASSERT_FALSE(ms.empty());
+  std::sort(ms.begin(), ms.end());
+  const double p50 = ms[ms.size() / 2];
+  const double p99 = ms[std::min(ms.size() - 1, ms.size() * 99 / 100)];
+  std::printf("[ stall    ] %zu requests while loading %zu tensors: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+              ms.size(), kTensors, p50, p99, ms.back());
+  EXPECT_LT(ms.back(), 1000.0) << "a request waited a second: the event loop was stalled";
 }
 
 }  // namespace

@@ -104,12 +104,12 @@ bool Connection::closed() {
   return broken_;
 }
 
-Result<proto::Received> Connection::call(const proto::Message& request) {
+Result<proto::Received> Connection::call(const proto::Message& request, std::span<const int> fds) {
   std::lock_guard lock(mutex_);
   if (broken_) return fail(ENOTCONN, "connection to cxlpoold is closed");
   const uint32_t id = next_request_id_++;
   if (next_request_id_ == 0) next_request_id_ = 1;
-  auto sent = proto::send_message(sock_.get(), id, request, {}, hello_.version ? hello_.version : proto::kVersionMax);
+  auto sent = proto::send_message(sock_.get(), id, request, fds, hello_.version ? hello_.version : proto::kVersionMax);
   if (!sent) {
     if (sent.error().code == EPIPE || sent.error().code == ECONNRESET) {
       broken_ = true;

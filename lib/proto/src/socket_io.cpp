@@ -54,6 +54,11 @@ size_t descriptor_count(MsgType type) {
   }
 }
 
+size_t descriptor_count(const Message& message) {
+  if (const auto* load = std::get_if<WeightsLoad>(&message)) return load->paths.size();
+  return descriptor_count(message_type(message));
+}
+
 Result<void> send_message(int sock, uint32_t request_id, const Message& message,
                           std::span<const int> fds, uint16_t version) {
   const char* name = message_type_name(message_type(message));

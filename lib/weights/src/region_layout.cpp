@@ -23,23 +23,15 @@ bool inside(uint64_t off, uint64_t len, uint64_t size) { return off <= size && l
 }  // namespace
 
 Result<LoadedFile> read_loaded_file(int fd, std::string path, const ParseLimits& limits) {
-  auto h = read_header(fd, limits);
+  // Read once and parse the kept copy: the bytes kept are the bytes validated.
+  auto text = read_header_text(fd, limits);
+  if (!text) return fail(text.error().code, path + ": " + text.error().message);
+  auto h = parse_header(text->json, text->file_size, limits);
   if (!h) return fail(h.error().code, path + ": " + h.error().message);
   LoadedFile file;
-  file.header_json.resize(h->header_bytes);
-  size_t done = 0;
-  while (done < file.header_json.size()) {
-    ssize_t r = ::pread(fd, file.header_json.data() + done, file.header_json.size() - done,
-                        static_cast<off_t>(kSafetensorsPrefixBytes + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return fail(r < 0 ? errno : EBADMSG, path + ": header changed while reading it");
-    done += static_cast<size_t>(r);
-  }
-  // The bytes kept must be the bytes validated: parse the kept copy.
-  auto again = parse_header(file.header_json, h->data_offset + h->data_bytes, limits);
-  if (!again) return fail(again.error().code, path + ": " + again.error().message);
-  file.header = std::move(*again);
-  file.file_size = h->data_offset + h->data_bytes;
+  file.header_json = std::move(text->json);
+  file.header = std::move(*h);
+  file.file_size = text->file_size;
   file.path = std::move(path);
   return file;
 }

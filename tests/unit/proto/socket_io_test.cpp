@@ -281,8 +281,8 @@ TEST(ProtoSocket, ManyFdsWithPasscredStillRejectedAndClosed) {
 
 TEST(ProtoSocket, SenderRefusesTooManyOrInvalidFds) {
   Pair p = make_pair();
-  const int five[] = {0, 1, 2, 0, 1};
-  auto too_many = send_message(p.a.get(), 1, Ok{}, five);
+  const std::vector<int> one_too_many(kMaxFdsPerMessage + 1, 0);
+  auto too_many = send_message(p.a.get(), 1, Ok{}, one_too_many);
   ASSERT_FALSE(too_many);
   EXPECT_EQ(too_many.error().code, EINVAL);
   const int bad[] = {-1};

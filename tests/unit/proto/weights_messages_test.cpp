@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cxlpool/proto/messages.hpp"
+#include "cxlpool/proto/socket_io.hpp"
 #include "wire_builder.hpp"
 
 namespace cxlpool::proto {
@@ -100,7 +101,7 @@ std::vector<Reject> rejects() {
   add_load("RelativePath", m, "not an absolute path");
   m = load();
   m.paths.assign(kMaxWeightsFiles + 1, WeightsPath{"/x"});
-  add_load("TooManyFiles", m, "at most 256");
+  add_load("TooManyFiles", m, "251 files, at most 250");
   m = load();
   m.model = ".hidden";
   add_load("DotModel", m, "WeightsLoad.model");
@@ -155,6 +156,18 @@ TEST(WeightsMessages, TruncatedAndTrailingBytes) {
   EXPECT_EQ(decode(bytes).error().code, EPROTO);
   EXPECT_FALSE(decode(datagram(MsgType::kWeightsUnloadReply, Bytes().u64(1).u8(0))));
   EXPECT_FALSE(decode(datagram(MsgType::kWeightsList, Bytes().u8(0))));
+}
+
+TEST(WeightsMessages, LoadCarriesOneDescriptorPerPath) {
+  WeightsLoad m;
+  m.model = "m";
+  m.paths = {WeightsPath{"/a"}, WeightsPath{"/b"}, WeightsPath{"/c"}};
+  EXPECT_EQ(descriptor_count(Message(m)), 3u);
+  EXPECT_EQ(descriptor_count(MsgType::kWeightsLoad), 0u);  // per message, not per type
+  EXPECT_EQ(descriptor_count(Message(WeightsOpen{"m"})), 0u);
+  EXPECT_EQ(descriptor_count(Message(RegionReply{})), 1u);
+  // The most files a load may name travel in one datagram.
+  EXPECT_EQ(kMaxFdsPerMessage, kMaxWeightsFiles);
 }
 
 }  // namespace

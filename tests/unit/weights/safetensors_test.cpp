@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 
@@ -136,6 +139,179 @@ TEST(Safetensors, ReadsFromAFile) {
   EXPECT_NE(bad.error().message.find(path), std::string::npos);
   unlink(path);
   EXPECT_EQ(read_header_file(path).error().code, ENOENT);
+}
+
+
+// N one-byte tensors, the shape of a big model's header.
+std::string many_tensors(size_t n) {
+  std::string json = "{";
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) json += ',';
+    json += "\"t" + std::to_string(i) + "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" +
+            std::to_string(i) + "," + std::to_string(i + 1) + "]}";
+  }
+  return json + "}";
+}
+
+TEST(Safetensors, RejectsEveryWrongKindOfValue) {
+  const std::string ok_rest = R"("shape":[1],"data_offsets":[0,4]})";
+  expect_bad(R"({"a":1})", 0, "not an object");
+  expect_bad(R"({"a":"x"})", 0, "not an object");
+  expect_bad(R"({"a":null})", 0, "not an object");
+  expect_bad(R"({"a":true})", 0, "not an object");
+  expect_bad(R"({"a":{"dtype":7,)" + ok_rest + "}", 4, "non-string dtype");
+  expect_bad(R"({"a":{"dtype":["F32"],)" + ok_rest + "}", 4, "non-string dtype");
+  expect_bad(R"({"a":{"dtype":"F32","shape":"1","data_offsets":[0,4]}})", 4, "non-array shape");
+  expect_bad(R"({"a":{"dtype":"F32","shape":{},"data_offsets":[0,4]}})", 4, "non-array shape");
+  expect_bad(R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})", 4, "non-integer or negative");
+  expect_bad(R"({"a":{"dtype":"F32","shape":["1"],"data_offsets":[0,4]}})", 4, "non-integer or negative");
+  expect_bad(R"({"a":{"dtype":"F32","shape":[1e30],"data_offsets":[0,4]}})", 4, "non-integer");
+  expect_bad(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})", 8, "two unsigned");
+  expect_bad(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,-4]}})", 8, "two unsigned");
+  expect_bad(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":"0,4"}})", 8, "two unsigned");
+  expect_bad(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[[0],4]}})", 8, "two unsigned");
+  expect_bad(R"({"a":{"dtype":"F32","shape":[1]}})", 8, "data_offsets");
+  expect_bad(R"({"__metadata__":[]})", 0, "__metadata__ is not an object");
+  expect_bad(R"({"__metadata__":"x"})", 0, "__metadata__ is not an object");
+  expect_bad(R"({"__metadata__":{"k":{"x":"y"}}})", 0, "not a string");
+  expect_bad(R"({"__metadata__":{"k":"a","k":"b"}})", 0, "duplicate key 'k'");
+  expect_bad(R"({"__metadata__":{},"__metadata__":{}})", 0, "duplicate key '__metadata__'");
+  expect_bad(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4, "empty tensor name");
+  // Anything after the object, and truncated objects, are not JSON.
+  expect_bad(R"({} {})", 0, "not valid JSON");
+  expect_bad(R"({"a":{"dtype":"F32")", 0, "not valid JSON");
+  expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}\x01", 4, "not valid JSON");
+}
+
+TEST(Safetensors, RejectsControlBytesInNamesWithoutQuotingThem) {
+  for (const char* escaped : {"\\u0000", "\\u0001", "\\n", "\\u001f", "\\u007f"}) {
+    SCOPED_TRACE(escaped);
+    const std::string json = std::string(R"({"evil)") + escaped +
+                             R"(name":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    auto h = parse(json, 4);
+    ASSERT_FALSE(h);
+    EXPECT_EQ(h.error().code, EBADMSG);
+    EXPECT_NE(h.error().message.find("control byte"), std::string::npos) << h.error().message;
+    EXPECT_NE(h.error().message.find("offset 4"), std::string::npos) << h.error().message;
+    EXPECT_EQ(h.error().message.find("evil"), std::string::npos) << h.error().message;
+  }
+  // A raw control byte inside a JSON string is invalid JSON already.
+  expect_bad(std::string("{\"a\x01\":{}}", 10), 0, "not valid JSON");
+  // An unknown field with control bytes is refused without echoing it.
+  auto h = parse(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x\u0000y":1}})", 4);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("unknown field (a key with control bytes"), std::string::npos)
+      << h.error().message;
+}
+
+TEST(Safetensors, ErrorsDoNotEchoTheLengthPrefix) {
+  // A text file: its first 8 bytes read as a length are its contents.
+  const std::string text = "password and more text to make a file of it";
+  auto n = parse_header_size(std::as_bytes(std::span(text.data(), 8)), text.size());
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().code, EBADMSG);
+  EXPECT_EQ(n.error().message.find("7237970109966541168"), std::string::npos) << n.error().message;
+  EXPECT_NE(n.error().message.find("over the limit"), std::string::npos) << n.error().message;
+  ParseLimits huge;
+  huge.max_header_bytes = ~0ull;
+  n = parse_header_size(std::as_bytes(std::span(text.data(), 8)), text.size(), huge);
+  ASSERT_FALSE(n);
+  EXPECT_EQ(n.error().message.find("7237970109966541168"), std::string::npos) << n.error().message;
+  EXPECT_NE(n.error().message.find("past the end"), std::string::npos) << n.error().message;
+  const std::string one("\x01\0\0\0\0\0\0\0", 8);
+  n = parse_header_size(std::as_bytes(std::span(one.data(), 8)), 100);
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find("too small"), std::string::npos) << n.error().message;
+}
+
+TEST(Safetensors, InvalidJsonNamesTheOffsetNotTheBytes) {
+  auto h = parse(R"({"secret-token-123" 1})", 0);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("not valid JSON (at byte"), std::string::npos) << h.error().message;
+  EXPECT_EQ(h.error().message.find("secret"), std::string::npos) << h.error().message;
+}
+
+TEST(Safetensors, LimitsStopTheParse) {
+  ParseLimits limits;
+  limits.max_header_bytes = 10;
+  const std::string json = many_tensors(2);
+  auto h = parse_header(json, 8 + json.size() + 2, limits);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("size limit"), std::string::npos) << h.error().message;
+
+  limits = {};
+  limits.max_name_bytes = 3;
+  const std::string long_name = R"({"abcd":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+  h = parse_header(long_name, 8 + long_name.size() + 1, limits);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("longer than 3 bytes"), std::string::npos) << h.error().message;
+
+  limits = {};
+  limits.max_metadata_entries = 2;
+  const std::string meta = R"({"__metadata__":{"a":"1","b":"2","c":"3"}})";
+  h = parse_header(meta, 8 + meta.size(), limits);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("more than 2 entries"), std::string::npos) << h.error().message;
+  limits.max_metadata_entries = 3;
+  EXPECT_TRUE(parse_header(meta, 8 + meta.size(), limits));
+
+  // The tensor limit is exact: N passes, N + 1 is refused.
+  limits = {};
+  limits.max_tensors = 100;
+  const std::string hundred = many_tensors(100);
+  EXPECT_TRUE(parse_header(hundred, 8 + hundred.size() + 100, limits));
+  const std::string more = many_tensors(101);
+  h = parse_header(more, 8 + more.size() + 101, limits);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("at most 100"), std::string::npos) << h.error().message;
+}
+
+TEST(Safetensors, BigHeadersParseUpToTheTensorLimit) {
+  // 2^17 tensors (about 7 MB of JSON; the default limit is 2^20, which
+  // tests/bench/safetensors_parse_bench times): N parses, one more is refused.
+  ParseLimits limits;
+  limits.max_tensors = 1u << 17;
+  const size_t n = limits.max_tensors;
+  std::string json = many_tensors(n);
+  auto h = parse_header(json, 8 + json.size() + n, limits);
+  ASSERT_TRUE(h) << h.error().message;
+  ASSERT_EQ(h->tensors.size(), n);
+  EXPECT_EQ(h->tensors.front().name, "t0");
+  EXPECT_EQ(h->tensors.back().begin, n - 1);
+  json.pop_back();
+  json += R"(,"extra":{"dtype":"U8","shape":[1],"data_offsets":[0,0]}})";
+  h = parse_header(json, 8 + json.size() + n, limits);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("at most " + std::to_string(n)), std::string::npos) << h.error().message;
+}
+
+TEST(Safetensors, DuplicateNamesFarApartAreFound) {
+  std::string json = many_tensors(5000);
+  json.pop_back();
+  json += R"(,"t17":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}})";
+  auto h = parse(json, 5000);
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("duplicate key 't17'"), std::string::npos) << h.error().message;
+}
+
+TEST(Safetensors, ReadHeaderTextKeepsTheVerbatimJson) {
+  char path[] = "/tmp/cxlpool-st-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string json = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}  )";
+  std::string f = file_of(json, 4);
+  ASSERT_EQ(write(fd, f.data(), f.size()), static_cast<ssize_t>(f.size()));
+  auto text = read_header_text(fd);
+  ASSERT_TRUE(text) << text.error().message;
+  EXPECT_EQ(text->json, json);
+  EXPECT_EQ(text->file_size, f.size());
+  close(fd);
+  unlink(path);
+  // Not a regular file.
+  int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  EXPECT_EQ(read_header_text(dir).error().code, EINVAL);
+  close(dir);
 }
 
 }  // namespace

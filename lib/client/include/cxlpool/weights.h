@@ -14,11 +14,16 @@
  * final norm, head) and always resident.
  *
  * Errors are negative errno values:
- *   -EINVAL bad argument, -EBADMSG a malformed safetensors file (the daemon's
- *   log and cxlpool_last_error() name the file and the reason), -ENOENT
- *   unknown model or tensor, -EEXIST a model of that name loaded from other
- *   files, -ENOSPC tier full, -EPERM not the owner (unload), -EBUSY the
- *   model is still loading (unload).
+ *   -EINVAL bad argument (a relative path, one file listed twice under any
+ *   name), -EBADMSG a malformed safetensors file (the daemon's log and
+ *   cxlpool_last_error() name the file and the reason), -ENOENT unknown
+ *   model or tensor, -EEXIST a model of that name loaded from other files,
+ *   -EACCES the caller may not open a file (load) or the model's region
+ *   (open: its mode is the intersection of its files' read bits), -EDQUOT
+ *   the region does not fit the loader's quota, -ENOSPC tier full, -EPERM
+ *   not the owner (unload), -EBUSY the model is still loading (unload) or
+ *   too many loads are under way (load). Errors of open(2) on a file come
+ *   back as they are (-ENOENT, -EACCES, ...), before anything is sent.
  *
  * Lifetimes: tensor names and data pointers are valid while their
  * cxlpool_weights is open; a streamer reads its model's table and mapping,
@@ -55,14 +60,17 @@ typedef struct cxlpool_weights_load_options {
   uint64_t max_resident_bytes; /* 0: everything resident; else layers past the budget stay in files */
 } cxlpool_weights_load_options;
 
-/* Loads `model` from `paths` (absolute, readable by the daemon) or, when the
- * daemon has it already from the same files, just opens it. opts may be NULL.
+/* Loads `model` from `paths` (absolute) or, when the daemon has it already
+ * from the same files (same device and inode, in order), just opens it. The
+ * library opens each file with the caller's rights and passes the
+ * descriptors: the daemon reads nothing the caller could not. opts may be NULL.
  * Returns when the daemon's copy is complete; a load or open of a model that
  * another client is loading waits for that load. */
 int cxlpool_weights_load(cxlpool_client *client, const char *model, const char *const *paths,
                          size_t n_paths, const cxlpool_weights_load_options *opts,
                          cxlpool_weights **out);
-/* Opens a model some process loaded. */
+/* Opens a model some process loaded: -EACCES when its region's mode denies
+ * the caller (load it from its files instead, which proves access). */
 int cxlpool_weights_open(cxlpool_client *client, const char *model, cxlpool_weights **out);
 /* Destroy the model's streamers first: they use its mapping. */
 void cxlpool_weights_close(cxlpool_weights *weights);

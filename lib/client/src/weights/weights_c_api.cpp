@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The C ABI of cxlpool/weights.h over WeightsModel and WeightStreamer.
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "../c_api_support.hpp"
 #include "cxlpool/weights.h"
@@ -68,15 +72,28 @@ CXLPOOL_EXPORT int cxlpool_weights_load(cxlpool_client* client, const char* mode
     if (client == nullptr || model == nullptr || paths == nullptr || out == nullptr || n_paths == 0) {
       return record(EINVAL, "NULL argument or no files");
     }
+    if (n_paths > proto::kMaxWeightsFiles) {
+      return record(cxlpool::Error{EINVAL, std::to_string(n_paths) + " files, at most " +
+                                               std::to_string(proto::kMaxWeightsFiles)});
+    }
     proto::WeightsLoad req;
     req.model = model;
     req.tier_id = opts != nullptr ? opts->tier_id : proto::kNoTier;
     req.max_resident_bytes = opts != nullptr ? opts->max_resident_bytes : 0;
+    // The files are opened here, with this process's rights, and their
+    // descriptors go to the daemon, which never opens a path itself.
+    std::vector<cxlpool::UniqueFd> files;
+    std::vector<int> fds;
     for (size_t i = 0; i < n_paths; ++i) {
       if (paths[i] == nullptr) return record(EINVAL, "NULL path");
+      if (paths[i][0] != '/') return record(cxlpool::Error{EINVAL, std::string(paths[i]) + ": not an absolute path"});
+      cxlpool::UniqueFd fd(::open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY));
+      if (!fd) return record(cxlpool::fail_errno(paths[i]).value());
+      fds.push_back(fd.get());
+      files.push_back(std::move(fd));
       req.paths.push_back(proto::WeightsPath{paths[i]});
     }
-    auto reply = client->conn->call_for<proto::WeightsLoadReply>(req);
+    auto reply = client->conn->call_for<proto::WeightsLoadReply>(req, fds);
     if (!reply) return record(reply.error());
     return open_region(client, *reply, out);
   });

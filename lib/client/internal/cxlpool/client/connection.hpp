@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "cxlpool/common/result.hpp"
@@ -24,12 +25,13 @@ class Connection {
 
   // Sends `request` and waits for its reply. An ErrorReply becomes an Error
   // with the daemon's code and message. Thread-safe: calls are serialized.
-  Result<proto::Received> call(const proto::Message& request);
+  // `fds` travel with the request (SCM_RIGHTS) and stay the caller's.
+  Result<proto::Received> call(const proto::Message& request, std::span<const int> fds = {});
 
   // call() that also checks the reply's type.
   template <typename Reply>
-  Result<Reply> call_for(const proto::Message& request) {
-    auto received = call(request);
+  Result<Reply> call_for(const proto::Message& request, std::span<const int> fds = {}) {
+    auto received = call(request, fds);
     if (!received) return tl::unexpected(received.error());
     if (auto* reply = std::get_if<Reply>(&received->envelope.message)) return std::move(*reply);
     return fail(EPROTO, std::string("unexpected reply type ") +

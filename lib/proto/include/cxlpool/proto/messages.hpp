@@ -541,7 +541,10 @@ struct KvNamespaceDropReply {
 // tensors. Model names follow the region-name rule and are at most
 // kMaxWeightsModelLength bytes, so the region name fits kMaxNameLength.
 inline constexpr size_t kMaxWeightsModelLength = 180;
-inline constexpr size_t kMaxWeightsFiles = 256;
+// One descriptor per file travels with WeightsLoad, in one datagram: Linux
+// passes at most 253 (SCM_MAX_FD) per sendmsg, and a receiver must be able
+// to see (and refuse) a few more than the limit.
+inline constexpr size_t kMaxWeightsFiles = 250;
 
 struct WeightsPath {
   std::string path;  // absolute, 1..kMaxStringLength bytes
@@ -551,7 +554,9 @@ struct WeightsLoad {
   uint32_t tier_id = kNoTier;        // kNoTier: the first DRAM tier
   uint64_t max_resident_bytes = 0;   // 0: every tensor in the region
   std::string model;
-  std::vector<WeightsPath> paths;    // 1..kMaxWeightsFiles
+  // 1..kMaxWeightsFiles labels; the files themselves travel as one
+  // descriptor each, in this order (socket_io.hpp descriptor_count).
+  std::vector<WeightsPath> paths;
   bool operator==(const WeightsLoad&) const = default;
 };
 struct WeightsOpen {

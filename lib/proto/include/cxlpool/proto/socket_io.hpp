@@ -15,7 +15,8 @@
 
 namespace cxlpool::proto {
 
-inline constexpr size_t kMaxFdsPerMessage = 4;
+// WeightsLoad's one descriptor per file sets the limit (kMaxWeightsFiles).
+inline constexpr size_t kMaxFdsPerMessage = kMaxWeightsFiles;
 
 struct Received {
   Envelope envelope;
@@ -27,8 +28,13 @@ struct Received {
 // ring's memfd), four for KvOpenReply (ring memfd, SQ eventfd, CQ eventfd, put
 // window memfd, in that order), none for every other type. The transport below accepts up to kMaxFdsPerMessage with any
 // type; checking the count against this is the receiver's job (a mismatch is
-// EPROTO, see docs/protocol.md).
+// EPROTO, see docs/protocol.md). WeightsLoad's count depends on the message:
+// see the overload below (this one returns 0 for it).
 size_t descriptor_count(MsgType type);
+// The descriptors this message carries: one per path for WeightsLoad (the
+// files the client opened, in the order of `paths`; the daemon refuses a
+// WeightsLoad with another count with EINVAL), descriptor_count(type) else.
+size_t descriptor_count(const Message& message);
 
 // Encodes and sends; retries EINTR. EAGAIN is returned as an error for
 // non-blocking sockets. MSG_NOSIGNAL: a closed peer gives EPIPE, not SIGPIPE.
