@@ -219,21 +219,10 @@ void KvService::expire_leases() {
 }
 
 void KvService::report_ssd_errors(uint64_t now_ns) {
-  constexpr uint64_t kInterval = 10'000'000'000ull;
   if (!store_) return;
   const kvcache::SsdStoreStats* ss = store_->ssd_stats();
   if (ss == nullptr) return;
-  if (ss->write_errors == logged_write_errors_ && ss->write_dropped == logged_write_dropped_) return;
-  if (ssd_error_logged_ns_ != 0 && now_ns - ssd_error_logged_ns_ < kInterval) return;
-  logger("kvstore")->error("kvstore: SSD log {}: {} write(s) failed and {} chunk(s) dropped{} (latest: {})",
-                           config_.ssd_path, ss->write_errors - logged_write_errors_,
-                           ss->write_dropped - logged_write_dropped_,
-                           ssd_error_logged_ns_ == 0 ? "" : " in the last " +
-                               std::to_string((now_ns - ssd_error_logged_ns_) / 1'000'000'000ull) + " s",
-                           std::strerror(ss->last_write_error));
-  logged_write_errors_ = ss->write_errors;
-  logged_write_dropped_ = ss->write_dropped;
-  ssd_error_logged_ns_ = now_ns;
+  if (auto line = ssd_errors_.update(*ss, now_ns)) logger("kvstore")->error("{}", *line);
 }
 
 void KvService::rebuild_active() {

@@ -27,6 +27,7 @@
 
 #include "../config.hpp"
 #include "../region_pool.hpp"
+#include "ssd_error_report.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/kvcache/store.hpp"
@@ -145,10 +146,7 @@ class KvService {
   std::vector<KvConnection*> active_;  // connections_ in a flat list for poll()
   proto::KvRequestBatch batch_;        // reused by poll()
   std::vector<kvcache::KvStoreCompletion> done_;
-  // What report_ssd_errors() has logged so far, and when.
-  uint64_t logged_write_errors_ = 0;
-  uint64_t logged_write_dropped_ = 0;
-  uint64_t ssd_error_logged_ns_ = 0;
+  SsdErrorReport ssd_errors_{config_.ssd_path};
   KvServiceCounters counters_;
 };
 

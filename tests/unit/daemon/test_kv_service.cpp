@@ -6,6 +6,7 @@
 // the SSD tier is a file in a temporary directory.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "kvstore/kv_arenas.hpp"
 #include "kvstore/kv_service.hpp"
 #include "kvstore/kv_ssd.hpp"
+#include "kvstore/ssd_error_report.hpp"
 #include "region_pool.hpp"
 
 namespace cxlpool::daemon {
@@ -727,6 +729,51 @@ TEST_F(KvSsdTest, TheFileIsAllocatedInFull) {
   struct stat after {};
   ASSERT_EQ(::stat(kv.ssd_path.c_str(), &after), 0);
   EXPECT_GE(static_cast<uint64_t>(after.st_blocks) * 512, kv.ssd_bytes);
+}
+
+TEST_F(KvSsdTest, AFullFileSystemStopsTheStartNotTheWritesLater) {
+  // A 1 MiB tmpfs cannot hold a 4 MiB log.
+  const auto mount_point = dir / "small-fs";
+  std::filesystem::create_directory(mount_point);
+  if (::mount("cxlpool-test", mount_point.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here: " << std::strerror(errno);
+  }
+  auto kv = section();
+  kv.ssd_engine = KvSsdEngine::kPosix;
+  kv.ssd_path = (mount_point / "kv.img").string();
+  auto opened = open_kv_ssd(kv);
+  const int code = opened ? 0 : opened.error().code;
+  const std::string message = opened ? std::string() : opened.error().message;
+  const bool left_behind = std::filesystem::exists(kv.ssd_path);
+  opened = tl::unexpected(Error{0, ""});
+  ::umount2(mount_point.c_str(), MNT_DETACH);
+  EXPECT_EQ(code, ENOSPC) << message;
+  EXPECT_NE(message.find("cannot allocate 4.0 MiB for kvstore.ssd_path"), std::string::npos) << message;
+  EXPECT_FALSE(left_behind) << "the file it created is removed again";
+}
+
+TEST(SsdErrorReport, WriteFailuresAreReportedAtOnceThenAtMostEveryTenSeconds) {
+  SsdErrorReport report("/var/lib/kv.img");
+  kvcache::SsdStoreStats stats;
+  constexpr uint64_t kSecond = 1'000'000'000;
+  EXPECT_FALSE(report.update(stats, 5 * kSecond)) << "no failure: no line";
+  stats.write_errors = 1;
+  stats.write_dropped = 15;
+  stats.last_write_error = ENOSPC;
+  auto first = report.update(stats, 6 * kSecond);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, "kvstore: SSD log /var/lib/kv.img: 1 write(s) failed and 15 chunk(s) dropped (latest: " +
+                        std::string(std::strerror(ENOSPC)) + ")");
+  EXPECT_FALSE(report.update(stats, 7 * kSecond)) << "nothing new";
+  stats.write_errors = 3;
+  stats.write_dropped = 20;
+  EXPECT_FALSE(report.update(stats, 15 * kSecond)) << "new failures within 10 s of the last line wait";
+  stats.write_errors = 4;
+  auto second = report.update(stats, 16 * kSecond);
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->find(": 3 write(s) failed and 5 chunk(s) dropped in the last 10 s"), std::string::npos)
+      << *second;
+  EXPECT_FALSE(report.update(stats, 100 * kSecond)) << "counted already";
 }
 
 TEST_F(KvSsdTest, SectionKnobsReachTheStore) {
