@@ -51,6 +51,15 @@ const char* type_name(toml::node_type type) {
 
 std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
 
+// Permission modes are read in octal by everyone; "0o1000" says what "512"
+// hides. Negative values keep their sign.
+std::string octal_text(int64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%s0o%llo", value < 0 ? "-" : "",
+                static_cast<unsigned long long>(value < 0 ? -value : value));
+  return buffer;
+}
+
 // Keeps the first problem only: later ones are mostly consequences of it, and
 // one precise message is what an operator fixing a file needs.
 class Problems {
@@ -333,7 +342,7 @@ void read_socket_mode(Section& section, uint32_t& out) {
     mode = integer->get();
     if (mode < 0 || mode > 0777) {
       section.fail_at(kKey, *node,
-                      "must be a permission mode between 0 and 0o777, got " + std::to_string(mode) +
+                      "must be a permission mode between 0 and 0o777, got " + octal_text(mode) +
                           " (write octal as 0o660 or \"0660\")");
       return;
     }
@@ -389,6 +398,17 @@ void parse_daemon(Section section, Config& config) {
   }
 
   section.read_int("max_clients", 1, 65536, config.max_clients);
+  section.read_int("max_clients_per_uid", 0, 65536, config.max_clients_per_uid);
+  section.read_int("admin_reserved_clients", 0, 65535, config.admin_reserved_clients);
+  // Non-admins must have at least one slot, or the socket serves no client.
+  // Left unset, the reserve shrinks to fit a small max_clients.
+  if (section.get("admin_reserved_clients") == nullptr) {
+    config.admin_reserved_clients = std::min(config.admin_reserved_clients, config.max_clients - 1);
+  } else if (config.admin_reserved_clients >= config.max_clients) {
+    section.fail_at("admin_reserved_clients", *section.get("admin_reserved_clients"),
+                    "must be less than max_clients (" + std::to_string(config.max_clients) + "), got " +
+                        std::to_string(config.admin_reserved_clients));
+  }
   section.read_int("max_regions_per_client", 1, 1000000, config.max_regions_per_client);
   section.read_int("watchdog_divisor", 2, 10, config.watchdog_divisor);
   section.read_int("busy_poll_us", 0, 10000, config.busy_poll_us);
@@ -397,6 +417,7 @@ void parse_daemon(Section section, Config& config) {
 
 void parse_pool(Section section, Config& config) {
   section.read_size("max_region_size", 1, config.max_region_size);
+  section.read_size("gpu_host_bytes_per_uid", 0, config.gpu_host_bytes_per_uid);
   section.reject_unknown_keys();
 }
 
@@ -433,7 +454,10 @@ void parse_tier(Section section, EmulatedTierConfig& tier) {
   }
 
   section.require("capacity");
-  section.read_size("capacity", 1, tier.capacity);
+  if (section.read_size("capacity", 1, tier.capacity) && tier.capacity > kMaxTierCapacity) {
+    section.fail_at("capacity", *section.get("capacity"),
+                    "must be at most 1 PiB, got " + std::to_string(tier.capacity) + " bytes (a unit typo?)");
+  }
 
   std::string backing;
   if (section.read_string("backing", backing)) {
@@ -706,7 +730,10 @@ void parse_kvstore(Section section, Config& config) {
                     "must be 0 (always copy) or a multiple of 4096, got " + std::to_string(kv.ssd_lend_min_bytes));
   }
   section.read_size("put_window_bytes", 1, kv.put_window_bytes);
-  section.read_size("client_quota_bytes", 0, kv.client_quota_bytes);
+  uint64_t quota = 0;
+  if (section.read_size("client_quota_bytes", 0, quota)) kv.client_quota_bytes = quota;
+  section.read_int("lease_timeout_ms", 0, 86400000, kv.lease_timeout_ms);
+  section.read_bool("ssd_format_foreign", kv.ssd_format_foreign);
   section.read_int("max_leases_per_client", 1, 1 << 24, kv.max_leases_per_client);
   section.read_int("index_capacity", 1, int64_t{1} << 32, kv.index_capacity);
   section.read_int("dram_bandwidth_mbps", 1, 10000000, kv.dram_bandwidth_mbps);
@@ -732,6 +759,20 @@ void parse_kvstore(Section section, Config& config) {
     fail_key("cxl_bytes", "must be 0 (no CXL arena) or hold at least one slot of " + slot);
   }
   if (kv.put_window_bytes < kv.slot_bytes) fail_key("put_window_bytes", "must hold at least one slot of " + slot);
+  if (kv.ssd_format_foreign && kv.ssd_path.empty()) {
+    section.fail_at("ssd_format_foreign", *section.get("ssd_format_foreign"), "only meaningful with ssd_path");
+  }
+  if (has_ssd_bytes && kv.ssd_bytes > kMaxTierCapacity) {
+    section.fail_at("ssd_bytes", *section.get("ssd_bytes"),
+                    "must be at most 1 PiB, got " + std::to_string(kv.ssd_bytes) + " bytes (a unit typo?)");
+  }
+  for (auto [key, bytes] : {std::pair<std::string_view, uint64_t>{"dram_bytes", kv.dram_bytes},
+                            {"cxl_bytes", kv.cxl_bytes}}) {
+    if (bytes > kMaxTierCapacity) {
+      section.fail_at(key, *section.get(key),
+                      "must be at most 1 PiB, got " + std::to_string(bytes) + " bytes (a unit typo?)");
+    }
+  }
   if (has_ssd_bytes && kv.ssd_path.empty()) {
     section.fail_at("ssd_bytes", *section.get("ssd_bytes"), "only meaningful with ssd_path");
   }
@@ -871,6 +912,8 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(a.ssd_engine != b.ssd_engine, "kvstore.ssd_engine");
   check(a.put_window_bytes != b.put_window_bytes, "kvstore.put_window_bytes");
   check(a.client_quota_bytes != b.client_quota_bytes, "kvstore.client_quota_bytes");
+  check(a.lease_timeout_ms != b.lease_timeout_ms, "kvstore.lease_timeout_ms");
+  check(a.ssd_format_foreign != b.ssd_format_foreign, "kvstore.ssd_format_foreign");
   check(a.max_leases_per_client != b.max_leases_per_client, "kvstore.max_leases_per_client");
   check(a.index_capacity != b.index_capacity, "kvstore.index_capacity");
   check(a.dram_bandwidth_mbps != b.dram_bandwidth_mbps, "kvstore.dram_bandwidth_mbps");
@@ -880,6 +923,12 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(a.ssd_bandwidth_mbps != b.ssd_bandwidth_mbps, "kvstore.ssd_bandwidth_mbps");
   check(a.ssd_latency_ns != b.ssd_latency_ns, "kvstore.ssd_latency_ns");
   return keys;
+}
+
+uint64_t kv_client_quota(const KvStoreSection& kv, uint64_t dram_arena_bytes) {
+  if (kv.client_quota_bytes) return *kv.client_quota_bytes;
+  const uint64_t slot = kv.slot_bytes == 0 ? 1 : kv.slot_bytes;
+  return std::max(dram_arena_bytes / 4 / slot, uint64_t{1}) * slot;
 }
 
 LogLevel parse_log_level_or(std::string_view text, LogLevel fallback) {

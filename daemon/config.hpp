@@ -72,7 +72,11 @@ struct KvStoreSection {
   KvSsdEngine ssd_engine = KvSsdEngine::kAuto;
   uint64_t ssd_lend_min_bytes = 256ull << 10;  // demotions this large go to the log from their slot; 0: never
   uint64_t put_window_bytes = 64ull << 20;  // per connection
-  uint64_t client_quota_bytes = 0;          // leased + reserved per connection; 0: unlimited
+  // Leased + reserved bytes per uid, over all of its connections; 0:
+  // unlimited; unset: a quarter of the DRAM arena (kv_client_quota()).
+  std::optional<uint64_t> client_quota_bytes;
+  uint32_t lease_timeout_ms = 30000;        // a lease older than this is revoked; 0: never
+  bool ssd_format_foreign = false;          // take over an ssd_path that holds something else
   uint32_t max_leases_per_client = 65536;
   uint64_t index_capacity = 1ull << 20;     // chunks indexed over all tiers
   // Tier speeds the recompute-or-load model uses. The cxl pair 0: the
@@ -95,12 +99,16 @@ struct Config {
   std::vector<std::string> admin_groups = {"cxlpool"};
   LogLevel log_level = LogLevel::kInfo;
   uint32_t max_clients = 256;
+  uint32_t max_clients_per_uid = 64;     // connections of one non-admin uid; 0: no limit
+  uint32_t admin_reserved_clients = 4;   // of max_clients, only admins may take these
   uint32_t max_regions_per_client = 1024;
   uint32_t watchdog_divisor = 2;  // ping every WATCHDOG_USEC / divisor
   uint32_t busy_poll_us = 50;     // keep polling this long after a request before sleeping
 
   // [pool]
   uint64_t max_region_size = 64ull << 30;
+  // GpuHostAlloc bytes per uid, charged to the session until it closes; 0: no limit.
+  uint64_t gpu_host_bytes_per_uid = 16ull << 30;
 
   // [numa]
   bool numa_enabled = true;
@@ -139,6 +147,15 @@ Result<Config> load_config_file(const std::filesystem::path& path);
 // metrics address/port, ...), as "section.key" names; empty when all changes
 // can be applied in place.
 std::vector<std::string> changes_needing_restart(const Config& running, const Config& next);
+
+// The KV quota per uid in effect for a DRAM arena of `dram_arena_bytes`:
+// the configured one, else a quarter of the arena (at least one slot), so
+// that no one user can pin or reserve the whole arena.
+uint64_t kv_client_quota(const KvStoreSection& kv, uint64_t dram_arena_bytes);
+
+// Largest capacity any tier may declare: a typo ("64P" for "64G") is refused
+// rather than planned around.
+inline constexpr uint64_t kMaxTierCapacity = 1ull << 50;
 
 LogLevel parse_log_level_or(std::string_view text, LogLevel fallback);
 const char* log_level_name(LogLevel level);

@@ -424,6 +424,9 @@ void Daemon::reload() {
   }
   config_.log_level = next->log_level;
   config_.max_clients = next->max_clients;
+  config_.max_clients_per_uid = next->max_clients_per_uid;
+  config_.admin_reserved_clients = next->admin_reserved_clients;
+  config_.gpu_host_bytes_per_uid = next->gpu_host_bytes_per_uid;
   config_.max_regions_per_client = next->max_regions_per_client;
   config_.max_region_size = next->max_region_size;
   config_.busy_poll_us = next->busy_poll_us;
@@ -448,6 +451,10 @@ void Daemon::tick() {
   // Empty the clients' access rings even when no epoch is due, so they do
   // not fill up (and drop reports) between epochs.
   client_reports_->drain();
+  if (kv_) {
+    kv_->expire_leases();
+    kv_->report_ssd_errors(monotonic_ns());
+  }
   notify_status(status_line());
   if (metrics_.running()) metrics_.publish(render_prometheus(collect_counters()));
 }
@@ -460,16 +467,23 @@ void Daemon::accept_clients() {
       if (errno != EAGAIN && errno != EINTR) log->warn("accept: {}", std::strerror(errno));
       return;
     }
-    if (sessions_.size() >= config_.max_clients) {
-      ++counters_.clients_refused;
-      (void)proto::send_message(fd.get(), 0, proto::ErrorReply{EUSERS, "too many clients (max_clients=" +
-                                                                           std::to_string(config_.max_clients) + ")"});
-      continue;
-    }
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
       log->warn("SO_PEERCRED: {}", std::strerror(errno));
+      continue;
+    }
+    std::vector<gid_t> peer_groups;
+    gid_t groups[256];
+    socklen_t glen = sizeof groups;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
+      peer_groups.assign(groups, groups + glen / sizeof(gid_t));
+    }
+    const bool admin = is_admin(cred.uid, cred.gid, peer_groups);
+    if (auto refusal = connection_refusal(cred.uid, admin)) {
+      ++counters_.clients_refused;
+      log->debug("refused a connection of pid {} uid {}: {}", cred.pid, cred.uid, *refusal);
+      (void)proto::send_message(fd.get(), 0, proto::ErrorReply{EUSERS, *refusal});
       continue;
     }
     auto session = std::make_unique<Session>();
@@ -478,12 +492,8 @@ void Daemon::accept_clients() {
     session->who.client_id = session->id;
     session->who.uid = cred.uid;
     session->who.gid = cred.gid;
-    gid_t groups[256];
-    socklen_t glen = sizeof groups;
-    if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
-      session->who.groups.assign(groups, groups + glen / sizeof(gid_t));
-    }
-    session->who.admin = is_admin(cred.uid, cred.gid, session->who.groups);
+    session->who.groups = std::move(peer_groups);
+    session->who.admin = admin;
     session->connected_ns = monotonic_ns();
     session->fd = std::move(fd);
     if (auto ok = epoll_add(epoll_fd_.get(), session->fd.get(), kSessionBit | session->id); !ok) {
@@ -491,10 +501,36 @@ void Daemon::accept_clients() {
       continue;
     }
     ++counters_.clients_accepted;
+    ++clients_per_uid_[cred.uid];
     log->debug("client {} connected: pid {} uid {} gid {}{}", session->id, cred.pid, cred.uid, cred.gid,
                session->who.admin ? " (admin)" : "");
     sessions_[session->id] = std::move(session);
   }
+}
+
+std::optional<std::string> Daemon::connection_refusal(uid_t uid, bool admin) {
+  const size_t open = sessions_.size();
+  if (open >= config_.max_clients) {
+    return "too many clients (max_clients=" + std::to_string(config_.max_clients) + ")";
+  }
+  // Admins are bounded by max_clients only: the reserve and the per-uid
+  // limit exist so that no other user can lock them out.
+  if (admin) return std::nullopt;
+  const uint32_t reserved = std::min(config_.admin_reserved_clients, config_.max_clients - 1);
+  if (open >= config_.max_clients - reserved) {
+    ++counters_.clients_refused_reserved;
+    return "too many clients: the last " + std::to_string(reserved) + " of max_clients=" +
+           std::to_string(config_.max_clients) + " are kept for admins (admin_reserved_clients)";
+  }
+  if (config_.max_clients_per_uid != 0) {
+    auto it = clients_per_uid_.find(uid);
+    if (it != clients_per_uid_.end() && it->second >= config_.max_clients_per_uid) {
+      ++counters_.clients_refused_per_uid;
+      return "too many connections of uid " + std::to_string(uid) +
+             " (max_clients_per_uid=" + std::to_string(config_.max_clients_per_uid) + ")";
+    }
+  }
+  return std::nullopt;
 }
 
 bool Daemon::is_admin(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) const {
@@ -531,9 +567,14 @@ void Daemon::close_session(uint64_t id) {
   // Its leases end and its reservations are aborted.
   if (kv_) kv_->close(id);
   if (weights_) weights_->forget_session(id);
+  gpu_host_.close_session(id);
   logger("control")->debug("client {} (pid {}) disconnected, {} handles released", id, session.pid,
                            session.handle_count);
   ++counters_.clients_closed;
+  if (auto per_uid = clients_per_uid_.find(session.who.uid);
+      per_uid != clients_per_uid_.end() && --per_uid->second == 0) {
+    clients_per_uid_.erase(per_uid);
+  }
   sessions_.erase(it);
 }
 

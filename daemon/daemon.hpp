@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "config.hpp"
@@ -38,7 +39,9 @@ inline constexpr uint64_t kKvDoorbellBit = 1ull << 62;
 
 struct DaemonCounters {
   uint64_t clients_accepted = 0;
-  uint64_t clients_refused = 0;
+  uint64_t clients_refused = 0;           // every refused connection
+  uint64_t clients_refused_per_uid = 0;   // of them: max_clients_per_uid
+  uint64_t clients_refused_reserved = 0;  // of them: the admin_reserved_clients slots
   uint64_t clients_closed = 0;
   uint64_t requests = 0;
   uint64_t request_errors = 0;
@@ -105,6 +108,9 @@ class Daemon {
   std::vector<proto::Counter> collect_counters() const;
   proto::StatusReply status() const;
   bool is_admin(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) const;
+  // Why a new connection of `uid` is refused (max_clients, the admins'
+  // reserve, max_clients_per_uid; counted), or nullopt to accept it.
+  std::optional<std::string> connection_refusal(uid_t uid, bool admin);
   std::string status_line() const;
 
   Config config_;
@@ -129,6 +135,7 @@ class Daemon {
   // Before sessions_: a session's ring unregisters from it on destruction.
   std::unique_ptr<tiering::ClientReportSource> client_reports_ = std::make_unique<tiering::ClientReportSource>();
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;
+  std::unordered_map<uid_t, uint32_t> clients_per_uid_;  // open sessions per peer uid
   // The KV-cache store; null when disabled ([kvstore] enabled = false, or no
   // dram tier for it: kv_off_reason_ says which).
   std::unique_ptr<KvService> kv_;

@@ -261,7 +261,9 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
         } else if constexpr (std::is_same_v<T, proto::WeightsListRequest>) {
           return Reply{weights_->list(), {}};
         } else if constexpr (std::is_same_v<T, proto::GpuHostAlloc>) {
-          auto out = gpu_host_.allocate(pool_->tiers(), config_.max_region_size, m);
+          auto out = gpu_host_.allocate(
+              pool_->tiers(), config_.max_region_size,
+              GpuHostRequester{session.id, session.who.uid, config_.gpu_host_bytes_per_uid}, m);
           if (!out) return tl::unexpected(out.error());
           logger("pool")->debug("client {} got {} bytes of GPU host memory on node {}", session.id,
                                 out->reply.bytes, out->reply.numa_node);
@@ -326,6 +328,8 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   add("clients.connected", sessions_.size());
   add("clients.accepted", counters_.clients_accepted);
   add("clients.refused", counters_.clients_refused);
+  add("clients.refused_per_uid", counters_.clients_refused_per_uid);
+  add("clients.refused_reserved", counters_.clients_refused_reserved);
   add("clients.closed", counters_.clients_closed);
   add("control.requests", counters_.requests);
   add("control.request_errors", counters_.request_errors);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "config.hpp"
+#include "config_host_checks.hpp"
 #include "cxlpool/common/default_paths.hpp"
 #include "daemon.hpp"
 #include "logging.hpp"
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
   auto dir = resolve_state_dir(state_dir, *config);
   if (!dir) {
     std::fprintf(stderr, "cxlpoold: %s\n", dir.error().message.c_str());
+    return kExitConfig;
+  }
+  if (auto ok = check_config_on_host(*config); !ok) {
+    std::fprintf(stderr, "cxlpoold: %s\n", ok.error().message.c_str());
     return kExitConfig;
   }
   if (check_only) {

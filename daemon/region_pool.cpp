@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/units.hpp"
@@ -15,6 +17,16 @@
 #endif
 
 namespace cxlpool::daemon {
+namespace {
+
+// Permission modes read as the operator wrote them: 0640, not 416.
+std::string octal_mode(uint32_t mode) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "0%o", mode);
+  return buffer;
+}
+
+}  // namespace
 
 RegionPool::RegionPool(std::vector<Tier> tiers, hal::Topology topology, BackingFactory backing,
                        hal::PagePlacement* placement, PoolLimits limits)
@@ -239,7 +251,7 @@ Result<Region*> RegionPool::open_named(const std::string& name, bool writable, c
     return fail(EPERM, "'" + name + "' belongs to the daemon and is opened read-only only");
   }
   if (!(read_proved && !writable) && !mode_allows(*region, who, writable)) {
-    return fail(EACCES, "mode " + std::to_string(region->mode) + " of '" + name + "' denies " +
+    return fail(EACCES, "mode " + octal_mode(region->mode) + " of '" + name + "' denies " +
                             (writable ? "read-write" : "read") + " access to uid " +
                             std::to_string(who.uid));
   }

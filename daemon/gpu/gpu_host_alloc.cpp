@@ -20,18 +20,40 @@ bool no_gpu(int code) { return code == ENOENT || code == ELIBBAD || code == ENOS
 }  // namespace
 
 Result<GpuHostAllocation> GpuHostAllocator::allocate(const std::vector<Tier>& tiers, uint64_t max_region_size,
-                                                     const proto::GpuHostAlloc& request) {
-  auto out = try_allocate(tiers, max_region_size, request);
+                                                     const GpuHostRequester& who, const proto::GpuHostAlloc& request) {
+  auto out = try_allocate(tiers, max_region_size, who, request);
   if (!out) {
     ++failures_;
+    if (out.error().code == EDQUOT) ++quota_rejections_;
     return out;
   }
   ++allocs_;
   bytes_ += out->reply.bytes;
+  Charge& charge = by_session_[who.session_id];
+  charge.uid = who.uid;
+  charge.bytes += out->reply.bytes;
+  by_uid_[who.uid] += out->reply.bytes;
+  charged_ += out->reply.bytes;
   return out;
 }
 
+void GpuHostAllocator::close_session(uint64_t session_id) {
+  auto it = by_session_.find(session_id);
+  if (it == by_session_.end()) return;
+  auto uid = by_uid_.find(it->second.uid);
+  uid->second -= it->second.bytes;
+  if (uid->second == 0) by_uid_.erase(uid);
+  charged_ -= it->second.bytes;
+  by_session_.erase(it);
+}
+
+uint64_t GpuHostAllocator::charged_to_uid(uid_t uid) const {
+  auto it = by_uid_.find(uid);
+  return it == by_uid_.end() ? 0 : it->second;
+}
+
 Result<GpuHostAllocation> GpuHostAllocator::try_allocate(const std::vector<Tier>& tiers, uint64_t max_region_size,
+                                                         const GpuHostRequester& who,
                                                          const proto::GpuHostAlloc& request) {
   const std::string tier_name = "tier " + std::to_string(request.tier_id);
   const Tier* tier = nullptr;
@@ -47,6 +69,14 @@ Result<GpuHostAllocation> GpuHostAllocator::try_allocate(const std::vector<Tier>
   if (request.bytes > max_region_size) {
     return fail(E2BIG, "gpu host alloc: " + std::to_string(request.bytes) + " bytes exceed max_region_size " +
                            std::to_string(max_region_size));
+  }
+  // Checked before the driver is asked: a refusal must cost nothing. The
+  // driver may round the size up; what it hands out is what is charged.
+  const uint64_t held = charged_to_uid(who.uid);
+  if (who.limit_per_uid != 0 && (request.bytes > who.limit_per_uid || held > who.limit_per_uid - request.bytes)) {
+    return fail(EDQUOT, "gpu host alloc: uid " + std::to_string(who.uid) + " holds " + std::to_string(held) +
+                            " bytes in open sessions; " + std::to_string(request.bytes) +
+                            " more exceed gpu_host_bytes_per_uid " + std::to_string(who.limit_per_uid));
   }
 #if CXLPOOL_HAVE_CUDA
   auto exported = cuda::export_host_numa(tier->numa_node, request.bytes, static_cast<int>(request.device));
@@ -69,6 +99,8 @@ void GpuHostAllocator::add_counters(std::vector<proto::Counter>& out) const {
   out.push_back({"gpu.host_allocs", allocs_});
   out.push_back({"gpu.host_alloc_bytes", bytes_});
   out.push_back({"gpu.host_alloc_failures", failures_});
+  out.push_back({"gpu.host_alloc_quota_rejections", quota_rejections_});
+  out.push_back({"gpu.host_alloc_charged_bytes", charged_});
 }
 
 }  // namespace cxlpool::daemon

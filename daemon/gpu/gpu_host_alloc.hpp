@@ -3,13 +3,20 @@
 // CUDA driver (CU_MEM_LOCATION_TYPE_HOST_NUMA) and exported as a POSIX file
 // descriptor for a client's CUDA KV arena to import.
 //
-// The allocation is not charged to the client's quota or to the tier's
-// accounting: once exported, the memory lives as long as any descriptor or
-// import of it, and the daemon keeps no handle that would tell it when the
-// client lets go. max_region_size still bounds a single request.
+// Once exported, the memory lives as long as any descriptor or import of it,
+// and the daemon keeps no handle that would tell it when the client lets go.
+// So each allocation is charged to the session that asked, and to its uid,
+// until that session closes (the memory may outlive it: a client that
+// wants more must reconnect, and the limit still bounds what one uid holds
+// at any moment through live sessions). max_region_size bounds a single
+// request, [pool] gpu_host_bytes_per_uid what one uid's sessions hold. The
+// tier's own accounting does not see these bytes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
@@ -19,6 +26,13 @@
 
 namespace cxlpool::daemon {
 
+// Who asks, and how much their uid may hold (0: no limit).
+struct GpuHostRequester {
+  uint64_t session_id = 0;
+  uid_t uid = 0;
+  uint64_t limit_per_uid = 0;
+};
+
 struct GpuHostAllocation {
   proto::GpuHostAllocReply reply;
   UniqueFd fd;
@@ -27,23 +41,37 @@ struct GpuHostAllocation {
 class GpuHostAllocator {
  public:
   // Errors: EINVAL for an unknown tier or one without a NUMA node of its own;
-  // E2BIG above `max_region_size`; ENOTSUP when the daemon was built without
+  // E2BIG above `max_region_size`; EDQUOT when the uid's sessions would hold
+  // more than `who.limit_per_uid`; ENOTSUP when the daemon was built without
   // CUDA or the device cannot allocate host-NUMA memory; ENODEV with the
   // driver's reason when there is no driver or no such GPU; the driver's
   // error otherwise. Runs on the event loop: the first call loads the driver.
   Result<GpuHostAllocation> allocate(const std::vector<Tier>& tiers, uint64_t max_region_size,
-                                     const proto::GpuHostAlloc& request);
+                                     const GpuHostRequester& who, const proto::GpuHostAlloc& request);
+  // The session closed: its allocations stop counting against its uid.
+  void close_session(uint64_t session_id);
+  [[nodiscard]] uint64_t charged_to_uid(uid_t uid) const;
 
-  // gpu.host_allocs, gpu.host_alloc_bytes, gpu.host_alloc_failures.
+  // gpu.host_allocs, gpu.host_alloc_bytes, gpu.host_alloc_failures,
+  // gpu.host_alloc_quota_rejections, gpu.host_alloc_charged_bytes (held by
+  // open sessions now).
   void add_counters(std::vector<proto::Counter>& out) const;
 
  private:
+  struct Charge {
+    uid_t uid = 0;
+    uint64_t bytes = 0;
+  };
   Result<GpuHostAllocation> try_allocate(const std::vector<Tier>& tiers, uint64_t max_region_size,
-                                         const proto::GpuHostAlloc& request);
+                                         const GpuHostRequester& who, const proto::GpuHostAlloc& request);
 
+  std::unordered_map<uint64_t, Charge> by_session_;
+  std::unordered_map<uid_t, uint64_t> by_uid_;
+  uint64_t charged_ = 0;
   uint64_t allocs_ = 0;
   uint64_t bytes_ = 0;
   uint64_t failures_ = 0;
+  uint64_t quota_rejections_ = 0;
 };
 
 }  // namespace cxlpool::daemon

@@ -37,7 +37,7 @@ bool Daemon::poll_kv() { return kv_ != nullptr && kv_->poll() != 0; }
 Result<Daemon::Reply> Daemon::on_kv_open(Session& session, const proto::KvOpen& request) {
   auto kv = kv_service();
   if (!kv) return tl::unexpected(kv.error());
-  auto opened = (*kv)->open(session.id, request);
+  auto opened = (*kv)->open(session.id, session.who.uid, request);
   watch_kv_io();
   if (!opened) return tl::unexpected(opened.error());
   epoll_event ev{};

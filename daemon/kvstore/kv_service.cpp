@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "../logging.hpp"
 #include "cxlpool/common/units.hpp"
@@ -72,7 +73,8 @@ kvcache::KvStoreConfig KvService::store_config() const {
   c.eviction = config_.eviction == KvEviction::kS3Fifo ? kvcache::EvictionKind::kS3Fifo : kvcache::EvictionKind::kLru;
   c.admission.threshold = config_.admission_threshold;
   c.index_capacity = static_cast<size_t>(config_.index_capacity);
-  c.client_quota_bytes = config_.client_quota_bytes;
+  c.client_quota_bytes = kv_client_quota(config_, plan_.dram_bytes);
+  c.lease_timeout_ns = uint64_t{config_.lease_timeout_ms} * 1000000;
   c.max_leases_per_client = config_.max_leases_per_client;
   c.ssd_lend_min_bytes = config_.ssd_lend_min_bytes;
   c.tier_rates = rates_;
@@ -128,7 +130,7 @@ Result<void> KvService::try_start() {
   return {};
 }
 
-Result<KvOpenResult> KvService::open(uint64_t session_id, const proto::KvOpen& request) {
+Result<KvOpenResult> KvService::open(uint64_t session_id, uid_t uid, const proto::KvOpen& request) {
   if (auto ok = start(); !ok) return tl::unexpected(ok.error());
   if (connections_.contains(session_id)) return fail(EBUSY, "this connection has opened the KV store already");
   proto::KvRingGeometry g = kDefaultGeometry;
@@ -169,7 +171,7 @@ Result<KvOpenResult> KvService::open(uint64_t session_id, const proto::KvOpen& r
   if (!sq_copy) return tl::unexpected(sq_copy.error());
   auto cq_copy = dup_fd(c->cq_efd.get());
   if (!cq_copy) return tl::unexpected(cq_copy.error());
-  if (auto ok = store_->add_client(session_id, c->put_window.bytes()); !ok) return tl::unexpected(ok.error());
+  if (auto ok = store_->add_client(session_id, c->put_window.bytes(), uid); !ok) return tl::unexpected(ok.error());
   result.fds[0] = c->memory.take_fd();
   result.fds[1] = std::move(*sq_copy);
   result.fds[2] = std::move(*cq_copy);
@@ -184,7 +186,7 @@ Result<KvOpenResult> KvService::open(uint64_t session_id, const proto::KvOpen& r
   r.ring_bytes = c->memory.bytes().size();
   r.put_window_bytes = window;
   r.slot_bytes = config_.slot_bytes;
-  r.quota_bytes = config_.client_quota_bytes;
+  r.quota_bytes = kv_client_quota(config_, plan_.dram_bytes);
   for (size_t i = 0; i < kvcache::kKvTierCount; ++i) {
     r.tier_bandwidth_bps[i] = static_cast<uint64_t>(rates_.bandwidth_bps[i]);
     r.tier_latency_ns[i] = rates_.bandwidth_bps[i] > 0 ? static_cast<uint64_t>(rates_.latency_s[i] * 1e9 + 0.5) : 0;
@@ -207,6 +209,20 @@ void KvService::close(uint64_t session_id) {
   connections_.erase(it);
   rebuild_active();
   ++counters_.connections_closed;
+}
+
+void KvService::expire_leases() {
+  if (!store_) return;
+  if (const size_t revoked = store_->expire_leases(); revoked != 0) {
+    logger("kvstore")->info("kvstore: {} lease(s) older than {} ms revoked", revoked, config_.lease_timeout_ms);
+  }
+}
+
+void KvService::report_ssd_errors(uint64_t now_ns) {
+  if (!store_) return;
+  const kvcache::SsdStoreStats* ss = store_->ssd_stats();
+  if (ss == nullptr) return;
+  if (auto line = ssd_errors_.update(*ss, now_ns)) logger("kvstore")->error("{}", *line);
 }
 
 void KvService::rebuild_active() {
@@ -507,6 +523,7 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   add("kv.leased_bytes", c.leased_bytes);
   add("kv.reservations", c.reservations);
   add("kv.quota_rejections", c.quota_rejections);
+  add("kv.leases_expired", c.leases_expired);
   add("kv.rejected_requests", c.rejected_requests);
   add("kv.io_in_flight", store_->io_in_flight());
   add("kv.ssd_durable_sequence", store_->ssd_durable_sequence());
@@ -518,6 +535,7 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
     add("kv.ssd_lent_puts", ss->lent_puts);
     add("kv.ssd_buffer_reads", ss->buffer_reads);
     add("kv.ssd_write_dropped", ss->write_dropped);
+    add("kv.ssd_write_errors", ss->write_errors);
     add("kv.ssd_verify_ns", ss->verify_ns);
   }
   for (size_t t = 0; t < kvcache::kKvTierCount; ++t) {

@@ -15,6 +15,8 @@
 // Single-threaded: the daemon's event loop owns it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -25,6 +27,7 @@
 
 #include "../config.hpp"
 #include "../region_pool.hpp"
+#include "ssd_error_report.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/kvcache/store.hpp"
@@ -64,14 +67,21 @@ class KvService {
   KvService& operator=(const KvService&) = delete;
 
   // Creates the connection's rings and put window and registers it with the
-  // store. EBUSY: this session has one already; EINVAL: a ring geometry
+  // store, charged to `uid`'s quota (shared by all of the uid's connections). EBUSY: this session has one already; EINVAL: a ring geometry
   // outside the protocol's limits; the start's error when the store could
   // not be started.
-  Result<KvOpenResult> open(uint64_t session_id, const proto::KvOpen& request);
+  Result<KvOpenResult> open(uint64_t session_id, uid_t uid, const proto::KvOpen& request);
   // Forgets the connection: its leases and reservations go, its pending
   // completions are dropped. The caller takes its doorbell out of epoll
   // first. Unknown: no-op.
   void close(uint64_t session_id);
+  // Revokes leases older than kvstore.lease_timeout_ms (counted in
+  // kv.leases_expired); called from the daemon's one-second tick.
+  void expire_leases();
+  // Logs SSD log write failures and the chunks they dropped, at most one
+  // line per 10 s carrying the counts since the previous line; called from
+  // the daemon's tick. (The counters move when the failures happen.)
+  void report_ssd_errors(uint64_t now_ns);
   [[nodiscard]] bool has_connection(uint64_t session_id) const { return connections_.contains(session_id); }
   // The SQ doorbell of a connection rang: resets it.
   void on_doorbell(uint64_t session_id);
@@ -136,6 +146,7 @@ class KvService {
   std::vector<KvConnection*> active_;  // connections_ in a flat list for poll()
   proto::KvRequestBatch batch_;        // reused by poll()
   std::vector<kvcache::KvStoreCompletion> done_;
+  SsdErrorReport ssd_errors_{config_.ssd_path};
   KvServiceCounters counters_;
 };
 

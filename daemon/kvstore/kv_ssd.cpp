@@ -2,15 +2,25 @@
 #include "kv_ssd.hpp"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <span>
+#include <vector>
 
 #include "../logging.hpp"
 #include "cxlpool/common/units.hpp"
+#include "cxlpool/kvcache/ssd_format.hpp"
 #include "cxlpool_build_config.h"
 #if CXLPOOL_HAVE_POSIX
 #include "posix_block_device.hpp"
@@ -56,6 +66,151 @@ Result<std::unique_ptr<hal::BlockDevice>> open_with(KvSsdEngine engine, const st
 #endif
 }
 
+
+std::string mode_text(mode_t mode) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "0%o", static_cast<unsigned>(mode));
+  return buffer;
+}
+
+// 'blank': never written (all zeros); 'ours': a region header of the log;
+// anything else is some other file's data.
+enum class HeaderKind { kBlank, kOurs, kForeign };
+
+HeaderKind classify_region_head(std::span<const std::byte> block) {
+  if (std::all_of(block.begin(), block.end(), [](std::byte b) { return b == std::byte{0}; })) {
+    return HeaderKind::kBlank;
+  }
+  return kvcache::decode_region_header(block) ? HeaderKind::kOurs : HeaderKind::kForeign;
+}
+
+// The region heads within the first `size` bytes that hold something other
+// than the log; empty when none does, or when any region starts with one of
+// the log's headers: one good header is enough to call the file ours, so
+// that a log with a region torn by a crash is still taken back.
+Result<std::vector<uint64_t>> foreign_region_heads(int fd, uint64_t size, uint64_t region_bytes,
+                                                   const std::string& path) {
+  std::array<std::byte, kvcache::kSsdBlockBytes> block{};
+  std::vector<uint64_t> foreign;
+  for (uint64_t offset = 0; offset < size; offset += region_bytes) {
+    block.fill(std::byte{0});
+    const ssize_t got = ::pread(fd, block.data(), block.size(), static_cast<off_t>(offset));
+    if (got < 0) return fail_errno("kvstore.ssd_path " + path + ": reading offset " + std::to_string(offset));
+    switch (classify_region_head(block)) {
+      case HeaderKind::kOurs: return std::vector<uint64_t>{};
+      case HeaderKind::kForeign: foreign.push_back(offset); break;
+      case HeaderKind::kBlank: break;
+    }
+  }
+  return foreign;
+}
+
+struct LogFile {
+  UniqueFd fd;
+  bool block_device = false;
+};
+
+// Opens ssd_path without following a symbolic link (the daemon is root: a
+// link planted by a user must not aim its writes at a system file), checks
+// what it is and what it holds, and gives a regular file its full size in
+// allocated blocks, so that a full file system fails here rather than in
+// the region writes later.
+Result<LogFile> open_log_file(const KvStoreSection& config) {
+  const std::string& path = config.ssd_path;
+  const std::string what = "kvstore.ssd_path " + path;
+  constexpr int kFlags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY;
+  // Looked at before it is opened: opening a device node can itself act
+  // on the device (a tape rewinds), and a link is refused, not followed.
+  struct stat before {};
+  const bool exists = ::lstat(path.c_str(), &before) == 0;
+  if (!exists && errno != ENOENT) return fail_errno(what);
+  if (exists && S_ISLNK(before.st_mode)) {
+    return fail(ELOOP, what + " is a symbolic link; give the path of the file itself");
+  }
+  if (exists && !S_ISREG(before.st_mode) && !S_ISBLK(before.st_mode)) {
+    return fail(EINVAL, what + " is neither a regular file nor a block device (mode " + mode_text(before.st_mode) +
+                            ")");
+  }
+  LogFile out;
+  bool created = false;
+  if (exists) {
+    out.fd.reset(::open(path.c_str(), kFlags));
+  } else {
+    if (config.ssd_bytes == 0) {
+      return fail(EINVAL, what + " does not exist and kvstore.ssd_bytes is not set: give the size of the file to create");
+    }
+    out.fd.reset(::open(path.c_str(), kFlags | O_CREAT | O_EXCL, 0600));
+    if (!out.fd && errno == ENOENT) {
+      return fail(ENOENT, what + ": its directory " + std::filesystem::path(path).parent_path().string() +
+                              " does not exist");
+    }
+    created = static_cast<bool>(out.fd);
+  }
+  if (!out.fd) {
+    if (errno == ELOOP) return fail(ELOOP, what + " is a symbolic link; give the path of the file itself");
+    return fail_errno(what);
+  }
+  // Whatever goes wrong from here leaves no new file behind.
+  struct RemoveOnError {
+    const std::string& path;
+    bool armed;
+    ~RemoveOnError() {
+      if (armed) ::unlink(path.c_str());
+    }
+  } cleanup{path, created};
+
+  struct stat st {};
+  if (::fstat(out.fd.get(), &st) != 0) return fail_errno("fstat " + path);
+  out.block_device = S_ISBLK(st.st_mode);
+  // The path may have changed between the look and the open.
+  if ((!S_ISREG(st.st_mode) && !out.block_device) ||
+      (exists && (st.st_dev != before.st_dev || st.st_ino != before.st_ino))) {
+    return fail(EINVAL, what + " changed while it was being opened, or is neither a regular file nor a block device");
+  }
+  // Locked before anything is read or written.
+  if (::flock(out.fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return fail(EBUSY, what + " is in use by another process (another cxlpoold?)");
+    }
+    return fail_errno("flock " + path);
+  }
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (out.block_device) {
+    if (::ioctl(out.fd.get(), BLKGETSIZE64, &size) != 0) return fail_errno("BLKGETSIZE64 " + path);
+    if (config.ssd_bytes != 0) size = std::min(size, config.ssd_bytes);
+  }
+  if (!created) {
+    auto foreign = foreign_region_heads(out.fd.get(), size, config.ssd_region_bytes, path);
+    if (!foreign) return tl::unexpected(foreign.error());
+    if (!foreign->empty() && !config.ssd_format_foreign) {
+      return fail(EEXIST, what + " holds data that is not a cxlpool KV log; refusing to overwrite it (set "
+                                 "kvstore.ssd_format_foreign = true to give it to the log)");
+    }
+    // Formatting it: region heads of zeros are free regions of an empty
+    // log, and once one is written the file is recognised as the log's.
+    const std::array<std::byte, kvcache::kSsdBlockBytes> zeros{};
+    for (const uint64_t offset : *foreign) {
+      if (::pwrite(out.fd.get(), zeros.data(), zeros.size(), static_cast<off_t>(offset)) !=
+          static_cast<ssize_t>(zeros.size())) {
+        return fail_errno(what + ": clearing the region at " + std::to_string(offset));
+      }
+    }
+    if (!foreign->empty()) {
+      logger("kvstore")->warn("kvstore: {} held other data; ssd_format_foreign: {} region head(s) cleared for the log",
+                              path, foreign->size());
+    }
+  }
+  if (!out.block_device) {
+    // Only ever grown: a larger file keeps its size (and its chunks).
+    const uint64_t want = std::max(size, config.ssd_bytes);
+    if (const int rc = ::posix_fallocate(out.fd.get(), 0, static_cast<off_t>(want)); rc != 0) {
+      return fail(rc, "cannot allocate " + format_size(want) + " for " + what + ": " + std::strerror(rc));
+    }
+  }
+  cleanup.armed = false;
+  return out;
+}
+
 }  // namespace
 
 Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
@@ -63,43 +218,26 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   const std::string& path = config.ssd_path;
   hal::BlockOpenOptions options;
   options.queue_depth = kSsdQueueDepth;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return fail_errno("kvstore.ssd_path " + path);
-    if (config.ssd_bytes == 0) {
-      return fail(EINVAL, "kvstore.ssd_path " + path + " does not exist and kvstore.ssd_bytes is not set: "
-                                                         "give the size of the file to create");
-    }
-    options.create = true;
-    options.truncate_to = config.ssd_bytes;
-  } else if (S_ISREG(st.st_mode)) {
-    // Only ever grown: a larger file keeps its size (and its chunks).
-    if (static_cast<uint64_t>(st.st_size) < config.ssd_bytes) options.truncate_to = config.ssd_bytes;
-  } else if (!S_ISBLK(st.st_mode)) {
-    return fail(EINVAL, "kvstore.ssd_path " + path + " is neither a regular file nor a block device");
-  }
 
   KvSsd ssd;
-  // Locked before anything is written to it (a new file is created here,
-  // empty, and sized by the device open below).
-  ssd.lock.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (options.create ? O_CREAT : 0), 0600));
-  if (!ssd.lock) return fail_errno("kvstore.ssd_path " + path);
-  if (::flock(ssd.lock.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      return fail(EBUSY, "kvstore.ssd_path " + path + " is in use by another process (another cxlpoold?)");
-    }
-    return fail_errno("flock " + path);
-  }
-  auto device = open_with(config.ssd_engine, path, options, ssd.engine);
+  auto opened = open_log_file(config);
+  if (!opened) return tl::unexpected(opened.error());
+  ssd.lock = std::move(opened->fd);
+  const bool block_device = opened->block_device;
+  // The engines open the file again by name: through this descriptor's
+  // /proc entry they get the very file checked above, whatever happens to
+  // the path meanwhile.
+  const std::string reopen = "/proc/self/fd/" + std::to_string(ssd.lock.get());
+  auto device = open_with(config.ssd_engine, reopen, options, ssd.engine);
   if (!device && device.error().code == EINVAL && options.direct) {
     // tmpfs and a few other file systems have no O_DIRECT: the log still
     // works through the page cache, with fdatasync for durability.
     log->warn("kvstore: {}: {}; opening it without O_DIRECT", path, device.error().message);
     options.direct = false;
     ssd.direct = false;
-    device = open_with(config.ssd_engine, path, options, ssd.engine);
+    device = open_with(config.ssd_engine, reopen, options, ssd.engine);
   }
-  if (!device) return tl::unexpected(device.error());
+  if (!device) return fail(device.error().code, "kvstore.ssd_path " + path + ": " + device.error().message);
 
   kvcache::SsdStoreConfig store_config;
   store_config.region_bytes = static_cast<uint32_t>(config.ssd_region_bytes);
@@ -109,7 +247,7 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   store_config.write_buffers = static_cast<uint32_t>(
       std::clamp<uint64_t>(kSsdWriteBytesInFlight / config.ssd_region_bytes + 1, 2, 16));
   // On a block device ssd_bytes bounds the part of it the log uses.
-  if (S_ISBLK(st.st_mode) && config.ssd_bytes != 0) {
+  if (block_device && config.ssd_bytes != 0) {
     store_config.max_regions = static_cast<uint32_t>(config.ssd_bytes / config.ssd_region_bytes);
   }
   auto store = kvcache::SsdStore::open(std::move(*device), store_config);

@@ -99,5 +99,43 @@ TEST(GpuHostAlloc, ANodeTierAnswersWithMemoryOrTheReasonThereIsNone) {
   EXPECT_EQ(stat(*conn, "gpu.host_alloc_failures"), 0u);
 }
 
+TEST(GpuHostAlloc, OneUidsSessionsAreChargedUpToTheLimit) {
+  DaemonProcess daemon(TestConfig{.tables = "[pool]\ngpu_host_bytes_per_uid = \"4M\"\n"}.render());
+  ASSERT_TRUE(daemon.start());
+  auto conn = connect_admin(daemon.socket(), "gpu-host");
+  ASSERT_TRUE(conn);
+  const auto node_tier = tier_with_a_node(*conn);
+  if (!node_tier) GTEST_SKIP() << "no tier with a NUMA node of its own here";
+
+  // Over the limit: refused before the driver is asked, GPU or not.
+  auto r = ask(*conn, node_tier->id, 5 * kMiB);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EDQUOT) << r.error().message;
+  EXPECT_NE(r.error().message.find("gpu_host_bytes_per_uid 4194304"), std::string::npos) << r.error().message;
+  EXPECT_EQ(stat(*conn, "gpu.host_alloc_quota_rejections"), 1u);
+  EXPECT_EQ(stat(*conn, "gpu.host_alloc_charged_bytes"), 0u);
+
+  r = ask(*conn, node_tier->id, 3 * kMiB);
+  if (!r) {
+    EXPECT_TRUE(r.error().code == ENODEV || r.error().code == ENOTSUP) << r.error().message;
+    EXPECT_EQ(stat(*conn, "gpu.host_alloc_charged_bytes"), 0u) << "a failed allocation charges nothing";
+    if (std::getenv("CXLPOOL_REQUIRE_GPU") != nullptr) FAIL() << "GPU host: " << r.error().message;
+    return;
+  }
+  const auto* reply = std::get_if<proto::GpuHostAllocReply>(&r->envelope.message);
+  ASSERT_NE(reply, nullptr);
+  EXPECT_EQ(stat(*conn, "gpu.host_alloc_charged_bytes"), reply->bytes);
+  // A second session of the same uid shares the limit.
+  auto other = connect_admin(daemon.socket(), "gpu-host-2");
+  ASSERT_TRUE(other);
+  auto more = ask(*other, node_tier->id, 2 * kMiB);
+  ASSERT_FALSE(more);
+  EXPECT_EQ(more.error().code, EDQUOT) << more.error().message;
+  // The charge ends with the session that asked.
+  conn.reset();
+  ASSERT_TRUE(wait_until([&] { return stat(*other, "gpu.host_alloc_charged_bytes") == 0; }, std::chrono::seconds(2)));
+  EXPECT_TRUE(ask(*other, node_tier->id, 2 * kMiB));
+}
+
 }  // namespace
 }  // namespace cxlpool::integration

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The daemon's limits and refusals, each with its documented errno.
+#include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ uint32_t connected_clients(Connection& admin) {
 }
 
 TEST(Limits, MaxClientsRefusesTheNextConnectionWithEusers) {
-  DaemonProcess daemon(TestConfig{.daemon = "max_clients = 3\n"}.render());
+  DaemonProcess daemon(TestConfig{.daemon = "max_clients = 3\nadmin_reserved_clients = 1\n"}.render());
   ASSERT_TRUE(daemon.start());
   auto admin = connect_admin(daemon.socket());
   ASSERT_TRUE(admin);
@@ -173,6 +174,105 @@ TEST(Limits, UnlinkByNonOwnerGivesEperm) {
   ASSERT_EQ(regions.size(), 1u);
   EXPECT_EQ(regions[0].name, "roots");
   owner.unlink_named("roots");
+}
+
+// The rest need a second user: the limits are for non-admins.
+constexpr const char* kOpenToAll = "socket_mode = \"0666\"\nadmin_groups = []\n";
+
+TEST(Limits, OneUidGetsAtMostMaxClientsPerUidConnections) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
+  DaemonProcess daemon(
+      TestConfig{.daemon = std::string(kOpenToAll) + "max_clients_per_uid = 2\nadmin_reserved_clients = 0\n"}.render());
+  ASSERT_TRUE(daemon.start());
+  auto admin = connect_admin(daemon.socket());
+  ASSERT_TRUE(admin);
+  const std::string socket = daemon.socket();
+
+  const std::string failures = run_checks_in_child(
+      [&](ChildChecks& c) {
+        cxlpool_client* one = nullptr;
+        cxlpool_client* two = nullptr;
+        CHILD_EXPECT_EQ(c, cxlpool_connect(socket.c_str(), "one", &one), 0);
+        CHILD_EXPECT_EQ(c, cxlpool_connect(socket.c_str(), "two", &two), 0);
+        for (int i = 0; i < 3; ++i) {
+          cxlpool_client* extra = nullptr;
+          CHILD_EXPECT_EQ(c, cxlpool_connect(socket.c_str(), "extra", &extra), -EUSERS);
+          CHILD_EXPECT(c, std::string(cxlpool_last_error()).find("max_clients_per_uid=2") != std::string::npos);
+          if (extra != nullptr) cxlpool_disconnect(extra);
+        }
+        // A connection closed is a slot back.
+        cxlpool_disconnect(two);
+        bool back = false;
+        for (int i = 0; i < 200 && !back; ++i) {
+          cxlpool_client* again = nullptr;
+          back = cxlpool_connect(socket.c_str(), "again", &again) == 0;
+          if (back) cxlpool_disconnect(again);
+          else ::usleep(10000);
+        }
+        CHILD_EXPECT(c, back);
+        cxlpool_disconnect(one);
+      },
+      RunAs{});
+  EXPECT_EQ(failures, "");
+  // At least the three refusals; a retry that came before the daemon saw the
+  // close counts too.
+  EXPECT_GE(stat(*admin, "clients.refused_per_uid"), 3u);
+  EXPECT_GE(stat(*admin, "clients.refused"), 3u);
+
+  // Admins are bounded by max_clients only.
+  std::vector<cxlpool_client*> mine;
+  for (int i = 0; i < 4; ++i) {
+    cxlpool_client* c = nullptr;
+    EXPECT_EQ(cxlpool_connect(daemon.socket().c_str(), "admin-many", &c), 0) << cxlpool_last_error();
+    if (c != nullptr) mine.push_back(c);
+  }
+  for (auto* c : mine) cxlpool_disconnect(c);
+}
+
+TEST(Limits, TheLastSlotsAreKeptForAdmins) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
+  DaemonProcess daemon(
+      TestConfig{.daemon = std::string(kOpenToAll) + "max_clients = 4\nadmin_reserved_clients = 2\n"}.render());
+  ASSERT_TRUE(daemon.start());
+  auto admin = connect_admin(daemon.socket());  // 1 of 4
+  ASSERT_TRUE(admin);
+  const std::string socket = daemon.socket();
+
+  // Another user takes every slot it may (the second of 4) and holds it.
+  ForkedChild child(
+      [&](int report_fd) {
+        cxlpool_client* held = nullptr;
+        if (cxlpool_connect(socket.c_str(), "holder", &held) != 0) {
+          (void)!::write(report_fd, "connect failed\n", 15);
+          return 1;
+        }
+        cxlpool_client* more = nullptr;
+        const int rc = cxlpool_connect(socket.c_str(), "more", &more);
+        const std::string line = std::to_string(rc) + " " + cxlpool_last_error() + "\n";
+        (void)!::write(report_fd, line.data(), line.size());
+        for (;;) ::pause();  // holds its slot until killed
+      },
+      RunAs{});
+  const auto line = child.read_line(std::chrono::seconds(10));
+  ASSERT_TRUE(line);
+  EXPECT_EQ(line->rfind(std::to_string(-EUSERS) + " ", 0), 0u) << *line;
+  EXPECT_NE(line->find("kept for admins (admin_reserved_clients)"), std::string::npos) << *line;
+  EXPECT_EQ(stat(*admin, "clients.refused_reserved"), 1u);
+  ASSERT_EQ(connected_clients(*admin), 2u);
+
+  // Root still gets in, up to max_clients.
+  cxlpool_client* third = nullptr;
+  cxlpool_client* fourth = nullptr;
+  EXPECT_EQ(cxlpool_connect(daemon.socket().c_str(), "admin-3", &third), 0) << cxlpool_last_error();
+  EXPECT_EQ(cxlpool_connect(daemon.socket().c_str(), "admin-4", &fourth), 0) << cxlpool_last_error();
+  cxlpool_client* fifth = nullptr;
+  EXPECT_EQ(cxlpool_connect(daemon.socket().c_str(), "admin-5", &fifth), -EUSERS);
+  EXPECT_NE(std::string(cxlpool_last_error()).find("max_clients=4"), std::string::npos) << cxlpool_last_error();
+  EXPECT_EQ(stat(*admin, "clients.refused"), 2u);
+  cxlpool_disconnect(third);
+  cxlpool_disconnect(fourth);
+  child.kill(SIGKILL);
+  EXPECT_GE(child.wait(std::chrono::seconds(5)), 0);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ const std::vector<std::string> kAllKeys = {
     "daemon.state_dir",        "daemon.socket_mode",     "daemon.socket_group",
     "daemon.admin_groups",     "daemon.log_level",       "daemon.max_clients",
     "daemon.max_regions_per_client", "daemon.watchdog_divisor", "daemon.busy_poll_us", "pool.max_region_size",
+    "daemon.max_clients_per_uid", "daemon.admin_reserved_clients", "pool.gpu_host_bytes_per_uid",
     "numa.enabled",            "numa.capacity_percent",  "numa.exclude_nodes",
     "numa.sysfs_root",         "emulated_tier.name",     "emulated_tier.capacity",
     "emulated_tier.backing",   "emulated_tier.hugetlbfs_path", "emulated_tier.numa_node",
@@ -50,12 +51,15 @@ socket_group = "pool-users"
 admin_groups = ["wheel", "cxladmin"]
 log_level = "debug"
 max_clients = 1000
+max_clients_per_uid = 10
+admin_reserved_clients = 20
 max_regions_per_client = 5000
 watchdog_divisor = 4
 busy_poll_us = 0
 
 [pool]
 max_region_size = "16G"
+gpu_host_bytes_per_uid = "2G"
 
 [numa]
 enabled = true
@@ -150,6 +154,9 @@ TEST(DaemonConfig, FullFile) {
   EXPECT_EQ(c.admin_groups, (std::vector<std::string>{"wheel", "cxladmin"}));
   EXPECT_EQ(c.log_level, LogLevel::kDebug);
   EXPECT_EQ(c.max_clients, 1000u);
+  EXPECT_EQ(c.max_clients_per_uid, 10u);
+  EXPECT_EQ(c.admin_reserved_clients, 20u);
+  EXPECT_EQ(c.gpu_host_bytes_per_uid, 2 * kGiB);
   EXPECT_EQ(c.max_regions_per_client, 5000u);
   EXPECT_EQ(c.watchdog_divisor, 4u);
   EXPECT_EQ(c.busy_poll_us, 0u);
@@ -272,6 +279,15 @@ const Rejection kRejections[] = {
     {"[daemon]\nmax_clients = 65537", "daemon.max_clients", 2, "between 1 and 65536"},
     {"[daemon]\nmax_clients = 1.5", "daemon.max_clients", 2, "expected an integer, got a float"},
     {"[daemon]\nmax_clients = \"10\"", "daemon.max_clients", 2, "expected an integer, got a string"},
+    {"[daemon]\nsocket_mode = 0o1000", "daemon.socket_mode", 2, "got 0o1000"},
+    {"[daemon]\nmax_clients_per_uid = -1", "daemon.max_clients_per_uid", 2, "between 0 and 65536"},
+    {"[daemon]\nmax_clients = 8\nadmin_reserved_clients = 8", "daemon.admin_reserved_clients", 3,
+     "must be less than max_clients (8), got 8"},
+    {"[pool]\ngpu_host_bytes_per_uid = -1", "pool.gpu_host_bytes_per_uid", 2, "must not be negative"},
+    {"[[emulated_tier]]\nname = \"big\"\ncapacity = \"1025T\"", "emulated_tier[0].capacity", 3,
+     "must be at most 1 PiB"},
+    {"[[emulated_tier]]\nname = \"big\"\ncapacity = 9223372036854775807", "emulated_tier[0].capacity", 3,
+     "must be at most 1 PiB"},
     {"[daemon]\nmax_regions_per_client = 1000001", "daemon.max_regions_per_client", 2, "between 1 and 1000000"},
     {"[daemon]\nmax_regions_per_client = 0", "daemon.max_regions_per_client", 2, "between 1 and 1000000"},
     {"[daemon]\nwatchdog_divisor = 1", "daemon.watchdog_divisor", 2, "between 2 and 10"},
@@ -443,6 +459,25 @@ TEST(DaemonConfig, LoadFileUnreadable) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "reading a mode-0 file as nobody did not give EACCES naming the path";
 }
 
+TEST(DaemonConfig, ConnectionLimitDefaults) {
+  auto config = parse("");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->max_clients_per_uid, 64u);
+  EXPECT_EQ(config->admin_reserved_clients, 4u);
+  EXPECT_EQ(config->gpu_host_bytes_per_uid, 16 * kGiB);
+  // Left unset, the admins' reserve shrinks to leave others one slot.
+  auto small = parse("[daemon]\nmax_clients = 3\n");
+  ASSERT_TRUE(small) << small.error().message;
+  EXPECT_EQ(small->admin_reserved_clients, 2u);
+  auto single = parse("[daemon]\nmax_clients = 1\n");
+  ASSERT_TRUE(single) << single.error().message;
+  EXPECT_EQ(single->admin_reserved_clients, 0u);
+  auto none = parse("[daemon]\nmax_clients_per_uid = 0\nadmin_reserved_clients = 0\n");
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(none->max_clients_per_uid, 0u);
+  EXPECT_EQ(none->admin_reserved_clients, 0u);
+}
+
 TEST(DaemonConfig, ChangesNeedingRestart) {
   const Config base = embedded_default_config();
   EXPECT_TRUE(changes_needing_restart(base, base).empty());
@@ -452,6 +487,9 @@ TEST(DaemonConfig, ChangesNeedingRestart) {
   reloadable.source = "/elsewhere.toml";
   reloadable.log_level = LogLevel::kDebug;
   reloadable.max_clients = 7;
+  reloadable.max_clients_per_uid = 2;
+  reloadable.admin_reserved_clients = 1;
+  reloadable.gpu_host_bytes_per_uid = kMiB;
   reloadable.max_regions_per_client = 9;
   reloadable.admin_groups = {"ops"};
   reloadable.max_region_size = kGiB;

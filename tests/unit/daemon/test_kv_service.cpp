@@ -6,15 +6,21 @@
 // the SSD tier is a file in a temporary directory.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "kvstore/kv_arenas.hpp"
 #include "kvstore/kv_service.hpp"
 #include "kvstore/kv_ssd.hpp"
+#include "kvstore/ssd_error_report.hpp"
 #include "region_pool.hpp"
 
 namespace cxlpool::daemon {
@@ -334,7 +340,7 @@ TEST_F(KvServiceTest, AnArenaThatDoesNotFitIsRetriedAndTheRequestSaysWhy) {
   auto blocker = pool->create({1, 8 << 20, 0, proto::RegionKind::kLeased, {}, 0600}, user(1000));
   ASSERT_TRUE(blocker) << blocker.error().message;
   make(small_section());
-  auto opened = service->open(1, {});
+  auto opened = service->open(1, 1000, {});
   ASSERT_FALSE(opened);
   EXPECT_EQ(opened.error().code, ENOTSUP);
   EXPECT_NE(opened.error().message.find("could not start"), std::string::npos) << opened.error().message;
@@ -346,7 +352,7 @@ TEST_F(KvServiceTest, AnArenaThatDoesNotFitIsRetriedAndTheRequestSaysWhy) {
   ASSERT_TRUE(listed);
   EXPECT_TRUE(listed->namespaces.empty());
   pool->release_handle((*blocker)->id);
-  auto retried = service->open(1, {});
+  auto retried = service->open(1, 1000, {});
   ASSERT_TRUE(retried) << retried.error().message;
   EXPECT_TRUE(service->started());
   EXPECT_EQ(pool->regions().size(), 2u) << "the DRAM arena of the first attempt was kept, not made twice";
@@ -358,7 +364,7 @@ TEST_F(KvServiceTest, OpenHandsOverTheDataPath) {
   request.sq_entries = 8;
   request.cq_entries = 16;
   request.put_window_bytes = 2 * kSlot + 5;
-  auto opened = service->open(3, request);
+  auto opened = service->open(3, 1000, request);
   ASSERT_TRUE(opened) << opened.error().message;
   const auto& r = opened->reply;
   EXPECT_EQ(r.sq_entries, 8u);
@@ -384,25 +390,25 @@ TEST_F(KvServiceTest, OpenHandsOverTheDataPath) {
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), 2 * kSlot);
   EXPECT_TRUE(service->has_connection(3));
 
-  auto twice = service->open(3, {});
+  auto twice = service->open(3, 1000, {});
   ASSERT_FALSE(twice);
   EXPECT_EQ(twice.error().code, EBUSY);
   proto::KvOpen odd;
   odd.sq_entries = 3;
-  auto bad = service->open(4, odd);
+  auto bad = service->open(4, 1000, odd);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, EINVAL);
   EXPECT_FALSE(service->has_connection(4));
   proto::KvOpen big;
   big.put_window_bytes = 1ull << 40;
-  auto capped = service->open(5, big);
+  auto capped = service->open(5, 1000, big);
   ASSERT_TRUE(capped);
   EXPECT_EQ(capped->reply.put_window_bytes, 4 * kSlot);
 }
 
 TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   make(small_section());
-  auto opened = service->open(1, {});
+  auto opened = service->open(1, 1000, {});
   ASSERT_TRUE(opened) << opened.error().message;
   TestClient c;
   ASSERT_TRUE(c.attach(std::move(*opened)));
@@ -485,7 +491,7 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
 TEST_F(KvServiceTest, SleepAndDoorbells) {
   make(small_section());
   EXPECT_TRUE(service->arm()) << "nothing started: nothing to wait for";
-  auto opened = service->open(1, {});
+  auto opened = service->open(1, 1000, {});
   ASSERT_TRUE(opened);
   const int doorbell = opened->doorbell_fd;
   TestClient c;
@@ -521,7 +527,7 @@ TEST_F(KvServiceTest, SleepAndDoorbells) {
 
 TEST_F(KvServiceTest, CloseEndsTheConnectionsLeasesNotItsChunks) {
   make(small_section());
-  auto opened = service->open(9, {});
+  auto opened = service->open(9, 1000, {});
   ASSERT_TRUE(opened);
   TestClient c;
   ASSERT_TRUE(c.attach(std::move(*opened)));
@@ -621,6 +627,155 @@ TEST_F(KvSsdTest, CreatesGrowsNeverShrinks) {
   EXPECT_EQ(directory.error().code, EINVAL);
 }
 
+// Writes `text` to `path`, replacing it.
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(KvSsdTest, ASymlinkIsRefusedAndItsTargetUntouched) {
+  auto kv = section();
+  kv.ssd_engine = KvSsdEngine::kPosix;
+  const auto target = dir / "system-file";
+  write_text(target, "root:x:0:0:root:/root:/bin/bash\n");
+  std::filesystem::create_symlink(target, kv.ssd_path);
+  auto opened = open_kv_ssd(kv);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, ELOOP);
+  EXPECT_NE(opened.error().message.find(kv.ssd_path), std::string::npos) << opened.error().message;
+  EXPECT_NE(opened.error().message.find("symbolic link"), std::string::npos) << opened.error().message;
+  kv.ssd_format_foreign = true;  // forcing does not make a link acceptable
+  EXPECT_FALSE(open_kv_ssd(kv));
+  EXPECT_EQ(read_text(target), "root:x:0:0:root:/root:/bin/bash\n");
+  EXPECT_EQ(std::filesystem::file_size(target), 32u);
+}
+
+TEST_F(KvSsdTest, AForeignFileIsRefusedUnlessForced) {
+  auto kv = section();
+  kv.ssd_engine = KvSsdEngine::kPosix;
+  const std::string content = "not a KV log, and nobody's to overwrite\n";
+  write_text(kv.ssd_path, content);
+  auto refused = open_kv_ssd(kv);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, EEXIST);
+  EXPECT_NE(refused.error().message.find("not a cxlpool KV log"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("ssd_format_foreign"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(read_text(kv.ssd_path), content) << "nothing grown, nothing written";
+
+  kv.ssd_format_foreign = true;
+  {
+    auto forced = open_kv_ssd(kv);
+    ASSERT_TRUE(forced) << forced.error().message;
+    EXPECT_EQ(forced->store->size(), 0u);
+    EXPECT_EQ(std::filesystem::file_size(kv.ssd_path), kv.ssd_bytes);
+  }
+  // Formatted: the foreign bytes are gone and the file is the log's now.
+  kv.ssd_format_foreign = false;
+  EXPECT_TRUE(open_kv_ssd(kv));
+  // A blank file (all zeros, as a fresh one is) is the log's, forced or not.
+  kv.ssd_format_foreign = false;
+  const auto blank = dir / "blank.img";
+  write_text(blank, "");
+  std::filesystem::resize_file(blank, 1 << 20);
+  auto zero = section();
+  zero.ssd_path = blank.string();
+  zero.ssd_engine = KvSsdEngine::kPosix;
+  EXPECT_TRUE(open_kv_ssd(zero));
+}
+
+TEST_F(KvSsdTest, ALogWrittenBeforeIsTakenBack) {
+  auto pool = make_pool(dram_and_emulated());
+  auto kv = section();
+  kv.ssd_engine = KvSsdEngine::kPosix;
+  {
+    auto ssd = open_kv_ssd(kv);
+    ASSERT_TRUE(ssd) << ssd.error().message;
+    // A sealed region carries the log's header.
+    std::vector<std::byte> payload(8192, std::byte{7});
+    kvcache::NamespaceFingerprint ns{1, 2};
+    ASSERT_TRUE(ssd->store->put(kvcache::ChunkKey{3, 4}, ns, payload));
+    ASSERT_TRUE(ssd->store->flush());
+  }
+  auto again = open_kv_ssd(kv);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->store->size(), 1u);
+}
+
+TEST_F(KvSsdTest, AMissingDirectoryIsNamed) {
+  auto kv = section();
+  kv.ssd_path = (dir / "no-such-dir" / "kv.img").string();
+  auto opened = open_kv_ssd(kv);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().code, ENOENT);
+  EXPECT_NE(opened.error().message.find("no-such-dir does not exist"), std::string::npos) << opened.error().message;
+}
+
+TEST_F(KvSsdTest, TheFileIsAllocatedInFull) {
+  auto kv = section();
+  kv.ssd_engine = KvSsdEngine::kPosix;
+  // An existing sparse file is given its blocks too.
+  write_text(kv.ssd_path, "");
+  std::filesystem::resize_file(kv.ssd_path, kv.ssd_bytes);
+  struct stat before {};
+  ASSERT_EQ(::stat(kv.ssd_path.c_str(), &before), 0);
+  ASSERT_LT(static_cast<uint64_t>(before.st_blocks) * 512, kv.ssd_bytes);
+  auto opened = open_kv_ssd(kv);
+  ASSERT_TRUE(opened) << opened.error().message;
+  struct stat after {};
+  ASSERT_EQ(::stat(kv.ssd_path.c_str(), &after), 0);
+  EXPECT_GE(static_cast<uint64_t>(after.st_blocks) * 512, kv.ssd_bytes);
+}
+
+TEST_F(KvSsdTest, AFullFileSystemStopsTheStartNotTheWritesLater) {
+  // A 1 MiB tmpfs cannot hold a 4 MiB log.
+  const auto mount_point = dir / "small-fs";
+  std::filesystem::create_directory(mount_point);
+  if (::mount("cxlpool-test", mount_point.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here: " << std::strerror(errno);
+  }
+  auto kv = section();
+  kv.ssd_engine = KvSsdEngine::kPosix;
+  kv.ssd_path = (mount_point / "kv.img").string();
+  auto opened = open_kv_ssd(kv);
+  const int code = opened ? 0 : opened.error().code;
+  const std::string message = opened ? std::string() : opened.error().message;
+  const bool left_behind = std::filesystem::exists(kv.ssd_path);
+  opened = tl::unexpected(Error{0, ""});
+  ::umount2(mount_point.c_str(), MNT_DETACH);
+  EXPECT_EQ(code, ENOSPC) << message;
+  EXPECT_NE(message.find("cannot allocate 4.0 MiB for kvstore.ssd_path"), std::string::npos) << message;
+  EXPECT_FALSE(left_behind) << "the file it created is removed again";
+}
+
+TEST(SsdErrorReport, WriteFailuresAreReportedAtOnceThenAtMostEveryTenSeconds) {
+  SsdErrorReport report("/var/lib/kv.img");
+  kvcache::SsdStoreStats stats;
+  constexpr uint64_t kSecond = 1'000'000'000;
+  EXPECT_FALSE(report.update(stats, 5 * kSecond)) << "no failure: no line";
+  stats.write_errors = 1;
+  stats.write_dropped = 15;
+  stats.last_write_error = ENOSPC;
+  auto first = report.update(stats, 6 * kSecond);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, "kvstore: SSD log /var/lib/kv.img: 1 write(s) failed and 15 chunk(s) dropped (latest: " +
+                        std::string(std::strerror(ENOSPC)) + ")");
+  EXPECT_FALSE(report.update(stats, 7 * kSecond)) << "nothing new";
+  stats.write_errors = 3;
+  stats.write_dropped = 20;
+  EXPECT_FALSE(report.update(stats, 15 * kSecond)) << "new failures within 10 s of the last line wait";
+  stats.write_errors = 4;
+  auto second = report.update(stats, 16 * kSecond);
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->find(": 3 write(s) failed and 5 chunk(s) dropped in the last 10 s"), std::string::npos)
+      << *second;
+  EXPECT_FALSE(report.update(stats, 100 * kSecond)) << "counted already";
+}
+
 TEST_F(KvSsdTest, SectionKnobsReachTheStore) {
   auto pool = make_pool(dram_and_emulated());
   auto kv = section();
@@ -644,7 +799,7 @@ TEST_F(KvSsdTest, AutoEngineAndRecoveryAcrossServices) {
     EXPECT_TRUE(created) << created.error().message;
     if (!created) return uint64_t{0};
     auto& service = **created;
-    auto opened = service.open(1, {});
+    auto opened = service.open(1, 1000, {});
     EXPECT_TRUE(opened);
     TestClient c;
     EXPECT_TRUE(c.attach(std::move(*opened)));

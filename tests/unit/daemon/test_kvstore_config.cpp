@@ -38,6 +38,7 @@ const std::vector<std::string> kKvKeys = {
     "ssd_engine",        "put_window_bytes",   "client_quota_bytes", "max_leases_per_client",
     "index_capacity",    "dram_bandwidth_mbps", "dram_latency_ns",  "cxl_bandwidth_mbps",
     "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",   "ssd_lend_min_bytes",
+    "lease_timeout_ms",  "ssd_format_foreign",
 };
 
 TEST(KvStoreConfig, Defaults) {
@@ -59,7 +60,9 @@ TEST(KvStoreConfig, Defaults) {
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kAuto);
   EXPECT_EQ(kv.ssd_lend_min_bytes, 256u * 1024);
   EXPECT_EQ(kv.put_window_bytes, 64 * kMiB);
-  EXPECT_EQ(kv.client_quota_bytes, 0u);
+  EXPECT_FALSE(kv.client_quota_bytes.has_value());
+  EXPECT_EQ(kv.lease_timeout_ms, 30000u);
+  EXPECT_FALSE(kv.ssd_format_foreign);
   EXPECT_EQ(kv.max_leases_per_client, 65536u);
   EXPECT_EQ(kv.index_capacity, 1u << 20);
   EXPECT_EQ(kv.dram_bandwidth_mbps, 20000u);
@@ -89,6 +92,8 @@ ssd_engine = "posix"
 ssd_lend_min_bytes = "1M"
 put_window_bytes = "16M"
 client_quota_bytes = "2G"
+lease_timeout_ms = 500
+ssd_format_foreign = true
 max_leases_per_client = 100
 index_capacity = 5000000
 dram_bandwidth_mbps = 30000
@@ -116,6 +121,8 @@ ssd_latency_ns = 80000
   EXPECT_EQ(kv.ssd_lend_min_bytes, kMiB);
   EXPECT_EQ(kv.put_window_bytes, 16 * kMiB);
   EXPECT_EQ(kv.client_quota_bytes, 2 * kGiB);
+  EXPECT_EQ(kv.lease_timeout_ms, 500u);
+  EXPECT_TRUE(kv.ssd_format_foreign);
   EXPECT_EQ(kv.max_leases_per_client, 100u);
   EXPECT_EQ(kv.index_capacity, 5000000u);
   EXPECT_EQ(kv.dram_bandwidth_mbps, 30000u);
@@ -210,6 +217,12 @@ const Rejection kRejections[] = {
                                                                    "(536870912) (the default)"},
     {"[kvstore]\ncxl_bytes = 4096", "kvstore.cxl_bytes", 2, "must be 0 (no CXL arena) or hold at least one slot"},
     {"[kvstore]\nclient_quota_bytes = \"1Q\"", "kvstore.client_quota_bytes", 2, "unknown size unit"},
+    {"[kvstore]\nlease_timeout_ms = -1", "kvstore.lease_timeout_ms", 2, "between 0 and 86400000"},
+    {"[kvstore]\nlease_timeout_ms = 86400001", "kvstore.lease_timeout_ms", 2, "between 0 and 86400000"},
+    {"[kvstore]\nssd_format_foreign = 1", "kvstore.ssd_format_foreign", 2, "expected a boolean"},
+    {"[kvstore]\nssd_format_foreign = true", "kvstore.ssd_format_foreign", 2, "only meaningful with ssd_path"},
+    {"[kvstore]\nssd_path = \"/x\"\nssd_bytes = \"1025T\"", "kvstore.ssd_bytes", 3, "must be at most 1 PiB"},
+    {"[kvstore]\ndram_bytes = \"1025T\"", "kvstore.dram_bytes", 2, "must be at most 1 PiB"},
     {"[kvstore]\nmax_leases_per_client = 0", "kvstore.max_leases_per_client", 2, "between 1 and 16777216"},
     {"[kvstore]\nindex_capacity = 0", "kvstore.index_capacity", 2, "between 1 and 4294967296"},
     {"[kvstore]\ndram_bandwidth_mbps = 0", "kvstore.dram_bandwidth_mbps", 2, "between 1 and 10000000"},
@@ -242,6 +255,7 @@ TEST(KvStoreConfig, EveryKeyNeedsARestart) {
            {"put_window_bytes = \"8M\"", "put_window_bytes"},
            {"client_quota_bytes = \"1G\"", "client_quota_bytes"},
            {"max_leases_per_client = 5", "max_leases_per_client"},
+           {"lease_timeout_ms = 0", "lease_timeout_ms"},
            {"index_capacity = 10", "index_capacity"},
            {"dram_bandwidth_mbps = 1", "dram_bandwidth_mbps"},
            {"dram_latency_ns = 1", "dram_latency_ns"},
@@ -259,7 +273,22 @@ TEST(KvStoreConfig, EveryKeyNeedsARestart) {
   auto bigger = parse("[kvstore]\nssd_path = \"/kv\"\nssd_bytes = \"2G\"");
   ASSERT_TRUE(with_size && bigger);
   EXPECT_EQ(changes_needing_restart(*with_size, *bigger), std::vector<std::string>{"kvstore.ssd_bytes"});
+  auto forced = parse("[kvstore]\nssd_path = \"/kv\"\nssd_bytes = \"1G\"\nssd_format_foreign = true");
+  ASSERT_TRUE(forced) << forced.error().message;
+  EXPECT_EQ(changes_needing_restart(*with_size, *forced), std::vector<std::string>{"kvstore.ssd_format_foreign"});
   EXPECT_TRUE(changes_needing_restart(running, *parse("[kvstore]\n")).empty());
+}
+
+TEST(KvStoreConfig, DefaultQuotaIsAQuarterOfTheDramArena) {
+  KvStoreSection kv;
+  kv.slot_bytes = 2 * kMiB;
+  EXPECT_EQ(kv_client_quota(kv, 256 * kMiB), 64 * kMiB);
+  EXPECT_EQ(kv_client_quota(kv, 10 * kMiB), 2 * kMiB) << "whole slots, at least one";
+  EXPECT_EQ(kv_client_quota(kv, 2 * kMiB), 2 * kMiB);
+  kv.client_quota_bytes = 0;
+  EXPECT_EQ(kv_client_quota(kv, 256 * kMiB), 0u) << "0 set explicitly: unlimited";
+  kv.client_quota_bytes = 5 * kMiB;
+  EXPECT_EQ(kv_client_quota(kv, 256 * kMiB), 5 * kMiB);
 }
 
 TEST(KvStoreConfig, ExampleFileShowsEveryKeyAndParses) {

@@ -150,6 +150,8 @@ TEST_F(RegionPoolTest, NamedRegionLivesUntilUnlinkedAndLastHandleGone) {
   ASSERT_TRUE(reader) << reader.error().message;
   EXPECT_EQ(pool->open_named("weights", true, user(2000, 100, 2)).error().code, EACCES);  // not write
   EXPECT_EQ(pool->open_named("weights", false, user(3000, 300, 3)).error().code, EACCES);  // other: none
+  const std::string denied = pool->open_named("weights", false, user(3000, 300, 3)).error().message;
+  EXPECT_NE(denied.find("mode 0640 of 'weights'"), std::string::npos) << "octal: " << denied;
   EXPECT_EQ(pool->unlink_named("weights", user(2000, 100)).error().code, EPERM);
   EXPECT_EQ(pool->open_named("nope", false, user(1000)).error().code, ENOENT);
 

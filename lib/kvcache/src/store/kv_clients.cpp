@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "cxlpool/common/clock.hpp"
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
@@ -13,12 +14,17 @@ ClientState* KvStore::Impl::client(KvClientId id) {
   return it == clients.end() ? nullptr : &it->second;
 }
 
+std::uint64_t KvStore::Impl::now_ns() const { return config.clock ? config.clock() : monotonic_ns(); }
+
+bool KvStore::Impl::over_quota(const ClientState& c, std::uint64_t bytes) {
+  if (config.client_quota_bytes == 0 || c.account->held_bytes + bytes <= config.client_quota_bytes) return false;
+  ++counters.quota_rejections;
+  return true;
+}
+
 int KvStore::Impl::admit_lease(KvClientId, ClientState& c, std::uint64_t bytes) {
   if (c.leases >= config.max_leases_per_client) return EMFILE;
-  if (config.client_quota_bytes != 0 && c.held_bytes + bytes > config.client_quota_bytes) {
-    ++counters.quota_rejections;
-    return EDQUOT;
-  }
+  if (over_quota(c, bytes)) return EDQUOT;
   return 0;
 }
 
@@ -27,10 +33,11 @@ std::uint64_t KvStore::Impl::open_lease(KvClientId id, ClientState& c, std::span
   Lease* lease = nullptr;
   const std::uint64_t lease_id = leases.open(id, &lease);
   lease->keys.assign(keys.begin(), keys.end());
+  if (config.lease_timeout_ns != 0) lease->opened_ns = now_ns();
   for (const ChunkKey& k : keys) {
     if (const ChunkEntry* e = index.find(k)) lease->bytes += e->info.length;
   }
-  c.held_bytes += lease->bytes;
+  charge(c, lease->bytes);
   ++c.leases;
   leased_bytes += lease->bytes;
   return lease_id;
@@ -41,11 +48,44 @@ int KvStore::Impl::release_lease(KvClientId id, std::uint64_t lease_id) {
   ClientState* c = client(id);
   if (lease == nullptr || lease->client != id || c == nullptr) return ENOENT;
   for (const ChunkKey& k : lease->keys) unpin_key(k);
-  c->held_bytes -= lease->bytes;
+  uncharge(*c, lease->bytes);
   --c->leases;
   leased_bytes -= lease->bytes;
   leases.close(lease_id);
   return 0;
+}
+
+Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_window) {
+  // Own accounts live above the 32-bit uids the daemon uses.
+  return add_client(client, put_window, (std::uint64_t{1} << 63) | client);
+}
+
+Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account) {
+  Impl& s = *impl_;
+  if (s.clients.contains(client)) return fail(EEXIST, "kv store: client already added");
+  ClientState& c = s.clients[client];
+  c.window = put_window;
+  c.window_slots = SlotPool(put_window.size(), config_.slot_bytes);
+  c.account_id = account;
+  c.account = &s.accounts[account];
+  ++c.account->clients;
+  return {};
+}
+
+std::size_t KvStore::expire_leases() {
+  Impl& s = *impl_;
+  if (s.config.lease_timeout_ns == 0 || s.leases.live() == 0) return 0;
+  const std::uint64_t now = s.now_ns();
+  if (now < s.config.lease_timeout_ns) return 0;
+  std::vector<std::uint64_t> ids;
+  s.leases.opened_before(now - s.config.lease_timeout_ns, ids);
+  std::size_t revoked = 0;
+  for (std::uint64_t id : ids) {
+    const Lease* lease = s.leases.find(id);
+    if (lease != nullptr && s.release_lease(lease->client, id) == 0) ++revoked;
+  }
+  s.counters.leases_expired += revoked;
+  return revoked;
 }
 
 void KvStore::remove_client(KvClientId client) {
@@ -61,7 +101,11 @@ void KvStore::remove_client(KvClientId client) {
   }
   s.cancel_pending_gets(client);
   std::erase_if(s.ready, [client](const KvStoreCompletion& c) { return c.client == client; });
-  s.clients.erase(client);
+  // What is left (reservations, gets waiting for reads) leaves the account.
+  ClientState& c = it->second;
+  Impl::uncharge(c, c.held_bytes);
+  if (--c.account->clients == 0) s.accounts.erase(c.account_id);
+  s.clients.erase(it);
 }
 
 }  // namespace cxlpool::kvcache

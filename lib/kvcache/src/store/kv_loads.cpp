@@ -160,7 +160,7 @@ void KvStore::Impl::finish_pending_get(std::uint64_t id) {
     for (std::size_t j = 0; j < p; ++j) unpin_key(pg.keys[j]);
     return;
   }
-  c->held_bytes -= pg.held_bytes;
+  uncharge(*c, pg.held_bytes);
   --c->leases;
   proto::KvRequest r;
   r.request_id = pg.request_id;

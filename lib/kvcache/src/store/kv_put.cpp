@@ -41,10 +41,7 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
     fresh += cached ? 0 : 1;
   }
   const std::uint64_t bytes = fresh * r.param0;
-  if (config.client_quota_bytes != 0 && c.held_bytes + bytes > config.client_quota_bytes) {
-    ++counters.quota_rejections;
-    return complete(id, r, EDQUOT);
-  }
+  if (over_quota(c, bytes)) return complete(id, r, EDQUOT);
   if (fresh > c.window_slots.free_count()) return complete(id, r, EAGAIN);
 
   const std::uint64_t rid = next_reservation++;
@@ -53,7 +50,7 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
   res.chunk_bytes = static_cast<std::uint32_t>(r.param0);
   res.held_bytes = bytes;
   res.chunks.resize(n);
-  c.held_bytes += bytes;
+  charge(c, bytes);
   ++reservations_live;
   KvStoreCompletion& done = begin_completion(id, r);
   done.completion.result0 = rid;
@@ -152,7 +149,7 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
   for (const ReservedChunk& rc : res.chunks) {
     if (!rc.cached) c.window_slots.give(rc.window_offset);
   }
-  c.held_bytes -= res.held_bytes;
+  uncharge(c, res.held_bytes);
   --reservations_live;
   c.reservations.erase(it);
   complete(id, r, committed == 0 ? first_error : 0, committed);

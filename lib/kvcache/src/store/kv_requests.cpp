@@ -120,7 +120,7 @@ void KvStore::Impl::do_get(KvClientId id, const proto::KvRequest& r) {
   pg.held_bytes = bytes;
   pg.keys.assign(scratch_keys.begin(), scratch_keys.begin() + static_cast<std::ptrdiff_t>(p));
   pg.pinned.assign(p, 0);
-  c.held_bytes += bytes;
+  charge(c, bytes);
   ++c.leases;
   for (std::size_t i = 0; i < p; ++i) pg.pinned[i] = scratch_entries[i].info.tier != KvTier::kSsd;
   for (std::size_t i = 0; i < p; ++i) {

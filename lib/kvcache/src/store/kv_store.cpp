@@ -114,14 +114,6 @@ Result<std::uint32_t> KvStore::open_namespace(const NamespaceSpec& spec) {
   return *id;
 }
 
-Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_window) {
-  if (impl_->clients.contains(client)) return fail(EEXIST, "kv store: client already added");
-  ClientState& c = impl_->clients[client];
-  c.window = put_window;
-  c.window_slots = SlotPool(put_window.size(), config_.slot_bytes);
-  return {};
-}
-
 void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::span<const proto::KvKey> keys,
                      int error) {
   Impl& s = *impl_;

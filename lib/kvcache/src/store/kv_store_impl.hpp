@@ -61,7 +61,16 @@ struct Reservation {
   std::vector<ReservedChunk> chunks;
 };
 
+// What the quota is charged to: one account per uid in the daemon, shared
+// by all of its connections so that more connections do not mean more quota.
+struct AccountState {
+  std::uint64_t held_bytes = 0;  // the sum of its clients' held_bytes
+  std::uint32_t clients = 0;
+};
+
 struct ClientState {
+  AccountState* account = nullptr;  // node of Impl::accounts: stable while the client lives
+  std::uint64_t account_id = 0;
   std::span<std::byte> window;
   SlotPool window_slots;
   std::unordered_map<std::uint64_t, Reservation> reservations;
@@ -99,6 +108,7 @@ struct KvStore::Impl {
   std::unordered_map<NamespaceFingerprint, std::uint32_t, FingerprintHash> ns_by_fp;
 
   std::unordered_map<KvClientId, ClientState> clients;
+  std::unordered_map<std::uint64_t, AccountState> accounts;
   LeaseTable leases;
   std::uint64_t next_reservation = 1;
   std::uint64_t reservations_live = 0;
@@ -172,6 +182,20 @@ struct KvStore::Impl {
 
   // --- clients (kv_clients.cpp)
   ClientState* client(KvClientId id);
+  std::uint64_t now_ns() const;
+  // Every change of a client's held bytes goes through these, so that its
+  // account's sum stays exact.
+  static void charge(ClientState& c, std::uint64_t bytes) {
+    c.held_bytes += bytes;
+    c.account->held_bytes += bytes;
+  }
+  static void uncharge(ClientState& c, std::uint64_t bytes) {
+    c.held_bytes -= bytes;
+    c.account->held_bytes -= bytes;
+  }
+  // True (and counted) when `bytes` more would take the client's account
+  // past client_quota_bytes.
+  bool over_quota(const ClientState& c, std::uint64_t bytes);
   // EDQUOT / EMFILE as a positive errno, 0 when a lease of `bytes` fits.
   int admit_lease(KvClientId id, ClientState& c, std::uint64_t bytes);
   std::uint64_t open_lease(KvClientId id, ClientState& c, std::span<const ChunkKey> keys);

@@ -17,6 +17,7 @@ std::uint64_t LeaseTable::open(std::uint64_t client, Lease** lease) {
   e.in_use = true;
   e.lease.client = client;
   e.lease.bytes = 0;
+  e.lease.opened_ns = 0;
   e.lease.keys.clear();
   ++live_;
   *lease = &e.lease;
@@ -45,6 +46,15 @@ void LeaseTable::ids_of(std::uint64_t client, std::vector<std::uint64_t>& out) c
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
     if (e.in_use && e.lease.client == client) out.push_back(make_id(static_cast<std::uint32_t>(i), e.generation));
+  }
+}
+
+void LeaseTable::opened_before(std::uint64_t opened_before_ns, std::vector<std::uint64_t>& out) const {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if (e.in_use && e.lease.opened_ns <= opened_before_ns) {
+      out.push_back(make_id(static_cast<std::uint32_t>(i), e.generation));
+    }
   }
 }
 

@@ -16,6 +16,7 @@ namespace cxlpool::kvcache {
 struct Lease {
   std::uint64_t client = 0;
   std::uint64_t bytes = 0;     // chunk bytes pinned, for the client's quota
+  std::uint64_t opened_ns = 0; // when it was opened, for the lease timeout
   std::vector<ChunkKey> keys;  // pinned chunks, in prefix order
 };
 
@@ -28,6 +29,8 @@ class LeaseTable {
   void close(std::uint64_t id);
   // Ids of the client's live leases.
   void ids_of(std::uint64_t client, std::vector<std::uint64_t>& out) const;
+  // Ids of the live leases opened at or before `opened_before_ns`.
+  void opened_before(std::uint64_t opened_before_ns, std::vector<std::uint64_t>& out) const;
   [[nodiscard]] std::size_t live() const { return live_; }
 
  private:

@@ -162,6 +162,7 @@ Result<void> SsdStore::write_now(std::uint64_t offset, std::span<const std::byte
     return {};
   }
   ++stats_.write_errors;
+  stats_.last_write_error = !got ? got.error().code : *got < 0 ? static_cast<int>(-*got) : EIO;
   if (!got) return tl::unexpected(got.error());
   if (*got < 0) return fail(static_cast<int>(-*got), "ssd store: write at " + std::to_string(offset));
   return fail(EIO, "ssd store: short write at " + std::to_string(offset));
@@ -176,6 +177,7 @@ Result<void> SsdStore::sync_now() {
     return {};
   }
   ++stats_.write_errors;
+  stats_.last_write_error = !got ? got.error().code : static_cast<int>(-*got);
   if (!got) return tl::unexpected(got.error());
   return fail(static_cast<int>(-*got), "ssd store: fdatasync");
 }

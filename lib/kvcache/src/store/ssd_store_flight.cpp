@@ -57,6 +57,7 @@ Result<void> SsdStore::start_region_write(std::uint32_t region, std::span<const 
     auto ok = submit_now(pieces[i]);
     if (ok) continue;
     ++stats_.write_errors;
+    stats_.last_write_error = ok.error().code;
     if (i == 0) {  // nothing reached the device: the caller fails the region
       flights_.pop_back();
       reg.in_flight = false;
@@ -92,7 +93,8 @@ void SsdStore::handle_write_completion(const hal::IoCompletion& c) {
   Region& reg = regions_[region];
   if (c.result != static_cast<std::int64_t>(c.length)) {
     ++stats_.write_errors;
-    if (reg.write_error == 0) reg.write_error = c.result < 0 ? static_cast<int>(-c.result) : EIO;
+    stats_.last_write_error = c.result < 0 ? static_cast<int>(-c.result) : EIO;
+    if (reg.write_error == 0) reg.write_error = stats_.last_write_error;
   }
   if (reg.writes_pending > 0) --reg.writes_pending;
   if (reg.writes_pending == 0) finish_region_write(region);
@@ -154,6 +156,7 @@ void SsdStore::settle_sync(Flight::State which, int err) {
     ++stats_.syncs;
   } else {
     ++stats_.write_errors;
+    stats_.last_write_error = err;
     if (!write_error_) {
       write_error_ = Error{err, "ssd store: fdatasync after region writes failed (their entries dropped)"};
     }

@@ -198,6 +198,80 @@ TEST(KvStoreBasic, QuotaCountsLeasesAndReservations) {
   EXPECT_EQ(h.call(kAlice, KvOp::kGet, std::span(keys).subspan(2)).completion.status, 0);
 }
 
+TEST(KvStoreBasic, ClientsOfOneAccountShareOneQuota) {
+  HarnessOptions o;
+  o.one_account = true;
+  o.config.client_quota_bytes = 2 * kChunk;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const auto keys = keys_of(41, 3);
+  ASSERT_EQ(h.put(kAlice, std::span(keys).first(2)).completion.result0, 2u);
+  ASSERT_EQ(h.put(kBob, std::span(keys).subspan(2)).completion.result0, 1u);
+  auto alice = h.call(kAlice, KvOp::kGet, std::span(keys).first(1));
+  ASSERT_EQ(alice.completion.status, 0);
+  auto bob = h.call(kBob, KvOp::kGet, std::span(keys).subspan(1, 1));
+  ASSERT_EQ(bob.completion.status, 0);
+  // A second connection of the same account brings no quota of its own.
+  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).completion.status, -EDQUOT);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(42, 1), kChunk).completion.status, -EDQUOT);
+  EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, keys_of(42, 1), kChunk).completion.status, -EDQUOT);
+  // What Alice lets go (here: by leaving) is Bob's to use.
+  h.store().remove_client(kAlice);
+  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).completion.status, 0);
+  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).completion.status, -EDQUOT);
+  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, bob.completion.result0).completion.status, 0);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(43, 1), kChunk).completion.status, 0);
+}
+
+TEST(KvStoreBasic, ExpiredLeasesAreRevokedAndForgotten) {
+  std::uint64_t now = 1'000'000'000;
+  HarnessOptions o;
+  o.dram_slots = 2;
+  o.config.lease_timeout_ns = 5'000'000'000;
+  o.config.clock = [&now] { return now; };
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const auto keys = keys_of(44, 2);
+  ASSERT_EQ(h.put(kAlice, keys).completion.result0, 2u);
+  auto old_lease = h.call(kAlice, KvOp::kGet, keys);
+  ASSERT_EQ(old_lease.completion.status, 0);
+  // Every DRAM slot is leased: Bob cannot commit.
+  EXPECT_EQ(h.put(kBob, keys_of(45, 1)).completion.status, -ENOSPC);
+  now += 3'000'000'000;
+  auto young = h.call(kAlice, KvOp::kGet, std::span(keys).first(1));
+  ASSERT_EQ(young.completion.status, 0);
+  EXPECT_EQ(h.store().expire_leases(), 0u) << "no lease is 5 s old yet";
+  now += 2'000'000'000;
+  EXPECT_EQ(h.store().expire_leases(), 1u);
+  EXPECT_EQ(h.store().counters().leases_expired, 1u);
+  EXPECT_EQ(h.store().counters().leases, 1u);
+  EXPECT_EQ(h.store().counters().leased_bytes, kChunk);
+  // The unpinned chunk can be evicted for Bob's put.
+  EXPECT_EQ(h.put(kBob, keys_of(45, 1)).completion.result0, 1u);
+  // Alice's release of the revoked lease is answered as for an unknown one.
+  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, old_lease.completion.result0).completion.status, -ENOENT);
+  now += 3'000'000'000;
+  EXPECT_EQ(h.store().expire_leases(), 1u);
+  EXPECT_EQ(h.store().counters().leases_expired, 2u);
+  EXPECT_EQ(h.store().counters().leases, 0u);
+  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, young.completion.result0).completion.status, -ENOENT);
+}
+
+TEST(KvStoreBasic, LeasesNeverExpireWithoutATimeout) {
+  std::uint64_t now = 0;
+  HarnessOptions o;
+  o.config.clock = [&now] { return now; };
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const auto keys = keys_of(46, 1);
+  ASSERT_EQ(h.put(kAlice, keys).completion.result0, 1u);
+  auto get = h.call(kAlice, KvOp::kGet, keys);
+  ASSERT_EQ(get.completion.status, 0);
+  now = ~std::uint64_t{0} / 2;
+  EXPECT_EQ(h.store().expire_leases(), 0u);
+  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+}
+
 TEST(KvStoreBasic, TooManyLeasesIsEmfile) {
   HarnessOptions o;
   o.config.max_leases_per_client = 2;

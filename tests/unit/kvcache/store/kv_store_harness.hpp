@@ -48,6 +48,7 @@ struct HarnessOptions {
   std::uint32_t region_bytes = 256 * 1024;  // 15 test chunks
   bool faulty = false;
   cxlpool::testing::FaultPlan fault;
+  bool one_account = false;  // Alice and Bob share one quota account (one uid)
   KvStoreConfig config = default_config();
 
   static KvStoreConfig default_config() {
@@ -268,8 +269,13 @@ class KvHarness {
       return {};
     }
     store_ = std::move(*created);
-    EXPECT_TRUE(store_->add_client(kAlice, window_a_.span()));
-    EXPECT_TRUE(store_->add_client(kBob, window_b_.span()));
+    if (o.one_account) {
+      EXPECT_TRUE(store_->add_client(kAlice, window_a_.span(), 1000));
+      EXPECT_TRUE(store_->add_client(kBob, window_b_.span(), 1000));
+    } else {
+      EXPECT_TRUE(store_->add_client(kAlice, window_a_.span()));
+      EXPECT_TRUE(store_->add_client(kBob, window_b_.span()));
+    }
     auto id = store_->open_namespace(test_spec());
     EXPECT_TRUE(id);
     ns_ = id.value_or(0);

@@ -103,6 +103,7 @@ struct SsdStoreStats {
   std::uint64_t read_errors = 0;       // gets failed by I/O errors or short reads
   std::uint64_t write_errors = 0;      // region/entry writes or syncs that failed
   std::uint64_t write_dropped = 0;     // entries dropped because their region's write failed
+  int last_write_error = 0;            // errno of the latest failed write or sync (0: none yet)
   std::uint64_t buffer_reads = 0;      // gets served from a region buffer (open or in flight)
   std::uint64_t write_stalls = 0;      // puts that waited for a region buffer to come free
   std::uint64_t verify_ns = 0;         // time spent checking device reads (CRC32C)

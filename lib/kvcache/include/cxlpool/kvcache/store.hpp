@@ -37,9 +37,11 @@
 // chunks reach the log by demotion or flush().
 //
 // Leases. A get pins the longest cached prefix of its keys and returns a
-// lease id; pinned chunks are never moved or freed until release (or until
-// the client is removed). Quota: bytes a client holds in leases plus put
-// reservations are capped (EDQUOT). Admission sightings: a commit, a chunk
+// lease id; pinned chunks are never moved or freed until release, until the
+// client is removed, or until the lease outlives lease_timeout_ns and
+// expire_leases() revokes it. Quota: bytes an account (a set of clients,
+// one uid in the daemon) holds in leases plus put reservations are capped
+// (EDQUOT). Admission sightings: a commit, a chunk
 // leased by a get, a put_begin of an already cached key (not lookups).
 //
 // Single-threaded: the daemon's event loop owns it.
@@ -48,6 +50,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -77,8 +80,14 @@ struct KvStoreConfig {
   // rest so that the index never fills).
   std::size_t index_capacity = 1u << 20;
   bool promote_on_get = true;              // CXL hit -> DRAM when a slot can be had
-  std::uint64_t client_quota_bytes = 0;    // leased + reserved per client; 0: unlimited
+  // Leased + reserved bytes per account (all the clients added with one
+  // account id, e.g. one uid); 0: unlimited.
+  std::uint64_t client_quota_bytes = 0;
   std::uint32_t max_leases_per_client = 65536;
+  // A lease older than this is revoked by expire_leases(); 0: never.
+  std::uint64_t lease_timeout_ns = 0;
+  // Monotonic nanoseconds for lease ages; empty: CLOCK_MONOTONIC.
+  std::function<std::uint64_t()> clock;
   std::uint32_t max_namespaces = 1024;
   // Tier speeds for the lookup cut-off (KvRequest flag kKvLookupCostCutoff);
   // bandwidth 0 marks a tier absent.
@@ -135,6 +144,7 @@ struct KvStoreCounters {
   std::uint64_t gets = 0, puts = 0, put_aborts = 0, prefetches = 0, deletes = 0;
   std::uint64_t leases = 0, leased_bytes = 0, reservations = 0;
   std::uint64_t quota_rejections = 0;
+  std::uint64_t leases_expired = 0;     // revoked by expire_leases()
   std::uint64_t rejected_requests = 0;  // answered with an error
   KvTierCounters tiers[kKvTierCount];
 };
@@ -170,8 +180,11 @@ class KvStore {
   Result<KvDropResult> drop_namespace(std::uint32_t ns_id);
 
   // A client and its put window (the daemon's writable mapping of it, cut
-  // into slot_bytes slots; empty: the client cannot put). EEXIST if known.
+  // into slot_bytes slots; empty: the client cannot put), charged to
+  // `account`: clients sharing an account share one client_quota_bytes.
+  // Without an account the client is its own. EEXIST if known.
   Result<void> add_client(KvClientId client, std::span<std::byte> put_window);
+  Result<void> add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account);
   // Releases its leases, aborts its reservations, forgets its pending
   // requests (their completions are never returned). Unknown: no-op.
   void remove_client(KvClientId client);
@@ -215,6 +228,13 @@ class KvStore {
   //   delete     result0 = chunks deleted (leased ones go at release).
   void submit(KvClientId client, const proto::KvRequest& request, std::span<const proto::KvKey> keys,
               int error = 0);
+
+  // Revokes every lease older than lease_timeout_ns (none when it is 0):
+  // its chunks are unpinned (evictable again), its bytes leave the owner's
+  // quota, and a later release of it answers ENOENT like an unknown lease.
+  // The client's mapping still shows the slots, whose contents may change
+  // from then on. Returns how many were revoked (counted in leases_expired).
+  std::size_t expire_leases();
 
   // Moves finished requests to `out` (appends); reaps SSD reads without
   // waiting and resets completion_fd(). Returns how many were appended.
