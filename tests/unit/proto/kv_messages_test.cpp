@@ -39,11 +39,19 @@ Bytes wire(const KvOpenReply& m) {
 }
 
 Bytes wire(const KvNamespaceOpen& m) {
-  return Bytes().u32(m.tp_rank).u32(m.tp_size).u32(m.chunk_tokens).str(m.model_id).str(m.layout).str(m.dtype);
+  return Bytes().u32(m.tp_rank).u32(m.tp_size).u32(m.chunk_tokens).str(m.model_id).str(m.layout).str(m.dtype).u32(m.mode);
 }
 
 Bytes wire(const KvNamespaceReply& m) {
-  return Bytes().u64(m.namespace_id).u64(m.fingerprint_hi).u64(m.fingerprint_lo).u32(m.chunk_tokens);
+  return Bytes()
+      .u64(m.namespace_id)
+      .u64(m.fingerprint_hi)
+      .u64(m.fingerprint_lo)
+      .u32(m.chunk_tokens)
+      .u32(m.owner_uid)
+      .u32(m.owner_gid)
+      .u32(m.mode)
+      .u8(m.rights);
 }
 
 Bytes wire(const KvStatusReply& m) {
@@ -75,6 +83,7 @@ Bytes wire(const KvNamespacesReply& m) {
     b.u32(e.tp_rank).u32(e.tp_size).u32(e.chunk_tokens);
     for (const uint64_t v : e.chunks) b.u64(v);
     for (const uint64_t v : e.bytes) b.u64(v);
+    b.u32(e.owner_uid).u32(e.owner_gid).u32(e.mode);
     b.str(e.model_id).str(e.layout).str(e.dtype);
   }
   return b;
@@ -183,7 +192,8 @@ TEST(KvMessagesLayout, FixedOffsetsOfKvOpenReply) {
 TEST(KvMessages, DescriptorCounts) {
   EXPECT_EQ(descriptor_count(MsgType::kKvOpenReply), 4u);
   EXPECT_LE(descriptor_count(MsgType::kKvOpenReply), kMaxFdsPerMessage);
-  for (MsgType t : {MsgType::kKvOpen, MsgType::kKvNamespaceOpen, MsgType::kKvNamespaceReply, MsgType::kKvStatus,
+  EXPECT_EQ(descriptor_count(MsgType::kKvNamespaceReply), 2u) << "at most: the views of a reader";
+  for (MsgType t : {MsgType::kKvOpen, MsgType::kKvNamespaceOpen, MsgType::kKvStatus,
                     MsgType::kKvStatusReply, MsgType::kKvNamespaces, MsgType::kKvNamespacesReply,
                     MsgType::kKvNamespaceDrop, MsgType::kKvNamespaceDropReply}) {
     EXPECT_EQ(descriptor_count(t), 0u) << message_type_name(t);
@@ -316,8 +326,12 @@ std::vector<KvRejectCase> reject_cases() {
       {"NsTpRankAtSize", with(ns_open(), [](N& m) { m.tp_rank = 1; }),
        "KvNamespaceOpen.tp_rank: 1 is not below tp_size 1"},
       {"NsChunkTokensZero", with(ns_open(), [](N& m) { m.chunk_tokens = 0; }), "KvNamespaceOpen.chunk_tokens"},
+      {"NsModeExecute", with(ns_open(), [](N& m) { m.mode = 0700; }), "KvNamespaceOpen.mode"},
+      {"NsModeOddBit", with(ns_open(), [](N& m) { m.mode = 0641; }), "KvNamespaceOpen.mode: has bits outside 0666"},
       // KvNamespaceReply.
       {"NsReplyChunkTokensZero", KvNamespaceReply{.namespace_id = 1}, "KvNamespaceReply.chunk_tokens"},
+      {"NsReplyRights", KvNamespaceReply{.namespace_id = 1, .chunk_tokens = 1, .rights = 4},
+       "KvNamespaceReply.rights"},
       // KvStatusReply.
       {"StatusEnabled", KvStatusReply{.enabled = 2}, "KvStatusReply.enabled: 2 outside [0, 1]"},
       {"StatusEviction", KvStatusReply{.eviction = 2}, "KvStatusReply.eviction"},

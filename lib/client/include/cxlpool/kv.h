@@ -102,6 +102,11 @@ typedef struct cxlpool_kv_namespace_spec {
   uint32_t tp_rank;
   uint32_t tp_size;       /* >= 1 */
   uint32_t chunk_tokens;  /* 0: 256 */
+  /* Read (lookup, get, prefetch) and write (put, delete) bits for the owner
+   * (the uid that first opens the namespace), its group and others, as
+   * 0640; at most 0666. 0: 0600 when this open creates the namespace, else
+   * whatever it has. Only the owner (or an admin) may widen it later. */
+  uint32_t mode;
 } cxlpool_kv_namespace_spec;
 
 typedef struct cxlpool_kv_namespace {
@@ -111,8 +116,12 @@ typedef struct cxlpool_kv_namespace {
   uint32_t chunk_tokens;
 } cxlpool_kv_namespace;
 
-/* Registers (or finds) a namespace. -EINVAL for an empty string or
- * tp_rank >= tp_size. */
+/* Registers (or finds) a namespace and maps its views of the arenas read-only
+ * when the caller may read it. -EINVAL for an empty string, tp_rank >=
+ * tp_size or mode bits outside 0666; -EACCES when the namespace's mode gives
+ * the caller neither read nor write; -EPERM when its owner asks for a mode
+ * that takes rights away; -ENOSPC when the daemon has too many namespaces;
+ * -ENOMEM when it cannot map another namespace's views. */
 int cxlpool_kv_namespace_open(cxlpool_kv *kv, const cxlpool_kv_namespace_spec *spec,
                               cxlpool_kv_namespace *out);
 
