@@ -425,9 +425,11 @@ std::vector<FramingCase> framing_cases() {
       {"OpenTrailing", datagram(MsgType::kKvOpen, wire(KvOpen{}).u8(0)), "trailing bytes"},
       {"OpenReplyCutInArena", chopped(wire_datagram(open_reply()), 3), "KvOpenReply.arenas[1].region_name"},
       {"OpenReplyTrailing", datagram(MsgType::kKvOpenReply, open_reply_many.u32(0)), "trailing bytes"},
-      {"NsOpenStringBeyond", chopped(wire_datagram(ns_open()), 1), "KvNamespaceOpen.dtype: length 4"},
+      // The mode (4 bytes) and the last byte of dtype cut off.
+      {"NsOpenStringBeyond", chopped(wire_datagram(ns_open()), 5), "KvNamespaceOpen.dtype: length 4"},
       {"NsOpenTrailing", datagram(MsgType::kKvNamespaceOpen, name_beyond.u8(1)), "trailing bytes"},
-      {"NsReplyTruncated", chopped(wire_datagram(KvNamespaceReply{.chunk_tokens = 1}), 2),
+      // rights, mode, owner_gid, owner_uid (13 bytes) and half of chunk_tokens.
+      {"NsReplyTruncated", chopped(wire_datagram(KvNamespaceReply{.chunk_tokens = 1}), 15),
        "KvNamespaceReply.chunk_tokens: truncated"},
       {"StatusReplyTruncated", chopped(wire_datagram(status_reply()), 1),
        "KvStatusReply.tiers[1].name: length 1 but only 0 bytes left"},
@@ -466,7 +468,7 @@ TEST(KvMessages, RepliesUpToTheListLimitFitInOneMessage) {
   big.model_id = std::string(kMaxKvNamespaceField, 'm');
   big.layout = std::string(kMaxKvNamespaceField, 'l');
   big.dtype = std::string(kMaxKvNamespaceField, 'd');
-  const size_t entry_bytes = 3 * 8 + 3 * 4 + 6 * 8 + 3 * (2 + kMaxKvNamespaceField);
+  const size_t entry_bytes = 3 * 8 + 3 * 4 + 6 * 8 + 3 * 4 + 3 * (2 + kMaxKvNamespaceField);
   const size_t fitting = (kMaxMessageSize - kHeaderSize - 4) / entry_bytes;
   reply.namespaces.assign(fitting, big);
   auto bytes = encode(1, reply);
