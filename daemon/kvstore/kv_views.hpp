@@ -44,7 +44,7 @@ struct KvViewTier {
 struct KvViewCounters {
   uint64_t views = 0;          // namespaces with views
   uint64_t punches = 0;        // slots taken from one namespace's view for another's
-  uint64_t punch_errors = 0;   // punches the kernel refused (the slot is then not reused)
+  uint64_t punch_errors = 0;   // punches the kernel refused (the old view keeps its pages there)
 };
 
 class KvViews final : public kvcache::KvSlotMemory {

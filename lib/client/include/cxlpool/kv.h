@@ -4,8 +4,10 @@
  * describes the store; this header is the contract.
  *
  * A cxlpool_kv is one connection's data path to the daemon's KV store: a
- * request ring and a completion ring in shared memory, the store's arenas
- * mapped read-only, and a private writable put window. Requests are batched
+ * request ring and a completion ring in shared memory, a private writable
+ * put window, and for each namespace opened for reading its views of the
+ * store's arenas, mapped read-only (no chunk of a namespace the caller may
+ * not read is ever mapped). Requests are batched
  * and asynchronous (cxlpool_kv_submit + cxlpool_kv_reap, or an eventfd for an
  * external poll loop); the blocking helpers below are built on them.
  *
@@ -15,13 +17,17 @@
  * gives the exact bytes), so equal keys mean equal prefixes. A partial
  * trailing chunk never gets a key.
  *
- * Zero copy: a get returns pointers into the arenas that stay valid and
- * unchanged until the lease is released (or the cxlpool_kv is closed).
+ * Zero copy: a get returns pointers into the namespace's views that stay
+ * valid and unchanged until the lease is released (or the cxlpool_kv is
+ * closed).
  *
  * Errors are negative errno values as in cxlpool.h, plus:
  *   -EAGAIN   no room in the rings or the put window (reap, then retry)
  *   -EDQUOT   the connection's lease + reservation quota is used up
- *   -ENOENT   unknown reservation, lease or namespace
+ *   -ENOENT   unknown reservation or lease
+ *   -EACCES   a namespace this handle did not open with the right the
+ *             request needs (read: lookup, get, prefetch; write: put,
+ *             delete), an unknown one included
  *   -EMSGSIZE a chunk larger than the store's slot size
  *   -EPIPE    the daemon broke the ring protocol (the handle is unusable)
  *   -ENOTSUP  the daemon runs without a KV store ([kvstore] disabled)
@@ -64,7 +70,7 @@ enum cxlpool_kv_tier {
 /* Where a chunk's bytes are in this process. `data` is NULL for SSD. */
 typedef struct cxlpool_kv_location {
   void *data;        /* read-only for arena tiers; writable for the put window */
-  uint64_t offset;   /* in the arena (or put window) */
+  uint64_t offset;   /* in the arena, i.e. the namespace's view of it (or put window) */
   uint32_t length;
   uint16_t tier;     /* enum cxlpool_kv_tier */
   uint16_t flags;
