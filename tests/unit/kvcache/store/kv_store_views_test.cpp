@@ -3,6 +3,8 @@
 // namespace's chunks whatever keys it sends, and with per-namespace slot
 // memory every chunk is written into its namespace's view, the previous
 // holder's bytes going when a slot changes namespace.
+#include <unistd.h>
+
 #include <cstring>
 #include <map>
 #include <utility>
@@ -187,6 +189,46 @@ TEST(KvStoreIsolation, DemotionsAndPromotionsMoveChunksWithinTheirView) {
   EXPECT_TRUE(all_zero(views.view(*b, KvTier::kDram), kSlot)) << "B's DRAM view was punched";
   EXPECT_TRUE(all_zero(h.arena(0), kSlot));
   EXPECT_TRUE(all_zero(h.arena(1), 2 * kSlot));
+}
+
+// SSD demotions written from a lent slot and SSD reads back into a slot go
+// through the chunk's namespace view, with no registered buffers.
+TEST(KvStoreIsolation, SsdWritesAndReadsUseTheNamespacesView) {
+  HeapViews views(4, 0);
+  HarnessOptions o;
+  o.dram_slots = 4;
+  o.ssd = true;
+  o.region_bytes = 64 * 1024;
+  o.config.admission.threshold = 1;
+  o.config.ssd_lend_min_bytes = 4096;
+  o.memory = &views;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  constexpr std::uint32_t kBlockChunk = 12288;  // whole blocks: lendable
+  const auto keys = keys_of(40, 10);
+  for (const auto& k : keys) ASSERT_EQ(h.put(kAlice, {&k, 1}, kBlockChunk).completion.result0, 1u);
+  for (int i = 0; i < 20000 && h.store().io_in_flight() != 0; ++i) {
+    std::vector<KvStoreCompletion> out;
+    h.store().poll(out);
+    for (auto& c : out) h.stray().push_back(std::move(c));
+    ::usleep(50);
+  }
+  ASSERT_EQ(h.store().io_in_flight(), 0u);
+  EXPECT_GE(h.store().ssd_stats()->lent_puts, 1u) << "some demotion was written from its slot";
+  std::size_t from_ssd = 0;
+  for (const auto& k : keys) {
+    const auto before = h.call(kAlice, proto::KvOp::kLookup, {&k, 1});
+    ASSERT_EQ(before.locations.size(), 1u);
+    from_ssd += before.locations[0].tier == 2 ? 1 : 0;
+    auto got = h.call(kAlice, proto::KvOp::kGet, {&k, 1});
+    ASSERT_EQ(got.completion.status, 0);
+    ASSERT_EQ(got.locations.size(), 1u);
+    const auto p = payload_of(k, kBlockChunk);
+    EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, h.ns()), p.data(), kBlockChunk), 0);
+    EXPECT_EQ(h.call(kAlice, proto::KvOp::kRelease, {}, got.completion.result0).completion.status, 0);
+  }
+  EXPECT_GE(from_ssd, 6u);
+  EXPECT_TRUE(all_zero(h.arena(0), 4 * kSlot)) << "the arena itself is never written";
 }
 
 }  // namespace
