@@ -216,24 +216,27 @@ Result<Daemon::Reply> Daemon::dispatch(Session& session, const proto::Message& m
         } else if constexpr (std::is_same_v<T, proto::KvNamespaceOpen>) {
           auto kv = kv_service();
           if (!kv) return tl::unexpected(kv.error());
-          auto reply = (*kv)->open_namespace(m);
+          auto opened = (*kv)->open_namespace(session.id, session.who, m);
           watch_kv_io();
-          if (!reply) return tl::unexpected(reply.error());
-          return Reply{*reply, {}};
+          if (!opened) return tl::unexpected(opened.error());
+          // The namespace's views, read-only, when the reply grants reading.
+          Reply reply{opened->reply, {}};
+          for (auto& fd : opened->views) reply.more_fds.push_back(std::move(fd));
+          return reply;
         } else if constexpr (std::is_same_v<T, proto::KvStatusRequest>) {
           return Reply{kv_status(), {}};
         } else if constexpr (std::is_same_v<T, proto::KvNamespacesRequest>) {
           auto kv = kv_service();
           if (!kv) return Reply{proto::KvNamespacesReply{}, {}};
-          auto reply = (*kv)->namespaces();
+          auto reply = (*kv)->namespaces(session.who);
           watch_kv_io();
           if (!reply) return tl::unexpected(reply.error());
           return Reply{std::move(*reply), {}};
         } else if constexpr (std::is_same_v<T, proto::KvNamespaceDrop>) {
-          if (auto ok = require_admin(session, "dropping a KV namespace"); !ok) return tl::unexpected(ok.error());
+          // The namespace's owner or an admin (checked by the service).
           auto kv = kv_service();
           if (!kv) return tl::unexpected(kv.error());
-          auto reply = (*kv)->drop_namespace(m.namespace_id);
+          auto reply = (*kv)->drop_namespace(session.who, m.namespace_id);
           watch_kv_io();
           if (!reply) return tl::unexpected(reply.error());
           return Reply{*reply, {}};

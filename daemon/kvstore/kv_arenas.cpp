@@ -94,7 +94,9 @@ Result<KvArena> create_kv_arena(RegionPool& pool, const std::string& name, uint3
   spec.size = bytes;
   spec.kind = proto::RegionKind::kNamed;
   spec.name = name;
-  spec.mode = 0444;
+  // No client opens it (admins could, and would find it empty): chunks are
+  // in the namespaces' views (kv_views.hpp); the region holds the capacity.
+  spec.mode = 0;
   spec.system = true;
   auto region = pool.create(spec, daemon);
   if (!region) return fail(region.error().code, "kvstore: arena " + name + ": " + region.error().message);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The KV store's two arenas: named pool regions owned by the daemon (mode
-// 0444, so every client may map them read-only with NamedOpen, and marked
-// system, so no client can write, unlink or move them), one on the DRAM tier
-// and one on the slow tier (cxl, else emulated), plus the tier speeds the
-// recompute-or-load model is given.
+// The KV store's two arenas: named pool regions owned by the daemon (mode 0,
+// and marked system, so no client can open, write, unlink or move them), one
+// on the DRAM tier and one on the slow tier (cxl, else emulated), plus the
+// tier speeds the recompute-or-load model is given. They reserve the tiers'
+// capacity and size the slots; the chunks themselves live in per-namespace
+// views of them (kv_views.hpp), which is what clients map.
 #pragma once
 
 #include <cstdint>

@@ -6,13 +6,25 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/kvcache/namespace_access.hpp"
 #include "cxlpool/kvcache/store.hpp"
 #include "cxlpool/proto/kv_ring.hpp"
 #include "cxlpool/proto/shm_ring.hpp"
 
 namespace cxlpool::daemon {
+
+// What one control session may do with the namespaces it opened.
+struct KvSessionRights {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;
+  bool admin = false;
+  kvcache::KvRightsTable table;
+  [[nodiscard]] kvcache::KvAccessor accessor() const { return {uid, gid, groups, admin}; }
+};
 
 struct KvConnection {
   uint64_t id = 0;  // the session id, also the store's client id
@@ -22,6 +34,9 @@ struct KvConnection {
   UniqueFd cq_efd;  // we ring it
   proto::ShmMapping put_window;
   proto::KvDaemonRing ring;
+  // The session's namespace rights (KvService::rights_), checked for every
+  // request taken from the ring.
+  const kvcache::KvRightsTable* rights = nullptr;
   // In order; published before anything newer so the client sees each
   // request's completion once and completions stay in the order produced.
   std::deque<kvcache::KvStoreCompletion> backlog;

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
+#include "../backing.hpp"
 #include "../logging.hpp"
 #include "cxlpool/common/units.hpp"
 #include "cxlpool/kvcache/namespace.hpp"
@@ -20,9 +22,9 @@ namespace {
 constexpr proto::KvRingGeometry kDefaultGeometry{};
 
 // KvNamespacesReply's encoding (docs/protocol.md §6.30): the header and list
-// count, then per entry 84 bytes of numbers and three length-prefixed strings.
+// count, then per entry 96 bytes of numbers and three length-prefixed strings.
 constexpr size_t kNamespacesReplyOverhead = 64;
-constexpr size_t kNamespaceEntryFixedBytes = 90;
+constexpr size_t kNamespaceEntryFixedBytes = 102;
 
 Result<UniqueFd> dup_fd(int fd) {
   UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
@@ -113,7 +115,21 @@ Result<void> KvService::try_start() {
     }
     cxl_arena_ = *arena;
   }
-  kvcache::KvArenas arenas{dram_arena_->bytes, cxl_arena_ ? cxl_arena_->bytes : std::span<std::byte>{}};
+  if (!views_) {
+    // Every chunk lives in its namespace's views; the arena regions only
+    // hold the tier capacity (never touched, never handed out).
+    const auto& tiers = pool_.tiers();
+    const bool bindable = pool_.topology().nodes.size() > 1;
+    std::array<KvViewTier, 2> view_tiers{};
+    view_tiers[0] = {dram_arena_->bytes.size(), bindable ? tiers[dram_arena_->tier_id].numa_node : -1};
+    if (cxl_arena_) view_tiers[1] = {cxl_arena_->bytes.size(), bindable ? tiers[cxl_arena_->tier_id].numa_node : -1};
+    if (bindable && (view_tiers[0].numa_node >= 0 || view_tiers[1].numa_node >= 0)) {
+      placement_ = make_page_placement(pool_.topology());
+    }
+    views_ = std::make_unique<KvViews>(config_.slot_bytes, view_tiers, placement_.get());
+  }
+  kvcache::KvArenas arenas{dram_arena_->bytes, cxl_arena_ ? cxl_arena_->bytes : std::span<std::byte>{},
+                           views_.get()};
   auto store = kvcache::KvStore::create(store_config(), arenas, std::move(ssd_.store));
   if (!store) {
     // The SSD store went with the failed attempt; nothing left to retry with.
@@ -123,6 +139,10 @@ Result<void> KvService::try_start() {
     return tl::unexpected(*start_error_);
   }
   store_ = std::move(*store);
+  // Every namespace that exists now came from the SSD log: nobody owns it
+  // until it is opened (open_namespace's rule for recovered namespaces).
+  recovered_namespaces_ = store_->namespace_count();
+  owners_.assign(recovered_namespaces_, std::nullopt);
   log->info("kvstore: started: DRAM arena {} ({} slots){}{}", format_size(dram_arena_->bytes.size()),
             dram_arena_->bytes.size() / config_.slot_bytes,
             cxl_arena_ ? ", CXL arena " + format_size(cxl_arena_->bytes.size()) : std::string(),
@@ -163,6 +183,7 @@ Result<KvOpenResult> KvService::open(uint64_t session_id, uid_t uid, const proto
   auto ring = proto::KvDaemonRing::attach(c->memory.bytes(), g, c->sq_efd.get(), c->cq_efd.get());
   if (!ring) return tl::unexpected(ring.error());
   c->ring = std::move(*ring);
+  c->rights = &rights_[session_id].table;
 
   KvOpenResult result;
   // The daemon keeps its mappings and eventfds; the client gets its own
@@ -204,9 +225,13 @@ Result<KvOpenResult> KvService::open(uint64_t session_id, uid_t uid, const proto
 
 void KvService::close(uint64_t session_id) {
   auto it = connections_.find(session_id);
-  if (it == connections_.end()) return;
+  if (it == connections_.end()) {
+    rights_.erase(session_id);
+    return;
+  }
   if (store_) store_->remove_client(session_id);
   connections_.erase(it);
+  rights_.erase(session_id);
   rebuild_active();
   ++counters_.connections_closed;
 }
@@ -306,8 +331,16 @@ size_t KvService::poll() {
     batch_.clear();
     const size_t n = c->ring.take(batch_);
     for (size_t i = 0; i < n; ++i) {
-      if (batch_.errors[i] != 0) ++counters_.malformed_requests;
-      store_->submit(c->id, batch_.requests[i], batch_.keys_of(i), batch_.errors[i]);
+      const proto::KvRequest& r = batch_.requests[i];
+      int error = batch_.errors[i];
+      if (error != 0) {
+        ++counters_.malformed_requests;
+      } else if ((error = c->rights->check(r.namespace_id, kvcache::kv_rights_needed(r.op))) != 0) {
+        // A namespace this session did not open, or opened without the
+        // right the op needs.
+        ++counters_.denied_requests;
+      }
+      store_->submit(c->id, r, batch_.keys_of(i), error);
     }
     c->requests += n;
     counters_.requests += n;
@@ -344,8 +377,16 @@ void KvService::disarm() {
   }
 }
 
-Result<proto::KvNamespaceReply> KvService::open_namespace(const proto::KvNamespaceOpen& request) {
+const std::optional<kvcache::KvNamespaceOwner>& KvService::owner_of(uint32_t id) {
+  if (owners_.size() < id) owners_.resize(id);
+  return owners_[id - 1];
+}
+
+Result<KvNamespaceOpenResult> KvService::open_namespace(uint64_t session_id, const Requester& who,
+                                                        const proto::KvNamespaceOpen& request) {
   if (auto ok = start(); !ok) return tl::unexpected(ok.error());
+  auto mode = kvcache::normalize_kv_mode(request.mode);
+  if (!mode) return tl::unexpected(mode.error());
   kvcache::NamespaceSpec spec;
   spec.model_id = request.model_id;
   spec.layout = request.layout;
@@ -355,16 +396,77 @@ Result<proto::KvNamespaceReply> KvService::open_namespace(const proto::KvNamespa
   spec.chunk_tokens = request.chunk_tokens;
   auto id = store_->open_namespace(spec);
   if (!id) return tl::unexpected(id.error());
+  auto log = logger("kvstore");
+
+  // The session's entry exists once it opened the data path or a namespace.
+  KvSessionRights& session = rights_[session_id];
+  session.uid = who.uid;
+  session.gid = who.gid;
+  session.groups.assign(who.groups.begin(), who.groups.end());
+  session.admin = who.admin;
+  const kvcache::KvAccessor accessor = session.accessor();
+
+  (void)owner_of(*id);
+  auto& owner = owners_[*id - 1];
+  if (!owner) {
+    if (*id <= recovered_namespaces_ && !who.admin) {
+      // Recovered from the SSD log: whoever wrote those chunks before the
+      // restart is unknown, so a non-admin opener gets the namespace empty.
+      // An admin could read them anyway and keeps them.
+      auto dropped = store_->drop_namespace(*id);
+      if (!dropped) return tl::unexpected(dropped.error());
+      log->info("kvstore: namespace {} recovered from the SSD log claimed by uid {}: its {} chunks of an unknown owner "
+                "dropped",
+                *id, who.uid, dropped->dropped + dropped->deferred);
+    }
+    owner = kvcache::KvNamespaceOwner{who.uid, who.gid, *mode};
+  } else if (request.mode != 0 && *mode != owner->mode && (who.uid == owner->uid || who.admin)) {
+    // The owner may widen the mode, never narrow it: a reader that mapped
+    // the namespace's views keeps them, so a right once granted cannot be
+    // taken back (drop the namespace's chunks, or use a new namespace).
+    if ((*mode & owner->mode) != owner->mode) {
+      char was[8], asked[8];
+      std::snprintf(was, sizeof was, "%o", owner->mode);
+      std::snprintf(asked, sizeof asked, "%o", *mode);
+      return fail(EPERM, std::string("KV namespace ") + std::to_string(*id) + " has mode 0" + was +
+                             ": mode 0" + asked + " would take rights away, which views already mapped cannot "
+                             "undo (a mode can only be widened)");
+    }
+    owner->mode = *mode;
+  }
+  const uint8_t rights = kvcache::kv_rights(*owner, accessor);
+  if (rights == 0) {
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%o", owner->mode);
+    return fail(EACCES, "KV namespace " + std::to_string(*id) + " (" + spec.model_id + ") belongs to uid " +
+                            std::to_string(owner->uid) + " with mode 0" + octal + ": uid " +
+                            std::to_string(who.uid) + " may neither read nor write it");
+  }
+  // Created for writers too: the daemon writes their chunks through it.
+  if (auto ok = views_->ensure(*id); !ok) return tl::unexpected(ok.error());
+  KvNamespaceOpenResult result;
+  if (rights & kvcache::kKvRightRead) {
+    auto fds = views_->reader_fds(*id);
+    if (!fds) return tl::unexpected(fds.error());
+    result.views = std::move(*fds);
+  }
+  session.table.grant(*id, rights);
+
   const auto fp = kvcache::fingerprint(spec);
-  proto::KvNamespaceReply reply;
+  proto::KvNamespaceReply& reply = result.reply;
   reply.namespace_id = *id;
   reply.fingerprint_hi = fp.hi;
   reply.fingerprint_lo = fp.lo;
   reply.chunk_tokens = spec.chunk_tokens;
-  return reply;
+  reply.owner_uid = owner->uid;
+  reply.owner_gid = owner->gid;
+  reply.mode = owner->mode;
+  // This open's rights: the views sent are those of a reader.
+  reply.rights = rights;
+  return result;
 }
 
-Result<proto::KvNamespacesReply> KvService::namespaces() {
+Result<proto::KvNamespacesReply> KvService::namespaces(const Requester& who) {
   proto::KvNamespacesReply reply;
   // A store that cannot start has no namespaces to show (its status says why).
   if (!start()) return reply;
@@ -388,6 +490,15 @@ Result<proto::KvNamespacesReply> KvService::namespaces() {
       e.chunks[t] = ns.chunks[t];
       e.bytes[t] = ns.bytes[t];
     }
+    // Unowned (recovered, not opened since): root's, private.
+    const auto& owner = owner_of(ns.id);
+    if (!who.admin) {
+      const kvcache::KvAccessor accessor{who.uid, who.gid, who.groups, false};
+      if (!owner || kvcache::kv_rights(*owner, accessor) == 0) continue;
+    }
+    e.owner_uid = owner ? owner->uid : 0;
+    e.owner_gid = owner ? owner->gid : 0;
+    e.mode = owner ? owner->mode : kvcache::kKvDefaultNamespaceMode;
     // One datagram: stop before the entry that would not fit.
     bytes += kNamespaceEntryFixedBytes + e.model_id.size() + e.layout.size() + e.dtype.size();
     if (bytes > proto::kMaxMessageSize || reply.namespaces.size() == proto::kMaxListEntries) break;
@@ -396,9 +507,16 @@ Result<proto::KvNamespacesReply> KvService::namespaces() {
   return reply;
 }
 
-Result<proto::KvNamespaceDropReply> KvService::drop_namespace(uint64_t namespace_id) {
+Result<proto::KvNamespaceDropReply> KvService::drop_namespace(const Requester& who, uint64_t namespace_id) {
   if (auto ok = start(); !ok) return tl::unexpected(ok.error());
-  if (namespace_id > UINT32_MAX) return fail(ENOENT, "no KV namespace " + std::to_string(namespace_id));
+  if (namespace_id == 0 || namespace_id > UINT32_MAX || namespace_id > store_->namespace_count()) {
+    return fail(ENOENT, "no KV namespace " + std::to_string(namespace_id));
+  }
+  const auto& owner = owner_of(static_cast<uint32_t>(namespace_id));
+  if (!who.admin && (!owner || owner->uid != who.uid)) {
+    return fail(EPERM, "only the owner of KV namespace " + std::to_string(namespace_id) + " (uid " +
+                           std::to_string(owner ? owner->uid : 0) + ") or an admin may drop it");
+  }
   auto dropped = store_->drop_namespace(static_cast<uint32_t>(namespace_id));
   if (!dropped) return tl::unexpected(dropped.error());
   logger("kvstore")->info("kvstore: namespace {} dropped: {} chunks, {} leased (dropped at release)", namespace_id,
@@ -502,6 +620,7 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   add("kv.connections_closed", counters_.connections_closed);
   add("kv.ring_requests", counters_.requests);
   add("kv.ring_malformed_requests", counters_.malformed_requests);
+  add("kv.ring_denied_requests", counters_.denied_requests);
   add("kv.ring_completions", counters_.completions);
   add("kv.ring_backlogged", counters_.backlogged);
   add("kv.ring_broken", counters_.broken_rings);
@@ -509,6 +628,11 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   add("kv.client_wakeups", counters_.client_wakeups);
   add("kv.io_wakeups", counters_.io_wakeups);
   add("kv.start_failures", counters_.start_failures);
+  if (views_) {
+    add("kv.views", views_->counters().views);
+    add("kv.view_punches", views_->counters().punches);
+    add("kv.view_punch_errors", views_->counters().punch_errors);
+  }
   if (!store_) return;
   const auto& c = store_->counters();
   add("kv.lookups", c.lookups);

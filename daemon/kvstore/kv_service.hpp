@@ -30,11 +30,13 @@
 #include "ssd_error_report.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/kvcache/namespace_access.hpp"
 #include "cxlpool/kvcache/store.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "kv_arenas.hpp"
 #include "kv_connection.hpp"
 #include "kv_ssd.hpp"
+#include "kv_views.hpp"
 
 namespace cxlpool::daemon {
 
@@ -43,6 +45,7 @@ struct KvServiceCounters {
   uint64_t connections_closed = 0;
   uint64_t requests = 0;            // taken from the rings
   uint64_t malformed_requests = 0;  // answered -EINVAL by the ring's checks
+  uint64_t denied_requests = 0;     // answered -EACCES: namespace not opened with the op's right
   uint64_t completions = 0;         // published on the rings
   uint64_t backlogged = 0;          // completions that waited for CQ room
   uint64_t broken_rings = 0;        // rings quarantined for breaking the rules
@@ -50,6 +53,13 @@ struct KvServiceCounters {
   uint64_t client_wakeups = 0;      // CQ eventfd kicks to clients asleep on their completions
   uint64_t io_wakeups = 0;          // wake-ups by the SSD completion eventfd
   uint64_t start_failures = 0;
+};
+
+struct KvNamespaceOpenResult {
+  proto::KvNamespaceReply reply;
+  // Read-only descriptors of the namespace's views (DRAM, then CXL) when
+  // the reply grants reading; none otherwise.
+  std::vector<UniqueFd> views;
 };
 
 struct KvOpenResult {
@@ -86,9 +96,21 @@ class KvService {
   // The SQ doorbell of a connection rang: resets it.
   void on_doorbell(uint64_t session_id);
 
-  Result<proto::KvNamespaceReply> open_namespace(const proto::KvNamespaceOpen& request);
-  Result<proto::KvNamespacesReply> namespaces();
-  Result<proto::KvNamespaceDropReply> drop_namespace(uint64_t namespace_id);
+  // Opens (or creates) a namespace for the session and grants it the rights
+  // the namespace's mode gives `who` (docs/kvstore.md, "Isolation"); every
+  // ring request of the session is checked against them. EINVAL: a mode with
+  // bits outside 0666, a bad spec; EACCES: the mode gives `who` no right;
+  // EPERM: the owner asked for a mode that takes rights away; ENOSPC: too
+  // many namespaces; ENOMEM: no room to map the namespace's views.
+  Result<KvNamespaceOpenResult> open_namespace(uint64_t session_id, const Requester& who,
+                                               const proto::KvNamespaceOpen& request);
+  // The namespaces `who` may read or write (all of them for an admin; a
+  // recovered namespace nobody has opened yet only for an admin): another
+  // tenant's model names and chunk counts are not everyone's to see.
+  Result<proto::KvNamespacesReply> namespaces(const Requester& who);
+  // EPERM: `who` is neither the namespace's owner nor an admin; ENOENT:
+  // unknown id.
+  Result<proto::KvNamespaceDropReply> drop_namespace(const Requester& who, uint64_t namespace_id);
   // Never fails: a store that cannot start says why in `detail`.
   proto::KvStatusReply status();
 
@@ -131,6 +153,9 @@ class KvService {
   void mark_broken(KvConnection& c, const std::string& why);
   void rebuild_active();
   std::string tier_name(kvcache::KvTier tier) const;
+  // The owner of namespace `id`, or nullopt for one recovered from the SSD
+  // log that nobody has opened since the start.
+  const std::optional<kvcache::KvNamespaceOwner>& owner_of(uint32_t id);
 
   KvStoreSection config_;
   RegionPool& pool_;
@@ -140,9 +165,19 @@ class KvService {
   std::string ssd_detail_;        // engine and recovery, for status
   std::optional<KvArena> dram_arena_;
   std::optional<KvArena> cxl_arena_;
+  std::unique_ptr<hal::PagePlacement> placement_;  // binds the views of NUMA tiers; may be null
+  std::unique_ptr<KvViews> views_;                 // created with the store, outlives it
   std::optional<Error> start_error_;  // a failure a retry cannot fix
   std::unique_ptr<kvcache::KvStore> store_;
   std::unordered_map<uint64_t, std::unique_ptr<KvConnection>> connections_;
+  // Namespace owners, index = id - 1; ids up to recovered_namespaces_ came
+  // from the SSD log at start and have no owner until first opened.
+  std::vector<std::optional<kvcache::KvNamespaceOwner>> owners_;
+  uint32_t recovered_namespaces_ = 0;
+  // Per session (whether or not it opened the data path yet): who it is and
+  // the rights its namespace opens granted. A KvConnection points at its
+  // session's table; unordered_map nodes do not move.
+  std::unordered_map<uint64_t, KvSessionRights> rights_;
   std::vector<KvConnection*> active_;  // connections_ in a flat list for poll()
   proto::KvRequestBatch batch_;        // reused by poll()
   std::vector<kvcache::KvStoreCompletion> done_;

@@ -144,8 +144,9 @@ struct KvSession {
   bool ok() const { return error == 0 && kv != nullptr; }
 
   // The test namespace (same spec: same id and fingerprint); id 0 on error.
-  cxlpool_kv_namespace open_namespace(const char* model = "itest-model", int* err = nullptr) {
+  cxlpool_kv_namespace open_namespace(const char* model = "itest-model", int* err = nullptr, uint32_t mode = 0) {
     cxlpool_kv_namespace_spec spec{};
+    spec.mode = mode;
     spec.model_id = model;
     spec.layout = "itest-layout";
     spec.dtype = "bf16";
@@ -472,8 +473,9 @@ TEST_F(KvStore, LookupAnswersTheLongestCachedPrefix) {
     EXPECT_EQ(none.result, 0);
     EXPECT_EQ(none.id, 0u);
   }
-  // Errors: unknown namespace, a lease that is not ours, a chunk bigger than a slot.
-  EXPECT_EQ(s.lookup(999999, keys), -ENOENT);
+  // Errors: a namespace this connection did not open (unknown ones alike), a
+  // lease that is not ours, a chunk bigger than a slot.
+  EXPECT_EQ(s.lookup(999999, keys), -EACCES);
   EXPECT_EQ(cxlpool_kv_release(s.kv, 123456789), -ENOENT);
   EXPECT_EQ(s.put(ns.id, {keys[7]}, kSlot + 1), -EMSGSIZE);
   // Chunks shorter than a slot keep their length.
@@ -900,7 +902,7 @@ TEST_F(KvStore, AdminDropsANamespaceOthersMayNot) {
   start(KvConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"});
   KvSession s(socket(), "kv-drop");
   ASSERT_TRUE(s.ok()) << s.error;
-  const auto ns = s.open_namespace();
+  const auto ns = s.open_namespace("itest-model", nullptr, 0644);
   const auto keep_ns = s.open_namespace("itest-kept");
   const auto toks = tokens(80, 3 * kChunkTokens);
   const auto keys = s.keys(ns, toks);
@@ -909,8 +911,8 @@ TEST_F(KvStore, AdminDropsANamespaceOthersMayNot) {
   ASSERT_EQ(s.put(keep_ns.id, kept, kSlot), 3);
   const std::string sock = socket();
 
-  // Another user reads the store (the arenas are world-readable) but may not
-  // drop a namespace.
+  // Another user reads a namespace whose mode lets it, but may not drop it
+  // (only its owner or an admin may).
   const std::string failures = run_checks_in_child(
       [&](ChildChecks& c) {
         KvSession o(sock, "kv-nobody");

@@ -161,9 +161,14 @@ json kv_namespaces_json(const proto::KvNamespacesReply& r) {
       total_chunks += e.chunks[t];
       total_bytes += e.bytes[t];
     }
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", e.mode);
     out.push_back({{"id", e.namespace_id},
                    {"fingerprint", hex128(e.fingerprint_hi, e.fingerprint_lo)},
                    {"recovered_only", recovered},
+                   {"owner_uid", e.owner_uid},
+                   {"owner_gid", e.owner_gid},
+                   {"mode", mode},
                    {"model_id", e.model_id},
                    {"layout", e.layout},
                    {"dtype", e.dtype},

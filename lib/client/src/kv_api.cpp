@@ -115,8 +115,8 @@ CXLPOOL_EXPORT int cxlpool_kv_namespace_open(cxlpool_kv* kv, const cxlpool_kv_na
     auto local = cxlpool::client::kv_namespace_spec(*spec);
     if (!local) return record(local.error());
     proto::KvNamespaceOpen request{local->model_id, local->layout,  local->dtype,
-                                   local->tp_rank,  local->tp_size, local->chunk_tokens};
-    auto reply = session(kv)->connection().call_for<proto::KvNamespaceReply>(request);
+                                   local->tp_rank,  local->tp_size, local->chunk_tokens, spec->mode};
+    auto reply = session(kv)->open_namespace(request);
     if (!reply) return record(reply.error());
     // Keys are computed here from this fingerprint and matched there: a
     // daemon hashing namespaces differently would never hit.

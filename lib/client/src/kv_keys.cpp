@@ -34,6 +34,7 @@ Result<kvcache::NamespaceSpec> kv_namespace_spec(const cxlpool_kv_namespace_spec
     return fail(EINVAL, "namespace tp_rank " + std::to_string(spec.tp_rank) + " is not below tp_size " +
                             std::to_string(spec.tp_size));
   }
+  if ((spec.mode & ~0666u) != 0) return fail(EINVAL, "namespace mode has bits other than read and write (at most 0666)");
   out.model_id = std::move(*model);
   out.layout = std::move(*layout);
   out.dtype = std::move(*dtype);

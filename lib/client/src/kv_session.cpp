@@ -87,8 +87,10 @@ Result<void> KvSession::setup(const cxlpool_kv_options* opts) {
     info_.tier_bandwidth_bps[t] = reply->tier_bandwidth_bps[t];
     info_.tier_latency_ns[t] = reply->tier_latency_ns[t];
   }
+  // The arenas themselves are not mapped: each namespace opened for
+  // reading brings its own views of them (open_namespace).
   for (const proto::KvArenaEntry& entry : reply->arenas) {
-    if (auto ok = map_arena(entry); !ok) return ok;
+    arena_bytes_[entry.tier] = entry.bytes;  // the codec allows tiers 0 and 1, each once
     info_.arena_bytes[entry.tier] = entry.bytes;
   }
 
@@ -117,41 +119,47 @@ Result<void> KvSession::setup(const cxlpool_kv_options* opts) {
   return {};
 }
 
-Result<void> KvSession::map_arena(const proto::KvArenaEntry& entry) {
-  Arena& arena = arenas_[entry.tier];  // the codec allows tiers 0 and 1, each once
-  auto received = conn_->call(proto::NamedOpen{entry.region_name, 0});
-  if (!received) {
-    return fail(received.error().code, "open KV arena " + entry.region_name + ": " + received.error().message);
+// Views are the namespace's own memory: a chunk of another namespace is
+// never in them (docs/kvstore.md, "Isolation").
+Result<proto::KvNamespaceReply> KvSession::open_namespace(const proto::KvNamespaceOpen& request) {
+  auto received = conn_->call(request);
+  if (!received) return tl::unexpected(received.error());
+  auto* reply = std::get_if<proto::KvNamespaceReply>(&received->envelope.message);
+  if (reply == nullptr) return fail(EPROTO, "daemon reply to KvNamespaceOpen is not a KvNamespaceReply");
+  const bool reads = (reply->rights & 1) != 0;
+  size_t arenas = 0;
+  for (const uint64_t bytes : arena_bytes_) arenas += bytes != 0 ? 1 : 0;
+  if (received->fds.size() != (reads ? arenas : 0)) {
+    return fail(EPROTO, "daemon reply to KvNamespaceOpen carries " + std::to_string(received->fds.size()) +
+                            " views, expected " + std::to_string(reads ? arenas : 0));
   }
-  auto* reply = std::get_if<proto::RegionReply>(&received->envelope.message);
-  if (reply == nullptr || received->fds.size() != 1) {
-    return fail(EPROTO, "daemon reply to NamedOpen " + entry.region_name + " carries no region");
+  if (!reads) return *reply;
+  Views views;
+  size_t next = 0;
+  for (size_t t = 0; t < 2; ++t) {
+    if (arena_bytes_[t] == 0) continue;
+    const int fd = received->fds[next++].get();
+    if (auto ok = check_fd_size(fd, arena_bytes_[t], "KV namespace view"); !ok) return tl::unexpected(ok.error());
+    // Read-only (the descriptor is too). No MAP_POPULATE: a fault taken
+    // here would place pages by this process's memory policy, not the
+    // tier's (the daemon bound the view's shared policy).
+    auto mapping = Mapping::map(arena_bytes_[t], PROT_READ, MAP_SHARED, fd);
+    if (!mapping) return tl::unexpected(mapping.error());
+    views.mapping[t] = std::move(*mapping);
   }
-  arena.region_id = reply->region_id;
-  arena.present = true;  // from here on the handle is given back at close
-  if (reply->size < entry.bytes) {
-    return fail(EPROTO, "KV arena " + entry.region_name + " has " + std::to_string(reply->size) +
-                            " bytes, the store announced " + std::to_string(entry.bytes));
+  std::lock_guard lock(mutex_);
+  if (reply->namespace_id >= views_.size()) views_.resize(reply->namespace_id + 1);
+  // Opened before: keep the first mapping, which earlier gets' pointers use
+  // (both map the same memory).
+  if (!views_[reply->namespace_id].mapping[0].valid() && !views_[reply->namespace_id].mapping[1].valid()) {
+    views_[reply->namespace_id] = std::move(views);
   }
-  const int fd = received->fds[0].get();
-  if (auto ok = check_fd_size(fd, entry.bytes, "KV arena"); !ok) return ok;
-  // Read-only: a client can never change a chunk another one reads. No
-  // MAP_POPULATE: a fault taken here would place pages by this process's
-  // memory policy, not the arena's tier.
-  auto mapping = Mapping::map(entry.bytes, PROT_READ, MAP_SHARED, fd);
-  if (!mapping) return tl::unexpected(mapping.error());
-  arena.mapping = std::move(*mapping);
-  arena.bytes = entry.bytes;
-  return {};
+  return *reply;
 }
 
 KvSession::~KvSession() {
   try {
     release_all_leases();
-    for (Arena& arena : arenas_) {
-      arena.mapping.reset();
-      if (arena.present && !conn_->closed()) (void)conn_->call(proto::RegionFree{arena.region_id});
-    }
   } catch (...) {
     // Out of memory while closing: the daemon releases everything at disconnect.
   }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // One connection's KV data path (the object behind cxlpool_kv): the request
-// and completion rings, the arenas mapped read-only, the writable put window.
+// and completion rings, the writable put window, and per namespace opened
+// for reading its views of the arenas, mapped read-only (a chunk's location
+// is an offset into the view of its request's namespace).
 //
 // Two kinds of requests share the rings. Those of cxlpool_kv_submit carry an
 // id naming a slot that remembers the caller's user_data; the blocking
@@ -40,6 +42,7 @@ namespace cxlpool::client {
 struct KvWaiter {
   uint64_t id = 0;
   uint8_t op = 0;
+  uint64_t namespace_id = 0;
   uint64_t param0 = 0;
   cxlpool_kv_location* locations = nullptr;  // NULL: the caller wants none
   uint32_t capacity = 0;                      // most locations a valid answer has
@@ -90,6 +93,11 @@ class KvSession {
   // released). Called by the destructor; best effort.
   void release_all_leases();
 
+  // KvNamespaceOpen, then maps the namespace's views (when the reply grants
+  // reading). Errors: the daemon's (EACCES, EINVAL...), EPROTO for a reply
+  // whose views do not match the arenas.
+  Result<proto::KvNamespaceReply> open_namespace(const proto::KvNamespaceOpen& request);
+
  private:
   struct Slot {  // an asynchronous request in flight
     uint64_t id = 0;  // 0: free
@@ -97,30 +105,29 @@ class KvSession {
     uint64_t param0 = 0;
     uint32_t n_keys = 0;
     uint8_t op = 0;
+    uint64_t namespace_id = 0;
   };
   struct Stashed {  // an asynchronous completion not yet reaped by the caller
     proto::KvCompletion completion;
     uint64_t user_data = 0;
+    uint64_t namespace_id = 0;
     uint32_t first_location = 0;
   };
-  struct Arena {
-    Mapping mapping;
-    uint64_t bytes = 0;       // usable bytes (the reply's), <= mapping length
-    uint64_t region_id = 0;   // handle to give back with RegionFree
-    bool present = false;
+  struct Views {  // one namespace's views of the arenas, read-only
+    Mapping mapping[2];  // index = tier; unmapped: no such arena
   };
 
   explicit KvSession(std::shared_ptr<Connection> conn) : conn_(std::move(conn)) {}
   Result<void> setup(const cxlpool_kv_options* opts);
-  Result<void> map_arena(const proto::KvArenaEntry& entry);
 
   // Usable state, or why not.
   Result<void> usable_locked() const;
   // Moves every completion waiting in the ring to its waiter or the stash.
   void drain_locked();
-  // Checks a location the daemon sent for `op`; fills `out` with a pointer
-  // into this process's mappings. False: it points outside them.
-  bool translate(uint8_t op, const proto::KvLocation& in, cxlpool_kv_location& out) const;
+  // Checks a location the daemon sent for `op` of namespace ns_id; fills
+  // `out` with a pointer into this process's mappings. False: it points
+  // outside them (or into a namespace this handle has no views of).
+  bool translate(uint8_t op, uint64_t ns_id, const proto::KvLocation& in, cxlpool_kv_location& out) const;
   void note_lease_result(uint8_t op, int32_t status, uint64_t param0, uint64_t result0);
   // Spins, then sleeps until done() holds (checked under the lock after
   // every drain), the deadline passes (monotonic ns; 0: none) or the path
@@ -140,7 +147,8 @@ class KvSession {
   UniqueFd sq_efd_;
   UniqueFd cq_efd_;
   Mapping put_window_;
-  Arena arenas_[2];
+  uint64_t arena_bytes_[2] = {0, 0};  // each arena's size, as KvOpen announced it; 0: none
+  std::vector<Views> views_;          // index = namespace id; guarded by mutex_
   uint64_t spin_ns_ = 0;
 
   std::mutex mutex_;

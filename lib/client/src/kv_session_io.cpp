@@ -57,7 +57,7 @@ Result<void> KvSession::usable_locked() const {
   return {};
 }
 
-bool KvSession::translate(uint8_t op, const proto::KvLocation& in, cxlpool_kv_location& out) const {
+bool KvSession::translate(uint8_t op, uint64_t ns_id, const proto::KvLocation& in, cxlpool_kv_location& out) const {
   out = cxlpool_kv_location{nullptr, in.offset, in.length, in.tier, in.flags};
   auto inside = [&](const std::byte* base, uint64_t bytes) -> bool {
     if (base == nullptr || in.offset > bytes || in.length > bytes - in.offset) return false;
@@ -70,8 +70,8 @@ bool KvSession::translate(uint8_t op, const proto::KvLocation& in, cxlpool_kv_lo
   switch (in.tier) {
     case 0:
     case 1:
-      if (put_begin) return false;
-      return inside(arenas_[in.tier].mapping.data(), arenas_[in.tier].bytes);
+      if (put_begin || ns_id >= views_.size()) return false;
+      return inside(views_[ns_id].mapping[in.tier].data(), arena_bytes_[in.tier]);
     case 2:
       // Only a lookup may answer with a chunk that is not in memory.
       return op == op_of(proto::KvOp::kLookup);
@@ -117,7 +117,7 @@ void KvSession::drain_locked() {
       }
       for (size_t j = 0; j < locations.size(); ++j) {
         cxlpool_kv_location out;
-        if (!translate(c.op, locations[j], out)) {
+        if (!translate(c.op, w->namespace_id, locations[j], out)) {
           broken_ = true;
           break;
         }
@@ -144,13 +144,13 @@ void KvSession::drain_locked() {
       }
       for (const proto::KvLocation& loc : locations) {
         cxlpool_kv_location out;
-        if (!translate(c.op, loc, out)) {
+        if (!translate(c.op, slot.namespace_id, loc, out)) {
           broken_ = true;
           break;
         }
       }
       if (broken_) break;
-      stash_.push_back(Stashed{c, slot.user_data, static_cast<uint32_t>(stash_locations_.size())});
+      stash_.push_back(Stashed{c, slot.user_data, slot.namespace_id, static_cast<uint32_t>(stash_locations_.size())});
       stash_locations_.insert(stash_locations_.end(), locations.begin(), locations.end());
       note_lease_result(c.op, c.status, slot.param0, c.result0);
       slot.id = 0;
@@ -275,7 +275,7 @@ Result<size_t> KvSession::submit(std::span<const cxlpool_kv_request> requests) {
       error = ok.error();
       break;
     }
-    slots_[slot_index] = Slot{wire.request_id, r.user_data, r.param0, r.n_keys, wire.op};
+    slots_[slot_index] = Slot{wire.request_id, r.user_data, r.param0, r.n_keys, wire.op, r.namespace_id};
   }
   ring_.flush();
   async_in_flight_ += queued;
@@ -330,7 +330,8 @@ Result<size_t> KvSession::reap(std::span<cxlpool_kv_completion> out, int timeout
     const Stashed& s = stash_[stash_head_ + i];
     const proto::KvCompletion& c = s.completion;
     for (uint32_t j = 0; j < c.count; ++j) {
-      (void)translate(c.op, stash_locations_[s.first_location + j], reaped_locations_[at + j]);  // checked at drain
+      (void)translate(c.op, s.namespace_id, stash_locations_[s.first_location + j],
+                      reaped_locations_[at + j]);  // checked at drain
     }
     out[i] = cxlpool_kv_completion{s.user_data, c.status, c.op, c.result0, c.result1, c.result2,
                                    c.count != 0 ? reaped_locations_.data() + at : nullptr, c.count};
@@ -381,6 +382,7 @@ Result<void> KvSession::call(const KvCall& request, KvWaiter& waiter) {
     }
   } link(waiters_, waiter);
 
+  waiter.namespace_id = request.namespace_id;
   proto::KvRequest wire;
   wire.request_id = waiter.id;
   wire.op = request.op;

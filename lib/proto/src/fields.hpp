@@ -404,6 +404,8 @@ void walk(auto& io, Is<KvNamespaceOpen> auto& m) {
   io.text("model_id", m.model_id, Text::kKvNamespace);
   io.text("layout", m.layout, Text::kKvNamespace);
   io.text("dtype", m.dtype, Text::kKvNamespace);
+  io.u32("mode", m.mode, Between<uint32_t>{0, 0666});
+  io.check("mode", [&] { return (m.mode & ~0666u) == 0 ? std::string() : std::string("has bits outside 0666"); });
   io.check("tp_rank", [&] {
     return m.tp_rank < m.tp_size ? std::string()
                                  : std::to_string(m.tp_rank) + " is not below tp_size " + std::to_string(m.tp_size);
@@ -415,6 +417,10 @@ void walk(auto& io, Is<KvNamespaceReply> auto& m) {
   io.u64("fingerprint_hi", m.fingerprint_hi);
   io.u64("fingerprint_lo", m.fingerprint_lo);
   io.u32("chunk_tokens", m.chunk_tokens, Positive{});
+  io.u32("owner_uid", m.owner_uid);
+  io.u32("owner_gid", m.owner_gid);
+  io.u32("mode", m.mode, Between<uint32_t>{0, 0666});
+  io.u8("rights", m.rights, Between<uint8_t>{0, 3});
 }
 
 void walk(auto& io, Is<KvTierStatus> auto& m) {
@@ -490,6 +496,9 @@ void walk(auto& io, Is<KvNamespaceEntry> auto& m) {
   io.u64("bytes[0]", m.bytes[0]);
   io.u64("bytes[1]", m.bytes[1]);
   io.u64("bytes[2]", m.bytes[2]);
+  io.u32("owner_uid", m.owner_uid);
+  io.u32("owner_gid", m.owner_gid);
+  io.u32("mode", m.mode, Between<uint32_t>{0, 0666});
   io.text("model_id", m.model_id, Text::kKvNamespaceOrEmpty);
   io.text("layout", m.layout, Text::kKvNamespaceOrEmpty);
   io.text("dtype", m.dtype, Text::kKvNamespaceOrEmpty);

@@ -49,6 +49,8 @@ size_t descriptor_count(MsgType type) {
       return 1;
     case MsgType::kKvOpenReply:
       return 4;  // ring memfd, SQ eventfd, CQ eventfd, put window memfd
+    case MsgType::kKvNamespaceReply:
+      return 2;  // at most: one view per arena, for a reader
     default:
       return 0;
   }

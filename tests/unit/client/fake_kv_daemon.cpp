@@ -131,22 +131,13 @@ void FakeKvDaemon::control_loop() {
       reply.arenas = {{0, 0, kArenaBytes, "fake-kv-dram"}, {1, 1, kArenaBytes, "fake-kv-cxl"}};
       const int fds[4] = {ring_memory_.fd(), sq_efd_.get(), cq_efd_.get(), window_fd_.get()};
       (void)proto::send_message(sock, id, reply, fds);
-    } else if (auto* open = std::get_if<proto::NamedOpen>(&m)) {
-      const int tier = open->name == "fake-kv-dram" ? 0 : open->name == "fake-kv-cxl" ? 1 : -1;
-      if (tier < 0) {
-        (void)proto::send_message(sock, id, proto::ErrorReply{ENOENT, "no such region"});
-        continue;
-      }
-      proto::RegionReply reply{100u + static_cast<uint64_t>(tier), static_cast<uint32_t>(tier), kArenaBytes, 4096, 0,
-                               open->name};
-      const int fd = arena_fd_[tier].get();
-      (void)proto::send_message(sock, id, reply, std::span<const int>(&fd, 1));
-    } else if (std::holds_alternative<proto::RegionFree>(m)) {
-      (void)proto::send_message(sock, id, proto::Ok{});
     } else if (auto* ns = std::get_if<proto::KvNamespaceOpen>(&m)) {
       const auto fp = kvcache::fingerprint(
           kvcache::NamespaceSpec{ns->model_id, ns->layout, ns->dtype, ns->tp_rank, ns->tp_size, ns->chunk_tokens});
-      (void)proto::send_message(sock, id, proto::KvNamespaceReply{5, fp.hi, fp.lo, ns->chunk_tokens});
+      // Namespace 5, readable and writable: its views are the two arenas.
+      proto::KvNamespaceReply reply{5, fp.hi, fp.lo, ns->chunk_tokens, 1000, 1000, 0600, 3};
+      const int fds[2] = {arena_fd_[0].get(), arena_fd_[1].get()};
+      (void)proto::send_message(sock, id, reply, fds);
     } else {
       (void)proto::send_message(sock, id, proto::ErrorReply{ENOTSUP, "not in the fake"});
     }

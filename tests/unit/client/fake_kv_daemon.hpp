@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // An in-process stand-in for cxlpoold's KV service, enough to drive
 // libcxlpool's data path without the daemon: a control socket that answers
-// Hello, KvOpen (ring, eventfds, put window), NamedOpen of two arenas,
-// RegionFree and KvNamespaceOpen, and a thread that serves the rings with a
+// Hello, KvOpen (ring, eventfds, put window), KvNamespaceOpen (with the two
+// arenas as the namespace's views), and a thread that serves the rings with a
 // tiny store (a map of keys to DRAM slots, leases, reservations). Knobs let a
 // test reorder, withhold or corrupt completions.
 #pragma once

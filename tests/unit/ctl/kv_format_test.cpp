@@ -150,6 +150,9 @@ proto::KvNamespacesReply namespaces() {
                                              .chunk_tokens = 128,
                                              .chunks = {1, 2, 3},
                                              .bytes = {1ull << 20, 2ull << 20, 3ull << 20},
+                                             .owner_uid = 1000,
+                                             .owner_gid = 100,
+                                             .mode = 0640,
                                              .model_id = "llama",
                                              .layout = "nhd",
                                              .dtype = "bf16"}}};
@@ -167,6 +170,9 @@ TEST(CtlKvFormat, NamespacesJsonByIdWithRecoveredOnesMarked) {
   EXPECT_EQ(j[0].at("tp_size"), 4u);
   EXPECT_EQ(j[0].at("chunk_tokens"), 128u);
   EXPECT_EQ(j[0].at("recovered_only"), false);
+  EXPECT_EQ(j[0].at("owner_uid"), 1000u);
+  EXPECT_EQ(j[0].at("owner_gid"), 100u);
+  EXPECT_EQ(j[0].at("mode"), "0640");
   EXPECT_EQ(j[0].at("chunks").at("cxl"), 2u);
   EXPECT_EQ(j[0].at("bytes").at("ssd"), 3u << 20);
   EXPECT_EQ(j[0].at("total_chunks"), 6u);

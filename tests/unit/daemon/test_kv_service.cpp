@@ -5,6 +5,7 @@
 // KvClientRing), with the store engine behind it. Region files are memfds;
 // the SSD tier is a file in a temporary directory.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -17,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "cxlpool/common/mapping.hpp"
 #include "kvstore/kv_arenas.hpp"
 #include "kvstore/kv_service.hpp"
 #include "kvstore/kv_ssd.hpp"
+#include "kvstore/kv_views.hpp"
 #include "kvstore/ssd_error_report.hpp"
 #include "region_pool.hpp"
 
@@ -171,7 +174,7 @@ TEST(KvArenas, TierRates) {
 
 // ---- the arenas are the daemon's ----
 
-TEST(KvArenas, ArenasAreReadOnlyForEveryClientAndChargedToNoQuota) {
+TEST(KvArenas, ArenasAreClosedToClientsAndChargedToNoQuota) {
   PoolLimits limits;
   limits.quota_default_bytes = kSlot;  // far below the arena
   auto pool = make_pool(dram_and_emulated(), limits);
@@ -183,15 +186,16 @@ TEST(KvArenas, ArenasAreReadOnlyForEveryClientAndChargedToNoQuota) {
   const Region* region = pool->find(arena->region_id);
   ASSERT_NE(region, nullptr);
   EXPECT_TRUE(region->system);
-  EXPECT_EQ(region->mode, 0444u);
+  EXPECT_EQ(region->mode, 0u);
   // The daemon writes through its mapping.
   std::memset(arena->bytes.data(), 0x5a, 4096);
 
   const Requester other = user(4242);
   const Requester admin = user(0, true);
+  // Chunks live in the namespaces' views: no client maps the whole arena.
   auto read = pool->open_named(kKvDramArenaName, false, other);
-  ASSERT_TRUE(read) << read.error().message;
-  pool->release_handle((*read)->id);
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error().code, EACCES);
   for (const Requester& who : {other, admin, user(::geteuid(), true)}) {
     auto write = pool->open_named(kKvDramArenaName, true, who);
     ASSERT_FALSE(write) << who.uid;
@@ -293,22 +297,32 @@ class KvServiceTest : public ::testing::Test {
     ASSERT_TRUE(created) << created.error().message;
     service = std::move(*created);
   }
-  uint64_t namespace_id() {
+  // Opens the test's namespace for session `session` as its owner (uid 1000).
+  uint64_t namespace_id(uint64_t session, const Requester& who = user(1000)) {
     proto::KvNamespaceOpen spec;
     spec.model_id = "model";
     spec.layout = "layout";
     spec.dtype = "bf16";
     spec.chunk_tokens = 16;
-    auto ns = service->open_namespace(spec);
+    auto ns = service->open_namespace(session, who, spec);
     EXPECT_TRUE(ns) << (ns ? "" : ns.error().message);
-    return ns ? ns->namespace_id : 0;
+    if (!ns) return 0;
+    views = std::move(ns->views);
+    return ns->reply.namespace_id;
   }
-  std::span<const std::byte> arena_view(const char* name) {
-    for (const auto& [id, region] : pool->regions()) {
-      if (region->name == name) return {region->mapping.data(), region->size};
-    }
-    return {};
+  // The last opened namespace's view of the DRAM arena, as a client maps it.
+  std::span<const std::byte> dram_view() {
+    if (views.empty()) return {};
+    struct stat st {};
+    if (::fstat(views[0].get(), &st) != 0) return {};
+    auto m = Mapping::map(static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, views[0].get());
+    if (!m) return {};
+    view_mapping = std::move(*m);
+    return {view_mapping.data(), view_mapping.length()};
   }
+
+  std::vector<UniqueFd> views;
+  Mapping view_mapping;
 
   std::unique_ptr<RegionPool> pool;
   std::unique_ptr<KvService> service;
@@ -348,7 +362,7 @@ TEST_F(KvServiceTest, AnArenaThatDoesNotFitIsRetriedAndTheRequestSaysWhy) {
   const auto status = service->status();
   EXPECT_EQ(status.enabled, 0);
   EXPECT_NE(status.detail.find("emu"), std::string::npos) << status.detail;
-  auto listed = service->namespaces();
+  auto listed = service->namespaces(user(0, true));
   ASSERT_TRUE(listed);
   EXPECT_TRUE(listed->namespaces.empty());
   pool->release_handle((*blocker)->id);
@@ -412,7 +426,7 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   ASSERT_TRUE(opened) << opened.error().message;
   TestClient c;
   ASSERT_TRUE(c.attach(std::move(*opened)));
-  const uint64_t ns = namespace_id();
+  const uint64_t ns = namespace_id(1);
   const auto k = keys(1, 3);
 
   // Nothing cached yet.
@@ -452,7 +466,7 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   EXPECT_EQ(c.batch.completions[i].result1, 3u);
   const auto locs = c.batch.locations_of(i);
   ASSERT_EQ(locs.size(), 3u);
-  const auto dram = arena_view(kKvDramArenaName);
+  const auto dram = dram_view();
   ASSERT_FALSE(dram.empty());
   for (size_t j = 0; j < 3; ++j) {
     EXPECT_EQ(locs[j].tier, 0);
@@ -488,6 +502,192 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   EXPECT_EQ(counter("kv.tier.ssd.chunks"), -1) << "no SSD tier: no SSD counters";
 }
 
+// Namespaces carry an owner and a mode; each session's requests are checked
+// against the rights its own opens were granted.
+TEST_F(KvServiceTest, NamespaceModesAndPerSessionRights) {
+  make(small_section());
+  auto owner_path = service->open(1, {});
+  ASSERT_TRUE(owner_path) << owner_path.error().message;
+  auto other_path = service->open(2, {});
+  ASSERT_TRUE(other_path) << other_path.error().message;
+  TestClient owner_c, other_c;
+  ASSERT_TRUE(owner_c.attach(std::move(*owner_path)));
+  ASSERT_TRUE(other_c.attach(std::move(*other_path)));
+  const Requester owner = user(1000);
+  const Requester other = user(1001);
+
+  proto::KvNamespaceOpen spec;
+  spec.model_id = "private";
+  spec.layout = "layout";
+  spec.dtype = "bf16";
+  spec.chunk_tokens = 16;
+  auto priv = service->open_namespace(1, owner, spec).transform([](auto r) { return r.reply; });  // mode 0: 0600
+  ASSERT_TRUE(priv) << priv.error().message;
+  EXPECT_EQ(priv->owner_uid, 1000u);
+  EXPECT_EQ(priv->mode, 0600u);
+  EXPECT_EQ(priv->rights, kvcache::kKvRightRead | kvcache::kKvRightWrite);
+  auto denied = service->open_namespace(2, other, spec).transform([](auto r) { return r.reply; });
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.error().code, EACCES);
+  EXPECT_NE(denied.error().message.find("belongs to uid 1000 with mode 0600"), std::string::npos)
+      << denied.error().message;
+
+  // The owner stores a chunk; the other session names the namespace id
+  // without having opened it: every op but release is refused.
+  const auto k = keys(1, 1);
+  auto id = owner_c.submit(proto::KvOp::kPutBegin, priv->namespace_id, k, 100);
+  auto i = owner_c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  ASSERT_EQ(owner_c.batch.completions[i].status, 0);
+  id = owner_c.submit(proto::KvOp::kPutCommit, priv->namespace_id, k, owner_c.batch.completions[i].result0);
+  i = owner_c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  ASSERT_EQ(owner_c.batch.completions[i].result0, 1u);
+  for (auto op : {proto::KvOp::kLookup, proto::KvOp::kGet, proto::KvOp::kPrefetch, proto::KvOp::kDelete,
+                  proto::KvOp::kPutBegin}) {
+    id = other_c.submit(op, priv->namespace_id, k, op == proto::KvOp::kPutBegin ? 100 : 0);
+    i = other_c.wait(*service, id);
+    ASSERT_NE(i, SIZE_MAX);
+    EXPECT_EQ(other_c.batch.completions[i].status, -EACCES) << static_cast<int>(op);
+    EXPECT_EQ(other_c.batch.completions[i].count, 0u) << "no location leaks out";
+  }
+  // Unknown ids are refused the same way (nothing to tell them apart).
+  id = other_c.submit(proto::KvOp::kLookup, 999, k);
+  i = other_c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(other_c.batch.completions[i].status, -EACCES);
+
+  // A 0644 namespace: the other uid reads, cannot write.
+  spec.model_id = "shared";
+  spec.mode = 0644;
+  auto shared = service->open_namespace(1, owner, spec).transform([](auto r) { return r.reply; });
+  ASSERT_TRUE(shared) << shared.error().message;
+  // Its own keys (keys name one namespace's chunks: the private one's key
+  // would find nothing here).
+  const auto ks = keys(3, 1);
+  id = owner_c.submit(proto::KvOp::kPutBegin, shared->namespace_id, ks, 100);
+  i = owner_c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  id = owner_c.submit(proto::KvOp::kPutCommit, shared->namespace_id, ks, owner_c.batch.completions[i].result0);
+  ASSERT_NE(owner_c.wait(*service, id), SIZE_MAX);
+  spec.mode = 0;  // "whatever it is"
+  auto reader = service->open_namespace(2, other, spec).transform([](auto r) { return r.reply; });
+  ASSERT_TRUE(reader) << reader.error().message;
+  EXPECT_EQ(reader->mode, 0644u);
+  EXPECT_EQ(reader->rights, kvcache::kKvRightRead);
+  id = other_c.submit(proto::KvOp::kGet, shared->namespace_id, ks);
+  i = other_c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(other_c.batch.completions[i].status, 0);
+  EXPECT_EQ(other_c.batch.completions[i].result1, 1u) << "the chunk is leased";
+  const uint64_t lease = other_c.batch.completions[i].result0;
+  id = other_c.submit(proto::KvOp::kRelease, shared->namespace_id, {}, lease);
+  i = other_c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(other_c.batch.completions[i].status, 0);
+  for (auto op : {proto::KvOp::kPutBegin, proto::KvOp::kDelete}) {
+    id = other_c.submit(op, shared->namespace_id, keys(2, 1), op == proto::KvOp::kPutBegin ? 100 : 0);
+    i = other_c.wait(*service, id);
+    ASSERT_NE(i, SIZE_MAX);
+    EXPECT_EQ(other_c.batch.completions[i].status, -EACCES);
+  }
+  // A non-owner's mode does not change the namespace.
+  spec.mode = 0666;
+  auto ignored = service->open_namespace(2, other, spec).transform([](auto r) { return r.reply; });
+  ASSERT_TRUE(ignored);
+  EXPECT_EQ(ignored->mode, 0644u);
+  EXPECT_EQ(ignored->rights, kvcache::kKvRightRead);
+
+  // The owner may widen a mode, never narrow it (a reader's mapped views
+  // cannot be taken back).
+  spec.mode = 0600;
+  auto narrowed = service->open_namespace(1, owner, spec);
+  ASSERT_FALSE(narrowed);
+  EXPECT_EQ(narrowed.error().code, EPERM);
+  spec.model_id = "private";
+  spec.mode = 0640;
+  auto widened = service->open_namespace(1, owner, spec).transform([](auto r) { return r.reply; });
+  ASSERT_TRUE(widened) << widened.error().message;
+  EXPECT_EQ(widened->mode, 0640u);
+  spec.model_id = "shared";
+
+  // Bad modes are refused before anything changes.
+  spec.mode = 0755;
+  auto bad = service->open_namespace(1, owner, spec).transform([](auto r) { return r.reply; });
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, EINVAL);
+
+  // Drop: the owner or an admin.
+  auto not_owner = service->drop_namespace(other, shared->namespace_id);
+  ASSERT_FALSE(not_owner);
+  EXPECT_EQ(not_owner.error().code, EPERM);
+  EXPECT_TRUE(service->drop_namespace(user(0, true), priv->namespace_id));
+  EXPECT_TRUE(service->drop_namespace(owner, shared->namespace_id));
+
+  // The listing shows owners and modes.
+  auto listed = service->namespaces(user(0, true));
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->namespaces.size(), 2u);
+  EXPECT_EQ(listed->namespaces[0].owner_uid, 1000u);
+  EXPECT_EQ(listed->namespaces[0].mode, 0640u);
+  EXPECT_EQ(listed->namespaces[1].mode, 0644u);
+}
+
+// ---- per-namespace views ----
+
+TEST(KvViews, SlotsMoveBetweenViewsWithoutLeavingBytesBehind) {
+  KvViews views(kSlot, {KvViewTier{4 * kSlot, -1}, KvViewTier{2 * kSlot, -1}}, nullptr);
+  ASSERT_TRUE(views.ensure(1));
+  ASSERT_TRUE(views.ensure(2));
+  ASSERT_TRUE(views.ensure(2)) << "once";
+  EXPECT_EQ(views.counters().views, 2u);
+  auto a_fds = views.reader_fds(1);
+  ASSERT_TRUE(a_fds) << a_fds.error().message;
+  ASSERT_EQ(a_fds->size(), 2u) << "one per arena";
+  auto b_fds = views.reader_fds(2);
+  ASSERT_TRUE(b_fds);
+  auto none = views.reader_fds(3);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, ENOENT);
+
+  // What a client gets: read-only descriptors of an inode only the daemon's
+  // uid may open (so /proc/self/fd/N cannot be reopened by anyone else).
+  for (const UniqueFd& fd : *a_fds) {
+    struct stat st {};
+    ASSERT_EQ(::fstat(fd.get(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0400u);
+    EXPECT_EQ(st.st_uid, ::geteuid());
+    EXPECT_EQ(::fcntl(fd.get(), F_GETFL) & O_ACCMODE, O_RDONLY);
+    void* w = ::mmap(nullptr, kSlot, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    EXPECT_EQ(w, MAP_FAILED) << "no writable mapping of a view";
+    if (w != MAP_FAILED) ::munmap(w, kSlot);
+  }
+  auto a_map = Mapping::map(4 * kSlot, PROT_READ, MAP_SHARED, (*a_fds)[0].get());
+  ASSERT_TRUE(a_map);
+  auto b_map = Mapping::map(4 * kSlot, PROT_READ, MAP_SHARED, (*b_fds)[0].get());
+  ASSERT_TRUE(b_map);
+
+  // Namespace 1's chunk in slot 1: visible through 1's view only.
+  const uint64_t off = kSlot;
+  views.assign(kvcache::KvTier::kDram, off, 1);
+  std::memset(views.slot(kvcache::KvTier::kDram, off, 1), 0xa1, kSlot);
+  EXPECT_EQ(static_cast<int>(a_map->data()[off + 5]), 0xa1);
+  EXPECT_EQ(static_cast<int>(b_map->data()[off + 5]), 0);
+  EXPECT_EQ(views.holder(kvcache::KvTier::kDram, off), 1u);
+  // The slot passes to namespace 2: 1's view is punched there first.
+  views.assign(kvcache::KvTier::kDram, off, 2);
+  EXPECT_EQ(views.counters().punches, 1u);
+  std::memset(views.slot(kvcache::KvTier::kDram, off, 2), 0xb2, kSlot);
+  for (uint64_t i = 0; i < kSlot; i += 512) {
+    ASSERT_EQ(static_cast<int>(a_map->data()[off + i]), 0) << "1 sees zeros, never 2's bytes, at " << i;
+    ASSERT_EQ(static_cast<int>(b_map->data()[off + i]), 0xb2);
+  }
+  // Back to the holder it has: no punch, the pages stay.
+  views.assign(kvcache::KvTier::kDram, off, 2);
+  EXPECT_EQ(views.counters().punches, 1u);
+  EXPECT_EQ(static_cast<int>(b_map->data()[off]), 0xb2);
+}
+
 TEST_F(KvServiceTest, SleepAndDoorbells) {
   make(small_section());
   EXPECT_TRUE(service->arm()) << "nothing started: nothing to wait for";
@@ -502,7 +702,7 @@ TEST_F(KvServiceTest, SleepAndDoorbells) {
   proto::KvRequest r;
   r.request_id = 77;
   r.op = static_cast<uint8_t>(proto::KvOp::kLookup);
-  r.namespace_id = namespace_id();
+  r.namespace_id = namespace_id(1);
   const auto k = keys(2, 1);
   ASSERT_TRUE(c.ring.submit(r, k));
   EXPECT_TRUE(c.ring.flush()) << "the flush kicked the sleeping daemon";
@@ -531,7 +731,7 @@ TEST_F(KvServiceTest, CloseEndsTheConnectionsLeasesNotItsChunks) {
   ASSERT_TRUE(opened);
   TestClient c;
   ASSERT_TRUE(c.attach(std::move(*opened)));
-  const uint64_t ns = namespace_id();
+  const uint64_t ns = namespace_id(9);
   const auto k = keys(3, 2);
   auto id = c.submit(proto::KvOp::kPutBegin, ns, k, 100);
   auto i = c.wait(*service, id);
@@ -551,15 +751,18 @@ TEST_F(KvServiceTest, CloseEndsTheConnectionsLeasesNotItsChunks) {
   service->close(9);  // unknown: no-op
 
   // The namespace and its chunks outlive the connection.
-  auto listed = service->namespaces();
+  auto listed = service->namespaces(user(0, true));
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->namespaces.size(), 1u);
   EXPECT_EQ(listed->namespaces[0].model_id, "model");
   EXPECT_EQ(listed->namespaces[0].chunks[0], 2u);
-  auto dropped = service->drop_namespace(ns);
+  auto stranger = service->drop_namespace(user(1001), ns);
+  ASSERT_FALSE(stranger);
+  EXPECT_EQ(stranger.error().code, EPERM);
+  auto dropped = service->drop_namespace(user(1000), ns);
   ASSERT_TRUE(dropped) << dropped.error().message;
   EXPECT_EQ(dropped->chunks_dropped, 2u);
-  auto unknown = service->drop_namespace(1ull << 40);
+  auto unknown = service->drop_namespace(user(0, true), 1ull << 40);
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, ENOENT);
   service->shutdown();
@@ -808,7 +1011,7 @@ TEST_F(KvSsdTest, AutoEngineAndRecoveryAcrossServices) {
     spec.layout = "l";
     spec.dtype = "d";
     spec.chunk_tokens = 8;
-    auto ns = service.open_namespace(spec);
+    auto ns = service.open_namespace(1, user(1000), spec).transform([](auto r) { return r.reply; });
     EXPECT_TRUE(ns);
     const auto k = keys(5, 4);
     auto id = c.submit(proto::KvOp::kPutBegin, ns->namespace_id, k, 3000);
@@ -842,13 +1045,83 @@ TEST_F(KvSsdTest, AutoEngineAndRecoveryAcrossServices) {
   pool->clear();
   auto created = KvService::create(kv, *pool);
   ASSERT_TRUE(created) << created.error().message;
-  auto listed = (*created)->namespaces();
+  auto listed = (*created)->namespaces(user(0, true));
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->namespaces.size(), 1u);
   EXPECT_EQ(listed->namespaces[0].fingerprint_hi, ns_fp_hi);
   EXPECT_TRUE(listed->namespaces[0].model_id.empty()) << "known by its fingerprint only";
   EXPECT_EQ(listed->namespaces[0].chunks[2], 4u);
   EXPECT_NE((*created)->status().detail.find("4 chunks recovered"), std::string::npos);
+  // Nobody owns it until it is opened: it is listed as root's, private.
+  EXPECT_EQ(listed->namespaces[0].owner_uid, 0u);
+  EXPECT_EQ(listed->namespaces[0].mode, 0600u);
+}
+
+// After a restart the SSD log's namespaces have no known owner: an admin's
+// open keeps their chunks, anyone else's takes the namespace over empty.
+TEST_F(KvSsdTest, RecoveredNamespacesGoToTheFirstOpenerEmptyUnlessAdmin) {
+  auto pool = make_pool(dram_and_emulated());
+  auto kv = section();
+  kv.cxl_bytes = 0;
+  proto::KvNamespaceOpen a;
+  a.model_id = "tenant-a";
+  a.layout = "l";
+  a.dtype = "d";
+  a.chunk_tokens = 8;
+  proto::KvNamespaceOpen b = a;
+  b.model_id = "tenant-b";
+  const auto k = keys(7, 2);
+  {
+    auto created = KvService::create(kv, *pool);
+    ASSERT_TRUE(created) << created.error().message;
+    auto& service = **created;
+    auto opened = service.open(1, {});
+    ASSERT_TRUE(opened);
+    TestClient c;
+    ASSERT_TRUE(c.attach(std::move(*opened)));
+    for (const auto* spec : {&a, &b}) {
+      auto ns = service.open_namespace(1, user(1000), *spec);
+      ASSERT_TRUE(ns) << ns.error().message;
+      const auto ks = keys(spec == &a ? 7 : 8, 2);
+      auto id = c.submit(proto::KvOp::kPutBegin, ns->reply.namespace_id, ks, 3000);
+      auto i = c.wait(service, id);
+      ASSERT_NE(i, SIZE_MAX);
+      id = c.submit(proto::KvOp::kPutCommit, ns->reply.namespace_id, ks, c.batch.completions[i].result0);
+      ASSERT_NE(c.wait(service, id), SIZE_MAX);
+    }
+    service.close(1);
+    service.shutdown();  // both namespaces' chunks go to the log
+  }
+  pool->clear();
+  auto created = KvService::create(kv, *pool);
+  ASSERT_TRUE(created) << created.error().message;
+  auto& service = **created;
+  auto opened = service.open(2, {});
+  ASSERT_TRUE(opened);
+  TestClient c;
+  ASSERT_TRUE(c.attach(std::move(*opened)));
+  // Another uid (even the one that wrote them: the log does not say) gets
+  // tenant-a's namespace, without its chunks.
+  auto taken = service.open_namespace(2, user(1001), a);
+  ASSERT_TRUE(taken) << taken.error().message;
+  EXPECT_EQ(taken->reply.owner_uid, 1001u);
+  auto id = c.submit(proto::KvOp::kLookup, taken->reply.namespace_id, k);
+  auto i = c.wait(service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(c.batch.completions[i].status, 0);
+  EXPECT_EQ(c.batch.completions[i].result0, 0u) << "the recovered chunks were dropped, not handed over";
+  // An admin takes tenant-b over with its chunks.
+  auto kept = service.open_namespace(2, user(0, true), b);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->reply.owner_uid, 0u);
+  id = c.submit(proto::KvOp::kLookup, kept->reply.namespace_id, keys(8, 2));
+  i = c.wait(service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(c.batch.completions[i].result0, 2u);
+  // Now owned, mode 0600: uid 1001 may not open it.
+  auto denied = service.open_namespace(3, user(1001), b);
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.error().code, EACCES);
 }
 
 }  // namespace

@@ -39,11 +39,19 @@ Bytes wire(const KvOpenReply& m) {
 }
 
 Bytes wire(const KvNamespaceOpen& m) {
-  return Bytes().u32(m.tp_rank).u32(m.tp_size).u32(m.chunk_tokens).str(m.model_id).str(m.layout).str(m.dtype);
+  return Bytes().u32(m.tp_rank).u32(m.tp_size).u32(m.chunk_tokens).str(m.model_id).str(m.layout).str(m.dtype).u32(m.mode);
 }
 
 Bytes wire(const KvNamespaceReply& m) {
-  return Bytes().u64(m.namespace_id).u64(m.fingerprint_hi).u64(m.fingerprint_lo).u32(m.chunk_tokens);
+  return Bytes()
+      .u64(m.namespace_id)
+      .u64(m.fingerprint_hi)
+      .u64(m.fingerprint_lo)
+      .u32(m.chunk_tokens)
+      .u32(m.owner_uid)
+      .u32(m.owner_gid)
+      .u32(m.mode)
+      .u8(m.rights);
 }
 
 Bytes wire(const KvStatusReply& m) {
@@ -75,6 +83,7 @@ Bytes wire(const KvNamespacesReply& m) {
     b.u32(e.tp_rank).u32(e.tp_size).u32(e.chunk_tokens);
     for (const uint64_t v : e.chunks) b.u64(v);
     for (const uint64_t v : e.bytes) b.u64(v);
+    b.u32(e.owner_uid).u32(e.owner_gid).u32(e.mode);
     b.str(e.model_id).str(e.layout).str(e.dtype);
   }
   return b;
@@ -183,7 +192,8 @@ TEST(KvMessagesLayout, FixedOffsetsOfKvOpenReply) {
 TEST(KvMessages, DescriptorCounts) {
   EXPECT_EQ(descriptor_count(MsgType::kKvOpenReply), 4u);
   EXPECT_LE(descriptor_count(MsgType::kKvOpenReply), kMaxFdsPerMessage);
-  for (MsgType t : {MsgType::kKvOpen, MsgType::kKvNamespaceOpen, MsgType::kKvNamespaceReply, MsgType::kKvStatus,
+  EXPECT_EQ(descriptor_count(MsgType::kKvNamespaceReply), 2u) << "at most: the views of a reader";
+  for (MsgType t : {MsgType::kKvOpen, MsgType::kKvNamespaceOpen, MsgType::kKvStatus,
                     MsgType::kKvStatusReply, MsgType::kKvNamespaces, MsgType::kKvNamespacesReply,
                     MsgType::kKvNamespaceDrop, MsgType::kKvNamespaceDropReply}) {
     EXPECT_EQ(descriptor_count(t), 0u) << message_type_name(t);
@@ -316,8 +326,12 @@ std::vector<KvRejectCase> reject_cases() {
       {"NsTpRankAtSize", with(ns_open(), [](N& m) { m.tp_rank = 1; }),
        "KvNamespaceOpen.tp_rank: 1 is not below tp_size 1"},
       {"NsChunkTokensZero", with(ns_open(), [](N& m) { m.chunk_tokens = 0; }), "KvNamespaceOpen.chunk_tokens"},
+      {"NsModeExecute", with(ns_open(), [](N& m) { m.mode = 0700; }), "KvNamespaceOpen.mode"},
+      {"NsModeOddBit", with(ns_open(), [](N& m) { m.mode = 0641; }), "KvNamespaceOpen.mode: has bits outside 0666"},
       // KvNamespaceReply.
       {"NsReplyChunkTokensZero", KvNamespaceReply{.namespace_id = 1}, "KvNamespaceReply.chunk_tokens"},
+      {"NsReplyRights", KvNamespaceReply{.namespace_id = 1, .chunk_tokens = 1, .rights = 4},
+       "KvNamespaceReply.rights"},
       // KvStatusReply.
       {"StatusEnabled", KvStatusReply{.enabled = 2}, "KvStatusReply.enabled: 2 outside [0, 1]"},
       {"StatusEviction", KvStatusReply{.eviction = 2}, "KvStatusReply.eviction"},
@@ -411,9 +425,11 @@ std::vector<FramingCase> framing_cases() {
       {"OpenTrailing", datagram(MsgType::kKvOpen, wire(KvOpen{}).u8(0)), "trailing bytes"},
       {"OpenReplyCutInArena", chopped(wire_datagram(open_reply()), 3), "KvOpenReply.arenas[1].region_name"},
       {"OpenReplyTrailing", datagram(MsgType::kKvOpenReply, open_reply_many.u32(0)), "trailing bytes"},
-      {"NsOpenStringBeyond", chopped(wire_datagram(ns_open()), 1), "KvNamespaceOpen.dtype: length 4"},
+      // The mode (4 bytes) and the last byte of dtype cut off.
+      {"NsOpenStringBeyond", chopped(wire_datagram(ns_open()), 5), "KvNamespaceOpen.dtype: length 4"},
       {"NsOpenTrailing", datagram(MsgType::kKvNamespaceOpen, name_beyond.u8(1)), "trailing bytes"},
-      {"NsReplyTruncated", chopped(wire_datagram(KvNamespaceReply{.chunk_tokens = 1}), 2),
+      // rights, mode, owner_gid, owner_uid (13 bytes) and half of chunk_tokens.
+      {"NsReplyTruncated", chopped(wire_datagram(KvNamespaceReply{.chunk_tokens = 1}), 15),
        "KvNamespaceReply.chunk_tokens: truncated"},
       {"StatusReplyTruncated", chopped(wire_datagram(status_reply()), 1),
        "KvStatusReply.tiers[1].name: length 1 but only 0 bytes left"},
@@ -452,7 +468,7 @@ TEST(KvMessages, RepliesUpToTheListLimitFitInOneMessage) {
   big.model_id = std::string(kMaxKvNamespaceField, 'm');
   big.layout = std::string(kMaxKvNamespaceField, 'l');
   big.dtype = std::string(kMaxKvNamespaceField, 'd');
-  const size_t entry_bytes = 3 * 8 + 3 * 4 + 6 * 8 + 3 * (2 + kMaxKvNamespaceField);
+  const size_t entry_bytes = 3 * 8 + 3 * 4 + 6 * 8 + 3 * 4 + 3 * (2 + kMaxKvNamespaceField);
   const size_t fitting = (kMaxMessageSize - kHeaderSize - 4) / entry_bytes;
   reply.namespaces.assign(fitting, big);
   auto bytes = encode(1, reply);

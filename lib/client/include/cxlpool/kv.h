@@ -4,8 +4,10 @@
  * describes the store; this header is the contract.
  *
  * A cxlpool_kv is one connection's data path to the daemon's KV store: a
- * request ring and a completion ring in shared memory, the store's arenas
- * mapped read-only, and a private writable put window. Requests are batched
+ * request ring and a completion ring in shared memory, a private writable
+ * put window, and for each namespace opened for reading its views of the
+ * store's arenas, mapped read-only (no chunk of a namespace the caller may
+ * not read is ever mapped). Requests are batched
  * and asynchronous (cxlpool_kv_submit + cxlpool_kv_reap, or an eventfd for an
  * external poll loop); the blocking helpers below are built on them.
  *
@@ -15,13 +17,17 @@
  * gives the exact bytes), so equal keys mean equal prefixes. A partial
  * trailing chunk never gets a key.
  *
- * Zero copy: a get returns pointers into the arenas that stay valid and
- * unchanged until the lease is released (or the cxlpool_kv is closed).
+ * Zero copy: a get returns pointers into the namespace's views that stay
+ * valid and unchanged until the lease is released (or the cxlpool_kv is
+ * closed).
  *
  * Errors are negative errno values as in cxlpool.h, plus:
  *   -EAGAIN   no room in the rings or the put window (reap, then retry)
  *   -EDQUOT   the connection's lease + reservation quota is used up
- *   -ENOENT   unknown reservation, lease or namespace
+ *   -ENOENT   unknown reservation or lease
+ *   -EACCES   a namespace this handle did not open with the right the
+ *             request needs (read: lookup, get, prefetch; write: put,
+ *             delete), an unknown one included
  *   -EMSGSIZE a chunk larger than the store's slot size
  *   -EPIPE    the daemon broke the ring protocol (the handle is unusable)
  *   -ENOTSUP  the daemon runs without a KV store ([kvstore] disabled)
@@ -64,7 +70,7 @@ enum cxlpool_kv_tier {
 /* Where a chunk's bytes are in this process. `data` is NULL for SSD. */
 typedef struct cxlpool_kv_location {
   void *data;        /* read-only for arena tiers; writable for the put window */
-  uint64_t offset;   /* in the arena (or put window) */
+  uint64_t offset;   /* in the arena, i.e. the namespace's view of it (or put window) */
   uint32_t length;
   uint16_t tier;     /* enum cxlpool_kv_tier */
   uint16_t flags;
@@ -102,6 +108,11 @@ typedef struct cxlpool_kv_namespace_spec {
   uint32_t tp_rank;
   uint32_t tp_size;       /* >= 1 */
   uint32_t chunk_tokens;  /* 0: 256 */
+  /* Read (lookup, get, prefetch) and write (put, delete) bits for the owner
+   * (the uid that first opens the namespace), its group and others, as
+   * 0640; at most 0666. 0: 0600 when this open creates the namespace, else
+   * whatever it has. Only the owner (or an admin) may widen it later. */
+  uint32_t mode;
 } cxlpool_kv_namespace_spec;
 
 typedef struct cxlpool_kv_namespace {
@@ -111,8 +122,12 @@ typedef struct cxlpool_kv_namespace {
   uint32_t chunk_tokens;
 } cxlpool_kv_namespace;
 
-/* Registers (or finds) a namespace. -EINVAL for an empty string or
- * tp_rank >= tp_size. */
+/* Registers (or finds) a namespace and maps its views of the arenas read-only
+ * when the caller may read it. -EINVAL for an empty string, tp_rank >=
+ * tp_size or mode bits outside 0666; -EACCES when the namespace's mode gives
+ * the caller neither read nor write; -EPERM when its owner asks for a mode
+ * that takes rights away; -ENOSPC when the daemon has too many namespaces;
+ * -ENOMEM when it cannot map another namespace's views. */
 int cxlpool_kv_namespace_open(cxlpool_kv *kv, const cxlpool_kv_namespace_spec *spec,
                               cxlpool_kv_namespace *out);
 

@@ -174,9 +174,11 @@ class KvStore {
   }
 
   KvNamespace open_namespace(const std::string& model_id, const std::string& layout, const std::string& dtype,
-                             uint32_t tp_rank = 0, uint32_t tp_size = 1, uint32_t chunk_tokens = 0) {
+                             uint32_t tp_rank = 0, uint32_t tp_size = 1, uint32_t chunk_tokens = 0,
+                             uint32_t mode = 0) {
     const cxlpool_kv_namespace_spec spec{model_id.c_str(), layout.c_str(), dtype.c_str(),
-                                         tp_rank,          tp_size,        chunk_tokens};
+                                         tp_rank,          tp_size,        chunk_tokens,
+                                         mode};
     cxlpool_kv_namespace ns{};
     check(cxlpool_kv_namespace_open(kv_, &spec, &ns), "open KV namespace");
     return KvNamespace(ns);

@@ -44,7 +44,7 @@ void KvStore::Impl::register_arenas() {
   }
 }
 
-bool KvStore::Impl::start_load(const ChunkKey& key) {
+bool KvStore::Impl::start_load(const ChunkKey& key, std::uint32_t ns_id) {
   KvTier tier = KvTier::kDram;
   auto offset = acquire_slot(KvTier::kDram);
   if (!offset) {
@@ -52,9 +52,11 @@ bool KvStore::Impl::start_load(const ChunkKey& key) {
     offset = acquire_slot(KvTier::kCxl);
   }
   if (!offset) return false;
+  claim_slot(tier, *offset, ns_id);
   Load& load = loads[key];
   load.tier = tier;
   load.offset = *offset;
+  load.ns_id = ns_id;
   load.submitted = false;
   load.waiters.clear();
   unsubmitted.push_back(key);
@@ -71,7 +73,7 @@ void KvStore::Impl::submit_loads() {
     const std::int32_t base = fixed_base[tier_index(load.tier)];
     const std::int32_t fixed =
         base == hal::kNoRegisteredBuffer ? base : base + static_cast<std::int32_t>(load.offset / fixed_piece);
-    scratch_gets.push_back(SsdGetRequest{key, {slot_ptr(load.tier, load.offset), config.slot_bytes}, 0, fixed});
+    scratch_gets.push_back(SsdGetRequest{key, {slot_ptr(load.tier, load.offset, load.ns_id), config.slot_bytes}, 0, fixed});
   }
   ssd_touched = true;
   auto accepted = ssd->submit_gets(scratch_gets);

@@ -54,6 +54,8 @@ std::vector<KvNamespaceInfo> KvStore::namespaces() const {
   return out;
 }
 
+std::uint32_t KvStore::namespace_count() const { return static_cast<std::uint32_t>(impl_->namespaces.size()); }
+
 Result<KvDropResult> KvStore::drop_namespace(std::uint32_t ns_id) {
   Impl& s = *impl_;
   const NamespaceState* ns = s.ns(ns_id);

@@ -36,7 +36,10 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
   scratch_marks.assign(n, 0);
   std::size_t fresh = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const bool cached = index.find(scratch_keys[i]) != nullptr;
+    // Only this namespace's chunks count: a key stored under another one
+    // (a client can send any key) must not tell the writer it exists.
+    const ChunkEntry* e = index.find(scratch_keys[i]);
+    const bool cached = e != nullptr && e->info.ns_id == r.namespace_id;
     scratch_marks[i] = cached;
     fresh += cached ? 0 : 1;
   }
@@ -103,7 +106,10 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
   int first_error = 0;
   for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
     const ReservedChunk& rc = res.chunks[scratch_index[j]];
-    if (index.find(rc.key) != nullptr) {  // stored already, maybe by another client meanwhile
+    // Stored already, maybe by another client meanwhile; under another
+    // namespace it cannot be stored again (one entry per key) and counts the
+    // same, so the answer does not reveal it.
+    if (index.find(rc.key) != nullptr) {
       admission.record(rc.key);
       ++committed;
       continue;
@@ -118,7 +124,8 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
       continue;
     }
     // The daemon never reads the slot again: stream it past the caches.
-    stream_copy(slot_ptr(KvTier::kDram, *offset), c.window.data() + rc.window_offset, res.chunk_bytes);
+    claim_slot(KvTier::kDram, *offset, res.ns_id);
+    stream_copy(slot_ptr(KvTier::kDram, *offset, res.ns_id), c.window.data() + rc.window_offset, res.chunk_bytes);
     ChunkInfo info;
     info.tier = KvTier::kDram;
     info.ns_id = res.ns_id;
@@ -127,7 +134,7 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
     info.sequence = next_sequence++;
     if (write_through) {
       const ChunkEntry entry{rc.key, info, 0};
-      if (auto ok = write_to_ssd(entry, {slot_ptr(KvTier::kDram, *offset), res.chunk_bytes}); !ok) {
+      if (auto ok = write_to_ssd(entry, {slot_ptr(KvTier::kDram, *offset, res.ns_id), res.chunk_bytes}); !ok) {
         arena(KvTier::kDram).slots.give(*offset);
         if (first_error == 0) first_error = ok.error().code;
         continue;

@@ -55,11 +55,25 @@ void KvStore::Impl::location_of(const ChunkEntry& e, proto::KvLocation& out) con
   if (on_ssd || ((e.info.flags & kChunkSsdCopy) && has_ssd_copy(e.key))) out.flags = proto::kKvLocationSsdCopy;
 }
 
+// Keys are global, but a request sees only its own namespace's chunks: a
+// client may send another namespace's keys (they are computable by anyone
+// who knows its spec and tokens), and must find nothing under them. Cuts
+// scratch_entries at the first chunk of another namespace.
+std::size_t KvStore::Impl::own_prefix(std::size_t p, std::uint64_t ns_id) {
+  for (std::size_t i = 0; i < p; ++i) {
+    if (scratch_entries[i].info.ns_id != ns_id) {
+      scratch_entries.resize(i);
+      return i;
+    }
+  }
+  return p;
+}
+
 void KvStore::Impl::do_lookup(KvClientId id, const proto::KvRequest& r) {
   const NamespaceState* n = ns(r.namespace_id);
   if (n == nullptr) return complete(id, r, ENOENT);
   scratch_entries.clear();
-  const std::size_t p = index.lookup_prefix(scratch_keys, &scratch_entries);
+  const std::size_t p = own_prefix(index.lookup_prefix(scratch_keys, &scratch_entries), r.namespace_id);
   ++counters.lookups;
   counters.lookup_keys += scratch_keys.size();
   counters.lookup_hits += p;
@@ -91,7 +105,7 @@ void KvStore::Impl::do_get(KvClientId id, const proto::KvRequest& r) {
   ClientState& c = *client(id);
   ++counters.gets;
   scratch_entries.clear();
-  const std::size_t p = index.lookup_prefix(scratch_keys, &scratch_entries);
+  const std::size_t p = own_prefix(index.lookup_prefix(scratch_keys, &scratch_entries), r.namespace_id);
   count_tier_hits(scratch_entries, scratch_keys.size());
   if (p == 0) return complete(id, r, 0);
   std::uint64_t bytes = 0;
@@ -128,7 +142,7 @@ void KvStore::Impl::do_get(KvClientId id, const proto::KvRequest& r) {
     const ChunkKey& key = pg.keys[i];
     auto it = loads.find(key);
     if (it == loads.end()) {
-      if (!start_load(key)) {
+      if (!start_load(key, static_cast<std::uint32_t>(r.namespace_id))) {
         // No slot for it: the lease covers the prefix before it.
         for (std::size_t j = i; j < p; ++j) {
           if (pg.pinned[j]) unpin_key(pg.keys[j]);
@@ -173,12 +187,12 @@ void KvStore::Impl::do_release(KvClientId id, const proto::KvRequest& r) {
 void KvStore::Impl::do_prefetch(KvClientId id, const proto::KvRequest& r) {
   if (ns(r.namespace_id) == nullptr) return complete(id, r, ENOENT);
   scratch_entries.clear();
-  const std::size_t p = index.lookup_prefix(scratch_keys, &scratch_entries);
+  const std::size_t p = own_prefix(index.lookup_prefix(scratch_keys, &scratch_entries), r.namespace_id);
   std::uint64_t queued = 0;
   for (std::size_t i = 0; i < p; ++i) {
     const ChunkKey& key = scratch_entries[i].key;
     if (scratch_entries[i].info.tier != KvTier::kSsd || loads.contains(key)) continue;
-    if (!start_load(key)) break;
+    if (!start_load(key, static_cast<std::uint32_t>(r.namespace_id))) break;
     ++queued;
   }
   counters.prefetches += queued;

@@ -82,6 +82,7 @@ Result<std::unique_ptr<KvStore>> KvStore::create(const KvStoreConfig& config, Kv
     s.arenas[1] = ArenaTier{arenas.cxl, SlotPool(arenas.cxl.size(), config.slot_bytes),
                             make_eviction_policy(config.eviction, config.s3fifo)};
   }
+  s.memory = arenas.memory;
   if (ssd) {
     const std::size_t room = config.index_capacity - arena_slots;
     if (ssd->config().index_capacity > room) ssd->set_index_capacity(room);
@@ -89,7 +90,7 @@ Result<std::unique_ptr<KvStore>> KvStore::create(const KvStoreConfig& config, Kv
     ssd->set_lend_listener([impl = &s](std::uint64_t token) { impl->return_lent_slot(token); });
     s.ssd = std::move(ssd);
     s.ssd_touched = true;  // the recovery scan's reads were counted on the eventfd
-    s.register_arenas();
+    if (s.memory == nullptr) s.register_arenas();
     s.index_recovered_ssd();
   }
   return store;
@@ -185,7 +186,7 @@ Result<void> KvStore::flush() {
     });
     for (const ChunkEntry& e : resident) {
       if (s.has_ssd_copy(e.key)) continue;
-      auto ok = s.write_to_ssd(e, {s.slot_ptr(t, e.info.offset), e.info.length});
+      auto ok = s.write_to_ssd(e, {s.slot_ptr(t, e.info.offset, e.info.ns_id), e.info.length});
       if (!ok && first_error) first_error = ok;
     }
   }

@@ -93,6 +93,7 @@ struct PendingGet {
 struct Load {
   KvTier tier = KvTier::kDram;     // where the slot is
   std::uint64_t offset = 0;
+  std::uint32_t ns_id = 0;         // whose view the read lands in
   bool submitted = false;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> waiters;  // (pending get, index in its prefix)
 };
@@ -100,6 +101,7 @@ struct Load {
 struct KvStore::Impl {
   KvStoreConfig config;
   ArenaTier arenas[2];  // kDram, kCxl
+  KvSlotMemory* memory = nullptr;  // per-namespace views, or null: the arenas' bytes
   ChunkIndex index;
   AdmissionFilter admission;
   PinnedFn pinned;
@@ -153,7 +155,14 @@ struct KvStore::Impl {
 
   // --- tiers (kv_tiers.cpp)
   ArenaTier& arena(KvTier t) { return arenas[tier_index(t)]; }
-  std::byte* slot_ptr(KvTier t, std::uint64_t offset) { return arena(t).bytes.data() + offset; }
+  // Slot `offset` of tier t as namespace ns_id's chunks are stored in it.
+  std::byte* slot_ptr(KvTier t, std::uint64_t offset, std::uint32_t ns_id) {
+    return memory != nullptr ? memory->slot(t, offset, ns_id) : arena(t).bytes.data() + offset;
+  }
+  // Before a chunk of ns_id is written into a slot.
+  void claim_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id) {
+    if (memory != nullptr) memory->assign(t, offset, ns_id);
+  }
   // A free slot of tier t, evicting (and demoting) an unleased chunk if
   // needed; nullopt when every resident chunk is leased or loading.
   std::optional<std::uint64_t> acquire_slot(KvTier t);
@@ -207,6 +216,7 @@ struct KvStore::Impl {
   KvStoreCompletion& begin_completion(KvClientId client, const proto::KvRequest& r);
   void count_tier_hits(std::span<const ChunkEntry> prefix, std::size_t asked);
   void location_of(const ChunkEntry& e, proto::KvLocation& out) const;
+  std::size_t own_prefix(std::size_t p, std::uint64_t ns_id);
   void do_lookup(KvClientId id, const proto::KvRequest& r);
   void do_get(KvClientId id, const proto::KvRequest& r);
   void do_release(KvClientId id, const proto::KvRequest& r);
@@ -217,9 +227,9 @@ struct KvStore::Impl {
   void finish_get(KvClientId id, ClientState& c, std::uint64_t request_id, std::span<const ChunkKey> keys);
 
   // --- SSD loads (kv_loads.cpp)
-  // Queues a read of SSD chunk `key` into a free arena slot (DRAM, else CXL);
-  // false when no slot can be had.
-  bool start_load(const ChunkKey& key);
+  // Queues a read of SSD chunk `key` of namespace ns_id into a free arena
+  // slot (DRAM, else CXL); false when no slot can be had.
+  bool start_load(const ChunkKey& key, std::uint32_t ns_id);
   void register_arenas();
   void submit_loads();
   void reap_loads();

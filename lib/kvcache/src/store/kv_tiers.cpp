@@ -44,7 +44,9 @@ void KvStore::Impl::demote(KvTier from, const ChunkEntry& e) {
       info.tier = KvTier::kCxl;
       info.offset = *offset;
       if (index.update(e.key, info)) {
-        stream_copy(slot_ptr(KvTier::kCxl, *offset), slot_ptr(KvTier::kDram, e.info.offset), e.info.length);
+        claim_slot(KvTier::kCxl, *offset, e.info.ns_id);
+        stream_copy(slot_ptr(KvTier::kCxl, *offset, e.info.ns_id), slot_ptr(KvTier::kDram, e.info.offset, e.info.ns_id),
+                    e.info.length);
         arena(KvTier::kCxl).policy->insert(e.key);
         arena(KvTier::kDram).slots.give(e.info.offset);
         KvTierCounters& cxl = counters.tiers[tier_index(KvTier::kCxl)];
@@ -109,7 +111,9 @@ void KvStore::Impl::promote(const ChunkKey& key) {
     info.tier = KvTier::kDram;
     info.offset = *offset;
     if (index.update(key, info)) {
-      stream_copy(slot_ptr(KvTier::kDram, *offset), slot_ptr(KvTier::kCxl, was.info.offset), was.info.length);
+      claim_slot(KvTier::kDram, *offset, was.info.ns_id);
+      stream_copy(slot_ptr(KvTier::kDram, *offset, was.info.ns_id),
+                  slot_ptr(KvTier::kCxl, was.info.offset, was.info.ns_id), was.info.length);
       arena(KvTier::kDram).policy->insert(key);
       cxl.slots.give(was.info.offset);
       KvTierCounters& dram = counters.tiers[tier_index(KvTier::kDram)];
@@ -142,7 +146,7 @@ std::uint64_t lend_token(KvTier t, std::uint64_t offset) { return offset | tier_
 }  // namespace
 
 Result<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
-  const std::span<const std::byte> bytes{slot_ptr(from, e.info.offset), e.info.length};
+  const std::span<const std::byte> bytes{slot_ptr(from, e.info.offset, e.info.ns_id), e.info.length};
   const std::size_t t = tier_index(from);
   // Small chunks are copied: their copy is cheap, and a device write per
   // entry would cost more than it saves.

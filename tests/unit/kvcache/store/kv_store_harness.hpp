@@ -50,6 +50,7 @@ struct HarnessOptions {
   cxlpool::testing::FaultPlan fault;
   bool one_account = false;  // Alice and Bob share one quota account (one uid)
   KvStoreConfig config = default_config();
+  KvSlotMemory* memory = nullptr;  // per-namespace views; null: the arenas
 
   static KvStoreConfig default_config() {
     KvStoreConfig c;
@@ -185,8 +186,9 @@ class KvHarness {
 
   // put_begin, write every slot not already cached, commit them all.
   // Returns the commit's completion (or put_begin's when that failed).
-  KvStoreCompletion put(KvClientId client, std::span<const proto::KvKey> keys, std::uint32_t bytes = kChunk) {
-    KvStoreCompletion begin = call(client, proto::KvOp::kPutBegin, keys, bytes);
+  KvStoreCompletion put(KvClientId client, std::span<const proto::KvKey> keys, std::uint32_t bytes = kChunk,
+                        std::uint64_t ns = UINT64_MAX) {
+    KvStoreCompletion begin = call(client, proto::KvOp::kPutBegin, keys, bytes, 0, 0, ns);
     if (begin.completion.status != 0) return begin;
     EXPECT_EQ(begin.locations.size(), keys.size());
     for (std::size_t i = 0; i < begin.locations.size(); ++i) {
@@ -196,7 +198,7 @@ class KvHarness {
       const auto p = payload_of(keys[i], bytes);
       std::memcpy(window(client) + loc.offset, p.data(), bytes);
     }
-    return call(client, proto::KvOp::kPutCommit, keys, begin.completion.result0);
+    return call(client, proto::KvOp::kPutCommit, keys, begin.completion.result0, 0, 0, ns);
   }
 
   // The bytes a location points at equal the key's payload.
@@ -263,7 +265,7 @@ class KvHarness {
       }
       ssd = std::move(*opened);
     }
-    auto created = KvStore::create(o.config, KvArenas{dram_.span(), cxl_.span()}, std::move(ssd));
+    auto created = KvStore::create(o.config, KvArenas{dram_.span(), cxl_.span(), o.memory}, std::move(ssd));
     if (!created) {
       ADD_FAILURE() << created.error().message;
       return {};

@@ -9,7 +9,9 @@
 //
 // Memory model. Each arena is cut into fixed slots of `slot_bytes`; a chunk
 // takes one slot whatever its length (<= slot_bytes). Clients map the arenas
-// read-only, so a committed chunk is immutable for everyone. A put reserves
+// (or, with a KvSlotMemory, the views of their namespaces) read-only, so a
+// committed chunk is immutable for everyone. A request sees only chunks of
+// its own namespace, whatever keys it sends. A put reserves
 // slots in the client's private, writable put window (cut into slots the same
 // way); the client writes the chunk there and commit copies it into a DRAM
 // slot (one memcpy on the daemon's side buys isolation: no client can change
@@ -24,7 +26,8 @@
 // a CXL chunk promotes it into DRAM when a DRAM slot can be had; a get of an
 // SSD chunk reads it with one O_DIRECT read straight into a DRAM slot (a CXL
 // slot when no DRAM slot can be had; the arenas are the device's registered
-// buffers when it takes them; the request completes when the read does), and
+// buffers when it takes them and no KvSlotMemory stands for them; the request
+// completes when the read does), and
 // so does prefetch. Demotions append to the SSD log's region buffer; under
 // the per-region policy full regions are written asynchronously (the caller
 // keeps polling while io_in_flight() is non-zero) and a chunk whose region
@@ -100,12 +103,32 @@ struct KvStoreConfig {
   std::uint64_t ssd_lend_min_bytes = 256 * 1024;
 };
 
+// Per-namespace memory behind the arena slots (the daemon's per-namespace
+// views, docs/kvstore.md "Isolation"): slot `offset` of a tier holds a chunk
+// of namespace N in N's view at that offset, so a client maps only the views
+// of namespaces it may read. Without one, slots are the arenas' own bytes.
+class KvSlotMemory {
+ public:
+  virtual ~KvSlotMemory() = default;
+  // The writable address of slot `offset` of `tier` in namespace ns_id's
+  // view; the store only asks for namespaces whose chunks it holds, after
+  // assign().
+  virtual std::byte* slot(KvTier tier, std::uint64_t offset, std::uint32_t ns_id) = 0;
+  // The slot is about to receive a chunk of ns_id: memory another namespace
+  // had behind it must go (that namespace's readers then see zeros there).
+  virtual void assign(KvTier tier, std::uint64_t offset, std::uint32_t ns_id) = 0;
+};
+
 // The daemon's writable mappings of the arenas. `dram` is required; `cxl`
 // may be empty (no CXL tier). Both 4096-aligned, sizes multiples of slot_bytes
-// (a remainder is unused).
+// (a remainder is unused). With `memory`, the spans give the arenas' sizes
+// only: every slot access goes through it, and the arenas are not
+// registered with the SSD device (registered buffers pin the pages they
+// cover at registration, which views whose pages come and go cannot allow).
 struct KvArenas {
   std::span<std::byte> dram;
   std::span<std::byte> cxl;
+  KvSlotMemory* memory = nullptr;  // not owned; outlives the store
 };
 
 // One finished request, to be published on the client's completion ring.
@@ -173,6 +196,8 @@ class KvStore {
   // chunk_tokens 0; ENOSPC: max_namespaces reached.
   Result<std::uint32_t> open_namespace(const NamespaceSpec& spec);
   [[nodiscard]] std::vector<KvNamespaceInfo> namespaces() const;
+  // Ids run from 1 to this count, recovered and opened ones alike.
+  [[nodiscard]] std::uint32_t namespace_count() const;
   // Erases the namespace's chunks on every tier (SSD tombstones included);
   // leased ones go at their last release. The id stays valid. ENOENT:
   // unknown id; a device error writing tombstones (the index is dropped

@@ -443,6 +443,10 @@ struct KvNamespaceOpen {
   uint32_t tp_rank = 0;  // < tp_size
   uint32_t tp_size = 1;  // >= 1
   uint32_t chunk_tokens = 0;  // >= 1
+  // Read/write bits for owner, group, others (at most 0666; 0: 0600). Sets
+  // the mode when this open creates the namespace (or the owner reopens it
+  // with another non-zero mode); other openers are checked against it.
+  uint32_t mode = 0;
   bool operator==(const KvNamespaceOpen&) const = default;
 };
 struct KvNamespaceReply {
@@ -450,6 +454,10 @@ struct KvNamespaceReply {
   uint64_t fingerprint_hi = 0;
   uint64_t fingerprint_lo = 0;
   uint32_t chunk_tokens = 0;
+  uint32_t owner_uid = 0;
+  uint32_t owner_gid = 0;
+  uint32_t mode = 0;          // the namespace's mode now
+  uint8_t rights = 0;         // this connection's: 1 read, 2 write (kvcache::kKvRight*)
   bool operator==(const KvNamespaceReply&) const = default;
 };
 
@@ -512,6 +520,9 @@ struct KvNamespaceEntry {
   uint32_t chunk_tokens = 0;
   uint64_t chunks[kKvTierCountWire] = {0, 0, 0};  // per kvcache::KvTier
   uint64_t bytes[kKvTierCountWire] = {0, 0, 0};
+  uint32_t owner_uid = 0;  // 0 with mode 0600 for a namespace known only from SSD recovery
+  uint32_t owner_gid = 0;
+  uint32_t mode = 0;
   std::string model_id;  // empty for a namespace known only from SSD recovery
   std::string layout;
   std::string dtype;
@@ -522,7 +533,7 @@ struct KvNamespacesReply {
   bool operator==(const KvNamespacesReply&) const = default;
 };
 
-// Admin: drops every chunk of a namespace on every tier (leased chunks go when
+// The namespace's owner or an admin: drops every chunk of a namespace on every tier (leased chunks go when
 // their last lease is released).
 struct KvNamespaceDrop {
   uint64_t namespace_id = 0;

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tenant isolation in the store engine: a request sees only its own
+// namespace's chunks whatever keys it sends, and with per-namespace slot
+// memory every chunk is written into its namespace's view, the previous
+// holder's bytes going when a slot changes namespace.
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "kv_store_harness.hpp"
+
+namespace cxlpool::kvcache::testing {
+namespace {
+
+// Views on the heap; assign() zeroes the previous holder's range as the
+// daemon's hole punch does.
+class HeapViews final : public KvSlotMemory {
+ public:
+  HeapViews(std::size_t dram_slots, std::size_t cxl_slots) : slots_{dram_slots, cxl_slots} {
+    holders_[0].assign(dram_slots, 0);
+    holders_[1].assign(cxl_slots, 0);
+  }
+  std::byte* slot(KvTier tier, std::uint64_t offset, std::uint32_t ns) override {
+    return view(ns, tier) + offset;
+  }
+  void assign(KvTier tier, std::uint64_t offset, std::uint32_t ns) override {
+    const auto t = static_cast<std::size_t>(tier);
+    std::uint32_t& held = holders_[t][offset / kSlot];
+    if (held != 0 && held != ns) {
+      std::memset(view(held, tier) + offset, 0, kSlot);
+      ++punches;
+    }
+    held = ns;
+    ++assigns;
+  }
+  std::byte* view(std::uint32_t ns, KvTier tier) {
+    auto& a = views_[{ns, static_cast<int>(tier)}];
+    if (a.data() == nullptr) a = Area(slots_[static_cast<std::size_t>(tier)] * kSlot);
+    return a.data();
+  }
+  std::uint32_t holder(KvTier tier, std::uint64_t offset) const {
+    return holders_[static_cast<std::size_t>(tier)][offset / kSlot];
+  }
+  int punches = 0;
+  int assigns = 0;
+
+ private:
+  std::size_t slots_[2];
+  std::vector<std::uint32_t> holders_[2];
+  std::map<std::pair<std::uint32_t, int>, Area> views_;
+};
+
+bool view_holds(HeapViews& views, std::uint32_t ns, const proto::KvLocation& loc, const proto::KvKey& key) {
+  const auto p = payload_of(key);
+  return std::memcmp(views.view(ns, static_cast<KvTier>(loc.tier)) + loc.offset, p.data(), kChunk) == 0;
+}
+
+bool all_zero(const std::byte* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != std::byte{0}) return false;
+  }
+  return true;
+}
+
+TEST(KvStoreIsolation, AnotherNamespacesKeysFindNothing) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, HarnessOptions{});
+  auto other = h.store().open_namespace(test_spec("other-model"));
+  ASSERT_TRUE(other);
+  const auto keys = keys_of(1, 3);
+  ASSERT_EQ(h.put(kAlice, keys).completion.result0, 3u);
+
+  // Bob sends Alice's keys under his own namespace: a miss everywhere.
+  auto lookup = h.call(kBob, proto::KvOp::kLookup, keys, 0, 0, 0, *other);
+  EXPECT_EQ(lookup.completion.status, 0);
+  EXPECT_EQ(lookup.completion.result0, 0u);
+  EXPECT_TRUE(lookup.locations.empty());
+  auto get = h.call(kBob, proto::KvOp::kGet, keys, 0, 0, 0, *other);
+  EXPECT_EQ(get.completion.status, 0);
+  EXPECT_EQ(get.completion.result0, 0u) << "no lease";
+  EXPECT_TRUE(get.locations.empty());
+  auto prefetch = h.call(kBob, proto::KvOp::kPrefetch, keys, 0, 0, 0, *other);
+  EXPECT_EQ(prefetch.completion.result0, 0u);
+  auto del = h.call(kBob, proto::KvOp::kDelete, keys, 0, 0, 0, *other);
+  EXPECT_EQ(del.completion.result0, 0u);
+  // A put of those keys is not told they exist: a window slot per key, and
+  // the commit counts them without replacing Alice's chunks.
+  auto begin = h.call(kBob, proto::KvOp::kPutBegin, keys, kChunk, 0, 0, *other);
+  ASSERT_EQ(begin.completion.status, 0);
+  for (const auto& loc : begin.locations) EXPECT_EQ(loc.flags & proto::kKvLocationCached, 0u);
+  for (const auto& loc : begin.locations) std::memset(h.window(kBob) + loc.offset, 0xee, kChunk);
+  auto commit = h.call(kBob, proto::KvOp::kPutCommit, keys, begin.completion.result0, 0, 0, *other);
+  EXPECT_EQ(commit.completion.status, 0);
+  EXPECT_EQ(commit.completion.result0, 3u);
+
+  // Alice's chunks are untouched and still hers.
+  auto mine = h.call(kAlice, proto::KvOp::kGet, keys);
+  ASSERT_EQ(mine.locations.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(h.holds(mine.locations[i], keys[i]));
+  // A prefix that runs into another namespace's chunk ends there.
+  const auto bobs = keys_of(2, 1);
+  ASSERT_EQ(h.put(kBob, bobs, kChunk, *other).completion.result0, 1u);
+  const std::vector<proto::KvKey> mixed{bobs[0], keys[0]};
+  EXPECT_EQ(h.call(kBob, proto::KvOp::kLookup, mixed, 0, 0, 0, *other).completion.result0, 1u);
+}
+
+TEST(KvStoreIsolation, ChunksAreWrittenIntoTheirNamespacesView) {
+  HeapViews views(2, 0);
+  HarnessOptions o;
+  o.dram_slots = 2;
+  o.memory = &views;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const std::uint32_t a = h.ns();
+  auto b = h.store().open_namespace(test_spec("tenant-b"));
+  ASSERT_TRUE(b);
+
+  const auto ka = keys_of(1, 2);
+  ASSERT_EQ(h.put(kAlice, ka).completion.result0, 2u);
+  auto got = h.call(kAlice, proto::KvOp::kLookup, ka);
+  ASSERT_EQ(got.locations.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(view_holds(views, a, got.locations[i], ka[i]));
+    EXPECT_EQ(views.holder(KvTier::kDram, got.locations[i].offset), a);
+    EXPECT_TRUE(all_zero(views.view(*b, KvTier::kDram) + got.locations[i].offset, kChunk))
+        << "nothing of A's in B's view";
+  }
+  EXPECT_TRUE(all_zero(h.arena(0), 2 * kSlot)) << "the arena itself is never written";
+  EXPECT_EQ(views.punches, 0);
+
+  // B's puts evict A's chunks (two slots, no lower tier): each slot moves
+  // from A to B, and A's view loses the bytes there.
+  std::vector<std::uint64_t> a_offsets;
+  for (const auto& loc : got.locations) a_offsets.push_back(loc.offset);
+  const auto kb = keys_of(2, 2);
+  ASSERT_EQ(h.put(kBob, kb, kChunk, *b).completion.result0, 2u);
+  EXPECT_EQ(views.punches, 2);
+  EXPECT_EQ(h.call(kAlice, proto::KvOp::kLookup, ka).completion.result0, 0u) << "A's chunks were evicted";
+  auto theirs = h.call(kBob, proto::KvOp::kLookup, kb, 0, 0, 0, *b);
+  ASSERT_EQ(theirs.locations.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(view_holds(views, *b, theirs.locations[i], kb[i]));
+    EXPECT_EQ(views.holder(KvTier::kDram, theirs.locations[i].offset), *b);
+  }
+  for (const std::uint64_t off : a_offsets) {
+    EXPECT_TRUE(all_zero(views.view(a, KvTier::kDram) + off, kSlot)) << "A's view was punched at " << off;
+  }
+
+  // A slot going back to the namespace that last held it costs no punch.
+  const int punches = views.punches;
+  ASSERT_EQ(h.call(kBob, proto::KvOp::kDelete, kb, 0, 0, 0, *b).completion.result0, 2u);
+  const auto kb2 = keys_of(3, 2);
+  ASSERT_EQ(h.put(kBob, kb2, kChunk, *b).completion.result0, 2u);
+  EXPECT_EQ(views.punches, punches);
+  EXPECT_TRUE(all_zero(h.arena(0), 2 * kSlot)) << "the arena itself is never written";
+}
+
+TEST(KvStoreIsolation, DemotionsAndPromotionsMoveChunksWithinTheirView) {
+  HeapViews views(1, 2);
+  HarnessOptions o;
+  o.dram_slots = 1;
+  o.cxl_slots = 2;
+  o.memory = &views;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const std::uint32_t a = h.ns();
+  auto b = h.store().open_namespace(test_spec("tenant-b"));
+  ASSERT_TRUE(b);
+  const auto ka = keys_of(1, 1);
+  const auto kb = keys_of(2, 1);
+  ASSERT_EQ(h.put(kAlice, ka).completion.result0, 1u);
+  ASSERT_EQ(h.put(kBob, kb, kChunk, *b).completion.result0, 1u);  // A's chunk goes down to CXL
+  auto where = h.call(kAlice, proto::KvOp::kLookup, ka);
+  ASSERT_EQ(where.locations.size(), 1u);
+  EXPECT_EQ(where.locations[0].tier, 1);
+  EXPECT_TRUE(view_holds(views, a, where.locations[0], ka[0]));
+  EXPECT_TRUE(all_zero(views.view(*b, KvTier::kCxl), 2 * kSlot)) << "B's CXL view holds nothing";
+  // A get promotes it back into DRAM, into A's view; B's chunk goes to CXL.
+  auto got = h.call(kAlice, proto::KvOp::kGet, ka);
+  ASSERT_EQ(got.locations.size(), 1u);
+  EXPECT_EQ(got.locations[0].tier, 0);
+  EXPECT_TRUE(view_holds(views, a, got.locations[0], ka[0]));
+  auto bs = h.call(kBob, proto::KvOp::kLookup, kb, 0, 0, 0, *b);
+  ASSERT_EQ(bs.locations.size(), 1u);
+  EXPECT_EQ(bs.locations[0].tier, 1);
+  EXPECT_TRUE(view_holds(views, *b, bs.locations[0], kb[0]));
+  EXPECT_TRUE(all_zero(views.view(*b, KvTier::kDram), kSlot)) << "B's DRAM view was punched";
+  EXPECT_TRUE(all_zero(h.arena(0), kSlot));
+  EXPECT_TRUE(all_zero(h.arena(1), 2 * kSlot));
+}
+
+// SSD demotions written from a lent slot and SSD reads back into a slot go
+// through the chunk's namespace view, with no registered buffers.
+TEST(KvStoreIsolation, SsdWritesAndReadsUseTheNamespacesView) {
+  HeapViews views(4, 0);
+  HarnessOptions o;
+  o.dram_slots = 4;
+  o.ssd = true;
+  o.region_bytes = 64 * 1024;
+  o.config.admission.threshold = 1;
+  o.config.ssd_lend_min_bytes = 4096;
+  o.memory = &views;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  constexpr std::uint32_t kBlockChunk = 12288;  // whole blocks: lendable
+  const auto keys = keys_of(40, 10);
+  for (const auto& k : keys) ASSERT_EQ(h.put(kAlice, {&k, 1}, kBlockChunk).completion.result0, 1u);
+  for (int i = 0; i < 20000 && h.store().io_in_flight() != 0; ++i) {
+    std::vector<KvStoreCompletion> out;
+    h.store().poll(out);
+    for (auto& c : out) h.stray().push_back(std::move(c));
+    ::usleep(50);
+  }
+  ASSERT_EQ(h.store().io_in_flight(), 0u);
+  EXPECT_GE(h.store().ssd_stats()->lent_puts, 1u) << "some demotion was written from its slot";
+  std::size_t from_ssd = 0;
+  for (const auto& k : keys) {
+    const auto before = h.call(kAlice, proto::KvOp::kLookup, {&k, 1});
+    ASSERT_EQ(before.locations.size(), 1u);
+    from_ssd += before.locations[0].tier == 2 ? 1 : 0;
+    auto got = h.call(kAlice, proto::KvOp::kGet, {&k, 1});
+    ASSERT_EQ(got.completion.status, 0);
+    ASSERT_EQ(got.locations.size(), 1u);
+    const auto p = payload_of(k, kBlockChunk);
+    EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, h.ns()), p.data(), kBlockChunk), 0);
+    EXPECT_EQ(h.call(kAlice, proto::KvOp::kRelease, {}, got.completion.result0).completion.status, 0);
+  }
+  EXPECT_GE(from_ssd, 6u);
+  EXPECT_TRUE(all_zero(h.arena(0), 4 * kSlot)) << "the arena itself is never written";
+}
+
+}  // namespace
+}  // namespace cxlpool::kvcache::testing
