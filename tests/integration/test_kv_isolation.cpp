@@ -44,7 +44,9 @@ std::string isolation_config(uint64_t dram_slots, uint64_t cxl_slots) {
     << "slot_bytes = " << kSlot << "\n"
     << "dram_bytes = " << dram_slots * kSlot << "\n"
     << "cxl_bytes = " << cxl_slots * kSlot << "\n"
-    << "put_window_bytes = " << 4 * kSlot << "\n";
+    << "put_window_bytes = " << 4 * kSlot << "\n"
+    // The tests fill every slot as one uid: no per-uid quota in the way.
+    << "client_quota_bytes = 0\n";
   // A socket `nobody` may connect to; root is the only admin.
   return TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n", .tables = t.str()}.render();
 }

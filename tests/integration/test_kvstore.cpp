@@ -735,7 +735,7 @@ TEST_F(KvStore, QuotaLimitsLeasesAndReservationsPerUid) {
   cxlpool_kv_info info{};
   ASSERT_EQ(cxlpool_kv_get_info(s.kv, &info), 0);
   EXPECT_EQ(info.quota_bytes, 2 * kSlot);
-  const auto ns = s.open_namespace();
+  const auto ns = s.open_namespace("itest-model", nullptr, 0644);  // readable by the other uid below
   const auto keys = s.keys(ns, tokens(60, 3 * kChunkTokens));
   ASSERT_EQ(keys.size(), 3u);
 

@@ -506,9 +506,9 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
 // against the rights its own opens were granted.
 TEST_F(KvServiceTest, NamespaceModesAndPerSessionRights) {
   make(small_section());
-  auto owner_path = service->open(1, {});
+  auto owner_path = service->open(1, 1000, {});
   ASSERT_TRUE(owner_path) << owner_path.error().message;
-  auto other_path = service->open(2, {});
+  auto other_path = service->open(2, 1001, {});
   ASSERT_TRUE(other_path) << other_path.error().message;
   TestClient owner_c, other_c;
   ASSERT_TRUE(owner_c.attach(std::move(*owner_path)));
@@ -1075,7 +1075,7 @@ TEST_F(KvSsdTest, RecoveredNamespacesGoToTheFirstOpenerEmptyUnlessAdmin) {
     auto created = KvService::create(kv, *pool);
     ASSERT_TRUE(created) << created.error().message;
     auto& service = **created;
-    auto opened = service.open(1, {});
+    auto opened = service.open(1, 1000, {});
     ASSERT_TRUE(opened);
     TestClient c;
     ASSERT_TRUE(c.attach(std::move(*opened)));
@@ -1096,7 +1096,7 @@ TEST_F(KvSsdTest, RecoveredNamespacesGoToTheFirstOpenerEmptyUnlessAdmin) {
   auto created = KvService::create(kv, *pool);
   ASSERT_TRUE(created) << created.error().message;
   auto& service = **created;
-  auto opened = service.open(2, {});
+  auto opened = service.open(2, 1001, {});
   ASSERT_TRUE(opened);
   TestClient c;
   ASSERT_TRUE(c.attach(std::move(*opened)));
