@@ -250,6 +250,7 @@ Result<Region*> RegionPool::open_named(const std::string& name, bool writable, c
   if (region->system && writable) {
     return fail(EPERM, "'" + name + "' belongs to the daemon and is opened read-only only");
   }
+  if (region->filling) return fail(EAGAIN, "'" + name + "' is still being filled by the daemon; try again");
   if (!(read_proved && !writable) && !mode_allows(*region, who, writable)) {
     return fail(EACCES, "mode " + octal_mode(region->mode) + " of '" + name + "' denies " +
                             (writable ? "read-write" : "read") + " access to uid " +

@@ -59,6 +59,10 @@ struct Region {
   // A system region made on a client's behalf (a shared model): charged to
   // its owner's quota like a client's region.
   bool charge_owner = false;
+  // The owning service is still writing its contents (a model's tensors
+  // being copied in): no client may open it by name until it is done, so
+  // nobody maps half-written bytes.
+  bool filling = false;
   UniqueFd fd;
   Mapping mapping;            // the daemon's own mapping, used to place and move pages
 };

@@ -208,6 +208,7 @@ void WeightsService::finish_parse(Task& task, Model& m, std::vector<WeightsFinis
     return;
   }
   Region& r = **region;
+  r.filling = true;  // until finish_copy: no NamedOpen of half-copied tensors
   m.region_id = r.id;
   std::span<std::byte> bytes(r.mapping.data(), task.plan.region_bytes);
   auto& reply = m.reply;
@@ -234,6 +235,7 @@ void WeightsService::finish_parse(Task& task, Model& m, std::vector<WeightsFinis
 
 void WeightsService::finish_copy(Task& task, Model& m, std::vector<WeightsFinished>& out) {
   (void)task;
+  if (Region* r = pool_.find(m.region_id); r != nullptr) r->filling = false;
   m.stage = Stage::kLoaded;
   ++counters_.loads;
   counters_.bytes_loaded += m.reply.resident_bytes;

@@ -184,10 +184,14 @@ json kv_namespaces_json(const proto::KvNamespacesReply& r) {
 }
 
 std::string kv_namespaces_text(const proto::KvNamespacesReply& r) {
-  Table table({"ID", "MODEL", "LAYOUT", "DTYPE", "TP", "TOKENS", "DRAM", "CXL", "SSD", "BYTES", "FINGERPRINT"});
+  Table table({"ID", "OWNER", "MODE", "MODEL", "LAYOUT", "DTYPE", "TP", "TOKENS", "DRAM", "CXL", "SSD", "BYTES",
+               "FINGERPRINT"});
   for (const auto& e : by_id(r)) {
     const bool recovered = recovered_only(e);
-    table.add({num(e.namespace_id), recovered ? "(recovered from SSD)" : e.model_id, recovered ? "-" : e.layout,
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", e.mode);
+    table.add({num(e.namespace_id), num(e.owner_uid), mode, recovered ? "(recovered from SSD)" : e.model_id,
+               recovered ? "-" : e.layout,
                recovered ? "-" : e.dtype, recovered ? "-" : num(e.tp_rank) + "/" + num(e.tp_size),
                recovered ? "-" : num(e.chunk_tokens), num(e.chunks[0]), num(e.chunks[1]), num(e.chunks[2]),
                format_size(e.bytes[0] + e.bytes[1] + e.bytes[2]), hex128(e.fingerprint_hi, e.fingerprint_lo)});

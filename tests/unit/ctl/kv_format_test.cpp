@@ -195,10 +195,12 @@ TEST(CtlKvFormat, NamespacesText) {
   ASSERT_NE(recovered, std::string::npos) << text;
   EXPECT_LT(llama, recovered);
   EXPECT_NE(text.find("llama", llama), std::string::npos);
+  EXPECT_NE(text.find("1000", llama), std::string::npos) << "owner uid";
+  EXPECT_NE(text.find("0640", llama), std::string::npos) << "mode in octal";
   EXPECT_NE(text.find("1/4", llama), std::string::npos);
   EXPECT_NE(text.find("6.0 MiB", llama), std::string::npos);
   EXPECT_NE(text.find("(recovered from SSD)", recovered), std::string::npos);
-  EXPECT_EQ(kv_namespaces_text({}), "ID  MODEL  LAYOUT  DTYPE  TP  TOKENS  DRAM  CXL  SSD  BYTES  FINGERPRINT\n");
+  EXPECT_EQ(kv_namespaces_text({}), "ID  OWNER  MODE  MODEL  LAYOUT  DTYPE  TP  TOKENS  DRAM  CXL  SSD  BYTES  FINGERPRINT\n");
 }
 
 TEST(CtlKvFormat, Drop) {

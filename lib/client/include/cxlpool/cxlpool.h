@@ -136,7 +136,8 @@ int cxlpool_named_create(cxlpool_client *client, const char *name, uint32_t tier
                          uint64_t size, uint32_t mode, uint32_t flags, cxlpool_region **out);
 
 /* Opens a named region, read-only unless CXLPOOL_OPEN_WRITABLE.
- *   -ENOENT no such name   -EACCES the mode denies the access */
+ *   -ENOENT no such name   -EACCES the mode denies the access
+ *   -EAGAIN a model's weights region whose tensors are still being copied in */
 int cxlpool_named_open(cxlpool_client *client, const char *name, uint32_t flags,
                        cxlpool_region **out);
 
