@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cxlpool/common/clock.hpp"
+#include "cxlpool/common/permission_bits.hpp"
 #include "cxlpool/common/units.hpp"
 
 #ifndef MADV_POPULATE_WRITE
@@ -232,14 +233,9 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
 
 bool mode_allows(const Region& region, const Requester& who, bool write) {
   if (who.admin) return true;
-  uint32_t bits = region.mode & 07;
-  if (who.uid == region.owner_uid) {
-    bits = (region.mode >> 6) & 07;
-  } else if (who.gid == region.owner_gid ||
-             std::find(who.groups.begin(), who.groups.end(), region.owner_gid) != who.groups.end()) {
-    bits = (region.mode >> 3) & 07;
-  }
-  return (bits & 04) != 0 && (!write || (bits & 02) != 0);
+  const uint32_t bits = permission_bits(region.mode, region.owner_uid, region.owner_gid, who.uid, who.gid,
+                                        who.groups);
+  return (bits & kPermissionRead) != 0 && (!write || (bits & kPermissionWrite) != 0);
 }
 
 Result<Region*> RegionPool::open_named(const std::string& name, bool writable, const Requester& who,

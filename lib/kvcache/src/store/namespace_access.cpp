@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cxlpool/kvcache/namespace_access.hpp"
 
-#include <algorithm>
+#include "cxlpool/common/permission_bits.hpp"
+
 #include <cstdio>
 
 #include "cxlpool/proto/kv_ring.hpp"
@@ -20,15 +21,10 @@ Result<std::uint32_t> normalize_kv_mode(std::uint32_t mode) {
 
 std::uint8_t kv_rights(const KvNamespaceOwner& owner, const KvAccessor& who) {
   if (who.admin) return kKvRightRead | kKvRightWrite;
-  std::uint32_t bits = owner.mode & 07;
-  if (who.uid == owner.uid) {
-    bits = (owner.mode >> 6) & 07;
-  } else if (who.gid == owner.gid || std::find(who.groups.begin(), who.groups.end(), owner.gid) != who.groups.end()) {
-    bits = (owner.mode >> 3) & 07;
-  }
+  const std::uint32_t bits = permission_bits(owner.mode, owner.uid, owner.gid, who.uid, who.gid, who.groups);
   std::uint8_t rights = 0;
-  if (bits & 04) rights |= kKvRightRead;
-  if (bits & 02) rights |= kKvRightWrite;
+  if (bits & kPermissionRead) rights |= kKvRightRead;
+  if (bits & kPermissionWrite) rights |= kKvRightWrite;
   return rights;
 }
 
