@@ -18,7 +18,7 @@
 
 #include <cstring>
 
-#include "backends.hpp"
+#include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool_build_config.h"
 #if CXLPOOL_HAVE_DAX
 #include "cxl_regions.hpp"
@@ -152,7 +152,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   }
   d->weights_ = std::make_unique<WeightsService>(*d->pool_);
   if (auto ok = d->weights_->start(); !ok) return tl::unexpected(ok.error());
-  d->backends_ = probe_backends();
+  // A filter that names no backend is a typo, not a wish for none.
+  if (auto ok = hal::check_backend_filter(); !ok) return tl::unexpected(ok.error());
+  d->backends_ = hal::probe_all_backends();
   for (const auto& b : d->backends_) {
     log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
               b.detail.empty() ? "" : " — ", b.detail);

@@ -3,6 +3,18 @@
 
 namespace cxlpool::hal {
 
+const char* backend_class_name(BackendClass cls) {
+  switch (cls) {
+    case BackendClass::kMemTier: return "MemTier";
+    case BackendClass::kBlockEngine: return "BlockEngine";
+    case BackendClass::kNetPort: return "NetPort";
+    case BackendClass::kTransport: return "Transport";
+    case BackendClass::kGpuVmm: return "GpuVmm";
+    case BackendClass::kAccessSource: return "AccessSource";
+  }
+  return "unknown";
+}
+
 const char* backend_state_name(BackendState state) {
   switch (state) {
     case BackendState::kAvailable: return "available";

@@ -73,6 +73,10 @@ struct BlockOpenOptions {
   // be registered from another thread before that). Dropped on kernels
   // before 6.1 and with sq_poll or io_poll.
   bool single_thread = false;
+  // hal::open_block_device only: when every engine refuses O_DIRECT with
+  // EINVAL (tmpfs, some FUSE file systems), open the file buffered instead
+  // of failing. Callers that need direct I/O's alignment leave it off.
+  bool buffered_fallback = false;
 };
 
 // What a device needs from the caller's I/O. For buffered opens the

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// The backend registry: which backends this program has, whether each can
+// run here, and opening one by name or the best available.
+//
+// The set of backends is fixed when a program is linked (daemon, libcxlpool,
+// cxlpool-io each link the drivers they need); the table lists the others
+// too, as "not compiled" with the build's reason. At run time the
+// environment variable CXLPOOL_BACKENDS narrows the choice, as libfabric's
+// FI_PROVIDER does:
+//   CXLPOOL_BACKENDS=posix,host      only these, within the classes they name
+//                                    (BlockEngine: posix; GpuVmm: host); other
+//                                    classes keep all their backends
+//   CXLPOOL_BACKENDS=^uring,cuda     every backend except these
+// An excluded backend reports "not present" with the filter as the reason.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/hal/backend.hpp"
+#include "cxlpool/hal/block_device.hpp"
+#include "cxlpool/hal/gpu_vmm.hpp"
+
+namespace cxlpool::hal {
+
+inline constexpr const char* kBackendFilterVariable = "CXLPOOL_BACKENDS";
+
+// A backend "best available" passed over, and why ("not compiled: liburing
+// not found", "excluded by CXLPOOL_BACKENDS", or its open error).
+struct BackendSkip {
+  std::string name;
+  std::string reason;
+};
+using BackendSkips = std::vector<BackendSkip>;
+
+// Runs every linked backend's probe (in class order, then preference
+// order); backends not linked in or excluded are reported without probing.
+std::vector<BackendReport> probe_all_backends();
+std::vector<BackendReport> probe_backends(BackendClass cls);
+
+// Names of the class's backends that may be chosen here (linked in and not
+// excluded), most preferred first; explicit-only backends last.
+std::vector<std::string> usable_backend_names(BackendClass cls);
+
+// Checks CXLPOOL_BACKENDS: EINVAL naming the entry when it names no backend
+// this build knows. The open functions below check it too.
+Result<void> check_backend_filter();
+
+// Empty or "auto" `backend`: the best available — each auto-selectable
+// backend in preference order until one opens; an engine that refuses to run
+// here is skipped (and listed in *skipped), an error about the file ends the
+// search. With options.direct and buffered_fallback, a file system without
+// O_DIRECT (EINVAL from every engine) is opened again buffered.
+// A named backend: exactly that one; ENOTSUP when it was not compiled in or
+// is excluded, EINVAL when no BlockEngine has that name, else its own error.
+// Every error names the backend.
+Result<std::unique_ptr<BlockDevice>> open_block_device(std::string_view backend, const std::string& path,
+                                                       const BlockOpenOptions& options,
+                                                       BackendSkips* skipped = nullptr);
+
+// As open_block_device, for the GpuVmm class ("cuda" before "host").
+Result<std::unique_ptr<GpuVmm>> open_gpu_vmm(std::string_view backend, int device,
+                                              BackendSkips* skipped = nullptr);
+
+}  // namespace cxlpool::hal
