@@ -110,6 +110,8 @@ std::vector<int> cxl_region_nodes() {
 Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::path state_dir,
                                                std::optional<std::filesystem::path> config_path) {
   auto log = logger("daemon");
+  // A filter that names no backend is a typo, not a wish for none.
+  if (auto ok = hal::check_backend_filter(); !ok) return tl::unexpected(ok.error());
   std::unique_ptr<Daemon> d(new Daemon());
   d->config_ = std::move(config);
   d->state_dir_ = std::move(state_dir);
@@ -152,8 +154,6 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   }
   d->weights_ = std::make_unique<WeightsService>(*d->pool_);
   if (auto ok = d->weights_->start(); !ok) return tl::unexpected(ok.error());
-  // A filter that names no backend is a typo, not a wish for none.
-  if (auto ok = hal::check_backend_filter(); !ok) return tl::unexpected(ok.error());
   d->backends_ = hal::probe_all_backends();
   for (const auto& b : d->backends_) {
     log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
