@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <string>
@@ -19,70 +20,59 @@ struct TypeInfo {
   bool request;
 };
 
+template <typename T>
+constexpr TypeInfo type_info(std::type_identity<T>) {
+  return {MessageTraits<T>::kType, MessageTraits<T>::kName, RequestMessage<T>};
+}
+
+template <size_t... I>
+constexpr auto make_types(std::index_sequence<I...>) {
+  return std::array<TypeInfo, sizeof...(I)>{type_info(std::type_identity<std::variant_alternative_t<I, Message>>{})...};
+}
+
 // In the order of the Message variant's alternatives.
-constexpr std::array<TypeInfo, 51> kTypes = {{
-    {MsgType::kHello, "Hello", true},
-    {MsgType::kHelloReply, "HelloReply", false},
-    {MsgType::kError, "ErrorReply", false},
-    {MsgType::kOk, "Ok", false},
-    {MsgType::kStatus, "StatusRequest", true},
-    {MsgType::kStatusReply, "StatusReply", false},
-    {MsgType::kTiers, "TiersRequest", true},
-    {MsgType::kTiersReply, "TiersReply", false},
-    {MsgType::kRegionAlloc, "RegionAlloc", true},
-    {MsgType::kRegionReply, "RegionReply", false},
-    {MsgType::kRegionFree, "RegionFree", true},
-    {MsgType::kNamedCreate, "NamedCreate", true},
-    {MsgType::kNamedOpen, "NamedOpen", true},
-    {MsgType::kNamedUnlink, "NamedUnlink", true},
-    {MsgType::kRegions, "RegionsRequest", true},
-    {MsgType::kRegionsReply, "RegionsReply", false},
-    {MsgType::kRegionMigrate, "RegionMigrate", true},
-    {MsgType::kMigrateReply, "MigrateReply", false},
-    {MsgType::kClients, "ClientsRequest", true},
-    {MsgType::kClientsReply, "ClientsReply", false},
-    {MsgType::kStats, "StatsRequest", true},
-    {MsgType::kStatsReply, "StatsReply", false},
-    {MsgType::kBackends, "BackendsRequest", true},
-    {MsgType::kBackendsReply, "BackendsReply", false},
-    {MsgType::kAccessRingOpen, "AccessRingOpen", true},
-    {MsgType::kAccessRingReply, "AccessRingReply", false},
-    {MsgType::kTieringStatus, "TieringStatusRequest", true},
-    {MsgType::kTieringStatusReply, "TieringStatusReply", false},
-    {MsgType::kTieringHot, "TieringHot", true},
-    {MsgType::kTieringHotReply, "TieringHotReply", false},
-    {MsgType::kTieringSet, "TieringSet", true},
-    {MsgType::kTieringSetReply, "TieringSetReply", false},
-    {MsgType::kKvOpen, "KvOpen", true},
-    {MsgType::kKvOpenReply, "KvOpenReply", false},
-    {MsgType::kKvNamespaceOpen, "KvNamespaceOpen", true},
-    {MsgType::kKvNamespaceReply, "KvNamespaceReply", false},
-    {MsgType::kKvStatus, "KvStatusRequest", true},
-    {MsgType::kKvStatusReply, "KvStatusReply", false},
-    {MsgType::kKvNamespaces, "KvNamespacesRequest", true},
-    {MsgType::kKvNamespacesReply, "KvNamespacesReply", false},
-    {MsgType::kKvNamespaceDrop, "KvNamespaceDrop", true},
-    {MsgType::kKvNamespaceDropReply, "KvNamespaceDropReply", false},
-    {MsgType::kWeightsLoad, "WeightsLoad", true},
-    {MsgType::kWeightsLoadReply, "WeightsLoadReply", false},
-    {MsgType::kWeightsOpen, "WeightsOpen", true},
-    {MsgType::kWeightsUnload, "WeightsUnload", true},
-    {MsgType::kWeightsUnloadReply, "WeightsUnloadReply", false},
-    {MsgType::kWeightsList, "WeightsListRequest", true},
-    {MsgType::kWeightsListReply, "WeightsListReply", false},
-    {MsgType::kGpuHostAlloc, "GpuHostAlloc", true},
-    {MsgType::kGpuHostAllocReply, "GpuHostAllocReply", false},
-}};
-static_assert(kTypes.size() == std::variant_size_v<Message>);
+constexpr auto kTypes = make_types(std::make_index_sequence<std::variant_size_v<Message>>());
+
+constexpr uint16_t highest_code() {
+  uint16_t highest = 0;
+  for (const TypeInfo& info : kTypes) highest = std::max(highest, static_cast<uint16_t>(info.type));
+  return highest;
+}
 
 constexpr int kUnknownType = -1;
 
-int type_index(uint16_t type) {
-  for (size_t i = 0; i < kTypes.size(); ++i) {
-    if (static_cast<uint16_t>(kTypes[i].type) == type) return static_cast<int>(i);
-  }
-  return kUnknownType;
+// kTypes' index by wire code, kUnknownType for codes no message has.
+constexpr auto kIndexByCode = [] {
+  std::array<int, highest_code() + 1> index{};
+  index.fill(kUnknownType);
+  for (size_t i = 0; i < kTypes.size(); ++i) index[static_cast<uint16_t>(kTypes[i].type)] = static_cast<int>(i);
+  return index;
+}();
+
+// What a wrong row in message_table.hpp would break.
+constexpr bool codes_are_unique() {
+  size_t known = 0;
+  for (const int index : kIndexByCode) known += index != kUnknownType;
+  return known == kTypes.size();
 }
+static_assert(codes_are_unique(), "two messages share a type code");
+static_assert(kIndexByCode[0] == kUnknownType, "type code 0 is never a message");
+
+template <typename T>
+constexpr bool answered_by_a_reply(std::type_identity<T>) {
+  if constexpr (RequestMessage<T>) {
+    return MessageTraits<ReplyTo<T>>::kKind == MessageKind::kReply;
+  } else {
+    return std::is_void_v<typename MessageTraits<T>::Answer>;
+  }
+}
+static_assert([] {
+  bool ok = true;
+  for_each_message_type([&](auto type) { ok = ok && answered_by_a_reply(type); });
+  return ok;
+}(), "a request's answer must be a reply, and a reply has none");
+
+int type_index(uint16_t type) { return type < kIndexByCode.size() ? kIndexByCode[type] : kUnknownType; }
 
 template <size_t I>
 Message make_alternative() {

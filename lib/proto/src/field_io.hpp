@@ -3,9 +3,11 @@
 // FieldReader and FieldValidator. Private to lib/proto.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cxlpool/proto/messages.hpp"
@@ -20,11 +22,14 @@ class SizeCounter {
  public:
   size_t size() const { return size_; }
 
-  void u8(const char*, uint8_t, const auto&...) { size_ += 1; }
-  void u16(const char*, uint16_t, const auto&...) { size_ += 2; }
-  void u32(const char*, uint32_t, const auto&...) { size_ += 4; }
-  void i32(const char*, int32_t, const auto&...) { size_ += 4; }
-  void u64(const char*, uint64_t, const auto&...) { size_ += 8; }
+  template <std::integral T>
+  void number(const char*, T, const auto&...) {
+    size_ += sizeof(T);
+  }
+  template <std::integral T, size_t N>
+  void array(const char*, const T (&)[N]) {
+    size_ += N * sizeof(T);
+  }
   template <typename E>
   void enumeration(const char*, E, E) {
     size_ += 1;
@@ -55,11 +60,15 @@ class FieldWriter {
  public:
   explicit FieldWriter(wire::Writer& out) : out_(out) {}
 
-  void u8(const char*, uint8_t v, const auto&...) { out_.u8(v); }
-  void u16(const char*, uint16_t v, const auto&...) { out_.u16(v); }
-  void u32(const char*, uint32_t v, const auto&...) { out_.u32(v); }
-  void i32(const char*, int32_t v, const auto&...) { out_.u32(static_cast<uint32_t>(v)); }
-  void u64(const char*, uint64_t v, const auto&...) { out_.u64(v); }
+  // Signed values travel as their two's complement bits.
+  template <std::integral T>
+  void number(const char*, T v, const auto&...) {
+    out_.value(static_cast<std::make_unsigned_t<T>>(v));
+  }
+  template <std::integral T, size_t N>
+  void array(const char* field, const T (&values)[N]) {
+    for (const T v : values) number(field, v);
+  }
   template <typename E>
   void enumeration(const char*, E v, E) {
     out_.u8(static_cast<uint8_t>(v));
@@ -91,13 +100,22 @@ class FieldReader {
   bool failed() const { return failed_; }
   const std::string& error() const { return error_; }
 
-  void u8(const char* field, uint8_t& v, const auto&...) { read(field, v); }
-  void u16(const char* field, uint16_t& v, const auto&...) { read(field, v); }
-  void u32(const char* field, uint32_t& v, const auto&...) { read(field, v); }
-  void u64(const char* field, uint64_t& v, const auto&...) { read(field, v); }
-  void i32(const char* field, int32_t& v, const auto&...) {
-    uint32_t raw = 0;
-    if (read(field, raw)) v = static_cast<int32_t>(raw);
+  template <std::integral T>
+  void number(const char* field, T& v, const auto&...) {
+    std::make_unsigned_t<T> raw = 0;
+    if (read(field, raw)) v = static_cast<T>(raw);
+  }
+  // Elements are named "field[i]"; the name is built only for an error.
+  template <std::integral T, size_t N>
+  void array(const char* field, T (&values)[N]) {
+    for (size_t i = 0; i < N && !failed_; ++i) {
+      std::make_unsigned_t<T> raw = 0;
+      if (!in_.value(raw)) {
+        fail((std::string(field) + "[" + std::to_string(i) + "]").c_str(), truncated(sizeof(T)));
+        return;
+      }
+      values[i] = static_cast<T>(raw);
+    }
   }
   template <typename E>
   void enumeration(const char* field, E& v, E) {
@@ -143,19 +161,15 @@ class FieldReader {
   void check(const char*, F&&) {}
 
  private:
-  template <typename T>
+  template <std::unsigned_integral T>
   bool read(const char* field, T& v) {
     if (failed_) return false;
-    bool ok = false;
-    if constexpr (sizeof(T) == 1) ok = in_.u8(v);
-    if constexpr (sizeof(T) == 2) ok = in_.u16(v);
-    if constexpr (sizeof(T) == 4) ok = in_.u32(v);
-    if constexpr (sizeof(T) == 8) ok = in_.u64(v);
-    if (!ok) {
-      fail(field, "truncated: needs " + std::to_string(sizeof(T)) + " bytes, " +
-                      std::to_string(in_.remaining()) + " left");
-    }
+    const bool ok = in_.value(v);
+    if (!ok) fail(field, truncated(sizeof(T)));
     return ok;
+  }
+  std::string truncated(size_t needed) const {
+    return "truncated: needs " + std::to_string(needed) + " bytes, " + std::to_string(in_.remaining()) + " left";
   }
   void fail(const char* field, const std::string& what) {
     failed_ = true;
@@ -176,21 +190,13 @@ class FieldValidator {
   bool failed() const { return failed_; }
   const std::string& error() const { return error_; }
 
-  void u8([[maybe_unused]] const char* field, [[maybe_unused]] uint8_t v, const auto&... rules) {
+  template <std::integral T>
+  void number([[maybe_unused]] const char* field, [[maybe_unused]] T v, const auto&... rules) {
     (apply(field, v, rules), ...);
   }
-  void u16([[maybe_unused]] const char* field, [[maybe_unused]] uint16_t v, const auto&... rules) {
-    (apply(field, v, rules), ...);
-  }
-  void u32([[maybe_unused]] const char* field, [[maybe_unused]] uint32_t v, const auto&... rules) {
-    (apply(field, v, rules), ...);
-  }
-  void i32([[maybe_unused]] const char* field, [[maybe_unused]] int32_t v, const auto&... rules) {
-    (apply(field, v, rules), ...);
-  }
-  void u64([[maybe_unused]] const char* field, [[maybe_unused]] uint64_t v, const auto&... rules) {
-    (apply(field, v, rules), ...);
-  }
+  // Array elements carry no rules.
+  template <std::integral T, size_t N>
+  void array(const char*, const T (&)[N]) {}
 
   template <typename E>
   void enumeration(const char* field, E v, E last) {

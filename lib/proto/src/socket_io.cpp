@@ -43,17 +43,13 @@ std::vector<UniqueFd> adopt_fds(msghdr& msg) {
 
 size_t descriptor_count(MsgType type) {
   switch (type) {
-    case MsgType::kRegionReply:
-    case MsgType::kAccessRingReply:
-    case MsgType::kGpuHostAllocReply:
-      return 1;
-    case MsgType::kKvOpenReply:
-      return 4;  // ring memfd, SQ eventfd, CQ eventfd, put window memfd
-    case MsgType::kKvNamespaceReply:
-      return 2;  // at most: one view per arena, for a reader
-    default:
-      return 0;
+#define CXLPOOL_PROTO_DESCRIPTORS(type, code, id, kind, answer, fds) \
+  case MsgType::code:                                                \
+    return fds;
+    CXLPOOL_PROTO_MESSAGES(CXLPOOL_PROTO_DESCRIPTORS)
+#undef CXLPOOL_PROTO_DESCRIPTORS
   }
+  return 0;
 }
 
 size_t descriptor_count(const Message& message) {

@@ -4,6 +4,7 @@
 // host's endianness and free of unaligned or aliasing loads.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -19,6 +20,10 @@ class Writer {
   void u16(uint16_t v) { put(v, 2); }
   void u32(uint32_t v) { put(v, 4); }
   void u64(uint64_t v) { put(v, 8); }
+  template <std::unsigned_integral T>
+  void value(T v) {
+    put(v, sizeof(T));
+  }
   void bytes(std::span<const std::byte> data) { out_.insert(out_.end(), data.begin(), data.end()); }
 
  private:
@@ -41,6 +46,10 @@ class Reader {
   bool u16(uint16_t& v) { return get(v); }
   bool u32(uint32_t& v) { return get(v); }
   bool u64(uint64_t& v) { return get(v); }
+  template <std::unsigned_integral T>
+  bool value(T& v) {
+    return get(v);
+  }
 
   bool bytes(size_t count, std::span<const std::byte>& out) {
     if (remaining() < count) return false;

@@ -10,10 +10,13 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
+#include "cxlpool/proto/message_table.hpp"
 
 namespace cxlpool::proto {
 
@@ -28,58 +31,11 @@ inline constexpr size_t kMaxErrorMessageLength = 1024;
 inline constexpr size_t kMaxStringLength = 4096;      // any other string field
 inline constexpr size_t kMaxListEntries = 1024;       // any list in a reply
 
+// The header's type field; one enumerator per row of message_table.hpp.
 enum class MsgType : uint16_t {
-  kHello = 1,
-  kHelloReply = 2,
-  kError = 3,
-  kOk = 4,
-  kStatus = 10,
-  kStatusReply = 11,
-  kTiers = 12,
-  kTiersReply = 13,
-  kRegionAlloc = 20,
-  kRegionReply = 21,  // carries the region's fd in SCM_RIGHTS
-  kRegionFree = 22,
-  kNamedCreate = 23,
-  kNamedOpen = 24,
-  kNamedUnlink = 25,
-  kRegions = 26,
-  kRegionsReply = 27,
-  kRegionMigrate = 28,
-  kMigrateReply = 29,
-  kClients = 30,
-  kClientsReply = 31,
-  kStats = 32,
-  kStatsReply = 33,
-  kBackends = 34,
-  kBackendsReply = 35,
-  kAccessRingOpen = 40,
-  kAccessRingReply = 41,  // carries the ring's memfd in SCM_RIGHTS
-  kTieringStatus = 42,
-  kTieringStatusReply = 43,
-  kTieringHot = 44,
-  kTieringHotReply = 45,
-  kTieringSet = 46,
-  kTieringSetReply = 47,
-  kKvOpen = 50,
-  kKvOpenReply = 51,  // carries 4 fds: ring memfd, SQ eventfd, CQ eventfd, put window memfd
-  kKvNamespaceOpen = 52,
-  kKvNamespaceReply = 53,
-  kKvStatus = 54,
-  kKvStatusReply = 55,
-  kKvNamespaces = 56,
-  kKvNamespacesReply = 57,
-  kKvNamespaceDrop = 58,
-  kKvNamespaceDropReply = 59,
-  kWeightsLoad = 60,
-  kWeightsLoadReply = 61,  // also the reply to WeightsOpen
-  kWeightsOpen = 62,
-  kWeightsUnload = 63,
-  kWeightsUnloadReply = 64,
-  kWeightsList = 65,
-  kWeightsListReply = 66,
-  kGpuHostAlloc = 67,
-  kGpuHostAllocReply = 68,  // carries the exported allocation's POSIX fd in SCM_RIGHTS
+#define CXLPOOL_PROTO_ENUMERATOR(type, code, id, kind, answer, fds) code = id,
+  CXLPOOL_PROTO_MESSAGES(CXLPOOL_PROTO_ENUMERATOR)
+#undef CXLPOOL_PROTO_ENUMERATOR
 };
 
 struct Header {
@@ -631,18 +587,48 @@ struct GpuHostAllocReply {
   bool operator==(const GpuHostAllocReply&) const = default;
 };
 
-using Message = std::variant<Hello, HelloReply, ErrorReply, Ok, StatusRequest, StatusReply,
-                             TiersRequest, TiersReply, RegionAlloc, RegionReply, RegionFree,
-                             NamedCreate, NamedOpen, NamedUnlink, RegionsRequest, RegionsReply,
-                             RegionMigrate, MigrateReply, ClientsRequest, ClientsReply,
-                             StatsRequest, StatsReply, BackendsRequest, BackendsReply,
-                             AccessRingOpen, AccessRingReply, TieringStatusRequest, TieringStatusReply,
-                             TieringHot, TieringHotReply, TieringSet, TieringSetReply, KvOpen,
-                             KvOpenReply, KvNamespaceOpen, KvNamespaceReply, KvStatusRequest,
-                             KvStatusReply, KvNamespacesRequest, KvNamespacesReply, KvNamespaceDrop,
-                             KvNamespaceDropReply, WeightsLoad, WeightsLoadReply, WeightsOpen,
-                             WeightsUnload, WeightsUnloadReply, WeightsListRequest, WeightsListReply,
-                             GpuHostAlloc, GpuHostAllocReply>;
+enum class MessageKind : uint8_t { kRequest, kReply };
+
+namespace detail {
+// Drops the placeholder that lets the table's rows each start with a comma.
+template <typename Placeholder, typename... T>
+using MessageVariant = std::variant<T...>;
+}  // namespace detail
+
+// Every message type, in the table's order.
+#define CXLPOOL_PROTO_ALTERNATIVE(type, code, id, kind, answer, fds) , type
+using Message = detail::MessageVariant<void CXLPOOL_PROTO_MESSAGES(CXLPOOL_PROTO_ALTERNATIVE)>;
+#undef CXLPOOL_PROTO_ALTERNATIVE
+
+// The table's row for T; not defined for types that are not messages.
+template <typename T>
+struct MessageTraits;
+#define CXLPOOL_PROTO_TRAITS(type, code, id, kind, answer, fds) \
+  template <>                                                   \
+  struct MessageTraits<type> {                                  \
+    static constexpr MsgType kType = MsgType::code;             \
+    static constexpr const char* kName = #type;                 \
+    static constexpr MessageKind kKind = MessageKind::k##kind;  \
+    static constexpr size_t kDescriptors = fds;                 \
+    using Answer = answer;                                      \
+  };
+CXLPOOL_PROTO_MESSAGES(CXLPOOL_PROTO_TRAITS)
+#undef CXLPOOL_PROTO_TRAITS
+
+template <typename T>
+concept RequestMessage = MessageTraits<T>::kKind == MessageKind::kRequest;
+
+// The reply that answers a successful request of type T.
+template <RequestMessage T>
+using ReplyTo = typename MessageTraits<T>::Answer;
+
+// Calls f(std::type_identity<T>{}) for every message type T, in table order.
+template <typename F>
+constexpr void for_each_message_type(F&& f) {
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (f(std::type_identity<std::variant_alternative_t<I, Message>>{}), ...);
+  }(std::make_index_sequence<std::variant_size_v<Message>>());
+}
 
 struct Envelope {
   Header header;

@@ -24,11 +24,9 @@ struct Received {
 };
 
 // Descriptors a message of this type carries in SCM_RIGHTS in this protocol
-// version: one for RegionReply (the region's memfd) and AccessRingReply (the
-// ring's memfd), four for KvOpenReply (ring memfd, SQ eventfd, CQ eventfd, put
-// window memfd, in that order), at most two for KvNamespaceReply (the
-// namespace's views of the DRAM and CXL arenas, one per arena, when the
-// reply grants reading; none otherwise), none for every other type. The transport below accepts up to kMaxFdsPerMessage with any
+// version, at most: the fds column of message_table.hpp (docs/protocol.md §9
+// says which and in what order; KvNamespaceReply carries none when it grants
+// no reading). The transport below accepts up to kMaxFdsPerMessage with any
 // type; checking the count against this is the receiver's job (a mismatch is
 // EPROTO, see docs/protocol.md). WeightsLoad's count depends on the message:
 // see the overload below (this one returns 0 for it).
