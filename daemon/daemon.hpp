@@ -87,16 +87,52 @@ class Daemon {
   void finish_migrations();
   // Sends the deferred WeightsLoad/WeightsOpen replies of finished copies.
   void finish_weight_loads();
-  Result<Reply> on_migrate(Session& session, const proto::RegionMigrate& request);
 
+  // Calls the handle() overload of the message's type (handlers.cpp).
   Result<Reply> dispatch(Session& session, const proto::Message& message);
-  Result<Reply> on_hello(Session& session, const proto::Hello& hello);
+  // One handler per request type of message_table.hpp: dispatch() does not
+  // compile while one is missing. Each validates what the codec cannot know
+  // (ids, permissions, limits) and answers with the request's ReplyTo type,
+  // or defers the reply. Grouped by the file that holds them.
+  // daemon_handlers.cpp: the session and what the daemon reports of itself.
+  Result<Reply> handle(Session& session, const proto::Hello& request);
+  Result<Reply> handle(Session& session, const proto::StatusRequest& request);
+  Result<Reply> handle(Session& session, const proto::ClientsRequest& request);
+  Result<Reply> handle(Session& session, const proto::StatsRequest& request);
+  Result<Reply> handle(Session& session, const proto::BackendsRequest& request);
+  // region_handlers.cpp: tiers and pool regions.
+  Result<Reply> handle(Session& session, const proto::TiersRequest& request);
+  Result<Reply> handle(Session& session, const proto::RegionAlloc& request);
+  Result<Reply> handle(Session& session, const proto::RegionFree& request);
+  Result<Reply> handle(Session& session, const proto::NamedCreate& request);
+  Result<Reply> handle(Session& session, const proto::NamedOpen& request);
+  Result<Reply> handle(Session& session, const proto::NamedUnlink& request);
+  Result<Reply> handle(Session& session, const proto::RegionsRequest& request);
+  Result<Reply> handle(Session& session, const proto::RegionMigrate& request);
+  Result<Reply> create_region(Session& session, const CreateSpec& spec);
   Result<Reply> region_reply(Session& session, Region& region, bool writable);
-  Result<Reply> on_create(Session& session, const CreateSpec& spec);
-  Result<Reply> on_access_ring_open(Session& session, const proto::AccessRingOpen& request);
-  Result<Reply> on_kv_open(Session& session, const proto::KvOpen& request);
+  // tiering/tiering_handlers.cpp
+  Result<Reply> handle(Session& session, const proto::AccessRingOpen& request);
+  Result<Reply> handle(Session& session, const proto::TieringStatusRequest& request);
+  Result<Reply> handle(Session& session, const proto::TieringHot& request);
+  Result<Reply> handle(Session& session, const proto::TieringSet& request);
+  // kvstore/kv_handlers.cpp
+  Result<Reply> handle(Session& session, const proto::KvOpen& request);
+  Result<Reply> handle(Session& session, const proto::KvNamespaceOpen& request);
+  Result<Reply> handle(Session& session, const proto::KvStatusRequest& request);
+  Result<Reply> handle(Session& session, const proto::KvNamespacesRequest& request);
+  Result<Reply> handle(Session& session, const proto::KvNamespaceDrop& request);
   Result<KvService*> kv_service();
-  proto::KvStatusReply kv_status();
+  // weights/weights_handlers.cpp
+  Result<Reply> handle(Session& session, const proto::WeightsLoad& request);
+  Result<Reply> handle(Session& session, const proto::WeightsOpen& request);
+  Result<Reply> handle(Session& session, const proto::WeightsUnload& request);
+  Result<Reply> handle(Session& session, const proto::WeightsListRequest& request);
+  // A load or open: its reply now, or deferred until the copy is done.
+  Result<Reply> weights_reply(Result<WeightsAnswer> answer);
+  // gpu/gpu_handlers.cpp
+  Result<Reply> handle(Session& session, const proto::GpuHostAlloc& request);
+
   // Keeps the store's SSD completion eventfd in epoll once the store runs.
   void watch_kv_io();
   // Serves the KV rings; true when there was work.
@@ -106,7 +142,6 @@ class Daemon {
   Result<void> require_admin(Session& session, const char* what);
   void resolve_admin_groups();
   std::vector<proto::Counter> collect_counters() const;
-  proto::StatusReply status() const;
   bool is_admin(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) const;
   // Why a new connection of `uid` is refused (max_clients, the admins'
   // reserve, max_clients_per_uid; counted), or nullopt to accept it.

@@ -34,7 +34,7 @@ void Daemon::watch_kv_io() {
 
 bool Daemon::poll_kv() { return kv_ != nullptr && kv_->poll() != 0; }
 
-Result<Daemon::Reply> Daemon::on_kv_open(Session& session, const proto::KvOpen& request) {
+Result<Daemon::Reply> Daemon::handle(Session& session, const proto::KvOpen& request) {
   auto kv = kv_service();
   if (!kv) return tl::unexpected(kv.error());
   auto opened = (*kv)->open(session.id, session.who.uid, request);
@@ -54,16 +54,47 @@ Result<Daemon::Reply> Daemon::on_kv_open(Session& session, const proto::KvOpen& 
   return reply;
 }
 
-proto::KvStatusReply Daemon::kv_status() {
+Result<Daemon::Reply> Daemon::handle(Session& session, const proto::KvNamespaceOpen& request) {
+  auto kv = kv_service();
+  if (!kv) return tl::unexpected(kv.error());
+  auto opened = (*kv)->open_namespace(session.id, session.who, request);
+  watch_kv_io();
+  if (!opened) return tl::unexpected(opened.error());
+  // The namespace's views, read-only, when the reply grants reading.
+  Reply reply{opened->reply, {}};
+  for (auto& fd : opened->views) reply.more_fds.push_back(std::move(fd));
+  return reply;
+}
+
+Result<Daemon::Reply> Daemon::handle(Session&, const proto::KvStatusRequest&) {
   if (!kv_) {
     proto::KvStatusReply reply;
     reply.enabled = 0;
     reply.detail = kv_off_reason_.substr(0, proto::kMaxStringLength);
-    return reply;
+    return Reply{reply, {}};
   }
   auto reply = kv_->status();
   watch_kv_io();
-  return reply;
+  return Reply{reply, {}};
+}
+
+Result<Daemon::Reply> Daemon::handle(Session& session, const proto::KvNamespacesRequest&) {
+  auto kv = kv_service();
+  if (!kv) return Reply{proto::KvNamespacesReply{}, {}};
+  auto reply = (*kv)->namespaces(session.who);
+  watch_kv_io();
+  if (!reply) return tl::unexpected(reply.error());
+  return Reply{std::move(*reply), {}};
+}
+
+Result<Daemon::Reply> Daemon::handle(Session& session, const proto::KvNamespaceDrop& request) {
+  // The namespace's owner or an admin (checked by the service).
+  auto kv = kv_service();
+  if (!kv) return tl::unexpected(kv.error());
+  auto reply = (*kv)->drop_namespace(session.who, request.namespace_id);
+  watch_kv_io();
+  if (!reply) return tl::unexpected(reply.error());
+  return Reply{*reply, {}};
 }
 
 }  // namespace cxlpool::daemon

@@ -135,20 +135,6 @@ TEST(ProtoSocket, UpToTheFdLimitArrives) {
   for (size_t i = 0; i < kMaxFdsPerMessage; ++i) EXPECT_EQ(read_all(got->fds[i].get()), "fd" + std::to_string(i));
 }
 
-TEST(ProtoSocket, DescriptorCountsPerType) {
-  for (const Message& m : testing::sample_messages()) {
-    const MsgType type = message_type(m);
-    size_t expected = 0;
-    if (type == MsgType::kRegionReply || type == MsgType::kAccessRingReply || type == MsgType::kGpuHostAllocReply) {
-      expected = 1;
-    }
-    if (type == MsgType::kKvOpenReply) expected = 4;
-    if (type == MsgType::kKvNamespaceReply) expected = 2;  // at most
-    EXPECT_EQ(descriptor_count(type), expected) << message_type_name(type);
-    EXPECT_LE(descriptor_count(type), kMaxFdsPerMessage);
-  }
-}
-
 TEST(ProtoSocket, OversizedDatagramIsEmsgsizeAndConsumed) {
   Pair p = make_pair();
   std::vector<std::byte> big(kMaxMessageSize + 100, std::byte{0x5a});
