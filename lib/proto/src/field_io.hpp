@@ -251,6 +251,8 @@ class FieldValidator {
   }
 
   void fail(const char* field, const std::string& what);
+  // Names the first byte outside 0x20..0x7e.
+  void printable_ascii(const char* field, const std::string& s);
   static std::string hex(uint64_t v);
   static std::string octal(uint64_t v);
 

@@ -37,12 +37,7 @@ void FieldValidator::text(const char* field, const std::string& s, Text kind) {
     }
     case Text::kClientName: {
       if (s.size() > kMaxClientNameLength) return fail(field, too_long(s.size(), kMaxClientNameLength));
-      const size_t bad = first_outside(s, 0x20, 0x7e);
-      if (bad != std::string::npos) {
-        return fail(field, "byte " + hex(static_cast<unsigned char>(s[bad])) + " at offset " +
-                               std::to_string(bad) + " is not printable ASCII");
-      }
-      return;
+      return printable_ascii(field, s);
     }
     case Text::kKnobOrEmpty:
       if (s.empty()) return;
@@ -50,12 +45,7 @@ void FieldValidator::text(const char* field, const std::string& s, Text kind) {
     case Text::kKnob: {
       if (s.empty()) return fail(field, "empty");
       if (s.size() > kMaxKnobLength) return fail(field, too_long(s.size(), kMaxKnobLength));
-      const size_t bad = first_outside(s, 0x20, 0x7e);
-      if (bad != std::string::npos) {
-        return fail(field, "byte " + hex(static_cast<unsigned char>(s[bad])) + " at offset " +
-                               std::to_string(bad) + " is not printable ASCII");
-      }
-      return;
+      return printable_ascii(field, s);
     }
     case Text::kKvNamespaceOrEmpty:
       if (s.empty()) return;
@@ -87,6 +77,14 @@ void FieldValidator::text(const char* field, const std::string& s, Text kind) {
         return fail(field, "not a valid model name (bytes of [A-Za-z0-9._-], not starting with '.')");
       }
       return;
+  }
+}
+
+void FieldValidator::printable_ascii(const char* field, const std::string& s) {
+  const size_t bad = first_outside(s, 0x20, 0x7e);
+  if (bad != std::string::npos) {
+    fail(field, "byte " + hex(static_cast<unsigned char>(s[bad])) + " at offset " + std::to_string(bad) +
+                    " is not printable ASCII");
   }
 }
 
