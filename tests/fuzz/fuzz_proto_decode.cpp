@@ -5,20 +5,14 @@
 // same header fields and the same message.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <span>
 
 #include "cxlpool/proto/messages.hpp"
+#include "fuzz_violation.hpp"
 
-namespace {
+const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_proto_decode";
 
-[[noreturn]] void violated(const char* what, const char* detail) {
-  std::fprintf(stderr, "fuzz_proto_decode: %s: %s\n", what, detail);
-  std::abort();
-}
-
-}  // namespace
+using cxlpool::fuzz::violated;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cxlpool::proto;

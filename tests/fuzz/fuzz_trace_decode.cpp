@@ -6,21 +6,15 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <span>
 
 #include "cxlpool/tiering/trace_file.hpp"
+#include "fuzz_violation.hpp"
 
-namespace {
+const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_trace_decode";
 
-[[noreturn]] void violated(const char* what, const char* detail) {
-  std::fprintf(stderr, "fuzz_trace_decode: %s: %s\n", what, detail);
-  std::abort();
-}
-
-}  // namespace
+using cxlpool::fuzz::violated;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cxlpool::tiering;
