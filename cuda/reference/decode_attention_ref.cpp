@@ -8,23 +8,12 @@
 #include <vector>
 
 #include "attention_math.hpp"
+#include "vector_math.hpp"
 
 namespace cxlpool::cuda::ref {
 namespace {
 
 constexpr uint32_t kLanes = 8;
-
-// The fixed summation order documented in the header: lane j sums elements
-// j, j+8, j+16, ...; the lanes are then added pairwise.
-float dot(const float* a, const float* b, uint32_t n) {
-  float lane[kLanes] = {};
-  uint32_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (uint32_t j = 0; j < kLanes; ++j) lane[j] += a[i + j] * b[i + j];
-  }
-  for (uint32_t j = 0; i < n; ++i, ++j) lane[j] += a[i] * b[i];
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
 
 // acc += p * v. Element-wise, so vectorizing it changes no result; the
 // restrict qualifiers let the compiler do so without alias checks.
@@ -113,19 +102,8 @@ void attend_row(const AttentionShape& s, const float* q_row, const Row& row, uin
         scratch.scores[size_t{h} * seq_len + t] = dot(q_group + size_t{h} * dim, k, dim) * s.scale;
       }
     }
-    for (uint32_t h = 0; h < group; ++h) {
-      float* sc = &scratch.scores[size_t{h} * seq_len];
-      float max = sc[0];
-      for (uint32_t t = 1; t < seq_len; ++t) max = std::max(max, sc[t]);
-      float sum = 0.0f;
-      for (uint32_t t = 0; t < seq_len; ++t) {
-        sc[t] = std::exp(sc[t] - max);
-        sum += sc[t];
-      }
-      // Normalising the weights rather than the output keeps one division per token.
-      const float inv = 1.0f / sum;
-      for (uint32_t t = 0; t < seq_len; ++t) sc[t] *= inv;
-    }
+    // Normalising the weights rather than the output keeps one division per token.
+    for (uint32_t h = 0; h < group; ++h) softmax(&scratch.scores[size_t{h} * seq_len], seq_len);
     std::fill(scratch.acc.begin(), scratch.acc.end(), 0.0f);
     for (uint32_t t = 0; t < seq_len; ++t) {
       const float* v = widen(row.v_at(t) + g * head_bytes, s.dtype, dim, scratch.row.data());
