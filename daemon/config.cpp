@@ -575,15 +575,11 @@ std::optional<std::string> knob_text(const toml::node& node) {
   return std::nullopt;
 }
 
-constexpr std::string_view kTieringSources[] = {"client", "damon", "perf"};
-
-void parse_tiering(Section section, Config& config) {
-  TieringConfig& t = config.tiering;
-  bool enabled = false;
-  if (section.read_bool("enabled", enabled)) t.enabled = enabled;
-  section.read_int("epoch_ms", 10, 600000, t.epoch_ms);
-  for (auto [key, out] : {std::pair<std::string_view, std::string*>{"fast_tier", &t.fast_tier},
-                          {"slow_tier", &t.slow_tier}}) {
+// Two optional tier names a section pairs (fast and slow, DRAM and CXL):
+// each must be a tier name, and the second must not repeat the first.
+void read_tier_pair(Section& section, std::string_view first_key, std::string& first, std::string_view second_key,
+                    std::string& second) {
+  for (auto [key, out] : {std::pair<std::string_view, std::string*>{first_key, &first}, {second_key, &second}}) {
     std::string name;
     if (!section.read_string(key, name)) continue;
     if (!valid_tier_name(name)) {
@@ -592,9 +588,19 @@ void parse_tiering(Section section, Config& config) {
     }
     *out = name;
   }
-  if (!t.fast_tier.empty() && t.fast_tier == t.slow_tier) {
-    section.fail_at("slow_tier", *section.get("slow_tier"), "must differ from fast_tier");
+  if (!first.empty() && first == second) {
+    section.fail_at(second_key, *section.get(second_key), "must differ from " + std::string(first_key));
   }
+}
+
+constexpr std::string_view kTieringSources[] = {"client", "damon", "perf"};
+
+void parse_tiering(Section section, Config& config) {
+  TieringConfig& t = config.tiering;
+  bool enabled = false;
+  if (section.read_bool("enabled", enabled)) t.enabled = enabled;
+  section.read_int("epoch_ms", 10, 600000, t.epoch_ms);
+  read_tier_pair(section, "fast_tier", t.fast_tier, "slow_tier", t.slow_tier);
   std::vector<std::string> sources;
   if (section.read_string_list("sources", sources)) {
     std::set<std::string> seen;
@@ -682,19 +688,7 @@ void read_choice(Section& section, std::string_view key, const std::pair<std::st
 void parse_kvstore(Section section, Config& config) {
   KvStoreSection& kv = config.kvstore;
   section.read_bool("enabled", kv.enabled);
-  for (auto [key, out] : {std::pair<std::string_view, std::string*>{"dram_tier", &kv.dram_tier},
-                          {"cxl_tier", &kv.cxl_tier}}) {
-    std::string name;
-    if (!section.read_string(key, name)) continue;
-    if (!valid_tier_name(name)) {
-      section.fail_at(key, *section.get(key), "must be a tier name (a-z, 0-9, '_', '-'), got " + in_quotes(name));
-      continue;
-    }
-    *out = name;
-  }
-  if (!kv.dram_tier.empty() && kv.dram_tier == kv.cxl_tier) {
-    section.fail_at("cxl_tier", *section.get("cxl_tier"), "must differ from dram_tier");
-  }
+  read_tier_pair(section, "dram_tier", kv.dram_tier, "cxl_tier", kv.cxl_tier);
   section.read_size("dram_bytes", 1, kv.dram_bytes);
   section.read_size("cxl_bytes", 0, kv.cxl_bytes);
   if (section.read_size("slot_bytes", 1, kv.slot_bytes)) {
