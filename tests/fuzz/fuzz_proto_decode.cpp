@@ -12,6 +12,7 @@
 
 const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_proto_decode";
 
+using cxlpool::fuzz::check_rejection;
 using cxlpool::fuzz::violated;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -19,10 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto bytes = std::as_bytes(std::span(data, size));
   auto first = decode(bytes);
   if (!first) {
-    const int code = first.error().code;
-    if (code != EPROTO && code != EMSGSIZE && code != EPROTONOSUPPORT) {
-      violated("decode failed with an undocumented errno", first.error().message.c_str());
-    }
+    check_rejection(first.error(), {EPROTO, EMSGSIZE, EPROTONOSUPPORT});
     return 0;
   }
   auto encoded = encode(first->header.request_id, first->message, first->header.version);
