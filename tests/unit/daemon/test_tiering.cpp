@@ -73,14 +73,7 @@ class FixedSource : public hal::AccessSource {
 };
 
 Tier make_tier(uint32_t id, const char* name, proto::TierKind kind, int node, bool own_node) {
-  Tier t;
-  t.id = id;
-  t.name = name;
-  t.kind = kind;
-  t.numa_node = node;
-  t.own_node = own_node;
-  t.capacity = 64ull << 20;
-  return t;
+  return {.id = id, .kind = kind, .name = name, .numa_node = node, .own_node = own_node, .capacity = 64ull << 20};
 }
 
 // dram0 (node 0), cxl1 (node 1), emu (emulated on node 0).
