@@ -119,29 +119,29 @@ class Section {
     fail_at(key, node, "expected " + std::string(expected) + ", got " + type_name(node.type()));
   }
 
-  bool read_bool(std::string_view key, bool& out) {
+  // The key's node as a T (a toml::value<...>, array or table); null when
+  // the key is absent or, reported, holds another type.
+  template <typename T>
+  auto typed(std::string_view key, std::string_view expected) {
     const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* value = node->as_boolean();
-    if (value == nullptr) {
-      wrong_type(key, *node, "a boolean (true or false)");
-      return false;
-    }
+    decltype(node->as<T>()) value = node != nullptr ? node->as<T>() : nullptr;
+    if (node != nullptr && value == nullptr) wrong_type(key, *node, expected);
+    return value;
+  }
+
+  bool read_bool(std::string_view key, bool& out) {
+    const auto* value = typed<bool>(key, "a boolean (true or false)");
+    if (value == nullptr) return false;
     out = value->get();
     return true;
   }
 
   template <typename Int>
   bool read_int(std::string_view key, int64_t min, int64_t max, Int& out) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* value = node->as_integer();
-    if (value == nullptr) {
-      wrong_type(key, *node, "an integer");
-      return false;
-    }
+    const auto* value = typed<int64_t>(key, "an integer");
+    if (value == nullptr) return false;
     if (value->get() < min || value->get() > max) {
-      fail_at(key, *node,
+      fail_at(key, *value,
               "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
                   std::to_string(value->get()));
       return false;
@@ -151,13 +151,8 @@ class Section {
   }
 
   bool read_string(std::string_view key, std::string& out) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* value = node->as_string();
-    if (value == nullptr) {
-      wrong_type(key, *node, "a string");
-      return false;
-    }
+    const auto* value = typed<std::string>(key, "a string");
+    if (value == nullptr) return false;
     out = value->get();
     return true;
   }
@@ -210,13 +205,8 @@ class Section {
   }
 
   bool read_string_list(std::string_view key, std::vector<std::string>& out) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* array = node->as_array();
-    if (array == nullptr) {
-      wrong_type(key, *node, "an array of strings");
-      return false;
-    }
+    const auto* array = typed<toml::array>(key, "an array of strings");
+    if (array == nullptr) return false;
     std::vector<std::string> values;
     for (const toml::node& element : *array) {
       const auto* text = element.as_string();
@@ -233,13 +223,8 @@ class Section {
   // Returns the nodes of an integer array after checking each element's range.
   bool read_int_list(std::string_view key, int64_t min, int64_t max, std::vector<int>& out,
                      std::vector<const toml::node*>* nodes = nullptr) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* array = node->as_array();
-    if (array == nullptr) {
-      wrong_type(key, *node, "an array of integers");
-      return false;
-    }
+    const auto* array = typed<toml::array>(key, "an array of integers");
+    if (array == nullptr) return false;
     std::vector<int> values;
     for (const toml::node& element : *array) {
       const auto* integer = element.as_integer();
@@ -261,11 +246,7 @@ class Section {
   }
 
   const toml::table* read_table(std::string_view key) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return nullptr;
-    if (const auto* table = node->as_table()) return table;
-    wrong_type(key, *node, "a table ([" + key_path(key) + "])");
-    return nullptr;
+    return typed<toml::table>(key, "a table ([" + key_path(key) + "])");
   }
 
   const toml::array* read_table_array(std::string_view key) {
