@@ -115,6 +115,16 @@ void attend_row(const AttentionShape& s, const float* q_row, const Row& row, uin
   }
 }
 
+// Attends every row of the batch; row_of(r) says where row r's tokens live.
+template <typename RowOf>
+void attend_rows(const AttentionShape& s, const float* q, const uint32_t* seq_lens, float* out, const RowOf& row_of) {
+  const size_t qo_row = size_t{s.q_heads} * s.head_dim;
+  Scratch scratch;
+  for (uint32_t r = 0; r < s.batch; ++r) {
+    attend_row(s, q + r * qo_row, row_of(r), seq_lens[r], out + r * qo_row, scratch);
+  }
+}
+
 int check_pages(const AttentionShape& s, const PagedKv& kv, const uint32_t* seq_lens) {
   if (kv.page_tokens == 0 || kv.block_table == nullptr) return -EINVAL;
   for (uint32_t r = 0; r < s.batch; ++r) {
@@ -153,13 +163,10 @@ int decode_attention(const AttentionShape& s, const float* q, const ContiguousKv
   }
   const size_t tb = token_bytes(s);
   const size_t row_bytes = tb * kv.row_stride_tokens;
-  const size_t qo_row = size_t{s.q_heads} * s.head_dim;
-  Scratch scratch;
-  for (uint32_t r = 0; r < s.batch; ++r) {
-    const ContiguousRow row{static_cast<const std::byte*>(kv.k) + r * row_bytes,
-                            static_cast<const std::byte*>(kv.v) + r * row_bytes, tb};
-    attend_row(s, q + r * qo_row, row, seq_lens[r], out + r * qo_row, scratch);
-  }
+  attend_rows(s, q, seq_lens, out, [&](uint32_t r) {
+    return ContiguousRow{static_cast<const std::byte*>(kv.k) + r * row_bytes,
+                         static_cast<const std::byte*>(kv.v) + r * row_bytes, tb};
+  });
   return 0;
 }
 
@@ -172,14 +179,10 @@ int decode_attention_paged(const AttentionShape& s, const float* q, const PagedK
   }
   if (const int r = check_pages(s, kv, seq_lens); r != 0) return r;
   const size_t tb = token_bytes(s);
-  const size_t qo_row = size_t{s.q_heads} * s.head_dim;
-  Scratch scratch;
-  for (uint32_t r = 0; r < s.batch; ++r) {
-    const PagedRow row{static_cast<const std::byte*>(kv.k_pages),
-                       static_cast<const std::byte*>(kv.v_pages),
-                       kv.block_table + size_t{r} * kv.blocks_per_row, kv.page_tokens, tb};
-    attend_row(s, q + r * qo_row, row, seq_lens[r], out + r * qo_row, scratch);
-  }
+  attend_rows(s, q, seq_lens, out, [&](uint32_t r) {
+    return PagedRow{static_cast<const std::byte*>(kv.k_pages), static_cast<const std::byte*>(kv.v_pages),
+                    kv.block_table + size_t{r} * kv.blocks_per_row, kv.page_tokens, tb};
+  });
   return 0;
 }
 
