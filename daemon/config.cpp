@@ -119,29 +119,29 @@ class Section {
     fail_at(key, node, "expected " + std::string(expected) + ", got " + type_name(node.type()));
   }
 
-  bool read_bool(std::string_view key, bool& out) {
+  // The key's node as a T (a toml::value<...>, array or table); null when
+  // the key is absent or, reported, holds another type.
+  template <typename T>
+  auto typed(std::string_view key, std::string_view expected) {
     const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* value = node->as_boolean();
-    if (value == nullptr) {
-      wrong_type(key, *node, "a boolean (true or false)");
-      return false;
-    }
+    decltype(node->as<T>()) value = node != nullptr ? node->as<T>() : nullptr;
+    if (node != nullptr && value == nullptr) wrong_type(key, *node, expected);
+    return value;
+  }
+
+  bool read_bool(std::string_view key, bool& out) {
+    const auto* value = typed<bool>(key, "a boolean (true or false)");
+    if (value == nullptr) return false;
     out = value->get();
     return true;
   }
 
   template <typename Int>
   bool read_int(std::string_view key, int64_t min, int64_t max, Int& out) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* value = node->as_integer();
-    if (value == nullptr) {
-      wrong_type(key, *node, "an integer");
-      return false;
-    }
+    const auto* value = typed<int64_t>(key, "an integer");
+    if (value == nullptr) return false;
     if (value->get() < min || value->get() > max) {
-      fail_at(key, *node,
+      fail_at(key, *value,
               "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
                   std::to_string(value->get()));
       return false;
@@ -151,13 +151,8 @@ class Section {
   }
 
   bool read_string(std::string_view key, std::string& out) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* value = node->as_string();
-    if (value == nullptr) {
-      wrong_type(key, *node, "a string");
-      return false;
-    }
+    const auto* value = typed<std::string>(key, "a string");
+    if (value == nullptr) return false;
     out = value->get();
     return true;
   }
@@ -210,13 +205,8 @@ class Section {
   }
 
   bool read_string_list(std::string_view key, std::vector<std::string>& out) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* array = node->as_array();
-    if (array == nullptr) {
-      wrong_type(key, *node, "an array of strings");
-      return false;
-    }
+    const auto* array = typed<toml::array>(key, "an array of strings");
+    if (array == nullptr) return false;
     std::vector<std::string> values;
     for (const toml::node& element : *array) {
       const auto* text = element.as_string();
@@ -233,13 +223,8 @@ class Section {
   // Returns the nodes of an integer array after checking each element's range.
   bool read_int_list(std::string_view key, int64_t min, int64_t max, std::vector<int>& out,
                      std::vector<const toml::node*>* nodes = nullptr) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return false;
-    const auto* array = node->as_array();
-    if (array == nullptr) {
-      wrong_type(key, *node, "an array of integers");
-      return false;
-    }
+    const auto* array = typed<toml::array>(key, "an array of integers");
+    if (array == nullptr) return false;
     std::vector<int> values;
     for (const toml::node& element : *array) {
       const auto* integer = element.as_integer();
@@ -261,11 +246,7 @@ class Section {
   }
 
   const toml::table* read_table(std::string_view key) {
-    const toml::node* node = get(key);
-    if (node == nullptr) return nullptr;
-    if (const auto* table = node->as_table()) return table;
-    wrong_type(key, *node, "a table ([" + key_path(key) + "])");
-    return nullptr;
+    return typed<toml::table>(key, "a table ([" + key_path(key) + "])");
   }
 
   const toml::array* read_table_array(std::string_view key) {
@@ -575,15 +556,11 @@ std::optional<std::string> knob_text(const toml::node& node) {
   return std::nullopt;
 }
 
-constexpr std::string_view kTieringSources[] = {"client", "damon", "perf"};
-
-void parse_tiering(Section section, Config& config) {
-  TieringConfig& t = config.tiering;
-  bool enabled = false;
-  if (section.read_bool("enabled", enabled)) t.enabled = enabled;
-  section.read_int("epoch_ms", 10, 600000, t.epoch_ms);
-  for (auto [key, out] : {std::pair<std::string_view, std::string*>{"fast_tier", &t.fast_tier},
-                          {"slow_tier", &t.slow_tier}}) {
+// Two optional tier names a section pairs (fast and slow, DRAM and CXL):
+// each must be a tier name, and the second must not repeat the first.
+void read_tier_pair(Section& section, std::string_view first_key, std::string& first, std::string_view second_key,
+                    std::string& second) {
+  for (auto [key, out] : {std::pair<std::string_view, std::string*>{first_key, &first}, {second_key, &second}}) {
     std::string name;
     if (!section.read_string(key, name)) continue;
     if (!valid_tier_name(name)) {
@@ -592,9 +569,19 @@ void parse_tiering(Section section, Config& config) {
     }
     *out = name;
   }
-  if (!t.fast_tier.empty() && t.fast_tier == t.slow_tier) {
-    section.fail_at("slow_tier", *section.get("slow_tier"), "must differ from fast_tier");
+  if (!first.empty() && first == second) {
+    section.fail_at(second_key, *section.get(second_key), "must differ from " + std::string(first_key));
   }
+}
+
+constexpr std::string_view kTieringSources[] = {"client", "damon", "perf"};
+
+void parse_tiering(Section section, Config& config) {
+  TieringConfig& t = config.tiering;
+  bool enabled = false;
+  if (section.read_bool("enabled", enabled)) t.enabled = enabled;
+  section.read_int("epoch_ms", 10, 600000, t.epoch_ms);
+  read_tier_pair(section, "fast_tier", t.fast_tier, "slow_tier", t.slow_tier);
   std::vector<std::string> sources;
   if (section.read_string_list("sources", sources)) {
     std::set<std::string> seen;
@@ -682,19 +669,7 @@ void read_choice(Section& section, std::string_view key, const std::pair<std::st
 void parse_kvstore(Section section, Config& config) {
   KvStoreSection& kv = config.kvstore;
   section.read_bool("enabled", kv.enabled);
-  for (auto [key, out] : {std::pair<std::string_view, std::string*>{"dram_tier", &kv.dram_tier},
-                          {"cxl_tier", &kv.cxl_tier}}) {
-    std::string name;
-    if (!section.read_string(key, name)) continue;
-    if (!valid_tier_name(name)) {
-      section.fail_at(key, *section.get(key), "must be a tier name (a-z, 0-9, '_', '-'), got " + in_quotes(name));
-      continue;
-    }
-    *out = name;
-  }
-  if (!kv.dram_tier.empty() && kv.dram_tier == kv.cxl_tier) {
-    section.fail_at("cxl_tier", *section.get("cxl_tier"), "must differ from dram_tier");
-  }
+  read_tier_pair(section, "dram_tier", kv.dram_tier, "cxl_tier", kv.cxl_tier);
   section.read_size("dram_bytes", 1, kv.dram_bytes);
   section.read_size("cxl_bytes", 0, kv.cxl_bytes);
   if (section.read_size("slot_bytes", 1, kv.slot_bytes)) {

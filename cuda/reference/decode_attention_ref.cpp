@@ -8,23 +8,12 @@
 #include <vector>
 
 #include "attention_math.hpp"
+#include "vector_math.hpp"
 
 namespace cxlpool::cuda::ref {
 namespace {
 
 constexpr uint32_t kLanes = 8;
-
-// The fixed summation order documented in the header: lane j sums elements
-// j, j+8, j+16, ...; the lanes are then added pairwise.
-float dot(const float* a, const float* b, uint32_t n) {
-  float lane[kLanes] = {};
-  uint32_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (uint32_t j = 0; j < kLanes; ++j) lane[j] += a[i + j] * b[i + j];
-  }
-  for (uint32_t j = 0; i < n; ++i, ++j) lane[j] += a[i] * b[i];
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
 
 // acc += p * v. Element-wise, so vectorizing it changes no result; the
 // restrict qualifiers let the compiler do so without alias checks.
@@ -113,19 +102,8 @@ void attend_row(const AttentionShape& s, const float* q_row, const Row& row, uin
         scratch.scores[size_t{h} * seq_len + t] = dot(q_group + size_t{h} * dim, k, dim) * s.scale;
       }
     }
-    for (uint32_t h = 0; h < group; ++h) {
-      float* sc = &scratch.scores[size_t{h} * seq_len];
-      float max = sc[0];
-      for (uint32_t t = 1; t < seq_len; ++t) max = std::max(max, sc[t]);
-      float sum = 0.0f;
-      for (uint32_t t = 0; t < seq_len; ++t) {
-        sc[t] = std::exp(sc[t] - max);
-        sum += sc[t];
-      }
-      // Normalising the weights rather than the output keeps one division per token.
-      const float inv = 1.0f / sum;
-      for (uint32_t t = 0; t < seq_len; ++t) sc[t] *= inv;
-    }
+    // Normalising the weights rather than the output keeps one division per token.
+    for (uint32_t h = 0; h < group; ++h) softmax(&scratch.scores[size_t{h} * seq_len], seq_len);
     std::fill(scratch.acc.begin(), scratch.acc.end(), 0.0f);
     for (uint32_t t = 0; t < seq_len; ++t) {
       const float* v = widen(row.v_at(t) + g * head_bytes, s.dtype, dim, scratch.row.data());
@@ -134,6 +112,16 @@ void attend_row(const AttentionShape& s, const float* q_row, const Row& row, uin
       }
     }
     std::copy(scratch.acc.begin(), scratch.acc.end(), out_row + size_t{g} * group * dim);
+  }
+}
+
+// Attends every row of the batch; row_of(r) says where row r's tokens live.
+template <typename RowOf>
+void attend_rows(const AttentionShape& s, const float* q, const uint32_t* seq_lens, float* out, const RowOf& row_of) {
+  const size_t qo_row = size_t{s.q_heads} * s.head_dim;
+  Scratch scratch;
+  for (uint32_t r = 0; r < s.batch; ++r) {
+    attend_row(s, q + r * qo_row, row_of(r), seq_lens[r], out + r * qo_row, scratch);
   }
 }
 
@@ -175,13 +163,10 @@ int decode_attention(const AttentionShape& s, const float* q, const ContiguousKv
   }
   const size_t tb = token_bytes(s);
   const size_t row_bytes = tb * kv.row_stride_tokens;
-  const size_t qo_row = size_t{s.q_heads} * s.head_dim;
-  Scratch scratch;
-  for (uint32_t r = 0; r < s.batch; ++r) {
-    const ContiguousRow row{static_cast<const std::byte*>(kv.k) + r * row_bytes,
-                            static_cast<const std::byte*>(kv.v) + r * row_bytes, tb};
-    attend_row(s, q + r * qo_row, row, seq_lens[r], out + r * qo_row, scratch);
-  }
+  attend_rows(s, q, seq_lens, out, [&](uint32_t r) {
+    return ContiguousRow{static_cast<const std::byte*>(kv.k) + r * row_bytes,
+                         static_cast<const std::byte*>(kv.v) + r * row_bytes, tb};
+  });
   return 0;
 }
 
@@ -194,14 +179,10 @@ int decode_attention_paged(const AttentionShape& s, const float* q, const PagedK
   }
   if (const int r = check_pages(s, kv, seq_lens); r != 0) return r;
   const size_t tb = token_bytes(s);
-  const size_t qo_row = size_t{s.q_heads} * s.head_dim;
-  Scratch scratch;
-  for (uint32_t r = 0; r < s.batch; ++r) {
-    const PagedRow row{static_cast<const std::byte*>(kv.k_pages),
-                       static_cast<const std::byte*>(kv.v_pages),
-                       kv.block_table + size_t{r} * kv.blocks_per_row, kv.page_tokens, tb};
-    attend_row(s, q + r * qo_row, row, seq_lens[r], out + r * qo_row, scratch);
-  }
+  attend_rows(s, q, seq_lens, out, [&](uint32_t r) {
+    return PagedRow{static_cast<const std::byte*>(kv.k_pages), static_cast<const std::byte*>(kv.v_pages),
+                    kv.block_table + size_t{r} * kv.blocks_per_row, kv.page_tokens, tb};
+  });
   return 0;
 }
 

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "attention_math.hpp"
+#include "bench_timing.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/hal/gpu_vmm.hpp"
 #include "cxlpool_build_config.h"
@@ -73,15 +74,8 @@ struct Options {
   bool gpu = true;
 };
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
+using bench::now_s;
 
 void fill_random(std::byte* dst, size_t elems, KvDtype dtype, uint32_t seed) {
   std::mt19937 gen(seed);

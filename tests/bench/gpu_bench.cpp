@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "cuda_vmm.hpp"
 #include "device_context.hpp"
 #include "driver_api.hpp"
@@ -29,15 +30,8 @@ namespace {
 
 using namespace cxlpool;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
+using bench::now_s;
 
 std::string read_line(const std::string& path) {
   std::ifstream in(path);

@@ -418,12 +418,22 @@ std::uint64_t daemon_counter(const Connection& conn, const char* name) {
   return 0;
 }
 
+// What the throughput modes read from their options: the chunk size, the
+// queue depth, and the keys of --chunks chunks (from --seed) in one namespace.
+struct ChunkSet {
+  ChunkSet(const Connection& conn, const Options& opt, const char* model)
+      : bytes(opt.u64("bytes")), qd(opt.u64("qd")), chunks(opt.u64("chunks")),
+        ns(conn.open_namespace(model, kChunkTokens)), keys(key_range(ns, opt.u64("seed"), chunks)) {}
+  const std::uint64_t bytes;
+  const std::size_t qd, chunks;
+  const cxlpool_kv_namespace ns;
+  const std::vector<cxlpool_kv_key> keys;
+};
+
 int run_put(const Connection& conn, const Options& opt, bool ssd) {
-  const std::uint64_t bytes = opt.u64("bytes");
-  const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
+  const ChunkSet set(conn, opt, ssd ? "kvstore-bench-ssd" : "kvstore-bench-put");
+  const auto& [bytes, qd, chunks, ns, keys] = set;
   const bool write = opt.u64("write") != 0;
-  const auto ns = conn.open_namespace(ssd ? "kvstore-bench-ssd" : "kvstore-bench-put", kChunkTokens);
-  const auto keys = key_range(ns, opt.u64("seed"), chunks);
   const auto src = make_source(bytes);
   // Untimed warm-up: fills the DRAM arena (and faults in its pages and the
   // put window's), so every timed put finds the store full and evicts one
@@ -459,10 +469,8 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
 }
 
 int run_get(const Connection& conn, const Options& opt) {
-  const std::uint64_t bytes = opt.u64("bytes");
-  const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
-  const auto ns = conn.open_namespace("kvstore-bench-get", kChunkTokens);
-  const auto keys = key_range(ns, opt.u64("seed"), chunks);
+  const ChunkSet set(conn, opt, "kvstore-bench-get");
+  const auto& [bytes, qd, chunks, ns, keys] = set;
   put_chunks(conn, ns, keys, 0, chunks, bytes, qd, make_source(bytes), true);
   for (std::size_t i = 0; i < chunks; ++i)
     if (tier_of(conn, ns, keys[i]) != CXLPOOL_KV_TIER_DRAM) die("get: the chunks do not all fit in DRAM", -ENOSPC);
@@ -478,10 +486,8 @@ int run_get(const Connection& conn, const Options& opt) {
 }
 
 int run_ssd_get(const Connection& conn, const Options& opt) {
-  const std::uint64_t bytes = opt.u64("bytes");
-  const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
-  const auto ns = conn.open_namespace("kvstore-bench-ssd", kChunkTokens);
-  const auto keys = key_range(ns, opt.u64("seed"), chunks);
+  const ChunkSet set(conn, opt, "kvstore-bench-ssd");
+  const auto& [bytes, qd, chunks, ns, keys] = set;
   std::vector<std::size_t> on_ssd;
   for (std::size_t i = 0; i < chunks; ++i)
     if (tier_of(conn, ns, keys[i]) == CXLPOOL_KV_TIER_SSD) on_ssd.push_back(i);

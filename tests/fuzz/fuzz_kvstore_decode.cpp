@@ -8,27 +8,21 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <span>
 
 #include "cxlpool/kvcache/ssd_format.hpp"
 #include "cxlpool/kvcache/ssd_region_scan.hpp"
+#include "fuzz_violation.hpp"
+
+const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_kvstore_decode";
 
 namespace {
 
+using cxlpool::fuzz::violated;
 using namespace cxlpool::kvcache;
 
-[[noreturn]] void violated(const char* what, const char* detail) {
-  std::fprintf(stderr, "fuzz_kvstore_decode: %s: %s\n", what, detail);
-  std::abort();
-}
-
-void check_errno(const cxlpool::Error& e) {
-  if (e.code != EBADMSG && e.code != ENOTSUP && e.code != ENODATA) violated("undocumented errno", e.message.c_str());
-  if (e.message.empty()) violated("error without a message", "");
-}
+void check_errno(const cxlpool::Error& e) { cxlpool::fuzz::check_rejection(e, {EBADMSG, ENOTSUP, ENODATA}); }
 
 void check_scan(std::span<const std::byte> bytes, const ScanOptions& options) {
   auto scan = scan_region(bytes, options);

@@ -5,30 +5,22 @@
 // same header fields and the same message.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <span>
 
 #include "cxlpool/proto/messages.hpp"
+#include "fuzz_violation.hpp"
 
-namespace {
+const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_proto_decode";
 
-[[noreturn]] void violated(const char* what, const char* detail) {
-  std::fprintf(stderr, "fuzz_proto_decode: %s: %s\n", what, detail);
-  std::abort();
-}
-
-}  // namespace
+using cxlpool::fuzz::check_rejection;
+using cxlpool::fuzz::violated;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cxlpool::proto;
   const auto bytes = std::as_bytes(std::span(data, size));
   auto first = decode(bytes);
   if (!first) {
-    const int code = first.error().code;
-    if (code != EPROTO && code != EMSGSIZE && code != EPROTONOSUPPORT) {
-      violated("decode failed with an undocumented errno", first.error().message.c_str());
-    }
+    check_rejection(first.error(), {EPROTO, EMSGSIZE, EPROTONOSUPPORT});
     return 0;
   }
   auto encoded = encode(first->header.request_id, first->message, first->header.version);

@@ -9,23 +9,20 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 
 #include "cxlpool/weights/safetensors.hpp"
+#include "fuzz_violation.hpp"
+
+const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_safetensors_decode";
 
 namespace {
 
+using cxlpool::fuzz::violated;
 using namespace cxlpool::weights;
-
-[[noreturn]] void violated(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_safetensors_decode: %s: %s\n", what, detail.c_str());
-  std::abort();
-}
 
 // Small limits, so the fuzzer reaches each of them.
 ParseLimits fuzz_limits() {
@@ -37,10 +34,7 @@ ParseLimits fuzz_limits() {
   return limits;
 }
 
-void check_rejection(const cxlpool::Error& e) {
-  if (e.code != EBADMSG) violated("rejected with an errno other than EBADMSG", e.message);
-  if (e.message.empty()) violated("rejected without a message", "");
-}
+void check_rejection(const cxlpool::Error& e) { cxlpool::fuzz::check_rejection(e, {EBADMSG}); }
 
 }  // namespace
 

@@ -6,30 +6,23 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <span>
 
 #include "cxlpool/tiering/trace_file.hpp"
+#include "fuzz_violation.hpp"
 
-namespace {
+const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_trace_decode";
 
-[[noreturn]] void violated(const char* what, const char* detail) {
-  std::fprintf(stderr, "fuzz_trace_decode: %s: %s\n", what, detail);
-  std::abort();
-}
-
-}  // namespace
+using cxlpool::fuzz::check_rejection;
+using cxlpool::fuzz::violated;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cxlpool::tiering;
   const auto bytes = std::as_bytes(std::span(data, size));
   auto records = decode_trace(bytes);
   if (!records) {
-    const int code = records.error().code;
-    if (code != EBADMSG && code != ENOTSUP) violated("decode failed with an undocumented errno", records.error().message.c_str());
-    if (records.error().message.empty()) violated("decode failed without a message", "");
+    check_rejection(records.error(), {EBADMSG, ENOTSUP});
     return 0;
   }
   auto header = decode_trace_header(bytes);

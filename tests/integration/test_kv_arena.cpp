@@ -156,6 +156,22 @@ class KvArena : public testing::Test {
     EXPECT_EQ(cxlpool_kv_namespace_open(kv_, &spec, &ns), 0) << cxlpool_last_error();
     return ns;
   }
+  // Allocates a row, steps it to `n` tokens and fills them with the pattern;
+  // `seq` holds every row's length for the later steps.
+  void fill_new_row(uint32_t n, uint32_t* seq, uint32_t* row) {
+    ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, row), 0);
+    seq[*row] = n;
+    ASSERT_EQ(cxlpool_kv_arena_step(arena_, seq, 4), 0);
+    fill_row(arena_, *row, n);
+  }
+  // Offloads the row's n tokens to the store and waits until all are copied.
+  void offload_and_wait(const cxlpool_kv_namespace& ns, uint32_t row, const std::vector<uint32_t>& toks, uint32_t n) {
+    uint64_t ticket = 0, done = 0;
+    ASSERT_EQ(cxlpool_kv_arena_offload_begin(arena_, kv_, &ns, row, toks.data(), n, &ticket), 0)
+        << cxlpool_last_error();
+    ASSERT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, -1, &done), 0) << cxlpool_last_error();
+    ASSERT_EQ(done, n);
+  }
 
   std::unique_ptr<DaemonProcess> daemon_;
   cxlpool_client* client_ = nullptr;
@@ -248,13 +264,10 @@ TEST_F(KvArena, OffloadThenRestoreIsByteExact) {
   const auto ns = open_store();
   const uint32_t n = 5 * kChunk + 7;  // five full chunks and a partial one
   const auto toks = prompt(1, n);
-  uint32_t row = 0, other = 0;
-  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &row), 0);
-  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &other), 0);
   uint32_t seq[4] = {};
-  seq[row] = n;
-  ASSERT_EQ(cxlpool_kv_arena_step(arena_, seq, 4), 0);
-  fill_row(arena_, row, n);
+  uint32_t row = 0, other = 0;
+  ASSERT_NO_FATAL_FAILURE(fill_new_row(n, seq, &row));
+  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &other), 0);
 
   uint64_t ticket = 0, done = 0;
   ASSERT_EQ(cxlpool_kv_arena_offload_begin(arena_, kv_, &ns, row, toks.data(), n, &ticket), 0)
@@ -371,22 +384,18 @@ TEST_F(KvArena, RestoreCopiesWhileAnotherRowSteps) {
   const auto ns = open_store();
   const uint32_t n = 6 * kChunk + 5;
   const auto toks = prompt(3, n);
-  uint32_t row = 0, other = 0;
-  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &row), 0);
-  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &other), 0);
   uint32_t seq[4] = {};
-  seq[row] = n;
-  ASSERT_EQ(cxlpool_kv_arena_step(arena_, seq, 4), 0);
-  fill_row(arena_, row, n);
-  uint64_t ticket = 0, done = 0;
-  ASSERT_EQ(cxlpool_kv_arena_offload_begin(arena_, kv_, &ns, row, toks.data(), n, &ticket), 0) << cxlpool_last_error();
-  ASSERT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, -1, &done), 0) << cxlpool_last_error();
+  uint32_t row = 0, other = 0;
+  ASSERT_NO_FATAL_FAILURE(fill_new_row(n, seq, &row));
+  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &other), 0);
+  ASSERT_NO_FATAL_FAILURE(offload_and_wait(ns, row, toks, n));
   clear_row(arena_, row, n);
 
   // The restore's first write (layer 0's K, token 0) stops in the gate.
   FaultGate gate;
   const std::string why = gate.arm(row_ptr(arena_, row, 0, CXLPOOL_ARENA_K), kPage);
   if (!why.empty()) GTEST_SKIP() << "no userfaultfd minor faults on shared memory here: " << why;
+  uint64_t ticket = 0, done = 0;
   ASSERT_EQ(cxlpool_kv_arena_restore_begin(arena_, kv_, &ns, row, toks.data(), n, &ticket), 0) << cxlpool_last_error();
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!gate.faulted() && std::chrono::steady_clock::now() < give_up) {
@@ -416,16 +425,10 @@ TEST_F(KvArena, EvictedChunksRestoreAShorterPrefix) {
   const auto ns = open_store();
   const uint32_t n = 4 * kChunk + 3;
   const auto toks = prompt(2, n);
-  uint32_t row = 0;
-  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &row), 0);
   uint32_t seq[4] = {};
-  seq[row] = n;
-  ASSERT_EQ(cxlpool_kv_arena_step(arena_, seq, 4), 0);
-  fill_row(arena_, row, n);
-  uint64_t ticket = 0, done = 0;
-  ASSERT_EQ(cxlpool_kv_arena_offload_begin(arena_, kv_, &ns, row, toks.data(), n, &ticket), 0);
-  ASSERT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, -1, &done), 0) << cxlpool_last_error();
-  ASSERT_EQ(done, n);
+  uint32_t row = 0;
+  ASSERT_NO_FATAL_FAILURE(fill_new_row(n, seq, &row));
+  ASSERT_NO_FATAL_FAILURE(offload_and_wait(ns, row, toks, n));
 
   // The store loses chunk 2 (of 0..3).
   std::vector<cxlpool_kv_key> keys(4);
@@ -433,6 +436,7 @@ TEST_F(KvArena, EvictedChunksRestoreAShorterPrefix) {
   ASSERT_EQ(cxlpool_kv_delete(kv_, ns.id, &keys[2], 1), 1);
 
   clear_row(arena_, row, n);
+  uint64_t ticket = 0;
   ASSERT_EQ(cxlpool_kv_arena_restore_begin(arena_, kv_, &ns, row, toks.data(), n, &ticket), 0);
   uint64_t restored = 0;
   ASSERT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, -1, &restored), 0) << cxlpool_last_error();

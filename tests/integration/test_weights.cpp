@@ -142,6 +142,13 @@ uint64_t pfn_of(const void* addr) {
   return (entry >> 63) & 1 ? entry & ((1ull << 55) - 1) : 0;
 }
 
+// Loads the one file `path` as `model`; the client call's result.
+int load_one(cxlpool_client* c, const char* model, const std::string& path, cxlpool_weights** out,
+             const cxlpool_weights_load_options* options = nullptr) {
+  const char* paths[] = {path.c_str()};
+  return cxlpool_weights_load(c, model, paths, 1, options, out);
+}
+
 class Weights : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -158,9 +165,8 @@ class Weights : public ::testing::Test {
 
 TEST_F(Weights, TwoProcessesMapTheSamePagesReadOnly) {
   std::string path = write_model(daemon_.dir(), "m.safetensors");
-  const char* paths[] = {path.c_str()};
   cxlpool_weights* w = nullptr;
-  ASSERT_EQ(cxlpool_weights_load(client_, "tiny", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "tiny", path, &w), 0) << cxlpool_last_error();
   EXPECT_EQ(cxlpool_weights_count(w), kLayers + 1);
   EXPECT_EQ(cxlpool_weights_layers(w), kLayers);
   cxlpool_weight_tensor t{};
@@ -181,7 +187,7 @@ TEST_F(Weights, TwoProcessesMapTheSamePagesReadOnly) {
     if (cxlpool_weights_open(c, "tiny", &w2) != 0) return 2;
     // Loading the same files again only opens it.
     cxlpool_weights* w3 = nullptr;
-    if (cxlpool_weights_load(c, "tiny", paths, 1, nullptr, &w3) != 0) return 3;
+    if (load_one(c, "tiny", path, &w3) != 0) return 3;
     cxlpool_weight_tensor t2{};
     if (cxlpool_weights_find(w2, "layers.2.w", &t2) != 0 || t2.data == nullptr) return 4;
     const float seen = static_cast<const volatile float*>(t2.data)[123];  // faults the page in
@@ -204,10 +210,8 @@ TEST_F(Weights, TwoProcessesMapTheSamePagesReadOnly) {
   }
 
   // Same name, other files: refused.
-  std::string other_path = write_model(daemon_.dir(), "other.safetensors");
-  const char* other_paths[] = {other_path.c_str()};
   cxlpool_weights* w4 = nullptr;
-  EXPECT_EQ(cxlpool_weights_load(client_, "tiny", other_paths, 1, nullptr, &w4), -EEXIST);
+  EXPECT_EQ(load_one(client_, "tiny", write_model(daemon_.dir(), "other.safetensors"), &w4), -EEXIST);
   cxlpool_weights_close(w);
 }
 
@@ -229,9 +233,8 @@ TEST_F(Weights, MalformedFilesAreRejectedWithTheReason) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     std::string path = write_raw(daemon_.dir(), c.name, c.json, c.data);
-    const char* paths[] = {path.c_str()};
     cxlpool_weights* w = nullptr;
-    EXPECT_EQ(cxlpool_weights_load(client_, "bad", paths, 1, nullptr, &w), -EBADMSG);
+    EXPECT_EQ(load_one(client_, "bad", path, &w), -EBADMSG);
     std::string err = cxlpool_last_error();
     EXPECT_NE(err.find(path), std::string::npos) << err;
     EXPECT_NE(err.find(c.reason), std::string::npos) << err;
@@ -242,24 +245,21 @@ TEST_F(Weights, MalformedFilesAreRejectedWithTheReason) {
   uint64_t n = 1 << 20;
   ASSERT_EQ(::write(fd, &n, 8), 8);
   ::close(fd);
-  const char* paths[] = {path.c_str()};
   cxlpool_weights* w = nullptr;
-  EXPECT_EQ(cxlpool_weights_load(client_, "bad", paths, 1, nullptr, &w), -EBADMSG);
+  EXPECT_EQ(load_one(client_, "bad", path, &w), -EBADMSG);
   // A relative path never reaches the daemon's file system.
-  const char* rel[] = {"m.safetensors"};
-  EXPECT_EQ(cxlpool_weights_load(client_, "bad", rel, 1, nullptr, &w), -EINVAL);
+  EXPECT_EQ(load_one(client_, "bad", "m.safetensors", &w), -EINVAL);
   cxlpool_weights* none = nullptr;
   EXPECT_EQ(cxlpool_weights_open(client_, "bad", &none), -ENOENT);
 }
 
 TEST_F(Weights, LayersPastTheBudgetStreamFromTheFile) {
   std::string path = write_model(daemon_.dir(), "m.safetensors");
-  const char* paths[] = {path.c_str()};
   cxlpool_weights_load_options opts{};
   opts.tier_id = UINT32_MAX;
   opts.max_resident_bytes = 4096 + kElems * 4;  // the embedding and layer 0
   cxlpool_weights* w = nullptr;
-  ASSERT_EQ(cxlpool_weights_load(client_, "budget", paths, 1, &opts, &w), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "budget", path, &w, &opts), 0) << cxlpool_last_error();
   cxlpool_weight_tensor t{};
   ASSERT_EQ(cxlpool_weights_find(w, "layers.0.w", &t), 0);
   EXPECT_NE(t.data, nullptr);
@@ -304,9 +304,8 @@ TEST_F(Weights, LayersPastTheBudgetStreamFromTheFile) {
 
 TEST_F(Weights, UnloadIsForTheOwnerAndKeepsMappings) {
   std::string path = write_model(daemon_.dir(), "m.safetensors");
-  const char* paths[] = {path.c_str()};
   cxlpool_weights* w = nullptr;
-  ASSERT_EQ(cxlpool_weights_load(client_, "gone", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "gone", path, &w), 0) << cxlpool_last_error();
   if (::geteuid() == 0) {
     ForkedChild stranger([&](int) {
       cxlpool_client* c = nullptr;
@@ -326,15 +325,13 @@ TEST_F(Weights, UnloadIsForTheOwnerAndKeepsMappings) {
   EXPECT_EQ(static_cast<const float*>(t.data)[kElems - 1], value_of(3, kElems - 1));
   cxlpool_weights_close(w);
   // Loadable again after the unload.
-  ASSERT_EQ(cxlpool_weights_load(client_, "gone", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "gone", path, &w), 0) << cxlpool_last_error();
   cxlpool_weights_close(w);
 }
 
 TEST_F(Weights, CtlListsAndUnloads) {
-  std::string path = write_model(daemon_.dir(), "m.safetensors");
-  const char* paths[] = {path.c_str()};
   cxlpool_weights* w = nullptr;
-  ASSERT_EQ(cxlpool_weights_load(client_, "listed", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "listed", write_model(daemon_.dir(), "m.safetensors"), &w), 0) << cxlpool_last_error();
   auto listed = run_program({ctl_binary(), "--socket", daemon_.socket(), "weights", "list", "--json"});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   const auto j = nlohmann::json::parse(listed.out);
@@ -362,13 +359,12 @@ TEST_F(Weights, CtlListsAndUnloads) {
 TEST_F(Weights, BigLoadCopiesOffTheEventLoop) {
   constexpr int kBigLayers = 8;
   const std::string path = write_big_model(daemon_.dir(), kBigLayers, 64);  // 512 MiB
-  const char* paths[] = {path.c_str()};
   const std::string socket = daemon_.socket();
   auto load_and_check = [&](int fd) {
     cxlpool_client* c = nullptr;
     if (cxlpool_connect(socket.c_str(), "weights-loader", &c) != 0) return 1;
     cxlpool_weights* w = nullptr;
-    if (cxlpool_weights_load(c, "big", paths, 1, nullptr, &w) != 0) return 2;
+    if (load_one(c, "big", path, &w) != 0) return 2;
     cxlpool_weight_tensor t{};
     if (cxlpool_weights_find(w, "layers.7.w", &t) != 0 || t.data == nullptr) return 3;
     const uint64_t last = t.bytes / 4 - 1;
@@ -452,10 +448,9 @@ TEST_F(WeightsAccess, NobodyCannotLoadAFileItCannotRead) {
   ForkedChild nobody([&](int fd) {
     cxlpool_client* c = nullptr;
     if (cxlpool_connect(socket.c_str(), "nobody", &c) != 0) return 1;
-    const char* paths[] = {path.c_str()};
     cxlpool_weights* w = nullptr;
     // The library opens the file with nobody's rights: nothing is sent.
-    if (cxlpool_weights_load(c, "stolen", paths, 1, nullptr, &w) != -EACCES) return 2;
+    if (load_one(c, "stolen", path, &w) != -EACCES) return 2;
     std::string err = cxlpool_last_error();
     if (err.find(path) == std::string::npos) return 3;
     cxlpool_disconnect(c);
@@ -490,12 +485,10 @@ TEST_F(WeightsAccess, NobodyCannotLoadAFileItCannotRead) {
 TEST_F(WeightsAccess, TheRegionIsNoEasierToOpenThanItsFiles) {
   const std::string private_path = model_with_mode(daemon_.dir(), "private.safetensors", 0600);
   const std::string public_path = model_with_mode(daemon_.dir(), "public.safetensors", 0644);
-  const char* private_paths[] = {private_path.c_str()};
-  const char* public_paths[] = {public_path.c_str()};
   cxlpool_weights* priv = nullptr;
   cxlpool_weights* pub = nullptr;
-  ASSERT_EQ(cxlpool_weights_load(client_, "private", private_paths, 1, nullptr, &priv), 0) << cxlpool_last_error();
-  ASSERT_EQ(cxlpool_weights_load(client_, "public", public_paths, 1, nullptr, &pub), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "private", private_path, &priv), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "public", public_path, &pub), 0) << cxlpool_last_error();
   const std::string socket = daemon_.socket();
   ForkedChild nobody([&](int fd) {
     ChildChecks check(fd);
@@ -532,9 +525,8 @@ TEST_F(WeightsAccess, DescriptorsOfTheSameFilesProveAccess) {
   // of the very file proves it may read it.
   const std::string path = model_with_mode(daemon_.dir(), "nobodys.safetensors", 0400);
   ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);
-  const char* paths[] = {path.c_str()};
   cxlpool_weights* w = nullptr;
-  ASSERT_EQ(cxlpool_weights_load(client_, "nobodys", paths, 1, nullptr, &w), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "nobodys", path, &w), 0) << cxlpool_last_error();
   const std::string socket = daemon_.socket();
   ForkedChild nobody([&](int fd) {
     ChildChecks check(fd);
@@ -542,7 +534,7 @@ TEST_F(WeightsAccess, DescriptorsOfTheSameFilesProveAccess) {
     if (cxlpool_connect(socket.c_str(), "nobody", &c) != 0) return 1;
     cxlpool_weights* mine = nullptr;
     check.expect_eq(cxlpool_weights_open(c, "nobodys", &mine), -EACCES, "open by name", __LINE__);
-    check.expect_eq(cxlpool_weights_load(c, "nobodys", paths, 1, nullptr, &mine), 0, "load from the files", __LINE__);
+    check.expect_eq(load_one(c, "nobodys", path, &mine), 0, "load from the files", __LINE__);
     if (mine != nullptr) {
       cxlpool_weight_tensor t{};
       check.expect_eq(cxlpool_weights_find(mine, "layers.3.w", &t), 0, "find", __LINE__);
@@ -577,23 +569,19 @@ TEST_F(Weights, OneFileUnderTwoNamesIsOneFile) {
     EXPECT_NE(std::string(cxlpool_last_error()).find("the same file as"), std::string::npos) << cxlpool_last_error();
   }
   // Loaded through one name, the others are the same files: opened, not loaded again.
-  const char* first[] = {path.c_str()};
   cxlpool_weights* w = nullptr;
-  ASSERT_EQ(cxlpool_weights_load(client_, "once", first, 1, nullptr, &w), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "once", path, &w), 0) << cxlpool_last_error();
   for (const std::string& other : {link, sym, dotted}) {
-    const char* paths[] = {other.c_str()};
     cxlpool_weights* again = nullptr;
-    ASSERT_EQ(cxlpool_weights_load(client_, "once", paths, 1, nullptr, &again), 0) << cxlpool_last_error();
+    ASSERT_EQ(load_one(client_, "once", other, &again), 0) << cxlpool_last_error();
     cxlpool_weights_close(again);
   }
   auto st = weight_stats(client_);
   EXPECT_EQ(st["weights.loads"], 1u);
   EXPECT_EQ(st["weights.opens"], 3u);
   // A copy with the same bytes is another file.
-  const std::string copy = write_model(daemon_.dir(), "copy.safetensors");
-  const char* copied[] = {copy.c_str()};
   cxlpool_weights* other = nullptr;
-  EXPECT_EQ(cxlpool_weights_load(client_, "once", copied, 1, nullptr, &other), -EEXIST);
+  EXPECT_EQ(load_one(client_, "once", write_model(daemon_.dir(), "copy.safetensors"), &other), -EEXIST);
   cxlpool_weights_close(w);
 }
 
@@ -615,11 +603,10 @@ class WeightsQuota : public ::testing::Test {
 
 TEST_F(WeightsQuota, TheRegionIsChargedToTheLoader) {
   const std::string path = write_model(daemon_.dir(), "m.safetensors");
-  const char* paths[] = {path.c_str()};
   cxlpool_weights_load_options opts{};
   opts.tier_id = emu_.id;
   cxlpool_weights* w = nullptr;
-  ASSERT_EQ(cxlpool_weights_load(client_, "charged", paths, 1, &opts, &w), 0) << cxlpool_last_error();
+  ASSERT_EQ(load_one(client_, "charged", path, &w, &opts), 0) << cxlpool_last_error();
   // 1.5 MiB more does not fit next to the model's region.
   cxlpool_region* r = nullptr;
   EXPECT_EQ(cxlpool_region_alloc(client_, emu_.id, 3 * kMiB / 2, 0, &r), -EDQUOT) << cxlpool_last_error();
@@ -628,7 +615,7 @@ TEST_F(WeightsQuota, TheRegionIsChargedToTheLoader) {
   ASSERT_EQ(cxlpool_weights_unload(client_, "charged"), 0);
   ASSERT_EQ(cxlpool_region_alloc(client_, emu_.id, 3 * kMiB / 2, 0, &r), 0) << cxlpool_last_error();
   // A model bigger than what is left of the quota is refused.
-  EXPECT_EQ(cxlpool_weights_load(client_, "charged", paths, 1, &opts, &w), -EDQUOT) << cxlpool_last_error();
+  EXPECT_EQ(load_one(client_, "charged", path, &w, &opts), -EDQUOT) << cxlpool_last_error();
   EXPECT_NE(std::string(cxlpool_last_error()).find("quota"), std::string::npos) << cxlpool_last_error();
   cxlpool_region_free(r);
   auto st = weight_stats(client_);
@@ -656,9 +643,8 @@ TEST_F(Weights, AHugeHeaderDoesNotStallOtherClients) {
   ForkedChild loader([&](int fd) {
     cxlpool_client* c = nullptr;
     if (cxlpool_connect(socket.c_str(), "many-loader", &c) != 0) return 1;
-    const char* paths[] = {path.c_str()};
     cxlpool_weights* w = nullptr;
-    if (cxlpool_weights_load(c, "many", paths, 1, nullptr, &w) != 0) return 2;
+    if (load_one(c, "many", path, &w) != 0) return 2;
     if (cxlpool_weights_count(w) != static_cast<int>(kTensors)) return 3;
     if (::write(fd, "ok\n", 3) < 0) return 4;
     cxlpool_weights_close(w);

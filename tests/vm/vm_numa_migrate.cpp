@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "client_session.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/units.hpp"
 #include "memcpy_baseline.hpp"
@@ -28,15 +29,11 @@ namespace vt = cxlpool::vmtest;
 
 namespace {
 
+using vt::api_error;
+using vt::Session;
+
 constexpr int kCxlNode = 1;
 constexpr uint64_t kSeed = 0x63786c706f6f6cull;
-
-std::string api_error(const std::string& what, int rc) {
-  std::string text = what + ": " + cxlpool_strerror(rc);
-  const char* detail = cxlpool_last_error();
-  if (detail != nullptr && *detail != '\0') text += std::string(" (") + detail + ")";
-  return text;
-}
 
 const char* kind_name(uint32_t kind) {
   switch (kind) {
@@ -46,16 +43,6 @@ const char* kind_name(uint32_t kind) {
     default: return "?";
   }
 }
-
-// Owns the connection and the region so every exit path releases them.
-struct Session {
-  cxlpool_client* client = nullptr;
-  cxlpool_region* region = nullptr;
-  ~Session() {
-    cxlpool_region_free(region);
-    cxlpool_disconnect(client);
-  }
-};
 
 class MigrateTest {
  public:

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "client_session.hpp"
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "page_placement.hpp"
@@ -31,6 +32,9 @@ namespace proto = cxlpool::proto;
 
 namespace {
 
+using vt::api_error;
+using vt::Session;
+
 constexpr int kCxlNode = 1;
 constexpr int kDramNode = 0;
 constexpr size_t kPage = 4096;
@@ -39,22 +43,6 @@ constexpr size_t kHotPages = 256;      // [0, 256) hot, the rest cold
 constexpr size_t kStillHot = 128;      // phase 2: [0, 128) stay hot, [128, 256) cool down
 constexpr auto kPromoteTimeout = std::chrono::seconds(120);
 constexpr auto kDemoteTimeout = std::chrono::seconds(120);
-
-std::string api_error(const std::string& what, int rc) {
-  std::string text = what + ": " + cxlpool_strerror(rc);
-  const char* detail = cxlpool_last_error();
-  if (detail != nullptr && *detail != '\0') text += std::string(" (") + detail + ")";
-  return text;
-}
-
-struct Session {
-  cxlpool_client* client = nullptr;
-  cxlpool_region* region = nullptr;
-  ~Session() {
-    cxlpool_region_free(region);
-    cxlpool_disconnect(client);
-  }
-};
 
 class TieringTest {
  public:

@@ -3,18 +3,11 @@
 
 #include <cmath>
 
+#include "vector_math.hpp"
+
 namespace cxlpool::infer {
 
-float dot(const float* a, const float* b, size_t n) {
-  // Eight independent sums let the compiler vectorize without reassociating:
-  // the order below is the definition, not an optimization detail.
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (size_t j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
-  for (size_t j = 0; i < n; ++i, ++j) s[j] += a[i] * b[i];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
+float dot(const float* a, const float* b, size_t n) { return cuda::ref::dot(a, b, n); }
 
 void matmul(const float* w, const float* x, float* y, size_t tokens, size_t in, size_t out) {
   for (size_t o = 0; o < out; ++o) {
@@ -36,18 +29,7 @@ void swiglu(float* gate, const float* up, size_t n) {
   }
 }
 
-void softmax(float* x, size_t n) {
-  if (n == 0) return;
-  float max = x[0];
-  for (size_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
-  float sum = 0.0f;
-  for (size_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - max);
-    sum += x[i];
-  }
-  const float inv = 1.0f / sum;
-  for (size_t i = 0; i < n; ++i) x[i] *= inv;
-}
+void softmax(float* x, size_t n) { cuda::ref::softmax(x, n); }
 
 uint32_t argmax(const float* x, size_t n) {
   size_t best = 0;

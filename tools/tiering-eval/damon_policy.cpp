@@ -188,52 +188,36 @@ void DamonPolicy::apply_schemes(SimContext& ctx) {
     if (r.nr_accesses <= config_.cold_max_accesses && r.age >= cold_min_age) cold.push_back(&r);
   std::stable_sort(cold.begin(), cold.end(),
                    [this](const Region* a, const Region* b) { return hot_score(*a) < hot_score(*b); });
-  bool stop = false;
+  // One scheme's walk over a range, as DAMOS applies its action page by
+  // page: it stops at its goal or when its quota is spent; a page the young
+  // filter keeps out (migrate_cold keeps young pages, migrate_hot old ones)
+  // is charged to the quota but not moved. False once the scheme stopped.
+  auto walk = [&](std::uint32_t start, std::uint32_t end, bool to_fast, const auto& goal_met,
+                  std::uint64_t& charged, std::uint64_t& moved) {
+    for (std::uint32_t p = start; p < end; ++p) {
+      if (tiers.is_fast(p) == to_fast) continue;
+      if (goal_met()) {
+        ++goal_stops_;
+        return false;
+      }
+      if (charged + kPageBytes > config_.quota_bytes) {
+        ++quota_stops_;
+        return false;
+      }
+      charged += kPageBytes;
+      if (config_.young_filter && check_young(p, ctx) != to_fast) {
+        ++filtered_;
+        continue;
+      }
+      moved += (to_fast ? tiers.promote(p) : tiers.demote(p)) ? 1 : 0;
+    }
+    return true;
+  };
   for (const Region* r : cold) {
-    for (std::uint32_t p = r->start; p < r->end && !stop; ++p) {
-      if (!tiers.is_fast(p)) continue;
-      if (free_goal_met()) {
-        ++goal_stops_;
-        stop = true;
-        break;
-      }
-      if (cold_charged_ + kPageBytes > config_.quota_bytes) {
-        ++quota_stops_;
-        stop = true;
-        break;
-      }
-      cold_charged_ += kPageBytes;
-      if (config_.young_filter && check_young(p, ctx)) {
-        ++filtered_;
-        continue;
-      }
-      demoted_cold_ += tiers.demote(p) ? 1 : 0;
-    }
-    if (stop) break;
+    if (!walk(r->start, r->end, false, free_goal_met, cold_charged_, demoted_cold_)) break;
   }
-
-  stop = false;
   for (const auto& [start, end] : hot_ranking_) {
-    for (std::uint32_t p = start; p < end && !stop; ++p) {
-      if (tiers.is_fast(p)) continue;
-      if (used_goal_met()) {
-        ++goal_stops_;
-        stop = true;
-        break;
-      }
-      if (hot_charged_ + kPageBytes > config_.quota_bytes) {
-        ++quota_stops_;
-        stop = true;
-        break;
-      }
-      hot_charged_ += kPageBytes;
-      if (config_.young_filter && !check_young(p, ctx)) {
-        ++filtered_;
-        continue;
-      }
-      promoted_ += tiers.promote(p) ? 1 : 0;
-    }
-    if (stop) break;
+    if (!walk(start, end, true, used_goal_met, hot_charged_, promoted_)) break;
   }
 }
 

@@ -152,21 +152,19 @@ void M5Policy::on_event(SimContext& ctx) {
   }
   ++plans_;
   deferred_ += plan.deferred_by_rate_limit;
+  // Moves the planned pages; those the tiers refuse are counted, not confirmed.
+  auto apply = [&](const std::vector<PageKey>& planned, bool to_fast, std::vector<PageKey>& moved) {
+    for (const PageKey& k : planned) {
+      const auto index = ctx.trace.index_of(k.address);
+      if (index && (to_fast ? ctx.tiers.promote(*index) : ctx.tiers.demote(*index)))
+        moved.push_back(k);
+      else
+        ++refused_;
+    }
+  };
   std::vector<PageKey> promoted, demoted;
-  for (const PageKey& k : plan.demote) {
-    const auto index = ctx.trace.index_of(k.address);
-    if (index && ctx.tiers.demote(*index))
-      demoted.push_back(k);
-    else
-      ++refused_;
-  }
-  for (const PageKey& k : plan.promote) {
-    const auto index = ctx.trace.index_of(k.address);
-    if (index && ctx.tiers.promote(*index))
-      promoted.push_back(k);
-    else
-      ++refused_;
-  }
+  apply(plan.demote, false, demoted);
+  apply(plan.promote, true, promoted);
   promoted_ += promoted.size();
   demoted_ += demoted.size();
   manager_.confirm(promoted, demoted);

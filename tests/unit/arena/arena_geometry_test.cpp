@@ -7,15 +7,8 @@ namespace cxlpool::client::arena {
 namespace {
 
 cxlpool_kv_arena_config base_config() {
-  cxlpool_kv_arena_config c{};
-  c.layers = 4;
-  c.kv_heads = 2;
-  c.head_dim = 32;
-  c.dtype_bytes = 4;
-  c.max_batch = 8;
-  c.max_context = 1000;
-  c.page_bytes = 64 * 1024;
-  return c;
+  return {.layers = 4, .kv_heads = 2, .head_dim = 32, .dtype_bytes = 4, .max_batch = 8, .max_context = 1000,
+          .page_bytes = 64 * 1024};
 }
 
 TEST(ArenaGeometry, ShapesAndStrides) {

@@ -17,6 +17,7 @@
 
 #include "attention_math.hpp"
 #include "decode_attention_ref.hpp"
+#include "random_data.hpp"
 
 namespace cxlpool::cuda {
 namespace {
@@ -31,13 +32,7 @@ AttentionShape shape(uint32_t batch, uint32_t q_heads, uint32_t kv_heads, uint32
   return AttentionShape{batch, q_heads, kv_heads, dim, 1.0f / std::sqrt(float(dim)), dtype};
 }
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> out(n);
-  for (auto& f : out) f = dist(gen);
-  return out;
-}
+using test::random_floats;
 
 std::vector<uint16_t> to_bf16(const std::vector<float>& f) {
   std::vector<uint16_t> out(f.size());

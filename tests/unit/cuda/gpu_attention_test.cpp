@@ -15,6 +15,7 @@
 #include "attention_math.hpp"
 #include "decode_attention_ref.hpp"
 #include "gpu_test_env.hpp"
+#include "random_data.hpp"
 
 namespace cxlpool::cuda::test {
 namespace {
@@ -29,11 +30,10 @@ std::span<const std::byte> bytes_of(const std::vector<T>& v) {
 
 // K/V bytes of `elems` values in `dtype`, random in [-1, 1].
 std::vector<std::byte> random_cache(size_t elems, KvDtype dtype, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const std::vector<float> values = random_floats(elems, seed);
   std::vector<std::byte> out(elems * ref::dtype_bytes(dtype));
   for (size_t i = 0; i < elems; ++i) {
-    const float f = dist(gen);
+    const float f = values[i];
     if (dtype == KvDtype::kF32) {
       std::memcpy(out.data() + 4 * i, &f, 4);
     } else {
@@ -44,13 +44,7 @@ std::vector<std::byte> random_cache(size_t elems, KvDtype dtype, uint32_t seed) 
   return out;
 }
 
-std::vector<float> random_q(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> out(n);
-  for (auto& f : out) f = dist(gen);
-  return out;
-}
+std::vector<float> random_q(size_t n, uint32_t seed) { return random_floats(n, seed, 2.0f); }
 
 std::vector<float> as_floats(const std::vector<std::byte>& b) {
   std::vector<float> out(b.size() / sizeof(float));

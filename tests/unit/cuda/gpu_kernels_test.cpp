@@ -14,16 +14,10 @@
 #include "gpu_test_env.hpp"
 #include "kv_copy_ref.hpp"
 #include "pattern_ref.hpp"
+#include "random_data.hpp"
 
 namespace cxlpool::cuda::test {
 namespace {
-
-std::vector<std::byte> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<std::byte> out(n);
-  for (auto& b : out) b = static_cast<std::byte>(gen());
-  return out;
-}
 
 std::span<const std::byte> as_bytes(const std::vector<uint32_t>& v) {
   return std::as_bytes(std::span<const uint32_t>(v));

@@ -7,22 +7,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
-#include <random>
 #include <vector>
 
 #include "kernel_math.hpp"
 #include "kv_copy_ref.hpp"
 #include "pattern_ref.hpp"
+#include "random_data.hpp"
 
 namespace cxlpool::cuda {
 namespace {
 
-std::vector<std::byte> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::vector<std::byte> out(n);
-  for (auto& b : out) b = static_cast<std::byte>(gen());
-  return out;
-}
+using test::random_bytes;
 
 TEST(KernelMath, Mix64IsSplitMix64Finaliser) {
   // Known splitmix64 outputs: state 0 advanced once gives 0xE220A8397B1DCDAF.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "config.hpp"
+#include "config_test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <grp.h>
@@ -9,7 +10,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "cxlpool/common/units.hpp"
@@ -20,13 +20,6 @@ namespace {
 constexpr const char* kSource = "test.toml";
 
 Result<Config> parse(const std::string& text) { return parse_config(text, kSource); }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 // Every key of the schema, as docs/configuration.md names it.
 const std::vector<std::string> kAllKeys = {
@@ -235,25 +228,9 @@ TEST(DaemonConfig, AcceptedSpellings) {
   EXPECT_FALSE(numa_off->numa_enabled);
 }
 
-struct Rejection {
-  const char* text;
-  const char* key;   // "section.key" the message must name
-  uint32_t line;     // line the message must point at
-  const char* what;  // a fragment of the explanation
-};
-
 class DaemonConfigRejects : public ::testing::TestWithParam<Rejection> {};
 
-TEST_P(DaemonConfigRejects, NamesKeyAndLine) {
-  const Rejection& r = GetParam();
-  auto config = parse(r.text);
-  ASSERT_FALSE(config) << "accepted:\n" << r.text;
-  EXPECT_EQ(config.error().code, EINVAL);
-  const std::string& message = config.error().message;
-  const std::string prefix = std::string(kSource) + ":" + std::to_string(r.line) + ": " + r.key + ": ";
-  EXPECT_EQ(message.rfind(prefix, 0), 0u) << "message: " << message << "\nexpected prefix: " << prefix;
-  EXPECT_NE(message.find(r.what), std::string::npos) << "message: " << message << "\nexpected: " << r.what;
-}
+TEST_P(DaemonConfigRejects, NamesKeyAndLine) { expect_rejection(GetParam(), kSource); }
 
 const Rejection kRejections[] = {
     // Wrong shapes at the top level and unknown tables.
@@ -542,11 +519,6 @@ TEST(DaemonConfig, LogLevelNames) {
   EXPECT_STREQ(log_level_name(LogLevel::kWarning), "warning");
 }
 
-std::string required_env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
 TEST(DaemonConfig, ExampleFileParsesAndShowsEveryKey) {
   const std::string path = required_env("CXLPOOL_EXAMPLE_CONFIG");
   ASSERT_FALSE(path.empty()) << "CXLPOOL_EXAMPLE_CONFIG is not set (run through meson test)";
@@ -558,9 +530,7 @@ TEST(DaemonConfig, ExampleFileParsesAndShowsEveryKey) {
 
   const std::string text = read_file(path);
   for (const std::string& key : kAllKeys) {
-    const std::string leaf = key.substr(key.rfind('.') + 1);
-    const std::regex assignment("(^|\n)[ \t]*#?[ \t]*" + leaf + "[ \t]*=");
-    EXPECT_TRUE(std::regex_search(text, assignment)) << "the example does not show " << key;
+    EXPECT_TRUE(example_shows(text, key.substr(key.rfind('.') + 1))) << "the example does not show " << key;
   }
 }
 
@@ -591,7 +561,7 @@ TEST(DaemonConfig, DocumentationListsEveryKey) {
   const std::string text = read_file(path);
   ASSERT_FALSE(text.empty()) << path;
   for (const std::string& key : kAllKeys) {
-    EXPECT_NE(text.find("| `" + key + "`"), std::string::npos) << "docs/configuration.md has no row for " << key;
+    EXPECT_TRUE(doc_has_row(text, key)) << "docs/configuration.md has no row for " << key;
   }
 }
 

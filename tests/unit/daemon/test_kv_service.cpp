@@ -24,21 +24,13 @@
 #include "kvstore/kv_ssd.hpp"
 #include "kvstore/kv_views.hpp"
 #include "kvstore/ssd_error_report.hpp"
+#include "memfd_backing.hpp"
 #include "region_pool.hpp"
 
 namespace cxlpool::daemon {
 namespace {
 
 constexpr uint64_t kSlot = 64 * 1024;
-
-Result<Backing> memfd_backing(const Tier&, const std::string& name, uint64_t size, bool) {
-  Backing b;
-  b.fd.reset(memfd_create(name.c_str(), MFD_CLOEXEC));
-  if (!b.fd) return fail_errno("memfd_create");
-  b.size = (size + 4095) / 4096 * 4096;
-  if (ftruncate(b.fd.get(), static_cast<off_t>(b.size)) != 0) return fail_errno("ftruncate");
-  return b;
-}
 
 Tier tier(uint32_t id, const char* name, proto::TierKind kind, uint64_t capacity) {
   Tier t;

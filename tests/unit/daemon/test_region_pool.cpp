@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "memfd_backing.hpp"
 #include "region_pool.hpp"
 
 namespace cxlpool::daemon {
@@ -32,15 +33,6 @@ class FakePlacement : public hal::PagePlacement {
   std::vector<std::pair<int, bool>> moves;
   int query_node = 0;
 };
-
-Result<Backing> memfd_backing(const Tier&, const std::string& name, uint64_t size, bool) {
-  Backing b;
-  b.fd.reset(memfd_create(name.c_str(), MFD_CLOEXEC));
-  if (!b.fd) return fail_errno("memfd_create");
-  b.size = (size + 4095) / 4096 * 4096;
-  if (ftruncate(b.fd.get(), static_cast<off_t>(b.size)) != 0) return fail_errno("ftruncate");
-  return b;
-}
 
 std::vector<Tier> two_tiers() {
   Tier fast;

@@ -8,13 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <regex>
-#include <sstream>
 
 #include "config.hpp"
+#include "config_test_support.hpp"
+#include "memfd_backing.hpp"
 #include "metrics_http.hpp"
 #include "tiering/pool_placement.hpp"
 #include "tiering/tiering_service.hpp"
@@ -74,24 +72,8 @@ class FixedSource : public hal::AccessSource {
   uint64_t total = 0;
 };
 
-Result<Backing> memfd_backing(const Tier&, const std::string& name, uint64_t size, bool) {
-  Backing b;
-  b.fd.reset(memfd_create(name.c_str(), MFD_CLOEXEC));
-  if (!b.fd) return fail_errno("memfd_create");
-  b.size = (size + 4095) / 4096 * 4096;
-  if (ftruncate(b.fd.get(), static_cast<off_t>(b.size)) != 0) return fail_errno("ftruncate");
-  return b;
-}
-
 Tier make_tier(uint32_t id, const char* name, proto::TierKind kind, int node, bool own_node) {
-  Tier t;
-  t.id = id;
-  t.name = name;
-  t.kind = kind;
-  t.numa_node = node;
-  t.own_node = own_node;
-  t.capacity = 64ull << 20;
-  return t;
+  return {.id = id, .kind = kind, .name = name, .numa_node = node, .own_node = own_node, .capacity = 64ull << 20};
 }
 
 // dram0 (node 0), cxl1 (node 1), emu (emulated on node 0).
@@ -449,24 +431,14 @@ std::vector<std::string> tiering_keys() {
   return keys;
 }
 
-std::string read_text(const char* env) {
-  const char* path = std::getenv(env);
-  if (path == nullptr) return "";
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 TEST(TieringConfig, EveryKeyIsDocumentedAndShownInTheExample) {
-  const std::string doc = read_text("CXLPOOL_CONFIG_DOC");
-  const std::string example = read_text("CXLPOOL_EXAMPLE_CONFIG");
+  const std::string doc = read_file(required_env("CXLPOOL_CONFIG_DOC"));
+  const std::string example = read_file(required_env("CXLPOOL_EXAMPLE_CONFIG"));
   ASSERT_FALSE(doc.empty()) << "CXLPOOL_CONFIG_DOC is not set (run through meson test)";
   ASSERT_FALSE(example.empty()) << "CXLPOOL_EXAMPLE_CONFIG is not set (run through meson test)";
   for (const auto& key : tiering_keys()) {
-    EXPECT_NE(doc.find("| `tiering." + key + "`"), std::string::npos) << "docs/configuration.md lacks " << key;
-    const std::regex assignment("(^|\n)[ \t]*#?[ \t]*" + key + "[ \t]*=");
-    EXPECT_TRUE(std::regex_search(example, assignment)) << "the example does not show tiering." << key;
+    EXPECT_TRUE(doc_has_row(doc, "tiering." + key)) << "docs/configuration.md lacks " << key;
+    EXPECT_TRUE(example_shows(example, key)) << "the example does not show tiering." << key;
   }
   auto parsed = parse_config(example, "example");
   ASSERT_TRUE(parsed) << parsed.error().message;

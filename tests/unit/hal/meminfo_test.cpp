@@ -3,30 +3,34 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <utility>
+
 namespace cxlpool::hal {
 namespace {
 
+// Parses `text` as the file `source` and checks each listed field's value.
+void expect_fields(const char* text, const char* source,
+                   std::initializer_list<std::pair<const char*, uint64_t>> fields) {
+  auto info = parse_meminfo(text, source);
+  ASSERT_TRUE(info.has_value()) << info.error().message;
+  for (const auto& [name, value] : fields) EXPECT_EQ(info->at(name), value) << name;
+}
+
 TEST(Meminfo, ProcFormat) {
-  auto info = parse_meminfo(
+  expect_fields(
       "MemTotal:       24567890 kB\nMemFree:  100 kB\nHugePages_Free:        3\n"
       "Hugepagesize:       2048 kB\n",
-      "meminfo");
-  ASSERT_TRUE(info.has_value()) << info.error().message;
-  EXPECT_EQ(info->at("MemTotal"), 24567890ull * 1024);
-  EXPECT_EQ(info->at("MemFree"), 102400u);
-  EXPECT_EQ(info->at("HugePages_Free"), 3u);
-  EXPECT_EQ(info->at("Hugepagesize"), 2u * 1024 * 1024);
+      "meminfo",
+      {{"MemTotal", 24567890ull * 1024}, {"MemFree", 102400u}, {"HugePages_Free", 3u},
+       {"Hugepagesize", 2u * 1024 * 1024}});
 }
 
 TEST(Meminfo, NodeFormatAndParenthesisedNames) {
-  auto info = parse_meminfo(
+  expect_fields(
       "Node 12 MemTotal:        5335244 kB\nNode 12 Active(anon):       1520 kB\n"
       "Node 12 HugePages_Total:     0\n",
-      "node12/meminfo");
-  ASSERT_TRUE(info.has_value()) << info.error().message;
-  EXPECT_EQ(info->at("MemTotal"), 5335244ull * 1024);
-  EXPECT_EQ(info->at("Active(anon)"), 1520u * 1024);
-  EXPECT_EQ(info->at("HugePages_Total"), 0u);
+      "node12/meminfo", {{"MemTotal", 5335244ull * 1024}, {"Active(anon)", 1520u * 1024}, {"HugePages_Total", 0u}});
 }
 
 TEST(Meminfo, RealProcMeminfoParses) {

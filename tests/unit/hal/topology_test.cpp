@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <ostream>
+
 #include "cxlpool/common/units.hpp"
 #include "temp_tree.hpp"
 
@@ -195,73 +198,50 @@ TEST(Topology, RefreshWithoutNuma) {
   EXPECT_EQ(t->nodes[0].free_bytes, 4096u * 1024);
 }
 
-TEST(TopologyMalformed, CpuList) {
-  TempTree tree(fixture("two-socket-cxl"));
-  const std::string file = std::string(kNode) + "/node1/cpulist";
-  tree.write(file, "8-x\n");
-  expect_error_naming(tree, file, EINVAL);
+// One broken file per case, on top of a fixture that otherwise discovers.
+struct Breakage {
+  const char* name;
+  const char* fixture;
+  std::string file;                     // relative to the tree's root
+  std::optional<std::string> contents;  // nullopt: the file is removed
+  int code;
+  std::string named = {};  // the file the error must name, when it is not `file`
+};
+
+// What gtest prints for a case: the file it breaks.
+void PrintTo(const Breakage& b, std::ostream* os) { *os << b.file; }
+
+const std::string kNodeDir = kNode;
+
+const Breakage kBreakages[] = {
+    {"CpuList", "two-socket-cxl", kNodeDir + "/node1/cpulist", "8-x\n", EINVAL},
+    {"MissingCpuList", "one-node", kNodeDir + "/node0/cpulist", std::nullopt, ENOENT},
+    {"MeminfoValue", "one-node", kNodeDir + "/node0/meminfo",
+     "Node 0 MemTotal:       lots kB\nNode 0 MemFree:  1 kB\n", EINVAL},
+    {"MeminfoWithoutMemFree", "one-node", kNodeDir + "/node0/meminfo", "Node 0 MemTotal:       1024 kB\n", EINVAL},
+    {"DistanceText", "two-socket-cxl", kNodeDir + "/node2/distance", "24 far 10\n", EINVAL},
+    {"DistanceCount", "two-socket-cxl", kNodeDir + "/node0/distance", "10 21\n", EINVAL},
+    {"HasMemory", "one-node", kNodeDir + "/has_memory", "0-\n", EINVAL},
+    {"HasMemoryNamesMissingNode", "one-node", kNodeDir + "/has_memory", "0-1\n", ENOENT, kNodeDir + "/node1"},
+    {"TierNodelist", "memory-tiers", "/sys/devices/virtual/memory_tiering/memory_tier22/nodelist", "one\n", EINVAL},
+    {"ProcMeminfoWithoutNuma", "no-numa", "/proc/meminfo", "MemTotal 8388608 kB\n", EINVAL},
+};
+
+class TopologyMalformed : public ::testing::TestWithParam<Breakage> {};
+
+TEST_P(TopologyMalformed, ErrorNamesTheFile) {
+  const Breakage& b = GetParam();
+  TempTree tree(fixture(b.fixture));
+  if (b.contents) {
+    tree.write(b.file, *b.contents);
+  } else {
+    tree.remove(b.file);
+  }
+  expect_error_naming(tree, b.named.empty() ? b.file : b.named, b.code);
 }
 
-TEST(TopologyMalformed, MissingCpuList) {
-  TempTree tree(fixture("one-node"));
-  const std::string file = std::string(kNode) + "/node0/cpulist";
-  tree.remove(file);
-  expect_error_naming(tree, file, ENOENT);
-}
-
-TEST(TopologyMalformed, MeminfoValue) {
-  TempTree tree(fixture("one-node"));
-  const std::string file = std::string(kNode) + "/node0/meminfo";
-  tree.write(file, "Node 0 MemTotal:       lots kB\nNode 0 MemFree:  1 kB\n");
-  expect_error_naming(tree, file, EINVAL);
-}
-
-TEST(TopologyMalformed, MeminfoWithoutMemFree) {
-  TempTree tree(fixture("one-node"));
-  const std::string file = std::string(kNode) + "/node0/meminfo";
-  tree.write(file, "Node 0 MemTotal:       1024 kB\n");
-  expect_error_naming(tree, file, EINVAL);
-}
-
-TEST(TopologyMalformed, DistanceText) {
-  TempTree tree(fixture("two-socket-cxl"));
-  const std::string file = std::string(kNode) + "/node2/distance";
-  tree.write(file, "24 far 10\n");
-  expect_error_naming(tree, file, EINVAL);
-}
-
-TEST(TopologyMalformed, DistanceCount) {
-  TempTree tree(fixture("two-socket-cxl"));
-  const std::string file = std::string(kNode) + "/node0/distance";
-  tree.write(file, "10 21\n");
-  expect_error_naming(tree, file, EINVAL);
-}
-
-TEST(TopologyMalformed, HasMemory) {
-  TempTree tree(fixture("one-node"));
-  const std::string file = std::string(kNode) + "/has_memory";
-  tree.write(file, "0-\n");
-  expect_error_naming(tree, file, EINVAL);
-}
-
-TEST(TopologyMalformed, HasMemoryNamesMissingNode) {
-  TempTree tree(fixture("one-node"));
-  tree.write(std::string(kNode) + "/has_memory", "0-1\n");
-  expect_error_naming(tree, std::string(kNode) + "/node1", ENOENT);
-}
-
-TEST(TopologyMalformed, TierNodelist) {
-  TempTree tree(fixture("memory-tiers"));
-  const std::string file = "/sys/devices/virtual/memory_tiering/memory_tier22/nodelist";
-  tree.write(file, "one\n");
-  expect_error_naming(tree, file, EINVAL);
-}
-
-TEST(TopologyMalformed, ProcMeminfoWithoutNuma) {
-  TempTree tree(fixture("no-numa"));
-  tree.write("/proc/meminfo", "MemTotal 8388608 kB\n");
-  expect_error_naming(tree, "/proc/meminfo", EINVAL);
-}
+INSTANTIATE_TEST_SUITE_P(Files, TopologyMalformed, ::testing::ValuesIn(kBreakages),
+                         [](const ::testing::TestParamInfo<Breakage>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace cxlpool::hal

@@ -19,15 +19,7 @@ namespace cxlpool::infer {
 namespace {
 
 ModelConfig tiny() {
-  ModelConfig c;
-  c.layers = 2;
-  c.d_model = 8;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 4;
-  c.ffn_dim = 12;
-  c.vocab = 11;
-  return c;
+  return {.layers = 2, .d_model = 8, .n_heads = 4, .n_kv_heads = 2, .head_dim = 4, .ffn_dim = 12, .vocab = 11};
 }
 
 PlainModel as_plain(const std::vector<HostTensor>& tensors) {

@@ -36,15 +36,7 @@ class TempDir {
 };
 
 ModelConfig small() {
-  ModelConfig c;
-  c.layers = 3;
-  c.d_model = 16;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 4;
-  c.ffn_dim = 24;
-  c.vocab = 32;
-  return c;
+  return {.layers = 3, .d_model = 16, .n_heads = 4, .n_kv_heads = 2, .head_dim = 4, .ffn_dim = 24, .vocab = 32};
 }
 
 TEST(InferModelFiles, RoundTripThroughSafetensorsIsByteExact) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // M5Config knobs: names, parsing, printing and the rules each value obeys.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -72,6 +73,17 @@ struct Knob {
   std::optional<std::string> (*rule)(const M5Config&);
 };
 
+// An unsigned count whose rule is the closed range [kLo, kHi].
+template <std::uint32_t M5Config::*kField, std::uint64_t kLo, std::uint64_t kHi>
+constexpr Knob count_knob(std::string_view name) {
+  return {name, [](M5Config& c, std::string_view t) { return set_u32(c.*kField, t); },
+          [](const M5Config& c) { return std::to_string(c.*kField); },
+          [](const M5Config& c) -> std::optional<std::string> {
+            if (std::clamp<std::uint64_t>(c.*kField, kLo, kHi) != c.*kField) return in_range(kLo, kHi);
+            return std::nullopt;
+          }};
+}
+
 const std::array<Knob, 16> kKnobs = {{
     {"nominator",
      [](M5Config& c, std::string_view t) -> ParseError {
@@ -95,12 +107,7 @@ const std::array<Knob, 16> kKnobs = {{
        if (c.nominator != NominatorMode::kHpt && c.nominator != NominatorMode::kHwt) return "must be hpt or hwt";
        return std::nullopt;
      }},
-    {"sketch_rows", [](M5Config& c, std::string_view t) { return set_u32(c.sketch_rows, t); },
-     [](const M5Config& c) { return std::to_string(c.sketch_rows); },
-     [](const M5Config& c) -> std::optional<std::string> {
-       if (c.sketch_rows < 1 || c.sketch_rows > CountMinSketch::kMaxRows) return in_range(1, CountMinSketch::kMaxRows);
-       return std::nullopt;
-     }},
+    count_knob<&M5Config::sketch_rows, 1, CountMinSketch::kMaxRows>("sketch_rows"),
     {"sketch_width", [](M5Config& c, std::string_view t) { return set_u32(c.sketch_width, t); },
      [](const M5Config& c) { return std::to_string(c.sketch_width); },
      [](const M5Config& c) -> std::optional<std::string> {
@@ -111,26 +118,9 @@ const std::array<Knob, 16> kKnobs = {{
        }
        return std::nullopt;
      }},
-    {"top_k", [](M5Config& c, std::string_view t) { return set_u32(c.top_k, t); },
-     [](const M5Config& c) { return std::to_string(c.top_k); },
-     [](const M5Config& c) -> std::optional<std::string> {
-       if (c.top_k < 1 || c.top_k > HotPageTracker::kMaxTopK) return in_range(1, HotPageTracker::kMaxTopK);
-       return std::nullopt;
-     }},
-    {"hwt_capacity", [](M5Config& c, std::string_view t) { return set_u32(c.hwt_capacity, t); },
-     [](const M5Config& c) { return std::to_string(c.hwt_capacity); },
-     [](const M5Config& c) -> std::optional<std::string> {
-       if (c.hwt_capacity < 1 || c.hwt_capacity > HotWordTracker::kMaxCapacity) {
-         return in_range(1, HotWordTracker::kMaxCapacity);
-       }
-       return std::nullopt;
-     }},
-    {"sparse_max_words", [](M5Config& c, std::string_view t) { return set_u32(c.sparse_max_words, t); },
-     [](const M5Config& c) { return std::to_string(c.sparse_max_words); },
-     [](const M5Config& c) -> std::optional<std::string> {
-       if (c.sparse_max_words > 64) return in_range(0, 64);
-       return std::nullopt;
-     }},
+    count_knob<&M5Config::top_k, 1, HotPageTracker::kMaxTopK>("top_k"),
+    count_knob<&M5Config::hwt_capacity, 1, HotWordTracker::kMaxCapacity>("hwt_capacity"),
+    count_knob<&M5Config::sparse_max_words, 0, 64>("sparse_max_words"),
     {"promote_sparse",
      [](M5Config& c, std::string_view t) -> ParseError {
        const auto v = manager::parse_bool(t);
@@ -140,12 +130,7 @@ const std::array<Knob, 16> kKnobs = {{
      },
      [](const M5Config& c) -> std::string { return c.promote_sparse ? "true" : "false"; },
      [](const M5Config&) -> std::optional<std::string> { return std::nullopt; }},
-    {"min_accesses", [](M5Config& c, std::string_view t) { return set_u32(c.min_accesses, t); },
-     [](const M5Config& c) { return std::to_string(c.min_accesses); },
-     [](const M5Config& c) -> std::optional<std::string> {
-       if (c.min_accesses < 1 || c.min_accesses > kMaxMinAccesses) return in_range(1, kMaxMinAccesses);
-       return std::nullopt;
-     }},
+    count_knob<&M5Config::min_accesses, 1, kMaxMinAccesses>("min_accesses"),
     {"base_frequency_hz", [](M5Config& c, std::string_view t) { return set_double(c.base_frequency_hz, t); },
      [](const M5Config& c) { return format_number(c.base_frequency_hz); },
      [](const M5Config& c) -> std::optional<std::string> {
@@ -210,12 +195,7 @@ const std::array<Knob, 16> kKnobs = {{
        }
        return std::nullopt;
      }},
-    {"batch_pages", [](M5Config& c, std::string_view t) { return set_u32(c.batch_pages, t); },
-     [](const M5Config& c) { return std::to_string(c.batch_pages); },
-     [](const M5Config& c) -> std::optional<std::string> {
-       if (c.batch_pages < 1 || c.batch_pages > kMaxBatchPages) return in_range(1, kMaxBatchPages);
-       return std::nullopt;
-     }},
+    count_knob<&M5Config::batch_pages, 1, kMaxBatchPages>("batch_pages"),
 }};
 
 constexpr std::string_view kSection = "tiering.";

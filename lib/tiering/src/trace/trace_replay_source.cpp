@@ -81,14 +81,13 @@ Result<std::unique_ptr<TraceReplaySource>> TraceReplaySource::open(const std::st
 
 Result<std::unique_ptr<TraceReplaySource>> TraceReplaySource::from_records(std::vector<TraceRecord> records,
                                                                            const TraceReplayConfig& config) {
-  if (auto ok = check_config(config); !ok) return tl::unexpected(ok.error());
-  if (auto ok = validate(records); !ok) return tl::unexpected(ok.error());
-  auto model = ControllerModel::create(config.model);
-  if (!model) return tl::unexpected(model.error());
-  auto state = std::make_unique<State>(std::move(*model), config);
-  state->owned = std::move(records);
-  state->records = state->owned;
-  return std::unique_ptr<TraceReplaySource>(new TraceReplaySource(std::move(state)));
+  auto source = from_span(records, config);
+  if (!source) return source;
+  // The source takes the vector over and replays from it.
+  State& state = *(*source)->state_;
+  state.owned = std::move(records);
+  state.records = state.owned;
+  return source;
 }
 
 Result<std::unique_ptr<TraceReplaySource>> TraceReplaySource::from_span(std::span<const TraceRecord> records,

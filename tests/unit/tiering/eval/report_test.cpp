@@ -3,22 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "report.hpp"
+#include "result_files.hpp"
 #include "svg_plot.hpp"
 
 namespace cxlpool::tiering::eval {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using test::expect_svg_files;
+using test::slurp;
 
 PolicyRow row(const std::string& trace, const std::string& kind, double share, double ratio) {
   PolicyRow r;
@@ -69,11 +64,7 @@ TEST(Report, WritesEveryFile) {
   EXPECT_NE(md.find("(>= 1.5x: met)"), std::string::npos);
   EXPECT_NE(md.find("0.978 of oracle (>= 0.95: met)"), std::string::npos);
 
-  for (const char* svg : {"ratio.svg", "share_sparse-kv.svg"}) {
-    const std::string s = slurp(dir / svg);
-    EXPECT_EQ(s.rfind("<svg", 0), 0u) << svg;
-    EXPECT_NE(s.find("</svg>"), std::string::npos) << svg;
-  }
+  expect_svg_files(dir, {"ratio.svg", "share_sparse-kv.svg"});
   // The no-data bucket splits the line into two polylines per policy.
   const std::string share = slurp(dir / "share_sparse-kv.svg");
   std::size_t lines = 0;

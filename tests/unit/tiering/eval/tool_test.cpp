@@ -6,19 +6,15 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
+
+#include "result_files.hpp"
 
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using cxlpool::tiering::eval::test::expect_svg_files;
+using cxlpool::tiering::eval::test::slurp;
 
 TEST(TieringEvalTool, QuickRunWritesParsableResults) {
   const char* exe = std::getenv("CXLPOOL_TIERING_EVAL");
@@ -58,11 +54,7 @@ TEST(TieringEvalTool, QuickRunWritesParsableResults) {
   const std::string csv = slurp(dir / "results.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 32);
   EXPECT_NE(slurp(dir / "results.md").find("## Results"), std::string::npos);
-  for (const char* svg : {"ratio.svg", "share_zipf.svg", "share_shifting.svg", "share_sparse-kv.svg", "share_graph.svg"}) {
-    const std::string s = slurp(dir / svg);
-    EXPECT_EQ(s.rfind("<svg", 0), 0u) << svg;
-    EXPECT_NE(s.find("</svg>"), std::string::npos) << svg;
-  }
+  expect_svg_files(dir, {"ratio.svg", "share_zipf.svg", "share_shifting.svg", "share_sparse-kv.svg", "share_graph.svg"});
   std::filesystem::remove_all(dir);
   std::filesystem::remove(dir.string() + ".out");
 }
