@@ -7,6 +7,8 @@
 #include <ctime>
 #include <vector>
 
+#include "cxlpool/hal/driver/block_driver.hpp"
+
 namespace cxlpool::drivers {
 namespace {
 

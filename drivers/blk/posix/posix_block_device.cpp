@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <deque>
 
+#include "cxlpool/hal/driver/block_driver.hpp"
+
 namespace cxlpool::drivers {
 namespace {
 

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <vector>
 
+#include "cxlpool/hal/driver/block_driver.hpp"
+
 namespace cxlpool::drivers {
 namespace {
 

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <climits>
 
+#include "cxlpool/hal/driver/block_driver.hpp"
+
 namespace cxlpool::hal {
 namespace {
 

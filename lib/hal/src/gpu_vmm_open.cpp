@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// hal::open_gpu_vmm: the one place that chooses a GpuVmm backend.
+// hal::open_gpu_vmm and hal::open_gpu_copy_engine: the one place that
+// chooses a GpuVmm backend.
 #include "backend_select.hpp"
 #include "cxlpool/hal/driver/gpu_vmm_driver.hpp"
 
 namespace cxlpool::hal {
+namespace {
+
+// No GPU, no driver, no such device: the next backend may still run.
+bool next_backend_may_run(const BackendDescriptor&, const Error&) { return true; }
+
+}  // namespace
 
 Result<std::unique_ptr<GpuVmm>> open_gpu_vmm(std::string_view backend, int device, BackendSkips* skipped) {
   return open_backend<std::unique_ptr<GpuVmm>>(
@@ -13,8 +20,21 @@ Result<std::unique_ptr<GpuVmm>> open_gpu_vmm(std::string_view backend, int devic
         if (ops == nullptr || ops->open == nullptr) return fail(ENOTSUP, "no GpuVmm implementation");
         return ops->open(device);
       },
-      // No GPU, no driver, no such device: the next backend may still run.
-      [](const BackendDescriptor&, const Error&) { return true; });
+      next_backend_may_run);
+}
+
+Result<std::unique_ptr<GpuCopyEngine>> open_gpu_copy_engine(std::string_view backend, int device,
+                                                            BackendSkips* skipped) {
+  return open_backend<std::unique_ptr<GpuCopyEngine>>(
+      BackendClass::kGpuVmm, backend, skipped,
+      [&](const BackendDescriptor& d) -> Result<std::unique_ptr<GpuCopyEngine>> {
+        const auto* ops = backend_ops<GpuVmmOps>(d);
+        if (ops == nullptr || ops->open_copy_engine == nullptr) {
+          return fail(ENOTSUP, "no device memory of its own, so no copy engine");
+        }
+        return ops->open_copy_engine(device);
+      },
+      next_backend_may_run);
 }
 
 }  // namespace cxlpool::hal

@@ -22,6 +22,7 @@
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/hal/backend.hpp"
 #include "cxlpool/hal/block_device.hpp"
+#include "cxlpool/hal/gpu_copy.hpp"
 #include "cxlpool/hal/gpu_vmm.hpp"
 
 namespace cxlpool::hal {
@@ -64,5 +65,13 @@ Result<std::unique_ptr<BlockDevice>> open_block_device(std::string_view backend,
 // As open_block_device, for the GpuVmm class ("cuda" before "host").
 Result<std::unique_ptr<GpuVmm>> open_gpu_vmm(std::string_view backend, int device,
                                               BackendSkips* skipped = nullptr);
+
+// The copy engine of a GpuVmm backend on GPU `device`, chosen as
+// open_gpu_vmm chooses: by name, ENOTSUP for a backend without one (host)
+// as for one not compiled in or excluded; "auto" takes the first that opens.
+// Otherwise the backend's error (cuda: ENOENT without libcuda.so.1, EINVAL
+// for a device that does not exist, the driver's error otherwise).
+Result<std::unique_ptr<GpuCopyEngine>> open_gpu_copy_engine(std::string_view backend, int device,
+                                                            BackendSkips* skipped = nullptr);
 
 }  // namespace cxlpool::hal

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
-#include "cxlpool/common/unique_fd.hpp"
 
 namespace cxlpool::hal {
 
@@ -97,18 +96,6 @@ struct BlockStats {
   std::uint64_t errors = 0;            // completions with -errno
   std::uint64_t rejected = 0;          // requests refused before submission
 };
-
-// An opened file descriptor plus its geometry; the drivers' common start.
-struct OpenedBlockFile {
-  UniqueFd fd;
-  BlockGeometry geometry;
-};
-
-// Opens `path` per `options` and queries its geometry: block devices through
-// BLKGETSIZE64/BLKSSZGET; files through statx(STATX_DIOALIGN), falling back to
-// 4096 when the kernel does not report it. Fails with EINVAL when O_DIRECT was
-// asked for and the file system reports no direct-I/O support.
-Result<OpenedBlockFile> open_block_file(const std::string& path, const BlockOpenOptions& options);
 
 class BlockDevice {
  public:
