@@ -13,30 +13,16 @@
 #include <vector>
 
 #include "cuda_vmm.hpp"
-#include "cxlpool/common/log.hpp"
-
 #include "gpu_test_env.hpp"
-#include "model_fixture.hpp"
-#include "weight_streamer.hpp"
-#include "weights_model.hpp"
+#include "streamer_checks.hpp"
 
 namespace cxlpool::client {
 namespace {
 
-using weights::testing::base_of;
+using testing::cuda_config;
 using weights::testing::ModelFixture;
 
 constexpr size_t kElems = 300000;  // 1.2 MB + 0.6 MB per layer: staged copies past the non-temporal threshold
-
-cxlpool_streamer_config cuda_config(uint32_t buffers, uint32_t depth, uint64_t pinned = 0) {
-  cxlpool_streamer_config c{};
-  c.target = CXLPOOL_STREAM_CUDA;
-  c.device = 0;
-  c.buffers = buffers;
-  c.prefetch_depth = depth;
-  c.pinned_budget_bytes = pinned;
-  return c;
-}
 
 TEST(WeightStreamerCuda, WithoutADeviceItIsENODEVWithTheReason) {
   if (cuda::test::gpu_unavailable_reason().empty()) GTEST_SKIP() << "a GPU is here: the GPU cases cover it";
@@ -52,30 +38,20 @@ class WeightStreamerGpu : public cuda::test::GpuTest {
  protected:
   // Every tensor of the acquired layer, copied back from the device.
   void expect_device_layer(const WeightsModel& m, const cxlpool_streamed_layer& sl) {
-    ASSERT_EQ(sl.n_tensors, 2u);
-    for (uint32_t i = 0; i < sl.n_tensors; ++i) {
-      const auto& t = m.tensor(sl.tensor_index[i]);
-      const int k = std::string(t.name).find(".mlp.") != std::string::npos ? 0 : 1;
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(bytes, download(sl.data[i], t.bytes));
-      const auto* f = reinterpret_cast<const float*>(bytes.data());
-      const size_t n = t.bytes / 4;
-      for (size_t j = 0; j < n; j += 499) {
-        ASSERT_EQ(f[j], base_of(static_cast<int>(sl.layer), k) + static_cast<float>(j)) << t.name << " at " << j;
+    std::vector<std::byte> bytes;
+    testing::expect_layer_values(m, sl, [&](uint64_t address, size_t n) -> const float* {
+      auto got = download(address, n);
+      if (!got) {
+        ADD_FAILURE() << got.error().message;
+        return nullptr;
       }
-      ASSERT_EQ(f[n - 1], base_of(static_cast<int>(sl.layer), k) + static_cast<float>(n - 1)) << t.name;
-    }
+      bytes = std::move(*got);
+      return reinterpret_cast<const float*>(bytes.data());
+    });
   }
 
   void stream_passes(const WeightsModel& m, WeightStreamer& s, int layers, int passes) {
-    for (int pass = 0; pass < passes; ++pass) {
-      for (uint32_t l = 0; l < static_cast<uint32_t>(layers); ++l) {
-        cxlpool_streamed_layer sl{};
-        auto ok = s.acquire(l, &sl);
-        ASSERT_TRUE(ok) << ok.error().message;
-        expect_device_layer(m, sl);
-        ASSERT_TRUE(s.release(l));
-      }
-    }
+    testing::stream_passes(s, layers, passes, [&](const cxlpool_streamed_layer& sl) { expect_device_layer(m, sl); });
   }
 };
 
@@ -94,20 +70,7 @@ TEST_F(WeightStreamerGpu, ReadOnlyRegionIsRegisteredAndRegionLayersSkipStaging) 
   auto s = WeightStreamer::create(*m, cuda_config(2, 1));
   ASSERT_TRUE(s) << s.error().message;
   stream_passes(*m, **s, 4, 2);
-  const auto st = (*s)->stats();
-  EXPECT_EQ(st.region_registered, 1u) << "the read-only region was not registered";
-  EXPECT_GE(st.layers_direct, 4u);
-  EXPECT_EQ(st.bytes_direct, st.bytes_copied);
-  EXPECT_EQ(st.layers_staged, 0u);
-  EXPECT_EQ(st.bytes_staged, 0u);
-}
-
-// Log lines the library produced while a test ran.
-std::vector<std::string>* g_lines = nullptr;
-void capture(LogLevel level, std::string_view component, std::string_view message, void*) {
-  if (g_lines != nullptr && level == LogLevel::kWarning) {
-    g_lines->push_back(std::string(component) + ": " + std::string(message));
-  }
+  testing::expect_direct_copies((*s)->stats(), 4);
 }
 
 TEST_F(WeightStreamerGpu, RefusedRegistrationIsStagedCountedAndLoggedOnce) {
@@ -118,22 +81,12 @@ TEST_F(WeightStreamerGpu, RefusedRegistrationIsStagedCountedAndLoggedOnce) {
   auto other = cuda::HostRegistration::register_range(0, const_cast<std::byte*>(m->base()), m->region_bytes());
   ASSERT_TRUE(other) << other.error().message;
   EXPECT_TRUE(other->read_only());
-  std::vector<std::string> lines;
-  g_lines = &lines;
-  set_log_sink(capture, nullptr, LogLevel::kDebug);
-  auto s = WeightStreamer::create(*m, cuda_config(2, 1));
-  set_log_sink(nullptr, nullptr, LogLevel::kError);
-  g_lines = nullptr;
+  std::vector<std::string> warnings;
+  auto s = testing::create_streamer(*m, cuda_config(2, 1), &warnings);
   ASSERT_TRUE(s) << s.error().message;
   stream_passes(*m, **s, 4, 2);
-  const auto st = (*s)->stats();
-  EXPECT_EQ(st.region_registered, 0u);
-  EXPECT_GE(st.layers_staged, 4u);
-  EXPECT_EQ(st.bytes_staged, st.bytes_copied);
-  EXPECT_EQ(st.layers_direct, 0u);
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("staging"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"), std::string::npos) << lines[0];
+  testing::expect_staged_copies((*s)->stats(), 4);
+  testing::expect_refusal_logged_once(warnings, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED");
 }
 
 TEST_F(WeightStreamerGpu, FileLayersGoThroughPinnedStaging) {

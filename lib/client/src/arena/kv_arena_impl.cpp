@@ -6,21 +6,19 @@
 
 #include "arena_transfer.hpp"
 #include "cxlpool/common/clock.hpp"
-#include "host_vmm.hpp"
-#if CXLPOOL_ARENA_CUDA_VMM
-#include "cuda_vmm.hpp"
-#endif
+#include "cxlpool/hal/backend_registry.hpp"
 
 namespace cxlpool::client::arena {
 namespace {
 
+// The C ABI's backend is a GpuVmm backend by name. One that libcxlpool was
+// not linked with (or CXLPOOL_BACKENDS excludes) is ENOTSUP, as kv_arena.h
+// promises; the backend's own errors pass through.
 Result<std::unique_ptr<hal::GpuVmm>> make_backend(const cxlpool_kv_arena_config& config) {
-  if (config.backend == CXLPOOL_ARENA_BACKEND_HOST) return drivers::make_host_vmm();
-#if CXLPOOL_ARENA_CUDA_VMM
-  return cuda::make_cuda_vmm(config.device);
-#else
-  return fail(ENOTSUP, "kv arena: the cuda backend is not built into this library");
-#endif
+  const char* name = config.backend == CXLPOOL_ARENA_BACKEND_HOST ? "host" : "cuda";
+  auto vmm = hal::open_gpu_vmm(name, config.device);
+  if (!vmm) return fail(vmm.error().code, "kv arena: " + vmm.error().message);
+  return vmm;
 }
 
 }  // namespace

@@ -47,8 +47,10 @@ class DeviceWindow {
 // be filled while nothing else uses it). `region`: the model's shared
 // region, registered with the driver when it allows (read-only with
 // CU_MEMHOSTREGISTER_READ_ONLY when it is mapped read-only); when it does
-// not, registration_error() says why and region bytes are staged. ENODEV: no usable CUDA device (or a build without CUDA), the
-// message says why; ENOMEM: device or pinned memory exhausted.
+// not, registration_error() says why and region bytes are staged. The
+// device side is the cuda backend's hal::GpuCopyEngine. ENODEV: no usable
+// CUDA device (or a libcxlpool without the cuda backend), the message says
+// why; ENOMEM: device or pinned memory exhausted.
 Result<std::unique_ptr<DeviceWindow>> open_cuda_window(int device, size_t slots, size_t staged, uint64_t slot_bytes,
                                                        std::span<const std::byte> region);
 

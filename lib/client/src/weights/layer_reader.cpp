@@ -4,10 +4,7 @@
 #include <algorithm>
 
 #include "cxlpool/common/clock.hpp"
-#include "posix_block_device.hpp"
-#if CXLPOOL_WEIGHTS_URING
-#include "uring_block_device.hpp"
-#endif
+#include "cxlpool/hal/backend_registry.hpp"
 
 namespace cxlpool::client {
 namespace {
@@ -38,16 +35,10 @@ Result<hal::BlockDevice*> LayerReader::device(uint32_t file) {
   opts.direct = true;
   opts.read_only = true;
   opts.queue_depth = depth_;
-  Result<std::unique_ptr<hal::BlockDevice>> dev = fail(ENOSYS, "io_uring not built");
-#if CXLPOOL_WEIGHTS_URING
-  dev = drivers::open_uring_block_device(path, opts);
-#endif
-  if (!dev) dev = drivers::open_posix_block_device(path, opts);
-  if (!dev && dev.error().code == EINVAL) {
-    // The file system has no direct I/O: buffered reads still work.
-    opts.direct = false;
-    dev = drivers::open_posix_block_device(path, opts);
-  }
+  // The best engine libcxlpool links (io_uring, else posix); a file system
+  // without direct I/O is read buffered.
+  opts.buffered_fallback = true;
+  auto dev = hal::open_block_device("auto", path, opts);
   if (!dev) return fail(dev.error().code, "streamer: " + path + ": " + dev.error().message);
   if ((*dev)->offset_alignment() > align_ || (*dev)->mem_alignment() > align_) {
     return fail(ENOTSUP, "streamer: " + path + " needs alignment above " + std::to_string(align_));

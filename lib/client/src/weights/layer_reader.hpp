@@ -3,10 +3,11 @@
 // are cut into 1 MiB O_DIRECT reads and kept `depth` deep in flight across
 // layer boundaries: the next layer's reads go out while the current one's
 // last reads complete, so the device never sees the queue drain between
-// layers. One io_uring per file (posix fallback), opened on first use; the
-// window's slots are registered buffers of every device (READ_FIXED) when
-// the kernel allows it. Single-threaded: only the streamer's copy thread
-// (or set-up, before it starts) calls it.
+// layers. One block device per file (io_uring, else posix: the best engine
+// lib/hal's registry offers), opened on first use; the window's slots are
+// registered buffers of every device (READ_FIXED) when the kernel allows
+// it. Single-threaded: only the streamer's copy thread (or set-up, before
+// it starts) calls it.
 #pragma once
 
 #include <sys/uio.h>
