@@ -502,6 +502,52 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   EXPECT_EQ(counter("kv.tier.ssd.chunks"), -1) << "no SSD tier: no SSD counters";
 }
 
+// The store answers with statuses; the ring carries their errnos, exactly
+// the values clients have always seen, and the counters count each status.
+TEST_F(KvServiceTest, OutcomesReachTheRingAsTheirErrnos) {
+  make(small_section());
+  auto opened = service->open(1, 1000, {});
+  ASSERT_TRUE(opened) << opened.error().message;
+  TestClient c;
+  ASSERT_TRUE(c.attach(std::move(*opened)));
+  const uint64_t ns = namespace_id(1);
+  const auto k = keys(7, 1);
+  struct Case {
+    proto::KvOp op;
+    uint64_t ns;
+    uint64_t param0;
+    int32_t status;
+  };
+  const Case cases[] = {
+      {proto::KvOp::kLookup, ns, 0, 0},                      // a miss is an answer
+      {proto::KvOp::kRelease, ns, 4242, -ENOENT},            // unknown lease
+      {proto::KvOp::kPutCommit, ns, 4242, -ENOENT},          // unknown reservation
+      {proto::KvOp::kPutBegin, ns, kSlot + 1, -EMSGSIZE},    // larger than a slot
+      {proto::KvOp::kLookup, ns + 1, 0, -EACCES},            // a namespace this session did not open
+  };
+  for (const Case& t : cases) {
+    const auto id = c.submit(t.op, t.ns, t.op == proto::KvOp::kRelease ? std::vector<proto::KvKey>{} : k, t.param0);
+    const size_t i = c.wait(*service, id);
+    ASSERT_NE(i, SIZE_MAX);
+    EXPECT_EQ(c.batch.completions[i].status, t.status) << "op " << static_cast<int>(t.op);
+  }
+  std::vector<proto::Counter> counters;
+  service->append_counters(counters);
+  auto counter = [&](const std::string& name) -> int64_t {
+    for (const auto& ctr : counters) {
+      if (ctr.name == name) return static_cast<int64_t>(ctr.value);
+    }
+    return -1;
+  };
+  EXPECT_EQ(counter("kv.outcome.ok"), 1);
+  EXPECT_EQ(counter("kv.outcome.not_found"), 2);
+  EXPECT_EQ(counter("kv.outcome.too_large"), 1);
+  EXPECT_EQ(counter("kv.outcome.denied"), 1);
+  EXPECT_EQ(counter("kv.outcome.checksum_error"), 0);
+  EXPECT_EQ(counter("kv.rejected_requests"), 4);
+  EXPECT_EQ(counter("kv.ring_denied_requests"), 1);
+}
+
 // Namespaces carry an owner and a mode; each session's requests are checked
 // against the rights its own opens were granted.
 TEST_F(KvServiceTest, NamespaceModesAndPerSessionRights) {

@@ -18,6 +18,7 @@
 
 #include "cxlpool/kvcache/store.hpp"
 #include "cxlpool_build_config.h"
+#include "../kv_status_print.hpp"
 #include "faulty_block_device.hpp"
 #include "posix_block_device.hpp"
 #if CXLPOOL_HAVE_URING
@@ -174,7 +175,7 @@ class KvHarness {
         if (std::chrono::steady_clock::now() > deadline) {
           ADD_FAILURE() << "no completion for request " << id;
           KvStoreCompletion none;
-          none.completion.status = -ETIMEDOUT;
+          none.outcome = KvOutcome::device_error(ETIMEDOUT);
           return none;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -189,7 +190,7 @@ class KvHarness {
   KvStoreCompletion put(KvClientId client, std::span<const proto::KvKey> keys, std::uint32_t bytes = kChunk,
                         std::uint64_t ns = UINT64_MAX) {
     KvStoreCompletion begin = call(client, proto::KvOp::kPutBegin, keys, bytes, 0, 0, ns);
-    if (begin.completion.status != 0) return begin;
+    if (!begin.outcome.ok()) return begin;
     EXPECT_EQ(begin.locations.size(), keys.size());
     for (std::size_t i = 0; i < begin.locations.size(); ++i) {
       const proto::KvLocation& loc = begin.locations[i];

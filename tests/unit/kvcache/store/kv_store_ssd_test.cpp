@@ -53,7 +53,7 @@ TEST_P(KvStoreSsd, GetReadsSsdChunksIntoDramSlots) {
   }
   const std::uint64_t read_before = h_.store().counters().tiers[2].bytes_read;
   auto get = h_.call(kBob, KvOp::kGet, std::span(keys).first(2));
-  ASSERT_EQ(get.completion.status, 0);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
   EXPECT_EQ(get.completion.result1, 2u);
   ASSERT_EQ(get.locations.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -66,12 +66,12 @@ TEST_P(KvStoreSsd, GetReadsSsdChunksIntoDramSlots) {
   // Both DRAM slots are leased: a get of SSD chunks finds no slot and
   // leases nothing (a shorter prefix, not an error).
   auto none = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(2));
-  EXPECT_EQ(none.completion.status, 0);
+  EXPECT_EQ(none.outcome, KvStatus::kOk);
   EXPECT_EQ(none.completion.result0, 0u);
-  ASSERT_EQ(h_.call(kBob, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+  ASSERT_EQ(h_.call(kBob, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
   // A prefix mixing DRAM and SSD chunks is leased whole.
   auto mixed = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(1, 2));
-  ASSERT_EQ(mixed.completion.status, 0);
+  ASSERT_EQ(mixed.outcome, KvStatus::kOk);
   EXPECT_EQ(mixed.completion.result1, 2u);
   for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(h_.holds(mixed.locations[i], keys[1 + i]));
 }
@@ -110,7 +110,7 @@ TEST_P(KvStoreSsd, PrefetchLoadsIntoDramInTheBackground) {
   put_each(keys);
   ASSERT_TRUE(h_.store().flush());
   auto pre = h_.call(kAlice, KvOp::kPrefetch, keys);
-  ASSERT_EQ(pre.completion.status, 0);
+  ASSERT_EQ(pre.outcome, KvStatus::kOk);
   EXPECT_EQ(pre.completion.result0, 2u);  // chunks 0 and 1 were SSD-only
   drain();
   EXPECT_EQ(h_.tiers(std::span(keys).first(2)), (std::vector<std::uint16_t>{0, 0}));
@@ -130,7 +130,7 @@ TEST_P(KvStoreSsd, InjectedIoErrorFailsTheGetAndDropsOnlyThatChunk) {
   put_each(keys);
   ASSERT_TRUE(h_.store().flush());
   auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(1));
-  EXPECT_EQ(bad.completion.status, -EIO);
+  EXPECT_EQ(bad.outcome, KvOutcome::device_error(EIO));
   EXPECT_EQ(bad.completion.result0, 0u);
   EXPECT_EQ(h_.faulty()->injected(), 1u);
   EXPECT_EQ(h_.store().counters().leases, 0u);
@@ -140,10 +140,10 @@ TEST_P(KvStoreSsd, InjectedIoErrorFailsTheGetAndDropsOnlyThatChunk) {
   EXPECT_EQ(h_.tiers(std::span(keys).subspan(1)), (std::vector<std::uint16_t>{2, 2, 0}));
   for (std::size_t i = 1; i < 4; ++i) {
     auto good = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
-    ASSERT_EQ(good.completion.status, 0);
+    ASSERT_EQ(good.outcome, KvStatus::kOk);
     ASSERT_EQ(good.completion.result1, 1u) << i;
     EXPECT_TRUE(h_.holds(good.locations[0], keys[i]));
-    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, good.completion.result0).completion.status, 0);
+    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, good.completion.result0).outcome, KvStatus::kOk);
   }
   const KvStoreCounters& c = h_.store().counters();
   EXPECT_GE(c.tiers[2].errors, 1u);
@@ -169,13 +169,13 @@ TEST_P(KvStoreSsd, FailedRegionWriteDropsItsChunksFromTheIndex) {
     auto miss = h_.call(kAlice, KvOp::kLookup, std::span(keys).subspan(i, 1));
     EXPECT_EQ(miss.completion.result0, 0u) << "chunk " << i << " was in the failed region";
     auto get = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
-    EXPECT_EQ(get.completion.status, 0);
+    EXPECT_EQ(get.outcome, KvStatus::kOk);
     EXPECT_EQ(get.completion.result1, 0u) << "chunk " << i << " served";
   }
   // Chunk 15 sits in region 1 (still filling), 16 and 17 in DRAM.
   EXPECT_EQ(h_.tiers(std::span(keys).subspan(15)), (std::vector<std::uint16_t>{2, 0, 0}));
   auto good = h_.call(kBob, KvOp::kGet, std::span(keys).subspan(15, 1));
-  ASSERT_EQ(good.completion.status, 0);
+  ASSERT_EQ(good.outcome, KvStatus::kOk);
   ASSERT_EQ(good.completion.result1, 1u);
   EXPECT_TRUE(h_.holds(good.locations[0], keys[15]));
   EXPECT_GE(h_.store().counters().tiers[2].errors, 1u);
@@ -193,7 +193,7 @@ TEST_P(KvStoreSsd, ShortReadFailsTheGetWithoutPoisoningTheIndex) {
   put_each(keys);
   ASSERT_TRUE(h_.store().flush());
   auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(2));
-  EXPECT_EQ(bad.completion.status, -EIO);
+  EXPECT_EQ(bad.outcome, KvOutcome::device_error(EIO));
   EXPECT_EQ(h_.store().counters().leases, 0u);
   EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, keys).completion.result0, 0u);
   EXPECT_EQ(h_.store().counters().tiers[0].used_bytes, h_.store().counters().tiers[0].chunks * kSlot);
@@ -206,7 +206,7 @@ TEST_P(KvStoreSsd, ShortReadFailsTheGetWithoutPoisoningTheIndex) {
   auto dram = h_.call(kAlice, KvOp::kGet, fresh);
   ASSERT_EQ(dram.completion.result1, 1u);
   EXPECT_TRUE(h_.holds(dram.locations[0], fresh[0]));
-  ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, dram.completion.result0).completion.status, 0);
+  ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, dram.completion.result0).outcome, KvStatus::kOk);
   EXPECT_EQ(h_.put(kAlice, std::span(keys).first(1)).completion.result0, 1u);
   EXPECT_EQ(h_.tiers(std::span(keys).first(1)), std::vector<std::uint16_t>{0});
 }
@@ -247,7 +247,7 @@ TEST_P(KvStoreSsd, RestartIndexesRecoveredChunksAsSsd) {
     auto get = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
     ASSERT_EQ(get.completion.result1, 1u) << i;
     EXPECT_TRUE(h_.holds(get.locations[0], keys[i]));
-    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
   }
 }
 

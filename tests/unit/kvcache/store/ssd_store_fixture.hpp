@@ -18,6 +18,7 @@
 
 #include "cxlpool/kvcache/ssd_store.hpp"
 #include "cxlpool_build_config.h"
+#include "../kv_status_print.hpp"
 #include "faulty_block_device.hpp"
 #include "posix_block_device.hpp"
 #if CXLPOOL_HAVE_URING
@@ -143,7 +144,7 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
   void expect_entry(SsdStore& store, std::uint64_t i, std::uint32_t bytes = kPayload) {
     Buffer buf = aligned_buffer(kRegion);
     auto got = store.get(key_of(i), {buf.get(), kRegion});
-    ASSERT_TRUE(got) << "entry " << i << ": " << got.error().message;
+    ASSERT_EQ(got.outcome, KvStatus::kOk) << "entry " << i;
     ASSERT_EQ(*got, bytes) << "entry " << i;
     const auto want = payload_of(i, bytes);
     EXPECT_EQ(std::memcmp(buf.get(), want.data(), bytes), 0) << "entry " << i;
