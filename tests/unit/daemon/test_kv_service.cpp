@@ -279,6 +279,16 @@ struct TestClient {
   }
 };
 
+// The service's counter `name`, or -1 when it has none.
+int64_t counter_of(const KvService& service, const std::string& name) {
+  std::vector<proto::Counter> counters;
+  service.append_counters(counters);
+  for (const auto& ctr : counters) {
+    if (ctr.name == name) return static_cast<int64_t>(ctr.value);
+  }
+  return -1;
+}
+
 std::vector<proto::KvKey> keys(uint64_t seed, size_t n) {
   std::vector<proto::KvKey> out;
   for (size_t i = 0; i < n; ++i) out.push_back({seed * 1000 + i + 1, ~(seed * 1000 + i)});
@@ -296,6 +306,14 @@ class KvServiceTest : public ::testing::Test {
     auto created = KvService::create(section, *pool);
     ASSERT_TRUE(created) << created.error().message;
     service = std::move(*created);
+  }
+  // Starts the service with small_section() and attaches `c` as session 1
+  // (uid 1000).
+  void start_with_client(TestClient& c) {
+    make(small_section());
+    auto opened = service->open(1, 1000, {});
+    ASSERT_TRUE(opened) << opened.error().message;
+    ASSERT_TRUE(c.attach(std::move(*opened)));
   }
   // Opens the test's namespace for session `session` as its owner (uid 1000).
   uint64_t namespace_id(uint64_t session, const Requester& who = user(1000)) {
@@ -421,11 +439,8 @@ TEST_F(KvServiceTest, OpenHandsOverTheDataPath) {
 }
 
 TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
-  make(small_section());
-  auto opened = service->open(1, 1000, {});
-  ASSERT_TRUE(opened) << opened.error().message;
   TestClient c;
-  ASSERT_TRUE(c.attach(std::move(*opened)));
+  ASSERT_NO_FATAL_FAILURE(start_with_client(c));
   const uint64_t ns = namespace_id(1);
   const auto k = keys(1, 3);
 
@@ -484,14 +499,7 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   EXPECT_EQ(c.batch.completions[i].status, 0);
   EXPECT_EQ(service->status().leases, 0u);
 
-  std::vector<proto::Counter> counters;
-  service->append_counters(counters);
-  auto counter = [&](const std::string& name) -> int64_t {
-    for (const auto& ctr : counters) {
-      if (ctr.name == name) return static_cast<int64_t>(ctr.value);
-    }
-    return -1;
-  };
+  auto counter = [&](const std::string& name) { return counter_of(*service, name); };
   EXPECT_EQ(counter("kv.started"), 1);
   EXPECT_EQ(counter("kv.connections"), 1);
   EXPECT_EQ(counter("kv.ring_requests"), 5);
@@ -505,11 +513,8 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
 // The store answers with statuses; the ring carries their errnos, exactly
 // the values clients have always seen, and the counters count each status.
 TEST_F(KvServiceTest, OutcomesReachTheRingAsTheirErrnos) {
-  make(small_section());
-  auto opened = service->open(1, 1000, {});
-  ASSERT_TRUE(opened) << opened.error().message;
   TestClient c;
-  ASSERT_TRUE(c.attach(std::move(*opened)));
+  ASSERT_NO_FATAL_FAILURE(start_with_client(c));
   const uint64_t ns = namespace_id(1);
   const auto k = keys(7, 1);
   struct Case {
@@ -531,14 +536,7 @@ TEST_F(KvServiceTest, OutcomesReachTheRingAsTheirErrnos) {
     ASSERT_NE(i, SIZE_MAX);
     EXPECT_EQ(c.batch.completions[i].status, t.status) << "op " << static_cast<int>(t.op);
   }
-  std::vector<proto::Counter> counters;
-  service->append_counters(counters);
-  auto counter = [&](const std::string& name) -> int64_t {
-    for (const auto& ctr : counters) {
-      if (ctr.name == name) return static_cast<int64_t>(ctr.value);
-    }
-    return -1;
-  };
+  auto counter = [&](const std::string& name) { return counter_of(*service, name); };
   EXPECT_EQ(counter("kv.outcome.ok"), 1);
   EXPECT_EQ(counter("kv.outcome.not_found"), 2);
   EXPECT_EQ(counter("kv.outcome.too_large"), 1);

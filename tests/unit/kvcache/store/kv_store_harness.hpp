@@ -20,6 +20,7 @@
 #include "cxlpool_build_config.h"
 #include "../kv_status_print.hpp"
 #include "faulty_block_device.hpp"
+#include "file_damage.hpp"
 #include "posix_block_device.hpp"
 #if CXLPOOL_HAVE_URING
 #include "uring_block_device.hpp"
@@ -132,6 +133,10 @@ class KvHarness {
   std::uint32_t ns() const { return ns_; }
   cxlpool::testing::FaultyBlockDevice* faulty() { return faulty_; }
   const std::string& path() const { return path_; }
+  // Completions the store answered with status `s`.
+  std::uint64_t outcome_count(KvStatus s) { return store_->counters().outcomes[static_cast<std::size_t>(s)]; }
+  // Damages one byte of the SSD log's file, as a failing disk would.
+  void flip_ssd_byte(std::uint64_t offset) { ssd_test::flip_file_byte(path_, offset); }
 
   std::byte* arena(std::uint16_t tier) { return tier == 0 ? dram_.data() : cxl_.data(); }
   std::byte* window(KvClientId c) { return c == kAlice ? window_a_.data() : window_b_.data(); }

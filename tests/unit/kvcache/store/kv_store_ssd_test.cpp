@@ -2,7 +2,9 @@
 // KvStore with an SSD log on a file, over both block drivers: gets and
 // prefetches read SSD chunks into DRAM slots asynchronously, injected I/O
 // errors and short reads fail the get without poisoning the index, restart
-// recovery, per-commit write-through, namespace drop on SSD.
+// recovery, per-commit write-through, namespace drop on SSD, and the
+// statuses of reads and writes that fail (kChecksumError, kDeviceError with
+// the device's errno).
 #include <poll.h>
 
 #include "kv_store_harness.hpp"
@@ -123,14 +125,18 @@ TEST_P(KvStoreSsd, InjectedIoErrorFailsTheGetAndDropsOnlyThatChunk) {
   HarnessOptions o = options();
   o.faulty = true;
   // Data operations: 16 region-header reads at open, the region write at
-  // flush, then the get's read.
+  // flush, then the get's read. Not EIO: the device's own errno must reach
+  // the completion (and so the wire).
   o.fault.fail_nth_op = o.ssd_regions + 2;
+  o.fault.fail_errno = EROFS;
   KV_OPEN_OR_SKIP(h_, o);
   const auto keys = keys_of(220, 4);
   put_each(keys);
   ASSERT_TRUE(h_.store().flush());
   auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(1));
-  EXPECT_EQ(bad.outcome, KvOutcome::device_error(EIO));
+  EXPECT_EQ(bad.outcome, KvOutcome::device_error(EROFS));
+  EXPECT_EQ(to_errno(bad.outcome), EROFS);
+  EXPECT_EQ(h_.outcome_count(KvStatus::kDeviceError), 1u);
   EXPECT_EQ(bad.completion.result0, 0u);
   EXPECT_EQ(h_.faulty()->injected(), 1u);
   EXPECT_EQ(h_.store().counters().leases, 0u);
@@ -304,6 +310,46 @@ TEST_P(KvStoreSsd, ClientGoneWhileItsGetWaitsForTheDevice) {
   EXPECT_EQ(h_.store().counters().leases, 0u);
   // What was read stays cached, unleased: new chunks can displace it.
   EXPECT_EQ(h_.put(kAlice, keys_of(271, 2)).completion.result0, 2u);
+}
+
+TEST_P(KvStoreSsd, ACorruptRecordFailsTheGetWithChecksumError) {
+  KV_OPEN_OR_SKIP(h_, options());
+  const auto keys = keys_of(320, 4);
+  put_each(keys);
+  ASSERT_TRUE(h_.store().flush());  // reads now go to the device
+  // Region 0: its header block, then the first entry's header block and
+  // payload.
+  h_.flip_ssd_byte(2 * kSsdBlockBytes + 1234);
+  auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(1));
+  EXPECT_EQ(bad.outcome, KvStatus::kChecksumError);
+  EXPECT_EQ(bad.completion.result0, 0u);
+  EXPECT_EQ(h_.store().counters().leases, 0u);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, std::span(keys).first(1)).completion.result0, 0u)
+      << "a record that cannot be read is no longer found";
+  auto good = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(1, 1));
+  ASSERT_EQ(good.outcome, KvStatus::kOk);
+  ASSERT_EQ(good.completion.result1, 1u);
+  EXPECT_TRUE(h_.holds(good.locations[0], keys[1]));
+  EXPECT_EQ(h_.outcome_count(KvStatus::kChecksumError), 1u);
+  EXPECT_EQ(h_.store().ssd_stats()->corrupt_dropped, 1u);
+}
+
+TEST_P(KvStoreSsd, AFailedWriteThroughIsADeviceError) {
+  HarnessOptions o = options();
+  o.sync = SsdSyncPolicy::kPerCommit;
+  o.faulty = true;
+  // Data operations: 16 region-header reads at open, the first region's
+  // header block, then the commit's entry.
+  o.fault.fail_nth_op = o.ssd_regions + 2;
+  KV_OPEN_OR_SKIP(h_, o);
+  const auto keys = keys_of(340, 2);
+  auto failed = h_.put(kAlice, std::span(keys).first(1));
+  EXPECT_EQ(failed.outcome, KvOutcome::device_error(EIO));
+  EXPECT_EQ(failed.completion.result0, 0u);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, std::span(keys).first(1)).completion.result0, 0u) << "not committed";
+  auto next = h_.put(kAlice, std::span(keys).subspan(1, 1));
+  EXPECT_EQ(next.outcome, KvStatus::kOk);
+  EXPECT_EQ(next.completion.result0, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, KvStoreSsd, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);

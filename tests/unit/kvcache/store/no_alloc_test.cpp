@@ -47,6 +47,14 @@ std::uint64_t allocations_in(Fn&& fn) {
 
 ChunkKey key_of(std::uint64_t i) { return ChunkKey{i + 1, i * 31 + 7}; }
 
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<std::byte, FreeDeleter>;
+
+// 4096-aligned, as O_DIRECT reads and the store's arenas want them.
+AlignedBytes aligned_bytes(std::size_t n) { return AlignedBytes(static_cast<std::byte*>(std::aligned_alloc(4096, n))); }
+
 TEST(NoAlloc, TheCounterSeesAllocations) {
   EXPECT_GE(allocations_in([] { auto s = std::make_unique<std::string>(100, 'x'); }), 1u);
 }
@@ -96,9 +104,8 @@ TEST(NoAlloc, SsdLogMissesAndRefusals) {
   const std::vector<std::byte> small(100, std::byte{1});
   const std::vector<std::byte> big(kRegion, std::byte{2});
   ASSERT_EQ(store.put(key_of(0), NamespaceFingerprint{1, 2}, small).outcome, KvStatus::kOk);
-  auto* raw = static_cast<std::byte*>(std::aligned_alloc(4096, kRegion));
-  ASSERT_NE(raw, nullptr);
-  std::unique_ptr<std::byte, decltype(&std::free)> buffer(raw, &std::free);
+  const AlignedBytes buffer = aligned_bytes(kRegion);
+  ASSERT_NE(buffer, nullptr);
 
   KvStatus miss = KvStatus::kOk, bad_buffer = KvStatus::kOk, erase_miss = KvStatus::kOk;
   KvStatus too_large = KvStatus::kOk, rejected = KvStatus::kOk;
@@ -123,9 +130,8 @@ TEST(NoAlloc, SsdLogMissesAndRefusals) {
 // lease, answered through submit and poll with the caller's vector reused.
 TEST(NoAlloc, StoreAnswersMissesAndUnknownLeasesWithoutAllocating) {
   constexpr std::uint64_t kSlot = 16 * 1024;
-  auto* raw = static_cast<std::byte*>(std::aligned_alloc(4096, 4 * kSlot));
-  ASSERT_NE(raw, nullptr);
-  std::unique_ptr<std::byte, decltype(&std::free)> dram(raw, &std::free);
+  const AlignedBytes dram = aligned_bytes(4 * kSlot);
+  ASSERT_NE(dram, nullptr);
   KvStoreConfig config;
   config.slot_bytes = kSlot;
   config.index_capacity = 64;

@@ -21,10 +21,13 @@ using cxlpool::testing::FaultyBlockDevice;
 
 class SsdStoreOutcomeTest : public SsdStoreTest {
  protected:
-  // A store whose device fails as `plan` says.
-  std::unique_ptr<SsdStore> open_faulty(FaultPlan plan, SsdSyncPolicy sync) {
+  // A store whose device fails its `nth_op`th data operation with `err`.
+  std::unique_ptr<SsdStore> open_failing(std::uint64_t nth_op, int err, SsdSyncPolicy sync) {
     auto real = device();
     if (!real) return nullptr;
+    FaultPlan plan;
+    plan.fail_nth_op = nth_op;
+    plan.fail_errno = err;
     return open_store(std::make_unique<FaultyBlockDevice>(std::move(real), plan), sync);
   }
 
@@ -107,10 +110,7 @@ TEST_P(SsdStoreOutcomeTest, ADamagedRecordIsAChecksumErrorAndIsDropped) {
 TEST_P(SsdStoreOutcomeTest, AFailedReadIsADeviceErrorWithTheDevicesErrno) {
   // Ops: 16 header reads at open, the seal of region 0 at the 4th put, the
   // flush of region 1; then the get's read fails.
-  FaultPlan plan;
-  plan.fail_nth_op = kRegions + 3;
-  plan.fail_errno = EROFS;
-  STORE_OR_SKIP(store, open_faulty(plan, SsdSyncPolicy::kPerRegion));
+  STORE_OR_SKIP(store, open_failing(kRegions + 3, EROFS, SsdSyncPolicy::kPerRegion));
   for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
   ASSERT_TRUE(store->flush());
   Buffer buf = aligned_buffer(kRegion);
@@ -125,9 +125,7 @@ TEST_P(SsdStoreOutcomeTest, AFailedReadIsADeviceErrorWithTheDevicesErrno) {
 TEST_P(SsdStoreOutcomeTest, AFailedCommitIsADeviceErrorAndStoresNothing) {
   // Ops: 16 header reads at open, the region's header block, then the
   // entry's write fails.
-  FaultPlan plan;
-  plan.fail_nth_op = kRegions + 2;
-  STORE_OR_SKIP(store, open_faulty(plan, SsdSyncPolicy::kPerCommit));
+  STORE_OR_SKIP(store, open_failing(kRegions + 2, EIO, SsdSyncPolicy::kPerCommit));
   const KvResult<std::uint64_t> put = store->put(key_of(0), kNs, payload_of(0));
   EXPECT_EQ(put.outcome, KvOutcome::device_error(EIO));
   EXPECT_FALSE(store->contains(key_of(0)));
@@ -140,10 +138,7 @@ TEST_P(SsdStoreOutcomeTest, AFailedCommitIsADeviceErrorAndStoresNothing) {
 TEST_P(SsdStoreOutcomeTest, AFailedTombstoneIsADeviceError) {
   // Ops: 16 header reads, the region's header block, the put's entry, then
   // the tombstone's write fails.
-  FaultPlan plan;
-  plan.fail_nth_op = kRegions + 3;
-  plan.fail_errno = ENOSPC;
-  STORE_OR_SKIP(store, open_faulty(plan, SsdSyncPolicy::kPerCommit));
+  STORE_OR_SKIP(store, open_failing(kRegions + 3, ENOSPC, SsdSyncPolicy::kPerCommit));
   ASSERT_EQ(store->put(key_of(0), kNs, payload_of(0)).outcome, KvStatus::kOk);
   EXPECT_EQ(store->erase(key_of(0)), KvOutcome::device_error(ENOSPC));
 }
