@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 namespace cxlpool::kvcache {
 
@@ -37,21 +38,26 @@ inline constexpr std::size_t kKvStatusCount = 14;
 
 // A status and, for kDeviceError, the errno the device (or the kernel, or
 // the allocator behind its I/O) gave, which the wire passes on unchanged.
+// Four bytes: an outcome, and a KvResult of a 32-bit value, come back in one
+// register (a wider struct with padding is assembled on the stack and read
+// back whole, a stall on every index call).
 struct KvOutcome {
   KvStatus status = KvStatus::kOk;
-  std::int32_t device_errno = 0;  // kDeviceError only; 0 there means EIO
+  std::uint8_t reserved = 0;
+  std::uint16_t device_errno = 0;  // kDeviceError only; 0 there means EIO (errnos end at 4095)
 
   constexpr KvOutcome() = default;
   constexpr KvOutcome(KvStatus s) : status(s) {}  // NOLINT(google-explicit-constructor): statuses are outcomes
   [[nodiscard]] static constexpr KvOutcome device_error(int err) {
     KvOutcome o(KvStatus::kDeviceError);
-    o.device_errno = err;
+    o.device_errno = err > 0 && err < 0x10000 ? static_cast<std::uint16_t>(err) : 0;
     return o;
   }
   [[nodiscard]] constexpr bool ok() const { return status == KvStatus::kOk; }
   constexpr explicit operator bool() const { return ok(); }
   friend constexpr bool operator==(const KvOutcome&, const KvOutcome&) = default;
 };
+static_assert(sizeof(KvOutcome) == 4);
 
 // An outcome and, when it is kOk, the call's value.
 template <typename T>
@@ -59,7 +65,8 @@ struct [[nodiscard]] KvResult {
   KvOutcome outcome;
   T value{};
 
-  constexpr KvResult(T v) : value(v) {}                   // NOLINT(google-explicit-constructor)
+  constexpr KvResult(const T& v) : value(v) {}            // NOLINT(google-explicit-constructor)
+  constexpr KvResult(T&& v) : value(std::move(v)) {}      // NOLINT(google-explicit-constructor)
   constexpr KvResult(KvOutcome o) : outcome(o) {}         // NOLINT(google-explicit-constructor)
   constexpr KvResult(KvStatus s) : outcome(s) {}          // NOLINT(google-explicit-constructor)
   [[nodiscard]] constexpr bool ok() const { return outcome.ok(); }
@@ -93,7 +100,7 @@ struct [[nodiscard]] KvResult {
 }
 
 [[nodiscard]] constexpr int to_errno(const KvOutcome& o) {
-  return o.status == KvStatus::kDeviceError && o.device_errno > 0 ? o.device_errno : to_errno(o.status);
+  return o.status == KvStatus::kDeviceError && o.device_errno != 0 ? o.device_errno : to_errno(o.status);
 }
 
 // A stable lower-case name, for logs and counter names.
