@@ -34,7 +34,7 @@ enum class KvStatus : std::uint8_t {
   kBadState,       // the call does not fit the entry's state (insert of a present key...)
 };
 
-inline constexpr std::size_t kKvStatusCount = 14;
+inline constexpr std::size_t kKvStatusCount = static_cast<std::size_t>(KvStatus::kBadState) + 1;
 
 // A status and, for kDeviceError, the errno the device (or the kernel, or
 // the allocator behind its I/O) gave, which the wire passes on unchanged.
