@@ -301,6 +301,9 @@ void KvService::deliver(kvcache::KvStoreCompletion&& done) {
   if (it == connections_.end()) return;
   KvConnection& c = *it->second;
   if (c.reported_broken) return;
+  // The wire's status: the store answers with a KvStatus, the ring carries
+  // its negative errno.
+  done.completion.status = -kvcache::to_errno(done.outcome);
   if (c.backlog.empty()) {
     auto ok = c.ring.complete(done.completion, done.locations);
     if (ok) {
@@ -332,15 +335,17 @@ size_t KvService::poll() {
     const size_t n = c->ring.take(batch_);
     for (size_t i = 0; i < n; ++i) {
       const proto::KvRequest& r = batch_.requests[i];
-      int error = batch_.errors[i];
-      if (error != 0) {
+      // The ring marks a malformed request -EINVAL.
+      kvcache::KvStatus refused = batch_.errors[i] != 0 ? kvcache::KvStatus::kInvalid : kvcache::KvStatus::kOk;
+      if (refused != kvcache::KvStatus::kOk) {
         ++counters_.malformed_requests;
-      } else if ((error = c->rights->check(r.namespace_id, kvcache::kv_rights_needed(r.op))) != 0) {
+      } else if ((refused = c->rights->check(r.namespace_id, kvcache::kv_rights_needed(r.op))) !=
+                 kvcache::KvStatus::kOk) {
         // A namespace this session did not open, or opened without the
         // right the op needs.
         ++counters_.denied_requests;
       }
-      store_->submit(c->id, r, batch_.keys_of(i), error);
+      store_->submit(c->id, r, batch_.keys_of(i), refused);
     }
     c->requests += n;
     counters_.requests += n;
@@ -649,6 +654,9 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   add("kv.quota_rejections", c.quota_rejections);
   add("kv.leases_expired", c.leases_expired);
   add("kv.rejected_requests", c.rejected_requests);
+  for (size_t st = 0; st < kvcache::kKvStatusCount; ++st) {
+    add("kv.outcome." + std::string(kvcache::to_string(static_cast<kvcache::KvStatus>(st))), c.outcomes[st]);
+  }
   add("kv.io_in_flight", store_->io_in_flight());
   add("kv.ssd_durable_sequence", store_->ssd_durable_sequence());
   if (const kvcache::SsdStoreStats* ss = store_->ssd_stats()) {

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     ChunkInfo info;
     info.offset = i * 4096;
     info.length = 4096;
-    if (!index.insert(keys[i], info)) return 1;
+    if (index.insert(keys[i], info) != KvStatus::kOk) return 1;
     map.emplace(keys[i], ChunkEntry{keys[i], info, 0});
   }
 

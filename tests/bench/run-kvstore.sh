@@ -62,12 +62,14 @@ bench="$build/tests/bench/kvstore_bench"
 trace="$build/tests/bench/kvstore_trace_bench"
 
 # Writes a daemon config: the DRAM tier only (no emulated tier, tiering off)
-# and a [kvstore] section made of the arguments, one "key = value" each.
+# and a [kvstore] section made of the arguments, one "key = value" each. One
+# benchmark client is the only user: no per-uid quota (the default, a quarter
+# of the DRAM arena, is less than 32 puts of 2 MiB in flight).
 write_config() {
   local file=$1
   shift
   {
-    printf '[daemon]\nlog_level = "warning"\n\n[tiering]\nenabled = false\n\n[kvstore]\nenabled = true\n'
+    printf '[daemon]\nlog_level = "warning"\n\n[tiering]\nenabled = false\n\n[kvstore]\nenabled = true\nclient_quota_bytes = 0\n'
     printf '%s\n' "$@"
   } >"$file"
 }
@@ -121,11 +123,12 @@ fio_args=(--filename="$ssd" --size="${ssd_mib}M" --ioengine=io_uring --direct=1 
 fio --name=layout --rw=write "${fio_args[@]}" >/dev/null
 write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
   'admission_threshold = 1' "ssd_path = \"$ssd\"" "ssd_bytes = $((ssd_mib << 20))" 'ssd_sync = "per-region"' \
-  'ssd_engine = "io_uring"'
+  'ssd_engine = "io_uring"' 'ssd_format_foreign = true'
 fio_write=() fio_read=() ssd_put=() ssd_get=() ssd_verify=()
 for rep in $(seq "$reps"); do
   # fio overwrites the store's log, so the daemon is down while it runs; at
-  # start it finds no valid region and begins an empty log.
+  # start it finds fio's bytes, not a log, and (ssd_format_foreign) begins
+  # an empty log.
   fio --name=write --rw=write --io_size="${io_mib}M" "${fio_args[@]}" >"$work/fio.json"
   fio_write+=("$(fio_mib "$work/fio.json" write)")
   fio --name=read --rw=randread --io_size="${io_mib}M" "${fio_args[@]}" >"$work/fio.json"

@@ -271,6 +271,16 @@ struct TestClient {
   }
 };
 
+// The service's counter `name`, or -1 when it has none.
+int64_t counter_of(const KvService& service, const std::string& name) {
+  std::vector<proto::Counter> counters;
+  service.append_counters(counters);
+  for (const auto& ctr : counters) {
+    if (ctr.name == name) return static_cast<int64_t>(ctr.value);
+  }
+  return -1;
+}
+
 std::vector<proto::KvKey> keys(uint64_t seed, size_t n) {
   std::vector<proto::KvKey> out;
   for (size_t i = 0; i < n; ++i) out.push_back({seed * 1000 + i + 1, ~(seed * 1000 + i)});
@@ -288,6 +298,14 @@ class KvServiceTest : public ::testing::Test {
     auto created = KvService::create(section, *pool);
     ASSERT_TRUE(created) << created.error().message;
     service = std::move(*created);
+  }
+  // Starts the service with small_section() and attaches `c` as session 1
+  // (uid 1000).
+  void start_with_client(TestClient& c) {
+    make(small_section());
+    auto opened = service->open(1, 1000, {});
+    ASSERT_TRUE(opened) << opened.error().message;
+    ASSERT_TRUE(c.attach(std::move(*opened)));
   }
   // Opens the test's namespace for session `session` as its owner (uid 1000).
   uint64_t namespace_id(uint64_t session, const Requester& who = user(1000)) {
@@ -413,11 +431,8 @@ TEST_F(KvServiceTest, OpenHandsOverTheDataPath) {
 }
 
 TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
-  make(small_section());
-  auto opened = service->open(1, 1000, {});
-  ASSERT_TRUE(opened) << opened.error().message;
   TestClient c;
-  ASSERT_TRUE(c.attach(std::move(*opened)));
+  ASSERT_NO_FATAL_FAILURE(start_with_client(c));
   const uint64_t ns = namespace_id(1);
   const auto k = keys(1, 3);
 
@@ -476,14 +491,7 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   EXPECT_EQ(c.batch.completions[i].status, 0);
   EXPECT_EQ(service->status().leases, 0u);
 
-  std::vector<proto::Counter> counters;
-  service->append_counters(counters);
-  auto counter = [&](const std::string& name) -> int64_t {
-    for (const auto& ctr : counters) {
-      if (ctr.name == name) return static_cast<int64_t>(ctr.value);
-    }
-    return -1;
-  };
+  auto counter = [&](const std::string& name) { return counter_of(*service, name); };
   EXPECT_EQ(counter("kv.started"), 1);
   EXPECT_EQ(counter("kv.connections"), 1);
   EXPECT_EQ(counter("kv.ring_requests"), 5);
@@ -492,6 +500,42 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   EXPECT_EQ(counter("kv.tier.dram.chunks"), 3);
   EXPECT_EQ(counter("kv.tier.dram.capacity_bytes"), static_cast<int64_t>(4 * kSlot));
   EXPECT_EQ(counter("kv.tier.ssd.chunks"), -1) << "no SSD tier: no SSD counters";
+}
+
+// The store answers with statuses; the ring carries their errnos, exactly
+// the values clients have always seen, and the counters count each status.
+TEST_F(KvServiceTest, OutcomesReachTheRingAsTheirErrnos) {
+  TestClient c;
+  ASSERT_NO_FATAL_FAILURE(start_with_client(c));
+  const uint64_t ns = namespace_id(1);
+  const auto k = keys(7, 1);
+  struct Case {
+    proto::KvOp op;
+    uint64_t ns;
+    uint64_t param0;
+    int32_t status;
+  };
+  const Case cases[] = {
+      {proto::KvOp::kLookup, ns, 0, 0},                      // a miss is an answer
+      {proto::KvOp::kRelease, ns, 4242, -ENOENT},            // unknown lease
+      {proto::KvOp::kPutCommit, ns, 4242, -ENOENT},          // unknown reservation
+      {proto::KvOp::kPutBegin, ns, kSlot + 1, -EMSGSIZE},    // larger than a slot
+      {proto::KvOp::kLookup, ns + 1, 0, -EACCES},            // a namespace this session did not open
+  };
+  for (const Case& t : cases) {
+    const auto id = c.submit(t.op, t.ns, t.op == proto::KvOp::kRelease ? std::vector<proto::KvKey>{} : k, t.param0);
+    const size_t i = c.wait(*service, id);
+    ASSERT_NE(i, SIZE_MAX);
+    EXPECT_EQ(c.batch.completions[i].status, t.status) << "op " << static_cast<int>(t.op);
+  }
+  auto counter = [&](const std::string& name) { return counter_of(*service, name); };
+  EXPECT_EQ(counter("kv.outcome.ok"), 1);
+  EXPECT_EQ(counter("kv.outcome.not_found"), 2);
+  EXPECT_EQ(counter("kv.outcome.too_large"), 1);
+  EXPECT_EQ(counter("kv.outcome.denied"), 1);
+  EXPECT_EQ(counter("kv.outcome.checksum_error"), 0);
+  EXPECT_EQ(counter("kv.rejected_requests"), 4);
+  EXPECT_EQ(counter("kv.ring_denied_requests"), 1);
 }
 
 // Namespaces carry an owner and a mode; each session's requests are checked

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <string>
 
 namespace cxlpool::kvcache {
 
@@ -41,17 +40,17 @@ void ChunkIndex::account(const ChunkEntry& e, int sign) {
   }
 }
 
-Result<void> ChunkIndex::insert(const ChunkKey& key, const ChunkInfo& info) {
+KvStatus ChunkIndex::insert(const ChunkKey& key, const ChunkInfo& info) {
   const std::uint64_t h = key_hash64(key);
   const std::uint8_t c = ctrl_of(h);
   std::size_t i = h & mask_;
   std::size_t probe = 0;
   for (; ctrl_[i] != kEmpty; i = (i + 1) & mask_, ++probe) {
-    if (ctrl_[i] == c && slots_[i].key == key) return fail(EEXIST, "kv index: chunk already present");
+    if (ctrl_[i] == c && slots_[i].key == key) return KvStatus::kBadState;
   }
   if (stats_.entries >= max_entries_) {
     ++stats_.rejected_full;
-    return fail(ENOSPC, "kv index: full (" + std::to_string(max_entries_) + " chunks)");
+    return KvStatus::kRejected;
   }
   ctrl_[i] = c;
   slots_[i] = ChunkEntry{key, info, 0};
@@ -60,19 +59,19 @@ Result<void> ChunkIndex::insert(const ChunkKey& key, const ChunkInfo& info) {
   ++stats_.entries;
   ++stats_.inserts;
   stats_.max_probe = std::max(stats_.max_probe, probe);
-  return {};
+  return KvStatus::kOk;
 }
 
-Result<void> ChunkIndex::update(const ChunkKey& key, const ChunkInfo& info) {
+KvStatus ChunkIndex::update(const ChunkKey& key, const ChunkInfo& info) {
   const std::size_t i = find_slot(key);
-  if (i == kNotFound || (slots_[i].info.flags & kChunkDoomed)) return fail(ENOENT, "kv index: no such chunk");
-  if (slots_[i].pins != 0) return fail(EBUSY, "kv index: chunk is leased");
+  if (i == kNotFound || (slots_[i].info.flags & kChunkDoomed)) return KvStatus::kNotFound;
+  if (slots_[i].pins != 0) return KvStatus::kBusy;
   account(slots_[i], -1);
   slots_[i].info = info;
   slots_[i].info.flags &= static_cast<std::uint8_t>(~kChunkDoomed);
   account(slots_[i], +1);
   ++stats_.updates;
-  return {};
+  return KvStatus::kOk;
 }
 
 void ChunkIndex::erase_slot(std::size_t i) {
@@ -148,17 +147,17 @@ std::size_t ChunkIndex::pin_prefix(std::span<const ChunkKey> keys, std::vector<C
   return n;
 }
 
-Result<std::uint32_t> ChunkIndex::pin(const ChunkKey& key) {
+KvResult<std::uint32_t> ChunkIndex::pin(const ChunkKey& key) {
   const std::size_t i = find_slot(key);
-  if (i == kNotFound || (slots_[i].info.flags & kChunkDoomed)) return fail(ENOENT, "kv index: no such chunk");
+  if (i == kNotFound || (slots_[i].info.flags & kChunkDoomed)) return KvStatus::kNotFound;
   ++stats_.pins_outstanding;
   return ++slots_[i].pins;
 }
 
-Result<UnpinOutcome> ChunkIndex::unpin(const ChunkKey& key) {
+KvResult<UnpinOutcome> ChunkIndex::unpin(const ChunkKey& key) {
   const std::size_t i = find_slot(key);
-  if (i == kNotFound) return fail(ENOENT, "kv index: no such chunk");
-  if (slots_[i].pins == 0) return fail(EINVAL, "kv index: chunk is not leased");
+  if (i == kNotFound) return KvStatus::kNotFound;
+  if (slots_[i].pins == 0) return KvStatus::kBadState;
   --stats_.pins_outstanding;
   UnpinOutcome r;
   r.pins_left = --slots_[i].pins;

@@ -22,10 +22,10 @@ bool KvStore::Impl::over_quota(const ClientState& c, std::uint64_t bytes) {
   return true;
 }
 
-int KvStore::Impl::admit_lease(KvClientId, ClientState& c, std::uint64_t bytes) {
-  if (c.leases >= config.max_leases_per_client) return EMFILE;
-  if (over_quota(c, bytes)) return EDQUOT;
-  return 0;
+KvStatus KvStore::Impl::admit_lease(KvClientId, ClientState& c, std::uint64_t bytes) {
+  if (c.leases >= config.max_leases_per_client) return KvStatus::kTooManyLeases;
+  if (over_quota(c, bytes)) return KvStatus::kOverQuota;
+  return KvStatus::kOk;
 }
 
 // `keys` are pinned already; the lease takes those pins over.
@@ -43,16 +43,16 @@ std::uint64_t KvStore::Impl::open_lease(KvClientId id, ClientState& c, std::span
   return lease_id;
 }
 
-int KvStore::Impl::release_lease(KvClientId id, std::uint64_t lease_id) {
+KvStatus KvStore::Impl::release_lease(KvClientId id, std::uint64_t lease_id) {
   Lease* lease = leases.find(lease_id);
   ClientState* c = client(id);
-  if (lease == nullptr || lease->client != id || c == nullptr) return ENOENT;
+  if (lease == nullptr || lease->client != id || c == nullptr) return KvStatus::kNotFound;
   for (const ChunkKey& k : lease->keys) unpin_key(k);
   uncharge(*c, lease->bytes);
   --c->leases;
   leased_bytes -= lease->bytes;
   leases.close(lease_id);
-  return 0;
+  return KvStatus::kOk;
 }
 
 Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_window) {
@@ -82,7 +82,7 @@ std::size_t KvStore::expire_leases() {
   std::size_t revoked = 0;
   for (std::uint64_t id : ids) {
     const Lease* lease = s.leases.find(id);
-    if (lease != nullptr && s.release_lease(lease->client, id) == 0) ++revoked;
+    if (lease != nullptr && s.release_lease(lease->client, id) == KvStatus::kOk) ++revoked;
   }
   s.counters.leases_expired += revoked;
   return revoked;

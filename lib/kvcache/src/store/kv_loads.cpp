@@ -8,7 +8,6 @@
 #include <sys/uio.h>
 
 #include <algorithm>
-#include <cerrno>
 
 #include "kv_store_impl.hpp"
 
@@ -76,18 +75,8 @@ void KvStore::Impl::submit_loads() {
     scratch_gets.push_back(SsdGetRequest{key, {slot_ptr(load.tier, load.offset, load.ns_id), config.slot_bytes}, 0, fixed});
   }
   ssd_touched = true;
-  auto accepted = ssd->submit_gets(scratch_gets);
-  if (!accepted) {
-    // Nothing was queued: every load fails with the device's error.
-    const int err = accepted.error().code;
-    while (!unsubmitted.empty()) {
-      const ChunkKey key = unsubmitted.front();
-      unsubmitted.pop_front();
-      finish_load(SsdGetCompletion{0, key, err, 0});
-    }
-    return;
-  }
-  for (std::size_t i = 0; i < *accepted; ++i) {
+  const std::size_t accepted = ssd->submit_gets(scratch_gets);
+  for (std::size_t i = 0; i < accepted; ++i) {
     loads[unsubmitted.front()].submitted = true;
     unsubmitted.pop_front();
   }
@@ -114,31 +103,33 @@ void KvStore::Impl::finish_load(const SsdGetCompletion& done) {
   const ChunkEntry* e = index.find(done.key);
   const bool was_on_ssd = e != nullptr && e->info.tier == KvTier::kSsd;
   bool placed = false;
-  if (done.error == 0 && was_on_ssd) {
+  if (done.outcome.ok() && was_on_ssd) {
     ChunkInfo info = e->info;
     info.tier = load.tier;
     info.offset = load.offset;
     info.length = done.payload_bytes;
     info.flags |= kChunkSsdCopy;
-    if (index.update(done.key, info)) {
+    if (index.update(done.key, info) == KvStatus::kOk) {
       arena(load.tier).policy->insert(done.key);
       ++counters.tiers[tier_index(load.tier)].promotions;
       placed = true;
     }
-  } else if (done.error != 0 && was_on_ssd) {
+  } else if (!done.outcome.ok() && was_on_ssd) {
     index.erase(done.key);  // not poisoned: no lookup finds a chunk that cannot be read
   }
   if (!placed) arena(load.tier).slots.give(load.offset);
-  const bool failed = done.error != 0 && done.error != ENOENT;
+  // A chunk gone meanwhile only ends the prefix there; a read that failed
+  // fails the gets waiting for it.
+  const bool failed = !done.outcome.ok() && done.outcome.status != KvStatus::kNotFound;
   for (const auto& [pid, i] : load.waiters) {
     auto pit = pending_gets.find(pid);
     if (pit == pending_gets.end()) continue;  // its client went away
     PendingGet& pg = pit->second;
     if (failed) {
-      if (pg.error == 0) pg.error = done.error;
+      if (pg.failed.ok()) pg.failed = done.outcome;
     } else if (i < pg.keys.size()) {
       const ChunkEntry* now = index.find(done.key);
-      if (now != nullptr && now->info.tier != KvTier::kSsd && index.pin(done.key)) pg.pinned[i] = 1;
+      if (now != nullptr && now->info.tier != KvTier::kSsd && index.pin(done.key).ok()) pg.pinned[i] = 1;
     }
     if (--pg.loads_left == 0) finish_pending_get(pid);
   }
@@ -151,7 +142,7 @@ void KvStore::Impl::finish_pending_get(std::uint64_t id) {
   pending_gets.erase(it);
   const std::size_t n = pg.keys.size();
   std::size_t p = 0;
-  if (pg.error == 0) {
+  if (pg.failed.ok()) {
     while (p < n && pg.pinned[p]) ++p;
   }
   for (std::size_t j = p; j < n; ++j) {
@@ -167,8 +158,8 @@ void KvStore::Impl::finish_pending_get(std::uint64_t id) {
   proto::KvRequest r;
   r.request_id = pg.request_id;
   r.op = static_cast<std::uint8_t>(proto::KvOp::kGet);
-  if (pg.error != 0) return complete(pg.client, r, pg.error);
-  if (p == 0) return complete(pg.client, r, 0);
+  if (!pg.failed.ok()) return complete(pg.client, r, pg.failed);
+  if (p == 0) return complete(pg.client, r, KvStatus::kOk);
   finish_get(pg.client, *c, pg.request_id, {pg.keys.data(), p});
 }
 

@@ -6,7 +6,6 @@
 // the log before it is acknowledged (the durability contract outranks the
 // admission filter), so an acknowledged commit survives a crash.
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "../ssd/stream_copy.hpp"
@@ -21,16 +20,16 @@ bool key_less(const ChunkKey& a, const ChunkKey& b) { return a.hi != b.hi ? a.hi
 }  // namespace
 
 void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
-  if (ns(r.namespace_id) == nullptr) return complete(id, r, ENOENT);
+  if (ns(r.namespace_id) == nullptr) return complete(id, r, KvStatus::kNotFound);
   ClientState& c = *client(id);
-  if (r.param0 == 0) return complete(id, r, EINVAL);
-  if (r.param0 > config.slot_bytes) return complete(id, r, EMSGSIZE);
-  if (c.window_slots.capacity() == 0) return complete(id, r, EPERM);  // no put window
-  if (c.reservations.size() >= config.max_leases_per_client) return complete(id, r, EAGAIN);
+  if (r.param0 == 0) return complete(id, r, KvStatus::kInvalid);
+  if (r.param0 > config.slot_bytes) return complete(id, r, KvStatus::kTooLarge);
+  if (c.window_slots.capacity() == 0) return complete(id, r, KvStatus::kNotPermitted);  // no put window
+  if (c.reservations.size() >= config.max_leases_per_client) return complete(id, r, KvStatus::kRetry);
   scratch_sorted.assign(scratch_keys.begin(), scratch_keys.end());
   std::sort(scratch_sorted.begin(), scratch_sorted.end(), key_less);
   if (std::adjacent_find(scratch_sorted.begin(), scratch_sorted.end()) != scratch_sorted.end()) {
-    return complete(id, r, EINVAL);  // a key twice
+    return complete(id, r, KvStatus::kInvalid);  // a key twice
   }
   const std::size_t n = scratch_keys.size();
   scratch_marks.assign(n, 0);
@@ -44,8 +43,8 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
     fresh += cached ? 0 : 1;
   }
   const std::uint64_t bytes = fresh * r.param0;
-  if (over_quota(c, bytes)) return complete(id, r, EDQUOT);
-  if (fresh > c.window_slots.free_count()) return complete(id, r, EAGAIN);
+  if (over_quota(c, bytes)) return complete(id, r, KvStatus::kOverQuota);
+  if (fresh > c.window_slots.free_count()) return complete(id, r, KvStatus::kRetry);
 
   const std::uint64_t rid = next_reservation++;
   Reservation& res = c.reservations[rid];
@@ -78,7 +77,7 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
 void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
   ClientState& c = *client(id);
   auto it = c.reservations.find(r.param0);
-  if (it == c.reservations.end()) return complete(id, r, ENOENT);
+  if (it == c.reservations.end()) return complete(id, r, KvStatus::kNotFound);
   Reservation& res = it->second;
   // Match the kept keys to the reservation (usually in the same order)
   // before changing anything: a bad list leaves the reservation as it was.
@@ -96,14 +95,14 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
         }
       }
     }
-    if (at == n || scratch_marks[at]) return complete(id, r, EINVAL);
+    if (at == n || scratch_marks[at]) return complete(id, r, KvStatus::kInvalid);
     scratch_marks[at] = 1;
     scratch_index[j] = static_cast<std::uint32_t>(at);
   }
 
   const bool write_through = ssd && ssd->config().sync == SsdSyncPolicy::kPerCommit;
   std::uint64_t committed = 0;
-  int first_error = 0;
+  KvOutcome first_failure;  // of the chunks not committed, the first's outcome
   for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
     const ReservedChunk& rc = res.chunks[scratch_index[j]];
     // Stored already, maybe by another client meanwhile; under another
@@ -115,12 +114,12 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
       continue;
     }
     if (rc.cached) {  // the client wrote nothing and the stored copy is gone
-      if (first_error == 0) first_error = ENOENT;
+      if (first_failure.ok()) first_failure = KvStatus::kNotFound;
       continue;
     }
     auto offset = acquire_slot(KvTier::kDram);
     if (!offset) {  // every DRAM chunk is leased or being read
-      if (first_error == 0) first_error = ENOSPC;
+      if (first_failure.ok()) first_failure = KvStatus::kRejected;
       continue;
     }
     // The daemon never reads the slot again: stream it past the caches.
@@ -134,16 +133,17 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
     info.sequence = next_sequence++;
     if (write_through) {
       const ChunkEntry entry{rc.key, info, 0};
-      if (auto ok = write_to_ssd(entry, {slot_ptr(KvTier::kDram, *offset, res.ns_id), res.chunk_bytes}); !ok) {
+      const KvOutcome written = write_to_ssd(entry, {slot_ptr(KvTier::kDram, *offset, res.ns_id), res.chunk_bytes});
+      if (!written.ok()) {
         arena(KvTier::kDram).slots.give(*offset);
-        if (first_error == 0) first_error = ok.error().code;
+        if (first_failure.ok()) first_failure = written;
         continue;
       }
       info.flags |= kChunkSsdCopy;
     }
-    if (!index.insert(rc.key, info)) {
+    if (index.insert(rc.key, info) != KvStatus::kOk) {
       arena(KvTier::kDram).slots.give(*offset);
-      if (first_error == 0) first_error = ENOSPC;
+      if (first_failure.ok()) first_failure = KvStatus::kRejected;
       continue;
     }
     arena(KvTier::kDram).policy->insert(rc.key);
@@ -159,7 +159,7 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
   uncharge(c, res.held_bytes);
   --reservations_live;
   c.reservations.erase(it);
-  complete(id, r, committed == 0 ? first_error : 0, committed);
+  complete(id, r, committed == 0 ? first_failure : KvOutcome(), committed);
 }
 
 }  // namespace cxlpool::kvcache

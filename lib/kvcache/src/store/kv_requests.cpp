@@ -3,15 +3,17 @@
 // delete. A get of DRAM/CXL chunks completes here without allocating beyond
 // its completion's location list; one that needs SSD reads waits for them
 // (kv_loads.cpp).
-#include <cerrno>
-
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
 
-KvStoreCompletion& KvStore::Impl::begin_completion(KvClientId client, const proto::KvRequest& r) {
+KvStoreCompletion& KvStore::Impl::begin_completion(KvClientId client, const proto::KvRequest& r,
+                                                   KvOutcome outcome) {
   KvStoreCompletion& c = ready.emplace_back();
   c.client = client;
+  c.outcome = outcome;
+  ++counters.outcomes[static_cast<std::size_t>(outcome.status)];
+  if (!outcome.ok()) ++counters.rejected_requests;
   c.completion.request_id = r.request_id;
   // An op this version does not know is answered as op 0 (always an error),
   // so the ring never carries an op value it cannot vouch for.
@@ -19,14 +21,12 @@ KvStoreCompletion& KvStore::Impl::begin_completion(KvClientId client, const prot
   return c;
 }
 
-void KvStore::Impl::complete(KvClientId client, const proto::KvRequest& r, int error, std::uint64_t r0,
+void KvStore::Impl::complete(KvClientId client, const proto::KvRequest& r, KvOutcome outcome, std::uint64_t r0,
                              std::uint64_t r1, std::uint64_t r2) {
-  KvStoreCompletion& c = begin_completion(client, r);
-  c.completion.status = -error;
+  KvStoreCompletion& c = begin_completion(client, r, outcome);
   c.completion.result0 = r0;
   c.completion.result1 = r1;
   c.completion.result2 = r2;
-  if (error != 0) ++counters.rejected_requests;
 }
 
 // Per-tier hit rates in the usual cache-hierarchy sense: a key of the
@@ -71,7 +71,7 @@ std::size_t KvStore::Impl::own_prefix(std::size_t p, std::uint64_t ns_id) {
 
 void KvStore::Impl::do_lookup(KvClientId id, const proto::KvRequest& r) {
   const NamespaceState* n = ns(r.namespace_id);
-  if (n == nullptr) return complete(id, r, ENOENT);
+  if (n == nullptr) return complete(id, r, KvStatus::kNotFound);
   scratch_entries.clear();
   const std::size_t p = own_prefix(index.lookup_prefix(scratch_keys, &scratch_entries), r.namespace_id);
   ++counters.lookups;
@@ -90,7 +90,7 @@ void KvStore::Impl::do_lookup(KvClientId id, const proto::KvRequest& r) {
     req.chunk_tokens = n->spec.chunk_tokens;
     req.chunks = scratch_chunks;
     auto decision = decide_load(cost, req);
-    if (!decision) return complete(id, r, EINVAL);
+    if (!decision) return complete(id, r, KvStatus::kInvalid);
     cutoff = decision->load_chunks;
   }
   KvStoreCompletion& c = begin_completion(id, r);
@@ -101,20 +101,22 @@ void KvStore::Impl::do_lookup(KvClientId id, const proto::KvRequest& r) {
 }
 
 void KvStore::Impl::do_get(KvClientId id, const proto::KvRequest& r) {
-  if (ns(r.namespace_id) == nullptr) return complete(id, r, ENOENT);
+  if (ns(r.namespace_id) == nullptr) return complete(id, r, KvStatus::kNotFound);
   ClientState& c = *client(id);
   ++counters.gets;
   scratch_entries.clear();
   const std::size_t p = own_prefix(index.lookup_prefix(scratch_keys, &scratch_entries), r.namespace_id);
   count_tier_hits(scratch_entries, scratch_keys.size());
-  if (p == 0) return complete(id, r, 0);
+  if (p == 0) return complete(id, r, KvStatus::kOk);
   std::uint64_t bytes = 0;
   bool any_ssd = false;
   for (std::size_t i = 0; i < p; ++i) {
     bytes += scratch_entries[i].info.length;
     any_ssd |= scratch_entries[i].info.tier == KvTier::kSsd;
   }
-  if (const int err = admit_lease(id, c, bytes); err != 0) return complete(id, r, err);
+  if (const KvStatus admitted = admit_lease(id, c, bytes); admitted != KvStatus::kOk) {
+    return complete(id, r, admitted);
+  }
   // Pin what is resident first, so that nothing the rest of this get does
   // (promotions, slots for SSD reads) can evict part of the prefix.
   for (std::size_t i = 0; i < p; ++i) {
@@ -185,7 +187,7 @@ void KvStore::Impl::do_release(KvClientId id, const proto::KvRequest& r) {
 }
 
 void KvStore::Impl::do_prefetch(KvClientId id, const proto::KvRequest& r) {
-  if (ns(r.namespace_id) == nullptr) return complete(id, r, ENOENT);
+  if (ns(r.namespace_id) == nullptr) return complete(id, r, KvStatus::kNotFound);
   scratch_entries.clear();
   const std::size_t p = own_prefix(index.lookup_prefix(scratch_keys, &scratch_entries), r.namespace_id);
   std::uint64_t queued = 0;
@@ -197,11 +199,11 @@ void KvStore::Impl::do_prefetch(KvClientId id, const proto::KvRequest& r) {
   }
   counters.prefetches += queued;
   submit_loads();
-  complete(id, r, 0, queued);
+  complete(id, r, KvStatus::kOk, queued);
 }
 
 void KvStore::Impl::do_delete(KvClientId id, const proto::KvRequest& r) {
-  if (ns(r.namespace_id) == nullptr) return complete(id, r, ENOENT);
+  if (ns(r.namespace_id) == nullptr) return complete(id, r, KvStatus::kNotFound);
   std::uint64_t deleted = 0;
   for (const ChunkKey& key : scratch_keys) {
     const ChunkEntry* e = index.find(key);
@@ -216,7 +218,7 @@ void KvStore::Impl::do_delete(KvClientId id, const proto::KvRequest& r) {
     }
   }
   counters.deletes += deleted;
-  complete(id, r, 0, deleted);
+  complete(id, r, KvStatus::kOk, deleted);
 }
 
 }  // namespace cxlpool::kvcache

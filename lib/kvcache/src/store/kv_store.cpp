@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kv_store_impl.hpp"
+#include "outcome_error.hpp"
 
 namespace cxlpool::kvcache {
 
@@ -116,10 +117,10 @@ Result<std::uint32_t> KvStore::open_namespace(const NamespaceSpec& spec) {
 }
 
 void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::span<const proto::KvKey> keys,
-                     int error) {
+                     KvStatus refused) {
   Impl& s = *impl_;
-  if (error != 0 || !s.clients.contains(client)) {
-    s.complete(client, request, error != 0 ? (error < 0 ? -error : error) : ENOENT);
+  if (refused != KvStatus::kOk || !s.clients.contains(client)) {
+    s.complete(client, request, refused != KvStatus::kOk ? refused : KvStatus::kNotFound);
     return;
   }
   s.scratch_keys.resize(keys.size());
@@ -132,7 +133,7 @@ void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::sp
     case proto::KvOp::kRelease: s.do_release(client, request); break;
     case proto::KvOp::kPrefetch: s.do_prefetch(client, request); break;
     case proto::KvOp::kDelete: s.do_delete(client, request); break;
-    default: s.complete(client, request, EINVAL); break;
+    default: s.complete(client, request, KvStatus::kInvalid); break;
   }
   if (!s.ssd_evicted.empty()) s.reap_ssd_evictions();
 }
@@ -186,8 +187,10 @@ Result<void> KvStore::flush() {
     });
     for (const ChunkEntry& e : resident) {
       if (s.has_ssd_copy(e.key)) continue;
-      auto ok = s.write_to_ssd(e, {s.slot_ptr(t, e.info.offset, e.info.ns_id), e.info.length});
-      if (!ok && first_error) first_error = ok;
+      const KvOutcome written = s.write_to_ssd(e, {s.slot_ptr(t, e.info.offset, e.info.ns_id), e.info.length});
+      if (!written.ok() && first_error) {
+        first_error = outcome_error(written, "kv store: writing an arena chunk to the SSD log");
+      }
     }
   }
   auto closed = s.ssd->close();

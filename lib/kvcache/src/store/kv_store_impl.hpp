@@ -86,7 +86,7 @@ struct PendingGet {
   std::vector<ChunkKey> keys;      // the prefix found at submit
   std::vector<std::uint8_t> pinned;
   std::size_t loads_left = 0;
-  int error = 0;                   // first read error (positive errno)
+  KvOutcome failed;                // the first failed read's outcome (kOk: none)
 };
 
 // One SSD read into an arena slot, for gets waiting on it and/or a prefetch.
@@ -174,10 +174,10 @@ struct KvStore::Impl {
   // CXL -> DRAM for a chunk pinned once (by the caller); keeps the pin.
   void promote(const ChunkKey& key);
   [[nodiscard]] bool has_ssd_copy(const ChunkKey& key) const { return ssd && ssd->contains(key); }
-  Result<void> write_to_ssd(const ChunkEntry& e, std::span<const std::byte> bytes);
+  KvOutcome write_to_ssd(const ChunkEntry& e, std::span<const std::byte> bytes);
   // Writes an arena chunk to the log, lending its slot when it can; true when
   // the slot was lent (the log gives it back through return_lent_slot).
-  Result<bool> lend_to_ssd(KvTier from, const ChunkEntry& e);
+  KvResult<bool> lend_to_ssd(KvTier from, const ChunkEntry& e);
   void return_lent_slot(std::uint64_t token);
   void reap_ssd_evictions();
   void unpin_key(const ChunkKey& key);
@@ -205,15 +205,16 @@ struct KvStore::Impl {
   // True (and counted) when `bytes` more would take the client's account
   // past client_quota_bytes.
   bool over_quota(const ClientState& c, std::uint64_t bytes);
-  // EDQUOT / EMFILE as a positive errno, 0 when a lease of `bytes` fits.
-  int admit_lease(KvClientId id, ClientState& c, std::uint64_t bytes);
+  // kOverQuota / kTooManyLeases, or kOk when a lease of `bytes` fits.
+  KvStatus admit_lease(KvClientId id, ClientState& c, std::uint64_t bytes);
   std::uint64_t open_lease(KvClientId id, ClientState& c, std::span<const ChunkKey> keys);
-  int release_lease(KvClientId id, std::uint64_t lease_id);
+  KvStatus release_lease(KvClientId id, std::uint64_t lease_id);
 
   // --- requests
-  void complete(KvClientId client, const proto::KvRequest& r, int error, std::uint64_t r0 = 0,
+  void complete(KvClientId client, const proto::KvRequest& r, KvOutcome outcome, std::uint64_t r0 = 0,
                 std::uint64_t r1 = 0, std::uint64_t r2 = 0);
-  KvStoreCompletion& begin_completion(KvClientId client, const proto::KvRequest& r);
+  KvStoreCompletion& begin_completion(KvClientId client, const proto::KvRequest& r,
+                                      KvOutcome outcome = KvStatus::kOk);
   void count_tier_hits(std::span<const ChunkEntry> prefix, std::size_t asked);
   void location_of(const ChunkEntry& e, proto::KvLocation& out) const;
   std::size_t own_prefix(std::size_t p, std::uint64_t ns_id);

@@ -43,7 +43,7 @@ void KvStore::Impl::demote(KvTier from, const ChunkEntry& e) {
       ChunkInfo info = e.info;
       info.tier = KvTier::kCxl;
       info.offset = *offset;
-      if (index.update(e.key, info)) {
+      if (index.update(e.key, info) == KvStatus::kOk) {
         claim_slot(KvTier::kCxl, *offset, e.info.ns_id);
         stream_copy(slot_ptr(KvTier::kCxl, *offset, e.info.ns_id), slot_ptr(KvTier::kDram, e.info.offset, e.info.ns_id),
                     e.info.length);
@@ -70,9 +70,9 @@ void KvStore::Impl::demote_to_ssd(KvTier from, const ChunkEntry& e) {
     if (has_ssd_copy(e.key)) {
       kept = true;
     } else if (admission.admit(e.key)) {
-      auto written = lend_to_ssd(from, e);
-      kept = written.has_value();
-      lent = kept && *written;
+      const KvResult<bool> written = lend_to_ssd(from, e);
+      kept = written.ok();
+      lent = kept && written.value;
     } else {
       ++st.admissions_rejected;
     }
@@ -83,7 +83,7 @@ void KvStore::Impl::demote_to_ssd(KvTier from, const ChunkEntry& e) {
     info.tier = KvTier::kSsd;
     info.offset = 0;
     info.flags |= kChunkSsdCopy;
-    kept = index.update(e.key, info).has_value();
+    kept = index.update(e.key, info) == KvStatus::kOk;
   }
   if (!kept) index.erase(e.key);
   if (!lent) arena(from).slots.give(e.info.offset);
@@ -110,7 +110,7 @@ void KvStore::Impl::promote(const ChunkKey& key) {
     ChunkInfo info = was.info;
     info.tier = KvTier::kDram;
     info.offset = *offset;
-    if (index.update(key, info)) {
+    if (index.update(key, info) == KvStatus::kOk) {
       claim_slot(KvTier::kDram, *offset, was.info.ns_id);
       stream_copy(slot_ptr(KvTier::kDram, *offset, was.info.ns_id),
                   slot_ptr(KvTier::kCxl, was.info.offset, was.info.ns_id), was.info.length);
@@ -128,13 +128,11 @@ void KvStore::Impl::promote(const ChunkKey& key) {
   (void)index.pin(key);
 }
 
-Result<void> KvStore::Impl::write_to_ssd(const ChunkEntry& e, std::span<const std::byte> bytes) {
+KvOutcome KvStore::Impl::write_to_ssd(const ChunkEntry& e, std::span<const std::byte> bytes) {
   const NamespaceState* n = ns(e.info.ns_id);
-  if (n == nullptr) return fail(EINVAL, "kv store: chunk of an unknown namespace");
+  if (n == nullptr) return KvStatus::kBadState;  // cannot happen: chunks keep their namespace
   ssd_touched = true;
-  auto seq = ssd->put(e.key, n->fp, bytes);
-  if (!seq) return tl::unexpected(seq.error());
-  return {};
+  return ssd->put(e.key, n->fp, bytes).outcome;
 }
 
 namespace {
@@ -145,7 +143,7 @@ std::uint64_t lend_token(KvTier t, std::uint64_t offset) { return offset | tier_
 
 }  // namespace
 
-Result<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
+KvResult<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
   const std::span<const std::byte> bytes{slot_ptr(from, e.info.offset, e.info.ns_id), e.info.length};
   const std::size_t t = tier_index(from);
   // Small chunks are copied: their copy is cheap, and a device write per
@@ -153,12 +151,12 @@ Result<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
   const bool lendable = config.ssd_lend_min_bytes != 0 && e.info.length >= config.ssd_lend_min_bytes &&
                         (lent_slots[t] + 1) * 2 <= arena(from).slots.capacity() && (config.slot_bytes & 1) == 0;
   if (!lendable) {
-    auto ok = write_to_ssd(e, bytes);
-    if (!ok) return tl::unexpected(ok.error());
+    const KvOutcome written = write_to_ssd(e, bytes);
+    if (!written.ok()) return written;
     return false;
   }
   const NamespaceState* n = ns(e.info.ns_id);
-  if (n == nullptr) return fail(EINVAL, "kv store: chunk of an unknown namespace");
+  if (n == nullptr) return KvStatus::kBadState;  // cannot happen: chunks keep their namespace
   SsdLentPayload payload;
   payload.bytes = bytes;
   payload.token = lend_token(from, e.info.offset);
@@ -166,8 +164,8 @@ Result<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
     payload.buffer_index = fixed_base[t] + static_cast<std::int32_t>(e.info.offset / fixed_piece);
   }
   ssd_touched = true;
-  auto lent = ssd->put_lent(e.key, n->fp, payload);
-  if (lent && *lent) ++lent_slots[t];
+  const KvResult<bool> lent = ssd->put_lent(e.key, n->fp, payload);
+  if (lent.ok() && lent.value) ++lent_slots[t];
   return lent;
 }
 
@@ -195,8 +193,8 @@ void KvStore::Impl::reap_ssd_evictions() {
 }
 
 void KvStore::Impl::unpin_key(const ChunkKey& key) {
-  auto r = index.unpin(key);
-  if (r && r->erased) forget_resident(r->entry);
+  const KvResult<UnpinOutcome> r = index.unpin(key);
+  if (r.ok() && r.value.erased) forget_resident(r.value.entry);
 }
 
 }  // namespace cxlpool::kvcache

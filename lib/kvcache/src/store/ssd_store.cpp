@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cxlpool/kvcache/ssd_store.hpp"
+#include "outcome_error.hpp"
 
 namespace cxlpool::kvcache {
 
@@ -19,51 +20,50 @@ struct FreeDeleter {
 
 }  // namespace
 
-Result<std::uint64_t> SsdStore::put(const ChunkKey& key, const NamespaceFingerprint& ns,
-                                    std::span<const std::byte> payload) {
-  if (payload.size() > max_payload_bytes(config_.region_bytes)) {
-    return fail(EFBIG, "ssd store: payload of " + std::to_string(payload.size()) + " bytes exceeds a region");
-  }
-  if (index_.count(key) == 0 && index_.size() >= config_.index_capacity) {
-    if (auto ok = make_index_room(); !ok) return tl::unexpected(ok.error());
-  }
-  auto seq = append(key, ns, payload, 0);
-  if (seq) ++stats_.puts;
-  return seq;
+// What put() and put_lent() check before appending: the payload fits a
+// region and the index has room for a new key.
+KvOutcome SsdStore::admit_put(const ChunkKey& key, std::size_t payload_bytes) {
+  if (payload_bytes > max_payload_bytes(config_.region_bytes)) return KvStatus::kTooLarge;
+  if (index_.count(key) == 0 && index_.size() >= config_.index_capacity) return make_index_room();
+  return KvStatus::kOk;
 }
 
-Result<bool> SsdStore::put_lent(const ChunkKey& key, const NamespaceFingerprint& ns,
-                                const SsdLentPayload& payload) {
+KvResult<std::uint64_t> SsdStore::put(const ChunkKey& key, const NamespaceFingerprint& ns,
+                                      std::span<const std::byte> payload) {
+  if (const KvOutcome admitted = admit_put(key, payload.size()); !admitted.ok()) return admitted;
+  auto seq = append(key, ns, payload, 0);
+  if (!seq) return device_failure(seq.error());
+  ++stats_.puts;
+  return *seq;
+}
+
+KvResult<bool> SsdStore::put_lent(const ChunkKey& key, const NamespaceFingerprint& ns,
+                                  const SsdLentPayload& payload) {
   const std::span<const std::byte> bytes = payload.bytes;
   const bool lendable = config_.sync == SsdSyncPolicy::kPerRegion && !bytes.empty() &&
                         bytes.size() % kSsdBlockBytes == 0 &&
                         reinterpret_cast<std::uintptr_t>(bytes.data()) % device_->mem_alignment() == 0;
   if (!lendable) {
     auto seq = put(key, ns, bytes);
-    if (!seq) return tl::unexpected(seq.error());
+    if (!seq) return seq.outcome;
     return false;
   }
-  if (bytes.size() > max_payload_bytes(config_.region_bytes)) {
-    return fail(EFBIG, "ssd store: payload of " + std::to_string(bytes.size()) + " bytes exceeds a region");
-  }
-  if (index_.count(key) == 0 && index_.size() >= config_.index_capacity) {
-    if (auto ok = make_index_room(); !ok) return tl::unexpected(ok.error());
-  }
+  if (const KvOutcome admitted = admit_put(key, bytes.size()); !admitted.ok()) return admitted;
   auto seq = append(key, ns, bytes, 0, &payload);
-  if (!seq) return tl::unexpected(seq.error());
+  if (!seq) return device_failure(seq.error());
   ++stats_.puts;
   ++stats_.lent_puts;
   return true;
 }
 
-Result<void> SsdStore::erase(const ChunkKey& key) {
+KvOutcome SsdStore::erase(const ChunkKey& key) {
   auto it = index_.find(key);
-  if (it == index_.end()) return fail(ENOENT, "ssd store: erase of a key not stored");
+  if (it == index_.end()) return KvStatus::kNotFound;
   const NamespaceFingerprint ns = it->second.ns;
   auto seq = append(key, ns, {}, kEntryTombstone);
-  if (!seq) return tl::unexpected(seq.error());
+  if (!seq) return device_failure(seq.error());
   ++stats_.erases;
-  return {};
+  return KvStatus::kOk;
 }
 
 Result<std::size_t> SsdStore::erase_namespace(const NamespaceFingerprint& ns) {
@@ -73,7 +73,7 @@ Result<std::size_t> SsdStore::erase_namespace(const NamespaceFingerprint& ns) {
   }
   std::size_t erased = 0;
   for (const ChunkKey& key : keys) {
-    if (auto ok = erase(key); !ok) return tl::unexpected(ok.error());
+    if (const KvOutcome o = erase(key); !o.ok()) return outcome_error(o, "ssd store: tombstone write");
     ++erased;
   }
   return erased;
@@ -123,6 +123,7 @@ Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFinge
     at = add();
   }
   if (at.status != AppendStatus::kOk) {
+    // Cannot happen: put() checked the size and the region is fresh.
     return fail(EFBIG, "ssd store: entry of " + std::to_string(payload.size()) + " bytes does not fit a region");
   }
   const std::uint64_t seq = next_sequence_++;
@@ -244,21 +245,19 @@ Result<std::int32_t> SsdStore::take_free_buffer() {
   return b;
 }
 
-Result<void> SsdStore::make_index_room() {
+KvOutcome SsdStore::make_index_room() {
   while (index_.size() >= config_.index_capacity) {
-    if (fifo_.empty() || (region_open() && fifo_.front() == open_region_)) {
-      return fail(ENOSPC, "ssd store: index full (" + std::to_string(config_.index_capacity) + " keys)");
-    }
+    if (fifo_.empty() || (region_open() && fifo_.front() == open_region_)) return KvStatus::kRejected;
     const std::uint32_t r = fifo_.front();
     if (regions_[r].in_flight) {
       // Its write may fail and drop it meanwhile: look again afterwards.
-      if (auto ok = wait_for_region(r); !ok) return ok;
+      if (auto ok = wait_for_region(r); !ok) return device_failure(ok.error());
       continue;
     }
-    if (auto ok = evict_oldest(false); !ok) return ok;
+    if (auto ok = evict_oldest(false); !ok) return device_failure(ok.error());
     free_.push_back(r);
   }
-  return {};
+  return KvStatus::kOk;
 }
 
 Result<void> SsdStore::open_next_region() {
@@ -348,7 +347,7 @@ Result<void> SsdStore::evict_oldest(bool reinsert, std::vector<Hot>* hot) {
     read.buffer = scratch.get();
     read.length = read_buffer_bytes(slot.payload_bytes);
     auto got = io_now(read);
-    if (!got || check_read(slot, *got, scratch.get()) != 0) {
+    if (!got || !check_read(slot, *got, scratch.get()).ok()) {
       ++stats_.reinsert_skipped;
       notify_evicted(key);
       continue;

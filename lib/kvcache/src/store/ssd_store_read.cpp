@@ -12,23 +12,10 @@
 #include "cxlpool/kvcache/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
 #include "../ssd/stream_copy.hpp"
+#include "outcome_error.hpp"
 #include "ssd_store_tags.hpp"
 
 namespace cxlpool::kvcache {
-
-namespace {
-
-const char* read_error_text(int err) {
-  switch (err) {
-    case ENOENT: return "not stored";
-    case EINVAL: return "buffer too small or misaligned";
-    case EBADMSG: return "payload CRC mismatch (entry dropped)";
-    case EIO: return "I/O error or short read (entry dropped)";
-    default: return "device error (entry dropped)";
-  }
-}
-
-}  // namespace
 
 // The kernel may still be reading the region buffers or lent payloads:
 // wait for it. Payloads lent to a region never sealed go back unwritten.
@@ -60,17 +47,16 @@ void SsdStore::copy_from_buffer(const RegionWriter& w, Slot& live, std::byte* ou
   if (live.hits < 255) ++live.hits;
 }
 
-int SsdStore::check_buffer(const Slot& slot, std::span<std::byte> buffer) const {
-  if (buffer.size() < read_buffer_bytes(slot.payload_bytes)) return EINVAL;
-  if (reinterpret_cast<std::uintptr_t>(buffer.data()) % device_->mem_alignment() != 0) return EINVAL;
-  return 0;
+bool SsdStore::buffer_fits(const Slot& slot, std::span<std::byte> buffer) const {
+  return buffer.size() >= read_buffer_bytes(slot.payload_bytes) &&
+         reinterpret_cast<std::uintptr_t>(buffer.data()) % device_->mem_alignment() == 0;
 }
 
-int SsdStore::check_read(const Slot& slot, std::int64_t result, const std::byte* buffer) {
-  if (result < 0) return static_cast<int>(-result);
-  if (result < static_cast<std::int64_t>(read_buffer_bytes(slot.payload_bytes))) return EIO;
-  if (crc32c({buffer, slot.payload_bytes}) != slot.payload_crc) return EBADMSG;
-  return 0;
+KvOutcome SsdStore::check_read(const Slot& slot, std::int64_t result, const std::byte* buffer) {
+  if (result < 0) return KvOutcome::device_error(static_cast<int>(-result));
+  if (result < static_cast<std::int64_t>(read_buffer_bytes(slot.payload_bytes))) return KvOutcome::device_error(EIO);
+  if (crc32c({buffer, slot.payload_bytes}) != slot.payload_crc) return KvStatus::kChecksumError;
+  return KvStatus::kOk;
 }
 
 void SsdStore::drop_entry(const ChunkKey& key, std::uint64_t sequence) {
@@ -83,39 +69,37 @@ void SsdStore::drop_entry(const ChunkKey& key, std::uint64_t sequence) {
 
 // Accounts for a finished device read of slot; a failed one takes only that
 // entry out of the index (if it was not replaced meanwhile).
-int SsdStore::finish_read(const ChunkKey& key, const Slot& slot, std::int64_t result, const std::byte* buffer) {
+KvOutcome SsdStore::finish_read(const ChunkKey& key, const Slot& slot, std::int64_t result,
+                                const std::byte* buffer) {
   // Timed: the checksum is the CPU work a read costs the caller's thread.
   const auto t0 = std::chrono::steady_clock::now();
-  const int err = check_read(slot, result, buffer);
+  const KvOutcome outcome = check_read(slot, result, buffer);
   stats_.verify_ns += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-  if (err == 0) {
+  if (outcome.ok()) {
     ++stats_.reads;
     stats_.read_bytes += slot.payload_bytes;
     auto it = index_.find(key);
     if (it != index_.end() && it->second.sequence == slot.sequence && it->second.hits < 255) ++it->second.hits;
-    return 0;
+    return outcome;
   }
-  if (err == EBADMSG) {
+  if (outcome.status == KvStatus::kChecksumError) {
     ++stats_.corrupt_dropped;
   } else {
     ++stats_.read_errors;
   }
   drop_entry(key, slot.sequence);
-  return err;
+  return outcome;
 }
 
-Result<std::uint32_t> SsdStore::get(const ChunkKey& key, std::span<std::byte> buffer) {
+KvResult<std::uint32_t> SsdStore::get(const ChunkKey& key, std::span<std::byte> buffer) {
   auto it = index_.find(key);
   if (it == index_.end()) {
     ++stats_.misses;
-    return fail(ENOENT, "ssd store get: not stored");
+    return KvStatus::kNotFound;
   }
   Slot& live = it->second;
-  if (check_buffer(live, buffer) != 0) {
-    return fail(EINVAL, "ssd store get: buffer needs " + std::to_string(read_buffer_bytes(live.payload_bytes)) +
-                            " bytes aligned to " + std::to_string(device_->mem_alignment()));
-  }
+  if (!buffer_fits(live, buffer)) return KvStatus::kInvalid;
   if (const RegionWriter* w = buffer_of(live)) {
     copy_from_buffer(*w, live, buffer.data());
     return live.payload_bytes;
@@ -129,34 +113,32 @@ Result<std::uint32_t> SsdStore::get(const ChunkKey& key, std::span<std::byte> bu
   auto got = io_now(r);
   if (!got) {
     ++stats_.read_errors;
-    return tl::unexpected(got.error());
+    return device_failure(got.error());
   }
-  if (const int err = finish_read(key, slot, *got, buffer.data()); err != 0) {
-    return fail(err, std::string("ssd store get: ") + read_error_text(err));
-  }
+  if (const KvOutcome outcome = finish_read(key, slot, *got, buffer.data()); !outcome.ok()) return outcome;
   return slot.payload_bytes;
 }
 
-Result<std::size_t> SsdStore::submit_gets(std::span<const SsdGetRequest> requests) {
+std::size_t SsdStore::submit_gets(std::span<const SsdGetRequest> requests) {
   std::vector<hal::IoRequest> batch;
   std::size_t accepted = 0;
   for (const SsdGetRequest& req : requests) {
     auto it = index_.find(req.key);
     if (it == index_.end()) {
       ++stats_.misses;
-      ready_.push_back(SsdGetCompletion{req.user_data, req.key, ENOENT, 0});
+      ready_.push_back(SsdGetCompletion{req.user_data, req.key, KvStatus::kNotFound, 0});
       ++accepted;
       continue;
     }
     Slot& live = it->second;
-    if (check_buffer(live, req.buffer) != 0) {
-      ready_.push_back(SsdGetCompletion{req.user_data, req.key, EINVAL, 0});
+    if (!buffer_fits(live, req.buffer)) {
+      ready_.push_back(SsdGetCompletion{req.user_data, req.key, KvStatus::kInvalid, 0});
       ++accepted;
       continue;
     }
     if (const RegionWriter* w = buffer_of(live)) {
       copy_from_buffer(*w, live, req.buffer.data());
-      ready_.push_back(SsdGetCompletion{req.user_data, req.key, 0, live.payload_bytes});
+      ready_.push_back(SsdGetCompletion{req.user_data, req.key, KvStatus::kOk, live.payload_bytes});
       ++accepted;
       continue;
     }
@@ -177,12 +159,13 @@ Result<std::size_t> SsdStore::submit_gets(std::span<const SsdGetRequest> request
   if (batch.empty()) return accepted;
   if (auto ok = device_->submit(batch); !ok) {
     // Nothing of the batch reached the device: each accepted get still gets
-    // exactly one completion, carrying the error.
+    // exactly one completion, carrying the device's error.
+    const KvOutcome refused = device_failure(ok.error());
     for (const hal::IoRequest& r : batch) {
       const auto tag = static_cast<std::uint32_t>(ssd_tags::value_of(r.user_data));
       const PendingGet& p = pending_[tag];
       ++stats_.read_errors;
-      ready_.push_back(SsdGetCompletion{p.user_data, p.key, ok.error().code, 0});
+      ready_.push_back(SsdGetCompletion{p.user_data, p.key, refused, 0});
       free_tags_.push_back(tag);
     }
     return accepted;
@@ -196,8 +179,8 @@ void SsdStore::handle_completion(const hal::IoCompletion& c) {
   const PendingGet p = pending_[tag];
   free_tags_.push_back(tag);
   --reads_on_device_;
-  const int err = finish_read(p.key, p.slot, c.result, p.buffer);
-  ready_.push_back(SsdGetCompletion{p.user_data, p.key, err, err == 0 ? p.slot.payload_bytes : 0});
+  const KvOutcome outcome = finish_read(p.key, p.slot, c.result, p.buffer);
+  ready_.push_back(SsdGetCompletion{p.user_data, p.key, outcome, outcome.ok() ? p.slot.payload_bytes : 0});
 }
 
 // Reaps whatever the device finished (region writes too) and returns the

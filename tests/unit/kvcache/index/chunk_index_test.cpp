@@ -6,6 +6,8 @@
 #include <random>
 #include <unordered_map>
 
+#include "../kv_status_print.hpp"
+
 namespace cxlpool::kvcache {
 namespace {
 
@@ -23,19 +25,17 @@ ChunkInfo info(std::uint32_t ns = 0, KvTier tier = KvTier::kDram, std::uint64_t 
 
 TEST(KvIndex, InsertFindUpdateErase) {
   ChunkIndex idx(16);
-  ASSERT_TRUE(idx.insert(key(1), info(0, KvTier::kDram, 64)));
-  auto dup = idx.insert(key(1), info());
-  ASSERT_FALSE(dup);
-  EXPECT_EQ(dup.error().code, EEXIST);
+  ASSERT_EQ(idx.insert(key(1), info(0, KvTier::kDram, 64)), KvStatus::kOk);
+  EXPECT_EQ(idx.insert(key(1), info()), KvStatus::kBadState) << "present: update it instead";
   const ChunkEntry* e = idx.find(key(1));
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->info.offset, 64u);
-  ASSERT_TRUE(idx.update(key(1), info(0, KvTier::kSsd, 8192, 100)));
+  ASSERT_EQ(idx.update(key(1), info(0, KvTier::kSsd, 8192, 100)), KvStatus::kOk);
   EXPECT_EQ(idx.find(key(1))->info.tier, KvTier::kSsd);
   EXPECT_EQ(idx.stats().entries_per_tier[2], 1u);
   EXPECT_EQ(idx.stats().bytes_per_tier[2], 100u);
   EXPECT_EQ(idx.stats().entries_per_tier[0], 0u);
-  EXPECT_EQ(idx.update(key(2), info()).error().code, ENOENT);
+  EXPECT_EQ(idx.update(key(2), info()), KvStatus::kNotFound);
   EXPECT_EQ(idx.erase(key(1)), EraseOutcome::kErased);
   EXPECT_EQ(idx.find(key(1)), nullptr);
   EXPECT_EQ(idx.erase(key(1)), EraseOutcome::kNotFound);
@@ -44,20 +44,18 @@ TEST(KvIndex, InsertFindUpdateErase) {
 
 TEST(KvIndex, BoundedCapacity) {
   ChunkIndex idx(100);
-  for (std::uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(idx.insert(key(i), info()));
-  auto r = idx.insert(key(100), info());
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code, ENOSPC);
+  for (std::uint64_t i = 0; i < 100; ++i) ASSERT_EQ(idx.insert(key(i), info()), KvStatus::kOk);
+  EXPECT_EQ(idx.insert(key(100), info()), KvStatus::kRejected);
   EXPECT_EQ(idx.stats().rejected_full, 1u);
   ASSERT_EQ(idx.erase(key(5)), EraseOutcome::kErased);
-  EXPECT_TRUE(idx.insert(key(100), info()));
+  EXPECT_EQ(idx.insert(key(100), info()), KvStatus::kOk);
 }
 
 TEST(KvIndex, LongestPrefix) {
   ChunkIndex idx(64);
   std::vector<ChunkKey> keys;
   for (std::uint64_t i = 0; i < 6; ++i) keys.push_back(key(i));
-  for (std::uint64_t i : {0, 1, 2, 4, 5}) ASSERT_TRUE(idx.insert(keys[i], info(0, KvTier::kDram, i * 10)));
+  for (std::uint64_t i : {0, 1, 2, 4, 5}) ASSERT_EQ(idx.insert(keys[i], info(0, KvTier::kDram, i * 10)), KvStatus::kOk);
   std::vector<ChunkEntry> out;
   EXPECT_EQ(idx.lookup_prefix(keys, &out), 3u);
   ASSERT_EQ(out.size(), 3u);
@@ -68,25 +66,25 @@ TEST(KvIndex, LongestPrefix) {
   // A chunk still being written is not a hit.
   ChunkInfo w = info();
   w.flags = kChunkWriting;
-  ASSERT_TRUE(idx.insert(keys[3], w));
+  ASSERT_EQ(idx.insert(keys[3], w), KvStatus::kOk);
   EXPECT_EQ(idx.lookup_prefix(keys), 3u);
   w.flags = 0;
-  ASSERT_TRUE(idx.update(keys[3], w));
+  ASSERT_EQ(idx.update(keys[3], w), KvStatus::kOk);
   EXPECT_EQ(idx.lookup_prefix(keys), 6u);
 }
 
 TEST(KvIndex, PinsBlockUpdateAndDeferErase) {
   ChunkIndex idx(16);
-  ASSERT_TRUE(idx.insert(key(1), info()));
+  ASSERT_EQ(idx.insert(key(1), info()), KvStatus::kOk);
   std::vector<ChunkKey> keys{key(1)};
   EXPECT_EQ(idx.pin_prefix(keys), 1u);
   EXPECT_EQ(*idx.pin(key(1)), 2u);
   EXPECT_TRUE(idx.is_pinned(key(1)));
-  EXPECT_EQ(idx.update(key(1), info(0, KvTier::kCxl)).error().code, EBUSY);
+  EXPECT_EQ(idx.update(key(1), info(0, KvTier::kCxl)), KvStatus::kBusy);
   EXPECT_EQ(idx.erase(key(1)), EraseOutcome::kDeferred);
   EXPECT_EQ(idx.find(key(1)), nullptr);  // doomed: invisible
   EXPECT_EQ(idx.lookup_prefix(keys), 0u);
-  EXPECT_FALSE(idx.pin(key(1)));
+  EXPECT_EQ(idx.pin(key(1)).status(), KvStatus::kNotFound);
   EXPECT_EQ(idx.stats().doomed, 1u);
   auto u1 = idx.unpin(key(1));
   ASSERT_TRUE(u1);
@@ -99,16 +97,16 @@ TEST(KvIndex, PinsBlockUpdateAndDeferErase) {
   EXPECT_EQ(idx.size(), 0u);
   EXPECT_EQ(idx.stats().doomed, 0u);
   EXPECT_EQ(idx.stats().pins_outstanding, 0u);
-  EXPECT_EQ(idx.unpin(key(1)).error().code, ENOENT);
-  ASSERT_TRUE(idx.insert(key(2), info()));
-  EXPECT_EQ(idx.unpin(key(2)).error().code, EINVAL);
+  EXPECT_EQ(idx.unpin(key(1)).status(), KvStatus::kNotFound);
+  ASSERT_EQ(idx.insert(key(2), info()), KvStatus::kOk);
+  EXPECT_EQ(idx.unpin(key(2)).status(), KvStatus::kBadState);
 }
 
 TEST(KvIndex, PinPrefixPinsOnlyThePrefix) {
   ChunkIndex idx(16);
   std::vector<ChunkKey> keys{key(1), key(2), key(3)};
-  ASSERT_TRUE(idx.insert(key(1), info()));
-  ASSERT_TRUE(idx.insert(key(3), info()));
+  ASSERT_EQ(idx.insert(key(1), info()), KvStatus::kOk);
+  ASSERT_EQ(idx.insert(key(3), info()), KvStatus::kOk);
   std::vector<ChunkEntry> out;
   EXPECT_EQ(idx.pin_prefix(keys, &out), 1u);
   ASSERT_EQ(out.size(), 1u);
@@ -120,7 +118,7 @@ TEST(KvIndex, PinPrefixPinsOnlyThePrefix) {
 
 TEST(KvIndex, NamespaceDrop) {
   ChunkIndex idx(1000);
-  for (std::uint64_t i = 0; i < 900; ++i) ASSERT_TRUE(idx.insert(key(i), info(i % 3)));
+  for (std::uint64_t i = 0; i < 900; ++i) ASSERT_EQ(idx.insert(key(i), info(i % 3)), KvStatus::kOk);
   ASSERT_TRUE(idx.pin(key(1)));  // ns 1, leased
   auto dropped = idx.drop_namespace(1);
   EXPECT_EQ(dropped.size(), 299u);
@@ -149,7 +147,7 @@ TEST(KvIndex, MatchesReferenceMapUnderChurn) {
     const ChunkKey k{rng() % 700, 0};
     const int op = static_cast<int>(rng() % 3);
     if (op == 0) {
-      const bool ok = static_cast<bool>(idx.insert(k, info(0, KvTier::kDram, step)));
+      const bool ok = idx.insert(k, info(0, KvTier::kDram, step)) == KvStatus::kOk;
       const bool ref_ok = !ref.contains(k) && ref.size() < 512;
       ASSERT_EQ(ok, ref_ok);
       if (ok) ref[k] = step;

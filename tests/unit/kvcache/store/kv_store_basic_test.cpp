@@ -58,12 +58,12 @@ TEST(KvStoreBasic, PutCommitGetReleaseRoundTrip) {
   KV_OPEN_OR_SKIP(h, HarnessOptions{});
   const auto keys = keys_of(1, 4);
   auto commit = h.put(kAlice, keys);
-  ASSERT_EQ(commit.completion.status, 0);
+  ASSERT_EQ(commit.outcome, KvStatus::kOk);
   EXPECT_EQ(commit.completion.result0, 4u);
   EXPECT_EQ(commit.completion.op, static_cast<std::uint8_t>(KvOp::kPutCommit));
 
   auto look = h.call(kBob, KvOp::kLookup, keys);
-  ASSERT_EQ(look.completion.status, 0);
+  ASSERT_EQ(look.outcome, KvStatus::kOk);
   EXPECT_EQ(look.completion.result0, 4u);
   ASSERT_EQ(look.locations.size(), 4u);
   for (std::size_t i = 0; i < 4; ++i) {
@@ -73,7 +73,7 @@ TEST(KvStoreBasic, PutCommitGetReleaseRoundTrip) {
 
   // Another client reads them zero-copy under a lease.
   auto get = h.call(kBob, KvOp::kGet, keys);
-  ASSERT_EQ(get.completion.status, 0);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
   const std::uint64_t lease = get.completion.result0;
   EXPECT_NE(lease, 0u);
   EXPECT_EQ(get.completion.result1, 4u);
@@ -83,10 +83,10 @@ TEST(KvStoreBasic, PutCommitGetReleaseRoundTrip) {
   EXPECT_EQ(h.store().counters().leased_bytes, 4u * kChunk);
 
   // Only its owner releases it, once.
-  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, lease).completion.status, -ENOENT);
-  EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, lease).completion.status, 0);
-  EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, lease).completion.status, -ENOENT);
-  EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, 12345).completion.status, -ENOENT);
+  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, lease).outcome, KvStatus::kNotFound);
+  EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, lease).outcome, KvStatus::kOk);
+  EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, lease).outcome, KvStatus::kNotFound);
+  EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, 12345).outcome, KvStatus::kNotFound);
   EXPECT_EQ(h.store().counters().leases, 0u);
   const KvStoreCounters& c = h.store().counters();
   EXPECT_EQ(c.puts, 4u);
@@ -108,12 +108,12 @@ TEST(KvStoreBasic, LongestCachedPrefixOnly) {
   EXPECT_EQ(look.locations.size(), 3u);
   EXPECT_EQ(h.call(kAlice, KvOp::kLookup, std::span(keys).subspan(3)).completion.result0, 0u);
   auto get = h.call(kAlice, KvOp::kGet, keys);
-  ASSERT_EQ(get.completion.status, 0);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
   EXPECT_EQ(get.completion.result1, 3u);
   EXPECT_EQ(get.locations.size(), 3u);
   // Nothing cached: no lease, not an error.
   auto none = h.call(kAlice, KvOp::kGet, std::span(keys).subspan(3, 1));
-  EXPECT_EQ(none.completion.status, 0);
+  EXPECT_EQ(none.outcome, KvStatus::kOk);
   EXPECT_EQ(none.completion.result0, 0u);
   EXPECT_TRUE(none.locations.empty());
   const KvStoreCounters& c = h.store().counters();
@@ -133,7 +133,7 @@ TEST(KvStoreBasic, PutBeginAndCommitRules) {
 
   // A cached key needs no slot and is flagged.
   auto begin = h.call(kBob, KvOp::kPutBegin, std::span(keys).first(3), kChunk);
-  ASSERT_EQ(begin.completion.status, 0);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
   const std::uint64_t rid = begin.completion.result0;
   ASSERT_EQ(begin.locations.size(), 3u);
   EXPECT_EQ(begin.locations[0].flags, proto::kKvLocationCached);
@@ -143,31 +143,31 @@ TEST(KvStoreBasic, PutBeginAndCommitRules) {
   EXPECT_EQ(h.store().counters().reservations, 1u);
 
   // Two of four window slots are taken: three more do not fit.
-  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, std::span(keys).subspan(1, 3), kChunk).completion.status, -EAGAIN);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, std::span(keys).subspan(1, 3), kChunk).outcome, KvStatus::kRetry);
   const auto other = keys_of(33, 3);
-  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, other, kChunk).completion.status, -EAGAIN);
-  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, std::span(other).first(1), kSlot + 1).completion.status, -EMSGSIZE);
-  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, std::span(other).first(1), 0).completion.status, -EINVAL);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, other, kChunk).outcome, KvStatus::kRetry);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, std::span(other).first(1), kSlot + 1).outcome, KvStatus::kTooLarge);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, std::span(other).first(1), 0).outcome, KvStatus::kInvalid);
   const proto::KvKey twice[2] = {other[0], other[0]};
-  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, twice, kChunk).completion.status, -EINVAL);
-  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, std::span(other).first(1), kChunk, 0, 0, 999).completion.status,
-            -ENOENT);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, twice, kChunk).outcome, KvStatus::kInvalid);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, std::span(other).first(1), kChunk, 0, 0, 999).outcome,
+            KvStatus::kNotFound);
 
   // A key outside the reservation, or twice, is refused and changes nothing.
-  EXPECT_EQ(h.call(kBob, KvOp::kPutCommit, std::span(keys).subspan(3, 1), rid).completion.status, -EINVAL);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutCommit, std::span(keys).subspan(3, 1), rid).outcome, KvStatus::kInvalid);
   const proto::KvKey dup[2] = {keys[1], keys[1]};
-  EXPECT_EQ(h.call(kBob, KvOp::kPutCommit, dup, rid).completion.status, -EINVAL);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutCommit, dup, rid).outcome, KvStatus::kInvalid);
   // Another client cannot commit it.
-  EXPECT_EQ(h.call(kAlice, KvOp::kPutCommit, std::span(keys).subspan(1, 1), rid).completion.status, -ENOENT);
+  EXPECT_EQ(h.call(kAlice, KvOp::kPutCommit, std::span(keys).subspan(1, 1), rid).outcome, KvStatus::kNotFound);
 
   // Keep chunk 2 only (out of order is fine); chunk 1 is dropped.
   const auto p2 = payload_of(keys[2]);
   std::memcpy(h.window(kBob) + begin.locations[2].offset, p2.data(), kChunk);
   const proto::KvKey keep[2] = {keys[2], keys[0]};
   auto commit = h.call(kBob, KvOp::kPutCommit, keep, rid);
-  ASSERT_EQ(commit.completion.status, 0);
+  ASSERT_EQ(commit.outcome, KvStatus::kOk);
   EXPECT_EQ(commit.completion.result0, 2u);  // chunk 0 was cached already
-  EXPECT_EQ(h.call(kBob, KvOp::kPutCommit, keep, rid).completion.status, -ENOENT);  // the reservation ended
+  EXPECT_EQ(h.call(kBob, KvOp::kPutCommit, keep, rid).outcome, KvStatus::kNotFound);  // the reservation ended
   EXPECT_EQ(h.store().counters().reservations, 0u);
   EXPECT_EQ(h.store().counters().put_aborts, 1u);
   EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys).completion.result0, 1u);  // chunk 1 missing
@@ -184,18 +184,18 @@ TEST(KvStoreBasic, QuotaCountsLeasesAndReservations) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, o);
   const auto keys = keys_of(4, 3);
-  EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, keys, kChunk).completion.status, -EDQUOT);
+  EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, keys, kChunk).outcome, KvStatus::kOverQuota);
   ASSERT_EQ(h.put(kAlice, std::span(keys).first(2)).completion.result0, 2u);
   ASSERT_EQ(h.put(kAlice, std::span(keys).subspan(2)).completion.result0, 1u);
   auto get = h.call(kAlice, KvOp::kGet, std::span(keys).first(2));
-  ASSERT_EQ(get.completion.status, 0);
-  EXPECT_EQ(h.call(kAlice, KvOp::kGet, std::span(keys).subspan(2)).completion.status, -EDQUOT);
-  EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, keys_of(40, 1), kChunk).completion.status, -EDQUOT);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
+  EXPECT_EQ(h.call(kAlice, KvOp::kGet, std::span(keys).subspan(2)).outcome, KvStatus::kOverQuota);
+  EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, keys_of(40, 1), kChunk).outcome, KvStatus::kOverQuota);
   // The quota is per client.
-  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).completion.status, 0);
+  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).outcome, KvStatus::kOk);
   EXPECT_EQ(h.store().counters().quota_rejections, 3u);
-  ASSERT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
-  EXPECT_EQ(h.call(kAlice, KvOp::kGet, std::span(keys).subspan(2)).completion.status, 0);
+  ASSERT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
+  EXPECT_EQ(h.call(kAlice, KvOp::kGet, std::span(keys).subspan(2)).outcome, KvStatus::kOk);
 }
 
 TEST(KvStoreBasic, ClientsOfOneAccountShareOneQuota) {
@@ -208,19 +208,19 @@ TEST(KvStoreBasic, ClientsOfOneAccountShareOneQuota) {
   ASSERT_EQ(h.put(kAlice, std::span(keys).first(2)).completion.result0, 2u);
   ASSERT_EQ(h.put(kBob, std::span(keys).subspan(2)).completion.result0, 1u);
   auto alice = h.call(kAlice, KvOp::kGet, std::span(keys).first(1));
-  ASSERT_EQ(alice.completion.status, 0);
+  ASSERT_EQ(alice.outcome, KvStatus::kOk);
   auto bob = h.call(kBob, KvOp::kGet, std::span(keys).subspan(1, 1));
-  ASSERT_EQ(bob.completion.status, 0);
+  ASSERT_EQ(bob.outcome, KvStatus::kOk);
   // A second connection of the same account brings no quota of its own.
-  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).completion.status, -EDQUOT);
-  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(42, 1), kChunk).completion.status, -EDQUOT);
-  EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, keys_of(42, 1), kChunk).completion.status, -EDQUOT);
+  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).outcome, KvStatus::kOverQuota);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(42, 1), kChunk).outcome, KvStatus::kOverQuota);
+  EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, keys_of(42, 1), kChunk).outcome, KvStatus::kOverQuota);
   // What Alice lets go (here: by leaving) is Bob's to use.
   h.store().remove_client(kAlice);
-  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).completion.status, 0);
-  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).completion.status, -EDQUOT);
-  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, bob.completion.result0).completion.status, 0);
-  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(43, 1), kChunk).completion.status, 0);
+  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).outcome, KvStatus::kOk);
+  EXPECT_EQ(h.call(kBob, KvOp::kGet, std::span(keys).subspan(2)).outcome, KvStatus::kOverQuota);
+  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, bob.completion.result0).outcome, KvStatus::kOk);
+  EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(43, 1), kChunk).outcome, KvStatus::kOk);
 }
 
 TEST(KvStoreBasic, ExpiredLeasesAreRevokedAndForgotten) {
@@ -234,12 +234,12 @@ TEST(KvStoreBasic, ExpiredLeasesAreRevokedAndForgotten) {
   const auto keys = keys_of(44, 2);
   ASSERT_EQ(h.put(kAlice, keys).completion.result0, 2u);
   auto old_lease = h.call(kAlice, KvOp::kGet, keys);
-  ASSERT_EQ(old_lease.completion.status, 0);
+  ASSERT_EQ(old_lease.outcome, KvStatus::kOk);
   // Every DRAM slot is leased: Bob cannot commit.
-  EXPECT_EQ(h.put(kBob, keys_of(45, 1)).completion.status, -ENOSPC);
+  EXPECT_EQ(h.put(kBob, keys_of(45, 1)).outcome, KvStatus::kRejected);
   now += 3'000'000'000;
   auto young = h.call(kAlice, KvOp::kGet, std::span(keys).first(1));
-  ASSERT_EQ(young.completion.status, 0);
+  ASSERT_EQ(young.outcome, KvStatus::kOk);
   EXPECT_EQ(h.store().expire_leases(), 0u) << "no lease is 5 s old yet";
   now += 2'000'000'000;
   EXPECT_EQ(h.store().expire_leases(), 1u);
@@ -249,12 +249,12 @@ TEST(KvStoreBasic, ExpiredLeasesAreRevokedAndForgotten) {
   // The unpinned chunk can be evicted for Bob's put.
   EXPECT_EQ(h.put(kBob, keys_of(45, 1)).completion.result0, 1u);
   // Alice's release of the revoked lease is answered as for an unknown one.
-  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, old_lease.completion.result0).completion.status, -ENOENT);
+  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, old_lease.completion.result0).outcome, KvStatus::kNotFound);
   now += 3'000'000'000;
   EXPECT_EQ(h.store().expire_leases(), 1u);
   EXPECT_EQ(h.store().counters().leases_expired, 2u);
   EXPECT_EQ(h.store().counters().leases, 0u);
-  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, young.completion.result0).completion.status, -ENOENT);
+  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, young.completion.result0).outcome, KvStatus::kNotFound);
 }
 
 TEST(KvStoreBasic, LeasesNeverExpireWithoutATimeout) {
@@ -266,10 +266,10 @@ TEST(KvStoreBasic, LeasesNeverExpireWithoutATimeout) {
   const auto keys = keys_of(46, 1);
   ASSERT_EQ(h.put(kAlice, keys).completion.result0, 1u);
   auto get = h.call(kAlice, KvOp::kGet, keys);
-  ASSERT_EQ(get.completion.status, 0);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
   now = ~std::uint64_t{0} / 2;
   EXPECT_EQ(h.store().expire_leases(), 0u);
-  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
 }
 
 TEST(KvStoreBasic, TooManyLeasesIsEmfile) {
@@ -279,9 +279,9 @@ TEST(KvStoreBasic, TooManyLeasesIsEmfile) {
   KV_OPEN_OR_SKIP(h, o);
   const auto keys = keys_of(5, 1);
   ASSERT_EQ(h.put(kAlice, keys).completion.result0, 1u);
-  EXPECT_EQ(h.call(kAlice, KvOp::kGet, keys).completion.status, 0);
-  EXPECT_EQ(h.call(kAlice, KvOp::kGet, keys).completion.status, 0);
-  EXPECT_EQ(h.call(kAlice, KvOp::kGet, keys).completion.status, -EMFILE);
+  EXPECT_EQ(h.call(kAlice, KvOp::kGet, keys).outcome, KvStatus::kOk);
+  EXPECT_EQ(h.call(kAlice, KvOp::kGet, keys).outcome, KvStatus::kOk);
+  EXPECT_EQ(h.call(kAlice, KvOp::kGet, keys).outcome, KvStatus::kTooManyLeases);
 }
 
 TEST(KvStoreBasic, RemoveClientReleasesEverything) {
@@ -291,13 +291,13 @@ TEST(KvStoreBasic, RemoveClientReleasesEverything) {
   KV_OPEN_OR_SKIP(h, o);
   const auto keys = keys_of(6, 4);
   ASSERT_EQ(h.put(kAlice, keys).completion.result0, 4u);
-  ASSERT_EQ(h.call(kBob, KvOp::kGet, keys).completion.status, 0);
-  ASSERT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(60, 2), kChunk).completion.status, 0);
+  ASSERT_EQ(h.call(kBob, KvOp::kGet, keys).outcome, KvStatus::kOk);
+  ASSERT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(60, 2), kChunk).outcome, KvStatus::kOk);
   EXPECT_EQ(h.store().counters().leases, 1u);
   EXPECT_EQ(h.store().counters().reservations, 1u);
   // Every DRAM chunk is leased: nothing can be committed.
   auto blocked = h.put(kAlice, keys_of(61, 1));
-  EXPECT_EQ(blocked.completion.status, -ENOSPC);
+  EXPECT_EQ(blocked.outcome, KvStatus::kRejected);
   // A request of Bob's in flight when he goes is never answered.
   h.submit(kBob, KvOp::kLookup, keys);
   h.store().remove_client(kBob);
@@ -310,7 +310,7 @@ TEST(KvStoreBasic, RemoveClientReleasesEverything) {
   EXPECT_EQ(h.store().counters().put_aborts, 2u);
   EXPECT_EQ(h.put(kAlice, keys_of(62, 4)).completion.result0, 4u);  // Bob's chunks were evictable
   auto gone = h.call(kBob, KvOp::kLookup, keys);
-  EXPECT_EQ(gone.completion.status, -ENOENT);  // Bob is unknown now
+  EXPECT_EQ(gone.outcome, KvStatus::kNotFound);  // Bob is unknown now
 }
 
 TEST(KvStoreBasic, DeleteErasesAndDefersLeasedChunks) {
@@ -319,14 +319,14 @@ TEST(KvStoreBasic, DeleteErasesAndDefersLeasedChunks) {
   const auto keys = keys_of(7, 3);
   ASSERT_EQ(h.put(kAlice, keys).completion.result0, 3u);
   auto get = h.call(kBob, KvOp::kGet, std::span(keys).first(1));
-  ASSERT_EQ(get.completion.status, 0);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
   auto del = h.call(kAlice, KvOp::kDelete, keys);
-  ASSERT_EQ(del.completion.status, 0);
+  ASSERT_EQ(del.outcome, KvStatus::kOk);
   EXPECT_EQ(del.completion.result0, 3u);
   EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys).completion.result0, 0u);
   EXPECT_EQ(h.store().counters().tiers[0].used_bytes, kSlot);  // the leased one stays until release
   EXPECT_TRUE(h.holds(get.locations[0], keys[0]));
-  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
   EXPECT_EQ(h.store().counters().tiers[0].used_bytes, 0u);
   EXPECT_EQ(h.call(kAlice, KvOp::kDelete, keys).completion.result0, 0u);
   // A chunk of another namespace is not this request's to delete.
@@ -340,13 +340,13 @@ TEST(KvStoreBasic, MalformedAndUnknownAreAnswered) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, HarnessOptions{});
   const auto keys = keys_of(8, 1);
-  EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys, 0, 0, 0, 77).completion.status, -ENOENT);
+  EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys, 0, 0, 0, 77).outcome, KvStatus::kNotFound);
   proto::KvRequest r;
   r.request_id = 4242;
   r.op = 99;
-  h.store().submit(kAlice, r, {}, -EINVAL);
+  h.store().submit(kAlice, r, {}, KvStatus::kInvalid);
   auto bad = h.wait(kAlice, 4242);
-  EXPECT_EQ(bad.completion.status, -EINVAL);
+  EXPECT_EQ(bad.outcome, KvStatus::kInvalid);
   EXPECT_EQ(bad.completion.op, 0u);  // an unknown op is answered as op 0 (the ring carries only known ops)
   EXPECT_EQ(h.store().counters().rejected_requests, 2u);
 }
@@ -397,10 +397,10 @@ TEST(KvStoreNamespaces, DropWithLeasedChunks) {
   const auto mine = keys_of(10, 3), theirs = keys_of(11, 2);
   ASSERT_EQ(h.put(kAlice, mine).completion.result0, 3u);
   auto begin = h.call(kAlice, KvOp::kPutBegin, theirs, kChunk, 0, 0, *other);
-  ASSERT_EQ(begin.completion.status, 0);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
   ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, theirs, begin.completion.result0, 0, 0, *other).completion.result0, 2u);
   auto get = h.call(kBob, KvOp::kGet, std::span(mine).first(1));
-  ASSERT_EQ(get.completion.status, 0);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
   auto dropped = h.store().drop_namespace(h.ns());
   ASSERT_TRUE(dropped) << dropped.error().message;
   EXPECT_EQ(dropped->dropped, 2u);
@@ -409,7 +409,7 @@ TEST(KvStoreNamespaces, DropWithLeasedChunks) {
   EXPECT_EQ(h.call(kAlice, KvOp::kLookup, theirs, 0, 0, 0, *other).completion.result0, 2u);
   EXPECT_TRUE(h.holds(get.locations[0], mine[0]));  // the reader still sees its bytes
   EXPECT_EQ(h.store().counters().tiers[0].used_bytes, 3 * kSlot);
-  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
   EXPECT_EQ(h.store().counters().tiers[0].used_bytes, 2 * kSlot);
   EXPECT_EQ(h.store().drop_namespace(999).error().code, ENOENT);
   // The namespace stays usable.
@@ -426,18 +426,18 @@ TEST(KvStoreLookup, CostCutoffSaysWhereLoadingStopsPaying) {
   ASSERT_EQ(h.put(kAlice, keys).completion.result0, 4u);
   // 10000 bytes per 256 tokens from DRAM: loading always beats recompute.
   auto fast = h.call(kAlice, KvOp::kLookup, keys, 4 * 256 + 100, 10000, proto::kKvLookupCostCutoff);
-  ASSERT_EQ(fast.completion.status, 0);
+  ASSERT_EQ(fast.outcome, KvStatus::kOk);
   EXPECT_EQ(fast.completion.result0, 4u);
   EXPECT_EQ(fast.completion.result1, 4u);
   // A compute rate so high that recomputing beats even DRAM.
   auto never = h.call(kAlice, KvOp::kLookup, keys, 4 * 256, 1'000'000'000'000'000ull, proto::kKvLookupCostCutoff);
-  ASSERT_EQ(never.completion.status, 0);
+  ASSERT_EQ(never.outcome, KvStatus::kOk);
   EXPECT_EQ(never.completion.result1, 0u);
   // Without the flag result1 stays 0; a prompt shorter than the cached
   // tokens or no compute rate is a bad question.
   EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys, 4 * 256, 10000).completion.result1, 0u);
-  EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys, 100, 10000, proto::kKvLookupCostCutoff).completion.status, -EINVAL);
-  EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys, 4 * 256, 0, proto::kKvLookupCostCutoff).completion.status, -EINVAL);
+  EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys, 100, 10000, proto::kKvLookupCostCutoff).outcome, KvStatus::kInvalid);
+  EXPECT_EQ(h.call(kAlice, KvOp::kLookup, keys, 4 * 256, 0, proto::kKvLookupCostCutoff).outcome, KvStatus::kInvalid);
 }
 
 // The engine's share of the DRAM-tier latency target (lookup + get +
@@ -473,7 +473,7 @@ TEST(KvStoreLatency, DramLookupGetReleaseOf16Chunks) {
     const auto t1 = std::chrono::steady_clock::now();
     ASSERT_EQ(out.size(), 3u);
     ASSERT_EQ(out[1].completion.result1, 16u);
-    ASSERT_EQ(out[2].completion.status, 0);
+    ASSERT_EQ(out[2].outcome, KvStatus::kOk);
     us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   std::sort(us.begin(), us.end());

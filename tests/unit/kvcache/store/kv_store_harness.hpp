@@ -18,7 +18,9 @@
 
 #include "cxlpool/kvcache/store.hpp"
 #include "cxlpool_build_config.h"
+#include "../kv_status_print.hpp"
 #include "faulty_block_device.hpp"
+#include "file_damage.hpp"
 #include "posix_block_device.hpp"
 #if CXLPOOL_HAVE_URING
 #include "uring_block_device.hpp"
@@ -131,6 +133,10 @@ class KvHarness {
   std::uint32_t ns() const { return ns_; }
   cxlpool::testing::FaultyBlockDevice* faulty() { return faulty_; }
   const std::string& path() const { return path_; }
+  // Completions the store answered with status `s`.
+  std::uint64_t outcome_count(KvStatus s) { return store_->counters().outcomes[static_cast<std::size_t>(s)]; }
+  // Damages one byte of the SSD log's file, as a failing disk would.
+  void flip_ssd_byte(std::uint64_t offset) { ssd_test::flip_file_byte(path_, offset); }
 
   std::byte* arena(std::uint16_t tier) { return tier == 0 ? dram_.data() : cxl_.data(); }
   std::byte* window(KvClientId c) { return c == kAlice ? window_a_.data() : window_b_.data(); }
@@ -174,7 +180,7 @@ class KvHarness {
         if (std::chrono::steady_clock::now() > deadline) {
           ADD_FAILURE() << "no completion for request " << id;
           KvStoreCompletion none;
-          none.completion.status = -ETIMEDOUT;
+          none.outcome = KvOutcome::device_error(ETIMEDOUT);
           return none;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -189,7 +195,7 @@ class KvHarness {
   KvStoreCompletion put(KvClientId client, std::span<const proto::KvKey> keys, std::uint32_t bytes = kChunk,
                         std::uint64_t ns = UINT64_MAX) {
     KvStoreCompletion begin = call(client, proto::KvOp::kPutBegin, keys, bytes, 0, 0, ns);
-    if (begin.completion.status != 0) return begin;
+    if (!begin.outcome.ok()) return begin;
     EXPECT_EQ(begin.locations.size(), keys.size());
     for (std::size_t i = 0; i < begin.locations.size(); ++i) {
       const proto::KvLocation& loc = begin.locations[i];

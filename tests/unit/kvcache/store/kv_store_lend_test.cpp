@@ -48,10 +48,10 @@ class KvStoreLend : public ::testing::TestWithParam<Driver> {
   // Gets chunk k alone (Bob) and checks its bytes; false when not served.
   bool get_checked(const proto::KvKey& k) {
     auto get = h_.call(kBob, KvOp::kGet, {&k, 1});
-    EXPECT_EQ(get.completion.status, 0);
+    EXPECT_EQ(get.outcome, KvStatus::kOk);
     if (get.completion.result1 != 1) return false;
     EXPECT_TRUE(h_.holds(get.locations[0], k, kBlockChunk));
-    EXPECT_EQ(h_.call(kBob, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+    EXPECT_EQ(h_.call(kBob, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
     return true;
   }
   // Every DRAM slot in use holds a DRAM chunk: none is still lent or leaked.

@@ -2,7 +2,9 @@
 // KvStore with an SSD log on a file, over both block drivers: gets and
 // prefetches read SSD chunks into DRAM slots asynchronously, injected I/O
 // errors and short reads fail the get without poisoning the index, restart
-// recovery, per-commit write-through, namespace drop on SSD.
+// recovery, per-commit write-through, namespace drop on SSD, and the
+// statuses of reads and writes that fail (kChecksumError, kDeviceError with
+// the device's errno).
 #include <poll.h>
 
 #include "kv_store_harness.hpp"
@@ -53,7 +55,7 @@ TEST_P(KvStoreSsd, GetReadsSsdChunksIntoDramSlots) {
   }
   const std::uint64_t read_before = h_.store().counters().tiers[2].bytes_read;
   auto get = h_.call(kBob, KvOp::kGet, std::span(keys).first(2));
-  ASSERT_EQ(get.completion.status, 0);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
   EXPECT_EQ(get.completion.result1, 2u);
   ASSERT_EQ(get.locations.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -66,12 +68,12 @@ TEST_P(KvStoreSsd, GetReadsSsdChunksIntoDramSlots) {
   // Both DRAM slots are leased: a get of SSD chunks finds no slot and
   // leases nothing (a shorter prefix, not an error).
   auto none = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(2));
-  EXPECT_EQ(none.completion.status, 0);
+  EXPECT_EQ(none.outcome, KvStatus::kOk);
   EXPECT_EQ(none.completion.result0, 0u);
-  ASSERT_EQ(h_.call(kBob, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+  ASSERT_EQ(h_.call(kBob, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
   // A prefix mixing DRAM and SSD chunks is leased whole.
   auto mixed = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(1, 2));
-  ASSERT_EQ(mixed.completion.status, 0);
+  ASSERT_EQ(mixed.outcome, KvStatus::kOk);
   EXPECT_EQ(mixed.completion.result1, 2u);
   for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(h_.holds(mixed.locations[i], keys[1 + i]));
 }
@@ -110,7 +112,7 @@ TEST_P(KvStoreSsd, PrefetchLoadsIntoDramInTheBackground) {
   put_each(keys);
   ASSERT_TRUE(h_.store().flush());
   auto pre = h_.call(kAlice, KvOp::kPrefetch, keys);
-  ASSERT_EQ(pre.completion.status, 0);
+  ASSERT_EQ(pre.outcome, KvStatus::kOk);
   EXPECT_EQ(pre.completion.result0, 2u);  // chunks 0 and 1 were SSD-only
   drain();
   EXPECT_EQ(h_.tiers(std::span(keys).first(2)), (std::vector<std::uint16_t>{0, 0}));
@@ -123,14 +125,18 @@ TEST_P(KvStoreSsd, InjectedIoErrorFailsTheGetAndDropsOnlyThatChunk) {
   HarnessOptions o = options();
   o.faulty = true;
   // Data operations: 16 region-header reads at open, the region write at
-  // flush, then the get's read.
+  // flush, then the get's read. Not EIO: the device's own errno must reach
+  // the completion (and so the wire).
   o.fault.fail_nth_op = o.ssd_regions + 2;
+  o.fault.fail_errno = EROFS;
   KV_OPEN_OR_SKIP(h_, o);
   const auto keys = keys_of(220, 4);
   put_each(keys);
   ASSERT_TRUE(h_.store().flush());
   auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(1));
-  EXPECT_EQ(bad.completion.status, -EIO);
+  EXPECT_EQ(bad.outcome, KvOutcome::device_error(EROFS));
+  EXPECT_EQ(to_errno(bad.outcome), EROFS);
+  EXPECT_EQ(h_.outcome_count(KvStatus::kDeviceError), 1u);
   EXPECT_EQ(bad.completion.result0, 0u);
   EXPECT_EQ(h_.faulty()->injected(), 1u);
   EXPECT_EQ(h_.store().counters().leases, 0u);
@@ -140,10 +146,10 @@ TEST_P(KvStoreSsd, InjectedIoErrorFailsTheGetAndDropsOnlyThatChunk) {
   EXPECT_EQ(h_.tiers(std::span(keys).subspan(1)), (std::vector<std::uint16_t>{2, 2, 0}));
   for (std::size_t i = 1; i < 4; ++i) {
     auto good = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
-    ASSERT_EQ(good.completion.status, 0);
+    ASSERT_EQ(good.outcome, KvStatus::kOk);
     ASSERT_EQ(good.completion.result1, 1u) << i;
     EXPECT_TRUE(h_.holds(good.locations[0], keys[i]));
-    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, good.completion.result0).completion.status, 0);
+    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, good.completion.result0).outcome, KvStatus::kOk);
   }
   const KvStoreCounters& c = h_.store().counters();
   EXPECT_GE(c.tiers[2].errors, 1u);
@@ -169,13 +175,13 @@ TEST_P(KvStoreSsd, FailedRegionWriteDropsItsChunksFromTheIndex) {
     auto miss = h_.call(kAlice, KvOp::kLookup, std::span(keys).subspan(i, 1));
     EXPECT_EQ(miss.completion.result0, 0u) << "chunk " << i << " was in the failed region";
     auto get = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
-    EXPECT_EQ(get.completion.status, 0);
+    EXPECT_EQ(get.outcome, KvStatus::kOk);
     EXPECT_EQ(get.completion.result1, 0u) << "chunk " << i << " served";
   }
   // Chunk 15 sits in region 1 (still filling), 16 and 17 in DRAM.
   EXPECT_EQ(h_.tiers(std::span(keys).subspan(15)), (std::vector<std::uint16_t>{2, 0, 0}));
   auto good = h_.call(kBob, KvOp::kGet, std::span(keys).subspan(15, 1));
-  ASSERT_EQ(good.completion.status, 0);
+  ASSERT_EQ(good.outcome, KvStatus::kOk);
   ASSERT_EQ(good.completion.result1, 1u);
   EXPECT_TRUE(h_.holds(good.locations[0], keys[15]));
   EXPECT_GE(h_.store().counters().tiers[2].errors, 1u);
@@ -193,7 +199,7 @@ TEST_P(KvStoreSsd, ShortReadFailsTheGetWithoutPoisoningTheIndex) {
   put_each(keys);
   ASSERT_TRUE(h_.store().flush());
   auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(2));
-  EXPECT_EQ(bad.completion.status, -EIO);
+  EXPECT_EQ(bad.outcome, KvOutcome::device_error(EIO));
   EXPECT_EQ(h_.store().counters().leases, 0u);
   EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, keys).completion.result0, 0u);
   EXPECT_EQ(h_.store().counters().tiers[0].used_bytes, h_.store().counters().tiers[0].chunks * kSlot);
@@ -206,7 +212,7 @@ TEST_P(KvStoreSsd, ShortReadFailsTheGetWithoutPoisoningTheIndex) {
   auto dram = h_.call(kAlice, KvOp::kGet, fresh);
   ASSERT_EQ(dram.completion.result1, 1u);
   EXPECT_TRUE(h_.holds(dram.locations[0], fresh[0]));
-  ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, dram.completion.result0).completion.status, 0);
+  ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, dram.completion.result0).outcome, KvStatus::kOk);
   EXPECT_EQ(h_.put(kAlice, std::span(keys).first(1)).completion.result0, 1u);
   EXPECT_EQ(h_.tiers(std::span(keys).first(1)), std::vector<std::uint16_t>{0});
 }
@@ -247,7 +253,7 @@ TEST_P(KvStoreSsd, RestartIndexesRecoveredChunksAsSsd) {
     auto get = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
     ASSERT_EQ(get.completion.result1, 1u) << i;
     EXPECT_TRUE(h_.holds(get.locations[0], keys[i]));
-    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
   }
 }
 
@@ -304,6 +310,46 @@ TEST_P(KvStoreSsd, ClientGoneWhileItsGetWaitsForTheDevice) {
   EXPECT_EQ(h_.store().counters().leases, 0u);
   // What was read stays cached, unleased: new chunks can displace it.
   EXPECT_EQ(h_.put(kAlice, keys_of(271, 2)).completion.result0, 2u);
+}
+
+TEST_P(KvStoreSsd, ACorruptRecordFailsTheGetWithChecksumError) {
+  KV_OPEN_OR_SKIP(h_, options());
+  const auto keys = keys_of(320, 4);
+  put_each(keys);
+  ASSERT_TRUE(h_.store().flush());  // reads now go to the device
+  // Region 0: its header block, then the first entry's header block and
+  // payload.
+  h_.flip_ssd_byte(2 * kSsdBlockBytes + 1234);
+  auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(1));
+  EXPECT_EQ(bad.outcome, KvStatus::kChecksumError);
+  EXPECT_EQ(bad.completion.result0, 0u);
+  EXPECT_EQ(h_.store().counters().leases, 0u);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, std::span(keys).first(1)).completion.result0, 0u)
+      << "a record that cannot be read is no longer found";
+  auto good = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(1, 1));
+  ASSERT_EQ(good.outcome, KvStatus::kOk);
+  ASSERT_EQ(good.completion.result1, 1u);
+  EXPECT_TRUE(h_.holds(good.locations[0], keys[1]));
+  EXPECT_EQ(h_.outcome_count(KvStatus::kChecksumError), 1u);
+  EXPECT_EQ(h_.store().ssd_stats()->corrupt_dropped, 1u);
+}
+
+TEST_P(KvStoreSsd, AFailedWriteThroughIsADeviceError) {
+  HarnessOptions o = options();
+  o.sync = SsdSyncPolicy::kPerCommit;
+  o.faulty = true;
+  // Data operations: 16 region-header reads at open, the first region's
+  // header block, then the commit's entry.
+  o.fault.fail_nth_op = o.ssd_regions + 2;
+  KV_OPEN_OR_SKIP(h_, o);
+  const auto keys = keys_of(340, 2);
+  auto failed = h_.put(kAlice, std::span(keys).first(1));
+  EXPECT_EQ(failed.outcome, KvOutcome::device_error(EIO));
+  EXPECT_EQ(failed.completion.result0, 0u);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, std::span(keys).first(1)).completion.result0, 0u) << "not committed";
+  auto next = h_.put(kAlice, std::span(keys).subspan(1, 1));
+  EXPECT_EQ(next.outcome, KvStatus::kOk);
+  EXPECT_EQ(next.completion.result0, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, KvStoreSsd, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);

@@ -22,7 +22,7 @@ TEST(KvStoreTiers, LeasesBlockEviction) {
   // batch's own first chunks included: LRU within one commit).
   const auto second = keys_of(21, 4);
   auto commit = h.put(kAlice, second);
-  ASSERT_EQ(commit.completion.status, 0);
+  ASSERT_EQ(commit.outcome, KvStatus::kOk);
   EXPECT_EQ(commit.completion.result0, 4u);
   EXPECT_EQ(h.store().counters().tiers[0].evictions, 4u);
   EXPECT_EQ(h.call(kAlice, KvOp::kLookup, first).completion.result0, 2u);
@@ -31,9 +31,9 @@ TEST(KvStoreTiers, LeasesBlockEviction) {
   // With all four slots leased nothing more gets in.
   auto all = h.call(kBob, KvOp::kGet, std::span(second).subspan(2));
   ASSERT_EQ(all.completion.result1, 2u);
-  EXPECT_EQ(h.put(kAlice, keys_of(22, 1)).completion.status, -ENOSPC);
-  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
-  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, all.completion.result0).completion.status, 0);
+  EXPECT_EQ(h.put(kAlice, keys_of(22, 1)).outcome, KvStatus::kRejected);
+  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
+  ASSERT_EQ(h.call(kBob, KvOp::kRelease, {}, all.completion.result0).outcome, KvStatus::kOk);
   EXPECT_EQ(h.put(kAlice, keys_of(23, 4)).completion.result0, 4u);
   EXPECT_EQ(h.call(kAlice, KvOp::kLookup, first).completion.result0, 0u);
 }
@@ -51,7 +51,7 @@ TEST(KvStoreTiers, DemotionDramToCxlToSsdWithAdmission) {
   ASSERT_EQ(h.put(kAlice, a).completion.result0, 1u);
   ASSERT_EQ(h.put(kAlice, b).completion.result0, 1u);
   auto get = h.call(kAlice, KvOp::kGet, a);
-  ASSERT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+  ASSERT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
   for (const auto* k : {&c, &d}) ASSERT_EQ(h.put(kAlice, *k).completion.result0, 1u);
   EXPECT_EQ(h.tiers(a), std::vector<std::uint16_t>{1});
   EXPECT_EQ(h.tiers(b), std::vector<std::uint16_t>{1});
@@ -90,7 +90,7 @@ TEST(KvStoreTiers, CxlChunkIsPromotedOnGet) {
   ASSERT_EQ(h.put(kAlice, keys).completion.result0, 4u);
   EXPECT_EQ(h.tiers(keys), (std::vector<std::uint16_t>{1, 1, 0, 0}));
   auto get = h.call(kBob, KvOp::kGet, std::span(keys).first(1));
-  ASSERT_EQ(get.completion.status, 0);
+  ASSERT_EQ(get.outcome, KvStatus::kOk);
   ASSERT_EQ(get.locations.size(), 1u);
   EXPECT_EQ(get.locations[0].tier, 0u);
   EXPECT_TRUE(h.holds(get.locations[0], keys[0]));
@@ -148,10 +148,10 @@ TEST(KvStoreTiers, SsdLogEvictionLeavesTheIndexConsistent) {
     if (t.empty()) continue;
     ++cached;
     auto get = h.call(kAlice, KvOp::kGet, {&k, 1});
-    ASSERT_EQ(get.completion.status, 0);
+    ASSERT_EQ(get.outcome, KvStatus::kOk);
     ASSERT_EQ(get.completion.result1, 1u) << "indexed but not readable";
     EXPECT_TRUE(h.holds(get.locations[0], k));
-    ASSERT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).completion.status, 0);
+    ASSERT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
   }
   EXPECT_LT(cached, all.size());
   EXPECT_GT(cached, 15u);

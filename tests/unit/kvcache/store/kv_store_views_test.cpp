@@ -74,11 +74,11 @@ TEST(KvStoreIsolation, AnotherNamespacesKeysFindNothing) {
 
   // Bob sends Alice's keys under his own namespace: a miss everywhere.
   auto lookup = h.call(kBob, proto::KvOp::kLookup, keys, 0, 0, 0, *other);
-  EXPECT_EQ(lookup.completion.status, 0);
+  EXPECT_EQ(lookup.outcome, KvStatus::kOk);
   EXPECT_EQ(lookup.completion.result0, 0u);
   EXPECT_TRUE(lookup.locations.empty());
   auto get = h.call(kBob, proto::KvOp::kGet, keys, 0, 0, 0, *other);
-  EXPECT_EQ(get.completion.status, 0);
+  EXPECT_EQ(get.outcome, KvStatus::kOk);
   EXPECT_EQ(get.completion.result0, 0u) << "no lease";
   EXPECT_TRUE(get.locations.empty());
   auto prefetch = h.call(kBob, proto::KvOp::kPrefetch, keys, 0, 0, 0, *other);
@@ -88,11 +88,11 @@ TEST(KvStoreIsolation, AnotherNamespacesKeysFindNothing) {
   // A put of those keys is not told they exist: a window slot per key, and
   // the commit counts them without replacing Alice's chunks.
   auto begin = h.call(kBob, proto::KvOp::kPutBegin, keys, kChunk, 0, 0, *other);
-  ASSERT_EQ(begin.completion.status, 0);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
   for (const auto& loc : begin.locations) EXPECT_EQ(loc.flags & proto::kKvLocationCached, 0u);
   for (const auto& loc : begin.locations) std::memset(h.window(kBob) + loc.offset, 0xee, kChunk);
   auto commit = h.call(kBob, proto::KvOp::kPutCommit, keys, begin.completion.result0, 0, 0, *other);
-  EXPECT_EQ(commit.completion.status, 0);
+  EXPECT_EQ(commit.outcome, KvStatus::kOk);
   EXPECT_EQ(commit.completion.result0, 3u);
 
   // Alice's chunks are untouched and still hers.
@@ -221,11 +221,11 @@ TEST(KvStoreIsolation, SsdWritesAndReadsUseTheNamespacesView) {
     ASSERT_EQ(before.locations.size(), 1u);
     from_ssd += before.locations[0].tier == 2 ? 1 : 0;
     auto got = h.call(kAlice, proto::KvOp::kGet, {&k, 1});
-    ASSERT_EQ(got.completion.status, 0);
+    ASSERT_EQ(got.outcome, KvStatus::kOk);
     ASSERT_EQ(got.locations.size(), 1u);
     const auto p = payload_of(k, kBlockChunk);
     EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, h.ns()), p.data(), kBlockChunk), 0);
-    EXPECT_EQ(h.call(kAlice, proto::KvOp::kRelease, {}, got.completion.result0).completion.status, 0);
+    EXPECT_EQ(h.call(kAlice, proto::KvOp::kRelease, {}, got.completion.result0).outcome, KvStatus::kOk);
   }
   EXPECT_GE(from_ssd, 6u);
   EXPECT_TRUE(all_zero(h.arena(0), 4 * kSlot)) << "the arena itself is never written";

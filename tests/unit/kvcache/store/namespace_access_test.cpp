@@ -98,19 +98,19 @@ TEST(KvRightsTable, UnopenedNamespacesHaveNoRights) {
   EXPECT_EQ(t.rights(0), 0);
   EXPECT_EQ(t.rights(1), 0);
   EXPECT_EQ(t.rights(UINT64_MAX), 0);
-  EXPECT_EQ(t.check(1, kKvRightRead), EACCES);
-  EXPECT_EQ(t.check(1, 0), 0);  // release needs nothing
+  EXPECT_EQ(t.check(1, kKvRightRead), KvStatus::kDenied);
+  EXPECT_EQ(t.check(1, 0), KvStatus::kOk);  // release needs nothing
 }
 
 TEST(KvRightsTable, GrantsAddUpPerNamespaceAndRevokeClears) {
   KvRightsTable t;
   t.grant(3, kKvRightRead);
-  EXPECT_EQ(t.check(3, kKvRightRead), 0);
-  EXPECT_EQ(t.check(3, kKvRightWrite), EACCES);
-  EXPECT_EQ(t.check(2, kKvRightRead), EACCES);
-  EXPECT_EQ(t.check(4, kKvRightRead), EACCES);
+  EXPECT_EQ(t.check(3, kKvRightRead), KvStatus::kOk);
+  EXPECT_EQ(t.check(3, kKvRightWrite), KvStatus::kDenied);
+  EXPECT_EQ(t.check(2, kKvRightRead), KvStatus::kDenied);
+  EXPECT_EQ(t.check(4, kKvRightRead), KvStatus::kDenied);
   t.grant(3, kKvRightWrite);
-  EXPECT_EQ(t.check(3, kRw), 0);
+  EXPECT_EQ(t.check(3, kRw), KvStatus::kOk);
   t.grant(1, kKvRightWrite);
   EXPECT_EQ(t.rights(1), kKvRightWrite);
   EXPECT_EQ(t.rights(3), kRw);

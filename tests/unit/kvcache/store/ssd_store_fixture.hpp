@@ -18,7 +18,9 @@
 
 #include "cxlpool/kvcache/ssd_store.hpp"
 #include "cxlpool_build_config.h"
+#include "../kv_status_print.hpp"
 #include "faulty_block_device.hpp"
+#include "file_damage.hpp"
 #include "posix_block_device.hpp"
 #if CXLPOOL_HAVE_URING
 #include "uring_block_device.hpp"
@@ -128,22 +130,13 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
     ASSERT_EQ(::fsync(fd), 0);
     ::close(fd);
   }
-  void flip_byte(std::uint64_t offset) {
-    const int fd = ::open(path_.c_str(), O_RDWR);
-    ASSERT_GE(fd, 0);
-    unsigned char b = 0;
-    ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
-    b ^= 0x10;
-    ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
-    ASSERT_EQ(::fsync(fd), 0);
-    ::close(fd);
-  }
+  void flip_byte(std::uint64_t offset) { flip_file_byte(path_, offset); }
 
   // get() of entry i must return exactly its payload.
   void expect_entry(SsdStore& store, std::uint64_t i, std::uint32_t bytes = kPayload) {
     Buffer buf = aligned_buffer(kRegion);
     auto got = store.get(key_of(i), {buf.get(), kRegion});
-    ASSERT_TRUE(got) << "entry " << i << ": " << got.error().message;
+    ASSERT_EQ(got.outcome, KvStatus::kOk) << "entry " << i;
     ASSERT_EQ(*got, bytes) << "entry " << i;
     const auto want = payload_of(i, bytes);
     EXPECT_EQ(std::memcmp(buf.get(), want.data(), bytes), 0) << "entry " << i;

@@ -62,7 +62,7 @@ class SsdStoreLentTest : public SsdStoreTest {
       p.bytes = {lent_memory(i), kLentPayload};
       p.token = i;
       auto lent = store.put_lent(key_of(i), kNs, p);
-      ASSERT_TRUE(lent) << lent.error().message;
+      ASSERT_EQ(lent.outcome, KvStatus::kOk);
       EXPECT_TRUE(*lent) << "entry " << i << " was copied";
     }
   }
@@ -176,9 +176,7 @@ TEST_P(SsdStoreLentTest, FailedWriteOfALentPayloadDropsItsRegionAndHandsTheMemor
   Buffer buf = aligned_buffer(kRegion);
   for (std::uint32_t i = 0; i < 3; ++i) {
     EXPECT_FALSE(store->contains(key_of(i)));
-    auto got = store->get(key_of(i), {buf.get(), kRegion});
-    ASSERT_FALSE(got);
-    EXPECT_EQ(got.error().code, ENOENT);
+    EXPECT_EQ(store->get(key_of(i), {buf.get(), kRegion}).outcome, KvStatus::kNotFound);
   }
   expect_entry(*store, 3, kLentPayload);  // region 1, still filling
   EXPECT_FALSE(store->flush());           // the failure is reported

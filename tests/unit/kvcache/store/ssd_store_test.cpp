@@ -23,7 +23,7 @@ TEST_P(SsdStoreTest, PutGetAcrossRegionsSyncAndBatched) {
   constexpr std::uint32_t kCount = 30;
   for (std::uint32_t i = 0; i < kCount; ++i) {
     auto seq = store->put(key_of(i), kNs, payload_of(i));
-    ASSERT_TRUE(seq) << seq.error().message;
+    ASSERT_EQ(seq.outcome, KvStatus::kOk);
     EXPECT_EQ(*seq, i + 1u);
   }
   EXPECT_EQ(store->size(), kCount);
@@ -48,9 +48,7 @@ TEST_P(SsdStoreTest, PutGetAcrossRegionsSyncAndBatched) {
   std::vector<SsdGetCompletion> out(16);
   while (done < requests.size()) {
     if (submitted < requests.size()) {
-      auto n = store->submit_gets(std::span(requests).subspan(submitted));
-      ASSERT_TRUE(n) << n.error().message;
-      submitted += *n;
+      submitted += store->submit_gets(std::span(requests).subspan(submitted));
     }
     EXPECT_LE(store->device().in_flight(), 8u);
     auto got = store->poll_gets(out, 1);
@@ -58,12 +56,12 @@ TEST_P(SsdStoreTest, PutGetAcrossRegionsSyncAndBatched) {
     for (std::size_t c = 0; c < *got; ++c) {
       ++done;
       if (out[c].user_data == 999) {
-        EXPECT_EQ(out[c].error, ENOENT);
+        EXPECT_EQ(out[c].outcome, KvStatus::kNotFound);
         continue;
       }
       const std::uint64_t i = out[c].user_data;
       ASSERT_LT(i, kCount);
-      ASSERT_EQ(out[c].error, 0) << "entry " << i;
+      ASSERT_EQ(out[c].outcome, KvStatus::kOk) << "entry " << i;
       EXPECT_FALSE(seen[i]);
       seen[i] = true;
       EXPECT_EQ(out[c].payload_bytes, kPayload);
@@ -77,8 +75,8 @@ TEST_P(SsdStoreTest, PutGetAcrossRegionsSyncAndBatched) {
 
   // A buffer too small or misaligned for the padded payload is refused.
   Buffer small = aligned_buffer(kRegion);
-  EXPECT_EQ(store->get(key_of(0), {small.get(), kPayload}).error().code, EINVAL);
-  EXPECT_EQ(store->get(key_of(0), {small.get() + 8, kRegion - 8}).error().code, EINVAL);
+  EXPECT_EQ(store->get(key_of(0), {small.get(), kPayload}).outcome, KvStatus::kInvalid);
+  EXPECT_EQ(store->get(key_of(0), {small.get() + 8, kRegion - 8}).outcome, KvStatus::kInvalid);
 
   // Overwrite and erase.
   ASSERT_TRUE(store->put(key_of(3), kNs, payload_of(103, 500)));
@@ -89,9 +87,9 @@ TEST_P(SsdStoreTest, PutGetAcrossRegionsSyncAndBatched) {
   EXPECT_EQ(std::memcmp(buf.get(), payload_of(103, 500).data(), 500), 0);
   ASSERT_TRUE(store->erase(key_of(4)));
   EXPECT_FALSE(store->contains(key_of(4)));
-  EXPECT_EQ(store->get(key_of(4), {buf.get(), kRegion}).error().code, ENOENT);
-  EXPECT_EQ(store->erase(key_of(4)).error().code, ENOENT);
-  EXPECT_EQ(store->put(key_of(1000), kNs, payload_of(0, kRegion)).error().code, EFBIG);
+  EXPECT_EQ(store->get(key_of(4), {buf.get(), kRegion}).outcome, KvStatus::kNotFound);
+  EXPECT_EQ(store->erase(key_of(4)), KvStatus::kNotFound);
+  EXPECT_EQ(store->put(key_of(1000), kNs, payload_of(0, kRegion)).outcome, KvStatus::kTooLarge);
 }
 
 TEST_P(SsdStoreTest, RestartRecoversSealedRegionsOverwritesAndErases) {
@@ -184,7 +182,7 @@ TEST_P(SsdStoreTest, BitFlipFailsThatGetOnly) {
   Buffer buf = aligned_buffer(kRegion);
   auto got = store->get(key_of(4), {buf.get(), kRegion});
   ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EBADMSG);
+  EXPECT_EQ(got.outcome, KvStatus::kChecksumError);
   EXPECT_FALSE(store->contains(key_of(4)));
   EXPECT_EQ(store->stats().corrupt_dropped, 1u);
   for (std::uint32_t i = 0; i < 9; ++i) {
@@ -215,7 +213,7 @@ TEST_P(SsdStoreTest, InjectedIoErrorAndShortReadFailOnlyThatGet) {
   Buffer buf = aligned_buffer(kRegion);
   auto got = store->get(key_of(0), {buf.get(), kRegion});
   ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EIO);
+  EXPECT_EQ(got.outcome, KvOutcome::device_error(EIO));
   EXPECT_EQ(faulty->injected(), 1u);
   EXPECT_FALSE(store->contains(key_of(0)));
   EXPECT_EQ(store->stats().read_errors, 1u);
@@ -235,10 +233,10 @@ TEST_P(SsdStoreTest, InjectedIoErrorAndShortReadFailOnlyThatGet) {
   ASSERT_TRUE(store2->put(key_of(2), kNs, payload_of(2, 4000)));
   ASSERT_TRUE(store2->flush());
   std::vector<SsdGetRequest> requests{{key_of(1), {buf.get(), kRegion}, 1}};
-  ASSERT_EQ(store2->submit_gets(requests).value(), 1u);
+  ASSERT_EQ(store2->submit_gets(requests), 1u);
   std::vector<SsdGetCompletion> out(1);
   ASSERT_EQ(store2->poll_gets(out, 1).value(), 1u);
-  EXPECT_EQ(out[0].error, EIO);
+  EXPECT_EQ(out[0].outcome, KvOutcome::device_error(EIO)) << "a short read";
   EXPECT_FALSE(store2->contains(key_of(1)));
   expect_entry(*store2, 2, 4000);
   EXPECT_EQ(store2->stats().read_errors, 1u);
@@ -332,13 +330,11 @@ TEST_P(SsdStoreTest, FullIndexEvictsOldestRegions) {
   for (std::uint32_t i = 5; i <= 7; ++i) expect_entry(*store, i);
 }
 
-TEST_P(SsdStoreTest, FullIndexWithEveryKeyInTheOpenRegionIsENOSPC) {
+TEST_P(SsdStoreTest, FullIndexWithEveryKeyInTheOpenRegionIsRejected) {
   STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion, 0, 2));
   ASSERT_TRUE(store->put(key_of(0), kNs, payload_of(0, 100)));
   ASSERT_TRUE(store->put(key_of(1), kNs, payload_of(1, 100)));
-  auto third = store->put(key_of(2), kNs, payload_of(2, 100));
-  ASSERT_FALSE(third);
-  EXPECT_EQ(third.error().code, ENOSPC);
+  EXPECT_EQ(store->put(key_of(2), kNs, payload_of(2, 100)).outcome, KvStatus::kRejected);
   expect_entry(*store, 0, 100);
   expect_entry(*store, 1, 100);
 }

@@ -9,14 +9,17 @@
 // dropping a pinned chunk marks it doomed instead; lookups no longer see it
 // and the last unpin erases it and hands the entry back so the store can free
 // its slot.
+//
+// Every call answers with a KvStatus (kv_status.hpp): the store probes the
+// index on every request, and a miss must cost no allocation.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
 
-#include "cxlpool/common/result.hpp"
 #include "cxlpool/kvcache/chunk_key.hpp"
+#include "cxlpool/kvcache/kv_status.hpp"
 #include "cxlpool/kvcache/tier.hpp"
 
 namespace cxlpool::kvcache {
@@ -71,11 +74,12 @@ class ChunkIndex {
   // Accepts up to max_entries chunks; the table holds at most 7/8 load.
   explicit ChunkIndex(std::size_t max_entries);
 
-  // Inserts a new chunk; EEXIST if present (use update), ENOSPC when full.
-  Result<void> insert(const ChunkKey& key, const ChunkInfo& info);
-  // Moves or re-describes a chunk; ENOENT if absent or doomed, EBUSY if
+  // Inserts a new chunk; kBadState if present (use update), kRejected when
+  // full.
+  KvStatus insert(const ChunkKey& key, const ChunkInfo& info);
+  // Moves or re-describes a chunk; kNotFound if absent or doomed, kBusy if
   // pinned (readers hold its current location).
-  Result<void> update(const ChunkKey& key, const ChunkInfo& info);
+  KvStatus update(const ChunkKey& key, const ChunkInfo& info);
   // Erased now if unpinned, otherwise doomed (see above).
   EraseOutcome erase(const ChunkKey& key);
 
@@ -89,10 +93,10 @@ class ChunkIndex {
   // lookup_prefix that also pins every chunk of the prefix (a get's lease).
   std::size_t pin_prefix(std::span<const ChunkKey> keys, std::vector<ChunkEntry>* out = nullptr);
 
-  // ENOENT if absent or doomed; else the pin count after.
-  Result<std::uint32_t> pin(const ChunkKey& key);
-  // ENOENT if absent, EINVAL if not pinned.
-  Result<UnpinOutcome> unpin(const ChunkKey& key);
+  // kNotFound if absent or doomed; else the pin count after.
+  KvResult<std::uint32_t> pin(const ChunkKey& key);
+  // kNotFound if absent, kBadState if not pinned.
+  KvResult<UnpinOutcome> unpin(const ChunkKey& key);
 
   // Erases the namespace's unpinned chunks (returned, so their slots can be
   // freed) and dooms its pinned ones.

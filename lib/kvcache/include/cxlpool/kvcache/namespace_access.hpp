@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
+#include "cxlpool/kvcache/kv_status.hpp"
 
 namespace cxlpool::kvcache {
 
@@ -69,9 +70,9 @@ class KvRightsTable {
   [[nodiscard]] std::uint8_t rights(std::uint64_t ns_id) const {
     return ns_id < rights_.size() ? rights_[ns_id] : 0;
   }
-  // 0 when the connection holds `needed` on ns_id, else EACCES.
-  [[nodiscard]] int check(std::uint64_t ns_id, std::uint8_t needed) const {
-    return (rights(ns_id) & needed) == needed ? 0 : EACCES;
+  // kOk when the connection holds `needed` on ns_id, else kDenied.
+  [[nodiscard]] KvStatus check(std::uint64_t ns_id, std::uint8_t needed) const {
+    return (rights(ns_id) & needed) == needed ? KvStatus::kOk : KvStatus::kDenied;
   }
 
  private:

@@ -43,6 +43,12 @@
 // submit_gets/poll_gets do the same asynchronously so a caller can keep many
 // reads in flight.
 //
+// Outcomes: the data-path calls (put, put_lent, erase, get, submit_gets and
+// the completions of poll_gets) answer with a KvStatus (kv_status.hpp): a
+// miss, a full index or a bad CRC is an expected outcome, answered without
+// allocating; a device failure is kDeviceError with the device's errno.
+// Opening, flushing and waiting for the device stay Result/Error.
+//
 // Single-threaded: the caller serialises all calls.
 #include <chrono>
 #include <cstddef>
@@ -58,6 +64,7 @@
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/hal/block_device.hpp"
 #include "cxlpool/kvcache/chunk_key.hpp"
+#include "cxlpool/kvcache/kv_status.hpp"
 #include "cxlpool/kvcache/namespace.hpp"
 #include "cxlpool/kvcache/ssd_format.hpp"
 #include "cxlpool/kvcache/ssd_region_writer.hpp"
@@ -97,10 +104,10 @@ struct SsdStoreStats {
   std::uint64_t reinsert_skipped = 0;  // hot entries evicted because the budget was spent
   std::uint64_t recovered_entries = 0; // indexed by the scan at open
   std::uint64_t damaged_regions = 0;   // scan at open: torn/corrupt region (header or walk)
-  std::uint64_t corrupt_dropped = 0;   // entries dropped for a CRC mismatch (open or read)
+  std::uint64_t corrupt_dropped = 0;   // entries dropped for a CRC mismatch (open or read): kChecksumError
   std::uint64_t reads = 0, read_bytes = 0;  // gets served
   std::uint64_t misses = 0;            // gets of keys not indexed
-  std::uint64_t read_errors = 0;       // gets failed by I/O errors or short reads
+  std::uint64_t read_errors = 0;       // gets failed by I/O errors or short reads: kDeviceError
   std::uint64_t write_errors = 0;      // region/entry writes or syncs that failed
   std::uint64_t write_dropped = 0;     // entries dropped because their region's write failed
   int last_write_error = 0;            // errno of the latest failed write or sync (0: none yet)
@@ -151,10 +158,12 @@ struct SsdGetRequest {
 struct SsdGetCompletion {
   std::uint64_t user_data = 0;
   ChunkKey key;
-  // 0, or ENOENT (not indexed), EINVAL (buffer), EIO (I/O error or short
-  // read), EBADMSG (CRC mismatch), or the device's errno.
-  int error = 0;
-  std::uint32_t payload_bytes = 0;  // valid bytes at the buffer start when error == 0
+  // kOk, kNotFound (not indexed), kInvalid (buffer too small or
+  // misaligned), kChecksumError (CRC mismatch; the entry is dropped), or
+  // kDeviceError (an I/O error, with the device's errno, or a short read:
+  // EIO; the entry is dropped).
+  KvOutcome outcome;
+  std::uint32_t payload_bytes = 0;  // valid bytes at the buffer start when outcome is kOk
 };
 
 class SsdStore {
@@ -171,10 +180,11 @@ class SsdStore {
   SsdStore& operator=(const SsdStore&) = delete;
 
   // Stores payload under key (replacing any earlier value) and returns its
-  // sequence. EFBIG when no region can hold it; ENOSPC when the index is full;
-  // a device error when sealing/committing failed (the put is then not stored).
-  Result<std::uint64_t> put(const ChunkKey& key, const NamespaceFingerprint& ns,
-                            std::span<const std::byte> payload);
+  // sequence. kTooLarge when no region can hold it; kRejected when the
+  // index is full and only the open region holds keys; kDeviceError when
+  // sealing/committing failed (the put is then not stored).
+  KvResult<std::uint64_t> put(const ChunkKey& key, const NamespaceFingerprint& ns,
+                              std::span<const std::byte> payload);
   // put() without copying the payload into the region buffer, when it can:
   // under kPerRegion, with whole 4 KiB blocks at an address aligned to the
   // device's mem_alignment. The region's write then takes the payload
@@ -182,23 +192,27 @@ class SsdStore {
   // write completes. Returns true when the memory was lent: the caller keeps
   // it unchanged (and mapped) until the lend listener hears its token. False
   // when the payload was copied as by put() (the memory is free at once).
-  Result<bool> put_lent(const ChunkKey& key, const NamespaceFingerprint& ns, const SsdLentPayload& payload);
+  // Outcomes as put()'s.
+  KvResult<bool> put_lent(const ChunkKey& key, const NamespaceFingerprint& ns, const SsdLentPayload& payload);
 
-  // Removes key (writes a tombstone so the delete survives a restart). ENOENT
-  // when it is not indexed.
-  Result<void> erase(const ChunkKey& key);
+  // Removes key (writes a tombstone so the delete survives a restart).
+  // kNotFound when it is not indexed; kDeviceError when the tombstone's
+  // write failed.
+  KvOutcome erase(const ChunkKey& key);
   // erase() of every key stored under namespace `ns`; returns how many. Stops
-  // at the first failed tombstone write.
+  // at the first failed tombstone write (its errno and what failed).
   Result<std::size_t> erase_namespace(const NamespaceFingerprint& ns);
 
-  // Reads key's payload into buffer and returns its length. Errors as in
-  // SsdGetCompletion::error.
-  Result<std::uint32_t> get(const ChunkKey& key, std::span<std::byte> buffer);
+  // Reads key's payload into buffer and returns its length. Outcomes as in
+  // SsdGetCompletion::outcome.
+  KvResult<std::uint32_t> get(const ChunkKey& key, std::span<std::byte> buffer);
 
   // Queues gets; returns how many were accepted (a prefix of requests), fewer
-  // when the device queue is full: poll, then submit the rest. Failures that
-  // need no I/O (ENOENT, EINVAL) and reads from the open region complete at once.
-  Result<std::size_t> submit_gets(std::span<const SsdGetRequest> requests);
+  // when the device queue is full: poll, then submit the rest. Every accepted
+  // get completes exactly once through poll_gets: those that need no I/O
+  // (kNotFound, kInvalid, reads from a region buffer) at once, and those the
+  // device refused with kDeviceError.
+  std::size_t submit_gets(std::span<const SsdGetRequest> requests);
   // Returns up to out.size() finished gets, waiting until `min` (capped at
   // gets_in_flight()) are ready or timeout passes.
   Result<std::size_t> poll_gets(std::span<SsdGetCompletion> out, std::size_t min,
@@ -339,14 +353,16 @@ class SsdStore {
   void dispatch(const hal::IoCompletion& c);
   Result<void> open_next_region();
   Result<void> evict_oldest(bool reinsert, std::vector<Hot>* hot = nullptr);
-  Result<void> make_index_room();
+  // kRejected when only the open region holds keys.
+  KvOutcome make_index_room();
+  KvOutcome admit_put(const ChunkKey& key, std::size_t payload_bytes);
 
   // Read path (ssd_store_read.cpp).
   Result<std::int64_t> io_now(hal::IoRequest request);
   void handle_completion(const hal::IoCompletion& c);
-  [[nodiscard]] static int check_read(const Slot& slot, std::int64_t result, const std::byte* buffer);
-  int finish_read(const ChunkKey& key, const Slot& slot, std::int64_t result, const std::byte* buffer);
-  int check_buffer(const Slot& slot, std::span<std::byte> buffer) const;
+  [[nodiscard]] static KvOutcome check_read(const Slot& slot, std::int64_t result, const std::byte* buffer);
+  KvOutcome finish_read(const ChunkKey& key, const Slot& slot, std::int64_t result, const std::byte* buffer);
+  [[nodiscard]] bool buffer_fits(const Slot& slot, std::span<std::byte> buffer) const;
   // The region buffer holding slot's region (open or in flight), or null.
   [[nodiscard]] const RegionWriter* buffer_of(const Slot& slot) const;
   void copy_from_buffer(const RegionWriter& w, Slot& live, std::byte* out);

@@ -44,8 +44,13 @@
 // client is removed, or until the lease outlives lease_timeout_ns and
 // expire_leases() revokes it. Quota: bytes an account (a set of clients,
 // one uid in the daemon) holds in leases plus put reservations are capped
-// (EDQUOT). Admission sightings: a commit, a chunk
+// (kOverQuota). Admission sightings: a commit, a chunk
 // leased by a get, a put_begin of an already cached key (not lookups).
+//
+// Outcomes. Every request ends with a KvStatus (kv_status.hpp) in its
+// completion: a miss, a full window or a corrupt SSD record is an expected
+// outcome, answered without allocating. The store never writes an errno;
+// the daemon turns the status into the ring's `-errno` (to_errno()).
 //
 // Single-threaded: the daemon's event loop owns it.
 #pragma once
@@ -63,6 +68,7 @@
 #include "cxlpool/kvcache/admission.hpp"
 #include "cxlpool/kvcache/chunk_key.hpp"
 #include "cxlpool/kvcache/eviction.hpp"
+#include "cxlpool/kvcache/kv_status.hpp"
 #include "cxlpool/kvcache/load_cost.hpp"
 #include "cxlpool/kvcache/namespace.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
@@ -134,7 +140,11 @@ struct KvArenas {
 // One finished request, to be published on the client's completion ring.
 struct KvStoreCompletion {
   KvClientId client = 0;
-  proto::KvCompletion completion;         // request_id, status, op, result0..2 (count/arg_offset: the ring's)
+  KvOutcome outcome;                      // the request's result
+  // request_id, op, result0..2. `status` is left 0: it is the wire's, which
+  // the daemon writes from `outcome` (-to_errno(outcome)); count and
+  // arg_offset are the ring's.
+  proto::KvCompletion completion;
   std::vector<proto::KvLocation> locations;
 };
 
@@ -168,7 +178,8 @@ struct KvStoreCounters {
   std::uint64_t leases = 0, leased_bytes = 0, reservations = 0;
   std::uint64_t quota_rejections = 0;
   std::uint64_t leases_expired = 0;     // revoked by expire_leases()
-  std::uint64_t rejected_requests = 0;  // answered with an error
+  std::uint64_t rejected_requests = 0;  // answered with a status other than kOk
+  std::uint64_t outcomes[kKvStatusCount] = {};  // completions per KvStatus (index: its value)
   KvTierCounters tiers[kKvTierCount];
 };
 
@@ -215,44 +226,52 @@ class KvStore {
   void remove_client(KvClientId client);
 
   // Handles one request taken from the client's ring (keys already copied
-  // out and the request checked by kv_request_well_formed; `error` != 0 means
-  // it was malformed and is answered with that status). Most requests finish
-  // at once; gets and prefetches of SSD chunks finish when their reads do.
-  // Either way the result comes out of poll(). Semantics per op:
-  // Every op but release answers ENOENT for an unknown namespace_id, and a
-  // client never added gets ENOENT for everything.
+  // out and the request checked by kv_request_well_formed; `refused` other
+  // than kOk means the daemon refused it already, kInvalid when malformed,
+  // kDenied without the namespace right, and it is answered with that
+  // status). Most requests finish at once; gets and prefetches of SSD chunks
+  // finish when their reads do. Either way the result comes out of poll().
+  // Semantics per op (the wire's errno in parentheses):
+  // Every op but release answers kNotFound (ENOENT) for an unknown
+  // namespace_id, and a client never added gets kNotFound for everything;
+  // an unknown op gets kInvalid (EINVAL).
   //   lookup     result0 = cached prefix length; locations of the prefix
   //              (ssd entries have tier 2 and offset 0); with
   //              kKvLookupCostCutoff, param0 = prompt tokens and param1 =
   //              declared prefill tokens/s, result1 = chunks worth loading
-  //              (EINVAL when decide_load refuses the question).
+  //              (kInvalid when decide_load refuses the question). A miss
+  //              is kOk with result0 = 0.
   //   put_begin  param0 = bytes per chunk (1..slot_bytes); reserves one put
   //              window slot per key: result0 = reservation id, locations in
   //              the put window (tier kKvLocationPutWindow); a key already
   //              cached gets flag kKvLocationCached (nothing to write).
-  //              EAGAIN: window full (or max_leases_per_client
-  //              reservations open); EDQUOT: quota; EMSGSIZE: too big;
-  //              EINVAL: param0 0 or a key twice; EPERM: no put window.
+  //              kRetry (EAGAIN): window full (or max_leases_per_client
+  //              reservations open); kOverQuota (EDQUOT); kTooLarge
+  //              (EMSGSIZE): param0 > slot_bytes; kInvalid (EINVAL): param0
+  //              0 or a key twice; kNotPermitted (EPERM): no put window.
   //   put_commit param0 = reservation id; keys = the reserved keys to keep
   //              (any subset, in any order); the rest are dropped and the
   //              reservation ends. result0 = chunks committed (a key stored
-  //              meanwhile counts). ENOENT: unknown reservation; EINVAL: a
-  //              key not in it or twice (the reservation stays). A chunk
-  //              that finds no DRAM slot (all leased) or fails its per-commit
-  //              SSD write is not committed: status 0 with a smaller
-  //              result0, or that error (ENOSPC, EIO...) when none was.
+  //              meanwhile counts). kNotFound: unknown reservation;
+  //              kInvalid: a key not in it or twice (the reservation stays).
+  //              A chunk that finds no DRAM slot (all leased) or fails its
+  //              per-commit SSD write is not committed: kOk with a smaller
+  //              result0, or, when none was, the first chunk's outcome:
+  //              kRejected (ENOSPC), kDeviceError (the device's errno),
+  //              kNotFound (a cached key gone meanwhile).
   //   get        pins the longest cached prefix: result0 = lease id (0 when
-  //              the prefix is empty), result1 = chunks leased, locations in
-  //              the arenas. EDQUOT / EMFILE (too many leases). An SSD chunk
-  //              that finds no free arena slot ends the prefix; a failed read
-  //              (EIO, EBADMSG...) fails the whole get and takes that chunk
-  //              out of the index.
-  //   release    param0 = lease id. ENOENT: unknown (or another client's).
+  //              the prefix is empty: a miss is kOk), result1 = chunks
+  //              leased, locations in the arenas. kOverQuota /
+  //              kTooManyLeases (EMFILE). An SSD chunk that finds no free
+  //              arena slot ends the prefix; a failed read (kDeviceError,
+  //              kChecksumError: EBADMSG) fails the whole get and takes that
+  //              chunk out of the index.
+  //   release    param0 = lease id. kNotFound: unknown (or another client's).
   //   prefetch   result0 = SSD chunks of the cached prefix queued for DRAM
   //              (finishes at once).
   //   delete     result0 = chunks deleted (leased ones go at release).
   void submit(KvClientId client, const proto::KvRequest& request, std::span<const proto::KvKey> keys,
-              int error = 0);
+              KvStatus refused = KvStatus::kOk);
 
   // Revokes every lease older than lease_timeout_ns (none when it is 0):
   // its chunks are unpinned (evictable again), its bytes leave the owner's
