@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
 
 namespace cxlpool::integration {
 

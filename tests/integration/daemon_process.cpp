@@ -12,13 +12,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <iostream>
 #include <thread>
 
-#include "child_process.hpp"
-#include "process_env.hpp"
+#include "support/child_process.hpp"
+#include "support/process_env.hpp"
+#include "support/wait_until.hpp"
+#include "support/whole_file.hpp"
 
 namespace cxlpool::integration {
 namespace {
@@ -63,19 +63,7 @@ void format_pid(char* out, pid_t pid) {
 std::string daemon_binary() { return required_env("CXLPOOL_DAEMON"); }
 std::string ctl_binary() { return required_env("CXLPOOL_CTL"); }
 
-int decode_wait_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
-DaemonProcess::DaemonProcess(const std::string& config_toml) {
-  char templ[] = "/tmp/cxlpool-integ-XXXXXX";
-  if (::mkdtemp(templ) == nullptr) {
-    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
-    return;
-  }
-  dir_ = templ;
+DaemonProcess::DaemonProcess(const std::string& config_toml) : state_("integ"), dir_(state_.path().string()) {
   ::chmod(dir_.c_str(), 0755);
   write_config(config_toml);
 }
@@ -87,33 +75,20 @@ DaemonProcess::~DaemonProcess() {
     // at exit shows up here as a non-zero status.
     if (result != 0) ADD_FAILURE() << "cxlpoold (pid " << pid_ << ") exited with " << result << " at teardown";
   }
-  if (testing::Test::HasFailure() && !dir_.empty()) {
+  if (testing::Test::HasFailure()) {
     std::cerr << "----- cxlpoold log (" << log_path() << ") -----\n" << log() << "----- end of log -----\n";
-  }
-  if (!dir_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 }
 
 void DaemonProcess::write_config(const std::string& toml) const {
   const std::string tmp = config_path() + ".new";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << toml;
-    if (!out) ADD_FAILURE() << "cannot write " << tmp;
-  }
+  test::write_file(tmp, toml);
   if (::rename(tmp.c_str(), config_path().c_str()) != 0) {
     ADD_FAILURE() << "rename " << tmp << ": " << std::strerror(errno);
   }
 }
 
-std::string DaemonProcess::log() const {
-  std::ifstream in(log_path());
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string DaemonProcess::log() const { return test::read_file(log_path()); }
 
 testing::AssertionResult DaemonProcess::start(const DaemonStartOptions& options) {
   if (pid_ > 0) return testing::AssertionFailure() << "already started";
@@ -181,11 +156,7 @@ void DaemonProcess::send_signal(int sig) const {
 }
 
 int DaemonProcess::wait_exit(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (running()) {
-    if (Clock::now() >= deadline) return -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  if (!test::wait_until([this] { return !running(); }, timeout, std::chrono::milliseconds(5))) return -1;
   return exit_result_;
 }
 
@@ -202,7 +173,7 @@ int DaemonProcess::stop(std::chrono::milliseconds timeout) {
 
 testing::AssertionResult config_rejected(const DaemonProcess& dir, const std::string& toml, const std::string& where) {
   const std::string path = dir.dir() + "/bad.toml";
-  std::ofstream(path) << toml;
+  test::write_file(path, toml);
   const auto r = run_program({daemon_binary(), "--check-config", "--config", path, "--state-dir", dir.dir()});
   if (r.exit_code == 0) return testing::AssertionFailure() << "accepted:\n" << toml;
   if (r.err.find(where) == std::string::npos) {

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.hpp"
+
 namespace cxlpool::integration {
 
 // Paths of the programs under test, from CXLPOOL_DAEMON / CXLPOOL_CTL (set by
@@ -71,12 +73,10 @@ class DaemonProcess {
  private:
   bool reap(bool block);
 
+  test::TempDir state_;  // removed after the destructor has printed the log
   std::string dir_;
   pid_t pid_ = -1;
   int exit_result_ = -1;
 };
-
-// Decodes a waitpid() status: exit code, or 128 + signal number.
-int decode_wait_status(int status);
 
 }  // namespace cxlpool::integration

@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 namespace cxlpool::integration {
 
 std::unique_ptr<Connection> connect_admin(const std::string& socket_path, const std::string& name) {
@@ -77,16 +75,6 @@ int open_fd_count(pid_t pid) {
   }
   ::closedir(dir);
   return count;
-}
-
-bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds step) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(step);
-  }
 }
 
 }  // namespace cxlpool::integration

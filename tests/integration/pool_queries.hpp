@@ -6,9 +6,7 @@
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +14,7 @@
 
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/proto/messages.hpp"
+#include "support/wait_until.hpp"
 #include "test_config.hpp"
 
 namespace cxlpool::integration {
@@ -36,8 +35,6 @@ uint64_t stat(Connection& conn, const std::string& name);
 // Entries of /proc/PID/fd; -1 if unreadable.
 int open_fd_count(pid_t pid);
 
-// Polls `done` every `step` until it is true or `timeout` passes.
-bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds step = std::chrono::milliseconds(10));
+using test::wait_until;
 
 }  // namespace cxlpool::integration

@@ -20,7 +20,7 @@
 #include "cxlpool/proto/messages.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
-#include "raw_socket.hpp"
+#include "support/raw_socket.hpp"
 
 namespace cxlpool::integration {
 namespace {

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
 #include "daemon_process.hpp"
 #include "test_config.hpp"
 

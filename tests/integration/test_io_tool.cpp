@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
 
 namespace cxlpool::integration {
 namespace {

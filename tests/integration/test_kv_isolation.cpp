@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"
 #include "cxlpool/proto/kv_ring.hpp"

@@ -8,11 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <cstring>
 #include <string>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
+#include "support/whole_file.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/cxlpool.hpp"
 #include "daemon_process.hpp"
@@ -28,12 +28,7 @@ namespace fs = std::filesystem;
 constexpr int kExitConfig = 3;
 constexpr int kExitStart = 4;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test::read_file;
 
 TEST(Lifecycle, SigtermShutsDownCleanlyWhileClientsHoldRegions) {
   DaemonProcess daemon(TestConfig{}.render());

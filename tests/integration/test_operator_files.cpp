@@ -11,10 +11,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
+#include "support/whole_file.hpp"
 #include "daemon_process.hpp"
 #include "test_config.hpp"
 
@@ -29,11 +29,6 @@ constexpr int kExitStart = 4;
 std::string kv_table(const std::string& ssd_path, const std::string& extra = "") {
   return "[kvstore]\nslot_bytes = 65536\ndram_bytes = 1048576\ncxl_bytes = 0\nssd_path = \"" + ssd_path +
          "\"\nssd_bytes = 4194304\nssd_region_bytes = 262144\n" + extra;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 ProgramResult check_config(const DaemonProcess& dir) {
@@ -72,7 +67,7 @@ TEST(OperatorFiles, ASymlinkedSsdPathIsRefusedAndItsTargetUntouched) {
   EXPECT_NE(failed_start(TestConfig{.tables = kv_table(link, "ssd_format_foreign = true\n")}.render(), kExitConfig)
                 .find("symbolic link"),
             std::string::npos);
-  EXPECT_EQ(read_text(target), content);
+  EXPECT_EQ(test::read_file(target), content);
   EXPECT_EQ(fs::file_size(target), content.size());
 }
 
@@ -88,7 +83,7 @@ TEST(OperatorFiles, AForeignSsdFileIsRefusedUnlessForced) {
   const std::string log = failed_start(TestConfig{.tables = kv_table(path)}.render(), kExitStart);
   EXPECT_NE(log.find("holds data that is not a cxlpool KV log"), std::string::npos) << log;
   EXPECT_NE(log.find("ssd_format_foreign"), std::string::npos) << log;
-  EXPECT_EQ(read_text(path), content) << "refused before anything was grown or written";
+  EXPECT_EQ(test::read_file(path), content) << "refused before anything was grown or written";
 
   {
     DaemonProcess forced(TestConfig{.tables = kv_table(path, "ssd_format_foreign = true\n")}.render());

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/cxlpool.hpp"
 #include "daemon_process.hpp"

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/cxlpool.hpp"
 #include "ctl_runner.hpp"

@@ -31,11 +31,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "child_process.hpp"
+#include "support/child_process.hpp"
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/weights.h"
 #include "daemon_process.hpp"
-#include "raw_socket.hpp"
+#include "support/raw_socket.hpp"
 #include "test_config.hpp"
 
 namespace cxlpool::integration {

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "damon_probe.hpp"
-#include "damon_tree.hpp"
+#include "support/damon_tree.hpp"
 
 namespace cxlpool::drivers {
 namespace {

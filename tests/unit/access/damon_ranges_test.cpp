@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // node_physical_ranges on generated memory-block trees, and read-only on
 // this host.
-#include <stdlib.h>
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <stdexcept>
 
 #include "damon_ranges.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool::drivers {
 namespace {
@@ -17,20 +14,10 @@ namespace fs = std::filesystem;
 
 class MemoryTree {
  public:
-  MemoryTree() {
-    char templ[] = "/tmp/cxlpool-memblk-XXXXXX";
-    if (::mkdtemp(templ) == nullptr) throw std::runtime_error("mkdtemp");
-    dir_ = templ;
+  MemoryTree() : dir_("memblk") {
     write("devices/system/memory/block_size_bytes", "8000000");  // 128 MiB
   }
-  ~MemoryTree() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  void write(const std::string& rel, const std::string& value) const {
-    fs::create_directories((dir_ / rel).parent_path());
-    std::ofstream(dir_ / rel) << value << "\n";
-  }
+  void write(const std::string& rel, const std::string& value) const { dir_.write(rel, value + "\n"); }
   // Memory block `id` on `node`, linked from the node as the kernel does.
   void block(int node, unsigned id, const char* state) const {
     char hex[32];
@@ -38,14 +25,14 @@ class MemoryTree {
     const std::string name = "memory" + std::to_string(id);
     write("devices/system/memory/" + name + "/state", state);
     write("devices/system/memory/" + name + "/phys_index", hex);
-    const fs::path node_dir = dir_ / ("devices/system/node/node" + std::to_string(node));
+    const fs::path node_dir = dir_.resolve("devices/system/node/node" + std::to_string(node));
     fs::create_directories(node_dir);
     fs::create_directory_symlink("../../memory/" + name, node_dir / name);
   }
-  std::string root() const { return dir_.string(); }
+  std::string root() const { return dir_.path().string(); }
 
  private:
-  fs::path dir_;
+  test::TempDir dir_;
 };
 
 constexpr uint64_t kBlock = 128ULL << 20;

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "damon_source.hpp"
-#include "damon_tree.hpp"
+#include "support/damon_tree.hpp"
 
 namespace cxlpool::drivers {
 namespace {

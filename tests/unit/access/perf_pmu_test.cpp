@@ -1,43 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 // PMU discovery and event encoding on generated sysfs/procfs trees, and the
 // probe and factory on this host (which has no memory-sampling PMU).
-#include <stdlib.h>
-
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <stdexcept>
 
 #include "perf_pmu.hpp"
 #include "perf_probe.hpp"
 #include "perf_source.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool::drivers {
 namespace {
-namespace fs = std::filesystem;
 
 class FakeHost {
  public:
-  FakeHost() {
-    char templ[] = "/tmp/cxlpool-perf-XXXXXX";
-    if (::mkdtemp(templ) == nullptr) throw std::runtime_error("mkdtemp");
-    dir_ = templ;
+  FakeHost() : dir_("perf") {
     write("sys/devices/system/cpu/online", "0-1");
     write("sys/bus/event_source/devices/software/type", "1");
     write("sys/bus/event_source/devices/tracepoint/type", "2");
     write("proc/sys/kernel/perf_event_paranoid", "2");
     write("proc/self/status", "Name:\tx\nCapEff:\t0000000000000000\n");
   }
-  ~FakeHost() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  void write(const std::string& rel, const std::string& value) const {
-    fs::create_directories((dir_ / rel).parent_path());
-    std::ofstream(dir_ / rel) << value << "\n";
-  }
+  void write(const std::string& rel, const std::string& value) const { dir_.write(rel, value + "\n"); }
   void intel() const {
     const std::string cpu = "sys/bus/event_source/devices/cpu/";
     write(cpu + "type", "4");
@@ -55,13 +40,13 @@ class FakeHost {
   }
   PerfSamplingConfig config() const {
     PerfSamplingConfig c;
-    c.sysfs_root = (dir_ / "sys").string();
-    c.procfs_root = (dir_ / "proc").string();
+    c.sysfs_root = dir_.resolve("sys").string();
+    c.procfs_root = dir_.resolve("proc").string();
     return c;
   }
 
  private:
-  fs::path dir_;
+  test::TempDir dir_;
 };
 
 TEST(PerfPmu, FindsIntelPebs) {

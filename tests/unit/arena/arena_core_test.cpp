@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "arena_core.hpp"
-#include "fake_vmm.hpp"
+#include "support/fake_vmm.hpp"
 
 namespace cxlpool::client::arena {
 namespace {

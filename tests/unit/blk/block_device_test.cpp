@@ -13,7 +13,7 @@
 
 #include "cxlpool/hal/block_device.hpp"
 #include "cxlpool_build_config.h"
-#include "faulty_block_device.hpp"
+#include "support/faulty_block_device.hpp"
 #include "posix_block_device.hpp"
 #if CXLPOOL_HAVE_URING
 #include "uring_block_device.hpp"

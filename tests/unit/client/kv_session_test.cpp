@@ -18,7 +18,7 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"
 #include "cxlpool/kv.hpp"
-#include "fake_kv_daemon.hpp"
+#include "support/fake_kv_daemon.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cuda_vmm.hpp"
-#include "gpu_test_env.hpp"
+#include "support/gpu_test_env.hpp"
 #include "pattern_ref.hpp"
 
 namespace cxlpool::cuda::test {

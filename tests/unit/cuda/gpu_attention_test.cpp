@@ -14,8 +14,8 @@
 
 #include "attention_math.hpp"
 #include "decode_attention_ref.hpp"
-#include "gpu_test_env.hpp"
 #include "random_data.hpp"
+#include "support/gpu_test_env.hpp"
 
 namespace cxlpool::cuda::test {
 namespace {

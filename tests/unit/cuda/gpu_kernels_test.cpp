@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "gpu_test_env.hpp"
+#include "support/gpu_test_env.hpp"
 #include "kv_copy_ref.hpp"
 #include "pattern_ref.hpp"
 #include "random_data.hpp"

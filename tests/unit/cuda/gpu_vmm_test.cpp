@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpu_test_env.hpp"
+#include "support/gpu_test_env.hpp"
 #include "pattern_ref.hpp"
 
 namespace cxlpool::cuda::test {

@@ -8,28 +8,19 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include "config.hpp"
+#include "support/environment.hpp"
+#include "support/whole_file.hpp"
 
 namespace cxlpool::daemon {
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-// The path meson passes in `name`, or "" when the test was run by hand.
-inline std::string required_env(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
+// The files meson passes in CXLPOOL_EXAMPLE_CONFIG and CXLPOOL_CONFIG_DOC
+// ("" when the test was run by hand).
+using test::env_value;
+using test::read_file;
 
 // The example shows a key when a line assigns it, commented out or not.
 inline bool example_shows(const std::string& example, const std::string& key) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cxlpool/common/units.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -356,21 +357,8 @@ TEST(DaemonConfig, SyntaxErrorReportsLineAndColumn) {
   EXPECT_EQ(duplicate.error().message.rfind("test.toml:3:", 0), 0u) << duplicate.error().message;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/cxlpool-config-XXXXXX";
-    path_ = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
 TEST(DaemonConfig, LoadFile) {
-  TempDir dir;
+  test::TempDir dir("config");
   const auto path = dir.path() / "cxlpoold.toml";
   std::ofstream(path) << "[numa]\ncapacity_percent = 30\n";
   auto config = load_config_file(path);
@@ -386,7 +374,7 @@ TEST(DaemonConfig, LoadFile) {
 }
 
 TEST(DaemonConfig, LoadFileErrorsNameThePath) {
-  TempDir dir;
+  test::TempDir dir("config");
   const auto missing = dir.path() / "absent.toml";
   auto config = load_config_file(missing);
   ASSERT_FALSE(config);
@@ -408,7 +396,7 @@ TEST(DaemonConfig, LoadFileErrorsNameThePath) {
 // Root reads any file whatever its mode, so as root the read is tried from a
 // child that has become nobody.
 TEST(DaemonConfig, LoadFileUnreadable) {
-  TempDir dir;
+  test::TempDir dir("config");
   const auto path = dir.path() / "private.toml";
   std::ofstream(path) << "\n";
   ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
@@ -520,7 +508,7 @@ TEST(DaemonConfig, LogLevelNames) {
 }
 
 TEST(DaemonConfig, ExampleFileParsesAndShowsEveryKey) {
-  const std::string path = required_env("CXLPOOL_EXAMPLE_CONFIG");
+  const std::string path = env_value("CXLPOOL_EXAMPLE_CONFIG");
   ASSERT_FALSE(path.empty()) << "CXLPOOL_EXAMPLE_CONFIG is not set (run through meson test)";
   auto config = load_config_file(path);
   ASSERT_TRUE(config) << config.error().message;
@@ -536,7 +524,7 @@ TEST(DaemonConfig, ExampleFileParsesAndShowsEveryKey) {
 
 // The commented-out hugetlbfs tier in the example is valid once uncommented.
 TEST(DaemonConfig, ExampleHugetlbfsTierIsValidWhenEnabled) {
-  const std::string path = required_env("CXLPOOL_EXAMPLE_CONFIG");
+  const std::string path = env_value("CXLPOOL_EXAMPLE_CONFIG");
   ASSERT_FALSE(path.empty()) << "CXLPOOL_EXAMPLE_CONFIG is not set (run through meson test)";
   std::istringstream in(read_file(path));
   std::string line;
@@ -556,7 +544,7 @@ TEST(DaemonConfig, ExampleHugetlbfsTierIsValidWhenEnabled) {
 }
 
 TEST(DaemonConfig, DocumentationListsEveryKey) {
-  const std::string path = required_env("CXLPOOL_CONFIG_DOC");
+  const std::string path = env_value("CXLPOOL_CONFIG_DOC");
   ASSERT_FALSE(path.empty()) << "CXLPOOL_CONFIG_DOC is not set (run through meson test)";
   const std::string text = read_file(path);
   ASSERT_FALSE(text.empty()) << path;

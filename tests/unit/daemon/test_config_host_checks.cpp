@@ -12,6 +12,7 @@
 #include "config.hpp"
 #include "config_host_checks.hpp"
 #include "cxlpool/common/units.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -19,14 +20,12 @@ namespace {
 class SsdPathCheck : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/var/tmp/cxlpool-hostcheck-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
     kv.ssd_path = (dir / "kv.img").string();
     kv.ssd_bytes = 4 * kMiB;
   }
-  void TearDown() override { std::filesystem::remove_all(dir); }
-  std::filesystem::path dir;
+  // /var/tmp: a disk file system, as an SSD tier's directory would be.
+  test::TempDir scratch{"hostcheck", "/var/tmp"};
+  const std::filesystem::path dir = scratch.path();
   KvStoreSection kv;
 };
 

@@ -13,8 +13,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -26,6 +24,8 @@
 #include "kvstore/ssd_error_report.hpp"
 #include "memfd_backing.hpp"
 #include "region_pool.hpp"
+#include "support/temp_dir.hpp"
+#include "support/whole_file.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -809,12 +809,6 @@ TEST_F(KvServiceTest, CloseEndsTheConnectionsLeasesNotItsChunks) {
 
 class KvSsdTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/cxlpool-kvssd-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir); }
   KvStoreSection section() {
     auto kv = small_section();
     kv.ssd_path = (dir / "kv.img").string();
@@ -822,7 +816,9 @@ class KvSsdTest : public ::testing::Test {
     kv.ssd_bytes = 4ull << 20;
     return kv;
   }
-  std::filesystem::path dir;
+  // On a disk file system, where the SSD log opens with O_DIRECT (tmpfs has none).
+  test::TempDir scratch{"kvssd", "/var/tmp"};
+  const std::filesystem::path dir = scratch.path();
 };
 
 TEST_F(KvSsdTest, CreatesGrowsNeverShrinks) {
@@ -866,22 +862,11 @@ TEST_F(KvSsdTest, CreatesGrowsNeverShrinks) {
   EXPECT_EQ(directory.error().code, EINVAL);
 }
 
-// Writes `text` to `path`, replacing it.
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 TEST_F(KvSsdTest, ASymlinkIsRefusedAndItsTargetUntouched) {
   auto kv = section();
   kv.ssd_engine = KvSsdEngine::kPosix;
   const auto target = dir / "system-file";
-  write_text(target, "root:x:0:0:root:/root:/bin/bash\n");
+  test::write_file(target, "root:x:0:0:root:/root:/bin/bash\n");
   std::filesystem::create_symlink(target, kv.ssd_path);
   auto opened = open_kv_ssd(kv);
   ASSERT_FALSE(opened);
@@ -890,7 +875,7 @@ TEST_F(KvSsdTest, ASymlinkIsRefusedAndItsTargetUntouched) {
   EXPECT_NE(opened.error().message.find("symbolic link"), std::string::npos) << opened.error().message;
   kv.ssd_format_foreign = true;  // forcing does not make a link acceptable
   EXPECT_FALSE(open_kv_ssd(kv));
-  EXPECT_EQ(read_text(target), "root:x:0:0:root:/root:/bin/bash\n");
+  EXPECT_EQ(test::read_file(target), "root:x:0:0:root:/root:/bin/bash\n");
   EXPECT_EQ(std::filesystem::file_size(target), 32u);
 }
 
@@ -898,13 +883,13 @@ TEST_F(KvSsdTest, AForeignFileIsRefusedUnlessForced) {
   auto kv = section();
   kv.ssd_engine = KvSsdEngine::kPosix;
   const std::string content = "not a KV log, and nobody's to overwrite\n";
-  write_text(kv.ssd_path, content);
+  test::write_file(kv.ssd_path, content);
   auto refused = open_kv_ssd(kv);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, EEXIST);
   EXPECT_NE(refused.error().message.find("not a cxlpool KV log"), std::string::npos) << refused.error().message;
   EXPECT_NE(refused.error().message.find("ssd_format_foreign"), std::string::npos) << refused.error().message;
-  EXPECT_EQ(read_text(kv.ssd_path), content) << "nothing grown, nothing written";
+  EXPECT_EQ(test::read_file(kv.ssd_path), content) << "nothing grown, nothing written";
 
   kv.ssd_format_foreign = true;
   {
@@ -919,7 +904,7 @@ TEST_F(KvSsdTest, AForeignFileIsRefusedUnlessForced) {
   // A blank file (all zeros, as a fresh one is) is the log's, forced or not.
   kv.ssd_format_foreign = false;
   const auto blank = dir / "blank.img";
-  write_text(blank, "");
+  test::write_file(blank, "");
   std::filesystem::resize_file(blank, 1 << 20);
   auto zero = section();
   zero.ssd_path = blank.string();
@@ -958,7 +943,7 @@ TEST_F(KvSsdTest, TheFileIsAllocatedInFull) {
   auto kv = section();
   kv.ssd_engine = KvSsdEngine::kPosix;
   // An existing sparse file is given its blocks too.
-  write_text(kv.ssd_path, "");
+  test::write_file(kv.ssd_path, "");
   std::filesystem::resize_file(kv.ssd_path, kv.ssd_bytes);
   struct stat before {};
   ASSERT_EQ(::stat(kv.ssd_path.c_str(), &before), 0);

@@ -3,10 +3,6 @@
 // order, what moves the search on and what ends it, explicit choices,
 // backends not compiled in, CXLPOOL_BACKENDS, and the buffered fallback.
 // The block devices opened are the real posix driver's, on a real file.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -15,6 +11,9 @@
 #include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/hal/driver/block_driver.hpp"
 #include "posix_block_device.hpp"
+#include "support/environment.hpp"
+#include "support/temp_dir.hpp"
+#include "support/whole_file.hpp"
 
 namespace cxlpool::hal {
 namespace {
@@ -69,17 +68,10 @@ namespace {
 class BackendRegistry : public ::testing::Test {
  protected:
   void SetUp() override {
-    ::unsetenv(kBackendFilterVariable);
+    filter_.unset();
     g_refusing_opens = 0;
-    path_ = (std::filesystem::temp_directory_path() / ("cxlpool-registry-" + std::to_string(::getpid()))).string();
-    int fd = ::open(path_.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::ftruncate(fd, 1 << 20), 0);
-    ::close(fd);
-  }
-  void TearDown() override {
-    ::unsetenv(kBackendFilterVariable);
-    std::filesystem::remove(path_);
+    test::write_file(path_, "");
+    std::filesystem::resize_file(path_, 1 << 20);
   }
   BlockOpenOptions options(bool fallback = false) {
     BlockOpenOptions o;
@@ -88,7 +80,9 @@ class BackendRegistry : public ::testing::Test {
     o.buffered_fallback = fallback;
     return o;
   }
-  std::string path_;
+  test::ScopedEnv filter_{kBackendFilterVariable};
+  test::TempDir dir_{"registry"};
+  const std::string path_ = dir_.resolve("device").string();
 };
 
 TEST_F(BackendRegistry, ReportsEveryBackendInClassAndPreferenceOrder) {
@@ -131,7 +125,7 @@ TEST_F(BackendRegistry, BufferedFallbackOpensWhereDirectIoIsRefused) {
 }
 
 TEST_F(BackendRegistry, FilterNarrowsTheChoice) {
-  ::setenv(kBackendFilterVariable, "^nodirect", 1);
+  filter_.set("^nodirect");
   BackendSkips skipped;
   auto dev = open_block_device("", path_, options(), &skipped);
   ASSERT_TRUE(dev) << dev.error().message;
@@ -140,7 +134,7 @@ TEST_F(BackendRegistry, FilterNarrowsTheChoice) {
   EXPECT_EQ(skipped[0].name, "nodirect");
   EXPECT_NE(skipped[0].reason.find("excluded by CXLPOOL_BACKENDS=^nodirect"), std::string::npos);
 
-  ::setenv(kBackendFilterVariable, "plain", 1);
+  filter_.set("plain");
   g_refusing_opens = 0;
   dev = open_block_device("", path_, options(), nullptr);
   ASSERT_TRUE(dev) << dev.error().message;
@@ -154,7 +148,7 @@ TEST_F(BackendRegistry, FilterNarrowsTheChoice) {
 }
 
 TEST_F(BackendRegistry, FilterWithATypoIsAnError) {
-  ::setenv(kBackendFilterVariable, "plain,uring_typo", 1);
+  filter_.set("plain,uring_typo");
   auto ok = check_backend_filter();
   ASSERT_FALSE(ok);
   EXPECT_EQ(ok.error().code, EINVAL);
@@ -164,7 +158,7 @@ TEST_F(BackendRegistry, FilterWithATypoIsAnError) {
   auto reports = probe_all_backends();
   ASSERT_EQ(reports.size(), 6u);
   EXPECT_NE(reports[0].detail.find("uring_typo"), std::string::npos);
-  ::setenv(kBackendFilterVariable, "plain,,nodirect", 1);
+  filter_.set("plain,,nodirect");
   EXPECT_FALSE(check_backend_filter());
 }
 
@@ -192,7 +186,7 @@ TEST_F(BackendRegistry, ExplicitChoices) {
   // A backend of another class is not a block engine.
   EXPECT_EQ(open_block_device("netprobe", path_, options(), nullptr).error().code, EINVAL);
 
-  ::setenv(kBackendFilterVariable, "^namedonly", 1);
+  filter_.set("^namedonly");
   auto excluded = open_block_device("namedonly", path_, options(), nullptr);
   ASSERT_FALSE(excluded);
   EXPECT_EQ(excluded.error().code, ENOTSUP);
@@ -200,7 +194,7 @@ TEST_F(BackendRegistry, ExplicitChoices) {
 }
 
 TEST_F(BackendRegistry, ErrorsAboutTheFileEndTheSearch) {
-  ::setenv(kBackendFilterVariable, "^nodirect", 1);
+  filter_.set("^nodirect");
   auto dev = open_block_device("", path_ + ".missing", options(), nullptr);
   ASSERT_FALSE(dev);
   EXPECT_EQ(dev.error().code, ENOENT);
@@ -212,7 +206,7 @@ TEST_F(BackendRegistry, UsableNamesFollowPreferenceAndFilter) {
   ASSERT_EQ(names.size(), 4u);
   EXPECT_EQ(names[0], "refusing");
   EXPECT_EQ(names[3], "namedonly");
-  ::setenv(kBackendFilterVariable, "^refusing", 1);
+  filter_.set("^refusing");
   EXPECT_EQ(usable_backend_names(BackendClass::kBlockEngine).size(), 3u);
 }
 

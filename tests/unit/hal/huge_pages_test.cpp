@@ -3,12 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_tree.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool::hal {
 namespace {
 
-using test::TempTree;
+using test::TempDir;
 
 constexpr const char* kMeminfo =
     "MemTotal:       24567890 kB\n"
@@ -21,7 +21,7 @@ constexpr const char* kMeminfo =
     "Hugetlb:           20480 kB\n";
 
 TEST(HugePages, ReadsPool) {
-  TempTree tree;
+  TempDir tree;
   tree.write("/proc/meminfo", kMeminfo);
   tree.write("/proc/sys/vm/nr_hugepages", "9\n");
   auto pool = read_huge_page_pool(SysfsRoot(tree.path()));
@@ -36,7 +36,7 @@ TEST(HugePages, ReadsPool) {
 }
 
 TEST(HugePages, WithoutSysctlUsesTotalMinusSurplus) {
-  TempTree tree;
+  TempDir tree;
   tree.write("/proc/meminfo", kMeminfo);
   auto pool = read_huge_page_pool(SysfsRoot(tree.path()));
   ASSERT_TRUE(pool.has_value()) << pool.error().message;
@@ -44,7 +44,7 @@ TEST(HugePages, WithoutSysctlUsesTotalMinusSurplus) {
 }
 
 TEST(HugePages, KernelWithoutHugetlb) {
-  TempTree tree;
+  TempDir tree;
   tree.write("/proc/meminfo", "MemTotal: 1024 kB\nMemFree: 512 kB\n");
   auto pool = read_huge_page_pool(SysfsRoot(tree.path()));
   ASSERT_FALSE(pool.has_value());
@@ -52,7 +52,7 @@ TEST(HugePages, KernelWithoutHugetlb) {
 }
 
 TEST(HugePages, MalformedSysctlNamesFile) {
-  TempTree tree;
+  TempDir tree;
   tree.write("/proc/meminfo", kMeminfo);
   tree.write("/proc/sys/vm/nr_hugepages", "nine\n");
   auto pool = read_huge_page_pool(SysfsRoot(tree.path()));

@@ -16,7 +16,7 @@
 #include "cxlpool/common/mapping.hpp"
 #include "cxlpool/common/units.hpp"
 #include "cxlpool/hal/huge_pages.hpp"
-#include "temp_tree.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool::drivers {
 namespace {
@@ -101,7 +101,7 @@ TEST(RegionMemfd, Hugetlb) {
 }
 
 TEST(HugetlbfsFile, RejectsOtherFilesystems) {
-  test::TempTree dir;
+  test::TempDir dir;
   auto fd = create_hugetlbfs_file(dir.path().string(), 4096);
   ASSERT_FALSE(fd.has_value());
   EXPECT_EQ(fd.error().code, EINVAL);
@@ -130,7 +130,7 @@ class HugetlbfsMount : public ::testing::Test {
   void TearDown() override {
     if (mounted_) umount2(dir_.path().c_str(), MNT_DETACH);
   }
-  test::TempTree dir_;
+  test::TempDir dir_;
   bool mounted_ = false;
 };
 

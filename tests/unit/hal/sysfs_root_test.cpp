@@ -3,12 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_tree.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool {
 namespace {
 
-using test::TempTree;
+using test::TempDir;
 
 TEST(ParseIdList, Forms) {
   EXPECT_EQ(*parse_id_list(""), std::vector<int>{});
@@ -37,7 +37,7 @@ TEST(SysfsRoot, ResolvesBelowRoot) {
 }
 
 TEST(SysfsRoot, ReadsAndLists) {
-  TempTree tree;
+  TempDir tree;
   tree.write("/sys/a/value", "42\n");
   tree.write("/sys/a/text", "hello world\n");
   tree.write("/sys/a/bad", "4x2\n");

@@ -7,13 +7,14 @@
 #include <ostream>
 
 #include "cxlpool/common/units.hpp"
-#include "temp_tree.hpp"
+#include "support/sysfs_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool::hal {
 namespace {
 
-using test::fixture;
-using test::TempTree;
+using test::sysfs_fixture;
+using test::TempDir;
 
 constexpr const char* kNode = "/sys/devices/system/node";
 
@@ -24,7 +25,7 @@ Topology discover_ok(const std::filesystem::path& root) {
 }
 
 // The error must say which file was wrong: that is what an operator needs.
-void expect_error_naming(const TempTree& tree, const std::string& relative, int code) {
+void expect_error_naming(const TempDir& tree, const std::string& relative, int code) {
   auto topology = discover_topology(SysfsRoot(tree.path()));
   ASSERT_FALSE(topology.has_value()) << "discovery accepted a broken " << relative;
   EXPECT_EQ(topology.error().code, code) << topology.error().message;
@@ -33,7 +34,7 @@ void expect_error_naming(const TempTree& tree, const std::string& relative, int 
 }
 
 TEST(Topology, OneNode) {
-  const Topology t = discover_ok(fixture("one-node"));
+  const Topology t = discover_ok(sysfs_fixture("one-node"));
   EXPECT_TRUE(t.numa_present);
   ASSERT_EQ(t.nodes.size(), 1u);
   const NumaNode& n = t.nodes[0];
@@ -48,7 +49,7 @@ TEST(Topology, OneNode) {
 }
 
 TEST(Topology, TwoSocketsAndCpuLessNode) {
-  const Topology t = discover_ok(fixture("two-socket-cxl"));
+  const Topology t = discover_ok(sysfs_fixture("two-socket-cxl"));
   EXPECT_TRUE(t.numa_present);
   ASSERT_EQ(t.nodes.size(), 3u);
   EXPECT_EQ(t.nodes[0].id, 0);
@@ -71,7 +72,7 @@ TEST(Topology, TwoSocketsAndCpuLessNode) {
 }
 
 TEST(Topology, KernelMemoryTiers) {
-  const Topology t = discover_ok(fixture("memory-tiers"));
+  const Topology t = discover_ok(sysfs_fixture("memory-tiers"));
   ASSERT_EQ(t.memory_tiers.size(), 2u);
   // Numeric order, not the directory's lexical order (memory_tier22 < memory_tier4).
   EXPECT_EQ(t.memory_tiers[0].id, 4);
@@ -89,7 +90,7 @@ TEST(Topology, KernelMemoryTiers) {
 }
 
 TEST(Topology, NoNumaDirectoryGivesOneSyntheticNode) {
-  const Topology t = discover_ok(fixture("no-numa"));
+  const Topology t = discover_ok(sysfs_fixture("no-numa"));
   EXPECT_FALSE(t.numa_present);
   ASSERT_EQ(t.nodes.size(), 1u);
   EXPECT_EQ(t.nodes[0].id, 0);
@@ -100,7 +101,7 @@ TEST(Topology, NoNumaDirectoryGivesOneSyntheticNode) {
 }
 
 TEST(Topology, NoNumaFallsBackToCpuinfo) {
-  TempTree tree(fixture("no-numa"));
+  auto tree = TempDir::copy_of(sysfs_fixture("no-numa"));
   tree.remove("/sys/devices/system/cpu/online");
   tree.write("/proc/cpuinfo", "processor\t: 0\nmodel name\t: x\n\nprocessor\t: 1\nmodel name\t: x\n");
   const Topology t = discover_ok(tree.path());
@@ -111,7 +112,7 @@ TEST(Topology, NoNumaFallsBackToCpuinfo) {
 TEST(Topology, NodesWithoutMemoryAreSkippedAndDistancesRealigned) {
   // Node 1 has CPUs but no memory: it is online, so it has a distance column,
   // but it is not a memory node.
-  TempTree tree;
+  TempDir tree;
   tree.write(std::string(kNode) + "/has_memory", "0,2\n");
   tree.write(std::string(kNode) + "/online", "0-2\n");
   tree.write(std::string(kNode) + "/node0/cpulist", "0-1\n");
@@ -133,7 +134,7 @@ TEST(Topology, NodesWithoutMemoryAreSkippedAndDistancesRealigned) {
 }
 
 TEST(Topology, WithoutHasMemoryEveryNodeDirCounts) {
-  TempTree tree(fixture("two-socket-cxl"));
+  auto tree = TempDir::copy_of(sysfs_fixture("two-socket-cxl"));
   tree.remove(std::string(kNode) + "/has_memory");
   tree.remove(std::string(kNode) + "/online");
   const Topology t = discover_ok(tree.path());
@@ -166,7 +167,7 @@ TEST(Topology, RealHost) {
 }
 
 TEST(Topology, RefreshFreeMemoryRereadsMemFree) {
-  TempTree tree(fixture("memory-tiers"));
+  auto tree = TempDir::copy_of(sysfs_fixture("memory-tiers"));
   auto t = discover_topology(SysfsRoot(tree.path()));
   ASSERT_TRUE(t.has_value()) << t.error().message;
   tree.write(std::string(kNode) + "/node1/meminfo",
@@ -178,7 +179,7 @@ TEST(Topology, RefreshFreeMemoryRereadsMemFree) {
 }
 
 TEST(Topology, RefreshFailureLeavesTopologyUntouched) {
-  TempTree tree(fixture("memory-tiers"));
+  auto tree = TempDir::copy_of(sysfs_fixture("memory-tiers"));
   auto t = discover_topology(SysfsRoot(tree.path()));
   ASSERT_TRUE(t.has_value()) << t.error().message;
   tree.write(std::string(kNode) + "/node0/meminfo", "Node 0 MemTotal:  1 kB\nNode 0 MemFree:  0 kB\n");
@@ -190,7 +191,7 @@ TEST(Topology, RefreshFailureLeavesTopologyUntouched) {
 }
 
 TEST(Topology, RefreshWithoutNuma) {
-  TempTree tree(fixture("no-numa"));
+  auto tree = TempDir::copy_of(sysfs_fixture("no-numa"));
   auto t = discover_topology(SysfsRoot(tree.path()));
   ASSERT_TRUE(t.has_value()) << t.error().message;
   tree.write("/proc/meminfo", "MemTotal:  8388608 kB\nMemFree:  4096 kB\n");
@@ -231,7 +232,7 @@ class TopologyMalformed : public ::testing::TestWithParam<Breakage> {};
 
 TEST_P(TopologyMalformed, ErrorNamesTheFile) {
   const Breakage& b = GetParam();
-  TempTree tree(fixture(b.fixture));
+  auto tree = TempDir::copy_of(sysfs_fixture(b.fixture));
   if (b.contents) {
     tree.write(b.file, *b.contents);
   } else {

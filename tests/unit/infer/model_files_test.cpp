@@ -15,36 +15,21 @@
 #include "model_files.hpp"
 #include "random_model.hpp"
 #include "size_arg.hpp"
+#include "support/temp_dir.hpp"
 #include "workload.hpp"
 
 namespace cxlpool::infer {
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "infer-test-XXXXXX").string();
-    if (::mkdtemp(t.data()) != nullptr) path_ = t;
-  }
-  ~TempDir() {
-    if (!path_.empty()) std::filesystem::remove_all(path_);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 ModelConfig small() {
   return {.layers = 3, .d_model = 16, .n_heads = 4, .n_kv_heads = 2, .head_dim = 4, .ffn_dim = 24, .vocab = 32};
 }
 
 TEST(InferModelFiles, RoundTripThroughSafetensorsIsByteExact) {
-  TempDir dir;
-  ASSERT_FALSE(dir.path().empty());
+  test::TempDir dir("infer");
   const ModelConfig c = small();
   const auto tensors = generate_model(c, 42);
-  auto paths = write_model_files(c, tensors, dir.path(), 2);
+  auto paths = write_model_files(c, tensors, dir.path().string(), 2);
   ASSERT_TRUE(paths) << paths.error().message;
   ASSERT_EQ(paths->size(), 2u);
   EXPECT_NE((*paths)[0].find("model-00001-of-00002.safetensors"), std::string::npos);
@@ -77,10 +62,10 @@ TEST(InferModelFiles, RoundTripThroughSafetensorsIsByteExact) {
 }
 
 TEST(InferModelFiles, AMissingOrMisshapenTensorIsRejected) {
-  TempDir dir;
+  test::TempDir dir("infer");
   const ModelConfig c = small();
   auto tensors = generate_model(c, 1);
-  auto paths = write_model_files(c, tensors, dir.path(), 1);
+  auto paths = write_model_files(c, tensors, dir.path().string(), 1);
   ASSERT_TRUE(paths);
   ModelConfig wider = c;
   wider.ffn_dim = 32;  // the files' MLP tensors no longer fit

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.hpp"
 #include "weights/weights_loader.hpp"
 
 namespace cxlpool::daemon {
@@ -19,15 +20,6 @@ namespace {
 
 class ClientFilesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/cxlpool-client-files-XXXXXX";
-    ASSERT_NE(::mkdtemp(templ), nullptr);
-    dir_ = templ;
-  }
-  void TearDown() override {
-    for (const auto& f : created_) ::unlink(f.c_str());
-    ::rmdir(dir_.c_str());
-  }
   // A one-tensor safetensors file with `mode`.
   std::string file(const std::string& name, mode_t mode) {
     const std::string json = R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})";
@@ -39,14 +31,13 @@ class ClientFilesTest : public ::testing::Test {
     EXPECT_TRUE(fd);
     EXPECT_EQ(::write(fd.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
     EXPECT_EQ(::fchmod(fd.get(), mode), 0);
-    created_.push_back(path);
     return path;
   }
   static UniqueFd open_ro(const std::string& path, int extra = 0) {
     return UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra));
   }
-  std::string dir_;
-  std::vector<std::string> created_;
+  test::TempDir scratch_{"client-files"};
+  const std::string dir_ = scratch_.path().string();
 };
 
 std::vector<UniqueFd> fds_of(UniqueFd a) {
@@ -87,7 +78,6 @@ TEST_F(ClientFilesTest, OneFileTwiceIsRefusedWhateverItsNames) {
   const std::string a = file("a.safetensors", 0644);
   const std::string link = dir_ + "/link.safetensors";
   ASSERT_EQ(::link(a.c_str(), link.c_str()), 0);
-  created_.push_back(link);
   std::vector<UniqueFd> fds;
   fds.push_back(open_ro(a));
   fds.push_back(open_ro(link));
@@ -123,7 +113,6 @@ TEST_F(ClientFilesTest, HeadersAreReadThroughTheDescriptors) {
   ASSERT_TRUE(files);
   // The path is gone: the descriptor is all the daemon reads.
   ASSERT_EQ(::unlink(a.c_str()), 0);
-  created_.clear();
   auto opened = read_model_files(std::move(*files), {});
   ASSERT_TRUE(opened) << opened.error().message;
   ASSERT_EQ(opened->files.size(), 1u);
@@ -135,7 +124,6 @@ TEST_F(ClientFilesTest, HeadersAreReadThroughTheDescriptors) {
     UniqueFd fd(::open(bad.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
     ASSERT_EQ(::write(fd.get(), "password and secrets", 20), 20);
   }
-  created_.push_back(bad);
   auto bad_files = check_client_files({"/label/bad"}, fds_of(open_ro(bad)));
   ASSERT_TRUE(bad_files);
   auto rejected = read_model_files(std::move(*bad_files), {});

@@ -17,6 +17,7 @@
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/weights/region_layout.hpp"
 #include "cxlpool/weights/safetensors_writer.hpp"
+#include "support/temp_dir.hpp"
 
 namespace cxlpool::weights::testing {
 
@@ -28,8 +29,6 @@ class ModelFixture {
   // `layers` layers of two tensors (`elems` and elems/2 floats) plus an
   // embedding, split over two files; layers past the budget stay in files.
   ModelFixture(int layers, size_t elems, uint64_t max_resident_bytes) {
-    char tmpl[] = "/tmp/cxlpool-wfix-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
     SafetensorsWriter a, b;
     std::vector<float> emb(64, 0.5f);
     (void)a.add_f32("model.embed_tokens.weight", {64}, emb);
@@ -42,7 +41,7 @@ class ModelFixture {
         (void)w.add_f32("model.layers." + std::to_string(l) + (k == 0 ? ".mlp.w" : ".attn.w"), {n}, v);
       }
     }
-    paths_ = {dir_ + "/a.safetensors", dir_ + "/b.safetensors"};
+    paths_ = {dir_.resolve("a.safetensors").string(), dir_.resolve("b.safetensors").string()};
     (void)a.write_file(paths_[0]);
     (void)b.write_file(paths_[1]);
     for (const auto& p : paths_) {
@@ -64,8 +63,6 @@ class ModelFixture {
     }
     region_ = std::move(m);
   }
-  ~ModelFixture() { std::filesystem::remove_all(dir_); }
-
   // A read-only mapping of the region, as a client gets it.
   Mapping client_mapping() const {
     void* p = ::mmap(nullptr, region_.length(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -77,7 +74,7 @@ class ModelFixture {
   const std::vector<std::string>& paths() const { return paths_; }
 
  private:
-  std::string dir_;
+  test::TempDir dir_{"wfix"};
   std::vector<std::string> paths_;
   std::vector<LoadedFile> files_;
   RegionPlan plan_;

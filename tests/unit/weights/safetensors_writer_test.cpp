@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "cxlpool/weights/safetensors.hpp"
 #include "cxlpool/weights/safetensors_writer.hpp"
+#include "support/temp_dir.hpp"
+#include "support/whole_file.hpp"
 
 namespace cxlpool::weights {
 namespace {
@@ -55,9 +55,8 @@ TEST(SafetensorsWriter, RejectsBadTensors) {
 }
 
 TEST(SafetensorsWriter, WritesAFileTheParserReads) {
-  char dir[] = "/tmp/cxlpool-stw-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string path = std::string(dir) + "/m.safetensors";
+  const test::TempDir dir("stw");
+  const std::string path = dir.resolve("m.safetensors").string();
   SafetensorsWriter w;
   std::vector<float> v(1000);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
@@ -65,16 +64,13 @@ TEST(SafetensorsWriter, WritesAFileTheParserReads) {
   ASSERT_TRUE(w.write_file(path));
   auto h = read_header_file(path);
   ASSERT_TRUE(h) << h.error().message;
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string file = test::read_file(path);
   EXPECT_EQ(file.size(), h->data_offset + 4000);
   EXPECT_EQ(std::memcmp(file.data() + h->data_offset, v.data(), 4000), 0);
   // Identical to serialize().
   auto bytes = w.serialize();
   ASSERT_EQ(bytes.size(), file.size());
   EXPECT_EQ(std::memcmp(bytes.data(), file.data(), file.size()), 0);
-  unlink(path.c_str());
-  rmdir(dir);
 }
 
 TEST(SafetensorsWriter, EmptyModelIsValid) {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cuda_vmm.hpp"
-#include "gpu_test_env.hpp"
 #include "streamer_checks.hpp"
+#include "support/gpu_test_env.hpp"
 
 namespace cxlpool::client {
 namespace {

@@ -19,7 +19,7 @@
 #include "cxlpool/kvcache/store.hpp"
 #include "cxlpool_build_config.h"
 #include "../kv_status_print.hpp"
-#include "faulty_block_device.hpp"
+#include "support/faulty_block_device.hpp"
 #include "file_damage.hpp"
 #include "posix_block_device.hpp"
 #if CXLPOOL_HAVE_URING

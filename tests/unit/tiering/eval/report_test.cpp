@@ -7,13 +7,14 @@
 
 #include "report.hpp"
 #include "result_files.hpp"
+#include "support/temp_dir.hpp"
 #include "svg_plot.hpp"
 
 namespace cxlpool::tiering::eval {
 namespace {
 
 using test::expect_svg_files;
-using test::slurp;
+using test::read_file;
 
 PolicyRow row(const std::string& trace, const std::string& kind, double share, double ratio) {
   PolicyRow r;
@@ -37,7 +38,8 @@ PolicyRow row(const std::string& trace, const std::string& kind, double share, d
 }
 
 TEST(Report, WritesEveryFile) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tiering-eval-report-" + std::to_string(::getpid()));
+  const ::cxlpool::test::TempDir scratch("tiering-eval-report");
+  const auto dir = scratch.resolve("results");
   std::vector<PolicyRow> rows{row("sparse-kv", "oracle", 0.9, 1.0), row("sparse-kv", "damon", 0.5, 0.4),
                               row("sparse-kv", "autonuma", 0.6, 0.3), row("sparse-kv", "m5-hpt", 0.88, 0.96),
                               row("sparse-kv", "no-migration", 0.4, -1)};
@@ -48,17 +50,17 @@ TEST(Report, WritesEveryFile) {
   info.trace_origins.push_back("generated <&>");
   ASSERT_TRUE(write_results(dir.string(), info, rows));
 
-  const auto j = nlohmann::json::parse(slurp(dir / "results.json"));
+  const auto j = nlohmann::json::parse(read_file(dir / "results.json"));
   ASSERT_EQ(j["results"].size(), rows.size());
   EXPECT_EQ(j["results"][3]["policy"], "m5-hpt");
   EXPECT_DOUBLE_EQ(j["results"][3]["detection"]["ratio"].get<double>(), 0.96);
   EXPECT_EQ(j["results"][1]["tiering"]["counters"]["promoted"], 7);
 
-  const std::string csv = slurp(dir / "results.csv");
+  const std::string csv = read_file(dir / "results.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
   EXPECT_EQ(csv.rfind("trace,policy,", 0), 0u);
 
-  const std::string md = slurp(dir / "results.md");
+  const std::string md = read_file(dir / "results.md");
   EXPECT_NE(md.find("| sparse-kv | m5-hpt | 0.960 |"), std::string::npos) << md;
   EXPECT_NE(md.find("2.40x the better baseline"), std::string::npos) << md;  // 0.96 / 0.4
   EXPECT_NE(md.find("(>= 1.5x: met)"), std::string::npos);
@@ -66,11 +68,10 @@ TEST(Report, WritesEveryFile) {
 
   expect_svg_files(dir, {"ratio.svg", "share_sparse-kv.svg"});
   // The no-data bucket splits the line into two polylines per policy.
-  const std::string share = slurp(dir / "share_sparse-kv.svg");
+  const std::string share = read_file(dir / "share_sparse-kv.svg");
   std::size_t lines = 0;
   for (std::size_t at = share.find("<polyline"); at != std::string::npos; at = share.find("<polyline", at + 1)) ++lines;
   EXPECT_EQ(lines, 2 * rows.size());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Report, TableAndEscaping) {

@@ -6,24 +6,19 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 #include <string>
+
+#include "support/whole_file.hpp"
 
 namespace cxlpool::tiering::eval::test {
 
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using ::cxlpool::test::read_file;
 
 // Each named file in `dir` is a whole SVG document.
 inline void expect_svg_files(const std::filesystem::path& dir, std::initializer_list<const char*> names) {
   for (const char* svg : names) {
-    const std::string s = slurp(dir / svg);
+    const std::string s = read_file(dir / svg);
     EXPECT_EQ(s.rfind("<svg", 0), 0u) << svg;
     EXPECT_NE(s.find("</svg>"), std::string::npos) << svg;
   }

@@ -10,26 +10,28 @@
 #include <set>
 
 #include "result_files.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
 using cxlpool::tiering::eval::test::expect_svg_files;
-using cxlpool::tiering::eval::test::slurp;
+using cxlpool::tiering::eval::test::read_file;
 
 TEST(TieringEvalTool, QuickRunWritesParsableResults) {
   const char* exe = std::getenv("CXLPOOL_TIERING_EVAL");
   ASSERT_NE(exe, nullptr) << "CXLPOOL_TIERING_EVAL names the tool (set by meson test)";
-  const auto dir = std::filesystem::temp_directory_path() / ("tiering-eval-tool-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const cxlpool::test::TempDir scratch("tiering-eval-tool");
+  const auto dir = scratch.resolve("results");
+  const auto out_file = scratch.resolve("out");
   const std::string cmd = std::string(exe) + " --quick --sampling-rate 1,1/8 --results " + dir.string() + " > " +
-                          (dir.string() + ".out") + " 2>&1";
+                          out_file.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << slurp(dir.string() + ".out");
+  ASSERT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << read_file(out_file);
 
-  const std::string out = slurp(dir.string() + ".out");
+  const std::string out = read_file(out_file);
   EXPECT_NE(out.find("access-count ratio"), std::string::npos);
 
-  const auto j = nlohmann::json::parse(slurp(dir / "results.json"));
+  const auto j = nlohmann::json::parse(read_file(dir / "results.json"));
   ASSERT_EQ(j["traces"].size(), 4u);
   // 4 workloads x (no-migration, oracle, damon, autonuma + 2 M5 x 2 rates).
   ASSERT_EQ(j["results"].size(), 4u * 8u);
@@ -51,12 +53,10 @@ TEST(TieringEvalTool, QuickRunWritesParsableResults) {
   // The oracle bounds every policy's share (same trace, same capacity).
   for (const auto& r : j["results"]) EXPECT_LE(r["share_vs_oracle"].get<double>(), 1.0 + 1e-9) << r["policy"];
 
-  const std::string csv = slurp(dir / "results.csv");
+  const std::string csv = read_file(dir / "results.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 32);
-  EXPECT_NE(slurp(dir / "results.md").find("## Results"), std::string::npos);
+  EXPECT_NE(read_file(dir / "results.md").find("## Results"), std::string::npos);
   expect_svg_files(dir, {"ratio.svg", "share_zipf.svg", "share_shifting.svg", "share_sparse-kv.svg", "share_graph.svg"});
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove(dir.string() + ".out");
 }
 
 TEST(TieringEvalTool, RejectsBadArguments) {

@@ -7,37 +7,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
+
+#include "support/temp_dir.hpp"
+#include "support/whole_file.hpp"
 
 namespace cxlpool::tiering {
 namespace {
 
 class TraceFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "trace_file_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return dir_.resolve(name).string(); }
 
-  static std::vector<std::byte> slurp(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> out(c.size());
-    std::memcpy(out.data(), c.data(), c.size());
-    return out;
-  }
-  static void spit(const std::string& p, const std::vector<std::byte>& bytes) {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  }
-
-  std::filesystem::path dir_;
+  test::TempDir dir_{"trace-file"};
 };
 
 std::vector<TraceRecord> sample(std::size_t n) {
@@ -71,7 +54,7 @@ TEST_F(TraceFileTest, RoundTripsThroughAFile) {
   ASSERT_TRUE(back.has_value()) << back.error().message;
   EXPECT_EQ(*back, records);
   // The file is exactly the in-memory encoding.
-  EXPECT_EQ(slurp(path("a.trace")), *encode_trace(records));
+  EXPECT_EQ(test::read_bytes(path("a.trace")), *encode_trace(records));
   EXPECT_EQ(std::filesystem::file_size(path("a.trace")), kTraceHeaderBytes + 1000 * kTraceRecordBytes);
 }
 
@@ -181,7 +164,7 @@ class Corrupt : public TraceFileTest {
   ::testing::AssertionResult both_reject(const std::vector<std::byte>& bytes, int code, const std::string& needle) {
     auto mem = rejected(decode_trace(bytes), code, needle);
     if (!mem) return mem << " (decode_trace)";
-    spit(path("c.trace"), bytes);
+    test::write_file(path("c.trace"), bytes);
     auto file = rejected(read_trace(path("c.trace")), code, needle);
     if (!file) return file << " (read_trace)";
     return ::testing::AssertionSuccess();
@@ -229,7 +212,7 @@ TEST_F(Corrupt, ShortHeader) {
 TEST_F(Corrupt, TruncatedRecords) {
   std::vector<std::byte> b(good_.begin(), good_.end() - 30);
   EXPECT_TRUE(rejected(decode_trace(b), EBADMSG, "header says 10 records"));
-  spit(path("t.trace"), b);
+  test::write_file(path("t.trace"), b);
   EXPECT_TRUE(rejected(read_trace(path("t.trace")), EBADMSG, "truncated"));
 }
 
@@ -296,7 +279,7 @@ TEST_F(Corrupt, SummaryMismatch) {
 TEST_F(Corrupt, ReaderStaysFailedAfterABadRecord) {
   auto b = good_;
   poke(b, rec(1, 16), 0, 4);
-  spit(path("p.trace"), b);
+  test::write_file(path("p.trace"), b);
   auto reader = TraceReader::open(path("p.trace"));
   ASSERT_TRUE(reader.has_value());
   std::vector<TraceRecord> batch;

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <map>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 #include "cxlpool/tiering/trace_file.hpp"
 #include "cxlpool/tiering/workloads.hpp"
 #include "quantity.hpp"
+#include "support/temp_dir.hpp"
 #include "trace_summary.hpp"
 
 namespace cxlpool::tracegen {
@@ -43,13 +43,7 @@ TEST(Quantity, Durations) {
 
 class TracegenTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "tracegen_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return dir_.resolve(name).string(); }
 
   // Exit status of the tool with `args`; stdout goes to out.txt.
   int run(const std::string& args) {
@@ -59,12 +53,9 @@ class TracegenTest : public ::testing::Test {
     const int status = std::system(cmd.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  std::string file(const std::string& name) {
-    std::ifstream in(path(name));
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
+  std::string file(const std::string& name) { return dir_.read(name); }
 
-  std::filesystem::path dir_;
+  test::TempDir dir_{"tracegen"};
 };
 
 TEST_F(TracegenTest, SummaryMatchesTheRecords) {

@@ -19,6 +19,7 @@
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/proto/kv_ring.hpp"
 #include "cxlpool/proto/messages.hpp"
+#include "temp_dir.hpp"
 
 namespace cxlpool::test {
 
@@ -67,7 +68,7 @@ class FakeKvDaemon {
   void data_loop();
   Answer handle(const proto::KvRequest& r, std::span<const proto::KvKey> keys);
 
-  std::string dir_;
+  TempDir dir_{"fake-kv"};
   std::string socket_path_;
   UniqueFd listen_;
   UniqueFd conn_;

@@ -38,10 +38,7 @@ bool readable(int fd, int timeout_ms) {
 }  // namespace
 
 FakeKvDaemon::FakeKvDaemon() {
-  char tmpl[] = "/tmp/cxlpool-fake-kv-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp");
-  dir_ = tmpl;
-  socket_path_ = dir_ + "/sock";
+  socket_path_ = dir_.resolve("sock").string();
   listen_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -63,8 +60,6 @@ FakeKvDaemon::~FakeKvDaemon() {
   ::munmap(window_, kWindowBytes);
   ::munmap(dram_, kArenaBytes);
   ::munmap(cxl_, kArenaBytes);
-  ::unlink(socket_path_.c_str());
-  ::rmdir(dir_.c_str());
 }
 
 void FakeKvDaemon::disconnect() {

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <thread>
 
-#include "daemon_process.hpp"
 #include "process_env.hpp"
 
 namespace cxlpool::integration {
@@ -42,6 +41,12 @@ int wait_for(pid_t pid, Clock::time_point deadline) {
 }
 
 }  // namespace
+
+int decode_wait_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
 
 ProgramResult run_program(const std::vector<std::string>& argv_in, const ProgramOptions& options) {
   ProgramResult result;

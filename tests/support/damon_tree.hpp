@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.hpp"
+
 namespace cxlpool::testing {
 
 struct TriedRegion {
@@ -22,13 +24,10 @@ class DamonTree {
   // Copies tests/fixtures/sysfs/<fixture>/sys into a fresh temporary
   // directory; the copy is removed on destruction.
   explicit DamonTree(const std::string& fixture);
-  ~DamonTree();
-  DamonTree(const DamonTree&) = delete;
-  DamonTree& operator=(const DamonTree&) = delete;
 
   // The sysfs root to hand to the adapter.
-  std::string sysfs_root() const { return (dir_ / "sys").string(); }
-  std::filesystem::path admin() const { return dir_ / "sys/kernel/mm/damon/admin"; }
+  std::string sysfs_root() const { return dir_.resolve("sys").string(); }
+  std::filesystem::path admin() const { return dir_.resolve("sys/kernel/mm/damon/admin"); }
 
   std::string read(const std::string& rel) const;  // trimmed; "<missing>" if absent
   void write(const std::string& rel, const std::string& value) const;
@@ -42,7 +41,7 @@ class DamonTree {
   std::map<std::string, std::string> snapshot() const;
 
  private:
-  std::filesystem::path dir_;
+  test::TempDir dir_;
 };
 
 }  // namespace cxlpool::testing

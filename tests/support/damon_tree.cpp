@@ -1,47 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "damon_tree.hpp"
 
-#include <stdlib.h>
-
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "sysfs_fixture.hpp"
+#include "whole_file.hpp"
 
 namespace cxlpool::testing {
 namespace fs = std::filesystem;
 
-DamonTree::DamonTree(const std::string& fixture) {
-  char templ[] = "/tmp/cxlpool-damon-XXXXXX";
-  if (::mkdtemp(templ) == nullptr) throw std::runtime_error("mkdtemp failed");
-  dir_ = templ;
-  const fs::path from = fs::path(CXLPOOL_SYSFS_FIXTURES) / fixture / "sys";
+DamonTree::DamonTree(const std::string& fixture) : dir_("damon") {
+  const fs::path from = test::sysfs_fixture(fixture) / "sys";
   if (!fs::is_directory(from)) throw std::runtime_error("no fixture " + from.string());
-  fs::copy(from, dir_ / "sys", fs::copy_options::recursive);
-  // Fixtures may be checked out read-only; the copy must be writable.
-  for (const auto& e : fs::recursive_directory_iterator(dir_)) {
-    fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-  }
-}
-
-DamonTree::~DamonTree() {
-  std::error_code ec;
-  fs::remove_all(dir_, ec);
+  dir_.copy_in(from, "sys");
 }
 
 std::string DamonTree::read(const std::string& rel) const {
-  std::ifstream in(admin() / rel);
-  if (!in) return "<missing>";
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string s = buf.str();
+  const fs::path p = admin() / rel;
+  if (!fs::exists(p)) return "<missing>";
+  std::string s = test::read_file(p);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
 
 void DamonTree::write(const std::string& rel, const std::string& value) const {
-  const fs::path p = admin() / rel;
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::trunc) << value << "\n";
+  test::write_file(admin() / rel, value + "\n");
 }
 
 void DamonTree::remove(const std::string& rel) const { fs::remove_all(admin() / rel); }
@@ -68,10 +51,7 @@ std::map<std::string, std::string> DamonTree::snapshot() const {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(admin())) {
     if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path());
-    std::stringstream buf;
-    buf << in.rdbuf();
-    files[fs::relative(e.path(), admin()).string()] = buf.str();
+    files[fs::relative(e.path(), admin()).string()] = test::read_file(e.path());
   }
   return files;
 }

@@ -95,4 +95,7 @@ std::string run_checks_in_child(const std::function<void(ChildChecks&)>& body,
                                 std::optional<RunAs> run_as = {},
                                 std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
+// Decodes a waitpid() status: exit code, or 128 + signal number.
+int decode_wait_status(int status);
+
 }  // namespace cxlpool::integration
