@@ -21,7 +21,7 @@ class MmapBlockDevice final : public hal::BlockDevice {
   MmapBlockDevice(const std::string& path, hal::OpenedBlockFile file, const hal::BlockOpenOptions& options,
                   std::byte* map, std::size_t length)
       : BlockDevice(path, std::move(file.geometry), false, options.queue_depth),
-        fd_(std::move(file.fd)), map_(map), length_(length) {
+        fd_(std::move(file.fd)), map_(map), length_(length), read_only_(options.read_only) {
     done_.reserve(options.queue_depth);
   }
   ~MmapBlockDevice() override { ::munmap(map_, length_); }
@@ -57,6 +57,12 @@ class MmapBlockDevice final : public hal::BlockDevice {
           c.result = -EINVAL;
           break;
         }
+        // The mapping of a read-only file is PROT_READ: a copy into it would
+        // fault. EBADF, as pwrite on a descriptor opened O_RDONLY.
+        if (r.op == IoOp::kWrite && read_only_) {
+          c.result = -EBADF;
+          break;
+        }
         if (r.op == IoOp::kRead) std::memcpy(r.buffer, map_ + r.offset, r.length);
         else std::memcpy(map_ + r.offset, r.buffer, r.length);
         c.result = r.length;
@@ -73,6 +79,7 @@ class MmapBlockDevice final : public hal::BlockDevice {
   UniqueFd fd_;
   std::byte* map_;
   std::size_t length_;
+  bool read_only_;
   std::vector<IoCompletion> done_;
   std::size_t head_ = 0;
 };

@@ -14,7 +14,8 @@ namespace cxlpool::drivers {
 // page cache's (faults, readahead, writeback), the way a framework that
 // mmaps its weights sees it. Requests complete inside submit(); fsync and
 // fdatasync are msync(MS_SYNC). Buffered only (options.direct is EINVAL);
-// I/O beyond the size at open is EINVAL per request.
+// I/O beyond the size at open is EINVAL per request; a write to a read-only
+// device is EBADF per request.
 Result<std::unique_ptr<hal::BlockDevice>> open_mmap_block_device(const std::string& path,
                                                                 const hal::BlockOpenOptions& options);
 
