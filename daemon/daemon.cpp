@@ -147,7 +147,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     } else if (kv.error().code == ENODEV) {
       // Only the defaults were asked for and this host has nothing for them.
       d->kv_off_reason_ = kv.error().message;
-      log->warn("kvstore: off: {}", d->kv_off_reason_);
+      logger("kvstore")->warn("off: {}", d->kv_off_reason_);
     } else {
       return tl::unexpected(kv.error());
     }

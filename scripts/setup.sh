@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  meson ninja-build pkg-config g++ python3
+  meson ninja-build pkg-config gcc g++ python3
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libexpected-dev
   libxxhash-dev libisal-dev libsystemd-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnuma-dev liburing-dev libcxl-dev libdaxctl-dev libibverbs-dev librdmacm-dev libfabric-dev

@@ -99,7 +99,7 @@ Result<KvArena> create_kv_arena(RegionPool& pool, const std::string& name, uint3
   spec.mode = 0;
   spec.system = true;
   auto region = pool.create(spec, daemon);
-  if (!region) return fail(region.error().code, "kvstore: arena " + name + ": " + region.error().message);
+  if (!region) return fail(region.error().code, "arena " + name + ": " + region.error().message);
   Region& r = **region;
   return KvArena{r.id, r.tier_id, {r.mapping.data(), bytes}};
 }

@@ -26,7 +26,7 @@ void Daemon::watch_kv_io() {
   ev.data.u64 = kTagKvIo;
   if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
     // Without it SSD reads still finish, found by the loop's polling.
-    logger("kvstore")->warn("kvstore: cannot watch the SSD completion eventfd: {}", std::strerror(errno));
+    logger("kvstore")->warn("cannot watch the SSD completion eventfd: {}", std::strerror(errno));
     return;
   }
   kv_io_fd_ = fd;

@@ -59,7 +59,7 @@ Result<std::unique_ptr<KvService>> KvService::create(const KvStoreSection& confi
   }
   service->rates_ = kv_tier_rates(config, pool.tiers(), service->plan_, service->ssd_.store != nullptr);
   const auto& tiers = pool.tiers();
-  logger("kvstore")->info("kvstore: DRAM arena {} on tier {}, CXL arena {}{}, slots of {} (created at first use)",
+  logger("kvstore")->info("DRAM arena {} on tier {}, CXL arena {}{}, slots of {} (created at first use)",
                           format_size(service->plan_.dram_bytes), tiers[service->plan_.dram_tier].name,
                           service->plan_.cxl_tier ? format_size(service->plan_.cxl_bytes) : "none",
                           service->plan_.cxl_tier ? " on tier " + tiers[*service->plan_.cxl_tier].name : "",
@@ -134,7 +134,7 @@ Result<void> KvService::try_start() {
   if (!store) {
     // The SSD store went with the failed attempt; nothing left to retry with.
     ++counters_.start_failures;
-    start_error_ = Error{store.error().code, "kvstore: " + store.error().message};
+    start_error_ = store.error();
     log->error("{}", start_error_->message);
     return tl::unexpected(*start_error_);
   }
@@ -143,7 +143,7 @@ Result<void> KvService::try_start() {
   // until it is opened (open_namespace's rule for recovered namespaces).
   recovered_namespaces_ = store_->namespace_count();
   owners_.assign(recovered_namespaces_, std::nullopt);
-  log->info("kvstore: started: DRAM arena {} ({} slots){}{}", format_size(dram_arena_->bytes.size()),
+  log->info("started: DRAM arena {} ({} slots){}{}", format_size(dram_arena_->bytes.size()),
             dram_arena_->bytes.size() / config_.slot_bytes,
             cxl_arena_ ? ", CXL arena " + format_size(cxl_arena_->bytes.size()) : std::string(),
             ssd_detail_.empty() ? std::string() : ", " + ssd_detail_);
@@ -239,7 +239,7 @@ void KvService::close(uint64_t session_id) {
 void KvService::expire_leases() {
   if (!store_) return;
   if (const size_t revoked = store_->expire_leases(); revoked != 0) {
-    logger("kvstore")->info("kvstore: {} lease(s) older than {} ms revoked", revoked, config_.lease_timeout_ms);
+    logger("kvstore")->info("{} lease(s) older than {} ms revoked", revoked, config_.lease_timeout_ms);
   }
 }
 
@@ -420,7 +420,7 @@ Result<KvNamespaceOpenResult> KvService::open_namespace(uint64_t session_id, con
       // An admin could read them anyway and keeps them.
       auto dropped = store_->drop_namespace(*id);
       if (!dropped) return tl::unexpected(dropped.error());
-      log->info("kvstore: namespace {} recovered from the SSD log claimed by uid {}: its {} chunks of an unknown owner "
+      log->info("namespace {} recovered from the SSD log claimed by uid {}: its {} chunks of an unknown owner "
                 "dropped",
                 *id, who.uid, dropped->dropped + dropped->deferred);
     }
@@ -524,7 +524,7 @@ Result<proto::KvNamespaceDropReply> KvService::drop_namespace(const Requester& w
   }
   auto dropped = store_->drop_namespace(static_cast<uint32_t>(namespace_id));
   if (!dropped) return tl::unexpected(dropped.error());
-  logger("kvstore")->info("kvstore: namespace {} dropped: {} chunks, {} leased (dropped at release)", namespace_id,
+  logger("kvstore")->info("namespace {} dropped: {} chunks, {} leased (dropped at release)", namespace_id,
                           dropped->dropped, dropped->deferred);
   proto::KvNamespaceDropReply reply;
   reply.chunks_dropped = dropped->dropped;
@@ -610,9 +610,9 @@ void KvService::shutdown() {
   if (!store_) return;
   auto log = logger("kvstore");
   if (auto flushed = store_->flush(); !flushed) {
-    log->error("kvstore: flushing the SSD log at shutdown failed: {}", flushed.error().message);
+    log->error("flushing the SSD log at shutdown failed: {}", flushed.error().message);
   } else if (!config_.ssd_path.empty()) {
-    log->info("kvstore: SSD log sealed at sequence {}", store_->ssd_durable_sequence());
+    log->info("SSD log sealed at sequence {}", store_->ssd_durable_sequence());
   }
   store_.reset();
 }

@@ -51,7 +51,7 @@ Result<std::unique_ptr<hal::BlockDevice>> open_with(KvSsdEngine engine, const st
     if (engine == KvSsdEngine::kIoUring || !drivers::uring_refused(device.error())) {
       return tl::unexpected(device.error());
     }
-    log->warn("kvstore: io_uring refused ({}); using the posix engine for {}", device.error().message, path);
+    log->warn("io_uring refused ({}); using the posix engine for {}", device.error().message, path);
 #else
     if (engine == KvSsdEngine::kIoUring) {
       return fail(ENOTSUP, "kvstore.ssd_engine = \"io_uring\" but this build has no io_uring engine (liburing)");
@@ -196,7 +196,7 @@ Result<LogFile> open_log_file(const KvStoreSection& config) {
       }
     }
     if (!foreign->empty()) {
-      logger("kvstore")->warn("kvstore: {} held other data; ssd_format_foreign: {} region head(s) cleared for the log",
+      logger("kvstore")->warn("{} held other data; ssd_format_foreign: {} region head(s) cleared for the log",
                               path, foreign->size());
     }
   }
@@ -232,7 +232,7 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   if (!device && device.error().code == EINVAL && options.direct) {
     // tmpfs and a few other file systems have no O_DIRECT: the log still
     // works through the page cache, with fdatasync for durability.
-    log->warn("kvstore: {}: {}; opening it without O_DIRECT", path, device.error().message);
+    log->warn("{}: {}; opening it without O_DIRECT", path, device.error().message);
     options.direct = false;
     ssd.direct = false;
     device = open_with(config.ssd_engine, reopen, options, ssd.engine);
@@ -254,7 +254,7 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   if (!store) return fail(store.error().code, "kvstore.ssd_path " + path + ": " + store.error().message);
   ssd.store = std::move(*store);
   const auto& stats = ssd.store->stats();
-  log->info("kvstore: SSD tier {} ({}, {}{}): {} regions of {}, {} chunks recovered, {} damaged regions, "
+  log->info("SSD tier {} ({}, {}{}): {} regions of {}, {} chunks recovered, {} damaged regions, "
             "{} corrupt entries dropped",
             path, format_size(ssd.store->device().size()), ssd.engine, ssd.direct ? ", O_DIRECT" : "",
             ssd.store->region_count(), format_size(config.ssd_region_bytes), stats.recovered_entries,

@@ -111,7 +111,7 @@ Result<std::unique_ptr<TieringService>> TieringService::create(const Config& con
     const Tier& fast = pool.tiers()[pair->fast];
     const Tier& slow = pool.tiers()[pair->slow];
     s->move_blocker_ = daemon::move_blocker(fast, slow, placement != nullptr);
-    log->info("tiering: fast tier '{}', slow tier '{}'{}{}", fast.name, slow.name,
+    log->info("fast tier '{}', slow tier '{}'{}{}", fast.name, slow.name,
               s->move_blocker_.empty() ? "" : "; pages cannot move: ", s->move_blocker_);
   } else {
     s->disabled_reason_ = pair.error().message;

@@ -81,7 +81,7 @@ void WeightsService::run(Task& task) {
 Error WeightsService::count_failure(const std::string& model, const Error& e) {
   ++counters_.load_errors;
   if (e.code == EBADMSG) ++counters_.rejected_files;
-  logger("weights")->warn("weights: load of '{}' failed: {}", model, e.message);
+  logger("weights")->warn("load of '{}' failed: {}", model, e.message);
   return e;
 }
 
@@ -241,7 +241,7 @@ void WeightsService::finish_copy(Task& task, Model& m, std::vector<WeightsFinish
   counters_.bytes_loaded += m.reply.resident_bytes;
   counters_.load_ns += monotonic_ns() - m.started_ns;
   logger("weights")->info(
-      "weights: loaded '{}' for uid {}: {} files, {} tensors, {} of {} bytes resident in {} (mode {}) on tier {}",
+      "loaded '{}' for uid {}: {} files, {} tensors, {} of {} bytes resident in {} (mode {}) on tier {}",
       m.name, m.loader.uid, m.reply.files, m.reply.tensor_count, m.reply.resident_bytes, m.reply.total_bytes,
       m.reply.region_name, octal(m.mode), m.reply.tier_id);
   auto waiters = std::move(m.waiters);
@@ -293,7 +293,7 @@ Result<proto::WeightsUnloadReply> WeightsService::unload(const std::string& mode
   drop(it->second);
   models_.erase(it);
   ++counters_.unloads;
-  logger("weights")->info("weights: unloaded '{}'", model);
+  logger("weights")->info("unloaded '{}'", model);
   return reply;
 }
 

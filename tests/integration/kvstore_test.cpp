@@ -32,6 +32,7 @@
 #include "cxlpool/proto/kv_ring.hpp"
 #include "ctl_runner.hpp"
 #include "daemon_process.hpp"
+#include "log_lines.hpp"
 #include "pool_queries.hpp"
 #include "test_config.hpp"
 
@@ -834,6 +835,7 @@ TEST_F(KvStore, AnExpiredLeaseIsRevokedAndAnotherClientsPutSucceeds) {
   // The holder's release of it is answered as for an unknown lease.
   EXPECT_EQ(lease.release(), -ENOENT);
   EXPECT_NE(daemon_->log().find("lease(s) older than 300 ms revoked"), std::string::npos);
+  EXPECT_EQ(line_repeating_its_logger(daemon_->log()), "") << "each line names its component once";
 }
 
 // ---- cxlpoolctl kv ----

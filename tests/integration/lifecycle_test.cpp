@@ -16,6 +16,7 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/cxlpool.hpp"
 #include "daemon_process.hpp"
+#include "log_lines.hpp"
 #include "pool_queries.hpp"
 
 namespace cxlpool::integration {
@@ -48,6 +49,7 @@ TEST(Lifecycle, SigtermShutsDownCleanlyWhileClientsHoldRegions) {
   EXPECT_LT(elapsed, 5s);
   EXPECT_FALSE(fs::exists(daemon.socket())) << "the socket file must be removed";
   EXPECT_NE(daemon.log().find("stopped"), std::string::npos);
+  EXPECT_EQ(line_repeating_its_logger(daemon.log()), "") << "each line names its component once";
 
   cxlpool_tier_info tiers[4];
   EXPECT_EQ(cxlpool_tiers(client.get(), tiers, 4), -ENOTCONN);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The parts of the KV client API that need no daemon: chunk keys and the
-// recompute-or-load decision. Both are lib/kvcache's own code (the same
-// sources are compiled into libcxlpool), so a key or a cut-off computed here
-// is the one the daemon computes.
+// recompute-or-load decision. Both are lib/kvcache's own code (its keys
+// library is linked into libcxlpool), so a key or a cut-off computed here is
+// the one the daemon computes.
 #pragma once
 
 #include <cstddef>

@@ -986,7 +986,7 @@ TEST(SsdErrorReport, WriteFailuresAreReportedAtOnceThenAtMostEveryTenSeconds) {
   stats.last_write_error = ENOSPC;
   auto first = report.update(stats, 6 * kSecond);
   ASSERT_TRUE(first);
-  EXPECT_EQ(*first, "kvstore: SSD log /var/lib/kv.img: 1 write(s) failed and 15 chunk(s) dropped (latest: " +
+  EXPECT_EQ(*first, "SSD log /var/lib/kv.img: 1 write(s) failed and 15 chunk(s) dropped (latest: " +
                         std::string(std::strerror(ENOSPC)) + ")");
   EXPECT_FALSE(report.update(stats, 7 * kSecond)) << "nothing new";
   stats.write_errors = 3;

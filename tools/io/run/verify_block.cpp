@@ -2,8 +2,9 @@
 #include "verify_block.hpp"
 
 #include <cstring>
+#include <span>
 
-#include "crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 #include "rng.hpp"
 
 namespace cxlpool::io {
@@ -25,8 +26,8 @@ std::uint32_t block_crc(const std::byte* block, std::uint32_t bytes) {
   Header h;
   std::memcpy(&h, block, sizeof h);
   h.crc = 0;
-  const std::uint32_t c = crc32c(&h, sizeof h);
-  return crc32c(block + sizeof h, bytes - sizeof h, c);
+  const std::uint32_t c = crc32c(std::as_bytes(std::span(&h, 1)));
+  return crc32c({block + sizeof h, bytes - sizeof h}, c);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <string>
 
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_format.hpp"
 #include "le_fields.hpp"
 #include "sealed_header.hpp"

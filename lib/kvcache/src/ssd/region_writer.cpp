@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 #include "stream_copy.hpp"
 
 namespace cxlpool::kvcache {

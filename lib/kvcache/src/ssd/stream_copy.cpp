@@ -9,7 +9,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 
 namespace cxlpool::kvcache {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
 #include "../ssd/stream_copy.hpp"
 #include "outcome_error.hpp"

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_region_writer.hpp"
 
 namespace cxlpool::kvcache {

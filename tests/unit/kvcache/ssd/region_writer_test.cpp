@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 
 namespace cxlpool::kvcache {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 #include "stream_copy.hpp"
 
 namespace cxlpool::kvcache {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-namespace cxlpool::kvcache {
+namespace cxlpool {
 namespace {
 
 std::span<const std::byte> bytes_of(const char* s) { return std::as_bytes(std::span(s, std::strlen(s))); }
@@ -26,11 +26,28 @@ TEST(Crc32c, StandardCheckValue) { EXPECT_EQ(crc32c(bytes_of("123456789")), 0xE3
 
 TEST(Crc32c, KnownVectors) {
   EXPECT_EQ(crc32c({}), 0u);
-  // RFC 3720 B.4: 32 bytes of zeros and 32 bytes of 0xFF.
+  // RFC 3720 B.4: 32 bytes of zeros, of 0xFF, incrementing and decrementing.
   std::vector<std::byte> zeros(32, std::byte{0});
   std::vector<std::byte> ones(32, std::byte{0xFF});
+  std::vector<std::byte> up(32);
+  std::vector<std::byte> down(32);
+  for (std::size_t i = 0; i < 32; ++i) {
+    up[i] = static_cast<std::byte>(i);
+    down[i] = static_cast<std::byte>(31 - i);
+  }
   EXPECT_EQ(crc32c(zeros), 0x8A9136AAu);
   EXPECT_EQ(crc32c(ones), 0x62A8AB43u);
+  EXPECT_EQ(crc32c(up), 0x46DD794Eu);
+  EXPECT_EQ(crc32c(down), 0x113FDB5Cu);
+}
+
+TEST(Crc32c, Rfc3720ScsiReadCommandPdu) {
+  // RFC 3720 B.4: the 48-byte iSCSI SCSI Read (10) command PDU.
+  const std::uint8_t pdu[48] = {0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00,
+                                0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18, 0x28, 0x00, 0x00, 0x00,
+                                0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  EXPECT_EQ(crc32c(std::as_bytes(std::span(pdu))), 0xD9963A56u);
 }
 
 TEST(Crc32c, MatchesBitwiseReferenceOnRandomLengths) {
@@ -65,4 +82,4 @@ TEST(Crc32c, DetectsEverySingleBitFlip) {
 }
 
 }  // namespace
-}  // namespace cxlpool::kvcache
+}  // namespace cxlpool

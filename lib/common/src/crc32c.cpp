@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cxlpool/kvcache/crc32c.hpp"
+#include "cxlpool/common/crc32c.hpp"
 
 #include <isa-l/crc.h>
 
 #include <algorithm>
 #include <climits>
 
-namespace cxlpool::kvcache {
+namespace cxlpool {
 
 std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t seed) {
   // ISA-L's crc32_iscsi neither inverts its input state nor its result, and
@@ -24,4 +24,4 @@ std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t seed) {
   return ~state;
 }
 
-}  // namespace cxlpool::kvcache
+}  // namespace cxlpool
