@@ -4,12 +4,8 @@
 #include <sys/stat.h>
 
 #include "cxlpool/common/units.hpp"
-#include "cxlpool_build_config.h"
+#include "cxlpool/hal/backend_registry.hpp"
 #include "region_memory.hpp"
-#if CXLPOOL_HAVE_NUMA
-#include "numa_page_placement.hpp"
-#include "numa_probe.hpp"
-#endif
 
 namespace cxlpool::daemon {
 
@@ -40,14 +36,9 @@ BackingFactory make_backing_factory() {
 }
 
 std::unique_ptr<hal::PagePlacement> make_page_placement(const hal::Topology& topology) {
-#if CXLPOOL_HAVE_NUMA
   if (!topology.numa_present) return nullptr;
-  if (drivers::probe_numa().state != hal::BackendState::kAvailable) return nullptr;
-  return drivers::make_numa_page_placement();
-#else
-  (void)topology;
-  return nullptr;
-#endif
+  auto placement = hal::open_page_placement();
+  return placement ? std::move(*placement) : nullptr;
 }
 
 }  // namespace cxlpool::daemon

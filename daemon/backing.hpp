@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Wires the pool to the memory drivers compiled into this build: the file
-// behind each region (emu driver) and page placement (numa driver).
+// Wires the pool to the memory drivers: the file behind each region (emu
+// driver, always built) and page placement (through the backend registry:
+// the numa driver where it is linked in and allowed).
 #pragma once
 
 #include <memory>
@@ -13,8 +14,9 @@ namespace cxlpool::daemon {
 
 BackingFactory make_backing_factory();
 
-// The NUMA placement backend when compiled in and the host has NUMA support;
-// null otherwise (regions are then not bound to a node).
+// The registry's page placement when the host has NUMA nodes and a MemTier
+// backend that places pages can run (numa); null otherwise (regions are
+// then not bound to a node).
 std::unique_ptr<hal::PagePlacement> make_page_placement(const hal::Topology& topology);
 
 }  // namespace cxlpool::daemon

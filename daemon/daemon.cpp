@@ -19,10 +19,6 @@
 #include <cstring>
 
 #include "cxlpool/hal/backend_registry.hpp"
-#include "cxlpool_build_config.h"
-#if CXLPOOL_HAVE_DAX
-#include "cxl_regions.hpp"
-#endif
 #include "backing.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/units.hpp"
@@ -90,18 +86,16 @@ bool have_cap_sys_nice() {
 // tiers are CXL tiers even on hosts whose firmware gives them CPUs.
 std::vector<int> cxl_region_nodes() {
   std::vector<int> nodes;
-#if CXLPOOL_HAVE_DAX
-  auto regions = drivers::discover_cxl_regions();
+  auto regions = hal::discover_mem_regions();
   if (!regions) {
     logger("daemon")->warn("CXL region discovery failed: {}", regions.error().message);
     return nodes;
   }
   for (const auto& r : *regions) {
     logger("daemon")->info("CXL region {}: {} ({}), {} memdev(s), dax {}, node {}", r.name, format_size(r.size_bytes),
-                           r.mode, r.memdevs.size(), r.dax_device.empty() ? "-" : r.dax_device, r.numa_node);
+                           r.mode, r.memdevs, r.dax_device.empty() ? "-" : r.dax_device, r.numa_node);
     if (r.numa_node >= 0) nodes.push_back(r.numa_node);
   }
-#endif
   return nodes;
 }
 

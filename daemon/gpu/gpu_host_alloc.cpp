@@ -3,19 +3,14 @@
 
 #include <string>
 
-#include "cxlpool_build_config.h"
-#if CXLPOOL_HAVE_CUDA
-#include "cuda_vmm.hpp"
-#endif
+#include "cxlpool/hal/backend_registry.hpp"
 
 namespace cxlpool::daemon {
 namespace {
 
-#if CXLPOOL_HAVE_CUDA
 // A missing or unusable driver and a missing device all mean the same to the
 // client: this host cannot give it GPU-visible host memory.
 bool no_gpu(int code) { return code == ENOENT || code == ELIBBAD || code == ENOSYS || code == ENODEV; }
-#endif
 
 }  // namespace
 
@@ -78,8 +73,9 @@ Result<GpuHostAllocation> GpuHostAllocator::try_allocate(const std::vector<Tier>
                             " bytes in open sessions; " + std::to_string(request.bytes) +
                             " more exceed gpu_host_bytes_per_uid " + std::to_string(who.limit_per_uid));
   }
-#if CXLPOOL_HAVE_CUDA
-  auto exported = cuda::export_host_numa(tier->numa_node, request.bytes, static_cast<int>(request.device));
+  // ENOTSUP when no GpuVmm backend here exports host memory (cuda not
+  // compiled in, or excluded by CXLPOOL_BACKENDS): the message says which.
+  auto exported = hal::export_gpu_host_memory(tier->numa_node, request.bytes, static_cast<int>(request.device));
   if (!exported) {
     const Error& e = exported.error();
     if (no_gpu(e.code)) return fail(ENODEV, "gpu host alloc: no usable GPU: " + e.message);
@@ -90,9 +86,6 @@ Result<GpuHostAllocation> GpuHostAllocator::try_allocate(const std::vector<Tier>
   out.reply.numa_node = static_cast<uint32_t>(tier->numa_node);
   out.fd = std::move(exported->fd);
   return out;
-#else
-  return fail(ENOTSUP, "gpu host alloc: cxlpoold built without CUDA (" CXLPOOL_HAVE_CUDA_REASON ")");
-#endif
 }
 
 void GpuHostAllocator::add_counters(std::vector<proto::Counter>& out) const {

@@ -42,10 +42,11 @@ class GpuHostAllocator {
  public:
   // Errors: EINVAL for an unknown tier or one without a NUMA node of its own;
   // E2BIG above `max_region_size`; EDQUOT when the uid's sessions would hold
-  // more than `who.limit_per_uid`; ENOTSUP when the daemon was built without
-  // CUDA or the device cannot allocate host-NUMA memory; ENODEV with the
-  // driver's reason when there is no driver or no such GPU; the driver's
-  // error otherwise. Runs on the event loop: the first call loads the driver.
+  // more than `who.limit_per_uid`; ENOTSUP when no GpuVmm backend here
+  // exports host memory (cuda not compiled in, or excluded by
+  // CXLPOOL_BACKENDS) or the device cannot allocate host-NUMA memory;
+  // ENODEV with the driver's reason when there is no driver or no such GPU;
+  // the driver's error otherwise. Runs on the event loop: the first call loads the driver.
   Result<GpuHostAllocation> allocate(const std::vector<Tier>& tiers, uint64_t max_region_size,
                                      const GpuHostRequester& who, const proto::GpuHostAlloc& request);
   // The session closed: its allocations stop counting against its uid.

@@ -20,14 +20,8 @@
 
 #include "../logging.hpp"
 #include "cxlpool/common/units.hpp"
+#include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/kvcache/ssd_format.hpp"
-#include "cxlpool_build_config.h"
-#if CXLPOOL_HAVE_POSIX
-#include "posix_block_device.hpp"
-#endif
-#if CXLPOOL_HAVE_URING
-#include "uring_block_device.hpp"
-#endif
 
 namespace cxlpool::daemon {
 namespace {
@@ -38,34 +32,40 @@ constexpr uint32_t kSsdQueueDepth = 128;
 // fio keeps in flight at bs=2M iodepth=32, which saturates the disks here.
 constexpr uint64_t kSsdWriteBytesInFlight = 64ull << 20;
 
-Result<std::unique_ptr<hal::BlockDevice>> open_with(KvSsdEngine engine, const std::string& path,
-                                                    const hal::BlockOpenOptions& options, std::string& used) {
-  [[maybe_unused]] auto log = logger("kvstore");
-  if (engine != KvSsdEngine::kPosix) {
-#if CXLPOOL_HAVE_URING
-    auto device = drivers::open_uring_block_device(path, options);
-    if (device) {
-      used = "io_uring";
-      return device;
-    }
-    if (engine == KvSsdEngine::kIoUring || !drivers::uring_refused(device.error())) {
-      return tl::unexpected(device.error());
-    }
-    log->warn("io_uring refused ({}); using the posix engine for {}", device.error().message, path);
-#else
-    if (engine == KvSsdEngine::kIoUring) {
-      return fail(ENOTSUP, "kvstore.ssd_engine = \"io_uring\" but this build has no io_uring engine (liburing)");
-    }
-#endif
+// kvstore.ssd_engine's words for the engines (also what status and the log
+// call them) and the registry's names for the same backends.
+const char* backend_for(KvSsdEngine engine) {
+  switch (engine) {
+    case KvSsdEngine::kIoUring: return "uring";
+    case KvSsdEngine::kPosix: return "posix";
+    case KvSsdEngine::kAuto: break;
   }
-#if CXLPOOL_HAVE_POSIX
-  used = "posix";
-  return drivers::open_posix_block_device(path, options);
-#else
-  return fail(ENOTSUP, "this build has no posix block engine");
-#endif
+  return "auto";
 }
 
+std::string engine_label(std::string_view backend) {
+  return backend == "uring" ? "io_uring" : std::string(backend);
+}
+
+// Says once per engine why it was passed over, and once why O_DIRECT was
+// dropped (the registry tries every engine again buffered, so the same
+// engine may be skipped twice). An engine this build lacks is no news
+// (`cxlpoolctl backends` shows it): only worth a debug line.
+void log_skips(const hal::BackendSkips& skipped, const std::string& path, const std::string& used) {
+  auto log = logger("kvstore");
+  std::vector<std::string> said;
+  for (const auto& skip : skipped) {
+    const std::string key = skip.name + '\n' + skip.reason;
+    if (std::find(said.begin(), said.end(), key) != said.end()) continue;
+    said.push_back(key);
+    if (skip.name == hal::kDirectIoSkip) {
+      log->warn("{}: {}; opening it without O_DIRECT", path, skip.reason);
+    } else {
+      log->log(skip.state == hal::BackendState::kNotCompiled ? spdlog::level::debug : spdlog::level::warn,
+               "{} skipped ({}); using the {} engine for {}", engine_label(skip.name), skip.reason, used, path);
+    }
+  }
+}
 
 std::string mode_text(mode_t mode) {
   char buffer[16];
@@ -218,6 +218,9 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   const std::string& path = config.ssd_path;
   hal::BlockOpenOptions options;
   options.queue_depth = kSsdQueueDepth;
+  // tmpfs and a few other file systems have no O_DIRECT: the log still
+  // works through the page cache, with fdatasync for durability.
+  options.buffered_fallback = true;
 
   KvSsd ssd;
   auto opened = open_log_file(config);
@@ -228,14 +231,12 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   // /proc entry they get the very file checked above, whatever happens to
   // the path meanwhile.
   const std::string reopen = "/proc/self/fd/" + std::to_string(ssd.lock.get());
-  auto device = open_with(config.ssd_engine, reopen, options, ssd.engine);
-  if (!device && device.error().code == EINVAL && options.direct) {
-    // tmpfs and a few other file systems have no O_DIRECT: the log still
-    // works through the page cache, with fdatasync for durability.
-    log->warn("{}: {}; opening it without O_DIRECT", path, device.error().message);
-    options.direct = false;
-    ssd.direct = false;
-    device = open_with(config.ssd_engine, reopen, options, ssd.engine);
+  hal::BackendSkips skipped;
+  auto device = hal::open_block_device(backend_for(config.ssd_engine), reopen, options, &skipped);
+  if (device) {
+    ssd.engine = engine_label((*device)->backend_name());
+    ssd.direct = (*device)->direct();
+    log_skips(skipped, path, ssd.engine);
   }
   if (!device) return fail(device.error().code, "kvstore.ssd_path " + path + ": " + device.error().message);
 

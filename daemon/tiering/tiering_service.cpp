@@ -16,13 +16,7 @@
 
 #include "../logging.hpp"
 #include "cxlpool/common/clock.hpp"
-#include "cxlpool_build_config.h"
-#if CXLPOOL_HAVE_DAMON
-#include "damon_source.hpp"
-#endif
-#if CXLPOOL_HAVE_PERF
-#include "perf_source.hpp"
-#endif
+#include "cxlpool/hal/backend_registry.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -84,6 +78,16 @@ Result<void> apply_knobs(tiering::M5Config& m5, const std::vector<std::pair<std:
   return {};
 }
 
+// Why a configured source is missing: the build's reason when the registry
+// says it is not compiled in, the error of setting it up otherwise.
+UnavailableSource unavailable_source(const std::string& name, const Error& error) {
+  const auto report = hal::probe_backend(hal::BackendClass::kAccessSource, name);
+  if (report && report->state == hal::BackendState::kNotCompiled) {
+    return {name, proto::BackendState::kNotCompiled, report->detail};
+  }
+  return {name, proto::BackendState::kNotPresent, error.message};
+}
+
 }  // namespace
 
 TieringService::TieringService(RegionPool& pool, hal::PagePlacement* placement, bool move_all)
@@ -122,32 +126,18 @@ Result<std::unique_ptr<TieringService>> TieringService::create(const Config& con
 
   for (const auto& name : tc.sources) {
     if (name == "client") continue;  // the daemon adds its client reports
+    hal::AccessSourceOptions options;
     if (name == "damon") {
-#if CXLPOOL_HAVE_DAMON
-      drivers::DamonSourceConfig dc;
-      dc.sysfs_root = tc.damon_sysfs_root;
-      dc.attach = true;
-      dc.kdamond_index = tc.damon_kdamond;
-      auto source = drivers::make_damon_source(dc);
-      if (source) {
-        s->owned_sources_.push_back(std::move(*source));
-      } else {
-        s->unavailable_.push_back({name, proto::BackendState::kNotPresent, source.error().message});
-      }
-#else
-      s->unavailable_.push_back({name, proto::BackendState::kNotCompiled, CXLPOOL_HAVE_DAMON_REASON});
-#endif
-    } else if (name == "perf") {
-#if CXLPOOL_HAVE_PERF
-      auto source = drivers::make_perf_sampling_source(drivers::PerfSamplingConfig{});
-      if (source) {
-        s->owned_sources_.push_back(std::move(*source));
-      } else {
-        s->unavailable_.push_back({name, proto::BackendState::kNotPresent, source.error().message});
-      }
-#else
-      s->unavailable_.push_back({name, proto::BackendState::kNotCompiled, CXLPOOL_HAVE_PERF_REASON});
-#endif
+      // The daemon reads a kdamond that runs already; it never sets one up.
+      options.sysfs_root = tc.damon_sysfs_root;
+      options.attach = true;
+      options.kdamond_index = tc.damon_kdamond;
+    }
+    auto source = hal::open_access_source(name, options);
+    if (source) {
+      s->owned_sources_.push_back(std::move(*source));
+    } else {
+      s->unavailable_.push_back(unavailable_source(name, source.error()));
     }
   }
   for (const auto& u : s->unavailable_) log->warn("tiering source {} unavailable: {}", u.name, u.detail);

@@ -40,42 +40,14 @@
 #include <string>
 #include <vector>
 
+#include "attention_bench.hpp"
 #include "attention_math.hpp"
-#include "bench_timing.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/hal/gpu_vmm.hpp"
-#include "cxlpool_build_config.h"
 #include "decode_attention_ref.hpp"
 #include "host_vmm.hpp"
-#if CXLPOOL_HAVE_CUDA
-#include "cuda_vmm.hpp"
-#include "device_context.hpp"
-#include "kernels.hpp"
-#endif
 
-namespace {
-
-using namespace cxlpool;
-using cuda::ref::AttentionShape;
-using cuda::ref::KvDtype;
-
-struct Options {
-  uint32_t batch = 16;
-  uint32_t seq = 2048;
-  uint32_t q_heads = 32;
-  uint32_t kv_heads = 8;
-  uint32_t head_dim = 128;
-  uint32_t page_tokens = 16;
-  uint32_t page_mib = 2;
-  KvDtype dtype = KvDtype::kF32;
-  int reps = 7;
-  uint32_t blocks_per_sm = 8;  // 0: sweep
-  bool cpu = true;
-  bool gpu = true;
-};
-
-using bench::median;
-using bench::now_s;
+namespace cxlpool::attention_bench {
 
 void fill_random(std::byte* dst, size_t elems, KvDtype dtype, uint32_t seed) {
   std::mt19937 gen(seed);
@@ -90,6 +62,8 @@ void fill_random(std::byte* dst, size_t elems, KvDtype dtype, uint32_t seed) {
     }
   }
 }
+
+namespace {
 
 // One arena tensor: a reserved range whose pages come from one memfd in
 // shuffled order (the arena hands out pages in whatever order rows free them).
@@ -142,15 +116,7 @@ bool make_pool(size_t bytes, Pool& out) {
   return out.addr != MAP_FAILED;
 }
 
-struct Workload {
-  AttentionShape shape;
-  std::vector<uint32_t> lens;
-  std::vector<float> q;
-  uint32_t blocks_per_row = 0;
-  uint64_t pool_pages = 0;
-  std::vector<uint32_t> table;
-  size_t kv_bytes_read = 0;  // K + V bytes one call reads
-};
+}  // namespace
 
 Workload make_workload(const Options& o) {
   Workload w;
@@ -181,6 +147,8 @@ void print_header(const Options& o, const Workload& w, const char* where) {
               static_cast<unsigned long>(tokens), double(w.kv_bytes_read) / (1 << 20));
 }
 
+namespace {
+
 // Median of the per-run ratios: on a shared machine a slow moment hits
 // both layouts of one run alike, so pairing cancels most of it.
 double paired_ratio(const std::vector<double>& contiguous, const std::vector<double>& paged) {
@@ -188,6 +156,8 @@ double paired_ratio(const std::vector<double>& contiguous, const std::vector<dou
   for (size_t i = 0; i < contiguous.size(); ++i) r.push_back(paged[i] / contiguous[i]);
   return median(r);
 }
+
+}  // namespace
 
 void print_result(const char* where, const std::vector<double>& tc, const std::vector<double>& tp,
                   const Options& o, const Workload& w) {
@@ -202,6 +172,8 @@ void print_result(const char* where, const std::vector<double>& tc, const std::v
               "ratio of medians %.3fx)\n",
               where, paired_ratio(tc, tp), paged_s / contiguous_s);
 }
+
+namespace {
 
 int run_cpu(const Options& o, const Workload& w) {
   const size_t tb = cuda::ref::token_bytes(w.shape);
@@ -269,179 +241,6 @@ int run_cpu(const Options& o, const Workload& w) {
   return 0;
 }
 
-#if CXLPOOL_HAVE_CUDA
-// The device's copy bandwidth: a 1 GiB device-to-device copy, bytes read
-// plus bytes written per second, median of 10 after a warm-up. -1 on error.
-double measure_copy_gbs(const cuda::DeviceContext& ctx) {
-  const size_t bytes = size_t{1} << 30;
-  auto src = cuda::DeviceBuffer::allocate(ctx, bytes);
-  auto dst = cuda::DeviceBuffer::allocate(ctx, bytes);
-  if (!src || !dst) {
-    std::fprintf(stderr, "GPU: no room for the copy measurement\n");
-    return -1;
-  }
-  std::vector<double> t;
-  for (int rep = -1; rep < 10; ++rep) {
-    const double t0 = now_s();
-    if (!ctx.copy_on_device(dst->ptr(), src->ptr(), bytes) || !ctx.synchronize()) {
-      std::fprintf(stderr, "GPU: device copy failed\n");
-      return -1;
-    }
-    if (rep >= 0) t.push_back(now_s() - t0);
-  }
-  return 2.0 * double(bytes) / median(t) / 1e9;
-}
-
-int run_gpu(const Options& o, const Workload& w) {
-  auto ctx = cuda::DeviceContext::open(0);
-  if (!ctx) {
-    std::printf("decode attention, GPU: skipped (%s)\n", ctx.error().message.c_str());
-    return std::getenv("CXLPOOL_REQUIRE_GPU") != nullptr ? 1 : 0;
-  }
-  auto kernels = cuda::Kernels::load(*ctx);
-  auto vmm = cuda::make_cuda_vmm(0);
-  if (!kernels || !vmm) {
-    std::fprintf(stderr, "GPU: %s\n",
-                 (!kernels ? kernels.error() : vmm.error()).message.c_str());
-    return 1;
-  }
-  if (auto r = ctx->make_current(); !r) return 1;
-  const size_t tb = cuda::ref::token_bytes(w.shape);
-  const size_t gran = (*vmm)->granularity();
-  const size_t tensor = (size_t{o.batch} * o.seq * tb + gran - 1) / gran * gran;
-  // Arena tensors: one reservation each, one device allocation per page.
-  uint64_t base[2] = {};
-  for (uint64_t& b : base) {
-    auto va = (*vmm)->reserve(tensor);
-    if (!va) {
-      std::fprintf(stderr, "GPU reserve: %s\n", va.error().message.c_str());
-      return 1;
-    }
-    b = *va;
-    for (size_t off = 0; off < tensor; off += gran) {
-      auto h = (*vmm)->create(gran);
-      if (!h || !(*vmm)->map(b + off, gran, *h, 0) || !(*vmm)->release(*h)) {
-        std::fprintf(stderr, "GPU map failed\n");
-        return 1;
-      }
-    }
-  }
-  const size_t elem = cuda::ref::dtype_bytes(o.dtype);
-  const size_t pool_bytes = w.pool_pages * o.page_tokens * tb;
-  std::vector<std::byte> pages(pool_bytes);
-  auto kp = cuda::DeviceBuffer::allocate(*ctx, pool_bytes);
-  auto vp = cuda::DeviceBuffer::allocate(*ctx, pool_bytes);
-  auto dq = cuda::DeviceBuffer::allocate(*ctx, w.q.size() * sizeof(float));
-  auto dlens = cuda::DeviceBuffer::allocate(*ctx, w.lens.size() * sizeof(uint32_t));
-  auto dtable = cuda::DeviceBuffer::allocate(*ctx, w.table.size() * sizeof(uint32_t));
-  auto dout_c = cuda::DeviceBuffer::allocate(*ctx, w.q.size() * sizeof(float));
-  auto dout_p = cuda::DeviceBuffer::allocate(*ctx, w.q.size() * sizeof(float));
-  if (!kp || !vp || !dq || !dlens || !dtable || !dout_c || !dout_p) {
-    std::fprintf(stderr, "GPU: out of device memory\n");
-    return 1;
-  }
-  const cuda::DeviceBuffer* pool[2] = {&*kp, &*vp};
-  std::vector<std::byte> host_kv[2];
-  for (int i = 0; i < 2; ++i) {
-    std::vector<std::byte>& host = host_kv[i];
-    host.resize(size_t{o.batch} * o.seq * tb);
-    fill_random(host.data(), host.size() / elem, o.dtype, 11 + i);
-    cuda::ref::copy_to_pages(w.shape, host.data(), o.seq, w.lens.data(), pages.data(),
-                             w.pool_pages, o.page_tokens, w.table.data(), w.blocks_per_row);
-    if (!ctx->copy_to_device(base[i], host.data(), host.size()) ||
-        !ctx->copy_to_device(pool[i]->ptr(), pages.data(), pages.size())) {
-      return 1;
-    }
-  }
-  if (!ctx->copy_to_device(dq->ptr(), w.q.data(), w.q.size() * sizeof(float)) ||
-      !ctx->copy_to_device(dlens->ptr(), w.lens.data(), w.lens.size() * sizeof(uint32_t)) ||
-      !ctx->copy_to_device(dtable->ptr(), w.table.data(), w.table.size() * sizeof(uint32_t))) {
-    return 1;
-  }
-  // The CPU reference over the same data (the host copies of K and V).
-  std::vector<float> want(w.q.size());
-  if (cuda::ref::decode_attention(w.shape, w.q.data(),
-                                  cuda::ref::ContiguousKv{host_kv[0].data(), host_kv[1].data(), o.seq},
-                                  w.lens.data(), want.data()) != 0) {
-    std::fprintf(stderr, "reference failed\n");
-    return 1;
-  }
-  const double copy_gbs = measure_copy_gbs(*ctx);
-  if (copy_gbs <= 0) return 1;
-  print_header(o, w, "GPU");
-  std::printf("  device copy bandwidth (cuMemcpyDtoD of 1 GiB, read + written, median of 10): "
-              "%.1f GB/s\n", copy_gbs);
-  std::vector<uint32_t> targets;
-  if (o.blocks_per_sm == 0) {
-    targets = {2, 4, 8, 16};
-  } else {
-    targets = {o.blocks_per_sm};
-  }
-  int status = 0;
-  for (const uint32_t target : targets) {
-    if (!kernels->set_attention_blocks_per_sm(target)) return 1;
-    auto plan_c = kernels->attention_plan(w.shape, o.seq, base[0], base[1]);
-    auto plan_p = kernels->attention_plan(w.shape, uint64_t{w.blocks_per_row} * o.page_tokens,
-                                          kp->ptr(), vp->ptr());
-    if (!plan_c || !plan_p) return 1;
-    std::printf("  launch: %u blocks/SM target: contiguous %u splits x %u blocks, paged %u splits, "
-                "%u lanes per token, %s loads\n",
-                target, plan_c->n_splits, plan_c->blocks, plan_p->n_splits, plan_c->token_lanes,
-                plan_c->vector_loads ? "16-byte" : "scalar");
-    const int inner = 20;  // launches per timed sample: a decode call is short
-    std::vector<double> tc, tp;
-    for (int rep = -1; rep < o.reps; ++rep) {
-      double t0 = now_s();
-      for (int i = 0; i < inner; ++i) {
-        if (!kernels->decode_attention(w.shape, dq->ptr(), base[0], base[1], o.seq, dlens->ptr(),
-                                       dout_c->ptr())) {
-          return 1;
-        }
-      }
-      if (!ctx->synchronize()) return 1;
-      double t1 = now_s();
-      for (int i = 0; i < inner; ++i) {
-        if (!kernels->decode_attention_paged(w.shape, dq->ptr(), kp->ptr(), vp->ptr(),
-                                             w.pool_pages, o.page_tokens, dtable->ptr(),
-                                             w.blocks_per_row, dlens->ptr(), dout_p->ptr())) {
-          return 1;
-        }
-      }
-      if (!ctx->synchronize()) return 1;
-      double t2 = now_s();
-      if (rep >= 0) {
-        tc.push_back((t1 - t0) / inner);
-        tp.push_back((t2 - t1) / inner);
-      }
-    }
-    std::vector<float> a(w.q.size()), b(w.q.size());
-    if (!ctx->copy_to_host(a.data(), dout_c->ptr(), a.size() * sizeof(float)) ||
-        !ctx->copy_to_host(b.data(), dout_p->ptr(), b.size() * sizeof(float))) {
-      return 1;
-    }
-    float worst = 0, worst_ref = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      worst = std::max(worst, std::fabs(a[i] - b[i]));
-      const float tol = 1.0f + std::fabs(want[i]);
-      worst_ref = std::max({worst_ref, std::fabs(a[i] - want[i]) / tol,
-                            std::fabs(b[i] - want[i]) / tol});
-      if (std::isnan(a[i]) || std::isnan(b[i])) worst_ref = INFINITY;
-    }
-    print_result("GPU", tc, tp, o, w);
-    const double gbs_c = double(w.kv_bytes_read) / median(tc) / 1e9;
-    const double gbs_p = double(w.kv_bytes_read) / median(tp) / 1e9;
-    std::printf("  fraction of the copy bandwidth: contiguous %.0f%%, paged %.0f%%\n",
-                100.0 * gbs_c / copy_gbs, 100.0 * gbs_p / copy_gbs);
-    std::printf("  contiguous vs paged max |difference|: %g; vs CPU reference max "
-                "|difference|/(1+|ref|): %g\n",
-                double(worst), double(worst_ref));
-    if (!(worst <= 1e-4f) || !(worst_ref <= 1e-4f)) status = 1;
-  }
-  for (const uint64_t range : base) (void)(*vmm)->release_range(range, tensor);
-  return status;
-}
-#endif
-
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -481,8 +280,10 @@ bool parse(int argc, char** argv, Options& o) {
 }
 
 }  // namespace
+}  // namespace cxlpool::attention_bench
 
 int main(int argc, char** argv) {
+  using namespace cxlpool::attention_bench;
   Options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
@@ -494,10 +295,6 @@ int main(int argc, char** argv) {
   const Workload w = make_workload(o);
   int status = 0;
   if (o.cpu) status |= run_cpu(o, w);
-#if CXLPOOL_HAVE_CUDA
   if (o.gpu) status |= run_gpu(o, w);
-#else
-  if (o.gpu) std::printf("decode attention, GPU: skipped (%s)\n", CXLPOOL_HAVE_CUDA_REASON);
-#endif
   return status;
 }

@@ -18,12 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/hal/block_device.hpp"
-#include "cxlpool_build_config.h"
-#include "posix_block_device.hpp"
-#if CXLPOOL_HAVE_URING
-#include "uring_block_device.hpp"
-#endif
 
 namespace {
 
@@ -100,13 +96,9 @@ int main(int argc, char** argv) {
   opts.queue_depth = kDepth;
 
   std::unique_ptr<BlockDevice> uring;
-#if CXLPOOL_HAVE_URING
-  if (auto d = drivers::open_uring_block_device(path, opts)) uring = std::move(*d);
+  if (auto d = hal::open_block_device("uring", path, opts)) uring = std::move(*d);
   else std::printf("uring: unavailable: %s\n", d.error().message.c_str());
-#else
-  std::printf("uring: not compiled\n");
-#endif
-  auto posix_or = drivers::open_posix_block_device(path, opts);
+  auto posix_or = hal::open_block_device("posix", path, opts);
   if (!posix_or) {
     std::fprintf(stderr, "posix: %s\n", posix_or.error().message.c_str());
     ::unlink(path.c_str());

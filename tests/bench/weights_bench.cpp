@@ -29,11 +29,7 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/weights.h"
 #include "cxlpool/weights/safetensors_writer.hpp"
-#include "cxlpool_build_config.h"
-#if CXLPOOL_HAVE_CUDA
-#include "device_context.hpp"
-#include "driver_api.hpp"
-#endif
+#include "weights_bench_pinned.hpp"
 
 namespace {
 
@@ -44,54 +40,6 @@ double now_s() {
 int die(const char* what, int rc) {
   std::fprintf(stderr, "weights_bench: %s: %s (%s)\n", what, cxlpool_strerror(rc), cxlpool_last_error());
   return 1;
-}
-
-// Seconds to copy `layers` layer-sized pieces of pinned host memory to a
-// 3-slot device window, `passes` times after one warm-up pass; -1 (with a
-// message) when CUDA is missing or a call fails.
-double pinned_h2d_seconds(uint64_t layer_bytes, int layers, int passes) {
-#if CXLPOOL_HAVE_CUDA
-  using namespace cxlpool;
-  auto ctx = cuda::DeviceContext::open(0);
-  if (!ctx) {
-    std::fprintf(stderr, "weights_bench: %s\n", ctx.error().message.c_str());
-    return -1;
-  }
-  const cuda::DriverApi& api = ctx->api();
-  CUstream stream = nullptr;
-  CUdeviceptr window = 0;
-  void* pinned = nullptr;
-  if (api.stream_create(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-      api.mem_alloc(&window, 3 * layer_bytes) != CUDA_SUCCESS ||
-      api.mem_host_alloc(&pinned, layer_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS) {
-    std::fprintf(stderr, "weights_bench: pinned baseline: allocation failed\n");
-    return -1;
-  }
-  std::memset(pinned, 1, layer_bytes);
-  double start = 0;
-  bool failed = false;
-  for (int p = 0; p <= passes && !failed; ++p) {
-    if (p == 1) start = now_s();
-    for (int l = 0; l < layers && !failed; ++l) {
-      failed = api.memcpy_htod_async(window + (l % 3) * layer_bytes, pinned, layer_bytes, stream) !=
-                   CUDA_SUCCESS ||
-               api.stream_synchronize(stream) != CUDA_SUCCESS;
-    }
-  }
-  const double seconds = now_s() - start;
-  api.mem_free_host(pinned);
-  api.mem_free(window);
-  api.stream_destroy(stream);
-  if (failed) {
-    std::fprintf(stderr, "weights_bench: pinned baseline: copy failed\n");
-    return -1;
-  }
-  return seconds;
-#else
-  (void)layer_bytes, (void)layers, (void)passes;
-  std::fprintf(stderr, "weights_bench: built without CUDA\n");
-  return -1;
-#endif
 }
 
 }  // namespace
@@ -192,7 +140,7 @@ int main(int argc, char** argv) {
   cxlpool_weight_streamer_destroy(s);
 
   if (cuda) {
-    const double seconds = pinned_h2d_seconds(layer_bytes, layers, passes);
+    const double seconds = cxlpool::weights_bench::pinned_h2d_seconds(layer_bytes, layers, passes);
     if (seconds <= 0) return 1;
     const double pinned_gbs = bytes / seconds / 1e9;
     std::printf("RESULT mode=pinned_h2d pinned_gbps=%.2f ratio=%.2f\n", pinned_gbs, stream_gbs / pinned_gbs);

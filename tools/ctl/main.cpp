@@ -422,7 +422,7 @@ int main(int argc, char** argv) {
   auto* regions = app.add_subcommand("regions", "Allocated regions (all for admins, own otherwise)");
   auto* clients = app.add_subcommand("clients", "Connected clients (admin)");
   auto* stats = app.add_subcommand("stats", "Counters per subsystem and tier");
-  auto* backends = app.add_subcommand("backends", "Compiled and available backends");
+  auto* backends = app.add_subcommand("backends", "Compiled and available backends (and those the daemon's CXLPOOL_BACKENDS excludes)");
   auto* region = app.add_subcommand("region", "Region operations");
   region->require_subcommand(1);
   auto* migrate = region->add_subcommand("migrate", "Move a region's pages to another tier (admin)");

@@ -2,6 +2,7 @@
 #include "cxlpool/hal/backend_registry.hpp"
 
 #include <algorithm>
+#include <cerrno>
 
 #include "backend_filter.hpp"
 #include "backend_select.hpp"
@@ -26,9 +27,11 @@ std::vector<const BackendDescriptor*> linked_of(BackendClass cls) {
   return out;
 }
 
+// `only`: that backend alone; empty: every one of the class.
 void report_class(BackendClass cls, const BackendFilter& filter, const std::string& why_excluded,
-                  std::vector<BackendReport>& out) {
+                  std::string_view only, std::vector<BackendReport>& out) {
   for (const BackendDescriptor* d : linked_of(cls)) {
+    if (!only.empty() && only != d->name) continue;
     if (!filter.allows(cls, d->name)) {
       out.push_back({backend_class_name(cls), d->name, BackendState::kNotPresent, why_excluded});
       continue;
@@ -39,7 +42,7 @@ void report_class(BackendClass cls, const BackendFilter& filter, const std::stri
     out.push_back(std::move(r));
   }
   for (const auto& e : linked_backends()) {
-    if (e.descriptor == nullptr && e.cls == cls) {
+    if (e.descriptor == nullptr && e.cls == cls && (only.empty() || only == e.name)) {
       out.push_back({backend_class_name(cls), e.name, BackendState::kNotCompiled, e.reason});
     }
   }
@@ -48,7 +51,7 @@ void report_class(BackendClass cls, const BackendFilter& filter, const std::stri
 // Reports under the environment's filter. One that does not parse allows
 // nothing to be chosen; the reports still list every backend, with the
 // parse error as the reason, so `cxlpoolctl backends` shows it.
-std::vector<BackendReport> reports_for(std::span<const BackendClass> classes) {
+std::vector<BackendReport> reports_for(std::span<const BackendClass> classes, std::string_view only = {}) {
   auto filter = backend_filter_from_environment(linked_backends());
   std::string why_excluded;
   BackendFilter none;
@@ -60,7 +63,7 @@ std::vector<BackendReport> reports_for(std::span<const BackendClass> classes) {
     for (const auto& e : linked_backends()) none.names.emplace_back(e.name);
   }
   std::vector<BackendReport> out;
-  for (BackendClass cls : classes) report_class(cls, filter ? *filter : none, why_excluded, out);
+  for (BackendClass cls : classes) report_class(cls, filter ? *filter : none, why_excluded, only, out);
   return out;
 }
 
@@ -73,6 +76,13 @@ Error backend_error(const BackendDescriptor& d, const Error& error) {
 }
 
 std::vector<BackendReport> probe_backends(BackendClass cls) { return reports_for(std::span(&cls, 1)); }
+
+std::optional<BackendReport> probe_backend(BackendClass cls, std::string_view name) {
+  if (name.empty()) return std::nullopt;
+  auto reports = reports_for(std::span(&cls, 1), name);
+  if (reports.empty()) return std::nullopt;
+  return std::move(reports.front());
+}
 
 std::vector<BackendReport> probe_all_backends() {
   std::vector<BackendClass> all;
@@ -119,14 +129,16 @@ Result<std::vector<const BackendDescriptor*>> best_backend_order(BackendClass cl
   for (const BackendDescriptor* d : linked_of(cls)) {
     if (d->rank < 0) continue;
     if (!filter->allows(cls, d->name)) {
-      if (skipped != nullptr) skipped->push_back({d->name, excluded_reason(*filter)});
+      if (skipped != nullptr) skipped->push_back({d->name, excluded_reason(*filter), BackendState::kNotPresent});
       continue;
     }
     order.push_back(d);
   }
   if (skipped != nullptr) {
     for (const auto& e : linked_backends()) {
-      if (e.descriptor == nullptr && e.cls == cls) skipped->push_back({e.name, std::string("not compiled: ") + e.reason});
+      if (e.descriptor == nullptr && e.cls == cls) {
+        skipped->push_back({e.name, std::string("not compiled: ") + e.reason, BackendState::kNotCompiled});
+      }
     }
   }
   if (order.empty()) {
@@ -134,6 +146,28 @@ Result<std::vector<const BackendDescriptor*>> best_backend_order(BackendClass cl
                             (filter->text.empty() ? "" : " (" + excluded_reason(*filter) + ")"));
   }
   return order;
+}
+
+Result<std::vector<const BackendDescriptor*>> backends_offering(BackendClass cls, std::string_view what,
+                                                                bool (*offers)(const BackendDescriptor&),
+                                                                BackendSkips* skipped) {
+  BackendSkips passed;
+  auto order = best_backend_order(cls, &passed);
+  if (!order && order.error().code != ENODEV) return tl::unexpected(order.error());
+  std::vector<const BackendDescriptor*> out;
+  if (order) {
+    for (const BackendDescriptor* d : *order) {
+      if (offers(*d)) out.push_back(d);
+    }
+  }
+  if (skipped != nullptr) skipped->insert(skipped->end(), passed.begin(), passed.end());
+  if (out.empty()) {
+    std::string why;
+    for (const auto& p : passed) why += (why.empty() ? "" : "; ") + p.name + ": " + p.reason;
+    return fail(ENOTSUP, std::string("no ") + backend_class_name(cls) + " backend here can " + std::string(what) +
+                             (why.empty() ? "" : " (" + why + ")"));
+  }
+  return out;
 }
 
 }  // namespace cxlpool::hal

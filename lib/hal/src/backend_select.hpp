@@ -28,6 +28,22 @@ Result<std::vector<const BackendDescriptor*>> best_backend_order(BackendClass cl
 // "BlockEngine uring: <message>": every registry error names the backend.
 Error backend_error(const BackendDescriptor& d, const Error& error);
 
+// The class's best-order backends for which `offers` holds: the ones with
+// an optional operation. Backends passed over for being not compiled in or
+// excluded go to *skipped; when none is left, ENOTSUP "no <class> backend
+// here can <what>" naming them.
+Result<std::vector<const BackendDescriptor*>> backends_offering(BackendClass cls, std::string_view what,
+                                                                bool (*offers)(const BackendDescriptor&),
+                                                                BackendSkips* skipped);
+
+// For backends_offering: whether the backend's Ops has operation `Op` (a
+// pointer to the function-pointer member, e.g. &MemTierOps::regions).
+template <typename Ops, auto Op>
+bool has_operation(const BackendDescriptor& d) {
+  const Ops* ops = backend_ops<Ops>(d);
+  return ops != nullptr && ops->*Op != nullptr;
+}
+
 // Opens through `try_open(descriptor)`: the named backend, or the best one
 // in order while `moves_on(descriptor, error)` says the failure is the
 // backend's and not the target's.

@@ -33,7 +33,7 @@ Result<std::unique_ptr<BlockDevice>> open_block_device(std::string_view backend,
   // The file system has no O_DIRECT: buffered I/O still works.
   BlockOpenOptions buffered = options;
   buffered.direct = false;
-  if (skipped != nullptr) skipped->push_back({"direct I/O", device.error().message});
+  if (skipped != nullptr) skipped->push_back({std::string(kDirectIoSkip), device.error().message});
   return open_once(backend, path, buffered, skipped);
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// hal::open_gpu_vmm and hal::open_gpu_copy_engine: the one place that
-// chooses a GpuVmm backend.
+// hal::open_gpu_vmm, hal::open_gpu_copy_engine and
+// hal::export_gpu_host_memory: the one place that chooses a GpuVmm backend.
 #include "backend_select.hpp"
 #include "cxlpool/hal/driver/gpu_vmm_driver.hpp"
 
@@ -35,6 +35,18 @@ Result<std::unique_ptr<GpuCopyEngine>> open_gpu_copy_engine(std::string_view bac
         return ops->open_copy_engine(device);
       },
       next_backend_may_run);
+}
+
+Result<GpuHostMemory> export_gpu_host_memory(int node, std::uint64_t bytes, int device, BackendSkips* skipped) {
+  auto exporters = backends_offering(BackendClass::kGpuVmm, "export host memory",
+                                     &has_operation<GpuVmmOps, &GpuVmmOps::export_host_memory>, skipped);
+  if (!exporters) return tl::unexpected(exporters.error());
+  // The first exporter answers: its failure (no GPU, no driver) is the
+  // caller's answer, as no other backend's memory would suit that GPU.
+  const BackendDescriptor& d = *exporters->front();
+  auto memory = backend_ops<GpuVmmOps>(d)->export_host_memory(node, bytes, device);
+  if (!memory) return tl::unexpected(backend_error(d, memory.error()));
+  return memory;
 }
 
 }  // namespace cxlpool::hal

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "cxlpool_build_config.h"
+#include "engines/block_engine.hpp"
 #include "engines/engine.hpp"
 #include "run/file_layout.hpp"
 
@@ -105,15 +105,8 @@ class BlockEngines : public ::testing::TestWithParam<EngineCase> {
   std::string path_;
 };
 
-bool compiled(const std::string& engine) {
-  if (engine == "io_uring") return CXLPOOL_HAVE_URING;
-  if (engine == "libaio") return CXLPOOL_HAVE_AIO;
-  if (engine == "mmap") return CXLPOOL_HAVE_MMAP;
-  return true;
-}
-
 TEST_P(BlockEngines, WritesAndReadsBackOnTheRootFileSystem) {
-  if (!compiled(GetParam().engine)) GTEST_SKIP() << GetParam().engine << " is not compiled in";
+  if (!block_engine_usable(GetParam().engine)) GTEST_SKIP() << GetParam().engine << " is not compiled in";
   write_read_back(job_for(GetParam().engine, GetParam().direct), path_);
 }
 
@@ -129,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(All, BlockEngines,
 class UringOptions : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!CXLPOOL_HAVE_URING) GTEST_SKIP() << "io_uring is not compiled in";
+    if (!block_engine_usable("io_uring")) GTEST_SKIP() << "io_uring is not compiled in";
     path_ = test_file("uring_opts");
     ASSERT_TRUE(lay_out_file(path_, kFileBytes, true));
   }
@@ -213,11 +206,37 @@ TEST(Engines, RefusalsNameTheProblem) {
   auto psync_fixed = open_engine(fixed, EngineTarget{path, kFileBytes, false});
   ASSERT_FALSE(psync_fixed);
   EXPECT_NE(psync_fixed.error().message.find("fixedbufs"), std::string::npos);
-  if (CXLPOOL_HAVE_MMAP) {
+  if (block_engine_usable("mmap")) {
     auto mmap_direct = open_engine(job_for("mmap", true), EngineTarget{path, kFileBytes, false});
     ASSERT_FALSE(mmap_direct);
     EXPECT_NE(mmap_direct.error().message.find("direct"), std::string::npos);
   }
+  std::remove(path.c_str());
+}
+
+// An engine whose driver this program lacks, or that CXLPOOL_BACKENDS
+// excludes, is refused by the registry with ENOTSUP and the reason, under
+// the name the job gave it.
+TEST(Engines, MissingOrExcludedEnginesSayWhy) {
+  const std::string path = test_file("missing");
+  ASSERT_TRUE(lay_out_file(path, kFileBytes, true));
+  for (const char* engine : {"psync", "io_uring", "libaio", "mmap"}) {
+    if (block_engine_usable(engine)) continue;
+    auto opened = open_engine(job_for(engine, false), EngineTarget{path, kFileBytes, false});
+    ASSERT_FALSE(opened) << engine;
+    EXPECT_EQ(opened.error().code, ENOTSUP) << opened.error().message;
+    EXPECT_NE(opened.error().message.find("is not compiled in: "), std::string::npos) << opened.error().message;
+  }
+  ASSERT_EQ(::setenv("CXLPOOL_BACKENDS", "^posix", 1), 0);
+  EXPECT_FALSE(block_engine_usable("psync"));
+  auto excluded = open_engine(job_for("psync", false), EngineTarget{path, kFileBytes, false});
+  ::unsetenv("CXLPOOL_BACKENDS");
+  ASSERT_FALSE(excluded);
+  EXPECT_EQ(excluded.error().code, ENOTSUP);
+  EXPECT_EQ(excluded.error().message.rfind("psync: ", 0), 0u) << excluded.error().message;
+  EXPECT_NE(excluded.error().message.find("excluded by CXLPOOL_BACKENDS=^posix"), std::string::npos)
+      << excluded.error().message;
+  EXPECT_TRUE(block_engine_usable("psync"));
   std::remove(path.c_str());
 }
 
@@ -268,11 +287,11 @@ class LoopDevice : public ::testing::Test {
 
 TEST_F(LoopDevice, EveryEngineWithDirectIo) {
   for (const char* engine : {"psync", "io_uring", "libaio"}) {
-    if (!compiled(engine)) continue;
+    if (!block_engine_usable(engine)) continue;
     SCOPED_TRACE(engine);
     write_read_back(job_for(engine, true), device_, 4 * kFileBytes);
   }
-  if (compiled("mmap")) {
+  if (block_engine_usable("mmap")) {
     SCOPED_TRACE("mmap");
     write_read_back(job_for("mmap", false), device_, 4 * kFileBytes);
   }

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "cxlpool_build_config.h"
+#include "engines/block_engine.hpp"
 #include "run/file_layout.hpp"
 #include "run/runner.hpp"
 
@@ -82,7 +82,7 @@ TEST_F(Runner, IoSizeBeyondSizeWrapsAndRwmixHoldsItsShare) {
 }
 
 TEST_F(Runner, QueueDepthIsReachedWithIoUring) {
-  if (!CXLPOOL_HAVE_URING) GTEST_SKIP() << "io_uring is not compiled in";
+  if (!block_engine_usable("io_uring")) GTEST_SKIP() << "io_uring is not compiled in";
   JobSpec j = job("qd", RwMode::kRandRead, 4 << 20);
   j.ioengine = "io_uring";
   j.direct = true;
@@ -98,7 +98,7 @@ TEST_F(Runner, QueueDepthIsReachedWithIoUring) {
 }
 
 TEST_F(Runner, CompletionsAreTakenAsFioTakesThem) {
-  if (!CXLPOOL_HAVE_URING) GTEST_SKIP() << "io_uring is not compiled in";
+  if (!block_engine_usable("io_uring")) GTEST_SKIP() << "io_uring is not compiled in";
   JobSpec j = job("reap1", RwMode::kRandRead, 4 << 20);
   j.ioengine = "io_uring";
   j.direct = true;
@@ -134,8 +134,7 @@ TEST_F(Runner, CompletionsAreTakenAsFioTakesThem) {
 
 TEST_F(Runner, EveryBlockEngineRunsAJob) {
   for (const char* engine : {"psync", "io_uring", "libaio", "mmap"}) {
-    if (std::string(engine) == "io_uring" && !CXLPOOL_HAVE_URING) continue;
-    if (std::string(engine) == "libaio" && !CXLPOOL_HAVE_AIO) continue;
+    if (!block_engine_usable(engine)) continue;
     SCOPED_TRACE(engine);
     JobSpec j = job(std::string("eng_") + engine, RwMode::kRandWrite, 512 << 10);
     j.ioengine = engine;

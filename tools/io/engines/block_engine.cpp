@@ -7,19 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "cxlpool_build_config.h"
+#include "cxlpool/hal/backend_registry.hpp"
 #include "io_buffers.hpp"
-#include "posix_block_device.hpp"
 #include "sqpoll_thread.hpp"
-#if CXLPOOL_HAVE_URING
-#include "uring_block_device.hpp"
-#endif
-#if CXLPOOL_HAVE_AIO
-#include "aio_block_device.hpp"
-#endif
-#if CXLPOOL_HAVE_MMAP
-#include "mmap_block_device.hpp"
-#endif
 
 namespace cxlpool::io {
 namespace {
@@ -112,6 +102,16 @@ Result<std::unique_ptr<Engine>> wrap(const std::string& engine, Result<std::uniq
   return std::unique_ptr<Engine>(new BlockEngine(engine, std::move(*dev), job.fixedbufs, sqpoll_tid));
 }
 
+// fio's engine names and the registry's names of the same BlockEngine
+// backends; null for anything else.
+const char* backend_of(std::string_view engine) {
+  if (engine == "psync") return "posix";
+  if (engine == "io_uring") return "uring";
+  if (engine == "libaio") return "aio";
+  if (engine == "mmap") return "mmap";
+  return nullptr;
+}
+
 Result<void> refuse_uring_only(const JobSpec& job) {
   const char* opt = job.fixedbufs ? "fixedbufs" : job.registerfiles ? "registerfiles"
                   : job.sqthread_poll ? "sqthread_poll" : job.hipri ? "hipri" : nullptr;
@@ -121,39 +121,30 @@ Result<void> refuse_uring_only(const JobSpec& job) {
 
 }  // namespace
 
-bool is_block_engine(std::string_view e) { return e == "psync" || e == "io_uring" || e == "libaio" || e == "mmap"; }
+bool is_block_engine(std::string_view e) { return backend_of(e) != nullptr; }
+
+bool block_engine_usable(std::string_view e) {
+  const char* backend = backend_of(e);
+  if (backend == nullptr) return false;
+  const auto usable = hal::usable_backend_names(hal::BackendClass::kBlockEngine);
+  return std::find(usable.begin(), usable.end(), backend) != usable.end();
+}
 
 Result<std::unique_ptr<Engine>> open_block_engine(const JobSpec& job, const EngineTarget& target) {
-  const hal::BlockOpenOptions options = open_options(job, target);
   const std::string& e = job.ioengine;
-  if (e == "io_uring") {
-#if CXLPOOL_HAVE_URING
-    const auto before = job.sqthread_poll ? task_ids() : std::vector<pid_t>{};
-    auto dev = drivers::open_uring_block_device(target.path, options);
-    std::optional<pid_t> tid;
-    if (dev && job.sqthread_poll) tid = new_task(before, task_ids());
-    return wrap(e, std::move(dev), job, tid);
-#else
-    return fail(ENOTSUP, "io_uring: not compiled in (" CXLPOOL_HAVE_URING_REASON ")");
-#endif
+  const bool uring = e == "io_uring";
+  if (!uring) {
+    if (auto ok = refuse_uring_only(job); !ok) return tl::unexpected(ok.error());
   }
-  if (auto ok = refuse_uring_only(job); !ok) return tl::unexpected(ok.error());
-  if (e == "psync") return wrap(e, drivers::open_posix_block_device(target.path, options), job);
-  if (e == "libaio") {
-#if CXLPOOL_HAVE_AIO
-    return wrap(e, drivers::open_aio_block_device(target.path, options), job);
-#else
-    return fail(ENOTSUP, "libaio: not compiled in (" CXLPOOL_HAVE_AIO_REASON ")");
-#endif
-  }
-  if (e == "mmap") {
-#if CXLPOOL_HAVE_MMAP
-    return wrap(e, drivers::open_mmap_block_device(target.path, options), job);
-#else
-    return fail(ENOTSUP, "mmap: not compiled in (" CXLPOOL_HAVE_MMAP_REASON ")");
-#endif
-  }
-  return fail(EINVAL, "ioengine '" + e + "' is not a block engine");
+  const char* backend = backend_of(e);
+  if (backend == nullptr) return fail(EINVAL, "ioengine '" + e + "' is not a block engine");
+  // An engine this program lacks, or one CXLPOOL_BACKENDS excludes, is
+  // ENOTSUP from the registry, with the build's reason.
+  const auto before = uring && job.sqthread_poll ? task_ids() : std::vector<pid_t>{};
+  auto dev = hal::open_block_device(backend, target.path, open_options(job, target));
+  std::optional<pid_t> tid;
+  if (dev && uring && job.sqthread_poll) tid = new_task(before, task_ids());
+  return wrap(e, std::move(dev), job, tid);
 }
 
 }  // namespace cxlpool::io

@@ -9,13 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "cxlpool_build_config.h"
+#include "cxlpool/hal/backend_registry.hpp"
 #include "device_context.hpp"
 #include "host_copy.hpp"
-#include "posix_block_device.hpp"
-#if CXLPOOL_HAVE_URING
-#include "uring_block_device.hpp"
-#endif
 
 namespace cxlpool::io {
 namespace {
@@ -257,12 +253,9 @@ Result<std::unique_ptr<hal::BlockDevice>> open_inner(const JobSpec& job,
   o.read_only = !target.writes;
   o.create = target.writes;
   o.queue_depth = std::max<std::uint32_t>(1, job.iodepth);
-  o.register_files = true;
-#if CXLPOOL_HAVE_URING
-  if (auto dev = drivers::open_uring_block_device(target.path, o); dev) return dev;
-#endif
-  o.register_files = false;
-  return drivers::open_posix_block_device(target.path, o);
+  o.register_files = true;  // io_uring only; posix ignores it
+  // The best engine this program may use: io_uring, else posix.
+  return hal::open_block_device("auto", target.path, o);
 }
 
 }  // namespace

@@ -1,26 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// open_engine: the ioengine name to its implementation. The cuda engine is
-// built only with cuda/ (CXLPOOL_HAVE_CUDA).
+// open_engine: the ioengine name to its implementation. The build compiles
+// cuda_engine.cpp where the cuda backend is built and cuda_engine_none.cpp
+// (which says why not) elsewhere.
 #include "block_engine.hpp"
-#include "cxlpool_build_config.h"
+#include "cuda_engine.hpp"
 #include "engine.hpp"
 #include "kvstore_engine.hpp"
-
-#if CXLPOOL_HAVE_CUDA
-#include "cuda_engine.hpp"
-#endif
 
 namespace cxlpool::io {
 
 Result<std::unique_ptr<Engine>> open_engine(const JobSpec& job, const EngineTarget& target) {
   if (is_block_engine(job.ioengine)) return open_block_engine(job, target);
-  if (job.ioengine == "cuda") {
-#if CXLPOOL_HAVE_CUDA
-    return open_cuda_engine(job, target);
-#else
-    return fail(ENODEV, "cuda: not compiled in (" CXLPOOL_HAVE_CUDA_REASON ")");
-#endif
-  }
+  if (job.ioengine == "cuda") return open_cuda_engine(job, target);
   if (job.ioengine == "kvstore") return open_kvstore_engine(job, target);
   return fail(EINVAL, "unknown ioengine '" + job.ioengine + "'");
 }

@@ -16,15 +16,11 @@
 
 #include <gtest/gtest.h>
 
+#include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/kvcache/store.hpp"
-#include "cxlpool_build_config.h"
 #include "../kv_status_print.hpp"
 #include "support/faulty_block_device.hpp"
 #include "file_damage.hpp"
-#include "posix_block_device.hpp"
-#if CXLPOOL_HAVE_URING
-#include "uring_block_device.hpp"
-#endif
 
 namespace cxlpool::kvcache::testing {
 
@@ -240,16 +236,11 @@ class KvHarness {
       hal::BlockOpenOptions bo;
       bo.create = true;
       bo.truncate_to = std::uint64_t{o.region_bytes} * o.ssd_regions;
-      Result<std::unique_ptr<hal::BlockDevice>> dev = fail(ENOSYS, "uring backend not compiled");
-      if (o.driver == Driver::kPosix) {
-        dev = drivers::open_posix_block_device(path_, bo);
-      } else {
-#if CXLPOOL_HAVE_URING
-        dev = drivers::open_uring_block_device(path_, bo);
-#endif
-      }
+      // ENOTSUP: the driver is not compiled in (or CXLPOOL_BACKENDS excludes it).
+      auto dev = hal::open_block_device(o.driver == Driver::kPosix ? "posix" : "uring", path_, bo);
       if (!dev) {
-        if (dev.error().code == ENOSYS || dev.error().code == EPERM || dev.error().code == EINVAL) {
+        if (dev.error().code == ENOSYS || dev.error().code == EPERM || dev.error().code == EINVAL ||
+            dev.error().code == ENOTSUP) {
           return dev.error().message;
         }
         ADD_FAILURE() << dev.error().message;

@@ -16,15 +16,11 @@
 
 #include <gtest/gtest.h>
 
+#include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
-#include "cxlpool_build_config.h"
 #include "../kv_status_print.hpp"
 #include "support/faulty_block_device.hpp"
 #include "file_damage.hpp"
-#include "posix_block_device.hpp"
-#if CXLPOOL_HAVE_URING
-#include "uring_block_device.hpp"
-#endif
 
 namespace cxlpool::kvcache::ssd_test {
 
@@ -82,16 +78,11 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
     options.create = true;
     options.truncate_to = std::uint64_t{kRegion} * kRegions;
     options.queue_depth = queue_depth;
-    Result<std::unique_ptr<hal::BlockDevice>> dev = fail(ENOSYS, "uring backend not compiled");
-    if (GetParam() == Driver::kPosix) {
-      dev = drivers::open_posix_block_device(path_, options);
-    } else {
-#if CXLPOOL_HAVE_URING
-      dev = drivers::open_uring_block_device(path_, options);
-#endif
-    }
+    // ENOTSUP: the driver is not compiled in (or CXLPOOL_BACKENDS excludes it).
+    auto dev = hal::open_block_device(GetParam() == Driver::kPosix ? "posix" : "uring", path_, options);
     if (!dev) {
-      const bool refused = (GetParam() == Driver::kUring && (dev.error().code == ENOSYS || dev.error().code == EPERM)) ||
+      const bool refused = (GetParam() == Driver::kUring && (dev.error().code == ENOSYS || dev.error().code == EPERM ||
+                                                            dev.error().code == ENOTSUP)) ||
                            dev.error().code == EINVAL;
       if (refused) {
         skip_ = dev.error().message;

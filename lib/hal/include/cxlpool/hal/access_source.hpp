@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
@@ -68,6 +69,21 @@ class AccessSource {
   // and anything dropped (a full ring, lost samples).
   virtual std::uint64_t accesses_total() const = 0;
   virtual std::uint64_t dropped_total() const { return 0; }
+};
+
+// What a program may set when it opens a source through the registry
+// (hal::open_access_source). Each driver maps these onto its own
+// configuration and keeps its own defaults for everything else.
+struct AccessSourceOptions {
+  // Where sysfs and procfs are mounted; tests pass fixture trees.
+  std::string sysfs_root = "/sys";
+  std::string procfs_root = "/proc";
+  // damon: read a kdamond that is already running (attach) rather than set
+  // one up, and which one; setting one up watches `physical_ranges`
+  // ([start, end), 4 KiB aligned).
+  bool attach = false;
+  std::uint32_t kdamond_index = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> physical_ranges;
 };
 
 }  // namespace cxlpool::hal

@@ -14,16 +14,21 @@
 // An excluded backend reports "not present" with the filter as the reason.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
+#include "cxlpool/hal/access_source.hpp"
 #include "cxlpool/hal/backend.hpp"
 #include "cxlpool/hal/block_device.hpp"
 #include "cxlpool/hal/gpu_copy.hpp"
 #include "cxlpool/hal/gpu_vmm.hpp"
+#include "cxlpool/hal/mem_tier.hpp"
+#include "cxlpool/hal/page_placement.hpp"
 
 namespace cxlpool::hal {
 
@@ -34,13 +39,24 @@ inline constexpr const char* kBackendFilterVariable = "CXLPOOL_BACKENDS";
 struct BackendSkip {
   std::string name;
   std::string reason;
+  // kNotCompiled: this program lacks it; kNotPresent: CXLPOOL_BACKENDS
+  // excludes it; kFailed: it was tried here and refused.
+  BackendState state = BackendState::kFailed;
 };
 using BackendSkips = std::vector<BackendSkip>;
+
+// The entry open_block_device adds when it drops O_DIRECT and tries again
+// buffered (BlockOpenOptions::buffered_fallback).
+inline constexpr std::string_view kDirectIoSkip = "direct I/O";
 
 // Runs every linked backend's probe (in class order, then preference
 // order); backends not linked in or excluded are reported without probing.
 std::vector<BackendReport> probe_all_backends();
 std::vector<BackendReport> probe_backends(BackendClass cls);
+// One backend's report (only its probe runs); nullopt when the build knows
+// no backend of that class and name. A program tells why it lacks a backend
+// with this: state kNotCompiled, the build's reason as the detail.
+std::optional<BackendReport> probe_backend(BackendClass cls, std::string_view name);
 
 // Names of the class's backends that may be chosen here (linked in and not
 // excluded), most preferred first; explicit-only backends last.
@@ -73,5 +89,27 @@ Result<std::unique_ptr<GpuVmm>> open_gpu_vmm(std::string_view backend, int devic
 // for a device that does not exist, the driver's error otherwise).
 Result<std::unique_ptr<GpuCopyEngine>> open_gpu_copy_engine(std::string_view backend, int device,
                                                             BackendSkips* skipped = nullptr);
+
+// Pinned host memory on NUMA node `node` for GPU `device`, from the most
+// preferred usable GpuVmm backend that exports any (cuda). ENOTSUP when no
+// backend here can (the message names each one passed over and why: "cuda:
+// not compiled: nvcc not found"); otherwise that backend's own error.
+Result<GpuHostMemory> export_gpu_host_memory(int node, std::uint64_t bytes, int device,
+                                             BackendSkips* skipped = nullptr);
+
+// As open_block_device, for the AccessSource class ("damon" before
+// "perf"); "best available" moves on whenever a source cannot be set up.
+Result<std::unique_ptr<AccessSource>> open_access_source(std::string_view backend, const AccessSourceOptions& options,
+                                                         BackendSkips* skipped = nullptr);
+
+// Page placement among NUMA nodes from the most preferred usable MemTier
+// backend that offers it (numa). ENOTSUP as export_gpu_host_memory when
+// none can; otherwise the last backend's error.
+Result<std::unique_ptr<PagePlacement>> open_page_placement(BackendSkips* skipped = nullptr);
+
+// The CXL regions every usable MemTier backend that discovers regions (dax)
+// finds; empty when no such backend is linked in or allowed. Errors: the
+// first failing backend's, naming it.
+Result<std::vector<MemRegionInfo>> discover_mem_regions();
 
 }  // namespace cxlpool::hal

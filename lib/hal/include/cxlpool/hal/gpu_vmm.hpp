@@ -18,10 +18,19 @@
 #include <memory>
 
 #include "cxlpool/common/result.hpp"
+#include "cxlpool/common/unique_fd.hpp"
 
 namespace cxlpool::hal {
 
 using VmmHandle = std::uint64_t;
+
+// Pinned host memory a GPU may map, exported by the backend's driver as a
+// file descriptor that the same backend's import_fd takes (cuda: HOST_NUMA
+// VMM memory). `bytes` is the size after the driver's rounding.
+struct GpuHostMemory {
+  UniqueFd fd;
+  std::uint64_t bytes = 0;
+};
 
 struct VmmStats {
   std::uint64_t reserved_bytes = 0;

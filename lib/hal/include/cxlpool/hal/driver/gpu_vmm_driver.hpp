@@ -3,6 +3,7 @@
 // with hal::open_gpu_vmm, and its copy engine with hal::open_gpu_copy_engine.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "cxlpool/common/result.hpp"
@@ -21,6 +22,9 @@ struct GpuVmmOps {
   // open_gpu_copy_engine then answers ENOTSUP for it by name and passes it
   // over when choosing the best.
   Result<std::unique_ptr<GpuCopyEngine>> (*open_copy_engine)(int device) = nullptr;
+  // Pinned host memory on NUMA node `node` for GPU `device`, exported as a
+  // file descriptor (cuda). Null for a backend that has no such memory.
+  Result<GpuHostMemory> (*export_host_memory)(int node, std::uint64_t bytes, int device) = nullptr;
 };
 
 }  // namespace cxlpool::hal

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
+// sd_notify through libsystemd; the build picks this file when it has
+// libsystemd, service_notify_none.cpp otherwise.
 #include "service_notify.hpp"
 
-#include "cxlpool_build_config.h"
-
-#if CXLPOOL_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
-#endif
 
 namespace cxlpool::daemon {
-
-#if CXLPOOL_HAVE_SYSTEMD
 namespace {
 void send(const std::string& text) { (void)sd_notify(0, text.c_str()); }
 }  // namespace
@@ -23,13 +19,5 @@ uint64_t watchdog_usec() {
   uint64_t usec = 0;
   return sd_watchdog_enabled(0, &usec) > 0 ? usec : 0;
 }
-#else
-void notify_ready(const std::string&) {}
-void notify_status(const std::string&) {}
-void notify_reloading() {}
-void notify_stopping() {}
-void notify_watchdog() {}
-uint64_t watchdog_usec() { return 0; }
-#endif
 
 }  // namespace cxlpool::daemon
