@@ -42,6 +42,7 @@ class KvArena {
   const ArenaGeometry& geometry() const { return geo_; }
   const cxlpool_kv_arena_config& config() const { return config_; }
   bool host_memory() const { return host_memory_; }
+  const char* backend_name() const { return core_->backend_name(); }
   cxlpool_client* client() const { return client_; }
   uint64_t base() const { return base_; }
   uint32_t tier() const { return tier_; }
