@@ -123,6 +123,7 @@ Kernels& Kernels::operator=(Kernels&& other) noexcept {
     attention_reduce_ = std::exchange(other.attention_reduce_, nullptr);
     sm_count_ = other.sm_count_;
     blocks_per_sm_ = other.blocks_per_sm_;
+    equal_slices_ = other.equal_slices_;
     workspace_ = std::exchange(other.workspace_, 0);
     workspace_records_ = std::exchange(other.workspace_records_, 0);
     gather_ = std::exchange(other.gather_, nullptr);
@@ -247,6 +248,10 @@ Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape
                        kSplitGranule;
   plan.split_len = static_cast<uint32_t>(std::min<uint64_t>(len, 0x80000000u));
   plan.n_splits = static_cast<uint32_t>((context + plan.split_len - 1) / plan.split_len);
+  if (!equal_slices_) {
+    plan.n_splits = static_cast<uint32_t>(splits);
+    plan.split_len = 0;
+  }
   plan.blocks = static_cast<uint32_t>(base * plan.n_splits);
   return plan;
 }

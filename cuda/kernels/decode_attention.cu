@@ -46,13 +46,23 @@ constexpr unsigned kMaxHeadDim = 256;
 constexpr unsigned kMaxElems = kMaxHeadDim / 32;  // per lane per token
 constexpr unsigned kMaxSplits = 256;              // the launcher never asks for more
 
-// The tokens [*begin, *end) of split `split` of a row of `len` tokens: slices
-// of p.split_len tokens (the launcher sizes them so that n_splits slices
-// cover the longest row); the last slice takes any tokens past that, which
+// Tokens per split of a row of `len` tokens: p.split_len, slices of one
+// length for every row (the launcher sizes them so that n_splits slices
+// cover the longest row); 0 asks for the previous planner, each row cut
+// evenly into n_splits slices of whole 32-token granules, kept to measure
+// against. The last split takes any tokens past n_splits slices, which
 // only a row longer than the launcher was told of has. The reduce kernel
 // agrees on it.
+__device__ __forceinline__ unsigned split_tokens(unsigned len, const DecodeAttentionParams& p) {
+  if (p.split_len != 0) return p.split_len;
+  const unsigned even = (len + p.n_splits - 1) / p.n_splits;
+  return (even + 31) / 32 * 32;
+}
+
 __device__ __forceinline__ unsigned splits_used(unsigned len, const DecodeAttentionParams& p) {
-  return min(p.n_splits, (len + p.split_len - 1) / p.split_len);
+  if (len == 0) return 0;
+  const unsigned tps = split_tokens(len, p);
+  return min(p.n_splits, (len + tps - 1) / tps);
 }
 
 __device__ __forceinline__ float safe_base(float m) { return m == -INFINITY ? 0.0f : m; }
@@ -191,7 +201,8 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   const unsigned nh = min(kHeads, p.group - chunk * kHeads);
   const unsigned head_dim = p.head_dim;
   const unsigned len = reinterpret_cast<const uint32_t*>(p.seq_lens)[row];
-  const unsigned begin = split * p.split_len;
+  const unsigned tps = split_tokens(len, p);
+  const unsigned begin = split * tps;
   float* out = reinterpret_cast<float*>(p.out);
 
   if (begin >= len) {
@@ -204,7 +215,7 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
     }
     return;
   }
-  const unsigned end = split + 1 == p.n_splits ? len : min(len, begin + p.split_len);
+  const unsigned end = split + 1 == p.n_splits ? len : min(len, begin + tps);
 
   const unsigned lanes = kLanes != 0 ? kLanes : p.token_lanes;
   const unsigned lane = threadIdx.x % 32;

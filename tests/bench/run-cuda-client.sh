@@ -71,7 +71,7 @@ echo "-- 3. weight streaming to the GPU vs pinned H2D"
 "$weights" --socket "$sock" --dir "$work" --layers 16 --layer-mib "$layer_mib" --passes 4 --target cuda || rc=1
 echo "-- 4. KV offload/restore of a device row through the store (DRAM tier)"
 "$arena" "$sock" offload "${shape[@]}" --cuda 1 --batch 32 --min-len 256 --steps 200 --compute-us "$compute" \
-  --offload-len 2000 --chunk 32 --cycles 5 || rc=1
+  --offload-len 2048 --chunk 32 --cycles 5 || rc=1
 if [[ $rc -ne 0 ]]; then
   echo "run-cuda-client: a benchmark failed; daemon log:" >&2
   tail -n 40 "$work/daemon.log" >&2

@@ -521,6 +521,7 @@ TEST_F(KvArena, CxxLayerOwnsTheArenaAndThrowsErrno) {
 TEST_F(KvArena, DeviceRowsOffloadAndRestoreByteExact) {
   cxlpool_kv_arena_config cuda = arena_config();
   cuda.backend = CXLPOOL_ARENA_BACKEND_CUDA;
+  cuda.page_bytes = 2 << 20;  // the usual device mapping granularity
   cxlpool_kv_arena* gpu = nullptr;
   if (const int rc = cxlpool_kv_arena_create(client_, &cuda, &gpu); rc != 0) {
     const std::string why = std::string("no cuda KV arena here: ") + cxlpool_last_error();
