@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -281,6 +282,16 @@ int64_t counter_of(const KvService& service, const std::string& name) {
   return -1;
 }
 
+struct ExpectedCounter {
+  const char* name;
+  int64_t value;  // -1: the service has no such counter
+};
+
+// Every counter in `expected` has its value; a failure names the counter.
+void expect_counters(const KvService& service, std::initializer_list<ExpectedCounter> expected) {
+  for (const ExpectedCounter& e : expected) EXPECT_EQ(counter_of(service, e.name), e.value) << e.name;
+}
+
 std::vector<proto::KvKey> keys(uint64_t seed, size_t n) {
   std::vector<proto::KvKey> out;
   for (size_t i = 0; i < n; ++i) out.push_back({seed * 1000 + i + 1, ~(seed * 1000 + i)});
@@ -491,15 +502,14 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   EXPECT_EQ(c.batch.completions[i].status, 0);
   EXPECT_EQ(service->status().leases, 0u);
 
-  auto counter = [&](const std::string& name) { return counter_of(*service, name); };
-  EXPECT_EQ(counter("kv.started"), 1);
-  EXPECT_EQ(counter("kv.connections"), 1);
-  EXPECT_EQ(counter("kv.ring_requests"), 5);
-  EXPECT_EQ(counter("kv.ring_completions"), 5);
-  EXPECT_EQ(counter("kv.puts"), 3);
-  EXPECT_EQ(counter("kv.tier.dram.chunks"), 3);
-  EXPECT_EQ(counter("kv.tier.dram.capacity_bytes"), static_cast<int64_t>(4 * kSlot));
-  EXPECT_EQ(counter("kv.tier.ssd.chunks"), -1) << "no SSD tier: no SSD counters";
+  expect_counters(*service, {{"kv.started", 1},
+                             {"kv.connections", 1},
+                             {"kv.ring_requests", 5},
+                             {"kv.ring_completions", 5},
+                             {"kv.puts", 3},
+                             {"kv.tier.dram.chunks", 3},
+                             {"kv.tier.dram.capacity_bytes", static_cast<int64_t>(4 * kSlot)},
+                             {"kv.tier.ssd.chunks", -1}});  // no SSD tier: no SSD counters
 }
 
 // The store answers with statuses; the ring carries their errnos, exactly
@@ -528,14 +538,13 @@ TEST_F(KvServiceTest, OutcomesReachTheRingAsTheirErrnos) {
     ASSERT_NE(i, SIZE_MAX);
     EXPECT_EQ(c.batch.completions[i].status, t.status) << "op " << static_cast<int>(t.op);
   }
-  auto counter = [&](const std::string& name) { return counter_of(*service, name); };
-  EXPECT_EQ(counter("kv.outcome.ok"), 1);
-  EXPECT_EQ(counter("kv.outcome.not_found"), 2);
-  EXPECT_EQ(counter("kv.outcome.too_large"), 1);
-  EXPECT_EQ(counter("kv.outcome.denied"), 1);
-  EXPECT_EQ(counter("kv.outcome.checksum_error"), 0);
-  EXPECT_EQ(counter("kv.rejected_requests"), 4);
-  EXPECT_EQ(counter("kv.ring_denied_requests"), 1);
+  expect_counters(*service, {{"kv.outcome.ok", 1},
+                             {"kv.outcome.not_found", 2},
+                             {"kv.outcome.too_large", 1},
+                             {"kv.outcome.denied", 1},
+                             {"kv.outcome.checksum_error", 0},
+                             {"kv.rejected_requests", 4},
+                             {"kv.ring_denied_requests", 1}});
 }
 
 // Namespaces carry an owner and a mode; each session's requests are checked
