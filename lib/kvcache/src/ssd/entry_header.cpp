@@ -25,6 +25,17 @@ using EntryFields = ssd_detail::HeaderFields<LeField<&EntryHeader::key, 8>,  // 
 constexpr ssd_detail::SealedHeaderLayout kLayout{"entry header", "no entry (zero header)", kEntryHeaderBytes,
                                                  kEntryMagic, kEntryKnownFlags, 64};
 
+// EBADMSG: a tombstone with a payload, a payload no region holds, region
+// generation 0.
+Result<void> check_fields(const EntryHeader& h) {
+  if (h.tombstone() && h.payload_bytes != 0) return fail(EBADMSG, "entry header: tombstone with a payload");
+  if (h.payload_bytes > max_payload_bytes(kMaxRegionBytes)) {
+    return fail(EBADMSG, "entry header: payload of " + std::to_string(h.payload_bytes) + " bytes fits no region");
+  }
+  if (h.region_generation == 0) return fail(EBADMSG, "entry header: region generation 0");
+  return {};
+}
+
 }  // namespace
 
 std::array<std::byte, kEntryHeaderBytes> encode_entry_header(const EntryHeader& h) {
@@ -32,15 +43,7 @@ std::array<std::byte, kEntryHeaderBytes> encode_entry_header(const EntryHeader& 
 }
 
 Result<EntryHeader> decode_entry_header(std::span<const std::byte> bytes) {
-  auto decoded = ssd_detail::decode_sealed<EntryFields, EntryHeader>(bytes, kLayout);
-  if (!decoded) return decoded;
-  const EntryHeader& h = *decoded;
-  if (h.tombstone() && h.payload_bytes != 0) return fail(EBADMSG, "entry header: tombstone with a payload");
-  if (h.payload_bytes > max_payload_bytes(kMaxRegionBytes)) {
-    return fail(EBADMSG, "entry header: payload of " + std::to_string(h.payload_bytes) + " bytes fits no region");
-  }
-  if (h.region_generation == 0) return fail(EBADMSG, "entry header: region generation 0");
-  return decoded;
+  return ssd_detail::decode_sealed<EntryFields>(bytes, kLayout, check_fields);
 }
 
 bool verify_entry(const EntryHeader& h, std::span<const std::byte> payload) {

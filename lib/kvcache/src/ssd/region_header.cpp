@@ -9,6 +9,14 @@
 
 namespace cxlpool::kvcache {
 
+Result<void> validate_region_bytes(std::uint32_t region_bytes) {
+  if (region_bytes < kMinRegionBytes || region_bytes > kMaxRegionBytes || region_bytes % kSsdBlockBytes != 0) {
+    return fail(EINVAL, "region size " + std::to_string(region_bytes) +
+                            " is not a multiple of 4096 between 8 KiB and 1 GiB");
+  }
+  return {};
+}
+
 namespace {
 
 using ssd_detail::LeField;
@@ -23,24 +31,9 @@ using RegionFields = ssd_detail::HeaderFields<LeField<&RegionHeader::region_inde
 constexpr ssd_detail::SealedHeaderLayout kLayout{"region header", "region never written (zero header)",
                                                  kRegionHeaderBytes, kRegionMagic, kRegionKnownFlags, 32};
 
-}  // namespace
-
-Result<void> validate_region_bytes(std::uint32_t region_bytes) {
-  if (region_bytes < kMinRegionBytes || region_bytes > kMaxRegionBytes || region_bytes % kSsdBlockBytes != 0) {
-    return fail(EINVAL, "region size " + std::to_string(region_bytes) +
-                            " is not a multiple of 4096 between 8 KiB and 1 GiB");
-  }
-  return {};
-}
-
-std::array<std::byte, kRegionHeaderBytes> encode_region_header(const RegionHeader& h) {
-  return ssd_detail::encode_sealed<RegionFields, kRegionHeaderBytes>(h, kLayout);
-}
-
-Result<RegionHeader> decode_region_header(std::span<const std::byte> bytes) {
-  auto decoded = ssd_detail::decode_sealed<RegionFields, RegionHeader>(bytes, kLayout);
-  if (!decoded) return decoded;
-  const RegionHeader& h = *decoded;
+// EBADMSG: a bad region size, used bytes out of range or misaligned,
+// generation 0, more entries than the used bytes hold.
+Result<void> check_fields(const RegionHeader& h) {
   if (!validate_region_bytes(h.region_bytes)) return fail(EBADMSG, "region header: bad region size");
   if (h.used_bytes < kSsdBlockBytes || h.used_bytes > h.region_bytes || h.used_bytes % kSsdBlockBytes != 0) {
     return fail(EBADMSG, "region header: used bytes " + std::to_string(h.used_bytes) + " out of range or misaligned");
@@ -50,7 +43,17 @@ Result<RegionHeader> decode_region_header(std::span<const std::byte> bytes) {
   if (h.entry_count > (h.used_bytes - kSsdBlockBytes) / kSsdBlockBytes) {
     return fail(EBADMSG, "region header: entry count exceeds used space");
   }
-  return decoded;
+  return {};
+}
+
+}  // namespace
+
+std::array<std::byte, kRegionHeaderBytes> encode_region_header(const RegionHeader& h) {
+  return ssd_detail::encode_sealed<RegionFields, kRegionHeaderBytes>(h, kLayout);
+}
+
+Result<RegionHeader> decode_region_header(std::span<const std::byte> bytes) {
+  return ssd_detail::decode_sealed<RegionFields>(bytes, kLayout, check_fields);
 }
 
 }  // namespace cxlpool::kvcache

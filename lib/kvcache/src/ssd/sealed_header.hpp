@@ -81,9 +81,11 @@ std::array<std::byte, Bytes> encode_sealed(const Header& h, const SealedHeaderLa
   return b;
 }
 
-// The header with every field read, once the checks above have passed.
+// The header with every field read, once the checks above and then the
+// header's own `check_fields` have passed.
 template <typename Fields, typename Header>
-Result<Header> decode_sealed(std::span<const std::byte> bytes, const SealedHeaderLayout& layout) {
+Result<Header> decode_sealed(std::span<const std::byte> bytes, const SealedHeaderLayout& layout,
+                             Result<void> (*check_fields)(const Header&)) {
   if (auto ok = check_sealed_header(bytes, layout); !ok) return tl::unexpected(ok.error());
   const std::byte* p = bytes.data();
   Header h;
@@ -91,6 +93,7 @@ Result<Header> decode_sealed(std::span<const std::byte> bytes, const SealedHeade
   h.flags = load_le<std::uint16_t>(p + kOffFlags);
   Fields::load(p, h);
   if (auto ok = check_flags_and_reserved(p, h.flags, layout); !ok) return tl::unexpected(ok.error());
+  if (auto ok = check_fields(h); !ok) return tl::unexpected(ok.error());
   return h;
 }
 
