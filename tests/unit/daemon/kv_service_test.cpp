@@ -298,6 +298,13 @@ std::vector<proto::KvKey> keys(uint64_t seed, size_t n) {
   return out;
 }
 
+// Opens session `session` for `uid` and attaches `c` to it.
+void attach_session(KvService& service, uint64_t session, uid_t uid, TestClient& c) {
+  auto opened = service.open(session, uid, {});
+  ASSERT_TRUE(opened) << opened.error().message;
+  ASSERT_TRUE(c.attach(std::move(*opened)));
+}
+
 class KvServiceTest : public ::testing::Test {
  protected:
   void SetUp() override { pool = make_pool(dram_and_emulated()); }
@@ -314,9 +321,7 @@ class KvServiceTest : public ::testing::Test {
   // (uid 1000).
   void start_with_client(TestClient& c) {
     make(small_section());
-    auto opened = service->open(1, 1000, {});
-    ASSERT_TRUE(opened) << opened.error().message;
-    ASSERT_TRUE(c.attach(std::move(*opened)));
+    ASSERT_NO_FATAL_FAILURE(attach_session(*service, 1, 1000, c));
   }
   // Opens the test's namespace for session `session` as its owner (uid 1000).
   uint64_t namespace_id(uint64_t session, const Requester& who = user(1000)) {
@@ -551,13 +556,9 @@ TEST_F(KvServiceTest, OutcomesReachTheRingAsTheirErrnos) {
 // against the rights its own opens were granted.
 TEST_F(KvServiceTest, NamespaceModesAndPerSessionRights) {
   make(small_section());
-  auto owner_path = service->open(1, 1000, {});
-  ASSERT_TRUE(owner_path) << owner_path.error().message;
-  auto other_path = service->open(2, 1001, {});
-  ASSERT_TRUE(other_path) << other_path.error().message;
   TestClient owner_c, other_c;
-  ASSERT_TRUE(owner_c.attach(std::move(*owner_path)));
-  ASSERT_TRUE(other_c.attach(std::move(*other_path)));
+  ASSERT_NO_FATAL_FAILURE(attach_session(*service, 1, 1000, owner_c));
+  ASSERT_NO_FATAL_FAILURE(attach_session(*service, 2, 1001, other_c));
   const Requester owner = user(1000);
   const Requester other = user(1001);
 
@@ -772,10 +773,8 @@ TEST_F(KvServiceTest, SleepAndDoorbells) {
 
 TEST_F(KvServiceTest, CloseEndsTheConnectionsLeasesNotItsChunks) {
   make(small_section());
-  auto opened = service->open(9, 1000, {});
-  ASSERT_TRUE(opened);
   TestClient c;
-  ASSERT_TRUE(c.attach(std::move(*opened)));
+  ASSERT_NO_FATAL_FAILURE(attach_session(*service, 9, 1000, c));
   const uint64_t ns = namespace_id(9);
   const auto k = keys(3, 2);
   auto id = c.submit(proto::KvOp::kPutBegin, ns, k, 100);
@@ -1105,10 +1104,8 @@ TEST_F(KvSsdTest, RecoveredNamespacesGoToTheFirstOpenerEmptyUnlessAdmin) {
     auto created = KvService::create(kv, *pool);
     ASSERT_TRUE(created) << created.error().message;
     auto& service = **created;
-    auto opened = service.open(1, 1000, {});
-    ASSERT_TRUE(opened);
     TestClient c;
-    ASSERT_TRUE(c.attach(std::move(*opened)));
+    ASSERT_NO_FATAL_FAILURE(attach_session(service, 1, 1000, c));
     for (const auto* spec : {&a, &b}) {
       auto ns = service.open_namespace(1, user(1000), *spec);
       ASSERT_TRUE(ns) << ns.error().message;
@@ -1126,10 +1123,8 @@ TEST_F(KvSsdTest, RecoveredNamespacesGoToTheFirstOpenerEmptyUnlessAdmin) {
   auto created = KvService::create(kv, *pool);
   ASSERT_TRUE(created) << created.error().message;
   auto& service = **created;
-  auto opened = service.open(2, 1001, {});
-  ASSERT_TRUE(opened);
   TestClient c;
-  ASSERT_TRUE(c.attach(std::move(*opened)));
+  ASSERT_NO_FATAL_FAILURE(attach_session(service, 2, 1001, c));
   // Another uid (even the one that wrote them: the log does not say) gets
   // tenant-a's namespace, without its chunks.
   auto taken = service.open_namespace(2, user(1001), a);
