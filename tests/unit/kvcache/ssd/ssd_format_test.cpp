@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cxlpool/common/crc32c.hpp"
@@ -38,20 +39,19 @@ EntryHeader sample_entry() {
 
 std::vector<std::byte> to_vec(std::span<const std::byte> s) { return {s.begin(), s.end()}; }
 
-// Rewrites the CRC of an encoded header after a field was changed on purpose,
-// so the decoder's field checks (not its CRC check) are what is tested.
-std::vector<std::byte> resealed(std::vector<std::byte> b) {
-  const std::size_t at = b.size() - 4;
-  const std::uint32_t c = crc32c(std::span(b).first(at));
-  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<std::byte>(c >> (8 * i));
-  return b;
-}
-
 // `b` with the little-endian field at `at` set to `v`; the CRC is left stale.
 template <typename T>
 std::vector<std::byte> with_field(std::vector<std::byte> b, std::size_t at, T v) {
   for (std::size_t i = 0; i < sizeof(T); ++i) b[at + i] = static_cast<std::byte>(v >> (8 * i));
   return b;
+}
+
+// Rewrites the CRC of an encoded header after a field was changed on purpose,
+// so the decoder's field checks (not its CRC check) are what is tested.
+std::vector<std::byte> resealed(std::vector<std::byte> b) {
+  const std::size_t at = b.size() - 4;
+  const std::uint32_t crc = crc32c(std::span(b).first(at));
+  return with_field(std::move(b), at, crc);
 }
 
 // `b` with the byte at `at` XORed with `bits`; the CRC is left stale.
