@@ -48,7 +48,7 @@ std::string isolation_config(uint64_t dram_slots, uint64_t cxl_slots) {
     // The tests fill every slot as one uid: no per-uid quota in the way.
     << "client_quota_bytes = 0\n";
   // A socket `nobody` may connect to; root is the only admin.
-  return TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n", .tables = t.str()}.render();
+  return TestConfig{.daemon = kOpenToAll, .tables = t.str()}.render();
 }
 
 // A chunk: `marker` (64 bytes, unique per tenant) over and over.

@@ -246,12 +246,7 @@ std::string mapping_perms(const void* addr) {
 }
 
 proto::KvStatusReply kv_status(Connection& conn) {
-  auto reply = conn.call_for<proto::KvStatusReply>(proto::KvStatusRequest{});
-  if (!reply) {
-    ADD_FAILURE() << "KvStatus: " << reply.error().message;
-    return {};
-  }
-  return *reply;
+  return call_or_fail<proto::KvStatusReply>(conn, proto::KvStatusRequest{}, "KvStatus");
 }
 
 class KvStore : public testing::Test {
@@ -901,7 +896,7 @@ TEST_F(KvStore, CtlStatusAndNamespacesJson) {
 
 TEST_F(KvStore, AdminDropsANamespaceOthersMayNot) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
-  start(KvConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"});
+  start(KvConfig{.daemon = kOpenToAll});
   KvSession s(socket(), "kv-drop");
   ASSERT_TRUE(s.ok()) << s.error;
   const auto ns = s.open_namespace("itest-model", nullptr, 0644);
@@ -1470,16 +1465,10 @@ TEST(KvStoreConfig, DisabledStoreAnswersEnotsup) {
 
 TEST(KvStoreConfig, BadValuesStopTheDaemonNamingFileLineAndKey) {
   DaemonProcess dir(TestConfig{}.render());
-  struct Case {
-    const char* table;
-    const char* where;
-  };
-  for (const Case& c : {Case{"[kvstore]\nslot_bytes = 1000\n", ":2: kvstore.slot_bytes:"},
-                        Case{"[kvstore]\nssd_sync = \"sometimes\"\n", ":2: kvstore.ssd_sync:"},
-                        Case{"[kvstore]\neviction = \"fifo\"\n", ":2: kvstore.eviction:"},
-                        Case{"[kvstore]\nno_such = 1\n", ":2: kvstore.no_such:"}}) {
-    EXPECT_TRUE(config_rejected(dir, c.table, c.where));
-  }
+  expect_configs_rejected(dir, {{"[kvstore]\nslot_bytes = 1000\n", ":2: kvstore.slot_bytes:"},
+                                {"[kvstore]\nssd_sync = \"sometimes\"\n", ":2: kvstore.ssd_sync:"},
+                                {"[kvstore]\neviction = \"fifo\"\n", ":2: kvstore.eviction:"},
+                                {"[kvstore]\nno_such = 1\n", ":2: kvstore.no_such:"}});
 }
 
 // ---- durability: kill -9 during a stream of per-commit puts ----

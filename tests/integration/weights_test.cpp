@@ -159,7 +159,7 @@ class Weights : public ::testing::Test {
     if (client_ != nullptr) cxlpool_disconnect(client_);
   }
   // Any user may connect (the unload test acts as another user).
-  DaemonProcess daemon_{TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"}.render()};
+  DaemonProcess daemon_{TestConfig{.daemon = kOpenToAll}.render()};
   cxlpool_client* client_ = nullptr;
 };
 
