@@ -32,6 +32,7 @@
 #include "cxlpool/kv_arena.h"
 #include "cxlpool/kv_arena.hpp"
 #include "daemon_process.hpp"
+#include "kv_connection.hpp"
 #include "test_config.hpp"
 
 namespace cxlpool::integration {
@@ -147,12 +148,7 @@ class KvArena : public testing::Test {
   }
   cxlpool_kv_namespace open_store() {
     EXPECT_EQ(cxlpool_kv_open(client_, nullptr, &kv_), 0);
-    cxlpool_kv_namespace_spec spec{};
-    spec.model_id = "arena-itest";
-    spec.layout = "cxlpool-arena";
-    spec.dtype = "bf16";
-    spec.tp_size = 1;
-    spec.chunk_tokens = kChunk;
+    const auto spec = kv_namespace_spec("arena-itest", "cxlpool-arena", kChunk);
     cxlpool_kv_namespace ns{};
     EXPECT_EQ(cxlpool_kv_namespace_open(kv_, &spec, &ns), 0) << cxlpool_last_error();
     return ns;
