@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 namespace cxlpool::proto {
 namespace {
@@ -37,6 +39,76 @@ bool fits(std::span<std::byte> mapping, const KvRingGeometry& g) {
 }
 
 void store_flag(uint32_t& w, uint32_t v) { RingWord(w).store(v, std::memory_order_relaxed); }
+
+// Known op (0 only with an error status: the request's op was unknown),
+// status 0 or a negative errno, reserved fields zero.
+bool kv_completion_well_formed(const KvCompletion& c) {
+  const bool op_ok = (c.op >= 1 && c.op <= kKvOpMax) || (c.op == 0 && c.status < 0);
+  return op_ok && c.status <= 0 && c.status >= kMinStatus && c.reserved0 == 0 && c.flags == 0 &&
+         c.reserved1[0] == 0 && c.reserved1[1] == 0;
+}
+
+// Where the list of an entry just read from a ring must be, given the
+// consumer's slab cursor and what this pass has used of the slab so far.
+// nullopt when the entry puts it elsewhere, or when the lists published but
+// not consumed would exceed the slab (beyond it, lists overlap): the
+// producer broke the ring's rules.
+std::optional<Placement> list_in_place(uint64_t slab_cursor, uint64_t& slab_used, uint32_t count,
+                                       uint32_t arg_offset, uint32_t slab) {
+  const Placement at = place(slab_cursor, uint64_t{count} * kKvRecordBytes, slab);
+  slab_used += at.advance;
+  if (arg_offset != at.offset || slab_used > slab) return std::nullopt;
+  return at;
+}
+
+// Copies `count` records at `offset` of a slab to the end of `records`;
+// returns the index of the first.
+template <typename Record>
+uint32_t copy_records(std::vector<Record>& records, const std::byte* slab, uint32_t offset, uint32_t count) {
+  const size_t first = records.size();
+  records.resize(first + count);
+  if (count != 0) std::memcpy(records.data() + first, slab + offset, uint64_t{count} * kKvRecordBytes);
+  return static_cast<uint32_t>(first);
+}
+
+// Kicks `efd` when the other end asked to be woken. The fence pairs with the
+// one in the other end's arm_wakeup: either it sees what we published
+// before, or we see its flag. Returns whether it kicked.
+bool kick_if_asked(uint32_t& need_wakeup, int efd) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (ring_word(need_wakeup) == 0) return false;
+  ring_kick(efd);
+  return true;
+}
+
+// Publishes the producer index and wakes the consumer if it sleeps.
+bool publish(uint64_t& producer, uint64_t head, uint32_t& need_wakeup, int efd) {
+  RingIndex(producer).store(head, std::memory_order_release);
+  return kick_if_asked(need_wakeup, efd);
+}
+
+// Asks the other end to kick us, then looks once more for work that came
+// before the flag was visible; with work, withdraws the request and returns
+// false (do not sleep).
+template <typename WorkPending>
+bool arm(uint32_t& need_wakeup, WorkPending work_pending) {
+  store_flag(need_wakeup, 1);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (work_pending()) {
+    store_flag(need_wakeup, 0);
+    return false;
+  }
+  return true;
+}
+
+// arm_wakeup, sleep on the doorbell, disarm_wakeup.
+template <typename RingEnd>
+Result<bool> sleep_until_kicked(RingEnd& end, int efd, int timeout_ms) {
+  if (!end.arm_wakeup()) return true;
+  auto woke = ring_wait(efd, timeout_ms);
+  end.disarm_wakeup();
+  return woke;
+}
 
 }  // namespace
 
@@ -207,14 +279,8 @@ Result<void> KvClientRing::submit(const KvRequest& request, std::span<const KvKe
 
 bool KvClientRing::flush() {
   if (header_ == nullptr || broken_ || sq_head_ == sq_published_) return false;
-  RingIndex(header_->sq_producer).store(sq_head_, std::memory_order_release);
   sq_published_ = sq_head_;
-  // Pairs with the fence in KvDaemonRing::arm_wakeup: either it sees our
-  // producer index, or we see its flag.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ring_word(header_->sq_need_wakeup) == 0) return false;
-  ring_kick(sq_efd_);
-  return true;
+  return publish(header_->sq_producer, sq_head_, header_->sq_need_wakeup, sq_efd_);
 }
 
 size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
@@ -233,27 +299,19 @@ size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
   for (; done < n; ++done) {
     KvCompletion c;
     std::memcpy(&c, cq_ + ((cq_tail_ + done) & cq_mask_) * kKvRingEntryBytes, sizeof c);
-    const bool op_ok = (c.op >= 1 && c.op <= kKvOpMax) || (c.op == 0 && c.status < 0);
-    const bool entry_ok = op_ok && c.reserved0 == 0 && c.flags == 0 &&
-                          c.reserved1[0] == 0 && c.reserved1[1] == 0 && c.status <= 0 && c.status >= kMinStatus &&
-                          c.count <= limit && reaped_ + done < submitted_;
-    if (!entry_ok) {
+    if (!kv_completion_well_formed(c) || c.count > limit || reaped_ + done >= submitted_) {
       broken_ = true;
       break;
     }
-    const Placement at = place(cq_slab_tail_, uint64_t{c.count} * kKvRecordBytes, slab);
-    slab_used += at.advance;
     // The lists of the completions in one reap were all in the slab at once.
-    if (c.arg_offset != at.offset || slab_used > slab) {
+    const auto at = list_in_place(cq_slab_tail_, slab_used, c.count, c.arg_offset, slab);
+    if (!at) {
       broken_ = true;
       break;
     }
     out.completions.push_back(c);
-    out.first_location.push_back(static_cast<uint32_t>(out.locations.size()));
-    const size_t first = out.locations.size();
-    out.locations.resize(first + c.count);
-    if (c.count != 0) std::memcpy(out.locations.data() + first, cq_slab_ + at.offset, uint64_t{c.count} * kKvRecordBytes);
-    cq_slab_tail_ += at.advance;
+    out.first_location.push_back(copy_records(out.locations, cq_slab_, at->offset, c.count));
+    cq_slab_tail_ += at->advance;
   }
   if (broken_) return done;
   cq_tail_ += done;
@@ -262,9 +320,8 @@ size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
     // Release: our copies are complete before the daemon reuses the space.
     RingIndex(header_->cq_slab_consumer).store(cq_slab_tail_, std::memory_order_release);
     RingIndex(header_->cq_consumer).store(cq_tail_, std::memory_order_release);
-    // The daemon may sleep waiting for CQ space: same pairing as flush().
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (ring_word(header_->sq_need_wakeup) != 0) ring_kick(sq_efd_);
+    // The daemon may sleep waiting for CQ space.
+    kick_if_asked(header_->sq_need_wakeup, sq_efd_);
   }
   return done;
 }
@@ -275,13 +332,7 @@ bool KvClientRing::completions_pending() const {
 
 bool KvClientRing::arm_wakeup() {
   if (header_ == nullptr || broken_) return false;
-  store_flag(header_->cq_need_wakeup, 1);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (completions_pending()) {
-    store_flag(header_->cq_need_wakeup, 0);
-    return false;
-  }
-  return true;
+  return arm(header_->cq_need_wakeup, [this] { return completions_pending(); });
 }
 
 void KvClientRing::disarm_wakeup() {
@@ -290,9 +341,7 @@ void KvClientRing::disarm_wakeup() {
 
 Result<bool> KvClientRing::wait(int timeout_ms) {
   if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
-  if (!arm_wakeup()) return true;
-  auto woke = ring_wait(cq_efd_, timeout_ms);
-  disarm_wakeup();
+  auto woke = sleep_until_kicked(*this, cq_efd_, timeout_ms);
   if (!woke) return tl::unexpected(woke.error());
   return *woke || completions_pending();
 }
@@ -374,21 +423,17 @@ size_t KvDaemonRing::take(KvRequestBatch& out, size_t max) {
       broken_ = true;
       break;
     }
-    const Placement at = place(sq_slab_tail_, uint64_t{r.count} * kKvRecordBytes, slab);
-    slab_used += at.advance;
     // A correct client never has more than the slab's worth of lists
-    // published but not taken: beyond it, lists overlap.
-    if (r.arg_offset != at.offset || slab_used > slab) {
+    // published but not taken.
+    const auto at = list_in_place(sq_slab_tail_, slab_used, r.count, r.arg_offset, slab);
+    if (!at) {
       broken_ = true;
       break;
     }
     out.requests.push_back(r);
     out.errors.push_back(kv_request_well_formed(r) ? 0 : -EINVAL);
-    out.first_key.push_back(static_cast<uint32_t>(out.keys.size()));
-    const size_t first = out.keys.size();
-    out.keys.resize(first + r.count);
-    if (r.count != 0) std::memcpy(out.keys.data() + first, sq_slab_ + at.offset, uint64_t{r.count} * kKvRecordBytes);
-    sq_slab_tail_ += at.advance;
+    out.first_key.push_back(copy_records(out.keys, sq_slab_, at->offset, r.count));
+    sq_slab_tail_ += at->advance;
   }
   sq_tail_ += done;
   taken_ += done;
@@ -404,12 +449,7 @@ size_t KvDaemonRing::take(KvRequestBatch& out, size_t max) {
 Result<void> KvDaemonRing::complete(const KvCompletion& completion, std::span<const KvLocation> locations) {
   if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
   const uint32_t slab = geometry_.cq_slab_bytes;
-  // Op 0 answers a request whose op this version does not know; it is an error.
-  const bool op_ok = (completion.op >= 1 && completion.op <= kKvOpMax) || (completion.op == 0 && completion.status < 0);
-  if (completed_ >= taken_ || locations.size() > max_records(slab) || !op_ok || completion.status > 0 ||
-      completion.status < kMinStatus ||
-      completion.reserved0 != 0 || completion.flags != 0 || completion.reserved1[0] != 0 ||
-      completion.reserved1[1] != 0) {
+  if (completed_ >= taken_ || locations.size() > max_records(slab) || !kv_completion_well_formed(completion)) {
     return fail(EINVAL, "kv ring: completion without a request, malformed, or too many locations");
   }
   const uint64_t cap = uint64_t{cq_mask_} + 1;
@@ -437,30 +477,20 @@ Result<void> KvDaemonRing::complete(const KvCompletion& completion, std::span<co
 bool KvDaemonRing::flush() {
   if (header_ == nullptr || broken_) return false;
   if (cq_published_ == cq_head_) return false;
-  RingIndex(header_->cq_producer).store(cq_head_, std::memory_order_release);
   cq_published_ = cq_head_;
-  // Pairs with the fence in KvClientRing::arm_wakeup.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ring_word(header_->cq_need_wakeup) == 0) return false;
-  ring_kick(cq_efd_);
-  return true;
+  return publish(header_->cq_producer, cq_head_, header_->cq_need_wakeup, cq_efd_);
 }
 
 bool KvDaemonRing::arm_wakeup() {
   if (header_ == nullptr || broken_) return false;
   const uint64_t cq_tail_before = cq_tail_seen_;
   const uint64_t cq_slab_tail_before = cq_slab_tail_seen_;
-  store_flag(header_->sq_need_wakeup, 1);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const uint64_t head = RingIndex(header_->sq_producer).load(std::memory_order_acquire);
-  const bool refreshed = refresh_cq_tail();
-  const bool work = !refreshed || (head != sq_tail_ && take_room() > 0) || cq_tail_seen_ != cq_tail_before ||
-                    cq_slab_tail_seen_ != cq_slab_tail_before;
-  if (work) {
-    store_flag(header_->sq_need_wakeup, 0);
-    return false;
-  }
-  return true;
+  return arm(header_->sq_need_wakeup, [&] {
+    const uint64_t head = RingIndex(header_->sq_producer).load(std::memory_order_acquire);
+    const bool refreshed = refresh_cq_tail();
+    return !refreshed || (head != sq_tail_ && take_room() > 0) || cq_tail_seen_ != cq_tail_before ||
+           cq_slab_tail_seen_ != cq_slab_tail_before;
+  });
 }
 
 void KvDaemonRing::disarm_wakeup() {
@@ -469,11 +499,7 @@ void KvDaemonRing::disarm_wakeup() {
 
 Result<bool> KvDaemonRing::wait(int timeout_ms) {
   if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
-  if (!arm_wakeup()) return true;
-  auto woke = ring_wait(sq_efd_, timeout_ms);
-  disarm_wakeup();
-  if (!woke) return tl::unexpected(woke.error());
-  return *woke;
+  return sleep_until_kicked(*this, sq_efd_, timeout_ms);
 }
 
 }  // namespace cxlpool::proto
