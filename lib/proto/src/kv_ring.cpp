@@ -71,6 +71,43 @@ uint32_t copy_records(std::vector<Record>& records, const std::byte* slab, uint3
   return static_cast<uint32_t>(first);
 }
 
+// One ring's entries and list slab, as its consumer reads them.
+struct ConsumerView {
+  const std::byte* entries;
+  uint32_t mask;
+  const std::byte* slab;
+  uint32_t slab_bytes;
+};
+
+struct Copied {
+  uint64_t entries;
+  bool broken;  // the entry after them broke the ring's rules
+};
+
+// Copies up to `n` entries from index `tail` on, with their lists, out of
+// the mapping: `keep` stores an entry, its records go to the end of
+// `records` and the index of its first to `first_record`. Stops at the
+// first entry that `entry_ok(entry, index)` refuses, whose list is longer
+// than the slab allows, or whose list is out of place. Advances `slab_tail`
+// past the lists copied.
+template <typename Entry, typename Record, typename EntryOk, typename Keep>
+Copied copy_out(const ConsumerView& ring, uint64_t tail, uint64_t& slab_tail, uint64_t n, std::vector<Record>& records,
+                std::vector<uint32_t>& first_record, EntryOk entry_ok, Keep keep) {
+  const uint32_t limit = max_records(ring.slab_bytes);
+  uint64_t slab_used = 0;
+  for (uint64_t done = 0; done < n; ++done) {
+    Entry e;
+    std::memcpy(&e, ring.entries + ((tail + done) & ring.mask) * kKvRingEntryBytes, sizeof e);
+    if (e.count > limit || !entry_ok(e, done)) return {done, true};
+    const auto at = list_in_place(slab_tail, slab_used, e.count, e.arg_offset, ring.slab_bytes);
+    if (!at) return {done, true};
+    keep(e);
+    first_record.push_back(copy_records(records, ring.slab, at->offset, e.count));
+    slab_tail += at->advance;
+  }
+  return {n, false};
+}
+
 // Kicks `efd` when the other end asked to be woken. The fence pairs with the
 // one in the other end's arm_wakeup: either it sees what we published
 // before, or we see its flag. Returns whether it kicked.
@@ -291,29 +328,17 @@ size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
     broken_ = true;
     return 0;
   }
-  const uint32_t slab = geometry_.cq_slab_bytes;
-  const uint32_t limit = max_records(slab);
-  const uint64_t n = std::min<uint64_t>(available, max);
-  uint64_t done = 0;
-  uint64_t slab_used = 0;
-  for (; done < n; ++done) {
-    KvCompletion c;
-    std::memcpy(&c, cq_ + ((cq_tail_ + done) & cq_mask_) * kKvRingEntryBytes, sizeof c);
-    if (!kv_completion_well_formed(c) || c.count > limit || reaped_ + done >= submitted_) {
-      broken_ = true;
-      break;
-    }
-    // The lists of the completions in one reap were all in the slab at once.
-    const auto at = list_in_place(cq_slab_tail_, slab_used, c.count, c.arg_offset, slab);
-    if (!at) {
-      broken_ = true;
-      break;
-    }
-    out.completions.push_back(c);
-    out.first_location.push_back(copy_records(out.locations, cq_slab_, at->offset, c.count));
-    cq_slab_tail_ += at->advance;
+  // The lists of the completions in one reap were all in the slab at once.
+  const Copied copied = copy_out<KvCompletion>(
+      ConsumerView{cq_, cq_mask_, cq_slab_, geometry_.cq_slab_bytes}, cq_tail_, cq_slab_tail_,
+      std::min<uint64_t>(available, max), out.locations, out.first_location,
+      [&](const KvCompletion& c, uint64_t i) { return kv_completion_well_formed(c) && reaped_ + i < submitted_; },
+      [&](const KvCompletion& c) { out.completions.push_back(c); });
+  const uint64_t done = copied.entries;
+  if (copied.broken) {
+    broken_ = true;
+    return done;
   }
-  if (broken_) return done;
   cq_tail_ += done;
   reaped_ += done;
   if (done > 0) {
@@ -412,32 +437,23 @@ size_t KvDaemonRing::take(KvRequestBatch& out, size_t max) {
   }
   if (!refresh_cq_tail()) return 0;
   const uint64_t n = std::min<uint64_t>({available, max, take_room()});
-  const uint32_t slab = geometry_.sq_slab_bytes;
-  const uint32_t limit = max_records(slab);
-  uint64_t done = 0;
-  uint64_t slab_used = 0;
-  for (; done < n; ++done) {
-    KvRequest r;
-    std::memcpy(&r, sq_ + ((sq_tail_ + done) & sq_mask_) * kKvRingEntryBytes, sizeof r);
-    if (r.count > limit) {
-      broken_ = true;
-      break;
-    }
-    // A correct client never has more than the slab's worth of lists
-    // published but not taken.
-    const auto at = list_in_place(sq_slab_tail_, slab_used, r.count, r.arg_offset, slab);
-    if (!at) {
-      broken_ = true;
-      break;
-    }
-    out.requests.push_back(r);
-    out.errors.push_back(kv_request_well_formed(r) ? 0 : -EINVAL);
-    out.first_key.push_back(copy_records(out.keys, sq_slab_, at->offset, r.count));
-    sq_slab_tail_ += at->advance;
-  }
+  // A correct client never has more than the slab's worth of lists
+  // published but not taken. A malformed request is taken and answered
+  // -EINVAL; only a list too long or out of place breaks the ring.
+  const Copied copied = copy_out<KvRequest>(
+      ConsumerView{sq_, sq_mask_, sq_slab_, geometry_.sq_slab_bytes}, sq_tail_, sq_slab_tail_, n, out.keys,
+      out.first_key, [](const KvRequest&, uint64_t) { return true; },
+      [&](const KvRequest& r) {
+        out.requests.push_back(r);
+        out.errors.push_back(kv_request_well_formed(r) ? 0 : -EINVAL);
+      });
+  const uint64_t done = copied.entries;
   sq_tail_ += done;
   taken_ += done;
-  if (broken_) return done;
+  if (copied.broken) {
+    broken_ = true;
+    return done;
+  }
   if (done > 0) {
     // Release: our copies are complete before the client reuses the space.
     RingIndex(header_->sq_slab_consumer).store(sq_slab_tail_, std::memory_order_release);
