@@ -108,6 +108,17 @@ Copied copy_out(const ConsumerView& ring, uint64_t tail, uint64_t& slab_tail, ui
   return {n, false};
 }
 
+// Stages an entry at index `head` of a ring with its list, which goes
+// where `at` places it in the slab; fills the entry's count and arg_offset.
+template <typename Entry, typename Record>
+void stage(std::byte* entries, uint32_t mask, uint64_t head, std::byte* slab, const Placement& at, Entry e,
+           std::span<const Record> records) {
+  e.count = static_cast<uint32_t>(records.size());
+  e.arg_offset = at.offset;
+  if (!records.empty()) std::memcpy(slab + at.offset, records.data(), records.size_bytes());
+  std::memcpy(entries + (head & mask) * kKvRingEntryBytes, &e, sizeof e);
+}
+
 // Kicks `efd` when the other end asked to be woken. The fence pairs with the
 // one in the other end's arm_wakeup: either it sees what we published
 // before, or we see its flag. Returns whether it kicked.
@@ -305,9 +316,7 @@ Result<void> KvClientRing::submit(const KvRequest& request, std::span<const KvKe
     if (sq_slab_head_ - tail <= slab) sq_slab_tail_seen_ = tail;
     if (at.advance > slab_free()) return fail(EAGAIN, "kv ring: submission slab full");
   }
-  if (!keys.empty()) std::memcpy(sq_slab_ + at.offset, keys.data(), keys.size_bytes());
-  e.arg_offset = at.offset;
-  std::memcpy(sq_ + (sq_head_ & sq_mask_) * kKvRingEntryBytes, &e, sizeof e);
+  stage(sq_, sq_mask_, sq_head_, sq_slab_, at, e, keys);
   sq_slab_head_ += at.advance;
   ++sq_head_;
   ++submitted_;
@@ -479,11 +488,7 @@ Result<void> KvDaemonRing::complete(const KvCompletion& completion, std::span<co
     if (!refresh_cq_tail()) return fail(EPIPE, "kv ring: broken");
     if (at.advance > slab_free()) return fail(EAGAIN, "kv ring: completion slab full");
   }
-  KvCompletion c = completion;
-  c.count = static_cast<uint32_t>(locations.size());
-  c.arg_offset = at.offset;
-  if (!locations.empty()) std::memcpy(cq_slab_ + at.offset, locations.data(), locations.size_bytes());
-  std::memcpy(cq_ + (cq_head_ & cq_mask_) * kKvRingEntryBytes, &c, sizeof c);
+  stage(cq_, cq_mask_, cq_head_, cq_slab_, at, completion, locations);
   cq_slab_head_ += at.advance;
   ++cq_head_;
   ++completed_;
