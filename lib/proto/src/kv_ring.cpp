@@ -108,15 +108,33 @@ Copied copy_out(const ConsumerView& ring, uint64_t tail, uint64_t& slab_tail, ui
   return {n, false};
 }
 
+// Makes sure `need` more entries or slab bytes fit in a ring or slab of
+// `cap`, whose producer is at `head` and whose consumer was last seen at
+// `tail_seen`. When they do not, `refresh()` reads the consumer's cursor
+// once more into `tail_seen` (false: the ring is broken, EPIPE); EAGAIN
+// with `full` when they still do not fit.
+template <typename Refresh>
+Result<void> make_room(uint64_t need, uint64_t cap, uint64_t head, const uint64_t& tail_seen, Refresh refresh,
+                       const char* full) {
+  auto fits = [&] { return (head - tail_seen) + need <= cap; };
+  if (fits()) return {};
+  if (!refresh()) return fail(EPIPE, "kv ring: broken");
+  if (fits()) return {};
+  return fail(EAGAIN, full);
+}
+
 // Stages an entry at index `head` of a ring with its list, which goes
-// where `at` places it in the slab; fills the entry's count and arg_offset.
+// where `at` places it in the slab; fills the entry's count and arg_offset
+// and advances the producer's cursors past both.
 template <typename Entry, typename Record>
-void stage(std::byte* entries, uint32_t mask, uint64_t head, std::byte* slab, const Placement& at, Entry e,
-           std::span<const Record> records) {
+void stage(std::byte* entries, uint32_t mask, uint64_t& head, std::byte* slab, uint64_t& slab_head,
+           const Placement& at, Entry e, std::span<const Record> records) {
   e.count = static_cast<uint32_t>(records.size());
   e.arg_offset = at.offset;
   if (!records.empty()) std::memcpy(slab + at.offset, records.data(), records.size_bytes());
   std::memcpy(entries + (head & mask) * kKvRingEntryBytes, &e, sizeof e);
+  slab_head += at.advance;
+  ++head;
 }
 
 // Kicks `efd` when the other end asked to be woken. The fence pairs with the
@@ -129,9 +147,13 @@ bool kick_if_asked(uint32_t& need_wakeup, int efd) {
   return true;
 }
 
-// Publishes the producer index and wakes the consumer if it sleeps.
-bool publish(uint64_t& producer, uint64_t head, uint32_t& need_wakeup, int efd) {
+// Publishes what was staged since the last call (`published`) as the
+// producer index and wakes the consumer if it sleeps. Returns whether it
+// kicked.
+bool publish(uint64_t head, uint64_t& published, uint64_t& producer, uint32_t& need_wakeup, int efd) {
+  if (head == published) return false;
   RingIndex(producer).store(head, std::memory_order_release);
+  published = head;
   return kick_if_asked(need_wakeup, efd);
 }
 
@@ -301,32 +323,32 @@ Result<void> KvClientRing::submit(const KvRequest& request, std::span<const KvKe
     return fail(EINVAL, "kv ring: malformed request or too many keys");
   }
   if (in_flight() >= geometry_.cq_entries) return fail(EAGAIN, "kv ring: completion ring would overflow");
+  // Acquire pairs with the daemon's release: it has copied the entries and
+  // lists out. A cursor beyond ours is a daemon bug: we stay "full".
+  auto see_tail = [](uint64_t& consumer, uint64_t head, uint64_t cap, uint64_t& tail_seen) {
+    const uint64_t tail = RingIndex(consumer).load(std::memory_order_acquire);
+    if (head - tail <= cap) tail_seen = tail;
+    return true;
+  };
   const uint64_t sq_cap = uint64_t{sq_mask_} + 1;
-  if (sq_head_ - sq_tail_seen_ >= sq_cap) {
-    // Acquire pairs with the daemon's release: it has copied the entries out.
-    const uint64_t tail = RingIndex(header_->sq_consumer).load(std::memory_order_acquire);
-    if (sq_head_ - tail <= sq_cap) sq_tail_seen_ = tail;  // else a daemon bug: stay "full"
-    if (sq_head_ - sq_tail_seen_ >= sq_cap) return fail(EAGAIN, "kv ring: submission ring full");
-  }
+  auto ring_room = make_room(1, sq_cap, sq_head_, sq_tail_seen_, [&] {
+    return see_tail(header_->sq_consumer, sq_head_, sq_cap, sq_tail_seen_);
+  }, "kv ring: submission ring full");
+  if (!ring_room) return ring_room;
   const uint32_t slab = geometry_.sq_slab_bytes;
   const Placement at = place(sq_slab_head_, keys.size_bytes(), slab);
-  auto slab_free = [&] { return slab - (sq_slab_head_ - sq_slab_tail_seen_); };
-  if (at.advance > slab_free()) {
-    const uint64_t tail = RingIndex(header_->sq_slab_consumer).load(std::memory_order_acquire);
-    if (sq_slab_head_ - tail <= slab) sq_slab_tail_seen_ = tail;
-    if (at.advance > slab_free()) return fail(EAGAIN, "kv ring: submission slab full");
-  }
-  stage(sq_, sq_mask_, sq_head_, sq_slab_, at, e, keys);
-  sq_slab_head_ += at.advance;
-  ++sq_head_;
+  auto slab_room = make_room(at.advance, slab, sq_slab_head_, sq_slab_tail_seen_, [&] {
+    return see_tail(header_->sq_slab_consumer, sq_slab_head_, slab, sq_slab_tail_seen_);
+  }, "kv ring: submission slab full");
+  if (!slab_room) return slab_room;
+  stage(sq_, sq_mask_, sq_head_, sq_slab_, sq_slab_head_, at, e, keys);
   ++submitted_;
   return {};
 }
 
 bool KvClientRing::flush() {
-  if (header_ == nullptr || broken_ || sq_head_ == sq_published_) return false;
-  sq_published_ = sq_head_;
-  return publish(header_->sq_producer, sq_head_, header_->sq_need_wakeup, sq_efd_);
+  if (header_ == nullptr || broken_) return false;
+  return publish(sq_head_, sq_published_, header_->sq_producer, header_->sq_need_wakeup, sq_efd_);
 }
 
 size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
@@ -477,29 +499,22 @@ Result<void> KvDaemonRing::complete(const KvCompletion& completion, std::span<co
   if (completed_ >= taken_ || locations.size() > max_records(slab) || !kv_completion_well_formed(completion)) {
     return fail(EINVAL, "kv ring: completion without a request, malformed, or too many locations");
   }
-  const uint64_t cap = uint64_t{cq_mask_} + 1;
-  if (cq_head_ - cq_tail_seen_ >= cap) {
-    if (!refresh_cq_tail()) return fail(EPIPE, "kv ring: broken");
-    if (cq_head_ - cq_tail_seen_ >= cap) return fail(EAGAIN, "kv ring: completion ring full");
-  }
+  auto refresh = [this] { return refresh_cq_tail(); };
+  auto ring_room =
+      make_room(1, uint64_t{cq_mask_} + 1, cq_head_, cq_tail_seen_, refresh, "kv ring: completion ring full");
+  if (!ring_room) return ring_room;
   const Placement at = place(cq_slab_head_, locations.size_bytes(), slab);
-  auto slab_free = [&] { return slab - (cq_slab_head_ - cq_slab_tail_seen_); };
-  if (at.advance > slab_free()) {
-    if (!refresh_cq_tail()) return fail(EPIPE, "kv ring: broken");
-    if (at.advance > slab_free()) return fail(EAGAIN, "kv ring: completion slab full");
-  }
-  stage(cq_, cq_mask_, cq_head_, cq_slab_, at, completion, locations);
-  cq_slab_head_ += at.advance;
-  ++cq_head_;
+  auto slab_room =
+      make_room(at.advance, slab, cq_slab_head_, cq_slab_tail_seen_, refresh, "kv ring: completion slab full");
+  if (!slab_room) return slab_room;
+  stage(cq_, cq_mask_, cq_head_, cq_slab_, cq_slab_head_, at, completion, locations);
   ++completed_;
   return {};
 }
 
 bool KvDaemonRing::flush() {
   if (header_ == nullptr || broken_) return false;
-  if (cq_published_ == cq_head_) return false;
-  cq_published_ = cq_head_;
-  return publish(header_->cq_producer, cq_head_, header_->cq_need_wakeup, cq_efd_);
+  return publish(cq_head_, cq_published_, header_->cq_producer, header_->cq_need_wakeup, cq_efd_);
 }
 
 bool KvDaemonRing::arm_wakeup() {
