@@ -51,56 +51,67 @@ struct Reader {
     return v->get<double>();
   }
 
+  // The object at `key`, handed with its dotted path (for messages) to
+  // `fill`; a missing one leaves the result default.
+  template <typename T, typename Fill>
+  T section(const Json& obj, const char* key, const std::string& where, Fill fill) {
+    T out;
+    if (const Json* v = child(obj, key, where); v != nullptr) fill(*v, where + "." + key, out);
+    return out;
+  }
+
+  // An optional object of counts keyed by numbers ("percentile", "bins"):
+  // `add` takes each key and count and says whether the key parsed. False
+  // (and the entry named) at the first entry that does not.
+  template <typename Add>
+  bool counts(const Json& obj, const char* key, const std::string& where, Add add) {
+    if (!obj.contains(key)) return true;
+    for (const auto& [k, val] : obj.at(key).items()) {
+      if (!val.is_number() || !add(k, val)) {
+        error = fmt::format("{}.{}: bad entry \"{}\"", where, key, k);
+        return false;
+      }
+    }
+    return true;
+  }
+
   FioLatency latency(const Json& obj, const char* key, const std::string& where) {
-    FioLatency lat;
-    const Json* v = child(obj, key, where);
-    if (v == nullptr) return lat;
-    const std::string here = where + "." + key;
-    lat.min = u64(*v, "min", here);
-    lat.max = u64(*v, "max", here);
-    lat.mean = f64(*v, "mean", here);
-    lat.stddev = f64(*v, "stddev", here);
-    lat.n = u64(*v, "N", here);
-    if (v->contains("percentile")) {
-      for (const auto& [k, val] : v->at("percentile").items()) {
+    return section<FioLatency>(obj, key, where, [this](const Json& v, const std::string& here, FioLatency& lat) {
+      lat.min = u64(v, "min", here);
+      lat.max = u64(v, "max", here);
+      lat.mean = f64(v, "mean", here);
+      lat.stddev = f64(v, "stddev", here);
+      lat.n = u64(v, "N", here);
+      const bool percentiles_ok = counts(v, "percentile", here, [&](const std::string& k, const Json& count) {
         char* end = nullptr;
         const double p = std::strtod(k.c_str(), &end);
-        if (end == k.c_str() || !val.is_number()) {
-          error = fmt::format("{}.percentile: bad entry \"{}\"", here, k);
-          return lat;
-        }
-        lat.percentiles[p] = val.get<std::uint64_t>();
-      }
-    }
-    if (v->contains("bins")) {
-      for (const auto& [k, val] : v->at("bins").items()) {
+        if (end == k.c_str()) return false;
+        lat.percentiles[p] = count.get<std::uint64_t>();
+        return true;
+      });
+      if (!percentiles_ok) return;
+      counts(v, "bins", here, [&](const std::string& k, const Json& count) {
         char* end = nullptr;
         const auto ns = std::strtoull(k.c_str(), &end, 10);
-        if (end == k.c_str() || !val.is_number()) {
-          error = fmt::format("{}.bins: bad entry \"{}\"", here, k);
-          return lat;
-        }
-        lat.bins[ns] += val.get<std::uint64_t>();
-      }
-    }
-    return lat;
+        if (end == k.c_str()) return false;
+        lat.bins[ns] += count.get<std::uint64_t>();
+        return true;
+      });
+    });
   }
 
   FioDirection direction(const Json& job, const char* key, const std::string& where) {
-    FioDirection d;
-    const Json* v = child(job, key, where);
-    if (v == nullptr) return d;
-    const std::string here = where + "." + key;
-    d.io_bytes = u64(*v, "io_bytes", here);
-    d.bw_bytes = u64(*v, "bw_bytes", here);
-    d.bw_kib = u64(*v, "bw", here);
-    d.iops = f64(*v, "iops", here);
-    d.runtime_ms = u64(*v, "runtime", here);
-    d.total_ios = u64(*v, "total_ios", here);
-    d.slat = latency(*v, "slat_ns", here);
-    d.clat = latency(*v, "clat_ns", here);
-    d.lat = latency(*v, "lat_ns", here);
-    return d;
+    return section<FioDirection>(job, key, where, [this](const Json& v, const std::string& here, FioDirection& d) {
+      d.io_bytes = u64(v, "io_bytes", here);
+      d.bw_bytes = u64(v, "bw_bytes", here);
+      d.bw_kib = u64(v, "bw", here);
+      d.iops = f64(v, "iops", here);
+      d.runtime_ms = u64(v, "runtime", here);
+      d.total_ios = u64(v, "total_ios", here);
+      d.slat = latency(v, "slat_ns", here);
+      d.clat = latency(v, "clat_ns", here);
+      d.lat = latency(v, "lat_ns", here);
+    });
   }
 };
 
