@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,20 @@ namespace cxlpool::io {
 namespace {
 
 using Json = nlohmann::json;
+
+// A number written as an object key; none when the key does not start with one.
+template <typename Key>
+std::optional<Key> number_key(const std::string& text) {
+  char* end = nullptr;
+  Key value{};
+  if constexpr (std::is_floating_point_v<Key>) {
+    value = std::strtod(text.c_str(), &end);
+  } else {
+    value = std::strtoull(text.c_str(), &end, 10);
+  }
+  if (end == text.c_str()) return std::nullopt;
+  return value;
+}
 
 // Reports the first key fio always writes that is missing or mistyped, so
 // a malformed report is named rather than read as zeros.
@@ -60,17 +76,19 @@ struct Reader {
     return out;
   }
 
-  // An optional object of counts keyed by numbers ("percentile", "bins"):
-  // `add` takes each key and count and says whether the key parsed. False
-  // (and the entry named) at the first entry that does not.
-  template <typename Add>
+  // An optional object of counts keyed by numbers ("percentile": decimal
+  // keys, "bins": whole nanoseconds), each entry handed to `add` as (key,
+  // count). False (and the entry named) at the first one that does not parse.
+  template <typename Key, typename Add>
   bool counts(const Json& obj, const char* key, const std::string& where, Add add) {
     if (!obj.contains(key)) return true;
     for (const auto& [k, val] : obj.at(key).items()) {
-      if (!val.is_number() || !add(k, val)) {
+      const auto number = number_key<Key>(k);
+      if (!number || !val.is_number()) {
         error = fmt::format("{}.{}: bad entry \"{}\"", where, key, k);
         return false;
       }
+      add(*number, val.template get<std::uint64_t>());
     }
     return true;
   }
@@ -82,21 +100,8 @@ struct Reader {
       lat.mean = f64(v, "mean", here);
       lat.stddev = f64(v, "stddev", here);
       lat.n = u64(v, "N", here);
-      const bool percentiles_ok = counts(v, "percentile", here, [&](const std::string& k, const Json& count) {
-        char* end = nullptr;
-        const double p = std::strtod(k.c_str(), &end);
-        if (end == k.c_str()) return false;
-        lat.percentiles[p] = count.get<std::uint64_t>();
-        return true;
-      });
-      if (!percentiles_ok) return;
-      counts(v, "bins", here, [&](const std::string& k, const Json& count) {
-        char* end = nullptr;
-        const auto ns = std::strtoull(k.c_str(), &end, 10);
-        if (end == k.c_str()) return false;
-        lat.bins[ns] += count.get<std::uint64_t>();
-        return true;
-      });
+      if (!counts<double>(v, "percentile", here, [&](double p, std::uint64_t n) { lat.percentiles[p] = n; })) return;
+      counts<std::uint64_t>(v, "bins", here, [&](std::uint64_t ns, std::uint64_t n) { lat.bins[ns] += n; });
     });
   }
 
