@@ -52,6 +52,8 @@ void prefill(ProfileParams& p, JobText& t, std::uint64_t offset, std::uint64_t b
 // cxlpool-io (like fio) writes the missing part of a file a reader needs;
 // a prefill job also rewrites an existing target that may hold holes.
 const ProfileParam kPrefill{"prefill", "0", "1: rewrite the whole target first (one that may hold holes)"};
+// How long a time_based profile runs.
+const ProfileParam kRuntime{"runtime", "30s", "run time"};
 
 void weights_cold_load(ProfileParams& p, JobText& t) {
   const std::uint64_t size = p.size("size");
@@ -127,6 +129,18 @@ void layer_stream_mmap(ProfileParams& p, JobText& t) {
   }
 }
 
+// A job appending one token's K and V per layer at a decode step's pace,
+// `bytes` from `offset`.
+void kv_append_job(JobText& t, std::uint64_t token_bytes, std::uint64_t offset, std::uint64_t bytes,
+                   std::uint64_t step_us, std::uint64_t layers) {
+  t.set("rw", "write");
+  t.set_bytes("bs", token_bytes);
+  t.set_bytes("offset", offset);
+  t.set_bytes("size", bytes);
+  t.set_us("thinktime", std::max<std::uint64_t>(1, step_us / layers));
+  t.set("thinktime_blocks", 1);
+}
+
 void kv_writeback_decode(ProfileParams& p, JobText& t) {
   const std::uint64_t layers = p.count("layers", 1, 1024);
   const std::uint64_t token_bytes = p.size("token_bytes");
@@ -138,12 +152,7 @@ void kv_writeback_decode(ProfileParams& p, JobText& t) {
   t.comment("every decode step appends one token's K and V per layer, per sequence");
   for (std::uint64_t i = 0; i < sequences; ++i) {
     t.section("kv-append-seq" + std::to_string(i));
-    t.set("rw", "write");
-    t.set_bytes("bs", token_bytes);
-    t.set_bytes("offset", i * per_sequence);
-    t.set_bytes("size", per_sequence);
-    t.set_us("thinktime", std::max<std::uint64_t>(1, step_us / layers));
-    t.set("thinktime_blocks", 1);
+    kv_append_job(t, token_bytes, i * per_sequence, per_sequence, step_us, layers);
   }
 }
 
@@ -176,6 +185,14 @@ void kv_decode_readall(ProfileParams& p, JobText& t) {
   t.set_bytes("size", layers * context_bytes);
   t.set_bytes("io_size", steps * layers * (context_bytes + token_bytes));
 }
+
+// The parameters prefix_fetch_job reads (and the store it reads from).
+const ProfileParam kPrefixFetchParams[] = {
+    {"store_size", "4g", "bytes of stored chunks"},
+    {"chunk", "2m", "bytes per KV chunk"},
+    {"theta", "1.2", "zipf skew"},
+    {"iodepth", "4", "fetches in flight"},
+};
 
 void prefix_fetch_job(ProfileParams& p, JobText& t, std::string_view name, std::uint64_t store) {
   t.section(name);
@@ -235,12 +252,7 @@ void mixed_serve(ProfileParams& p, JobText& t) {
   t.flag("stonewall");
   t.section("kv-writeback");
   t.comment("new tokens' KV written behind the prefix store while fetches run");
-  t.set("rw", "write");
-  t.set_bytes("bs", token_bytes);
-  t.set_bytes("offset", store);
-  t.set_bytes("size", writeback);
-  t.set_us("thinktime", std::max<std::uint64_t>(1, step_us / layers));
-  t.set("thinktime_blocks", 1);
+  kv_append_job(t, token_bytes, store, writeback, step_us, layers);
   t.flag("time_based");
   t.set_us("runtime", p.time_us("runtime"));
 }
@@ -301,6 +313,13 @@ std::vector<ProfileParam> with(std::initializer_list<ProfileParam> own, std::spa
   return out;
 }
 
+// Parameters shared with other profiles first, then the profile's own.
+std::vector<ProfileParam> shared_then(std::span<const ProfileParam> shared, std::initializer_list<ProfileParam> own) {
+  std::vector<ProfileParam> out(shared.begin(), shared.end());
+  out.insert(out.end(), own);
+  return out;
+}
+
 const std::vector<Profile>& profiles() {
   static const std::vector<Profile> kProfiles = {
       {{"weights-cold-load", "load a model's weights: large sequential reads, 1-16 MiB requests at QD 8-64",
@@ -345,13 +364,7 @@ const std::vector<Profile>& profiles() {
        kv_decode_readall},
       {{"kv-prefix-fetch", "fetch cached prompt-prefix KV chunks with zipf popularity; p99 per chunk",
         "prefix KV reuse from SSD in Mooncake (FAST'25), FlashGen (ASPLOS'25) and IMPRESS (FAST'25)",
-        with({{"store_size", "4g", "bytes of stored chunks"},
-              {"chunk", "2m", "bytes per KV chunk"},
-              {"theta", "1.2", "zipf skew"},
-              {"iodepth", "4", "fetches in flight"},
-              {"runtime", "30s", "run time"},
-              {"ioengine", "io_uring", "engine"},
-              kPrefill})},
+        shared_then(kPrefixFetchParams, {kRuntime, {"ioengine", "io_uring", "engine"}, kPrefill})},
        kv_prefix_fetch},
       {{"sparse-neuron-fetch", "fetch activated neuron rows/columns: random 8-32 KiB reads at a high depth",
         "LLM in a flash (bundled rows/columns read from flash; throughput grows with request size and threads)",
@@ -360,23 +373,20 @@ const std::vector<Profile>& profiles() {
               {"max_request", "32k", "largest read"},
               {"iodepth", "64", "reads in flight per thread"},
               {"threads", "2", "reading threads"},
-              {"runtime", "30s", "run time"},
+              kRuntime,
               {"ioengine", "io_uring", "engine"},
               kPrefill})},
        sparse_neuron_fetch},
       {{"mixed-serve", "a serving node: zipf prefix fetches while new KV is written back, concurrently",
         "Mooncake/FlashGen-style prefix reuse with write-back of new KV; CHEOPS'25's read-dominated mix",
-        with({{"store_size", "4g", "bytes of stored chunks"},
-              {"chunk", "2m", "bytes per fetched chunk"},
-              {"theta", "1.2", "zipf skew"},
-              {"iodepth", "4", "fetches in flight"},
-              {"token_bytes", "16k", "K+V bytes of one token in one layer"},
-              {"layers", "32", "layers (one write per layer per step)"},
-              {"step_time", "20000", "decode step time (bare numbers are us)"},
-              {"writeback_size", "256m", "region the write-back appends to (wraps)"},
-              {"runtime", "30s", "run time"},
-              {"ioengine", "io_uring", "engine"},
-              kPrefill})},
+        shared_then(kPrefixFetchParams,
+                    {{"token_bytes", "16k", "K+V bytes of one token in one layer"},
+                     {"layers", "32", "layers (one write per layer per step)"},
+                     {"step_time", "20000", "decode step time (bare numbers are us)"},
+                     {"writeback_size", "256m", "region the write-back appends to (wraps)"},
+                     kRuntime,
+                     {"ioengine", "io_uring", "engine"},
+                     kPrefill})},
        mixed_serve},
       {{"tensor-saveload", "save then load tensors of 1 MiB-4 GiB with each engine",
         "CHEOPS'25 (libaio beats POSIX for tensor loads and stores); DeepSpeed's libaio O_DIRECT tensor swapper "
