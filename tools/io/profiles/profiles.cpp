@@ -49,9 +49,22 @@ void prefill(ProfileParams& p, JobText& t, std::uint64_t offset, std::uint64_t b
   t.set_bytes("size", bytes);
 }
 
+// The profile's [global] section, the prefill job when asked for, and the
+// profile's own job, named after it and run after the prefill.
+void main_job(ProfileParams& p, JobText& t, std::string_view profile, std::uint64_t bytes,
+              std::initializer_list<std::string> comments) {
+  global_section(t, profile, p.text("ioengine"), true);
+  prefill(p, t, 0, bytes);
+  t.section(profile);
+  for (const auto& c : comments) t.comment(c);
+  t.flag("stonewall");
+}
+
 // cxlpool-io (like fio) writes the missing part of a file a reader needs;
 // a prefill job also rewrites an existing target that may hold holes.
 const ProfileParam kPrefill{"prefill", "0", "1: rewrite the whole target first (one that may hold holes)"};
+// The engine a profile's jobs use unless --set ioengine= says otherwise.
+ProfileParam ioengine_param(std::string default_engine) { return {"ioengine", std::move(default_engine), "engine"}; }
 // How long a time_based profile runs.
 const ProfileParam kRuntime{"runtime", "30s", "run time"};
 
@@ -94,11 +107,8 @@ LayerShape layer_shape(ProfileParams& p) {
 void layer_stream(ProfileParams& p, JobText& t) {
   const LayerShape s = layer_shape(p);
   const std::uint64_t buffers = p.count("buffers", 1, 64);
-  global_section(t, "layer-stream", p.text("ioengine"), true);
-  prefill(p, t, 0, s.layers * s.layer_size);
-  t.section("layer-stream");
-  t.comment("each token reads every layer in order; the think time after a layer is its compute");
-  t.flag("stonewall");
+  main_job(p, t, "layer-stream", s.layers * s.layer_size,
+           {"each token reads every layer in order; the think time after a layer is its compute"});
   t.set("rw", "read");
   t.set_bytes("bs", s.request);
   t.set("iodepth", buffers);
@@ -170,14 +180,11 @@ void kv_decode_readall(ProfileParams& p, JobText& t) {
   const auto mix = std::clamp<std::uint64_t>(
       static_cast<std::uint64_t>(std::llround(100.0 * static_cast<double>(reads) / static_cast<double>(reads + 1))), 1, 99);
   const double byte_ratio = static_cast<double>(mix * request) / static_cast<double>((100 - mix) * token_bytes);
-  global_section(t, "kv-decode-readall", p.text("ioengine"), true);
-  prefill(p, t, 0, layers * context_bytes);
-  t.section("kv-decode-readall");
-  t.comment("per step and layer: read the whole context (" + std::to_string(reads) + " x " + size_text(request) +
-            "), write one token (" + size_text(token_bytes) + ")");
-  t.comment("read:write bytes = " + std::to_string(std::llround(byte_ratio)) + " (context length " +
-            std::to_string(context) + ")");
-  t.flag("stonewall");
+  main_job(p, t, "kv-decode-readall", layers * context_bytes,
+           {"per step and layer: read the whole context (" + std::to_string(reads) + " x " + size_text(request) +
+                "), write one token (" + size_text(token_bytes) + ")",
+            "read:write bytes = " + std::to_string(std::llround(byte_ratio)) + " (context length " +
+                std::to_string(context) + ")"});
   t.set("rw", "rw");
   t.set("rwmixread", mix);
   t.set("bs", size_text(request) + "," + size_text(token_bytes));
@@ -224,11 +231,8 @@ void sparse_neuron_fetch(ProfileParams& p, JobText& t) {
   const std::uint64_t lo = p.size("min_request");
   const std::uint64_t hi = p.size("max_request");
   p.check(lo <= hi, "min_request", "larger than max_request");
-  global_section(t, "sparse-neuron-fetch", p.text("ioengine"), true);
-  prefill(p, t, 0, size);
-  t.section("sparse-neuron-fetch");
-  t.comment("bundled rows/columns of the activated neurons: small random reads at a high depth");
-  t.flag("stonewall");
+  main_job(p, t, "sparse-neuron-fetch", size,
+           {"bundled rows/columns of the activated neurons: small random reads at a high depth"});
   t.set("rw", "randread");
   t.set("bsrange", size_text(lo) + "-" + size_text(hi));
   t.flag("norandommap");
@@ -328,13 +332,13 @@ const std::vector<Profile>& profiles() {
         with({{"size", "2g", "model file bytes"},
               {"block_sizes", "1m:4m:16m", "request sizes to sweep"},
               {"iodepths", "8:64", "queue depths to sweep"},
-              {"ioengine", "libaio", "engine"},
+              ioengine_param("libaio"),
               kPrefill})},
        weights_cold_load},
       {{"layer-stream", "stream weights layer by layer for every token, compute as think time, 2-5 buffers in flight",
         "FlexGen and DeepSpeed ZeRO-Inference layer-wise weight offload (traced in CHEOPS'25); MoE-Lightning's "
         "double-buffered weight pages",
-        with({{"buffers", "3", "reads in flight (prefetch buffers)"}, {"ioengine", "libaio", "engine"}, kPrefill},
+        with({{"buffers", "3", "reads in flight (prefetch buffers)"}, ioengine_param("libaio"), kPrefill},
              kLayerParams)},
        layer_stream},
       {{"layer-stream-mmap", "layer-stream through a memory-mapped weight file, 4 threads faulting pages",
@@ -349,7 +353,7 @@ const std::vector<Profile>& profiles() {
               {"steps", "256", "decode steps"},
               {"step_time", "20000", "time of one decode step (bare numbers are us)"},
               {"sequences", "4", "sequences decoded at once, each appending to its own region"},
-              {"ioengine", "psync", "engine"}})},
+              ioengine_param("psync")})},
        kv_writeback_decode},
       {{"kv-decode-readall", "decode with offloaded KV: read the whole context per layer, write one token",
         "CHEOPS'25 KV offload with FlexGen: read-dominated, read:write = context length",
@@ -359,12 +363,12 @@ const std::vector<Profile>& profiles() {
               {"steps", "8", "decode steps"},
               {"request", "1m", "read request bytes"},
               {"iodepth", "4", "requests in flight"},
-              {"ioengine", "libaio", "engine"},
+              ioengine_param("libaio"),
               kPrefill})},
        kv_decode_readall},
       {{"kv-prefix-fetch", "fetch cached prompt-prefix KV chunks with zipf popularity; p99 per chunk",
         "prefix KV reuse from SSD in Mooncake (FAST'25), FlashGen (ASPLOS'25) and IMPRESS (FAST'25)",
-        shared_then(kPrefixFetchParams, {kRuntime, {"ioengine", "io_uring", "engine"}, kPrefill})},
+        shared_then(kPrefixFetchParams, {kRuntime, ioengine_param("io_uring"), kPrefill})},
        kv_prefix_fetch},
       {{"sparse-neuron-fetch", "fetch activated neuron rows/columns: random 8-32 KiB reads at a high depth",
         "LLM in a flash (bundled rows/columns read from flash; throughput grows with request size and threads)",
@@ -374,7 +378,7 @@ const std::vector<Profile>& profiles() {
               {"iodepth", "64", "reads in flight per thread"},
               {"threads", "2", "reading threads"},
               kRuntime,
-              {"ioengine", "io_uring", "engine"},
+              ioengine_param("io_uring"),
               kPrefill})},
        sparse_neuron_fetch},
       {{"mixed-serve", "a serving node: zipf prefix fetches while new KV is written back, concurrently",
@@ -385,7 +389,7 @@ const std::vector<Profile>& profiles() {
                      {"step_time", "20000", "decode step time (bare numbers are us)"},
                      {"writeback_size", "256m", "region the write-back appends to (wraps)"},
                      kRuntime,
-                     {"ioengine", "io_uring", "engine"},
+                     ioengine_param("io_uring"),
                      kPrefill})},
        mixed_serve},
       {{"tensor-saveload", "save then load tensors of 1 MiB-4 GiB with each engine",
@@ -403,7 +407,7 @@ const std::vector<Profile>& profiles() {
               {"no_stall", "0", "1: ignore the trace's timing, issue as fast as possible"},
               {"iodepth", "32", "requests in flight"},
               {"size", "1g", "target bytes (must cover the trace's offsets)"},
-              {"ioengine", "libaio", "engine"}})},
+              ioengine_param("libaio")})},
        trace_replay},
   };
   return kProfiles;
