@@ -621,23 +621,8 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   auto add = [&](std::string name, uint64_t value) { out.push_back({std::move(name), value}); };
   add("kv.started", store_ ? 1 : 0);
   add("kv.connections", connections_.size());
-  add("kv.connections_opened", counters_.connections_opened);
-  add("kv.connections_closed", counters_.connections_closed);
-  add("kv.ring_requests", counters_.requests);
-  add("kv.ring_malformed_requests", counters_.malformed_requests);
-  add("kv.ring_denied_requests", counters_.denied_requests);
-  add("kv.ring_completions", counters_.completions);
-  add("kv.ring_backlogged", counters_.backlogged);
-  add("kv.ring_broken", counters_.broken_rings);
-  add("kv.doorbells", counters_.doorbells);
-  add("kv.client_wakeups", counters_.client_wakeups);
-  add("kv.io_wakeups", counters_.io_wakeups);
-  add("kv.start_failures", counters_.start_failures);
-  if (views_) {
-    add("kv.views", views_->counters().views);
-    add("kv.view_punches", views_->counters().punches);
-    add("kv.view_punch_errors", views_->counters().punch_errors);
-  }
+  emit_counters("kv.", counters_, add);
+  if (views_) emit_counters("kv.", views_->counters(), add);
   if (!store_) return;
   const auto& c = store_->counters();
   add("kv.lookups", c.lookups);
