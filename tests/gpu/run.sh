@@ -7,8 +7,11 @@
 # the CUDA weight streamer, ioengine=cuda, the integration suites that use a
 # GPU (KvArena, GpuHostAlloc) against the real daemon, then the benchmarks
 # with their figures: attention_bench (decode attention, contiguous arena vs
-# paged, against the device's copy bandwidth) and gpu_bench (H2D/D2H pinned
-# and pageable vs the PCIe link, VMM mapping bandwidth).
+# paged, against the device's copy bandwidth), sdpa_compare (PyTorch's
+# scaled_dot_product_attention on the same shapes, where the host has
+# PyTorch), gpu_bench (H2D/D2H pinned and pageable vs the PCIe link, VMM
+# mapping bandwidth) and cuda_client_bench (arena steps, mapping, KV
+# offload/restore of device rows, weight streaming).
 #
 # Two ways to run it:
 #  - from a bundle made by tests/gpu/bundle.sh (this script sits beside a
