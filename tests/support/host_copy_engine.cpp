@@ -56,6 +56,7 @@ class HostCopyEngine final : public hal::GpuCopyEngine {
     return std::make_unique<HostDeviceBuffer>(bytes);
   }
   Result<std::unique_ptr<hal::GpuPinnedBuffer>> allocate_pinned(size_t bytes) override {
+    if (host_copy_engine_log().refuse_pinned) return fail(ENOMEM, "no pinned memory");
     return std::make_unique<HostPinnedBuffer>(bytes);
   }
   hal::HostRangeRegistration register_host_range(const std::byte*, size_t) override {
@@ -90,6 +91,7 @@ void HostCopyEngineLog::reset() {
   bytes_to_host = 0;
   synchronizes = 0;
   fail_copies_with = 0;
+  refuse_pinned = false;
 }
 
 HostCopyEngineLog& host_copy_engine_log() {

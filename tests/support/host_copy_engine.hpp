@@ -25,6 +25,7 @@ struct HostCopyEngineLog {
   std::atomic<uint64_t> bytes_to_host{0};
   std::atomic<int> synchronizes{0};
   std::atomic<int> fail_copies_with{0};  // errno every copy fails with; 0: they work
+  std::atomic<bool> refuse_pinned{false};  // allocate_pinned fails with ENOMEM
   void reset();
 };
 

@@ -10,26 +10,36 @@
 
 namespace cxlpool::client::arena {
 
-Result<void> copy_segment(const ArenaGeometry& geo, uint64_t base, uint32_t row, const CopySegment& seg,
-                          hal::GpuCopyEngine* engine) {
+namespace {
+
+// Calls fn(arena address, buffer, bytes) for each layer's K and V run of the
+// segment, in the buffer's packed order.
+template <typename Fn>
+Result<void> for_each_run(const ArenaGeometry& geo, uint64_t base, uint32_t row, const CopySegment& seg, Fn&& fn) {
   const uint64_t bytes = uint64_t{seg.count} * geo.token_bytes;
   const uint64_t skip = uint64_t{row} * geo.row_stride + uint64_t{seg.first} * geo.token_bytes;
   uint8_t* buf = seg.buffer;
   for (uint32_t l = 0; l < geo.layers; ++l) {
     for (uint32_t kind = 0; kind < 2; ++kind) {
-      const uint64_t at = base + geo.tensor_offset(l, kind) + skip;
-      if (engine != nullptr) {
-        auto r = seg.into_row ? engine->copy_to_device(at, buf, bytes) : engine->copy_to_host(buf, at, bytes);
-        if (!r) return r;
-      } else if (seg.into_row) {
-        std::memcpy(reinterpret_cast<void*>(at), buf, bytes);
-      } else {
-        std::memcpy(buf, reinterpret_cast<const void*>(at), bytes);
-      }
+      if (auto r = fn(base + geo.tensor_offset(l, kind) + skip, buf, bytes); !r) return r;
       buf += bytes;
     }
   }
   return {};
+}
+
+}  // namespace
+
+Result<void> copy_segment(const ArenaGeometry& geo, uint64_t base, uint32_t row, const CopySegment& seg,
+                          hal::GpuCopyEngine* engine) {
+  return for_each_run(geo, base, row, seg, [&](uint64_t at, uint8_t* buf, uint64_t bytes) -> Result<void> {
+    if (engine != nullptr) {
+      return seg.into_row ? engine->copy_to_device(at, buf, bytes) : engine->copy_to_host(buf, at, bytes);
+    }
+    if (seg.into_row) std::memcpy(reinterpret_cast<void*>(at), buf, bytes);
+    else std::memcpy(buf, reinterpret_cast<const void*>(at), bytes);
+    return {};
+  });
 }
 
 CopyWorker::~CopyWorker() {
@@ -101,6 +111,38 @@ void CopyWorker::loop() {
   }
 }
 
+Result<void> CopyWorker::copy_through_engine(hal::GpuCopyEngine& engine, const CopyJob& job) {
+  if (!engine_bound_) {
+    if (auto r = engine.bind_thread(); !r) return r;
+    engine_bound_ = true;
+    // Pinned staging when the driver gives it; without, each run is a
+    // pageable copy the driver stages itself (slower, same result).
+    auto staged = StagedCopier::create(engine);
+    if (staged) staged_ = std::move(*staged);
+  }
+  if (!staged_) {
+    for (const auto& seg : job.segments) {
+      if (auto r = copy_segment(geo_, base_, job.row, seg, &engine); !r) return r;
+    }
+    return engine.synchronize();
+  }
+  // Consecutive segments of one direction go as one staged transfer.
+  std::vector<DevicePiece> pieces;
+  for (size_t i = 0; i < job.segments.size(); ++i) {
+    const auto& seg = job.segments[i];
+    auto r = for_each_run(geo_, base_, job.row, seg, [&](uint64_t at, uint8_t* buf, uint64_t bytes) -> Result<void> {
+      pieces.push_back(DevicePiece{at, buf, bytes});
+      return {};
+    });
+    const bool last = i + 1 == job.segments.size() || job.segments[i + 1].into_row != seg.into_row;
+    if (!last) continue;
+    r = seg.into_row ? staged_->to_device(pieces) : staged_->to_host(pieces);
+    if (!r) return r;
+    pieces.clear();
+  }
+  return {};
+}
+
 void CopyWorker::run(CopyJob& job) {
   hal::GpuCopyEngine* engine = nullptr;
   {
@@ -109,20 +151,16 @@ void CopyWorker::run(CopyJob& job) {
   }
   const uint64_t t0 = monotonic_ns();
   Result<void> r;
-  if (engine != nullptr && !engine_bound_) {
-    r = engine->bind_thread();
-    engine_bound_ = r.has_value();
+  if (engine != nullptr) {
+    r = copy_through_engine(*engine, job);
+  } else {
+    for (const auto& seg : job.segments) r = copy_segment(geo_, base_, job.row, seg);
   }
-  for (size_t i = 0; r && i < job.segments.size(); ++i) {
-    r = copy_segment(geo_, base_, job.row, job.segments[i], engine);
-    if (r) job.bytes += uint64_t{job.segments[i].count} * geo_.token_bytes * geo_.tensors;
-  }
-  // Device copies are queued: the job is done when the engine says so.
-  if (r && engine != nullptr) r = engine->synchronize();
-  if (!r) {
+  if (r) {
+    for (const auto& seg : job.segments) job.bytes += uint64_t{seg.count} * geo_.token_bytes * geo_.tensors;
+  } else {
     job.error = r.error().code != 0 ? r.error().code : EIO;
     job.error_text = r.error().message;
-    job.bytes = 0;
   }
   job.ns = monotonic_ns() - t0;
 }

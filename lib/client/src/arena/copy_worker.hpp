@@ -8,7 +8,8 @@
 // ever run here (no daemon call, no arena bookkeeping). The rows a job
 // touches must stay mapped until it is back: the arena pins them.
 // Host-memory arenas copy with memcpy; device arenas through the GPU's copy
-// engine (use_engine), which this thread binds to before its first copy.
+// engine (use_engine), which this thread binds to before its first copy,
+// staging through two pinned buffers (staged_copy.hpp) when it has them.
 #pragma once
 
 #include <condition_variable>
@@ -23,6 +24,7 @@
 #include "arena_geometry.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/hal/gpu_copy.hpp"
+#include "staged_copy.hpp"
 
 namespace cxlpool::client::arena {
 
@@ -75,6 +77,7 @@ class CopyWorker {
  private:
   void loop();
   void run(CopyJob& job);
+  Result<void> copy_through_engine(hal::GpuCopyEngine& engine, const CopyJob& job);
 
   const ArenaGeometry geo_;
   const uint64_t base_;
@@ -85,6 +88,7 @@ class CopyWorker {
   uint64_t bytes_ = 0, ns_ = 0;
   hal::GpuCopyEngine* engine_ = nullptr;
   bool engine_bound_ = false;  // the worker thread's engine binding (worker only)
+  std::unique_ptr<StagedCopier> staged_;  // pinned staging for the engine (worker only)
   std::thread thread_;
 };
 
