@@ -26,6 +26,7 @@
 #include "cxlpool/common/clock.hpp"
 #include "page_placement.hpp"
 #include "report.hpp"
+#include "vm_options.hpp"
 
 namespace vt = cxlpool::vmtest;
 namespace proto = cxlpool::proto;
@@ -49,10 +50,7 @@ class TieringTest {
   TieringTest(std::string socket, vt::Report& report) : socket_(std::move(socket)), report_(report) {}
 
   int run() {
-    if (!vt::numa_node_exists(kCxlNode)) {
-      std::printf("SKIP: no NUMA node %d (run this inside tests/vm/run-in-vm.sh)\n", kCxlNode);
-      return 77;
-    }
+    if (int rc = vt::skip_without_node(kCxlNode); rc != 0) return rc;
     if (int rc = cxlpool_connect(socket_.c_str(), "vm_tiering_promote", &s_.client); rc < 0) {
       return report_.failure(api_error("connect to " + socket_, rc));
     }
@@ -244,21 +242,8 @@ class TieringTest {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string socket = "/tmp/cxlpool/cxlpoold.sock";
-  std::string report_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--socket" && i + 1 < argc) {
-      socket = argv[++i];
-    } else if (arg == "--report" && i + 1 < argc) {
-      report_path = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--socket PATH] [--report FILE]\n", argv[0]);
-      return 2;
-    }
-  }
-  vt::Report report("vm_tiering_promote", report_path);
-  const int rc = TieringTest(socket, report).run();
-  report.line(rc == 0 ? "PASS" : rc == 77 ? "SKIP" : "FAIL");
-  return rc;
+  const auto options = vt::parse_vm_test_options(argc, argv, {.takes_socket = true});
+  if (!options) return 2;
+  vt::Report report("vm_tiering_promote", options->report_path);
+  return vt::finish(report, TieringTest(options->socket, report).run());
 }
