@@ -42,11 +42,15 @@ class Kernels {
                           Stream stream = nullptr) const;
 
   // How a decode-attention launch is cut (the launchers choose; tests and
-  // benchmarks print it). The context of each row is divided evenly into
-  // n_splits slices, one thread block per (row, KV head, up to 4 of its query
-  // heads, slice); with n_splits > 1 a second kernel combines the slices.
+  // benchmarks print it). Each row's context is cut into slices of
+  // split_len tokens, one thread block per (row, KV head, up to 4 of its
+  // query heads, slice): a row of max_context tokens uses n_splits slices, a
+  // shorter row fewer, so every block but a row's last reads the same number
+  // of tokens whatever the rows' lengths. With n_splits > 1 a second kernel
+  // combines a row's slices.
   struct AttentionPlan {
     uint32_t n_splits = 1;
+    uint32_t split_len = 0;     // tokens per slice, a multiple of 32
     uint32_t token_lanes = 32;  // lanes that read one token's head row
     bool vector_loads = false;  // 16-byte loads (head rows and k/v 16-byte aligned)
     uint32_t blocks = 0;        // thread blocks of the main kernel

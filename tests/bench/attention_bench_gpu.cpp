@@ -131,10 +131,10 @@ int run_gpu(const Options& o, const Workload& w) {
     auto plan_p = kernels->attention_plan(w.shape, uint64_t{w.blocks_per_row} * o.page_tokens,
                                           kp->ptr(), vp->ptr());
     if (!plan_c || !plan_p) return 1;
-    std::printf("  launch: %u blocks/SM target: contiguous %u splits x %u blocks, paged %u splits, "
-                "%u lanes per token, %s loads\n",
-                target, plan_c->n_splits, plan_c->blocks, plan_p->n_splits, plan_c->token_lanes,
-                plan_c->vector_loads ? "16-byte" : "scalar");
+    std::printf("  launch: %u blocks/SM target: contiguous %u splits of %u tokens x %u blocks, "
+                "paged %u splits of %u tokens, %u lanes per token, %s loads\n",
+                target, plan_c->n_splits, plan_c->split_len, plan_c->blocks, plan_p->n_splits,
+                plan_p->split_len, plan_c->token_lanes, plan_c->vector_loads ? "16-byte" : "scalar");
     const int inner = 20;  // launches per timed sample: a decode call is short
     std::vector<double> tc, tp;
     for (int rep = -1; rep < o.reps; ++rep) {

@@ -176,10 +176,15 @@ TEST_F(GpuAttention, PlanSplitsLongContextsAndKeepsShortOnesWhole) {
   const AttentionShape s{1, 32, 8, 128, 0.1f, KvDtype::kBf16};
   CXLPOOL_ASSERT_OK_AND_ASSIGN(long_plan, kernels_->attention_plan(s, 32768, 0, 0));
   EXPECT_GT(long_plan.n_splits, 1u);
+  // Slices of one length, whole warp steps, just covering the longest row.
+  EXPECT_EQ(long_plan.split_len % 32, 0u);
+  EXPECT_GE(uint64_t{long_plan.n_splits} * long_plan.split_len, 32768u);
+  EXPECT_LT(uint64_t{long_plan.n_splits - 1} * long_plan.split_len, 32768u);
   EXPECT_TRUE(long_plan.vector_loads);
   EXPECT_EQ(long_plan.token_lanes, 16u);
   CXLPOOL_ASSERT_OK_AND_ASSIGN(short_plan, kernels_->attention_plan(s, 16, 0, 0));
   EXPECT_EQ(short_plan.n_splits, 1u);
+  EXPECT_GE(short_plan.split_len, 16u);
   CXLPOOL_ASSERT_OK_AND_ASSIGN(misaligned, kernels_->attention_plan(s, 16, 8, 0));
   EXPECT_FALSE(misaligned.vector_loads);
   // A batch that fills the GPU on its own needs no split.
