@@ -599,14 +599,8 @@ void parse_tiering(Section section, Config& config) {
   section.read_int("damon_kdamond", 0, 1023, t.damon_kdamond);
   // The manager's own validator checks each value and the combination, so
   // the file, SIGHUP and `cxlpoolctl tiering set` share one set of rules.
-  // Knobs checked against each other (the watermarks) may need the other
-  // one first: apply in passes until nothing more applies.
-  struct Pending {
-    std::string key;
-    std::string text;
-    const toml::node* node;
-  };
-  std::vector<Pending> pending;
+  std::vector<std::pair<std::string, std::string>> knobs;
+  std::vector<const toml::node*> nodes;  // one per knob
   for (const std::string& key : tiering::M5Config::keys()) {
     const toml::node* node = section.get(key);
     if (node == nullptr) continue;
@@ -615,25 +609,16 @@ void parse_tiering(Section section, Config& config) {
       section.wrong_type(key, *node, "a boolean, number or string");
       continue;
     }
-    pending.push_back({key, *text, node});
+    knobs.emplace_back(key, *text);
+    nodes.push_back(node);
   }
   tiering::M5Config m5;
-  for (bool progress = true; progress && !pending.empty();) {
-    progress = false;
-    for (auto it = pending.begin(); it != pending.end();) {
-      if (m5.set(it->key, it->text)) {
-        progress = true;
-        it = pending.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  for (const auto& p : pending) {
-    std::string message = m5.set(p.key, p.text).error().message;
-    const std::string own_prefix = "tiering." + p.key + ": ";
+  for (size_t i : set_m5_knobs(m5, knobs)) {
+    const auto& [key, text] = knobs[i];
+    std::string message = m5.set(key, text).error().message;
+    const std::string own_prefix = "tiering." + key + ": ";
     if (message.rfind(own_prefix, 0) == 0) message.erase(0, own_prefix.size());
-    section.fail_at(p.key, *p.node, message);
+    section.fail_at(key, *nodes[i], message);
   }
   for (const std::string& key : tiering::M5Config::keys()) {
     if (section.get(key) == nullptr) continue;
@@ -919,6 +904,23 @@ const char* log_level_name(LogLevel level) {
     case LogLevel::kDebug: return "debug";
   }
   return "unknown";
+}
+
+std::vector<size_t> set_m5_knobs(tiering::M5Config& m5, const std::vector<std::pair<std::string, std::string>>& knobs) {
+  std::vector<size_t> pending(knobs.size());
+  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  for (bool progress = true; progress && !pending.empty();) {
+    progress = false;
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (m5.set(knobs[*it].first, knobs[*it].second)) {
+        progress = true;
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return pending;
 }
 
 }  // namespace cxlpool::daemon

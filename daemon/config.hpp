@@ -15,6 +15,10 @@
 #include "cxlpool/common/log.hpp"
 #include "cxlpool/common/result.hpp"
 
+namespace cxlpool::tiering {
+struct M5Config;
+}
+
 namespace cxlpool::daemon {
 
 enum class EmulatedBacking { kMemfd, kHugetlbfs };
@@ -48,6 +52,12 @@ struct TieringConfig {
   uint32_t damon_kdamond = 0;             // damon: which kdamond
   std::vector<std::pair<std::string, std::string>> knobs;  // M5Config key -> value, file order
 };
+
+// Sets `knobs` (M5Config key -> value) on `m5` in passes until a pass sets
+// none: a knob checked against another (the watermarks) may need that one
+// set first. Returns the positions in `knobs` of those still not set, in
+// order; m5.set() on one of them says why.
+std::vector<size_t> set_m5_knobs(tiering::M5Config& m5, const std::vector<std::pair<std::string, std::string>>& knobs);
 
 // [kvstore]: the KV-cache store served by cxlpoold (docs/kvstore.md). Kept
 // free of lib/kvcache types so that the parser stays independent of the

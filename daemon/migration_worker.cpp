@@ -4,7 +4,7 @@
 namespace cxlpool::daemon {
 
 MigrationWorker::MigrationWorker(hal::PagePlacement* placement)
-    : worker_([placement](MigrationTask& task) { task.moved = task.job.run(placement); },
+    : TaskWorker([placement](MigrationTask& task) { task.moved = task.job.run(placement); },
               // Jobs that never started are finished as "nothing moved".
               [](MigrationTask&) {}) {}
 

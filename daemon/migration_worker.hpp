@@ -20,23 +20,11 @@ struct MigrationTask {
   Result<hal::MoveStats> moved = hal::MoveStats{};
 };
 
-class MigrationWorker {
+// A TaskWorker that runs each job's migration through `placement`. stop()
+// drops queued jobs: the next take_finished returns them as "nothing moved".
+class MigrationWorker : public TaskWorker<MigrationTask> {
  public:
   explicit MigrationWorker(hal::PagePlacement* placement);
-
-  Result<void> start() { return worker_.start(); }
-  // Finishes the job in progress, drops queued ones (they are returned by
-  // the next take_finished as "nothing moved") and joins the thread.
-  void stop() { worker_.stop(); }
-
-  void submit(MigrationTask task) { worker_.submit(std::move(task)); }
-  // Readable when finished tasks wait in take_finished().
-  int event_fd() const { return worker_.event_fd(); }
-  std::vector<MigrationTask> take_finished() { return worker_.take_finished(); }
-  size_t queued() const { return worker_.queued(); }
-
- private:
-  TaskWorker<MigrationTask> worker_;
 };
 
 }  // namespace cxlpool::daemon

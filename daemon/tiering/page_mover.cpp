@@ -46,7 +46,7 @@ void run_page_move_batch(hal::PagePlacement& placement, PageMoveBatch& batch) {
 }
 
 PageMover::PageMover(hal::PagePlacement* placement)
-    : worker_(
+    : TaskWorker(
           [placement](PageMoveTask& task) {
             for (auto& batch : task.batches) run_page_move_batch(*placement, batch);
           },

@@ -42,22 +42,11 @@ struct PageMoveTask {
 // holes and come back -ENOENT.
 void run_page_move_batch(hal::PagePlacement& placement, PageMoveBatch& batch);
 
-class PageMover {
+// A TaskWorker that runs each task's batches through `placement`. stop()
+// returns queued tasks unrun, their batches carrying ECANCELED.
+class PageMover : public TaskWorker<PageMoveTask> {
  public:
   explicit PageMover(hal::PagePlacement* placement);
-
-  Result<void> start() { return worker_.start(); }
-  // Finishes the task in progress; queued tasks come back unrun (their
-  // batches carry ECANCELED) from the next take_finished.
-  void stop() { worker_.stop(); }
-
-  void submit(PageMoveTask task) { worker_.submit(std::move(task)); }
-  int event_fd() const { return worker_.event_fd(); }
-  std::vector<PageMoveTask> take_finished() { return worker_.take_finished(); }
-  bool busy() const { return worker_.busy(); }
-
- private:
-  TaskWorker<PageMoveTask> worker_;
 };
 
 }  // namespace cxlpool::daemon

@@ -59,22 +59,10 @@ std::string traits_text(const hal::AccessSourceTraits& t) {
   return text;
 }
 
-// Knobs checked against each other (the watermarks) may need the other one
-// set first: applies in passes until nothing more applies.
+// All of `knobs`, or the error of the first that cannot be set.
 Result<void> apply_knobs(tiering::M5Config& m5, const std::vector<std::pair<std::string, std::string>>& knobs) {
-  std::vector<std::pair<std::string, std::string>> pending = knobs;
-  for (bool progress = true; progress && !pending.empty();) {
-    progress = false;
-    for (auto it = pending.begin(); it != pending.end();) {
-      if (m5.set(it->first, it->second)) {
-        progress = true;
-        it = pending.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  if (!pending.empty()) return m5.set(pending.front().first, pending.front().second);
+  const std::vector<size_t> failed = set_m5_knobs(m5, knobs);
+  if (!failed.empty()) return m5.set(knobs[failed.front()].first, knobs[failed.front()].second);
   return {};
 }
 

@@ -24,15 +24,8 @@ reps=${ARENA_REPEAT:-3}
 parts=" ${ARENA_PARTS:-1 2 3 4} "
 ninja -C "$build" daemon/cxlpoold tests/bench/arena_bench >/dev/null
 
-work=$(mktemp -d -p "${TMPDIR:-/tmp}" cxlpool-arenabench.XXXXXX)
-daemon=""
-cleanup() {
-  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-state="$work/state"
-sock="$state/cxlpoold.sock"
+. tests/bench/bench_daemon.sh
+bench_make_workdir "${TMPDIR:-/tmp}" cxlpool-arenabench
 # The DRAM tier may hand out most of the node: a preallocated arena takes
 # its whole size in regions (untouched pages cost no memory until written).
 cat >"$work/cxlpoold.toml" <<'TOML'
@@ -53,19 +46,7 @@ dram_bytes = 268435456
 cxl_bytes = 0
 put_window_bytes = 67108864
 TOML
-mkdir -p "$state"
-"$build/daemon/cxlpoold" --config "$work/cxlpoold.toml" --state-dir "$state" 2>>"$work/daemon.log" &
-daemon=$!
-for _ in $(seq 200); do
-  [ -S "$sock" ] && break
-  kill -0 "$daemon" 2>/dev/null || break
-  sleep 0.05
-done
-if [ ! -S "$sock" ]; then
-  echo "run-arena: cxlpoold did not start:" >&2
-  cat "$work/daemon.log" >&2
-  exit 1
-fi
+bench_start_daemon "$build/daemon/cxlpoold" "$work/cxlpoold.toml"
 
 bench="$build/tests/bench/arena_bench"
 echo "== KV arena benchmarks ($(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg))"

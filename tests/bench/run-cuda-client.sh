@@ -31,32 +31,13 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   exit 77
 fi
 
-work=$(mktemp -d -p "${TMPDIR:-/tmp}" cxlpool-cudabench.XXXXXX)
-daemon=""
-cleanup() {
-  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-state="$work/state"
-sock="$state/cxlpoold.sock"
-mkdir -p "$state"
+. "$(dirname "$0")/bench_daemon.sh"
+bench_make_workdir "${TMPDIR:-/tmp}" cxlpool-cudabench
 # The store as run-arena.sh's part 4: 1 MiB chunks, a 64 MiB put window,
 # 256 MiB of DRAM.
 printf '[daemon]\nlog_level = "warning"\n\n[tiering]\nenabled = false\n\n[kvstore]\nslot_bytes = 1048576\ndram_bytes = 268435456\ncxl_bytes = 0\nput_window_bytes = 67108864\n' \
   >"$work/cxlpoold.toml"
-"$daemon_bin" --config "$work/cxlpoold.toml" --state-dir "$state" 2>>"$work/daemon.log" &
-daemon=$!
-for _ in $(seq 200); do
-  [ -S "$sock" ] && break
-  kill -0 "$daemon" 2>/dev/null || break
-  sleep 0.05
-done
-if [ ! -S "$sock" ]; then
-  echo "run-cuda-client: cxlpoold did not start:" >&2
-  cat "$work/daemon.log" >&2
-  exit 1
-fi
+bench_start_daemon "$daemon_bin" "$work/cxlpoold.toml"
 
 echo "== cuda client figures ($(nproc) cores, $(uname -r), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1))"
 # 8 layers, 8 KV heads x 128, bf16: 2 KiB per token and tensor; 2048-token

@@ -41,22 +41,18 @@ for tool in fio redis-server redis-benchmark redis-cli python3; do
 done
 ninja -C "$build" daemon/cxlpoold tests/bench/kvstore_bench tests/bench/kvstore_trace_bench >/dev/null
 
-work=$(mktemp -d -p "${KVBENCH_DIR:-/var/tmp}" cxlpool-kvbench.XXXXXX)
+. tests/bench/bench_daemon.sh
+bench_make_workdir "${KVBENCH_DIR:-/var/tmp}" cxlpool-kvbench
 if [ "$(stat -f -c %T "$work")" = tmpfs ]; then
   echo "run-kvstore: $work is on tmpfs, which has no O_DIRECT; set KVBENCH_DIR" >&2
-  rmdir "$work"
   exit 1
 fi
-daemon=""
 redis=""
 cleanup() {
-  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
   [ -n "$redis" ] && kill -TERM "$redis" 2>/dev/null && wait "$redis" 2>/dev/null
-  rm -rf "$work"
+  bench_cleanup
 }
 trap cleanup EXIT
-state="$work/state"
-sock="$state/cxlpoold.sock"
 ssd="$work/kv-ssd.img"
 bench="$build/tests/bench/kvstore_bench"
 trace="$build/tests/bench/kvstore_trace_bench"
@@ -74,25 +70,7 @@ write_config() {
   } >"$file"
 }
 
-start_daemon() {
-  mkdir -p "$state"
-  "$build/daemon/cxlpoold" --config "$1" --state-dir "$state" 2>>"$work/daemon.log" &
-  daemon=$!
-  for _ in $(seq 200); do
-    [ -S "$sock" ] && return 0
-    kill -0 "$daemon" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "run-kvstore: cxlpoold did not start with $1:" >&2
-  cat "$1" "$work/daemon.log" >&2
-  exit 1
-}
-
-stop_daemon() {
-  kill -TERM "$daemon"
-  wait "$daemon" || true
-  daemon=""
-}
+start_daemon() { bench_start_daemon "$build/daemon/cxlpoold" "$1"; }
 
 # Runs a benchmark, its report to stdout, and keeps its RESULT lines in $result.
 result=""
@@ -140,7 +118,7 @@ for rep in $(seq "$reps"); do
   run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" --seed "$rep"
   ssd_get+=("$(value mib_per_s "$result")")
   ssd_verify+=("$(value verify_pct "$result")")
-  stop_daemon
+  bench_stop_daemon
 done
 
 # ---- 2 and 3. DRAM tier: latency, put/get throughput vs redis ------------
@@ -189,7 +167,7 @@ run "$bench" "$sock" put --qd 8 --seed 90000 --write 0
 put_nowrite=$result
 run "$bench" "$sock" get --qd 8 --seed 90001 --copy 0 --passes 200
 get_nocopy=$result
-stop_daemon
+bench_stop_daemon
 
 # ---- 4. multi-turn trace, DRAM at 10% of the working set -----------------
 plan=$("$trace" plan --sessions "$sessions" | grep '^PLAN')
@@ -204,7 +182,7 @@ for c in $concurrency; do
   start_daemon "$work/trace.toml"
   run "$trace" run "$sock" --sessions "$sessions" --concurrency "$c" --prefill-tokens-per-s "$prefill"
   trace_out[$c]=$result
-  stop_daemon
+  bench_stop_daemon
 done
 
 echo

@@ -25,23 +25,11 @@ if ! command -v fio >/dev/null; then
   exit 77
 fi
 ninja -C "$build" daemon/cxlpoold tests/bench/weights_bench >/dev/null
-work=$(mktemp -d -p "${WBENCH_DIR:-/var/tmp}" cxlpool-wbench.XXXXXX)
-daemon=""
-cleanup() {
-  [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-state="$work/state"
-mkdir -p "$state"
+. tests/bench/bench_daemon.sh
+bench_make_workdir "${WBENCH_DIR:-/var/tmp}" cxlpool-wbench
 printf '[daemon]\nlog_level = "warning"\n\n[tiering]\nenabled = false\n\n[kvstore]\nenabled = false\n' >"$work/cxlpoold.toml"
-"$build/daemon/cxlpoold" --config "$work/cxlpoold.toml" --state-dir "$state" 2>>"$work/daemon.log" &
-daemon=$!
-for _ in $(seq 200); do
-  [ -S "$state/cxlpoold.sock" ] && break
-  sleep 0.05
-done
-bench=("$build/tests/bench/weights_bench" --socket "$state/cxlpoold.sock" --dir "$work"
+bench_start_daemon "$build/daemon/cxlpoold" "$work/cxlpoold.toml"
+bench=("$build/tests/bench/weights_bench" --socket "$sock" --dir "$work"
        --layers "$layers" --layer-mib "$layer_mib" --passes "$passes")
 median() { python3 -c 'import statistics,sys; print("%.2f" % statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 field() { grep -o "$1=[^ ]*" "$2" | cut -d= -f2; }

@@ -12,17 +12,14 @@
 
 const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_proto_decode";
 
-using cxlpool::fuzz::check_rejection;
+using cxlpool::fuzz::accepted;
 using cxlpool::fuzz::violated;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cxlpool::proto;
   const auto bytes = std::as_bytes(std::span(data, size));
   auto first = decode(bytes);
-  if (!first) {
-    check_rejection(first.error(), {EPROTO, EMSGSIZE, EPROTONOSUPPORT});
-    return 0;
-  }
+  if (!accepted(first, {EPROTO, EMSGSIZE, EPROTONOSUPPORT})) return 0;
   auto encoded = encode(first->header.request_id, first->message, first->header.version);
   if (!encoded) violated("decoded message does not re-encode", encoded.error().message.c_str());
   if (encoded->size() > size) violated("re-encoding grew", message_type_name(message_type(first->message)));

@@ -14,17 +14,14 @@
 
 const char cxlpool::fuzz::kFuzzTarget[] = "fuzz_trace_decode";
 
-using cxlpool::fuzz::check_rejection;
+using cxlpool::fuzz::accepted;
 using cxlpool::fuzz::violated;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cxlpool::tiering;
   const auto bytes = std::as_bytes(std::span(data, size));
   auto records = decode_trace(bytes);
-  if (!records) {
-    check_rejection(records.error(), {EBADMSG, ENOTSUP});
-    return 0;
-  }
+  if (!accepted(records, {EBADMSG, ENOTSUP})) return 0;
   auto header = decode_trace_header(bytes);
   if (!header) violated("trace decodes but its header does not", header.error().message.c_str());
   if (header->record_count != records->size()) violated("record count differs from the header", "");

@@ -2,7 +2,8 @@
 // How a fuzz target reports a broken property: one line on stderr that names
 // the target, then abort(), so libFuzzer keeps the input as a crash file and
 // the corpus replay fails. Each target defines kFuzzTarget. Also the property
-// every decoder shares: a rejection carries a documented errno and says why.
+// every decoder shares: a rejection carries a documented errno and says why
+// (check_rejection; accepted() for a decoder's Result).
 #pragma once
 
 #include <algorithm>
@@ -27,6 +28,14 @@ inline void check_rejection(const Error& e, std::initializer_list<int> documente
     violated("decode failed with an undocumented errno", e.message);
   }
   if (e.message.empty()) violated("decode failed without a message", "");
+}
+
+// Whether a decoder accepted its input; a rejection must pass check_rejection.
+template <class T>
+bool accepted(const Result<T>& decoded, std::initializer_list<int> documented) {
+  if (decoded) return true;
+  check_rejection(decoded.error(), documented);
+  return false;
 }
 
 }  // namespace cxlpool::fuzz

@@ -24,6 +24,7 @@
 #include "memory_pattern.hpp"
 #include "page_placement.hpp"
 #include "report.hpp"
+#include "vm_options.hpp"
 
 namespace vt = cxlpool::vmtest;
 
@@ -50,10 +51,7 @@ class MigrateTest {
       : socket_(std::move(socket)), bytes_(bytes), report_(report) {}
 
   int run() {
-    if (!vt::numa_node_exists(kCxlNode)) {
-      std::printf("SKIP: no NUMA node %d (run this inside tests/vm/run-in-vm.sh)\n", kCxlNode);
-      return 77;
-    }
+    if (int rc = vt::skip_without_node(kCxlNode); rc != 0) return rc;
     if (int rc = cxlpool_connect(socket_.c_str(), "vm_numa_migrate", &s_.client); rc < 0) {
       return report_.failure(api_error("connect to " + socket_, rc));
     }
@@ -195,28 +193,8 @@ class MigrateTest {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string socket = "/tmp/cxlpool/cxlpoold.sock";
-  size_t size_mib = 256;
-  std::string report_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--socket" && i + 1 < argc) {
-      socket = argv[++i];
-    } else if (arg == "--size-mib" && i + 1 < argc) {
-      size_mib = std::strtoull(argv[++i], nullptr, 10);
-    } else if (arg == "--report" && i + 1 < argc) {
-      report_path = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--socket PATH] [--size-mib N] [--report FILE]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (size_mib == 0) {
-    std::fprintf(stderr, "--size-mib must be positive\n");
-    return 2;
-  }
-  vt::Report report("vm_numa_migrate", report_path);
-  const int rc = MigrateTest(socket, size_mib * cxlpool::kMiB, report).run();
-  report.line(rc == 0 ? "PASS" : rc == 77 ? "SKIP" : "FAIL");
-  return rc;
+  const auto options = vt::parse_vm_test_options(argc, argv, {.takes_socket = true, .size_mib = 256});
+  if (!options) return 2;
+  vt::Report report("vm_numa_migrate", options->report_path);
+  return vt::finish(report, MigrateTest(options->socket, options->size_mib * cxlpool::kMiB, report).run());
 }

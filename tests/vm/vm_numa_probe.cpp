@@ -21,6 +21,7 @@
 #include "memory_pattern.hpp"
 #include "page_placement.hpp"
 #include "report.hpp"
+#include "vm_options.hpp"
 
 namespace vt = cxlpool::vmtest;
 
@@ -31,10 +32,7 @@ constexpr int kCxlNode = 1;
 constexpr uint64_t kSeed = 0x6e756d6170726f62ull;
 
 int run(size_t bytes, vt::Report& report) {
-  if (!vt::numa_node_exists(kCxlNode)) {
-    std::printf("SKIP: no NUMA node %d (run this inside tests/vm/run-in-vm.sh)\n", kCxlNode);
-    return 77;
-  }
+  if (int rc = vt::skip_without_node(kCxlNode); rc != 0) return rc;
   auto cpus = vt::numa_node_cpulist(kCxlNode);
   if (!cpus) return report.failure(cpus.error().message);
   if (!cpus->empty()) return report.failure("node 1 has CPUs (" + *cpus + "), expected memory only");
@@ -85,25 +83,8 @@ int run(size_t bytes, vt::Report& report) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t size_mib = 64;
-  std::string report_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--size-mib" && i + 1 < argc) {
-      size_mib = std::strtoull(argv[++i], nullptr, 10);
-    } else if (arg == "--report" && i + 1 < argc) {
-      report_path = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--size-mib N] [--report FILE]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (size_mib == 0) {
-    std::fprintf(stderr, "--size-mib must be positive\n");
-    return 2;
-  }
-  vt::Report report("vm_numa_probe", report_path);
-  const int rc = run(size_mib * cxlpool::kMiB, report);
-  report.line(rc == 0 ? "PASS" : rc == 77 ? "SKIP" : "FAIL");
-  return rc;
+  const auto options = vt::parse_vm_test_options(argc, argv, {.size_mib = 64});
+  if (!options) return 2;
+  vt::Report report("vm_numa_probe", options->report_path);
+  return vt::finish(report, run(options->size_mib * cxlpool::kMiB, report));
 }

@@ -17,6 +17,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "cxlpool/common/clock.hpp"
 #include "page_placement.hpp"
 #include "report.hpp"
+#include "vm_options.hpp"
 
 namespace vt = cxlpool::vmtest;
 namespace proto = cxlpool::proto;
@@ -49,10 +51,7 @@ class TieringTest {
   TieringTest(std::string socket, vt::Report& report) : socket_(std::move(socket)), report_(report) {}
 
   int run() {
-    if (!vt::numa_node_exists(kCxlNode)) {
-      std::printf("SKIP: no NUMA node %d (run this inside tests/vm/run-in-vm.sh)\n", kCxlNode);
-      return 77;
-    }
+    if (int rc = vt::skip_without_node(kCxlNode); rc != 0) return rc;
     if (int rc = cxlpool_connect(socket_.c_str(), "vm_tiering_promote", &s_.client); rc < 0) {
       return report_.failure(api_error("connect to " + socket_, rc));
     }
@@ -85,18 +84,12 @@ class TieringTest {
                  std::to_string(kHotPages) + " pages");
 
     // Phase 1: the hot set is promoted, the cold pages stay.
-    const uint64_t start = cxlpool::monotonic_ns();
-    bool promoted = false;
-    while (std::chrono::nanoseconds(cxlpool::monotonic_ns() - start) < kPromoteTimeout) {
-      if (int rc = touch_and_report(0, kHotPages); rc != 0) return rc;
-      nodes = where();
-      if (!nodes) return report_.failure(nodes.error().message);
-      if (count_on(*nodes, 0, kHotPages, kDramNode) == kHotPages) {
-        promoted = true;
-        break;
-      }
-    }
-    const double promote_s = static_cast<double>(cxlpool::monotonic_ns() - start) / 1e9;
+    const Wait promotion = keep_hot_until(kHotPages, kPromoteTimeout, nodes, [](const std::vector<int>& n) {
+      return count_on(n, 0, kHotPages, kDramNode) == kHotPages;
+    });
+    if (promotion.rc != 0) return promotion.rc;
+    const bool promoted = promotion.settled;
+    const double promote_s = promotion.seconds;
     const size_t hot_fast = count_on(*nodes, 0, kHotPages, kDramNode);
     const size_t cold_slow = count_on(*nodes, kHotPages, kRegionPages, kCxlNode);
     char line[256];
@@ -116,19 +109,13 @@ class TieringTest {
     const double high = static_cast<double>(kHotPages - 64) / static_cast<double>(cap_pages);
     const double low = static_cast<double>(kStillHot + 16) / static_cast<double>(cap_pages);
     if (!set_knob("low_watermark", std::to_string(low)) || !set_knob("high_watermark", std::to_string(high))) return 1;
-    const uint64_t start2 = cxlpool::monotonic_ns();
-    bool demoted = false;
-    while (std::chrono::nanoseconds(cxlpool::monotonic_ns() - start2) < kDemoteTimeout) {
-      if (int rc = touch_and_report(0, kStillHot); rc != 0) return rc;
-      nodes = where();
-      if (!nodes) return report_.failure(nodes.error().message);
-      // Demotion stops at the low watermark: most, not all, cooled pages go.
-      if (count_on(*nodes, kStillHot, kHotPages, kCxlNode) >= kHotPages - kStillHot - 32) {
-        demoted = true;
-        break;
-      }
-    }
-    const double demote_s = static_cast<double>(cxlpool::monotonic_ns() - start2) / 1e9;
+    // Demotion stops at the low watermark: most, not all, cooled pages go.
+    const Wait demotion = keep_hot_until(kStillHot, kDemoteTimeout, nodes, [](const std::vector<int>& n) {
+      return count_on(n, kStillHot, kHotPages, kCxlNode) >= kHotPages - kStillHot - 32;
+    });
+    if (demotion.rc != 0) return demotion.rc;
+    const bool demoted = demotion.settled;
+    const double demote_s = demotion.seconds;
     const size_t still_fast = count_on(*nodes, 0, kStillHot, kDramNode);
     const size_t cooled_slow = count_on(*nodes, kStillHot, kHotPages, kCxlNode);
     const size_t cold_slow2 = count_on(*nodes, kHotPages, kRegionPages, kCxlNode);
@@ -185,6 +172,34 @@ class TieringTest {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return 0;
+  }
+
+  struct Wait {
+    int rc = 0;            // the exit status of a failure, 0: none
+    bool settled = false;  // `settled` held before the timeout
+    double seconds = 0;
+  };
+
+  // Keeps pages [0, hot_end) hot (touch_and_report rounds) until `settled`
+  // holds for the region's placement, left in `nodes`, or `timeout` passes.
+  Wait keep_hot_until(size_t hot_end, std::chrono::seconds timeout, cxlpool::Result<std::vector<int>>& nodes,
+                      const std::function<bool(const std::vector<int>&)>& settled) {
+    Wait w;
+    const uint64_t start = cxlpool::monotonic_ns();
+    while (std::chrono::nanoseconds(cxlpool::monotonic_ns() - start) < timeout) {
+      if (w.rc = touch_and_report(0, hot_end); w.rc != 0) return w;
+      nodes = where();
+      if (!nodes) {
+        w.rc = report_.failure(nodes.error().message);
+        return w;
+      }
+      if (settled(*nodes)) {
+        w.settled = true;
+        break;
+      }
+    }
+    w.seconds = static_cast<double>(cxlpool::monotonic_ns() - start) / 1e9;
+    return w;
   }
 
   cxlpool::Result<std::vector<int>> where() { return vt::query_page_nodes(addr_, kRegionPages * kPage, kPage); }
@@ -244,21 +259,8 @@ class TieringTest {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string socket = "/tmp/cxlpool/cxlpoold.sock";
-  std::string report_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--socket" && i + 1 < argc) {
-      socket = argv[++i];
-    } else if (arg == "--report" && i + 1 < argc) {
-      report_path = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--socket PATH] [--report FILE]\n", argv[0]);
-      return 2;
-    }
-  }
-  vt::Report report("vm_tiering_promote", report_path);
-  const int rc = TieringTest(socket, report).run();
-  report.line(rc == 0 ? "PASS" : rc == 77 ? "SKIP" : "FAIL");
-  return rc;
+  const auto options = vt::parse_vm_test_options(argc, argv, {.takes_socket = true});
+  if (!options) return 2;
+  vt::Report report("vm_tiering_promote", options->report_path);
+  return vt::finish(report, TieringTest(options->socket, report).run());
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <functional>
 #include <limits>
 
 #include "damon_source.hpp"
@@ -230,49 +231,34 @@ TEST(DamonSource, AttachHonoursAddrUnit) {
 }
 
 TEST(DamonSource, AttachRejectsWhatItCannotRead) {
-  {
+  struct Case {
+    const char* what;
+    std::function<void(const DamonTree&, DamonSourceConfig&)> damage;
+    int code;                  // 0: any
+    const char* message_part;  // "": any
+  };
+  const Case cases[] = {
+      {"kdamond off", [](const DamonTree& t, DamonSourceConfig&) { t.write("kdamonds/0/state", "off"); }, ESRCH, ""},
+      {"vaddr operations", [](const DamonTree& t, DamonSourceConfig&) { t.write(kCtx + "/operations", "vaddr"); },
+       ENOTSUP, ""},
+      {"no such kdamond", [](const DamonTree&, DamonSourceConfig& c) { c.kdamond_index = 3; }, ENOENT, ""},
+      {"no such scheme", [](const DamonTree&, DamonSourceConfig& c) { c.scheme_index = 1; }, ENOENT, ""},
+      {"no tried_regions", [](const DamonTree& t, DamonSourceConfig&) { t.remove(kScheme + "/tried_regions"); }, 0,
+       "6.2"},
+      {"garbage nr_kdamonds", [](const DamonTree& t, DamonSourceConfig&) { t.write("kdamonds/nr_kdamonds", "one"); },
+       EINVAL, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
     DamonTree tree("damon-running");
-    tree.write("kdamonds/0/state", "off");
-    auto source = make_damon_source(attach_config(tree));
+    auto config = attach_config(tree);
+    c.damage(tree, config);
+    auto source = make_damon_source(config);
     ASSERT_FALSE(source);
-    EXPECT_EQ(source.error().code, ESRCH);
-  }
-  {
-    DamonTree tree("damon-running");
-    tree.write(kCtx + "/operations", "vaddr");
-    auto source = make_damon_source(attach_config(tree));
-    ASSERT_FALSE(source);
-    EXPECT_EQ(source.error().code, ENOTSUP);
-  }
-  {
-    DamonTree tree("damon-running");
-    auto c = attach_config(tree);
-    c.kdamond_index = 3;
-    auto source = make_damon_source(c);
-    ASSERT_FALSE(source);
-    EXPECT_EQ(source.error().code, ENOENT);
-  }
-  {
-    DamonTree tree("damon-running");
-    auto c = attach_config(tree);
-    c.scheme_index = 1;
-    auto source = make_damon_source(c);
-    ASSERT_FALSE(source);
-    EXPECT_EQ(source.error().code, ENOENT);
-  }
-  {
-    DamonTree tree("damon-running");
-    tree.remove(kScheme + "/tried_regions");
-    auto source = make_damon_source(attach_config(tree));
-    ASSERT_FALSE(source);
-    EXPECT_NE(source.error().message.find("6.2"), std::string::npos) << source.error().message;
-  }
-  {
-    DamonTree tree("damon-running");
-    tree.write("kdamonds/nr_kdamonds", "one");
-    auto source = make_damon_source(attach_config(tree));
-    ASSERT_FALSE(source);
-    EXPECT_EQ(source.error().code, EINVAL);
+    if (c.code != 0) {
+      EXPECT_EQ(source.error().code, c.code);
+    }
+    EXPECT_NE(source.error().message.find(c.message_part), std::string::npos) << source.error().message;
   }
 }
 

@@ -23,14 +23,20 @@ class FakeHost {
     write("proc/self/status", "Name:\tx\nCapEff:\t0000000000000000\n");
   }
   void write(const std::string& rel, const std::string& value) const { dir_.write(rel, value + "\n"); }
+  // An Intel core PMU `name` of perf type `type` with a mem-loads event;
+  // returns its sysfs folder.
+  std::string core_pmu(const std::string& name, const std::string& type, const std::string& mem_loads) const {
+    const std::string pmu = "sys/bus/event_source/devices/" + name + "/";
+    write(pmu + "type", type);
+    write(pmu + "format/event", "config:0-7");
+    write(pmu + "format/umask", "config:8-15");
+    write(pmu + "format/ldlat", "config1:0-15");
+    write(pmu + "events/mem-loads", mem_loads);
+    return pmu;
+  }
   void intel() const {
-    const std::string cpu = "sys/bus/event_source/devices/cpu/";
-    write(cpu + "type", "4");
-    write(cpu + "format/event", "config:0-7");
-    write(cpu + "format/umask", "config:8-15");
-    write(cpu + "format/ldlat", "config1:0-15");
+    const std::string cpu = core_pmu("cpu", "4", "event=0xcd,umask=0x1,ldlat=3");
     write(cpu + "format/inv", "config:23");
-    write(cpu + "events/mem-loads", "event=0xcd,umask=0x1,ldlat=3");
     write(cpu + "events/mem-stores", "event=0xd0,umask=0x82");
   }
   void amd() const {
@@ -73,12 +79,7 @@ TEST(PerfPmu, FindsIntelPebs) {
 TEST(PerfPmu, PrefersTheHybridCorePmu) {
   FakeHost host;
   host.intel();
-  const std::string core = "sys/bus/event_source/devices/cpu_core/";
-  host.write(core + "type", "8");
-  host.write(core + "format/event", "config:0-7");
-  host.write(core + "format/umask", "config:8-15");
-  host.write(core + "format/ldlat", "config1:0-15");
-  host.write(core + "events/mem-loads", "event=0xd0,umask=0x5,ldlat=3");
+  host.core_pmu("cpu_core", "8", "event=0xd0,umask=0x5,ldlat=3");
   auto pmu = find_memory_pmu(host.config());
   ASSERT_TRUE(pmu) << pmu.error().message;
   EXPECT_EQ(pmu->events[0].label, "cpu_core/mem-loads/");

@@ -78,9 +78,19 @@ PerfRecordParser parser() {
   return *p;
 }
 
-PerfDrainStats drain(const Ring& ring, std::vector<PerfSample>& got) {
-  return parser().drain(ring.data.data(), ring.data.size(), ring.tail, ring.head,
-                        [&](const PerfSample& s) { got.push_back(s); });
+// What draining `bytes`, put in a ring of `ring_bytes` from free-running
+// position `tail`, reports, and the samples it delivers.
+struct Drained {
+  PerfDrainStats stats;
+  std::vector<PerfSample> got;
+};
+
+Drained drain(const std::vector<uint8_t>& bytes, uint64_t ring_bytes = 4096, uint64_t tail = 0) {
+  const Ring ring(ring_bytes, tail, bytes);
+  Drained d;
+  d.stats = parser().drain(ring.data.data(), ring.data.size(), ring.tail, ring.head,
+                           [&](const PerfSample& s) { d.got.push_back(s); });
+  return d;
 }
 
 TEST(PerfRecords, LayoutSize) {
@@ -107,9 +117,7 @@ TEST(PerfRecords, DecodesSamplesAndCountsLost) {
       .lost(5)
       .sample(0x401008, 100, 102, 0x7f0000002000, 40, 0)
       .lost_samples(2);
-  const Ring ring(4096, 0, r.bytes());
-  std::vector<PerfSample> got;
-  const auto stats = drain(ring, got);
+  const auto [stats, got] = drain(r.bytes());
   EXPECT_EQ(stats.samples, 2u);
   EXPECT_EQ(stats.lost, 7u);
   EXPECT_EQ(stats.malformed, 0u);
@@ -131,9 +139,7 @@ TEST(PerfRecords, FollowsWrapAroundAtEveryOffset) {
   r.lost(3);  // 6 * 48 + 24 = 312 bytes in a 512-byte ring
   // Start anywhere so that headers and bodies straddle the end of the ring.
   for (uint64_t tail = 0; tail < 1024; tail += 8) {
-    const Ring ring(512, (1ULL << 40) + tail, r.bytes());
-    std::vector<PerfSample> got;
-    const auto stats = drain(ring, got);
+    const auto [stats, got] = drain(r.bytes(), 512, (1ULL << 40) + tail);
     ASSERT_EQ(stats.samples, 6u) << tail;
     EXPECT_EQ(stats.lost, 3u);
     EXPECT_EQ(stats.malformed, 0u);
@@ -144,9 +150,7 @@ TEST(PerfRecords, FollowsWrapAroundAtEveryOffset) {
 TEST(PerfRecords, SkipsOtherRecordTypes) {
   Records r;
   r.raw_header(PERF_RECORD_MMAP, 24).u64(1).u64(2).sample(1, 2, 3, 0x5000, 0, 0);
-  const Ring ring(4096, 0, r.bytes());
-  std::vector<PerfSample> got;
-  const auto stats = drain(ring, got);
+  const auto [stats, got] = drain(r.bytes());
   EXPECT_EQ(stats.other, 1u);
   EXPECT_EQ(stats.samples, 1u);
 }
@@ -155,9 +159,7 @@ TEST(PerfRecords, WrongSampleSizeIsMalformedButParsingGoesOn) {
   Records r;
   r.raw_header(PERF_RECORD_SAMPLE, 8 + 32).u64(1).u64(2).u64(3).u64(4);  // one field short
   r.sample(1, 2, 3, 0x6000, 0, 0);
-  const Ring ring(4096, 0, r.bytes());
-  std::vector<PerfSample> got;
-  const auto stats = drain(ring, got);
+  const auto [stats, got] = drain(r.bytes());
   EXPECT_EQ(stats.malformed, 1u);
   EXPECT_FALSE(stats.desync);
   ASSERT_EQ(got.size(), 1u);
@@ -167,9 +169,7 @@ TEST(PerfRecords, WrongSampleSizeIsMalformedButParsingGoesOn) {
 TEST(PerfRecords, ShortLostRecordsAreMalformed) {
   Records r;
   r.raw_header(PERF_RECORD_LOST, 16).u64(9).raw_header(PERF_RECORD_LOST_SAMPLES, 8);
-  const Ring ring(4096, 0, r.bytes());
-  std::vector<PerfSample> got;
-  const auto stats = drain(ring, got);
+  const auto [stats, got] = drain(r.bytes());
   EXPECT_EQ(stats.malformed, 2u);
   EXPECT_EQ(stats.lost, 0u);
 }
@@ -190,9 +190,7 @@ TEST(PerfRecords, UntrustworthyHeadersStopTheWalk) {
     r.sample(1, 2, 3, 0x7000, 0, 0);
     std::vector<uint8_t> bytes = r.bytes();
     bytes.insert(bytes.end(), c.records.bytes().begin(), c.records.bytes().end());
-    const Ring ring(4096, 0, bytes);
-    std::vector<PerfSample> got;
-    const auto stats = drain(ring, got);
+    const auto [stats, got] = drain(bytes);
     EXPECT_TRUE(stats.desync) << c.what;
     EXPECT_EQ(stats.malformed, 1u) << c.what;
     EXPECT_EQ(stats.samples, 1u) << c.what << ": records before the damage still count";

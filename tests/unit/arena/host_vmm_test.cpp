@@ -49,6 +49,23 @@ long max_map_count() {
   return v;
 }
 
+// A host GpuVmm with one memory handle and one reservation, for the tests
+// that map the one into the other.
+struct HandleAndRange {
+  std::unique_ptr<hal::GpuVmm> vmm = drivers::make_host_vmm();
+  hal::VmmHandle h = 0;
+  uint64_t va = 0;
+};
+
+void create_and_reserve(HandleAndRange& r, uint64_t handle_bytes, uint64_t reserve_bytes) {
+  auto h = r.vmm->create(handle_bytes);
+  ASSERT_TRUE(h) << h.error().message;
+  auto va = r.vmm->reserve(reserve_bytes);
+  ASSERT_TRUE(va) << va.error().message;
+  r.h = *h;
+  r.va = *va;
+}
+
 TEST(HostVmm, ReserveIsAlignedAndReleased) {
   auto vmm = drivers::make_host_vmm();
   EXPECT_STREQ(vmm->name(), "host");
@@ -105,73 +122,67 @@ TEST(HostVmm, MappedPiecesAreTheFilesBytes) {
 }
 
 TEST(HostVmm, CreateIsAnonymousMemory) {
-  auto vmm = drivers::make_host_vmm();
-  auto h = vmm->create(2 * kG);
-  ASSERT_TRUE(h) << h.error().message;
-  auto va = vmm->reserve(4 * kG);
-  ASSERT_TRUE(va);
-  ASSERT_TRUE(vmm->map(*va, kG, *h, 0));
-  ASSERT_TRUE(vmm->map(*va + kG, kG, *h, 0));  // the same memory twice
-  at(*va)[10] = 9;
-  EXPECT_EQ(at(*va + kG)[10], 9);
-  ASSERT_TRUE(vmm->release_range(*va, 4 * kG));
-  EXPECT_TRUE(vmm->release(*h));
+  HandleAndRange r;
+  ASSERT_NO_FATAL_FAILURE(create_and_reserve(r, 2 * kG, 4 * kG));
+  auto& [vmm, h, va] = r;
+  ASSERT_TRUE(vmm->map(va, kG, h, 0));
+  ASSERT_TRUE(vmm->map(va + kG, kG, h, 0));  // the same memory twice
+  at(va)[10] = 9;
+  EXPECT_EQ(at(va + kG)[10], 9);
+  ASSERT_TRUE(vmm->release_range(va, 4 * kG));
+  EXPECT_TRUE(vmm->release(h));
 }
 
 TEST(HostVmm, RulesAreEnforced) {
-  auto vmm = drivers::make_host_vmm();
-  auto h = vmm->create(2 * kG);
-  ASSERT_TRUE(h);
-  auto va = vmm->reserve(4 * kG);
-  ASSERT_TRUE(va);
-  EXPECT_EQ(vmm->map(*va + 4096, kG, *h, 0).error().code, EINVAL);        // unaligned va
-  EXPECT_EQ(vmm->map(*va, kG, *h, 4096).error().code, EINVAL);            // unaligned offset
-  EXPECT_EQ(vmm->map(*va, 3 * kG, *h, 0).error().code, EINVAL);           // past the handle
-  EXPECT_EQ(vmm->map(*va + 4 * kG, kG, *h, 0).error().code, EINVAL);      // past the range
-  EXPECT_EQ(vmm->map(*va, kG, *h + 100, 0).error().code, ENOENT);         // unknown handle
-  ASSERT_TRUE(vmm->map(*va, 2 * kG, *h, 0));
-  EXPECT_EQ(vmm->map(*va + kG, kG, *h, 0).error().code, EEXIST);          // overlaps
-  EXPECT_EQ(vmm->unmap(*va, kG).error().code, EINVAL);                    // part of a map
-  EXPECT_EQ(vmm->unmap(*va + 2 * kG, kG).error().code, EINVAL);           // never mapped
-  EXPECT_TRUE(vmm->unmap(*va, 2 * kG));
-  EXPECT_EQ(vmm->release(*h + 100).error().code, ENOENT);
+  HandleAndRange r;
+  ASSERT_NO_FATAL_FAILURE(create_and_reserve(r, 2 * kG, 4 * kG));
+  auto& [vmm, h, va] = r;
+  EXPECT_EQ(vmm->map(va + 4096, kG, h, 0).error().code, EINVAL);        // unaligned va
+  EXPECT_EQ(vmm->map(va, kG, h, 4096).error().code, EINVAL);            // unaligned offset
+  EXPECT_EQ(vmm->map(va, 3 * kG, h, 0).error().code, EINVAL);           // past the handle
+  EXPECT_EQ(vmm->map(va + 4 * kG, kG, h, 0).error().code, EINVAL);      // past the range
+  EXPECT_EQ(vmm->map(va, kG, h + 100, 0).error().code, ENOENT);         // unknown handle
+  ASSERT_TRUE(vmm->map(va, 2 * kG, h, 0));
+  EXPECT_EQ(vmm->map(va + kG, kG, h, 0).error().code, EEXIST);          // overlaps
+  EXPECT_EQ(vmm->unmap(va, kG).error().code, EINVAL);                    // part of a map
+  EXPECT_EQ(vmm->unmap(va + 2 * kG, kG).error().code, EINVAL);           // never mapped
+  EXPECT_TRUE(vmm->unmap(va, 2 * kG));
+  EXPECT_EQ(vmm->release(h + 100).error().code, ENOENT);
   EXPECT_FALSE(vmm->import_fd(-1, kG));
 }
 
 TEST(HostVmm, ContiguousFileRangesMergeIntoOneMapping) {
-  auto vmm = drivers::make_host_vmm();
-  auto h = vmm->create(16 * kG);
-  ASSERT_TRUE(h);
-  auto va = vmm->reserve(32 * kG);
-  ASSERT_TRUE(va);
-  const uint64_t lo = *va, hi = *va + 32 * kG;
+  HandleAndRange r;
+  ASSERT_NO_FATAL_FAILURE(create_and_reserve(r, 16 * kG, 32 * kG));
+  auto& [vmm, h, va] = r;
+  const uint64_t lo = va, hi = va + 32 * kG;
   const long before = vma_count(lo, hi);
   // Eight pages at consecutive addresses and consecutive file offsets: the
   // kernel merges them; the reservation splits around them (+2 at most).
-  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(vmm->map(*va + (4 + i) * kG, kG, *h, i * kG));
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(vmm->map(va + (4 + i) * kG, kG, h, i * kG));
   const long merged = vma_count(lo, hi) - before;
   EXPECT_LE(merged, 2);
   // The same eight pages at file offsets out of order: one VMA each.
-  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(vmm->map(*va + (20 + i) * kG, kG, *h, (15 - i) * kG));
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(vmm->map(va + (20 + i) * kG, kG, h, (15 - i) * kG));
   const long scattered = vma_count(lo, hi) - before - merged;
   EXPECT_GE(scattered, 8);
   RecordProperty("vmas_8_contiguous_pages", std::to_string(merged));
   RecordProperty("vmas_8_scattered_pages", std::to_string(scattered));
   // Unmapping the middle of a merged run splits it again and stays correct.
-  ASSERT_TRUE(vmm->unmap(*va + 7 * kG, kG));
-  at(*va + 6 * kG)[1] = 6;
-  at(*va + 8 * kG)[1] = 8;
+  ASSERT_TRUE(vmm->unmap(va + 7 * kG, kG));
+  at(va + 6 * kG)[1] = 6;
+  at(va + 8 * kG)[1] = 8;
   uint8_t b = 0;
   auto fd_bytes = [&](uint64_t off) {
     // The handle's memory as mapped elsewhere: page `off` of the file.
-    EXPECT_TRUE(vmm->map(*va + 30 * kG, kG, *h, off));
-    b = at(*va + 30 * kG)[1];
-    EXPECT_TRUE(vmm->unmap(*va + 30 * kG, kG));
+    EXPECT_TRUE(vmm->map(va + 30 * kG, kG, h, off));
+    b = at(va + 30 * kG)[1];
+    EXPECT_TRUE(vmm->unmap(va + 30 * kG, kG));
     return b;
   };
   EXPECT_EQ(fd_bytes(2 * kG), 6);
   EXPECT_EQ(fd_bytes(4 * kG), 8);
-  ASSERT_TRUE(vmm->release_range(*va, 32 * kG));
+  ASSERT_TRUE(vmm->release_range(va, 32 * kG));
 }
 
 // At vm.max_map_count a map that needs a new VMA fails with ENOMEM, and the
@@ -180,11 +191,9 @@ TEST(HostVmm, MappingLimitIsNamedInTheError) {
   const long limit = max_map_count();
   if (limit <= 0) GTEST_SKIP() << "/proc/sys/vm/max_map_count is not readable";
   if (limit > (1L << 20)) GTEST_SKIP() << "vm.max_map_count is " << limit << ": too many mappings to fill in a test";
-  auto vmm = drivers::make_host_vmm();
-  auto h = vmm->create(2 * kG);
-  ASSERT_TRUE(h);
-  auto va = vmm->reserve(4 * kG);
-  ASSERT_TRUE(va);
+  HandleAndRange r;
+  ASSERT_NO_FATAL_FAILURE(create_and_reserve(r, 2 * kG, 4 * kG));
+  auto& [vmm, h, va] = r;
   // Fill the process up to the limit with one-page VMAs of alternating
   // protection inside one PROT_NONE range.
   const long free_slots = limit - vma_count() + 16;
@@ -200,15 +209,15 @@ TEST(HostVmm, MappingLimitIsNamedInTheError) {
     }
   }
   // In the middle of the reservation: needs two more VMAs.
-  auto mapped = vmm->map(*va + kG, kG, *h, 0);
+  auto mapped = vmm->map(va + kG, kG, h, 0);
   ::munmap(filler, span);
   ASSERT_TRUE(full) << "could not reach vm.max_map_count";
   ASSERT_FALSE(mapped);
   EXPECT_EQ(mapped.error().code, ENOMEM);
   EXPECT_NE(mapped.error().message.find("vm.max_map_count"), std::string::npos) << mapped.error().message;
   // Room again: the same map works and the range was left reserved.
-  EXPECT_TRUE(vmm->map(*va + kG, kG, *h, 0));
-  EXPECT_TRUE(vmm->release_range(*va, 4 * kG));
+  EXPECT_TRUE(vmm->map(va + kG, kG, h, 0));
+  EXPECT_TRUE(vmm->release_range(va, 4 * kG));
 }
 
 }  // namespace

@@ -141,25 +141,41 @@ TEST(KvArena, AsyncStepReportsItsErrorOnWait) {
   EXPECT_EQ(a->step_async(seq).error().code, ENOENT);
 }
 
-TEST(KvArena, ReclaimedPagesMoveWithTheirBytes) {
-  auto a = make(config(0, 4 * kPage));  // one page group
-  ASSERT_TRUE(a);
-  auto x = a->alloc_reqid();
-  auto y = a->alloc_reqid();
+// An arena limited to one page group (4 tensors x 64 KiB) whose row x
+// holds 10 tokens and so the whole group; row y is allocated and empty.
+struct OneGroupArena {
+  std::unique_ptr<KvArena> a;
+  uint32_t x = 0;
+  uint32_t y = 0;
+  std::vector<uint32_t> seq = std::vector<uint32_t>(8, 0);
+};
+
+void fill_one_group(OneGroupArena& f) {
+  f.a = make(config(0, 4 * kPage));
+  ASSERT_TRUE(f.a);
+  auto x = f.a->alloc_reqid();
+  auto y = f.a->alloc_reqid();
   ASSERT_TRUE(x && y);
-  std::vector<uint32_t> seq(8, 0);
-  seq[*x] = 10;
-  ASSERT_TRUE(a->step(seq));
-  std::memset(a->row_address(*x, 0, 1), 0x5A, 640);
-  seq[*y] = 5;
+  f.x = *x;
+  f.y = *y;
+  f.seq[f.x] = 10;
+  ASSERT_TRUE(f.a->step(f.seq));
+}
+
+TEST(KvArena, ReclaimedPagesMoveWithTheirBytes) {
+  OneGroupArena f;
+  ASSERT_NO_FATAL_FAILURE(fill_one_group(f));
+  auto& [a, x, y, seq] = f;
+  std::memset(a->row_address(x, 0, 1), 0x5A, 640);
+  seq[y] = 5;
   EXPECT_EQ(a->step(seq).error().code, ENOMEM);
-  ASSERT_TRUE(a->free_reqid(*x));
-  seq[*x] = 0;
+  ASSERT_TRUE(a->free_reqid(x));
+  seq[x] = 0;
   ASSERT_TRUE(a->step(seq));
   // Moved, not copied and not cleared: the same physical page.
-  EXPECT_EQ(a->row_address(*y, 0, 1)[639], 0x5A);
+  EXPECT_EQ(a->row_address(y, 0, 1)[639], 0x5A);
   EXPECT_EQ(a->stats().reuses, 4u);
-  ASSERT_TRUE(a->free_reqid(*y));
+  ASSERT_TRUE(a->free_reqid(y));
   ASSERT_TRUE(a->trim(0));
   const auto s = a->stats();
   EXPECT_EQ(s.mapped_bytes, 0u);
@@ -223,29 +239,24 @@ TEST(KvArena, ConsecutivePagesOfARowShareOneMapping) {
 }
 
 TEST(KvArena, PinnedRowsKeepTheirPages) {
-  auto a = make(config(0, 4 * kPage));  // one page group
-  ASSERT_TRUE(a);
-  auto x = a->alloc_reqid();
-  auto y = a->alloc_reqid();
-  ASSERT_TRUE(x && y);
-  std::vector<uint32_t> seq(8, 0);
-  seq[*x] = 10;
-  ASSERT_TRUE(a->step(seq));
+  OneGroupArena f;
+  ASSERT_NO_FATAL_FAILURE(fill_one_group(f));
+  auto& [a, x, y, seq] = f;
   // A copy holds x: freed, its pages are still not reclaimable or reusable.
-  ASSERT_TRUE(a->pin_row(*x));
-  ASSERT_TRUE(a->free_reqid(*x));
-  seq[*x] = 0;
-  seq[*y] = 5;
+  ASSERT_TRUE(a->pin_row(x));
+  ASSERT_TRUE(a->free_reqid(x));
+  seq[x] = 0;
+  seq[y] = 5;
   EXPECT_EQ(a->step(seq).error().code, ENOMEM);
   for (int i = 0; i < 6; ++i) {
     auto r = a->alloc_reqid();
     ASSERT_TRUE(r);
-    EXPECT_NE(*r, *x);
+    EXPECT_NE(*r, x);
   }
   EXPECT_EQ(a->alloc_reqid().error().code, ENOSPC);
   ASSERT_TRUE(a->trim(0));
   EXPECT_EQ(a->stats().mapped_bytes, 4 * kPage);
-  a->unpin_row(*x);
+  a->unpin_row(x);
   ASSERT_TRUE(a->step(seq));  // now y takes x's pages
   EXPECT_EQ(a->stats().reuses, 4u);
   EXPECT_FALSE(a->pin_row(7 + 100));

@@ -12,6 +12,7 @@
 #include "cxlpool/hal/driver/access_source_driver.hpp"
 #include "cxlpool/hal/driver/gpu_vmm_driver.hpp"
 #include "cxlpool/hal/driver/mem_tier_driver.hpp"
+#include "no_backend_filter.hpp"
 
 namespace cxlpool::hal {
 namespace {
@@ -85,11 +86,7 @@ std::span<const BackendTableEntry> linked_backends() {
 
 namespace {
 
-class BackendClasses : public ::testing::Test {
- protected:
-  void SetUp() override { ::unsetenv(kBackendFilterVariable); }
-  void TearDown() override { ::unsetenv(kBackendFilterVariable); }
-};
+using BackendClasses = NoBackendFilter;
 
 TEST_F(BackendClasses, AccessSourcesGetTheOptionsAndMoveOnFromOneThatCannotRun) {
   AccessSourceOptions options;

@@ -7,23 +7,18 @@
 
 #include <gtest/gtest.h>
 
+#include "support/dir_entries.hpp"
+
 namespace cxlpool::drivers {
 namespace {
 
-size_t count_entries(const std::string& dir, const std::string& prefix) {
-  size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
-  }
-  return n;
-}
+using test::count_dir_entries;
 
 TEST(CxlDiscovery, MatchesSysfs) {
   auto inventory = discover_cxl();
   ASSERT_TRUE(inventory.has_value()) << inventory.error().message;
-  EXPECT_EQ(inventory->memdevs.size(), count_entries("/sys/bus/cxl/devices", "mem"));
-  EXPECT_EQ(inventory->regions.size(), count_entries("/sys/bus/cxl/devices", "region"));
+  EXPECT_EQ(inventory->memdevs.size(), count_dir_entries("/sys/bus/cxl/devices", "mem"));
+  EXPECT_EQ(inventory->regions.size(), count_dir_entries("/sys/bus/cxl/devices", "region"));
   for (const auto& m : inventory->memdevs) {
     EXPECT_EQ(m.name.rfind("mem", 0), 0u) << m.name;
     EXPECT_TRUE(std::filesystem::exists("/sys/bus/cxl/devices/" + m.name)) << m.name;
@@ -40,7 +35,7 @@ TEST(CxlDiscovery, MatchesSysfs) {
 TEST(CxlDiscovery, DaxDevicesMatchSysfs) {
   auto devices = discover_dax_devices();
   ASSERT_TRUE(devices.has_value()) << devices.error().message;
-  EXPECT_EQ(devices->size(), count_entries("/sys/bus/dax/devices", "dax"));
+  EXPECT_EQ(devices->size(), count_dir_entries("/sys/bus/dax/devices", "dax"));
   for (const auto& d : *devices) {
     EXPECT_FALSE(d.name.empty());
     EXPECT_FALSE(d.region_path.empty()) << d.name;

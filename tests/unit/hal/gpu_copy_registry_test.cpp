@@ -10,6 +10,7 @@
 
 #include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/hal/driver/gpu_vmm_driver.hpp"
+#include "no_backend_filter.hpp"
 
 namespace cxlpool::hal {
 namespace {
@@ -60,11 +61,7 @@ std::span<const BackendTableEntry> linked_backends() {
 
 namespace {
 
-class GpuCopyRegistry : public ::testing::Test {
- protected:
-  void SetUp() override { ::unsetenv(kBackendFilterVariable); }
-  void TearDown() override { ::unsetenv(kBackendFilterVariable); }
-};
+using GpuCopyRegistry = NoBackendFilter;
 
 TEST_F(GpuCopyRegistry, BestAvailablePassesOverABackendWithoutAnEngine) {
   BackendSkips skipped;

@@ -13,6 +13,7 @@
 #include "cxlpool/hal/backend.hpp"
 #include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/hal/topology.hpp"
+#include "support/dir_entries.hpp"
 
 namespace cxlpool::hal {
 namespace {
@@ -29,14 +30,7 @@ const BackendReport* find_report(const std::string& name) {
   return nullptr;
 }
 
-size_t count_entries(const std::string& dir, const std::string& prefix) {
-  size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
-  }
-  return n;
-}
+using test::count_dir_entries;
 
 TEST(Probes, EveryBackendAnswersWithADetailOrTheBuildsReason) {
   const std::set<std::string> classes = {"MemTier", "BlockEngine", "NetPort", "Transport", "GpuVmm", "AccessSource"};
@@ -97,8 +91,8 @@ TEST(Probes, Dax) {
   BUILT_REPORT(r, "dax");
   EXPECT_EQ(r->cls, "MemTier");
   ASSERT_NE(r->state, BackendState::kFailed) << r->detail;
-  const size_t memdevs = count_entries("/sys/bus/cxl/devices", "mem");
-  const size_t dax = count_entries("/sys/bus/dax/devices", "dax");
+  const size_t memdevs = count_dir_entries("/sys/bus/cxl/devices", "mem");
+  const size_t dax = count_dir_entries("/sys/bus/dax/devices", "dax");
   if (memdevs == 0 && dax == 0) {
     EXPECT_EQ(r->state, BackendState::kNotPresent);
     EXPECT_EQ(r->detail.rfind("no CXL memdevs", 0), 0u) << r->detail;
@@ -151,7 +145,7 @@ TEST(Probes, Ofi) {
 TEST(Probes, Verbs) {
   BUILT_REPORT(r, "verbs");
   EXPECT_EQ(r->cls, "Transport");
-  const size_t devices = count_entries("/sys/class/infiniband", "");
+  const size_t devices = count_dir_entries("/sys/class/infiniband", "");
   if (devices == 0) {
     EXPECT_EQ(r->state, BackendState::kNotPresent);
     EXPECT_EQ(r->detail.rfind("no RDMA devices", 0), 0u) << r->detail;

@@ -41,6 +41,18 @@ void expect_layer(const WeightsModel& m, const cxlpool_streamed_layer& sl) {
   }
 }
 
+// Acquires, checks and releases layers 0..layers-1 in order, `passes` times.
+void stream_layers(WeightStreamer& s, const WeightsModel& m, uint32_t layers, int passes) {
+  for (int pass = 0; pass < passes; ++pass) {
+    for (uint32_t l = 0; l < layers; ++l) {
+      cxlpool_streamed_layer sl{};
+      ASSERT_TRUE(s.acquire(l, &sl)) << "layer " << l << ", pass " << pass;
+      expect_layer(m, sl);
+      ASSERT_TRUE(s.release(l)) << "layer " << l << ", pass " << pass;
+    }
+  }
+}
+
 TEST(WeightsModel, TableMatchesTheFiles) {
   ModelFixture fx(6, kElems, 0);
   auto m = WeightsModel::create(fx.client_mapping());
@@ -65,14 +77,7 @@ TEST(WeightStreamer, StreamsFromTheRegionAcrossPasses) {
   auto m = WeightsModel::create(fx.client_mapping()).value();
   auto s = WeightStreamer::create(*m, host_config(3, 2));
   ASSERT_TRUE(s) << s.error().message;
-  for (int pass = 0; pass < 3; ++pass) {
-    for (uint32_t l = 0; l < 6; ++l) {
-      cxlpool_streamed_layer sl{};
-      ASSERT_TRUE((*s)->acquire(l, &sl));
-      expect_layer(*m, sl);
-      ASSERT_TRUE((*s)->release(l));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(stream_layers(**s, *m, 6, 3));
   auto st = (*s)->stats();
   EXPECT_EQ(st.acquires, 18u);
   EXPECT_GE(st.layers_copied, 18u - 3);  // slots are reused: at most the window stays cached
@@ -86,14 +91,7 @@ TEST(WeightStreamer, ReadsLayersPastTheBudgetFromTheFiles) {
   auto m = WeightsModel::create(fx.client_mapping()).value();
   EXPECT_EQ(m->tensor(m->find("model.layers.2.mlp.w")).data, nullptr);
   auto s = WeightStreamer::create(*m, host_config(2, 1)).value();
-  for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t l = 0; l < 6; ++l) {
-      cxlpool_streamed_layer sl{};
-      ASSERT_TRUE(s->acquire(l, &sl)) << l;
-      expect_layer(*m, sl);
-      ASSERT_TRUE(s->release(l));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(stream_layers(*s, *m, 6, 2));
   auto st = s->stats();
   EXPECT_GE(st.layers_read, 8u);
   EXPECT_GE(st.bytes_read, 8u * kElems * 6);
@@ -107,14 +105,7 @@ TEST(WeightStreamer, MultiReadFileLayersStayExactWhileReadsOverlapLayers) {
   ModelFixture fx(5, kBig, 1);
   auto m = WeightsModel::create(fx.client_mapping()).value();
   auto s = WeightStreamer::create(*m, host_config(3, 2)).value();
-  for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t l = 0; l < 5; ++l) {
-      cxlpool_streamed_layer sl{};
-      ASSERT_TRUE(s->acquire(l, &sl)) << l;
-      expect_layer(*m, sl);
-      ASSERT_TRUE(s->release(l));
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(stream_layers(*s, *m, 5, 2));
   auto st = s->stats();
   EXPECT_GE(st.layers_read, 7u);
   EXPECT_EQ(st.layers_copied, 0u);
@@ -129,12 +120,7 @@ TEST(WeightStreamer, PinsLayersWithinTheBudgetFileLayersFirst) {
   auto st = s->stats();
   EXPECT_EQ(st.pinned_layers, 1u);
   EXPECT_EQ(st.layers_read, 1u);  // filled once at creation
-  for (uint32_t l = 0; l < 4; ++l) {
-    cxlpool_streamed_layer sl{};
-    ASSERT_TRUE(s->acquire(l, &sl));
-    expect_layer(*m, sl);
-    ASSERT_TRUE(s->release(l));
-  }
+  ASSERT_NO_FATAL_FAILURE(stream_layers(*s, *m, 4, 1));
   EXPECT_EQ(s->stats().hits_resident, 1u);
 }
 

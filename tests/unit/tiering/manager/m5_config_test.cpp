@@ -138,20 +138,19 @@ TEST(M5Config, InvalidValuesAreRejectedNamingTheKeyAndLeaveTheConfigAlone) {
   EXPECT_EQ(covered.size(), M5Config::keys().size());
 }
 
+// c.set(key, value) fails with exactly `message`.
+void expect_set_fails(M5Config& c, const std::string& key, const std::string& value, const std::string& message) {
+  auto r = c.set(key, value);
+  ASSERT_FALSE(r.has_value()) << key << "=" << value;
+  EXPECT_EQ(r.error().message, message);
+}
+
 TEST(M5Config, CombinationRulesNameBothKnobs) {
   M5Config c;
-  auto r = c.set("low_watermark", "0.99");
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "tiering.low_watermark: 0.99 must be below high_watermark 0.98");
-  r = c.set("high_watermark", "0.85");
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "tiering.high_watermark: 0.85 must be above low_watermark 0.96");
-  r = c.set("max_period_ms", "5");
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "tiering.max_period_ms: 5 must not be below min_period_ms 10");
-  r = c.set("min_period_ms", "20000");
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "tiering.min_period_ms: 20000 must not exceed max_period_ms 10000");
+  expect_set_fails(c, "low_watermark", "0.99", "tiering.low_watermark: 0.99 must be below high_watermark 0.98");
+  expect_set_fails(c, "high_watermark", "0.85", "tiering.high_watermark: 0.85 must be above low_watermark 0.96");
+  expect_set_fails(c, "max_period_ms", "5", "tiering.max_period_ms: 5 must not be below min_period_ms 10");
+  expect_set_fails(c, "min_period_ms", "20000", "tiering.min_period_ms: 20000 must not exceed max_period_ms 10000");
   // In the right order both change.
   ASSERT_TRUE(c.set("high_watermark", "0.99").has_value());
   ASSERT_TRUE(c.set("low_watermark", "0.97").has_value());
@@ -159,12 +158,8 @@ TEST(M5Config, CombinationRulesNameBothKnobs) {
 
 TEST(M5Config, ParseErrorsQuoteTheValue) {
   M5Config c;
-  auto r = c.set("top_k", "many");
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "tiering.top_k: 'many' is not an unsigned integer");
-  r = c.set("top_k", "0");
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().message, "tiering.top_k: 0 must be in 1..1048576");
+  expect_set_fails(c, "top_k", "many", "tiering.top_k: 'many' is not an unsigned integer");
+  expect_set_fails(c, "top_k", "0", "tiering.top_k: 0 must be in 1..1048576");
 }
 
 TEST(M5Config, UnknownKeys) {
