@@ -118,6 +118,12 @@ ninja -C "$builddir" "${outputs[@]}"
 for f in "${files[@]}"; do
   if [[ -f "$f" ]]; then
     cp -L "$f" "$dest/bin/"
+    # A packed shell script brings the scripts it sources from its own
+    # folder (`. "$(dirname "$0")/NAME.sh"`).
+    if [[ "$f" == *.sh ]]; then
+      { grep -oE '^\. "\$\(dirname "\$0"\)/[A-Za-z0-9_.-]+\.sh"' "$f" || true; } | sed -E 's|.*/([^/"]+)"$|\1|' |
+        while read -r sourced; do cp -L "$(dirname "$f")/$sourced" "$dest/bin/"; done
+    fi
   fi
 done
 find "$builddir/lib/client" -maxdepth 1 -name 'libcxlpool.so*' ! -type d -exec cp -P {} "$dest/lib/" \;
