@@ -3,23 +3,20 @@
 // The KV store's tiers, fastest first; chunks move down as tiers fill.
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 #include <string_view>
-
-#include "cxlpool/common/enum_names.hpp"
 
 namespace cxlpool::kvcache {
 
 enum class KvTier : std::uint8_t { kDram = 0, kCxl = 1, kSsd = 2 };
 inline constexpr std::size_t kKvTierCount = 3;
 
-inline constexpr EnumName<KvTier> kKvTierNames[] = {
-    {KvTier::kDram, "dram"},
-    {KvTier::kCxl, "cxl"},
-    {KvTier::kSsd, "ssd"},
-};
-static_assert(std::size(kKvTierNames) == kKvTierCount);
-
-[[nodiscard]] constexpr std::string_view to_string(KvTier t) { return enum_name(kKvTierNames, t, "?"); }
+[[nodiscard]] constexpr std::string_view to_string(KvTier t) {
+  switch (t) {
+    case KvTier::kDram: return "dram";
+    case KvTier::kCxl: return "cxl";
+    case KvTier::kSsd: return "ssd";
+  }
+  return "?";
+}
 
 }  // namespace cxlpool::kvcache
