@@ -47,28 +47,31 @@ Timespec* wait_limit(std::chrono::nanoseconds timeout, Timespec& ts) {
 // A BlockDevice whose requests complete within submit() (a system call or a
 // copy into a mapping each): the driver writes execute(); the completions
 // wait here, oldest first, for poll(), which therefore always meets `min`.
+// BlockDevice::submit() keeps at most queue_depth of them unpolled, so a ring
+// of that many slots holds them without allocating on the data path.
 class InlineBlockDevice : public BlockDevice {
  protected:
   InlineBlockDevice(std::string path, BlockGeometry geometry, bool direct, std::uint32_t queue_depth)
-      : BlockDevice(std::move(path), std::move(geometry), direct, queue_depth) {
-    done_.reserve(queue_depth);
-  }
+      : BlockDevice(std::move(path), std::move(geometry), direct, queue_depth),
+        done_(queue_depth > 0 ? queue_depth : 1) {}
 
   // Carries out `request` now: the completion's result is the byte count or
   // -errno.
   virtual IoCompletion execute(const IoRequest& request) = 0;
 
   Result<void> submit_impl(std::span<const IoRequest> requests) final {
-    for (const IoRequest& r : requests) done_.push_back(execute(r));
+    for (const IoRequest& r : requests) {
+      done_[(head_ + count_) % done_.size()] = execute(r);
+      ++count_;
+    }
     return {};
   }
 
   Result<std::size_t> poll_impl(std::span<IoCompletion> out, std::size_t, std::chrono::nanoseconds) final {
     std::size_t n = 0;
-    while (n < out.size() && head_ < done_.size()) out[n++] = done_[head_++];
-    if (head_ == done_.size()) {
-      done_.clear();
-      head_ = 0;
+    for (; n < out.size() && count_ > 0; ++n, --count_) {
+      out[n] = done_[head_];
+      head_ = (head_ + 1) % done_.size();
     }
     return n;
   }
@@ -77,8 +80,9 @@ class InlineBlockDevice : public BlockDevice {
   Result<void> register_buffers_impl(std::span<const iovec>) override { return {}; }
 
  private:
-  std::vector<IoCompletion> done_;  // [head_, end) not yet polled
+  std::vector<IoCompletion> done_;  // a ring: count_ completions from head_
   std::size_t head_ = 0;
+  std::size_t count_ = 0;
 };
 
 struct BlockEngineOps {
