@@ -72,6 +72,10 @@ class CudaCopyEngine final : public hal::GpuCopyEngine {
     return stream_.to_device(dst, src, bytes);
   }
 
+  Result<void> copy_to_host(void* dst, uint64_t src, size_t bytes) override {
+    return stream_.to_host(dst, src, bytes);
+  }
+
   Result<void> synchronize() override { return stream_.synchronize(); }
 
  private:

@@ -33,7 +33,10 @@ struct DecodeAttentionParams {
   uint32_t head_dim;
   uint32_t group;        // q_heads / kv_heads
   uint32_t head_chunks;  // ceil(group / kHeadsPerBlock): blocks per KV head and split
-  uint32_t n_splits;     // context splits per row
+  uint32_t n_splits;     // the most context splits a row uses
+  uint32_t split_len;    // tokens per split (a multiple of 32): rows of any
+                         // length cut into splits of equal work; 0: each
+                         // row cut evenly into n_splits (the previous plan)
   uint32_t token_lanes;  // lanes that share one token (power of two, <= 32)
   float scale_log2;      // scale * log2(e): scores in the exp2 domain
 };

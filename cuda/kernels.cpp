@@ -123,6 +123,7 @@ Kernels& Kernels::operator=(Kernels&& other) noexcept {
     attention_reduce_ = std::exchange(other.attention_reduce_, nullptr);
     sm_count_ = other.sm_count_;
     blocks_per_sm_ = other.blocks_per_sm_;
+    equal_slices_ = other.equal_slices_;
     workspace_ = std::exchange(other.workspace_, 0);
     workspace_records_ = std::exchange(other.workspace_records_, 0);
     gather_ = std::exchange(other.gather_, nullptr);
@@ -194,6 +195,7 @@ Result<void> check_attention(const ref::AttentionShape& shape) {
 // the parallelism gains.
 constexpr uint64_t kMinSplitSteps = 2;
 constexpr uint32_t kMaxSplits = 256;  // the reduce kernel's shared weights
+constexpr uint64_t kSplitGranule = 32;  // tokens: a slice is a whole number of warp steps
 constexpr uint64_t kNoPoolToken = 0xFFFFFFFFu;  // the paged kernels' "no token" index
 
 uint32_t ceil_pow2(uint32_t v) {
@@ -236,7 +238,20 @@ Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape
   // all the same.
   const uint64_t per_split = uint64_t{shape.batch} * shape.q_heads;
   splits = std::min(splits, std::max<uint64_t>(1, workspace_records_ / per_split));
-  plan.n_splits = static_cast<uint32_t>(std::max<uint64_t>(1, splits));
+  splits = std::max<uint64_t>(1, splits);
+  // Slices of one length for every row (rows of half the context use half
+  // the slices): the blocks do equal work, so no SM waits on the blocks of
+  // the longest rows while the others idle. The length is rounded to the
+  // kernels' split granule; the count follows from it.
+  const uint64_t context = std::max<uint64_t>(1, max_context);
+  const uint64_t len = ((context + splits - 1) / splits + kSplitGranule - 1) / kSplitGranule *
+                       kSplitGranule;
+  plan.split_len = static_cast<uint32_t>(std::min<uint64_t>(len, 0x80000000u));
+  plan.n_splits = static_cast<uint32_t>((context + plan.split_len - 1) / plan.split_len);
+  if (!equal_slices_) {
+    plan.n_splits = static_cast<uint32_t>(splits);
+    plan.split_len = 0;
+  }
   plan.blocks = static_cast<uint32_t>(base * plan.n_splits);
   return plan;
 }
@@ -253,6 +268,7 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::Atte
   p.group = group;
   p.head_chunks = (group + kAttentionHeadsPerBlock - 1) / kAttentionHeadsPerBlock;
   p.n_splits = plan->n_splits;
+  p.split_len = plan->split_len;
   p.token_lanes = plan->token_lanes;
   p.scale_log2 = shape.scale * 1.4426950408889634f;  // log2(e)
   p.part_acc = workspace_;

@@ -42,11 +42,15 @@ class Kernels {
                           Stream stream = nullptr) const;
 
   // How a decode-attention launch is cut (the launchers choose; tests and
-  // benchmarks print it). The context of each row is divided evenly into
-  // n_splits slices, one thread block per (row, KV head, up to 4 of its query
-  // heads, slice); with n_splits > 1 a second kernel combines the slices.
+  // benchmarks print it). Each row's context is cut into slices of
+  // split_len tokens, one thread block per (row, KV head, up to 4 of its
+  // query heads, slice): a row of max_context tokens uses n_splits slices, a
+  // shorter row fewer, so every block but a row's last reads the same number
+  // of tokens whatever the rows' lengths. With n_splits > 1 a second kernel
+  // combines a row's slices.
   struct AttentionPlan {
     uint32_t n_splits = 1;
+    uint32_t split_len = 0;     // tokens per slice, a multiple of 32; 0: each row cut evenly
     uint32_t token_lanes = 32;  // lanes that read one token's head row
     bool vector_loads = false;  // 16-byte loads (head rows and k/v 16-byte aligned)
     uint32_t blocks = 0;        // thread blocks of the main kernel
@@ -61,6 +65,13 @@ class Kernels {
   static constexpr uint32_t kDefaultBlocksPerSm = 8;
   static constexpr uint32_t kMaxBlocksPerSm = 16;
   Result<void> set_attention_blocks_per_sm(uint32_t blocks);
+  // true: slices of one length for every row (split_len > 0), a shorter row
+  // using fewer; false (default): each row's context cut evenly into
+  // n_splits slices (split_len 0). On an H100 neither wins everywhere:
+  // equal slices read 6-10 % faster for small bf16 calls (batch 8, context
+  // 2048) and 8-10 % slower at batch 8-16, context 4096 (shorter rows leave
+  // blocks idle); docs/perf.md, "GPU".
+  void set_attention_equal_slices(bool on) { equal_slices_ = on; }
 
   // The decode-attention launches of one Kernels object share its split
   // workspace: launches on different streams must not run concurrently
@@ -120,6 +131,7 @@ class Kernels {
   uint64_t checksum_slot_ = 0;  // device uint64_t the checksum kernel adds into
   uint32_t sm_count_ = 1;
   uint32_t blocks_per_sm_ = kDefaultBlocksPerSm;
+  bool equal_slices_ = false;
   uint64_t workspace_ = 0;  // split partials: acc floats, then (max, sum) pairs
   uint64_t workspace_records_ = 0;
 };

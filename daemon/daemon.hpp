@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/sysfs_root.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/hal/backend.hpp"
@@ -37,16 +38,24 @@ namespace cxlpool::daemon {
 inline constexpr uint64_t kTagKvIo = 8;
 inline constexpr uint64_t kKvDoorbellBit = 1ull << 62;
 
+// The clients.* and control.* counters once: member, metric name.
+// clang-format off
+#define CXLPOOL_DAEMON_COUNTERS(X)                                                                        \
+  X(clients_accepted,         "clients.accepted")                                                         \
+  X(clients_refused,          "clients.refused")          /* every refused connection */                  \
+  X(clients_refused_per_uid,  "clients.refused_per_uid")  /* of them: max_clients_per_uid */              \
+  X(clients_refused_reserved, "clients.refused_reserved") /* of them: the admin_reserved_clients slots */ \
+  X(clients_closed,           "clients.closed")                                                           \
+  X(requests,                 "control.requests")                                                         \
+  X(request_errors,           "control.request_errors")                                                   \
+  X(malformed_messages,       "control.malformed_messages")                                               \
+  X(admin_denied,             "control.admin_denied")
+// clang-format on
+
 struct DaemonCounters {
-  uint64_t clients_accepted = 0;
-  uint64_t clients_refused = 0;           // every refused connection
-  uint64_t clients_refused_per_uid = 0;   // of them: max_clients_per_uid
-  uint64_t clients_refused_reserved = 0;  // of them: the admin_reserved_clients slots
-  uint64_t clients_closed = 0;
-  uint64_t requests = 0;
-  uint64_t request_errors = 0;
-  uint64_t malformed_messages = 0;
-  uint64_t admin_denied = 0;
+  CXLPOOL_DAEMON_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_DAEMON_COUNTERS)
+  // Exported as daemon.reloads, ahead of the clients.* figures.
   uint64_t reloads = 0;
   std::map<std::string, uint64_t> by_type;
 };

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/mapping.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/hal/page_placement.hpp"
@@ -108,19 +109,26 @@ struct PoolLimits {
   std::vector<QuotaRule> quota_rules;
 };
 
+// Each pool counter once: its member, and its metric's name after "pool.".
+// clang-format off
+#define CXLPOOL_POOL_COUNTERS(X)                      \
+  X(regions_created,        "regions_created")        \
+  X(regions_destroyed,      "regions_destroyed")      \
+  X(bytes_created,          "created_bytes")          \
+  X(alloc_failures,         "alloc_failures")         \
+  X(quota_rejections,       "quota_rejections")       \
+  X(capacity_rejections,    "capacity_rejections")    \
+  X(placement_checks,       "placement_checks")       \
+  X(placement_mismatches,   "placement_mismatches")   \
+  X(migrations,             "migrations")             \
+  X(migrated_pages,         "migrated_pages")         \
+  X(migrated_bytes,         "migrated_bytes")         \
+  X(migration_failed_pages, "migration_failed_pages")
+// clang-format on
+
 struct PoolCounters {
-  uint64_t regions_created = 0;
-  uint64_t regions_destroyed = 0;
-  uint64_t bytes_created = 0;
-  uint64_t alloc_failures = 0;
-  uint64_t quota_rejections = 0;
-  uint64_t capacity_rejections = 0;
-  uint64_t placement_checks = 0;
-  uint64_t placement_mismatches = 0;
-  uint64_t migrations = 0;
-  uint64_t migrated_pages = 0;
-  uint64_t migrated_bytes = 0;
-  uint64_t migration_failed_pages = 0;
+  CXLPOOL_POOL_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_POOL_COUNTERS)
 };
 
 class RegionPool {

@@ -44,14 +44,25 @@ constexpr unsigned kHeads = cxlpool::cuda::kAttentionHeadsPerBlock;
 constexpr unsigned kUnroll = cxlpool::cuda::kAttentionUnroll;
 constexpr unsigned kMaxHeadDim = 256;
 constexpr unsigned kMaxElems = kMaxHeadDim / 32;  // per lane per token
-constexpr unsigned kSplitGranule = 32;            // tokens; a split's length is a multiple
 constexpr unsigned kMaxSplits = 256;              // the launcher never asks for more
 
-// The tokens of each split of a row: the row divided evenly, so that rows of
-// different lengths all use every split. The reduce kernel agrees on it.
-__device__ __forceinline__ unsigned split_tokens(unsigned len, unsigned n_splits) {
-  const unsigned even = (len + n_splits - 1) / n_splits;
-  return (even + kSplitGranule - 1) / kSplitGranule * kSplitGranule;
+// Tokens per split of a row of `len` tokens: p.split_len, slices of one
+// length for every row (the launcher sizes them so that n_splits slices
+// cover the longest row); 0 asks for the previous planner, each row cut
+// evenly into n_splits slices of whole 32-token granules, kept to measure
+// against. The last split takes any tokens past n_splits slices, which
+// only a row longer than the launcher was told of has. The reduce kernel
+// agrees on it.
+__device__ __forceinline__ unsigned split_tokens(unsigned len, const DecodeAttentionParams& p) {
+  if (p.split_len != 0) return p.split_len;
+  const unsigned even = (len + p.n_splits - 1) / p.n_splits;
+  return (even + 31) / 32 * 32;
+}
+
+__device__ __forceinline__ unsigned splits_used(unsigned len, const DecodeAttentionParams& p) {
+  if (len == 0) return 0;
+  const unsigned tps = split_tokens(len, p);
+  return min(p.n_splits, (len + tps - 1) / tps);
 }
 
 __device__ __forceinline__ float safe_base(float m) { return m == -INFINITY ? 0.0f : m; }
@@ -190,7 +201,7 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   const unsigned nh = min(kHeads, p.group - chunk * kHeads);
   const unsigned head_dim = p.head_dim;
   const unsigned len = reinterpret_cast<const uint32_t*>(p.seq_lens)[row];
-  const unsigned tps = split_tokens(len, p.n_splits);
+  const unsigned tps = split_tokens(len, p);
   const unsigned begin = split * tps;
   float* out = reinterpret_cast<float*>(p.out);
 
@@ -204,7 +215,7 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
     }
     return;
   }
-  const unsigned end = min(len, begin + tps);
+  const unsigned end = split + 1 == p.n_splits ? len : min(len, begin + tps);
 
   const unsigned lanes = kLanes != 0 ? kLanes : p.token_lanes;
   const unsigned lane = threadIdx.x % 32;
@@ -465,8 +476,7 @@ extern "C" __global__ void __launch_bounds__(cxlpool::cuda::kAttentionReduceThre
   const unsigned row = blockIdx.y;
   const unsigned head_dim = p.head_dim;
   const unsigned len = reinterpret_cast<const uint32_t*>(p.seq_lens)[row];
-  const unsigned tps = split_tokens(len, p.n_splits);
-  const unsigned used = len == 0 ? 0 : (len + tps - 1) / tps;
+  const unsigned used = splits_used(len, p);
   const uint64_t head = static_cast<uint64_t>(row) * p.q_heads + h;
   const uint64_t rec0 = head * p.n_splits;
   const float* ml = reinterpret_cast<const float*>(p.part_ml) + 2 * rec0;

@@ -2,6 +2,7 @@
 #include "gpu_host_alloc.hpp"
 
 #include <string>
+#include <utility>
 
 #include "cxlpool/hal/backend_registry.hpp"
 
@@ -18,12 +19,12 @@ Result<GpuHostAllocation> GpuHostAllocator::allocate(const std::vector<Tier>& ti
                                                      const GpuHostRequester& who, const proto::GpuHostAlloc& request) {
   auto out = try_allocate(tiers, max_region_size, who, request);
   if (!out) {
-    ++failures_;
-    if (out.error().code == EDQUOT) ++quota_rejections_;
+    ++counters_.failures;
+    if (out.error().code == EDQUOT) ++counters_.quota_rejections;
     return out;
   }
-  ++allocs_;
-  bytes_ += out->reply.bytes;
+  ++counters_.allocs;
+  counters_.bytes += out->reply.bytes;
   Charge& charge = by_session_[who.session_id];
   charge.uid = who.uid;
   charge.bytes += out->reply.bytes;
@@ -89,10 +90,7 @@ Result<GpuHostAllocation> GpuHostAllocator::try_allocate(const std::vector<Tier>
 }
 
 void GpuHostAllocator::add_counters(std::vector<proto::Counter>& out) const {
-  out.push_back({"gpu.host_allocs", allocs_});
-  out.push_back({"gpu.host_alloc_bytes", bytes_});
-  out.push_back({"gpu.host_alloc_failures", failures_});
-  out.push_back({"gpu.host_alloc_quota_rejections", quota_rejections_});
+  emit_counters("gpu.", counters_, [&](std::string name, uint64_t value) { out.push_back({std::move(name), value}); });
   out.push_back({"gpu.host_alloc_charged_bytes", charged_});
 }
 

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/proto/messages.hpp"
@@ -38,6 +39,20 @@ struct GpuHostAllocation {
   UniqueFd fd;
 };
 
+// Member, and its metric's name after "gpu.".
+// clang-format off
+#define CXLPOOL_GPU_HOST_COUNTERS(X)                 \
+  X(allocs,           "host_allocs")                 \
+  X(bytes,            "host_alloc_bytes")            \
+  X(failures,         "host_alloc_failures")         \
+  X(quota_rejections, "host_alloc_quota_rejections")
+// clang-format on
+
+struct GpuHostCounters {
+  CXLPOOL_GPU_HOST_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_GPU_HOST_COUNTERS)
+};
+
 class GpuHostAllocator {
  public:
   // Errors: EINVAL for an unknown tier or one without a NUMA node of its own;
@@ -53,9 +68,8 @@ class GpuHostAllocator {
   void close_session(uint64_t session_id);
   [[nodiscard]] uint64_t charged_to_uid(uid_t uid) const;
 
-  // gpu.host_allocs, gpu.host_alloc_bytes, gpu.host_alloc_failures,
-  // gpu.host_alloc_quota_rejections, gpu.host_alloc_charged_bytes (held by
-  // open sessions now).
+  // The GpuHostCounters, then gpu.host_alloc_charged_bytes (held by open
+  // sessions now).
   void add_counters(std::vector<proto::Counter>& out) const;
 
  private:
@@ -69,10 +83,7 @@ class GpuHostAllocator {
   std::unordered_map<uint64_t, Charge> by_session_;
   std::unordered_map<uid_t, uint64_t> by_uid_;
   uint64_t charged_ = 0;
-  uint64_t allocs_ = 0;
-  uint64_t bytes_ = 0;
-  uint64_t failures_ = 0;
-  uint64_t quota_rejections_ = 0;
+  GpuHostCounters counters_;
 };
 
 }  // namespace cxlpool::daemon

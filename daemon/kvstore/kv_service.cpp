@@ -621,39 +621,11 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   auto add = [&](std::string name, uint64_t value) { out.push_back({std::move(name), value}); };
   add("kv.started", store_ ? 1 : 0);
   add("kv.connections", connections_.size());
-  add("kv.connections_opened", counters_.connections_opened);
-  add("kv.connections_closed", counters_.connections_closed);
-  add("kv.ring_requests", counters_.requests);
-  add("kv.ring_malformed_requests", counters_.malformed_requests);
-  add("kv.ring_denied_requests", counters_.denied_requests);
-  add("kv.ring_completions", counters_.completions);
-  add("kv.ring_backlogged", counters_.backlogged);
-  add("kv.ring_broken", counters_.broken_rings);
-  add("kv.doorbells", counters_.doorbells);
-  add("kv.client_wakeups", counters_.client_wakeups);
-  add("kv.io_wakeups", counters_.io_wakeups);
-  add("kv.start_failures", counters_.start_failures);
-  if (views_) {
-    add("kv.views", views_->counters().views);
-    add("kv.view_punches", views_->counters().punches);
-    add("kv.view_punch_errors", views_->counters().punch_errors);
-  }
+  emit_counters("kv.", counters_, add);
+  if (views_) emit_counters("kv.", views_->counters(), add);
   if (!store_) return;
   const auto& c = store_->counters();
-  add("kv.lookups", c.lookups);
-  add("kv.lookup_keys", c.lookup_keys);
-  add("kv.lookup_hits", c.lookup_hits);
-  add("kv.gets", c.gets);
-  add("kv.puts", c.puts);
-  add("kv.put_aborts", c.put_aborts);
-  add("kv.prefetches", c.prefetches);
-  add("kv.deletes", c.deletes);
-  add("kv.leases", c.leases);
-  add("kv.leased_bytes", c.leased_bytes);
-  add("kv.reservations", c.reservations);
-  add("kv.quota_rejections", c.quota_rejections);
-  add("kv.leases_expired", c.leases_expired);
-  add("kv.rejected_requests", c.rejected_requests);
+  emit_counters("kv.", c, add);
   for (size_t st = 0; st < kvcache::kKvStatusCount; ++st) {
     add("kv.outcome." + std::string(kvcache::to_string(static_cast<kvcache::KvStatus>(st))), c.outcomes[st]);
   }
@@ -673,20 +645,7 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
   for (size_t t = 0; t < kvcache::kKvTierCount; ++t) {
     const auto tier = static_cast<kvcache::KvTier>(t);
     if (!store_->has_tier(tier)) continue;
-    const auto& tc = c.tiers[t];
-    const std::string prefix = "kv.tier." + std::string(kvcache::to_string(tier)) + ".";
-    add(prefix + "capacity_bytes", tc.capacity_bytes);
-    add(prefix + "used_bytes", tc.used_bytes);
-    add(prefix + "chunks", tc.chunks);
-    add(prefix + "hits", tc.hits);
-    add(prefix + "misses", tc.misses);
-    add(prefix + "evictions", tc.evictions);
-    add(prefix + "promotions", tc.promotions);
-    add(prefix + "demotions", tc.demotions);
-    add(prefix + "admissions_rejected", tc.admissions_rejected);
-    add(prefix + "bytes_written", tc.bytes_written);
-    add(prefix + "bytes_read", tc.bytes_read);
-    add(prefix + "errors", tc.errors);
+    emit_counters("kv.tier." + std::string(kvcache::to_string(tier)) + ".", c.tiers[t], add);
   }
 }
 

@@ -28,6 +28,7 @@
 #include "../config.hpp"
 #include "../region_pool.hpp"
 #include "ssd_error_report.hpp"
+#include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/kvcache/namespace_access.hpp"
@@ -40,19 +41,28 @@
 
 namespace cxlpool::daemon {
 
+// Member, and its metric's name after "kv.".
+// clang-format off
+#define CXLPOOL_KV_SERVICE_COUNTERS(X)                                                            \
+  X(connections_opened, "connections_opened")                                                     \
+  X(connections_closed, "connections_closed")                                                     \
+  X(requests,           "ring_requests")           /* taken from the rings */                     \
+  X(malformed_requests, "ring_malformed_requests") /* answered -EINVAL by the ring's checks */    \
+  /* answered -EACCES: namespace not opened with the op's right */                                \
+  X(denied_requests,    "ring_denied_requests")                                                   \
+  X(completions,        "ring_completions")        /* published on the rings */                   \
+  X(backlogged,         "ring_backlogged")         /* completions that waited for CQ room */      \
+  X(broken_rings,       "ring_broken")             /* rings quarantined for breaking the rules */ \
+  X(doorbells,          "doorbells")               /* wake-ups by a client's SQ eventfd */        \
+  /* CQ eventfd kicks to clients asleep on their completions */                                   \
+  X(client_wakeups,     "client_wakeups")                                                         \
+  X(io_wakeups,         "io_wakeups")              /* wake-ups by the SSD completion eventfd */   \
+  X(start_failures,     "start_failures")
+// clang-format on
+
 struct KvServiceCounters {
-  uint64_t connections_opened = 0;
-  uint64_t connections_closed = 0;
-  uint64_t requests = 0;            // taken from the rings
-  uint64_t malformed_requests = 0;  // answered -EINVAL by the ring's checks
-  uint64_t denied_requests = 0;     // answered -EACCES: namespace not opened with the op's right
-  uint64_t completions = 0;         // published on the rings
-  uint64_t backlogged = 0;          // completions that waited for CQ room
-  uint64_t broken_rings = 0;        // rings quarantined for breaking the rules
-  uint64_t doorbells = 0;           // wake-ups by a client's SQ eventfd
-  uint64_t client_wakeups = 0;      // CQ eventfd kicks to clients asleep on their completions
-  uint64_t io_wakeups = 0;          // wake-ups by the SSD completion eventfd
-  uint64_t start_failures = 0;
+  CXLPOOL_KV_SERVICE_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_KV_SERVICE_COUNTERS)
 };
 
 struct KvNamespaceOpenResult {

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/mapping.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
@@ -41,10 +42,18 @@ struct KvViewTier {
   int numa_node = -1;  // bind the views here; -1: no binding
 };
 
+// Member, and its metric's name after "kv.".
+// clang-format off
+#define CXLPOOL_KV_VIEW_COUNTERS(X)                                                              \
+  X(views,        "views")             /* namespaces with views */                               \
+  X(punches,      "view_punches")      /* slots taken from one namespace's view for another's */ \
+  /* punches the kernel refused (the old view keeps its pages there) */                          \
+  X(punch_errors, "view_punch_errors")
+// clang-format on
+
 struct KvViewCounters {
-  uint64_t views = 0;          // namespaces with views
-  uint64_t punches = 0;        // slots taken from one namespace's view for another's
-  uint64_t punch_errors = 0;   // punches the kernel refused (the old view keeps its pages there)
+  CXLPOOL_KV_VIEW_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_KV_VIEW_COUNTERS)
 };
 
 class KvViews final : public kvcache::KvSlotMemory {

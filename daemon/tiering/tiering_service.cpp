@@ -547,20 +547,11 @@ void TieringService::append_counters(std::vector<proto::Counter>& out) const {
   add("tiering.epochs", epochs_);
   add("tiering.last_epoch_accesses", last_epoch_accesses_);
   add("tiering.promotion_period_ns", stats.promotion_period_ns);
-  add("tiering.plans", counters_.plans);
-  add("tiering.plans_skipped", counters_.plans_skipped);
-  add("tiering.pages_planned", counters_.pages_planned);
-  add("tiering.pages_moved", counters_.pages_moved);
-  add("tiering.pages_absent", counters_.pages_absent);
-  add("tiering.pages_failed", counters_.pages_failed);
-  add("tiering.source_errors", counters_.source_errors);
+  emit_counters("tiering.", counters_, add);
   if (pair_) {
     for (auto [id, tc] : {std::pair{pair_->fast, &stats.fast}, {pair_->slow, &stats.slow}}) {
       const std::string prefix = "tiering.tier." + pool_.tiers()[id].name + ".";
-      add(prefix + "promotions", moves_.promoted_pages);
-      add(prefix + "demotions", moves_.demoted_pages);
-      add(prefix + "bytes_promoted", moves_.promoted_bytes);
-      add(prefix + "bytes_demoted", moves_.demoted_bytes);
+      emit_counters(prefix, moves_, add);
       add(prefix + "rate_limit_hits", tc->rate_limit_hits);
       add(prefix + "hot_pages", tc->hot_pages);
       add(prefix + "accesses", tc->accesses);

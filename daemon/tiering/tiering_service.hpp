@@ -14,6 +14,7 @@
 
 #include "../config.hpp"
 #include "../region_pool.hpp"
+#include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/hal/access_source.hpp"
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/proto/messages.hpp"
@@ -24,23 +25,37 @@
 namespace cxlpool::daemon {
 
 // Per tier of the pair: moves the kernel confirmed, counted on both tiers
-// (a promotion leaves the slow tier and lands on the fast one).
+// (a promotion leaves the slow tier and lands on the fast one). Member, and
+// its metric's name after "tiering.tier.<tier>.".
+// clang-format off
+#define CXLPOOL_TIERING_MOVE_COUNTERS(X) \
+  X(promoted_pages, "promotions")        \
+  X(demoted_pages,  "demotions")         \
+  X(promoted_bytes, "bytes_promoted")    \
+  X(demoted_bytes,  "bytes_demoted")
+// clang-format on
+
 struct TieringMoveCounters {
-  uint64_t promoted_pages = 0;
-  uint64_t demoted_pages = 0;
-  uint64_t promoted_bytes = 0;
-  uint64_t demoted_bytes = 0;
+  CXLPOOL_TIERING_MOVE_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_TIERING_MOVE_COUNTERS)
 };
 
+// Member, and its metric's name after "tiering.".
+// clang-format off
+#define CXLPOOL_TIERING_COUNTERS(X)                                                                 \
+  X(plans,         "plans")         /* plans with pages to move */                                  \
+  X(plans_skipped, "plans_skipped") /* a plan came while the previous one still moved */            \
+  X(pages_planned, "pages_planned")                                                                 \
+  X(pages_moved,   "pages_moved")                                                                   \
+  X(pages_absent,  "pages_absent")  /* gone or never faulted in when the move ran */                \
+  X(pages_failed,  "pages_failed")  /* the kernel refused, or no move is possible (move_blocker) */ \
+  X(source_errors, "source_errors")
+// clang-format on
+
 struct TieringCounters {
-  uint64_t plans = 0;              // plans with pages to move
-  uint64_t plans_skipped = 0;      // a plan came while the previous one still moved
-  uint64_t pages_planned = 0;
-  uint64_t pages_moved = 0;
-  uint64_t pages_absent = 0;       // gone or never faulted in when the move ran
-  uint64_t pages_failed = 0;       // the kernel refused, or no move is possible (move_blocker)
-  uint64_t source_errors = 0;
-  uint64_t last_move_ns = 0;       // worker time of the last plan
+  CXLPOOL_TIERING_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_TIERING_COUNTERS)
+  uint64_t last_move_ns = 0;  // worker time of the last plan (not exported)
 };
 
 // A configured access source that could not be set up, for the status.

@@ -341,16 +341,7 @@ void WeightsService::add_counters(std::vector<proto::Counter>& out) const {
   add("loading", loading);
   add("region_bytes", region);
   add("resident_bytes", resident);
-  add("loads", counters_.loads);
-  add("opens", counters_.opens);
-  add("loads_waited", counters_.waited);
-  add("unloads", counters_.unloads);
-  add("load_errors", counters_.load_errors);
-  add("rejected_files", counters_.rejected_files);
-  add("access_denied", counters_.access_denied);
-  add("bytes_loaded", counters_.bytes_loaded);
-  add("load_ns_total", counters_.load_ns);
-  add("parse_ns_total", counters_.parse_ns);
+  counters_.visit(add);
 }
 
 void WeightsService::clear() {

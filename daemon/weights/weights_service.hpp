@@ -33,6 +33,7 @@
 
 #include "../region_pool.hpp"
 #include "../task_worker.hpp"
+#include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "cxlpool/weights/region_layout.hpp"
@@ -45,17 +46,24 @@ inline constexpr std::string_view kWeightsRegionPrefix = "cxlpool-w-";
 // in the daemon until it ends, so the daemon's descriptor table stays bounded.
 inline constexpr size_t kMaxLoadsUnderWay = 8;
 
+// Member, and its metric's name after "weights.".
+// clang-format off
+#define CXLPOOL_WEIGHTS_COUNTERS(X)                                                      \
+  X(loads,          "loads")          /* models loaded */                                \
+  X(opens,          "opens")          /* loads/opens answered from a loaded model */     \
+  X(waited,         "loads_waited")   /* loads/opens that waited for a load under way */ \
+  X(unloads,        "unloads")                                                           \
+  X(load_errors,    "load_errors")                                                       \
+  X(rejected_files, "rejected_files") /* malformed safetensors files */                  \
+  X(access_denied,  "access_denied")  /* opens refused by the region's mode */           \
+  X(bytes_loaded,   "bytes_loaded")   /* resident tensor bytes copied in */              \
+  X(load_ns,        "load_ns_total")                                                     \
+  X(parse_ns,       "parse_ns_total") /* reading and parsing headers (worker thread) */
+// clang-format on
+
 struct WeightsCounters {
-  uint64_t loads = 0;           // models loaded
-  uint64_t opens = 0;           // loads/opens answered from a loaded model
-  uint64_t unloads = 0;
-  uint64_t load_errors = 0;
-  uint64_t rejected_files = 0;  // malformed safetensors files
-  uint64_t bytes_loaded = 0;    // resident tensor bytes copied in
-  uint64_t load_ns = 0;
-  uint64_t parse_ns = 0;        // reading and parsing headers (worker thread)
-  uint64_t waited = 0;          // loads/opens that waited for a load under way
-  uint64_t access_denied = 0;   // opens refused by the region's mode
+  CXLPOOL_WEIGHTS_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_WEIGHTS_COUNTERS)
 };
 
 // Who gets a deferred reply: a session's request.

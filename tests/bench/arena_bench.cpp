@@ -36,10 +36,11 @@
 //           second against a memcpy of the same bytes.
 // Shape: --layers, --kv-heads, --head-dim, --dtype (bytes), --context,
 // --page (bytes), --region (bytes).
-// --cuda 1: the arena is device memory on CUDA device 0 (step, demand and
-// mapbw without --touch; offload needs host-addressable memory). The
-// "model's" token writes are left out there: on a GPU they are the
-// attention kernels' stores, not host work between steps.
+// --cuda 1: the arena is device memory on CUDA device 0 (every mode; mapbw
+// without --touch). The "model's" token writes are left out there: on a
+// GPU they are the attention kernels' stores, not host work between steps;
+// offload and restore copy through the GPU's copy engine, and the row's
+// bytes are whatever the device memory held.
 // The last line is "RESULT mode=... key=value ..." for scripts.
 #include <algorithm>
 #include <cerrno>
@@ -406,7 +407,9 @@ struct OffloadBench {
       if (r == o.batch) big = id;
     }
     ok(cxlpool_kv_arena_step(arena, seq.data(), seq.size()), "first step");
-    for (auto* b : bases) std::memset(b + big * row_stride, 0x5A, uint64_t(o.offload_len) * token_bytes);
+    if (o.cuda == 0) {
+      for (auto* b : bases) std::memset(b + big * row_stride, 0x5A, uint64_t(o.offload_len) * token_bytes);
+    }
   }
   ~OffloadBench() {
     cxlpool_kv_arena_destroy(arena);
@@ -430,7 +433,7 @@ struct OffloadBench {
       if (r != big && seq[r] < o.context) ++seq[r];
     }
     ok(cxlpool_kv_arena_step(arena, seq.data(), seq.size()), "step");
-    for (uint32_t r = 0; r < seq.size(); ++r) {
+    for (uint32_t r = 0; r < seq.size() && o.cuda == 0; ++r) {
       if (r == big) continue;
       const uint64_t off = r * row_stride + uint64_t(seq[r] - 1) * token_bytes;
       for (auto* b : bases) std::memcpy(b + off, token.data(), token_bytes);
@@ -587,8 +590,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "arena_bench: bad lengths\n");
     return 2;
   }
-  if (o.cuda != 0 && (o.mode == "offload" || o.touch != 0)) {
-    std::fprintf(stderr, "arena_bench: --cuda 1 works with step, demand and mapbw without --touch\n");
+  if (o.cuda != 0 && o.touch != 0) {
+    std::fprintf(stderr, "arena_bench: --cuda 1 and --touch 1 do not go together (device pages)\n");
     return 2;
   }
   cxlpool_client* client = nullptr;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "attention_bench.hpp"
@@ -125,16 +126,25 @@ int run_gpu(const Options& o, const Workload& w) {
     targets = {o.blocks_per_sm};
   }
   int status = 0;
+  // Each target twice: slices of one length (the planner), then each row cut
+  // evenly (the previous planner), measured against each other.
+  std::vector<std::pair<uint32_t, bool>> runs;
   for (const uint32_t target : targets) {
+    runs.emplace_back(target, true);
+    runs.emplace_back(target, false);
+  }
+  for (const auto& [target, equal] : runs) {
     if (!kernels->set_attention_blocks_per_sm(target)) return 1;
+    kernels->set_attention_equal_slices(equal);
     auto plan_c = kernels->attention_plan(w.shape, o.seq, base[0], base[1]);
     auto plan_p = kernels->attention_plan(w.shape, uint64_t{w.blocks_per_row} * o.page_tokens,
                                           kp->ptr(), vp->ptr());
     if (!plan_c || !plan_p) return 1;
-    std::printf("  launch: %u blocks/SM target: contiguous %u splits x %u blocks, paged %u splits, "
-                "%u lanes per token, %s loads\n",
-                target, plan_c->n_splits, plan_c->blocks, plan_p->n_splits, plan_c->token_lanes,
-                plan_c->vector_loads ? "16-byte" : "scalar");
+    std::printf("  launch: %u blocks/SM target, %s: contiguous %u splits of %u tokens x %u blocks, "
+                "paged %u splits of %u tokens, %u lanes per token, %s loads\n",
+                target, equal ? "slices of one length" : "rows cut evenly (previous planner)",
+                plan_c->n_splits, plan_c->split_len, plan_c->blocks, plan_p->n_splits, plan_p->split_len,
+                plan_c->token_lanes, plan_c->vector_loads ? "16-byte" : "scalar");
     const int inner = 20;  // launches per timed sample: a decode call is short
     std::vector<double> tc, tp;
     for (int rep = -1; rep < o.reps; ++rep) {

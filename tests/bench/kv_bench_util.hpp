@@ -16,6 +16,7 @@
 
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"
+#include "support/kv_namespace_spec.hpp"
 
 namespace kvbench {
 
@@ -86,13 +87,7 @@ struct Connection {
   Connection& operator=(const Connection&) = delete;
 
   [[nodiscard]] cxlpool_kv_namespace open_namespace(const char* model, std::uint32_t chunk_tokens) const {
-    cxlpool_kv_namespace_spec spec{};
-    spec.model_id = model;
-    spec.layout = "bench-contiguous";
-    spec.dtype = "bf16";
-    spec.tp_rank = 0;
-    spec.tp_size = 1;
-    spec.chunk_tokens = chunk_tokens;
+    const auto spec = cxlpool::test::kv_namespace_spec(model, "bench-contiguous", chunk_tokens);
     cxlpool_kv_namespace ns{};
     if (int rc = cxlpool_kv_namespace_open(kv, &spec, &ns); rc != 0) die("cxlpool_kv_namespace_open", rc);
     return ns;

@@ -8,9 +8,10 @@
 #   2. the cuda arena's mapping bandwidth (2 MiB device pages): one bulk
 #      step, and decode-like growth without and with the worker;
 #   3. weight streaming from the shared region into a device window, against
-#      pinned H2D copies of the same layer sizes in the same run.
-# KV offload/restore through the store is not here: it needs host-addressable
-# arena memory (the cuda backend answers ENOTSUP).
+#      pinned H2D copies of the same layer sizes in the same run (the
+#      pinned-copy baseline of 4 too);
+#   4. KV offload/restore of one device row through the KV store (DRAM
+#      tier) while a decode loop steps other rows, and each alone in GB/s.
 #   tests/bench/run-cuda-client.sh CXLPOOLD ARENA_BENCH WEIGHTS_BENCH
 # (the gpu suite's `cuda_client_bench` passes the build's programs; a bundle
 # made by tests/gpu/bundle.sh passes its own). Environment: CUDA_BENCH_STEPS
@@ -40,7 +41,9 @@ trap cleanup EXIT
 state="$work/state"
 sock="$state/cxlpoold.sock"
 mkdir -p "$state"
-printf '[daemon]\nlog_level = "warning"\n\n[tiering]\nenabled = false\n\n[kvstore]\nenabled = false\n' \
+# The store as run-arena.sh's part 4: 1 MiB chunks, a 64 MiB put window,
+# 256 MiB of DRAM.
+printf '[daemon]\nlog_level = "warning"\n\n[tiering]\nenabled = false\n\n[kvstore]\nslot_bytes = 1048576\ndram_bytes = 268435456\ncxl_bytes = 0\nput_window_bytes = 67108864\n' \
   >"$work/cxlpoold.toml"
 "$daemon_bin" --config "$work/cxlpoold.toml" --state-dir "$state" 2>>"$work/daemon.log" &
 daemon=$!
@@ -66,6 +69,9 @@ echo "-- 2. cuda arena mapping bandwidth, 2 MiB pages"
 "$arena" "$sock" mapbw "${shape[@]}" --cuda 1 --rows 16 --page 2097152 --grow 16 --compute-us "$compute" || rc=1
 echo "-- 3. weight streaming to the GPU vs pinned H2D"
 "$weights" --socket "$sock" --dir "$work" --layers 16 --layer-mib "$layer_mib" --passes 4 --target cuda || rc=1
+echo "-- 4. KV offload/restore of a device row through the store (DRAM tier)"
+"$arena" "$sock" offload "${shape[@]}" --cuda 1 --batch 32 --min-len 256 --steps 200 --compute-us "$compute" \
+  --offload-len 2048 --chunk 32 --cycles 5 || rc=1
 if [[ $rc -ne 0 ]]; then
   echo "run-cuda-client: a benchmark failed; daemon log:" >&2
   tail -n 40 "$work/daemon.log" >&2

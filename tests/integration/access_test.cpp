@@ -16,6 +16,7 @@
 #include "cxlpool/cxlpool.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
+#include "running_pool.hpp"
 
 namespace cxlpool::integration {
 namespace {
@@ -24,17 +25,14 @@ constexpr uid_t kNobody = 65534;
 
 TEST(Access, NonAdminPeerIsRefusedAdminOperations) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
-  DaemonProcess daemon(TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
-  Client root(daemon.socket(), "root-owner");
-  cxlpool::Region secret = root.create_named("root-private", emu, 64 * 1024, 0600);
-  cxlpool::Region shared = root.create_named("root-public", emu, 64 * 1024, 0644);
+  RunningPool pool(TestConfig{.daemon = kOpenToAll});
+  ASSERT_TRUE(pool.start());
+  Client root(pool.daemon.socket(), "root-owner");
+  cxlpool::Region secret = root.create_named("root-private", pool.emu, 64 * 1024, 0600);
+  cxlpool::Region shared = root.create_named("root-public", pool.emu, 64 * 1024, 0644);
   std::memcpy(shared.data<char>(), "written by root", 16);
   const uint64_t secret_id = secret.id();
-  const std::string socket = daemon.socket();
+  const std::string socket = pool.daemon.socket();
 
   const std::string failures = run_checks_in_child(
       [&](ChildChecks& c) {
@@ -83,7 +81,7 @@ TEST(Access, NonAdminPeerIsRefusedAdminOperations) {
       RunAs{});
   EXPECT_EQ(failures, "");
   EXPECT_STREQ(shared.data<char>(), "written by root");
-  EXPECT_GE(stat(*admin, "control.admin_denied"), 3u);
+  EXPECT_GE(stat(*pool.admin, "control.admin_denied"), 3u);
 
   // cxlpoolctl as that user: denied is exit code 4.
   const auto ctl = run_program({ctl_binary(), "--socket", socket, "region", "migrate", std::to_string(secret_id), "emu"},
@@ -97,9 +95,9 @@ TEST(Access, NonAdminPeerIsRefusedAdminOperations) {
   EXPECT_EQ(tiers.exit_code, 0) << tiers.err;
 
   // Nothing moved: the region is still on its tier.
-  auto regions = list_regions(*admin);
+  auto regions = list_regions(*pool.admin);
   ASSERT_EQ(regions.size(), 2u);
-  EXPECT_EQ(regions[0].tier_id, emu);
+  EXPECT_EQ(regions[0].tier_id, pool.emu);
   root.unlink_named("root-private");
   root.unlink_named("root-public");
 }

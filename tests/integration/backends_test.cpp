@@ -18,6 +18,7 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"
 #include "daemon_process.hpp"
+#include "kv_connection.hpp"
 #include "support/child_process.hpp"
 #include "test_config.hpp"
 
@@ -99,16 +100,10 @@ TEST(Backends, AnExcludedEngineIsReportedAndTheKvStoreRunsOnPosix) {
   }
 
   // Chunks beyond DRAM and CXL go to the SSD log and come back intact.
-  cxlpool_client* client = nullptr;
-  ASSERT_EQ(cxlpool_connect(daemon.socket().c_str(), "backends-kv", &client), 0);
-  cxlpool_kv* kvs = nullptr;
-  ASSERT_EQ(cxlpool_kv_open(client, nullptr, &kvs), 0);
-  cxlpool_kv_namespace_spec spec{};
-  spec.model_id = "backends-model";
-  spec.layout = "backends-layout";
-  spec.dtype = "bf16";
-  spec.tp_size = 1;
-  spec.chunk_tokens = kChunkTokens;
+  KvConnection session(daemon.socket(), "backends-kv");
+  ASSERT_TRUE(session.ok()) << cxlpool_strerror(session.error);
+  cxlpool_kv* kvs = session.kv;
+  const auto spec = kv_namespace_spec("backends-model", "backends-layout", kChunkTokens);
   cxlpool_kv_namespace ns{};
   ASSERT_EQ(cxlpool_kv_namespace_open(kvs, &spec, &ns), 0);
   std::vector<uint32_t> tokens(12 * kChunkTokens);
@@ -132,8 +127,6 @@ TEST(Backends, AnExcludedEngineIsReportedAndTheKvStoreRunsOnPosix) {
   ASSERT_EQ(got.length, kSlot);
   EXPECT_EQ(std::memcmp(got.data, chunk(0).data(), kSlot), 0) << "chunk 0 read back from the SSD log";
   EXPECT_EQ(cxlpool_kv_release(kvs, lease), 0);
-  cxlpool_kv_close(kvs);
-  cxlpool_disconnect(client);
 }
 
 TEST(Backends, AnEngineTheConfigNamesButTheFilterExcludesStopsTheDaemon) {

@@ -182,4 +182,8 @@ testing::AssertionResult config_rejected(const DaemonProcess& dir, const std::st
   return testing::AssertionSuccess();
 }
 
+void expect_configs_rejected(const DaemonProcess& dir, std::initializer_list<RejectedConfig> cases) {
+  for (const RejectedConfig& c : cases) EXPECT_TRUE(config_rejected(dir, c.toml, c.where));
+}
+
 }  // namespace cxlpool::integration

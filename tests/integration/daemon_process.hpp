@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,17 @@ class DaemonProcess;
 // Runs `cxlpoold --check-config` on `toml` (written into dir's state
 // directory) and checks that it fails naming `where` ("file:line: key:").
 testing::AssertionResult config_rejected(const DaemonProcess& dir, const std::string& toml, const std::string& where);
+
+// One config `cxlpoold --check-config` must refuse, and the "file:line: key:"
+// (or part of it) its error must name.
+struct RejectedConfig {
+  const char* toml;
+  const char* where;
+};
+
+// config_rejected() for every case, each a check of its own, so that one
+// accepted value does not hide the next.
+void expect_configs_rejected(const DaemonProcess& dir, std::initializer_list<RejectedConfig> cases);
 
 class DaemonProcess {
  public:

@@ -20,6 +20,7 @@
 #include "cxlpool/proto/messages.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
+#include "running_pool.hpp"
 #include "support/raw_socket.hpp"
 
 namespace cxlpool::integration {
@@ -128,23 +129,20 @@ struct Slot {
 };
 
 TEST(Garbage, RandomDatagramsNeitherCrashNorLeak) {
-  DaemonProcess daemon(TestConfig{}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
+  RunningPool pool;
+  ASSERT_TRUE(pool.start());
   auto clients_now = [&] {
-    auto status = admin->call_for<proto::StatusReply>(proto::StatusRequest{});
+    auto status = pool.admin->call_for<proto::StatusReply>(proto::StatusRequest{});
     return status ? status->clients : 0u;
   };
   // The start-up probe connection may still be open for a moment.
   ASSERT_TRUE(wait_until([&] { return clients_now() == 1; }, 2s));
-  const int baseline_fds = open_fd_count(daemon.pid());
+  const int baseline_fds = open_fd_count(pool.daemon.pid());
   ASSERT_GT(baseline_fds, 0);
 
   const uint64_t seed = fuzz_seed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (set CXLPOOL_FUZZ_SEED to replay)");
-  Garbage gen(seed, emu);
+  Garbage gen(seed, pool.emu);
   UniqueFd memfd(::memfd_create("fuzz-attachment", MFD_CLOEXEC));
   ASSERT_TRUE(memfd);
   ASSERT_EQ(::ftruncate(memfd.get(), 4096), 0);
@@ -153,7 +151,7 @@ TEST(Garbage, RandomDatagramsNeitherCrashNorLeak) {
   int connections = 0;
   auto reconnect = [&](Slot& slot) {
     ++connections;
-    slot.fd = raw_connect(daemon.socket());
+    slot.fd = raw_connect(pool.daemon.socket());
     slot.greeted = false;
     return slot.fd.valid();
   };
@@ -198,18 +196,18 @@ TEST(Garbage, RandomDatagramsNeitherCrashNorLeak) {
   EXPECT_GT(delivered, kDatagrams / 2) << "most datagrams should have reached the daemon";
   slots.clear();
 
-  ASSERT_TRUE(daemon.running()) << "cxlpoold died under garbage input";
+  ASSERT_TRUE(pool.daemon.running()) << "cxlpoold died under garbage input";
   EXPECT_TRUE(wait_until([&] { return clients_now() == 1; }, 5s)) << clients_now() << " clients still connected";
   int fds_now = -1;
   EXPECT_TRUE(wait_until(
       [&] {
-        fds_now = open_fd_count(daemon.pid());
+        fds_now = open_fd_count(pool.daemon.pid());
         return fds_now == baseline_fds;
       },
       2s))
       << "daemon has " << fds_now << " descriptors open, " << baseline_fds << " before";
 
-  const auto counters = stats(*admin);
+  const auto counters = stats(*pool.admin);
   std::cout << "garbage: " << delivered << " of " << kDatagrams << " datagrams delivered over " << connections
             << " connections; the daemon counted " << counters.at("control.malformed_messages")
             << " malformed and " << counters.at("control.requests") << " requests\n";
@@ -217,16 +215,16 @@ TEST(Garbage, RandomDatagramsNeitherCrashNorLeak) {
   EXPECT_GT(counters.at("control.requests"), 0u);
   EXPECT_EQ(counters.at("pool.regions"), 0u);
   EXPECT_EQ(counters.at("pool.allocated_bytes"), 0u);
-  EXPECT_TRUE(list_regions(*admin).empty());
-  for (const auto& tier : list_tiers(*admin)) EXPECT_EQ(tier.used, 0u) << tier.name;
+  EXPECT_TRUE(list_regions(*pool.admin).empty());
+  for (const auto& tier : list_tiers(*pool.admin)) EXPECT_EQ(tier.used, 0u) << tier.name;
 
   // And it still serves an ordinary client.
-  Client client(daemon.socket(), "after-the-storm");
-  cxlpool::Region region = client.alloc(emu, 8192, CXLPOOL_ALLOC_POPULATE);
+  Client client(pool.daemon.socket(), "after-the-storm");
+  cxlpool::Region region = client.alloc(pool.emu, 8192, CXLPOOL_ALLOC_POPULATE);
   std::memset(region.map(), 0x5a, 8192);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 8192u);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 8192u);
   region.free();
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 0u);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 0u);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "support/child_process.hpp"
+#include "support/environment.hpp"
 
 namespace cxlpool::integration {
 namespace {
@@ -20,8 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string io_binary() {
-  const char* p = std::getenv("CXLPOOL_IO");
-  return p != nullptr ? p : "cxlpool-io";
+  const std::string set = test::env_value("CXLPOOL_IO");
+  return set.empty() ? "cxlpool-io" : set;
 }
 
 class IoTool : public ::testing::Test {

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -31,6 +32,7 @@
 #include "cxlpool/kv_arena.h"
 #include "cxlpool/kv_arena.hpp"
 #include "daemon_process.hpp"
+#include "kv_connection.hpp"
 #include "test_config.hpp"
 
 namespace cxlpool::integration {
@@ -146,12 +148,7 @@ class KvArena : public testing::Test {
   }
   cxlpool_kv_namespace open_store() {
     EXPECT_EQ(cxlpool_kv_open(client_, nullptr, &kv_), 0);
-    cxlpool_kv_namespace_spec spec{};
-    spec.model_id = "arena-itest";
-    spec.layout = "cxlpool-arena";
-    spec.dtype = "bf16";
-    spec.tp_size = 1;
-    spec.chunk_tokens = kChunk;
+    const auto spec = kv_namespace_spec("arena-itest", "cxlpool-arena", kChunk);
     cxlpool_kv_namespace ns{};
     EXPECT_EQ(cxlpool_kv_namespace_open(kv_, &spec, &ns), 0) << cxlpool_last_error();
     return ns;
@@ -509,6 +506,61 @@ TEST_F(KvArena, CxxLayerOwnsTheArenaAndThrowsErrno) {
   moved.free_reqid(r);
   moved.trim();
   EXPECT_EQ(moved.stats().region_bytes, 0u);
+}
+
+// A device arena's rows go to the store and come back through the GPU's
+// copy engine: KV put by a host arena is restored into device memory,
+// offloaded from there under another prompt, and restored into a host row,
+// where it must match the original bytes. Whole chunks only (a partial
+// tail stays with the arena that offloaded it). Needs a GPU: skips without
+// one, fails without one under CXLPOOL_REQUIRE_GPU.
+TEST_F(KvArena, DeviceRowsOffloadAndRestoreByteExact) {
+  cxlpool_kv_arena_config cuda = arena_config();
+  cuda.backend = CXLPOOL_ARENA_BACKEND_CUDA;
+  cuda.page_bytes = 2 << 20;  // the usual device mapping granularity
+  cxlpool_kv_arena* gpu = nullptr;
+  if (const int rc = cxlpool_kv_arena_create(client_, &cuda, &gpu); rc != 0) {
+    const std::string why = std::string("no cuda KV arena here: ") + cxlpool_last_error();
+    if (std::getenv("CXLPOOL_REQUIRE_GPU") != nullptr) FAIL() << why;
+    GTEST_SKIP() << why;
+  }
+  std::unique_ptr<cxlpool_kv_arena, void (*)(cxlpool_kv_arena*)> own(gpu, cxlpool_kv_arena_destroy);
+  create();
+  const auto ns = open_store();
+  const uint32_t n = 6 * kChunk;
+  const auto first = prompt(11, n);
+  const auto second = prompt(12, n);
+  uint32_t seq[4] = {};
+  uint32_t row = 0;
+  ASSERT_NO_FATAL_FAILURE(fill_new_row(n, seq, &row));
+  ASSERT_NO_FATAL_FAILURE(offload_and_wait(ns, row, first, n));
+
+  // Into device memory, then out again under the second prompt.
+  uint32_t dev_row = 0, dev_seq[4] = {};
+  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(gpu, &dev_row), 0);
+  uint64_t ticket = 0, moved = 0;
+  ASSERT_EQ(cxlpool_kv_arena_restore_begin(gpu, kv_, &ns, dev_row, first.data(), n, &ticket), 0)
+      << cxlpool_last_error();
+  ASSERT_EQ(cxlpool_kv_arena_offload_poll(gpu, ticket, -1, &moved), 0) << cxlpool_last_error();
+  ASSERT_EQ(moved, n);
+  dev_seq[dev_row] = n;
+  ASSERT_EQ(cxlpool_kv_arena_step(gpu, dev_seq, 4), 0);
+  ASSERT_EQ(cxlpool_kv_arena_offload_begin(gpu, kv_, &ns, dev_row, second.data(), n, &ticket), 0)
+      << cxlpool_last_error();
+  ASSERT_EQ(cxlpool_kv_arena_offload_poll(gpu, ticket, -1, &moved), 0) << cxlpool_last_error();
+  ASSERT_EQ(moved, n);
+
+  // Back on the host: the original bytes.
+  uint32_t back = 0;
+  ASSERT_EQ(cxlpool_kv_arena_alloc_reqid(arena_, &back), 0);
+  seq[back] = n;
+  ASSERT_EQ(cxlpool_kv_arena_step(arena_, seq, 4), 0);
+  clear_row(arena_, back, n);
+  ASSERT_EQ(cxlpool_kv_arena_restore_begin(arena_, kv_, &ns, back, second.data(), n, &ticket), 0)
+      << cxlpool_last_error();
+  ASSERT_EQ(cxlpool_kv_arena_offload_poll(arena_, ticket, -1, &moved), 0) << cxlpool_last_error();
+  EXPECT_EQ(moved, n);
+  EXPECT_EQ(matching_tokens(arena_, back, n), n);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "cxlpool/cxlpool.h"
 #include "cxlpool/kv.h"
 #include "daemon_process.hpp"
+#include "kv_connection.hpp"
 #include "pool_queries.hpp"
 #include "test_config.hpp"
 
@@ -48,7 +49,7 @@ std::string isolation_config(uint64_t dram_slots, uint64_t cxl_slots) {
     // The tests fill every slot as one uid: no per-uid quota in the way.
     << "client_quota_bytes = 0\n";
   // A socket `nobody` may connect to; root is the only admin.
-  return TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n", .tables = t.str()}.render();
+  return TestConfig{.daemon = kOpenToAll, .tables = t.str()}.render();
 }
 
 // A chunk: `marker` (64 bytes, unique per tenant) over and over.
@@ -70,37 +71,15 @@ std::vector<uint32_t> prompt(uint32_t seed, size_t chunks) {
   return t;
 }
 
-struct Tenant {
-  cxlpool_client* client = nullptr;
-  cxlpool_kv* kv = nullptr;
-  int error = 0;
-
-  explicit Tenant(const std::string& socket) {
-    error = cxlpool_connect(socket.c_str(), "kv-isolation", &client);
-    if (error == 0) error = cxlpool_kv_open(client, nullptr, &kv);
-  }
-  ~Tenant() {
-    cxlpool_kv_close(kv);
-    cxlpool_disconnect(client);
-  }
-  Tenant(const Tenant&) = delete;
-  Tenant& operator=(const Tenant&) = delete;
+struct Tenant : KvConnection {
+  explicit Tenant(const std::string& socket) : KvConnection(socket, "kv-isolation") {}
 
   int open(const char* model, uint32_t mode, cxlpool_kv_namespace& ns) {
-    cxlpool_kv_namespace_spec spec{};
-    spec.model_id = model;
-    spec.layout = "itest-layout";
-    spec.dtype = "bf16";
-    spec.tp_size = 1;
-    spec.chunk_tokens = kChunkTokens;
-    spec.mode = mode;
+    const auto spec = kv_namespace_spec(model, "itest-layout", kChunkTokens, mode);
     return cxlpool_kv_namespace_open(kv, &spec, &ns);
   }
   std::vector<cxlpool_kv_key> keys(const cxlpool_kv_namespace& ns, const std::vector<uint32_t>& toks) const {
-    std::vector<cxlpool_kv_key> out(toks.size() / kChunkTokens);
-    const int n = cxlpool_kv_compute_keys(&ns, toks.data(), toks.size(), nullptr, out.data(), out.size());
-    out.resize(n < 0 ? 0 : static_cast<size_t>(n));
-    return out;
+    return chunk_keys(ns, toks);
   }
   int put(uint64_t ns, const std::vector<cxlpool_kv_key>& keys, const std::string& marker) {
     const auto bytes = chunk_of(marker);

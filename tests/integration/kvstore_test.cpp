@@ -32,6 +32,7 @@
 #include "cxlpool/proto/kv_ring.hpp"
 #include "ctl_runner.hpp"
 #include "daemon_process.hpp"
+#include "kv_connection.hpp"
 #include "log_lines.hpp"
 #include "pool_queries.hpp"
 #include "test_config.hpp"
@@ -127,33 +128,12 @@ std::string key_text(const cxlpool_kv_key& k) {
 
 // ---- one client connection with its KV data path ----
 
-struct KvSession {
-  cxlpool_client* client = nullptr;
-  cxlpool_kv* kv = nullptr;
-  int error = 0;
-
-  KvSession(const std::string& socket, const std::string& name) {
-    error = cxlpool_connect(socket.c_str(), name.c_str(), &client);
-    if (error == 0) error = cxlpool_kv_open(client, nullptr, &kv);
-  }
-  ~KvSession() {
-    cxlpool_kv_close(kv);
-    cxlpool_disconnect(client);
-  }
-  KvSession(const KvSession&) = delete;
-  KvSession& operator=(const KvSession&) = delete;
-  bool ok() const { return error == 0 && kv != nullptr; }
+struct KvSession : KvConnection {
+  using KvConnection::KvConnection;
 
   // The test namespace (same spec: same id and fingerprint); id 0 on error.
   cxlpool_kv_namespace open_namespace(const char* model = "itest-model", int* err = nullptr, uint32_t mode = 0) {
-    cxlpool_kv_namespace_spec spec{};
-    spec.mode = mode;
-    spec.model_id = model;
-    spec.layout = "itest-layout";
-    spec.dtype = "bf16";
-    spec.tp_rank = 0;
-    spec.tp_size = 1;
-    spec.chunk_tokens = kChunkTokens;
+    const auto spec = kv_namespace_spec(model, "itest-layout", kChunkTokens, mode);
     cxlpool_kv_namespace ns{};
     const int rc = cxlpool_kv_namespace_open(kv, &spec, &ns);
     if (err != nullptr) *err = rc;
@@ -163,10 +143,7 @@ struct KvSession {
 
   std::vector<cxlpool_kv_key> keys(const cxlpool_kv_namespace& ns, const std::vector<uint32_t>& toks,
                                    const cxlpool_kv_key* parent = nullptr) const {
-    std::vector<cxlpool_kv_key> out(toks.size() / kChunkTokens + 1);
-    const int n = cxlpool_kv_compute_keys(&ns, toks.data(), toks.size(), parent, out.data(), out.size());
-    out.resize(n < 0 ? 0 : static_cast<size_t>(n));
-    return out;
+    return chunk_keys(ns, toks, parent);
   }
 
   // Stores keys[i] with chunk_bytes(keys[i], length); the put's result.
@@ -176,6 +153,14 @@ struct KvSession {
     for (const auto& k : keys) bytes.push_back(chunk_bytes(k, length));
     for (const auto& b : bytes) data.push_back(b.data());
     return cxlpool_kv_put(kv, ns_id, keys.data(), static_cast<uint32_t>(keys.size()), data.data(), length);
+  }
+
+  // Stores the keys with one put each, in order, so that every put may evict
+  // the chunks before it; how many were stored before a put failed.
+  size_t put_each(uint64_t ns_id, const std::vector<cxlpool_kv_key>& keys, uint64_t length) {
+    size_t stored = 0;
+    while (stored < keys.size() && put(ns_id, {keys[stored]}, length) == 1) ++stored;
+    return stored;
   }
 
   int lookup(uint64_t ns_id, const std::vector<cxlpool_kv_key>& keys, std::vector<cxlpool_kv_location>* locs = nullptr) {
@@ -246,12 +231,7 @@ std::string mapping_perms(const void* addr) {
 }
 
 proto::KvStatusReply kv_status(Connection& conn) {
-  auto reply = conn.call_for<proto::KvStatusReply>(proto::KvStatusRequest{});
-  if (!reply) {
-    ADD_FAILURE() << "KvStatus: " << reply.error().message;
-    return {};
-  }
-  return *reply;
+  return call_or_fail<proto::KvStatusReply>(conn, proto::KvStatusRequest{}, "KvStatus");
 }
 
 class KvStore : public testing::Test {
@@ -265,6 +245,11 @@ class KvStore : public testing::Test {
     ASSERT_TRUE(daemon_->start());
   }
   std::string socket() const { return daemon_->socket(); }
+  // The store's status, asked on an admin connection of its own.
+  proto::KvStatusReply store_status() {
+    auto admin = connect_admin(socket());
+    return admin ? kv_status(*admin) : proto::KvStatusReply{};
+  }
 
   ProgramResult ctl(std::vector<std::string> args, ProgramOptions options = {}) {
     return run_ctl(socket(), std::move(args), options);
@@ -405,9 +390,7 @@ TEST_F(KvStore, TwoProcessesShareAPrefixZeroCopy) {
   Lease all_b(s, ns.id, keys_b);
   EXPECT_EQ(check_lease(all_b, keys_b, kSlot), "");
   all_b.release();
-  auto admin = connect_admin(socket());
-  ASSERT_TRUE(admin);
-  const auto st = kv_status(*admin);
+  const auto st = store_status();
   EXPECT_EQ(st.enabled, 1);
   EXPECT_EQ(st.leases, 0u);
   EXPECT_EQ(st.reservations, 0u);
@@ -526,9 +509,7 @@ TEST_F(KvStore, ChunksDemoteToCxlThenSsdAndComeBackOnGet) {
   EXPECT_EQ(locs[15].tier, CXLPOOL_KV_TIER_DRAM);
   EXPECT_EQ(locs[0].tier, CXLPOOL_KV_TIER_SSD);
 
-  auto admin = connect_admin(socket());
-  ASSERT_TRUE(admin);
-  const auto before = kv_status(*admin);
+  const auto before = store_status();
   ASSERT_EQ(before.tiers.size(), 3u);
   EXPECT_EQ(before.chunks, 16u);
   EXPECT_GE(before.tiers[1].demotions, 4u);
@@ -548,7 +529,7 @@ TEST_F(KvStore, ChunksDemoteToCxlThenSsdAndComeBackOnGet) {
   cxlpool_kv_location loc{};
   EXPECT_EQ(s.lookup_one(ns.id, keys[15], &loc), 1);
   EXPECT_EQ(loc.tier, CXLPOOL_KV_TIER_DRAM);
-  const auto after = kv_status(*admin);
+  const auto after = store_status();
   // Chunks read back from SSD keep their SSD copy; the index still holds 16.
   EXPECT_EQ(after.chunks, 16u) << "chunks indexed (all tiers) counts a chunk with an SSD copy twice";
   EXPECT_GT(after.tiers[2].bytes_read, before.tiers[2].bytes_read);
@@ -596,9 +577,7 @@ TEST_F(KvStore, SsdAdmitsOnlyChunksSeenTwice) {
   }
   EXPECT_EQ(s.lookup_one(ns.id, keys[2]), 0);
   EXPECT_EQ(s.lookup_one(ns.id, keys[3]), 0);
-  auto admin = connect_admin(socket());
-  ASSERT_TRUE(admin);
-  const auto st = kv_status(*admin);
+  const auto st = store_status();
   ASSERT_EQ(st.tiers.size(), 3u);
   EXPECT_EQ(st.admission_threshold, 2u);
   EXPECT_EQ(st.tiers[2].admissions_rejected, 2u);
@@ -618,7 +597,7 @@ TEST_F(KvStore, SsdChunksSurviveARestart) {
     const auto ns = s.open_namespace();
     keys = s.keys(ns, toks);
     ASSERT_EQ(keys.size(), 10u);
-    for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot - 512), 1);
+    ASSERT_EQ(s.put_each(ns.id, keys, kSlot - 512), keys.size()) << cxlpool_last_error();
     std::vector<cxlpool_kv_location> locs;
     ASSERT_EQ(s.lookup(ns.id, keys, &locs), 10);
     size_t on_ssd = 0;
@@ -661,9 +640,7 @@ TEST_F(KvStore, SsdChunksSurviveARestart) {
     Lease lease(s, ns.id, {again[i]});
     EXPECT_EQ(check_lease(lease, {again[i]}, kSlot - 512), "") << i;
   }
-  auto admin = connect_admin(socket());
-  ASSERT_TRUE(admin);
-  const auto st = kv_status(*admin);
+  const auto st = store_status();
   EXPECT_EQ(st.tiers[2].errors, 0u);
   // Now the namespace has its name again.
   const json named = ctl_json({"kv", "namespaces"});
@@ -785,9 +762,7 @@ TEST_F(KvStore, QuotaLimitsLeasesAndReservationsPerUid) {
   // Released: room again.
   Lease after(s, ns.id, {keys[2]});
   EXPECT_EQ(check_lease(after, {keys[2]}, kSlot), "");
-  auto admin = connect_admin(socket());
-  ASSERT_TRUE(admin);
-  EXPECT_GE(kv_status(*admin).quota_rejections, 4u);
+  EXPECT_GE(store_status().quota_rejections, 4u);
 }
 
 TEST(KvStoreConfig, TheDefaultQuotaIsAQuarterOfTheDramArena) {
@@ -901,7 +876,7 @@ TEST_F(KvStore, CtlStatusAndNamespacesJson) {
 
 TEST_F(KvStore, AdminDropsANamespaceOthersMayNot) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
-  start(KvConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"});
+  start(KvConfig{.daemon = kOpenToAll});
   KvSession s(socket(), "kv-drop");
   ASSERT_TRUE(s.ok()) << s.error;
   const auto ns = s.open_namespace("itest-model", nullptr, 0644);
@@ -979,7 +954,7 @@ TEST_F(KvStore, AsyncBatchesCompleteThroughTheEventfd) {
   const auto ns = s.open_namespace();
   const auto keys = s.keys(ns, tokens(110, 12 * kChunkTokens));
   ASSERT_EQ(keys.size(), 12u);
-  for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot), 1);
+  ASSERT_EQ(s.put_each(ns.id, keys, kSlot), keys.size()) << cxlpool_last_error();
   std::vector<cxlpool_kv_location> locs;
   ASSERT_EQ(s.lookup(ns.id, keys, &locs), 12);
   ASSERT_EQ(locs[0].tier, CXLPOOL_KV_TIER_SSD);
@@ -1079,9 +1054,7 @@ TEST_F(KvStore, AsyncBatchesCompleteThroughTheEventfd) {
     }
   }
   EXPECT_EQ(released, releases.size());
-  auto admin = connect_admin(socket());
-  ASSERT_TRUE(admin);
-  EXPECT_EQ(kv_status(*admin).leases, 0u);
+  EXPECT_EQ(store_status().leases, 0u);
   // A lease is gone once released.
   EXPECT_EQ(cxlpool_kv_release(s.kv, leases.begin()->second), -ENOENT);
 }
@@ -1094,7 +1067,7 @@ TEST_F(KvStore, LookupCutOffMatchesShouldLoad) {
   ASSERT_TRUE(s.ok()) << s.error;
   const auto ns = s.open_namespace();
   const auto keys = s.keys(ns, tokens(120, 12 * kChunkTokens));
-  for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot), 1);
+  ASSERT_EQ(s.put_each(ns.id, keys, kSlot), keys.size()) << cxlpool_last_error();
   // Reading chunks 0..3 back from SSD pushes 4..7 (least recent) down:
   // DRAM, SSD, DRAM in runs of 4.
   for (size_t i = 0; i < 4; ++i) {
@@ -1154,7 +1127,7 @@ TEST_F(KvStore, DropDefersLeasedChunksAndSurvivesARestart) {
     const auto other = s.open_namespace("itest-kept");
     const auto keys = s.keys(ns, toks);
     const auto kept = s.keys(other, std::vector<uint32_t>(toks.begin(), toks.begin() + 2 * kChunkTokens));
-    for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot), 1);
+    ASSERT_EQ(s.put_each(ns.id, keys, kSlot), keys.size()) << cxlpool_last_error();
     ASSERT_EQ(s.put(other.id, kept, kSlot), 2);
     // DRAM now holds chunks 4, 5 and the kept ones; 0..3 are on SSD.
     const std::vector<cxlpool_kv_key> tail{keys[4], keys[5]};
@@ -1169,9 +1142,7 @@ TEST_F(KvStore, DropDefersLeasedChunksAndSurvivesARestart) {
     // The leased bytes are untouched while the lease lasts.
     EXPECT_EQ(check_lease(lease, tail, kSlot), "");
     EXPECT_EQ(lease.release(), 0);
-    auto admin = connect_admin(socket());
-    ASSERT_TRUE(admin);
-    EXPECT_EQ(kv_status(*admin).chunks, 2u);
+    EXPECT_EQ(store_status().chunks, 2u);
     EXPECT_EQ(s.lookup_one(ns.id, keys[4]), 0);
   }
   restart();
@@ -1198,7 +1169,7 @@ TEST_F(KvStore, ACorruptSsdEntryIsNeverServed) {
     ASSERT_TRUE(s.ok()) << s.error;
     const auto ns = s.open_namespace();
     keys = s.keys(ns, toks);
-    for (const auto& k : keys) ASSERT_EQ(s.put(ns.id, {k}, kSlot), 1);
+    ASSERT_EQ(s.put_each(ns.id, keys, kSlot), keys.size()) << cxlpool_last_error();
   }
   restart();  // everything is in the log now
   if (HasFatalFailure()) return;
@@ -1234,9 +1205,7 @@ TEST_F(KvStore, ACorruptSsdEntryIsNeverServed) {
     Lease lease(s, ns.id, {keys[i]});
     EXPECT_EQ(check_lease(lease, {keys[i]}, kSlot), "") << i;
   }
-  auto admin = connect_admin(socket());
-  ASSERT_TRUE(admin);
-  EXPECT_GE(kv_status(*admin).tiers[2].errors, 1u);
+  EXPECT_GE(store_status().tiers[2].errors, 1u);
 }
 
 // ---- isolation and hostile peers ----
@@ -1434,9 +1403,7 @@ TEST_F(KvStore, ConcurrentClientsNeverSeeWrongBytes) {
   ASSERT_TRUE(s.ok()) << s.error;
   const auto ns = s.open_namespace();
   const auto keys = s.keys(ns, toks);
-  auto admin = connect_admin(socket());
-  ASSERT_TRUE(admin);
-  const auto st = kv_status(*admin);
+  const auto st = store_status();
   EXPECT_EQ(st.leases, 0u);
   EXPECT_EQ(st.reservations, 0u);
   EXPECT_EQ(st.tiers[2].errors, 0u);
@@ -1470,16 +1437,10 @@ TEST(KvStoreConfig, DisabledStoreAnswersEnotsup) {
 
 TEST(KvStoreConfig, BadValuesStopTheDaemonNamingFileLineAndKey) {
   DaemonProcess dir(TestConfig{}.render());
-  struct Case {
-    const char* table;
-    const char* where;
-  };
-  for (const Case& c : {Case{"[kvstore]\nslot_bytes = 1000\n", ":2: kvstore.slot_bytes:"},
-                        Case{"[kvstore]\nssd_sync = \"sometimes\"\n", ":2: kvstore.ssd_sync:"},
-                        Case{"[kvstore]\neviction = \"fifo\"\n", ":2: kvstore.eviction:"},
-                        Case{"[kvstore]\nno_such = 1\n", ":2: kvstore.no_such:"}}) {
-    EXPECT_TRUE(config_rejected(dir, c.table, c.where));
-  }
+  expect_configs_rejected(dir, {{"[kvstore]\nslot_bytes = 1000\n", ":2: kvstore.slot_bytes:"},
+                                {"[kvstore]\nssd_sync = \"sometimes\"\n", ":2: kvstore.ssd_sync:"},
+                                {"[kvstore]\neviction = \"fifo\"\n", ":2: kvstore.eviction:"},
+                                {"[kvstore]\nno_such = 1\n", ":2: kvstore.no_such:"}});
 }
 
 // ---- durability: kill -9 during a stream of per-commit puts ----

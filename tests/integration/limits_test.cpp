@@ -13,6 +13,7 @@
 #include "cxlpool/cxlpool.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
+#include "running_pool.hpp"
 
 namespace cxlpool::integration {
 namespace {
@@ -56,48 +57,42 @@ TEST(Limits, MaxClientsRefusesTheNextConnectionWithEusers) {
 }
 
 TEST(Limits, MaxRegionsPerClientGivesEmfile) {
-  DaemonProcess daemon(TestConfig{.daemon = "max_regions_per_client = 2\n"}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  EXPECT_EQ(admin->hello().max_regions, 2u);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
+  RunningPool pool(TestConfig{.daemon = "max_regions_per_client = 2\n"});
+  ASSERT_TRUE(pool.start());
+  EXPECT_EQ(pool.admin->hello().max_regions, 2u);
 
-  Client client(daemon.socket(), "hoarder");
-  cxlpool::Region a = client.alloc(emu, 4096);
-  cxlpool::Region b = client.create_named("second", emu, 4096);
+  Client client(pool.daemon.socket(), "hoarder");
+  cxlpool::Region a = client.alloc(pool.emu, 4096);
+  cxlpool::Region b = client.create_named("second", pool.emu, 4096);
   cxlpool_region* r = nullptr;
-  EXPECT_EQ(cxlpool_region_alloc(client.get(), emu, 4096, 0, &r), -EMFILE);
-  EXPECT_EQ(cxlpool_named_create(client.get(), "third", emu, 4096, 0600, 0, &r), -EMFILE);
+  EXPECT_EQ(cxlpool_region_alloc(client.get(), pool.emu, 4096, 0, &r), -EMFILE);
+  EXPECT_EQ(cxlpool_named_create(client.get(), "third", pool.emu, 4096, 0600, 0, &r), -EMFILE);
   EXPECT_EQ(cxlpool_named_open(client.get(), "second", 0, &r), -EMFILE);
   EXPECT_EQ(r, nullptr);
-  EXPECT_EQ(list_regions(*admin).size(), 2u);
+  EXPECT_EQ(list_regions(*pool.admin).size(), 2u);
 
   // The limit is per client.
-  Client other(daemon.socket(), "other");
+  Client other(pool.daemon.socket(), "other");
   cxlpool::Region c = other.open_named("second");
-  cxlpool::Region d = other.alloc(emu, 4096);
+  cxlpool::Region d = other.alloc(pool.emu, 4096);
 
   a.free();
-  cxlpool::Region e = client.alloc(emu, 4096);
+  cxlpool::Region e = client.alloc(pool.emu, 4096);
   EXPECT_EQ(e.size(), 4096u);
   client.unlink_named("second");
 }
 
 TEST(Limits, MaxRegionSizeGivesE2big) {
-  DaemonProcess daemon(TestConfig{.tables = "[pool]\nmax_region_size = \"1M\"\n"}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
-  Client client(daemon.socket(), "big");
+  RunningPool pool(TestConfig{.tables = "[pool]\nmax_region_size = \"1M\"\n"});
+  ASSERT_TRUE(pool.start());
+  Client client(pool.daemon.socket(), "big");
   cxlpool_region* r = nullptr;
-  EXPECT_EQ(cxlpool_region_alloc(client.get(), emu, 2 * kMiB, 0, &r), -E2BIG);
-  EXPECT_EQ(cxlpool_region_alloc(client.get(), emu, kMiB + 1, 0, &r), -E2BIG);
-  EXPECT_EQ(cxlpool_named_create(client.get(), "huge", emu, 2 * kMiB, 0600, 0, &r), -E2BIG);
+  EXPECT_EQ(cxlpool_region_alloc(client.get(), pool.emu, 2 * kMiB, 0, &r), -E2BIG);
+  EXPECT_EQ(cxlpool_region_alloc(client.get(), pool.emu, kMiB + 1, 0, &r), -E2BIG);
+  EXPECT_EQ(cxlpool_named_create(client.get(), "huge", pool.emu, 2 * kMiB, 0600, 0, &r), -E2BIG);
   EXPECT_EQ(r, nullptr);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 0u);
-  cxlpool::Region ok = client.alloc(emu, kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 0u);
+  cxlpool::Region ok = client.alloc(pool.emu, kMiB);
   EXPECT_EQ(ok.size(), kMiB);
 }
 
@@ -120,40 +115,34 @@ TEST(Limits, UnknownTierAndBadArguments) {
 }
 
 TEST(Limits, NamedCreateTwiceGivesEexist) {
-  DaemonProcess daemon(TestConfig{}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
-  Client one(daemon.socket(), "one");
-  Client two(daemon.socket(), "two");
-  cxlpool::Region first = one.create_named("twice", emu, 8192);
+  RunningPool pool;
+  ASSERT_TRUE(pool.start());
+  Client one(pool.daemon.socket(), "one");
+  Client two(pool.daemon.socket(), "two");
+  cxlpool::Region first = one.create_named("twice", pool.emu, 8192);
   cxlpool_region* r = nullptr;
-  EXPECT_EQ(cxlpool_named_create(one.get(), "twice", emu, 8192, 0600, 0, &r), -EEXIST);
-  EXPECT_EQ(cxlpool_named_create(two.get(), "twice", emu, 4096, 0600, 0, &r), -EEXIST);
+  EXPECT_EQ(cxlpool_named_create(one.get(), "twice", pool.emu, 8192, 0600, 0, &r), -EEXIST);
+  EXPECT_EQ(cxlpool_named_create(two.get(), "twice", pool.emu, 4096, 0600, 0, &r), -EEXIST);
   EXPECT_EQ(r, nullptr);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 8192u);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 8192u);
 
   // The name is free again once unlinked, even while the old region lives on.
   one.unlink_named("twice");
-  cxlpool::Region second = two.create_named("twice", emu, 4096);
+  cxlpool::Region second = two.create_named("twice", pool.emu, 4096);
   EXPECT_NE(second.id(), first.id());
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 8192u + 4096u);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 8192u + 4096u);
   first.free();
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 4096u);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 4096u);
   two.unlink_named("twice");
 }
 
 TEST(Limits, UnlinkByNonOwnerGivesEperm) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
-  DaemonProcess daemon(TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
-  Client owner(daemon.socket(), "owner");
-  cxlpool::Region region = owner.create_named("roots", emu, 4096, 0666);
-  const std::string socket = daemon.socket();
+  RunningPool pool(TestConfig{.daemon = kOpenToAll});
+  ASSERT_TRUE(pool.start());
+  Client owner(pool.daemon.socket(), "owner");
+  cxlpool::Region region = owner.create_named("roots", pool.emu, 4096, 0666);
+  const std::string socket = pool.daemon.socket();
 
   const std::string failures = run_checks_in_child(
       [&](ChildChecks& c) {
@@ -163,22 +152,20 @@ TEST(Limits, UnlinkByNonOwnerGivesEperm) {
         CHILD_EXPECT_EQ(c, cxlpool_named_unlink(client, "roots"), -EPERM);
         // Its own name it may unlink.
         cxlpool_region* mine = nullptr;
-        CHILD_EXPECT_EQ(c, cxlpool_named_create(client, "strangers", emu, 4096, 0600, 0, &mine), 0);
+        CHILD_EXPECT_EQ(c, cxlpool_named_create(client, "strangers", pool.emu, 4096, 0600, 0, &mine), 0);
         CHILD_EXPECT_EQ(c, cxlpool_named_unlink(client, "strangers"), 0);
         CHILD_EXPECT_EQ(c, cxlpool_region_free(mine), 0);
         cxlpool_disconnect(client);
       },
       RunAs{});
   EXPECT_EQ(failures, "");
-  auto regions = list_regions(*admin);
+  auto regions = list_regions(*pool.admin);
   ASSERT_EQ(regions.size(), 1u);
   EXPECT_EQ(regions[0].name, "roots");
   owner.unlink_named("roots");
 }
 
 // The rest need a second user: the limits are for non-admins.
-constexpr const char* kOpenToAll = "socket_mode = \"0666\"\nadmin_groups = []\n";
-
 TEST(Limits, OneUidGetsAtMostMaxClientsPerUidConnections) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
   DaemonProcess daemon(

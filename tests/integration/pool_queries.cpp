@@ -17,12 +17,7 @@ std::unique_ptr<Connection> connect_admin(const std::string& socket_path, const 
 }
 
 std::vector<proto::TierInfo> list_tiers(Connection& conn) {
-  auto reply = conn.call_for<proto::TiersReply>(proto::TiersRequest{});
-  if (!reply) {
-    ADD_FAILURE() << "Tiers: " << reply.error().message;
-    return {};
-  }
-  return reply->tiers;
+  return call_or_fail<proto::TiersReply>(conn, proto::TiersRequest{}, "Tiers").tiers;
 }
 
 proto::TierInfo tier_named(Connection& conn, const std::string& name) {
@@ -36,22 +31,14 @@ proto::TierInfo tier_named(Connection& conn, const std::string& name) {
 uint64_t tier_used(Connection& conn, const std::string& name) { return tier_named(conn, name).used; }
 
 std::vector<proto::RegionEntry> list_regions(Connection& conn) {
-  auto reply = conn.call_for<proto::RegionsReply>(proto::RegionsRequest{});
-  if (!reply) {
-    ADD_FAILURE() << "Regions: " << reply.error().message;
-    return {};
-  }
-  return reply->regions;
+  return call_or_fail<proto::RegionsReply>(conn, proto::RegionsRequest{}, "Regions").regions;
 }
 
 std::map<std::string, uint64_t> stats(Connection& conn) {
   std::map<std::string, uint64_t> out;
-  auto reply = conn.call_for<proto::StatsReply>(proto::StatsRequest{});
-  if (!reply) {
-    ADD_FAILURE() << "Stats: " << reply.error().message;
-    return out;
+  for (const auto& c : call_or_fail<proto::StatsReply>(conn, proto::StatsRequest{}, "Stats").counters) {
+    out[c.name] = c.value;
   }
-  for (const auto& c : reply->counters) out[c.name] = c.value;
   return out;
 }
 

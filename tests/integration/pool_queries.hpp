@@ -10,7 +10,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/proto/messages.hpp"
@@ -22,6 +25,18 @@ namespace cxlpool::integration {
 using client::Connection;
 
 std::unique_ptr<Connection> connect_admin(const std::string& socket_path, const std::string& name = "integration");
+
+// The daemon's reply to `request`; a failure naming `what`, and a default
+// reply, when the call fails.
+template <typename Reply, typename Request>
+Reply call_or_fail(Connection& conn, const Request& request, const char* what) {
+  auto reply = conn.call_for<Reply>(request);
+  if (!reply) {
+    ADD_FAILURE() << what << ": " << reply.error().message;
+    return {};
+  }
+  return std::move(*reply);
+}
 
 std::vector<proto::TierInfo> list_tiers(Connection& conn);
 // The tier with that name; a failure (and a default TierInfo) if none.

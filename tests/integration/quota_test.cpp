@@ -11,6 +11,7 @@
 #include "cxlpool/cxlpool.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
+#include "running_pool.hpp"
 
 namespace cxlpool::integration {
 namespace {
@@ -30,39 +31,36 @@ int try_alloc(Client& client, uint32_t tier, uint64_t size) {
 }
 
 TEST(Quota, DefaultQuotaIsEnforcedExactly) {
-  DaemonProcess daemon(TestConfig{.tables = quota_tables("\"8M\"")}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
-  Client client(daemon.socket(), "quota");
+  RunningPool pool(TestConfig{.tables = quota_tables("\"8M\"")});
+  ASSERT_TRUE(pool.start());
+  Client client(pool.daemon.socket(), "quota");
 
-  cxlpool::Region first = client.alloc(emu, 4 * kMiB);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 4 * kMiB);
-  const size_t regions_before = list_regions(*admin).size();
+  cxlpool::Region first = client.alloc(pool.emu, 4 * kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 4 * kMiB);
+  const size_t regions_before = list_regions(*pool.admin).size();
   ASSERT_EQ(regions_before, 1u);
 
   cxlpool_region* denied = nullptr;
-  EXPECT_EQ(cxlpool_region_alloc(client.get(), emu, 8 * kMiB, 0, &denied), -EDQUOT);
+  EXPECT_EQ(cxlpool_region_alloc(client.get(), pool.emu, 8 * kMiB, 0, &denied), -EDQUOT);
   EXPECT_EQ(denied, nullptr);
   EXPECT_NE(std::string(cxlpool_last_error()).find("quota"), std::string::npos) << cxlpool_last_error();
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 4 * kMiB);
-  EXPECT_EQ(list_regions(*admin).size(), regions_before);
-  EXPECT_EQ(stat(*admin, "pool.quota_rejections"), 1u);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 4 * kMiB);
+  EXPECT_EQ(list_regions(*pool.admin).size(), regions_before);
+  EXPECT_EQ(stat(*pool.admin, "pool.quota_rejections"), 1u);
 
   // Up to the limit exactly is allowed; one page more is not.
-  cxlpool::Region second = client.alloc(emu, 4 * kMiB);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 8 * kMiB);
-  EXPECT_EQ(try_alloc(client, emu, 4096), -EDQUOT);
+  cxlpool::Region second = client.alloc(pool.emu, 4 * kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 8 * kMiB);
+  EXPECT_EQ(try_alloc(client, pool.emu, 4096), -EDQUOT);
   // The quota is per tier: DRAM has its own 8 MiB.
-  EXPECT_EQ(try_alloc(client, tier_named(*admin, "dram0").id, 8 * kMiB), 0);
+  EXPECT_EQ(try_alloc(client, tier_named(*pool.admin, "dram0").id, 8 * kMiB), 0);
 
   first.free();
   second.free();
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 0u);
-  cxlpool::Region fresh = client.alloc(emu, 8 * kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 0u);
+  cxlpool::Region fresh = client.alloc(pool.emu, 8 * kMiB);
   EXPECT_EQ(fresh.size(), 8 * kMiB);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 8 * kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 8 * kMiB);
 }
 
 TEST(Quota, PerUserRulesOverrideTheDefault) {
@@ -73,53 +71,47 @@ TEST(Quota, PerUserRulesOverrideTheDefault) {
   config.tables = quota_tables("\"8M\"") +
                   "\n[[quota.user]]\nuid = " + uid + "\ntier = \"emu\"\nbytes = \"16M\"\n"
                   "\n[[quota.user]]\nuid = " + uid + "\ntier = \"*\"\nbytes = \"4M\"\n";
-  DaemonProcess daemon(config.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
-  const uint32_t dram = tier_named(*admin, "dram0").id;
-  Client client(daemon.socket(), "quota-rules");
+  RunningPool pool(config);
+  ASSERT_TRUE(pool.start());
+  const uint32_t dram = tier_named(*pool.admin, "dram0").id;
+  Client client(pool.daemon.socket(), "quota-rules");
 
-  cxlpool::Region big = client.alloc(emu, 12 * kMiB);
-  EXPECT_EQ(try_alloc(client, emu, 8 * kMiB), -EDQUOT);
-  cxlpool::Region rest = client.alloc(emu, 4 * kMiB);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 16 * kMiB);
-  EXPECT_EQ(try_alloc(client, emu, 4096), -EDQUOT);
+  cxlpool::Region big = client.alloc(pool.emu, 12 * kMiB);
+  EXPECT_EQ(try_alloc(client, pool.emu, 8 * kMiB), -EDQUOT);
+  cxlpool::Region rest = client.alloc(pool.emu, 4 * kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 16 * kMiB);
+  EXPECT_EQ(try_alloc(client, pool.emu, 4096), -EDQUOT);
 
   EXPECT_EQ(try_alloc(client, dram, 8 * kMiB), -EDQUOT);
   cxlpool::Region dram_region = client.alloc(dram, 4 * kMiB);
   EXPECT_EQ(try_alloc(client, dram, 4096), -EDQUOT);
-  EXPECT_EQ(tier_used(*admin, "dram0"), 4 * kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, "dram0"), 4 * kMiB);
 }
 
 TEST(Reload, SighupAppliesANewQuotaAndKeepsTheOldOneOnAnInvalidFile) {
-  DaemonProcess daemon(TestConfig{.tables = quota_tables("\"8M\"")}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
-  Client client(daemon.socket(), "reload");
+  RunningPool pool(TestConfig{.tables = quota_tables("\"8M\"")});
+  ASSERT_TRUE(pool.start());
+  Client client(pool.daemon.socket(), "reload");
 
-  cxlpool::Region first = client.alloc(emu, 8 * kMiB);
-  EXPECT_EQ(try_alloc(client, emu, 4 * kMiB), -EDQUOT);
-  ASSERT_EQ(stat(*admin, "daemon.reloads"), 0u);
+  cxlpool::Region first = client.alloc(pool.emu, 8 * kMiB);
+  EXPECT_EQ(try_alloc(client, pool.emu, 4 * kMiB), -EDQUOT);
+  ASSERT_EQ(stat(*pool.admin, "daemon.reloads"), 0u);
 
-  daemon.write_config(TestConfig{.tables = quota_tables("\"16M\"")}.render());
-  daemon.send_signal(SIGHUP);
-  ASSERT_TRUE(wait_until([&] { return stat(*admin, "daemon.reloads") == 1; }, 5s));
-  cxlpool::Region second = client.alloc(emu, 4 * kMiB);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 12 * kMiB);
+  pool.daemon.write_config(TestConfig{.tables = quota_tables("\"16M\"")}.render());
+  pool.daemon.send_signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return stat(*pool.admin, "daemon.reloads") == 1; }, 5s));
+  cxlpool::Region second = client.alloc(pool.emu, 4 * kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 12 * kMiB);
 
-  daemon.write_config(TestConfig{.tables = quota_tables("\"sixteen megabytes\"")}.render());
-  daemon.send_signal(SIGHUP);
-  ASSERT_TRUE(wait_until([&] { return stat(*admin, "daemon.reloads") == 2; }, 5s));
-  EXPECT_TRUE(daemon.running());
+  pool.daemon.write_config(TestConfig{.tables = quota_tables("\"sixteen megabytes\"")}.render());
+  pool.daemon.send_signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return stat(*pool.admin, "daemon.reloads") == 2; }, 5s));
+  EXPECT_TRUE(pool.daemon.running());
   // Still the 16 MiB quota: neither the bad file nor the defaults apply.
-  cxlpool::Region third = client.alloc(emu, 4 * kMiB);
-  EXPECT_EQ(try_alloc(client, emu, 4096), -EDQUOT);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 16 * kMiB);
-  EXPECT_NE(daemon.log().find("reload failed"), std::string::npos);
+  cxlpool::Region third = client.alloc(pool.emu, 4 * kMiB);
+  EXPECT_EQ(try_alloc(client, pool.emu, 4096), -EDQUOT);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 16 * kMiB);
+  EXPECT_NE(pool.daemon.log().find("reload failed"), std::string::npos);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "cxlpool/cxlpool.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
+#include "running_pool.hpp"
 
 namespace cxlpool::integration {
 namespace {
@@ -31,20 +32,17 @@ constexpr size_t kAnswerOffset = 512 * 1024;
 unsigned char pattern_byte(size_t i) { return static_cast<unsigned char>((i * 31 + 7) & 0xff); }
 
 TEST(Regions, TwoProcessesShareANamedRegion) {
-  DaemonProcess daemon(TestConfig{}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
+  RunningPool pool;
+  ASSERT_TRUE(pool.start());
 
-  Client parent(daemon.socket(), "share-parent");
-  cxlpool::Region region = parent.create_named("shared-test", emu, kSharedSize, 0644);
+  Client parent(pool.daemon.socket(), "share-parent");
+  cxlpool::Region region = parent.create_named("shared-test", pool.emu, kSharedSize, 0644);
   ASSERT_TRUE(region.writable());
   ASSERT_EQ(region.size(), kSharedSize);
   auto* mem = region.data<unsigned char>();
   for (size_t i = 0; i < kAnswerOffset; ++i) mem[i] = pattern_byte(i);
   const uint64_t region_id = region.id();
-  const std::string socket = daemon.socket();
+  const std::string socket = pool.daemon.socket();
   const std::string answer = "answer for region " + std::to_string(region_id);
 
   const std::string failures = run_checks_in_child([&](ChildChecks& c) {
@@ -75,7 +73,7 @@ TEST(Regions, TwoProcessesShareANamedRegion) {
   EXPECT_STREQ(reinterpret_cast<const char*>(mem + kAnswerOffset), answer.c_str());
 
   // The child's handle went with its free; the parent's remains.
-  auto regions = list_regions(*admin);
+  auto regions = list_regions(*pool.admin);
   ASSERT_EQ(regions.size(), 1u);
   EXPECT_EQ(regions[0].name, "shared-test");
   EXPECT_EQ(regions[0].kind, proto::RegionKind::kNamed);
@@ -98,25 +96,22 @@ TEST(Regions, TwoProcessesShareANamedRegion) {
   parent.unlink_named("shared-test");
   ro.free();
   region.free();
-  EXPECT_TRUE(list_regions(*admin).empty());
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 0u);
+  EXPECT_TRUE(list_regions(*pool.admin).empty());
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 0u);
 }
 
 TEST(Regions, LeasedRegionReclaimedWithinASecondOfKill9) {
-  DaemonProcess daemon(TestConfig{}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
-  const uint64_t baseline = tier_used(*admin, kEmuTier);
+  RunningPool pool;
+  ASSERT_TRUE(pool.start());
+  const uint64_t baseline = tier_used(*pool.admin, kEmuTier);
   ASSERT_EQ(baseline, 0u);
-  const std::string socket = daemon.socket();
+  const std::string socket = pool.daemon.socket();
 
   ForkedChild child([&](int report) -> int {
     cxlpool_client* client = nullptr;
     cxlpool_region* region = nullptr;
     int rc = cxlpool_connect(socket.c_str(), "doomed", &client);
-    if (rc == 0) rc = cxlpool_region_alloc(client, emu, 64 * kMiB, CXLPOOL_ALLOC_POPULATE, &region);
+    if (rc == 0) rc = cxlpool_region_alloc(client, pool.emu, 64 * kMiB, CXLPOOL_ALLOC_POPULATE, &region);
     const std::string line = rc == 0 ? "region " + std::to_string(cxlpool_region_id(region)) + "\n"
                                      : "error " + std::to_string(rc) + " " + cxlpool_last_error() + "\n";
     (void)!::write(report, line.data(), line.size());
@@ -127,77 +122,72 @@ TEST(Regions, LeasedRegionReclaimedWithinASecondOfKill9) {
   ASSERT_EQ(line->rfind("region ", 0), 0u) << *line;
   const uint64_t id = std::stoull(line->substr(7));
 
-  auto regions = list_regions(*admin);
+  auto regions = list_regions(*pool.admin);
   ASSERT_EQ(regions.size(), 1u);
   EXPECT_EQ(regions[0].id, id);
   EXPECT_EQ(regions[0].kind, proto::RegionKind::kLeased);
   EXPECT_EQ(regions[0].size, 64 * kMiB);
   EXPECT_EQ(regions[0].resident_bytes, 64 * kMiB) << "POPULATE must fault in every page";
   EXPECT_NE(regions[0].client_id, 0u);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), baseline + 64 * kMiB);
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), baseline + 64 * kMiB);
 
   const auto killed = std::chrono::steady_clock::now();
   child.kill(SIGKILL);
   const bool reclaimed = wait_until(
-      [&] { return list_regions(*admin).empty() && tier_used(*admin, kEmuTier) == baseline; }, 3s);
+      [&] { return list_regions(*pool.admin).empty() && tier_used(*pool.admin, kEmuTier) == baseline; }, 3s);
   const auto elapsed = std::chrono::steady_clock::now() - killed;
   EXPECT_TRUE(reclaimed);
   EXPECT_LT(elapsed, 1s) << "reclaimed after "
                          << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms";
   EXPECT_EQ(child.wait(5s), 128 + SIGKILL);
-  EXPECT_EQ(stat(*admin, "pool.allocated_bytes"), 0u);
+  EXPECT_EQ(stat(*pool.admin, "pool.allocated_bytes"), 0u);
 }
 
 TEST(Regions, SizesRoundUpToPagesAndAccountingIsExact) {
-  DaemonProcess daemon(TestConfig{}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  const uint32_t emu = tier_named(*admin, kEmuTier).id;
+  RunningPool pool;
+  ASSERT_TRUE(pool.start());
 
-  Client client(daemon.socket(), "accounting");
+  Client client(pool.daemon.socket(), "accounting");
   const uint64_t asked[] = {1, 4095, 4097, 5000};
   const uint64_t rounded[] = {4096, 4096, 8192, 8192};
   std::vector<cxlpool::Region> regions;
   uint64_t sum = 0;
   for (size_t i = 0; i < 4; ++i) {
-    regions.push_back(client.alloc(emu, asked[i]));
+    regions.push_back(client.alloc(pool.emu, asked[i]));
     EXPECT_EQ(regions.back().size(), rounded[i]) << "asked for " << asked[i];
     EXPECT_EQ(regions.back().page_size(), 4096u);
-    EXPECT_EQ(regions.back().tier(), emu);
+    EXPECT_EQ(regions.back().tier(), pool.emu);
     sum += rounded[i];
   }
   ASSERT_EQ(sum, 24576u);
-  EXPECT_EQ(tier_used(*admin, kEmuTier), sum);
-  EXPECT_EQ(tier_used(*admin, "dram0"), 0u);
-  EXPECT_EQ(stat(*admin, "pool.allocated_bytes"), sum);
-  EXPECT_EQ(stat(*admin, "tier.emu.used_bytes"), sum);
-  EXPECT_EQ(stat(*admin, "pool.regions"), 4u);
-  auto status = admin->call_for<proto::StatusReply>(proto::StatusRequest{});
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), sum);
+  EXPECT_EQ(tier_used(*pool.admin, "dram0"), 0u);
+  EXPECT_EQ(stat(*pool.admin, "pool.allocated_bytes"), sum);
+  EXPECT_EQ(stat(*pool.admin, "tier.emu.used_bytes"), sum);
+  EXPECT_EQ(stat(*pool.admin, "pool.regions"), 4u);
+  auto status = pool.admin->call_for<proto::StatusReply>(proto::StatusRequest{});
   ASSERT_TRUE(status);
   EXPECT_EQ(status->bytes_allocated, sum);
   EXPECT_EQ(status->regions, 4u);
   uint64_t listed = 0;
-  for (const auto& r : list_regions(*admin)) listed += r.size;
+  for (const auto& r : list_regions(*pool.admin)) listed += r.size;
   EXPECT_EQ(listed, sum);
 
   for (auto& r : regions) r.free();
-  EXPECT_EQ(tier_used(*admin, kEmuTier), 0u);
-  EXPECT_EQ(stat(*admin, "pool.allocated_bytes"), 0u);
-  EXPECT_EQ(stat(*admin, "pool.regions_created"), 4u);
-  EXPECT_EQ(stat(*admin, "pool.regions_destroyed"), 4u);
-  EXPECT_TRUE(list_regions(*admin).empty());
+  EXPECT_EQ(tier_used(*pool.admin, kEmuTier), 0u);
+  EXPECT_EQ(stat(*pool.admin, "pool.allocated_bytes"), 0u);
+  EXPECT_EQ(stat(*pool.admin, "pool.regions_created"), 4u);
+  EXPECT_EQ(stat(*pool.admin, "pool.regions_destroyed"), 4u);
+  EXPECT_TRUE(list_regions(*pool.admin).empty());
 }
 
 // A writable descriptor must not let a client grow a region past what the
 // pool charged for it (or shrink it under the daemon's mapping).
 TEST(Regions, ClientCannotResizeRegionMemory) {
-  DaemonProcess daemon(TestConfig{}.render());
-  ASSERT_TRUE(daemon.start());
-  auto admin = connect_admin(daemon.socket());
-  ASSERT_TRUE(admin);
-  Client client(daemon.socket(), "resizer");
-  cxlpool::Region region = client.alloc(tier_named(*admin, kEmuTier).id, 1 * kMiB);
+  RunningPool pool;
+  ASSERT_TRUE(pool.start());
+  Client client(pool.daemon.socket(), "resizer");
+  cxlpool::Region region = client.alloc(pool.emu, 1 * kMiB);
   ASSERT_TRUE(region.writable());
 
   errno = 0;

@@ -14,6 +14,10 @@ inline constexpr const char* kEmuTier = "emu";
 inline constexpr uint64_t kEmuCapacity = 256ull << 20;
 inline constexpr uint64_t kMiB = 1ull << 20;
 
+// [daemon] keys for the tests with a second user: anyone may connect to the
+// socket and root, the test, is the only admin.
+inline constexpr const char* kOpenToAll = "socket_mode = \"0666\"\nadmin_groups = []\n";
+
 // Test configuration: [daemon] keys beyond the defaults the tests need, and
 // further tables appended after the emulated tier.
 struct TestConfig {

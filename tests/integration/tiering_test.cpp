@@ -234,7 +234,7 @@ TEST_F(Tiering, SighupRestoresTheFilesKnobs) {
 
 TEST(TieringAccess, NonAdminMayReadButNotSet) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as another user";
-  DaemonProcess daemon(TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"}.render());
+  DaemonProcess daemon(TestConfig{.daemon = kOpenToAll}.render());
   ASSERT_TRUE(daemon.start());
   const std::string socket = daemon.socket();
   auto status = run_program({ctl_binary(), "--socket", socket, "tiering", "status"}, {.run_as = RunAs{}});
@@ -252,17 +252,11 @@ TEST(TieringAccess, NonAdminMayReadButNotSet) {
 
 TEST(TieringConfig, BadValuesStopTheDaemonNamingFileLineAndKey) {
   DaemonProcess dir(TestConfig{}.render());
-  struct Case {
-    const char* table;
-    const char* where;
-  };
-  for (const Case& c : {Case{"[tiering]\nsketch_width = 1000\n", ":2: tiering.sketch_width:"},
-                        Case{"[tiering]\nepoch_ms = 1\n", ":2: tiering.epoch_ms:"},
-                        Case{"[tiering]\nsources = [\"client\", \"magic\"]\n", ":2: tiering.sources:"},
-                        Case{"[tiering]\nlow_watermark = 0.5\nhigh_watermark = 0.4\n", "tiering."},
-                        Case{"[tiering]\nno_such = 1\n", ":2: tiering.no_such:"}}) {
-    EXPECT_TRUE(config_rejected(dir, c.table, c.where));
-  }
+  expect_configs_rejected(dir, {{"[tiering]\nsketch_width = 1000\n", ":2: tiering.sketch_width:"},
+                                {"[tiering]\nepoch_ms = 1\n", ":2: tiering.epoch_ms:"},
+                                {"[tiering]\nsources = [\"client\", \"magic\"]\n", ":2: tiering.sources:"},
+                                {"[tiering]\nlow_watermark = 0.5\nhigh_watermark = 0.4\n", "tiering."},
+                                {"[tiering]\nno_such = 1\n", ":2: tiering.no_such:"}});
   // Watermarks in either order are fine.
   const std::string good = dir.dir() + "/good.toml";
   std::ofstream(good) << TestConfig{.tables = "[tiering]\nhigh_watermark = 0.5\nlow_watermark = 0.4\n"}.render();

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <thread>
 #include <variant>
@@ -159,7 +160,7 @@ class Weights : public ::testing::Test {
     if (client_ != nullptr) cxlpool_disconnect(client_);
   }
   // Any user may connect (the unload test acts as another user).
-  DaemonProcess daemon_{TestConfig{.daemon = "socket_mode = \"0666\"\nadmin_groups = []\n"}.render()};
+  DaemonProcess daemon_{TestConfig{.daemon = kOpenToAll}.render()};
   cxlpool_client* client_ = nullptr;
 };
 
@@ -440,6 +441,25 @@ class WeightsAccess : public Weights {
     if (::geteuid() != 0) GTEST_SKIP() << "acting as a second user (nobody) needs root";
     Weights::SetUp();
   }
+
+  // In the child: a connection named `name`; nullptr, and a reported
+  // failure, when the daemon refuses it.
+  static cxlpool_client* connect_checked(ChildChecks& check, const std::string& socket, const char* name) {
+    cxlpool_client* c = nullptr;
+    check.expect_eq(cxlpool_connect(socket.c_str(), name, &c), 0, name, __LINE__);
+    return c;
+  }
+
+  // Runs `body` in a child acting as nobody, on a connection of its own that
+  // the body closes; the failures the child reported, "" when none.
+  std::string run_as_nobody(const std::function<void(ChildChecks&, cxlpool_client*)>& body) {
+    const std::string socket = daemon_.socket();
+    return run_checks_in_child(
+        [&](ChildChecks& check) {
+          if (cxlpool_client* c = connect_checked(check, socket, "nobody")) body(check, c);
+        },
+        RunAs{});
+  }
 };
 
 TEST_F(WeightsAccess, NobodyCannotLoadAFileItCannotRead) {
@@ -489,11 +509,7 @@ TEST_F(WeightsAccess, TheRegionIsNoEasierToOpenThanItsFiles) {
   cxlpool_weights* pub = nullptr;
   ASSERT_EQ(load_one(client_, "private", private_path, &priv), 0) << cxlpool_last_error();
   ASSERT_EQ(load_one(client_, "public", public_path, &pub), 0) << cxlpool_last_error();
-  const std::string socket = daemon_.socket();
-  ForkedChild nobody([&](int fd) {
-    ChildChecks check(fd);
-    cxlpool_client* c = nullptr;
-    if (cxlpool_connect(socket.c_str(), "nobody", &c) != 0) return 1;
+  const std::string failures = run_as_nobody([&](ChildChecks& check, cxlpool_client* c) {
     cxlpool_weights* w = nullptr;
     check.expect_eq(cxlpool_weights_open(c, "private", &w), -EACCES, "WeightsOpen of the 0600 model", __LINE__);
     cxlpool_region* r = nullptr;
@@ -510,11 +526,8 @@ TEST_F(WeightsAccess, TheRegionIsNoEasierToOpenThanItsFiles) {
     check.expect_eq(cxlpool_named_open(c, "cxlpool-w-public", 0, &r), 0, "NamedOpen of its region", __LINE__);
     if (r != nullptr) cxlpool_region_free(r);
     cxlpool_disconnect(c);
-    return 0;
-  }, RunAs{});
-  const std::string report = nobody.read_all(std::chrono::seconds(20));
-  EXPECT_EQ(nobody.wait(std::chrono::seconds(10)), 0) << report;
-  EXPECT_EQ(report, "") << report;
+  });
+  EXPECT_EQ(failures, "");
   cxlpool_weights_close(priv);
   cxlpool_weights_close(pub);
 }
@@ -528,10 +541,7 @@ TEST_F(WeightsAccess, DescriptorsOfTheSameFilesProveAccess) {
   cxlpool_weights* w = nullptr;
   ASSERT_EQ(load_one(client_, "nobodys", path, &w), 0) << cxlpool_last_error();
   const std::string socket = daemon_.socket();
-  ForkedChild nobody([&](int fd) {
-    ChildChecks check(fd);
-    cxlpool_client* c = nullptr;
-    if (cxlpool_connect(socket.c_str(), "nobody", &c) != 0) return 1;
+  const std::string failures = run_as_nobody([&](ChildChecks& check, cxlpool_client* c) {
     cxlpool_weights* mine = nullptr;
     check.expect_eq(cxlpool_weights_open(c, "nobodys", &mine), -EACCES, "open by name", __LINE__);
     check.expect_eq(load_one(c, "nobodys", path, &mine), 0, "load from the files", __LINE__);
@@ -543,14 +553,12 @@ TEST_F(WeightsAccess, DescriptorsOfTheSameFilesProveAccess) {
     }
     cxlpool_disconnect(c);
     // The proof belongs to the connection that gave it.
-    if (cxlpool_connect(socket.c_str(), "nobody-again", &c) != 0) return 2;
+    c = connect_checked(check, socket, "nobody-again");
+    if (c == nullptr) return;
     check.expect_eq(cxlpool_weights_open(c, "nobodys", &mine), -EACCES, "open by name again", __LINE__);
     cxlpool_disconnect(c);
-    return 0;
-  }, RunAs{});
-  const std::string report = nobody.read_all(std::chrono::seconds(20));
-  EXPECT_EQ(nobody.wait(std::chrono::seconds(10)), 0) << report;
-  EXPECT_EQ(report, "") << report;
+  });
+  EXPECT_EQ(failures, "");
   cxlpool_weights_close(w);
 }
 

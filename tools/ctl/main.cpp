@@ -66,11 +66,28 @@ std::string seconds(uint64_t ns) {
 }
 
 void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+void print_json(const json& j) { print(j.dump(2) + "\n"); }
 
 struct Context {
   std::unique_ptr<Connection> conn;
   bool json = false;
 };
+
+// A reply that lists entries: a JSON array with an object per entry, or a
+// table with a row per entry.
+template <typename Entry, typename ToJson, typename ToRow>
+void print_list(const Context& ctx, const std::vector<Entry>& entries, std::vector<std::string> header,
+                ToJson to_json, ToRow to_row) {
+  if (ctx.json) {
+    json out = json::array();
+    for (const Entry& e : entries) out.push_back(to_json(e));
+    print_json(out);
+    return;
+  }
+  cxlpool::ctl::Table table(std::move(header));
+  for (const Entry& e : entries) table.add(to_row(e));
+  print(table.render());
+}
 
 template <typename Reply>
 int call(Context& ctx, const proto::Message& request, const std::function<void(const Reply&)>& show) {
@@ -83,11 +100,10 @@ int call(Context& ctx, const proto::Message& request, const std::function<void(c
 int cmd_status(Context& ctx) {
   return call<proto::StatusReply>(ctx, proto::StatusRequest{}, [&](const proto::StatusReply& s) {
     if (ctx.json) {
-      print(json{{"version", s.daemon_version}, {"pid", s.pid}, {"uptime_ns", s.uptime_ns},
-                 {"clients", s.clients}, {"regions", s.regions}, {"bytes_allocated", s.bytes_allocated},
-                 {"state_dir", s.state_dir}, {"config", s.config_source},
-                 {"protocol_version", ctx.conn->version()}, {"socket", ctx.conn->socket_path()}}
-                .dump(2) + "\n");
+      print_json(json{{"version", s.daemon_version}, {"pid", s.pid}, {"uptime_ns", s.uptime_ns},
+                      {"clients", s.clients}, {"regions", s.regions}, {"bytes_allocated", s.bytes_allocated},
+                      {"state_dir", s.state_dir}, {"config", s.config_source},
+                      {"protocol_version", ctx.conn->version()}, {"socket", ctx.conn->socket_path()}});
       return;
     }
     std::printf("cxlpoold %s (pid %u), up %s\n", s.daemon_version.c_str(), s.pid, seconds(s.uptime_ns).c_str());
@@ -100,72 +116,57 @@ int cmd_status(Context& ctx) {
 
 int cmd_tiers(Context& ctx) {
   return call<proto::TiersReply>(ctx, proto::TiersRequest{}, [&](const proto::TiersReply& r) {
-    if (ctx.json) {
-      json out = json::array();
-      for (const auto& t : r.tiers) {
-        out.push_back({{"id", t.id}, {"name", t.name}, {"kind", kind_name(t.kind)}, {"numa_node", t.numa_node},
-                       {"capacity", t.capacity}, {"used", t.used}, {"free", t.free},
-                       {"latency_ns", t.latency_ns}, {"bandwidth_mbps", t.bandwidth_mbps},
-                       {"page_size", t.page_size}});
-      }
-      print(out.dump(2) + "\n");
-      return;
-    }
-    cxlpool::ctl::Table table({"ID", "NAME", "KIND", "NODE", "CAPACITY", "USED", "FREE", "LATENCY", "BANDWIDTH"});
-    for (const auto& t : r.tiers) {
-      table.add({std::to_string(t.id), t.name, kind_name(t.kind),
-                 t.numa_node < 0 ? "-" : std::to_string(t.numa_node), format_size(t.capacity),
-                 format_size(t.used), format_size(t.free), std::to_string(t.latency_ns) + " ns",
-                 t.bandwidth_mbps ? std::to_string(t.bandwidth_mbps) + " MB/s" : "-"});
-    }
-    print(table.render());
+    print_list(
+        ctx, r.tiers, {"ID", "NAME", "KIND", "NODE", "CAPACITY", "USED", "FREE", "LATENCY", "BANDWIDTH"},
+        [](const proto::TierInfo& t) -> json {
+          return {{"id", t.id}, {"name", t.name}, {"kind", kind_name(t.kind)}, {"numa_node", t.numa_node},
+                  {"capacity", t.capacity}, {"used", t.used}, {"free", t.free},
+                  {"latency_ns", t.latency_ns}, {"bandwidth_mbps", t.bandwidth_mbps},
+                  {"page_size", t.page_size}};
+        },
+        [](const proto::TierInfo& t) -> std::vector<std::string> {
+          return {std::to_string(t.id), t.name, kind_name(t.kind),
+                  t.numa_node < 0 ? "-" : std::to_string(t.numa_node), format_size(t.capacity),
+                  format_size(t.used), format_size(t.free), std::to_string(t.latency_ns) + " ns",
+                  t.bandwidth_mbps ? std::to_string(t.bandwidth_mbps) + " MB/s" : "-"};
+        });
   });
 }
 
 int cmd_regions(Context& ctx) {
   return call<proto::RegionsReply>(ctx, proto::RegionsRequest{}, [&](const proto::RegionsReply& r) {
-    if (ctx.json) {
-      json out = json::array();
-      for (const auto& e : r.regions) {
-        out.push_back({{"id", e.id}, {"kind", e.kind == proto::RegionKind::kNamed ? "named" : "leased"},
-                       {"name", e.name}, {"tier", e.tier_id}, {"size", e.size}, {"owner_uid", e.owner_uid},
-                       {"mode", e.mode}, {"client", e.client_id}, {"handles", e.handles},
-                       {"resident_bytes", e.resident_bytes}});
-      }
-      print(out.dump(2) + "\n");
-      return;
-    }
-    cxlpool::ctl::Table table({"ID", "KIND", "NAME", "TIER", "SIZE", "RESIDENT", "OWNER", "MODE", "CLIENT", "HANDLES"});
-    for (const auto& e : r.regions) {
-      char mode[8];
-      std::snprintf(mode, sizeof mode, "%04o", e.mode);
-      table.add({std::to_string(e.id), e.kind == proto::RegionKind::kNamed ? "named" : "leased",
-                 e.name.empty() ? "-" : e.name, std::to_string(e.tier_id), format_size(e.size),
-                 format_size(e.resident_bytes), std::to_string(e.owner_uid), mode,
-                 e.client_id ? std::to_string(e.client_id) : "-", std::to_string(e.handles)});
-    }
-    print(table.render());
+    print_list(
+        ctx, r.regions, {"ID", "KIND", "NAME", "TIER", "SIZE", "RESIDENT", "OWNER", "MODE", "CLIENT", "HANDLES"},
+        [](const proto::RegionEntry& e) -> json {
+          return {{"id", e.id}, {"kind", e.kind == proto::RegionKind::kNamed ? "named" : "leased"},
+                  {"name", e.name}, {"tier", e.tier_id}, {"size", e.size}, {"owner_uid", e.owner_uid},
+                  {"mode", e.mode}, {"client", e.client_id}, {"handles", e.handles},
+                  {"resident_bytes", e.resident_bytes}};
+        },
+        [](const proto::RegionEntry& e) -> std::vector<std::string> {
+          char mode[8];
+          std::snprintf(mode, sizeof mode, "%04o", e.mode);
+          return {std::to_string(e.id), e.kind == proto::RegionKind::kNamed ? "named" : "leased",
+                  e.name.empty() ? "-" : e.name, std::to_string(e.tier_id), format_size(e.size),
+                  format_size(e.resident_bytes), std::to_string(e.owner_uid), mode,
+                  e.client_id ? std::to_string(e.client_id) : "-", std::to_string(e.handles)};
+        });
   });
 }
 
 int cmd_clients(Context& ctx) {
   return call<proto::ClientsReply>(ctx, proto::ClientsRequest{}, [&](const proto::ClientsReply& r) {
-    if (ctx.json) {
-      json out = json::array();
-      for (const auto& c : r.clients) {
-        out.push_back({{"id", c.id}, {"pid", c.pid}, {"uid", c.uid}, {"gid", c.gid}, {"name", c.name},
-                       {"regions", c.regions}, {"bytes", c.bytes}, {"connected_ns", c.connected_ns}});
-      }
-      print(out.dump(2) + "\n");
-      return;
-    }
-    cxlpool::ctl::Table table({"ID", "PID", "UID", "GID", "NAME", "REGIONS", "BYTES", "CONNECTED"});
-    for (const auto& c : r.clients) {
-      table.add({std::to_string(c.id), std::to_string(c.pid), std::to_string(c.uid), std::to_string(c.gid),
-                 c.name.empty() ? "-" : c.name, std::to_string(c.regions), format_size(c.bytes),
-                 seconds(c.connected_ns)});
-    }
-    print(table.render());
+    print_list(
+        ctx, r.clients, {"ID", "PID", "UID", "GID", "NAME", "REGIONS", "BYTES", "CONNECTED"},
+        [](const proto::ClientEntry& c) -> json {
+          return {{"id", c.id}, {"pid", c.pid}, {"uid", c.uid}, {"gid", c.gid}, {"name", c.name},
+                  {"regions", c.regions}, {"bytes", c.bytes}, {"connected_ns", c.connected_ns}};
+        },
+        [](const proto::ClientEntry& c) -> std::vector<std::string> {
+          return {std::to_string(c.id), std::to_string(c.pid), std::to_string(c.uid), std::to_string(c.gid),
+                  c.name.empty() ? "-" : c.name, std::to_string(c.regions), format_size(c.bytes),
+                  seconds(c.connected_ns)};
+        });
   });
 }
 
@@ -174,7 +175,7 @@ int cmd_stats(Context& ctx) {
     if (ctx.json) {
       json out = json::object();
       for (const auto& c : r.counters) out[c.name] = c.value;
-      print(out.dump(2) + "\n");
+      print_json(out);
       return;
     }
     cxlpool::ctl::Table table({"COUNTER", "VALUE"});
@@ -185,17 +186,14 @@ int cmd_stats(Context& ctx) {
 
 int cmd_backends(Context& ctx) {
   return call<proto::BackendsReply>(ctx, proto::BackendsRequest{}, [&](const proto::BackendsReply& r) {
-    if (ctx.json) {
-      json out = json::array();
-      for (const auto& b : r.backends) {
-        out.push_back({{"class", b.cls}, {"name", b.name}, {"state", state_name(b.state)}, {"detail", b.detail}});
-      }
-      print(out.dump(2) + "\n");
-      return;
-    }
-    cxlpool::ctl::Table table({"CLASS", "BACKEND", "STATE", "DETAIL"});
-    for (const auto& b : r.backends) table.add({b.cls, b.name, state_name(b.state), b.detail});
-    print(table.render());
+    print_list(
+        ctx, r.backends, {"CLASS", "BACKEND", "STATE", "DETAIL"},
+        [](const proto::BackendEntry& b) -> json {
+          return {{"class", b.cls}, {"name", b.name}, {"state", state_name(b.state)}, {"detail", b.detail}};
+        },
+        [](const proto::BackendEntry& b) -> std::vector<std::string> {
+          return {b.cls, b.name, state_name(b.state), b.detail};
+        });
   });
 }
 
@@ -220,12 +218,11 @@ int cmd_migrate(Context& ctx, uint64_t region, const std::string& tier_text) {
     const double secs = static_cast<double>(m.elapsed_ns) / 1e9;
     const double mibps = secs > 0 ? static_cast<double>(m.bytes_moved) / (1 << 20) / secs : 0.0;
     if (ctx.json) {
-      print(json{{"region", m.region_id}, {"from_tier", m.from_tier}, {"to_tier", m.to_tier},
-                 {"pages_total", m.pages_total}, {"pages_moved", m.pages_moved},
-                 {"pages_already", m.pages_already}, {"pages_absent", m.pages_absent},
-                 {"pages_failed", m.pages_failed}, {"bytes_moved", m.bytes_moved}, {"elapsed_ns", m.elapsed_ns},
-                 {"mib_per_s", mibps}}
-                .dump(2) + "\n");
+      print_json(json{{"region", m.region_id}, {"from_tier", m.from_tier}, {"to_tier", m.to_tier},
+                      {"pages_total", m.pages_total}, {"pages_moved", m.pages_moved},
+                      {"pages_already", m.pages_already}, {"pages_absent", m.pages_absent},
+                      {"pages_failed", m.pages_failed}, {"bytes_moved", m.bytes_moved}, {"elapsed_ns", m.elapsed_ns},
+                      {"mib_per_s", mibps}});
       return;
     }
     std::printf("region %llu: tier %u -> %u\n", static_cast<unsigned long long>(m.region_id), m.from_tier, m.to_tier);
@@ -292,12 +289,11 @@ int cmd_tiering_status(Context& ctx) {
       }
       json knobs = json::object();
       for (const auto& k : r.knobs) knobs[k.key] = k.value;
-      print(json{{"enabled", r.enabled != 0}, {"nominator", nominator}, {"epoch", r.epoch},
-                 {"epoch_ns", r.epoch_ns}, {"promotion_period_ns", r.promotion_period_ns},
-                 {"last_epoch_accesses", r.last_epoch_accesses}, {"pages_moved", r.pages_moved},
-                 {"pages_failed", r.pages_failed}, {"detail", r.detail}, {"tiers", tiers}, {"sources", sources},
-                 {"knobs", knobs}}
-                .dump(2) + "\n");
+      print_json(json{{"enabled", r.enabled != 0}, {"nominator", nominator}, {"epoch", r.epoch},
+                      {"epoch_ns", r.epoch_ns}, {"promotion_period_ns", r.promotion_period_ns},
+                      {"last_epoch_accesses", r.last_epoch_accesses}, {"pages_moved", r.pages_moved},
+                      {"pages_failed", r.pages_failed}, {"detail", r.detail}, {"tiers", tiers}, {"sources", sources},
+                      {"knobs", knobs}});
       return;
     }
     std::printf("tiering:   %s, nominator %s\n", r.enabled ? "enabled" : "disabled", nominator);
@@ -340,7 +336,7 @@ int cmd_tiering_hot(Context& ctx, uint32_t top) {
                          {"count", p.count}, {"class", class_name(p.page_class)},
                          {"touched_words", p.touched_words}});
       }
-      print(json{{"epoch", r.epoch}, {"pages", pages}}.dump(2) + "\n");
+      print_json(json{{"epoch", r.epoch}, {"pages", pages}});
       return;
     }
     std::printf("hot pages of epoch %llu (hottest first)\n", static_cast<unsigned long long>(r.epoch));
@@ -364,7 +360,7 @@ int cmd_tiering_set(Context& ctx, const std::string& assignment) {
   proto::TieringSet request{assignment.substr(0, eq), assignment.substr(eq + 1)};
   return call<proto::TieringSetReply>(ctx, request, [&](const proto::TieringSetReply& r) {
     if (ctx.json) {
-      print(json{{"key", r.key}, {"old", r.old_value}, {"new", r.new_value}}.dump(2) + "\n");
+      print_json(json{{"key", r.key}, {"old", r.old_value}, {"new", r.new_value}});
       return;
     }
     std::printf("%s: %s -> %s\n", r.key.c_str(), r.old_value.c_str(), r.new_value.c_str());

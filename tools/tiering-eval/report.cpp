@@ -76,19 +76,16 @@ const PolicyRow* find(const std::vector<PolicyRow>& rows, const std::string& tra
 
 double ratio_of(const PolicyRow* r) { return r && r->detection && r->detection->has_ratio ? r->detection->ratio : -1; }
 
-std::vector<std::string> traces_of(const std::vector<PolicyRow>& rows) {
+// The distinct values of one column of the rows, in order of first appearance.
+std::vector<std::string> distinct(const std::vector<PolicyRow>& rows, std::string PolicyRow::*column) {
   std::vector<std::string> out;
   for (const PolicyRow& r : rows)
-    if (std::find(out.begin(), out.end(), r.trace) == out.end()) out.push_back(r.trace);
+    if (std::find(out.begin(), out.end(), r.*column) == out.end()) out.push_back(r.*column);
   return out;
 }
 
-std::vector<std::string> policies_of(const std::vector<PolicyRow>& rows) {
-  std::vector<std::string> out;
-  for (const PolicyRow& r : rows)
-    if (std::find(out.begin(), out.end(), r.policy) == out.end()) out.push_back(r.policy);
-  return out;
-}
+std::vector<std::string> traces_of(const std::vector<PolicyRow>& rows) { return distinct(rows, &PolicyRow::trace); }
+std::vector<std::string> policies_of(const std::vector<PolicyRow>& rows) { return distinct(rows, &PolicyRow::policy); }
 
 nlohmann::json sim_json(const SimResult& s) {
   nlohmann::json j;

@@ -74,21 +74,6 @@ void legend(std::string& out, const std::vector<std::string>& labels) {
 
 }  // namespace
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string render_svg(const LineChart& chart) {
   std::string out = header(chart.title);
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;

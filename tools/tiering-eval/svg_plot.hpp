@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cxlpool/common/xml_escape.hpp"  // labels are escaped with it
+
 namespace cxlpool::tiering::eval {
 
 struct LineSeries {
@@ -38,8 +40,5 @@ struct BarChart {
 
 std::string render_svg(const LineChart& chart);
 std::string render_svg(const BarChart& chart);
-
-// XML text escaping for labels.
-std::string xml_escape(const std::string& s);
 
 }  // namespace cxlpool::tiering::eval

@@ -35,6 +35,8 @@ struct Between {
   T max;
 };
 
+// The rules a string field may carry; FieldValidator checks them from the
+// table in text_rule() (field_validator.cpp).
 enum class Text {
   kPlain,              // <= kMaxStringLength bytes, no NUL
   kClientName,         // <= kMaxClientNameLength bytes of printable ASCII

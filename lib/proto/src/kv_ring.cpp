@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 namespace cxlpool::proto {
 namespace {
@@ -37,6 +39,146 @@ bool fits(std::span<std::byte> mapping, const KvRingGeometry& g) {
 }
 
 void store_flag(uint32_t& w, uint32_t v) { RingWord(w).store(v, std::memory_order_relaxed); }
+
+// Known op (0 only with an error status: the request's op was unknown),
+// status 0 or a negative errno, reserved fields zero.
+bool kv_completion_well_formed(const KvCompletion& c) {
+  const bool op_ok = (c.op >= 1 && c.op <= kKvOpMax) || (c.op == 0 && c.status < 0);
+  return op_ok && c.status <= 0 && c.status >= kMinStatus && c.reserved0 == 0 && c.flags == 0 &&
+         c.reserved1[0] == 0 && c.reserved1[1] == 0;
+}
+
+// Where the list of an entry just read from a ring must be, given the
+// consumer's slab cursor and what this pass has used of the slab so far.
+// nullopt when the entry puts it elsewhere, or when the lists published but
+// not consumed would exceed the slab (beyond it, lists overlap): the
+// producer broke the ring's rules.
+std::optional<Placement> list_in_place(uint64_t slab_cursor, uint64_t& slab_used, uint32_t count,
+                                       uint32_t arg_offset, uint32_t slab) {
+  const Placement at = place(slab_cursor, uint64_t{count} * kKvRecordBytes, slab);
+  slab_used += at.advance;
+  if (arg_offset != at.offset || slab_used > slab) return std::nullopt;
+  return at;
+}
+
+// Copies `count` records at `offset` of a slab to the end of `records`;
+// returns the index of the first.
+template <typename Record>
+uint32_t copy_records(std::vector<Record>& records, const std::byte* slab, uint32_t offset, uint32_t count) {
+  const size_t first = records.size();
+  records.resize(first + count);
+  if (count != 0) std::memcpy(records.data() + first, slab + offset, uint64_t{count} * kKvRecordBytes);
+  return static_cast<uint32_t>(first);
+}
+
+// One ring's entries and list slab, as its consumer reads them.
+struct ConsumerView {
+  const std::byte* entries;
+  uint32_t mask;
+  const std::byte* slab;
+  uint32_t slab_bytes;
+};
+
+struct Copied {
+  uint64_t entries;
+  bool broken;  // the entry after them broke the ring's rules
+};
+
+// Copies up to `n` entries from index `tail` on, with their lists, out of
+// the mapping: `keep` stores an entry, its records go to the end of
+// `records` and the index of its first to `first_record`. Stops at the
+// first entry that `entry_ok(entry, index)` refuses, whose list is longer
+// than the slab allows, or whose list is out of place. Advances `slab_tail`
+// past the lists copied.
+template <typename Entry, typename Record, typename EntryOk, typename Keep>
+Copied copy_out(const ConsumerView& ring, uint64_t tail, uint64_t& slab_tail, uint64_t n, std::vector<Record>& records,
+                std::vector<uint32_t>& first_record, EntryOk entry_ok, Keep keep) {
+  const uint32_t limit = max_records(ring.slab_bytes);
+  uint64_t slab_used = 0;
+  for (uint64_t done = 0; done < n; ++done) {
+    Entry e;
+    std::memcpy(&e, ring.entries + ((tail + done) & ring.mask) * kKvRingEntryBytes, sizeof e);
+    if (e.count > limit || !entry_ok(e, done)) return {done, true};
+    const auto at = list_in_place(slab_tail, slab_used, e.count, e.arg_offset, ring.slab_bytes);
+    if (!at) return {done, true};
+    keep(e);
+    first_record.push_back(copy_records(records, ring.slab, at->offset, e.count));
+    slab_tail += at->advance;
+  }
+  return {n, false};
+}
+
+// Makes sure `need` more entries or slab bytes fit in a ring or slab of
+// `cap`, whose producer is at `head` and whose consumer was last seen at
+// `tail_seen`. When they do not, `refresh()` reads the consumer's cursor
+// once more into `tail_seen` (false: the ring is broken, EPIPE); EAGAIN
+// with `full` when they still do not fit.
+template <typename Refresh>
+Result<void> make_room(uint64_t need, uint64_t cap, uint64_t head, const uint64_t& tail_seen, Refresh refresh,
+                       const char* full) {
+  auto fits = [&] { return (head - tail_seen) + need <= cap; };
+  if (fits()) return {};
+  if (!refresh()) return fail(EPIPE, "kv ring: broken");
+  if (fits()) return {};
+  return fail(EAGAIN, full);
+}
+
+// Stages an entry at index `head` of a ring with its list, which goes
+// where `at` places it in the slab; fills the entry's count and arg_offset
+// and advances the producer's cursors past both.
+template <typename Entry, typename Record>
+void stage(std::byte* entries, uint32_t mask, uint64_t& head, std::byte* slab, uint64_t& slab_head,
+           const Placement& at, Entry e, std::span<const Record> records) {
+  e.count = static_cast<uint32_t>(records.size());
+  e.arg_offset = at.offset;
+  if (!records.empty()) std::memcpy(slab + at.offset, records.data(), records.size_bytes());
+  std::memcpy(entries + (head & mask) * kKvRingEntryBytes, &e, sizeof e);
+  slab_head += at.advance;
+  ++head;
+}
+
+// Kicks `efd` when the other end asked to be woken. The fence pairs with the
+// one in the other end's arm_wakeup: either it sees what we published
+// before, or we see its flag. Returns whether it kicked.
+bool kick_if_asked(uint32_t& need_wakeup, int efd) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (ring_word(need_wakeup) == 0) return false;
+  ring_kick(efd);
+  return true;
+}
+
+// Publishes what was staged since the last call (`published`) as the
+// producer index and wakes the consumer if it sleeps. Returns whether it
+// kicked.
+bool publish(uint64_t head, uint64_t& published, uint64_t& producer, uint32_t& need_wakeup, int efd) {
+  if (head == published) return false;
+  RingIndex(producer).store(head, std::memory_order_release);
+  published = head;
+  return kick_if_asked(need_wakeup, efd);
+}
+
+// Asks the other end to kick us, then looks once more for work that came
+// before the flag was visible; with work, withdraws the request and returns
+// false (do not sleep).
+template <typename WorkPending>
+bool arm(uint32_t& need_wakeup, WorkPending work_pending) {
+  store_flag(need_wakeup, 1);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (work_pending()) {
+    store_flag(need_wakeup, 0);
+    return false;
+  }
+  return true;
+}
+
+// arm_wakeup, sleep on the doorbell, disarm_wakeup.
+template <typename RingEnd>
+Result<bool> sleep_until_kicked(RingEnd& end, int efd, int timeout_ms) {
+  if (!end.arm_wakeup()) return true;
+  auto woke = ring_wait(efd, timeout_ms);
+  end.disarm_wakeup();
+  return woke;
+}
 
 }  // namespace
 
@@ -181,40 +323,32 @@ Result<void> KvClientRing::submit(const KvRequest& request, std::span<const KvKe
     return fail(EINVAL, "kv ring: malformed request or too many keys");
   }
   if (in_flight() >= geometry_.cq_entries) return fail(EAGAIN, "kv ring: completion ring would overflow");
+  // Acquire pairs with the daemon's release: it has copied the entries and
+  // lists out. A cursor beyond ours is a daemon bug: we stay "full".
+  auto see_tail = [](uint64_t& consumer, uint64_t head, uint64_t cap, uint64_t& tail_seen) {
+    const uint64_t tail = RingIndex(consumer).load(std::memory_order_acquire);
+    if (head - tail <= cap) tail_seen = tail;
+    return true;
+  };
   const uint64_t sq_cap = uint64_t{sq_mask_} + 1;
-  if (sq_head_ - sq_tail_seen_ >= sq_cap) {
-    // Acquire pairs with the daemon's release: it has copied the entries out.
-    const uint64_t tail = RingIndex(header_->sq_consumer).load(std::memory_order_acquire);
-    if (sq_head_ - tail <= sq_cap) sq_tail_seen_ = tail;  // else a daemon bug: stay "full"
-    if (sq_head_ - sq_tail_seen_ >= sq_cap) return fail(EAGAIN, "kv ring: submission ring full");
-  }
+  auto ring_room = make_room(1, sq_cap, sq_head_, sq_tail_seen_, [&] {
+    return see_tail(header_->sq_consumer, sq_head_, sq_cap, sq_tail_seen_);
+  }, "kv ring: submission ring full");
+  if (!ring_room) return ring_room;
   const uint32_t slab = geometry_.sq_slab_bytes;
   const Placement at = place(sq_slab_head_, keys.size_bytes(), slab);
-  auto slab_free = [&] { return slab - (sq_slab_head_ - sq_slab_tail_seen_); };
-  if (at.advance > slab_free()) {
-    const uint64_t tail = RingIndex(header_->sq_slab_consumer).load(std::memory_order_acquire);
-    if (sq_slab_head_ - tail <= slab) sq_slab_tail_seen_ = tail;
-    if (at.advance > slab_free()) return fail(EAGAIN, "kv ring: submission slab full");
-  }
-  if (!keys.empty()) std::memcpy(sq_slab_ + at.offset, keys.data(), keys.size_bytes());
-  e.arg_offset = at.offset;
-  std::memcpy(sq_ + (sq_head_ & sq_mask_) * kKvRingEntryBytes, &e, sizeof e);
-  sq_slab_head_ += at.advance;
-  ++sq_head_;
+  auto slab_room = make_room(at.advance, slab, sq_slab_head_, sq_slab_tail_seen_, [&] {
+    return see_tail(header_->sq_slab_consumer, sq_slab_head_, slab, sq_slab_tail_seen_);
+  }, "kv ring: submission slab full");
+  if (!slab_room) return slab_room;
+  stage(sq_, sq_mask_, sq_head_, sq_slab_, sq_slab_head_, at, e, keys);
   ++submitted_;
   return {};
 }
 
 bool KvClientRing::flush() {
-  if (header_ == nullptr || broken_ || sq_head_ == sq_published_) return false;
-  RingIndex(header_->sq_producer).store(sq_head_, std::memory_order_release);
-  sq_published_ = sq_head_;
-  // Pairs with the fence in KvDaemonRing::arm_wakeup: either it sees our
-  // producer index, or we see its flag.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ring_word(header_->sq_need_wakeup) == 0) return false;
-  ring_kick(sq_efd_);
-  return true;
+  if (header_ == nullptr || broken_) return false;
+  return publish(sq_head_, sq_published_, header_->sq_producer, header_->sq_need_wakeup, sq_efd_);
 }
 
 size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
@@ -225,46 +359,25 @@ size_t KvClientRing::reap(KvCompletionBatch& out, size_t max) {
     broken_ = true;
     return 0;
   }
-  const uint32_t slab = geometry_.cq_slab_bytes;
-  const uint32_t limit = max_records(slab);
-  const uint64_t n = std::min<uint64_t>(available, max);
-  uint64_t done = 0;
-  uint64_t slab_used = 0;
-  for (; done < n; ++done) {
-    KvCompletion c;
-    std::memcpy(&c, cq_ + ((cq_tail_ + done) & cq_mask_) * kKvRingEntryBytes, sizeof c);
-    const bool op_ok = (c.op >= 1 && c.op <= kKvOpMax) || (c.op == 0 && c.status < 0);
-    const bool entry_ok = op_ok && c.reserved0 == 0 && c.flags == 0 &&
-                          c.reserved1[0] == 0 && c.reserved1[1] == 0 && c.status <= 0 && c.status >= kMinStatus &&
-                          c.count <= limit && reaped_ + done < submitted_;
-    if (!entry_ok) {
-      broken_ = true;
-      break;
-    }
-    const Placement at = place(cq_slab_tail_, uint64_t{c.count} * kKvRecordBytes, slab);
-    slab_used += at.advance;
-    // The lists of the completions in one reap were all in the slab at once.
-    if (c.arg_offset != at.offset || slab_used > slab) {
-      broken_ = true;
-      break;
-    }
-    out.completions.push_back(c);
-    out.first_location.push_back(static_cast<uint32_t>(out.locations.size()));
-    const size_t first = out.locations.size();
-    out.locations.resize(first + c.count);
-    if (c.count != 0) std::memcpy(out.locations.data() + first, cq_slab_ + at.offset, uint64_t{c.count} * kKvRecordBytes);
-    cq_slab_tail_ += at.advance;
+  // The lists of the completions in one reap were all in the slab at once.
+  const Copied copied = copy_out<KvCompletion>(
+      ConsumerView{cq_, cq_mask_, cq_slab_, geometry_.cq_slab_bytes}, cq_tail_, cq_slab_tail_,
+      std::min<uint64_t>(available, max), out.locations, out.first_location,
+      [&](const KvCompletion& c, uint64_t i) { return kv_completion_well_formed(c) && reaped_ + i < submitted_; },
+      [&](const KvCompletion& c) { out.completions.push_back(c); });
+  const uint64_t done = copied.entries;
+  if (copied.broken) {
+    broken_ = true;
+    return done;
   }
-  if (broken_) return done;
   cq_tail_ += done;
   reaped_ += done;
   if (done > 0) {
     // Release: our copies are complete before the daemon reuses the space.
     RingIndex(header_->cq_slab_consumer).store(cq_slab_tail_, std::memory_order_release);
     RingIndex(header_->cq_consumer).store(cq_tail_, std::memory_order_release);
-    // The daemon may sleep waiting for CQ space: same pairing as flush().
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (ring_word(header_->sq_need_wakeup) != 0) ring_kick(sq_efd_);
+    // The daemon may sleep waiting for CQ space.
+    kick_if_asked(header_->sq_need_wakeup, sq_efd_);
   }
   return done;
 }
@@ -275,13 +388,7 @@ bool KvClientRing::completions_pending() const {
 
 bool KvClientRing::arm_wakeup() {
   if (header_ == nullptr || broken_) return false;
-  store_flag(header_->cq_need_wakeup, 1);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (completions_pending()) {
-    store_flag(header_->cq_need_wakeup, 0);
-    return false;
-  }
-  return true;
+  return arm(header_->cq_need_wakeup, [this] { return completions_pending(); });
 }
 
 void KvClientRing::disarm_wakeup() {
@@ -290,9 +397,7 @@ void KvClientRing::disarm_wakeup() {
 
 Result<bool> KvClientRing::wait(int timeout_ms) {
   if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
-  if (!arm_wakeup()) return true;
-  auto woke = ring_wait(cq_efd_, timeout_ms);
-  disarm_wakeup();
+  auto woke = sleep_until_kicked(*this, cq_efd_, timeout_ms);
   if (!woke) return tl::unexpected(woke.error());
   return *woke || completions_pending();
 }
@@ -363,36 +468,23 @@ size_t KvDaemonRing::take(KvRequestBatch& out, size_t max) {
   }
   if (!refresh_cq_tail()) return 0;
   const uint64_t n = std::min<uint64_t>({available, max, take_room()});
-  const uint32_t slab = geometry_.sq_slab_bytes;
-  const uint32_t limit = max_records(slab);
-  uint64_t done = 0;
-  uint64_t slab_used = 0;
-  for (; done < n; ++done) {
-    KvRequest r;
-    std::memcpy(&r, sq_ + ((sq_tail_ + done) & sq_mask_) * kKvRingEntryBytes, sizeof r);
-    if (r.count > limit) {
-      broken_ = true;
-      break;
-    }
-    const Placement at = place(sq_slab_tail_, uint64_t{r.count} * kKvRecordBytes, slab);
-    slab_used += at.advance;
-    // A correct client never has more than the slab's worth of lists
-    // published but not taken: beyond it, lists overlap.
-    if (r.arg_offset != at.offset || slab_used > slab) {
-      broken_ = true;
-      break;
-    }
-    out.requests.push_back(r);
-    out.errors.push_back(kv_request_well_formed(r) ? 0 : -EINVAL);
-    out.first_key.push_back(static_cast<uint32_t>(out.keys.size()));
-    const size_t first = out.keys.size();
-    out.keys.resize(first + r.count);
-    if (r.count != 0) std::memcpy(out.keys.data() + first, sq_slab_ + at.offset, uint64_t{r.count} * kKvRecordBytes);
-    sq_slab_tail_ += at.advance;
-  }
+  // A correct client never has more than the slab's worth of lists
+  // published but not taken. A malformed request is taken and answered
+  // -EINVAL; only a list too long or out of place breaks the ring.
+  const Copied copied = copy_out<KvRequest>(
+      ConsumerView{sq_, sq_mask_, sq_slab_, geometry_.sq_slab_bytes}, sq_tail_, sq_slab_tail_, n, out.keys,
+      out.first_key, [](const KvRequest&, uint64_t) { return true; },
+      [&](const KvRequest& r) {
+        out.requests.push_back(r);
+        out.errors.push_back(kv_request_well_formed(r) ? 0 : -EINVAL);
+      });
+  const uint64_t done = copied.entries;
   sq_tail_ += done;
   taken_ += done;
-  if (broken_) return done;
+  if (copied.broken) {
+    broken_ = true;
+    return done;
+  }
   if (done > 0) {
     // Release: our copies are complete before the client reuses the space.
     RingIndex(header_->sq_slab_consumer).store(sq_slab_tail_, std::memory_order_release);
@@ -404,63 +496,37 @@ size_t KvDaemonRing::take(KvRequestBatch& out, size_t max) {
 Result<void> KvDaemonRing::complete(const KvCompletion& completion, std::span<const KvLocation> locations) {
   if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
   const uint32_t slab = geometry_.cq_slab_bytes;
-  // Op 0 answers a request whose op this version does not know; it is an error.
-  const bool op_ok = (completion.op >= 1 && completion.op <= kKvOpMax) || (completion.op == 0 && completion.status < 0);
-  if (completed_ >= taken_ || locations.size() > max_records(slab) || !op_ok || completion.status > 0 ||
-      completion.status < kMinStatus ||
-      completion.reserved0 != 0 || completion.flags != 0 || completion.reserved1[0] != 0 ||
-      completion.reserved1[1] != 0) {
+  if (completed_ >= taken_ || locations.size() > max_records(slab) || !kv_completion_well_formed(completion)) {
     return fail(EINVAL, "kv ring: completion without a request, malformed, or too many locations");
   }
-  const uint64_t cap = uint64_t{cq_mask_} + 1;
-  if (cq_head_ - cq_tail_seen_ >= cap) {
-    if (!refresh_cq_tail()) return fail(EPIPE, "kv ring: broken");
-    if (cq_head_ - cq_tail_seen_ >= cap) return fail(EAGAIN, "kv ring: completion ring full");
-  }
+  auto refresh = [this] { return refresh_cq_tail(); };
+  auto ring_room =
+      make_room(1, uint64_t{cq_mask_} + 1, cq_head_, cq_tail_seen_, refresh, "kv ring: completion ring full");
+  if (!ring_room) return ring_room;
   const Placement at = place(cq_slab_head_, locations.size_bytes(), slab);
-  auto slab_free = [&] { return slab - (cq_slab_head_ - cq_slab_tail_seen_); };
-  if (at.advance > slab_free()) {
-    if (!refresh_cq_tail()) return fail(EPIPE, "kv ring: broken");
-    if (at.advance > slab_free()) return fail(EAGAIN, "kv ring: completion slab full");
-  }
-  KvCompletion c = completion;
-  c.count = static_cast<uint32_t>(locations.size());
-  c.arg_offset = at.offset;
-  if (!locations.empty()) std::memcpy(cq_slab_ + at.offset, locations.data(), locations.size_bytes());
-  std::memcpy(cq_ + (cq_head_ & cq_mask_) * kKvRingEntryBytes, &c, sizeof c);
-  cq_slab_head_ += at.advance;
-  ++cq_head_;
+  auto slab_room =
+      make_room(at.advance, slab, cq_slab_head_, cq_slab_tail_seen_, refresh, "kv ring: completion slab full");
+  if (!slab_room) return slab_room;
+  stage(cq_, cq_mask_, cq_head_, cq_slab_, cq_slab_head_, at, completion, locations);
   ++completed_;
   return {};
 }
 
 bool KvDaemonRing::flush() {
   if (header_ == nullptr || broken_) return false;
-  if (cq_published_ == cq_head_) return false;
-  RingIndex(header_->cq_producer).store(cq_head_, std::memory_order_release);
-  cq_published_ = cq_head_;
-  // Pairs with the fence in KvClientRing::arm_wakeup.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (ring_word(header_->cq_need_wakeup) == 0) return false;
-  ring_kick(cq_efd_);
-  return true;
+  return publish(cq_head_, cq_published_, header_->cq_producer, header_->cq_need_wakeup, cq_efd_);
 }
 
 bool KvDaemonRing::arm_wakeup() {
   if (header_ == nullptr || broken_) return false;
   const uint64_t cq_tail_before = cq_tail_seen_;
   const uint64_t cq_slab_tail_before = cq_slab_tail_seen_;
-  store_flag(header_->sq_need_wakeup, 1);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const uint64_t head = RingIndex(header_->sq_producer).load(std::memory_order_acquire);
-  const bool refreshed = refresh_cq_tail();
-  const bool work = !refreshed || (head != sq_tail_ && take_room() > 0) || cq_tail_seen_ != cq_tail_before ||
-                    cq_slab_tail_seen_ != cq_slab_tail_before;
-  if (work) {
-    store_flag(header_->sq_need_wakeup, 0);
-    return false;
-  }
-  return true;
+  return arm(header_->sq_need_wakeup, [&] {
+    const uint64_t head = RingIndex(header_->sq_producer).load(std::memory_order_acquire);
+    const bool refreshed = refresh_cq_tail();
+    return !refreshed || (head != sq_tail_ && take_room() > 0) || cq_tail_seen_ != cq_tail_before ||
+           cq_slab_tail_seen_ != cq_slab_tail_before;
+  });
 }
 
 void KvDaemonRing::disarm_wakeup() {
@@ -469,11 +535,7 @@ void KvDaemonRing::disarm_wakeup() {
 
 Result<bool> KvDaemonRing::wait(int timeout_ms) {
   if (header_ == nullptr || broken_) return fail(EPIPE, "kv ring: broken");
-  if (!arm_wakeup()) return true;
-  auto woke = ring_wait(sq_efd_, timeout_ms);
-  disarm_wakeup();
-  if (!woke) return tl::unexpected(woke.error());
-  return *woke;
+  return sleep_until_kicked(*this, sq_efd_, timeout_ms);
 }
 
 }  // namespace cxlpool::proto

@@ -4,6 +4,8 @@
 // the limit, all-or-nothing ENOMEM, trim, map-ahead, failure paths.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <vector>
 
 #include "arena_core.hpp"
@@ -226,6 +228,24 @@ TEST(ArenaCore, MapAheadIsBestEffort) {
   seq[*r] = 700;  // 3 needed, 4 with look-ahead: the limit stops at 3, no error
   ASSERT_TRUE(f.core->step(seq, 256));
   EXPECT_EQ(f.core->mapped_tokens(*r), 768u);
+}
+
+// A caller that stops waiting for speculation (step_async's wait) gets the
+// pages its step needs and no more; the next step maps ahead again.
+TEST(ArenaCore, StoppedMapAheadStillMapsWhatTheStepNeeds) {
+  Fixture f;
+  auto r = f.core->alloc_reqid();
+  ASSERT_TRUE(r);
+  std::vector<uint32_t> seq(4, 0);
+  seq[*r] = 300;  // 2 pages needed, 3 with look-ahead
+  const std::atomic<bool> stop{true};
+  ASSERT_TRUE(f.core->step(seq, 256, &stop));
+  EXPECT_EQ(f.core->mapped_tokens(*r), 512u);
+  EXPECT_FALSE(f.core->satisfied(seq, 256));
+  const std::atomic<bool> go{false};
+  ASSERT_TRUE(f.core->step(seq, 256, &go));
+  EXPECT_EQ(f.core->mapped_tokens(*r), 768u);
+  EXPECT_TRUE(f.core->satisfied(seq, 256));
 }
 
 TEST(ArenaCore, SourceRefusalFallsBackToFreedPages) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -14,6 +15,8 @@
 #include "backing.hpp"
 #include "copy_worker.hpp"
 #include "host_vmm.hpp"
+#include "support/host_copy_engine.hpp"
+#include "support/wait_until.hpp"
 #include "kv_arena_impl.hpp"
 
 namespace cxlpool::client::arena {
@@ -105,10 +108,16 @@ TEST(KvArena, AsyncStepsMapAheadOnTheWorker) {
     if (t == 1) {
       EXPECT_EQ(a->step_async(seq).error().code, EBUSY);
     }
+    // Left alone, the worker maps a page ahead (wait() would cut that
+    // speculation short: it waits only for what the step needs).
+    EXPECT_TRUE(test::wait_until(
+        [&] { return a->row_mapped_tokens(*r) >= std::min<uint32_t>(t + 1024, 4096); },
+        std::chrono::seconds(10), std::chrono::milliseconds(1)))
+        << t;
     ASSERT_TRUE(a->wait());
     // What the step asked for is there and writable.
     a->row_address(*r, 1, 1)[uint64_t{t - 1} * 64] = 7;
-    EXPECT_GE(a->row_mapped_tokens(*r), std::min<uint32_t>(t + 1024, 4096)) << t;
+    EXPECT_GE(a->row_mapped_tokens(*r), t) << t;
     maps_seen = a->stats().maps;
   }
   const auto s = a->stats();
@@ -242,7 +251,9 @@ TEST(KvArena, PinnedRowsKeepTheirPages) {
   EXPECT_FALSE(a->pin_row(7 + 100));
 }
 
-TEST(CopyWorker, PacksAndUnpacksRowsOnItsThread) {
+// Packs tokens 100..2099 of one row and unpacks them into another row at
+// the same place, through `engine` (a device arena's path) or memcpy.
+void pack_and_unpack(hal::GpuCopyEngine* engine) {
   auto a = make(config(0));
   ASSERT_TRUE(a);
   auto r = a->alloc_reqid();
@@ -259,8 +270,8 @@ TEST(CopyWorker, PacksAndUnpacksRowsOnItsThread) {
     }
   }
   CopyWorker w(a->geometry(), a->base());
+  if (engine != nullptr) w.use_engine(engine);
   std::vector<uint8_t> packed(3000 * 64 * 4);
-  // Tokens 100..2099 packed, then unpacked into row s at the same place.
   CopyJob out;
   out.ticket = 1;
   out.row = *r;
@@ -280,6 +291,7 @@ TEST(CopyWorker, PacksAndUnpacksRowsOnItsThread) {
   EXPECT_EQ(done[0].ticket, 1u);
   EXPECT_EQ(done[1].ticket, 2u);
   EXPECT_EQ(done[1].then_op, 9u);
+  EXPECT_EQ(done[0].error, 0);
   EXPECT_EQ(done[0].bytes, 2000u * 64 * 4);
   EXPECT_EQ(w.bytes_copied(), 2u * 2000 * 64 * 4);
   // Packed order: layer, K/V, token.
@@ -291,6 +303,56 @@ TEST(CopyWorker, PacksAndUnpacksRowsOnItsThread) {
       EXPECT_EQ(a->row_address(*s, l, k)[99 * 64], 0);
     }
   }
+}
+
+TEST(CopyWorker, PacksAndUnpacksRowsOnItsThread) { pack_and_unpack(nullptr); }
+
+// A device arena's copies go through the GPU's copy engine (here one over
+// host memory): bound once on the worker thread, each job synchronized.
+TEST(CopyWorker, DeviceArenasCopyThroughTheEngine) {
+  auto& log = cxlpool::test::host_copy_engine_log();
+  log.reset();
+  auto engine = cxlpool::test::open_host_copy_engine(0);
+  ASSERT_TRUE(engine);
+  pack_and_unpack(engine->get());
+  EXPECT_EQ(log.bound_threads, 1);
+  EXPECT_EQ(log.bytes_to_host, 2000u * 64 * 4);
+  EXPECT_EQ(log.bytes_to_device, 2000u * 64 * 4);
+  EXPECT_EQ(log.synchronizes, 2);
+}
+
+// A copy the engine refuses fails its job with the engine's errno and text,
+// and counts no bytes.
+TEST(CopyWorker, EngineFailureFailsTheJob) {
+  auto& log = cxlpool::test::host_copy_engine_log();
+  log.reset();
+  log.fail_copies_with = EFAULT;
+  auto engine = cxlpool::test::open_host_copy_engine(0);
+  ASSERT_TRUE(engine);
+  auto a = make(config(0));
+  ASSERT_TRUE(a);
+  auto r = a->alloc_reqid();
+  ASSERT_TRUE(r);
+  std::vector<uint32_t> seq(8, 0);
+  seq[*r] = 64;
+  ASSERT_TRUE(a->step(seq));
+  CopyWorker w(a->geometry(), a->base());
+  w.use_engine(engine->get());
+  std::vector<uint8_t> packed(64 * 64 * 4);
+  CopyJob job;
+  job.ticket = 3;
+  job.row = *r;
+  job.segments.push_back(CopySegment{false, 0, 64, packed.data()});
+  w.submit(std::move(job));
+  std::vector<CopyJob> done;
+  while (done.empty()) {
+    w.wait_done(1000);
+    done = w.take_done();
+  }
+  EXPECT_EQ(done[0].error, EFAULT);
+  EXPECT_NE(done[0].error_text.find("refused"), std::string::npos) << done[0].error_text;
+  EXPECT_EQ(done[0].bytes, 0u);
+  EXPECT_EQ(w.bytes_copied(), 0u);
 }
 
 }  // namespace

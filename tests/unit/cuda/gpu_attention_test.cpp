@@ -160,14 +160,21 @@ TEST_F(GpuAttention, ContiguousAndPagedMatchReference) {
 // reference whatever the launch geometry.
 TEST_F(GpuAttention, EverySplitCountMatchesReference) {
   const Case c{{2, 8, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kF32}, 8192, {8192, 1300}};
-  for (const uint32_t per_sm : {1u, 3u, Kernels::kMaxBlocksPerSm}) {
-    CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(per_sm));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(c.shape, c.stride, 0, 0));
-    SCOPED_TRACE(testing::Message() << per_sm << " blocks per SM: " << plan.n_splits << " splits");
-    EXPECT_TRUE(plan.vector_loads);
-    run_case(c, 16);
-    if (HasFatalFailure()) return;
+  // Both planners: slices of one length, and each row cut evenly.
+  for (const bool equal : {true, false}) {
+    kernels_->set_attention_equal_slices(equal);
+    for (const uint32_t per_sm : {1u, 3u, Kernels::kMaxBlocksPerSm}) {
+      CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(per_sm));
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(c.shape, c.stride, 0, 0));
+      SCOPED_TRACE(testing::Message() << per_sm << " blocks per SM: " << plan.n_splits << " splits of "
+                                      << plan.split_len << " tokens");
+      EXPECT_TRUE(plan.vector_loads);
+      EXPECT_EQ(plan.split_len == 0, !equal);
+      run_case(c, 16);
+      if (HasFatalFailure()) return;
+    }
   }
+  kernels_->set_attention_equal_slices(false);
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(0));
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(Kernels::kMaxBlocksPerSm + 1));
 }
@@ -176,6 +183,14 @@ TEST_F(GpuAttention, PlanSplitsLongContextsAndKeepsShortOnesWhole) {
   const AttentionShape s{1, 32, 8, 128, 0.1f, KvDtype::kBf16};
   CXLPOOL_ASSERT_OK_AND_ASSIGN(long_plan, kernels_->attention_plan(s, 32768, 0, 0));
   EXPECT_GT(long_plan.n_splits, 1u);
+  EXPECT_EQ(long_plan.split_len, 0u);  // the default: each row cut evenly
+  // Slices of one length: whole warp steps, just covering the longest row.
+  kernels_->set_attention_equal_slices(true);
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(equal_plan, kernels_->attention_plan(s, 32768, 0, 0));
+  kernels_->set_attention_equal_slices(false);
+  EXPECT_EQ(equal_plan.split_len % 32, 0u);
+  EXPECT_GE(uint64_t{equal_plan.n_splits} * equal_plan.split_len, 32768u);
+  EXPECT_LT(uint64_t{equal_plan.n_splits - 1} * equal_plan.split_len, 32768u);
   EXPECT_TRUE(long_plan.vector_loads);
   EXPECT_EQ(long_plan.token_lanes, 16u);
   CXLPOOL_ASSERT_OK_AND_ASSIGN(short_plan, kernels_->attention_plan(s, 16, 0, 0));

@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -281,10 +282,27 @@ int64_t counter_of(const KvService& service, const std::string& name) {
   return -1;
 }
 
+struct ExpectedCounter {
+  const char* name;
+  int64_t value;  // -1: the service has no such counter
+};
+
+// Every counter in `expected` has its value; a failure names the counter.
+void expect_counters(const KvService& service, std::initializer_list<ExpectedCounter> expected) {
+  for (const ExpectedCounter& e : expected) EXPECT_EQ(counter_of(service, e.name), e.value) << e.name;
+}
+
 std::vector<proto::KvKey> keys(uint64_t seed, size_t n) {
   std::vector<proto::KvKey> out;
   for (size_t i = 0; i < n; ++i) out.push_back({seed * 1000 + i + 1, ~(seed * 1000 + i)});
   return out;
+}
+
+// Opens session `session` for `uid` and attaches `c` to it.
+void attach_session(KvService& service, uint64_t session, uid_t uid, TestClient& c) {
+  auto opened = service.open(session, uid, {});
+  ASSERT_TRUE(opened) << opened.error().message;
+  ASSERT_TRUE(c.attach(std::move(*opened)));
 }
 
 class KvServiceTest : public ::testing::Test {
@@ -303,9 +321,7 @@ class KvServiceTest : public ::testing::Test {
   // (uid 1000).
   void start_with_client(TestClient& c) {
     make(small_section());
-    auto opened = service->open(1, 1000, {});
-    ASSERT_TRUE(opened) << opened.error().message;
-    ASSERT_TRUE(c.attach(std::move(*opened)));
+    ASSERT_NO_FATAL_FAILURE(attach_session(*service, 1, 1000, c));
   }
   // Opens the test's namespace for session `session` as its owner (uid 1000).
   uint64_t namespace_id(uint64_t session, const Requester& who = user(1000)) {
@@ -491,15 +507,14 @@ TEST_F(KvServiceTest, PutCommitGetReleaseThroughTheRings) {
   EXPECT_EQ(c.batch.completions[i].status, 0);
   EXPECT_EQ(service->status().leases, 0u);
 
-  auto counter = [&](const std::string& name) { return counter_of(*service, name); };
-  EXPECT_EQ(counter("kv.started"), 1);
-  EXPECT_EQ(counter("kv.connections"), 1);
-  EXPECT_EQ(counter("kv.ring_requests"), 5);
-  EXPECT_EQ(counter("kv.ring_completions"), 5);
-  EXPECT_EQ(counter("kv.puts"), 3);
-  EXPECT_EQ(counter("kv.tier.dram.chunks"), 3);
-  EXPECT_EQ(counter("kv.tier.dram.capacity_bytes"), static_cast<int64_t>(4 * kSlot));
-  EXPECT_EQ(counter("kv.tier.ssd.chunks"), -1) << "no SSD tier: no SSD counters";
+  expect_counters(*service, {{"kv.started", 1},
+                             {"kv.connections", 1},
+                             {"kv.ring_requests", 5},
+                             {"kv.ring_completions", 5},
+                             {"kv.puts", 3},
+                             {"kv.tier.dram.chunks", 3},
+                             {"kv.tier.dram.capacity_bytes", static_cast<int64_t>(4 * kSlot)},
+                             {"kv.tier.ssd.chunks", -1}});  // no SSD tier: no SSD counters
 }
 
 // The store answers with statuses; the ring carries their errnos, exactly
@@ -528,27 +543,22 @@ TEST_F(KvServiceTest, OutcomesReachTheRingAsTheirErrnos) {
     ASSERT_NE(i, SIZE_MAX);
     EXPECT_EQ(c.batch.completions[i].status, t.status) << "op " << static_cast<int>(t.op);
   }
-  auto counter = [&](const std::string& name) { return counter_of(*service, name); };
-  EXPECT_EQ(counter("kv.outcome.ok"), 1);
-  EXPECT_EQ(counter("kv.outcome.not_found"), 2);
-  EXPECT_EQ(counter("kv.outcome.too_large"), 1);
-  EXPECT_EQ(counter("kv.outcome.denied"), 1);
-  EXPECT_EQ(counter("kv.outcome.checksum_error"), 0);
-  EXPECT_EQ(counter("kv.rejected_requests"), 4);
-  EXPECT_EQ(counter("kv.ring_denied_requests"), 1);
+  expect_counters(*service, {{"kv.outcome.ok", 1},
+                             {"kv.outcome.not_found", 2},
+                             {"kv.outcome.too_large", 1},
+                             {"kv.outcome.denied", 1},
+                             {"kv.outcome.checksum_error", 0},
+                             {"kv.rejected_requests", 4},
+                             {"kv.ring_denied_requests", 1}});
 }
 
 // Namespaces carry an owner and a mode; each session's requests are checked
 // against the rights its own opens were granted.
 TEST_F(KvServiceTest, NamespaceModesAndPerSessionRights) {
   make(small_section());
-  auto owner_path = service->open(1, 1000, {});
-  ASSERT_TRUE(owner_path) << owner_path.error().message;
-  auto other_path = service->open(2, 1001, {});
-  ASSERT_TRUE(other_path) << other_path.error().message;
   TestClient owner_c, other_c;
-  ASSERT_TRUE(owner_c.attach(std::move(*owner_path)));
-  ASSERT_TRUE(other_c.attach(std::move(*other_path)));
+  ASSERT_NO_FATAL_FAILURE(attach_session(*service, 1, 1000, owner_c));
+  ASSERT_NO_FATAL_FAILURE(attach_session(*service, 2, 1001, other_c));
   const Requester owner = user(1000);
   const Requester other = user(1001);
 
@@ -763,10 +773,8 @@ TEST_F(KvServiceTest, SleepAndDoorbells) {
 
 TEST_F(KvServiceTest, CloseEndsTheConnectionsLeasesNotItsChunks) {
   make(small_section());
-  auto opened = service->open(9, 1000, {});
-  ASSERT_TRUE(opened);
   TestClient c;
-  ASSERT_TRUE(c.attach(std::move(*opened)));
+  ASSERT_NO_FATAL_FAILURE(attach_session(*service, 9, 1000, c));
   const uint64_t ns = namespace_id(9);
   const auto k = keys(3, 2);
   auto id = c.submit(proto::KvOp::kPutBegin, ns, k, 100);
@@ -1096,10 +1104,8 @@ TEST_F(KvSsdTest, RecoveredNamespacesGoToTheFirstOpenerEmptyUnlessAdmin) {
     auto created = KvService::create(kv, *pool);
     ASSERT_TRUE(created) << created.error().message;
     auto& service = **created;
-    auto opened = service.open(1, 1000, {});
-    ASSERT_TRUE(opened);
     TestClient c;
-    ASSERT_TRUE(c.attach(std::move(*opened)));
+    ASSERT_NO_FATAL_FAILURE(attach_session(service, 1, 1000, c));
     for (const auto* spec : {&a, &b}) {
       auto ns = service.open_namespace(1, user(1000), *spec);
       ASSERT_TRUE(ns) << ns.error().message;
@@ -1117,10 +1123,8 @@ TEST_F(KvSsdTest, RecoveredNamespacesGoToTheFirstOpenerEmptyUnlessAdmin) {
   auto created = KvService::create(kv, *pool);
   ASSERT_TRUE(created) << created.error().message;
   auto& service = **created;
-  auto opened = service.open(2, 1001, {});
-  ASSERT_TRUE(opened);
   TestClient c;
-  ASSERT_TRUE(c.attach(std::move(*opened)));
+  ASSERT_NO_FATAL_FAILURE(attach_session(service, 2, 1001, c));
   // Another uid (even the one that wrote them: the log does not say) gets
   // tenant-a's namespace, without its chunks.
   auto taken = service.open_namespace(2, user(1001), a);

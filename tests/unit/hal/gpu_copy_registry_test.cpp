@@ -24,6 +24,7 @@ class NullEngine final : public GpuCopyEngine {
   Result<std::unique_ptr<GpuPinnedBuffer>> allocate_pinned(size_t) override { return fail(ENOMEM, "none"); }
   HostRangeRegistration register_host_range(const std::byte*, size_t) override { return {}; }
   Result<void> copy_to_device(uint64_t, const void*, size_t) override { return {}; }
+  Result<void> copy_to_host(void*, uint64_t, size_t) override { return {}; }
   Result<void> synchronize() override { return {}; }
 
  private:

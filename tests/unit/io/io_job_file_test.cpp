@@ -437,21 +437,28 @@ TEST(IoJobFile, EngineOptionsAreCheckedAgainstTheEngine) {
 }
 
 TEST(IoJobFile, ErrorsNameTheOptionAndLine) {
-  EXPECT_EQ(parse_error("[j]\nsize=1m\nbogus=1\n"), "t.fio:3: option 'bogus': unknown");
-  EXPECT_EQ(parse_error("[j]\n\nloops=2\n"), "t.fio:3: option 'loops': not supported by cxlpool-io");
-  EXPECT_EQ(parse_error("size=1m\n[j]\n"), "t.fio:1: option outside a section");
-  EXPECT_EQ(parse_error("[j\nsize=1m\n"), "t.fio:1: section header without ']'");
-  EXPECT_EQ(parse_error("[ ]\n"), "t.fio:1: empty section name");
-  EXPECT_EQ(parse_error("[global]\nsize=1m\n"), "t.fio: no job sections");
-  EXPECT_EQ(parse_error("[j]\n=4\n"), "t.fio:2: missing option name");
-  EXPECT_EQ(parse_error("[j]\nsize\n"), "t.fio:2: option 'size': needs a value");
-  EXPECT_EQ(parse_error("[j]\niodepth=0\n"), "t.fio:2: option 'iodepth': 0 is outside [1, 65536]");
-  EXPECT_EQ(parse_error("[j]\nnumjobs=abc\n"), "t.fio:2: option 'numjobs': 'abc' is not a number");
-  EXPECT_EQ(parse_error("[j]\nverify=md5\n"), "t.fio:2: option 'verify': 'md5' is not supported by cxlpool-io (crc32c or 0)");
-  EXPECT_EQ(parse_error("[j]\nreplay_no_stall\n"), "t.fio:2: option 'replay_no_stall': needs read_iolog= (a trace to replay)");
-  EXPECT_EQ(parse_error("[j]\nread_iolog=x\ntrace_format=blktrace\n"),
-            "t.fio:3: option 'trace_format': 'blktrace' is not bpftrace or fio-iolog");
-  EXPECT_EQ(parse_error("[j]\nsize=10%\n"), "t.fio:2: option 'size': percentages ('10%') are not supported by cxlpool-io");
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"[j]\nsize=1m\nbogus=1\n", "t.fio:3: option 'bogus': unknown"},
+      {"[j]\n\nloops=2\n", "t.fio:3: option 'loops': not supported by cxlpool-io"},
+      {"size=1m\n[j]\n", "t.fio:1: option outside a section"},
+      {"[j\nsize=1m\n", "t.fio:1: section header without ']'"},
+      {"[ ]\n", "t.fio:1: empty section name"},
+      {"[global]\nsize=1m\n", "t.fio: no job sections"},
+      {"[j]\n=4\n", "t.fio:2: missing option name"},
+      {"[j]\nsize\n", "t.fio:2: option 'size': needs a value"},
+      {"[j]\niodepth=0\n", "t.fio:2: option 'iodepth': 0 is outside [1, 65536]"},
+      {"[j]\nnumjobs=abc\n", "t.fio:2: option 'numjobs': 'abc' is not a number"},
+      {"[j]\nverify=md5\n", "t.fio:2: option 'verify': 'md5' is not supported by cxlpool-io (crc32c or 0)"},
+      {"[j]\nreplay_no_stall\n", "t.fio:2: option 'replay_no_stall': needs read_iolog= (a trace to replay)"},
+      {"[j]\nread_iolog=x\ntrace_format=blktrace\n",
+       "t.fio:3: option 'trace_format': 'blktrace' is not bpftrace or fio-iolog"},
+      {"[j]\nsize=10%\n", "t.fio:2: option 'size': percentages ('10%') are not supported by cxlpool-io"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(parse_error(c.text), c.error) << c.text;
 }
 
 TEST(IoJobFile, OverridesApplyToEveryJobWithTheSameChecks) {

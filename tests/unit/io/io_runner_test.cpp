@@ -40,6 +40,15 @@ class Runner : public ::testing::Test {
     return j;
   }
 
+  // Random reads of 4 MiB with O_DIRECT through io_uring at `iodepth`.
+  JobSpec uring_job(const std::string& name, std::uint32_t iodepth) {
+    JobSpec j = job(name, RwMode::kRandRead, 4 << 20);
+    j.ioengine = "io_uring";
+    j.direct = true;
+    j.iodepth = iodepth;
+    return j;
+  }
+
   RunResult run(std::vector<JobSpec> jobs, std::atomic<bool>* stop = nullptr) {
     JobFile f;
     f.jobs = std::move(jobs);
@@ -83,10 +92,7 @@ TEST_F(Runner, IoSizeBeyondSizeWrapsAndRwmixHoldsItsShare) {
 
 TEST_F(Runner, QueueDepthIsReachedWithIoUring) {
   if (!block_engine_usable("io_uring")) GTEST_SKIP() << "io_uring is not compiled in";
-  JobSpec j = job("qd", RwMode::kRandRead, 4 << 20);
-  j.ioengine = "io_uring";
-  j.direct = true;
-  j.iodepth = 8;
+  JobSpec j = uring_job("qd", 8);
   j.iodepth_batch_submit = 4;
   auto r = run({j});
   const JobResult& res = r.jobs[0];
@@ -99,10 +105,7 @@ TEST_F(Runner, QueueDepthIsReachedWithIoUring) {
 
 TEST_F(Runner, CompletionsAreTakenAsFioTakesThem) {
   if (!block_engine_usable("io_uring")) GTEST_SKIP() << "io_uring is not compiled in";
-  JobSpec j = job("reap1", RwMode::kRandRead, 4 << 20);
-  j.ioengine = "io_uring";
-  j.direct = true;
-  j.iodepth = 16;
+  JobSpec j = uring_job("reap1", 16);
   j.iodepth_batch_complete_max = 1;  // what the job file parser gives by default
   auto r = run({j});
   const JobResult& one = r.jobs[0];

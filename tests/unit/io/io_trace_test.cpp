@@ -3,13 +3,13 @@
 // time stamps), checked on hand-written traces and on an iolog written by
 // the installed fio.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "support/temp_dir.hpp"
 #include "trace/trace.hpp"
 
 namespace cxlpool::io {
@@ -104,14 +104,9 @@ TEST(IoTrace, FioIologVersion3TimeStampsAreMicroseconds) {
   EXPECT_FALSE(is_trace_format("blkparse"));
 }
 
-std::filesystem::path temp_dir() {
-  auto dir = std::filesystem::temp_directory_path() / ("cxlpool-io-trace-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 TEST(IoTrace, LoadsFilesAndReportsMissingOnes) {
-  auto dir = temp_dir();
+  const test::TempDir tmp("io-trace");
+  const auto& dir = tmp.path();
   auto path = dir / "t.bt";
   std::ofstream(path) << "10 R 4096 0 8\n20 W 4096 8 8\n";
   auto ops = read_trace(path.string(), "");
@@ -120,13 +115,13 @@ TEST(IoTrace, LoadsFilesAndReportsMissingOnes) {
   auto missing = read_trace((dir / "none").string(), "bpftrace");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ENOENT);
-  std::filesystem::remove_all(dir);
 }
 
 // The iolog the installed fio writes parses to the I/Os fio reports.
 TEST(IoTrace, ReadsTheIologFioWrites) {
   if (std::system("fio --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "fio is not installed";
-  auto dir = temp_dir();
+  const test::TempDir tmp("io-trace");
+  const auto& dir = tmp.path();
   auto log = dir / "fio.iolog";
   std::string cmd = "fio --name=t --filename=" + (dir / "data").string() +
                     " --size=256k --bs=4k --rw=randrw --randseed=7 --thinktime=100 --write_iolog=" + log.string() +
@@ -148,7 +143,6 @@ TEST(IoTrace, ReadsTheIologFioWrites) {
   EXPECT_LT(reads, 64u);
   // 100 us of think time between I/Os shows in the time stamps.
   EXPECT_GE(trace->ops.back().time_ns, 63u * 100'000u);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -106,6 +106,21 @@ TEST(FioReport, RejectsWhatIsNotFioJson) {
   ASSERT_FALSE(r);
 }
 
+TEST(FioReport, NamesABadPercentileOrBin) {
+  auto doc = nlohmann::json::parse(render_json(testing::make_run(), false));
+  doc["jobs"][0]["read"]["clat_ns"]["percentile"]["p99"] = 1;
+  auto r = read_fio_report(doc.dump());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("jobs[0].read.clat_ns.percentile: bad entry \"p99\""), std::string::npos)
+      << r.error().message;
+  doc = nlohmann::json::parse(render_json(testing::make_run(), false));
+  doc["jobs"][0]["write"]["lat_ns"]["bins"]["1000"] = "many";
+  r = read_fio_report(doc.dump());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("jobs[0].write.lat_ns.bins: bad entry \"1000\""), std::string::npos)
+      << r.error().message;
+}
+
 TEST(FioReport, SkipsNotesBeforeTheDocument) {
   auto run = testing::make_run();
   auto r = read_fio_report("fio: note: something\n" + render_json(run, false));

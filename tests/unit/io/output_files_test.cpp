@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,32 +12,21 @@
 #include "output/fio_units.hpp"
 #include "output/output.hpp"
 #include "output_test_support.hpp"
+#include "support/temp_dir.hpp"
+#include "support/whole_file.hpp"
 
 namespace cxlpool::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_file;
 
-class TempDir : public ::testing::Test {
+// Each test writes into a fresh directory of its own.
+class OutputFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("cxlpool-io-out-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  fs::path dir_;
+  test::TempDir tmp_{"io-out"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST(FioUnits, ScalesLikeFio) {
@@ -60,19 +48,21 @@ TEST(HumanOutput, HasFiosLines) {
   d.read_sectors = 64;
   run.devices.push_back(d);
   const auto text = render_human(run);
-  EXPECT_NE(text.find("a: (groupid=0, jobs=1): err= 0"), std::string::npos) << text;
-  EXPECT_NE(text.find("read: IOPS=2000, BW=8000KiB/s (8192kB/s)(4000KiB/500msec)"), std::string::npos) << text;
-  EXPECT_NE(text.find("clat percentiles (usec):"), std::string::npos) << text;
-  EXPECT_NE(text.find("99.90th=["), std::string::npos) << text;
-  EXPECT_NE(text.find("cpu          : usr=10.00%, sys=30.00%, ctx=123"), std::string::npos) << text;
-  EXPECT_NE(text.find("IO depths    : 1=0.0%, 2=0.0%, 4=0.0%, 8=0.0%, 16=0.0%, 32=100.0%"), std::string::npos) << text;
-  EXPECT_NE(text.find("Run status group 0 (all jobs):"), std::string::npos) << text;
-  EXPECT_NE(text.find("READ: bw=8000KiB/s (8192kB/s)"), std::string::npos) << text;
-  EXPECT_NE(text.find("max_sectors_kb=1280"), std::string::npos) << text;
-  EXPECT_NE(text.find("mean read request: 8.0 KiB"), std::string::npos) << text;
+  for (const char* line : {"a: (groupid=0, jobs=1): err= 0",
+                           "read: IOPS=2000, BW=8000KiB/s (8192kB/s)(4000KiB/500msec)",
+                           "clat percentiles (usec):",
+                           "99.90th=[",
+                           "cpu          : usr=10.00%, sys=30.00%, ctx=123",
+                           "IO depths    : 1=0.0%, 2=0.0%, 4=0.0%, 8=0.0%, 16=0.0%, 32=100.0%",
+                           "Run status group 0 (all jobs):",
+                           "READ: bw=8000KiB/s (8192kB/s)",
+                           "max_sectors_kb=1280",
+                           "mean read request: 8.0 KiB"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in:\n" << text;
+  }
 }
 
-TEST_F(TempDir, LogsInFiosFormat) {
+TEST_F(OutputFiles, LogsInFiosFormat) {
   auto run = testing::make_run();
   auto& j = run.jobs[0];
   j.spec.write_lat_log = "lat";
@@ -90,18 +80,18 @@ TEST_F(TempDir, LogsInFiosFormat) {
   j.hist_log.push_back(hs);
   ASSERT_TRUE(write_logs(run, dir_));
 
-  EXPECT_EQ(slurp(dir_ / "lat_lat.1.log"), "5, 12345, 0, 4096, 0\n6, 23456, 1, 4096, 0\n");
-  EXPECT_EQ(slurp(dir_ / "lat_clat.1.log"), "5, 12000, 0, 4096, 0\n");
+  EXPECT_EQ(read_file(dir_ / "lat_lat.1.log"), "5, 12345, 0, 4096, 0\n6, 23456, 1, 4096, 0\n");
+  EXPECT_EQ(read_file(dir_ / "lat_clat.1.log"), "5, 12000, 0, 4096, 0\n");
   EXPECT_TRUE(fs::exists(dir_ / "lat_slat.1.log"));
-  EXPECT_EQ(slurp(dir_ / "sub" / "bw_bw.1.log"), "1000, 8000, 0, 0, 0\n");
+  EXPECT_EQ(read_file(dir_ / "sub" / "bw_bw.1.log"), "1000, 8000, 0, 0, 0\n");
   EXPECT_FALSE(fs::exists(dir_ / "lat_iops.1.log"));
 
   // Averaged windows log block size 0, as fio does.
   j.spec.log_avg_msec = 500;
   ASSERT_TRUE(write_logs(run, dir_));
-  EXPECT_EQ(slurp(dir_ / "lat_lat.1.log"), "5, 12345, 0, 0, 0\n6, 23456, 1, 0, 0\n");
+  EXPECT_EQ(read_file(dir_ / "lat_lat.1.log"), "5, 12345, 0, 0, 0\n6, 23456, 1, 0, 0\n");
 
-  const auto hist = slurp(dir_ / "hist_clat_hist.1.log");
+  const auto hist = read_file(dir_ / "hist_clat_hist.1.log");
   std::vector<std::uint64_t> cols;
   std::stringstream ss(hist);
   std::string cell;
@@ -116,24 +106,24 @@ TEST_F(TempDir, LogsInFiosFormat) {
   EXPECT_EQ(sum, 3u);
 }
 
-TEST_F(TempDir, PlotsAreSvgWithAnIndex) {
+TEST_F(OutputFiles, PlotsAreSvgWithAnIndex) {
   auto run = testing::make_run();
   run.jobs[0].bw_log = {{1000, 8000, kReadDir, 0, 0}, {2000, 9000, kReadDir, 0, 0}};
   ASSERT_TRUE(write_plots(run, dir_ / "plots"));
-  const auto index = slurp(dir_ / "plots" / "index.html");
+  const auto index = read_file(dir_ / "plots" / "index.html");
   EXPECT_NE(index.find("job1_bw.svg"), std::string::npos);
   EXPECT_NE(index.find("job1_clat_cdf.svg"), std::string::npos);
-  const auto bw = slurp(dir_ / "plots" / "job1_bw.svg");
+  const auto bw = read_file(dir_ / "plots" / "job1_bw.svg");
   EXPECT_EQ(bw.rfind("<svg", 0), 0u);
   EXPECT_NE(bw.find("<polyline"), std::string::npos);
-  const auto cdf = slurp(dir_ / "plots" / "job1_clat_cdf.svg");
+  const auto cdf = read_file(dir_ / "plots" / "job1_clat_cdf.svg");
   EXPECT_NE(cdf.find("<polyline"), std::string::npos);
   EXPECT_NE(cdf.find("</svg>"), std::string::npos);
 }
 
 // A sysfs tree shaped like the real one: /sys/dev/block/M:m links to the
 // partition's directory under its disk, the queue is the disk's.
-TEST_F(TempDir, ProbesAPartitionThroughAFixtureSysfs) {
+TEST_F(OutputFiles, ProbesAPartitionThroughAFixtureSysfs) {
   const auto file = dir_ / "data";
   std::ofstream(file) << "x";
   struct stat st {};

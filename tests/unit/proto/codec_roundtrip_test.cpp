@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "codec_checks.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "sample_messages.hpp"
 #include "wire_builder.hpp"
@@ -50,11 +51,7 @@ TEST(ProtoCodec, DefaultConstructedRequestsRoundTripOrAreRefused) {
   EXPECT_EQ(encode(1, ErrorReply{}).error().code, EINVAL);
   for (const Message& m : {Message(Hello{}), Message(HelloReply{}), Message(Ok{}), Message(TiersReply{}),
                           Message(RegionReply{}), Message(RegionsReply{}), Message(MigrateReply{})}) {
-    auto bytes = encode(0, m);
-    ASSERT_TRUE(bytes) << bytes.error().message;
-    auto decoded = decode(*bytes);
-    ASSERT_TRUE(decoded) << decoded.error().message;
-    EXPECT_EQ(decoded->message, m);
+    testing::expect_round_trip(m, 0);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "codec_checks.hpp"
 #include "cxlpool/proto/kv_ring.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "cxlpool/proto/socket_io.hpp"
@@ -171,12 +172,7 @@ TEST(KvMessagesLayout, EncoderWritesTheDocumentedBytes) {
   };
   for (const Message& m : messages) {
     SCOPED_TRACE(message_type_name(message_type(m)));
-    auto bytes = encode(11, m);
-    ASSERT_TRUE(bytes) << bytes.error().message;
-    EXPECT_EQ(*bytes, wire_of(m, 11));
-    auto decoded = decode(*bytes);
-    ASSERT_TRUE(decoded) << decoded.error().message;
-    EXPECT_EQ(decoded->message, m);
+    testing::expect_wire_form(m, wire_of(m, 11), 11);
   }
 }
 
@@ -237,11 +233,7 @@ TEST(KvMessages, BoundaryValuesRoundTrip) {
   };
   for (const Message& m : messages) {
     SCOPED_TRACE(message_type_name(message_type(m)));
-    auto bytes = encode(1, m);
-    ASSERT_TRUE(bytes) << bytes.error().message;
-    auto decoded = decode(*bytes);
-    ASSERT_TRUE(decoded) << decoded.error().message;
-    EXPECT_EQ(decoded->message, m);
+    testing::expect_round_trip(m, 1);
   }
 }
 
@@ -375,28 +367,16 @@ std::vector<KvRejectCase> reject_cases() {
 
 class KvReject : public ::testing::TestWithParam<KvRejectCase> {};
 
-TEST_P(KvReject, EncoderRefusesWithEinval) {
-  const KvRejectCase& c = GetParam();
-  auto bytes = encode(1, c.message);
-  ASSERT_FALSE(bytes) << "encoded an invalid message";
-  EXPECT_EQ(bytes.error().code, EINVAL) << bytes.error().message;
-  EXPECT_NE(bytes.error().message.find(c.needle), std::string::npos)
-      << "message \"" << bytes.error().message << "\" does not mention \"" << c.needle << "\"";
-}
+TEST_P(KvReject, EncoderRefusesWithEinval) { testing::expect_encode_refused(GetParam().message, GetParam().needle); }
 
 TEST_P(KvReject, DecoderRefusesTheSameBytesWithEproto) {
   const KvRejectCase& c = GetParam();
   const auto bytes = wire_of(c.message);
   ASSERT_FALSE(bytes.empty());
-  auto decoded = decode(bytes);
-  ASSERT_FALSE(decoded) << "decoded a malformed message";
-  EXPECT_EQ(decoded.error().code, EPROTO) << decoded.error().message;
-  EXPECT_NE(decoded.error().message.find(c.needle), std::string::npos)
-      << "message \"" << decoded.error().message << "\" does not mention \"" << c.needle << "\"";
+  testing::expect_decode_refused(bytes, EPROTO, c.needle);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rules, KvReject, ::testing::ValuesIn(reject_cases()),
-                         [](const ::testing::TestParamInfo<KvRejectCase>& info) { return info.param.label; });
+INSTANTIATE_TEST_SUITE_P(Rules, KvReject, ::testing::ValuesIn(reject_cases()), testing::CaseLabel());
 
 // ---- malformed framing that only the decoder sees ----
 
@@ -449,16 +429,10 @@ std::vector<FramingCase> framing_cases() {
 class KvFraming : public ::testing::TestWithParam<FramingCase> {};
 
 TEST_P(KvFraming, DecoderRefusesWithEproto) {
-  const FramingCase& c = GetParam();
-  auto decoded = decode(c.bytes);
-  ASSERT_FALSE(decoded) << "decoded a malformed message";
-  EXPECT_EQ(decoded.error().code, EPROTO) << decoded.error().message;
-  EXPECT_NE(decoded.error().message.find(c.needle), std::string::npos)
-      << "message \"" << decoded.error().message << "\" does not mention \"" << c.needle << "\"";
+  testing::expect_decode_refused(GetParam().bytes, EPROTO, GetParam().needle);
 }
 
-INSTANTIATE_TEST_SUITE_P(Framing, KvFraming, ::testing::ValuesIn(framing_cases()),
-                         [](const ::testing::TestParamInfo<FramingCase>& info) { return info.param.label; });
+INSTANTIATE_TEST_SUITE_P(Framing, KvFraming, ::testing::ValuesIn(framing_cases()), testing::CaseLabel());
 
 TEST(KvMessages, RepliesUpToTheListLimitFitInOneMessage) {
   // Entries with the longest spec strings: this many fit in one message, one

@@ -9,11 +9,15 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/proto/socket_io.hpp"
 #include "sample_messages.hpp"
+#include "support/raw_socket.hpp"
 #include "wire_builder.hpp"
 
 namespace cxlpool::proto {
@@ -50,22 +54,39 @@ std::string read_all(int fd) {
 }
 
 // Sends raw bytes with raw descriptors, bypassing the encoder's checks.
-void send_raw(int sock, const std::vector<std::byte>& bytes, const std::vector<int>& fds) {
-  iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
-  if (!fds.empty()) {
-    msg.msg_control = control.data();
-    msg.msg_controllen = control.size();
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+void send_raw(int sock, const std::vector<std::byte>& bytes, std::span<const int> fds) {
+  ASSERT_TRUE(integration::send_datagram(sock, bytes, fds)) << std::strerror(errno);
+}
+
+// `n` memfds, the i-th holding text(i), and their raw descriptors.
+struct Memfds {
+  std::vector<UniqueFd> owned;
+  std::vector<int> raw;
+};
+Memfds memfds(size_t n, const std::function<std::string(size_t)>& text) {
+  Memfds m;
+  for (size_t i = 0; i < n; ++i) {
+    m.owned.push_back(memfd_with(text(i)));
+    m.raw.push_back(m.owned.back().get());
   }
-  ASSERT_EQ(::sendmsg(sock, &msg, MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size())) << std::strerror(errno);
+  return m;
+}
+
+// The next receive on `fd` fails with `code`.
+void expect_recv_error(int fd, int code) {
+  auto got = recv_message(fd);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code, code) << got.error().message;
+}
+
+// A datagram the receiver refuses with `code`: the descriptors that came
+// with it are closed, not leaked into the receiving process.
+void expect_refused_and_fds_closed(const Pair& p, const std::vector<std::byte>& bytes, std::span<const int> fds,
+                                   int code) {
+  const size_t before = open_fd_count();
+  send_raw(p.a.get(), bytes, fds);
+  expect_recv_error(p.b.get(), code);
+  EXPECT_EQ(open_fd_count(), before);
 }
 
 TEST(ProtoSocket, EveryMessageTypeRoundTrips) {
@@ -122,13 +143,8 @@ TEST(ProtoSocket, TwoMemfdsArriveInOrder) {
 
 TEST(ProtoSocket, UpToTheFdLimitArrives) {
   Pair p = make_pair();
-  std::vector<UniqueFd> owned;
-  std::vector<int> raw;
-  for (size_t i = 0; i < kMaxFdsPerMessage; ++i) {
-    owned.push_back(memfd_with("fd" + std::to_string(i)));
-    raw.push_back(owned.back().get());
-  }
-  ASSERT_TRUE(send_message(p.a.get(), 1, Ok{}, raw));
+  const Memfds fds = memfds(kMaxFdsPerMessage, [](size_t i) { return "fd" + std::to_string(i); });
+  ASSERT_TRUE(send_message(p.a.get(), 1, Ok{}, fds.raw));
   auto got = recv_message(p.b.get());
   ASSERT_TRUE(got) << got.error().message;
   ASSERT_EQ(got->fds.size(), kMaxFdsPerMessage);
@@ -141,9 +157,7 @@ TEST(ProtoSocket, OversizedDatagramIsEmsgsizeAndConsumed) {
   send_raw(p.a.get(), big, {});
   ASSERT_TRUE(send_message(p.a.get(), 2, Ok{}));
 
-  auto got = recv_message(p.b.get());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EMSGSIZE) << got.error().message;
+  expect_recv_error(p.b.get(), EMSGSIZE);
   // The next datagram is intact: the oversized one was consumed whole.
   auto next = recv_message(p.b.get());
   ASSERT_TRUE(next) << next.error().message;
@@ -154,9 +168,7 @@ TEST(ProtoSocket, DatagramOneByteOverTheLimitIsEmsgsize) {
   Pair p = make_pair();
   std::vector<std::byte> big(kMaxMessageSize + 1, std::byte{0});
   send_raw(p.a.get(), big, {});
-  auto got = recv_message(p.b.get());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EMSGSIZE) << got.error().message;
+  expect_recv_error(p.b.get(), EMSGSIZE);
 }
 
 TEST(ProtoSocket, LargestMessageRoundTrips) {
@@ -178,9 +190,7 @@ TEST(ProtoSocket, LargestMessageRoundTrips) {
 TEST(ProtoSocket, PeerCloseIsEconnreset) {
   Pair p = make_pair();
   p.a.reset();
-  auto got = recv_message(p.b.get());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, ECONNRESET) << got.error().message;
+  expect_recv_error(p.b.get(), ECONNRESET);
 }
 
 TEST(ProtoSocket, SendToClosedPeerIsEpipeNotSigpipe) {
@@ -194,9 +204,7 @@ TEST(ProtoSocket, SendToClosedPeerIsEpipeNotSigpipe) {
 TEST(ProtoSocket, EmptyNonBlockingSocketIsEagain) {
   Pair p = make_pair();
   ASSERT_EQ(::fcntl(p.b.get(), F_SETFL, O_NONBLOCK), 0);
-  auto got = recv_message(p.b.get());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EAGAIN) << got.error().message;
+  expect_recv_error(p.b.get(), EAGAIN);
 }
 
 TEST(ProtoSocket, FdsWithAnUndecodableDatagramAreClosed) {
@@ -204,39 +212,21 @@ TEST(ProtoSocket, FdsWithAnUndecodableDatagramAreClosed) {
   UniqueFd one = memfd_with("1");
   UniqueFd two = memfd_with("2");
   auto garbage = testing::datagram(MsgType::kRegionAlloc, testing::Bytes().u32(0).u64(0).u32(0));
-  const size_t before = open_fd_count();
-  send_raw(p.a.get(), garbage, {one.get(), two.get()});
-  auto got = recv_message(p.b.get());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EPROTO) << got.error().message;
-  EXPECT_EQ(open_fd_count(), before);
+  const int fds[] = {one.get(), two.get()};
+  expect_refused_and_fds_closed(p, garbage, fds, EPROTO);
 }
 
 TEST(ProtoSocket, FdsWithAnOversizedDatagramAreClosed) {
   Pair p = make_pair();
   UniqueFd one = memfd_with("1");
-  const size_t before = open_fd_count();
-  send_raw(p.a.get(), std::vector<std::byte>(kMaxMessageSize + 7, std::byte{1}), {one.get()});
-  auto got = recv_message(p.b.get());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EMSGSIZE) << got.error().message;
-  EXPECT_EQ(open_fd_count(), before);
+  const int fds[] = {one.get()};
+  expect_refused_and_fds_closed(p, std::vector<std::byte>(kMaxMessageSize + 7, std::byte{1}), fds, EMSGSIZE);
 }
 
 TEST(ProtoSocket, TooManyFdsIsEmsgsizeAndAllAreClosed) {
   Pair p = make_pair();
-  std::vector<UniqueFd> owned;
-  std::vector<int> raw;
-  for (size_t i = 0; i < kMaxFdsPerMessage + 1; ++i) {
-    owned.push_back(memfd_with(std::to_string(i)));
-    raw.push_back(owned.back().get());
-  }
-  const size_t before = open_fd_count();
-  send_raw(p.a.get(), *encode(1, Ok{}), raw);
-  auto got = recv_message(p.b.get());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EMSGSIZE) << got.error().message;
-  EXPECT_EQ(open_fd_count(), before);
+  const Memfds fds = memfds(kMaxFdsPerMessage + 1, [](size_t i) { return std::to_string(i); });
+  expect_refused_and_fds_closed(p, *encode(1, Ok{}), fds.raw, EMSGSIZE);
 }
 
 TEST(ProtoSocket, ManyFdsWithPasscredStillRejectedAndClosed) {
@@ -245,21 +235,11 @@ TEST(ProtoSocket, ManyFdsWithPasscredStillRejectedAndClosed) {
   Pair p = make_pair();
   const int on = 1;
   ASSERT_EQ(::setsockopt(p.b.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)), 0);
-  std::vector<UniqueFd> owned;
-  std::vector<int> raw;
-  for (size_t i = 0; i < kMaxFdsPerMessage + 2; ++i) {
-    owned.push_back(memfd_with("x"));
-    raw.push_back(owned.back().get());
-  }
-  const size_t before = open_fd_count();
-  send_raw(p.a.get(), *encode(1, Ok{}), raw);
-  auto got = recv_message(p.b.get());
-  ASSERT_FALSE(got);
-  EXPECT_EQ(got.error().code, EMSGSIZE) << got.error().message;
-  EXPECT_EQ(open_fd_count(), before);
+  const Memfds fds = memfds(kMaxFdsPerMessage + 2, [](size_t) { return "x"; });
+  expect_refused_and_fds_closed(p, *encode(1, Ok{}), fds.raw, EMSGSIZE);
 
   // With credentials on, a normal message and its descriptors still arrive.
-  const int fd[] = {owned[0].get()};
+  const int fd[] = {fds.owned[0].get()};
   ASSERT_TRUE(send_message(p.a.get(), 2, Ok{}, fd));
   auto ok = recv_message(p.b.get());
   ASSERT_TRUE(ok) << ok.error().message;

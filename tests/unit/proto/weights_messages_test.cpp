@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codec_checks.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "cxlpool/proto/socket_io.hpp"
 #include "wire_builder.hpp"
@@ -60,12 +61,8 @@ WeightsLoadReply load_reply() {
 
 TEST(WeightsMessages, LayoutIsTheDocumentedOne) {
   auto check = [](MsgType type, const Message& m, const Bytes& expect) {
-    auto bytes = encode(7, m);
-    ASSERT_TRUE(bytes) << bytes.error().message;
-    EXPECT_EQ(*bytes, datagram(type, expect)) << message_type_name(type);
-    auto back = decode(*bytes);
-    ASSERT_TRUE(back) << back.error().message;
-    EXPECT_EQ(back->message, m);
+    SCOPED_TRACE(message_type_name(type));
+    testing::expect_wire_form(m, datagram(type, expect));
   };
   check(MsgType::kWeightsLoad, load(), wire(load()));
   check(MsgType::kWeightsLoadReply, load_reply(), wire(load_reply()));
@@ -136,14 +133,8 @@ std::vector<Reject> rejects() {
 TEST(WeightsMessages, EveryRuleRejectsOnBothSides) {
   for (const auto& c : rejects()) {
     SCOPED_TRACE(c.label);
-    auto enc = encode(7, c.message);
-    ASSERT_FALSE(enc);
-    EXPECT_EQ(enc.error().code, EINVAL);
-    EXPECT_NE(enc.error().message.find(c.needle), std::string::npos) << enc.error().message;
-    auto dec = decode(datagram(c.type, c.bytes));
-    ASSERT_FALSE(dec);
-    EXPECT_EQ(dec.error().code, EPROTO);
-    EXPECT_NE(dec.error().message.find(c.needle), std::string::npos) << dec.error().message;
+    testing::expect_encode_refused(c.message, c.needle);
+    testing::expect_decode_refused(datagram(c.type, c.bytes), EPROTO, c.needle);
   }
 }
 

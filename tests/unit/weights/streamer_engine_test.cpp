@@ -18,78 +18,10 @@
 #include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/hal/driver/gpu_vmm_driver.hpp"
 #include "streamer_checks.hpp"
+#include "support/host_copy_engine.hpp"
 
 namespace cxlpool::hal {
 namespace {
-
-// Why the fake driver refuses to register a host range; empty: it registers.
-std::string g_refusal;
-int g_bound_threads = 0;
-
-class HostBuffer {
- public:
-  explicit HostBuffer(size_t bytes) : bytes_(bytes), data_(static_cast<std::byte*>(std::aligned_alloc(4096, rounded(bytes)))) {}
-  ~HostBuffer() { std::free(data_); }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-  std::byte* data() const { return data_; }
-  size_t size() const { return bytes_; }
-
- private:
-  static size_t rounded(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
-  size_t bytes_;
-  std::byte* data_;
-};
-
-class FakeDeviceBuffer final : public GpuDeviceBuffer {
- public:
-  explicit FakeDeviceBuffer(size_t bytes) : memory_(bytes) {}
-  uint64_t address() const override { return reinterpret_cast<uint64_t>(memory_.data()); }
-  size_t size() const override { return memory_.size(); }
-
- private:
-  HostBuffer memory_;
-};
-
-class FakePinnedBuffer final : public GpuPinnedBuffer {
- public:
-  explicit FakePinnedBuffer(size_t bytes) : memory_(bytes) {}
-  std::byte* data() const override { return memory_.data(); }
-  size_t size() const override { return memory_.size(); }
-
- private:
-  HostBuffer memory_;
-};
-
-class FakeCopyEngine final : public GpuCopyEngine {
- public:
-  const char* name() const override { return "cuda"; }
-  int device() const override { return 0; }
-  Result<void> bind_thread() override {
-    ++g_bound_threads;
-    return {};
-  }
-  Result<std::unique_ptr<GpuDeviceBuffer>> allocate_device(size_t bytes) override {
-    return std::make_unique<FakeDeviceBuffer>(bytes);
-  }
-  Result<std::unique_ptr<GpuPinnedBuffer>> allocate_pinned(size_t bytes) override {
-    return std::make_unique<FakePinnedBuffer>(bytes);
-  }
-  HostRangeRegistration register_host_range(const std::byte*, size_t) override {
-    if (!g_refusal.empty()) return {HostCopyPath::kStaged, g_refusal};
-    return {HostCopyPath::kDirect, {}};
-  }
-  Result<void> copy_to_device(uint64_t dst, const void* src, size_t bytes) override {
-    std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
-    return {};
-  }
-  Result<void> synchronize() override { return {}; }
-};
-
-Result<std::unique_ptr<GpuCopyEngine>> open_fake_engine(int device) {
-  if (device != 0) return fail(ENODEV, "fake GPU " + std::to_string(device) + " is not here");
-  return std::make_unique<FakeCopyEngine>();
-}
 
 BackendReport available() { return {"", "", BackendState::kAvailable, "host memory posing as a GPU"}; }
 
@@ -97,7 +29,7 @@ BackendReport available() { return {"", "", BackendState::kAvailable, "host memo
 }  // namespace cxlpool::hal
 
 CXLPOOL_REGISTER_BACKEND(fakecuda, cxlpool::hal::GpuVmmOps, "cuda", 10, &cxlpool::hal::available,
-                         (cxlpool::hal::GpuVmmOps{nullptr, &cxlpool::hal::open_fake_engine}))
+                         (cxlpool::hal::GpuVmmOps{nullptr, &cxlpool::test::open_host_copy_engine}))
 
 namespace cxlpool::hal {
 
@@ -136,8 +68,7 @@ class WeightStreamerEngine : public ::testing::Test {
  protected:
   void SetUp() override {
     ::unsetenv(hal::kBackendFilterVariable);
-    hal::g_refusal.clear();
-    hal::g_bound_threads = 0;
+    test::host_copy_engine_log().reset();
   }
   void TearDown() override { ::unsetenv(hal::kBackendFilterVariable); }
 };
@@ -149,11 +80,11 @@ TEST_F(WeightStreamerEngine, RegisteredRegionGoesUpDirect) {
   ASSERT_TRUE(s) << s.error().message;
   stream_passes(*m, **s, 4, 2);
   testing::expect_direct_copies((*s)->stats(), 4);
-  EXPECT_GE(hal::g_bound_threads, 1) << "the copy thread did not bind to the device";
+  EXPECT_GE(test::host_copy_engine_log().bound_threads, 1) << "the copy thread did not bind to the device";
 }
 
 TEST_F(WeightStreamerEngine, RefusedRegistrationIsStagedCountedAndLoggedOnceWithTheReason) {
-  hal::g_refusal = "cuMemHostRegister: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+  test::host_copy_engine_log().refusal = "cuMemHostRegister: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
   weights::testing::ModelFixture fx(4, kElems, 0);
   auto m = WeightsModel::create(fx.client_mapping()).value();
   std::vector<std::string> warnings;
@@ -161,7 +92,7 @@ TEST_F(WeightStreamerEngine, RefusedRegistrationIsStagedCountedAndLoggedOnceWith
   ASSERT_TRUE(s) << s.error().message;
   stream_passes(*m, **s, 4, 2);
   testing::expect_staged_copies((*s)->stats(), 4);
-  testing::expect_refusal_logged_once(warnings, hal::g_refusal);
+  testing::expect_refusal_logged_once(warnings, test::host_copy_engine_log().refusal);
 }
 
 // File layers are read into the staging slot and uploaded from it; a

@@ -107,6 +107,18 @@ Result<void> per_direction(Value value, Each each) {
   return {};
 }
 
+// A per-direction option whose every value `parse` turns into what the
+// direction's slot of `field` holds.
+template <typename T, typename Parse>
+Result<void> set_per_direction(T (&field)[2], Value value, Parse parse) {
+  return per_direction(value, [&](int dir, std::string_view text) -> Result<void> {
+    auto parsed = parse(text);
+    if (!parsed) return tl::unexpected(parsed.error());
+    field[dir] = std::move(*parsed);
+    return {};
+  });
+}
+
 Result<void> set_rw(JobDraft& d, Value value) {
   auto text = need(value);
   if (!text) return tl::unexpected(text.error());
@@ -232,12 +244,7 @@ const Option kOptions[] = {
        return {};
      }},
     {"bs", "blocksize", [](JobDraft& d, Value v) {
-       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
-         auto bytes = block_size(text, d.kb_base);
-         if (!bytes) return tl::unexpected(bytes.error());
-         d.spec.bs[dir] = *bytes;
-         return {};
-       });
+       return set_per_direction(d.spec.bs, v, [&](std::string_view text) { return block_size(text, d.kb_base); });
      }},
     {"bsrange", "blocksize_range", [](JobDraft& d, Value v) {
        return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
@@ -249,12 +256,7 @@ const Option kOptions[] = {
        });
      }},
     {"bssplit", "", [](JobDraft& d, Value v) {
-       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
-         auto shares = parse_bssplit(text, d.kb_base);
-         if (!shares) return tl::unexpected(shares.error());
-         d.spec.bssplit[dir] = std::move(*shares);
-         return {};
-       });
+       return set_per_direction(d.spec.bssplit, v, [&](std::string_view text) { return parse_bssplit(text, d.kb_base); });
      }},
     {"iodepth", "", [](JobDraft& d, Value v) { return set_count(d.spec.iodepth, v, 1, 65536); }},
     {"iodepth_batch_submit", "iodepth_batch",
@@ -275,21 +277,9 @@ const Option kOptions[] = {
     {"time_based", "", [](JobDraft& d, Value v) { return set_flag(d.spec.time_based, v); }},
     {"ramp_time", "", [](JobDraft& d, Value v) { return set_time(d.spec.ramp_time_ns, v, kNsPerSecond); }},
     {"rate", "", [](JobDraft& d, Value v) {
-       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
-         auto bytes = parse_size(text, d.kb_base);
-         if (!bytes) return tl::unexpected(bytes.error());
-         d.spec.rate_bytes[dir] = *bytes;
-         return {};
-       });
+       return set_per_direction(d.spec.rate_bytes, v, [&](std::string_view text) { return parse_size(text, d.kb_base); });
      }},
-    {"rate_iops", "", [](JobDraft& d, Value v) {
-       return per_direction(v, [&](int dir, std::string_view text) -> Result<void> {
-         auto n = parse_uint(text);
-         if (!n) return tl::unexpected(n.error());
-         d.spec.rate_iops[dir] = *n;
-         return {};
-       });
-     }},
+    {"rate_iops", "", [](JobDraft& d, Value v) { return set_per_direction(d.spec.rate_iops, v, parse_uint); }},
     {"thinktime", "", [](JobDraft& d, Value v) { return set_time(d.spec.thinktime_ns, v, kNsPerUs); }},
     {"thinktime_blocks", "",
      [](JobDraft& d, Value v) { return set_count(d.spec.thinktime_blocks, v, 1, 0xffffffffu); }},

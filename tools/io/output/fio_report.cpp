@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,20 @@ namespace cxlpool::io {
 namespace {
 
 using Json = nlohmann::json;
+
+// A number written as an object key; none when the key does not start with one.
+template <typename Key>
+std::optional<Key> number_key(const std::string& text) {
+  char* end = nullptr;
+  Key value{};
+  if constexpr (std::is_floating_point_v<Key>) {
+    value = std::strtod(text.c_str(), &end);
+  } else {
+    value = std::strtoull(text.c_str(), &end, 10);
+  }
+  if (end == text.c_str()) return std::nullopt;
+  return value;
+}
 
 // Reports the first key fio always writes that is missing or mistyped, so
 // a malformed report is named rather than read as zeros.
@@ -51,56 +67,56 @@ struct Reader {
     return v->get<double>();
   }
 
+  // The object at `key`, handed with its dotted path (for messages) to
+  // `fill`; a missing one leaves the result default.
+  template <typename T, typename Fill>
+  T section(const Json& obj, const char* key, const std::string& where, Fill fill) {
+    T out;
+    if (const Json* v = child(obj, key, where); v != nullptr) fill(*v, where + "." + key, out);
+    return out;
+  }
+
+  // An optional object of counts keyed by numbers ("percentile": decimal
+  // keys, "bins": whole nanoseconds), each entry handed to `add` as (key,
+  // count). False (and the entry named) at the first one that does not parse.
+  template <typename Key, typename Add>
+  bool counts(const Json& obj, const char* key, const std::string& where, Add add) {
+    if (!obj.contains(key)) return true;
+    for (const auto& [k, val] : obj.at(key).items()) {
+      const auto number = number_key<Key>(k);
+      if (!number || !val.is_number()) {
+        error = fmt::format("{}.{}: bad entry \"{}\"", where, key, k);
+        return false;
+      }
+      add(*number, val.template get<std::uint64_t>());
+    }
+    return true;
+  }
+
   FioLatency latency(const Json& obj, const char* key, const std::string& where) {
-    FioLatency lat;
-    const Json* v = child(obj, key, where);
-    if (v == nullptr) return lat;
-    const std::string here = where + "." + key;
-    lat.min = u64(*v, "min", here);
-    lat.max = u64(*v, "max", here);
-    lat.mean = f64(*v, "mean", here);
-    lat.stddev = f64(*v, "stddev", here);
-    lat.n = u64(*v, "N", here);
-    if (v->contains("percentile")) {
-      for (const auto& [k, val] : v->at("percentile").items()) {
-        char* end = nullptr;
-        const double p = std::strtod(k.c_str(), &end);
-        if (end == k.c_str() || !val.is_number()) {
-          error = fmt::format("{}.percentile: bad entry \"{}\"", here, k);
-          return lat;
-        }
-        lat.percentiles[p] = val.get<std::uint64_t>();
-      }
-    }
-    if (v->contains("bins")) {
-      for (const auto& [k, val] : v->at("bins").items()) {
-        char* end = nullptr;
-        const auto ns = std::strtoull(k.c_str(), &end, 10);
-        if (end == k.c_str() || !val.is_number()) {
-          error = fmt::format("{}.bins: bad entry \"{}\"", here, k);
-          return lat;
-        }
-        lat.bins[ns] += val.get<std::uint64_t>();
-      }
-    }
-    return lat;
+    return section<FioLatency>(obj, key, where, [this](const Json& v, const std::string& here, FioLatency& lat) {
+      lat.min = u64(v, "min", here);
+      lat.max = u64(v, "max", here);
+      lat.mean = f64(v, "mean", here);
+      lat.stddev = f64(v, "stddev", here);
+      lat.n = u64(v, "N", here);
+      if (!counts<double>(v, "percentile", here, [&](double p, std::uint64_t n) { lat.percentiles[p] = n; })) return;
+      counts<std::uint64_t>(v, "bins", here, [&](std::uint64_t ns, std::uint64_t n) { lat.bins[ns] += n; });
+    });
   }
 
   FioDirection direction(const Json& job, const char* key, const std::string& where) {
-    FioDirection d;
-    const Json* v = child(job, key, where);
-    if (v == nullptr) return d;
-    const std::string here = where + "." + key;
-    d.io_bytes = u64(*v, "io_bytes", here);
-    d.bw_bytes = u64(*v, "bw_bytes", here);
-    d.bw_kib = u64(*v, "bw", here);
-    d.iops = f64(*v, "iops", here);
-    d.runtime_ms = u64(*v, "runtime", here);
-    d.total_ios = u64(*v, "total_ios", here);
-    d.slat = latency(*v, "slat_ns", here);
-    d.clat = latency(*v, "clat_ns", here);
-    d.lat = latency(*v, "lat_ns", here);
-    return d;
+    return section<FioDirection>(job, key, where, [this](const Json& v, const std::string& here, FioDirection& d) {
+      d.io_bytes = u64(v, "io_bytes", here);
+      d.bw_bytes = u64(v, "bw_bytes", here);
+      d.bw_kib = u64(v, "bw", here);
+      d.iops = f64(v, "iops", here);
+      d.runtime_ms = u64(v, "runtime", here);
+      d.total_ios = u64(v, "total_ios", here);
+      d.slat = latency(v, "slat_ns", here);
+      d.clat = latency(v, "clat_ns", here);
+      d.lat = latency(v, "lat_ns", here);
+    });
   }
 };
 

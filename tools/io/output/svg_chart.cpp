@@ -33,20 +33,6 @@ std::string tick_label(double v) {
 
 }  // namespace
 
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string render_svg(const LineChart& chart) {
   double x_min = INFINITY, x_max = -INFINITY, y_max = 0;
   for (const auto& s : chart.series) {

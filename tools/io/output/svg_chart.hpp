@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "cxlpool/common/xml_escape.hpp"  // labels are escaped with it
+
 namespace cxlpool::io {
 
 struct ChartSeries {
@@ -23,8 +25,5 @@ struct LineChart {
 };
 
 std::string render_svg(const LineChart& chart);
-
-// Escapes &, <, >, " for SVG/HTML text.
-std::string xml_escape(const std::string& text);
 
 }  // namespace cxlpool::io

@@ -49,9 +49,24 @@ void prefill(ProfileParams& p, JobText& t, std::uint64_t offset, std::uint64_t b
   t.set_bytes("size", bytes);
 }
 
+// The profile's [global] section, the prefill job when asked for, and the
+// profile's own job, named after it and run after the prefill.
+void main_job(ProfileParams& p, JobText& t, std::string_view profile, std::uint64_t bytes,
+              std::initializer_list<std::string> comments) {
+  global_section(t, profile, p.text("ioengine"), true);
+  prefill(p, t, 0, bytes);
+  t.section(profile);
+  for (const auto& c : comments) t.comment(c);
+  t.flag("stonewall");
+}
+
 // cxlpool-io (like fio) writes the missing part of a file a reader needs;
 // a prefill job also rewrites an existing target that may hold holes.
 const ProfileParam kPrefill{"prefill", "0", "1: rewrite the whole target first (one that may hold holes)"};
+// The engine a profile's jobs use unless --set ioengine= says otherwise.
+ProfileParam ioengine_param(std::string default_engine) { return {"ioengine", std::move(default_engine), "engine"}; }
+// How long a time_based profile runs.
+const ProfileParam kRuntime{"runtime", "30s", "run time"};
 
 void weights_cold_load(ProfileParams& p, JobText& t) {
   const std::uint64_t size = p.size("size");
@@ -92,11 +107,8 @@ LayerShape layer_shape(ProfileParams& p) {
 void layer_stream(ProfileParams& p, JobText& t) {
   const LayerShape s = layer_shape(p);
   const std::uint64_t buffers = p.count("buffers", 1, 64);
-  global_section(t, "layer-stream", p.text("ioengine"), true);
-  prefill(p, t, 0, s.layers * s.layer_size);
-  t.section("layer-stream");
-  t.comment("each token reads every layer in order; the think time after a layer is its compute");
-  t.flag("stonewall");
+  main_job(p, t, "layer-stream", s.layers * s.layer_size,
+           {"each token reads every layer in order; the think time after a layer is its compute"});
   t.set("rw", "read");
   t.set_bytes("bs", s.request);
   t.set("iodepth", buffers);
@@ -127,6 +139,18 @@ void layer_stream_mmap(ProfileParams& p, JobText& t) {
   }
 }
 
+// A job appending one token's K and V per layer at a decode step's pace,
+// `bytes` from `offset`.
+void kv_append_job(JobText& t, std::uint64_t token_bytes, std::uint64_t offset, std::uint64_t bytes,
+                   std::uint64_t step_us, std::uint64_t layers) {
+  t.set("rw", "write");
+  t.set_bytes("bs", token_bytes);
+  t.set_bytes("offset", offset);
+  t.set_bytes("size", bytes);
+  t.set_us("thinktime", std::max<std::uint64_t>(1, step_us / layers));
+  t.set("thinktime_blocks", 1);
+}
+
 void kv_writeback_decode(ProfileParams& p, JobText& t) {
   const std::uint64_t layers = p.count("layers", 1, 1024);
   const std::uint64_t token_bytes = p.size("token_bytes");
@@ -138,12 +162,7 @@ void kv_writeback_decode(ProfileParams& p, JobText& t) {
   t.comment("every decode step appends one token's K and V per layer, per sequence");
   for (std::uint64_t i = 0; i < sequences; ++i) {
     t.section("kv-append-seq" + std::to_string(i));
-    t.set("rw", "write");
-    t.set_bytes("bs", token_bytes);
-    t.set_bytes("offset", i * per_sequence);
-    t.set_bytes("size", per_sequence);
-    t.set_us("thinktime", std::max<std::uint64_t>(1, step_us / layers));
-    t.set("thinktime_blocks", 1);
+    kv_append_job(t, token_bytes, i * per_sequence, per_sequence, step_us, layers);
   }
 }
 
@@ -161,14 +180,11 @@ void kv_decode_readall(ProfileParams& p, JobText& t) {
   const auto mix = std::clamp<std::uint64_t>(
       static_cast<std::uint64_t>(std::llround(100.0 * static_cast<double>(reads) / static_cast<double>(reads + 1))), 1, 99);
   const double byte_ratio = static_cast<double>(mix * request) / static_cast<double>((100 - mix) * token_bytes);
-  global_section(t, "kv-decode-readall", p.text("ioengine"), true);
-  prefill(p, t, 0, layers * context_bytes);
-  t.section("kv-decode-readall");
-  t.comment("per step and layer: read the whole context (" + std::to_string(reads) + " x " + size_text(request) +
-            "), write one token (" + size_text(token_bytes) + ")");
-  t.comment("read:write bytes = " + std::to_string(std::llround(byte_ratio)) + " (context length " +
-            std::to_string(context) + ")");
-  t.flag("stonewall");
+  main_job(p, t, "kv-decode-readall", layers * context_bytes,
+           {"per step and layer: read the whole context (" + std::to_string(reads) + " x " + size_text(request) +
+                "), write one token (" + size_text(token_bytes) + ")",
+            "read:write bytes = " + std::to_string(std::llround(byte_ratio)) + " (context length " +
+                std::to_string(context) + ")"});
   t.set("rw", "rw");
   t.set("rwmixread", mix);
   t.set("bs", size_text(request) + "," + size_text(token_bytes));
@@ -176,6 +192,14 @@ void kv_decode_readall(ProfileParams& p, JobText& t) {
   t.set_bytes("size", layers * context_bytes);
   t.set_bytes("io_size", steps * layers * (context_bytes + token_bytes));
 }
+
+// The parameters prefix_fetch_job reads (and the store it reads from).
+const ProfileParam kPrefixFetchParams[] = {
+    {"store_size", "4g", "bytes of stored chunks"},
+    {"chunk", "2m", "bytes per KV chunk"},
+    {"theta", "1.2", "zipf skew"},
+    {"iodepth", "4", "fetches in flight"},
+};
 
 void prefix_fetch_job(ProfileParams& p, JobText& t, std::string_view name, std::uint64_t store) {
   t.section(name);
@@ -207,11 +231,8 @@ void sparse_neuron_fetch(ProfileParams& p, JobText& t) {
   const std::uint64_t lo = p.size("min_request");
   const std::uint64_t hi = p.size("max_request");
   p.check(lo <= hi, "min_request", "larger than max_request");
-  global_section(t, "sparse-neuron-fetch", p.text("ioengine"), true);
-  prefill(p, t, 0, size);
-  t.section("sparse-neuron-fetch");
-  t.comment("bundled rows/columns of the activated neurons: small random reads at a high depth");
-  t.flag("stonewall");
+  main_job(p, t, "sparse-neuron-fetch", size,
+           {"bundled rows/columns of the activated neurons: small random reads at a high depth"});
   t.set("rw", "randread");
   t.set("bsrange", size_text(lo) + "-" + size_text(hi));
   t.flag("norandommap");
@@ -235,12 +256,7 @@ void mixed_serve(ProfileParams& p, JobText& t) {
   t.flag("stonewall");
   t.section("kv-writeback");
   t.comment("new tokens' KV written behind the prefix store while fetches run");
-  t.set("rw", "write");
-  t.set_bytes("bs", token_bytes);
-  t.set_bytes("offset", store);
-  t.set_bytes("size", writeback);
-  t.set_us("thinktime", std::max<std::uint64_t>(1, step_us / layers));
-  t.set("thinktime_blocks", 1);
+  kv_append_job(t, token_bytes, store, writeback, step_us, layers);
   t.flag("time_based");
   t.set_us("runtime", p.time_us("runtime"));
 }
@@ -301,6 +317,13 @@ std::vector<ProfileParam> with(std::initializer_list<ProfileParam> own, std::spa
   return out;
 }
 
+// Parameters shared with other profiles first, then the profile's own.
+std::vector<ProfileParam> shared_then(std::span<const ProfileParam> shared, std::initializer_list<ProfileParam> own) {
+  std::vector<ProfileParam> out(shared.begin(), shared.end());
+  out.insert(out.end(), own);
+  return out;
+}
+
 const std::vector<Profile>& profiles() {
   static const std::vector<Profile> kProfiles = {
       {{"weights-cold-load", "load a model's weights: large sequential reads, 1-16 MiB requests at QD 8-64",
@@ -309,13 +332,13 @@ const std::vector<Profile>& profiles() {
         with({{"size", "2g", "model file bytes"},
               {"block_sizes", "1m:4m:16m", "request sizes to sweep"},
               {"iodepths", "8:64", "queue depths to sweep"},
-              {"ioengine", "libaio", "engine"},
+              ioengine_param("libaio"),
               kPrefill})},
        weights_cold_load},
       {{"layer-stream", "stream weights layer by layer for every token, compute as think time, 2-5 buffers in flight",
         "FlexGen and DeepSpeed ZeRO-Inference layer-wise weight offload (traced in CHEOPS'25); MoE-Lightning's "
         "double-buffered weight pages",
-        with({{"buffers", "3", "reads in flight (prefetch buffers)"}, {"ioengine", "libaio", "engine"}, kPrefill},
+        with({{"buffers", "3", "reads in flight (prefetch buffers)"}, ioengine_param("libaio"), kPrefill},
              kLayerParams)},
        layer_stream},
       {{"layer-stream-mmap", "layer-stream through a memory-mapped weight file, 4 threads faulting pages",
@@ -330,7 +353,7 @@ const std::vector<Profile>& profiles() {
               {"steps", "256", "decode steps"},
               {"step_time", "20000", "time of one decode step (bare numbers are us)"},
               {"sequences", "4", "sequences decoded at once, each appending to its own region"},
-              {"ioengine", "psync", "engine"}})},
+              ioengine_param("psync")})},
        kv_writeback_decode},
       {{"kv-decode-readall", "decode with offloaded KV: read the whole context per layer, write one token",
         "CHEOPS'25 KV offload with FlexGen: read-dominated, read:write = context length",
@@ -340,18 +363,12 @@ const std::vector<Profile>& profiles() {
               {"steps", "8", "decode steps"},
               {"request", "1m", "read request bytes"},
               {"iodepth", "4", "requests in flight"},
-              {"ioengine", "libaio", "engine"},
+              ioengine_param("libaio"),
               kPrefill})},
        kv_decode_readall},
       {{"kv-prefix-fetch", "fetch cached prompt-prefix KV chunks with zipf popularity; p99 per chunk",
         "prefix KV reuse from SSD in Mooncake (FAST'25), FlashGen (ASPLOS'25) and IMPRESS (FAST'25)",
-        with({{"store_size", "4g", "bytes of stored chunks"},
-              {"chunk", "2m", "bytes per KV chunk"},
-              {"theta", "1.2", "zipf skew"},
-              {"iodepth", "4", "fetches in flight"},
-              {"runtime", "30s", "run time"},
-              {"ioengine", "io_uring", "engine"},
-              kPrefill})},
+        shared_then(kPrefixFetchParams, {kRuntime, ioengine_param("io_uring"), kPrefill})},
        kv_prefix_fetch},
       {{"sparse-neuron-fetch", "fetch activated neuron rows/columns: random 8-32 KiB reads at a high depth",
         "LLM in a flash (bundled rows/columns read from flash; throughput grows with request size and threads)",
@@ -360,23 +377,20 @@ const std::vector<Profile>& profiles() {
               {"max_request", "32k", "largest read"},
               {"iodepth", "64", "reads in flight per thread"},
               {"threads", "2", "reading threads"},
-              {"runtime", "30s", "run time"},
-              {"ioengine", "io_uring", "engine"},
+              kRuntime,
+              ioengine_param("io_uring"),
               kPrefill})},
        sparse_neuron_fetch},
       {{"mixed-serve", "a serving node: zipf prefix fetches while new KV is written back, concurrently",
         "Mooncake/FlashGen-style prefix reuse with write-back of new KV; CHEOPS'25's read-dominated mix",
-        with({{"store_size", "4g", "bytes of stored chunks"},
-              {"chunk", "2m", "bytes per fetched chunk"},
-              {"theta", "1.2", "zipf skew"},
-              {"iodepth", "4", "fetches in flight"},
-              {"token_bytes", "16k", "K+V bytes of one token in one layer"},
-              {"layers", "32", "layers (one write per layer per step)"},
-              {"step_time", "20000", "decode step time (bare numbers are us)"},
-              {"writeback_size", "256m", "region the write-back appends to (wraps)"},
-              {"runtime", "30s", "run time"},
-              {"ioengine", "io_uring", "engine"},
-              kPrefill})},
+        shared_then(kPrefixFetchParams,
+                    {{"token_bytes", "16k", "K+V bytes of one token in one layer"},
+                     {"layers", "32", "layers (one write per layer per step)"},
+                     {"step_time", "20000", "decode step time (bare numbers are us)"},
+                     {"writeback_size", "256m", "region the write-back appends to (wraps)"},
+                     kRuntime,
+                     ioengine_param("io_uring"),
+                     kPrefill})},
        mixed_serve},
       {{"tensor-saveload", "save then load tensors of 1 MiB-4 GiB with each engine",
         "CHEOPS'25 (libaio beats POSIX for tensor loads and stores); DeepSpeed's libaio O_DIRECT tensor swapper "
@@ -393,7 +407,7 @@ const std::vector<Profile>& profiles() {
               {"no_stall", "0", "1: ignore the trace's timing, issue as fast as possible"},
               {"iodepth", "32", "requests in flight"},
               {"size", "1g", "target bytes (must cover the trace's offsets)"},
-              {"ioengine", "libaio", "engine"}})},
+              ioengine_param("libaio")})},
        trace_replay},
   };
   return kProfiles;

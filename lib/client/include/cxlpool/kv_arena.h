@@ -106,7 +106,9 @@ int cxlpool_kv_arena_free_reqid(cxlpool_kv_arena *arena, uint32_t reqid);
 int cxlpool_kv_arena_step(cxlpool_kv_arena *arena, const uint32_t *seq_lens, size_t n);
 /* Same, but returns at once; the worker maps ahead (the next `lookahead`
  * tokens per row, config default page-sized). cxlpool_kv_arena_wait blocks
- * until the last async step is done and returns its result. A step() while
+ * until the last async step has what it needs and returns its result: it
+ * cuts the step's map-ahead short at the next page group, so the caller
+ * never waits for speculation (later steps map the rest). A step() while
  * one is running waits for it first. */
 int cxlpool_kv_arena_step_async(cxlpool_kv_arena *arena, const uint32_t *seq_lens, size_t n);
 int cxlpool_kv_arena_wait(cxlpool_kv_arena *arena);

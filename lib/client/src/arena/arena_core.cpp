@@ -114,7 +114,8 @@ bool ArenaCore::fresh_fits() const {
   return limit_ == 0 || (mapped_pages_ * geo_.page_bytes + group_bytes() <= limit_);
 }
 
-Result<void> ArenaCore::step(std::span<const uint32_t> seq_lens, uint32_t lookahead) {
+Result<void> ArenaCore::step(std::span<const uint32_t> seq_lens, uint32_t lookahead,
+                             const std::atomic<bool>* stop_ahead) {
   if (auto v = validate(seq_lens); !v) return v;
   // All-or-nothing for the guaranteed part under a limit: count first.
   uint64_t need = 0;
@@ -145,6 +146,7 @@ Result<void> ArenaCore::step(std::span<const uint32_t> seq_lens, uint32_t lookah
       if (!rows_[r].active || seq_lens[r] == 0) continue;
       const uint32_t want = geo_.pages_for(std::min<uint64_t>(uint64_t{seq_lens[r]} + lookahead, geo_.max_context));
       while (rows_[r].pages < want && fresh_fits()) {
+        if (stop_ahead != nullptr && stop_ahead->load(std::memory_order_relaxed)) return {};
         if (!add_group(static_cast<uint32_t>(r))) break;
       }
     }

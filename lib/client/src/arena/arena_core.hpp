@@ -11,6 +11,7 @@
 // Not thread-safe: KvArena serializes callers and its worker.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -67,7 +68,11 @@ class ArenaCore {
   // Maps every active row up to seq_lens[r] tokens (ENOMEM, with nothing
   // mapped, when that cannot fit under the limit), then best effort up to
   // seq_lens[r] + lookahead. Rows that are no longer active are skipped.
-  Result<void> step(std::span<const uint32_t> seq_lens, uint32_t lookahead);
+  // The best-effort part stops between page groups once `stop_ahead` (when
+  // given) reads true: a caller waiting for the step then waits for what it
+  // needs, not for speculation; later steps map the rest.
+  Result<void> step(std::span<const uint32_t> seq_lens, uint32_t lookahead,
+                    const std::atomic<bool>* stop_ahead = nullptr);
   // One row up to `tokens` tokens.
   Result<void> grow_row(uint32_t row, uint32_t tokens);
 

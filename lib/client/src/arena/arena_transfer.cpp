@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cxlpool/common/clock.hpp"
+#include "cxlpool/hal/backend_registry.hpp"
 #include "kv_arena_impl.hpp"
 
 namespace cxlpool::client::arena {
@@ -56,10 +57,23 @@ Result<std::shared_ptr<Transfers::TailRegion>> Transfers::make_tail(uint32_t cou
   return std::make_shared<TailRegion>(region, static_cast<uint8_t*>(addr), count);
 }
 
+Result<void> Transfers::open_engine() {
+  if (engine_) return {};
+  auto engine = hal::open_gpu_copy_engine(arena_.backend_name(), arena_.config().device);
+  if (!engine) {
+    return fail(engine.error().code, "kv arena: offload and restore of device memory copy through the " +
+                                         std::string(arena_.backend_name()) +
+                                         " backend's copy engine: " + engine.error().message);
+  }
+  engine_ = std::move(*engine);
+  copier_.use_engine(engine_.get());
+  return {};
+}
+
 Result<std::shared_ptr<Transfers::Ticket>> Transfers::start(Kind kind, cxlpool_kv* kv, const cxlpool_kv_namespace& ns,
                                                              uint32_t row, std::span<const uint32_t> tokens) {
   if (!arena_.host_memory()) {
-    return fail(ENOTSUP, "kv arena: offload and restore need host-addressable arena memory (host backend)");
+    if (auto e = open_engine(); !e) return tl::unexpected(e.error());
   }
   if (kv == nullptr || ns.chunk_tokens == 0) return fail(EINVAL, "kv arena: a kv handle and an open namespace are needed");
   if (tokens.data() == nullptr && !tokens.empty()) return fail(EINVAL, "kv arena: tokens is NULL");
@@ -176,6 +190,10 @@ void Transfers::drain() {
     if (it == tickets_.end()) continue;
     Ticket& t = *it->second;
     --t.copies;
+    if (job.error != 0 && t.status == 0) {
+      t.status = job.error;
+      t.detail = job.error_text;
+    }
     if (t.tail && job.keep == t.tail) {
       if (t.kind == Kind::kOffload) {
         if (t.status == 0) tails_[t.tail_key] = t.tail;
@@ -186,7 +204,12 @@ void Transfers::drain() {
       }
       t.tail.reset();
     }
-    if (job.then_op != 0 && !t.complete) t.to_submit = job.then_op;
+    if (job.then_op != 0 && !t.complete) {
+      // A failed copy commits nothing it half wrote; a lease is still given
+      // back.
+      if (job.error == 0 || job.then_op == CXLPOOL_KV_RELEASE) t.to_submit = job.then_op;
+      else finish(t, job.error);
+    }
     pump(t);
     settle(t);
   }
@@ -403,7 +426,8 @@ Result<uint64_t> Transfers::poll(uint64_t ticket, int timeout_ms) {
       tickets_.erase(ticket);
       if (t->status != 0) {
         return fail(t->status, std::string("kv arena: ") + (t->kind == Kind::kOffload ? "offload" : "restore") +
-                                   " of reqid " + std::to_string(t->row) + " failed");
+                                   " of reqid " + std::to_string(t->row) + " failed" +
+                                   (t->detail.empty() ? "" : ": " + t->detail));
       }
       return t->tokens_done;
     }

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -94,6 +95,7 @@ class Transfers {
     TailKey tail_key{};
     std::shared_ptr<TailRegion> tail;  // offload: registered once copied; restore: dropped once copied
     int status = 0;         // positive errno once failed
+    std::string detail;  // what failed, when a copy did
     uint64_t tokens_done = 0;
   };
 
@@ -113,14 +115,17 @@ class Transfers {
 
   TailKey tail_key(const cxlpool_kv_namespace& ns, std::span<const uint32_t> tokens) const;
   Result<std::shared_ptr<TailRegion>> make_tail(uint32_t count);
+  // Device arenas: the backend's copy engine, opened by the first transfer.
+  Result<void> open_engine();
   uint32_t full_tokens(const Ticket& t) const { return static_cast<uint32_t>(t.keys.size()) * t.ns.chunk_tokens; }
 
   KvArena& arena_;
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, std::shared_ptr<Ticket>> tickets_;
   std::map<TailKey, std::shared_ptr<TailRegion>> tails_;
-  // Last member: destroyed (thread stopped) before the tickets and tails
-  // its jobs point into.
+  std::unique_ptr<hal::GpuCopyEngine> engine_;  // device arenas only
+  // Last member: destroyed (thread stopped) before the engine, tickets and
+  // tails its jobs use.
   CopyWorker copier_;
 };
 

@@ -4,9 +4,11 @@
 // for offload and restore, so that the thread driving the arena keeps
 // stepping other rows meanwhile. Started by the first job. Jobs run in
 // order; a finished job comes back to the driving thread (take_done), which
-// acts on it and drops what the job kept alive, so that nothing but memcpy
-// ever runs here (no daemon call, no arena bookkeeping). The rows a job
+// acts on it and drops what the job kept alive, so that nothing but copies
+// ever run here (no daemon call, no arena bookkeeping). The rows a job
 // touches must stay mapped until it is back: the arena pins them.
+// Host-memory arenas copy with memcpy; device arenas through the GPU's copy
+// engine (use_engine), which this thread binds to before its first copy.
 #pragma once
 
 #include <condition_variable>
@@ -14,10 +16,13 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "arena_geometry.hpp"
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/hal/gpu_copy.hpp"
 
 namespace cxlpool::client::arena {
 
@@ -38,11 +43,15 @@ struct CopyJob {
   std::shared_ptr<void> keep;  // memory the segments point into, released by the driver
   uint64_t bytes = 0;          // filled in by the worker
   uint64_t ns = 0;
+  int error = 0;               // errno of a failed copy (device arenas only)
+  std::string error_text;
 };
 
 // Packs (gather) or unpacks (scatter) one segment; `base` is the arena's
-// reservation.
-void copy_segment(const ArenaGeometry& geo, uint64_t base, uint32_t row, const CopySegment& seg);
+// reservation. With an engine, `base` is a device address and the copies
+// are queued on the engine (the caller synchronizes); without, memcpy.
+Result<void> copy_segment(const ArenaGeometry& geo, uint64_t base, uint32_t row, const CopySegment& seg,
+                          hal::GpuCopyEngine* engine = nullptr);
 
 class CopyWorker {
  public:
@@ -51,6 +60,9 @@ class CopyWorker {
   CopyWorker(const CopyWorker&) = delete;
   CopyWorker& operator=(const CopyWorker&) = delete;
 
+  // Device arenas: the engine every later job copies through (must outlive
+  // the worker). Set before the first submit.
+  void use_engine(hal::GpuCopyEngine* engine);
   void submit(CopyJob job);
   // Jobs finished since the last call, in submission order.
   std::vector<CopyJob> take_done();
@@ -62,6 +74,7 @@ class CopyWorker {
 
  private:
   void loop();
+  void run(CopyJob& job);
 
   const ArenaGeometry geo_;
   const uint64_t base_;
@@ -70,6 +83,8 @@ class CopyWorker {
   std::deque<CopyJob> queue_, done_;
   bool stop_ = false;
   uint64_t bytes_ = 0, ns_ = 0;
+  hal::GpuCopyEngine* engine_ = nullptr;
+  bool engine_bound_ = false;  // the worker thread's engine binding (worker only)
   std::thread thread_;
 };
 

@@ -178,6 +178,7 @@ Result<void> KvArena::step_async(std::span<const uint32_t> seq_lens) {
     job_result_ = core_->step(seq_lens, ahead);
   } else {
     job_seq_.assign(seq_lens.begin(), seq_lens.end());
+    stop_ahead_.store(false, std::memory_order_relaxed);
     job_queued_ = true;
     job_cv_.notify_one();
   }
@@ -186,6 +187,7 @@ Result<void> KvArena::step_async(std::span<const uint32_t> seq_lens) {
 }
 
 Result<void> KvArena::wait() {
+  stop_ahead_.store(true, std::memory_order_relaxed);
   std::unique_lock job(job_mu_);
   job_cv_.wait(job, [this] { return !job_queued_; });
   job_pending_ = false;
@@ -202,7 +204,7 @@ void KvArena::worker_loop() {
     Result<void> r;
     {
       std::lock_guard lock(mu_);
-      r = core_->step(seq, geo_.lookahead_tokens);
+      r = core_->step(seq, geo_.lookahead_tokens, &stop_ahead_);
     }
     job.lock();
     job_result_ = std::move(r);

@@ -5,6 +5,7 @@
 // thread of their own (copy_worker.hpp).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -41,6 +42,7 @@ class KvArena {
   const ArenaGeometry& geometry() const { return geo_; }
   const cxlpool_kv_arena_config& config() const { return config_; }
   bool host_memory() const { return host_memory_; }
+  const char* backend_name() const { return core_->backend_name(); }
   cxlpool_client* client() const { return client_; }
   uint64_t base() const { return base_; }
   uint32_t tier() const { return tier_; }
@@ -91,6 +93,11 @@ class KvArena {
   bool job_pending_ = false;  // submitted and not yet waited for
   bool job_queued_ = false;   // the worker has not finished it
   bool stop_ = false;
+  // Set by wait(): the worker ends the step's speculative map-ahead at the
+  // next page group, so a caller that is out of other work waits only for
+  // the pages the step needs (the first async step of a batch would
+  // otherwise map a page ahead for every row at once).
+  std::atomic<bool> stop_ahead_{false};
   Result<void> job_result_;
   std::thread worker_;
 

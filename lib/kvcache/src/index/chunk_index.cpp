@@ -120,27 +120,25 @@ bool ChunkIndex::is_pinned(const ChunkKey& key) const {
 }
 
 std::size_t ChunkIndex::lookup_prefix(std::span<const ChunkKey> keys, std::vector<ChunkEntry>* out) {
-  ++stats_.lookups;
-  stats_.lookup_keys += keys.size();
-  std::size_t n = 0;
-  for (; n < keys.size(); ++n) {
-    const std::size_t i = find_slot(keys[n]);
-    if (i == kNotFound || (slots_[i].info.flags & (kChunkDoomed | kChunkWriting))) break;
-    if (out) out->push_back(slots_[i]);
-  }
-  stats_.lookup_hits += n;
-  return n;
+  return match_prefix(keys, out, false);
 }
 
 std::size_t ChunkIndex::pin_prefix(std::span<const ChunkKey> keys, std::vector<ChunkEntry>* out) {
+  return match_prefix(keys, out, true);
+}
+
+std::size_t ChunkIndex::match_prefix(std::span<const ChunkKey> keys, std::vector<ChunkEntry>* out, bool pin) {
   ++stats_.lookups;
   stats_.lookup_keys += keys.size();
   std::size_t n = 0;
   for (; n < keys.size(); ++n) {
     const std::size_t i = find_slot(keys[n]);
     if (i == kNotFound || (slots_[i].info.flags & (kChunkDoomed | kChunkWriting))) break;
-    ++slots_[i].pins;
-    ++stats_.pins_outstanding;
+    if (pin) {
+      ++slots_[i].pins;
+      ++stats_.pins_outstanding;
+    }
+    // Appended after pinning: a get's entries carry the pin they took.
     if (out) out->push_back(slots_[i]);
   }
   stats_.lookup_hits += n;

@@ -4,9 +4,7 @@
 #include <cerrno>
 #include <string>
 
-#include "cxlpool/common/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_format.hpp"
-#include "le_fields.hpp"
 
 namespace cxlpool::kvcache::ssd_detail {
 
@@ -18,14 +16,23 @@ Result<void> check_sealed_header(std::span<const std::byte> bytes, const SealedH
   }
   const std::byte* p = bytes.data();
   if (all_zero(p, layout.bytes)) return fail(ENODATA, layout.zero_message);
-  if (load_le<std::uint32_t>(p + layout.magic_offset) != layout.magic) return fail(EBADMSG, what + ": bad magic");
-  if (load_le<std::uint32_t>(p + layout.crc_offset) != crc32c(bytes.first(layout.crc_offset))) {
+  if (load_le<std::uint32_t>(p + kOffMagic) != layout.magic) return fail(EBADMSG, what + ": bad magic");
+  if (load_le<std::uint32_t>(p + layout.crc_offset()) != crc32c(bytes.first(layout.crc_offset()))) {
     return fail(EBADMSG, what + ": CRC mismatch");
   }
-  const auto version = load_le<std::uint16_t>(p + layout.version_offset);
+  const auto version = load_le<std::uint16_t>(p + kOffVersion);
   if (version != kSsdFormatVersion) {
     return fail(ENOTSUP, what + ": format version " + std::to_string(version) + " (this reader knows " +
                              std::to_string(kSsdFormatVersion) + ")");
+  }
+  return {};
+}
+
+Result<void> check_flags_and_reserved(const std::byte* p, std::uint16_t flags, const SealedHeaderLayout& layout) {
+  const std::string what = layout.what;
+  if ((flags & ~layout.known_flags) != 0) return fail(EBADMSG, what + ": unknown flags");
+  if (!all_zero(p + layout.reserved_offset, layout.crc_offset() - layout.reserved_offset)) {
+    return fail(EBADMSG, what + ": reserved bytes set");
   }
   return {};
 }

@@ -39,24 +39,24 @@ std::vector<CachedChunk> chunks_on(KvTier tier, std::size_t n, std::uint64_t byt
   return std::vector<CachedChunk>(n, CachedChunk{tier, bytes});
 }
 
-LoadDecision decide(const LoadCostConfig& c, std::uint64_t prompt,
-                    const std::vector<CachedChunk>& chunks, std::uint32_t chunk_tokens = 256) {
+LoadCostRequest request(std::uint64_t prompt, const std::vector<CachedChunk>& chunks, std::uint32_t chunk_tokens) {
   LoadCostRequest r;
   r.prompt_tokens = prompt;
   r.chunk_tokens = chunk_tokens;
   r.chunks = chunks;
-  auto d = decide_load(c, r);
+  return r;
+}
+
+LoadDecision decide(const LoadCostConfig& c, std::uint64_t prompt,
+                    const std::vector<CachedChunk>& chunks, std::uint32_t chunk_tokens = 256) {
+  auto d = decide_load(c, request(prompt, chunks, chunk_tokens));
   EXPECT_TRUE(d.has_value()) << (d ? "" : d.error().message);
   return d ? *d : LoadDecision{};
 }
 
 int decide_error(const LoadCostConfig& c, std::uint64_t prompt,
                  const std::vector<CachedChunk>& chunks, std::uint32_t chunk_tokens = 256) {
-  LoadCostRequest r;
-  r.prompt_tokens = prompt;
-  r.chunk_tokens = chunk_tokens;
-  r.chunks = chunks;
-  auto d = decide_load(c, r);
+  auto d = decide_load(c, request(prompt, chunks, chunk_tokens));
   return d ? 0 : d.error().code;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cxlpool/common/crc32c.hpp"
+#include "payload_pattern.hpp"
 #include "cxlpool/kvcache/ssd_region_writer.hpp"
 
 namespace cxlpool::kvcache {
@@ -19,12 +20,6 @@ namespace {
 
 constexpr std::uint32_t kRegion = 128 * 1024;
 const NamespaceFingerprint kNs{0x1234, 0x5678};
-
-std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 7 + seed * 13) & 0xff);
-  return v;
-}
 
 ScanOptions options(std::uint32_t index) {
   ScanOptions o;

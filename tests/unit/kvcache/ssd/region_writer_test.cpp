@@ -8,18 +8,13 @@
 #include <vector>
 
 #include "cxlpool/common/crc32c.hpp"
+#include "payload_pattern.hpp"
 
 namespace cxlpool::kvcache {
 namespace {
 
 constexpr std::uint32_t kRegion = 256 * 1024;
 const NamespaceFingerprint kNs{0xA, 0xB};
-
-std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + seed) & 0xff);
-  return v;
-}
 
 TEST(RegionWriter, RejectsBadRegionSizes) {
   for (std::uint32_t bad : {0u, 4096u, kRegion + 100, kMaxRegionBytes + kSsdBlockBytes}) {

@@ -223,53 +223,63 @@ TEST(KvStoreBasic, ClientsOfOneAccountShareOneQuota) {
   EXPECT_EQ(h.call(kBob, KvOp::kPutBegin, keys_of(43, 1), kChunk).outcome, KvStatus::kOk);
 }
 
-TEST(KvStoreBasic, ExpiredLeasesAreRevokedAndForgotten) {
-  std::uint64_t now = 1'000'000'000;
-  HarnessOptions o;
+// Leases under a clock the test moves by hand.
+class KvStoreLeaseClock : public ::testing::Test {
+ protected:
+  HarnessOptions clock_options() {
+    HarnessOptions o;
+    o.config.clock = [this] { return now_; };
+    return o;
+  }
+  // Puts `keys` (Alice) and leases them all with one get.
+  void put_and_lease(std::span<const proto::KvKey> keys, KvStoreCompletion& lease) {
+    ASSERT_EQ(h_.put(kAlice, keys).completion.result0, keys.size());
+    lease = h_.call(kAlice, KvOp::kGet, keys);
+    ASSERT_EQ(lease.outcome, KvStatus::kOk);
+  }
+
+  std::uint64_t now_ = 0;
+  KvHarness h_;
+};
+
+TEST_F(KvStoreLeaseClock, ExpiredLeasesAreRevokedAndForgotten) {
+  now_ = 1'000'000'000;
+  HarnessOptions o = clock_options();
   o.dram_slots = 2;
   o.config.lease_timeout_ns = 5'000'000'000;
-  o.config.clock = [&now] { return now; };
-  KvHarness h;
-  KV_OPEN_OR_SKIP(h, o);
+  KV_OPEN_OR_SKIP(h_, o);
   const auto keys = keys_of(44, 2);
-  ASSERT_EQ(h.put(kAlice, keys).completion.result0, 2u);
-  auto old_lease = h.call(kAlice, KvOp::kGet, keys);
-  ASSERT_EQ(old_lease.outcome, KvStatus::kOk);
+  KvStoreCompletion old_lease;
+  ASSERT_NO_FATAL_FAILURE(put_and_lease(keys, old_lease));
   // Every DRAM slot is leased: Bob cannot commit.
-  EXPECT_EQ(h.put(kBob, keys_of(45, 1)).outcome, KvStatus::kRejected);
-  now += 3'000'000'000;
-  auto young = h.call(kAlice, KvOp::kGet, std::span(keys).first(1));
+  EXPECT_EQ(h_.put(kBob, keys_of(45, 1)).outcome, KvStatus::kRejected);
+  now_ += 3'000'000'000;
+  auto young = h_.call(kAlice, KvOp::kGet, std::span(keys).first(1));
   ASSERT_EQ(young.outcome, KvStatus::kOk);
-  EXPECT_EQ(h.store().expire_leases(), 0u) << "no lease is 5 s old yet";
-  now += 2'000'000'000;
-  EXPECT_EQ(h.store().expire_leases(), 1u);
-  EXPECT_EQ(h.store().counters().leases_expired, 1u);
-  EXPECT_EQ(h.store().counters().leases, 1u);
-  EXPECT_EQ(h.store().counters().leased_bytes, kChunk);
+  EXPECT_EQ(h_.store().expire_leases(), 0u) << "no lease is 5 s old yet";
+  now_ += 2'000'000'000;
+  EXPECT_EQ(h_.store().expire_leases(), 1u);
+  EXPECT_EQ(h_.store().counters().leases_expired, 1u);
+  EXPECT_EQ(h_.store().counters().leases, 1u);
+  EXPECT_EQ(h_.store().counters().leased_bytes, kChunk);
   // The unpinned chunk can be evicted for Bob's put.
-  EXPECT_EQ(h.put(kBob, keys_of(45, 1)).completion.result0, 1u);
+  EXPECT_EQ(h_.put(kBob, keys_of(45, 1)).completion.result0, 1u);
   // Alice's release of the revoked lease is answered as for an unknown one.
-  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, old_lease.completion.result0).outcome, KvStatus::kNotFound);
-  now += 3'000'000'000;
-  EXPECT_EQ(h.store().expire_leases(), 1u);
-  EXPECT_EQ(h.store().counters().leases_expired, 2u);
-  EXPECT_EQ(h.store().counters().leases, 0u);
-  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, young.completion.result0).outcome, KvStatus::kNotFound);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kRelease, {}, old_lease.completion.result0).outcome, KvStatus::kNotFound);
+  now_ += 3'000'000'000;
+  EXPECT_EQ(h_.store().expire_leases(), 1u);
+  EXPECT_EQ(h_.store().counters().leases_expired, 2u);
+  EXPECT_EQ(h_.store().counters().leases, 0u);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kRelease, {}, young.completion.result0).outcome, KvStatus::kNotFound);
 }
 
-TEST(KvStoreBasic, LeasesNeverExpireWithoutATimeout) {
-  std::uint64_t now = 0;
-  HarnessOptions o;
-  o.config.clock = [&now] { return now; };
-  KvHarness h;
-  KV_OPEN_OR_SKIP(h, o);
-  const auto keys = keys_of(46, 1);
-  ASSERT_EQ(h.put(kAlice, keys).completion.result0, 1u);
-  auto get = h.call(kAlice, KvOp::kGet, keys);
-  ASSERT_EQ(get.outcome, KvStatus::kOk);
-  now = ~std::uint64_t{0} / 2;
-  EXPECT_EQ(h.store().expire_leases(), 0u);
-  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
+TEST_F(KvStoreLeaseClock, LeasesNeverExpireWithoutATimeout) {
+  KV_OPEN_OR_SKIP(h_, clock_options());
+  KvStoreCompletion get;
+  ASSERT_NO_FATAL_FAILURE(put_and_lease(keys_of(46, 1), get));
+  now_ = ~std::uint64_t{0} / 2;
+  EXPECT_EQ(h_.store().expire_leases(), 0u);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
 }
 
 TEST(KvStoreBasic, TooManyLeasesIsEmfile) {

@@ -14,60 +14,16 @@ namespace {
 
 using proto::KvOp;
 
-// Whole 4 KiB blocks, so the slot can be lent; 64 KiB regions hold 3.
-constexpr std::uint32_t kBlockChunk = 12288;
-
-class KvStoreLend : public ::testing::TestWithParam<Driver> {
+class KvStoreLend : public KvStoreOverSsd {
  protected:
-  // Four DRAM slots (two may be lent at a time), every chunk admitted.
-  HarnessOptions options() const {
-    HarnessOptions o;
-    o.dram_slots = 4;
-    o.ssd = true;
-    o.driver = GetParam();
-    o.region_bytes = 64 * 1024;
-    o.config.admission.threshold = 1;
-    o.config.ssd_lend_min_bytes = 4096;
-    return o;
-  }
-  void put_each(std::span<const proto::KvKey> keys) {
-    for (const auto& k : keys) ASSERT_EQ(h_.put(kAlice, {&k, 1}, kBlockChunk).completion.result0, 1u);
-  }
-  void drain() {
-    for (int i = 0; i < 20000 && h_.store().io_in_flight() != 0; ++i) {
-      if (h_.faulty() != nullptr) {
-        while (h_.faulty()->held() != 0) h_.faulty()->release_held(0);
-      }
-      std::vector<KvStoreCompletion> out;
-      h_.store().poll(out);
-      for (auto& c : out) h_.stray().push_back(std::move(c));
-      ::usleep(50);
-    }
-    ASSERT_EQ(h_.store().io_in_flight(), 0u);
-  }
+  HarnessOptions options() const { return lending_options(GetParam()); }
+  void put_each(std::span<const proto::KvKey> keys) { h_.put_each(kAlice, keys, kBlockChunk); }
   // Gets chunk k alone (Bob) and checks its bytes; false when not served.
-  bool get_checked(const proto::KvKey& k) {
-    auto get = h_.call(kBob, KvOp::kGet, {&k, 1});
-    EXPECT_EQ(get.outcome, KvStatus::kOk);
-    if (get.completion.result1 != 1) return false;
-    EXPECT_TRUE(h_.holds(get.locations[0], k, kBlockChunk));
-    EXPECT_EQ(h_.call(kBob, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
-    return true;
-  }
-  // Every DRAM slot in use holds a DRAM chunk: none is still lent or leaked.
-  void expect_no_slot_leaked() {
-    const KvStoreCounters& c = h_.store().counters();
-    EXPECT_EQ(c.tiers[0].used_bytes, c.tiers[0].chunks * kSlot);
-  }
-
-  KvHarness h_;
+  bool get_checked(const proto::KvKey& k) { return h_.get_checked(kBob, k, kBlockChunk); }
 };
 
 TEST_P(KvStoreLend, GetOfAChunkWhoseSlotIsBeingWrittenReturnsItsBytes) {
-  HarnessOptions o = options();
-  o.faulty = true;
-  o.fault.hold_write_completions = true;
-  KV_OPEN_OR_SKIP(h_, o);
+  KV_OPEN_OR_SKIP(h_, holding_writes(options()));
   const auto keys = keys_of(300, 10);
   put_each(keys);
   const SsdStoreStats& st = *h_.store().ssd_stats();
@@ -87,9 +43,9 @@ TEST_P(KvStoreLend, GetOfAChunkWhoseSlotIsBeingWrittenReturnsItsBytes) {
 
   // Writes complete: the slots come back and are reused by new chunks; the
   // old ones now come from the device, intact.
-  drain();
+  h_.drain();
   put_each(keys_of(301, 8));
-  drain();
+  h_.drain();
   for (std::size_t i = 0; i < 6; ++i) EXPECT_TRUE(get_checked(keys[i])) << "chunk " << i;
   ASSERT_TRUE(h_.store().flush());
   expect_no_slot_leaked();
@@ -97,15 +53,12 @@ TEST_P(KvStoreLend, GetOfAChunkWhoseSlotIsBeingWrittenReturnsItsBytes) {
 }
 
 TEST_P(KvStoreLend, FailedWriteOfALentSlotDropsItsChunksAndFreesTheSlot) {
-  HarnessOptions o = options();
-  o.faulty = true;
-  // Data operations: 16 region-header reads at open, then region 0's
-  // writes: its headers, then the first lent chunk from its slot.
-  o.fault.fail_nth_op = o.ssd_regions + 2;
-  KV_OPEN_OR_SKIP(h_, o);
+  // After the open: region 0's headers, then the first lent chunk from its
+  // slot.
+  KV_OPEN_OR_SKIP(h_, failing_after_open(options(), 2));
   const auto keys = keys_of(310, 10);
   put_each(keys);
-  drain();
+  h_.drain();
   EXPECT_EQ(h_.faulty()->injected(), 1u);
   const SsdStoreStats& st = *h_.store().ssd_stats();
   EXPECT_GE(st.lent_puts, 1u);
@@ -122,10 +75,7 @@ TEST_P(KvStoreLend, FailedWriteOfALentSlotDropsItsChunksAndFreesTheSlot) {
 }
 
 TEST_P(KvStoreLend, StoreDroppedWithLentWritesInFlightRestartsIntact) {
-  HarnessOptions o = options();
-  o.faulty = true;
-  o.fault.hold_write_completions = true;
-  KV_OPEN_OR_SKIP(h_, o);
+  KV_OPEN_OR_SKIP(h_, holding_writes(options()));
   const auto keys = keys_of(320, 10);
   put_each(keys);
   EXPECT_GE(h_.store().ssd_writes_in_flight(), 1u);

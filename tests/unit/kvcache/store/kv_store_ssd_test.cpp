@@ -15,32 +15,17 @@ namespace {
 
 using proto::KvOp;
 
-class KvStoreSsd : public ::testing::TestWithParam<Driver> {
+class KvStoreSsd : public KvStoreOverSsd {
  protected:
   // Two DRAM slots, no CXL, every demoted chunk admitted to SSD.
-  HarnessOptions options() const {
-    HarnessOptions o;
-    o.dram_slots = 2;
-    o.ssd = true;
-    o.driver = GetParam();
-    o.config.admission.threshold = 1;
-    return o;
-  }
+  HarnessOptions options() const { return ssd_options(GetParam(), 2); }
   // Puts `keys` one by one: all but the last two end up SSD-only.
-  void put_each(std::span<const proto::KvKey> keys) {
-    for (const auto& k : keys) ASSERT_EQ(h_.put(kAlice, {&k, 1}).completion.result0, 1u);
+  void put_each(std::span<const proto::KvKey> keys) { h_.put_each(kAlice, keys); }
+  // put_each, then a flush that seals the region: reads go to the device.
+  void put_on_device(std::span<const proto::KvKey> keys) {
+    ASSERT_NO_FATAL_FAILURE(put_each(keys));
+    ASSERT_TRUE(h_.store().flush());
   }
-  void drain() {
-    for (int i = 0; i < 20000 && h_.store().io_in_flight() != 0; ++i) {
-      std::vector<KvStoreCompletion> out;
-      h_.store().poll(out);
-      for (auto& c : out) h_.stray().push_back(std::move(c));
-      ::usleep(50);
-    }
-    ASSERT_EQ(h_.store().io_in_flight(), 0u);
-  }
-
-  KvHarness h_;
 };
 
 TEST_P(KvStoreSsd, GetReadsSsdChunksIntoDramSlots) {
@@ -90,8 +75,7 @@ TEST_P(KvStoreSsd, CompletionEventfdWakesForSsdReads) {
   }
   ASSERT_GE(fd, 0);
   const auto keys = keys_of(205, 4);
-  put_each(keys);
-  ASSERT_TRUE(h_.store().flush());
+  ASSERT_NO_FATAL_FAILURE(put_on_device(keys));
   std::vector<KvStoreCompletion> out;
   // Writes the flush started may still complete (and signal) after it
   // returns; once nothing is in flight, a poll leaves the eventfd reset.
@@ -117,12 +101,11 @@ TEST_P(KvStoreSsd, CompletionEventfdWakesForSsdReads) {
 TEST_P(KvStoreSsd, PrefetchLoadsIntoDramInTheBackground) {
   KV_OPEN_OR_SKIP(h_, options());
   const auto keys = keys_of(210, 4);
-  put_each(keys);
-  ASSERT_TRUE(h_.store().flush());
+  ASSERT_NO_FATAL_FAILURE(put_on_device(keys));
   auto pre = h_.call(kAlice, KvOp::kPrefetch, keys);
   ASSERT_EQ(pre.outcome, KvStatus::kOk);
   EXPECT_EQ(pre.completion.result0, 2u);  // chunks 0 and 1 were SSD-only
-  drain();
+  h_.drain();
   EXPECT_EQ(h_.tiers(std::span(keys).first(2)), (std::vector<std::uint16_t>{0, 0}));
   EXPECT_EQ(h_.store().counters().prefetches, 2u);
   auto look = h_.call(kAlice, KvOp::kLookup, keys);
@@ -130,17 +113,13 @@ TEST_P(KvStoreSsd, PrefetchLoadsIntoDramInTheBackground) {
 }
 
 TEST_P(KvStoreSsd, InjectedIoErrorFailsTheGetAndDropsOnlyThatChunk) {
-  HarnessOptions o = options();
-  o.faulty = true;
-  // Data operations: 16 region-header reads at open, the region write at
-  // flush, then the get's read. Not EIO: the device's own errno must reach
-  // the completion (and so the wire).
-  o.fault.fail_nth_op = o.ssd_regions + 2;
+  // After the open: the region write at flush, then the get's read. Not
+  // EIO: the device's own errno must reach the completion (and so the wire).
+  HarnessOptions o = failing_after_open(options(), 2);
   o.fault.fail_errno = EROFS;
   KV_OPEN_OR_SKIP(h_, o);
   const auto keys = keys_of(220, 4);
-  put_each(keys);
-  ASSERT_TRUE(h_.store().flush());
+  ASSERT_NO_FATAL_FAILURE(put_on_device(keys));
   auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(1));
   EXPECT_EQ(bad.outcome, KvOutcome::device_error(EROFS));
   EXPECT_EQ(to_errno(bad.outcome), EROFS);
@@ -152,31 +131,19 @@ TEST_P(KvStoreSsd, InjectedIoErrorFailsTheGetAndDropsOnlyThatChunk) {
   // failed read's DRAM slot displaced chunk 2, which has an SSD copy.)
   EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, keys).completion.result0, 0u);
   EXPECT_EQ(h_.tiers(std::span(keys).subspan(1)), (std::vector<std::uint16_t>{2, 2, 0}));
-  for (std::size_t i = 1; i < 4; ++i) {
-    auto good = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
-    ASSERT_EQ(good.outcome, KvStatus::kOk);
-    ASSERT_EQ(good.completion.result1, 1u) << i;
-    EXPECT_TRUE(h_.holds(good.locations[0], keys[i]));
-    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, good.completion.result0).outcome, KvStatus::kOk);
-  }
-  const KvStoreCounters& c = h_.store().counters();
-  EXPECT_GE(c.tiers[2].errors, 1u);
-  // No slot leaked by the failed read: every used slot holds a chunk.
-  EXPECT_EQ(c.tiers[0].used_bytes, c.tiers[0].chunks * kSlot);
+  for (std::size_t i = 1; i < 4; ++i) EXPECT_TRUE(h_.get_checked(kAlice, keys[i])) << "chunk " << i;
+  EXPECT_GE(h_.store().counters().tiers[2].errors, 1u);
+  expect_no_slot_leaked();  // not by the failed read either
 }
 
 // A region whose asynchronous write fails takes its chunks out of the
 // index: no lookup finds them and no get serves them, the rest goes on.
 TEST_P(KvStoreSsd, FailedRegionWriteDropsItsChunksFromTheIndex) {
-  HarnessOptions o = options();
-  o.faulty = true;
-  // Data operations: 16 region-header reads at open, then region 0's write.
-  o.fault.fail_nth_op = o.ssd_regions + 1;
-  KV_OPEN_OR_SKIP(h_, o);
+  KV_OPEN_OR_SKIP(h_, failing_after_open(options(), 1));  // region 0's write
   // 256 KiB regions hold 15 chunks: the 16th demotion seals region 0.
   const auto keys = keys_of(225, 18);
   put_each(keys);
-  drain();
+  h_.drain();
   EXPECT_EQ(h_.faulty()->injected(), 1u);
   EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, keys).completion.result0, 0u);
   for (std::size_t i = 0; i < 15; ++i) {
@@ -204,13 +171,12 @@ TEST_P(KvStoreSsd, ShortReadFailsTheGetWithoutPoisoningTheIndex) {
   o.fault.short_read_bytes = 4096;  // headers read whole, chunks cut short
   KV_OPEN_OR_SKIP(h_, o);
   const auto keys = keys_of(230, 4);
-  put_each(keys);
-  ASSERT_TRUE(h_.store().flush());
+  ASSERT_NO_FATAL_FAILURE(put_on_device(keys));
   auto bad = h_.call(kAlice, KvOp::kGet, std::span(keys).first(2));
   EXPECT_EQ(bad.outcome, KvOutcome::device_error(EIO));
   EXPECT_EQ(h_.store().counters().leases, 0u);
   EXPECT_EQ(h_.call(kAlice, KvOp::kLookup, keys).completion.result0, 0u);
-  EXPECT_EQ(h_.store().counters().tiers[0].used_bytes, h_.store().counters().tiers[0].chunks * kSlot);
+  expect_no_slot_leaked();
   // The two reads took both DRAM slots, displacing chunks 2 and 3 (they
   // have SSD copies): still indexed until a read of theirs fails too.
   EXPECT_EQ(h_.tiers(std::span(keys).subspan(2)), (std::vector<std::uint16_t>{2, 2}));
@@ -257,12 +223,7 @@ TEST_P(KvStoreSsd, RestartIndexesRecoveredChunksAsSsd) {
   EXPECT_FALSE(h_.store().namespaces()[b.id - 1].recovered_only);
 
   EXPECT_EQ(h_.tiers(keys), (std::vector<std::uint16_t>{2, 2, 2, 2, 2}));
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto get = h_.call(kAlice, KvOp::kGet, std::span(keys).subspan(i, 1));
-    ASSERT_EQ(get.completion.result1, 1u) << i;
-    EXPECT_TRUE(h_.holds(get.locations[0], keys[i]));
-    ASSERT_EQ(h_.call(kAlice, KvOp::kRelease, {}, get.completion.result0).outcome, KvStatus::kOk);
-  }
+  for (std::size_t i = 0; i < keys.size(); ++i) EXPECT_TRUE(h_.get_checked(kAlice, keys[i])) << "chunk " << i;
 }
 
 TEST_P(KvStoreSsd, PerCommitWritesThroughAndSurvivesACrash) {
@@ -309,11 +270,10 @@ TEST_P(KvStoreSsd, DropAndDeleteEraseSsdCopiesForGood) {
 TEST_P(KvStoreSsd, ClientGoneWhileItsGetWaitsForTheDevice) {
   KV_OPEN_OR_SKIP(h_, options());
   const auto keys = keys_of(270, 4);
-  put_each(keys);
-  ASSERT_TRUE(h_.store().flush());
+  ASSERT_NO_FATAL_FAILURE(put_on_device(keys));
   h_.submit(kBob, KvOp::kGet, std::span(keys).first(2));
   h_.store().remove_client(kBob);
-  drain();
+  h_.drain();
   for (const auto& c : h_.stray()) EXPECT_NE(c.client, kBob);
   EXPECT_EQ(h_.store().counters().leases, 0u);
   // What was read stays cached, unleased: new chunks can displace it.
@@ -323,8 +283,7 @@ TEST_P(KvStoreSsd, ClientGoneWhileItsGetWaitsForTheDevice) {
 TEST_P(KvStoreSsd, ACorruptRecordFailsTheGetWithChecksumError) {
   KV_OPEN_OR_SKIP(h_, options());
   const auto keys = keys_of(320, 4);
-  put_each(keys);
-  ASSERT_TRUE(h_.store().flush());  // reads now go to the device
+  ASSERT_NO_FATAL_FAILURE(put_on_device(keys));  // reads now go to the device
   // Region 0: its header block, then the first entry's header block and
   // payload.
   h_.flip_ssd_byte(2 * kSsdBlockBytes + 1234);
@@ -343,12 +302,9 @@ TEST_P(KvStoreSsd, ACorruptRecordFailsTheGetWithChecksumError) {
 }
 
 TEST_P(KvStoreSsd, AFailedWriteThroughIsADeviceError) {
-  HarnessOptions o = options();
+  // After the open: the first region's header block, then the commit's entry.
+  HarnessOptions o = failing_after_open(options(), 2);
   o.sync = SsdSyncPolicy::kPerCommit;
-  o.faulty = true;
-  // Data operations: 16 region-header reads at open, the first region's
-  // header block, then the commit's entry.
-  o.fault.fail_nth_op = o.ssd_regions + 2;
   KV_OPEN_OR_SKIP(h_, o);
   const auto keys = keys_of(340, 2);
   auto failed = h_.put(kAlice, std::span(keys).first(1));

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "kv_store_harness.hpp"
@@ -64,6 +65,33 @@ bool all_zero(const std::byte* p, std::size_t n) {
   return true;
 }
 
+// Tenant A (the harness's own namespace) and tenant B, their chunks in
+// per-namespace views of the DRAM and CXL slots.
+class KvStoreTenantViews : public ::testing::Test {
+ protected:
+  // A store with this many DRAM and CXL slots, each tenant's in its views.
+  HarnessOptions view_options(std::size_t dram_slots, std::size_t cxl_slots) {
+    views_.emplace(dram_slots, cxl_slots);
+    HarnessOptions o;
+    o.dram_slots = dram_slots;
+    o.cxl_slots = cxl_slots;
+    o.memory = &*views_;
+    return o;
+  }
+  // Once the store is up: B's namespace beside A's.
+  void open_tenant_b() {
+    a_ = h_.ns();
+    auto b = h_.store().open_namespace(test_spec("tenant-b"));
+    ASSERT_TRUE(b);
+    b_ = *b;
+  }
+
+  std::optional<HeapViews> views_;
+  KvHarness h_;
+  std::uint32_t a_ = 0;
+  std::uint32_t b_ = 0;
+};
+
 TEST(KvStoreIsolation, AnotherNamespacesKeysFindNothing) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, HarnessOptions{});
@@ -106,114 +134,87 @@ TEST(KvStoreIsolation, AnotherNamespacesKeysFindNothing) {
   EXPECT_EQ(h.call(kBob, proto::KvOp::kLookup, mixed, 0, 0, 0, *other).completion.result0, 1u);
 }
 
-TEST(KvStoreIsolation, ChunksAreWrittenIntoTheirNamespacesView) {
-  HeapViews views(2, 0);
-  HarnessOptions o;
-  o.dram_slots = 2;
-  o.memory = &views;
-  KvHarness h;
-  KV_OPEN_OR_SKIP(h, o);
-  const std::uint32_t a = h.ns();
-  auto b = h.store().open_namespace(test_spec("tenant-b"));
-  ASSERT_TRUE(b);
+TEST_F(KvStoreTenantViews, ChunksAreWrittenIntoTheirNamespacesView) {
+  KV_OPEN_OR_SKIP(h_, view_options(2, 0));
+  ASSERT_NO_FATAL_FAILURE(open_tenant_b());
 
   const auto ka = keys_of(1, 2);
-  ASSERT_EQ(h.put(kAlice, ka).completion.result0, 2u);
-  auto got = h.call(kAlice, proto::KvOp::kLookup, ka);
+  ASSERT_EQ(h_.put(kAlice, ka).completion.result0, 2u);
+  auto got = h_.call(kAlice, proto::KvOp::kLookup, ka);
   ASSERT_EQ(got.locations.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
-    EXPECT_TRUE(view_holds(views, a, got.locations[i], ka[i]));
-    EXPECT_EQ(views.holder(KvTier::kDram, got.locations[i].offset), a);
-    EXPECT_TRUE(all_zero(views.view(*b, KvTier::kDram) + got.locations[i].offset, kChunk))
+    EXPECT_TRUE(view_holds(*views_, a_, got.locations[i], ka[i]));
+    EXPECT_EQ(views_->holder(KvTier::kDram, got.locations[i].offset), a_);
+    EXPECT_TRUE(all_zero(views_->view(b_, KvTier::kDram) + got.locations[i].offset, kChunk))
         << "nothing of A's in B's view";
   }
-  EXPECT_TRUE(all_zero(h.arena(0), 2 * kSlot)) << "the arena itself is never written";
-  EXPECT_EQ(views.punches, 0);
+  EXPECT_TRUE(all_zero(h_.arena(0), 2 * kSlot)) << "the arena itself is never written";
+  EXPECT_EQ(views_->punches, 0);
 
   // B's puts evict A's chunks (two slots, no lower tier): each slot moves
   // from A to B, and A's view loses the bytes there.
   std::vector<std::uint64_t> a_offsets;
   for (const auto& loc : got.locations) a_offsets.push_back(loc.offset);
   const auto kb = keys_of(2, 2);
-  ASSERT_EQ(h.put(kBob, kb, kChunk, *b).completion.result0, 2u);
-  EXPECT_EQ(views.punches, 2);
-  EXPECT_EQ(h.call(kAlice, proto::KvOp::kLookup, ka).completion.result0, 0u) << "A's chunks were evicted";
-  auto theirs = h.call(kBob, proto::KvOp::kLookup, kb, 0, 0, 0, *b);
+  ASSERT_EQ(h_.put(kBob, kb, kChunk, b_).completion.result0, 2u);
+  EXPECT_EQ(views_->punches, 2);
+  EXPECT_EQ(h_.call(kAlice, proto::KvOp::kLookup, ka).completion.result0, 0u) << "A's chunks were evicted";
+  auto theirs = h_.call(kBob, proto::KvOp::kLookup, kb, 0, 0, 0, b_);
   ASSERT_EQ(theirs.locations.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
-    EXPECT_TRUE(view_holds(views, *b, theirs.locations[i], kb[i]));
-    EXPECT_EQ(views.holder(KvTier::kDram, theirs.locations[i].offset), *b);
+    EXPECT_TRUE(view_holds(*views_, b_, theirs.locations[i], kb[i]));
+    EXPECT_EQ(views_->holder(KvTier::kDram, theirs.locations[i].offset), b_);
   }
   for (const std::uint64_t off : a_offsets) {
-    EXPECT_TRUE(all_zero(views.view(a, KvTier::kDram) + off, kSlot)) << "A's view was punched at " << off;
+    EXPECT_TRUE(all_zero(views_->view(a_, KvTier::kDram) + off, kSlot)) << "A's view was punched at " << off;
   }
 
   // A slot going back to the namespace that last held it costs no punch.
-  const int punches = views.punches;
-  ASSERT_EQ(h.call(kBob, proto::KvOp::kDelete, kb, 0, 0, 0, *b).completion.result0, 2u);
+  const int punches = views_->punches;
+  ASSERT_EQ(h_.call(kBob, proto::KvOp::kDelete, kb, 0, 0, 0, b_).completion.result0, 2u);
   const auto kb2 = keys_of(3, 2);
-  ASSERT_EQ(h.put(kBob, kb2, kChunk, *b).completion.result0, 2u);
-  EXPECT_EQ(views.punches, punches);
-  EXPECT_TRUE(all_zero(h.arena(0), 2 * kSlot)) << "the arena itself is never written";
+  ASSERT_EQ(h_.put(kBob, kb2, kChunk, b_).completion.result0, 2u);
+  EXPECT_EQ(views_->punches, punches);
+  EXPECT_TRUE(all_zero(h_.arena(0), 2 * kSlot)) << "the arena itself is never written";
 }
 
-TEST(KvStoreIsolation, DemotionsAndPromotionsMoveChunksWithinTheirView) {
-  HeapViews views(1, 2);
-  HarnessOptions o;
-  o.dram_slots = 1;
-  o.cxl_slots = 2;
-  o.memory = &views;
-  KvHarness h;
-  KV_OPEN_OR_SKIP(h, o);
-  const std::uint32_t a = h.ns();
-  auto b = h.store().open_namespace(test_spec("tenant-b"));
-  ASSERT_TRUE(b);
+TEST_F(KvStoreTenantViews, DemotionsAndPromotionsMoveChunksWithinTheirView) {
+  KV_OPEN_OR_SKIP(h_, view_options(1, 2));
+  ASSERT_NO_FATAL_FAILURE(open_tenant_b());
   const auto ka = keys_of(1, 1);
   const auto kb = keys_of(2, 1);
-  ASSERT_EQ(h.put(kAlice, ka).completion.result0, 1u);
-  ASSERT_EQ(h.put(kBob, kb, kChunk, *b).completion.result0, 1u);  // A's chunk goes down to CXL
-  auto where = h.call(kAlice, proto::KvOp::kLookup, ka);
+  ASSERT_EQ(h_.put(kAlice, ka).completion.result0, 1u);
+  ASSERT_EQ(h_.put(kBob, kb, kChunk, b_).completion.result0, 1u);  // A's chunk goes down to CXL
+  auto where = h_.call(kAlice, proto::KvOp::kLookup, ka);
   ASSERT_EQ(where.locations.size(), 1u);
   EXPECT_EQ(where.locations[0].tier, 1);
-  EXPECT_TRUE(view_holds(views, a, where.locations[0], ka[0]));
-  EXPECT_TRUE(all_zero(views.view(*b, KvTier::kCxl), 2 * kSlot)) << "B's CXL view holds nothing";
+  EXPECT_TRUE(view_holds(*views_, a_, where.locations[0], ka[0]));
+  EXPECT_TRUE(all_zero(views_->view(b_, KvTier::kCxl), 2 * kSlot)) << "B's CXL view holds nothing";
   // A get promotes it back into DRAM, into A's view; B's chunk goes to CXL.
-  auto got = h.call(kAlice, proto::KvOp::kGet, ka);
+  auto got = h_.call(kAlice, proto::KvOp::kGet, ka);
   ASSERT_EQ(got.locations.size(), 1u);
   EXPECT_EQ(got.locations[0].tier, 0);
-  EXPECT_TRUE(view_holds(views, a, got.locations[0], ka[0]));
-  auto bs = h.call(kBob, proto::KvOp::kLookup, kb, 0, 0, 0, *b);
+  EXPECT_TRUE(view_holds(*views_, a_, got.locations[0], ka[0]));
+  auto bs = h_.call(kBob, proto::KvOp::kLookup, kb, 0, 0, 0, b_);
   ASSERT_EQ(bs.locations.size(), 1u);
   EXPECT_EQ(bs.locations[0].tier, 1);
-  EXPECT_TRUE(view_holds(views, *b, bs.locations[0], kb[0]));
-  EXPECT_TRUE(all_zero(views.view(*b, KvTier::kDram), kSlot)) << "B's DRAM view was punched";
-  EXPECT_TRUE(all_zero(h.arena(0), kSlot));
-  EXPECT_TRUE(all_zero(h.arena(1), 2 * kSlot));
+  EXPECT_TRUE(view_holds(*views_, b_, bs.locations[0], kb[0]));
+  EXPECT_TRUE(all_zero(views_->view(b_, KvTier::kDram), kSlot)) << "B's DRAM view was punched";
+  EXPECT_TRUE(all_zero(h_.arena(0), kSlot));
+  EXPECT_TRUE(all_zero(h_.arena(1), 2 * kSlot));
 }
 
 // SSD demotions written from a lent slot and SSD reads back into a slot go
 // through the chunk's namespace view, with no registered buffers.
 TEST(KvStoreIsolation, SsdWritesAndReadsUseTheNamespacesView) {
   HeapViews views(4, 0);
-  HarnessOptions o;
-  o.dram_slots = 4;
-  o.ssd = true;
-  o.region_bytes = 64 * 1024;
-  o.config.admission.threshold = 1;
-  o.config.ssd_lend_min_bytes = 4096;
+  HarnessOptions o = lending_options();
   o.memory = &views;
   KvHarness h;
   KV_OPEN_OR_SKIP(h, o);
-  constexpr std::uint32_t kBlockChunk = 12288;  // whole blocks: lendable
   const auto keys = keys_of(40, 10);
-  for (const auto& k : keys) ASSERT_EQ(h.put(kAlice, {&k, 1}, kBlockChunk).completion.result0, 1u);
-  for (int i = 0; i < 20000 && h.store().io_in_flight() != 0; ++i) {
-    std::vector<KvStoreCompletion> out;
-    h.store().poll(out);
-    for (auto& c : out) h.stray().push_back(std::move(c));
-    ::usleep(50);
-  }
-  ASSERT_EQ(h.store().io_in_flight(), 0u);
+  ASSERT_NO_FATAL_FAILURE(h.put_each(kAlice, keys, kBlockChunk));
+  ASSERT_NO_FATAL_FAILURE(h.drain());
   EXPECT_GE(h.store().ssd_stats()->lent_puts, 1u) << "some demotion was written from its slot";
   std::size_t from_ssd = 0;
   for (const auto& k : keys) {

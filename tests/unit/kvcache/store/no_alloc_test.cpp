@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <string>
@@ -45,6 +47,27 @@ std::uint64_t allocations_in(Fn&& fn) {
   return g_allocations.load(std::memory_order_relaxed) - before;
 }
 
+// One data-path call, the status it must answer and what it stands for.
+struct StatusCall {
+  const char* what;
+  KvStatus want;
+  std::function<KvStatus()> run;
+};
+
+// Makes every call, in order, with the allocation counter watching (the
+// calls are built and the statuses' room taken before it starts); none may
+// allocate, and each must answer its status.
+void expect_no_alloc(std::initializer_list<StatusCall> calls) {
+  std::vector<KvStatus> got(calls.size(), KvStatus::kOk);
+  const std::uint64_t n = allocations_in([&] {
+    std::size_t i = 0;
+    for (const StatusCall& c : calls) got[i++] = c.run();
+  });
+  EXPECT_EQ(n, 0u);
+  std::size_t i = 0;
+  for (const StatusCall& c : calls) EXPECT_EQ(got[i++], c.want) << c.what;
+}
+
 ChunkKey key_of(std::uint64_t i) { return ChunkKey{i + 1, i * 31 + 7}; }
 
 struct FreeDeleter {
@@ -63,25 +86,15 @@ TEST(NoAlloc, IndexMissesAndRefusals) {
   ChunkIndex idx(4);
   for (std::uint64_t i = 0; i < 4; ++i) ASSERT_EQ(idx.insert(key_of(i), ChunkInfo{}), KvStatus::kOk);
   ASSERT_TRUE(idx.pin(key_of(0)));
-  KvStatus full = KvStatus::kOk, present = KvStatus::kOk, busy = KvStatus::kOk, gone = KvStatus::kOk;
-  KvStatus pin_miss = KvStatus::kOk, unpin_miss = KvStatus::kOk, unpinned = KvStatus::kOk;
-  const std::uint64_t n = allocations_in([&] {
-    full = idx.insert(key_of(9), ChunkInfo{});
-    present = idx.insert(key_of(1), ChunkInfo{});
-    busy = idx.update(key_of(0), ChunkInfo{});
-    gone = idx.update(key_of(9), ChunkInfo{});
-    pin_miss = idx.pin(key_of(9)).status();
-    unpin_miss = idx.unpin(key_of(9)).status();
-    unpinned = idx.unpin(key_of(1)).status();
+  expect_no_alloc({
+      {"full", KvStatus::kRejected, [&] { return idx.insert(key_of(9), ChunkInfo{}); }},
+      {"present", KvStatus::kBadState, [&] { return idx.insert(key_of(1), ChunkInfo{}); }},
+      {"busy", KvStatus::kBusy, [&] { return idx.update(key_of(0), ChunkInfo{}); }},
+      {"gone", KvStatus::kNotFound, [&] { return idx.update(key_of(9), ChunkInfo{}); }},
+      {"pin miss", KvStatus::kNotFound, [&] { return idx.pin(key_of(9)).status(); }},
+      {"unpin miss", KvStatus::kNotFound, [&] { return idx.unpin(key_of(9)).status(); }},
+      {"unpinned", KvStatus::kBadState, [&] { return idx.unpin(key_of(1)).status(); }},
   });
-  EXPECT_EQ(n, 0u);
-  EXPECT_EQ(full, KvStatus::kRejected);
-  EXPECT_EQ(present, KvStatus::kBadState);
-  EXPECT_EQ(busy, KvStatus::kBusy);
-  EXPECT_EQ(gone, KvStatus::kNotFound);
-  EXPECT_EQ(pin_miss, KvStatus::kNotFound);
-  EXPECT_EQ(unpin_miss, KvStatus::kNotFound);
-  EXPECT_EQ(unpinned, KvStatus::kBadState);
 }
 
 TEST(NoAlloc, SsdLogMissesAndRefusals) {
@@ -107,21 +120,15 @@ TEST(NoAlloc, SsdLogMissesAndRefusals) {
   const AlignedBytes buffer = aligned_bytes(kRegion);
   ASSERT_NE(buffer, nullptr);
 
-  KvStatus miss = KvStatus::kOk, bad_buffer = KvStatus::kOk, erase_miss = KvStatus::kOk;
-  KvStatus too_large = KvStatus::kOk, rejected = KvStatus::kOk;
-  const std::uint64_t n = allocations_in([&] {
-    miss = store.get(key_of(5), {buffer.get(), kRegion}).status();
-    bad_buffer = store.get(key_of(0), {buffer.get(), 64}).status();
-    erase_miss = store.erase(key_of(5)).status;
-    too_large = store.put(key_of(6), NamespaceFingerprint{1, 2}, big).status();
-    rejected = store.put(key_of(7), NamespaceFingerprint{1, 2}, small).status();  // index full, open region
+  expect_no_alloc({
+      {"miss", KvStatus::kNotFound, [&] { return store.get(key_of(5), {buffer.get(), kRegion}).status(); }},
+      {"bad buffer", KvStatus::kInvalid, [&] { return store.get(key_of(0), {buffer.get(), 64}).status(); }},
+      {"erase miss", KvStatus::kNotFound, [&] { return store.erase(key_of(5)).status; }},
+      {"too large", KvStatus::kTooLarge, [&] { return store.put(key_of(6), NamespaceFingerprint{1, 2}, big).status(); }},
+      // The index is full and the region open.
+      {"rejected", KvStatus::kRejected,
+       [&] { return store.put(key_of(7), NamespaceFingerprint{1, 2}, small).status(); }},
   });
-  EXPECT_EQ(n, 0u);
-  EXPECT_EQ(miss, KvStatus::kNotFound);
-  EXPECT_EQ(bad_buffer, KvStatus::kInvalid);
-  EXPECT_EQ(erase_miss, KvStatus::kNotFound);
-  EXPECT_EQ(too_large, KvStatus::kTooLarge);
-  EXPECT_EQ(rejected, KvStatus::kRejected);
   opened->reset();
   ::unlink(path.c_str());
 }

@@ -20,33 +20,9 @@ namespace cxlpool::kvcache {
 namespace {
 
 using namespace ssd_test;  // NOLINT(google-build-using-namespace): the fixture's vocabulary
-using cxlpool::testing::FaultPlan;
-using cxlpool::testing::FaultyBlockDevice;
 
 class SsdStoreAsyncTest : public SsdStoreTest {
  protected:
-  // A store whose device holds write completions back (and applies `plan`).
-  std::unique_ptr<SsdStore> open_held(FaultPlan plan = {}, std::uint32_t write_buffers = 4) {
-    auto real = device();
-    if (!real) return nullptr;
-    plan.hold_write_completions = true;
-    auto owner = std::make_unique<FaultyBlockDevice>(std::move(real), plan);
-    faulty_ = owner.get();
-    return open_store(std::move(owner), SsdSyncPolicy::kPerRegion, 0, 1u << 20, write_buffers);
-  }
-
-  // Reaps without waiting (held writes stay held) until `done` or 2 s.
-  template <typename Done>
-  void poll_until(SsdStore& store, Done done) {
-    std::vector<SsdGetCompletion> out(8);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      ASSERT_TRUE(store.poll_gets(out, 0, std::chrono::nanoseconds(0)));
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    ASSERT_TRUE(done());
-  }
-
   std::uint64_t device_reads() const { return faulty_->inner().stats().reads; }
 
   // Hands out the held completion of region `region`'s write.
@@ -56,13 +32,11 @@ class SsdStoreAsyncTest : public SsdStoreTest {
     }
     ADD_FAILURE() << "no write of region " << region << " is held";
   }
-
-  FaultyBlockDevice* faulty_ = nullptr;
 };
 
 TEST_P(SsdStoreAsyncTest, RegionInFlightIsServedFromItsBufferUntilItsWriteCompletes) {
   STORE_OR_SKIP(store, open_held());
-  for (std::uint32_t i = 0; i <= kEntriesPerRegion; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, kEntriesPerRegion + 1));
   // Region 0 is sealed and on its way; its completion is held back.
   poll_until(*store, [&] { return faulty_->held() == 1; });
   std::vector<SsdGetCompletion> out(4);
@@ -98,7 +72,7 @@ TEST_P(SsdStoreAsyncTest, RegionInFlightIsServedFromItsBufferUntilItsWriteComple
 TEST_P(SsdStoreAsyncTest, DurabilityAdvancesInSealOrderWhateverOrderWritesComplete) {
   STORE_OR_SKIP(store, open_held());
   constexpr std::uint32_t kCount = 3 * kEntriesPerRegion + 1;  // regions 0-2 sealed, 3 open
-  for (std::uint32_t i = 0; i < kCount; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, kCount));
   poll_until(*store, [&] { return faulty_->held() == 3; });
   EXPECT_EQ(store->writes_in_flight(), 3u);
 
@@ -131,7 +105,7 @@ TEST_P(SsdStoreAsyncTest, FailedRegionWriteDropsItsEntriesWhichAreNeverServed) {
   STORE_OR_SKIP(store, open_held(plan));
   std::vector<ChunkKey> evicted;
   store->set_eviction_listener([&](const ChunkKey& k) { evicted.push_back(k); });
-  for (std::uint32_t i = 0; i <= kEntriesPerRegion; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, kEntriesPerRegion + 1));
   // Key 0 gets a new value (in region 1) before the failure is reaped: it
   // does not depend on region 0 any more and stays.
   ASSERT_TRUE(store->put(key_of(0), kNs, payload_of(100)));
@@ -160,7 +134,7 @@ TEST_P(SsdStoreAsyncTest, FailedRegionWriteDropsItsEntriesWhichAreNeverServed) {
   EXPECT_EQ(flushed.error().code, EIO);
   ASSERT_TRUE(store->flush());
   // The log goes on; a restart finds what was written and nothing of region 0.
-  for (std::uint32_t i = 10; i < 14; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_NO_FATAL_FAILURE(put_entries(*store, 10, 14));
   ASSERT_TRUE(store->close());
   store.reset();
   STORE_OR_SKIP(again, open_store(device(), SsdSyncPolicy::kPerRegion));
@@ -178,7 +152,7 @@ TEST_P(SsdStoreAsyncTest, FailedRegionWriteDropsItsEntriesWhichAreNeverServed) {
 TEST_P(SsdStoreAsyncTest, CloseAndDestructionWaitForWritesInFlight) {
   {
     STORE_OR_SKIP(store, open_held());
-    for (std::uint32_t i = 0; i <= kEntriesPerRegion; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, kEntriesPerRegion + 1));
     ASSERT_EQ(store->writes_in_flight(), 1u);
     // Destroyed without close(): region 0's write still ends first.
   }
@@ -189,7 +163,7 @@ TEST_P(SsdStoreAsyncTest, CloseAndDestructionWaitForWritesInFlight) {
   }
   {
     STORE_OR_SKIP(store, open_held());
-    for (std::uint32_t i = 20; i < 27; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    ASSERT_NO_FATAL_FAILURE(put_entries(*store, 20, 27));
     EXPECT_GT(store->writes_in_flight(), 0u);
     ASSERT_TRUE(store->close());
     EXPECT_EQ(store->writes_in_flight(), 0u);
@@ -204,7 +178,7 @@ TEST_P(SsdStoreAsyncTest, PutWaitsForABufferWhenEveryOneIsInFlight) {
   STORE_OR_SKIP(store, open_held({}, 2));
   // Region 0 is written from one buffer while region 1 fills the other; the
   // seal of region 1 finds no free buffer and waits for region 0's write.
-  for (std::uint32_t i = 0; i < 2 * kEntriesPerRegion; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, 2 * kEntriesPerRegion));
   EXPECT_EQ(store->stats().write_stalls, 0u);
   ASSERT_TRUE(store->put(key_of(100), kNs, payload_of(100)));
   EXPECT_EQ(store->stats().write_stalls, 1u);

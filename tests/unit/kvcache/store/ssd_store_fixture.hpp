@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -23,6 +25,8 @@
 #include "file_damage.hpp"
 
 namespace cxlpool::kvcache::ssd_test {
+
+using cxlpool::testing::FaultPlan;  // what open_faulty and open_held take
 
 constexpr std::uint32_t kRegion = 64 * 1024;
 constexpr std::uint32_t kRegions = 16;
@@ -112,6 +116,46 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
     return std::move(*store);
   }
 
+  // A store over the driver behind the fault-injecting double (kept in
+  // faulty_), which applies `plan`.
+  std::unique_ptr<SsdStore> open_faulty(const FaultPlan& plan, SsdSyncPolicy sync,
+                                        std::uint32_t write_buffers = 4) {
+    auto real = device();
+    if (!real) return nullptr;
+    auto owner = std::make_unique<cxlpool::testing::FaultyBlockDevice>(std::move(real), plan);
+    faulty_ = owner.get();
+    return open_store(std::move(owner), sync, 0, 1u << 20, write_buffers);
+  }
+  // A per-region store whose device holds write completions back until the
+  // test releases them (and applies the rest of `plan`).
+  std::unique_ptr<SsdStore> open_held(FaultPlan plan = {}, std::uint32_t write_buffers = 4) {
+    plan.hold_write_completions = true;
+    return open_faulty(plan, SsdSyncPolicy::kPerRegion, write_buffers);
+  }
+
+  // Reaps without waiting (held writes stay held) until `done` or 2 s.
+  template <typename Done>
+  void poll_until(SsdStore& store, Done done) {
+    std::vector<SsdGetCompletion> out(8);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      ASSERT_TRUE(store.poll_gets(out, 0, std::chrono::nanoseconds(0)));
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ASSERT_TRUE(done());
+  }
+
+  // Puts entries [first, end), each of the standard shape (key_of, payload_of).
+  void put_entries(SsdStore& store, std::uint32_t first, std::uint32_t end) {
+    for (std::uint32_t i = first; i < end; ++i) ASSERT_TRUE(store.put(key_of(i), kNs, payload_of(i))) << "entry " << i;
+  }
+
+  // Puts entries [0, end) and flushes them: gets then read the device.
+  void put_on_device(SsdStore& store, std::uint32_t end) {
+    ASSERT_NO_FATAL_FAILURE(put_entries(store, 0, end));
+    ASSERT_TRUE(store.flush());
+  }
+
   // Overwrites bytes of the test file behind the store's back.
   void scribble(std::uint64_t offset, std::size_t length, std::byte value) {
     const int fd = ::open(path_.c_str(), O_WRONLY);
@@ -121,7 +165,10 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
     ASSERT_EQ(::fsync(fd), 0);
     ::close(fd);
   }
-  void flip_byte(std::uint64_t offset) { flip_file_byte(path_, offset); }
+  // Damages byte `at` of entry n's payload (laid out as entry_offset says).
+  void flip_payload_byte(std::uint32_t n, std::uint32_t at) {
+    flip_file_byte(path_, entry_offset(n) + kSsdBlockBytes + at);
+  }
 
   // get() of entry i must return exactly its payload.
   void expect_entry(SsdStore& store, std::uint64_t i, std::uint32_t bytes = kPayload) {
@@ -135,6 +182,7 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
 
   std::string path_;
   std::string skip_;
+  cxlpool::testing::FaultyBlockDevice* faulty_ = nullptr;  // set by open_faulty
 };
 
 #define STORE_OR_SKIP(var, expr)                   \

@@ -19,8 +19,6 @@ namespace cxlpool::kvcache {
 namespace {
 
 using namespace ssd_test;  // NOLINT(google-build-using-namespace): the fixture's vocabulary
-using cxlpool::testing::FaultPlan;
-using cxlpool::testing::FaultyBlockDevice;
 
 // Whole blocks, so the payload can be lent: extent 16 KiB, 3 per region.
 constexpr std::uint32_t kLentPayload = 12288;
@@ -42,15 +40,6 @@ class SsdStoreLentTest : public SsdStoreTest {
 
   std::byte* lent_memory(std::uint32_t i) { return memory_.get() + std::size_t{i} * kLentPayload; }
 
-  std::unique_ptr<SsdStore> open_held(FaultPlan plan = {}) {
-    auto real = device();
-    if (!real) return nullptr;
-    plan.hold_write_completions = true;
-    auto owner = std::make_unique<FaultyBlockDevice>(std::move(real), plan);
-    faulty_ = owner.get();
-    return open_store(std::move(owner), SsdSyncPolicy::kPerRegion);
-  }
-
   void listen(SsdStore& store) {
     store.set_lend_listener([this](std::uint64_t token) { returned_.push_back(token); });
   }
@@ -65,18 +54,6 @@ class SsdStoreLentTest : public SsdStoreTest {
       ASSERT_EQ(lent.outcome, KvStatus::kOk);
       EXPECT_TRUE(*lent) << "entry " << i << " was copied";
     }
-  }
-
-  // Reaps without waiting (held writes stay held) until `done` or 2 s.
-  template <typename Done>
-  void poll_until(SsdStore& store, Done done) {
-    std::vector<SsdGetCompletion> out(8);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      ASSERT_TRUE(store.poll_gets(out, 0, std::chrono::nanoseconds(0)));
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    ASSERT_TRUE(done());
   }
 
   // Hands out every held write that lands in region `region`.
@@ -96,7 +73,6 @@ class SsdStoreLentTest : public SsdStoreTest {
   }
 
   Buffer memory_;
-  FaultyBlockDevice* faulty_ = nullptr;
   std::vector<std::uint64_t> returned_;
 };
 

@@ -16,19 +16,15 @@ namespace cxlpool::kvcache {
 namespace {
 
 using namespace ssd_test;  // NOLINT(google-build-using-namespace): the fixture's vocabulary
-using cxlpool::testing::FaultPlan;
-using cxlpool::testing::FaultyBlockDevice;
 
 class SsdStoreOutcomeTest : public SsdStoreTest {
  protected:
   // A store whose device fails its `nth_op`th data operation with `err`.
   std::unique_ptr<SsdStore> open_failing(std::uint64_t nth_op, int err, SsdSyncPolicy sync) {
-    auto real = device();
-    if (!real) return nullptr;
     FaultPlan plan;
     plan.fail_nth_op = nth_op;
     plan.fail_errno = err;
-    return open_store(std::make_unique<FaultyBlockDevice>(std::move(real), plan), sync);
+    return open_faulty(plan, sync);
   }
 
   // Submits one batched get and returns its completion.
@@ -94,9 +90,8 @@ TEST_P(SsdStoreOutcomeTest, AFullIndexRejectsNewKeysButTakesNewValues) {
 
 TEST_P(SsdStoreOutcomeTest, ADamagedRecordIsAChecksumErrorAndIsDropped) {
   STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
-  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
-  ASSERT_TRUE(store->flush());
-  flip_byte(entry_offset(1) + kSsdBlockBytes + 4000);
+  ASSERT_NO_FATAL_FAILURE(put_on_device(*store, 3));
+  flip_payload_byte(1, 4000);
   Buffer buf = aligned_buffer(kRegion);
   const SsdGetCompletion done = get_batched(*store, key_of(1), {buf.get(), kRegion});
   EXPECT_EQ(done.outcome, KvStatus::kChecksumError);
@@ -111,8 +106,7 @@ TEST_P(SsdStoreOutcomeTest, AFailedReadIsADeviceErrorWithTheDevicesErrno) {
   // Ops: 16 header reads at open, the seal of region 0 at the 4th put, the
   // flush of region 1; then the get's read fails.
   STORE_OR_SKIP(store, open_failing(kRegions + 3, EROFS, SsdSyncPolicy::kPerRegion));
-  for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
-  ASSERT_TRUE(store->flush());
+  ASSERT_NO_FATAL_FAILURE(put_on_device(*store, 6));
   Buffer buf = aligned_buffer(kRegion);
   const KvResult<std::uint32_t> got = store->get(key_of(0), {buf.get(), kRegion});
   EXPECT_EQ(got.outcome, KvOutcome::device_error(EROFS));

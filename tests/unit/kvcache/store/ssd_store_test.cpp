@@ -96,7 +96,7 @@ TEST_P(SsdStoreTest, RestartRecoversSealedRegionsOverwritesAndErases) {
   constexpr std::uint32_t kCount = 20;
   {
     STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
-    for (std::uint32_t i = 0; i < kCount; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, kCount));
     ASSERT_TRUE(store->put(key_of(5), kNs, payload_of(5, 3000)));  // a shorter new value
     ASSERT_TRUE(store->erase(key_of(6)));
     ASSERT_TRUE(store->close());
@@ -138,7 +138,7 @@ TEST_P(SsdStoreTest, PerCommitAcknowledgedPutsSurviveWithoutClose) {
 TEST_P(SsdStoreTest, PerRegionUnsealedPutsAreNotAcknowledged) {
   {
     STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
-    for (std::uint32_t i = 0; i < 8; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, 8));
     ASSERT_TRUE(store->wait_for_writes());
     EXPECT_EQ(store->durable_sequence(), 6u);
   }
@@ -151,7 +151,7 @@ TEST_P(SsdStoreTest, TornLastWriteKeepsEverythingBefore) {
   constexpr std::uint32_t kCount = 8;  // entries 6 and 7 in the open region 2
   {
     STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerCommit));
-    for (std::uint32_t i = 0; i < kCount; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, kCount));
   }
   // The last entry's payload only half made it.
   scribble(entry_offset(kCount - 1) + kSsdBlockBytes + 4096, 4096, std::byte{0});
@@ -176,9 +176,8 @@ TEST_P(SsdStoreTest, TornLastWriteKeepsEverythingBefore) {
 
 TEST_P(SsdStoreTest, BitFlipFailsThatGetOnly) {
   STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
-  for (std::uint32_t i = 0; i < 9; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
-  ASSERT_TRUE(store->flush());
-  flip_byte(entry_offset(4) + kSsdBlockBytes + 777);
+  ASSERT_NO_FATAL_FAILURE(put_on_device(*store, 9));
+  flip_payload_byte(4, 777);
   Buffer buf = aligned_buffer(kRegion);
   auto got = store->get(key_of(4), {buf.get(), kRegion});
   ASSERT_FALSE(got);
@@ -197,18 +196,13 @@ TEST_P(SsdStoreTest, BitFlipFailsThatGetOnly) {
 }
 
 TEST_P(SsdStoreTest, InjectedIoErrorAndShortReadFailOnlyThatGet) {
-  auto real = device();
-  if (!real && !skip_.empty()) GTEST_SKIP() << skip_;
-  ASSERT_NE(real, nullptr);
   // Ops: 16 header reads at open, the seal of region 0 at the 4th put, the
   // flush of region 1; then the first get is op 19 and fails.
   testing::FaultPlan plan;
   plan.fail_nth_op = kRegions + 3;
-  auto faulty_owner = std::make_unique<testing::FaultyBlockDevice>(std::move(real), plan);
-  testing::FaultyBlockDevice* faulty = faulty_owner.get();
-  STORE_OR_SKIP(store, open_store(std::move(faulty_owner), SsdSyncPolicy::kPerRegion));
-  for (std::uint32_t i = 0; i < 6; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
-  ASSERT_TRUE(store->flush());
+  STORE_OR_SKIP(store, open_faulty(plan, SsdSyncPolicy::kPerRegion));
+  testing::FaultyBlockDevice* faulty = faulty_;
+  ASSERT_NO_FATAL_FAILURE(put_on_device(*store, 6));
   ASSERT_EQ(faulty->inner().stats().reads + faulty->inner().stats().writes, kRegions + 2u);
   Buffer buf = aligned_buffer(kRegion);
   auto got = store->get(key_of(0), {buf.get(), kRegion});
@@ -227,8 +221,7 @@ TEST_P(SsdStoreTest, InjectedIoErrorAndShortReadFailOnlyThatGet) {
   ::unlink(path_.c_str());
   testing::FaultPlan cut;
   cut.short_read_bytes = kSsdBlockBytes;
-  STORE_OR_SKIP(store2, open_store(std::make_unique<testing::FaultyBlockDevice>(device(), cut),
-                                   SsdSyncPolicy::kPerRegion));
+  STORE_OR_SKIP(store2, open_faulty(cut, SsdSyncPolicy::kPerRegion));
   ASSERT_TRUE(store2->put(key_of(1), kNs, payload_of(1)));
   ASSERT_TRUE(store2->put(key_of(2), kNs, payload_of(2, 4000)));
   ASSERT_TRUE(store2->flush());
@@ -265,7 +258,7 @@ TEST_P(SsdStoreTest, DeviceFullEvictsOldestRegionAndReinsertsHotEntries) {
     // Region 0 now holds 1 and 100. Fill on until region 0 is evicted again:
     // 1 (read since its reinsertion) survives another lap, 100 and 200 (never
     // read) do not.
-    for (std::uint32_t i = 200; i <= 210; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+    ASSERT_NO_FATAL_FAILURE(put_entries(*store, 200, 211));
     EXPECT_EQ(store->stats().regions_evicted, 5u);
     EXPECT_EQ(store->stats().reinsertions, 2u);
     EXPECT_TRUE(store->contains(key_of(1)));
@@ -310,7 +303,7 @@ TEST_P(SsdStoreTest, PerCommitEvictionAndCrashKeepIndexAndDiskInAgreement) {
 
 TEST_P(SsdStoreTest, FullIndexEvictsOldestRegions) {
   STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion, 0, 4));
-  for (std::uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, 4));
   // Region 0 (keys 0-2) goes to make room for key 4.
   ASSERT_TRUE(store->put(key_of(4), kNs, payload_of(4)));
   EXPECT_EQ(store->size(), 2u);
@@ -345,7 +338,7 @@ TEST_P(SsdStoreTest, EvictionListenerNamesEveryKeyThatLeavesOnItsOwn) {
   STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion, 4));
   std::vector<ChunkKey> evicted;
   store->set_eviction_listener([&](const ChunkKey& k) { evicted.push_back(k); });
-  for (std::uint32_t i = 0; i < 4 * kEntriesPerRegion; ++i) ASSERT_TRUE(store->put(key_of(i), kNs, payload_of(i)));
+  ASSERT_NO_FATAL_FAILURE(put_entries(*store, 0, 4 * kEntriesPerRegion));
   ASSERT_TRUE(store->erase(key_of(5)));
   expect_entry(*store, 1);  // hot: reinserted, not evicted
   EXPECT_TRUE(evicted.empty());

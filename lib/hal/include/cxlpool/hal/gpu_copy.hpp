@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// GpuCopyEngine: filling device memory from host bytes on one GPU — device
+// GpuCopyEngine: moving bytes between host memory and one GPU — device
 // buffers, pinned host staging, host ranges registered for in-place DMA, and
-// one ordered queue of asynchronous host-to-device copies. What a weight
-// streamer's device window needs, without naming a GPU vendor. GpuVmm
+// one ordered queue of asynchronous copies both ways. What a weight
+// streamer's device window and a device KV arena's offload and restore
+// need, without naming a GPU vendor. GpuVmm
 // backends with devices of their own provide one (cuda); the host backend
 // has none. Open one with hal::open_gpu_copy_engine (backend_registry.hpp).
 // Device addresses are uint64_t (CUdeviceptr values for cuda).
@@ -76,6 +77,12 @@ class GpuCopyEngine {
   // asynchronously (they must stay valid until synchronize() returns),
   // other memory synchronously by the driver.
   virtual Result<void> copy_to_device(std::uint64_t dst, const void* src, std::size_t bytes) = 0;
+
+  // Queues a copy of device bytes [src, src+bytes) to host memory `dst`, in
+  // the same order as copy_to_device. Pinned and registered destinations
+  // are written asynchronously (read them after synchronize()), other
+  // memory synchronously by the driver.
+  virtual Result<void> copy_to_host(void* dst, std::uint64_t src, std::size_t bytes) = 0;
 
   // Waits for every copy queued so far.
   virtual Result<void> synchronize() = 0;

@@ -115,6 +115,8 @@ class ChunkIndex {
   static constexpr std::size_t kNotFound = ~std::size_t{0};
 
   [[nodiscard]] std::size_t find_slot(const ChunkKey& key) const;
+  // The walk lookup_prefix and pin_prefix share; pins each chunk when `pin`.
+  std::size_t match_prefix(std::span<const ChunkKey> keys, std::vector<ChunkEntry>* out, bool pin);
   void erase_slot(std::size_t slot);
   void account(const ChunkEntry& e, int sign);
 

@@ -64,6 +64,7 @@
 #include <string>
 #include <vector>
 
+#include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/kvcache/admission.hpp"
 #include "cxlpool/kvcache/chunk_key.hpp"
@@ -157,28 +158,48 @@ struct KvNamespaceInfo {
   std::uint64_t bytes[kKvTierCount] = {};
 };
 
+// The counters, each with the name the daemon exports it under (after its
+// "kv." or "kv.tier.<tier>." prefix), in export order.
+// clang-format off
+#define CXLPOOL_KV_TIER_COUNTERS(X)                            \
+  X(capacity_bytes,      "capacity_bytes")                     \
+  X(used_bytes,          "used_bytes")                         \
+  X(chunks,              "chunks")                             \
+  X(hits,                "hits")                               \
+  X(misses,              "misses")                             \
+  X(evictions,           "evictions")                          \
+  X(promotions,          "promotions")                         \
+  X(demotions,           "demotions")                          \
+  X(admissions_rejected, "admissions_rejected") /* ssd only */ \
+  X(bytes_written,       "bytes_written")                      \
+  X(bytes_read,          "bytes_read")                         \
+  X(errors,              "errors")
+
+#define CXLPOOL_KV_STORE_COUNTERS(X)                                                    \
+  X(lookups,           "lookups")                                                       \
+  X(lookup_keys,       "lookup_keys")                                                   \
+  X(lookup_hits,       "lookup_hits")                                                   \
+  X(gets,              "gets")                                                          \
+  X(puts,              "puts")                                                          \
+  X(put_aborts,        "put_aborts")                                                    \
+  X(prefetches,        "prefetches")                                                    \
+  X(deletes,           "deletes")                                                       \
+  X(leases,            "leases")                                                        \
+  X(leased_bytes,      "leased_bytes")                                                  \
+  X(reservations,      "reservations")                                                  \
+  X(quota_rejections,  "quota_rejections")                                              \
+  X(leases_expired,    "leases_expired")    /* revoked by expire_leases() */            \
+  X(rejected_requests, "rejected_requests") /* answered with a status other than kOk */
+// clang-format on
+
 struct KvTierCounters {
-  std::uint64_t capacity_bytes = 0;
-  std::uint64_t used_bytes = 0;
-  std::uint64_t chunks = 0;
-  std::uint64_t hits = 0;
-  std::uint64_t misses = 0;
-  std::uint64_t evictions = 0;
-  std::uint64_t promotions = 0;
-  std::uint64_t demotions = 0;
-  std::uint64_t admissions_rejected = 0;  // ssd only
-  std::uint64_t bytes_written = 0;
-  std::uint64_t bytes_read = 0;
-  std::uint64_t errors = 0;
+  CXLPOOL_KV_TIER_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_KV_TIER_COUNTERS)
 };
 
 struct KvStoreCounters {
-  std::uint64_t lookups = 0, lookup_keys = 0, lookup_hits = 0;
-  std::uint64_t gets = 0, puts = 0, put_aborts = 0, prefetches = 0, deletes = 0;
-  std::uint64_t leases = 0, leased_bytes = 0, reservations = 0;
-  std::uint64_t quota_rejections = 0;
-  std::uint64_t leases_expired = 0;     // revoked by expire_leases()
-  std::uint64_t rejected_requests = 0;  // answered with a status other than kOk
+  CXLPOOL_KV_STORE_COUNTERS(CXLPOOL_COUNTER_MEMBER)
+  CXLPOOL_COUNTER_VISIT(CXLPOOL_KV_STORE_COUNTERS)
   std::uint64_t outcomes[kKvStatusCount] = {};  // completions per KvStatus (index: its value)
   KvTierCounters tiers[kKvTierCount];
 };
