@@ -17,6 +17,7 @@
 
 #include <toml++/toml.h>
 
+#include "cxlpool/common/enum_names.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/common/units.hpp"
 #include "cxlpool/tiering/m5_manager.hpp"
@@ -279,20 +280,14 @@ class Section {
   std::vector<std::string> known_;
 };
 
+// The values of [daemon] log_level, matched in any case.
+constexpr EnumName<LogLevel> kLogLevelNames[] = {
+    {LogLevel::kError, "error"}, {LogLevel::kWarning, "warning"}, {LogLevel::kNotice, "notice"},
+    {LogLevel::kInfo, "info"},   {LogLevel::kDebug, "debug"},
+};
+
 std::optional<LogLevel> log_level_from_name(std::string_view text) {
-  static constexpr std::pair<std::string_view, LogLevel> kNames[] = {
-      {"error", LogLevel::kError}, {"warning", LogLevel::kWarning}, {"notice", LogLevel::kNotice},
-      {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug},
-  };
-  for (const auto& [name, level] : kNames) {
-    if (text.size() == name.size() &&
-        std::equal(text.begin(), text.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == b;
-        })) {
-      return level;
-    }
-  }
-  return std::nullopt;
+  return enum_from_name(kLogLevelNames, text, NameCase::kIgnore);
 }
 
 // Group names as useradd/groupadd accept them, minus the characters that would
@@ -895,16 +890,7 @@ LogLevel parse_log_level_or(std::string_view text, LogLevel fallback) {
   return log_level_from_name(text).value_or(fallback);
 }
 
-const char* log_level_name(LogLevel level) {
-  switch (level) {
-    case LogLevel::kError: return "error";
-    case LogLevel::kWarning: return "warning";
-    case LogLevel::kNotice: return "notice";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kDebug: return "debug";
-  }
-  return "unknown";
-}
+const char* log_level_name(LogLevel level) { return enum_name(kLogLevelNames, level, "unknown"); }
 
 std::vector<size_t> set_m5_knobs(tiering::M5Config& m5, const std::vector<std::pair<std::string, std::string>>& knobs) {
   std::vector<size_t> pending(knobs.size());

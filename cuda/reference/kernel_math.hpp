@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "cxlpool/common/mix64.hpp"
+
 #if defined(__CUDACC__)
 #define CXLPOOL_HOST_DEVICE __host__ __device__ __forceinline__
 #else
@@ -16,15 +18,9 @@ namespace cxlpool::cuda::math {
 
 inline constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
-// splitmix64 finaliser: a bijection on 64-bit words with full avalanche.
-CXLPOOL_HOST_DEVICE uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return x;
-}
+// splitmix64 finaliser: a bijection on 64-bit words with full avalanche;
+// the host code's own, which nvcc compiles for the device too.
+using cxlpool::mix64;
 
 // Little-endian 64-bit word `word_index` of the pattern for `seed`.
 CXLPOOL_HOST_DEVICE uint64_t pattern_word(uint64_t seed, uint64_t word_index) {

@@ -50,6 +50,18 @@ void ring_copy(const uint8_t* ring, uint64_t size, uint64_t pos, uint8_t* dst, u
   if (first < n) std::memcpy(dst + first, ring, n - first);
 }
 
+// Adds a LOST or LOST_SAMPLES record's count of lost samples, the u64 at
+// `offset` of its body; a body too short for it is malformed.
+void count_lost(const std::vector<uint8_t>& body, std::size_t offset, PerfDrainStats& stats) {
+  uint64_t lost = 0;
+  if (body.size() < offset + sizeof lost) {
+    ++stats.malformed;
+    return;
+  }
+  std::memcpy(&lost, body.data() + offset, sizeof lost);
+  stats.lost += lost;
+}
+
 }  // namespace
 
 Result<PerfRecordParser> PerfRecordParser::make(uint64_t sample_type) {
@@ -158,27 +170,14 @@ PerfDrainStats PerfRecordParser::drain(const uint8_t* ring, uint64_t size, uint6
         on_sample(sample);
         break;
       }
-      case PERF_RECORD_LOST: {
+      case PERF_RECORD_LOST:
         // { u64 id; u64 lost; } then sample_id fields we do not request.
-        uint64_t lost = 0;
-        if (body_len < 16) {
-          ++stats.malformed;
-          break;
-        }
-        std::memcpy(&lost, record.data() + 8, sizeof lost);
-        stats.lost += lost;
+        count_lost(record, 8, stats);
         break;
-      }
-      case PERF_RECORD_LOST_SAMPLES: {
-        uint64_t lost = 0;
-        if (body_len < 8) {
-          ++stats.malformed;
-          break;
-        }
-        std::memcpy(&lost, record.data(), sizeof lost);
-        stats.lost += lost;
+      case PERF_RECORD_LOST_SAMPLES:
+        // { u64 lost; }
+        count_lost(record, 0, stats);
         break;
-      }
       default:
         ++stats.other;
         break;

@@ -84,13 +84,7 @@ class AioBlockDevice final : public hal::BlockDevice {
     }
     if (n == out.size()) return n;
     timespec ts{};
-    timespec* tsp = nullptr;
-    if (timeout != kWaitForever) {
-      const auto ns = timeout.count() < 0 ? 0 : timeout.count();
-      ts.tv_sec = ns / 1'000'000'000;
-      ts.tv_nsec = ns % 1'000'000'000;
-      tsp = &ts;
-    }
+    timespec* tsp = hal::wait_limit(timeout, ts);
     const long want_min = static_cast<long>(min > n ? min - n : 0);
     const long want_max = static_cast<long>(std::min(out.size() - n, events_.size()));
     int rc;

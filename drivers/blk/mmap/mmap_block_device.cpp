@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 #include "cxlpool/hal/driver/block_driver.hpp"
 
@@ -16,39 +15,18 @@ using hal::IoCompletion;
 using hal::IoOp;
 using hal::IoRequest;
 
-class MmapBlockDevice final : public hal::BlockDevice {
+class MmapBlockDevice final : public hal::InlineBlockDevice {
  public:
   MmapBlockDevice(const std::string& path, hal::OpenedBlockFile file, const hal::BlockOpenOptions& options,
                   std::byte* map, std::size_t length)
-      : BlockDevice(path, std::move(file.geometry), false, options.queue_depth),
-        fd_(std::move(file.fd)), map_(map), length_(length), read_only_(options.read_only) {
-    done_.reserve(options.queue_depth);
-  }
+      : InlineBlockDevice(path, std::move(file.geometry), false, options.queue_depth),
+        fd_(std::move(file.fd)), map_(map), length_(length), read_only_(options.read_only) {}
   ~MmapBlockDevice() override { ::munmap(map_, length_); }
 
   const char* backend_name() const override { return "mmap"; }
 
  protected:
-  Result<void> submit_impl(std::span<const IoRequest> requests) override {
-    for (const IoRequest& r : requests) done_.push_back(execute(r));
-    return {};
-  }
-
-  Result<std::size_t> poll_impl(std::span<IoCompletion> out, std::size_t, std::chrono::nanoseconds) override {
-    // Completed in submit(); hand them out oldest first.
-    std::size_t n = 0;
-    while (n < out.size() && head_ < done_.size()) out[n++] = done_[head_++];
-    if (head_ == done_.size()) {
-      done_.clear();
-      head_ = 0;
-    }
-    return n;
-  }
-
-  Result<void> register_buffers_impl(std::span<const iovec>) override { return {}; }
-
- private:
-  IoCompletion execute(const IoRequest& r) {
+  IoCompletion execute(const IoRequest& r) override {
     IoCompletion c{r.user_data, 0, r.op, r.length};
     switch (r.op) {
       case IoOp::kRead:
@@ -76,12 +54,11 @@ class MmapBlockDevice final : public hal::BlockDevice {
     return c;
   }
 
+ private:
   UniqueFd fd_;
   std::byte* map_;
   std::size_t length_;
   bool read_only_;
-  std::vector<IoCompletion> done_;
-  std::size_t head_ = 0;
 };
 
 }  // namespace

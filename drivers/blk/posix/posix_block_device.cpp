@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <deque>
 
 #include "cxlpool/hal/driver/block_driver.hpp"
 
@@ -15,34 +14,16 @@ using hal::IoCompletion;
 using hal::IoOp;
 using hal::IoRequest;
 
-class PosixBlockDevice final : public hal::BlockDevice {
+class PosixBlockDevice final : public hal::InlineBlockDevice {
  public:
   PosixBlockDevice(const std::string& path, hal::OpenedBlockFile file, const hal::BlockOpenOptions& options)
-      : BlockDevice(path, std::move(file.geometry), options.direct, options.queue_depth),
+      : InlineBlockDevice(path, std::move(file.geometry), options.direct, options.queue_depth),
         fd_(std::move(file.fd)) {}
 
   const char* backend_name() const override { return "posix"; }
 
  protected:
-  Result<void> submit_impl(std::span<const IoRequest> requests) override {
-    for (const IoRequest& r : requests) done_.push_back(execute(r));
-    return {};
-  }
-
-  Result<std::size_t> poll_impl(std::span<IoCompletion> out, std::size_t, std::chrono::nanoseconds) override {
-    // Every submitted request already completed, so `min` is always met.
-    std::size_t n = 0;
-    while (n < out.size() && !done_.empty()) {
-      out[n++] = done_.front();
-      done_.pop_front();
-    }
-    return n;
-  }
-
-  Result<void> register_buffers_impl(std::span<const iovec>) override { return {}; }
-
- private:
-  IoCompletion execute(const IoRequest& r) const {
+  IoCompletion execute(const IoRequest& r) override {
     IoCompletion c{r.user_data, 0, r.op, r.length};
     ssize_t rc = 0;
     do {
@@ -59,8 +40,8 @@ class PosixBlockDevice final : public hal::BlockDevice {
     return c;
   }
 
+ private:
   UniqueFd fd_;
-  std::deque<IoCompletion> done_;
 };
 
 }  // namespace

@@ -111,13 +111,7 @@ class UringBlockDevice final : public hal::BlockDevice {
     if (n < min && io_uring_cq_ready(&ring_) < min - n) {
       io_uring_cqe* cqe = nullptr;
       __kernel_timespec ts{};
-      __kernel_timespec* tsp = nullptr;
-      if (timeout != kWaitForever) {
-        const auto ns = timeout.count() < 0 ? 0 : timeout.count();
-        ts.tv_sec = ns / 1'000'000'000;
-        ts.tv_nsec = ns % 1'000'000'000;
-        tsp = &ts;
-      }
+      __kernel_timespec* tsp = hal::wait_limit(timeout, ts);
       const int rc = io_uring_wait_cqes(&ring_, &cqe, static_cast<unsigned>(min - n), tsp, nullptr);
       if (rc < 0 && rc != -ETIME && rc != -EINTR) return fail(-rc, errno_message("io_uring_wait_cqes", -rc));
     }

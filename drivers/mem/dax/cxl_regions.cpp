@@ -11,23 +11,26 @@
 namespace cxlpool::drivers {
 namespace {
 
-using CxlCtx = std::unique_ptr<cxl_ctx, decltype(&cxl_unref)>;
-using DaxctlCtx = std::unique_ptr<daxctl_ctx, decltype(&daxctl_unref)>;
+// A libcxl or libdaxctl context, freed by the library's unref.
+template <typename Ctx>
+using LibraryCtx = std::unique_ptr<Ctx, void (*)(Ctx*)>;
 
-Result<CxlCtx> open_cxl() {
-  cxl_ctx* ctx = nullptr;
-  const int rc = cxl_new(&ctx);
-  if (rc < 0 || ctx == nullptr) return fail(-rc, errno_message("cxl_new", -rc));
-  route_cxl_log(ctx);
-  return CxlCtx(ctx, cxl_unref);
+// Both libraries make a context the same way: `make` (cxl_new, daxctl_new,
+// named by `what` in the error), then their log goes to ours.
+template <typename Ctx>
+Result<LibraryCtx<Ctx>> open_library(int (*make)(Ctx**), void (*unref)(Ctx*), void (*route_log)(Ctx*),
+                                     const char* what) {
+  Ctx* ctx = nullptr;
+  const int rc = make(&ctx);
+  if (rc < 0 || ctx == nullptr) return fail(-rc, errno_message(what, -rc));
+  route_log(ctx);
+  return LibraryCtx<Ctx>(ctx, unref);
 }
 
-Result<DaxctlCtx> open_daxctl() {
-  daxctl_ctx* ctx = nullptr;
-  const int rc = daxctl_new(&ctx);
-  if (rc < 0 || ctx == nullptr) return fail(-rc, errno_message("daxctl_new", -rc));
-  route_daxctl_log(ctx);
-  return DaxctlCtx(ctx, daxctl_unref);
+Result<LibraryCtx<cxl_ctx>> open_cxl() { return open_library(cxl_new, cxl_unref, route_cxl_log, "cxl_new"); }
+
+Result<LibraryCtx<daxctl_ctx>> open_daxctl() {
+  return open_library(daxctl_new, daxctl_unref, route_daxctl_log, "daxctl_new");
 }
 
 std::string str(const char* s) { return s != nullptr ? s : ""; }

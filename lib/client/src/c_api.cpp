@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "c_api_support.hpp"
 #include "cxlpool/common/default_paths.hpp"
@@ -90,6 +91,22 @@ cxlpool_tier_info to_tier_info(const proto::TierInfo& t) {
   return o;
 }
 
+// The listing calls' contract: as many of the daemon's items as `cap`
+// allows go into the caller's array (`fill` converts one), and the result is
+// how many there are, so that a caller can size its array and ask again.
+template <typename Reply, typename Request, typename Item, typename Out, typename Fill>
+int list_call(cxlpool_client* client, const Request& request, std::vector<Item> Reply::*items, Out* out, size_t cap,
+              Fill fill) {
+  return guarded([&] {
+    if (client == nullptr || (out == nullptr && cap > 0)) return record(EINVAL, "NULL argument");
+    auto reply = client->conn->call_for<Reply>(request);
+    if (!reply) return record(reply.error());
+    const std::vector<Item>& list = (*reply).*items;
+    for (size_t i = 0; i < list.size() && i < cap; ++i) fill(out[i], list[i]);
+    return static_cast<int>(list.size());
+  });
+}
+
 cxlpool_log_fn g_log_fn = nullptr;
 void* g_log_user = nullptr;
 
@@ -160,15 +177,8 @@ CXLPOOL_EXPORT int cxlpool_protocol_version(const cxlpool_client* client) {
 }
 
 CXLPOOL_EXPORT int cxlpool_tiers(cxlpool_client* client, cxlpool_tier_info* tiers, size_t cap) {
-  return guarded([&] {
-    if (client == nullptr || (tiers == nullptr && cap > 0)) return record(EINVAL, "NULL argument");
-    auto reply = client->conn->call_for<proto::TiersReply>(proto::TiersRequest{});
-    if (!reply) return record(reply.error());
-    for (size_t i = 0; i < reply->tiers.size() && i < cap; ++i) {
-      tiers[i] = to_tier_info(reply->tiers[i]);
-    }
-    return static_cast<int>(reply->tiers.size());
-  });
+  return list_call<proto::TiersReply>(client, proto::TiersRequest{}, &proto::TiersReply::tiers, tiers, cap,
+                                      [](cxlpool_tier_info& o, const proto::TierInfo& t) { o = to_tier_info(t); });
 }
 
 CXLPOOL_EXPORT int cxlpool_tier_by_name(cxlpool_client* client, const char* name,
@@ -264,16 +274,11 @@ CXLPOOL_EXPORT int cxlpool_region_writable(const cxlpool_region* r) {
 CXLPOOL_EXPORT int cxlpool_region_fd(const cxlpool_region* r) { return r ? r->fd.get() : -EINVAL; }
 
 CXLPOOL_EXPORT int cxlpool_stats(cxlpool_client* client, cxlpool_stat* stats, size_t cap) {
-  return guarded([&] {
-    if (client == nullptr || (stats == nullptr && cap > 0)) return record(EINVAL, "NULL argument");
-    auto reply = client->conn->call_for<proto::StatsReply>(proto::StatsRequest{});
-    if (!reply) return record(reply.error());
-    for (size_t i = 0; i < reply->counters.size() && i < cap; ++i) {
-      copy_name(stats[i].name, sizeof stats[i].name, reply->counters[i].name);
-      stats[i].value = reply->counters[i].value;
-    }
-    return static_cast<int>(reply->counters.size());
-  });
+  return list_call<proto::StatsReply>(client, proto::StatsRequest{}, &proto::StatsReply::counters, stats, cap,
+                                      [](cxlpool_stat& o, const proto::Counter& c) {
+                                        copy_name(o.name, sizeof o.name, c.name);
+                                        o.value = c.value;
+                                      });
 }
 
 CXLPOOL_EXPORT int cxlpool_region_migrate(cxlpool_client* client, uint64_t region_id,

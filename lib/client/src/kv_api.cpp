@@ -80,6 +80,18 @@ KvCall key_call(proto::KvOp op, uint64_t ns_id, const cxlpool_kv_key* keys, uint
   return call;
 }
 
+// An operation on a key list whose answer is how many keys it acted on
+// (prefetch, delete): that count, never more than `n`, or a negative errno.
+int counted_key_op(cxlpool_kv* kv, proto::KvOp op, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (n == 0) return 0;
+    KvWaiter w;
+    if (int rc = run(*session(kv), key_call(op, ns_id, keys, n), w); rc != 0) return rc;
+    return static_cast<int>(std::min<uint64_t>(w.result0, n));
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -309,23 +321,11 @@ CXLPOOL_EXPORT int cxlpool_kv_release(cxlpool_kv* kv, uint64_t lease) {
 }
 
 CXLPOOL_EXPORT int cxlpool_kv_prefetch(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n) {
-  return guarded([&] {
-    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
-    if (n == 0) return 0;
-    KvWaiter w;
-    if (int rc = run(*session(kv), key_call(proto::KvOp::kPrefetch, ns_id, keys, n), w); rc != 0) return rc;
-    return static_cast<int>(std::min<uint64_t>(w.result0, n));
-  });
+  return counted_key_op(kv, proto::KvOp::kPrefetch, ns_id, keys, n);
 }
 
 CXLPOOL_EXPORT int cxlpool_kv_delete(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n) {
-  return guarded([&] {
-    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
-    if (n == 0) return 0;
-    KvWaiter w;
-    if (int rc = run(*session(kv), key_call(proto::KvOp::kDelete, ns_id, keys, n), w); rc != 0) return rc;
-    return static_cast<int>(std::min<uint64_t>(w.result0, n));
-  });
+  return counted_key_op(kv, proto::KvOp::kDelete, ns_id, keys, n);
 }
 
 CXLPOOL_EXPORT int cxlpool_kv_should_load(const cxlpool_kv* kv, const cxlpool_kv_load_query* query,

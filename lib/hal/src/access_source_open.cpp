@@ -10,10 +10,8 @@ Result<std::unique_ptr<AccessSource>> open_access_source(std::string_view backen
                                                          BackendSkips* skipped) {
   return open_backend<std::unique_ptr<AccessSource>>(
       BackendClass::kAccessSource, backend, skipped,
-      [&](const BackendDescriptor& d) -> Result<std::unique_ptr<AccessSource>> {
-        const auto* ops = backend_ops<AccessSourceOps>(d);
-        if (ops == nullptr || ops->open == nullptr) return fail(ENOTSUP, "no AccessSource implementation");
-        return ops->open(options);
+      [&](const BackendDescriptor& d) {
+        return call_operation<AccessSourceOps, &AccessSourceOps::open>(d, "no AccessSource implementation", options);
       },
       // A source that cannot be set up here (no DAMON, no sampling PMU, not
       // allowed) leaves the next one its chance.

@@ -1,28 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cxlpool/hal/backend.hpp"
 
+#include <iterator>
+
+#include "cxlpool/common/enum_names.hpp"
+
 namespace cxlpool::hal {
 
-const char* backend_class_name(BackendClass cls) {
-  switch (cls) {
-    case BackendClass::kMemTier: return "MemTier";
-    case BackendClass::kBlockEngine: return "BlockEngine";
-    case BackendClass::kNetPort: return "NetPort";
-    case BackendClass::kTransport: return "Transport";
-    case BackendClass::kGpuVmm: return "GpuVmm";
-    case BackendClass::kAccessSource: return "AccessSource";
-  }
-  return "unknown";
-}
+namespace {
 
-const char* backend_state_name(BackendState state) {
-  switch (state) {
-    case BackendState::kAvailable: return "available";
-    case BackendState::kNotCompiled: return "not compiled";
-    case BackendState::kNotPresent: return "not present";
-    case BackendState::kFailed: return "failed";
-  }
-  return "unknown";
-}
+constexpr EnumName<BackendClass> kBackendClassNames[] = {
+    {BackendClass::kMemTier, "MemTier"},
+    {BackendClass::kBlockEngine, "BlockEngine"},
+    {BackendClass::kNetPort, "NetPort"},
+    {BackendClass::kTransport, "Transport"},
+    {BackendClass::kGpuVmm, "GpuVmm"},
+    {BackendClass::kAccessSource, "AccessSource"},
+};
+static_assert(std::size(kBackendClassNames) == kBackendClassCount);
+
+constexpr EnumName<BackendState> kBackendStateNames[] = {
+    {BackendState::kAvailable, "available"},
+    {BackendState::kNotCompiled, "not compiled"},
+    {BackendState::kNotPresent, "not present"},
+    {BackendState::kFailed, "failed"},
+};
+
+}  // namespace
+
+const char* backend_class_name(BackendClass cls) { return enum_name(kBackendClassNames, cls, "unknown"); }
+
+const char* backend_state_name(BackendState state) { return enum_name(kBackendStateNames, state, "unknown"); }
 
 }  // namespace cxlpool::hal

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
@@ -42,6 +43,16 @@ template <typename Ops, auto Op>
 bool has_operation(const BackendDescriptor& d) {
   const Ops* ops = backend_ops<Ops>(d);
   return ops != nullptr && ops->*Op != nullptr;
+}
+
+// Calls the backend's operation `Op` (as for has_operation) with `args`;
+// ENOTSUP `missing` where the backend has no such operation.
+template <typename Ops, auto Op, typename... Args>
+auto call_operation(const BackendDescriptor& d, const char* missing, Args&&... args)
+    -> decltype((std::declval<const Ops&>().*Op)(std::forward<Args>(args)...)) {
+  const Ops* ops = backend_ops<Ops>(d);
+  if (ops == nullptr || ops->*Op == nullptr) return fail(ENOTSUP, missing);
+  return (ops->*Op)(std::forward<Args>(args)...);
 }
 
 // Opens through `try_open(descriptor)`: the named backend, or the best one

@@ -16,10 +16,9 @@ Result<std::unique_ptr<BlockDevice>> open_once(std::string_view backend, const s
                                                const BlockOpenOptions& options, BackendSkips* skipped) {
   return open_backend<std::unique_ptr<BlockDevice>>(
       BackendClass::kBlockEngine, backend, skipped,
-      [&](const BackendDescriptor& d) -> Result<std::unique_ptr<BlockDevice>> {
-        const auto* ops = backend_ops<BlockEngineOps>(d);
-        if (ops == nullptr || ops->open == nullptr) return fail(ENOTSUP, "no block device implementation");
-        return ops->open(path, options);
+      [&](const BackendDescriptor& d) {
+        return call_operation<BlockEngineOps, &BlockEngineOps::open>(d, "no block device implementation", path,
+                                                                     options);
       },
       engine_refused);
 }

@@ -15,10 +15,8 @@ bool next_backend_may_run(const BackendDescriptor&, const Error&) { return true;
 Result<std::unique_ptr<GpuVmm>> open_gpu_vmm(std::string_view backend, int device, BackendSkips* skipped) {
   return open_backend<std::unique_ptr<GpuVmm>>(
       BackendClass::kGpuVmm, backend, skipped,
-      [&](const BackendDescriptor& d) -> Result<std::unique_ptr<GpuVmm>> {
-        const auto* ops = backend_ops<GpuVmmOps>(d);
-        if (ops == nullptr || ops->open == nullptr) return fail(ENOTSUP, "no GpuVmm implementation");
-        return ops->open(device);
+      [&](const BackendDescriptor& d) {
+        return call_operation<GpuVmmOps, &GpuVmmOps::open>(d, "no GpuVmm implementation", device);
       },
       next_backend_may_run);
 }
@@ -27,12 +25,9 @@ Result<std::unique_ptr<GpuCopyEngine>> open_gpu_copy_engine(std::string_view bac
                                                             BackendSkips* skipped) {
   return open_backend<std::unique_ptr<GpuCopyEngine>>(
       BackendClass::kGpuVmm, backend, skipped,
-      [&](const BackendDescriptor& d) -> Result<std::unique_ptr<GpuCopyEngine>> {
-        const auto* ops = backend_ops<GpuVmmOps>(d);
-        if (ops == nullptr || ops->open_copy_engine == nullptr) {
-          return fail(ENOTSUP, "no device memory of its own, so no copy engine");
-        }
-        return ops->open_copy_engine(device);
+      [&](const BackendDescriptor& d) {
+        return call_operation<GpuVmmOps, &GpuVmmOps::open_copy_engine>(
+            d, "no device memory of its own, so no copy engine", device);
       },
       next_backend_may_run);
 }

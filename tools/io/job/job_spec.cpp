@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "job_spec.hpp"
 
+#include "cxlpool/common/enum_names.hpp"
+
 namespace cxlpool::io {
 
 bool is_random(RwMode mode) {
@@ -17,16 +19,23 @@ bool does_writes(RwMode mode) {
          mode == RwMode::kRandReadWrite;
 }
 
-const char* rw_mode_name(RwMode mode) {
-  switch (mode) {
-    case RwMode::kRead: return "read";
-    case RwMode::kWrite: return "write";
-    case RwMode::kRandRead: return "randread";
-    case RwMode::kRandWrite: return "randwrite";
-    case RwMode::kReadWrite: return "rw";
-    case RwMode::kRandReadWrite: return "randrw";
-  }
-  return "unknown";
-}
+namespace {
+
+// fio's spellings; "rw" comes before its alias "readwrite" so that it is the name.
+constexpr EnumName<RwMode> kRwModeNames[] = {
+    {RwMode::kRead, "read"},
+    {RwMode::kWrite, "write"},
+    {RwMode::kRandRead, "randread"},
+    {RwMode::kRandWrite, "randwrite"},
+    {RwMode::kReadWrite, "rw"},
+    {RwMode::kReadWrite, "readwrite"},
+    {RwMode::kRandReadWrite, "randrw"},
+};
+
+}  // namespace
+
+const char* rw_mode_name(RwMode mode) { return enum_name(kRwModeNames, mode, "unknown"); }
+
+std::optional<RwMode> rw_mode_from_name(std::string_view name) { return enum_from_name(kRwModeNames, name); }
 
 }  // namespace cxlpool::io

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cxlpool::io {
@@ -17,6 +19,8 @@ bool is_random(RwMode mode);
 bool does_reads(RwMode mode);
 bool does_writes(RwMode mode);
 const char* rw_mode_name(RwMode mode);  // fio's spelling: "randread", "rw", ...
+// The mode fio's rw= names, "readwrite" included; nullopt for any other text.
+std::optional<RwMode> rw_mode_from_name(std::string_view name);
 
 enum class Distribution : std::uint8_t { kRandom, kZipf, kPareto, kNormal };
 

@@ -2,7 +2,6 @@
 #include "option_table.hpp"
 
 #include <algorithm>
-#include <array>
 #include <limits>
 
 #include "../trace/trace.hpp"
@@ -126,16 +125,9 @@ Result<void> set_rw(JobDraft& d, Value value) {
   if (text->find(':') != std::string_view::npos) {
     return fail(EINVAL, "offset modifiers ('" + std::string(*text) + "') are not supported by cxlpool-io");
   }
-  static constexpr std::array<std::pair<std::string_view, RwMode>, 7> kModes = {{
-      {"read", RwMode::kRead}, {"write", RwMode::kWrite}, {"randread", RwMode::kRandRead},
-      {"randwrite", RwMode::kRandWrite}, {"rw", RwMode::kReadWrite}, {"readwrite", RwMode::kReadWrite},
-      {"randrw", RwMode::kRandReadWrite},
-  }};
-  for (const auto& [name, mode] : kModes) {
-    if (*text == name) {
-      d.spec.rw = mode;
-      return {};
-    }
+  if (auto mode = rw_mode_from_name(*text)) {
+    d.spec.rw = *mode;
+    return {};
   }
   if (*text == "trim" || *text == "randtrim" || *text == "trimwrite" || *text == "randtrimwrite") {
     return fail(EINVAL, "'" + std::string(*text) + "' is not supported by cxlpool-io (no trims)");

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "cxlpool/common/crc32c.hpp"
+#include "cxlpool/common/enum_names.hpp"
 #include "rng.hpp"
 
 namespace cxlpool::io {
@@ -29,6 +30,14 @@ std::uint32_t block_crc(const std::byte* block, std::uint32_t bytes) {
   const std::uint32_t c = crc32c(std::as_bytes(std::span(&h, 1)));
   return crc32c({block + sizeof h, bytes - sizeof h}, c);
 }
+
+constexpr EnumName<VerifyOutcome> kVerifyOutcomeNames[] = {
+    {VerifyOutcome::kOk, "ok"},
+    {VerifyOutcome::kNoHeader, "no verify header"},
+    {VerifyOutcome::kWrongOffset, "header of another offset"},
+    {VerifyOutcome::kWrongLength, "header of another length"},
+    {VerifyOutcome::kBadCrc, "crc32c mismatch"},
+};
 
 }  // namespace
 
@@ -57,15 +66,6 @@ VerifyOutcome check_verify_block(const std::byte* block, std::uint32_t bytes, st
   return VerifyOutcome::kOk;
 }
 
-const char* verify_outcome_name(VerifyOutcome outcome) {
-  switch (outcome) {
-    case VerifyOutcome::kOk: return "ok";
-    case VerifyOutcome::kNoHeader: return "no verify header";
-    case VerifyOutcome::kWrongOffset: return "header of another offset";
-    case VerifyOutcome::kWrongLength: return "header of another length";
-    case VerifyOutcome::kBadCrc: return "crc32c mismatch";
-  }
-  return "?";
-}
+const char* verify_outcome_name(VerifyOutcome outcome) { return enum_name(kVerifyOutcomeNames, outcome, "?"); }
 
 }  // namespace cxlpool::io

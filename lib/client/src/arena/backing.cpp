@@ -52,22 +52,29 @@ class DaemonBacking final : public BackingSource {
   uint32_t tier_;
 };
 
-class OwnBacking final : public BackingSource {
+// Memory that only its VMM handle holds (no pool region behind it): releasing
+// the handle frees it, and pages cannot be given back while it lives (device
+// memory, pinned host memory).
+class HandleOnlyBacking : public BackingSource {
+ public:
+  void release(hal::GpuVmm& vmm, Backing& backing) override {
+    (void)vmm.release(backing.handle);
+    backing = {};
+  }
+  void discard(const Backing&, uint64_t, uint64_t) override {}
+};
+
+class OwnBacking final : public HandleOnlyBacking {
  public:
   Result<Backing> acquire(hal::GpuVmm& vmm, uint64_t bytes) override {
     auto handle = vmm.create(bytes);
     if (!handle) return tl::unexpected(handle.error());
     return Backing{*handle, bytes, nullptr};
   }
-  void release(hal::GpuVmm& vmm, Backing& backing) override {
-    (void)vmm.release(backing.handle);
-    backing = {};
-  }
-  void discard(const Backing&, uint64_t, uint64_t) override {}
   uint32_t tier() const override { return UINT32_MAX; }
 };
 
-class GpuHostBacking final : public BackingSource {
+class GpuHostBacking final : public HandleOnlyBacking {
  public:
   GpuHostBacking(GpuHostAllocFn alloc, uint32_t tier) : alloc_(std::move(alloc)), tier_(tier) {}
 
@@ -84,14 +91,6 @@ class GpuHostBacking final : public BackingSource {
     }
     return Backing{*handle, bytes, nullptr};
   }
-
-  void release(hal::GpuVmm& vmm, Backing& backing) override {
-    (void)vmm.release(backing.handle);
-    backing = {};
-  }
-
-  // Pinned memory cannot give pages back while allocated.
-  void discard(const Backing&, uint64_t, uint64_t) override {}
 
   uint32_t tier() const override { return tier_; }
 

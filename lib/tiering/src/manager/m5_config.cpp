@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "cxlpool/common/enum_names.hpp"
 #include "cxlpool/tiering/count_min_sketch.hpp"
 #include "cxlpool/tiering/hot_page_tracker.hpp"
 #include "cxlpool/tiering/hot_word_tracker.hpp"
@@ -31,6 +32,11 @@ constexpr std::uint64_t kMaxRateBytes = (1ULL << 20) * kMiB;    // 1 TiB/s
 constexpr std::uint32_t kMaxMinAccesses = 1u << 30;
 constexpr std::uint32_t kMaxBatchPages = 1u << 20;
 constexpr double kMaxFrequencyHz = 1e6;
+
+constexpr EnumName<NominatorMode> kNominatorNames[] = {
+    {NominatorMode::kHpt, "hpt"},
+    {NominatorMode::kHwt, "hwt"},
+};
 
 // What parsing a value can say; the caller adds the key.
 using ParseError = std::optional<std::string>;
@@ -84,27 +90,41 @@ constexpr Knob count_knob(std::string_view name) {
           }};
 }
 
+enum class PeriodEnd { kMin, kMax };
+
+// One end of the [min_period_ms, max_period_ms] range: given in ms, kept in
+// ns, within [kMinPeriodNs, kMaxPeriodNs], and not past the other end.
+template <std::uint64_t M5Config::*kField, PeriodEnd kEnd>
+constexpr Knob period_knob(std::string_view name) {
+  return {name, [](M5Config& c, std::string_view t) { return set_scaled(c.*kField, t, kNsPerMs); },
+          [](const M5Config& c) { return format_scaled(c.*kField, kNsPerMs); },
+          [](const M5Config& c) -> std::optional<std::string> {
+            if (c.*kField < kMinPeriodNs || c.*kField > kMaxPeriodNs) {
+              return "must be in " + format_scaled(kMinPeriodNs, kNsPerMs) + ".." +
+                     format_scaled(kMaxPeriodNs, kNsPerMs);
+            }
+            if (c.min_period_ns > c.max_period_ns) {
+              return kEnd == PeriodEnd::kMin ? "must not exceed max_period_ms " + format_scaled(c.max_period_ns, kNsPerMs)
+                                             : "must not be below min_period_ms " + format_scaled(c.min_period_ns, kNsPerMs);
+            }
+            return std::nullopt;
+          }};
+}
+
 const std::array<Knob, 16> kKnobs = {{
     {"nominator",
      [](M5Config& c, std::string_view t) -> ParseError {
-       if (t == "hpt") {
-         c.nominator = NominatorMode::kHpt;
-       } else if (t == "hwt") {
-         c.nominator = NominatorMode::kHwt;
-       } else {
-         return "must be hpt or hwt";
-       }
+       const auto mode = enum_from_name(kNominatorNames, t);
+       if (!mode) return "must be hpt or hwt";
+       c.nominator = *mode;
        return std::nullopt;
      },
      [](const M5Config& c) -> std::string {
-       switch (c.nominator) {
-         case NominatorMode::kHpt: return "hpt";
-         case NominatorMode::kHwt: return "hwt";
-       }
-       return std::to_string(static_cast<int>(c.nominator));
+       const char* name = enum_name(kNominatorNames, c.nominator, nullptr);
+       return name != nullptr ? name : std::to_string(static_cast<int>(c.nominator));
      },
      [](const M5Config& c) -> std::optional<std::string> {
-       if (c.nominator != NominatorMode::kHpt && c.nominator != NominatorMode::kHwt) return "must be hpt or hwt";
+       if (enum_name(kNominatorNames, c.nominator, nullptr) == nullptr) return "must be hpt or hwt";
        return std::nullopt;
      }},
     count_knob<&M5Config::sketch_rows, 1, CountMinSketch::kMaxRows>("sketch_rows"),
@@ -145,28 +165,8 @@ const std::array<Knob, 16> kKnobs = {{
        if (!(c.fscale_power >= 1) || !(c.fscale_power <= 8)) return "must be in 1..8";
        return std::nullopt;
      }},
-    {"min_period_ms", [](M5Config& c, std::string_view t) { return set_scaled(c.min_period_ns, t, kNsPerMs); },
-     [](const M5Config& c) { return format_scaled(c.min_period_ns, kNsPerMs); },
-     [](const M5Config& c) -> std::optional<std::string> {
-       if (c.min_period_ns < kMinPeriodNs || c.min_period_ns > kMaxPeriodNs) {
-         return "must be in " + format_scaled(kMinPeriodNs, kNsPerMs) + ".." + format_scaled(kMaxPeriodNs, kNsPerMs);
-       }
-       if (c.min_period_ns > c.max_period_ns) {
-         return "must not exceed max_period_ms " + format_scaled(c.max_period_ns, kNsPerMs);
-       }
-       return std::nullopt;
-     }},
-    {"max_period_ms", [](M5Config& c, std::string_view t) { return set_scaled(c.max_period_ns, t, kNsPerMs); },
-     [](const M5Config& c) { return format_scaled(c.max_period_ns, kNsPerMs); },
-     [](const M5Config& c) -> std::optional<std::string> {
-       if (c.max_period_ns < kMinPeriodNs || c.max_period_ns > kMaxPeriodNs) {
-         return "must be in " + format_scaled(kMinPeriodNs, kNsPerMs) + ".." + format_scaled(kMaxPeriodNs, kNsPerMs);
-       }
-       if (c.max_period_ns < c.min_period_ns) {
-         return "must not be below min_period_ms " + format_scaled(c.min_period_ns, kNsPerMs);
-       }
-       return std::nullopt;
-     }},
+    period_knob<&M5Config::min_period_ns, PeriodEnd::kMin>("min_period_ms"),
+    period_knob<&M5Config::max_period_ns, PeriodEnd::kMax>("max_period_ms"),
     {"high_watermark", [](M5Config& c, std::string_view t) { return set_double(c.high_watermark, t); },
      [](const M5Config& c) { return format_number(c.high_watermark); },
      [](const M5Config& c) -> std::optional<std::string> {

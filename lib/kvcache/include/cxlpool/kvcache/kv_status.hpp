@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 #include <utility>
+
+#include "cxlpool/common/enum_names.hpp"
 
 namespace cxlpool::kvcache {
 
@@ -103,25 +106,25 @@ struct [[nodiscard]] KvResult {
   return o.status == KvStatus::kDeviceError && o.device_errno != 0 ? o.device_errno : to_errno(o.status);
 }
 
-// A stable lower-case name, for logs and counter names.
-[[nodiscard]] constexpr std::string_view to_string(KvStatus s) {
-  switch (s) {
-    case KvStatus::kOk: return "ok";
-    case KvStatus::kNotFound: return "not_found";
-    case KvStatus::kRejected: return "rejected";
-    case KvStatus::kRetry: return "retry";
-    case KvStatus::kBusy: return "busy";
-    case KvStatus::kOverQuota: return "over_quota";
-    case KvStatus::kTooManyLeases: return "too_many_leases";
-    case KvStatus::kTooLarge: return "too_large";
-    case KvStatus::kInvalid: return "invalid";
-    case KvStatus::kNotPermitted: return "not_permitted";
-    case KvStatus::kDenied: return "denied";
-    case KvStatus::kChecksumError: return "checksum_error";
-    case KvStatus::kDeviceError: return "device_error";
-    case KvStatus::kBadState: return "bad_state";
-  }
-  return "?";
-}
+// Stable lower-case names, for logs and counter names.
+inline constexpr EnumName<KvStatus> kKvStatusNames[] = {
+    {KvStatus::kOk, "ok"},
+    {KvStatus::kNotFound, "not_found"},
+    {KvStatus::kRejected, "rejected"},
+    {KvStatus::kRetry, "retry"},
+    {KvStatus::kBusy, "busy"},
+    {KvStatus::kOverQuota, "over_quota"},
+    {KvStatus::kTooManyLeases, "too_many_leases"},
+    {KvStatus::kTooLarge, "too_large"},
+    {KvStatus::kInvalid, "invalid"},
+    {KvStatus::kNotPermitted, "not_permitted"},
+    {KvStatus::kDenied, "denied"},
+    {KvStatus::kChecksumError, "checksum_error"},
+    {KvStatus::kDeviceError, "device_error"},
+    {KvStatus::kBadState, "bad_state"},
+};
+static_assert(std::size(kKvStatusNames) == kKvStatusCount);
+
+[[nodiscard]] constexpr std::string_view to_string(KvStatus s) { return enum_name(kKvStatusNames, s, "?"); }
 
 }  // namespace cxlpool::kvcache
