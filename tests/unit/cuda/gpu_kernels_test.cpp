@@ -81,8 +81,7 @@ TEST_P(GpuKvCopy, GatherMatchesReference) {
   CXLPOOL_ASSERT_OK_AND_ASSIGN(d_arena, upload(arena));
   CXLPOOL_ASSERT_OK_AND_ASSIGN(d_index, upload(as_bytes(index)));
   CXLPOOL_ASSERT_OK_AND_ASSIGN(d_dst, upload(initial));
-  const std::vector<uint32_t> zero = {0};
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_skipped, upload(as_bytes(zero)));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_skipped, upload_counter());
   CXLPOOL_ASSERT_OK(kernels_->kv_gather(d_dst.ptr(), d_arena.ptr(), c.arena_pages, d_index.ptr(),
                                         c.n_pages, c.page_bytes, d_skipped.ptr()));
 
@@ -91,9 +90,7 @@ TEST_P(GpuKvCopy, GatherMatchesReference) {
       ref::kv_gather(want.data(), arena.data(), c.arena_pages, index, c.page_bytes);
   CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(d_dst.ptr(), want.size()));
   EXPECT_TRUE(got == want);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(skipped, download(d_skipped.ptr(), sizeof(uint32_t)));
-  uint32_t got_skipped = 0;
-  std::memcpy(&got_skipped, skipped.data(), sizeof(got_skipped));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(got_skipped, download_counter(d_skipped.ptr()));
   EXPECT_EQ(got_skipped, want_skipped);
   EXPECT_GT(want_skipped, 0u);
 }
@@ -117,8 +114,7 @@ TEST_P(GpuKvCopy, ScatterMatchesReference) {
   CXLPOOL_ASSERT_OK_AND_ASSIGN(d_arena, upload(arena));
   CXLPOOL_ASSERT_OK_AND_ASSIGN(d_index, upload(as_bytes(index)));
   CXLPOOL_ASSERT_OK_AND_ASSIGN(d_src, upload(src));
-  const std::vector<uint32_t> zero = {0};
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_skipped, upload(as_bytes(zero)));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_skipped, upload_counter());
   CXLPOOL_ASSERT_OK(kernels_->kv_scatter(d_arena.ptr(), d_src.ptr(), c.arena_pages, d_index.ptr(),
                                          c.n_pages, c.page_bytes, d_skipped.ptr()));
 
@@ -127,9 +123,7 @@ TEST_P(GpuKvCopy, ScatterMatchesReference) {
       ref::kv_scatter(want.data(), c.arena_pages, src.data(), index, c.page_bytes);
   CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(d_arena.ptr(), want.size()));
   EXPECT_TRUE(got == want);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(skipped, download(d_skipped.ptr(), sizeof(uint32_t)));
-  uint32_t got_skipped = 0;
-  std::memcpy(&got_skipped, skipped.data(), sizeof(got_skipped));
+  CXLPOOL_ASSERT_OK_AND_ASSIGN(got_skipped, download_counter(d_skipped.ptr()));
   EXPECT_EQ(got_skipped, want_skipped);
 }
 
