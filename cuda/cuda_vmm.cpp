@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "cxlpool/hal/driver/vmm_ranges.hpp"
 #include "driver_api.hpp"
 #include "host_protection.hpp"
 
@@ -203,18 +204,11 @@ class CudaVmm final : public hal::GpuVmm {
   }
 
   bool inside_reservation(uint64_t va, size_t bytes) const {
-    auto it = reservations_.upper_bound(va);
-    if (it == reservations_.begin()) return false;
-    --it;
-    return va >= it->first && va + bytes <= it->first + it->second;
+    return hal::vmm_range_inside_one(reservations_, va, bytes);
   }
 
   bool overlaps_mapping(uint64_t va, size_t bytes) const {
-    auto it = mappings_.lower_bound(va);
-    if (it != mappings_.end() && it->first < va + bytes) return true;
-    if (it == mappings_.begin()) return false;
-    --it;
-    return it->first + it->second > va;
+    return hal::vmm_range_overlaps_any(mappings_, va, bytes);
   }
 
   DeviceContext ctx_;
