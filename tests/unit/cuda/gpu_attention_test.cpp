@@ -80,31 +80,34 @@ void random_inputs(const AttentionShape& s, uint64_t stride, const std::vector<u
             0);
 }
 
-// K/V pools of `pool_pages` pages and a block table of `blocks_per_row`
-// entries a row.
+// A paged K/V cache: pools of `pool_pages` pages of `page_tokens` tokens and
+// a block table of `blocks_per_row` entries a row.
 struct Pages {
+  uint64_t pool_pages;
+  uint32_t page_tokens;
+  uint32_t blocks_per_row;
   std::vector<uint32_t> table;
   std::vector<std::byte> k, v;
 };
 
-// The first `lens[r]` tokens of each row of `in` copied to a pool whose pages
-// rows get in an order shuffled with `shuffle_seed`.
+// Fills `pages` (its sizes set) with the first `lens[r]` tokens of each row r
+// of `in`, rows getting pool pages in an order shuffled with `shuffle_seed`.
 void scatter_to_pages(const AttentionShape& s, const Inputs& in, uint64_t stride,
-                      const std::vector<uint32_t>& lens, uint64_t pool_pages,
-                      uint32_t page_tokens, uint32_t blocks_per_row, uint32_t shuffle_seed,
-                      Pages& out) {
-  out.table.resize(pool_pages);
-  std::iota(out.table.begin(), out.table.end(), 0u);
-  std::shuffle(out.table.begin(), out.table.end(), std::mt19937(shuffle_seed));
-  out.table.resize(size_t{s.batch} * blocks_per_row);
-  const size_t pool_bytes = pool_pages * page_tokens * ref::token_bytes(s);
-  out.k.assign(pool_bytes, std::byte{0});
-  out.v.assign(pool_bytes, std::byte{0});
-  ASSERT_EQ(ref::copy_to_pages(s, in.k.data(), stride, lens.data(), out.k.data(), pool_pages,
-                               page_tokens, out.table.data(), blocks_per_row),
+                      const std::vector<uint32_t>& lens, uint32_t shuffle_seed, Pages& pages) {
+  pages.table.resize(pages.pool_pages);
+  std::iota(pages.table.begin(), pages.table.end(), 0u);
+  std::shuffle(pages.table.begin(), pages.table.end(), std::mt19937(shuffle_seed));
+  pages.table.resize(size_t{s.batch} * pages.blocks_per_row);
+  const size_t pool_bytes = pages.pool_pages * pages.page_tokens * ref::token_bytes(s);
+  pages.k.assign(pool_bytes, std::byte{0});
+  pages.v.assign(pool_bytes, std::byte{0});
+  ASSERT_EQ(ref::copy_to_pages(s, in.k.data(), stride, lens.data(), pages.k.data(),
+                               pages.pool_pages, pages.page_tokens, pages.table.data(),
+                               pages.blocks_per_row),
             0);
-  ASSERT_EQ(ref::copy_to_pages(s, in.v.data(), stride, lens.data(), out.v.data(), pool_pages,
-                               page_tokens, out.table.data(), blocks_per_row),
+  ASSERT_EQ(ref::copy_to_pages(s, in.v.data(), stride, lens.data(), pages.v.data(),
+                               pages.pool_pages, pages.page_tokens, pages.table.data(),
+                               pages.blocks_per_row),
             0);
 }
 
@@ -151,13 +154,10 @@ class GpuAttention : public GpuTest {
 
     // The same cache scattered over a shuffled pool of pages.
     const uint32_t blocks_per_row = uint32_t((c.stride + page_tokens - 1) / page_tokens);
-    const uint64_t pool_pages = uint64_t{s.batch} * blocks_per_row + 5;
-    Pages pages;
-    ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, c.stride, c.lens, pool_pages, page_tokens,
-                                             blocks_per_row, 7, pages));
+    Pages pages{uint64_t{s.batch} * blocks_per_row + 5, page_tokens, blocks_per_row};
+    ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, c.stride, c.lens, 7, pages));
     uint32_t skipped = 0;
-    ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, pool_pages, page_tokens, blocks_per_row,
-                                      c.lens, &skipped));
+    ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, c.lens, &skipped));
     EXPECT_EQ(skipped, 0u);
   }
 
@@ -169,7 +169,6 @@ class GpuAttention : public GpuTest {
   // The paged kernel over `pages` matches `in.want`; `*skipped` is the count
   // of tokens it skipped (not counted when `skipped` is null).
   void run_paged(const AttentionShape& s, const Inputs& in, const Pages& pages,
-                 uint64_t pool_pages, uint32_t page_tokens, uint32_t blocks_per_row,
                  const std::vector<uint32_t>& lens, uint32_t* skipped) {
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(in.q)));
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dkp, upload(pages.k));
@@ -179,8 +178,8 @@ class GpuAttention : public GpuTest {
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dskipped, upload_counter());
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload_poison(in.q.size()));
     CXLPOOL_ASSERT_OK(kernels_->decode_attention_paged(
-        s, dq.ptr(), dkp.ptr(), dvp.ptr(), pool_pages, page_tokens, dtable.ptr(), blocks_per_row,
-        dlens.ptr(), dout.ptr(), skipped != nullptr ? dskipped.ptr() : 0));
+        s, dq.ptr(), dkp.ptr(), dvp.ptr(), pages.pool_pages, pages.page_tokens, dtable.ptr(),
+        pages.blocks_per_row, dlens.ptr(), dout.ptr(), skipped != nullptr ? dskipped.ptr() : 0));
     CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), in.q.size() * sizeof(float)));
     expect_close(as_floats(got), in.want);
     if (skipped != nullptr) {
@@ -259,9 +258,9 @@ TEST_F(GpuAttention, PagesOutsideThePoolAreSkippedAndCounted) {
   // whole 1-page pool.
   Inputs in;
   ASSERT_NO_FATAL_FAILURE(random_inputs(s, 4, {4}, 4, in));
-  const Pages pages{{0, 1}, in.k, in.v};
+  const Pages pages{1, page_tokens, 2, {0, 1}, in.k, in.v};
   uint32_t count = 0;
-  ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, 1, page_tokens, 2, lens, &count));
+  ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, lens, &count));
   EXPECT_EQ(count, 2u * 4u);  // 4 tokens, once per query head
 }
 
@@ -290,18 +289,15 @@ TEST_F(GpuAttention, PagesLookedUpAheadOutsideThePoolAreSkippedAndCounted) {
                                       << " splits");
       Inputs in;
       ASSERT_NO_FATAL_FAILURE(random_inputs(s, stride, kept, 11, in));
-      const uint64_t pool_pages = uint64_t{s.batch} * blocks_per_row;
-      Pages pages;
-      ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, stride, lens, pool_pages, page_tokens,
-                                               blocks_per_row, 3, pages));
+      Pages pages{uint64_t{s.batch} * blocks_per_row, page_tokens, blocks_per_row};
+      ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, stride, lens, 3, pages));
       for (uint32_t r = 0; r < s.batch; ++r) {
         for (uint32_t b = kept[r] / page_tokens; b < blocks_per_row; ++b) {
-          pages.table[size_t{r} * blocks_per_row + b] = uint32_t(pool_pages + b);
+          pages.table[size_t{r} * blocks_per_row + b] = uint32_t(pages.pool_pages + b);
         }
       }
       uint32_t count = 0;
-      ASSERT_NO_FATAL_FAILURE(
-          run_paged(s, in, pages, pool_pages, page_tokens, blocks_per_row, lens, &count));
+      ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, lens, &count));
       EXPECT_EQ(count, ((lens[0] - kept[0]) + (lens[1] - kept[1])) * s.q_heads);
     }
   }
@@ -318,14 +314,12 @@ TEST_F(GpuAttention, PoolOfFourBillionTokensStillMatchesReference) {
   const std::vector<uint32_t> lens{128, 77};
   Inputs in;
   ASSERT_NO_FATAL_FAILURE(random_inputs(s, stride, lens, 21, in));
-  const uint64_t real_pages = uint64_t{s.batch} * blocks_per_row;
-  Pages pages;
-  ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, stride, lens, real_pages, page_tokens,
-                                           blocks_per_row, 5, pages));
-  // Only the first real_pages pages are ever read; the stated size decides
-  // which kernel runs.
-  const uint64_t stated_pages = (uint64_t{1} << 32) / page_tokens;
-  run_paged(s, in, pages, stated_pages, page_tokens, blocks_per_row, lens, nullptr);
+  Pages pages{uint64_t{s.batch} * blocks_per_row, page_tokens, blocks_per_row};
+  ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, stride, lens, 5, pages));
+  // Only the pages filled above are ever read; the stated size decides which
+  // kernel runs.
+  pages.pool_pages = (uint64_t{1} << 32) / page_tokens;
+  run_paged(s, in, pages, lens, nullptr);
 }
 
 TEST_F(GpuAttention, BadShapesAreRejectedBeforeLaunch) {
