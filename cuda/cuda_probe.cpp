@@ -50,6 +50,15 @@ Result<DeviceFacts> describe(const DriverApi& api, int ordinal) {
   return facts;
 }
 
+// A report of the driver failing to load or start: not present when its
+// error is `absent_code` (no library, no device), failed otherwise.
+hal::BackendReport load_failure(hal::BackendReport report, const Error& error, int absent_code) {
+  report.state =
+      error.code == absent_code ? hal::BackendState::kNotPresent : hal::BackendState::kFailed;
+  report.detail = error.message;
+  return report;
+}
+
 std::string yes_no_count(int yes, int total) {
   if (yes == total) return "yes";
   if (yes == 0) return "no";
@@ -61,19 +70,9 @@ std::string yes_no_count(int yes, int total) {
 hal::BackendReport probe_cuda() {
   hal::BackendReport report{"GpuVmm", "cuda", hal::BackendState::kNotPresent, ""};
   auto loaded = load_driver_api();
-  if (!loaded) {
-    report.state =
-        loaded.error().code == ENOENT ? hal::BackendState::kNotPresent : hal::BackendState::kFailed;
-    report.detail = loaded.error().message;
-    return report;
-  }
+  if (!loaded) return load_failure(report, loaded.error(), ENOENT);
   auto api = init_driver_api();
-  if (!api) {
-    report.state =
-        api.error().code == ENODEV ? hal::BackendState::kNotPresent : hal::BackendState::kFailed;
-    report.detail = api.error().message;
-    return report;
-  }
+  if (!api) return load_failure(report, api.error(), ENODEV);
   const DriverApi& cu = **api;
 
   int count = 0;

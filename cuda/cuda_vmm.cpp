@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "cxlpool/hal/driver/vmm_ranges.hpp"
 #include "driver_api.hpp"
 #include "host_protection.hpp"
 
@@ -34,6 +35,17 @@ CUmemAllocationProp allocation_prop(CUmemLocationType type, int id,
 bool device_attribute(const DriverApi& api, CUdevice_attribute attr, int device) {
   int value = 0;
   return api.device_get_attribute(&value, attr, device) == CUDA_SUCCESS && value != 0;
+}
+
+// The context of `device` when the device has `attr`; ENOTSUP ("cuda: device
+// N <lacks>") when it does not.
+Result<DeviceContext> open_device_with(int device, CUdevice_attribute attr, const char* lacks) {
+  auto ctx = DeviceContext::open(device);
+  if (!ctx) return ctx;
+  if (!device_attribute(ctx->api(), attr, ctx->device())) {
+    return fail(ENOTSUP, "cuda: device " + std::to_string(device) + " " + lacks);
+  }
+  return ctx;
 }
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
@@ -192,18 +204,11 @@ class CudaVmm final : public hal::GpuVmm {
   }
 
   bool inside_reservation(uint64_t va, size_t bytes) const {
-    auto it = reservations_.upper_bound(va);
-    if (it == reservations_.begin()) return false;
-    --it;
-    return va >= it->first && va + bytes <= it->first + it->second;
+    return hal::vmm_range_inside_one(reservations_, va, bytes);
   }
 
   bool overlaps_mapping(uint64_t va, size_t bytes) const {
-    auto it = mappings_.lower_bound(va);
-    if (it != mappings_.end() && it->first < va + bytes) return true;
-    if (it == mappings_.begin()) return false;
-    --it;
-    return it->first + it->second > va;
+    return hal::vmm_range_overlaps_any(mappings_, va, bytes);
   }
 
   DeviceContext ctx_;
@@ -226,14 +231,10 @@ Result<size_t> granularity_of(const DriverApi& api, const CUmemAllocationProp& p
 }  // namespace
 
 Result<std::unique_ptr<hal::GpuVmm>> make_cuda_vmm(int device) {
-  auto ctx = DeviceContext::open(device);
+  auto ctx = open_device_with(device, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                              "does not support virtual memory management");
   if (!ctx) return tl::unexpected(ctx.error());
   const DriverApi& api = ctx->api();
-  if (!device_attribute(api, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-                        ctx->device())) {
-    return fail(ENOTSUP, "cuda: device " + std::to_string(device) +
-                             " does not support virtual memory management");
-  }
   auto gran = granularity_of(
       api, allocation_prop(CU_MEM_LOCATION_TYPE_DEVICE, ctx->device(), CU_MEM_HANDLE_TYPE_NONE));
   if (!gran) return tl::unexpected(gran.error());
@@ -255,15 +256,12 @@ Result<HostNumaExport> export_host_numa(int numa_node, size_t bytes, int device)
   if (numa_node < 0 || bytes == 0) {
     return fail(EINVAL, "cuda: export_host_numa: bad node or empty size");
   }
-  auto ctx = DeviceContext::open(device);
+  auto ctx = open_device_with(device,
+                              CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                              "cannot allocate host-NUMA VMM memory (needs CUDA 12.2+ and "
+                              "HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)");
   if (!ctx) return tl::unexpected(ctx.error());
   const DriverApi& api = ctx->api();
-  if (!device_attribute(api, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-                        ctx->device())) {
-    return fail(ENOTSUP, "cuda: device " + std::to_string(device) +
-                             " cannot allocate host-NUMA VMM memory (needs CUDA 12.2+ and "
-                             "HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)");
-  }
   const CUmemAllocationProp prop = allocation_prop(CU_MEM_LOCATION_TYPE_HOST_NUMA, numa_node,
                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   auto gran = granularity_of(api, prop);
@@ -295,12 +293,10 @@ Result<HostRegistration> HostRegistration::register_range(int device, void* host
     if (!prot) return fail(prot.error().code, "cuda: register_range: " + prot.error().message);
     read_only = *prot == HostProtection::kReadOnly;
   }
-  auto ctx = DeviceContext::open(device);
+  auto ctx = open_device_with(device, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+                              "cannot map host memory");
   if (!ctx) return tl::unexpected(ctx.error());
   const DriverApi& api = ctx->api();
-  if (!device_attribute(api, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, ctx->device())) {
-    return fail(ENOTSUP, "cuda: device " + std::to_string(device) + " cannot map host memory");
-  }
   unsigned flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE;
   if (read_only) {
     if (!device_attribute(api, CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED,

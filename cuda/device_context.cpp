@@ -92,29 +92,8 @@ Result<DeviceBuffer> DeviceBuffer::allocate(const DeviceContext& ctx, size_t byt
   return DeviceBuffer(&ctx.api(), *ptr, bytes);
 }
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : api_(std::exchange(other.api_, nullptr)),
-      ptr_(std::exchange(other.ptr_, 0)),
-      size_(std::exchange(other.size_, 0)) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
-  if (this != &other) {
-    reset();
-    api_ = std::exchange(other.api_, nullptr);
-    ptr_ = std::exchange(other.ptr_, 0);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
-}
-
-DeviceBuffer::~DeviceBuffer() { reset(); }
-
-void DeviceBuffer::reset() {
-  // A destructor has nobody to report a failed free to; the context's
-  // teardown reclaims the memory anyway.
-  if (ptr_ != 0) api_->mem_free(static_cast<CUdeviceptr>(ptr_));
-  ptr_ = 0;
-  size_ = 0;
+void free_device_memory(const DriverApi& api, uint64_t ptr) {
+  api.mem_free(static_cast<CUdeviceptr>(ptr));
 }
 
 }  // namespace cxlpool::cuda

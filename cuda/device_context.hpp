@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "cxlpool/common/result.hpp"
 
@@ -52,29 +53,64 @@ class DeviceContext {
   void* context_ = nullptr;  // CUcontext
 };
 
+// Move-only owner of `size` bytes the driver allocated at `ptr`, handed back
+// with `Free` on destruction. A moved-from or empty one holds Pointer{}.
+template <typename Pointer, void (*Free)(const DriverApi&, Pointer)>
+class DriverAllocation {
+ public:
+  DriverAllocation(const DriverAllocation&) = delete;
+  DriverAllocation& operator=(const DriverAllocation&) = delete;
+  DriverAllocation(DriverAllocation&& other) noexcept
+      : api_(std::exchange(other.api_, nullptr)),
+        ptr_(std::exchange(other.ptr_, Pointer{})),
+        size_(std::exchange(other.size_, 0)) {}
+  DriverAllocation& operator=(DriverAllocation&& other) noexcept {
+    if (this != &other) {
+      reset();
+      api_ = std::exchange(other.api_, nullptr);
+      ptr_ = std::exchange(other.ptr_, Pointer{});
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~DriverAllocation() { reset(); }
+
+  size_t size() const { return size_; }
+
+ protected:
+  DriverAllocation(const DriverApi* api, Pointer ptr, size_t size)
+      : api_(api), ptr_(ptr), size_(size) {}
+
+  Pointer pointer() const { return ptr_; }
+
+ private:
+  // A destructor has nobody to report a failed free to; the context's
+  // teardown reclaims the memory anyway.
+  void reset() {
+    if (ptr_ != Pointer{}) Free(*api_, ptr_);
+    ptr_ = Pointer{};
+    size_ = 0;
+  }
+
+  const DriverApi* api_ = nullptr;
+  Pointer ptr_ = Pointer{};
+  size_t size_ = 0;
+};
+
+// cuMemFree.
+void free_device_memory(const DriverApi& api, uint64_t ptr);
+
 // cuMemAlloc'ed memory freed on destruction. Must not outlive the context it
 // was allocated in (moving that DeviceContext object is fine).
-class DeviceBuffer {
+class DeviceBuffer : public DriverAllocation<uint64_t, &free_device_memory> {
  public:
   static Result<DeviceBuffer> allocate(const DeviceContext& ctx, size_t bytes);
 
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  ~DeviceBuffer();
-
-  uint64_t ptr() const { return ptr_; }
-  size_t size() const { return size_; }
+  uint64_t ptr() const { return pointer(); }
 
  private:
   DeviceBuffer(const DriverApi* api, uint64_t ptr, size_t size)
-      : api_(api), ptr_(ptr), size_(size) {}
-  void reset();
-
-  const DriverApi* api_ = nullptr;
-  uint64_t ptr_ = 0;
-  size_t size_ = 0;
+      : DriverAllocation(api, ptr, size) {}
 };
 
 }  // namespace cxlpool::cuda

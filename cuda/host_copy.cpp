@@ -14,28 +14,7 @@ Result<PinnedHostBuffer> PinnedHostBuffer::allocate(const DeviceContext& ctx, si
   return PinnedHostBuffer(&ctx.api(), ptr, bytes);
 }
 
-PinnedHostBuffer::PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
-    : api_(std::exchange(other.api_, nullptr)),
-      ptr_(std::exchange(other.ptr_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
-
-PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& other) noexcept {
-  if (this != &other) {
-    reset();
-    api_ = std::exchange(other.api_, nullptr);
-    ptr_ = std::exchange(other.ptr_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
-}
-
-PinnedHostBuffer::~PinnedHostBuffer() { reset(); }
-
-void PinnedHostBuffer::reset() {
-  if (ptr_ != nullptr) api_->mem_free_host(ptr_);
-  ptr_ = nullptr;
-  size_ = 0;
-}
+void free_pinned_host_memory(const DriverApi& api, void* ptr) { api.mem_free_host(ptr); }
 
 Result<CopyStream> CopyStream::create(const DeviceContext& ctx) {
   CUstream stream = nullptr;

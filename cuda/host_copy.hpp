@@ -14,29 +14,20 @@
 
 namespace cxlpool::cuda {
 
+// cuMemFreeHost.
+void free_pinned_host_memory(const DriverApi& api, void* ptr);
+
 // cuMemHostAlloc'ed (page-locked, portable) memory, page aligned, freed on
 // destruction. Must not outlive the context it was allocated in.
-class PinnedHostBuffer {
+class PinnedHostBuffer : public DriverAllocation<void*, &free_pinned_host_memory> {
  public:
   static Result<PinnedHostBuffer> allocate(const DeviceContext& ctx, size_t bytes);
 
-  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
-  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept;
-  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept;
-  ~PinnedHostBuffer();
-
-  std::byte* data() const { return static_cast<std::byte*>(ptr_); }
-  size_t size() const { return size_; }
+  std::byte* data() const { return static_cast<std::byte*>(pointer()); }
 
  private:
   PinnedHostBuffer(const DriverApi* api, void* ptr, size_t size)
-      : api_(api), ptr_(ptr), size_(size) {}
-  void reset();
-
-  const DriverApi* api_ = nullptr;
-  void* ptr_ = nullptr;
-  size_t size_ = 0;
+      : DriverAllocation(api, ptr, size) {}
 };
 
 // A non-blocking CUDA stream: copies run in the order they were enqueued;

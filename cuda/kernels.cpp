@@ -198,6 +198,18 @@ constexpr uint32_t kMaxSplits = 256;  // the reduce kernel's shared weights
 constexpr uint64_t kSplitGranule = 32;  // tokens: a slice is a whole number of warp steps
 constexpr uint64_t kNoPoolToken = 0xFFFFFFFFu;  // the paged kernels' "no token" index
 
+// The fields both cache layouts set the same way.
+DecodeAttentionParams attention_params(uint64_t q, uint64_t k, uint64_t v, uint64_t seq_lens,
+                                       uint64_t out) {
+  DecodeAttentionParams p{};
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.seq_lens = seq_lens;
+  p.out = out;
+  return p;
+}
+
 uint32_t ceil_pow2(uint32_t v) {
   uint32_t p = 1;
   while (p < v) p *= 2;
@@ -297,12 +309,7 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::Atte
 Result<void> Kernels::decode_attention(const ref::AttentionShape& shape, uint64_t q, uint64_t k,
                                        uint64_t v, uint64_t row_stride_tokens, uint64_t seq_lens,
                                        uint64_t out, Stream stream) const {
-  DecodeAttentionParams p{};
-  p.q = q;
-  p.k = k;
-  p.v = v;
-  p.seq_lens = seq_lens;
-  p.out = out;
+  DecodeAttentionParams p = attention_params(q, k, v, seq_lens, out);
   p.row_stride_tokens = row_stride_tokens;
   return launch_attention(attention_, shape, row_stride_tokens, &p, stream);
 }
@@ -314,12 +321,7 @@ Result<void> Kernels::decode_attention_paged(const ref::AttentionShape& shape, u
                                              uint64_t seq_lens, uint64_t out, uint64_t skipped,
                                              Stream stream) const {
   if (page_tokens == 0) return fail(EINVAL, "decode_attention_paged: page_tokens is 0");
-  DecodeAttentionParams p{};
-  p.q = q;
-  p.k = k_pages;
-  p.v = v_pages;
-  p.seq_lens = seq_lens;
-  p.out = out;
+  DecodeAttentionParams p = attention_params(q, k_pages, v_pages, seq_lens, out);
   p.table = block_table;
   p.pool_pages = pool_pages;
   p.skipped = skipped;

@@ -151,13 +151,23 @@ int check_shape(const AttentionShape& s) {
   return 0;
 }
 
-int decode_attention(const AttentionShape& s, const float* q, const ContiguousKv& kv,
-                     const uint32_t* seq_lens, float* out) {
+namespace {
+
+// check_shape, and every pointer the kernels read or write is set.
+int check_args(const AttentionShape& s, const float* q, const uint32_t* seq_lens,
+               const float* out, const void* k, const void* v) {
   if (const int r = check_shape(s); r != 0) return r;
-  if (q == nullptr || out == nullptr || seq_lens == nullptr || kv.k == nullptr ||
-      kv.v == nullptr) {
+  if (q == nullptr || out == nullptr || seq_lens == nullptr || k == nullptr || v == nullptr) {
     return -EINVAL;
   }
+  return 0;
+}
+
+}  // namespace
+
+int decode_attention(const AttentionShape& s, const float* q, const ContiguousKv& kv,
+                     const uint32_t* seq_lens, float* out) {
+  if (const int r = check_args(s, q, seq_lens, out, kv.k, kv.v); r != 0) return r;
   for (uint32_t r = 0; r < s.batch; ++r) {
     if (seq_lens[r] > kv.row_stride_tokens) return -EINVAL;
   }
@@ -172,11 +182,7 @@ int decode_attention(const AttentionShape& s, const float* q, const ContiguousKv
 
 int decode_attention_paged(const AttentionShape& s, const float* q, const PagedKv& kv,
                            const uint32_t* seq_lens, float* out) {
-  if (const int r = check_shape(s); r != 0) return r;
-  if (q == nullptr || out == nullptr || seq_lens == nullptr || kv.k_pages == nullptr ||
-      kv.v_pages == nullptr) {
-    return -EINVAL;
-  }
+  if (const int r = check_args(s, q, seq_lens, out, kv.k_pages, kv.v_pages); r != 0) return r;
   if (const int r = check_pages(s, kv, seq_lens); r != 0) return r;
   const size_t tb = token_bytes(s);
   attend_rows(s, q, seq_lens, out, [&](uint32_t r) {

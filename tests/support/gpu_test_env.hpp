@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -87,6 +88,21 @@ class GpuTest : public ::testing::Test {
       if (auto r = ctx_->copy_to_host(out.data(), ptr, bytes); !r) return tl::unexpected(r.error());
     }
     return out;
+  }
+
+  // A device uint32_t holding 0, for the kernels' skipped-page counters.
+  Result<DeviceBuffer> upload_counter() const {
+    const uint32_t zero = 0;
+    return upload(std::as_bytes(std::span<const uint32_t>(&zero, 1)));
+  }
+
+  // The device uint32_t at `ptr`.
+  Result<uint32_t> download_counter(uint64_t ptr) const {
+    auto bytes = download(ptr, sizeof(uint32_t));
+    if (!bytes) return tl::unexpected(bytes.error());
+    uint32_t value = 0;
+    std::memcpy(&value, bytes->data(), sizeof(value));
+    return value;
   }
 
   std::optional<DeviceContext> ctx_;

@@ -14,6 +14,7 @@
 
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/unique_fd.hpp"
+#include "cxlpool/hal/driver/vmm_ranges.hpp"
 #include "host_vmm_probe.hpp"
 
 namespace cxlpool::drivers {
@@ -184,18 +185,11 @@ class HostVmm final : public hal::GpuVmm {
   }
 
   bool inside_reservation(uint64_t va, uint64_t bytes) const {
-    auto it = ranges_.upper_bound(va);
-    if (it == ranges_.begin()) return false;
-    --it;
-    return va >= it->first && va + bytes <= it->first + it->second;
+    return hal::vmm_range_inside_one(ranges_, va, bytes);
   }
 
   bool overlaps_mapping(uint64_t va, uint64_t bytes) const {
-    auto it = mapped_.lower_bound(va);
-    if (it != mapped_.end() && it->first < va + bytes) return true;
-    if (it == mapped_.begin()) return false;
-    --it;
-    return it->first + it->second > va;
+    return hal::vmm_range_overlaps_any(mapped_, va, bytes);
   }
 
   std::map<uint64_t, uint64_t> ranges_;  // reserved: va -> bytes

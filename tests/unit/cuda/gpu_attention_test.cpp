@@ -59,6 +59,58 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want)
   }
 }
 
+// Random K/V caches of `stride` tokens a row (seeds `seed`, `seed` + 1),
+// random queries (`seed` + 2), and the contiguous reference over the first
+// `ref_lens[r]` tokens of each row r.
+struct Inputs {
+  std::vector<std::byte> k, v;
+  std::vector<float> q, want;
+};
+
+void random_inputs(const AttentionShape& s, uint64_t stride, const std::vector<uint32_t>& ref_lens,
+                   uint32_t seed, Inputs& in) {
+  const size_t cache_elems = size_t{s.batch} * stride * s.kv_heads * s.head_dim;
+  in.k = random_cache(cache_elems, s.dtype, seed);
+  in.v = random_cache(cache_elems, s.dtype, seed + 1);
+  in.q = random_q(size_t{s.batch} * s.q_heads * s.head_dim, seed + 2);
+  in.want.assign(in.q.size(), 0.0f);
+  ASSERT_EQ(ref::decode_attention(s, in.q.data(),
+                                  ref::ContiguousKv{in.k.data(), in.v.data(), stride},
+                                  ref_lens.data(), in.want.data()),
+            0);
+}
+
+// A paged K/V cache: pools of `pool_pages` pages of `page_tokens` tokens and
+// a block table of `blocks_per_row` entries a row.
+struct Pages {
+  uint64_t pool_pages;
+  uint32_t page_tokens;
+  uint32_t blocks_per_row;
+  std::vector<uint32_t> table;
+  std::vector<std::byte> k, v;
+};
+
+// Fills `pages` (its sizes set) with the first `lens[r]` tokens of each row r
+// of `in`, rows getting pool pages in an order shuffled with `shuffle_seed`.
+void scatter_to_pages(const AttentionShape& s, const Inputs& in, uint64_t stride,
+                      const std::vector<uint32_t>& lens, uint32_t shuffle_seed, Pages& pages) {
+  pages.table.resize(pages.pool_pages);
+  std::iota(pages.table.begin(), pages.table.end(), 0u);
+  std::shuffle(pages.table.begin(), pages.table.end(), std::mt19937(shuffle_seed));
+  pages.table.resize(size_t{s.batch} * pages.blocks_per_row);
+  const size_t pool_bytes = pages.pool_pages * pages.page_tokens * ref::token_bytes(s);
+  pages.k.assign(pool_bytes, std::byte{0});
+  pages.v.assign(pool_bytes, std::byte{0});
+  ASSERT_EQ(ref::copy_to_pages(s, in.k.data(), stride, lens.data(), pages.k.data(),
+                               pages.pool_pages, pages.page_tokens, pages.table.data(),
+                               pages.blocks_per_row),
+            0);
+  ASSERT_EQ(ref::copy_to_pages(s, in.v.data(), stride, lens.data(), pages.v.data(),
+                               pages.pool_pages, pages.page_tokens, pages.table.data(),
+                               pages.blocks_per_row),
+            0);
+}
+
 struct Case {
   AttentionShape shape;
   uint64_t stride;
@@ -87,59 +139,53 @@ class GpuAttention : public GpuTest {
   // Runs both kernels on `c` and compares them with the contiguous reference.
   void run_case(const Case& c, uint32_t page_tokens) {
     const AttentionShape& s = c.shape;
-    const size_t cache_elems = size_t{s.batch} * c.stride * s.kv_heads * s.head_dim;
-    const auto k = random_cache(cache_elems, s.dtype, 1);
-    const auto v = random_cache(cache_elems, s.dtype, 2);
-    const auto q = random_q(size_t{s.batch} * s.q_heads * s.head_dim, 3);
-    const size_t out_elems = q.size();
-    std::vector<float> want(out_elems);
-    ASSERT_EQ(ref::decode_attention(s, q.data(), ref::ContiguousKv{k.data(), v.data(), c.stride},
-                                    c.lens.data(), want.data()),
-              0);
+    Inputs in;
+    ASSERT_NO_FATAL_FAILURE(random_inputs(s, c.stride, c.lens, 1, in));
 
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(q)));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dk, upload(k));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dv, upload(v));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(in.q)));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dk, upload(in.k));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dv, upload(in.v));
     CXLPOOL_ASSERT_OK_AND_ASSIGN(dlens, upload(bytes_of(c.lens)));
-    // NaN-filled outputs: an element the kernel leaves unwritten fails.
-    const std::vector<float> poison(out_elems, std::nanf(""));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload(bytes_of(poison)));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload_poison(in.q.size()));
     CXLPOOL_ASSERT_OK(kernels_->decode_attention(s, dq.ptr(), dk.ptr(), dv.ptr(), c.stride,
                                                  dlens.ptr(), dout.ptr()));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), out_elems * sizeof(float)));
-    expect_close(as_floats(got), want);
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), in.q.size() * sizeof(float)));
+    expect_close(as_floats(got), in.want);
 
     // The same cache scattered over a shuffled pool of pages.
     const uint32_t blocks_per_row = uint32_t((c.stride + page_tokens - 1) / page_tokens);
-    const uint64_t pool_pages = uint64_t{s.batch} * blocks_per_row + 5;
-    std::vector<uint32_t> table(pool_pages);
-    std::iota(table.begin(), table.end(), 0u);
-    std::shuffle(table.begin(), table.end(), std::mt19937(7));
-    table.resize(size_t{s.batch} * blocks_per_row);
-    const size_t pool_bytes = pool_pages * page_tokens * ref::token_bytes(s);
-    std::vector<std::byte> kp(pool_bytes), vp(pool_bytes);
-    ASSERT_EQ(ref::copy_to_pages(s, k.data(), c.stride, c.lens.data(), kp.data(), pool_pages,
-                                 page_tokens, table.data(), blocks_per_row),
-              0);
-    ASSERT_EQ(ref::copy_to_pages(s, v.data(), c.stride, c.lens.data(), vp.data(), pool_pages,
-                                 page_tokens, table.data(), blocks_per_row),
-              0);
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dkp, upload(kp));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dvp, upload(vp));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dtable, upload(bytes_of(table)));
-    const std::vector<uint32_t> zero{0};
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dskipped, upload(bytes_of(zero)));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(dpaged, upload(bytes_of(poison)));
+    Pages pages{uint64_t{s.batch} * blocks_per_row + 5, page_tokens, blocks_per_row};
+    ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, c.stride, c.lens, 7, pages));
+    uint32_t skipped = 0;
+    ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, c.lens, &skipped));
+    EXPECT_EQ(skipped, 0u);
+  }
+
+  // NaN-filled outputs: an element the kernel leaves unwritten fails.
+  Result<DeviceBuffer> upload_poison(size_t floats) const {
+    return upload(bytes_of(std::vector<float>(floats, std::nanf(""))));
+  }
+
+  // The paged kernel over `pages` matches `in.want`; `*skipped` is the count
+  // of tokens it skipped (not counted when `skipped` is null).
+  void run_paged(const AttentionShape& s, const Inputs& in, const Pages& pages,
+                 const std::vector<uint32_t>& lens, uint32_t* skipped) {
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(in.q)));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dkp, upload(pages.k));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dvp, upload(pages.v));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dlens, upload(bytes_of(lens)));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dtable, upload(bytes_of(pages.table)));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dskipped, upload_counter());
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload_poison(in.q.size()));
     CXLPOOL_ASSERT_OK(kernels_->decode_attention_paged(
-        s, dq.ptr(), dkp.ptr(), dvp.ptr(), pool_pages, page_tokens, dtable.ptr(), blocks_per_row,
-        dlens.ptr(), dpaged.ptr(), dskipped.ptr()));
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(paged, download(dpaged.ptr(), out_elems * sizeof(float)));
-    expect_close(as_floats(paged), want);
-    CXLPOOL_ASSERT_OK_AND_ASSIGN(skipped, download(dskipped.ptr(), sizeof(uint32_t)));
-    EXPECT_EQ(as_floats(skipped).size(), 1u);
-    uint32_t skipped_count = 0;
-    std::memcpy(&skipped_count, skipped.data(), sizeof(skipped_count));
-    EXPECT_EQ(skipped_count, 0u);
+        s, dq.ptr(), dkp.ptr(), dvp.ptr(), pages.pool_pages, pages.page_tokens, dtable.ptr(),
+        pages.blocks_per_row, dlens.ptr(), dout.ptr(), skipped != nullptr ? dskipped.ptr() : 0));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), in.q.size() * sizeof(float)));
+    expect_close(as_floats(got), in.want);
+    if (skipped != nullptr) {
+      CXLPOOL_ASSERT_OK_AND_ASSIGN(count, download_counter(dskipped.ptr()));
+      *skipped = count;
+    }
   }
 };
 
@@ -208,32 +254,13 @@ TEST_F(GpuAttention, PagesOutsideThePoolAreSkippedAndCounted) {
   const uint32_t page_tokens = 4;
   const std::vector<uint32_t> lens{8};
   // Page 0 holds tokens 0..3, the second entry points past a 1-page pool.
-  const std::vector<uint32_t> table{0, 1};
-  const auto kp = random_cache(4 * 32, KvDtype::kF32, 4);
-  const auto vp = random_cache(4 * 32, KvDtype::kF32, 5);
-  const auto q = random_q(2 * 32, 6);
-  // What is left: attention over the 4 tokens of page 0.
-  const std::vector<uint32_t> four{4};
-  std::vector<float> want(64);
-  ASSERT_EQ(ref::decode_attention(s, q.data(), ref::ContiguousKv{kp.data(), vp.data(), 4},
-                                  four.data(), want.data()),
-            0);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(q)));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dk, upload(kp));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dv, upload(vp));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dlens, upload(bytes_of(lens)));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dtable, upload(bytes_of(table)));
-  const std::vector<uint32_t> zero{0};
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dskipped, upload(bytes_of(zero)));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, DeviceBuffer::allocate(*ctx_, 64 * sizeof(float)));
-  CXLPOOL_ASSERT_OK(kernels_->decode_attention_paged(s, dq.ptr(), dk.ptr(), dv.ptr(), 1,
-                                                     page_tokens, dtable.ptr(), 2, dlens.ptr(),
-                                                     dout.ptr(), dskipped.ptr()));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), 64 * sizeof(float)));
-  expect_close(as_floats(got), want);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(skipped, download(dskipped.ptr(), sizeof(uint32_t)));
+  // What is left: attention over the 4 tokens of page 0, which is also the
+  // whole 1-page pool.
+  Inputs in;
+  ASSERT_NO_FATAL_FAILURE(random_inputs(s, 4, {4}, 4, in));
+  const Pages pages{1, page_tokens, 2, {0, 1}, in.k, in.v};
   uint32_t count = 0;
-  std::memcpy(&count, skipped.data(), sizeof(count));
+  ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, lens, &count));
   EXPECT_EQ(count, 2u * 4u);  // 4 tokens, once per query head
 }
 
@@ -260,48 +287,17 @@ TEST_F(GpuAttention, PagesLookedUpAheadOutsideThePoolAreSkippedAndCounted) {
       SCOPED_TRACE(testing::Message() << "bf16 " << (dtype == KvDtype::kBf16) << ", "
                                       << blocks_per_row << " pages per row, " << plan.n_splits
                                       << " splits");
-      const size_t cache_elems = size_t{s.batch} * stride * s.kv_heads * s.head_dim;
-      const auto k = random_cache(cache_elems, dtype, 11);
-      const auto v = random_cache(cache_elems, dtype, 12);
-      const auto q = random_q(size_t{s.batch} * s.q_heads * s.head_dim, 13);
-      std::vector<float> want(q.size());
-      ASSERT_EQ(ref::decode_attention(s, q.data(), ref::ContiguousKv{k.data(), v.data(), stride},
-                                      kept.data(), want.data()),
-                0);
-      const uint64_t pool_pages = uint64_t{s.batch} * blocks_per_row;
-      std::vector<uint32_t> table(pool_pages);
-      std::iota(table.begin(), table.end(), 0u);
-      std::shuffle(table.begin(), table.end(), std::mt19937(3));
-      const size_t pool_bytes = pool_pages * page_tokens * ref::token_bytes(s);
-      std::vector<std::byte> kp(pool_bytes), vp(pool_bytes);
-      ASSERT_EQ(ref::copy_to_pages(s, k.data(), stride, lens.data(), kp.data(), pool_pages,
-                                   page_tokens, table.data(), blocks_per_row),
-                0);
-      ASSERT_EQ(ref::copy_to_pages(s, v.data(), stride, lens.data(), vp.data(), pool_pages,
-                                   page_tokens, table.data(), blocks_per_row),
-                0);
+      Inputs in;
+      ASSERT_NO_FATAL_FAILURE(random_inputs(s, stride, kept, 11, in));
+      Pages pages{uint64_t{s.batch} * blocks_per_row, page_tokens, blocks_per_row};
+      ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, stride, lens, 3, pages));
       for (uint32_t r = 0; r < s.batch; ++r) {
         for (uint32_t b = kept[r] / page_tokens; b < blocks_per_row; ++b) {
-          table[size_t{r} * blocks_per_row + b] = uint32_t(pool_pages + b);
+          pages.table[size_t{r} * blocks_per_row + b] = uint32_t(pages.pool_pages + b);
         }
       }
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(q)));
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(dkp, upload(kp));
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(dvp, upload(vp));
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(dlens, upload(bytes_of(lens)));
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(dtable, upload(bytes_of(table)));
-      const std::vector<uint32_t> zero{0};
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(dskipped, upload(bytes_of(zero)));
-      const std::vector<float> poison(q.size(), std::nanf(""));
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload(bytes_of(poison)));
-      CXLPOOL_ASSERT_OK(kernels_->decode_attention_paged(
-          s, dq.ptr(), dkp.ptr(), dvp.ptr(), pool_pages, page_tokens, dtable.ptr(),
-          blocks_per_row, dlens.ptr(), dout.ptr(), dskipped.ptr()));
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), q.size() * sizeof(float)));
-      expect_close(as_floats(got), want);
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(skipped, download(dskipped.ptr(), sizeof(uint32_t)));
       uint32_t count = 0;
-      std::memcpy(&count, skipped.data(), sizeof(count));
+      ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, lens, &count));
       EXPECT_EQ(count, ((lens[0] - kept[0]) + (lens[1] - kept[1])) * s.q_heads);
     }
   }
@@ -316,41 +312,14 @@ TEST_F(GpuAttention, PoolOfFourBillionTokensStillMatchesReference) {
   const uint32_t blocks_per_row = 8;
   const uint64_t stride = uint64_t{blocks_per_row} * page_tokens;
   const std::vector<uint32_t> lens{128, 77};
-  const size_t cache_elems = size_t{s.batch} * stride * s.kv_heads * s.head_dim;
-  const auto k = random_cache(cache_elems, s.dtype, 21);
-  const auto v = random_cache(cache_elems, s.dtype, 22);
-  const auto q = random_q(size_t{s.batch} * s.q_heads * s.head_dim, 23);
-  std::vector<float> want(q.size());
-  ASSERT_EQ(ref::decode_attention(s, q.data(), ref::ContiguousKv{k.data(), v.data(), stride},
-                                  lens.data(), want.data()),
-            0);
-  const uint64_t real_pages = uint64_t{s.batch} * blocks_per_row;
-  std::vector<uint32_t> table(real_pages);
-  std::iota(table.begin(), table.end(), 0u);
-  std::shuffle(table.begin(), table.end(), std::mt19937(5));
-  const size_t pool_bytes = real_pages * page_tokens * ref::token_bytes(s);
-  std::vector<std::byte> kp(pool_bytes), vp(pool_bytes);
-  ASSERT_EQ(ref::copy_to_pages(s, k.data(), stride, lens.data(), kp.data(), real_pages,
-                               page_tokens, table.data(), blocks_per_row),
-            0);
-  ASSERT_EQ(ref::copy_to_pages(s, v.data(), stride, lens.data(), vp.data(), real_pages,
-                               page_tokens, table.data(), blocks_per_row),
-            0);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dq, upload(bytes_of(q)));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dkp, upload(kp));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dvp, upload(vp));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dlens, upload(bytes_of(lens)));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dtable, upload(bytes_of(table)));
-  const std::vector<float> poison(q.size(), std::nanf(""));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(dout, upload(bytes_of(poison)));
-  // Only the first real_pages pages are ever read; the stated size decides
-  // which kernel runs.
-  const uint64_t stated_pages = (uint64_t{1} << 32) / page_tokens;
-  CXLPOOL_ASSERT_OK(kernels_->decode_attention_paged(s, dq.ptr(), dkp.ptr(), dvp.ptr(),
-                                                     stated_pages, page_tokens, dtable.ptr(),
-                                                     blocks_per_row, dlens.ptr(), dout.ptr()));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(dout.ptr(), q.size() * sizeof(float)));
-  expect_close(as_floats(got), want);
+  Inputs in;
+  ASSERT_NO_FATAL_FAILURE(random_inputs(s, stride, lens, 21, in));
+  Pages pages{uint64_t{s.batch} * blocks_per_row, page_tokens, blocks_per_row};
+  ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, stride, lens, 5, pages));
+  // Only the pages filled above are ever read; the stated size decides which
+  // kernel runs.
+  pages.pool_pages = (uint64_t{1} << 32) / page_tokens;
+  run_paged(s, in, pages, lens, nullptr);
 }
 
 TEST_F(GpuAttention, BadShapesAreRejectedBeforeLaunch) {

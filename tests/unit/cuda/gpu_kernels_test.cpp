@@ -68,7 +68,40 @@ struct KvCase {
   uint32_t n_pages;
 };
 
-class GpuKvCopy : public GpuTest, public ::testing::WithParamInterface<KvCase> {};
+class GpuKvCopy : public GpuTest, public ::testing::WithParamInterface<KvCase> {
+ protected:
+  enum class Direction { kGather, kScatter };
+
+  // Runs kv_gather (arena -> pages) or kv_scatter (pages -> arena) on the
+  // device and ref::kv_gather/kv_scatter on host copies; the side written and
+  // the count of skipped pages agree. `want_skipped` is the reference's count.
+  void expect_copy_matches(Direction direction, const std::vector<std::byte>& arena,
+                           const std::vector<uint32_t>& index,
+                           const std::vector<std::byte>& pages, uint32_t& want_skipped) {
+    const KvCase c = GetParam();
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(d_arena, upload(arena));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(d_index, upload(as_bytes(index)));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(d_pages, upload(pages));
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(d_skipped, upload_counter());
+    const bool gather = direction == Direction::kGather;
+    auto want = gather ? pages : arena;
+    if (gather) {
+      CXLPOOL_ASSERT_OK(kernels_->kv_gather(d_pages.ptr(), d_arena.ptr(), c.arena_pages,
+                                            d_index.ptr(), c.n_pages, c.page_bytes,
+                                            d_skipped.ptr()));
+      want_skipped = ref::kv_gather(want.data(), arena.data(), c.arena_pages, index, c.page_bytes);
+    } else {
+      CXLPOOL_ASSERT_OK(kernels_->kv_scatter(d_arena.ptr(), d_pages.ptr(), c.arena_pages,
+                                             d_index.ptr(), c.n_pages, c.page_bytes,
+                                             d_skipped.ptr()));
+      want_skipped = ref::kv_scatter(want.data(), c.arena_pages, pages.data(), index, c.page_bytes);
+    }
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download((gather ? d_pages : d_arena).ptr(), want.size()));
+    EXPECT_TRUE(got == want);
+    CXLPOOL_ASSERT_OK_AND_ASSIGN(got_skipped, download_counter(d_skipped.ptr()));
+    EXPECT_EQ(got_skipped, want_skipped);
+  }
+};
 
 TEST_P(GpuKvCopy, GatherMatchesReference) {
   const KvCase c = GetParam();
@@ -78,23 +111,9 @@ TEST_P(GpuKvCopy, GatherMatchesReference) {
   for (auto& i : index) i = gen() % (c.arena_pages + c.arena_pages / 8 + 1);  // ~11% out of range
   const auto initial = random_bytes(size_t{c.n_pages} * c.page_bytes, 33);
 
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_arena, upload(arena));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_index, upload(as_bytes(index)));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_dst, upload(initial));
-  const std::vector<uint32_t> zero = {0};
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_skipped, upload(as_bytes(zero)));
-  CXLPOOL_ASSERT_OK(kernels_->kv_gather(d_dst.ptr(), d_arena.ptr(), c.arena_pages, d_index.ptr(),
-                                        c.n_pages, c.page_bytes, d_skipped.ptr()));
-
-  auto want = initial;
-  const uint32_t want_skipped =
-      ref::kv_gather(want.data(), arena.data(), c.arena_pages, index, c.page_bytes);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(d_dst.ptr(), want.size()));
-  EXPECT_TRUE(got == want);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(skipped, download(d_skipped.ptr(), sizeof(uint32_t)));
-  uint32_t got_skipped = 0;
-  std::memcpy(&got_skipped, skipped.data(), sizeof(got_skipped));
-  EXPECT_EQ(got_skipped, want_skipped);
+  uint32_t want_skipped = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      expect_copy_matches(Direction::kGather, arena, index, initial, want_skipped));
   EXPECT_GT(want_skipped, 0u);
 }
 
@@ -114,23 +133,8 @@ TEST_P(GpuKvCopy, ScatterMatchesReference) {
   }
   const auto src = random_bytes(size_t{c.n_pages} * c.page_bytes, 43);
 
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_arena, upload(arena));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_index, upload(as_bytes(index)));
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_src, upload(src));
-  const std::vector<uint32_t> zero = {0};
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(d_skipped, upload(as_bytes(zero)));
-  CXLPOOL_ASSERT_OK(kernels_->kv_scatter(d_arena.ptr(), d_src.ptr(), c.arena_pages, d_index.ptr(),
-                                         c.n_pages, c.page_bytes, d_skipped.ptr()));
-
-  auto want = arena;
-  const uint32_t want_skipped =
-      ref::kv_scatter(want.data(), c.arena_pages, src.data(), index, c.page_bytes);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(d_arena.ptr(), want.size()));
-  EXPECT_TRUE(got == want);
-  CXLPOOL_ASSERT_OK_AND_ASSIGN(skipped, download(d_skipped.ptr(), sizeof(uint32_t)));
-  uint32_t got_skipped = 0;
-  std::memcpy(&got_skipped, skipped.data(), sizeof(got_skipped));
-  EXPECT_EQ(got_skipped, want_skipped);
+  uint32_t want_skipped = 0;
+  ASSERT_NO_FATAL_FAILURE(expect_copy_matches(Direction::kScatter, arena, index, src, want_skipped));
 }
 
 // 16 KiB pages take the 16-byte vector path, 4100-byte pages the byte path,

@@ -70,32 +70,57 @@ class GpuVmm : public GpuTest {
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     return access;
   }
+
+  // Pinned memory at `type` `id` that can be exported as a POSIX fd, and the
+  // minimum granularity of its allocations.
+  void exportable(CUmemLocationType type, int id, CUmemAllocationProp& prop, size_t& gran) {
+    prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = type;
+    prop.location.id = id;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CXLPOOL_ASSERT_CU(
+        api().mem_get_allocation_granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  }
+
+  // A reserved range of `bytes` aligned to `align`, freed by `cleanup`.
+  void reserve(Cleanup& cleanup, size_t bytes, size_t align, CUdeviceptr& va) {
+    CXLPOOL_ASSERT_CU(api().mem_address_reserve(&va, bytes, align, 0, 0));
+    cleanup.add([=, this] { api().mem_address_free(va, bytes); });
+  }
+
+  // New physical memory of `bytes`, released by `cleanup`.
+  void create(Cleanup& cleanup, const CUmemAllocationProp& prop, size_t bytes,
+              CUmemGenericAllocationHandle& handle) {
+    CXLPOOL_ASSERT_CU(api().mem_create(&handle, bytes, &prop, 0));
+    cleanup.add([=, this] { api().mem_release(handle); });
+  }
+
+  // `handle` mapped at [va, va + bytes), read-write for the device; unmapped
+  // by `cleanup`.
+  void map_for_device(Cleanup& cleanup, CUdeviceptr va, size_t bytes,
+                      CUmemGenericAllocationHandle handle) {
+    CXLPOOL_ASSERT_CU(api().mem_map(va, bytes, 0, handle, 0));
+    cleanup.add([=, this] { api().mem_unmap(va, bytes); });
+    const CUmemAccessDesc access = device_access();
+    CXLPOOL_ASSERT_CU(api().mem_set_access(va, bytes, &access, 1));
+  }
 };
 
 TEST_F(GpuVmm, ReserveCreateMapExportImportRoundTrip) {
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = device();
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemAllocationProp prop;
   size_t gran = 0;
-  CXLPOOL_ASSERT_CU(
-      api().mem_get_allocation_granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  ASSERT_NO_FATAL_FAILURE(exportable(CU_MEM_LOCATION_TYPE_DEVICE, device(), prop, gran));
   ASSERT_GT(gran, 0u);
   Cleanup cleanup;
 
   CUdeviceptr va = 0;
-  CXLPOOL_ASSERT_CU(api().mem_address_reserve(&va, 2 * gran, gran, 0, 0));
-  cleanup.add([=, this] { api().mem_address_free(va, 2 * gran); });
+  ASSERT_NO_FATAL_FAILURE(reserve(cleanup, 2 * gran, gran, va));
   ASSERT_EQ(va % gran, 0u);
 
   CUmemGenericAllocationHandle handle = 0;
-  CXLPOOL_ASSERT_CU(api().mem_create(&handle, gran, &prop, 0));
-  cleanup.add([=, this] { api().mem_release(handle); });
-  CXLPOOL_ASSERT_CU(api().mem_map(va, gran, 0, handle, 0));
-  cleanup.add([=, this] { api().mem_unmap(va, gran); });
-  const CUmemAccessDesc access = device_access();
-  CXLPOOL_ASSERT_CU(api().mem_set_access(va, gran, &access, 1));
+  ASSERT_NO_FATAL_FAILURE(create(cleanup, prop, gran, handle));
+  ASSERT_NO_FATAL_FAILURE(map_for_device(cleanup, va, gran, handle));
 
   CXLPOOL_ASSERT_OK(kernels_->fill_pattern(va, gran, 1));
   CXLPOOL_ASSERT_OK_AND_ASSIGN(first, kernels_->checksum(va, gran));
@@ -113,9 +138,7 @@ TEST_F(GpuVmm, ReserveCreateMapExportImportRoundTrip) {
       &imported, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
   cleanup.add([=, this] { api().mem_release(imported); });
-  CXLPOOL_ASSERT_CU(api().mem_map(va + gran, gran, 0, imported, 0));
-  cleanup.add([=, this] { api().mem_unmap(va + gran, gran); });
-  CXLPOOL_ASSERT_CU(api().mem_set_access(va + gran, gran, &access, 1));
+  ASSERT_NO_FATAL_FAILURE(map_for_device(cleanup, va + gran, gran, imported));
 
   CXLPOOL_ASSERT_OK_AND_ASSIGN(through_import, kernels_->checksum(va + gran, gran));
   EXPECT_EQ(through_import, first);
@@ -130,25 +153,15 @@ TEST_F(GpuVmm, HostNumaAllocationIsDeviceAccessible) {
   if (!attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)) {
     GTEST_SKIP() << "device 0 does not support HOST_NUMA VMM allocations";
   }
-  CUmemAllocationProp prop = {};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
-  prop.location.id = 0;
-  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemAllocationProp prop;
   size_t gran = 0;
-  CXLPOOL_ASSERT_CU(
-      api().mem_get_allocation_granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  ASSERT_NO_FATAL_FAILURE(exportable(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0, prop, gran));
   Cleanup cleanup;
   CUdeviceptr va = 0;
-  CXLPOOL_ASSERT_CU(api().mem_address_reserve(&va, gran, gran, 0, 0));
-  cleanup.add([=, this] { api().mem_address_free(va, gran); });
+  ASSERT_NO_FATAL_FAILURE(reserve(cleanup, gran, gran, va));
   CUmemGenericAllocationHandle handle = 0;
-  CXLPOOL_ASSERT_CU(api().mem_create(&handle, gran, &prop, 0));
-  cleanup.add([=, this] { api().mem_release(handle); });
-  CXLPOOL_ASSERT_CU(api().mem_map(va, gran, 0, handle, 0));
-  cleanup.add([=, this] { api().mem_unmap(va, gran); });
-  const CUmemAccessDesc access = device_access();
-  CXLPOOL_ASSERT_CU(api().mem_set_access(va, gran, &access, 1));
+  ASSERT_NO_FATAL_FAILURE(create(cleanup, prop, gran, handle));
+  ASSERT_NO_FATAL_FAILURE(map_for_device(cleanup, va, gran, handle));
 
   CXLPOOL_ASSERT_OK(kernels_->fill_pattern(va, gran, 3));
   CXLPOOL_ASSERT_OK_AND_ASSIGN(got, download(va, gran));

@@ -29,57 +29,63 @@ struct Map {
   size_t bytes;
 };
 
+// host_range_protection of [addr, addr + bytes) succeeds and is `want`.
+::testing::AssertionResult protection_is(const void* addr, size_t bytes, HostProtection want) {
+  auto got = host_range_protection(addr, bytes);
+  if (!got) return ::testing::AssertionFailure() << got.error().message;
+  if (*got != want) {
+    return ::testing::AssertionFailure() << "protection " << static_cast<int>(*got) << ", want "
+                                         << static_cast<int>(want);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// host_range_protection of [addr, addr + bytes) fails with `code`.
+::testing::AssertionResult fails_with(const void* addr, size_t bytes, int code) {
+  auto got = host_range_protection(addr, bytes);
+  if (got) return ::testing::AssertionFailure() << "succeeded: " << static_cast<int>(*got);
+  if (got.error().code != code) {
+    return ::testing::AssertionFailure() << "error " << got.error().code << " ("
+                                         << got.error().message << "), want " << code;
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(HostProtection, ReadWriteMappingIsReadWrite) {
   Map m(4);
   ASSERT_NE(m.addr, MAP_FAILED);
-  auto p = host_range_protection(m.addr, m.bytes);
-  ASSERT_TRUE(p) << p.error().message;
-  EXPECT_EQ(*p, HostProtection::kReadWrite);
+  EXPECT_TRUE(protection_is(m.addr, m.bytes, HostProtection::kReadWrite));
 }
 
 TEST(HostProtection, ReadOnlyMappingIsReadOnly) {
   Map m(4);
   ASSERT_NE(m.addr, MAP_FAILED);
   ASSERT_EQ(::mprotect(m.addr, m.bytes, PROT_READ), 0);
-  auto p = host_range_protection(m.addr, m.bytes);
-  ASSERT_TRUE(p) << p.error().message;
-  EXPECT_EQ(*p, HostProtection::kReadOnly);
+  EXPECT_TRUE(protection_is(m.addr, m.bytes, HostProtection::kReadOnly));
 }
 
 TEST(HostProtection, OneReadOnlyPageMakesTheRangeReadOnly) {
   Map m(4);
   ASSERT_NE(m.addr, MAP_FAILED);
   ASSERT_EQ(::mprotect(m.addr + 2 * kPage, kPage, PROT_READ), 0);
-  auto whole = host_range_protection(m.addr, m.bytes);
-  ASSERT_TRUE(whole) << whole.error().message;
-  EXPECT_EQ(*whole, HostProtection::kReadOnly);
+  EXPECT_TRUE(protection_is(m.addr, m.bytes, HostProtection::kReadOnly));
   // The writable pages before it on their own (split into another maps line).
-  auto head = host_range_protection(m.addr, 2 * kPage);
-  ASSERT_TRUE(head) << head.error().message;
-  EXPECT_EQ(*head, HostProtection::kReadWrite);
+  EXPECT_TRUE(protection_is(m.addr, 2 * kPage, HostProtection::kReadWrite));
 }
 
 TEST(HostProtection, HoleOrUnreadablePageIsEFAULT) {
   Map m(4);
   ASSERT_NE(m.addr, MAP_FAILED);
   ASSERT_EQ(::munmap(m.addr + kPage, kPage), 0);
-  auto hole = host_range_protection(m.addr, m.bytes);
-  ASSERT_FALSE(hole);
-  EXPECT_EQ(hole.error().code, EFAULT);
+  EXPECT_TRUE(fails_with(m.addr, m.bytes, EFAULT));
   ASSERT_EQ(::mprotect(m.addr + 2 * kPage, kPage, PROT_NONE), 0);
-  auto none = host_range_protection(m.addr + 2 * kPage, kPage);
-  ASSERT_FALSE(none);
-  EXPECT_EQ(none.error().code, EFAULT);
+  EXPECT_TRUE(fails_with(m.addr + 2 * kPage, kPage, EFAULT));
 }
 
 TEST(HostProtection, EmptyRangeIsEINVAL) {
   int x = 0;
-  auto p = host_range_protection(&x, 0);
-  ASSERT_FALSE(p);
-  EXPECT_EQ(p.error().code, EINVAL);
-  auto q = host_range_protection(nullptr, 16);
-  ASSERT_FALSE(q);
-  EXPECT_EQ(q.error().code, EINVAL);
+  EXPECT_TRUE(fails_with(&x, 0, EINVAL));
+  EXPECT_TRUE(fails_with(nullptr, 16, EINVAL));
 }
 
 TEST(HostProtection, MapsTextAcrossAdjacentLines) {
