@@ -52,6 +52,8 @@
 #include <map>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cxlpool/cxlpool.h"
@@ -74,6 +76,33 @@ struct Options {
   int cuda = 0;
   uint64_t seed = 1;
 };
+
+// --name value: every numeric option, by the member it sets.
+bool set_option(Options& o, std::string_view name, uint64_t v) {
+  static constexpr std::pair<std::string_view, uint32_t Options::*> kU32[] = {
+      {"--layers", &Options::layers},         {"--kv-heads", &Options::kv_heads},
+      {"--head-dim", &Options::head_dim},     {"--dtype", &Options::dtype},
+      {"--batch", &Options::batch},           {"--rows", &Options::rows},
+      {"--context", &Options::context},       {"--grow", &Options::grow},
+      {"--steps", &Options::steps},           {"--min-len", &Options::min_len},
+      {"--max-len", &Options::max_len},       {"--compute-us", &Options::compute_us},
+      {"--offload-len", &Options::offload_len}, {"--chunk", &Options::chunk},
+      {"--cycles", &Options::cycles}};
+  static constexpr std::pair<std::string_view, uint64_t Options::*> kU64[] = {
+      {"--page", &Options::page}, {"--region", &Options::region}, {"--seed", &Options::seed}};
+  static constexpr std::pair<std::string_view, int Options::*> kFlags[] = {
+      {"--touch", &Options::touch}, {"--cuda", &Options::cuda}};
+  for (const auto& [n, m] : kU32) {
+    if (n == name) return (o.*m = uint32_t(v)), true;
+  }
+  for (const auto& [n, m] : kU64) {
+    if (n == name) return (o.*m = v), true;
+  }
+  for (const auto& [n, m] : kFlags) {
+    if (n == name) return (o.*m = int(v)), true;
+  }
+  return false;
+}
 
 [[noreturn]] void die(const char* what, int rc) {
   std::fprintf(stderr, "arena_bench: %s: %s (%s)\n", what, std::strerror(-rc), cxlpool_last_error());
@@ -558,30 +587,8 @@ int main(int argc, char** argv) {
   Options o;
   o.mode = argv[2];
   for (int i = 3; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    const uint64_t v = std::strtoull(argv[i + 1], nullptr, 0);
-    if (k == "--layers") o.layers = uint32_t(v);
-    else if (k == "--kv-heads") o.kv_heads = uint32_t(v);
-    else if (k == "--head-dim") o.head_dim = uint32_t(v);
-    else if (k == "--dtype") o.dtype = uint32_t(v);
-    else if (k == "--batch") o.batch = uint32_t(v);
-    else if (k == "--rows") o.rows = uint32_t(v);
-    else if (k == "--context") o.context = uint32_t(v);
-    else if (k == "--grow") o.grow = uint32_t(v);
-    else if (k == "--page") o.page = v;
-    else if (k == "--region") o.region = v;
-    else if (k == "--steps") o.steps = uint32_t(v);
-    else if (k == "--min-len") o.min_len = uint32_t(v);
-    else if (k == "--max-len") o.max_len = uint32_t(v);
-    else if (k == "--compute-us") o.compute_us = uint32_t(v);
-    else if (k == "--touch") o.touch = int(v);
-    else if (k == "--offload-len") o.offload_len = uint32_t(v);
-    else if (k == "--chunk") o.chunk = uint32_t(v);
-    else if (k == "--cycles") o.cycles = uint32_t(v);
-    else if (k == "--seed") o.seed = v;
-    else if (k == "--cuda") o.cuda = int(v);
-    else {
-      std::fprintf(stderr, "arena_bench: unknown option %s\n", k.c_str());
+    if (!set_option(o, argv[i], std::strtoull(argv[i + 1], nullptr, 0))) {
+      std::fprintf(stderr, "arena_bench: unknown option %s\n", argv[i]);
       return 2;
     }
   }

@@ -27,6 +27,17 @@ struct Fixture {
   ArenaGeometry geo;
   std::unique_ptr<ArenaCore> core;
 
+  // A new row that `seq` asks to hold `tokens` (not stepped yet).
+  uint32_t row(std::vector<uint32_t>& seq, uint32_t tokens) {
+    auto id = core->alloc_reqid();
+    if (!id) {
+      ADD_FAILURE() << id.error().message;
+      return 0;
+    }
+    seq[*id] = tokens;
+    return *id;
+  }
+
   // 2 layers (4 tensors), 4 rows, a page holds 256 tokens, 1024 tokens per
   // row; pieces of 8 pages.
   explicit Fixture(uint64_t limit = 0, uint32_t rows = 4) {
@@ -134,22 +145,20 @@ TEST(ArenaCore, FreedRowIsReusedInPlace) {
 TEST(ArenaCore, LimitReclaimsFreedPagesAndFailsAllOrNothing) {
   // 4 tensors * 64 KiB = one page group is 256 KiB; the limit holds 3 groups.
   Fixture f(3 * 4 * kPage);
-  auto a = f.core->alloc_reqid();
-  auto b = f.core->alloc_reqid();
-  ASSERT_TRUE(a && b);
   std::vector<uint32_t> seq(4, 0);
-  seq[*a] = 512;  // 2 groups
-  seq[*b] = 1;    // 1 group
+  const uint32_t a = f.row(seq, 512);  // 2 groups
+  const uint32_t b = f.row(seq, 0);
+  seq[b] = 1;    // 1 group
   ASSERT_TRUE(f.core->step(seq, 0));
   // b would need a second group: over the limit, nothing freed.
-  seq[*b] = 257;
+  seq[b] = 257;
   auto over = f.core->step(seq, 0);
   ASSERT_FALSE(over);
   EXPECT_EQ(over.error().code, ENOMEM);
   EXPECT_EQ(f.core->stats().mapped_bytes, 12 * kPage);
   // a finishes: its pages are deferred, and b takes a's tail group.
-  ASSERT_TRUE(f.core->free_reqid(*a));
-  seq[*a] = 0;
+  ASSERT_TRUE(f.core->free_reqid(a));
+  seq[a] = 0;
   const auto unmaps_before = f.vmm->unmap_calls;
   ASSERT_TRUE(f.core->step(seq, 0));
   EXPECT_EQ(f.vmm->unmap_calls - unmaps_before, 4u);  // moved, one per tensor
@@ -158,11 +167,11 @@ TEST(ArenaCore, LimitReclaimsFreedPagesAndFailsAllOrNothing) {
   EXPECT_EQ(s.pages_deferred, 4u);
   EXPECT_EQ(s.pages_in_use, 8u);
   EXPECT_EQ(s.reuses, 4u);
-  EXPECT_EQ(f.core->mapped_tokens(*a), 256u);
+  EXPECT_EQ(f.core->mapped_tokens(a), 256u);
   // The moved pages are the ones a had at its page 1.
   // (same handle/offset now under b's page 1)
   // Asking for more than free + deferred fails without touching anything.
-  seq[*b] = 1024;  // 4 groups: b has 2, 1 deferred left, limit full
+  seq[b] = 1024;  // 4 groups: b has 2, 1 deferred left, limit full
   const auto maps_before = f.vmm->map_calls;
   EXPECT_EQ(f.core->step(seq, 0).error().code, ENOMEM);
   EXPECT_EQ(f.vmm->map_calls, maps_before);
@@ -170,21 +179,19 @@ TEST(ArenaCore, LimitReclaimsFreedPagesAndFailsAllOrNothing) {
 
 TEST(ArenaCore, MovedPagesKeepTheirPhysicalMemory) {
   Fixture f(2 * 4 * kPage);
-  auto a = f.core->alloc_reqid();
-  auto b = f.core->alloc_reqid();
-  ASSERT_TRUE(a && b);
   std::vector<uint32_t> seq(4, 0);
-  seq[*a] = 300;  // 2 groups = the limit
+  const uint32_t a = f.row(seq, 300);  // 2 groups = the limit
+  const uint32_t b = f.row(seq, 0);
   ASSERT_TRUE(f.core->step(seq, 0));
   std::vector<std::pair<hal::VmmHandle, uint64_t>> tail;
-  for (uint32_t t = 0; t < 4; ++t) tail.push_back(f.vmm->maps.at(f.va(t, *a, 1)));
-  ASSERT_TRUE(f.core->free_reqid(*a));
+  for (uint32_t t = 0; t < 4; ++t) tail.push_back(f.vmm->maps.at(f.va(t, a, 1)));
+  ASSERT_TRUE(f.core->free_reqid(a));
   seq.assign(4, 0);
-  seq[*b] = 10;
+  seq[b] = 10;
   ASSERT_TRUE(f.core->step(seq, 0));
   for (uint32_t t = 0; t < 4; ++t) {
-    EXPECT_EQ(f.vmm->maps.at(f.va(t, *b, 0)), tail[t]) << "tensor " << t;
-    EXPECT_FALSE(f.vmm->maps.count(f.va(t, *a, 1)));
+    EXPECT_EQ(f.vmm->maps.at(f.va(t, b, 0)), tail[t]) << "tensor " << t;
+    EXPECT_FALSE(f.vmm->maps.count(f.va(t, a, 1)));
   }
 }
 
@@ -217,34 +224,30 @@ TEST(ArenaCore, TrimUnmapsDeferredPagesAndReturnsPieces) {
 
 TEST(ArenaCore, MapAheadIsBestEffort) {
   Fixture f(3 * 4 * kPage);
-  auto r = f.core->alloc_reqid();
-  ASSERT_TRUE(r);
   std::vector<uint32_t> seq(4, 0);
-  seq[*r] = 200;
+  const uint32_t r = f.row(seq, 200);
   EXPECT_FALSE(f.core->satisfied(seq, 256));
   ASSERT_TRUE(f.core->step(seq, 256));  // 1 page needed, 2 with look-ahead
-  EXPECT_EQ(f.core->mapped_tokens(*r), 512u);
+  EXPECT_EQ(f.core->mapped_tokens(r), 512u);
   EXPECT_TRUE(f.core->satisfied(seq, 256));
-  seq[*r] = 700;  // 3 needed, 4 with look-ahead: the limit stops at 3, no error
+  seq[r] = 700;  // 3 needed, 4 with look-ahead: the limit stops at 3, no error
   ASSERT_TRUE(f.core->step(seq, 256));
-  EXPECT_EQ(f.core->mapped_tokens(*r), 768u);
+  EXPECT_EQ(f.core->mapped_tokens(r), 768u);
 }
 
 // A caller that stops waiting for speculation (step_async's wait) gets the
 // pages its step needs and no more; the next step maps ahead again.
 TEST(ArenaCore, StoppedMapAheadStillMapsWhatTheStepNeeds) {
   Fixture f;
-  auto r = f.core->alloc_reqid();
-  ASSERT_TRUE(r);
   std::vector<uint32_t> seq(4, 0);
-  seq[*r] = 300;  // 2 pages needed, 3 with look-ahead
+  const uint32_t r = f.row(seq, 300);  // 2 pages needed, 3 with look-ahead
   const std::atomic<bool> stop{true};
   ASSERT_TRUE(f.core->step(seq, 256, &stop));
-  EXPECT_EQ(f.core->mapped_tokens(*r), 512u);
+  EXPECT_EQ(f.core->mapped_tokens(r), 512u);
   EXPECT_FALSE(f.core->satisfied(seq, 256));
   const std::atomic<bool> go{false};
   ASSERT_TRUE(f.core->step(seq, 256, &go));
-  EXPECT_EQ(f.core->mapped_tokens(*r), 768u);
+  EXPECT_EQ(f.core->mapped_tokens(r), 768u);
   EXPECT_TRUE(f.core->satisfied(seq, 256));
 }
 
@@ -269,18 +272,16 @@ TEST(ArenaCore, SourceRefusalFallsBackToFreedPages) {
 
 TEST(ArenaCore, FailedMapLeavesAConsistentArena) {
   Fixture f;
-  auto r = f.core->alloc_reqid();
-  ASSERT_TRUE(r);
   std::vector<uint32_t> seq(4, 0);
-  seq[*r] = 300;
+  const uint32_t r = f.row(seq, 300);
   f.vmm->fail_map_in = 5;  // the second group's second tensor
   auto failed = f.core->step(seq, 0);
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().code, ENOMEM);
-  EXPECT_EQ(f.core->mapped_tokens(*r), 256u);
+  EXPECT_EQ(f.core->mapped_tokens(r), 256u);
   EXPECT_EQ(f.vmm->maps.size(), 4u);
   ASSERT_TRUE(f.core->step(seq, 0));
-  EXPECT_EQ(f.core->mapped_tokens(*r), 512u);
+  EXPECT_EQ(f.core->mapped_tokens(r), 512u);
   EXPECT_EQ(f.vmm->maps.size(), 8u);
 }
 

@@ -46,6 +46,26 @@ std::unique_ptr<KvArena> make(const cxlpool_kv_arena_config& c,
   return a ? std::move(*a) : nullptr;
 }
 
+// A synchronous arena with one row stepped to `tokens`; null on failure
+// (reported).
+std::unique_ptr<KvArena> with_row(uint32_t tokens, uint32_t* row) {
+  auto a = make(config(0));
+  if (!a) return nullptr;
+  auto r = a->alloc_reqid();
+  if (!r) {
+    ADD_FAILURE() << r.error().message;
+    return nullptr;
+  }
+  std::vector<uint32_t> seq(8, 0);
+  seq[*r] = tokens;
+  if (auto st = a->step(seq); !st) {
+    ADD_FAILURE() << st.error().message;
+    return nullptr;
+  }
+  *row = *r;
+  return a;
+}
+
 TEST(KvArena, TensorsDescribeOneReservation) {
   auto a = make(config(0));
   ASSERT_TRUE(a);
@@ -71,20 +91,16 @@ TEST(KvArena, TensorsDescribeOneReservation) {
 }
 
 TEST(KvArena, StepMakesRowsWritable) {
-  auto a = make(config(0));
+  uint32_t r = 0;
+  auto a = with_row(1500, &r);
   ASSERT_TRUE(a);
-  auto r = a->alloc_reqid();
-  ASSERT_TRUE(r);
-  std::vector<uint32_t> seq(8, 0);
-  seq[*r] = 1500;
-  ASSERT_TRUE(a->step(seq));
   for (uint32_t l = 0; l < 2; ++l) {
     for (uint32_t kind = 0; kind < 2; ++kind) {
-      uint8_t* row = a->row_address(*r, l, kind);
+      uint8_t* row = a->row_address(r, l, kind);
       std::memset(row, int(l * 2 + kind + 1), 1500 * 64);
     }
   }
-  EXPECT_EQ(a->row_address(*r, 1, 1)[1499 * 64], 4);
+  EXPECT_EQ(a->row_address(r, 1, 1)[1499 * 64], 4);
   const auto s = a->stats();
   EXPECT_EQ(s.mapped_bytes, 2u * 4 * kPage);
   EXPECT_EQ(s.steps, 1u);
@@ -346,19 +362,15 @@ TEST(CopyWorker, EngineFailureFailsTheJob) {
   log.fail_copies_with = EFAULT;
   auto engine = cxlpool::test::open_host_copy_engine(0);
   ASSERT_TRUE(engine);
-  auto a = make(config(0));
+  uint32_t r = 0;
+  auto a = with_row(64, &r);
   ASSERT_TRUE(a);
-  auto r = a->alloc_reqid();
-  ASSERT_TRUE(r);
-  std::vector<uint32_t> seq(8, 0);
-  seq[*r] = 64;
-  ASSERT_TRUE(a->step(seq));
   CopyWorker w(a->geometry(), a->base());
   w.use_engine(engine->get());
   std::vector<uint8_t> packed(64 * 64 * 4);
   CopyJob job;
   job.ticket = 3;
-  job.row = *r;
+  job.row = r;
   job.segments.push_back(CopySegment{false, 0, 64, packed.data()});
   w.submit(std::move(job));
   std::vector<CopyJob> done;

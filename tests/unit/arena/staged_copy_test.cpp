@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "support/host_copy_engine.hpp"
@@ -29,46 +30,51 @@ std::vector<DevicePiece> pieces_of(std::vector<uint8_t>& device, std::vector<uin
   return out;
 }
 
-TEST(StagedCopier, PiecesOfAnySizeArriveBothWays) {
-  auto& log = test::host_copy_engine_log();
-  log.reset();
-  auto engine = test::open_host_copy_engine(0);
-  ASSERT_TRUE(engine);
-  auto copier = StagedCopier::create(**engine, kStage);
-  ASSERT_TRUE(copier) << copier.error().message;
+// A host-memory engine (its log reset) and a copier with kStage buffers.
+class StagedCopierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log_.reset();
+    auto engine = test::open_host_copy_engine(0);
+    ASSERT_TRUE(engine);
+    engine_ = std::move(*engine);
+    auto copier = StagedCopier::create(*engine_, kStage);
+    ASSERT_TRUE(copier) << copier.error().message;
+    copier_ = std::move(*copier);
+  }
+  test::HostCopyEngineLog& log_ = test::host_copy_engine_log();
+  std::unique_ptr<hal::GpuCopyEngine> engine_;
+  std::unique_ptr<StagedCopier> copier_;
+};
+
+TEST_F(StagedCopierTest, PiecesOfAnySizeArriveBothWays) {
   // Small, exactly one buffer, larger than two buffers, odd sizes.
   const std::vector<size_t> sizes{100, kStage, 3 * kStage + 17, 1, 999, 2 * kStage - 1};
   size_t total = 0;
   for (size_t n : sizes) total += n;
   std::vector<uint8_t> device(total), host(total), back(total);
   for (size_t i = 0; i < total; ++i) host[i] = static_cast<uint8_t>(i * 31 + 7);
-  ASSERT_TRUE((*copier)->to_device(pieces_of(device, host, sizes)));
+  ASSERT_TRUE(copier_->to_device(pieces_of(device, host, sizes)));
   EXPECT_EQ(device, host);
-  EXPECT_EQ(log.bytes_to_device, total);
-  ASSERT_TRUE((*copier)->to_host(pieces_of(device, back, sizes)));
+  EXPECT_EQ(log_.bytes_to_device, total);
+  ASSERT_TRUE(copier_->to_host(pieces_of(device, back, sizes)));
   EXPECT_EQ(back, host);
-  EXPECT_EQ(log.bytes_to_host, total);
-  EXPECT_TRUE((*copier)->to_host({}));
+  EXPECT_EQ(log_.bytes_to_host, total);
+  EXPECT_TRUE(copier_->to_host({}));
 }
 
-TEST(StagedCopier, EngineErrorsComeBack) {
-  auto& log = test::host_copy_engine_log();
-  log.reset();
-  auto engine = test::open_host_copy_engine(0);
-  ASSERT_TRUE(engine);
-  auto copier = StagedCopier::create(**engine, kStage);
-  ASSERT_TRUE(copier);
+TEST_F(StagedCopierTest, EngineErrorsComeBack) {
   std::vector<uint8_t> device(10000), host(10000);
-  log.fail_copies_with = EIO;
-  auto r = (*copier)->to_host(pieces_of(device, host, {10000}));
+  log_.fail_copies_with = EIO;
+  auto r = copier_->to_host(pieces_of(device, host, {10000}));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, EIO);
-  r = (*copier)->to_device(pieces_of(device, host, {10000}));
+  r = copier_->to_device(pieces_of(device, host, {10000}));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, EIO);
-  log.reset();
-  log.refuse_pinned = true;
-  auto none = StagedCopier::create(**engine, kStage);
+  log_.reset();
+  log_.refuse_pinned = true;
+  auto none = StagedCopier::create(*engine_, kStage);
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().code, ENOMEM);
 }
