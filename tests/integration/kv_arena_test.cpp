@@ -563,5 +563,30 @@ TEST_F(KvArena, DeviceRowsOffloadAndRestoreByteExact) {
   EXPECT_EQ(matching_tokens(arena_, back, n), n);
 }
 
+// Offloading chunks the store already holds writes nothing, and still ends
+// the put reservation (an open one holds put-window slots and counts
+// against the client's reservation limit until the connection closes).
+TEST_F(KvArena, OffloadOfStoredChunksEndsItsReservations) {
+  create();
+  const auto ns = open_store();
+  const uint32_t n = 5 * kChunk;
+  const auto toks = prompt(3, n);
+  uint32_t seq[4] = {};
+  uint32_t row = 0;
+  ASSERT_NO_FATAL_FAILURE(fill_new_row(n, seq, &row));
+  ASSERT_NO_FATAL_FAILURE(offload_and_wait(ns, row, toks, n));
+  ASSERT_NO_FATAL_FAILURE(offload_and_wait(ns, row, toks, n));  // every chunk cached
+  cxlpool_stat all[512];
+  const int count = cxlpool_stats(client_, all, 512);
+  ASSERT_GT(count, 0) << cxlpool_last_error();
+  bool seen = false;
+  for (int i = 0; i < count && i < 512; ++i) {
+    if (std::string(all[i].name) != "kv.reservations") continue;
+    seen = true;
+    EXPECT_EQ(all[i].value, 0u);
+  }
+  EXPECT_TRUE(seen) << "no kv.reservations counter";
+}
+
 }  // namespace
 }  // namespace cxlpool::integration

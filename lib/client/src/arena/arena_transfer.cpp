@@ -205,8 +205,9 @@ void Transfers::drain() {
       t.tail.reset();
     }
     if (job.then_op != 0 && !t.complete) {
-      // A failed copy commits nothing it half wrote; a lease is still given
-      // back.
+      // A failed copy commits nothing it half wrote (the protocol has no
+      // abort: its reservation holds its slots until the connection
+      // closes); a lease is still given back.
       if (job.error == 0 || job.then_op == CXLPOOL_KV_RELEASE) t.to_submit = job.then_op;
       else finish(t, job.error);
     }
@@ -338,13 +339,12 @@ void Transfers::on_put_begin(Ticket& t, const cxlpool_kv_completion& c) {
     copy(t, std::move(segments), CXLPOOL_KV_PUT_COMMIT);
     return;
   }
-  t.next += t.batch;
-  if (t.next < t.keys.size()) {
-    t.to_submit = CXLPOOL_KV_PUT_BEGIN;
-  } else {
-    t.tokens_done = t.tokens.size();
-    finish(t, 0);
-  }
+  // Every chunk of the batch is stored already: committing them writes
+  // nothing and ends the reservation, which would otherwise hold its
+  // put-window slots and count against the reservation limit until the
+  // connection closes.
+  t.commit_keys.assign(t.keys.begin() + t.next, t.keys.begin() + t.next + n);
+  t.to_submit = CXLPOOL_KV_PUT_COMMIT;
 }
 
 void Transfers::on_get(Ticket& t, const cxlpool_kv_completion& c) {
