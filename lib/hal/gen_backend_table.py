@@ -12,7 +12,7 @@ Every other backend is listed with the reason the program lacks it.
 import re
 import sys
 
-CLASSES = {"MemTier", "BlockEngine", "NetPort", "Transport", "GpuVmm", "AccessSource"}
+CLASSES = {"MemTier", "BlockEngine", "NetPort", "Transport", "GpuVmm", "AccessSource", "SharedMemory"}
 
 
 def c_string(text):

@@ -16,6 +16,7 @@ constexpr EnumName<BackendClass> kBackendClassNames[] = {
     {BackendClass::kTransport, "Transport"},
     {BackendClass::kGpuVmm, "GpuVmm"},
     {BackendClass::kAccessSource, "AccessSource"},
+    {BackendClass::kSharedMemory, "SharedMemory"},
 };
 static_assert(std::size(kBackendClassNames) == kBackendClassCount);
 

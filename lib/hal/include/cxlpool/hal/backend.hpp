@@ -13,10 +13,20 @@
 namespace cxlpool::hal {
 
 // The interfaces a backend implements. Reports carry the class's name.
-enum class BackendClass : std::uint8_t { kMemTier, kBlockEngine, kNetPort, kTransport, kGpuVmm, kAccessSource };
-inline constexpr int kBackendClassCount = 6;
+// SharedMemory: the memory device links live in (drivers/shm).
+enum class BackendClass : std::uint8_t {
+  kMemTier,
+  kBlockEngine,
+  kNetPort,
+  kTransport,
+  kGpuVmm,
+  kAccessSource,
+  kSharedMemory,
+};
+inline constexpr int kBackendClassCount = 7;
 
-// "MemTier", "BlockEngine", "NetPort", "Transport", "GpuVmm", "AccessSource".
+// "MemTier", "BlockEngine", "NetPort", "Transport", "GpuVmm", "AccessSource",
+// "SharedMemory".
 const char* backend_class_name(BackendClass cls);
 
 enum class BackendState { kAvailable, kNotCompiled, kNotPresent, kFailed };

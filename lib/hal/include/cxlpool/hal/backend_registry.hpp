@@ -29,6 +29,7 @@
 #include "cxlpool/hal/gpu_vmm.hpp"
 #include "cxlpool/hal/mem_tier.hpp"
 #include "cxlpool/hal/page_placement.hpp"
+#include "cxlpool/hal/shared_memory.hpp"
 
 namespace cxlpool::hal {
 
@@ -106,6 +107,26 @@ Result<std::unique_ptr<AccessSource>> open_access_source(std::string_view backen
 // backend that offers it (numa). ENOTSUP as export_gpu_host_memory when
 // none can; otherwise the last backend's error.
 Result<std::unique_ptr<PagePlacement>> open_page_placement(BackendSkips* skipped = nullptr);
+
+// Shared memory for device links (shared_memory.hpp). A named backend
+// ("file", "memfd", "devdax"): exactly that one, errors as
+// open_block_device. Empty or "auto": the backend the spec is for, in
+// rank order devdax (a path /dev/daxX.Y), file (any other path), memfd
+// (no path); a backend that answers ENODEV ("not a spec for me") is passed
+// over, any other error ends the search. Each backend's errors:
+//   file    ENODEV (no path), ENOENT (missing and !create), EINVAL (not a
+//           regular file; smaller than spec.size; size 0 for a new or empty
+//           file), ENOMEM (hugetlbfs without free huge pages), or the errno
+//           of open/ftruncate/mmap
+//   memfd   ENODEV (a path given), EINVAL (size 0 for a new one; a received
+//           fd that is not a memfd, lacks the grow/shrink seals or is
+//           smaller than spec.size), or the errno of memfd_create/mmap
+//   devdax  ENODEV (no path, or one that does not look like /dev/daxX.Y),
+//           ENOENT (no such DAX device), EINVAL (not a character device;
+//           device smaller than spec.size; bound to kmem, not device_dax),
+//           or the errno of open/mmap
+Result<SharedMemory> open_shared_memory(std::string_view backend, const SharedMemorySpec& spec,
+                                        BackendSkips* skipped = nullptr);
 
 // The CXL regions every usable MemTier backend that discovers regions (dax)
 // finds; empty when no such backend is linked in or allowed. Errors: the
