@@ -10,10 +10,14 @@
 #
 # usage: run-in-vm.sh [--cache DIR] [--results DIR] [--mem-node0 SIZE]
 #                     [--mem-node1 SIZE] [--smp N] [--cpu MODEL]
-#                     [--timeout SECONDS] [--share DIR]... -- COMMAND [ARG]...
+#                     [--timeout SECONDS] [--share DIR]... [--ivshmem FILE]
+#                     -- COMMAND [ARG]...
 #
 # --share DIR makes DIR visible in the guest at the same path, read-only,
 # also under /tmp or /run (which the guest covers with tmpfs).
+# --ivshmem FILE gives the guest an ivshmem-plain PCI device (1af4:1110)
+# whose BAR 2 is FILE, mapped shared: host processes that map FILE and the
+# guest share that memory. FILE's size must be a power of two (1 MiB up).
 #
 # Exit status: the command's own (77 stays 77, so skips pass through);
 # 77 when the host lacks QEMU, a static busybox or a guest kernel;
@@ -50,11 +54,13 @@ usage() {
 }
 
 shares=()
+ivshmem_file=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache_dir=$2; shift 2 ;;
     --results) results_dir=$2; shift 2 ;;
     --share) shares+=("$(cd "$2" && pwd)") || die "--share: no directory $2"; shift 2 ;;
+    --ivshmem) ivshmem_file=$2; shift 2 ;;
     --mem-node0) mem_node0=$2; shift 2 ;;
     --mem-node1) mem_node1=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
@@ -81,6 +87,17 @@ size_mib() {
 node0_mib=$(size_mib "$mem_node0") || die "bad --mem-node0 '$mem_node0' (use e.g. 512M or 1G)"
 node1_mib=$(size_mib "$mem_node1") || die "bad --mem-node1 '$mem_node1' (use e.g. 512M or 1G)"
 if [ "$node0_mib" -eq 0 ] || [ "$node1_mib" -eq 0 ]; then die "both NUMA nodes need memory"; fi
+
+ivshmem_args=()
+if [ -n "$ivshmem_file" ]; then
+  [ -f "$ivshmem_file" ] || die "--ivshmem: no file $ivshmem_file"
+  ivshmem_bytes=$(stat -c %s "$ivshmem_file") || die "--ivshmem: cannot stat $ivshmem_file"
+  if [ "$ivshmem_bytes" -lt 1048576 ] || [ $((ivshmem_bytes & (ivshmem_bytes - 1))) -ne 0 ]; then
+    die "--ivshmem: $ivshmem_file holds $ivshmem_bytes bytes; a PCI BAR needs a power of two of 1 MiB or more"
+  fi
+  ivshmem_args=(-object "memory-backend-file,id=ivshmem0,share=on,mem-path=$ivshmem_file,size=$ivshmem_bytes"
+                -device ivshmem-plain,memdev=ivshmem0)
+fi
 
 # ---------------------------------------------------------------- host tools
 qemu=$(command -v qemu-system-x86_64) || skip "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"
@@ -336,7 +353,7 @@ boot_start=$SECONDS
   -append "console=ttyS0 quiet panic=-1" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=$results_dir,mount_tag=results,security_model=none" \
-  "${share_args[@]}" \
+  "${share_args[@]}" "${ivshmem_args[@]}" \
   -display none -serial stdio -no-reboot -monitor none < /dev/null &
 qemu_pid=$!
 

@@ -22,6 +22,7 @@ std::string name_of_magic(unsigned long magic) {
     case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
     case V9FS_MAGIC: return "9p";
     case NFS_SUPER_MAGIC: return "nfs";
+    case SYSFS_MAGIC: return "sysfs";
     default: break;
   }
   char text[32];

@@ -94,8 +94,11 @@ Result<hal::SharedMemory> open_shared_file(const hal::SharedMemorySpec& spec) {
   info.path = spec.path;
   info.alignment = fs->page_size;
   info.created = created;
-  info.coherent = true;
-  info.coherence_reason = "a file of this host's page cache";
+  // A sysfs file is device memory (a PCI BAR's resourceN), which another
+  // host or VM may share without keeping this CPU's cache in step.
+  info.coherent = fs->name != "sysfs";
+  info.coherence_reason = info.coherent ? "a file of this host's page cache"
+                                        : "device memory (sysfs resource file) other hosts may share";
   return hal::SharedMemory(std::move(*fd), std::move(*mapping), std::move(info));
 }
 

@@ -52,7 +52,8 @@ struct SharedMemoryInfo {
   // Whether every user of this memory sees the others' stores without
   // cache maintenance: true for file and memfd (one host's page cache);
   // false for devdax (assumed CXL memory shared by hosts that do not keep
-  // each other's caches coherent).
+  // each other's caches coherent) and for a sysfs file (a PCI BAR such as
+  // ivshmem's, shared with another kernel).
   bool coherent = true;
   std::string coherence_reason;  // one line: why `coherent` says what it says
 };
