@@ -111,9 +111,9 @@ Result<void> format_exchange(std::span<std::byte> region, const ChannelGeometry&
   return {};
 }
 
-Result<ExchangeStats> run_exchange(std::span<std::byte> region, ChannelRole role, uint32_t timeout_ms) {
+Result<ExchangeStats> run_exchange(std::span<std::byte> region, ChannelRole role, const ExchangeOptions& options) {
   const uint64_t start = monotonic_ns();
-  const uint64_t deadline = start + uint64_t{timeout_ms} * 1'000'000;
+  const uint64_t deadline = start + uint64_t{options.timeout_ms} * 1'000'000;
   NonCoherentLines probe_lines;
   auto rv = await_rendezvous(region, probe_lines, deadline);
   if (!rv) return tl::unexpected(rv.error());
@@ -132,7 +132,8 @@ Result<ExchangeStats> run_exchange(std::span<std::byte> region, ChannelRole role
   while (stats.sent < count || stats.received < count) {
     bool progress = false;
     while (stats.sent < count) {
-      const Record r = make_record(role, stats.sent);
+      Record r = make_record(role, stats.sent);
+      if (stats.sent == options.corrupt_at) r.check ^= 1;
       if (!producer->push(&r)) break;
       ++stats.sent;
       progress = true;

@@ -23,6 +23,13 @@ namespace cxlpool::vmtest {
 
 enum class ChannelRole { kHost, kGuest };
 
+struct ExchangeOptions {
+  uint32_t timeout_ms = 240000;
+  // Sends record `corrupt_at` with a wrong checksum, so a self-test can see
+  // the receiving end catch it. UINT64_MAX: none.
+  uint64_t corrupt_at = UINT64_MAX;
+};
+
 struct ExchangeStats {
   uint64_t sent = 0;
   uint64_t received = 0;
@@ -40,12 +47,12 @@ size_t exchange_region_bytes(const devpool::ChannelGeometry& g);
 // line back, then publishes the rendezvous line. EINVAL for a short region.
 Result<void> format_exchange(std::span<std::byte> region, const devpool::ChannelGeometry& g, uint32_t count);
 
-// Either side: waits (up to `timeout_ms`) for the rendezvous line, attaches
+// Either side: waits (up to options.timeout_ms) for the rendezvous line, attaches
 // the producer of its outgoing and the consumer of its incoming channel,
 // and sends and receives `count` records each way, checking every received
 // record's sequence number and checksum. ETIMEDOUT with progress counts
 // when the peer stalls, EBADMSG naming the first bad record, EPROTO for a
 // channel that fails its checks.
-Result<ExchangeStats> run_exchange(std::span<std::byte> region, ChannelRole role, uint32_t timeout_ms);
+Result<ExchangeStats> run_exchange(std::span<std::byte> region, ChannelRole role, const ExchangeOptions& options);
 
 }  // namespace cxlpool::vmtest

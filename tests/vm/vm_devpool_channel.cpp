@@ -6,9 +6,13 @@
 // non-coherent mode (write back before publish, invalidate after consume).
 //
 // usage: vm_devpool_channel host --file PATH [--count N] [--ready PATH] [--timeout-ms MS]
-//        vm_devpool_channel guest [--timeout-ms MS]
+//                                 [--corrupt-at SEQ]
+//        vm_devpool_channel guest [--file PATH] [--timeout-ms MS]
 // The host formats the channels, then touches --ready and exchanges; the
-// guest takes the record count from the region.
+// guest takes the record count from the region. `guest --file` maps a file
+// instead of the ivshmem BAR (both ends on one host: the self-test), and
+// `--corrupt-at` sends one record with a bad checksum, which the other end
+// must report.
 // exit: 0 ok, 1 failure, 2 usage, 77 (guest) no ivshmem device
 #include <fcntl.h>
 #include <unistd.h>
@@ -37,13 +41,14 @@ struct Options {
   std::string file;
   std::string ready;
   uint32_t count = 20000;
-  uint32_t timeout_ms = 240000;
+  vt::ExchangeOptions exchange;
 };
 
 int usage() {
   std::fprintf(stderr,
                "usage: vm_devpool_channel host --file PATH [--count N] [--ready PATH] [--timeout-ms MS]\n"
-               "       vm_devpool_channel guest [--timeout-ms MS]\n");
+               "                                [--corrupt-at SEQ]\n"
+               "       vm_devpool_channel guest [--file PATH] [--timeout-ms MS]\n");
   return 2;
 }
 
@@ -62,7 +67,9 @@ bool parse(int argc, char** argv, Options& o) {
     } else if (flag == "--count") {
       o.count = static_cast<uint32_t>(std::strtoul(value, nullptr, 10));
     } else if (flag == "--timeout-ms") {
-      o.timeout_ms = static_cast<uint32_t>(std::strtoul(value, nullptr, 10));
+      o.exchange.timeout_ms = static_cast<uint32_t>(std::strtoul(value, nullptr, 10));
+    } else if (flag == "--corrupt-at") {
+      o.exchange.corrupt_at = std::strtoull(value, nullptr, 10);
     } else {
       return false;
     }
@@ -101,22 +108,26 @@ int run_host(const Options& o, vt::Report& report) {
     if (fd < 0) return report.failure("cannot create " + o.ready + ": " + std::strerror(errno));
     ::close(fd);
   }
-  return finish_exchange(report, "host", vt::run_exchange(shm->bytes(), vt::ChannelRole::kHost, o.timeout_ms));
+  return finish_exchange(report, "host", vt::run_exchange(shm->bytes(), vt::ChannelRole::kHost, o.exchange));
 }
 
 int run_guest(const Options& o, vt::Report& report) {
-  auto bar = vt::enable_ivshmem_bar2();
-  if (!bar) {
-    report.line("SKIP: " + bar.error().message);
-    return 77;
+  std::string path = o.file;
+  if (path.empty()) {
+    auto bar = vt::enable_ivshmem_bar2();
+    if (!bar) {
+      report.line("SKIP: " + bar.error().message);
+      return 77;
+    }
+    path = *bar;
   }
   hal::SharedMemorySpec spec;
-  spec.path = *bar;
+  spec.path = path;
   spec.create = false;
   auto shm = hal::open_shared_memory("auto", spec);
   if (!shm) return report.failure(shm.error().message);
   report_memory(report, *shm);
-  return finish_exchange(report, "guest", vt::run_exchange(shm->bytes(), vt::ChannelRole::kGuest, o.timeout_ms));
+  return finish_exchange(report, "guest", vt::run_exchange(shm->bytes(), vt::ChannelRole::kGuest, o.exchange));
 }
 
 }  // namespace

@@ -19,49 +19,23 @@ qemu-system-x86_64 -device help 2> /dev/null | grep -q '"ivshmem-plain"' ||
 
 results=$build/tests/vm/vm_devpool_channel-results
 rm -rf "$results" && mkdir -p "$results" || exit 1
-# tmpfs, so the shared file is memory as the guest's BAR should be.
-shm_parent=/dev/shm
-[ -d "$shm_parent" ] && [ -w "$shm_parent" ] || shm_parent=${TMPDIR:-/tmp}
-shm_dir=$(mktemp -d "$shm_parent/cxlpool-vmchan.XXXXXX") || exit 1
-host_pid=""
-cleanup() {
-  if [ -n "$host_pid" ] && kill -0 "$host_pid" 2> /dev/null; then kill "$host_pid" 2> /dev/null; fi
-  rm -rf "$shm_dir"
-}
-trap cleanup EXIT
+. "$here/channel_host_end.sh"
 
-"$peer" host --file "$shm_dir/link" --count "$count" --ready "$shm_dir/ready" --timeout-ms 280000 \
-  > "$results/host.txt" 2>&1 &
-host_pid=$!
-for _ in $(seq 100); do
-  [ -e "$shm_dir/ready" ] && break
-  kill -0 "$host_pid" 2> /dev/null || break
-  sleep 0.1
-done
-if [ ! -e "$shm_dir/ready" ]; then
-  echo "FAIL: the host end did not format the region"
-  cat "$results/host.txt"
-  exit 1
-fi
-
+start_channel_host "$peer" --count "$count" --timeout-ms 280000
 "$here/run-in-vm.sh" --cache "${CXLPOOL_VM_CACHE:-$build/vm-cache}" --results "$results" \
-  --share "$build" --ivshmem "$shm_dir/link" --timeout 300 -- "$peer" guest --timeout-ms 240000
+  --share "$build" --ivshmem "$channel_dir/link" --timeout 300 -- "$peer" guest --timeout-ms 240000
 guest_rc=$?
-if [ "$guest_rc" -ne 0 ]; then
-  # The host end waits for records that will not come.
-  kill "$host_pid" 2> /dev/null
-fi
-wait "$host_pid"
-host_rc=$?
-host_pid=""
+# Otherwise the host end waits for records that will not come.
+[ "$guest_rc" -ne 0 ] && kill "$channel_host_pid" 2> /dev/null
+stop_channel_host
 echo "---- host end"
-cat "$results/host.txt"
+cat "$channel_dir/host.txt"
 if [ -s "$results/vm_devpool_channel_guest.txt" ]; then
   echo "---- guest end ($results)"
   cat "$results/vm_devpool_channel_guest.txt"
 fi
 [ "$guest_rc" -eq 77 ] && exit 77
 [ "$guest_rc" -ne 0 ] && { echo "FAIL: guest end exited $guest_rc"; exit 1; }
-[ "$host_rc" -ne 0 ] && { echo "FAIL: host end exited $host_rc"; exit 1; }
+[ "$channel_host_rc" -ne 0 ] && { echo "FAIL: host end exited $channel_host_rc"; exit 1; }
 echo "PASS: $count records each way between two kernels"
 exit 0
