@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "cxlpool/hal/huge_pages.hpp"
+#include "file_system_kind.hpp"
 #include "support/temp_dir.hpp"
 
 namespace cxlpool::drivers {
@@ -133,6 +134,18 @@ TEST(SharedFile, NamesTmpfsUnderDevShm) {
   ASSERT_TRUE(shm.has_value()) << shm.error().message;
   if (shm->info().filesystem != "tmpfs") GTEST_SKIP() << "/dev/shm is " << shm->info().filesystem;
   EXPECT_EQ(shm->info().filesystem, "tmpfs");
+}
+
+// A sysfs file is a device's memory (an ivshmem BAR's resource2): the
+// backend names it so and reports it non-coherent.
+TEST(FileSystemKind, NamesSysfsAndTmpfs) {
+  UniqueFd sys(open("/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!sys) GTEST_SKIP() << "no /sys";
+  auto kind = file_system_of(sys.get());
+  ASSERT_TRUE(kind.has_value()) << kind.error().message;
+  EXPECT_EQ(kind->name, "sysfs");
+  EXPECT_FALSE(kind->hugetlbfs);
+  EXPECT_EQ(kind->page_size, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
 }
 
 // A private hugetlbfs mount (this process's own mount namespace).
