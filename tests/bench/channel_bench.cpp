@@ -7,7 +7,8 @@
 //                   invalidate each slot line once, after its last record
 //   nc-per-message  the same, invalidating and re-reading the line before
 //                   every record (an uncached, per-message channel)
-//   seqpacket-1     AF_UNIX SOCK_SEQPACKET, one 16-byte message per send
+//   seqpacket-1     AF_UNIX SOCK_SEQPACKET, one 16-byte message per send,
+//                   blocking recv
 //   seqpacket-64    the same, 64 records (1 KiB) per send
 //   access-ring-1   lib/proto's general SPSC ring (32-byte entries, one
 //                   release store per publish), one entry per publish
@@ -98,6 +99,16 @@ double timed_run(double seconds, const std::function<void(Run&)>& produce, const
   return static_cast<double>(run.total.load()) / elapsed;
 }
 
+// Every shared-memory variant busy-polls; on a machine with more runnable
+// threads than CPUs a side that spins while its peer is descheduled only
+// delays it, so each side yields after a run of empty polls or full pushes.
+struct Backoff {
+  void miss() {
+    if (++misses % 256 == 0) sched_yield();
+  }
+  uint32_t misses = 0;
+};
+
 bool done(Run& run, uint64_t received) { return received == run.total.load(std::memory_order_acquire); }
 
 struct AlignedBytes {
@@ -124,10 +135,11 @@ double channel_run(double seconds, uint32_t slots, Coherence coherence, bool per
       [&](Run& run) {
         uint64_t sent = 0;
         Record r{0, 0};
+        Backoff backoff;
         while (!run.stop.load(std::memory_order_relaxed)) {
           for (int i = 0; i < 1024; ++i) {
             r.sequence = sent;
-            while (!producer->push(&r)) producer->flush();
+            while (!producer->push(&r)) backoff.miss();
             ++sent;
           }
         }
@@ -137,9 +149,11 @@ double channel_run(double seconds, uint32_t slots, Coherence coherence, bool per
       [&](Run& run) {
         Record out[kBatch];
         uint64_t received = 0;
+        Backoff backoff;
         while (!done(run, received)) {
           auto n = consumer->poll(out, kBatch);
           if (!n) die(n.error().message);
+          if (*n == 0) backoff.miss();
           for (uint32_t i = 0; i < *n; ++i) check(out[i], received);
         }
       });
@@ -163,15 +177,16 @@ double seqpacket_run(double seconds, uint32_t batch) {
           }
         }
         run.total.store(sent, std::memory_order_release);
+        // An empty message wakes a consumer blocked in recv at the end.
+        if (::send(fds[0], buf.data(), 0, 0) != 0) die(std::string("send: ") + std::strerror(errno));
       },
       [&](Run& run) {
         std::vector<Record> buf(batch);
         uint64_t received = 0;
         while (!done(run, received)) {
-          // Non-blocking, so that the end of the run is noticed.
-          const ssize_t n = ::recv(fds[1], buf.data(), batch * kRecordBytes, MSG_DONTWAIT);
+          const ssize_t n = ::recv(fds[1], buf.data(), batch * kRecordBytes, 0);
           if (n < 0) {
-            if (errno == EAGAIN) continue;
+            if (errno == EINTR) continue;
             die(std::string("recv: ") + std::strerror(errno));
           }
           for (ssize_t i = 0; i < n / static_cast<ssize_t>(kRecordBytes); ++i) check(buf[i], received);
@@ -198,8 +213,11 @@ double access_ring_run(double seconds, uint32_t entries, uint32_t batch) {
           for (int i = 0; i < 1024 / static_cast<int>(batch) + 1; ++i) {
             for (uint32_t j = 0; j < batch; ++j) buf[j].region_id = sent + j;
             size_t done_now = 0;
+            Backoff backoff;
             while (done_now < batch) {
-              done_now += producer->try_push(std::span(buf).subspan(done_now));
+              const size_t pushed = producer->try_push(std::span(buf).subspan(done_now));
+              if (pushed == 0) backoff.miss();
+              done_now += pushed;
             }
             sent += batch;
           }
@@ -210,9 +228,10 @@ double access_ring_run(double seconds, uint32_t entries, uint32_t batch) {
         std::vector<proto::AccessRingEntry> out;
         out.reserve(kBatch);
         uint64_t received = 0;
+        Backoff backoff;
         while (!done(run, received)) {
           out.clear();
-          consumer->drain(out, kBatch);
+          if (consumer->drain(out, kBatch).entries == 0) backoff.miss();
           if (consumer->broken()) die("access ring broken");
           for (const auto& e : out) {
             if (e.region_id != received) die("access ring: out of order");
