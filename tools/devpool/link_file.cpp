@@ -25,12 +25,16 @@ Result<void> format_open_file(int fd, const std::string& path, const devpool::Li
   return {};
 }
 
+// The lock is on the open file, which a mapping keeps open: callers unlock
+// explicitly (unlock()) rather than by closing.
 Result<UniqueFd> open_locked(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return fail_errno("open " + path);
   if (::flock(fd.get(), LOCK_EX) != 0) return fail_errno("lock " + path);
   return fd;
 }
+
+void unlock(int fd) { ::flock(fd, LOCK_UN); }
 
 }  // namespace
 
@@ -46,7 +50,9 @@ devpool::LinkGeometry default_net_link_geometry(devpool::Coherence coherence) {
 Result<void> format_link_file(const std::string& path, const devpool::LinkGeometry& g) {
   auto fd = open_locked(path);
   if (!fd) return tl::unexpected(fd.error());
-  return format_open_file(fd->get(), path, g);
+  auto formatted = format_open_file(fd->get(), path, g);
+  unlock(fd->get());
+  return formatted;
 }
 
 Result<MappedLink> open_link_file(const std::string& path, const devpool::LinkGeometry& g) {
@@ -63,6 +69,7 @@ Result<MappedLink> open_link_file(const std::string& path, const devpool::LinkGe
   auto map = Mapping::map(static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd->get());
   if (!map) return tl::unexpected(map.error());
   link.mapping = std::move(*map);
+  unlock(fd->get());
   auto view = devpool::open_link(std::span(link.mapping.data(), link.mapping.length()));
   if (!view) return fail(view.error().code, path + ": " + view.error().message);
   link.view = *view;

@@ -2,9 +2,10 @@
 #include "tap_device.hpp"
 
 #include <fcntl.h>
-#include <linux/if_arp.h>
-#include <linux/if_tun.h>
 #include <net/if.h>
+#include <net/if_arp.h>
+// After net/if.h, whose definitions linux/if.h would clash with.
+#include <linux/if_tun.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 

@@ -12,12 +12,26 @@
 
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/hal/driver/net_port_driver.hpp"
+#include "frame_checksum.hpp"
 
 namespace cxlpool::drivers {
 namespace {
 
 // Frames per recvmmsg/sendmmsg call; a larger caller batch takes several.
 constexpr std::size_t kBatch = 64;
+constexpr std::size_t kControlBytes = CMSG_SPACE(sizeof(tpacket_auxdata));
+
+// Whether the kernel says the frame's transport checksum is still to be
+// computed (PACKET_AUXDATA).
+bool checksum_not_ready(const msghdr& hdr) {
+  for (const cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&hdr), const_cast<cmsghdr*>(c))) {
+    if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA) continue;
+    tpacket_auxdata aux;
+    std::memcpy(&aux, CMSG_DATA(c), sizeof(aux));
+    return (aux.tp_status & TP_STATUS_CSUMNOTREADY) != 0;
+  }
+  return false;
+}
 
 class PacketNetPort final : public hal::NetPort {
  public:
@@ -52,6 +66,8 @@ class PacketNetPort final : public hal::NetPort {
         msgs_[i] = {};
         msgs_[i].msg_hdr.msg_iov = &iov_[i];
         msgs_[i].msg_hdr.msg_iovlen = 1;
+        msgs_[i].msg_hdr.msg_control = control_[i].bytes;
+        msgs_[i].msg_hdr.msg_controllen = kControlBytes;
       }
       // MSG_TRUNC: msg_len is the frame's real length, so truncation shows.
       const int got = ::recvmmsg(fd_.get(), msgs_.data(), static_cast<unsigned>(n), MSG_DONTWAIT | MSG_TRUNC, nullptr);
@@ -64,6 +80,7 @@ class PacketNetPort final : public hal::NetPort {
         const std::uint32_t length = msgs_[i].msg_len;
         out.truncated = length > out.capacity;
         out.length = out.truncated ? out.capacity : length;
+        if (!out.truncated && checksum_not_ready(msgs_[i].msg_hdr)) complete_transport_checksum(out.data, out.length);
       }
       done += static_cast<std::size_t>(got);
       if (static_cast<std::size_t>(got) < n) break;
@@ -98,6 +115,10 @@ class PacketNetPort final : public hal::NetPort {
   UniqueFd fd_;
   std::array<mmsghdr, kBatch> msgs_{};
   std::array<iovec, kBatch> iov_{};
+  struct alignas(cmsghdr) Control {
+    std::byte bytes[kControlBytes];
+  };
+  std::array<Control, kBatch> control_{};
 };
 
 }  // namespace
@@ -114,6 +135,11 @@ Result<std::unique_ptr<hal::NetPort>> open_packet_net_port(const std::string& in
   // Without it the socket would receive every frame it sends (Linux 4.20+).
   if (::setsockopt(fd.get(), SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) != 0) {
     return fail_errno("PACKET_IGNORE_OUTGOING on " + interface);
+  }
+  // Frames from checksum-offloading local devices (veth) arrive with the
+  // checksum still to do; auxdata says which.
+  if (::setsockopt(fd.get(), SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one)) != 0) {
+    return fail_errno("PACKET_AUXDATA on " + interface);
   }
   // Best effort: the socket works through the qdisc too.
   if (options.bypass_qdisc) ::setsockopt(fd.get(), SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
