@@ -143,10 +143,13 @@ Result<std::unique_ptr<hal::NetPort>> open_packet_net_port(const std::string& in
   }
   // Best effort: the socket works through the qdisc too.
   if (options.bypass_qdisc) ::setsockopt(fd.get(), SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
-  // Room for bursts while the engine sleeps between polls.
-  const int buffer_bytes = 4 << 20;
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
+  // Room for bursts while the engine sleeps between polls: past
+  // net.core.rmem_max where CAP_NET_ADMIN allows (the *FORCE options).
+  const int buffer_bytes = 8 << 20;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0)
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &buffer_bytes, sizeof(buffer_bytes)) != 0)
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
   sockaddr_ll addr{};
   addr.sll_family = AF_PACKET;
   addr.sll_protocol = htons(ETH_P_ALL);
