@@ -16,6 +16,7 @@
 
 #include "cxlpool/hal/backend_registry.hpp"
 #include "cxlpool/hal/net_port.hpp"
+#include "frame_checksum.hpp"
 
 namespace cxlpool::hal {
 namespace {
@@ -39,6 +40,73 @@ TEST(MacAddress, ReadsFrameHeaders) {
   for (std::size_t i = 0; i < 12; ++i) frame[i] = static_cast<std::byte>(i + 1);
   EXPECT_EQ(format_mac(frame_destination(frame)), "01:02:03:04:05:06");
   EXPECT_EQ(format_mac(frame_source(frame)), "07:08:09:0a:0b:0c");
+}
+
+// The one's-complement sum of `bytes` big-endian words plus `seed`, folded.
+uint32_t ones_sum(const std::vector<std::byte>& f, std::size_t from, std::size_t n, uint32_t seed) {
+  uint64_t sum = seed;
+  for (std::size_t i = 0; i + 1 < n; i += 2) sum += (static_cast<unsigned>(f[from + i]) << 8) | static_cast<unsigned>(f[from + i + 1]);
+  if (n % 2 == 1) sum += static_cast<unsigned>(f[from + n - 1]) << 8;
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint32_t>(sum);
+}
+
+// An Ethernet frame with an IPv4 or IPv6 header and `l4_bytes` of TCP/UDP
+// (patterned, checksum field garbage).
+std::vector<std::byte> ip_frame(bool v6, uint8_t protocol, std::size_t l4_bytes) {
+  const std::size_t ip_header = v6 ? 40 : 20;
+  std::vector<std::byte> f(14 + ip_header + l4_bytes);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<std::byte>(i * 31 + 7);
+  f[12] = std::byte{static_cast<uint8_t>(v6 ? 0x86 : 0x08)};
+  f[13] = std::byte{static_cast<uint8_t>(v6 ? 0xdd : 0x00)};
+  std::byte* ip = f.data() + 14;
+  if (v6) {
+    ip[0] = std::byte{0x60};
+    ip[4] = static_cast<std::byte>(l4_bytes >> 8);
+    ip[5] = static_cast<std::byte>(l4_bytes & 0xff);
+    ip[6] = static_cast<std::byte>(protocol);
+  } else {
+    ip[0] = std::byte{0x45};
+    const std::size_t total = 20 + l4_bytes;
+    ip[2] = static_cast<std::byte>(total >> 8);
+    ip[3] = static_cast<std::byte>(total & 0xff);
+    ip[6] = ip[7] = std::byte{0};  // not a fragment
+    ip[9] = static_cast<std::byte>(protocol);
+  }
+  return f;
+}
+
+TEST(FrameChecksum, CompletesTcpAndUdpOverIpv4AndIpv6) {
+  for (bool v6 : {false, true}) {
+    for (uint8_t protocol : {uint8_t{6}, uint8_t{17}}) {
+      for (std::size_t l4 : {20u, 21u, 1000u, 1480u}) {
+        auto f = ip_frame(v6, protocol, l4);
+        ASSERT_TRUE(drivers::complete_transport_checksum(f.data(), f.size())) << v6 << " " << int(protocol) << " " << l4;
+        // Pseudo header + segment (checksum included) sums to all ones.
+        const std::size_t ip = 14, l4_at = ip + (v6 ? 40 : 20);
+        uint32_t pseudo = v6 ? ones_sum(f, ip + 8, 32, 0) : ones_sum(f, ip + 12, 8, 0);
+        pseudo += protocol + static_cast<uint32_t>(l4);
+        EXPECT_EQ(ones_sum(f, l4_at, l4, pseudo), 0xffffu) << v6 << " " << int(protocol) << " " << l4;
+      }
+    }
+  }
+}
+
+TEST(FrameChecksum, LeavesOtherFramesAlone) {
+  auto fragment = ip_frame(false, 17, 100);
+  fragment[14 + 6] = std::byte{0x20};  // more fragments
+  auto icmp = ip_frame(false, 1, 100);
+  auto short_ip = ip_frame(false, 17, 100);
+  short_ip[14 + 2] = std::byte{0x10};  // total length beyond the frame
+  auto arp = ip_frame(false, 17, 100);
+  arp[12] = std::byte{0x08};
+  arp[13] = std::byte{0x06};
+  for (auto* f : {&fragment, &icmp, &short_ip, &arp}) {
+    const auto before = *f;
+    EXPECT_FALSE(drivers::complete_transport_checksum(f->data(), f->size()));
+    EXPECT_EQ(*f, before);
+  }
+  EXPECT_FALSE(drivers::complete_transport_checksum(fragment.data(), 30));
 }
 
 // Moves this test program into a fresh network namespace with lo up.
