@@ -91,8 +91,8 @@ int udp_rtt(const sockaddr_in& to, int count, size_t size) {
   double mean = 0;
   for (double v : us) mean += v;
   mean /= static_cast<double>(us.size());
-  std::printf("{\"samples\": %zu, \"lost\": %d, \"p50_us\": %.1f, \"p99_us\": %.1f, \"mean_us\": %.1f}\n", us.size(), lost,
-              us[us.size() / 2], us[us.size() * 99 / 100], mean);
+  std::printf("{\"samples\": %zu, \"lost\": %d, \"p50_us\": %.1f, \"p99_us\": %.1f, \"mean_us\": %.1f}\n", us.size(),
+              lost, us[us.size() / 2], us[us.size() * 99 / 100], mean);
   return 0;
 }
 

@@ -10,6 +10,7 @@
 // frontends behind one backend each must receive only its own traffic.
 // Needs root; skips otherwise.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -24,8 +25,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "net_lab.hpp"
 
@@ -100,11 +99,19 @@ class NetEngine : public ::testing::Test {
     EXPECT_FALSE(host.empty());
     const std::string tap = "tp" + role;
     std::string error;
-    EXPECT_TRUE(lab_->start_engine({"frontend", "--netns", host, "--link-file", link, "--tap", tap, "--mac", mac},
-                                   &error))
+    EXPECT_TRUE(
+        lab_->start_engine({"frontend", "--netns", host, "--link-file", link, "--tap", tap, "--mac", mac}, &error))
         << error;
     EXPECT_TRUE(lab_->ip({"-n", host, "addr", "add", ip + "/24", "dev", tap}, &error)) << error;
     return host;
+  }
+
+  // One link, the backend on it, and hostB's frontend (10.88.0.2): hostB.
+  std::string start_one_frontend() {
+    const std::string link = lab_->add_link();
+    EXPECT_FALSE(link.empty());
+    start_backend({link});
+    return start_frontend("B", link, "02:00:00:88:00:02", "10.88.0.2");
   }
 
   std::unique_ptr<NetLab> lab_;
@@ -130,10 +137,7 @@ void expect_echo(int client, const std::vector<uint8_t>& payload) {
 }
 
 TEST_F(NetEngine, UdpDatagramsOfManySizesRoundTripThroughTheRemoteNic) {
-  const std::string link = lab_->add_link();
-  ASSERT_FALSE(link.empty());
-  start_backend({link});
-  const std::string host = start_frontend("B", link, "02:00:00:88:00:02", "10.88.0.2");
+  const std::string host = start_one_frontend();
   ASSERT_FALSE(HasFailure());
 
   UniqueFd server = lab_->socket_in(peer_, AF_INET, SOCK_DGRAM);
@@ -147,7 +151,8 @@ TEST_F(NetEngine, UdpDatagramsOfManySizesRoundTripThroughTheRemoteNic) {
       sockaddr_in from{};
       socklen_t len = sizeof(from);
       const ssize_t n = ::recvfrom(server.get(), buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
-      if (n >= 0) ::sendto(server.get(), buf.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), len);
+      if (n >= 0)
+        ::sendto(server.get(), buf.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), len);
     }
   });
   UniqueFd client = lab_->socket_in(host, AF_INET, SOCK_DGRAM);
@@ -156,8 +161,8 @@ TEST_F(NetEngine, UdpDatagramsOfManySizesRoundTripThroughTheRemoteNic) {
   set_timeout(client.get(), 3);
   // Single frames of every size class, then IP fragments (several frames
   // per datagram, reassembled at the far end).
-  for (size_t size : {1, 2, 17, 18, 64, 100, 511, 512, 1000, 1024, 1400, 1471, 1472, 1473, 2000, 2961, 4000, 8192,
-                      16000, 32768, 65507}) {
+  for (size_t size : {1,    2,    17,   18,   64,   100,  511,  512,   1000,  1024, 1400,
+                      1471, 1472, 1473, 2000, 2961, 4000, 8192, 16000, 32768, 65507}) {
     expect_echo(client.get(), pattern(size, size));
   }
   // A burst: many datagrams in flight at once.
@@ -184,10 +189,7 @@ TEST_F(NetEngine, UdpDatagramsOfManySizesRoundTripThroughTheRemoteNic) {
 }
 
 TEST_F(NetEngine, TcpStreamsBothWaysArriveIntact) {
-  const std::string link = lab_->add_link();
-  ASSERT_FALSE(link.empty());
-  start_backend({link});
-  const std::string host = start_frontend("B", link, "02:00:00:88:00:02", "10.88.0.2");
+  const std::string host = start_one_frontend();
   ASSERT_FALSE(HasFailure());
 
   constexpr size_t kUp = 4u << 20, kDown = 2u << 20;
@@ -267,7 +269,8 @@ class TapWatch {
     for (;;) {
       sockaddr_ll from{};
       socklen_t len = sizeof(from);
-      const ssize_t n = ::recvfrom(fd_.get(), buf.data(), buf.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len);
+      const ssize_t n =
+          ::recvfrom(fd_.get(), buf.data(), buf.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len);
       if (n < 0) break;
       if (from.sll_pkttype == PACKET_OUTGOING || n < 6) continue;
       if (std::memcmp(buf.data(), mac, 6) == 0) ++count.first;

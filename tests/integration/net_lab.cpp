@@ -36,8 +36,8 @@ NetLab::~NetLab() {
   for (pid_t pid : engines_) {
     // SIGKILL an engine that has not stopped within 5 s.
     int status = 0;
-    const bool stopped = test::wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; },
-                                          std::chrono::milliseconds(5000));
+    const bool stopped =
+        test::wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, std::chrono::milliseconds(5000));
     if (!stopped) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
@@ -77,7 +77,8 @@ std::string NetLab::add_veth(const std::string& nic_host, const std::string& pee
   const std::string nic = "vn" + tag_ + "_" + std::to_string(hosts_.size());
   const std::string peer = "vp" + tag_ + "_" + std::to_string(hosts_.size());
   if (!ip({"link", "add", nic, "netns", nic_host, "type", "veth", "peer", "name", peer, "netns", peer_host}) ||
-      !ip({"-n", nic_host, "link", "set", nic, "up"}) || !ip({"-n", peer_host, "addr", "add", peer_cidr, "dev", peer}) ||
+      !ip({"-n", nic_host, "link", "set", nic, "up"}) ||
+      !ip({"-n", peer_host, "addr", "add", peer_cidr, "dev", peer}) ||
       // A wire delivers frames of at most the MTU; a veth would pass the
       // peer's TCP segmentation-offload super-frames whole.
       !ip({"-n", peer_host, "link", "set", peer, "gso_max_segs", "1", "up"})) {

@@ -16,9 +16,20 @@
 
 #include "cxlpool/devpool/channel.hpp"
 #include "cxlpool/devpool/line_access.hpp"
+#include "cxlpool/devpool/net/buffer_pool.hpp"
 #include "cxlpool/devpool/net/descriptor.hpp"
 
 namespace cxlpool::devpool_tool {
+
+using devpool::net::BufferPool;
+using devpool::net::Descriptor;
+using devpool::net::DescriptorKind;
+using devpool::net::kDescriptorBytes;
+using devpool::net::kNetBufferBytes;
+
+// Descriptors or frames an engine takes from one source per pass: enough to
+// amortize the pass, few enough to alternate between directions and links.
+inline constexpr uint32_t kEngineBatch = 64;
 
 struct EngineTiming {
   // Keep polling this long after the last work before sleeping: a reply
@@ -36,7 +47,10 @@ class IdleBackoff {
   explicit IdleBackoff(const EngineTiming& timing) : timing_(timing), sleep_(timing.first_sleep) {}
 
   // Work was done this pass.
-  void busy() { idle_since_ = {}; sleep_ = timing_.first_sleep; }
+  void busy() {
+    idle_since_ = {};
+    sleep_ = timing_.first_sleep;
+  }
   // Nothing was done: polls on while within the spin window, then waits on
   // `fds` (readable) for the current sleep, which grows.
   void idle(std::span<pollfd> fds);

@@ -34,9 +34,8 @@ namespace {
 using namespace cxlpool;
 using namespace cxlpool::devpool_tool;
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
+// The process's exit status.
+enum Exit : int { kExitOk = 0, kExitFailed = 1, kExitUsage = 2 };
 
 int failure(const std::string& what, const Error& error) {
   std::fprintf(stderr, "cxlpool-devpool: %s: %s\n", what.c_str(), error.message.c_str());
@@ -107,19 +106,18 @@ int run_backend(const CommonArgs& common, const std::vector<std::string>& link_f
   hal::BackendSkips skipped;
   auto port = hal::open_net_port(netport, nic, options, &skipped);
   if (!port) return failure("NIC " + nic, port.error());
-  std::fprintf(stderr, "cxlpool-devpool: backend on %s (NetPort %s, MAC %s, MTU %u) serving %zu link(s)\n",
-               nic.c_str(), (*port)->backend_name(), hal::format_mac((*port)->mac()).c_str(), (*port)->mtu(),
-               links.size());
+  std::fprintf(stderr, "cxlpool-devpool: backend on %s (NetPort %s, MAC %s, MTU %u) serving %zu link(s)\n", nic.c_str(),
+               (*port)->backend_name(), hal::format_mac((*port)->mac()).c_str(), (*port)->mtu(), links.size());
   if (auto ok = signal_ready(common.ready_file); !ok) return failure("backend", ok.error());
   auto counters = run_net_backend(links, **port, common.timing());
   if (!counters) return failure("backend", counters.error());
-  std::fprintf(stderr,
-               "cxlpool-devpool: backend stopped: tx %llu rx %llu copied %llu unknown-destination %llu "
-               "no-buffer %llu truncated %llu\n",
-               static_cast<unsigned long long>(counters->tx_frames), static_cast<unsigned long long>(counters->rx_frames),
-               static_cast<unsigned long long>(counters->rx_copied), static_cast<unsigned long long>(counters->rx_unknown),
-               static_cast<unsigned long long>(counters->rx_no_buffer),
-               static_cast<unsigned long long>(counters->rx_truncated));
+  std::fprintf(
+      stderr,
+      "cxlpool-devpool: backend stopped: tx %llu rx %llu copied %llu unknown-destination %llu "
+      "no-buffer %llu truncated %llu\n",
+      static_cast<unsigned long long>(counters->tx_frames), static_cast<unsigned long long>(counters->rx_frames),
+      static_cast<unsigned long long>(counters->rx_copied), static_cast<unsigned long long>(counters->rx_unknown),
+      static_cast<unsigned long long>(counters->rx_no_buffer), static_cast<unsigned long long>(counters->rx_truncated));
   return kExitOk;
 }
 
@@ -143,7 +141,8 @@ int run_frontend(const CommonArgs& common, const std::string& link_file, const s
   auto counters = run_net_frontend(*link, *tap, *mac, common.timing());
   if (!counters) return failure("frontend", counters.error());
   std::fprintf(stderr, "cxlpool-devpool: frontend stopped: tx %llu rx %llu tap-errors %llu\n",
-               static_cast<unsigned long long>(counters->tx_frames), static_cast<unsigned long long>(counters->rx_frames),
+               static_cast<unsigned long long>(counters->tx_frames),
+               static_cast<unsigned long long>(counters->rx_frames),
                static_cast<unsigned long long>(counters->rx_tap_errors));
   return kExitOk;
 }

@@ -11,13 +11,6 @@
 namespace cxlpool::devpool_tool {
 namespace {
 
-using devpool::net::BufferPool;
-using devpool::net::Descriptor;
-using devpool::net::DescriptorKind;
-using devpool::net::kDescriptorBytes;
-using devpool::net::kNetBufferBytes;
-
-constexpr uint32_t kBatch = 64;
 // Received frames for a frontend whose completion backlog is this long are
 // dropped (it is not keeping up), as a NIC drops on a full ring. Credits
 // are never dropped.
@@ -87,7 +80,7 @@ class Backend {
     ServedLink<Lines>& link = *links_[index];
     bool work = false;
     if (link.tx_waiting.empty()) {
-      auto got = link.requests.poll(records_.data(), kBatch);
+      auto got = link.requests.poll(records_.data(), kEngineBatch);
       if (!got) return tl::unexpected(got.error());
       work = *got > 0;
       for (uint32_t i = 0; i < *got; ++i) {
@@ -111,7 +104,7 @@ class Backend {
     }
     if (link.tx_waiting.empty()) return work;
     // Sent straight from the frontend's buffers: no copy of ours.
-    std::array<hal::TxFrame, kBatch> frames;
+    std::array<hal::TxFrame, kEngineBatch> frames;
     for (size_t i = 0; i < link.tx_waiting.size(); ++i) {
       auto bytes = devpool::net::frame_bytes(link.frontend_area, link.tx_waiting[i]);
       if (!bytes) return tl::unexpected(bytes.error());
@@ -140,10 +133,10 @@ class Backend {
   Result<bool> receive() {
     ServedLink<Lines>* land = landing();
     if (land == nullptr) return false;
-    std::array<hal::RxFrame, kBatch> rx;
-    std::array<uint32_t, kBatch> offsets;
+    std::array<hal::RxFrame, kEngineBatch> rx;
+    std::array<uint32_t, kEngineBatch> offsets;
     size_t lent = 0;
-    for (; lent < kBatch; ++lent) {
+    for (; lent < kEngineBatch; ++lent) {
       auto offset = land->rx_pool.allocate();
       if (!offset) break;
       offsets[lent] = *offset;
@@ -210,7 +203,7 @@ class Backend {
   devpool::net::MacSteering steering_;
   std::vector<std::unique_ptr<ServedLink<Lines>>> links_;
   BackendCounters counters_;
-  std::array<std::byte, kDescriptorBytes * kBatch> records_;
+  std::array<std::byte, kDescriptorBytes * kEngineBatch> records_;
 };
 
 template <class Lines>

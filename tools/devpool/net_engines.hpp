@@ -28,8 +28,8 @@ namespace cxlpool::devpool_tool {
 
 struct FrontendCounters {
   uint64_t tx_frames = 0, rx_frames = 0;
-  uint64_t tx_no_buffer = 0;  // passes that found every frontend buffer out
-  uint64_t rx_tap_errors = 0; // frames the TAP refused (its queue full)
+  uint64_t tx_no_buffer = 0;   // passes that found every frontend buffer out
+  uint64_t rx_tap_errors = 0;  // frames the TAP refused (its queue full)
 };
 
 struct BackendCounters {
@@ -46,7 +46,6 @@ Result<FrontendCounters> run_net_frontend(MappedLink& link, TapDevice& tap, cons
                                           const EngineTiming& timing);
 
 // Serves every link in `links` through `port` until stop_requested().
-Result<BackendCounters> run_net_backend(std::vector<MappedLink>& links, hal::NetPort& port,
-                                        const EngineTiming& timing);
+Result<BackendCounters> run_net_backend(std::vector<MappedLink>& links, hal::NetPort& port, const EngineTiming& timing);
 
 }  // namespace cxlpool::devpool_tool

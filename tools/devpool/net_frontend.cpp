@@ -10,15 +10,6 @@
 namespace cxlpool::devpool_tool {
 namespace {
 
-using devpool::net::BufferPool;
-using devpool::net::Descriptor;
-using devpool::net::DescriptorKind;
-using devpool::net::kDescriptorBytes;
-using devpool::net::kNetBufferBytes;
-
-// Descriptors taken from the completion channel / frames read from the TAP
-// per pass: enough to amortize the pass, few enough to alternate directions.
-constexpr uint32_t kBatch = 64;
 // Frames read from the TAP wait here when the request ring is full; past
 // this the TAP is left unread (the host's own queue holds them).
 constexpr size_t kMaxBacklog = 256;
@@ -35,14 +26,14 @@ Result<FrontendCounters> run(MappedLink& link, TapDevice& tap, const hal::MacAdd
   BufferPool tx_pool(tx_area.size());
   FrontendCounters counters;
   IdleBackoff backoff(timing);
-  std::array<std::byte, kDescriptorBytes * kBatch> records;
+  std::array<std::byte, kDescriptorBytes * kEngineBatch> records;
 
   requests.send(Descriptor::announce(mac.to_u64()));
   requests.flush();
   while (!stop_requested().load(std::memory_order_relaxed)) {
     bool work = false;
     // Received frames, and credits for frames we sent.
-    auto got = consumer->poll(records.data(), kBatch);
+    auto got = consumer->poll(records.data(), kEngineBatch);
     if (!got) return tl::unexpected(got.error());
     for (uint32_t i = 0; i < *got; ++i) {
       auto d = devpool::net::decode_descriptor(records.data() + i * kDescriptorBytes);
@@ -62,7 +53,7 @@ Result<FrontendCounters> run(MappedLink& link, TapDevice& tap, const hal::MacAdd
     }
     work |= *got > 0;
     // Frames the host sends, read straight into our buffers of the link.
-    for (uint32_t n = 0; n < kBatch && requests.backlog() < kMaxBacklog; ++n) {
+    for (uint32_t n = 0; n < kEngineBatch && requests.backlog() < kMaxBacklog; ++n) {
       auto offset = tx_pool.allocate();
       if (!offset) {
         ++counters.tx_no_buffer;

@@ -24,7 +24,8 @@ constexpr std::size_t kControlBytes = CMSG_SPACE(sizeof(tpacket_auxdata));
 // Whether the kernel says the frame's transport checksum is still to be
 // computed (PACKET_AUXDATA).
 bool checksum_not_ready(const msghdr& hdr) {
-  for (const cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&hdr), const_cast<cmsghdr*>(c))) {
+  for (const cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&hdr), const_cast<cmsghdr*>(c))) {
     if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA) continue;
     tpacket_auxdata aux;
     std::memcpy(&aux, CMSG_DATA(c), sizeof(aux));
@@ -124,7 +125,7 @@ class PacketNetPort final : public hal::NetPort {
 }  // namespace
 
 Result<std::unique_ptr<hal::NetPort>> open_packet_net_port(const std::string& interface,
-                                                          const hal::NetPortOptions& options) {
+                                                           const hal::NetPortOptions& options) {
   // Protocol 0 until bound: a socket for ETH_P_ALL would queue every
   // interface's frames in the moment before bind().
   UniqueFd fd(::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));

@@ -16,6 +16,6 @@ namespace cxlpool::drivers {
 // (PACKET_IGNORE_OUTGOING). Errors: EPERM without CAP_NET_RAW, ENODEV for
 // an unknown interface.
 Result<std::unique_ptr<hal::NetPort>> open_packet_net_port(const std::string& interface,
-                                                          const hal::NetPortOptions& options);
+                                                           const hal::NetPortOptions& options);
 
 }  // namespace cxlpool::drivers

@@ -17,8 +17,8 @@ hal::BackendReport probe_packet() {
   if (fd < 0) {
     const int code = errno;
     report.state = hal::BackendState::kNotPresent;
-    report.detail = std::string("AF_PACKET socket: ") + std::strerror(code) +
-                    (code == EPERM ? " (needs CAP_NET_RAW)" : "");
+    report.detail =
+        std::string("AF_PACKET socket: ") + std::strerror(code) + (code == EPERM ? " (needs CAP_NET_RAW)" : "");
     return report;
   }
   ::close(fd);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The network engine's protocol parts: descriptor wire bytes and their
 // checks against hostile values, buffer lending with credits, MAC steering.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "cxlpool/devpool/net/buffer_pool.hpp"
 #include "cxlpool/devpool/net/descriptor.hpp"
@@ -43,15 +43,15 @@ TEST(NetDescriptor, RoundTripsEveryKind) {
 
 TEST(NetDescriptor, RefusesMalformedRecords) {
   const Descriptor bad[] = {
-      {0, 60, static_cast<DescriptorKind>(0), 0},       // no kind
-      {0, 60, static_cast<DescriptorKind>(9), 0},       // unknown kind
-      Descriptor::frame(0, 13),                         // shorter than an Ethernet header
-      Descriptor::frame(0, kNetBufferBytes + 1),        // longer than a buffer
-      {0, 60, DescriptorKind::kFrame, 1},               // frame with a cookie
-      {0, 1, DescriptorKind::kCredit, 0},               // credit with a length
-      {0, 0, DescriptorKind::kCredit, 5},               // credit with a cookie
-      {64, 0, DescriptorKind::kAnnounce, 1},            // announcement with a buffer
-      Descriptor::announce(1ull << 48),                 // more than 48 bits of MAC
+      {0, 60, static_cast<DescriptorKind>(0), 0},  // no kind
+      {0, 60, static_cast<DescriptorKind>(9), 0},  // unknown kind
+      Descriptor::frame(0, 13),                    // shorter than an Ethernet header
+      Descriptor::frame(0, kNetBufferBytes + 1),   // longer than a buffer
+      {0, 60, DescriptorKind::kFrame, 1},          // frame with a cookie
+      {0, 1, DescriptorKind::kCredit, 0},          // credit with a length
+      {0, 0, DescriptorKind::kCredit, 5},          // credit with a cookie
+      {64, 0, DescriptorKind::kAnnounce, 1},       // announcement with a buffer
+      Descriptor::announce(1ull << 48),            // more than 48 bits of MAC
   };
   for (const Descriptor& d : bad) {
     auto r = decode_descriptor(encoded(d).data());

@@ -2,6 +2,9 @@
 // NetPort: the MAC helpers, and open_net_port with the packet driver on the
 // loopback interface of a network namespace the test makes for itself (so
 // nothing it sends reaches another test's interfaces).
+#include "cxlpool/hal/net_port.hpp"
+
+#include <gtest/gtest.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -12,10 +15,7 @@
 #include <cstring>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "cxlpool/hal/backend_registry.hpp"
-#include "cxlpool/hal/net_port.hpp"
 #include "frame_checksum.hpp"
 
 namespace cxlpool::hal {
@@ -45,7 +45,8 @@ TEST(MacAddress, ReadsFrameHeaders) {
 // The one's-complement sum of `bytes` big-endian words plus `seed`, folded.
 uint32_t ones_sum(const std::vector<std::byte>& f, std::size_t from, std::size_t n, uint32_t seed) {
   uint64_t sum = seed;
-  for (std::size_t i = 0; i + 1 < n; i += 2) sum += (static_cast<unsigned>(f[from + i]) << 8) | static_cast<unsigned>(f[from + i + 1]);
+  for (std::size_t i = 0; i + 1 < n; i += 2)
+    sum += (static_cast<unsigned>(f[from + i]) << 8) | static_cast<unsigned>(f[from + i + 1]);
   if (n % 2 == 1) sum += static_cast<unsigned>(f[from + n - 1]) << 8;
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
   return static_cast<uint32_t>(sum);
@@ -81,7 +82,8 @@ TEST(FrameChecksum, CompletesTcpAndUdpOverIpv4AndIpv6) {
     for (uint8_t protocol : {uint8_t{6}, uint8_t{17}}) {
       for (std::size_t l4 : {20u, 21u, 1000u, 1480u}) {
         auto f = ip_frame(v6, protocol, l4);
-        ASSERT_TRUE(drivers::complete_transport_checksum(f.data(), f.size())) << v6 << " " << int(protocol) << " " << l4;
+        ASSERT_TRUE(drivers::complete_transport_checksum(f.data(), f.size()))
+            << v6 << " " << int(protocol) << " " << l4;
         // Pseudo header + segment (checksum included) sums to all ones.
         const std::size_t ip = 14, l4_at = ip + (v6 ? 40 : 20);
         uint32_t pseudo = v6 ? ones_sum(f, ip + 8, 32, 0) : ones_sum(f, ip + 12, 8, 0);
@@ -119,13 +121,14 @@ bool enter_private_netns() {
   if (fd < 0) return false;
   ifreq req{};
   std::strcpy(req.ifr_name, "lo");
-  const bool up = ::ioctl(fd, SIOCGIFFLAGS, &req) == 0 && (req.ifr_flags |= IFF_UP, ::ioctl(fd, SIOCSIFFLAGS, &req) == 0);
+  const bool up =
+      ::ioctl(fd, SIOCGIFFLAGS, &req) == 0 && (req.ifr_flags |= IFF_UP, ::ioctl(fd, SIOCSIFFLAGS, &req) == 0);
   ::close(fd);
   if (up) state = 1;
   return up;
 }
 
-#define NEED_NETNS()                                                                    \
+#define NEED_NETNS() \
   if (!enter_private_netns()) GTEST_SKIP() << "needs root (a network namespace and CAP_NET_RAW)"
 
 std::vector<std::byte> test_frame(std::size_t length, std::uint8_t seed) {

@@ -46,8 +46,8 @@ TEST(Probes, EveryBackendAnswersWithADetailOrTheBuildsReason) {
     ::testing::Test::RecordProperty(r.name, std::string(backend_state_name(r.state)) + ": " + r.detail);
     std::cout << "  " << r.cls << "/" << r.name << ": " << backend_state_name(r.state) << " (" << r.detail << ")\n";
   }
-  for (const char* name : {"numa", "emu", "dax", "posix", "uring", "aio", "mmap", "dpdk", "packet", "ofi", "verbs", "host",
-                           "cuda", "damon", "perf"}) {
+  for (const char* name : {"numa", "emu", "dax", "posix", "uring", "aio", "mmap", "dpdk", "packet", "afxdp", "ofi",
+                           "verbs", "host", "cuda", "damon", "perf"}) {
     EXPECT_TRUE(names.count(name)) << "no report for " << name;
   }
   // The software backends need no library, so they are always built.
@@ -139,6 +139,17 @@ TEST(Probes, Packet) {
   if (r->state != BackendState::kAvailable) {
     EXPECT_EQ(r->state, BackendState::kNotPresent);
     EXPECT_EQ(r->detail.rfind("AF_PACKET socket: ", 0), 0u) << r->detail;
+  }
+}
+
+TEST(Probes, Afxdp) {
+  BUILT_REPORT(r, "afxdp");
+  EXPECT_EQ(r->cls, "NetPort");
+  if (r->state == BackendState::kAvailable) {
+    EXPECT_NE(r->detail.find("a probe only"), std::string::npos) << r->detail;
+  } else {
+    EXPECT_EQ(r->state, BackendState::kNotPresent);
+    EXPECT_EQ(r->detail.rfind("AF_XDP socket: ", 0), 0u) << r->detail;
   }
 }
 
