@@ -75,8 +75,10 @@ Result<FrontendCounters> run(MappedLink& link, TapDevice& tap, const hal::MacAdd
     if (work) {
       backoff.busy();
     } else {
-      // Wait for the TAP only while there is a buffer to read into.
-      pollfd fd{tap.fd(), static_cast<short>(tx_pool.available() > 0 ? POLLIN : 0), 0};
+      // Wait for the TAP only while there is a buffer to read into and room
+      // to queue what is read.
+      pollfd fd{tap.fd(), static_cast<short>(tx_pool.available() > 0 && requests.backlog() < kMaxBacklog ? POLLIN : 0),
+                0};
       backoff.idle(std::span(&fd, 1));
     }
   }
