@@ -19,7 +19,6 @@
 // and the median rate is printed, then the ratios.
 //
 //   channel_bench [--seconds S] [--runs R] [--slots N]
-#include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,6 +37,7 @@
 #include "bench_timing.hpp"
 #include "cxlpool/devpool/channel.hpp"
 #include "cxlpool/proto/access_ring.hpp"
+#include "support/pin_thread.hpp"
 
 namespace {
 
@@ -52,14 +52,6 @@ struct Record {
   uint64_t payload;
 };
 static_assert(sizeof(Record) == kRecordBytes);
-
-void pin(unsigned cpu) {
-  if (std::thread::hardware_concurrency() < 2) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
 
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "channel_bench: %s\n", what.c_str());
@@ -84,11 +76,11 @@ double timed_run(double seconds, const std::function<void(Run&)>& produce, const
   Run run;
   const double start = bench::now_s();
   std::thread producer([&] {
-    pin(0);
+    cxlpool::test::pin_thread_to_cpu(0);
     produce(run);
   });
   std::thread consumer([&] {
-    pin(1);
+    cxlpool::test::pin_thread_to_cpu(1);
     consume(run);
   });
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
