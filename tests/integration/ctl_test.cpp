@@ -144,8 +144,8 @@ TEST_F(Ctl, JsonBackends) {
     EXPECT_TRUE(states.count(b.at("state").get<std::string>())) << b.dump();
     EXPECT_TRUE(b.at("detail").is_string());
   }
-  for (const char* expected : {"numa", "dax", "emu", "uring", "posix", "aio", "mmap", "dpdk", "verbs", "ofi",
-                               "cuda", "host", "damon", "perf"}) {
+  for (const char* expected : {"numa", "dax", "emu", "uring", "posix", "aio", "mmap", "dpdk", "packet", "afxdp",
+                               "verbs", "ofi", "cuda", "host", "damon", "perf"}) {
     EXPECT_TRUE(names.count(expected)) << "no backend " << expected << " in " << backends.dump();
   }
   // memfd and pread/pwrite exist on every Linux host.

@@ -48,12 +48,12 @@ TEST(Probes, EveryBackendAnswersWithADetailOrTheBuildsReason) {
     ::testing::Test::RecordProperty(r.cls + "_" + r.name, std::string(backend_state_name(r.state)) + ": " + r.detail);
     std::cout << "  " << r.cls << "/" << r.name << ": " << backend_state_name(r.state) << " (" << r.detail << ")\n";
   }
-  for (const char* name : {"numa", "emu", "dax", "posix", "uring", "aio", "mmap", "dpdk", "ofi", "verbs", "host",
-                           "cuda", "damon", "perf"}) {
+  for (const char* name : {"numa", "emu", "dax", "posix", "uring", "aio", "mmap", "dpdk", "packet", "afxdp", "ofi",
+                           "verbs", "host", "cuda", "damon", "perf"}) {
     EXPECT_TRUE(names.count(name)) << "no report for " << name;
   }
   // The software backends need no library, so they are always built.
-  for (const char* name : {"emu", "posix", "mmap", "host"}) {
+  for (const char* name : {"emu", "posix", "mmap", "host", "packet"}) {
     const BackendReport* r = find_report(name);
     ASSERT_NE(r, nullptr) << name;
     EXPECT_NE(r->state, BackendState::kNotCompiled) << name << ": " << r->detail;
@@ -139,6 +139,26 @@ TEST(Probes, Dpdk) {
   } else {
     EXPECT_EQ(r->state, BackendState::kNotPresent);
     EXPECT_EQ(r->detail.rfind("this CPU lacks ", 0), 0u) << r->detail;
+  }
+}
+
+TEST(Probes, Packet) {
+  BUILT_REPORT(r, "packet");
+  EXPECT_EQ(r->cls, "NetPort");
+  if (r->state != BackendState::kAvailable) {
+    EXPECT_EQ(r->state, BackendState::kNotPresent);
+    EXPECT_EQ(r->detail.rfind("AF_PACKET socket: ", 0), 0u) << r->detail;
+  }
+}
+
+TEST(Probes, Afxdp) {
+  BUILT_REPORT(r, "afxdp");
+  EXPECT_EQ(r->cls, "NetPort");
+  if (r->state == BackendState::kAvailable) {
+    EXPECT_NE(r->detail.find("a probe only"), std::string::npos) << r->detail;
+  } else {
+    EXPECT_EQ(r->state, BackendState::kNotPresent);
+    EXPECT_EQ(r->detail.rfind("AF_XDP socket: ", 0), 0u) << r->detail;
   }
 }
 

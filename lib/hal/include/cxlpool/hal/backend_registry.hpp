@@ -28,6 +28,7 @@
 #include "cxlpool/hal/gpu_copy.hpp"
 #include "cxlpool/hal/gpu_vmm.hpp"
 #include "cxlpool/hal/mem_tier.hpp"
+#include "cxlpool/hal/net_port.hpp"
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/hal/shared_memory.hpp"
 
@@ -102,6 +103,14 @@ Result<GpuHostMemory> export_gpu_host_memory(int node, std::uint64_t bytes, int 
 // "perf"); "best available" moves on whenever a source cannot be set up.
 Result<std::unique_ptr<AccessSource>> open_access_source(std::string_view backend, const AccessSourceOptions& options,
                                                          BackendSkips* skipped = nullptr);
+
+// As open_block_device, for the NetPort class, on network interface
+// `interface` of the caller's network namespace: "best available" passes
+// over backends that are only probes (dpdk) or that the kernel refuses
+// here (EPERM without CAP_NET_RAW, EAFNOSUPPORT) and stops at ENODEV (no
+// such interface) and EINVAL (a bad name or option).
+Result<std::unique_ptr<NetPort>> open_net_port(std::string_view backend, const std::string& interface,
+                                               const NetPortOptions& options, BackendSkips* skipped = nullptr);
 
 // Page placement among NUMA nodes from the most preferred usable MemTier
 // backend that offers it (numa). ENOTSUP as export_gpu_host_memory when

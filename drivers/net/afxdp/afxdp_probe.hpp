@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include "cxlpool/hal/backend.hpp"
+
+namespace cxlpool::drivers {
+
+// NetPort/afxdp: whether this kernel lets the process open an AF_XDP
+// socket. Available when it does (the backend that would use it is not
+// written yet, so opening one fails with ENOTSUP); not present otherwise.
+hal::BackendReport probe_afxdp();
+
+}  // namespace cxlpool::drivers

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+// NetPort: the MAC helpers, and open_net_port with the packet driver on the
+// loopback interface of a network namespace the test makes for itself (so
+// nothing it sends reaches another test's interfaces).
+#include "cxlpool/hal/net_port.hpp"
+
+#include <gtest/gtest.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "cxlpool/hal/backend_registry.hpp"
+#include "frame_checksum.hpp"
+
+namespace cxlpool::hal {
+namespace {
+
+TEST(MacAddress, ParsesFormatsAndPacks) {
+  auto mac = parse_mac("02:AB:cd:00:11:ff");
+  ASSERT_TRUE(mac) << mac.error().message;
+  EXPECT_EQ(format_mac(*mac), "02:ab:cd:00:11:ff");
+  EXPECT_EQ(mac->to_u64(), 0x02abcd0011ffull);
+  EXPECT_EQ(MacAddress::from_u64(mac->to_u64()), *mac);
+  EXPECT_FALSE(mac->is_multicast());
+  EXPECT_TRUE(parse_mac("ff-ff-ff-ff-ff-ff")->is_multicast());
+  EXPECT_TRUE(parse_mac("33:33:00:00:00:01")->is_multicast());
+  for (const char* bad : {"", "02:ab:cd:00:11", "02:ab:cd:00:11:fg", "02:ab:cd:00:11:ff:", "02ab:cd:00:11:ff0"}) {
+    EXPECT_EQ(parse_mac(bad).error().code, EINVAL) << bad;
+  }
+}
+
+TEST(MacAddress, ReadsFrameHeaders) {
+  std::vector<std::byte> frame(64);
+  for (std::size_t i = 0; i < 12; ++i) frame[i] = static_cast<std::byte>(i + 1);
+  EXPECT_EQ(format_mac(frame_destination(frame)), "01:02:03:04:05:06");
+  EXPECT_EQ(format_mac(frame_source(frame)), "07:08:09:0a:0b:0c");
+}
+
+// The one's-complement sum of `bytes` big-endian words plus `seed`, folded.
+uint32_t ones_sum(const std::vector<std::byte>& f, std::size_t from, std::size_t n, uint32_t seed) {
+  uint64_t sum = seed;
+  for (std::size_t i = 0; i + 1 < n; i += 2)
+    sum += (static_cast<unsigned>(f[from + i]) << 8) | static_cast<unsigned>(f[from + i + 1]);
+  if (n % 2 == 1) sum += static_cast<unsigned>(f[from + n - 1]) << 8;
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint32_t>(sum);
+}
+
+// An Ethernet frame with an IPv4 or IPv6 header and `l4_bytes` of TCP/UDP
+// (patterned, checksum field garbage).
+std::vector<std::byte> ip_frame(bool v6, uint8_t protocol, std::size_t l4_bytes) {
+  const std::size_t ip_header = v6 ? 40 : 20;
+  std::vector<std::byte> f(14 + ip_header + l4_bytes);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<std::byte>(i * 31 + 7);
+  f[12] = std::byte{static_cast<uint8_t>(v6 ? 0x86 : 0x08)};
+  f[13] = std::byte{static_cast<uint8_t>(v6 ? 0xdd : 0x00)};
+  std::byte* ip = f.data() + 14;
+  if (v6) {
+    ip[0] = std::byte{0x60};
+    ip[4] = static_cast<std::byte>(l4_bytes >> 8);
+    ip[5] = static_cast<std::byte>(l4_bytes & 0xff);
+    ip[6] = static_cast<std::byte>(protocol);
+  } else {
+    ip[0] = std::byte{0x45};
+    const std::size_t total = 20 + l4_bytes;
+    ip[2] = static_cast<std::byte>(total >> 8);
+    ip[3] = static_cast<std::byte>(total & 0xff);
+    ip[6] = ip[7] = std::byte{0};  // not a fragment
+    ip[9] = static_cast<std::byte>(protocol);
+  }
+  return f;
+}
+
+TEST(FrameChecksum, CompletesTcpAndUdpOverIpv4AndIpv6) {
+  for (bool v6 : {false, true}) {
+    for (uint8_t protocol : {uint8_t{6}, uint8_t{17}}) {
+      for (std::size_t l4 : {20u, 21u, 1000u, 1480u}) {
+        auto f = ip_frame(v6, protocol, l4);
+        ASSERT_TRUE(drivers::complete_transport_checksum(f.data(), f.size()))
+            << v6 << " " << int(protocol) << " " << l4;
+        // Pseudo header + segment (checksum included) sums to all ones.
+        const std::size_t ip = 14, l4_at = ip + (v6 ? 40 : 20);
+        uint32_t pseudo = v6 ? ones_sum(f, ip + 8, 32, 0) : ones_sum(f, ip + 12, 8, 0);
+        pseudo += protocol + static_cast<uint32_t>(l4);
+        EXPECT_EQ(ones_sum(f, l4_at, l4, pseudo), 0xffffu) << v6 << " " << int(protocol) << " " << l4;
+      }
+    }
+  }
+}
+
+TEST(FrameChecksum, LeavesOtherFramesAlone) {
+  auto fragment = ip_frame(false, 17, 100);
+  fragment[14 + 6] = std::byte{0x20};  // more fragments
+  auto icmp = ip_frame(false, 1, 100);
+  auto short_ip = ip_frame(false, 17, 100);
+  short_ip[14 + 2] = std::byte{0x10};  // total length beyond the frame
+  auto arp = ip_frame(false, 17, 100);
+  arp[12] = std::byte{0x08};
+  arp[13] = std::byte{0x06};
+  for (auto* f : {&fragment, &icmp, &short_ip, &arp}) {
+    const auto before = *f;
+    EXPECT_FALSE(drivers::complete_transport_checksum(f->data(), f->size()));
+    EXPECT_EQ(*f, before);
+  }
+  EXPECT_FALSE(drivers::complete_transport_checksum(fragment.data(), 30));
+}
+
+// Moves this test program into a fresh network namespace with lo up.
+bool enter_private_netns() {
+  static int state = 0;  // 0 unknown, 1 entered, -1 impossible
+  if (state != 0) return state > 0;
+  state = -1;
+  if (::unshare(CLONE_NEWNET) != 0) return false;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  ifreq req{};
+  std::strcpy(req.ifr_name, "lo");
+  const bool up =
+      ::ioctl(fd, SIOCGIFFLAGS, &req) == 0 && (req.ifr_flags |= IFF_UP, ::ioctl(fd, SIOCSIFFLAGS, &req) == 0);
+  ::close(fd);
+  if (up) state = 1;
+  return up;
+}
+
+#define NEED_NETNS() \
+  if (!enter_private_netns()) GTEST_SKIP() << "needs root (a network namespace and CAP_NET_RAW)"
+
+std::vector<std::byte> test_frame(std::size_t length, std::uint8_t seed) {
+  std::vector<std::byte> frame(length);
+  for (std::size_t i = 0; i < length; ++i) frame[i] = static_cast<std::byte>(seed + i * 7);
+  // Destination and source all zero (lo's address), local experimental
+  // EtherType 0x88b5 so no protocol of the kernel takes it.
+  std::memset(frame.data(), 0, 12);
+  frame[12] = std::byte{0x88};
+  frame[13] = std::byte{0xb5};
+  return frame;
+}
+
+TEST(NetPort, PacketSendsAndReceivesOnLoopback) {
+  NEED_NETNS();
+  auto port = open_net_port("packet", "lo", {});
+  ASSERT_TRUE(port) << port.error().message;
+  EXPECT_STREQ((*port)->backend_name(), "packet");
+  EXPECT_EQ((*port)->interface_name(), "lo");
+  EXPECT_GT((*port)->interface_index(), 0);
+  EXPECT_GE((*port)->mtu(), 1500u);
+  EXPECT_TRUE((*port)->mac().is_zero());
+  auto up = (*port)->link_up();
+  ASSERT_TRUE(up) << up.error().message;
+  EXPECT_TRUE(*up);
+
+  std::vector<std::byte> buffers[4];
+  RxFrame rx[4];
+  for (int i = 0; i < 4; ++i) {
+    buffers[i].resize(2048);
+    rx[i] = {buffers[i].data(), 2048};
+  }
+  auto none = (*port)->receive(rx);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(*none, 0u);
+
+  const auto a = test_frame(60, 1), b = test_frame(1514, 2), c = test_frame(3000, 3);
+  const TxFrame tx[] = {{a.data(), 60}, {b.data(), 1514}, {c.data(), 3000}};
+  auto sent = (*port)->send(tx);
+  ASSERT_TRUE(sent) << sent.error().message;
+  EXPECT_EQ(*sent, 3u);
+
+  pollfd pfd{(*port)->poll_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 2000), 1);
+  std::size_t got = 0;
+  for (int tries = 0; got < 3 && tries < 100; ++tries) {
+    auto n = (*port)->receive(std::span(rx).subspan(got));
+    ASSERT_TRUE(n) << n.error().message;
+    got += *n;
+    if (got < 3) ::usleep(1000);
+  }
+  ASSERT_EQ(got, 3u);
+  EXPECT_EQ(rx[0].length, 60u);
+  EXPECT_EQ(std::memcmp(rx[0].data, a.data(), 60), 0);
+  EXPECT_EQ(rx[1].length, 1514u);
+  EXPECT_EQ(std::memcmp(rx[1].data, b.data(), 1514), 0);
+  // The 3000-byte frame did not fit its 2048-byte buffer.
+  EXPECT_TRUE(rx[2].truncated);
+  EXPECT_EQ(rx[2].length, 2048u);
+  EXPECT_EQ(std::memcmp(rx[2].data, c.data(), 2048), 0);
+  const NetPortStats& s = (*port)->stats();
+  EXPECT_EQ(s.tx_frames, 3u);
+  EXPECT_EQ(s.tx_bytes, 60u + 1514 + 3000);
+  EXPECT_EQ(s.rx_frames, 3u);
+  EXPECT_EQ(s.rx_truncated, 1u);
+  // Its own frames come back only once (received on lo), never as outgoing copies.
+  auto more = (*port)->receive(rx);
+  ASSERT_TRUE(more);
+  EXPECT_EQ(*more, 0u);
+}
+
+TEST(NetPort, RejectsMalformedBatchesWhole) {
+  NEED_NETNS();
+  auto port = open_net_port("packet", "lo", {});
+  ASSERT_TRUE(port) << port.error().message;
+  const auto ok = test_frame(64, 1);
+  std::vector<std::byte> huge((*port)->max_frame_bytes() + 1);
+  const TxFrame short_one[] = {{ok.data(), 64}, {ok.data(), 13}};
+  auto r = (*port)->send(short_one);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EINVAL);
+  EXPECT_NE(r.error().message.find("frame 1 "), std::string::npos) << r.error().message;
+  const TxFrame too_long[] = {{huge.data(), static_cast<std::uint32_t>(huge.size())}};
+  EXPECT_EQ((*port)->send(too_long).error().code, EINVAL);
+  EXPECT_EQ((*port)->stats().tx_frames, 0u);
+  EXPECT_EQ((*port)->stats().rejected, 2u);
+}
+
+TEST(NetPort, AddsAddressesAndPromiscuousMode) {
+  NEED_NETNS();
+  NetPortOptions options;
+  options.promiscuous = true;
+  options.addresses = {*parse_mac("02:00:00:00:00:07"), *parse_mac("33:33:00:00:00:07")};
+  auto port = open_net_port("packet", "lo", options);
+  ASSERT_TRUE(port) << port.error().message;
+}
+
+TEST(NetPort, BestAvailablePassesOverProbesAndStopsAtAMissingInterface) {
+  NEED_NETNS();
+  BackendSkips skipped;
+  auto port = open_net_port("auto", "lo", {}, &skipped);
+  ASSERT_TRUE(port) << port.error().message;
+  EXPECT_STREQ((*port)->backend_name(), "packet");
+  for (const auto& s : skipped) {
+    if (s.name == "dpdk" && s.state == BackendState::kFailed) {
+      EXPECT_NE(s.reason.find("a probe only"), std::string::npos) << s.reason;
+    }
+  }
+  auto missing = open_net_port("auto", "nosuchif0", {});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ENODEV) << missing.error().message;
+  EXPECT_NE(missing.error().message.find("NetPort packet: "), std::string::npos) << missing.error().message;
+  auto bad_name = open_net_port("packet", std::string(IFNAMSIZ, 'x'), {});
+  EXPECT_EQ(bad_name.error().code, EINVAL);
+  auto unknown = open_net_port("nosuch", "lo", {});
+  EXPECT_EQ(unknown.error().code, EINVAL);
+  auto probe_only = open_net_port("dpdk", "lo", {});
+  ASSERT_FALSE(probe_only);
+  EXPECT_TRUE(probe_only.error().code == ENOTSUP) << probe_only.error().message;
+}
+
+}  // namespace
+}  // namespace cxlpool::hal
