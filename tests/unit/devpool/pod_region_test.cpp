@@ -187,3 +187,38 @@ TEST(PodRegion, HostileLinesAreRejected) {
 
 }  // namespace
 }  // namespace cxlpool::devpool
+
+namespace cxlpool::devpool {
+namespace {
+
+TEST(PodRegion, OneSlotSizeHoldsALinkOfEitherKind) {
+  const uint64_t slot = pod_slot_bytes(1 << 20);
+  EXPECT_EQ(slot % 4096, 0u);
+  for (DeviceKind kind : {DeviceKind::kNet, DeviceKind::kBlk}) {
+    const LinkGeometry g = pod_link_geometry(kind, 1 << 20, Coherence::kCoherent);
+    EXPECT_LE(link_bytes(g), slot);
+    EXPECT_EQ(g.frontend_buffer_bytes, 1u << 20);
+  }
+  EXPECT_EQ(pod_link_geometry(DeviceKind::kBlk, 4096, Coherence::kCoherent).requests.record_bytes, 56u);
+  EXPECT_EQ(pod_link_geometry(DeviceKind::kNet, 4096, Coherence::kNonCoherent).requests.coherence,
+            Coherence::kNonCoherent);
+
+  // A formatted slot opens as a link.
+  PodGeometry pg;
+  pg.max_devices = 1;
+  pg.max_attachments = 1;
+  pg.slot_bytes = pod_slot_bytes(4096);
+  const size_t total = pod_layout(pg)->total_bytes;
+  std::unique_ptr<std::byte, AlignedFree> memory(static_cast<std::byte*>(std::aligned_alloc(4096, total)));
+  std::span<std::byte> region(memory.get(), total);
+  ASSERT_TRUE(format_pod(region, pg).has_value());
+  auto s1 = pod_slot(region, pg, 1);
+  ASSERT_TRUE(s1.has_value());
+  ASSERT_TRUE(format_link(*s1, pod_link_geometry(DeviceKind::kBlk, 4096, Coherence::kCoherent)).has_value());
+  auto view = open_link(*s1);
+  ASSERT_TRUE(view.has_value()) << view.error().message;
+  EXPECT_EQ(view->geometry.requests.record_bytes, 56u);
+}
+
+}  // namespace
+}  // namespace cxlpool::devpool

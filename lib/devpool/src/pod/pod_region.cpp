@@ -57,6 +57,19 @@ Result<void> check_seal(const std::byte* in) {
 
 }  // namespace
 
+LinkGeometry pod_link_geometry(DeviceKind kind, uint64_t buffer_bytes, Coherence coherence) {
+  LinkGeometry g;
+  g.requests = {kPodChannelSlots, kind == DeviceKind::kBlk ? 56u : 16u, coherence};
+  g.completions = {kPodChannelSlots, 16, coherence};
+  g.frontend_buffer_bytes = buffer_bytes;
+  g.backend_buffer_bytes = buffer_bytes;
+  return g;
+}
+
+uint64_t pod_slot_bytes(uint64_t buffer_bytes) {
+  return round_up(link_bytes(pod_link_geometry(DeviceKind::kNet, buffer_bytes, Coherence::kCoherent)), kPodSlotAlign);
+}
+
 Result<PodLayout> pod_layout(const PodGeometry& g) {
   if (g.max_devices == 0 || g.max_devices > kMaxPodDevices) {
     return fail(EINVAL, "pod: max_devices " + std::to_string(g.max_devices) + " outside 1.." +

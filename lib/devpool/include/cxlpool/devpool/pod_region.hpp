@@ -27,6 +27,8 @@
 
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/devpool/line_access.hpp"
+#include "cxlpool/devpool/link.hpp"
+#include "cxlpool/devpool/pod_state.hpp"
 
 namespace cxlpool::devpool {
 
@@ -66,6 +68,16 @@ Result<PodGeometry> read_pod_header(std::span<const std::byte> memory);
 
 // Link slot `slot` of a validated region; ERANGE past the last slot.
 Result<std::span<std::byte>> pod_slot(std::span<std::byte> memory, const PodGeometry& g, uint32_t slot);
+
+// Every slot of a pod holds a link of one geometry: channels of
+// kPodChannelSlots slots and `buffer_bytes` of buffers on each side; only
+// the record sizes depend on the kind (net: 16-byte descriptors both ways;
+// blk: 56-byte commands, 16-byte completions), and they do not change a
+// link's size, so a slot can be formatted for either kind.
+inline constexpr uint32_t kPodChannelSlots = 1024;
+LinkGeometry pod_link_geometry(DeviceKind kind, uint64_t buffer_bytes, Coherence coherence);
+// The slot size for links of `buffer_bytes` buffers: link_bytes() rounded up to 4096.
+uint64_t pod_slot_bytes(uint64_t buffer_bytes);
 
 enum class LineState : uint8_t { kFree = 0, kInUse = 1 };
 
