@@ -172,7 +172,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   if (!d->config_.devpool.enabled) {
     d->devpool_off_reason_ = "disabled by [devpool] enabled = false";
   } else {
-    auto devpool = DevpoolService::create(d->config_.devpool, d->state_dir_, monotonic_ns());
+    auto devpool = DevpoolService::create(d->config_.devpool, d->state_dir_);
     if (!devpool) return tl::unexpected(devpool.error());
     d->devpool_ = std::move(*devpool);
     log->info("device pool: pod file {}", d->devpool_->pod_path().string());
@@ -265,10 +265,15 @@ Result<void> Daemon::setup_loop() {
   for (auto [fd, tag] : {std::pair{listen_fd_.get(), kTagListen}, {signal_fd_.get(), kTagSignal},
                          {tick_fd_.get(), kTagTick}, {migrations_->event_fd(), kTagMigration},
                          {tiering_->timer_fd(), kTagTiering}, {tiering_->mover_fd(), kTagTieringMoves},
-                         {weights_->event_fd(), kTagWeights},
-                         {devpool_ ? devpool_->timer_fd() : -1, kTagDevpool}}) {
+                         {weights_->event_fd(), kTagWeights}}) {
     if (fd < 0) continue;  // no page mover without a placement backend
     if (auto ok = epoll_add(epoll_fd_.get(), fd, tag); !ok) return ok;
+  }
+  if (devpool_) {
+    auto timer = make_timer(devpool_->telemetry_ns());
+    if (!timer) return tl::unexpected(timer.error());
+    devpool_timer_fd_ = std::move(*timer);
+    if (auto ok = epoll_add(epoll_fd_.get(), devpool_timer_fd_.get(), kTagDevpool); !ok) return ok;
   }
   if (const uint64_t usec = watchdog_usec(); usec != 0) {
     auto wd = make_timer(usec * 1000 / config_.watchdog_divisor);
@@ -350,9 +355,12 @@ int Daemon::run() {
         case kTagTick: tick(); break;
         case kTagMigration: finish_migrations(); break;
         case kTagWeights: finish_weight_loads(); break;
-        case kTagDevpool:
-          if (devpool_) devpool_->on_timer(monotonic_ns());
+        case kTagDevpool: {
+          uint64_t expirations = 0;
+          (void)!::read(devpool_timer_fd_.get(), &expirations, sizeof expirations);
+          if (devpool_) devpool_->check_leases(monotonic_ns());
           break;
+        }
         case kTagTiering: tiering_->on_timer(); break;
         case kTagTieringMoves: tiering_->on_moves_done(); break;
         case kTagKvIo:

@@ -199,6 +199,7 @@ class Daemon {
   // The embedded pod allocator and its pod file; null when [devpool] is off.
   std::unique_ptr<DevpoolService> devpool_;
   std::string devpool_off_reason_;
+  UniqueFd devpool_timer_fd_;  // every telemetry period: the pod's leases are checked
   std::string kv_off_reason_;
   int kv_io_fd_ = -1;  // the store's completion eventfd while it is in epoll
   uint64_t next_session_id_ = 1;

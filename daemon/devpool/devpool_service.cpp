@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "devpool_service.hpp"
 
-#include <sys/timerfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "../logging.hpp"
@@ -40,22 +37,14 @@ devpool::AllocatorConfig allocator_config(const DevpoolSection& c) {
   return a;
 }
 
-Result<UniqueFd> periodic_timer(uint32_t period_ms) {
-  UniqueFd fd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
-  if (!fd) return fail_errno("timerfd_create");
-  itimerspec spec{};
-  spec.it_value.tv_sec = period_ms / 1000;
-  spec.it_value.tv_nsec = static_cast<long>(period_ms % 1000) * 1'000'000;
-  spec.it_interval = spec.it_value;
-  if (::timerfd_settime(fd.get(), 0, &spec, nullptr) != 0) return fail_errno("timerfd_settime");
-  return fd;
-}
-
-// A limit of 0 is no limit.
-bool at_limit(const std::map<uid_t, uint32_t>& held, uid_t uid, uint32_t limit) {
-  if (limit == 0) return false;
+// EDQUOT when a non-admin uid holds `limit` of something already; a limit of 0 is no limit.
+Result<void> within_limit(const std::map<uid_t, uint32_t>& held, uid_t uid, bool admin, uint32_t limit,
+                          const char* what, const char* key) {
+  if (admin || limit == 0) return {};
   auto it = held.find(uid);
-  return it != held.end() && it->second >= limit;
+  if (it == held.end() || it->second < limit) return {};
+  return fail(EDQUOT, "uid " + std::to_string(uid) + " holds " + std::to_string(limit) + " " + what +
+                          " already (devpool." + key + ")");
 }
 
 void release(std::map<uid_t, uint32_t>& held, uid_t uid) {
@@ -66,9 +55,7 @@ void release(std::map<uid_t, uint32_t>& held, uid_t uid) {
 }  // namespace
 
 Result<std::unique_ptr<DevpoolService>> DevpoolService::create(const DevpoolSection& config,
-                                                               const std::filesystem::path& state_dir,
-                                                               uint64_t now_ns) {
-  (void)now_ns;
+                                                               const std::filesystem::path& state_dir) {
   devpool::PodGeometry g;
   g.max_devices = config.max_devices;
   g.max_attachments = config.link_slots / 2;
@@ -77,11 +64,7 @@ Result<std::unique_ptr<DevpoolService>> DevpoolService::create(const DevpoolSect
   const std::filesystem::path path = config.pod_path.empty() ? state_dir / "devpool.pod" : std::filesystem::path(config.pod_path);
   auto pod = PodFile::create(path, g);
   if (!pod) return tl::unexpected(pod.error());
-  std::unique_ptr<DevpoolService> service(new DevpoolService(config, std::move(*pod)));
-  auto timer = periodic_timer(config.telemetry_ms);
-  if (!timer) return tl::unexpected(timer.error());
-  service->timer_ = std::move(*timer);
-  return service;
+  return std::unique_ptr<DevpoolService>(new DevpoolService(config, std::move(*pod)));
 }
 
 DevpoolService::DevpoolService(const DevpoolSection& config, PodFile pod)
@@ -203,10 +186,11 @@ void DevpoolService::forget_device(uint32_t device) {
 
 Result<proto::DevRegisterReply> DevpoolService::register_device(uint64_t session, uid_t uid, bool admin,
                                                                 const proto::DevRegister& request, uint64_t now_ns) {
-  if (!admin && at_limit(devices_per_uid_, uid, config_.max_devices_per_uid)) {
+  if (auto ok = within_limit(devices_per_uid_, uid, admin, config_.max_devices_per_uid, "devices",
+                             "max_devices_per_uid");
+      !ok) {
     ++counters_.registrations_refused;
-    return fail(EDQUOT, "uid " + std::to_string(uid) + " holds " + std::to_string(config_.max_devices_per_uid) +
-                            " devices already (devpool.max_devices_per_uid)");
+    return tl::unexpected(ok.error());
   }
   devpool::DeviceSpec spec;
   spec.kind = static_cast<DeviceKind>(request.kind);
@@ -283,10 +267,11 @@ Result<proto::DevHeartbeatReply> DevpoolService::heartbeat(uint64_t session, con
 
 Result<proto::DevAttachReply> DevpoolService::attach(uint64_t session, uid_t uid, bool admin,
                                                      const proto::DevAttach& request, uint64_t now_ns) {
-  if (!admin && at_limit(attachments_per_uid_, uid, config_.max_attachments_per_uid)) {
+  if (auto ok = within_limit(attachments_per_uid_, uid, admin, config_.max_attachments_per_uid, "attachments",
+                             "max_attachments_per_uid");
+      !ok) {
     ++counters_.attaches_refused;
-    return fail(EDQUOT, "uid " + std::to_string(uid) + " holds " + std::to_string(config_.max_attachments_per_uid) +
-                            " attachments already (devpool.max_attachments_per_uid)");
+    return tl::unexpected(ok.error());
   }
   devpool::AttachRequest req{request.host, static_cast<DeviceKind>(request.kind), request.preferred,
                              request.preferred_host};
@@ -362,9 +347,7 @@ void DevpoolService::close_session(uint64_t session, uint64_t now_ns) {
   }
 }
 
-void DevpoolService::on_timer(uint64_t now_ns) {
-  uint64_t expirations = 0;
-  (void)!::read(timer_.get(), &expirations, sizeof expirations);
+void DevpoolService::check_leases(uint64_t now_ns) {
   auto report = allocator_.expire(now_ns);
   for (uint32_t id : report.failed_devices) {
     ++counters_.lease_expiries;

@@ -26,7 +26,6 @@
 #include "../config.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
-#include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/devpool/pod_allocator.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "pod_file.hpp"
@@ -70,13 +69,13 @@ class DevpoolService {
  public:
   // Creates the pod file (docs/configuration.md, [devpool]).
   static Result<std::unique_ptr<DevpoolService>> create(const DevpoolSection& config,
-                                                        const std::filesystem::path& state_dir, uint64_t now_ns);
+                                                        const std::filesystem::path& state_dir);
 
   const std::filesystem::path& pod_path() const { return pod_.path(); }
   // The pod file, sent (duplicated by the kernel) with register and attach replies.
   int pod_fd() const { return pod_.fd(); }
-  // Fires every telemetry period: lease expiries are checked then.
-  int timer_fd() const { return timer_.get(); }
+  // How often leases are checked (the backends' heartbeat period).
+  uint64_t telemetry_ns() const { return uint64_t{config_.telemetry_ms} * 1'000'000; }
 
   Result<proto::DevRegisterReply> register_device(uint64_t session, uid_t uid, bool admin,
                                                   const proto::DevRegister& request, uint64_t now_ns);
@@ -89,8 +88,8 @@ class DevpoolService {
 
   // The connection closed: its devices fail over now, its attachments end.
   void close_session(uint64_t session, uint64_t now_ns);
-  // The timer fired: devices whose lease ran out are failed over.
-  void on_timer(uint64_t now_ns);
+  // Devices whose lease ran out by now are failed over (every telemetry period).
+  void check_leases(uint64_t now_ns);
 
   void add_counters(std::vector<proto::Counter>& out) const;
 
@@ -110,7 +109,6 @@ class DevpoolService {
   DevpoolSection config_;
   PodFile pod_;
   std::unique_ptr<PodTableSink> table_;
-  UniqueFd timer_;
   devpool::EmbeddedPodState state_;
   devpool::PodAllocator allocator_;
   DevpoolCounters counters_;

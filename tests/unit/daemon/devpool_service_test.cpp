@@ -43,7 +43,7 @@ std::map<std::string, uint64_t> counters(const DevpoolService& s) {
 
 struct ServiceTest : ::testing::Test {
   void SetUp() override {
-    auto created = DevpoolService::create(small(), dir.path(), 0);
+    auto created = DevpoolService::create(small(), dir.path());
     ASSERT_TRUE(created) << created.error().message;
     service = std::move(*created);
   }
@@ -105,7 +105,7 @@ TEST_F(ServiceTest, LeasesRunOnTheGivenClock) {
   auto at = service->attach(3, 0, true, proto::DevAttach{.kind = proto::DevKind::kNet, .host = "h3"}, 0);
   ASSERT_TRUE(at);
   ASSERT_TRUE(service->heartbeat(2, proto::DevHeartbeat{b->device_id, 1, 0, 0}, 90 * kMs));
-  service->on_timer(150 * kMs);  // a's lease (100 ms from 0) ran out, b's runs to 190 ms
+  service->check_leases(150 * kMs);  // a's lease (100 ms from 0) ran out, b's runs to 190 ms
   EXPECT_EQ(line(at->line).active_device(), b->device_id);
   EXPECT_EQ(counters(*service)["devpool.lease_expiries"], 1u);
   auto stale = service->heartbeat(1, proto::DevHeartbeat{a->device_id, 1, 0, 0}, 160 * kMs);
@@ -138,7 +138,7 @@ TEST_F(ServiceTest, PerUidLimitsSpareAdmins) {
 }
 
 TEST_F(ServiceTest, ThePodFileIsLocked) {
-  auto second = DevpoolService::create(small(), dir.path(), 0);
+  auto second = DevpoolService::create(small(), dir.path());
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code, EBUSY);
 }
