@@ -742,6 +742,39 @@ void parse_kvstore(Section section, Config& config) {
   }
 }
 
+void parse_devpool(Section section, Config& config) {
+  DevpoolSection& d = config.devpool;
+  section.read_bool("enabled", d.enabled);
+  section.read_path("pod_path", true, d.pod_path);
+  if (section.read_int("link_slots", 2, 8192, d.link_slots) && d.link_slots % 2 != 0) {
+    section.fail_at("link_slots", *section.get("link_slots"),
+                    "must be even (each attachment takes two slots), got " + std::to_string(d.link_slots));
+  }
+  section.read_int("max_devices", 1, 4096, d.max_devices);
+  if (section.read_size("link_buffer_bytes", 4096, d.link_buffer_bytes) &&
+      (d.link_buffer_bytes % 4096 != 0 || d.link_buffer_bytes > (1ull << 30))) {
+    section.fail_at("link_buffer_bytes", *section.get("link_buffer_bytes"),
+                    "must be a multiple of 4096 no larger than 1 GiB, got " + std::to_string(d.link_buffer_bytes));
+  }
+  static constexpr std::pair<std::string_view, DevpoolCoherence> kCoherences[] = {
+      {"coherent", DevpoolCoherence::kCoherent}, {"non-coherent", DevpoolCoherence::kNonCoherent}};
+  read_choice(section, "coherence", kCoherences, d.coherence);
+  section.read_int("lease_ms", 10, 600000, d.lease_ms);
+  section.read_int("telemetry_ms", 1, 60000, d.telemetry_ms);
+  section.read_int("max_devices_per_uid", 0, 4096, d.max_devices_per_uid);
+  section.read_int("max_attachments_per_uid", 0, 4096, d.max_attachments_per_uid);
+  section.reject_unknown_keys();
+  // A backend heartbeats once per telemetry period: a lease shorter than
+  // that would expire between two of them.
+  if (d.telemetry_ms >= d.lease_ms) {
+    const char* key = section.get("telemetry_ms") != nullptr ? "telemetry_ms" : "lease_ms";
+    if (const toml::node* node = section.get(key)) {
+      section.fail_at(key, *node, "telemetry_ms (" + std::to_string(d.telemetry_ms) + ") must be below lease_ms (" +
+                                      std::to_string(d.lease_ms) + ")");
+    }
+  }
+}
+
 Result<Config> parse_document(const toml::table& root, const std::string& source_name) {
   Config config;  // struct defaults; a file declares its own emulated tiers
   config.source = source_name;
@@ -756,6 +789,7 @@ Result<Config> parse_document(const toml::table& root, const std::string& source
   if (const auto* table = top.read_table("metrics")) parse_metrics(Section(*table, "metrics", problems), config);
   if (const auto* table = top.read_table("tiering")) parse_tiering(Section(*table, "tiering", problems), config);
   if (const auto* table = top.read_table("kvstore")) parse_kvstore(Section(*table, "kvstore", problems), config);
+  if (const auto* table = top.read_table("devpool")) parse_devpool(Section(*table, "devpool", problems), config);
   top.reject_unknown_keys();
 
   if (!problems.any() && !config.numa_enabled && config.emulated_tiers.empty()) {
@@ -877,6 +911,19 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(a.cxl_latency_ns != b.cxl_latency_ns, "kvstore.cxl_latency_ns");
   check(a.ssd_bandwidth_mbps != b.ssd_bandwidth_mbps, "kvstore.ssd_bandwidth_mbps");
   check(a.ssd_latency_ns != b.ssd_latency_ns, "kvstore.ssd_latency_ns");
+  // The pod region and its allocator are set up once.
+  const DevpoolSection& p = running.devpool;
+  const DevpoolSection& q = next.devpool;
+  check(p.enabled != q.enabled, "devpool.enabled");
+  check(p.pod_path != q.pod_path, "devpool.pod_path");
+  check(p.link_slots != q.link_slots, "devpool.link_slots");
+  check(p.max_devices != q.max_devices, "devpool.max_devices");
+  check(p.link_buffer_bytes != q.link_buffer_bytes, "devpool.link_buffer_bytes");
+  check(p.coherence != q.coherence, "devpool.coherence");
+  check(p.lease_ms != q.lease_ms, "devpool.lease_ms");
+  check(p.telemetry_ms != q.telemetry_ms, "devpool.telemetry_ms");
+  check(p.max_devices_per_uid != q.max_devices_per_uid, "devpool.max_devices_per_uid");
+  check(p.max_attachments_per_uid != q.max_attachments_per_uid, "devpool.max_attachments_per_uid");
   return keys;
 }
 

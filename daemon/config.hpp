@@ -99,6 +99,22 @@ struct KvStoreSection {
   uint32_t ssd_latency_ns = 100000;
 };
 
+// [devpool]: the embedded pod allocator and its pod region (docs/devpool.md).
+enum class DevpoolCoherence { kCoherent, kNonCoherent };
+
+struct DevpoolSection {
+  bool enabled = true;
+  std::string pod_path;                  // empty: <state dir>/devpool.pod
+  uint32_t link_slots = 64;              // even; two per attachment
+  uint32_t max_devices = 64;             // device lines of the pod table
+  uint64_t link_buffer_bytes = 1ull << 20;  // each side of a link
+  DevpoolCoherence coherence = DevpoolCoherence::kCoherent;
+  uint32_t lease_ms = 1000;
+  uint32_t telemetry_ms = 100;
+  uint32_t max_devices_per_uid = 16;     // 0: no limit
+  uint32_t max_attachments_per_uid = 16; // 0: no limit
+};
+
 struct Config {
   std::string source = "embedded default";  // file path when loaded from a file
 
@@ -138,6 +154,9 @@ struct Config {
 
   // [kvstore]
   KvStoreSection kvstore;
+
+  // [devpool]
+  DevpoolSection devpool;
 
   // [metrics]
   uint16_t metrics_port = 0;  // 0 = no Prometheus endpoint

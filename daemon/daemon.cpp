@@ -41,6 +41,7 @@ constexpr uint64_t kTagTieringMoves = 7;
 constexpr uint64_t kSessionBit = 1ull << 63;
 static_assert(kTagKvIo == kTagTieringMoves + 1 && (kKvDoorbellBit & kSessionBit) == 0);
 constexpr uint64_t kTagWeights = kTagKvIo + 1;
+constexpr uint64_t kTagDevpool = kTagWeights + 1;
 // While spinning, KV ring polls between two looks at epoll (and yields of
 // the core): a microsecond or two, so a control message, or a client that
 // shares the core, waits no longer than that.
@@ -167,6 +168,15 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     log->info("metrics at http://{}:{}/metrics", d->config_.metrics_address, d->config_.metrics_port);
   }
   if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
+  // The pod file defaults to the state directory, which exists from here on.
+  if (!d->config_.devpool.enabled) {
+    d->devpool_off_reason_ = "disabled by [devpool] enabled = false";
+  } else {
+    auto devpool = DevpoolService::create(d->config_.devpool, d->state_dir_);
+    if (!devpool) return tl::unexpected(devpool.error());
+    d->devpool_ = std::move(*devpool);
+    log->info("device pool: pod file {}", d->devpool_->pod_path().string());
+  }
   if (auto ok = d->setup_loop(); !ok) return tl::unexpected(ok.error());
   return d;
 }
@@ -259,6 +269,12 @@ Result<void> Daemon::setup_loop() {
     if (fd < 0) continue;  // no page mover without a placement backend
     if (auto ok = epoll_add(epoll_fd_.get(), fd, tag); !ok) return ok;
   }
+  if (devpool_) {
+    auto timer = make_timer(devpool_->telemetry_ns());
+    if (!timer) return tl::unexpected(timer.error());
+    devpool_timer_fd_ = std::move(*timer);
+    if (auto ok = epoll_add(epoll_fd_.get(), devpool_timer_fd_.get(), kTagDevpool); !ok) return ok;
+  }
   if (const uint64_t usec = watchdog_usec(); usec != 0) {
     auto wd = make_timer(usec * 1000 / config_.watchdog_divisor);
     if (!wd) return tl::unexpected(wd.error());
@@ -339,6 +355,12 @@ int Daemon::run() {
         case kTagTick: tick(); break;
         case kTagMigration: finish_migrations(); break;
         case kTagWeights: finish_weight_loads(); break;
+        case kTagDevpool: {
+          uint64_t expirations = 0;
+          (void)!::read(devpool_timer_fd_.get(), &expirations, sizeof expirations);
+          if (devpool_) devpool_->check_leases(monotonic_ns());
+          break;
+        }
         case kTagTiering: tiering_->on_timer(); break;
         case kTagTieringMoves: tiering_->on_moves_done(); break;
         case kTagKvIo:
@@ -564,6 +586,8 @@ void Daemon::close_session(uint64_t id) {
   if (kv_) kv_->close(id);
   if (weights_) weights_->forget_session(id);
   gpu_host_.close_session(id);
+  // Its devices fail over at once; its attachments end.
+  if (devpool_) devpool_->close_session(id, monotonic_ns());
   logger("control")->debug("client {} (pid {}) disconnected, {} handles released", id, session.pid,
                            session.handle_count);
   ++counters_.clients_closed;

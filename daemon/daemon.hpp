@@ -21,6 +21,7 @@
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/proto/messages.hpp"
 #include "cxlpool/tiering/client_report_source.hpp"
+#include "devpool/devpool_service.hpp"
 #include "gpu/gpu_host_alloc.hpp"
 #include "kvstore/kv_service.hpp"
 #include "metrics_http.hpp"
@@ -141,6 +142,14 @@ class Daemon {
   Result<Reply> weights_reply(Result<WeightsAnswer> answer);
   // gpu/gpu_handlers.cpp
   Result<Reply> handle(Session& session, const proto::GpuHostAlloc& request);
+  // devpool/devpool_handlers.cpp
+  Result<Reply> handle(Session& session, const proto::DevRegister& request);
+  Result<Reply> handle(Session& session, const proto::DevHeartbeat& request);
+  Result<Reply> handle(Session& session, const proto::DevAttach& request);
+  Result<Reply> handle(Session& session, const proto::DevDetach& request);
+  Result<Reply> handle(Session& session, const proto::DevListRequest& request);
+  Result<Reply> handle(Session& session, const proto::DevFailover& request);
+  Result<DevpoolService*> devpool_service();
 
   // Keeps the store's SSD completion eventfd in epoll once the store runs.
   void watch_kv_io();
@@ -187,6 +196,10 @@ class Daemon {
   std::unique_ptr<WeightsService> weights_;
   // Pinned host-NUMA memory for CUDA arenas (GpuHostAlloc).
   GpuHostAllocator gpu_host_;
+  // The embedded pod allocator and its pod file; null when [devpool] is off.
+  std::unique_ptr<DevpoolService> devpool_;
+  std::string devpool_off_reason_;
+  UniqueFd devpool_timer_fd_;  // every telemetry period: the pod's leases are checked
   std::string kv_off_reason_;
   int kv_io_fd_ = -1;  // the store's completion eventfd while it is in epoll
   uint64_t next_session_id_ = 1;

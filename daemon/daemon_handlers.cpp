@@ -104,6 +104,8 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   if (kv_) kv_->append_counters(out);
   if (weights_) weights_->add_counters(out);
   gpu_host_.add_counters(out);
+  add("devpool.enabled", devpool_ ? 1 : 0);
+  if (devpool_) devpool_->add_counters(out);
   for (const auto& tier : pool_->tiers()) {
     const std::string prefix = "tier." + tier.name + ".";
     add(prefix + "capacity_bytes", tier.capacity);

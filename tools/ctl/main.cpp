@@ -14,6 +14,7 @@
 
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/common/units.hpp"
+#include "devices_format.hpp"
 #include "kv_format.hpp"
 #include "weights_format.hpp"
 #include "table.hpp"
@@ -404,6 +405,26 @@ int cmd_weights_unload(Context& ctx, const std::string& model) {
   });
 }
 
+int cmd_devices(Context& ctx) {
+  return call<proto::DevListReply>(ctx, proto::DevListRequest{}, [&](const proto::DevListReply& r) {
+    print_json_or_text(ctx, cxlpool::ctl::devices_json(r), cxlpool::ctl::devices_text(r));
+  });
+}
+
+int cmd_devices_failover(Context& ctx, const std::string& which) {
+  auto list = ctx.conn->call_for<proto::DevListReply>(proto::DevListRequest{});
+  if (!list) return report(list.error(), exit_code_for(list.error().code));
+  const auto device = cxlpool::ctl::find_device(*list, which);
+  if (!device) {
+    std::fprintf(stderr, "cxlpoolctl: no device '%s' (an id, host/name, or a name only one host has; see `cxlpoolctl devices`)\n",
+                 which.c_str());
+    return kExitFailed;
+  }
+  return call<proto::DevFailoverReply>(ctx, proto::DevFailover{*device}, [&](const proto::DevFailoverReply& r) {
+    print_json_or_text(ctx, cxlpool::ctl::failover_json(r), cxlpool::ctl::failover_text(r));
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -450,8 +471,16 @@ int main(int argc, char** argv) {
       weights->add_subcommand("unload", "Drop the daemon's copy of a model (its owner or an admin)");
   std::string weights_model;
   weights_unload->add_option("model", weights_model, "Model name (see `cxlpoolctl weights list`)")->required();
+  auto* devices = app.add_subcommand("devices", "Device pool: registered NICs and SSDs, attachments, load, health");
+  devices->require_subcommand(0, 1);
+  auto* devices_failover =
+      devices->add_subcommand("failover", "Switch a device's attachments to their backups (admin)");
+  std::string failover_device;
+  devices_failover->add_option("device", failover_device, "Device id, host/name, or a name (see `cxlpoolctl devices`)")
+      ->required();
   for (auto* sub : {status, tiers, regions, clients, stats, backends, migrate, tiering, tiering_status, tiering_hot,
-                    tiering_set, kv, kv_status, kv_namespaces, kv_drop, weights, weights_list, weights_unload}) {
+                    tiering_set, kv, kv_status, kv_namespaces, kv_drop, weights, weights_list, weights_unload, devices,
+                    devices_failover}) {
     sub->add_flag("--json", json_out, "Machine-readable JSON output");
   }
   try {
@@ -484,5 +513,7 @@ int main(int argc, char** argv) {
   if (*kv_drop) return cmd_kv_drop(ctx, kv_namespace_id);
   if (*weights_list) return cmd_weights_list(ctx);
   if (*weights_unload) return cmd_weights_unload(ctx, weights_model);
+  if (*devices_failover) return cmd_devices_failover(ctx, failover_device);
+  if (*devices) return cmd_devices(ctx);
   return kExitUsage;
 }

@@ -57,6 +57,8 @@ constexpr TextRule text_rule(Text kind) {
     case Text::kRegionName: return {kNoLengthRule, EmptyText::kByRules, TextBytes::kRegionName};
     case Text::kRegionNameOrEmpty: return {kNoLengthRule, EmptyText::kAccepted, TextBytes::kRegionName};
     case Text::kWeightsModel: return {kMaxWeightsModelLength, EmptyText::kByRules, TextBytes::kModelName};
+    case Text::kDeviceName: return {kMaxDeviceNameLength, EmptyText::kRefused, TextBytes::kPrintableAscii};
+    case Text::kDeviceNameOrEmpty: return {kMaxDeviceNameLength, EmptyText::kAccepted, TextBytes::kPrintableAscii};
   }
   return {0, EmptyText::kRefused, TextBytes::kNoNul};  // not a Text: refuses everything
 }

@@ -48,6 +48,8 @@ enum class Text {
   kKvNamespace,        // 1..kMaxKvNamespaceField bytes, no control byte (UTF-8 passes)
   kKvNamespaceOrEmpty, // empty, or kKvNamespace
   kWeightsModel,       // valid_region_name() and <= kMaxWeightsModelLength bytes
+  kDeviceName,         // 1..kMaxDeviceNameLength bytes of printable ASCII (device and host names)
+  kDeviceNameOrEmpty,  // empty, or kDeviceName
 };
 
 template <typename T, typename U>
@@ -502,6 +504,123 @@ void walk(auto& io, Is<GpuHostAlloc> auto& m) {
 void walk(auto& io, Is<GpuHostAllocReply> auto& m) {
   io.number("bytes", m.bytes, Positive{});
   CXLPOOL_PROTO_FIELDS(io, m, numa_node);
+}
+
+// ---------------------------------------------------------- device pool
+
+inline std::string pod_problem(uint64_t slot_bytes, uint32_t link_slots, uint64_t pod_bytes) {
+  if (slot_bytes == 0 || slot_bytes % 4096 != 0) return std::to_string(slot_bytes) + " is not a positive multiple of 4096";
+  if (link_slots == 0) return std::string("no link slots");
+  // The slots alone must fit in the file the engine maps.
+  if (pod_bytes / slot_bytes < link_slots) {
+    return std::to_string(link_slots) + " slots of " + std::to_string(slot_bytes) + " bytes do not fit in " +
+           std::to_string(pod_bytes);
+  }
+  return std::string();
+}
+
+void walk_pod(auto& io, auto& m) {
+  io.number("pod_bytes", m.pod_bytes, Positive{});
+  CXLPOOL_PROTO_FIELDS(io, m, slot_bytes, link_slots);
+  io.number("max_devices", m.max_devices, Positive{});
+  io.number("max_attachments", m.max_attachments, Positive{});
+  io.number("coherence", m.coherence, Between<uint8_t>{0, 1});
+  io.check("slot_bytes", [&] { return pod_problem(m.slot_bytes, m.link_slots, m.pod_bytes); });
+}
+
+void walk(auto& io, Is<DevRegister> auto& m) {
+  io.enumeration("kind", m.kind, DevKind::kBlk);
+  io.number("capacity", m.capacity, Positive{});
+  CXLPOOL_PROTO_FIELDS(io, m, iops, bandwidth_bps, mac);
+  io.text("name", m.name, Text::kDeviceName);
+  io.text("host", m.host, Text::kDeviceName);
+  io.check("mac", [&] {
+    bool zero = true;
+    for (uint8_t b : m.mac) zero = zero && b == 0;
+    return m.kind == DevKind::kBlk && !zero ? std::string("set for a block device") : std::string();
+  });
+}
+
+void walk(auto& io, Is<DevRegisterReply> auto& m) {
+  io.number("device_id", m.device_id, Positive{});
+  CXLPOOL_PROTO_FIELDS(io, m, device_line);
+  io.number("lease_ms", m.lease_ms, Positive{});
+  io.number("telemetry_ms", m.telemetry_ms, Positive{});
+  walk_pod(io, m);
+  io.check("device_line", [&] {
+    return m.device_line < m.max_devices ? std::string() : std::string("past max_devices");
+  });
+}
+
+void walk(auto& io, Is<DevHeartbeat> auto& m) {
+  io.number("device_id", m.device_id, Positive{});
+  io.number("link_up", m.link_up, Between<uint8_t>{0, 1});
+  CXLPOOL_PROTO_FIELDS(io, m, bytes_per_s, ops_per_s);
+}
+
+void walk(auto& io, Is<DevHeartbeatReply> auto& m) {
+  io.enumeration("health", m.health, DevHealth::kDead);
+  CXLPOOL_PROTO_FIELDS(io, m, lease_ms, table_version);
+}
+
+void walk(auto& io, Is<DevAttach> auto& m) {
+  io.enumeration("kind", m.kind, DevKind::kBlk);
+  io.text("host", m.host, Text::kDeviceName);
+  io.text("preferred", m.preferred, Text::kDeviceNameOrEmpty);
+  io.text("preferred_host", m.preferred_host, Text::kDeviceNameOrEmpty);
+  io.check("preferred_host", [&] {
+    return m.preferred.empty() && !m.preferred_host.empty() ? std::string("set without preferred") : std::string();
+  });
+}
+
+void walk(auto& io, Is<DevAttachReply> auto& m) {
+  io.number("attachment_id", m.attachment_id, Positive{});
+  CXLPOOL_PROTO_FIELDS(io, m, line, generation);
+  io.number("active", m.active, Between<uint8_t>{0, 1});
+  CXLPOOL_PROTO_FIELDS(io, m, device, slot);
+  walk_pod(io, m);
+  io.check("device", [&] {
+    return m.active <= 1 && m.device[m.active] == kNoDeviceId ? std::string("no device on the active leg")
+                                                               : std::string();
+  });
+  io.check("slot", [&] {
+    for (uint32_t s : m.slot) {
+      if (s >= m.link_slots) return std::to_string(s) + " past link_slots " + std::to_string(m.link_slots);
+    }
+    return std::string();
+  });
+  io.check("line", [&] { return m.line < m.max_attachments ? std::string() : std::string("past max_attachments"); });
+}
+
+void walk(auto& io, Is<DevDetach> auto& m) { io.number("attachment_id", m.attachment_id, Positive{}); }
+
+void walk(auto& io, Is<DevDeviceEntry> auto& m) {
+  io.number("id", m.id, Positive{});
+  io.enumeration("kind", m.kind, DevKind::kBlk);
+  io.enumeration("health", m.health, DevHealth::kDead);
+  CXLPOOL_PROTO_FIELDS(io, m, capacity, iops, bandwidth_bps, mac, load_ppm, bytes_per_s, ops_per_s, samples,
+                       primaries, backups, lease_left_ms, client_id);
+  io.text("name", m.name, Text::kDeviceName);
+  io.text("host", m.host, Text::kDeviceName);
+}
+
+void walk(auto& io, Is<DevAttachmentEntry> auto& m) {
+  io.number("id", m.id, Positive{});
+  io.enumeration("kind", m.kind, DevKind::kBlk);
+  io.number("active", m.active, Between<uint8_t>{0, 1});
+  CXLPOOL_PROTO_FIELDS(io, m, generation, device, slot, client_id);
+  io.text("host", m.host, Text::kDeviceName);
+}
+
+void walk(auto& io, Is<DevListReply> auto& m) {
+  io.number("enabled", m.enabled, Between<uint8_t>{0, 1});
+  CXLPOOL_PROTO_FIELDS(io, m, failovers, table_version, pod_path, devices, attachments);
+}
+
+void walk(auto& io, Is<DevFailover> auto& m) { io.number("device_id", m.device_id, Positive{}); }
+
+void walk(auto& io, Is<DevFailoverReply> auto& m) {
+  CXLPOOL_PROTO_FIELDS(io, m, device_id, moved, without_backup);
 }
 
 }  // namespace cxlpool::proto::fields

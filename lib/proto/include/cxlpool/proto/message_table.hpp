@@ -70,5 +70,16 @@
   X(WeightsListRequest,   kWeightsList,          65, Request, WeightsListReply,     0)         \
   X(WeightsListReply,     kWeightsListReply,     66, Reply,   void,                 0)         \
   X(GpuHostAlloc,         kGpuHostAlloc,         67, Request, GpuHostAllocReply,    0)         \
-  X(GpuHostAllocReply,    kGpuHostAllocReply,    68, Reply,   void,                 1)
+  X(GpuHostAllocReply,    kGpuHostAllocReply,    68, Reply,   void,                 1)         \
+  X(DevRegister,          kDevRegister,          70, Request, DevRegisterReply,     0)         \
+  X(DevRegisterReply,     kDevRegisterReply,     71, Reply,   void,                 1)         \
+  X(DevHeartbeat,         kDevHeartbeat,         72, Request, DevHeartbeatReply,    0)         \
+  X(DevHeartbeatReply,    kDevHeartbeatReply,    73, Reply,   void,                 0)         \
+  X(DevAttach,            kDevAttach,            74, Request, DevAttachReply,       0)         \
+  X(DevAttachReply,       kDevAttachReply,       75, Reply,   void,                 1)         \
+  X(DevDetach,            kDevDetach,            76, Request, Ok,                   0)         \
+  X(DevListRequest,       kDevList,              77, Request, DevListReply,         0)         \
+  X(DevListReply,         kDevListReply,         78, Reply,   void,                 0)         \
+  X(DevFailover,          kDevFailover,          79, Request, DevFailoverReply,     0)         \
+  X(DevFailoverReply,     kDevFailoverReply,     80, Reply,   void,                 0)
 // clang-format on

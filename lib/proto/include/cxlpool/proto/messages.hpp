@@ -587,6 +587,141 @@ struct GpuHostAllocReply {
   bool operator==(const GpuHostAllocReply&) const = default;
 };
 
+// Device pooling (docs/devpool.md): backends register the NICs and SSDs
+// they own and renew a lease with heartbeats that carry the device's load;
+// frontends attach to a kind of device and get a primary and a backup,
+// each with a link slot of the pod region, whose file comes with the
+// register and attach replies (one descriptor each).
+enum class DevKind : uint8_t { kNet = 0, kBlk = 1 };
+enum class DevHealth : uint8_t { kHealthy = 0, kLinkDown = 1, kDead = 2 };
+inline constexpr size_t kMaxDeviceNameLength = 64;  // device and host names
+inline constexpr uint32_t kNoDeviceId = 0;
+inline constexpr uint32_t kNoLinkSlot = 0xffffffffu;
+
+struct DevRegister {
+  DevKind kind = DevKind::kNet;
+  uint64_t capacity = 0;       // net: link speed in bit/s; blk: bytes; > 0
+  uint64_t iops = 0;           // blk: nominal; 0 unknown
+  uint64_t bandwidth_bps = 0;  // blk: nominal bytes/s; 0 unknown
+  uint8_t mac[6] = {0, 0, 0, 0, 0, 0};  // net; all zero for blk
+  std::string name;  // 1..kMaxDeviceNameLength printable ASCII
+  std::string host;  // 1..kMaxDeviceNameLength printable ASCII
+  bool operator==(const DevRegister&) const = default;
+};
+struct DevRegisterReply {
+  uint32_t device_id = 0;     // > 0
+  uint32_t device_line = 0;   // its line in the pod table
+  uint32_t lease_ms = 0;      // heartbeats must come more often than this
+  uint32_t telemetry_ms = 0;  // how often to send one (with the load)
+  // The pod region, for mapping its file and checking its header.
+  uint64_t pod_bytes = 0;        // size of the pod file
+  uint64_t slot_bytes = 0;       // bytes per link slot, a multiple of 4096
+  uint32_t link_slots = 0;
+  uint32_t max_devices = 0;
+  uint32_t max_attachments = 0;
+  uint8_t coherence = 0;         // devpool::Coherence: 0 coherent, 1 non-coherent
+  bool operator==(const DevRegisterReply&) const = default;
+};
+
+struct DevHeartbeat {
+  uint32_t device_id = 0;
+  uint8_t link_up = 1;        // 0 or 1; net: the port's link
+  uint64_t bytes_per_s = 0;   // load since the last heartbeat
+  uint64_t ops_per_s = 0;
+  bool operator==(const DevHeartbeat&) const = default;
+};
+struct DevHeartbeatReply {
+  DevHealth health = DevHealth::kHealthy;
+  uint32_t lease_ms = 0;
+  uint64_t table_version = 0;  // changes whenever the pod table is rewritten
+  bool operator==(const DevHeartbeatReply&) const = default;
+};
+
+struct DevAttach {
+  DevKind kind = DevKind::kNet;
+  std::string host;            // the frontend's host, 1..kMaxDeviceNameLength
+  std::string preferred;       // a device name, or empty: the least loaded
+  std::string preferred_host;  // its host, or empty: any
+  bool operator==(const DevAttach&) const = default;
+};
+struct DevAttachReply {
+  uint32_t attachment_id = 0;   // > 0
+  uint32_t line = 0;            // its line in the pod table
+  uint32_t generation = 0;
+  uint8_t active = 0;           // 0 or 1: which leg carries the traffic
+  uint32_t device[2] = {0, 0};  // each leg's device; kNoDeviceId for a leg without one
+  uint32_t slot[2] = {0, 0};    // each leg's link slot
+  // The pod region, for mapping its file and checking its header.
+  uint64_t pod_bytes = 0;        // size of the pod file
+  uint64_t slot_bytes = 0;       // bytes per link slot, a multiple of 4096
+  uint32_t link_slots = 0;
+  uint32_t max_devices = 0;
+  uint32_t max_attachments = 0;
+  uint8_t coherence = 0;         // devpool::Coherence: 0 coherent, 1 non-coherent
+  bool operator==(const DevAttachReply&) const = default;
+};
+
+struct DevDetach {
+  uint32_t attachment_id = 0;
+  bool operator==(const DevDetach&) const = default;
+};
+
+struct DevListRequest {
+  bool operator==(const DevListRequest&) const = default;
+};
+struct DevDeviceEntry {
+  uint32_t id = 0;
+  DevKind kind = DevKind::kNet;
+  DevHealth health = DevHealth::kHealthy;
+  uint64_t capacity = 0;
+  uint64_t iops = 0;
+  uint64_t bandwidth_bps = 0;
+  uint8_t mac[6] = {0, 0, 0, 0, 0, 0};
+  uint32_t load_ppm = 0;          // EWMA utilization, parts per million of capacity
+  uint64_t bytes_per_s = 0;       // last sample
+  uint64_t ops_per_s = 0;
+  uint32_t samples = 0;           // telemetry samples received
+  uint32_t primaries = 0;         // attachments it serves
+  uint32_t backups = 0;           // attachments it stands by for
+  uint64_t lease_left_ms = 0;     // 0 once expired
+  uint64_t client_id = 0;         // the backend's connection
+  std::string name;
+  std::string host;
+  bool operator==(const DevDeviceEntry&) const = default;
+};
+struct DevAttachmentEntry {
+  uint32_t id = 0;
+  DevKind kind = DevKind::kNet;
+  uint8_t active = 0;
+  uint32_t generation = 0;
+  uint32_t device[2] = {0, 0};
+  uint32_t slot[2] = {0, 0};
+  uint64_t client_id = 0;  // the frontend's connection
+  std::string host;
+  bool operator==(const DevAttachmentEntry&) const = default;
+};
+struct DevListReply {
+  uint8_t enabled = 0;       // 0 or 1
+  uint64_t failovers = 0;    // attachments switched to their backups since start
+  uint64_t table_version = 0;
+  std::string pod_path;      // the pod file; empty when disabled
+  std::vector<DevDeviceEntry> devices;
+  std::vector<DevAttachmentEntry> attachments;
+  bool operator==(const DevListReply&) const = default;
+};
+
+// Admin: the attachments whose primary is the device switch to their backups.
+struct DevFailover {
+  uint32_t device_id = 0;
+  bool operator==(const DevFailover&) const = default;
+};
+struct DevFailoverReply {
+  uint32_t device_id = 0;
+  uint32_t moved = 0;           // attachments switched
+  uint32_t without_backup = 0;  // attachments left on it: no backup to switch to
+  bool operator==(const DevFailoverReply&) const = default;
+};
+
 enum class MessageKind : uint8_t { kRequest, kReply };
 
 namespace detail {
