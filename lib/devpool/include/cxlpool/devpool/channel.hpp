@@ -4,12 +4,14 @@
 // Layout (all 64-byte lines, one writer per line):
 //   line 0        header: magic, version, slot count, record size, coherence;
 //                 written once by the creator, read-only afterwards
-//   line 1        consumer line: messages consumed so far (the consumer's only
-//                 line; the producer reads it for flow control)
+//   line 1        consumer line: records consumed so far (bytes 0..7) and
+//                 slots consumed so far (bytes 56..63); the consumer's only
+//                 line; the producer reads it for flow control
 //   line 2..      slots: each slot is one line, written only by the producer:
 //                 up to 56 bytes of records (batching: as many whole records
-//                 as fit, `count` of them) and, in the same line, the slot's
-//                 sequence word = position + 1 (mod 2^32). A slot is ready for
+//                 as fit, `count` of them) and, in the same line (bytes
+//                 56..63), sequence = position + 1 (mod 2^32) | count << 32 |
+//                 record_bytes << 48. A slot is ready for
 //                 the consumer when its sequence is the one it expects, so a
 //                 stale line (an earlier lap) is never taken for a new one,
 //                 and a message is never split across lines (no torn reads).
@@ -21,6 +23,11 @@
 // lap is fetched from memory and not served from its cache. The consumer
 // line is written back by the consumer and invalidated by the producer
 // before each read.
+//
+// A side attaches to a freshly formatted channel only (positions start at 0);
+// it invalidates every line of the channel at attach so that nothing a cache
+// kept from an earlier user of the memory is read. docs/devpool.md explains
+// the protocol and its limits.
 //
 // Everything read from the shared memory is hostile: the header is checked
 // at attach, a slot's count and record size are checked on every read, and
@@ -78,13 +85,18 @@ class ChannelProducer {
   uint32_t flush();
   // Slots the consumer has not yet consumed (re-reads the consumer line).
   uint32_t in_flight();
+  // Slots published so far.
   uint64_t published() const { return position_; }
+  // Records queued in the slot being filled (not yet published).
+  uint32_t staged() const { return staged_records_; }
   const ChannelGeometry& geometry() const { return geometry_; }
   Lines& lines() { return lines_; }
 
  private:
   ChannelProducer() = default;
   bool slot_free();
+  void refresh_consumed();
+  void publish();
   std::byte* slot_line(uint64_t position) const;
 
   std::byte* base_ = nullptr;
@@ -107,13 +119,24 @@ class ChannelConsumer {
   // count or record size the channel's geometry does not allow (a corrupt or
   // hostile producer); the channel is then unusable.
   Result<uint32_t> poll(void* out, uint32_t max_records);
+  // Slots consumed so far.
   uint64_t consumed() const { return position_; }
+  // Records consumed so far.
+  uint64_t records_consumed() const { return records_consumed_; }
+  bool broken() const { return broken_; }
+  // For comparison only: fetch the slot's line from memory (invalidate and
+  // reload) before every record instead of once per line, as a channel that
+  // invalidates per message does. Same results, more memory traffic.
+  void set_per_record_reload(bool on) { per_record_reload_ = on; }
   const ChannelGeometry& geometry() const { return geometry_; }
   Lines& lines() { return lines_; }
 
  private:
   ChannelConsumer() = default;
   std::byte* slot_line(uint64_t position) const;
+  Result<bool> fetch_slot();
+  Result<void> reload_slot();
+  void finish_slot();
   void publish_consumed();
 
   std::byte* base_ = nullptr;
@@ -124,6 +147,10 @@ class ChannelConsumer {
   uint32_t current_count_ = 0;
   uint32_t current_next_ = 0;
   uint32_t since_publish_ = 0;
+  uint32_t publish_every_ = 1;   // slots between consumer-line updates while busy
+  uint64_t records_consumed_ = 0;
+  bool broken_ = false;
+  bool per_record_reload_ = false;
 };
 
 }  // namespace cxlpool::devpool

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: Apache-2.0
+// The channel on real memory, with both line access policies: geometry,
+// batching, flow control, hostile slots, and a producer and a consumer
+// thread checking every message arrives once, in order, whole.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "channel_records.hpp"
+#include "cxlpool/devpool/channel.hpp"
+
+namespace cxlpool::devpool {
+namespace {
+
+using test::AlignedMemory;
+using test::make_record;
+using test::record_number;
+
+constexpr size_t kTailOffset = 56;
+
+std::byte* slot_line(std::span<std::byte> memory, uint64_t position, uint32_t slots) {
+  return memory.data() + (2 + (position & (slots - 1))) * kLineBytes;
+}
+
+void write_slot_tail(std::span<std::byte> memory, uint64_t position, uint32_t slots, uint32_t sequence,
+                     uint32_t count, uint32_t record_bytes) {
+  const uint64_t tail = uint64_t{sequence} | uint64_t{count} << 32 | uint64_t{record_bytes} << 48;
+  std::memcpy(slot_line(memory, position, slots) + kTailOffset, &tail, sizeof tail);
+}
+
+TEST(ChannelGeometryTest, BytesAndRecordsPerSlot) {
+  ChannelGeometry g{.slots = 8, .record_bytes = 16};
+  EXPECT_EQ(channel_bytes(g), 10u * 64);
+  EXPECT_EQ(g.records_per_slot(), 3u);
+  g.record_bytes = 56;
+  EXPECT_EQ(g.records_per_slot(), 1u);
+  g.record_bytes = 8;
+  EXPECT_EQ(g.records_per_slot(), 7u);
+}
+
+TEST(ChannelGeometryTest, FormatRejectsBadGeometry) {
+  AlignedMemory mem(1 << 16);
+  for (uint32_t slots : {0u, 1u, 3u, 6u, kMaxChannelSlots * 2}) {
+    auto r = format_channel(mem.span(), ChannelGeometry{.slots = slots});
+    ASSERT_FALSE(r) << slots;
+    EXPECT_EQ(r.error().code, EINVAL);
+  }
+  for (uint32_t bytes : {0u, 7u, 57u, 64u}) {
+    auto r = format_channel(mem.span(), ChannelGeometry{.slots = 4, .record_bytes = bytes});
+    ASSERT_FALSE(r) << bytes;
+    EXPECT_EQ(r.error().code, EINVAL);
+  }
+  auto bad_coherence = format_channel(mem.span(), ChannelGeometry{.slots = 4, .coherence = Coherence{7}});
+  ASSERT_FALSE(bad_coherence);
+  EXPECT_EQ(bad_coherence.error().code, EINVAL);
+  // Too short, and unaligned.
+  const ChannelGeometry g{.slots = 64};
+  auto short_range = format_channel(mem.span().first(channel_bytes(g) - 64), g);
+  ASSERT_FALSE(short_range);
+  EXPECT_EQ(short_range.error().code, EINVAL);
+  auto unaligned = format_channel(mem.span().subspan(8), g);
+  ASSERT_FALSE(unaligned);
+  EXPECT_EQ(unaligned.error().code, EINVAL);
+}
+
+TEST(ChannelGeometryTest, HeaderRoundTrip) {
+  AlignedMemory mem(1 << 16);
+  const ChannelGeometry g{.slots = 128, .record_bytes = 24, .coherence = Coherence::kNonCoherent};
+  ASSERT_TRUE(format_channel(mem.span(), g));
+  auto read = read_channel_header(mem.span());
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->slots, 128u);
+  EXPECT_EQ(read->record_bytes, 24u);
+  EXPECT_EQ(read->coherence, Coherence::kNonCoherent);
+  auto short_range = read_channel_header(mem.span().first(channel_bytes(g) - 1));
+  ASSERT_FALSE(short_range);
+  EXPECT_EQ(short_range.error().code, EINVAL);
+  auto no_header = read_channel_header(mem.span().first(10));
+  ASSERT_FALSE(no_header);
+  EXPECT_EQ(no_header.error().code, EINVAL);
+}
+
+// Each corruption of the header line is EPROTO, at read and at attach.
+TEST(ChannelGeometryTest, GarbageHeadersAreEproto) {
+  struct Corruption {
+    size_t offset;
+    std::vector<uint8_t> bytes;
+  };
+  const std::vector<Corruption> corruptions = {
+      {0, {0x00}},                    // magic
+      {4, {0x02, 0x00}},              // version
+      {6, {0x05}},                    // coherence
+      {8, {0x03, 0x00, 0x00, 0x00}},  // slots not a power of two
+      {8, {0x01, 0x00, 0x00, 0x00}},  // one slot
+      {8, {0x00, 0x00, 0x00, 0x80}},  // too many slots
+      {12, {0x00, 0x00, 0x00, 0x00}}, // record size 0
+      {12, {0x40, 0x00, 0x00, 0x00}}, // record size 64
+      {16, {0x02, 0x00, 0x00, 0x00}}, // records per slot disagrees
+  };
+  AlignedMemory mem(1 << 16);
+  const ChannelGeometry g{.slots = 16, .record_bytes = 16};
+  for (const auto& c : corruptions) {
+    ASSERT_TRUE(format_channel(mem.span(), g));
+    std::memcpy(mem.span().data() + c.offset, c.bytes.data(), c.bytes.size());
+    auto read = read_channel_header(mem.span());
+    ASSERT_FALSE(read) << "offset " << c.offset;
+    EXPECT_EQ(read.error().code, EPROTO) << "offset " << c.offset;
+    auto producer = ChannelProducer<CoherentLines>::attach(mem.span());
+    ASSERT_FALSE(producer);
+    EXPECT_EQ(producer.error().code, EPROTO);
+    auto consumer = ChannelConsumer<NonCoherentLines>::attach(mem.span());
+    ASSERT_FALSE(consumer);
+    EXPECT_EQ(consumer.error().code, EPROTO);
+  }
+  // Random garbage never attaches and never crashes.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    for (size_t b = 0; b < 64; ++b) mem.span()[b] = static_cast<std::byte>(rng());
+    if (i % 2 == 0) std::memcpy(mem.span().data(), &kChannelMagic, 4);
+    auto read = read_channel_header(mem.span());
+    if (read) {
+      EXPECT_LE(channel_bytes(*read), mem.size);
+    } else {
+      EXPECT_TRUE(read.error().code == EPROTO || read.error().code == EINVAL);
+    }
+  }
+}
+
+template <class Lines>
+class ChannelSidesTest : public ::testing::Test {};
+using Policies = ::testing::Types<CoherentLines, NonCoherentLines>;
+TYPED_TEST_SUITE(ChannelSidesTest, Policies);
+
+template <class Lines>
+struct Pair {
+  ChannelProducer<Lines> producer;
+  ChannelConsumer<Lines> consumer;
+};
+
+template <class Lines>
+Pair<Lines> attach_pair(std::span<std::byte> memory, const ChannelGeometry& g) {
+  auto formatted = format_channel(memory, g);
+  EXPECT_TRUE(formatted);
+  auto p = ChannelProducer<Lines>::attach(memory);
+  auto c = ChannelConsumer<Lines>::attach(memory);
+  if (!p || !c) std::abort();
+  return {*p, *c};
+}
+
+TYPED_TEST(ChannelSidesTest, SingleThreadInOrder) {
+  AlignedMemory mem(1 << 16);
+  const ChannelGeometry g{.slots = 8, .record_bytes = 16};
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+  std::byte rec[16];
+  std::byte out[16 * 32];
+  uint64_t sent = 0, received = 0;
+  for (int round = 0; round < 500; ++round) {
+    const int burst = round % 13;
+    for (int i = 0; i < burst; ++i) {
+      make_record(sent, rec);
+      if (!producer.push(rec)) break;
+      ++sent;
+    }
+    producer.flush();
+    auto n = consumer.poll(out, round % 5 == 0 ? 1 : 32);
+    ASSERT_TRUE(n);
+    for (uint32_t i = 0; i < *n; ++i) {
+      auto number = record_number(std::span<const std::byte>(out + 16 * i, 16));
+      ASSERT_TRUE(number);
+      ASSERT_EQ(*number, received++);
+    }
+  }
+  for (;;) {
+    auto n = consumer.poll(out, 32);
+    ASSERT_TRUE(n);
+    if (*n == 0) break;
+    for (uint32_t i = 0; i < *n; ++i) ASSERT_EQ(*record_number(std::span<const std::byte>(out + 16 * i, 16)), received++);
+  }
+  EXPECT_EQ(received, sent);
+  EXPECT_EQ(consumer.records_consumed(), sent);
+  EXPECT_EQ(producer.in_flight(), 0u);
+}
+
+// Records wait in the slot being filled until it is full or flushed.
+TYPED_TEST(ChannelSidesTest, BatchesRecordsIntoSlots) {
+  AlignedMemory mem(1 << 16);
+  const ChannelGeometry g{.slots = 4, .record_bytes = 16};
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+  std::byte rec[16];
+  std::byte out[16 * 8];
+  make_record(0, rec);
+  ASSERT_TRUE(producer.push(rec));
+  make_record(1, rec);
+  ASSERT_TRUE(producer.push(rec));
+  EXPECT_EQ(producer.staged(), 2u);
+  EXPECT_EQ(producer.published(), 0u);
+  EXPECT_EQ(*consumer.poll(out, 8), 0u);
+  EXPECT_EQ(producer.flush(), 2u);
+  EXPECT_EQ(producer.flush(), 0u);
+  EXPECT_EQ(producer.published(), 1u);
+  // A full slot publishes itself.
+  for (uint64_t i = 2; i < 5; ++i) {
+    make_record(i, rec);
+    ASSERT_TRUE(producer.push(rec));
+  }
+  EXPECT_EQ(producer.published(), 2u);
+  EXPECT_EQ(producer.staged(), 0u);
+  ASSERT_EQ(*consumer.poll(out, 8), 5u);
+  for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(*record_number(std::span<const std::byte>(out + 16 * i, 16)), i);
+  EXPECT_EQ(consumer.consumed(), 2u);
+}
+
+TYPED_TEST(ChannelSidesTest, FullRingRefusesUntilConsumed) {
+  AlignedMemory mem(1 << 16);
+  const ChannelGeometry g{.slots = 4, .record_bytes = 16};
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+  std::byte rec[16];
+  std::byte out[16 * 16];
+  uint64_t sent = 0;
+  for (; sent < 12; ++sent) {
+    make_record(sent, rec);
+    ASSERT_TRUE(producer.push(rec)) << sent;
+  }
+  make_record(sent, rec);
+  EXPECT_FALSE(producer.push(rec));
+  EXPECT_FALSE(producer.push(rec));
+  EXPECT_EQ(producer.staged(), 0u);
+  EXPECT_EQ(producer.in_flight(), 4u);
+  // Part of a slot frees nothing.
+  ASSERT_EQ(*consumer.poll(out, 2), 2u);
+  EXPECT_FALSE(producer.push(rec));
+  // The rest of it does (one slot of four: the consumer line is updated at
+  // once for a ring this small).
+  ASSERT_EQ(*consumer.poll(out, 1), 1u);
+  EXPECT_TRUE(producer.push(rec));
+  ++sent;
+  EXPECT_EQ(producer.in_flight(), 3u);
+  producer.flush();
+  uint64_t received = 3;
+  for (;;) {
+    auto n = consumer.poll(out, 16);
+    ASSERT_TRUE(n);
+    if (*n == 0) break;
+    for (uint32_t i = 0; i < *n; ++i) EXPECT_EQ(*record_number(std::span<const std::byte>(out + 16 * i, 16)), received++);
+  }
+  EXPECT_EQ(received, sent);
+  EXPECT_EQ(producer.in_flight(), 0u);
+}
+
+TYPED_TEST(ChannelSidesTest, PerRecordReloadDeliversTheSame) {
+  AlignedMemory mem(1 << 16);
+  const ChannelGeometry g{.slots = 16, .record_bytes = 8};
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+  consumer.set_per_record_reload(true);
+  std::byte rec[8];
+  std::byte out[8 * 10];
+  uint64_t sent = 0, received = 0;
+  for (int round = 0; round < 200; ++round) {
+    for (int i = 0; i < 9; ++i) {
+      make_record(sent, rec);
+      if (producer.push(rec)) ++sent;
+    }
+    producer.flush();
+    auto n = consumer.poll(out, 10);
+    ASSERT_TRUE(n);
+    for (uint32_t i = 0; i < *n; ++i) ASSERT_EQ(*record_number(std::span<const std::byte>(out + 8 * i, 8)), received++);
+  }
+  while (received < sent) {
+    auto n = consumer.poll(out, 10);
+    ASSERT_TRUE(n);
+    ASSERT_GT(*n, 0u);
+    for (uint32_t i = 0; i < *n; ++i) ASSERT_EQ(*record_number(std::span<const std::byte>(out + 8 * i, 8)), received++);
+  }
+}
+
+void pin_to_cpu(unsigned cpu) {
+  if (std::thread::hardware_concurrency() < 2) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+// One producer and one consumer thread: no loss, no duplicate, order kept,
+// no torn record; a slow side and a small ring exercise flow control.
+TYPED_TEST(ChannelSidesTest, TwoThreadStress) {
+  for (uint32_t record_bytes : {16u, 56u, 8u}) {
+    AlignedMemory mem(1 << 16);
+    const ChannelGeometry g{.slots = 16, .record_bytes = record_bytes};
+    auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+    constexpr uint64_t kMessages = 200'000;
+    std::thread producer_thread([&, &producer = producer] {
+      pin_to_cpu(0);
+      std::mt19937 rng(1);
+      std::vector<std::byte> rec(record_bytes);
+      for (uint64_t i = 0; i < kMessages; ++i) {
+        make_record(i, rec);
+        while (!producer.push(rec.data())) {
+          producer.flush();
+          std::this_thread::yield();
+        }
+        if (rng() % 7 == 0) producer.flush();
+      }
+      producer.flush();
+    });
+    pin_to_cpu(1);
+    std::mt19937 rng(2);
+    std::vector<std::byte> out(size_t{record_bytes} * 64);
+    uint64_t received = 0;
+    uint64_t idle = 0;
+    while (received < kMessages) {
+      auto n = consumer.poll(out.data(), 1 + rng() % 64);
+      ASSERT_TRUE(n) << n.error().message;
+      if (*n == 0) {
+        ASSERT_LT(++idle, 2'000'000'000u) << "stalled at " << received;
+        std::this_thread::yield();
+        continue;
+      }
+      for (uint32_t i = 0; i < *n; ++i) {
+        auto number = record_number(std::span<const std::byte>(out.data() + size_t{record_bytes} * i, record_bytes));
+        ASSERT_TRUE(number) << "torn record after " << received;
+        ASSERT_EQ(*number, received) << record_bytes << "-byte records";
+        ++received;
+      }
+    }
+    producer_thread.join();
+    auto extra = consumer.poll(out.data(), 64);
+    ASSERT_TRUE(extra);
+    EXPECT_EQ(*extra, 0u);
+  }
+}
+
+// What a hostile or corrupt producer can write into a slot.
+TYPED_TEST(ChannelSidesTest, MalformedSlotsAreEproto) {
+  const ChannelGeometry g{.slots = 8, .record_bytes = 16};
+  struct Bad {
+    uint32_t count, record_bytes;
+  };
+  for (Bad bad : {Bad{4, 16}, Bad{0, 16}, Bad{0xffff, 16}, Bad{1, 8}, Bad{1, 0xffff}, Bad{1, 0}}) {
+    AlignedMemory mem(1 << 16);
+    auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+    std::byte rec[16];
+    make_record(0, rec);
+    producer.push(rec);
+    producer.flush();
+    write_slot_tail(mem.span(), 0, g.slots, 1, bad.count, bad.record_bytes);
+    std::byte out[16 * 8];
+    auto n = consumer.poll(out, 8);
+    ASSERT_FALSE(n) << bad.count << " " << bad.record_bytes;
+    EXPECT_EQ(n.error().code, EPROTO);
+    EXPECT_TRUE(consumer.broken());
+    auto again = consumer.poll(out, 8);
+    ASSERT_FALSE(again);
+    EXPECT_EQ(again.error().code, EPROTO);
+  }
+}
+
+// Garbage whose sequence is not the expected one is simply not ready; the
+// consumer reads nothing outside the channel and hands out nothing.
+TYPED_TEST(ChannelSidesTest, GarbageSlotsAreNotReady) {
+  const ChannelGeometry g{.slots = 8, .record_bytes = 16};
+  AlignedMemory mem(1 << 16);
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+  std::mt19937_64 rng(3);
+  for (size_t b = 2 * 64; b < channel_bytes(g); ++b) mem.span()[b] = static_cast<std::byte>(rng());
+  for (uint32_t s = 0; s < g.slots; ++s) write_slot_tail(mem.span(), s, g.slots, s + 2, 3, 16);
+  std::byte out[16 * 8];
+  auto n = consumer.poll(out, 8);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, 0u);
+}
+
+// A consumer line that goes backwards or past what was published is
+// ignored: the producer neither overwrites unconsumed slots nor believes the
+// ring is emptier than it is.
+TYPED_TEST(ChannelSidesTest, HostileConsumerLineIsIgnored) {
+  const ChannelGeometry g{.slots = 4, .record_bytes = 56};
+  AlignedMemory mem(1 << 16);
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+  std::byte rec[56];
+  for (int i = 0; i < 4; ++i) {
+    make_record(i, rec);
+    ASSERT_TRUE(producer.push(rec));
+  }
+  for (uint64_t value : {uint64_t{1000}, ~uint64_t{0}, uint64_t{5}}) {
+    std::memcpy(mem.span().data() + 64 + kTailOffset, &value, sizeof value);
+    EXPECT_FALSE(producer.push(rec)) << value;
+    EXPECT_EQ(producer.in_flight(), 4u);
+  }
+  const uint64_t two = 2;
+  std::memcpy(mem.span().data() + 64 + kTailOffset, &two, sizeof two);
+  EXPECT_EQ(producer.in_flight(), 2u);
+  const uint64_t one = 1;  // backwards
+  std::memcpy(mem.span().data() + 64 + kTailOffset, &one, sizeof one);
+  EXPECT_EQ(producer.in_flight(), 2u);
+}
+
+TEST(ChannelAttachTest, RejectsShortAndUnalignedRanges) {
+  AlignedMemory mem(1 << 16);
+  const ChannelGeometry g{.slots = 64};
+  ASSERT_TRUE(format_channel(mem.span(), g));
+  auto short_range = ChannelConsumer<CoherentLines>::attach(mem.span().first(channel_bytes(g) - 64));
+  ASSERT_FALSE(short_range);
+  EXPECT_EQ(short_range.error().code, EINVAL);
+  auto tiny = ChannelProducer<CoherentLines>::attach(mem.span().first(32));
+  ASSERT_FALSE(tiny);
+  EXPECT_EQ(tiny.error().code, EINVAL);
+  auto unaligned = ChannelProducer<CoherentLines>::attach(mem.span().subspan(16));
+  ASSERT_FALSE(unaligned);
+  EXPECT_EQ(unaligned.error().code, EINVAL);
+}
+
+TEST(LineAccessTest, CoherenceNames) {
+  EXPECT_STREQ(coherence_name(Coherence::kCoherent), "coherent");
+  EXPECT_STREQ(coherence_name(Coherence::kNonCoherent), "non-coherent");
+  EXPECT_STREQ(coherence_name(Coherence{9}), "unknown");
+}
+
+}  // namespace
+}  // namespace cxlpool::devpool
