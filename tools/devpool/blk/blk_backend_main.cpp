@@ -32,6 +32,19 @@ void install_signals() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
+void add_stats(devpool::blk::BlkBackendStats& total, const devpool::blk::BlkBackendStats& s) {
+  total.commands += s.commands;
+  total.reads += s.reads;
+  total.writes += s.writes;
+  total.flushes += s.flushes;
+  total.identifies += s.identifies;
+  total.rejected += s.rejected;
+  total.device_errors += s.device_errors;
+  total.bytes_read += s.bytes_read;
+  total.bytes_written += s.bytes_written;
+  total.completion_batches += s.completion_batches;
+}
+
 int die(const Error& e, const std::string& what) {
   std::fprintf(stderr, "cxlpool-devpool-blk: %s: %s\n", what.c_str(), e.message.c_str());
   return 1;
@@ -75,19 +88,41 @@ int main(int argc, char** argv) {
   devpool::blk::BlkBackendOptions options;
   options.queue_depth = queue_depth;
   options.read_only = read_only;
-  auto backend = devpool::blk::make_blk_backend(link->view(), **device, options);
-  if (!backend) return die(backend.error(), "attach " + link_path);
-
   install_signals();
-  const devpool::blk::DeviceInfo& info = (*backend)->device_info();
-  std::printf("cxlpool-devpool-blk: serving %s (%llu bytes, block %u, %s%s, queue depth %u, buffers %s) on %s\nready\n",
-              ssd.c_str(), static_cast<unsigned long long>(info.capacity), info.block_size, (*device)->backend_name(),
-              (*device)->direct() ? " O_DIRECT" : " buffered", info.queue_depth,
-              (*backend)->stats().buffers_registered ? "registered" : "not registered", link_path.c_str());
-  std::fflush(stdout);
-
-  auto served = (*backend)->run(g_stop);
-  const devpool::blk::BlkBackendStats& s = (*backend)->stats();
+  bool announced = false;
+  devpool::blk::BlkBackendStats total;
+  Result<void> served;
+  // One frontend at a time: when one has used the link and left (its lock
+  // is free), the link is formatted afresh for the next.
+  while (!g_stop.load()) {
+    auto backend = devpool::blk::make_blk_backend(link->view(), **device, options);
+    if (!backend) return die(backend.error(), "attach " + link_path);
+    if (!announced) {
+      const devpool::blk::DeviceInfo& info = (*backend)->device_info();
+      std::printf("cxlpool-devpool-blk: serving %s (%llu bytes, block %u, %s%s, queue depth %u, buffers %s) on %s\nready\n",
+                  ssd.c_str(), static_cast<unsigned long long>(info.capacity), info.block_size, (*device)->backend_name(),
+                  (*device)->direct() ? " O_DIRECT" : " buffered", info.queue_depth,
+                  (*backend)->stats().buffers_registered ? "registered" : "not registered", link_path.c_str());
+      std::fflush(stdout);
+      announced = true;
+    }
+    bool recycle = false;
+    auto frontend_left = [&] {
+      if ((*backend)->stats().commands == 0 || !link->try_lock_frontends()) return false;
+      recycle = true;
+      return true;
+    };
+    served = (*backend)->run(g_stop, frontend_left);
+    add_stats(total, (*backend)->stats());
+    backend->reset();
+    if (!served) break;
+    if (recycle) {
+      auto formatted = link->reformat();
+      link->unlock_frontends();
+      if (!formatted) return die(formatted.error(), "format " + link_path);
+    }
+  }
+  const devpool::blk::BlkBackendStats& s = total;
   std::fprintf(stderr,
                "cxlpool-devpool-blk: %llu commands: %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, "
                "%llu rejected, %llu device errors, %llu completion batches\n",

@@ -6,9 +6,10 @@
 // would. The job's filename is the link file unless devpool_link= names it;
 // the backend owns the SSD, so cxlpool-io lays out nothing.
 //
-// A link is attached once per backend start, so one handle per link stays
-// open for the whole run and jobs take turns on it (EBUSY for two jobs on
-// one link at the same time).
+// A link serves one handle at a time, so one handle per link stays open for
+// the whole run and its jobs take turns on it (EBUSY for two jobs on one
+// link at the same time); the next process gets the link when this one
+// exits.
 //
 // Engine options: devpool_link=PATH, devpool_timeout_ms=N (a backend silent
 // this long with I/O outstanding is dead: ETIMEDOUT; default 10000).

@@ -9,7 +9,8 @@
  * is no copy), submits reads, writes and flushes asynchronously and polls
  * for their completions. No thread is started: submit and poll drive the
  * link. One handle is used by one thread at a time; a link serves one open
- * handle at a time, and a link is attached once per backend start.
+ * handle at a time (the next open waits until the backend has made the
+ * link fresh for it after the previous handle closed).
  *
  * Errors are negative errno values (cxlpool_strerror(), cxlpool_last_error()
  * for the detail):
@@ -26,7 +27,9 @@
  *   -EPROTO   the file holds no storage link, or the backend broke the
  *             protocol (the handle is then unusable)
  *   -ETIMEDOUT the backend answered nothing for timeout_ms while requests
- *             were outstanding (open: it did not identify its device)
+ *             were outstanding (open: it did not make the link ready or
+ *             identify its device in time)
+ *   -EBUSY    open: another handle kept the link for timeout_ms
  *   -ENOTCONN the backend is gone (its process ended), or the handle gave up
  *             on it earlier: every outstanding request has been completed
  *             with the error, none with a success it did not report

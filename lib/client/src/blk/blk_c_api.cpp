@@ -34,9 +34,11 @@ int finish_open(cxlpool::Result<cxlpool::devpool::LinkFile> link, const cxlpool_
   if (!link) return record(link.error());
   auto handle = std::make_unique<cxlpool_blk>();
   handle->link = std::move(*link);
+  const std::chrono::milliseconds timeout(opts != nullptr && opts->timeout_ms != 0 ? opts->timeout_ms : kDefaultTimeoutMs);
+  // One frontend at a time, on a link the backend formatted for it.
+  if (auto ok = handle->link.claim_frontend(timeout); !ok) return record(ok.error());
   blk::BlkFrontendOptions options;
-  const std::uint32_t timeout_ms = opts != nullptr && opts->timeout_ms != 0 ? opts->timeout_ms : kDefaultTimeoutMs;
-  options.command_timeout = std::chrono::milliseconds(timeout_ms);
+  options.command_timeout = timeout;
   const cxlpool::devpool::LinkFile* file = &handle->link;
   options.backend_alive = [file] { return file->backend_alive(); };
   auto frontend = blk::make_blk_frontend(handle->link.view(), options);

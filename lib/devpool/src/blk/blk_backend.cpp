@@ -253,7 +253,7 @@ Result<std::unique_ptr<BlkBackend>> attach(const LinkView& link, hal::BlockDevic
 
 }  // namespace
 
-Result<void> BlkBackend::run(const std::atomic<bool>& stop) {
+Result<void> BlkBackend::run(const std::atomic<bool>& stop, const std::function<bool()>& leave) {
   auto idle_since = std::chrono::steady_clock::now();
   auto sleep = std::chrono::nanoseconds(1000);
   while (!stop.load(std::memory_order_relaxed)) {
@@ -268,6 +268,7 @@ Result<void> BlkBackend::run(const std::atomic<bool>& stop) {
     // keep polling, as a polled-mode driver does. Idle, spin a little
     // longer, then nap with a growing sleep so an unused link costs nothing.
     if (in_flight() > 0 || std::chrono::steady_clock::now() - idle_since < options_.spin) continue;
+    if (leave && leave()) return {};
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, options_.max_sleep);
   }

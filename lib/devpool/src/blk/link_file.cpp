@@ -5,12 +5,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
+#include <thread>
+#include <utility>
+
+#include "cxlpool/devpool/line_access.hpp"
 
 namespace cxlpool::devpool {
 namespace {
 
 constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kFrontendLockByte = 1;  // after the backend's byte 0
+
+// The last 8 bytes of a channel line (channel.hpp: the consumer line's
+// slots-consumed word, a slot's sequence word), fetched from memory.
+std::uint64_t line_tail(std::span<std::byte> channel, std::size_t line, Coherence coherence) {
+  const std::byte* at = channel.data() + line * kLineBytes;
+  if (coherence == Coherence::kNonCoherent) NonCoherentLines().invalidate(at);
+  alignas(kLineBytes) std::byte copy[kLineBytes];
+  CoherentLines().load(at, copy);
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, copy + kLineBytes - sizeof tail, sizeof tail);
+  return tail;
+}
 
 struct flock lock_range(short type, std::uint64_t offset) {
   struct flock l{};
@@ -90,6 +108,47 @@ Result<void> LinkFile::hold_backend_lock() {
     return fail_errno("lock link file");
   }
   return {};
+}
+
+bool link_is_fresh(const LinkView& link) {
+  // Line 1 is each channel's consumer line, line 2 its first slot.
+  for (const auto& [channel, geometry] : {std::pair{link.request_channel, link.geometry.requests},
+                                          std::pair{link.completion_channel, link.geometry.completions}}) {
+    if (line_tail(channel, 1, geometry.coherence) != 0 || line_tail(channel, 2, geometry.coherence) != 0) return false;
+  }
+  return true;
+}
+
+Result<void> LinkFile::claim_frontend(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool locked_out = true;  // every try found the lock held
+  for (;;) {
+    if (try_lock_frontends()) {
+      locked_out = false;
+      if (link_is_fresh(view_)) return {};
+      unlock_frontends();  // the backend needs it to format the link
+    }
+    if (!backend_alive()) return fail(ENOTCONN, "no backend serves this link");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      if (locked_out) return fail(EBUSY, "another frontend uses this link");
+      return fail(ETIMEDOUT, "the backend did not make the link ready for a new frontend");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+bool LinkFile::try_lock_frontends() {
+  struct flock l = lock_range(F_WRLCK, offset_ + kFrontendLockByte);
+  return ::fcntl(fd_.get(), F_OFD_SETLK, &l) == 0;
+}
+
+void LinkFile::unlock_frontends() {
+  struct flock l = lock_range(F_UNLCK, offset_ + kFrontendLockByte);
+  ::fcntl(fd_.get(), F_OFD_SETLK, &l);
+}
+
+Result<void> LinkFile::reformat() {
+  return format_link({mapping_.data(), mapping_.length()}, view_.geometry);
 }
 
 bool LinkFile::backend_alive() const {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "cxlpool/common/result.hpp"
@@ -57,9 +58,11 @@ class BlkBackend {
   // corrupt, the device's error when it fails outside a command.
   virtual Result<bool> step() = 0;
 
-  // Steps until `stop` is set, idling as the options say. Returns the
-  // first fatal error of step().
-  Result<void> run(const std::atomic<bool>& stop);
+  // Steps until `stop` is set, idling as the options say. `leave`, when
+  // given, is asked whenever the loop is about to nap with nothing in
+  // flight; true ends run() too (the caller's chance to hand the link to
+  // the next frontend). Returns the first fatal error of step().
+  Result<void> run(const std::atomic<bool>& stop, const std::function<bool()>& leave = {});
 
   virtual const DeviceInfo& device_info() const = 0;
   virtual const BlkBackendStats& stats() const = 0;
