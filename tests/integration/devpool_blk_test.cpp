@@ -275,6 +275,31 @@ TEST_F(DevpoolBlk, OpenWithoutABackendFailsFast) {
   EXPECT_EQ(cxlpool_blk_open((dir_ / "missing").c_str(), nullptr, &blk), -ENOENT);
 }
 
+TEST_F(DevpoolBlk, HandlesTakeTurnsOnALink) {
+  Backend backend(link_.string(), ssd());
+  ASSERT_TRUE(backend.ready()) << backend.banner();
+  for (int round = 0; round < 3; ++round) {
+    cxlpool_blk* blk = open_blk(5000);
+    ASSERT_NE(blk, nullptr) << "round " << round;
+    // While it is open, a second handle is refused rather than let in.
+    cxlpool_blk_options o{};
+    o.timeout_ms = 200;
+    cxlpool_blk* other = nullptr;
+    EXPECT_EQ(cxlpool_blk_open(link_.c_str(), &o, &other), -EBUSY);
+    void* buf = nullptr;
+    ASSERT_EQ(cxlpool_blk_buffer_alloc(blk, 4096, &buf), 0);
+    auto* p = static_cast<unsigned char*>(buf);
+    if (round > 0) {
+      // What the previous handle wrote is there.
+      EXPECT_EQ(one(blk, {CXLPOOL_BLK_READ, 0, 0, buf, 4096, 0, 1}).status, 0);
+      EXPECT_EQ(p[0], round - 1);
+    }
+    std::memset(p, round, 4096);
+    EXPECT_EQ(one(blk, {CXLPOOL_BLK_WRITE, CXLPOOL_BLK_FUA, 0, buf, 4096, 0, 2}).status, 0);
+    cxlpool_blk_close(blk);
+  }
+}
+
 TEST_F(DevpoolBlk, SecondBackendOnALinkIsRefused) {
   Backend first(link_.string(), ssd());
   ASSERT_TRUE(first.ready()) << first.banner();
