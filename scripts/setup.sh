@@ -11,7 +11,7 @@ PACKAGES=(
   libxxhash-dev libisal-dev libsystemd-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnuma-dev liburing-dev libcxl-dev libdaxctl-dev libibverbs-dev librdmacm-dev libfabric-dev
   dpdk-dev libaio-dev fio redis-server redis-tools
-  clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static
+  clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin
 )
 
 missing=()

@@ -14,7 +14,9 @@
 #      (attention_bench --cpu-only; the GPU half runs in tests/gpu/run.sh);
 #   6. weight streaming from the shared region vs memcpy and from the file
 #      vs fio (tests/bench/run-weights.sh);
-#   7. cxlpool-io vs fio on the same jobs (tests/bench/run-io-vs-fio.sh).
+#   7. cxlpool-io vs fio on the same jobs (tests/bench/run-io-vs-fio.sh);
+#   8. the device channel vs Unix SEQPACKET sockets and the access ring
+#      (channel_bench).
 # Parts that need a missing tool (fio, redis) print "skipped" and go on.
 #   tests/bench/run-perf.sh [BUILD_DIR]
 set -euo pipefail
@@ -53,3 +55,5 @@ run_part "decode attention, contiguous vs paged (CPU, f32)" "$build/tests/bench/
 run_part "decode attention, contiguous vs paged (CPU, bf16)" "$build/tests/bench/attention_bench" --cpu-only --dtype bf16
 run_part "weight streaming (shared region vs memcpy, file vs fio)" tests/bench/run-weights.sh "$build"
 run_part "cxlpool-io vs fio" tests/bench/run-io-vs-fio.sh "$build"
+ninja -C "$build" tests/bench/channel_bench >/dev/null
+run_part "device channel (16-byte messages, one thread per side)" "$build/tests/bench/channel_bench"

@@ -3,9 +3,6 @@
 // batching, flow control, hostile slots, and a producer and a consumer
 // thread checking every message arrives once, in order, whole.
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sched.h>
-
 #include <cstring>
 #include <random>
 #include <thread>
@@ -13,6 +10,7 @@
 
 #include "channel_records.hpp"
 #include "cxlpool/devpool/channel.hpp"
+#include "support/pin_thread.hpp"
 
 namespace cxlpool::devpool {
 namespace {
@@ -152,35 +150,49 @@ Pair<Lines> attach_pair(std::span<std::byte> memory, const ChannelGeometry& g) {
   return {*p, *c};
 }
 
+// Pushes message `number`.
+template <class Lines>
+bool push_number(ChannelProducer<Lines>& producer, uint64_t number) {
+  std::vector<std::byte> record(producer.geometry().record_bytes);
+  make_record(number, record);
+  return producer.push(record.data());
+}
+
+// Polls up to `max` records, each of which must be message `next` (which
+// advances). Returns how many.
+template <class Lines>
+uint32_t poll_in_order(ChannelConsumer<Lines>& consumer, uint32_t max, uint64_t& next) {
+  const uint32_t bytes = consumer.geometry().record_bytes;
+  std::vector<std::byte> out(size_t{bytes} * max);
+  auto n = consumer.poll(out.data(), max);
+  EXPECT_TRUE(n) << n.error().message;
+  if (!n) return 0;
+  for (uint32_t i = 0; i < *n; ++i) {
+    auto number = record_number(std::span<const std::byte>(out.data() + size_t{bytes} * i, bytes));
+    EXPECT_TRUE(number) << "torn record after " << next;
+    EXPECT_EQ(number.value_or(~uint64_t{0}), next);
+    ++next;
+  }
+  return *n;
+}
+
+// Polls until nothing is left.
+template <class Lines>
+void drain_in_order(ChannelConsumer<Lines>& consumer, uint64_t& next) {
+  while (poll_in_order(consumer, 32, next) != 0) {
+  }
+}
+
 TYPED_TEST(ChannelSidesTest, SingleThreadInOrder) {
   AlignedMemory mem(1 << 16);
-  const ChannelGeometry g{.slots = 8, .record_bytes = 16};
-  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
-  std::byte rec[16];
-  std::byte out[16 * 32];
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), {.slots = 8, .record_bytes = 16});
   uint64_t sent = 0, received = 0;
   for (int round = 0; round < 500; ++round) {
-    const int burst = round % 13;
-    for (int i = 0; i < burst; ++i) {
-      make_record(sent, rec);
-      if (!producer.push(rec)) break;
-      ++sent;
-    }
+    for (int i = 0; i < round % 13 && push_number(producer, sent); ++i) ++sent;
     producer.flush();
-    auto n = consumer.poll(out, round % 5 == 0 ? 1 : 32);
-    ASSERT_TRUE(n);
-    for (uint32_t i = 0; i < *n; ++i) {
-      auto number = record_number(std::span<const std::byte>(out + 16 * i, 16));
-      ASSERT_TRUE(number);
-      ASSERT_EQ(*number, received++);
-    }
+    poll_in_order(consumer, round % 5 == 0 ? 1 : 32, received);
   }
-  for (;;) {
-    auto n = consumer.poll(out, 32);
-    ASSERT_TRUE(n);
-    if (*n == 0) break;
-    for (uint32_t i = 0; i < *n; ++i) ASSERT_EQ(*record_number(std::span<const std::byte>(out + 16 * i, 16)), received++);
-  }
+  drain_in_order(consumer, received);
   EXPECT_EQ(received, sent);
   EXPECT_EQ(consumer.records_consumed(), sent);
   EXPECT_EQ(producer.in_flight(), 0u);
@@ -189,101 +201,59 @@ TYPED_TEST(ChannelSidesTest, SingleThreadInOrder) {
 // Records wait in the slot being filled until it is full or flushed.
 TYPED_TEST(ChannelSidesTest, BatchesRecordsIntoSlots) {
   AlignedMemory mem(1 << 16);
-  const ChannelGeometry g{.slots = 4, .record_bytes = 16};
-  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
-  std::byte rec[16];
-  std::byte out[16 * 8];
-  make_record(0, rec);
-  ASSERT_TRUE(producer.push(rec));
-  make_record(1, rec);
-  ASSERT_TRUE(producer.push(rec));
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), {.slots = 4, .record_bytes = 16});
+  uint64_t received = 0;
+  ASSERT_TRUE(push_number(producer, 0));
+  ASSERT_TRUE(push_number(producer, 1));
   EXPECT_EQ(producer.staged(), 2u);
   EXPECT_EQ(producer.published(), 0u);
-  EXPECT_EQ(*consumer.poll(out, 8), 0u);
+  EXPECT_EQ(poll_in_order(consumer, 8, received), 0u);
   EXPECT_EQ(producer.flush(), 2u);
   EXPECT_EQ(producer.flush(), 0u);
   EXPECT_EQ(producer.published(), 1u);
   // A full slot publishes itself.
-  for (uint64_t i = 2; i < 5; ++i) {
-    make_record(i, rec);
-    ASSERT_TRUE(producer.push(rec));
-  }
+  for (uint64_t i = 2; i < 5; ++i) ASSERT_TRUE(push_number(producer, i));
   EXPECT_EQ(producer.published(), 2u);
   EXPECT_EQ(producer.staged(), 0u);
-  ASSERT_EQ(*consumer.poll(out, 8), 5u);
-  for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(*record_number(std::span<const std::byte>(out + 16 * i, 16)), i);
+  EXPECT_EQ(poll_in_order(consumer, 8, received), 5u);
   EXPECT_EQ(consumer.consumed(), 2u);
 }
 
 TYPED_TEST(ChannelSidesTest, FullRingRefusesUntilConsumed) {
   AlignedMemory mem(1 << 16);
-  const ChannelGeometry g{.slots = 4, .record_bytes = 16};
-  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
-  std::byte rec[16];
-  std::byte out[16 * 16];
-  uint64_t sent = 0;
-  for (; sent < 12; ++sent) {
-    make_record(sent, rec);
-    ASSERT_TRUE(producer.push(rec)) << sent;
-  }
-  make_record(sent, rec);
-  EXPECT_FALSE(producer.push(rec));
-  EXPECT_FALSE(producer.push(rec));
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), {.slots = 4, .record_bytes = 16});
+  uint64_t sent = 0, received = 0;
+  for (; sent < 12; ++sent) ASSERT_TRUE(push_number(producer, sent)) << sent;
+  EXPECT_FALSE(push_number(producer, sent));
+  EXPECT_FALSE(push_number(producer, sent));
   EXPECT_EQ(producer.staged(), 0u);
   EXPECT_EQ(producer.in_flight(), 4u);
   // Part of a slot frees nothing.
-  ASSERT_EQ(*consumer.poll(out, 2), 2u);
-  EXPECT_FALSE(producer.push(rec));
+  ASSERT_EQ(poll_in_order(consumer, 2, received), 2u);
+  EXPECT_FALSE(push_number(producer, sent));
   // The rest of it does (one slot of four: the consumer line is updated at
   // once for a ring this small).
-  ASSERT_EQ(*consumer.poll(out, 1), 1u);
-  EXPECT_TRUE(producer.push(rec));
-  ++sent;
+  ASSERT_EQ(poll_in_order(consumer, 1, received), 1u);
+  EXPECT_TRUE(push_number(producer, sent++));
   EXPECT_EQ(producer.in_flight(), 3u);
   producer.flush();
-  uint64_t received = 3;
-  for (;;) {
-    auto n = consumer.poll(out, 16);
-    ASSERT_TRUE(n);
-    if (*n == 0) break;
-    for (uint32_t i = 0; i < *n; ++i) EXPECT_EQ(*record_number(std::span<const std::byte>(out + 16 * i, 16)), received++);
-  }
+  drain_in_order(consumer, received);
   EXPECT_EQ(received, sent);
   EXPECT_EQ(producer.in_flight(), 0u);
 }
 
 TYPED_TEST(ChannelSidesTest, PerRecordReloadDeliversTheSame) {
   AlignedMemory mem(1 << 16);
-  const ChannelGeometry g{.slots = 16, .record_bytes = 8};
-  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
+  auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), {.slots = 16, .record_bytes = 8});
   consumer.set_per_record_reload(true);
-  std::byte rec[8];
-  std::byte out[8 * 10];
   uint64_t sent = 0, received = 0;
   for (int round = 0; round < 200; ++round) {
-    for (int i = 0; i < 9; ++i) {
-      make_record(sent, rec);
-      if (producer.push(rec)) ++sent;
-    }
+    for (int i = 0; i < 9 && push_number(producer, sent); ++i) ++sent;
     producer.flush();
-    auto n = consumer.poll(out, 10);
-    ASSERT_TRUE(n);
-    for (uint32_t i = 0; i < *n; ++i) ASSERT_EQ(*record_number(std::span<const std::byte>(out + 8 * i, 8)), received++);
+    poll_in_order(consumer, 10, received);
   }
-  while (received < sent) {
-    auto n = consumer.poll(out, 10);
-    ASSERT_TRUE(n);
-    ASSERT_GT(*n, 0u);
-    for (uint32_t i = 0; i < *n; ++i) ASSERT_EQ(*record_number(std::span<const std::byte>(out + 8 * i, 8)), received++);
-  }
-}
-
-void pin_to_cpu(unsigned cpu) {
-  if (std::thread::hardware_concurrency() < 2) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  drain_in_order(consumer, received);
+  EXPECT_EQ(received, sent);
 }
 
 // One producer and one consumer thread: no loss, no duplicate, order kept,
@@ -295,7 +265,7 @@ TYPED_TEST(ChannelSidesTest, TwoThreadStress) {
     auto [producer, consumer] = attach_pair<TypeParam>(mem.span(), g);
     constexpr uint64_t kMessages = 200'000;
     std::thread producer_thread([&, &producer = producer] {
-      pin_to_cpu(0);
+      cxlpool::test::pin_thread_to_cpu(0);
       std::mt19937 rng(1);
       std::vector<std::byte> rec(record_bytes);
       for (uint64_t i = 0; i < kMessages; ++i) {
@@ -308,7 +278,7 @@ TYPED_TEST(ChannelSidesTest, TwoThreadStress) {
       }
       producer.flush();
     });
-    pin_to_cpu(1);
+    cxlpool::test::pin_thread_to_cpu(1);
     std::mt19937 rng(2);
     std::vector<std::byte> out(size_t{record_bytes} * 64);
     uint64_t received = 0;

@@ -46,8 +46,10 @@ struct CoherentLines {
 };
 
 // Non-coherent shared memory on x86-64: clwb (or clflushopt where clwb is
-// missing) to write back, sfence to order, clflushopt to invalidate. On CPUs
-// with neither instruction, clflush (always present on x86-64).
+// missing) to write back, sfence to order, clflushopt to invalidate (then
+// mfence, so that a later load of the line waits for the flush). On CPUs
+// with neither instruction, clflush (always present on x86-64). Chosen by
+// cpuid when the policy is constructed.
 struct NonCoherentLines {
   NonCoherentLines();
   void load(const void* line, void* out64);
