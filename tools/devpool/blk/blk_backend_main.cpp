@@ -76,10 +76,16 @@ int main(int argc, char** argv) {
   o.create = ssd_size != 0;
   o.truncate_to = ssd_size;
   o.queue_depth = queue_depth;
-  // The serve loop polls; nothing waits on an eventfd.
+  // The serve loop polls; nothing waits on an eventfd. Its one thread
+  // enters the ring for completions (as fio's io_uring engine does:
+  // COOP_TASKRUN, SINGLE_ISSUER | DEFER_TASKRUN), so completions are not
+  // pushed into it with an interrupt each.
   o.completion_eventfd = false;
+  o.coop_taskrun = true;
+  o.single_thread = true;
   auto device = hal::open_block_device(engine, ssd, o);
   if (!device) return die(device.error(), "open " + ssd);
+  if (auto bound = (*device)->bind_to_thread(); !bound) return die(bound.error(), "open " + ssd);
 
   const auto coherence = noncoherent ? devpool::Coherence::kNonCoherent : devpool::Coherence::kCoherent;
   auto link = devpool::LinkFile::create(link_path, devpool::blk::blk_link_geometry(slots, buffer_mib << 20, coherence));

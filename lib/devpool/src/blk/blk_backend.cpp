@@ -45,7 +45,9 @@ class ServeLoop final : public BlkBackend {
     bool moved = false;
     // Device completions first: they free tags for new commands.
     if (device_.in_flight() > 0) {
-      auto n = device_.poll_completions(device_done_, 0, std::chrono::nanoseconds(0));
+      // min 1 with no wait: a ring that runs completion work only when its
+      // thread enters the kernel (single_thread) gets that chance here.
+      auto n = device_.poll_completions(device_done_, 1, std::chrono::nanoseconds(0));
       if (!n) return tl::unexpected(n.error());
       for (std::size_t i = 0; i < *n; ++i) device_completed(device_done_[i]);
       moved |= *n > 0;
@@ -267,7 +269,13 @@ Result<void> BlkBackend::run(const std::atomic<bool>& stop, const std::function<
     // While the device holds commands their completions are due any moment:
     // keep polling, as a polled-mode driver does. Idle, spin a little
     // longer, then nap with a growing sleep so an unused link costs nothing.
-    if (in_flight() > 0 || std::chrono::steady_clock::now() - idle_since < options_.spin) continue;
+    // (Yielding, so that on a busy host the frontend and the device's
+    // completion work get the CPU when they need it.)
+    if (in_flight() > 0) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - idle_since < options_.spin) continue;
     if (leave && leave()) return {};
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, options_.max_sleep);

@@ -14,6 +14,7 @@ constexpr std::uint64_t kPage = 4096;
 constexpr std::uint32_t kMaxTags = 1u << 16;  // the low half of a command id is the tag
 constexpr std::uint32_t kDrainBatch = 64;
 constexpr auto kSpin = std::chrono::microseconds(20);
+constexpr auto kYieldWindow = std::chrono::milliseconds(2);
 constexpr auto kMaxNap = std::chrono::microseconds(200);
 
 using Clock = std::chrono::steady_clock;
@@ -106,6 +107,13 @@ class Queue final : public BlkFrontend {
       const auto now = Clock::now();
       if (now - start >= limit) break;
       if (now - last_progress_ < kSpin) continue;
+      // Answers are due while the backend works: give the CPU away without
+      // sleeping (a nap costs a timer's slack per wait), nap only when the
+      // backend has been quiet for a while.
+      if (now - last_progress_ < kYieldWindow) {
+        std::this_thread::yield();
+        continue;
+      }
       std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(nap, limit - (now - start)));
       nap = std::min<std::chrono::nanoseconds>(nap * 2, kMaxNap);
     }
