@@ -18,6 +18,7 @@ namespace {
 constexpr std::uint64_t kRegisteredPiece = 1ull << 30;
 
 constexpr std::uint32_t kMaxPollBatch = 64;
+constexpr auto kDeviceWait = std::chrono::microseconds(20);
 
 template <class Lines>
 class ServeLoop final : public BlkBackend {
@@ -41,13 +42,13 @@ class ServeLoop final : public BlkBackend {
     if (options.register_buffers) register_area();
   }
 
-  Result<bool> step() override {
+  Result<bool> step(std::chrono::nanoseconds device_wait) override {
     bool moved = false;
     // Device completions first: they free tags for new commands.
     if (device_.in_flight() > 0) {
-      // min 1 with no wait: a ring that runs completion work only when its
-      // thread enters the kernel (single_thread) gets that chance here.
-      auto n = device_.poll_completions(device_done_, 1, std::chrono::nanoseconds(0));
+      // min 1: a ring that runs completion work only when its thread enters
+      // the kernel (single_thread) gets that chance here.
+      auto n = device_.poll_completions(device_done_, 1, device_wait);
       if (!n) return tl::unexpected(n.error());
       for (std::size_t i = 0; i < *n; ++i) device_completed(device_done_[i]);
       moved |= *n > 0;
@@ -258,10 +259,16 @@ Result<std::unique_ptr<BlkBackend>> attach(const LinkView& link, hal::BlockDevic
 Result<void> BlkBackend::run(const std::atomic<bool>& stop, const std::function<bool()>& leave) {
   auto idle_since = std::chrono::steady_clock::now();
   auto sleep = std::chrono::nanoseconds(1000);
+  bool waiting = false;
   while (!stop.load(std::memory_order_relaxed)) {
-    auto moved = step();
+    // A round that found nothing to do while the device holds commands
+    // waits in the device for the next completion, briefly: on a busy host
+    // the CPU goes to the frontend and the I/O's completion work instead of
+    // a spinning loop, and new commands wait at most kDeviceWait.
+    auto moved = step(waiting ? kDeviceWait : std::chrono::nanoseconds(0));
     if (!moved) return tl::unexpected(moved.error());
     if (*moved) {
+      waiting = false;
       idle_since = std::chrono::steady_clock::now();
       sleep = std::chrono::nanoseconds(1000);
       continue;
@@ -269,12 +276,8 @@ Result<void> BlkBackend::run(const std::atomic<bool>& stop, const std::function<
     // While the device holds commands their completions are due any moment:
     // keep polling, as a polled-mode driver does. Idle, spin a little
     // longer, then nap with a growing sleep so an unused link costs nothing.
-    // (Yielding, so that on a busy host the frontend and the device's
-    // completion work get the CPU when they need it.)
-    if (in_flight() > 0) {
-      std::this_thread::yield();
-      continue;
-    }
+    waiting = in_flight() > 0;
+    if (waiting) continue;
     if (std::chrono::steady_clock::now() - idle_since < options_.spin) continue;
     if (leave && leave()) return {};
     std::this_thread::sleep_for(sleep);

@@ -165,30 +165,33 @@ Result<DeviceInfo> decode_identify(std::span<const std::byte> bytes) {
 
 Result<std::span<std::byte>> validate_command(const Command& c, const DeviceInfo& device,
                                               std::span<std::byte> frontend_area) {
-  const std::string what = std::string("blk ") + opcode_name(c.opcode) + ": ";
+  // Built only on a refusal: this runs for every command on both sides.
+  const auto refuse = [&c](int code, const std::string& why) {
+    return fail(code, std::string("blk ") + opcode_name(c.opcode) + ": " + why);
+  };
   if (c.opcode == Opcode::kFlush) {
     if (c.flags != 0 || c.offset != 0 || c.length != 0 || c.buffer_offset != 0) {
-      return fail(EINVAL, what + "carries an offset, length, buffer or flags");
+      return refuse(EINVAL, "carries an offset, length, buffer or flags");
     }
     return std::span<std::byte>{};
   }
-  if (c.flags != 0 && c.opcode != Opcode::kWrite) return fail(EINVAL, what + "FUA on a non-write");
+  if (c.flags != 0 && c.opcode != Opcode::kWrite) return refuse(EINVAL, "FUA on a non-write");
   if (c.opcode == Opcode::kIdentify) {
-    if (c.offset != 0 || c.length != kIdentifyBytes) return fail(EINVAL, what + "needs offset 0 and 64 bytes");
+    if (c.offset != 0 || c.length != kIdentifyBytes) return refuse(EINVAL, "needs offset 0 and 64 bytes");
   } else {
-    if (c.length == 0 || c.length > device.max_transfer) return fail(EINVAL, what + "length " + std::to_string(c.length));
+    if (c.length == 0 || c.length > device.max_transfer) return refuse(EINVAL, "length " + std::to_string(c.length));
     if (!aligned(c.offset, device.block_size) || !aligned(c.length, device.block_size)) {
-      return fail(EINVAL, what + "offset or length not a multiple of " + std::to_string(device.block_size));
+      return refuse(EINVAL, "offset or length not a multiple of " + std::to_string(device.block_size));
     }
     // offset <= capacity first, so capacity - offset cannot wrap.
     if (c.offset > device.capacity || c.length > device.capacity - c.offset) {
-      return fail(ERANGE, what + "past the device's " + std::to_string(device.capacity) + " bytes");
+      return refuse(ERANGE, "past the device's " + std::to_string(device.capacity) + " bytes");
     }
-    if (c.opcode == Opcode::kWrite && device.read_only()) return fail(EROFS, what + "device is read-only");
+    if (c.opcode == Opcode::kWrite && device.read_only()) return refuse(EROFS, "device is read-only");
   }
-  if (!aligned(c.buffer_offset, device.mem_alignment)) return fail(EINVAL, what + "buffer not aligned to " + std::to_string(device.mem_alignment));
+  if (!aligned(c.buffer_offset, device.mem_alignment)) return refuse(EINVAL, "buffer not aligned to " + std::to_string(device.mem_alignment));
   auto buffer = checked_buffer(frontend_area, c.buffer_offset, c.length);
-  if (!buffer) return fail(EFAULT, what + "buffer outside the frontend area");
+  if (!buffer) return refuse(EFAULT, "buffer outside the frontend area");
   return *buffer;
 }
 

@@ -52,11 +52,13 @@ class BlkBackend {
  public:
   virtual ~BlkBackend() = default;
 
-  // One round: collects device completions, posts completions, takes new
-  // commands while the device has room. Returns whether anything moved.
+  // One round: collects device completions (waiting up to `device_wait`
+  // for the first when commands are on the device), posts completions,
+  // takes new commands while the device has room. Returns whether anything
+  // moved.
   // An error is fatal to the link: EPROTO when the request channel is
   // corrupt, the device's error when it fails outside a command.
-  virtual Result<bool> step() = 0;
+  virtual Result<bool> step(std::chrono::nanoseconds device_wait = std::chrono::nanoseconds(0)) = 0;
 
   // Steps until `stop` is set, idling as the options say. `leave`, when
   // given, is asked whenever the loop is about to nap with nothing in
