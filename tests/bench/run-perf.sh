@@ -16,7 +16,9 @@
 #      vs fio (tests/bench/run-weights.sh);
 #   7. cxlpool-io vs fio on the same jobs (tests/bench/run-io-vs-fio.sh);
 #   8. the device channel vs Unix SEQPACKET sockets and the access ring
-#      (channel_bench).
+#      (channel_bench);
+#   9. the storage engine vs direct io_uring on the same file
+#      (tests/bench/run-devpool-blk.sh).
 # Parts that need a missing tool (fio, redis) print "skipped" and go on.
 #   tests/bench/run-perf.sh [BUILD_DIR]
 set -euo pipefail
@@ -57,3 +59,5 @@ run_part "weight streaming (shared region vs memcpy, file vs fio)" tests/bench/r
 run_part "cxlpool-io vs fio" tests/bench/run-io-vs-fio.sh "$build"
 ninja -C "$build" tests/bench/channel_bench >/dev/null
 run_part "device channel (16-byte messages, one thread per side)" "$build/tests/bench/channel_bench"
+ninja -C "$build" tools/io/cxlpool-io tools/devpool/blk/cxlpool-devpool-blk >/dev/null
+run_part "storage engine vs direct io_uring" tests/bench/run-devpool-blk.sh "$build"
