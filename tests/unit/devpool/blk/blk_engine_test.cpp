@@ -170,6 +170,28 @@ TEST_P(BlkEngine, WritesThenReadsByteForByte) {
   EXPECT_EQ(backend_->stats().flushes, 1u);
 }
 
+TEST_P(BlkEngine, NonCoherentLinkCarriesTheSameData) {
+  // Both sides then write lines back and invalidate them as on memory two
+  // hosts share without coherence.
+  ASSERT_TRUE(format_link(memory_, blk_link_geometry(64, 2 << 20, Coherence::kNonCoherent)));
+  link_ = *open_link(memory_);
+  start_backend(*device_);
+  attach();
+  constexpr std::uint32_t kBlocks = 80;
+  auto out = frontend_->alloc_buffer(kBlocks * kBlock);
+  auto in = frontend_->alloc_buffer(kBlocks * kBlock);
+  ASSERT_TRUE(out && in);
+  for (std::uint32_t i = 0; i < kBlocks * kBlock; ++i) buffer(*out)[i] = static_cast<std::byte>(i * 13 + i / kBlock);
+  std::vector<BlkRequest> writes, reads;
+  for (std::uint32_t i = 0; i < kBlocks; ++i) {
+    writes.push_back({Opcode::kWrite, 0, i * kBlock, kBlock, *out + i * kBlock, i});
+    reads.push_back({Opcode::kRead, 0, i * kBlock, kBlock, *in + i * kBlock, i});
+  }
+  for (const BlkResult& r : run_all(writes)) EXPECT_EQ(r.status, 0);
+  for (const BlkResult& r : run_all(reads)) EXPECT_EQ(r.bytes, kBlock);
+  EXPECT_EQ(std::memcmp(buffer(*out), buffer(*in), kBlocks * kBlock), 0);
+}
+
 TEST_P(BlkEngine, LargeTransfersAndForcedUnitAccess) {
   start_backend(*device_);
   attach();
