@@ -15,6 +15,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cxlpool/blk.h"
@@ -200,6 +201,26 @@ TEST_F(DevpoolBlk, IoToolVerifiesThroughTheEngine) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verify       : crc32c, errors=0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("READ: bw="), std::string::npos) << r.out;
+}
+
+TEST_F(DevpoolBlk, IoToolJobFailsWhenTheBackendIsKilled) {
+  Backend backend(link_.string(), ssd());
+  ASSERT_TRUE(backend.ready()) << backend.banner();
+  std::thread killer([&] {
+    std::this_thread::sleep_for(1s);
+    backend.kill(SIGKILL);
+  });
+  ProgramOptions o;
+  o.timeout = 60s;
+  const auto start = std::chrono::steady_clock::now();
+  const ProgramResult r = run_program({binary("CXLPOOL_IO", "cxlpool-io"), "--name=r", "--ioengine=devpool",
+                                       "--filename=" + link_.string(), "--rw=randread", "--bs=4k", "--iodepth=32",
+                                       "--direct=1", "--size=16m", "--runtime=20", "--time_based"}, o);
+  killer.join();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("devpool"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 15s) << "the job ran on after its backend died";
+  backend.wait();
 }
 
 TEST_F(DevpoolBlk, KilledBackendFailsOutstandingRequests) {
