@@ -4,6 +4,7 @@
 // and cxlpool-io (ioengine=devpool, verify=crc32c) are its frontends. A
 // backend killed with SIGKILL mid-run fails every outstanding request with
 // -ENOTCONN or -ETIMEDOUT: no hang, no success it did not report.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -319,6 +320,41 @@ TEST_F(DevpoolBlk, HandlesTakeTurnsOnALink) {
     EXPECT_EQ(one(blk, {CXLPOOL_BLK_WRITE, CXLPOOL_BLK_FUA, 0, buf, 4096, 0, 2}).status, 0);
     cxlpool_blk_close(blk);
   }
+}
+
+TEST_F(DevpoolBlk, OpensOnADescriptorAndRefusesBadArguments) {
+  Backend backend(link_.string(), ssd());
+  ASSERT_TRUE(backend.ready()) << backend.banner();
+  cxlpool_blk* blk = nullptr;
+  EXPECT_EQ(cxlpool_blk_open(nullptr, nullptr, &blk), -EINVAL);
+  EXPECT_EQ(cxlpool_blk_open_fd(-1, nullptr, &blk), -EINVAL);
+  cxlpool_blk_options bad{};
+  bad.reserved = 1;
+  EXPECT_EQ(cxlpool_blk_open(link_.c_str(), &bad, &blk), -EINVAL);
+  bad = {};
+  bad.link_offset = 100;  // not page aligned
+  EXPECT_EQ(cxlpool_blk_open(link_.c_str(), &bad, &blk), -EINVAL);
+  // A file that holds no link.
+  const fs::path junk = dir_ / "junk";
+  std::ofstream(junk) << std::string(65536, 'x');
+  EXPECT_EQ(cxlpool_blk_open(junk.c_str(), nullptr, &blk), -EPROTO);
+
+  const int fd = ::open(link_.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(cxlpool_blk_open_fd(fd, nullptr, &blk), 0) << cxlpool_last_error();
+  ::close(fd);  // the handle keeps its own description
+  cxlpool_blk_info info{};
+  EXPECT_EQ(cxlpool_blk_get_info(blk, &info), 0);
+  EXPECT_EQ(info.capacity, kSsdBytes);
+  void* buf = nullptr;
+  ASSERT_EQ(cxlpool_blk_buffer_alloc(blk, 4096, &buf), 0);
+  EXPECT_EQ(one(blk, {CXLPOOL_BLK_READ, 0, 4096, buf, 4096, 0, 1}).status, 0);
+  cxlpool_blk_completion c{};
+  EXPECT_EQ(cxlpool_blk_poll(blk, &c, 1, 2, 0), -EINVAL);   // min > max
+  EXPECT_EQ(cxlpool_blk_poll(blk, &c, 1, 1, 10), 0);        // nothing outstanding
+  EXPECT_EQ(cxlpool_blk_submit(blk, nullptr, 1), -EINVAL);
+  cxlpool_blk_close(blk);
+  cxlpool_blk_close(nullptr);
 }
 
 TEST_F(DevpoolBlk, SecondBackendOnALinkIsRefused) {
