@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The channel on real memory, with both line access policies: geometry,
 // batching, flow control, hostile slots, and a producer and a consumer
-// thread checking every message arrives once, in order, whole.
+// thread (and process) checking every message arrives once, in order, whole.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -303,6 +309,46 @@ TYPED_TEST(ChannelSidesTest, TwoThreadStress) {
     ASSERT_TRUE(extra);
     EXPECT_EQ(*extra, 0u);
   }
+}
+
+// The two sides in two processes over a MAP_SHARED memfd, as the engines
+// run them: the child produces, the parent consumes and checks.
+TYPED_TEST(ChannelSidesTest, AcrossProcesses) {
+  const ChannelGeometry g{.slots = 64, .record_bytes = 16};
+  const int fd = ::memfd_create("devpool-channel-test", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(channel_bytes(g))), 0);
+  void* addr = ::mmap(nullptr, channel_bytes(g), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(addr, MAP_FAILED);
+  ::close(fd);
+  std::span<std::byte> memory(static_cast<std::byte*>(addr), channel_bytes(g));
+  ASSERT_TRUE(format_channel(memory, g));
+  constexpr uint64_t kMessages = 100'000;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto producer = ChannelProducer<TypeParam>::attach(memory);
+    if (!producer) ::_exit(2);
+    for (uint64_t i = 0; i < kMessages; ++i) {
+      while (!push_number(*producer, i)) sched_yield();
+    }
+    producer->flush();
+    ::_exit(0);
+  }
+  auto consumer = ChannelConsumer<TypeParam>::attach(memory);
+  ASSERT_TRUE(consumer);
+  uint64_t received = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (received < kMessages && std::chrono::steady_clock::now() < deadline) {
+    if (poll_in_order(*consumer, 64, received) == 0) sched_yield();
+    if (::testing::Test::HasFailure()) break;
+  }
+  int status = 0;
+  if (received < kMessages) ::kill(child, SIGKILL);
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_EQ(received, kMessages);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ::munmap(addr, channel_bytes(g));
 }
 
 // What a hostile or corrupt producer can write into a slot.
