@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/hal/block_device.hpp"
@@ -69,5 +70,9 @@ struct EngineTarget {
 // "cuda: no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)" with ENODEV so the
 // caller can skip rather than fail.
 Result<std::unique_ptr<Engine>> open_engine(const JobSpec& job, const EngineTarget& target);
+
+// False for engines whose target is not a local file the runner lays out
+// (devpool: the filename names the link, the SSD is the backend's).
+bool engine_uses_local_files(std::string_view ioengine);
 
 }  // namespace cxlpool::io

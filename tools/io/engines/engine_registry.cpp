@@ -4,6 +4,7 @@
 // (which says why not) elsewhere.
 #include "block_engine.hpp"
 #include "cuda_engine.hpp"
+#include "devpool_engine.hpp"
 #include "engine.hpp"
 #include "kvstore_engine.hpp"
 
@@ -13,7 +14,10 @@ Result<std::unique_ptr<Engine>> open_engine(const JobSpec& job, const EngineTarg
   if (is_block_engine(job.ioengine)) return open_block_engine(job, target);
   if (job.ioengine == "cuda") return open_cuda_engine(job, target);
   if (job.ioengine == "kvstore") return open_kvstore_engine(job, target);
+  if (job.ioengine == "devpool") return open_devpool_engine(job, target);
   return fail(EINVAL, "unknown ioengine '" + job.ioengine + "'");
 }
+
+bool engine_uses_local_files(std::string_view ioengine) { return ioengine != "devpool"; }
 
 }  // namespace cxlpool::io

@@ -10,7 +10,7 @@
 namespace cxlpool::io {
 namespace {
 
-constexpr std::array<std::string_view, 6> kEngines = {"psync", "libaio", "io_uring", "mmap", "cuda", "kvstore"};
+constexpr std::array<std::string_view, 7> kEngines = {"psync", "libaio", "io_uring", "mmap", "cuda", "kvstore", "devpool"};
 
 struct EngineOption {
   std::string_view engine;
@@ -36,11 +36,13 @@ Result<void> check_cuda_mem(std::string_view value) {
   return fail(EINVAL, "'" + std::string(value) + "' is not cudahost or cudadevice");
 }
 
-constexpr std::array<EngineOption, 4> kOptions = {{
+constexpr std::array<EngineOption, 6> kOptions = {{
     {"cuda", "mem", check_cuda_mem},
     {"kvstore", "kv_socket", check_non_empty},
     {"kvstore", "kv_namespace", check_non_empty},
     {"kvstore", "kv_chunk_tokens", check_positive},
+    {"devpool", "devpool_link", check_non_empty},
+    {"devpool", "devpool_timeout_ms", check_positive},
 }};
 
 }  // namespace

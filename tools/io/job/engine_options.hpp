@@ -10,7 +10,7 @@
 
 namespace cxlpool::io {
 
-// psync, libaio, io_uring, mmap, cuda, kvstore.
+// psync, libaio, io_uring, mmap, cuda, kvstore, devpool.
 std::span<const std::string_view> engine_names();
 bool is_engine_name(std::string_view name);
 
@@ -27,6 +27,8 @@ std::string_view engine_of_option(std::string_view key);
 //   kvstore: kv_socket=PATH (default: libcxlpool's default socket),
 //            kv_namespace=NAME (model id of the namespace; default "cxlpool-io"),
 //            kv_chunk_tokens=N (tokens per chunk for key derivation; default 256)
+//   devpool: devpool_link=PATH (the link file; default: the job's filename),
+//            devpool_timeout_ms=N (a silent backend is dead after N ms; default 10000)
 Result<void> check_engine_option(std::string_view engine, std::string_view key, std::string_view value);
 
 }  // namespace cxlpool::io

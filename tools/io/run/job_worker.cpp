@@ -612,7 +612,8 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     need = std::max(need, s->trace.empty() ? 0 : job.offset + trace_extent);
     if (need == 0 && !facts.exists)
       return bad(ENOENT, path + " does not exist and no size= says how large to make it");
-    if (need != 0 && !facts.is_block_device) {
+    // A pooled device (ioengine=devpool) is the backend's: its filename names the link.
+    if (need != 0 && !facts.is_block_device && engine_uses_local_files(job.ioengine)) {
       if (auto ok = lay_out_file(path, need, reads || job.verify != VerifyMode::kNone); !ok)
         return bad(ok.error().code, ok.error().message);
     }

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// ioengine=devpool: a pooled SSD served by cxlpool-devpool-blk, reached
+// through libcxlpool's block API (cxlpool/blk.h) over a link in shared
+// memory. The job's buffers are allocated in the link's buffer area, so the
+// backend's O_DIRECT reads land in them with no copy, as the application's
+// would. The job's filename is the link file unless devpool_link= names it;
+// the backend owns the SSD, so cxlpool-io lays out nothing.
+//
+// A link serves one handle at a time, so one handle per link stays open for
+// the whole run and its jobs take turns on it (EBUSY for two jobs on one
+// link at the same time); the next process gets the link when this one
+// exits.
+//
+// Engine options: devpool_link=PATH, devpool_timeout_ms=N (a backend silent
+// this long with I/O outstanding is dead: ETIMEDOUT; default 10000).
+#pragma once
+
+#include <memory>
+
+#include "engine.hpp"
+
+namespace cxlpool::io {
+
+// ETIMEDOUT/ENOTCONN without a backend serving the link, EPROTO for a file
+// that holds no storage link.
+Result<std::unique_ptr<Engine>> open_devpool_engine(const JobSpec& job, const EngineTarget& target);
+
+}  // namespace cxlpool::io
