@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device pool's control messages: backends register devices and send
 // heartbeats, frontends attach and detach, operators list and fail over.
-// Register and attach replies carry the pod file.
+// Register and attach replies carry the pod file. Whoever holds the pod file
+// can read and write every link in it (every frontend's packets and block
+// data), as a host of a CXL pod can, so only admins (root or the admin
+// group) register devices or attach: the engines and instances of the pod.
 #include "../daemon.hpp"
 #include "cxlpool/common/clock.hpp"
 
@@ -13,6 +16,7 @@ Result<DevpoolService*> Daemon::devpool_service() {
 }
 
 Result<Daemon::Reply> Daemon::handle(Session& session, const proto::DevRegister& request) {
+  if (auto ok = require_admin(session, "registering a pooled device"); !ok) return tl::unexpected(ok.error());
   auto pool = devpool_service();
   if (!pool) return tl::unexpected(pool.error());
   auto reply = (*pool)->register_device(session.id, session.who.uid, session.who.admin, request, monotonic_ns());
@@ -31,6 +35,7 @@ Result<Daemon::Reply> Daemon::handle(Session& session, const proto::DevHeartbeat
 }
 
 Result<Daemon::Reply> Daemon::handle(Session& session, const proto::DevAttach& request) {
+  if (auto ok = require_admin(session, "attaching to a pooled device"); !ok) return tl::unexpected(ok.error());
   auto pool = devpool_service();
   if (!pool) return tl::unexpected(pool.error());
   auto reply = (*pool)->attach(session.id, session.who.uid, session.who.admin, request, monotonic_ns());

@@ -22,6 +22,7 @@
 #include "cxlpool/devpool/line_access.hpp"
 #include "cxlpool/devpool/link.hpp"
 #include "cxlpool/devpool/pod_region.hpp"
+#include "support/child_process.hpp"
 #include "ctl_runner.hpp"
 #include "daemon_process.hpp"
 #include "pool_queries.hpp"
@@ -37,8 +38,8 @@ using Reader = devpool::PodTableReader<devpool::CoherentLines>;
 constexpr uint64_t k10G = 10'000'000'000;
 
 // Leases long enough that no backend of a test that does not beat loses its device.
-std::string devpool_config(uint32_t lease_ms = 60000, const std::string& extra = "") {
-  TestConfig config;
+std::string devpool_config(uint32_t lease_ms = 60000, const std::string& extra = "", const char* daemon = "") {
+  TestConfig config{.daemon = daemon};
   config.tables = "[devpool]\nlink_slots = 8\nmax_devices = 4\nlink_buffer_bytes = \"64K\"\n"
                   "lease_ms = " + std::to_string(lease_ms) + "\ntelemetry_ms = 20\n" + extra;
   return config.render();
@@ -299,6 +300,32 @@ TEST(DevPool, LimitsAndRefusals) {
   auto unknown = conn->call(proto::DevFailover{999});
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, ENOENT);
+}
+
+// The pod file opens every link of the pod to its holder: a user who is not
+// an admin neither registers a device nor attaches, and is told why; listing
+// stays open to everyone.
+TEST(DevPool, OnlyAdminsJoinThePod) {
+  if (::geteuid() != 0) GTEST_SKIP() << "acting as a second user (nobody) needs root";
+  DaemonProcess daemon(devpool_config(60000, "", kOpenToAll));
+  ASSERT_TRUE(daemon.start());
+  Backend a;
+  ASSERT_TRUE(register_nic(daemon, "eth0", "h1", a));
+  const std::string socket = daemon.socket();
+  const std::string failures = run_checks_in_child(
+      [&](ChildChecks& check) {
+        auto conn = Connection::open(socket, "nobody");
+        CHILD_EXPECT(check, conn.has_value());
+        if (!conn) return;
+        auto reg = (*conn)->call(proto::DevRegister{.kind = proto::DevKind::kNet, .capacity = 1, .name = "e", .host = "h"});
+        CHILD_EXPECT(check, !reg && reg.error().code == EPERM && reg.error().message.find("admin") != std::string::npos);
+        auto att = (*conn)->call(proto::DevAttach{.kind = proto::DevKind::kNet, .host = "h2"});
+        CHILD_EXPECT(check, !att && att.error().code == EPERM);
+        auto list = (*conn)->call(proto::DevListRequest{});
+        CHILD_EXPECT(check, list.has_value());
+      },
+      RunAs{});
+  EXPECT_EQ(failures, "");
 }
 
 TEST(DevPool, OffMeansNotSupported) {
