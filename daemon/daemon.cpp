@@ -175,7 +175,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     auto devpool = DevpoolService::create(d->config_.devpool, d->state_dir_);
     if (!devpool) return tl::unexpected(devpool.error());
     d->devpool_ = std::move(*devpool);
-    log->info("device pool: pod file {}", d->devpool_->pod_path().string());
+    log->info("device pool: pod region {}", d->devpool_->pod_description());
+    if (auto warning = d->devpool_->pod_placement_warning(); !warning.empty()) log->warn("device pool: {}", warning);
   }
   if (auto ok = d->setup_loop(); !ok) return tl::unexpected(ok.error());
   return d;

@@ -74,6 +74,8 @@ class DevpoolService {
   const std::filesystem::path& pod_path() const { return pod_.path(); }
   // The pod file, sent (duplicated by the kernel) with register and attach replies.
   int pod_fd() const { return pod_.fd(); }
+  std::string pod_description() const { return pod_.describe(); }
+  std::string pod_placement_warning() const { return pod_.placement_warning(); }
   // How often leases are checked (the backends' heartbeat period).
   uint64_t telemetry_ns() const { return uint64_t{config_.telemetry_ms} * 1'000'000; }
 
