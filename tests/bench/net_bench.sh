@@ -9,6 +9,7 @@
 # wire would. Reports UDP round-trip p50/p99 (64-byte datagrams), UDP
 # throughput (1472-byte datagrams) and TCP throughput for each, and the
 # pooled/direct ratios. Needs root; exits 77 (skipped) otherwise.
+# NETPORT=afxdp runs the backend on the afxdp NetPort (default: packet).
 #   tests/bench/net_bench.sh [BUILD_DIR] [SECONDS] [RTT_COUNT] [ENGINE_ARGS...]
 set -euo pipefail
 build=${1:-build}
@@ -45,7 +46,7 @@ ip -n "$P" addr add 10.99.0.1/24 dev dp$tag
 ip -n "$P" link set dp$tag gso_max_segs 1 up
 
 "$devpool" format --link-file "$link"
-"$devpool" backend --netns "$A" --link-file "$link" --nic na$tag --netport packet --ready-file "$link.ready1" "${engine_args[@]}" &
+"$devpool" backend --netns "$A" --link-file "$link" --nic na$tag --netport "${NETPORT:-packet}" --ready-file "$link.ready1" "${engine_args[@]}" &
 pids+=($!)
 "$devpool" frontend --netns "$B" --link-file "$link" --tap tb$tag --mac 02:00:00:88:00:02 --ready-file "$link.ready2" "${engine_args[@]}" &
 pids+=($!)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "afxdp_probe.hpp"
 
+#include "afxdp_lib_version.h"
+
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,7 +18,7 @@ namespace cxlpool::drivers {
 
 hal::BackendReport probe_afxdp() {
   hal::BackendReport report{"NetPort", "afxdp", hal::BackendState::kAvailable,
-                            "AF_XDP sockets (kernel); a probe only: the backend is not implemented"};
+                            std::string("AF_XDP sockets, copy mode, queue 0; libxdp ") + CXLPOOL_LIBXDP_VERSION};
   const int fd = ::socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     const int code = errno;

@@ -6,8 +6,7 @@
 namespace cxlpool::drivers {
 
 // NetPort/afxdp: whether this kernel lets the process open an AF_XDP
-// socket. Available when it does (the backend that would use it is not
-// written yet, so opening one fails with ENOTSUP); not present otherwise.
+// socket. Available when it does; not present otherwise.
 hal::BackendReport probe_afxdp();
 
 }  // namespace cxlpool::drivers

@@ -12,7 +12,7 @@
 
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/hal/driver/net_port_driver.hpp"
-#include "frame_checksum.hpp"
+#include "cxlpool/hal/driver/frame_checksum.hpp"
 
 namespace cxlpool::drivers {
 namespace {
@@ -81,7 +81,7 @@ class PacketNetPort final : public hal::NetPort {
         const std::uint32_t length = msgs_[i].msg_len;
         out.truncated = length > out.capacity;
         out.length = out.truncated ? out.capacity : length;
-        if (!out.truncated && checksum_not_ready(msgs_[i].msg_hdr)) complete_transport_checksum(out.data, out.length);
+        if (!out.truncated && checksum_not_ready(msgs_[i].msg_hdr)) hal::complete_transport_checksum(out.data, out.length);
       }
       done += static_cast<std::size_t>(got);
       if (static_cast<std::size_t>(got) < n) break;

@@ -12,11 +12,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "cxlpool/hal/backend_registry.hpp"
-#include "frame_checksum.hpp"
+#include "cxlpool/hal/driver/frame_checksum.hpp"
 
 namespace cxlpool::hal {
 namespace {
@@ -82,7 +83,7 @@ TEST(FrameChecksum, CompletesTcpAndUdpOverIpv4AndIpv6) {
     for (uint8_t protocol : {uint8_t{6}, uint8_t{17}}) {
       for (std::size_t l4 : {20u, 21u, 1000u, 1480u}) {
         auto f = ip_frame(v6, protocol, l4);
-        ASSERT_TRUE(drivers::complete_transport_checksum(f.data(), f.size()))
+        ASSERT_TRUE(hal::complete_transport_checksum(f.data(), f.size()))
             << v6 << " " << int(protocol) << " " << l4;
         // Pseudo header + segment (checksum included) sums to all ones.
         const std::size_t ip = 14, l4_at = ip + (v6 ? 40 : 20);
@@ -105,10 +106,36 @@ TEST(FrameChecksum, LeavesOtherFramesAlone) {
   arp[13] = std::byte{0x06};
   for (auto* f : {&fragment, &icmp, &short_ip, &arp}) {
     const auto before = *f;
-    EXPECT_FALSE(drivers::complete_transport_checksum(f->data(), f->size()));
+    EXPECT_FALSE(hal::complete_transport_checksum(f->data(), f->size()));
     EXPECT_EQ(*f, before);
   }
-  EXPECT_FALSE(drivers::complete_transport_checksum(fragment.data(), 30));
+  EXPECT_FALSE(hal::complete_transport_checksum(fragment.data(), 30));
+}
+
+// What a checksum-offloading sender hands over: the checksum field holds the
+// folded pseudo-header sum. Only that is completed; a frame whose checksum
+// verifies, or one corrupted on the way, is left as it came.
+TEST(FrameChecksum, CompletesOnlyWhatOffloadLeftUndone) {
+  for (bool v6 : {false, true}) {
+    for (uint8_t protocol : {uint8_t{6}, uint8_t{17}}) {
+      auto f = ip_frame(v6, protocol, 300);
+      const std::size_t ip = 14, l4_at = ip + (v6 ? 40 : 20), field = l4_at + (protocol == 6 ? 16 : 6);
+      uint32_t pseudo = v6 ? ones_sum(f, ip + 8, 32, 0) : ones_sum(f, ip + 12, 8, 0);
+      pseudo += protocol + 300u;
+      while (pseudo >> 16) pseudo = (pseudo & 0xffff) + (pseudo >> 16);
+      f[field] = static_cast<std::byte>(pseudo >> 8);
+      f[field + 1] = static_cast<std::byte>(pseudo & 0xff);
+      ASSERT_TRUE(hal::complete_offloaded_transport_checksum(f.data(), f.size())) << v6 << " " << int(protocol);
+      EXPECT_EQ(ones_sum(f, l4_at, 300, pseudo), 0xffffu);
+      const auto good = f;
+      EXPECT_FALSE(hal::complete_offloaded_transport_checksum(f.data(), f.size()));
+      EXPECT_EQ(f, good);
+      f[l4_at + 100] ^= std::byte{0x40};  // corrupted after the sender's checksum
+      const auto corrupt = f;
+      EXPECT_FALSE(hal::complete_offloaded_transport_checksum(f.data(), f.size()));
+      EXPECT_EQ(f, corrupt);
+    }
+  }
 }
 
 // Moves this test program into a fresh network namespace with lo up.
@@ -248,6 +275,66 @@ TEST(NetPort, BestAvailablePassesOverProbesAndStopsAtAMissingInterface) {
   auto probe_only = open_net_port("dpdk", "lo", {});
   ASSERT_FALSE(probe_only);
   EXPECT_TRUE(probe_only.error().code == ENOTSUP) << probe_only.error().message;
+}
+
+// afxdp on one end of a veth pair made inside the test's namespace, a
+// packet port on the other: frames both ways, byte for byte.
+TEST(NetPort, AfxdpExchangesFramesWithAPacketPortOverVeth) {
+  NEED_NETNS();
+  if (std::system("ip link add cxa0 type veth peer name cxb0 && ip link set cxa0 up && ip link set cxb0 up") != 0) {
+    GTEST_SKIP() << "cannot create a veth pair (iproute2 and CAP_NET_ADMIN needed)";
+  }
+  auto xdp = open_net_port("afxdp", "cxa0", {});
+  if (!xdp && (xdp.error().code == ENOTSUP || xdp.error().code == EAFNOSUPPORT)) {
+    std::system("ip link del cxa0");
+    GTEST_SKIP() << xdp.error().message;
+  }
+  ASSERT_TRUE(xdp) << xdp.error().message;
+  EXPECT_STREQ((*xdp)->backend_name(), "afxdp");
+  auto peer = open_net_port("packet", "cxb0", {});
+  ASSERT_TRUE(peer) << peer.error().message;
+
+  auto exchange = [](NetPort& from, NetPort& to, std::size_t count, std::uint8_t seed) {
+    std::vector<std::vector<std::byte>> frames;
+    std::vector<TxFrame> tx;
+    for (std::size_t i = 0; i < count; ++i) {
+      frames.push_back(test_frame(60 + i * 97, static_cast<std::uint8_t>(seed + i)));
+      std::memcpy(frames.back().data(), to.mac().bytes.data(), 6);  // to the receiver
+      std::memcpy(frames.back().data() + 6, from.mac().bytes.data(), 6);
+    }
+    for (auto& f : frames) tx.push_back({f.data(), static_cast<std::uint32_t>(f.size())});
+    std::size_t sent = 0;
+    for (int tries = 0; sent < count && tries < 100; ++tries) {
+      auto n = from.send(std::span(tx).subspan(sent));
+      ASSERT_TRUE(n) << n.error().message;
+      sent += *n;
+    }
+    ASSERT_EQ(sent, count);
+    std::vector<std::vector<std::byte>> buffers(count, std::vector<std::byte>(2048));
+    std::vector<RxFrame> rx;
+    for (auto& b : buffers) rx.push_back({b.data(), 2048});
+    std::size_t got = 0;
+    for (int tries = 0; got < count && tries < 2000; ++tries) {
+      auto n = to.receive(std::span(rx).subspan(got));
+      ASSERT_TRUE(n) << n.error().message;
+      got += *n;
+      if (got < count) ::usleep(1000);
+    }
+    ASSERT_EQ(got, count);
+    for (std::size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(rx[i].length, frames[i].size()) << i;
+      EXPECT_EQ(std::memcmp(rx[i].data, frames[i].data(), frames[i].size()), 0) << i;
+    }
+  };
+  exchange(**peer, **xdp, 8, 11);
+  exchange(**xdp, **peer, 8, 42);
+  EXPECT_EQ((*xdp)->stats().rx_frames, 8u);
+  EXPECT_EQ((*xdp)->stats().tx_frames, 8u);
+  auto up = (*xdp)->link_up();
+  ASSERT_TRUE(up) << up.error().message;
+  EXPECT_TRUE(*up);
+  xdp->reset();
+  std::system("ip link del cxa0");
 }
 
 }  // namespace

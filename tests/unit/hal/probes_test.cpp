@@ -155,7 +155,7 @@ TEST(Probes, Afxdp) {
   BUILT_REPORT(r, "afxdp");
   EXPECT_EQ(r->cls, "NetPort");
   if (r->state == BackendState::kAvailable) {
-    EXPECT_NE(r->detail.find("a probe only"), std::string::npos) << r->detail;
+    EXPECT_NE(r->detail.find("libxdp "), std::string::npos) << r->detail;
   } else {
     EXPECT_EQ(r->state, BackendState::kNotPresent);
     EXPECT_EQ(r->detail.rfind("AF_XDP socket: ", 0), 0u) << r->detail;
