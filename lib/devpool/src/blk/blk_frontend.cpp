@@ -128,6 +128,7 @@ class Queue final : public BlkFrontend {
 
   std::uint32_t in_flight() const override { return static_cast<std::uint32_t>(entries_.size() - free_.size()); }
   std::uint32_t max_in_flight() const override { return static_cast<std::uint32_t>(entries_.size()); }
+  int gone() const override { return dead_; }
 
  private:
   struct Entry {

@@ -81,6 +81,9 @@ class BlkFrontend {
 
   virtual std::uint32_t in_flight() const = 0;
   virtual std::uint32_t max_in_flight() const = 0;
+  // 0, or why this frontend gave up on its backend (ENOTCONN, ETIMEDOUT,
+  // EPROTO): the commands it failed with that error never got an answer.
+  virtual int gone() const = 0;
 
  protected:
   BlkFrontend() = default;
