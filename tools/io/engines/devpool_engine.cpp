@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-
 #include "devpool_engine.hpp"
 
 #include <unistd.h>
