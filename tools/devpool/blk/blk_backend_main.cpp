@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   std::string link_path, ssd, engine = "uring";
   std::uint64_t ssd_size = 0, buffer_mib = 64;
   std::uint32_t slots = 256, queue_depth = 64;
-  bool buffered = false, noncoherent = false, read_only = false;
+  bool buffered = false, noncoherent = false, read_only = false, no_doorbell = false;
   std::string socket, host, name;
   std::uint64_t nominal_iops = 500000, nominal_bandwidth = 2000ull * 1000 * 1000;
   auto* link_opt = app.add_option("--link-file", link_path, "shared file to format the link in (tmpfs, /dev/shm, hugetlbfs)");
@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   app.add_option("--queue-depth", queue_depth, "commands in flight on the device")->capture_default_str();
   app.add_flag("--noncoherent", noncoherent, "flush and invalidate lines (memory shared without coherence)");
   app.add_flag("--read-only", read_only, "refuse writes (EROFS)");
+  app.add_flag("--no-doorbell", no_doorbell, "never wake a sleeping frontend (it polls); the doorbell is used on coherent links only");
   CLI11_PARSE(app, argc, argv);
   if (link_path.empty() && socket_opt->count() == 0) {
     std::fprintf(stderr, "cxlpool-devpool-blk: --link-file or --socket is required\n");
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
   devpool::blk::BlkBackendOptions options;
   options.queue_depth = queue_depth;
   options.read_only = read_only;
+  options.doorbell = !no_doorbell && !noncoherent;
   install_signals();
   if (socket_opt->count() != 0) {
     if (host.empty()) {

@@ -253,9 +253,12 @@ int serve_pod(const PodServeConfig& config, const std::atomic<bool>& stop) {
   std::atomic<bool> beating_stop{false};
   std::thread beat(heartbeats, std::ref(**conn), reply->device_id, std::chrono::milliseconds(reply->telemetry_ms),
                    std::ref(shared), std::cref(beating_stop));
+  PodServeConfig served = config;
+  // The futex doorbell needs one host's memory; a non-coherent pod polls.
+  if (reply->coherence == 1) served.backend.doorbell = false;
   const int rc = reply->coherence == 1
-                     ? serve_with<NonCoherentLines>(config, reply->device_id, pod_fd.get(), *pod, shared, stop)
-                     : serve_with<CoherentLines>(config, reply->device_id, pod_fd.get(), *pod, shared, stop);
+                     ? serve_with<NonCoherentLines>(served, reply->device_id, pod_fd.get(), *pod, shared, stop)
+                     : serve_with<CoherentLines>(served, reply->device_id, pod_fd.get(), *pod, shared, stop);
   beating_stop.store(true);
   beat.join();
   return rc;

@@ -48,6 +48,7 @@ int finish_open(cxlpool::Result<cxlpool::devpool::LinkFile> link, const cxlpool_
   options.command_timeout = timeout;
   const cxlpool::devpool::LinkFile* file = &handle->link;
   options.backend_alive = [file] { return file->backend_alive(); };
+  options.doorbell = handle->link.view().geometry.completions.coherence == cxlpool::devpool::Coherence::kCoherent;
   auto frontend = blk::make_blk_frontend(handle->link.view(), options);
   if (!frontend) return record(frontend.error());
   handle->frontend = std::move(*frontend);

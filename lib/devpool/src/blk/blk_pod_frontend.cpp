@@ -268,6 +268,7 @@ class PodQueue final : public PodBlkFrontend {
     o.command_timeout = options_.command_timeout;
     LinkFile* link = leg.link.get();
     o.backend_alive = [link] { return link->backend_alive(); };
+    o.doorbell = link->view().geometry.completions.coherence == Coherence::kCoherent;
     auto frontend = make_blk_frontend(link->view(), o);
     if (!frontend) return tl::unexpected(frontend.error());
     leg.frontend = std::move(*frontend);
