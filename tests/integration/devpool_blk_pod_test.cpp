@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "blk_backend_child.hpp"
 #include "cxlpool/blk.h"
 #include "daemon_process.hpp"
 #include "support/child_process.hpp"
@@ -54,45 +55,11 @@ std::uint64_t writes_reported(const std::string& out) {
 }
 
 // A backend registered with the daemon, as a child process.
-class PodBackend {
+class PodBackend : public BlkBackendChild {
  public:
-  PodBackend(const std::string& socket, const std::string& host, const std::string& ssd) {
-    std::vector<std::string> args = {binary("CXLPOOL_DEVPOOL_BLK", "cxlpool-devpool-blk"), "--socket", socket, "--host", host,
-                                     "--name", "ssd0", "--ssd", ssd, "--ssd-size", std::to_string(kSsdBytes)};
-    child_ = std::make_unique<ForkedChild>([args](int report_fd) {
-      ::dup2(report_fd, STDOUT_FILENO);
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      return 127;
-    });
-    for (;;) {
-      auto line = child_->read_line(10s);
-      if (!line) break;
-      banner_ += *line + "\n";
-      if (*line == "ready") {
-        ready_ = true;
-        break;
-      }
-    }
-  }
-  bool ready() const { return ready_; }
-  const std::string& banner() const { return banner_; }
-  void kill(int sig) { child_->kill(sig); }
-  // Stops it and returns everything it printed after "ready".
-  std::string stop() {
-    child_->kill(SIGTERM);
-    std::string rest = child_->read_all(10s);
-    child_->wait(10s);
-    return rest;
-  }
-  int wait() { return child_->wait(10s); }
-
- private:
-  std::unique_ptr<ForkedChild> child_;
-  std::string banner_;
-  bool ready_ = false;
+  PodBackend(const std::string& socket, const std::string& host, const std::string& ssd)
+      : BlkBackendChild({binary("CXLPOOL_DEVPOOL_BLK", "cxlpool-devpool-blk"), "--socket", socket, "--host", host, "--name",
+                         "ssd0", "--ssd", ssd, "--ssd-size", std::to_string(kSsdBytes)}) {}
 };
 
 class DevpoolBlkPod : public ::testing::Test {

@@ -35,19 +35,6 @@ void install_signals() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
-void add_stats(devpool::blk::BlkBackendStats& total, const devpool::blk::BlkBackendStats& s) {
-  total.commands += s.commands;
-  total.reads += s.reads;
-  total.writes += s.writes;
-  total.flushes += s.flushes;
-  total.identifies += s.identifies;
-  total.rejected += s.rejected;
-  total.device_errors += s.device_errors;
-  total.bytes_read += s.bytes_read;
-  total.bytes_written += s.bytes_written;
-  total.completion_batches += s.completion_batches;
-}
-
 int die(const Error& e, const std::string& what) {
   std::fprintf(stderr, "cxlpool-devpool-blk: %s: %s\n", what.c_str(), e.message.c_str());
   return 1;
@@ -158,7 +145,7 @@ int main(int argc, char** argv) {
       return true;
     };
     served = (*backend)->run(g_stop, frontend_left);
-    add_stats(total, (*backend)->stats());
+    devpool::blk::add_stats(total, (*backend)->stats());
     backend->reset();
     if (!served) break;
     if (recycle) {

@@ -114,7 +114,7 @@ class PodServer {
       std::this_thread::sleep_for(sleep);
       sleep = std::min(sleep * 2, std::chrono::duration_cast<std::chrono::nanoseconds>(config_.backend.max_sleep));
     }
-    for (auto& [slot, s] : served_) add(s.backend->stats());
+    for (auto& [slot, s] : served_) add_stats(total_, s.backend->stats());
     std::printf("cxlpool-devpool-blk: %llu commands: %llu reads, %llu writes, %llu flushes, %llu rejected, "
                 "%llu device errors\n",
                 static_cast<unsigned long long>(total_.commands), static_cast<unsigned long long>(total_.reads),
@@ -125,15 +125,6 @@ class PodServer {
   }
 
  private:
-  void add(const BlkBackendStats& s) {
-    total_.commands += s.commands;
-    total_.reads += s.reads;
-    total_.writes += s.writes;
-    total_.flushes += s.flushes;
-    total_.rejected += s.rejected;
-    total_.device_errors += s.device_errors;
-  }
-
   void count(Served& s, Shared& shared) {
     const BlkBackendStats& st = s.backend->stats();
     const std::uint64_t bytes = st.bytes_read + st.bytes_written, ops = st.reads + st.writes + st.flushes;
@@ -167,7 +158,7 @@ class PodServer {
       const bool keep = w != want->end() && w->second == it->second.attachment;
       if (!keep && it->second.backend->in_flight() == 0) {
         std::printf("cxlpool-devpool-blk: released slot %u (attachment %u)\n", it->first, it->second.attachment);
-        add(it->second.backend->stats());
+        add_stats(total_, it->second.backend->stats());
         it = served_.erase(it);
       } else {
         ++it;

@@ -296,6 +296,19 @@ Result<void> BlkBackend::run(const std::atomic<bool>& stop, const std::function<
   return {};
 }
 
+void add_stats(BlkBackendStats& total, const BlkBackendStats& s) {
+  total.commands += s.commands;
+  total.reads += s.reads;
+  total.writes += s.writes;
+  total.flushes += s.flushes;
+  total.identifies += s.identifies;
+  total.rejected += s.rejected;
+  total.device_errors += s.device_errors;
+  total.bytes_read += s.bytes_read;
+  total.bytes_written += s.bytes_written;
+  total.completion_batches += s.completion_batches;
+}
+
 DeviceInfo device_info_of(const hal::BlockDevice& device, const BlkBackendOptions& options) {
   DeviceInfo d;
   d.block_size = std::clamp<std::uint32_t>(std::max(device.logical_block_size(), device.offset_alignment()), 512, 64 * 1024);

@@ -52,6 +52,9 @@ struct BlkBackendStats {
   bool buffers_registered = false;
 };
 
+// Adds `s`'s counters to `total` (a program serving several links).
+void add_stats(BlkBackendStats& total, const BlkBackendStats& s);
+
 class BlkBackend {
  public:
   virtual ~BlkBackend() = default;
