@@ -11,8 +11,15 @@
 #include <vector>
 
 #include "support/child_process.hpp"
+#include "support/environment.hpp"
 
 namespace cxlpool::integration {
+
+// The program named by environment variable `env` (meson sets it), else `fallback` on PATH.
+inline std::string binary(const char* env, const char* fallback) {
+  const std::string set = test::env_value(env);
+  return set.empty() ? fallback : set;
+}
 
 class BlkBackendChild {
  public:

@@ -35,11 +35,6 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t kSsdBytes = 128ull << 20;
 
-std::string binary(const char* env, const char* fallback) {
-  const std::string set = test::env_value(env);
-  return set.empty() ? fallback : set;
-}
-
 std::string pod_config() {
   TestConfig config;
   config.tables = "[devpool]\nlink_slots = 8\nmax_devices = 8\nlink_buffer_bytes = \"16M\"\ntelemetry_ms = 20\n";

@@ -32,11 +32,6 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t kSsdBytes = 64ull << 20;
 
-std::string binary(const char* env, const char* fallback) {
-  const std::string set = test::env_value(env);
-  return set.empty() ? fallback : set;
-}
-
 // The backend as a child process whose stdout we read.
 class Backend : public BlkBackendChild {
  public:
