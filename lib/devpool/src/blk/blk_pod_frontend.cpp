@@ -126,12 +126,13 @@ class PodQueue final : public PodBlkFrontend {
   // same offset of that leg's area before a write, and back after a read.
   void bounce_out(const BlkRequest& r) {
     if (!bouncing() || !inside(r)) return;
-    std::memcpy(current_.frontend->buffer_area().data() + r.buffer_offset, area_.data() + r.buffer_offset, r.length);
+    // memmove: back on the home slot the two areas are one memory.
+    std::memmove(current_.frontend->buffer_area().data() + r.buffer_offset, area_.data() + r.buffer_offset, r.length);
     ++stats_.bounced;
   }
   void bounce_in(const BlkRequest& r, std::uint32_t bytes) {
     if (!bouncing() || !inside(r) || bytes > r.length) return;
-    std::memcpy(area_.data() + r.buffer_offset, current_.frontend->buffer_area().data() + r.buffer_offset, bytes);
+    std::memmove(area_.data() + r.buffer_offset, current_.frontend->buffer_area().data() + r.buffer_offset, bytes);
   }
   bool inside(const BlkRequest& r) const {
     return r.buffer_offset <= area_.size() && r.length <= area_.size() - r.buffer_offset;
@@ -226,6 +227,7 @@ class PodQueue final : public PodBlkFrontend {
     if (d.capacity != device_.capacity || d.block_size != device_.block_size) {
       return fail(EPROTO, "blk: the backup leg serves a different device");
     }
+    current_.frontend.reset();  // before the link it points into
     current_ = std::move(*leg);
     ++stats_.failovers;
     return {};
