@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "blk_backend_child.hpp"
 #include "cxlpool/blk.h"
 #include "support/child_process.hpp"
 #include "support/environment.hpp"
@@ -31,45 +32,19 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t kSsdBytes = 64ull << 20;
 
-std::string binary(const char* env, const char* fallback) {
-  const std::string set = test::env_value(env);
-  return set.empty() ? fallback : set;
-}
-
 // The backend as a child process whose stdout we read.
-class Backend {
+class Backend : public BlkBackendChild {
  public:
-  Backend(const std::string& link, const std::string& ssd, std::vector<std::string> extra = {}) {
+  Backend(const std::string& link, const std::string& ssd, std::vector<std::string> extra = {})
+      : BlkBackendChild(arguments(link, ssd, std::move(extra))) {}
+
+ private:
+  static std::vector<std::string> arguments(const std::string& link, const std::string& ssd, std::vector<std::string> extra) {
     std::vector<std::string> args = {binary("CXLPOOL_DEVPOOL_BLK", "cxlpool-devpool-blk"), "--link-file", link, "--ssd", ssd,
                                      "--ssd-size", std::to_string(kSsdBytes), "--buffer-mib", "16", "--slots", "128"};
     args.insert(args.end(), extra.begin(), extra.end());
-    child_ = std::make_unique<ForkedChild>([args](int report_fd) {
-      ::dup2(report_fd, STDOUT_FILENO);
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      return 127;
-    });
-    for (;;) {
-      auto line = child_->read_line(10s);
-      if (!line) break;
-      banner_ += *line + "\n";
-      if (*line == "ready") {
-        ready_ = true;
-        break;
-      }
-    }
+    return args;
   }
-  bool ready() const { return ready_; }
-  const std::string& banner() const { return banner_; }
-  void kill(int sig) { child_->kill(sig); }
-  int wait() { return child_->wait(10s); }
-
- private:
-  std::unique_ptr<ForkedChild> child_;
-  std::string banner_;
-  bool ready_ = false;
 };
 
 class DevpoolBlk : public ::testing::Test {

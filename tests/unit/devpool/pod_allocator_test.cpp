@@ -181,3 +181,30 @@ TEST(PodAllocator, DeadDeviceIsReplacedByItsReRegistration) {
 
 }  // namespace
 }  // namespace cxlpool::devpool
+
+namespace cxlpool::devpool {
+namespace {
+
+using test::Pod;
+
+// An SSD's backup is another path to the same device (the same name on
+// another host: a dual-ported or shared SSD), never another SSD, which
+// holds other data.
+TEST(PodAllocator, StorageBackupIsAnotherPathToTheSameDevice) {
+  Pod pod;
+  const uint32_t a = pod.add_ssd("ssd0", "h1");
+  pod.add_ssd("ssd1", "h2");
+  const uint32_t c = pod.add_ssd("ssd0", "h3");
+  auto out = pod.allocator.attach({"h9", DeviceKind::kBlk, "ssd0", "h1"}, 99, pod.now);
+  ASSERT_EQ(out.status, AttachStatus::kAttached);
+  EXPECT_EQ(out.attachment.primary().device, a);
+  EXPECT_EQ(out.attachment.backup().device, c);
+  // The primary's path goes: the other path takes over; ssd1 never joins.
+  pod.allocator.deregister_device(a, pod.now);
+  const Attachment now = pod.get(out.attachment.id);
+  EXPECT_EQ(now.primary().device, c);
+  EXPECT_EQ(now.backup().device, kNoDevice);
+}
+
+}  // namespace
+}  // namespace cxlpool::devpool

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// cxlpool-devpool-blk: the storage engine's backend, directly attached.
-// Formats a link in --link-file, opens the SSD (a block device or a file)
+// cxlpool-devpool-blk: the storage engine's backend. Directly attached, it
+// formats a link in --link-file, opens the SSD (a block device or a file)
 // with io_uring and O_DIRECT through lib/hal's registry, and serves the
-// frontend's commands until SIGINT/SIGTERM. The frontend (libcxlpool's
+// frontend's commands until SIGINT/SIGTERM; the frontend (libcxlpool's
 // cxlpool_blk_*, cxlpool-io's ioengine=devpool) opens the same file once
-// "ready" is printed.
+// "ready" is printed. With --socket it registers the SSD with the pod
+// allocator instead and serves the link slots the pod table gives it
+// (blk_pod_serve.hpp).
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "blk_pod_serve.hpp"
 #include "cxlpool/devpool/blk_backend.hpp"
 #include "cxlpool/devpool/link_file.hpp"
 #include "cxlpool/hal/backend_registry.hpp"
@@ -32,19 +35,6 @@ void install_signals() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
-void add_stats(devpool::blk::BlkBackendStats& total, const devpool::blk::BlkBackendStats& s) {
-  total.commands += s.commands;
-  total.reads += s.reads;
-  total.writes += s.writes;
-  total.flushes += s.flushes;
-  total.identifies += s.identifies;
-  total.rejected += s.rejected;
-  total.device_errors += s.device_errors;
-  total.bytes_read += s.bytes_read;
-  total.bytes_written += s.bytes_written;
-  total.completion_batches += s.completion_batches;
-}
-
 int die(const Error& e, const std::string& what) {
   std::fprintf(stderr, "cxlpool-devpool-blk: %s: %s\n", what.c_str(), e.message.c_str());
   return 1;
@@ -57,8 +47,17 @@ int main(int argc, char** argv) {
   std::string link_path, ssd, engine = "uring";
   std::uint64_t ssd_size = 0, buffer_mib = 64;
   std::uint32_t slots = 256, queue_depth = 64;
-  bool buffered = false, noncoherent = false, read_only = false;
-  app.add_option("--link-file", link_path, "shared file to format the link in (tmpfs, /dev/shm, hugetlbfs)")->required();
+  bool buffered = false, noncoherent = false, read_only = false, no_doorbell = false;
+  std::string socket, host, name;
+  std::uint64_t nominal_iops = 500000, nominal_bandwidth = 2000ull * 1000 * 1000;
+  auto* link_opt = app.add_option("--link-file", link_path, "shared file to format the link in (tmpfs, /dev/shm, hugetlbfs)");
+  auto* socket_opt = app.add_option("--socket", socket, "register with the pod allocator of the daemon on this socket");
+  link_opt->excludes(socket_opt);
+  app.add_option("--host", host, "with --socket: this backend's host in the pod")->needs(socket_opt);
+  app.add_option("--name", name, "with --socket: the device's name (default: the file name of --ssd); the same "
+                                 "name on two hosts is one device reached from both")->needs(socket_opt);
+  app.add_option("--nominal-iops", nominal_iops, "with --socket: the IOPS the allocator plans with")->capture_default_str();
+  app.add_option("--nominal-bandwidth", nominal_bandwidth, "with --socket: the bytes/s the allocator plans with")->capture_default_str();
   app.add_option("--ssd", ssd, "block device or file to serve")->required();
   app.add_option("--ssd-size", ssd_size, "create or extend a regular file to this many bytes");
   app.add_option("--engine", engine, "BlockEngine backend: uring, posix or auto")->capture_default_str();
@@ -68,7 +67,12 @@ int main(int argc, char** argv) {
   app.add_option("--queue-depth", queue_depth, "commands in flight on the device")->capture_default_str();
   app.add_flag("--noncoherent", noncoherent, "flush and invalidate lines (memory shared without coherence)");
   app.add_flag("--read-only", read_only, "refuse writes (EROFS)");
+  app.add_flag("--no-doorbell", no_doorbell, "never wake a sleeping frontend (it polls); the doorbell is used on coherent links only");
   CLI11_PARSE(app, argc, argv);
+  if (link_path.empty() && socket_opt->count() == 0) {
+    std::fprintf(stderr, "cxlpool-devpool-blk: --link-file or --socket is required\n");
+    return 1;
+  }
 
   hal::BlockOpenOptions o;
   o.direct = !buffered;
@@ -87,14 +91,36 @@ int main(int argc, char** argv) {
   if (!device) return die(device.error(), "open " + ssd);
   if (auto bound = (*device)->bind_to_thread(); !bound) return die(bound.error(), "open " + ssd);
 
+  devpool::blk::BlkBackendOptions options;
+  options.queue_depth = queue_depth;
+  options.read_only = read_only;
+  options.doorbell = !no_doorbell && !noncoherent;
+  install_signals();
+  if (socket_opt->count() != 0) {
+    if (host.empty()) {
+      std::fprintf(stderr, "cxlpool-devpool-blk: --socket needs --host\n");
+      return 1;
+    }
+    devpool::blk::PodServeConfig pod;
+    pod.socket = socket;
+    pod.host = host;
+    pod.name = name.empty() ? ssd.substr(ssd.find_last_of('/') + 1) : name;
+    pod.ssd = ssd;
+    pod.engine = engine;
+    pod.open = o;
+    pod.open.create = false;  // created above when asked, sized once
+    pod.open.truncate_to = 0;
+    pod.backend = options;
+    pod.nominal_iops = nominal_iops;
+    pod.nominal_bandwidth = nominal_bandwidth;
+    device->reset();
+    return devpool::blk::serve_pod(pod, g_stop);
+  }
+
   const auto coherence = noncoherent ? devpool::Coherence::kNonCoherent : devpool::Coherence::kCoherent;
   auto link = devpool::LinkFile::create(link_path, devpool::blk::blk_link_geometry(slots, buffer_mib << 20, coherence));
   if (!link) return die(link.error(), "link " + link_path);
 
-  devpool::blk::BlkBackendOptions options;
-  options.queue_depth = queue_depth;
-  options.read_only = read_only;
-  install_signals();
   bool announced = false;
   devpool::blk::BlkBackendStats total;
   Result<void> served;
@@ -119,7 +145,7 @@ int main(int argc, char** argv) {
       return true;
     };
     served = (*backend)->run(g_stop, frontend_left);
-    add_stats(total, (*backend)->stats());
+    devpool::blk::add_stats(total, (*backend)->stats());
     backend->reset();
     if (!served) break;
     if (recycle) {

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "devpool_engine.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -161,20 +164,36 @@ std::string option(const JobSpec& job, const char* key, std::string fallback) {
   return it == job.engine_options.end() ? fallback : it->second;
 }
 
+// Through the pod allocator when the job names a daemon socket or a host:
+// the handle is an attachment, keyed by what it was asked for.
+bool through_pod(const JobSpec& job) {
+  return job.engine_options.count("devpool_socket") != 0 || job.engine_options.count("devpool_host") != 0;
+}
+
+std::string pod_host(const JobSpec& job) {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::strcpy(name, "localhost");
+  return option(job, "devpool_host", name);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> open_devpool_engine(const JobSpec& job, const EngineTarget& target) {
-  const std::string link = option(job, "devpool_link", target.path);
+  const bool pod = through_pod(job);
+  const std::string socket = option(job, "devpool_socket", ""), host = pod_host(job), device = option(job, "devpool_device", "");
+  const std::string link = pod ? "pod " + socket + " " + host + " " + device : option(job, "devpool_link", target.path);
   cxlpool_blk_options options{};
   options.timeout_ms = static_cast<std::uint32_t>(std::strtoul(option(job, "devpool_timeout_ms", "0").c_str(), nullptr, 10));
   std::lock_guard lock(links_mutex());
   SharedLink& shared = links()[link];
   if (shared.busy) return fail(EBUSY, "devpool: " + link + " is in use by another job of this run");
   if (shared.blk == nullptr) {
-    const int rc = cxlpool_blk_open(link.c_str(), &options, &shared.blk);
+    const int rc = pod ? cxlpool_blk_attach(socket.empty() ? nullptr : socket.c_str(), host.c_str(),
+                                            device.empty() ? nullptr : device.c_str(), &options, &shared.blk)
+                       : cxlpool_blk_open(link.c_str(), &options, &shared.blk);
     if (rc < 0) {
       links().erase(link);
-      return tl::unexpected(blk_error("open " + link, rc));
+      return tl::unexpected(blk_error((pod ? "attach through " : "open ") + link, rc));
     }
   }
   cxlpool_blk_info info{};

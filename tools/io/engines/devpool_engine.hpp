@@ -13,6 +13,11 @@
 //
 // Engine options: devpool_link=PATH, devpool_timeout_ms=N (a backend silent
 // this long with I/O outstanding is dead: ETIMEDOUT; default 10000).
+// Through the pod allocator instead of a link file: devpool_socket=PATH
+// (the daemon's socket; default socket when only devpool_host is given),
+// devpool_host=NAME (the frontend's host; default: the host name),
+// devpool_device=NAME|HOST/NAME (a preferred device). A failed backend is
+// then replaced by the attachment's backup leg without failing the job.
 #pragma once
 
 #include <memory>

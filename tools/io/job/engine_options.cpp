@@ -36,13 +36,16 @@ Result<void> check_cuda_mem(std::string_view value) {
   return fail(EINVAL, "'" + std::string(value) + "' is not cudahost or cudadevice");
 }
 
-constexpr std::array<EngineOption, 6> kOptions = {{
+constexpr std::array<EngineOption, 9> kOptions = {{
     {"cuda", "mem", check_cuda_mem},
     {"kvstore", "kv_socket", check_non_empty},
     {"kvstore", "kv_namespace", check_non_empty},
     {"kvstore", "kv_chunk_tokens", check_positive},
     {"devpool", "devpool_link", check_non_empty},
     {"devpool", "devpool_timeout_ms", check_positive},
+    {"devpool", "devpool_socket", check_non_empty},
+    {"devpool", "devpool_host", check_non_empty},
+    {"devpool", "devpool_device", check_non_empty},
 }};
 
 }  // namespace

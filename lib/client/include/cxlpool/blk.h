@@ -97,6 +97,20 @@ typedef struct cxlpool_blk_completion {
  * identifies the device. opts may be NULL. */
 int cxlpool_blk_open(const char *link_path, const cxlpool_blk_options *opts, cxlpool_blk **out);
 int cxlpool_blk_open_fd(int fd, const cxlpool_blk_options *opts, cxlpool_blk **out);
+/* Asks the pod allocator of the daemon on `daemon_socket` (NULL: the
+ * default socket, cxlpool_default_socket_path) for a storage device for
+ * `host` (a pod member's name; required), `preferred` ("name" or
+ * "host/name" of a device, NULL: the least loaded), maps the pod file and
+ * opens the active leg's link. The attachment lasts until close; when the
+ * active leg's backend dies, the requests not yet completed are sent again
+ * on the backup leg the allocator switches to (a device reachable from
+ * both: docs/devpool.md), and fail with -ENOTCONN/-ETIMEDOUT only when no
+ * leg takes them within timeout_ms. opts->link_offset must be 0. Errors
+ * besides those above: -ENODEV no storage device is registered, -ENOSPC no
+ * attachment is free (-EDQUOT: this user's limit), the connection's errors
+ * (-ENOENT, -ECONNREFUSED: no daemon; -ENOTSUP: device pooling is off). */
+int cxlpool_blk_attach(const char *daemon_socket, const char *host, const char *preferred,
+                       const cxlpool_blk_options *opts, cxlpool_blk **out);
 /* Outstanding requests are abandoned: their buffers must not be reused by
  * another handle of the same link (the backend may still write them). */
 void cxlpool_blk_close(cxlpool_blk *blk);

@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // cxlpool/blk.h over lib/devpool's storage frontend: a link file mapped by
-// the application, the frontend queue driven by the caller's submit and poll.
+// the application, or an attachment the pod allocator hands out (DevAttach),
+// the frontend queue driven by the caller's submit and poll.
 #include "cxlpool/blk.h"
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
+#include <string>
 #include <memory>
 #include <vector>
 
 #include "../c_api_support.hpp"
+#include "cxlpool/client/connection.hpp"
 #include "cxlpool/devpool/blk_frontend.hpp"
+#include "cxlpool/devpool/blk_pod_frontend.hpp"
 #include "cxlpool/devpool/link_file.hpp"
 
 #define CXLPOOL_EXPORT __attribute__((visibility("default")))
@@ -20,7 +25,9 @@ using cxlpool::client::record;
 namespace blk = cxlpool::devpool::blk;
 
 struct cxlpool_blk {
-  cxlpool::devpool::LinkFile link;
+  cxlpool::devpool::LinkFile link;            // directly attached
+  std::unique_ptr<cxlpool::client::Connection> daemon;  // attached through the pod: holds the attachment
+  std::uint32_t attachment_id = 0;
   std::unique_ptr<blk::BlkFrontend> frontend;
   std::vector<blk::BlkRequest> requests;
   std::vector<blk::BlkResult> results;
@@ -41,6 +48,7 @@ int finish_open(cxlpool::Result<cxlpool::devpool::LinkFile> link, const cxlpool_
   options.command_timeout = timeout;
   const cxlpool::devpool::LinkFile* file = &handle->link;
   options.backend_alive = [file] { return file->backend_alive(); };
+  options.doorbell = handle->link.view().geometry.completions.coherence == cxlpool::devpool::Coherence::kCoherent;
   auto frontend = blk::make_blk_frontend(handle->link.view(), options);
   if (!frontend) return record(frontend.error());
   handle->frontend = std::move(*frontend);
@@ -49,6 +57,42 @@ int finish_open(cxlpool::Result<cxlpool::devpool::LinkFile> link, const cxlpool_
 }
 
 bool bad_options(const cxlpool_blk_options* opts) { return opts != nullptr && opts->reserved != 0; }
+
+bool bad_name(const char* s, bool may_be_empty) {
+  if (s == nullptr) return !may_be_empty;
+  const std::size_t n = std::strlen(s);
+  return (n == 0 && !may_be_empty) || n > cxlpool::proto::kMaxDeviceNameLength * 2 + 1;
+}
+
+int attach(const char* socket, const char* host, const char* preferred, const cxlpool_blk_options* opts,
+           cxlpool_blk** out) {
+  auto conn = cxlpool::client::Connection::open(socket != nullptr ? socket : "", "cxlpool_blk");
+  if (!conn) return record(conn.error());
+  cxlpool::proto::DevAttach request{.kind = cxlpool::proto::DevKind::kBlk, .host = host};
+  if (preferred != nullptr) {
+    // "name" or "host/name"
+    const std::string p(preferred);
+    const auto slash = p.find('/');
+    request.preferred = slash == std::string::npos ? p : p.substr(slash + 1);
+    request.preferred_host = slash == std::string::npos ? "" : p.substr(0, slash);
+  }
+  auto received = (*conn)->call(request);
+  if (!received) return record(received.error());
+  auto* reply = std::get_if<cxlpool::proto::DevAttachReply>(&received->envelope.message);
+  if (reply == nullptr || received->fds.size() != 1) return record(EPROTO, "not an attach reply with the pod file");
+  auto handle = std::make_unique<cxlpool_blk>();
+  handle->daemon = std::move(*conn);
+  handle->attachment_id = reply->attachment_id;
+  blk::PodBlkOptions options;
+  const std::chrono::milliseconds timeout(opts != nullptr && opts->timeout_ms != 0 ? opts->timeout_ms : kDefaultTimeoutMs);
+  options.command_timeout = timeout;
+  options.failover_timeout = timeout;
+  auto frontend = blk::make_pod_blk_frontend(received->fds[0].get(), reply->line, options);
+  if (!frontend) return record(frontend.error());
+  handle->frontend = std::move(*frontend);
+  *out = handle.release();
+  return 0;
+}
 
 }  // namespace
 
@@ -69,9 +113,25 @@ CXLPOOL_EXPORT int cxlpool_blk_open_fd(int fd, const cxlpool_blk_options* opts, 
   });
 }
 
+CXLPOOL_EXPORT int cxlpool_blk_attach(const char* daemon_socket, const char* host, const char* preferred,
+                                      const cxlpool_blk_options* opts, cxlpool_blk** out) {
+  return guarded([&] {
+    if (out == nullptr || bad_name(host, false) || bad_name(preferred, true) || bad_options(opts) ||
+        (opts != nullptr && opts->link_offset != 0)) {
+      return record(EINVAL, "bad argument");
+    }
+    return attach(daemon_socket, host, preferred, opts, out);
+  });
+}
+
 CXLPOOL_EXPORT void cxlpool_blk_close(cxlpool_blk* blk) {
-  // The frontend goes before the mapping it points into.
+  // The frontend goes before the mapping it points into; the attachment
+  // goes back to the allocator last.
   if (blk != nullptr) blk->frontend.reset();
+  if (blk != nullptr && blk->daemon) {
+    (void)blk->daemon->call(cxlpool::proto::DevDetach{blk->attachment_id});
+    blk->daemon->close();
+  }
   delete blk;
 }
 

@@ -59,11 +59,12 @@ double PodAllocator::score(const Device& device) const {
 }
 
 std::optional<Device> PodAllocator::pick(DeviceKind kind, const std::vector<uint32_t>& exclude,
-                                         const std::string& avoid_host) const {
+                                         const std::string& avoid_host, const std::string& same_device) const {
   std::optional<Device> best;
   std::tuple<bool, double, uint32_t> best_key{};
   for (const Device& d : state_.devices()) {
     if (d.spec.kind != kind || d.health != DeviceHealth::kHealthy || contains(exclude, d.id)) continue;
+    if (kind == DeviceKind::kBlk && !same_device.empty() && d.spec.name != same_device) continue;
     // Another host first (a backup on the primary's host dies with it),
     // then the least loaded, then the one with fewer primaries; ids
     // (registration order) break what ties remain.
@@ -137,7 +138,7 @@ FailoverReport PodAllocator::repair() {
     }
     if (primary.device != kNoDevice && backup.device == kNoDevice) {
       const auto p = state_.device(primary.device);
-      if (auto d = pick(a.kind, {primary.device}, p ? p->spec.host : std::string())) {
+      if (auto d = pick(a.kind, {primary.device}, p ? p->spec.host : std::string(), p ? p->spec.name : std::string())) {
         report.events.push_back({a.id, FailoverAction::kBackupReplaced, kNoDevice, primary.device, d->id});
         backup.device = d->id;
         report.slots_to_format.push_back(backup.slot);
@@ -176,18 +177,19 @@ FailoverReport PodAllocator::fail_device(uint32_t id, bool remove) {
       a.active = static_cast<uint8_t>(leg ^ 1);
       event.to_device = other.device;
       const auto now_primary = state_.device(other.device);
-      if (auto d = pick(a.kind, {id, other.device}, now_primary ? now_primary->spec.host : std::string())) {
+      if (auto d = pick(a.kind, {id, other.device}, now_primary ? now_primary->spec.host : std::string(),
+                        device->spec.name)) {
         lost.device = d->id;
         event.new_backup = d->id;
       }
     } else if (leg == a.active) {
-      auto d = pick(a.kind, {id}, "");
+      auto d = pick(a.kind, {id}, "", device->spec.name);
       event.action = d ? FailoverAction::kReassigned : FailoverAction::kStranded;
       if (d) lost.device = event.to_device = d->id;
     } else {
       event.to_device = other.device;
       const auto primary = state_.device(other.device);
-      auto d = pick(a.kind, {id, other.device}, primary ? primary->spec.host : std::string());
+      auto d = pick(a.kind, {id, other.device}, primary ? primary->spec.host : std::string(), device->spec.name);
       event.action = d ? FailoverAction::kBackupReplaced : FailoverAction::kBackupLost;
       if (d) lost.device = event.new_backup = d->id;
     }
@@ -294,7 +296,7 @@ AttachOutcome PodAllocator::attach(const AttachRequest& request, uint64_t owner,
     out.status = AttachStatus::kNoDevice;
     return out;
   }
-  const auto backup = pick(request.kind, {primary->id}, primary->spec.host);
+  const auto backup = pick(request.kind, {primary->id}, primary->spec.host, primary->spec.name);
   Attachment& a = out.attachment;
   a.id = state_.next_id();
   a.line = *line;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "blk_doorbell.hpp"
 #include "cxlpool/devpool/channel.hpp"
 
 namespace cxlpool::devpool::blk {
@@ -27,6 +28,8 @@ class ServeLoop final : public BlkBackend {
             ChannelConsumer<Lines> requests, ChannelProducer<Lines> completions)
       : BlkBackend(options),
         area_(link.frontend_buffers),
+        completion_channel_(link.completion_channel),
+        completion_geometry_(link.geometry.completions),
         device_(device),
         info_(device_info_of(device, options)),
         requests_(std::move(requests)),
@@ -218,6 +221,7 @@ class ServeLoop final : public BlkBackend {
   // Publishes as many pending completions as the ring takes; the rest wait
   // for the frontend to consume.
   bool post_completions() {
+    const std::uint64_t first = completions_.published();
     std::size_t sent = 0;
     while (sent < pending_.size()) {
       const CompletionBytes record = encode_completion(pending_[sent]);
@@ -225,11 +229,17 @@ class ServeLoop final : public BlkBackend {
       ++sent;
     }
     if (completions_.flush() > 0 || sent > 0) ++stats_.completion_batches;
+    // The frontend may sleep on the first slot this round published.
+    if (options_.doorbell && completions_.published() != first) {
+      ring_doorbell(slot_sequence_word(completion_channel_, completion_geometry_, first));
+    }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(sent));
     return sent > 0;
   }
 
   std::span<std::byte> area_;
+  std::span<std::byte> completion_channel_;
+  ChannelGeometry completion_geometry_;
   hal::BlockDevice& device_;
   DeviceInfo info_;
   ChannelConsumer<Lines> requests_;
@@ -284,6 +294,19 @@ Result<void> BlkBackend::run(const std::atomic<bool>& stop, const std::function<
     sleep = std::min(sleep * 2, options_.max_sleep);
   }
   return {};
+}
+
+void add_stats(BlkBackendStats& total, const BlkBackendStats& s) {
+  total.commands += s.commands;
+  total.reads += s.reads;
+  total.writes += s.writes;
+  total.flushes += s.flushes;
+  total.identifies += s.identifies;
+  total.rejected += s.rejected;
+  total.device_errors += s.device_errors;
+  total.bytes_read += s.bytes_read;
+  total.bytes_written += s.bytes_written;
+  total.completion_batches += s.completion_batches;
 }
 
 DeviceInfo device_info_of(const hal::BlockDevice& device, const BlkBackendOptions& options) {

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "blk_doorbell.hpp"
 #include "cxlpool/devpool/channel.hpp"
 
 namespace cxlpool::devpool::blk {
@@ -13,9 +14,11 @@ namespace {
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint32_t kMaxTags = 1u << 16;  // the low half of a command id is the tag
 constexpr std::uint32_t kDrainBatch = 64;
-constexpr auto kSpin = std::chrono::microseconds(20);
 constexpr auto kYieldWindow = std::chrono::milliseconds(2);
 constexpr auto kMaxNap = std::chrono::microseconds(200);
+// Waits that ran out while the slot became ready (a backend that does not
+// ring) before the frontend stops sleeping on the doorbell.
+constexpr std::uint32_t kMissedRings = 3;
 
 using Clock = std::chrono::steady_clock;
 
@@ -24,7 +27,8 @@ class Queue final : public BlkFrontend {
  public:
   Queue(const LinkView& link, const BlkFrontendOptions& options, ChannelProducer<Lines> requests,
         ChannelConsumer<Lines> completions)
-      : options_(options), requests_(std::move(requests)), completions_(std::move(completions)) {
+      : options_(options), completion_channel_(link.completion_channel), completion_geometry_(link.geometry.completions),
+        requests_(std::move(requests)), completions_(std::move(completions)) {
     init_buffers(link.frontend_buffers);
     const std::uint32_t tags = std::min(link.geometry.requests.slots, kMaxTags);
     entries_.resize(tags);
@@ -106,7 +110,20 @@ class Queue final : public BlkFrontend {
       if (ready_.size() >= min || in_flight() == 0) break;
       const auto now = Clock::now();
       if (now - start >= limit) break;
-      if (now - last_progress_ < kSpin) continue;
+      if (now - last_progress_ < options_.spin) continue;
+      if (doorbell_) {
+        // Sleep until the backend publishes the slot we wait for.
+        const std::uint64_t position = completions_.consumed();
+        std::uint32_t* word = slot_sequence_word(completion_channel_, completion_geometry_, position);
+        const std::uint32_t ready = static_cast<std::uint32_t>(position + 1);
+        const std::uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        if (seen != ready &&
+            wait_doorbell(word, seen, std::min<std::chrono::nanoseconds>(options_.doorbell_wait, limit - (now - start))) &&
+            __atomic_load_n(word, __ATOMIC_ACQUIRE) == ready && ++missed_rings_ >= kMissedRings) {
+          doorbell_ = false;  // the slot came without a ring: this backend polls only
+        }
+        continue;
+      }
       // Answers are due while the backend works: give the CPU away without
       // sleeping (a nap costs a timer's slack per wait), nap only when the
       // backend has been quiet for a while.
@@ -128,6 +145,7 @@ class Queue final : public BlkFrontend {
 
   std::uint32_t in_flight() const override { return static_cast<std::uint32_t>(entries_.size() - free_.size()); }
   std::uint32_t max_in_flight() const override { return static_cast<std::uint32_t>(entries_.size()); }
+  int gone() const override { return dead_; }
 
  private:
   struct Entry {
@@ -196,6 +214,10 @@ class Queue final : public BlkFrontend {
   }
 
   BlkFrontendOptions options_;
+  bool doorbell_ = options_.doorbell;
+  std::uint32_t missed_rings_ = 0;
+  std::span<std::byte> completion_channel_;
+  ChannelGeometry completion_geometry_;
   ChannelProducer<Lines> requests_;
   ChannelConsumer<Lines> completions_;
   std::vector<Entry> entries_;

@@ -36,6 +36,10 @@ struct BlkBackendOptions {
   // where the device refuses (RLIMIT_MEMLOCK), plain buffers are used.
   bool register_buffers = true;
   bool read_only = false;
+  // Wake a frontend sleeping on the completion channel (a futex on the
+  // slot's sequence word, blk_doorbell.hpp) after each batch: one host only
+  // (a coherent link); costs one syscall per batch.
+  bool doorbell = false;
 };
 
 struct BlkBackendStats {
@@ -47,6 +51,9 @@ struct BlkBackendStats {
   std::uint64_t completion_batches = 0;  // flushes of the completion channel that published records
   bool buffers_registered = false;
 };
+
+// Adds `s`'s counters to `total` (a program serving several links).
+void add_stats(BlkBackendStats& total, const BlkBackendStats& s);
 
 class BlkBackend {
  public:

@@ -37,6 +37,14 @@ struct BlkFrontendOptions {
   // every probe_interval); false means the backend is gone.
   std::function<bool()> backend_alive;
   std::chrono::milliseconds probe_interval{50};
+  // Between completions: poll this long, then (doorbell) sleep on the
+  // completion channel until the backend rings, in waits of at most
+  // doorbell_wait, or (no doorbell) yield the CPU, then nap. The doorbell
+  // works only where both sides share one host's memory (a coherent link);
+  // with a backend that does not ring it costs at most one wait.
+  std::chrono::nanoseconds spin = std::chrono::microseconds(2);
+  bool doorbell = false;
+  std::chrono::nanoseconds doorbell_wait = std::chrono::microseconds(500);
 };
 
 struct BlkRequest {
@@ -81,6 +89,9 @@ class BlkFrontend {
 
   virtual std::uint32_t in_flight() const = 0;
   virtual std::uint32_t max_in_flight() const = 0;
+  // 0, or why this frontend gave up on its backend (ENOTCONN, ETIMEDOUT,
+  // EPROTO): the commands it failed with that error never got an answer.
+  virtual int gone() const = 0;
 
  protected:
   BlkFrontend() = default;

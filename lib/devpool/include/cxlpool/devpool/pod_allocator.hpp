@@ -151,9 +151,11 @@ class PodAllocator {
   FailoverReport repair();
   void note_host(const std::string& host, uint64_t now_ns);
   // The best healthy device of `kind` outside `exclude`; with `avoid_host`
-  // set, devices on other hosts first.
+  // set, devices on other hosts first. With `same_device` set, storage
+  // takes only another path to the device of that name (the same SSD
+  // reached from another host): a different SSD holds other data.
   std::optional<Device> pick(DeviceKind kind, const std::vector<uint32_t>& exclude,
-                             const std::string& avoid_host) const;
+                             const std::string& avoid_host, const std::string& same_device = std::string()) const;
   uint32_t primaries_on(uint32_t device) const;
   std::optional<uint32_t> free_line(const std::vector<uint32_t>& used, uint32_t limit) const;
 
