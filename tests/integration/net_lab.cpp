@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -85,6 +86,29 @@ std::string NetLab::add_veth(const std::string& nic_host, const std::string& pee
     return "";
   }
   return nic;
+}
+
+bool NetLab::add_bridge(const std::string& lan_host) {
+  return ip({"-n", lan_host, "link", "add", "br0", "type", "bridge"}) && ip({"-n", lan_host, "link", "set", "br0", "up"});
+}
+
+std::string NetLab::plug(const std::string& nic_host, const std::string& lan_host) {
+  const std::string nic = "vn" + tag_ + "_" + std::to_string(next_port_);
+  const std::string port = "vl" + tag_ + "_" + std::to_string(next_port_++);
+  if (!ip({"link", "add", nic, "netns", nic_host, "type", "veth", "peer", "name", port, "netns", lan_host}) ||
+      !ip({"-n", lan_host, "link", "set", port, "master", "br0", "gso_max_segs", "1", "up"}) ||
+      !ip({"-n", nic_host, "link", "set", nic, "gso_max_segs", "1", "up"})) {
+    return "";
+  }
+  return nic;
+}
+
+void NetLab::kill_engine(pid_t pid) {
+  if (std::find(engines_.begin(), engines_.end(), pid) == engines_.end()) return;
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::erase(engines_, pid);
 }
 
 std::string NetLab::add_link() {
