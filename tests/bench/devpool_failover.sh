@@ -44,7 +44,7 @@ A=cxfA$tag B=cxfB$tag C=cxfC$tag L=cxfL$tag P=cxfP$tag
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   for ns in "$A" "$B" "$C" "$L" "$P"; do ip netns del "$ns" 2>/dev/null || true; done
   bench_cleanup
 }
