@@ -46,42 +46,9 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kPeerIp = "10.67.0.1";
 constexpr const char* kHostBIp = "10.67.0.2";
 
-sockaddr_in address(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  ::inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
-
-bool bind_to(int fd, const char* ip, uint16_t port) {
-  const sockaddr_in a = address(ip, port);
-  return ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
-}
-
 bool connect_to(int fd, const char* ip, uint16_t port) {
   const sockaddr_in a = address(ip, port);
   return ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
-}
-
-void set_timeouts(int fd, int seconds) {
-  const int bytes = 8 << 20;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes));
-  timeval tv{seconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-std::vector<uint8_t> pattern(size_t bytes, uint64_t seed) {
-  std::vector<uint8_t> out(bytes);
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (size_t i = 0; i < bytes; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    out[i] = static_cast<uint8_t>(x);
-  }
-  return out;
 }
 
 // A UDP echo on hostB until stopped.
@@ -188,14 +155,14 @@ class DevPoolNet : public ::testing::Test {
   UniqueFd peer_client(uint16_t port) {
     UniqueFd fd = lab_->socket_in(peer_, AF_INET, SOCK_DGRAM);
     EXPECT_TRUE(fd);
-    set_timeouts(fd.get(), 5);
+    set_timeout(fd.get(), 5);
     EXPECT_TRUE(connect_to(fd.get(), kHostBIp, port));
     return fd;
   }
   std::unique_ptr<Echo> start_echo(uint16_t port) {
     UniqueFd fd = lab_->socket_in(host_b_, AF_INET, SOCK_DGRAM);
     EXPECT_TRUE(fd);
-    set_timeouts(fd.get(), 5);
+    set_timeout(fd.get(), 5);
     EXPECT_TRUE(bind_to(fd.get(), kHostBIp, port));
     return std::make_unique<Echo>(std::move(fd));
   }
@@ -212,7 +179,7 @@ class DevPoolNet : public ::testing::Test {
     std::thread receiver([&] {
       UniqueFd conn(::accept(listener.get(), nullptr, nullptr));
       if (!conn) return;
-      set_timeouts(conn.get(), 20);
+      set_timeout(conn.get(), 20);
       std::vector<uint8_t> buf(1 << 16);
       for (;;) {
         const ssize_t n = ::recv(conn.get(), buf.data(), buf.size(), 0);
@@ -222,7 +189,7 @@ class DevPoolNet : public ::testing::Test {
     });
     UniqueFd client = lab_->socket_in(host_b_, AF_INET, SOCK_STREAM);
     ASSERT_TRUE(client);
-    set_timeouts(client.get(), 20);
+    set_timeout(client.get(), 20);
     ASSERT_TRUE(connect_to(client.get(), kPeerIp, 5201)) << std::strerror(errno);
     size_t sent = 0;
     bool done_event = false;

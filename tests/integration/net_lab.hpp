@@ -7,7 +7,10 @@
 // when a test fails halfway.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/types.h>
+
+#include <cstdint>
 
 #include <string>
 #include <vector>
@@ -15,6 +18,14 @@
 #include "cxlpool/common/unique_fd.hpp"
 
 namespace cxlpool::integration {
+
+// An IPv4 socket address.
+sockaddr_in address(const char* ip, uint16_t port);
+// Deterministic content, different for every (seed, position).
+std::vector<uint8_t> pattern(size_t bytes, uint64_t seed);
+// Send/receive timeouts, and a receive buffer big enough for bursts.
+void set_timeout(int fd, int seconds);
+bool bind_to(int fd, const char* ip, uint16_t port);
 
 // Why these tests cannot run here (not root, no /dev/net/tun, no `ip`),
 // or "" when they can.

@@ -257,16 +257,6 @@ Result<BackendCounters> serve(std::vector<MappedLink>& links, hal::NetPort& port
   return backend.run(timing, source);
 }
 
-Result<void> check_net_geometry(const devpool::LinkGeometry& g, devpool::Coherence coherence) {
-  if (g.requests.record_bytes != kDescriptorBytes || g.completions.record_bytes != kDescriptorBytes) {
-    return fail(EPROTO, "net: a link's channels do not carry 16-byte descriptors");
-  }
-  if (g.requests.coherence != coherence || g.completions.coherence != coherence) {
-    return fail(EPROTO, "net backend: links and channels of mixed coherence");
-  }
-  return {};
-}
-
 // Checks what a link source hands over before the loop attaches to it.
 class CheckedSource : public BackendLinkSource {
  public:

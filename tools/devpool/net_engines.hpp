@@ -44,6 +44,10 @@ struct BackendCounters {
   uint64_t rx_truncated = 0;
 };
 
+// EPROTO unless both channels of a link carry 16-byte net descriptors and
+// have `coherence`.
+Result<void> check_net_geometry(const devpool::LinkGeometry& g, devpool::Coherence coherence);
+
 // Links that come and go while a backend runs (the pod table's): the loop
 // calls poll() between passes; it decides itself when to look (a clock, a
 // version number), fills `change` and returns true when the set changed.

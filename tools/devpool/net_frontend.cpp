@@ -18,16 +18,6 @@ namespace {
 constexpr size_t kMaxBacklog = 256;
 constexpr size_t kGratuitousArpBytes = 60;  // the Ethernet minimum, padded
 
-Result<void> check_net_geometry(const devpool::LinkGeometry& g, devpool::Coherence coherence) {
-  if (g.requests.record_bytes != kDescriptorBytes || g.completions.record_bytes != kDescriptorBytes) {
-    return fail(EPROTO, "net: the link's channels do not carry 16-byte descriptors");
-  }
-  if (g.requests.coherence != coherence || g.completions.coherence != coherence) {
-    return fail(EPROTO, "net: channels of mixed coherence");
-  }
-  return {};
-}
-
 // One link of the frontend: its side of both channels and its TX buffers.
 template <class Lines>
 struct Leg {
