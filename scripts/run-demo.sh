@@ -30,6 +30,8 @@ echo; echo "== cxlpool-infer --short (a small decoder through libcxlpool vs plai
 "$B/tools/infer/cxlpool-infer" --short
 echo; echo "== cxlpoolctl kv status"; "$B/tools/ctl/cxlpoolctl" kv status
 echo; echo "== cxlpoolctl tiering status"; "$B/tools/ctl/cxlpoolctl" tiering status
+echo; echo "== device pooling: UDP through another namespace's NIC, assigned by the daemon's pod"
+scripts/demo-devpool.sh "$B" "$socket"
 echo; echo "== cxlpoolctl status"; "$B/tools/ctl/cxlpoolctl" status
 echo; echo "== stopping cxlpoold (SIGTERM)"
 kill -TERM $daemon

@@ -7,8 +7,17 @@
 //   net_bench udp-rtt  IP PORT COUNT SIZE      ping-pong; prints p50/p99/mean µs
 //   net_bench udp-sink IP PORT                 count datagrams until 1 s of silence; prints Mbit/s
 //   net_bench udp-send IP PORT SECONDS SIZE    send as fast as the socket takes
-//   net_bench tcp-sink IP PORT                 accept one connection, read to EOF; prints Mbit/s
+//   net_bench tcp-sink IP PORT                 accept one connection, read to EOF; prints Mbit/s and
+//                                              the longest time without data (max_gap_ms)
 //   net_bench tcp-send IP PORT SECONDS         write as fast as TCP takes
+//   net_bench udp-stream IP PORT SECONDS RATE [EVENT_S]
+//                                              send RATE numbered datagrams/s to a udp-echo, take the
+//                                              echoes; prints sent, received and the longest time
+//                                              without an echo (max_gap_ms): the failover gap; gaps
+//                                              that start in the first 0.5 s (ARP, warm-up) do not count;
+//                                              with EVENT_S, also the longest gap ending within 1 s after
+//                                              EVENT_S seconds (event_gap_ms: the failover's own gap,
+//                                              apart from scheduling noise elsewhere in the run)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -139,14 +148,22 @@ int tcp_sink(const sockaddr_in& at) {
   std::vector<char> buf(1 << 20);
   uint64_t bytes = 0;
   const auto start = Clock::now();
+  auto last = start;
+  double max_gap = 0, max_gap_at = 0;
   for (;;) {
     const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
     if (n <= 0) break;
+    const auto now = Clock::now();
+    if (bytes > 0 && std::chrono::duration<double>(now - last).count() > max_gap) {
+      max_gap = std::chrono::duration<double>(now - last).count();
+      max_gap_at = std::chrono::duration<double>(last - start).count();
+    }
+    last = now;
     bytes += static_cast<uint64_t>(n);
   }
   const double s = seconds_since(start);
-  std::printf("{\"bytes\": %llu, \"seconds\": %.2f, \"mbit_s\": %.1f}\n", static_cast<unsigned long long>(bytes), s,
-              bytes * 8 / s / 1e6);
+  std::printf("{\"bytes\": %llu, \"seconds\": %.2f, \"mbit_s\": %.1f, \"max_gap_ms\": %.1f, \"gap_at_s\": %.2f}\n",
+              static_cast<unsigned long long>(bytes), s, bytes * 8 / s / 1e6, max_gap * 1e3, max_gap_at);
   return 0;
 }
 
@@ -162,11 +179,54 @@ int tcp_send(const sockaddr_in& to, double seconds) {
   return 0;
 }
 
+int udp_stream(const sockaddr_in& to, double seconds, double rate, double event) {
+  const int fd = open_socket(SOCK_DGRAM);
+  must(::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof(to)) == 0, "connect");
+  char out[64] = {}, in[2048];
+  uint64_t sent = 0, received = 0;
+  const auto start = Clock::now();
+  const auto period = std::chrono::duration<double>(1.0 / rate);
+  auto last = start;
+  double max_gap = 0, max_gap_at = 0, event_gap = 0;
+  // Echoes that come in after the last send: a second's grace.
+  while (seconds_since(start) < seconds + 1.0) {
+    const auto due = start + std::chrono::duration_cast<Clock::duration>(period * static_cast<double>(sent));
+    if (seconds_since(start) < seconds && Clock::now() >= due) {
+      std::memcpy(out, &sent, sizeof(sent));
+      if (::send(fd, out, sizeof(out), 0) > 0) ++sent;
+      continue;
+    }
+    pollfd p{fd, POLLIN, 0};
+    const timespec wait{0, 20'000};
+    if (::ppoll(&p, 1, &wait, nullptr) != 1) continue;
+    while (::recv(fd, in, sizeof(in), MSG_DONTWAIT) > 0) {
+      const auto now = Clock::now();
+      if (received > 0 && std::chrono::duration<double>(last - start).count() >= 0.5) {
+        const double gap = std::chrono::duration<double>(now - last).count();
+        const double ended = std::chrono::duration<double>(now - start).count();
+        if (event >= 0 && ended >= event && ended <= event + 1.0) event_gap = std::max(event_gap, gap);
+        if (gap > max_gap) {
+          max_gap = gap;
+          max_gap_at = std::chrono::duration<double>(last - start).count();
+        }
+      }
+      last = now;
+      ++received;
+    }
+  }
+  std::printf("{\"sent\": %llu, \"received\": %llu, \"lost\": %lld, \"max_gap_ms\": %.1f, \"gap_at_s\": %.2f",
+              static_cast<unsigned long long>(sent), static_cast<unsigned long long>(received),
+              static_cast<long long>(sent - received), max_gap * 1e3, max_gap_at);
+  if (event >= 0) std::printf(", \"event_gap_ms\": %.1f", event_gap * 1e3);
+  std::printf("}\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: net_bench udp-echo|udp-rtt|udp-sink|udp-send|tcp-sink|tcp-send IP PORT ...\n");
+    std::fprintf(stderr, "usage: net_bench udp-echo|udp-rtt|udp-sink|udp-send|tcp-sink|tcp-send|udp-stream IP PORT ...\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -177,6 +237,9 @@ int main(int argc, char** argv) {
   if (mode == "udp-send" && argc == 6) return udp_send(a, std::atof(argv[4]), static_cast<size_t>(std::atoi(argv[5])));
   if (mode == "tcp-sink") return tcp_sink(a);
   if (mode == "tcp-send" && argc == 5) return tcp_send(a, std::atof(argv[4]));
+  if (mode == "udp-stream" && (argc == 6 || argc == 7)) {
+    return udp_stream(a, std::atof(argv[4]), std::atof(argv[5]), argc == 7 ? std::atof(argv[6]) : -1.0);
+  }
   std::fprintf(stderr, "net_bench: bad arguments for %s\n", mode.c_str());
   return 2;
 }

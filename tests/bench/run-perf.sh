@@ -20,7 +20,10 @@
 #   9. UDP/TCP through a pooled NIC vs a direct veth
 #      (tests/bench/net_bench.sh; skipped without root).
 #  10. the storage engine vs direct io_uring on the same file
-#      (tests/bench/run-devpool-blk.sh).
+#      (tests/bench/run-devpool-blk.sh);
+#  11. failover of a pooled NIC: the UDP gap and TCP stall when the primary
+#      backend is killed (tests/bench/devpool_failover.sh: lease_ms 1000,
+#      telemetry_ms 100; skipped without root).
 # Parts that need a missing tool (fio, redis) print "skipped" and go on.
 #   tests/bench/run-perf.sh [BUILD_DIR]
 set -euo pipefail
@@ -63,5 +66,7 @@ ninja -C "$build" tests/bench/channel_bench >/dev/null
 run_part "device channel (16-byte messages, one thread per side)" "$build/tests/bench/channel_bench"
 ninja -C "$build" tools/devpool/cxlpool-devpool tests/bench/net_bench >/dev/null
 run_part "network engine: pooled NIC vs direct veth" tests/bench/net_bench.sh "$build" 5 20000
+ninja -C "$build" daemon/cxlpoold tools/ctl/cxlpoolctl >/dev/null
+run_part "network engine failover (kill -9 of the primary backend)" tests/bench/devpool_failover.sh "$build"
 ninja -C "$build" tools/io/cxlpool-io tools/devpool/blk/cxlpool-devpool-blk >/dev/null
 run_part "storage engine vs direct io_uring" tests/bench/run-devpool-blk.sh "$build"

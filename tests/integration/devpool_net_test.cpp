@@ -33,41 +33,6 @@ namespace {
 
 constexpr const char* kPeerIp = "10.88.0.1";
 
-sockaddr_in address(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  ::inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
-
-// Deterministic content, different for every (seed, position).
-std::vector<uint8_t> pattern(size_t bytes, uint64_t seed) {
-  std::vector<uint8_t> out(bytes);
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (size_t i = 0; i < bytes; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    out[i] = static_cast<uint8_t>(x);
-  }
-  return out;
-}
-
-void set_timeout(int fd, int seconds) {
-  // Bursts of datagrams must not overflow the default receive buffer.
-  const int bytes = 8 << 20;
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes));
-  timeval tv{seconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-bool bind_to(int fd, const char* ip, uint16_t port) {
-  const sockaddr_in a = address(ip, port);
-  return ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
-}
-
 class NetEngine : public ::testing::Test {
  protected:
   void SetUp() override {

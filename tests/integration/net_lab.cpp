@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net_lab.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -21,6 +23,41 @@ namespace {
 constexpr const char* kIp = "/usr/sbin/ip";
 
 }  // namespace
+
+sockaddr_in address(const char* ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
+// Deterministic content, different for every (seed, position).
+std::vector<uint8_t> pattern(size_t bytes, uint64_t seed) {
+  std::vector<uint8_t> out(bytes);
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (size_t i = 0; i < bytes; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    out[i] = static_cast<uint8_t>(x);
+  }
+  return out;
+}
+
+void set_timeout(int fd, int seconds) {
+  // Bursts of datagrams must not overflow the default receive buffer.
+  const int bytes = 8 << 20;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof(bytes));
+  timeval tv{seconds, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+bool bind_to(int fd, const char* ip, uint16_t port) {
+  const sockaddr_in a = address(ip, port);
+  return ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
+}
 
 std::string net_lab_unavailable() {
   if (::geteuid() != 0) return "needs root (network namespaces, TAP and veth devices)";
@@ -85,6 +122,29 @@ std::string NetLab::add_veth(const std::string& nic_host, const std::string& pee
     return "";
   }
   return nic;
+}
+
+bool NetLab::add_bridge(const std::string& lan_host) {
+  return ip({"-n", lan_host, "link", "add", "br0", "type", "bridge"}) && ip({"-n", lan_host, "link", "set", "br0", "up"});
+}
+
+std::string NetLab::plug(const std::string& nic_host, const std::string& lan_host) {
+  const std::string nic = "vn" + tag_ + "_" + std::to_string(next_port_);
+  const std::string port = "vl" + tag_ + "_" + std::to_string(next_port_++);
+  if (!ip({"link", "add", nic, "netns", nic_host, "type", "veth", "peer", "name", port, "netns", lan_host}) ||
+      !ip({"-n", lan_host, "link", "set", port, "master", "br0", "gso_max_segs", "1", "up"}) ||
+      !ip({"-n", nic_host, "link", "set", nic, "gso_max_segs", "1", "up"})) {
+    return "";
+  }
+  return nic;
+}
+
+void NetLab::kill_engine(pid_t pid) {
+  if (std::find(engines_.begin(), engines_.end(), pid) == engines_.end()) return;
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::erase(engines_, pid);
 }
 
 std::string NetLab::add_link() {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine_support.hpp"
 
+#include "net_engines.hpp"
+
 #include <sched.h>
 #include <signal.h>
 #include <time.h>
@@ -19,6 +21,16 @@ void IdleBackoff::idle(std::span<pollfd> fds) {
   const timespec ts{0, static_cast<long>(std::chrono::nanoseconds(sleep_).count())};
   ::ppoll(fds.data(), fds.size(), &ts, nullptr);
   sleep_ = std::min(sleep_ * 2, timing_.max_sleep);
+}
+
+Result<void> check_net_geometry(const devpool::LinkGeometry& g, devpool::Coherence coherence) {
+  if (g.requests.record_bytes != kDescriptorBytes || g.completions.record_bytes != kDescriptorBytes) {
+    return fail(EPROTO, "net: a link's channels do not carry 16-byte descriptors");
+  }
+  if (g.requests.coherence != coherence || g.completions.coherence != coherence) {
+    return fail(EPROTO, "net: links and channels of mixed coherence");
+  }
+  return {};
 }
 
 std::atomic<bool>& stop_requested() {

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// cxlpool-devpool: the device pooling engines, directly attached (one link
-// per file, named by both sides).
+// cxlpool-devpool: the device pooling engines, through the pod allocator
+// (the daemon's devpool service hands out links in its pod file) or
+// directly attached (one link per file, named by both sides).
+//
+//   cxlpool-devpool backend  --socket S --host H --nic IF [--netport packet|auto]
+//   cxlpool-devpool frontend --socket S --host H --tap NAME --mac MAC [--prefer IF --prefer-host H] [--mtu 1500]
 //
 //   cxlpool-devpool format   --link-file F [--non-coherent]
 //   cxlpool-devpool backend  --link-file F [--link-file F2 ...] --nic IF [--netport packet|auto]
@@ -20,6 +24,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +32,7 @@
 #include "cxlpool/hal/backend_registry.hpp"
 #include "link_file.hpp"
 #include "net_engines.hpp"
+#include "pod_links.hpp"
 #include "tap_device.hpp"
 
 namespace {
@@ -92,8 +98,39 @@ Result<void> signal_ready(const std::string& path) {
   return {};
 }
 
-int run_backend(const CommonArgs& common, const std::vector<std::string>& link_files, const std::string& nic,
-                const std::string& netport, bool promiscuous) {
+// Where an engine's links come from: link files, or the pod daemon.
+struct PodArgs {
+  std::string socket;
+  std::string host;
+  std::string prefer, prefer_host;  // frontend: the device to ask for
+
+  bool pooled() const { return !socket.empty(); }
+};
+
+void print_backend_counters(const BackendCounters& c) {
+  std::fprintf(stderr,
+               "cxlpool-devpool: backend stopped: tx %llu rx %llu copied %llu unknown-destination %llu "
+               "no-buffer %llu truncated %llu\n",
+               static_cast<unsigned long long>(c.tx_frames), static_cast<unsigned long long>(c.rx_frames),
+               static_cast<unsigned long long>(c.rx_copied), static_cast<unsigned long long>(c.rx_unknown),
+               static_cast<unsigned long long>(c.rx_no_buffer), static_cast<unsigned long long>(c.rx_truncated));
+}
+
+int run_pod_backend(const CommonArgs& common, const PodArgs& pod, const std::string& nic, hal::NetPort& port) {
+  auto links = PodBackendLinks::register_nic({pod.socket, pod.host, nic}, port);
+  if (!links) return failure("pod " + pod.socket, links.error());
+  if (auto ok = signal_ready(common.ready_file); !ok) return failure("backend", ok.error());
+  auto counters = run_net_backend((*links)->coherence(), port, common.timing(), **links);
+  if (!counters) return failure("backend", counters.error());
+  print_backend_counters(*counters);
+  return kExitOk;
+}
+
+int run_backend(const CommonArgs& common, const PodArgs& pod, const std::vector<std::string>& link_files,
+                const std::string& nic, const std::string& netport, bool promiscuous) {
+  if (pod.pooled() == !link_files.empty()) {
+    return failure("backend", Error{EINVAL, "give either --socket (the pod) or --link-file"});
+  }
   if (auto ok = prepare(common); !ok) return failure("backend", ok.error());
   std::vector<MappedLink> links;
   for (const std::string& path : link_files) {
@@ -106,23 +143,22 @@ int run_backend(const CommonArgs& common, const std::vector<std::string>& link_f
   hal::BackendSkips skipped;
   auto port = hal::open_net_port(netport, nic, options, &skipped);
   if (!port) return failure("NIC " + nic, port.error());
-  std::fprintf(stderr, "cxlpool-devpool: backend on %s (NetPort %s, MAC %s, MTU %u) serving %zu link(s)\n", nic.c_str(),
-               (*port)->backend_name(), hal::format_mac((*port)->mac()).c_str(), (*port)->mtu(), links.size());
+  std::fprintf(stderr, "cxlpool-devpool: backend on %s (NetPort %s, MAC %s, MTU %u) serving %s\n", nic.c_str(),
+               (*port)->backend_name(), hal::format_mac((*port)->mac()).c_str(), (*port)->mtu(),
+               pod.pooled() ? "the pod's links" : (std::to_string(links.size()) + " link(s)").c_str());
+  if (pod.pooled()) return run_pod_backend(common, pod, nic, **port);
   if (auto ok = signal_ready(common.ready_file); !ok) return failure("backend", ok.error());
   auto counters = run_net_backend(links, **port, common.timing());
   if (!counters) return failure("backend", counters.error());
-  std::fprintf(
-      stderr,
-      "cxlpool-devpool: backend stopped: tx %llu rx %llu copied %llu unknown-destination %llu "
-      "no-buffer %llu truncated %llu\n",
-      static_cast<unsigned long long>(counters->tx_frames), static_cast<unsigned long long>(counters->rx_frames),
-      static_cast<unsigned long long>(counters->rx_copied), static_cast<unsigned long long>(counters->rx_unknown),
-      static_cast<unsigned long long>(counters->rx_no_buffer), static_cast<unsigned long long>(counters->rx_truncated));
+  print_backend_counters(*counters);
   return kExitOk;
 }
 
-int run_frontend(const CommonArgs& common, const std::string& link_file, const std::string& tap_name,
-                 const std::string& mac_text, unsigned mtu) {
+int run_frontend(const CommonArgs& common, const PodArgs& pod, const std::string& link_file,
+                 const std::string& tap_name, const std::string& mac_text, unsigned mtu) {
+  if (pod.pooled() == !link_file.empty()) {
+    return failure("frontend", Error{EINVAL, "give either --socket (the pod) or --link-file"});
+  }
   auto mac = hal::parse_mac(mac_text);
   if (!mac) return failure("--mac", mac.error());
   if (mac->is_multicast() || mac->is_zero()) {
@@ -133,17 +169,28 @@ int run_frontend(const CommonArgs& common, const std::string& link_file, const s
     return failure("--mtu", Error{EINVAL, "must be 68.." + std::to_string(devpool::net::kNetBufferBytes - 18)});
   }
   if (auto ok = prepare(common); !ok) return failure("frontend", ok.error());
-  auto link = open_link_file(link_file, common.geometry());
-  if (!link) return failure("link", link.error());
+  std::unique_ptr<PodFrontendLegs> legs;
+  MappedLink link;
+  if (pod.pooled()) {
+    auto attached = PodFrontendLegs::attach({pod.socket, pod.host, pod.prefer, pod.prefer_host});
+    if (!attached) return failure("pod " + pod.socket, attached.error());
+    legs = std::move(*attached);
+  } else {
+    auto opened = open_link_file(link_file, common.geometry());
+    if (!opened) return failure("link", opened.error());
+    link = std::move(*opened);
+  }
   auto tap = TapDevice::create(tap_name, *mac, mtu);
   if (!tap) return failure("TAP " + tap_name, tap.error());
   if (auto ok = signal_ready(common.ready_file); !ok) return failure("frontend", ok.error());
-  auto counters = run_net_frontend(*link, *tap, *mac, common.timing());
+  auto counters = legs ? run_net_frontend(legs->coherence(), *legs, *tap, *mac, common.timing())
+                       : run_net_frontend(link, *tap, *mac, common.timing());
   if (!counters) return failure("frontend", counters.error());
-  std::fprintf(stderr, "cxlpool-devpool: frontend stopped: tx %llu rx %llu tap-errors %llu\n",
+  std::fprintf(stderr, "cxlpool-devpool: frontend stopped: tx %llu rx %llu tap-errors %llu switches %llu\n",
                static_cast<unsigned long long>(counters->tx_frames),
                static_cast<unsigned long long>(counters->rx_frames),
-               static_cast<unsigned long long>(counters->rx_tap_errors));
+               static_cast<unsigned long long>(counters->rx_tap_errors),
+               static_cast<unsigned long long>(counters->switches));
   return kExitOk;
 }
 
@@ -160,21 +207,29 @@ int main(int argc, char** argv) {
   format->add_flag("--non-coherent", format_args.non_coherent, "channels for non-coherent shared memory");
 
   CommonArgs backend_args;
+  PodArgs backend_pod;
   std::vector<std::string> backend_links;
   std::string nic, netport = "auto";
   bool promiscuous = false;
   auto* backend = app.add_subcommand("backend", "serve links through the NIC");
-  backend->add_option("--link-file", backend_links, "a link to serve (repeat for several frontends)")->required();
+  backend->add_option("--link-file", backend_links, "a link to serve (repeat for several frontends)");
+  backend->add_option("--socket", backend_pod.socket, "the pod daemon's control socket: register the NIC there");
+  backend->add_option("--host", backend_pod.host, "this host's name in the pod (with --socket)");
   backend->add_option("--nic", nic, "the network interface to drive")->required();
   backend->add_option("--netport", netport, "NetPort backend: packet, or auto (the best available)");
   backend->add_flag("--promiscuous", promiscuous, "receive every frame on the NIC (default: announced MACs)");
   backend_args.add_to(backend);
 
   CommonArgs frontend_args;
+  PodArgs frontend_pod;
   std::string frontend_link, tap, mac;
   unsigned mtu = 1500;
   auto* frontend = app.add_subcommand("frontend", "give this host a TAP interface over a link");
-  frontend->add_option("--link-file", frontend_link, "the link to the backend")->required();
+  frontend->add_option("--link-file", frontend_link, "the link to the backend");
+  frontend->add_option("--socket", frontend_pod.socket, "the pod daemon's control socket: attach there");
+  frontend->add_option("--host", frontend_pod.host, "this host's name in the pod (with --socket)");
+  frontend->add_option("--prefer", frontend_pod.prefer, "the NIC to ask the pod for (default: the least loaded)");
+  frontend->add_option("--prefer-host", frontend_pod.prefer_host, "the host of --prefer");
   frontend->add_option("--tap", tap, "name of the TAP interface to create")->required();
   frontend->add_option("--mac", mac, "the TAP's MAC address")->required();
   frontend->add_option("--mtu", mtu, "the TAP's MTU");
@@ -191,6 +246,12 @@ int main(int argc, char** argv) {
     if (!ok) return failure("format", ok.error());
     return kExitOk;
   }
-  if (backend->parsed()) return run_backend(backend_args, backend_links, nic, netport, promiscuous);
-  return run_frontend(frontend_args, frontend_link, tap, mac, mtu);
+  for (const PodArgs* pod : {&backend_pod, &frontend_pod}) {
+    if (pod->pooled() && pod->host.empty()) {
+      std::fprintf(stderr, "cxlpool-devpool: --socket needs --host (this host's name in the pod)\n");
+      return kExitUsage;
+    }
+  }
+  if (backend->parsed()) return run_backend(backend_args, backend_pod, backend_links, nic, netport, promiscuous);
+  return run_frontend(frontend_args, frontend_pod, frontend_link, tap, mac, mtu);
 }

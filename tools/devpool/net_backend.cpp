@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -18,13 +19,16 @@ constexpr size_t kMaxRxBacklog = 512;
 
 template <class Lines>
 struct ServedLink {
-  ServedLink(MappedLink& link, devpool::ChannelConsumer<Lines> consumer, devpool::ChannelProducer<Lines> producer)
-      : requests(std::move(consumer)),
+  ServedLink(uint64_t key_, const devpool::LinkView& link, devpool::ChannelConsumer<Lines> consumer,
+             devpool::ChannelProducer<Lines> producer)
+      : key(key_),
+        requests(std::move(consumer)),
         completions(std::move(producer)),
-        frontend_area(link.view.frontend_buffers),
-        backend_area(link.view.backend_buffers),
+        frontend_area(link.frontend_buffers),
+        backend_area(link.backend_buffers),
         rx_pool(backend_area.size()) {}
 
+  uint64_t key;  // the caller's name for the link (its pod slot, or its place on the command line)
   devpool::ChannelConsumer<Lines> requests;
   Outbox<Lines> completions;
   std::span<std::byte> frontend_area;
@@ -33,27 +37,49 @@ struct ServedLink {
   // Frames taken from the request channel that the port has not sent yet
   // (it was busy); they go before any new ones.
   std::vector<Descriptor> tx_waiting;
+  // What its frontend announced: steering is rebuilt from these when a
+  // link goes away.
+  std::vector<uint64_t> macs;
 };
 
 template <class Lines>
 class Backend {
  public:
-  Backend(hal::NetPort& port, size_t links) : port_(port), steering_(links) {}
+  explicit Backend(hal::NetPort& port) : port_(port), steering_(0) {}
 
-  Result<void> attach(std::vector<MappedLink>& links) {
-    for (MappedLink& link : links) {
-      auto consumer = devpool::ChannelConsumer<Lines>::attach(link.view.request_channel);
-      if (!consumer) return tl::unexpected(consumer.error());
-      auto producer = devpool::ChannelProducer<Lines>::attach(link.view.completion_channel);
-      if (!producer) return tl::unexpected(producer.error());
-      links_.push_back(std::make_unique<ServedLink<Lines>>(link, std::move(*consumer), std::move(*producer)));
-    }
+  // Serves a freshly formatted link from now on.
+  Result<void> add(uint64_t key, const devpool::LinkView& link) {
+    auto consumer = devpool::ChannelConsumer<Lines>::attach(link.request_channel);
+    if (!consumer) return tl::unexpected(consumer.error());
+    auto producer = devpool::ChannelProducer<Lines>::attach(link.completion_channel);
+    if (!producer) return tl::unexpected(producer.error());
+    links_.push_back(std::make_unique<ServedLink<Lines>>(key, link, std::move(*consumer), std::move(*producer)));
+    rebuild_steering();
     return {};
   }
 
-  Result<BackendCounters> run(const EngineTiming& timing) {
+  // Stops serving a link (its attachment moved or ended): frames still in
+  // it are dropped, its frontend's addresses are no longer steered here.
+  void remove(uint64_t key) {
+    std::erase_if(links_, [key](const auto& link) { return link->key == key; });
+    rebuild_steering();
+  }
+
+  Result<BackendCounters> run(const EngineTiming& timing, BackendLinkSource* source) {
     IdleBackoff backoff(timing);
+    LinkChange change;
     while (!stop_requested().load(std::memory_order_relaxed)) {
+      if (source != nullptr) {
+        change.added.clear();
+        change.removed.clear();
+        auto changed = source->poll(counters_, change);
+        if (!changed) return tl::unexpected(changed.error());
+        for (uint64_t key : change.removed) remove(key);
+        for (const auto& [key, view] : change.added) {
+          auto added = add(key, view);
+          if (!added) return tl::unexpected(added.error());
+        }
+      }
       bool work = false;
       for (size_t i = 0; i < links_.size(); ++i) {
         auto did = serve_requests(i);
@@ -95,6 +121,9 @@ class Backend {
           }
           case DescriptorKind::kAnnounce: {
             steering_.announce(index, d->cookie);
+            if (std::find(link.macs.begin(), link.macs.end(), d->cookie) == link.macs.end()) {
+              link.macs.push_back(d->cookie);
+            }
             auto added = port_.add_address(hal::MacAddress::from_u64(d->cookie));
             if (!added && added.error().code != ENOTSUP) return tl::unexpected(added.error());
             break;
@@ -113,7 +142,10 @@ class Backend {
     }
     auto sent = port_.send(std::span(frames.data(), link.tx_waiting.size()));
     if (!sent) return tl::unexpected(sent.error());
-    for (size_t i = 0; i < *sent; ++i) link.completions.send(Descriptor::credit(link.tx_waiting[i].offset));
+    for (size_t i = 0; i < *sent; ++i) {
+      link.completions.send(Descriptor::credit(link.tx_waiting[i].offset));
+      counters_.tx_bytes += link.tx_waiting[i].length;
+    }
     counters_.tx_frames += *sent;
     link.tx_waiting.erase(link.tx_waiting.begin(), link.tx_waiting.begin() + static_cast<ptrdiff_t>(*sent));
     return work || *sent > 0;
@@ -159,8 +191,16 @@ class Backend {
     return *got > 0;
   }
 
+  void rebuild_steering() {
+    steering_ = devpool::net::MacSteering(links_.size());
+    for (size_t i = 0; i < links_.size(); ++i) {
+      for (uint64_t mac : links_[i]->macs) steering_.announce(i, mac);
+    }
+  }
+
   void steer(ServedLink<Lines>& land, uint32_t offset, uint32_t length) {
     ++counters_.rx_frames;
+    counters_.rx_bytes += length;
     const std::byte* frame = land.backend_area.data() + offset;
     const uint64_t destination = devpool::net::destination_mac(std::span(frame, length));
     bool landed_used = false;
@@ -207,12 +247,33 @@ class Backend {
 };
 
 template <class Lines>
-Result<BackendCounters> serve(std::vector<MappedLink>& links, hal::NetPort& port, const EngineTiming& timing) {
-  Backend<Lines> backend(port, links.size());
-  auto attached = backend.attach(links);
-  if (!attached) return tl::unexpected(attached.error());
-  return backend.run(timing);
+Result<BackendCounters> serve(std::vector<MappedLink>& links, hal::NetPort& port, const EngineTiming& timing,
+                              BackendLinkSource* source) {
+  Backend<Lines> backend(port);
+  for (size_t i = 0; i < links.size(); ++i) {
+    auto added = backend.add(i, links[i].view);
+    if (!added) return tl::unexpected(added.error());
+  }
+  return backend.run(timing, source);
 }
+
+// Checks what a link source hands over before the loop attaches to it.
+class CheckedSource : public BackendLinkSource {
+ public:
+  CheckedSource(BackendLinkSource& inner, devpool::Coherence coherence) : inner_(inner), coherence_(coherence) {}
+  Result<bool> poll(const BackendCounters& counters, LinkChange& change) override {
+    auto changed = inner_.poll(counters, change);
+    if (!changed || !*changed) return changed;
+    for (const auto& added : change.added) {
+      if (auto ok = check_net_geometry(added.second.geometry, coherence_); !ok) return tl::unexpected(ok.error());
+    }
+    return true;
+  }
+
+ private:
+  BackendLinkSource& inner_;
+  devpool::Coherence coherence_;
+};
 
 }  // namespace
 
@@ -221,16 +282,22 @@ Result<BackendCounters> run_net_backend(std::vector<MappedLink>& links, hal::Net
   if (links.empty()) return fail(EINVAL, "net backend: no link to serve");
   const devpool::Coherence coherence = links.front().view.geometry.requests.coherence;
   for (const MappedLink& link : links) {
-    const auto& g = link.view.geometry;
-    if (g.requests.record_bytes != kDescriptorBytes || g.completions.record_bytes != kDescriptorBytes) {
-      return fail(EPROTO, "net: a link's channels do not carry 16-byte descriptors");
-    }
-    if (g.requests.coherence != coherence || g.completions.coherence != coherence) {
-      return fail(EPROTO, "net backend: links and channels of mixed coherence");
-    }
+    if (auto ok = check_net_geometry(link.view.geometry, coherence); !ok) return tl::unexpected(ok.error());
   }
-  if (coherence == devpool::Coherence::kNonCoherent) return serve<devpool::NonCoherentLines>(links, port, timing);
-  return serve<devpool::CoherentLines>(links, port, timing);
+  if (coherence == devpool::Coherence::kNonCoherent) {
+    return serve<devpool::NonCoherentLines>(links, port, timing, nullptr);
+  }
+  return serve<devpool::CoherentLines>(links, port, timing, nullptr);
+}
+
+Result<BackendCounters> run_net_backend(devpool::Coherence coherence, hal::NetPort& port, const EngineTiming& timing,
+                                        BackendLinkSource& source) {
+  std::vector<MappedLink> none;
+  CheckedSource checked(source, coherence);
+  if (coherence == devpool::Coherence::kNonCoherent) {
+    return serve<devpool::NonCoherentLines>(none, port, timing, &checked);
+  }
+  return serve<devpool::CoherentLines>(none, port, timing, &checked);
 }
 
 }  // namespace cxlpool::devpool_tool

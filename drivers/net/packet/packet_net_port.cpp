@@ -74,6 +74,9 @@ class PacketNetPort final : public hal::NetPort {
       const int got = ::recvmmsg(fd_.get(), msgs_.data(), static_cast<unsigned>(n), MSG_DONTWAIT | MSG_TRUNC, nullptr);
       if (got < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+        // The interface went down (reported once on the socket): no frames,
+        // as on a wire without carrier; link_up() says so.
+        if (errno == ENETDOWN) break;
         return fail_errno("recvmmsg on " + interface_name());
       }
       for (int i = 0; i < got; ++i) {
