@@ -23,6 +23,7 @@ Error blk_error(const std::string& what, int rc) {
 
 // The open handles of this process, by link path: a link takes one
 // attachment per backend start, so later jobs reuse the first one's handle.
+// close_devpool_links() closes them when the run ends.
 struct SharedLink {
   cxlpool_blk* blk = nullptr;
   bool busy = false;
@@ -205,6 +206,14 @@ Result<std::unique_ptr<Engine>> open_devpool_engine(const JobSpec& job, const En
   }
   shared.busy = true;
   return std::unique_ptr<Engine>(new DevpoolEngine(link, shared.blk, info));
+}
+
+void close_devpool_links() {
+  std::lock_guard lock(links_mutex());
+  for (auto& [path, shared] : links()) {
+    if (shared.blk != nullptr) cxlpool_blk_close(shared.blk);
+  }
+  links().clear();
 }
 
 }  // namespace cxlpool::io

@@ -30,4 +30,8 @@ namespace cxlpool::io {
 // that holds no storage link.
 Result<std::unique_ptr<Engine>> open_devpool_engine(const JobSpec& job, const EngineTarget& target);
 
+// Closes the link handles jobs shared (ending their attachments); the run
+// is over, no engine of it is open.
+void close_devpool_links();
+
 }  // namespace cxlpool::io

@@ -75,4 +75,11 @@ Result<std::unique_ptr<Engine>> open_engine(const JobSpec& job, const EngineTarg
 // (devpool: the filename names the link, the SSD is the backend's).
 bool engine_uses_local_files(std::string_view ioengine);
 
+// Ends what engines keep open across the jobs of a run (devpool's link
+// handles and their attachments). The runner calls it when the run ends,
+// on the thread that ran it, while the client library can still talk to
+// the daemon (not from a static destructor: its per-thread buffers are
+// gone by then).
+void close_engines_shared_state();
+
 }  // namespace cxlpool::io

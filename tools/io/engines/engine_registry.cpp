@@ -20,4 +20,6 @@ Result<std::unique_ptr<Engine>> open_engine(const JobSpec& job, const EngineTarg
 
 bool engine_uses_local_files(std::string_view ioengine) { return ioengine != "devpool"; }
 
+void close_engines_shared_state() { close_devpool_links(); }
+
 }  // namespace cxlpool::io

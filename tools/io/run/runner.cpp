@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "../engines/engine.hpp"
 #include "job_worker.hpp"
 
 namespace cxlpool::io {
@@ -28,6 +29,10 @@ Result<RunResult> run_jobs(const JobFile& file, const RunOptions& options) {
   RunResult out;
   out.timestamp_unix = static_cast<std::uint64_t>(std::time(nullptr));
   out.time_text = ctime_text(static_cast<std::time_t>(out.timestamp_unix));
+  // Whatever engines shared across jobs is closed when the run ends, however it ends.
+  struct SharedStateCloser {
+    ~SharedStateCloser() { close_engines_shared_state(); }
+  } closer;
   int last_group = 0;
   for (const JobSpec& job : file.jobs) last_group = std::max(last_group, job.group);
   for (int group = 0; group <= last_group; ++group) {
