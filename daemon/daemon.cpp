@@ -192,6 +192,7 @@ Daemon::~Daemon() {
   if (weights_) weights_->stop();
   weights_.reset();
   if (pool_) pool_->clear();
+  if (devpool_) devpool_->remove_pod_name();
   if (listen_fd_) ::unlink(socket_path_.c_str());
 }
 

@@ -76,6 +76,7 @@ class DevpoolService {
   int pod_fd() const { return pod_.fd(); }
   std::string pod_description() const { return pod_.describe(); }
   std::string pod_placement_warning() const { return pod_.placement_warning(); }
+  void remove_pod_name() const { pod_.remove_name(); }
   // How often leases are checked (the backends' heartbeat period).
   uint64_t telemetry_ns() const { return uint64_t{config_.telemetry_ms} * 1'000'000; }
 

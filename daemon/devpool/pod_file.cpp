@@ -50,6 +50,10 @@ Result<PodFile> PodFile::create(const std::filesystem::path& path, const devpool
   return pod;
 }
 
+void PodFile::remove_name() const {
+  if (memory_.info().backend == "file") ::unlink(path_.c_str());
+}
+
 std::string PodFile::placement_warning() const {
   const std::string& fs = memory_.info().filesystem;
   if (fs == "tmpfs" || fs == "hugetlbfs" || fs == "devdax" || fs == "memfd") return "";

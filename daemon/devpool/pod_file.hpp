@@ -39,6 +39,11 @@ class PodFile {
   // Why this memory is a poor place for a pod (a disk-backed file system
   // whose page cache writes channel traffic back to the disk); "" when fine.
   std::string placement_warning() const;
+  // Removes the file's name at a clean stop, while the lock is still held
+  // (so that a daemon starting meanwhile never loses a file it just took):
+  // its formatted slots would otherwise stay in tmpfs until the next start.
+  // Engines that still map it keep their mappings. A device is left alone.
+  void remove_name() const;
 
  private:
   PodFile(std::filesystem::path path, UniqueFd lock, hal::SharedMemory memory, devpool::PodGeometry geometry,

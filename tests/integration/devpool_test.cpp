@@ -328,6 +328,28 @@ TEST(DevPool, OnlyAdminsJoinThePod) {
   EXPECT_EQ(failures, "");
 }
 
+// A clean stop removes the pod file's name (its formatted slots would stay
+// in tmpfs); an engine still mapping it keeps its mapping.
+TEST(DevPool, CleanStopRemovesThePodFile) {
+  DaemonProcess daemon(devpool_config());
+  ASSERT_TRUE(daemon.start());
+  const std::string pod = daemon.dir() + "/devpool.pod";
+  Frontend f;
+  Backend a, b;
+  ASSERT_TRUE(register_nic(daemon, "eth0", "h1", a));
+  ASSERT_TRUE(register_nic(daemon, "eth0", "h3", b));
+  ASSERT_TRUE(attach(daemon, "h2", f));
+  struct stat st{};
+  ASSERT_EQ(::stat(pod.c_str(), &st), 0) << pod;
+  EXPECT_EQ(daemon.stop(), 0);
+  EXPECT_NE(::stat(pod.c_str(), &st), 0) << pod << " outlived the daemon";
+  // The frontend's mapping still reads, and shows what the daemon wrote as
+  // its connections closed on the way out.
+  auto line = f.line();
+  ASSERT_TRUE(line) << line.error().message;
+  EXPECT_GE(line->generation, f.reply.generation);
+}
+
 TEST(DevPool, OffMeansNotSupported) {
   DaemonProcess daemon(devpool_config(60000, "enabled = false\n"));
   ASSERT_TRUE(daemon.start());
