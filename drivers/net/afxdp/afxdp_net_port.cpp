@@ -4,7 +4,6 @@
 #include <bpf/libbpf.h>
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
-#include <linux/if_packet.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -112,26 +111,11 @@ class AfxdpNetPort final : public hal::NetPort {
   Result<void> add_address(const hal::MacAddress& mac) override {
     // The XDP program takes every frame the interface accepts; a NIC that
     // filters by address must be told to accept this one too.
-    packet_mreq req{};
-    req.mr_ifindex = interface_index();
-    req.mr_type = mac.is_multicast() ? PACKET_MR_MULTICAST : PACKET_MR_UNICAST;
-    req.mr_alen = static_cast<unsigned short>(mac.bytes.size());
-    std::memcpy(req.mr_address, mac.bytes.data(), mac.bytes.size());
-    if (::setsockopt(control_.get(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &req, sizeof(req)) != 0) {
-      return fail_errno("PACKET_ADD_MEMBERSHIP " + hal::format_mac(mac) + " on " + interface_name());
-    }
-    return {};
+    return hal::add_packet_membership(control_.get(), interface_index(), mac, interface_name());
   }
 
-  Result<void> promiscuous() {
-    packet_mreq req{};
-    req.mr_ifindex = interface_index();
-    req.mr_type = PACKET_MR_PROMISC;  // dropped by the kernel when the control socket closes
-    if (::setsockopt(control_.get(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &req, sizeof(req)) != 0) {
-      return fail_errno("promiscuous mode on " + interface_name());
-    }
-    return {};
-  }
+  // Dropped by the kernel when the control socket closes.
+  Result<void> promiscuous() { return hal::add_packet_promiscuous(control_.get(), interface_index(), interface_name()); }
 
  protected:
   Result<std::size_t> receive_impl(std::span<hal::RxFrame> buffers) override {

@@ -44,17 +44,7 @@ class PacketNetPort final : public hal::NetPort {
   Result<bool> link_up() const override { return hal::query_link_up(fd_.get(), interface_name()); }
 
   Result<void> add_address(const hal::MacAddress& mac) override {
-    packet_mreq req{};
-    req.mr_ifindex = interface_index();
-    // Unicast filter entries make a NIC that filters pass the address; one
-    // that cannot filter goes promiscuous, which the kernel does for us.
-    req.mr_type = mac.is_multicast() ? PACKET_MR_MULTICAST : PACKET_MR_UNICAST;
-    req.mr_alen = static_cast<unsigned short>(mac.bytes.size());
-    std::memcpy(req.mr_address, mac.bytes.data(), mac.bytes.size());
-    if (::setsockopt(fd_.get(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &req, sizeof(req)) != 0) {
-      return fail_errno("PACKET_ADD_MEMBERSHIP " + hal::format_mac(mac) + " on " + interface_name());
-    }
-    return {};
+    return hal::add_packet_membership(fd_.get(), interface_index(), mac, interface_name());
   }
 
  protected:
@@ -161,13 +151,9 @@ Result<std::unique_ptr<hal::NetPort>> open_packet_net_port(const std::string& in
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return fail_errno("bind AF_PACKET socket to " + interface);
   }
+  // Dropped by the kernel when the socket closes.
   if (options.promiscuous) {
-    packet_mreq req{};
-    req.mr_ifindex = facts->index;
-    req.mr_type = PACKET_MR_PROMISC;  // dropped by the kernel when the socket closes
-    if (::setsockopt(fd.get(), SOL_PACKET, PACKET_ADD_MEMBERSHIP, &req, sizeof(req)) != 0) {
-      return fail_errno("promiscuous mode on " + interface);
-    }
+    if (auto ok = hal::add_packet_promiscuous(fd.get(), facts->index, interface); !ok) return tl::unexpected(ok.error());
   }
   auto port = std::make_unique<PacketNetPort>(interface, *facts, std::move(fd));
   for (const hal::MacAddress& mac : options.addresses) {

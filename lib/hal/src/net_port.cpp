@@ -2,7 +2,9 @@
 #include "cxlpool/hal/net_port.hpp"
 
 #include <net/if.h>
+#include <linux/if_packet.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 #include <cstring>
@@ -123,6 +125,31 @@ Result<bool> query_link_up(int fd, const std::string& interface) {
   if (!req) return tl::unexpected(req.error());
   if (::ioctl(fd, SIOCGIFFLAGS, &*req) != 0) return fail_errno("SIOCGIFFLAGS " + interface);
   return (req->ifr_flags & IFF_UP) != 0 && (req->ifr_flags & IFF_RUNNING) != 0;
+}
+
+namespace {
+
+Result<void> add_membership(int fd, const packet_mreq& req, const std::string& what) {
+  if (::setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &req, sizeof(req)) != 0) return fail_errno(what);
+  return {};
+}
+
+}  // namespace
+
+Result<void> add_packet_membership(int fd, int ifindex, const MacAddress& mac, const std::string& interface) {
+  packet_mreq req{};
+  req.mr_ifindex = ifindex;
+  req.mr_type = mac.is_multicast() ? PACKET_MR_MULTICAST : PACKET_MR_UNICAST;
+  req.mr_alen = static_cast<unsigned short>(mac.bytes.size());
+  std::memcpy(req.mr_address, mac.bytes.data(), mac.bytes.size());
+  return add_membership(fd, req, "PACKET_ADD_MEMBERSHIP " + format_mac(mac) + " on " + interface);
+}
+
+Result<void> add_packet_promiscuous(int fd, int ifindex, const std::string& interface) {
+  packet_mreq req{};
+  req.mr_ifindex = ifindex;
+  req.mr_type = PACKET_MR_PROMISC;
+  return add_membership(fd, req, "promiscuous mode on " + interface);
 }
 
 }  // namespace cxlpool::hal

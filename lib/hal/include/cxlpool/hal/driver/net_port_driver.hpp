@@ -23,6 +23,12 @@ struct InterfaceFacts {
 Result<InterfaceFacts> query_interface(int fd, const std::string& interface);
 // IFF_UP and IFF_RUNNING (carrier) both set.
 Result<bool> query_link_up(int fd, const std::string& interface);
+// Makes the interface accept frames for `mac` (unicast filter entry or
+// multicast group) for as long as AF_PACKET socket `fd` stays open; a NIC
+// that cannot filter goes promiscuous, which the kernel does itself.
+Result<void> add_packet_membership(int fd, int ifindex, const MacAddress& mac, const std::string& interface);
+// Promiscuous mode on the interface for as long as `fd` stays open.
+Result<void> add_packet_promiscuous(int fd, int ifindex, const std::string& interface);
 
 struct NetPortOps {
   static constexpr BackendClass kClass = BackendClass::kNetPort;
