@@ -143,6 +143,12 @@ uint64_t pfn_of(const void* addr) {
   return (entry >> 63) & 1 ? entry & ((1ull << 55) - 1) : 0;
 }
 
+// The end of the daemon's log, for failure messages.
+std::string log_tail(const DaemonProcess& d) {
+  const std::string log = d.log();
+  return log.size() > 4096 ? log.substr(log.size() - 4096) : log;
+}
+
 // Loads the one file `path` as `model`; the client call's result.
 int load_one(cxlpool_client* c, const char* model, const std::string& path, cxlpool_weights** out,
              const cxlpool_weights_load_options* options = nullptr) {
@@ -385,6 +391,10 @@ TEST_F(Weights, BigLoadCopiesOffTheEventLoop) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
     auto st = weight_stats(client_);
+    // A failed load or a daemon that stopped answering ends the wait at
+    // once, with the reason, instead of spinning to the deadline.
+    ASSERT_FALSE(st.empty()) << "stats failed: " << cxlpool_last_error() << "\n" << log_tail(daemon_);
+    ASSERT_EQ(st["weights.load_errors"], 0u) << "the 512 MiB load failed\n" << log_tail(daemon_);
     if (st["weights.models"] == 1) break;
     if (st["weights.loading"] != 1) continue;
     cxlpool_region* r = nullptr;
@@ -403,7 +413,7 @@ TEST_F(Weights, BigLoadCopiesOffTheEventLoop) {
       quitter.wait(std::chrono::seconds(10));
     }
   }
-  ASSERT_GE(answered_while_loading, 3) << "no request was answered while the 512 MiB model loaded";
+  ASSERT_GE(answered_while_loading, 3) << "no request was answered while the 512 MiB model loaded\n" << log_tail(daemon_);
   std::printf("[ loading  ] %d requests answered while loading; NamedOpen refused with EAGAIN %d time(s) while the copy ran\n",
               answered_while_loading, refused_while_copying);
   // A second load of the model waits for the copy (or opens it once done).
