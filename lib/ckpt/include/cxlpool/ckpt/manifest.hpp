@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a checkpoint records about a process: the manifest. The page data it
+// refers to lies in the same image file, page aligned, so that a restore can
+// map it MAP_PRIVATE (docs/ckpt.md "Image format").
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cxlpool::ckpt {
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kNoFile = 0xffffffffu;
+inline constexpr uint64_t kPageSize = 4096;
+
+enum class VmaKind : uint8_t {
+  kAnon = 1,       // private anonymous (heap, stack, malloc arenas, thread stacks)
+  kFilePrivate,    // MAP_PRIVATE of a regular file (exe, libraries, read-only data)
+  kVdso,           // [vdso]: moved, not copied
+  kVvar,           // [vvar]
+  kVvarVclock,     // [vvar_vclock] (kernels >= 6.13)
+  kVsyscall,       // [vsyscall]: fixed by the kernel, left alone
+  kCxlpoolRegion,  // a shared mapping of a cxlpool region: re-mapped by the client library
+};
+
+// One VMA as /proc/PID/maps and smaps show it.
+struct Vma {
+  uint64_t start = 0, end = 0;
+  uint32_t prot = 0;        // PROT_READ | PROT_WRITE | PROT_EXEC
+  uint32_t map_flags = 0;   // MAP_PRIVATE, MAP_SHARED, MAP_GROWSDOWN
+  VmaKind kind = VmaKind::kAnon;
+  uint32_t file = kNoFile;  // index into Manifest::files for kFilePrivate / kCxlpoolRegion
+  uint64_t file_offset = 0;
+  uint32_t madvise = 0;     // recorded advice that must be re-applied (VM_DONTFORK, hugepage...)
+};
+
+// Pages present in the image: `pages` pages from `addr`, stored at
+// `image_offset` (page aligned) in the image file. For a kFilePrivate VMA
+// only the pages the process changed (anonymous in pagemap) are stored; the
+// others come from the file.
+struct PageRun {
+  uint64_t addr = 0;
+  uint64_t pages = 0;
+  uint64_t image_offset = 0;
+};
+
+// A file the process maps or has open, identified so a restore can refuse a
+// file that changed since.
+struct FileRef {
+  std::string path;
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0;
+};
+
+enum class FdKind : uint8_t {
+  kRegular = 1,    // reopened by path with flags, then seeked
+  kStdio,          // fd 0-2 that is a pipe, pty or socket: replaced by the restorer's caller's
+  kCxlpoolSocket,  // the cxlpool control socket: the client library reconnects
+  kDirectory,
+};
+
+struct FdEntry {
+  int32_t fd = -1;
+  FdKind kind = FdKind::kRegular;
+  uint32_t file = kNoFile;   // index into Manifest::files
+  uint32_t open_flags = 0;   // O_* from fdinfo (O_CLOEXEC from fdinfo flags too)
+  uint64_t offset = 0;
+};
+
+struct Rseq {
+  uint64_t addr = 0;  // 0: not registered
+  uint32_t len = 0, sig = 0;
+};
+
+struct AltStack {
+  uint64_t sp = 0, size = 0;
+  int32_t flags = 0;
+};
+
+// One thread, stopped with PTRACE_INTERRUPT.
+struct ThreadState {
+  int32_t tid = 0;
+  std::vector<uint8_t> regs;   // struct user_regs_struct (NT_PRSTATUS), raw
+  std::vector<uint8_t> xsave;  // NT_X86_XSTATE, raw; its size is the kernel's
+  uint64_t sigmask = 0;        // blocked signals (PTRACE_GETSIGMASK)
+  std::vector<std::array<uint8_t, 128>> pending;  // thread-private pending siginfo (PTRACE_PEEKSIGINFO)
+  Rseq rseq;                   // PTRACE_GET_RSEQ_CONFIGURATION
+  uint64_t clear_child_tid = 0;  // set_tid_address / CLONE_CHILD_CLEARTID
+  AltStack altstack;
+  // In a syscall when stopped: the restart is the restorer's to arrange
+  // (the registers already say -ERESTART*; see docs/ckpt.md).
+};
+
+struct SigAction {
+  uint64_t handler = 0, flags = 0, restorer = 0, mask = 0;
+};
+
+struct ITimer {
+  uint64_t interval_us = 0, value_us = 0;
+};
+
+// Fields that prctl(PR_SET_MM_MAP) takes, plus the auxiliary vector.
+struct MmFields {
+  uint64_t start_code = 0, end_code = 0, start_data = 0, end_data = 0;
+  uint64_t start_brk = 0, brk = 0, start_stack = 0;
+  uint64_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
+  std::vector<uint64_t> auxv;
+  uint32_t exe_file = kNoFile;
+};
+
+struct Credentials {
+  uint32_t uid[3] = {}, gid[3] = {};  // real, effective, saved
+  std::vector<uint32_t> groups;
+  uint64_t cap_inheritable = 0, cap_permitted = 0, cap_effective = 0, cap_bounding = 0, cap_ambient = 0;
+  uint32_t no_new_privs = 0;
+};
+
+struct ProcessState {
+  int32_t pid = 0;
+  std::string comm;
+  Credentials creds;
+  std::string cwd;
+  uint32_t umask = 022;
+  uint32_t personality = 0;
+  std::array<std::array<uint64_t, 2>, 16> rlimits{};  // RLIMIT_* {cur, max}
+  std::array<SigAction, 64> sigactions{};             // index = signal - 1
+  std::vector<std::array<uint8_t, 128>> shared_pending;  // process-wide pending siginfo
+  ITimer itimer_real, itimer_virtual, itimer_prof;
+  MmFields mm;
+};
+
+// A cxlpool region the process had mapped: re-mapped at `addr` by the client
+// library at restore (named regions by name, leased ones by lease).
+struct RegionRef {
+  uint64_t addr = 0, length = 0;
+  std::string name;
+  uint64_t region_id = 0;
+  uint32_t prot = 0;
+};
+
+struct Manifest {
+  uint32_t version = kFormatVersion;
+  uint64_t created_unix_ns = 0;
+  std::string kernel_release;  // uname -r of the checkpointing host
+  ProcessState process;
+  std::vector<ThreadState> threads;  // threads[0] is the thread group leader
+  std::vector<Vma> vmas;             // sorted by start, not overlapping
+  std::vector<PageRun> runs;         // sorted by addr, each inside one VMA
+  std::vector<FileRef> files;
+  std::vector<FdEntry> fds;
+  std::vector<RegionRef> regions;
+  std::vector<uint64_t> hot_pages;   // page addresses to copy up front under the hybrid policy
+  uint64_t image_data_offset = 0;    // where page data starts in the image (page aligned)
+  uint64_t image_data_bytes = 0;
+};
+
+}  // namespace cxlpool::ckpt
