@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -295,6 +296,29 @@ TEST_F(LazyPagerTest, TenClonesShareOneImage) {
   EXPECT_EQ(pager_->fault_order().size(), kPages);  // recorded once per page of the image
   EXPECT_TRUE(test::wait_until([&] { return pager_->client_count() == 0; }, 5s));
   EXPECT_EQ(pager_->counters().clients_dropped, 10u);
+}
+
+// Threads of one clone fault on the same pages at once: every fault is
+// answered once its page is in, whoever placed it (EEXIST is not an error).
+TEST_F(LazyPagerTest, ThreadsOfOneCloneRaceForPages) {
+  start_pager({.window_pages = 4});
+  uint64_t base = make_region(kPages);
+  auto child = spawn(base, kBytes, {{base, kBytes, 0}}, [base] {
+    std::atomic<int> bad{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&bad, base, t] {
+        for (uint64_t n = 0; n < kPages; ++n) {
+          uint64_t i = (n + static_cast<uint64_t>(t)) % kPages;  // neighbours fault on overlapping windows
+          if (!page_matches(reinterpret_cast<uint64_t*>(base + i * kPageSize), i * kPageSize)) ++bad;
+        }
+      });
+    for (auto& th : threads) th.join();
+    return bad.load() == 0 ? 0 : 1;
+  });
+  go();
+  EXPECT_EQ(child->wait(10s), 0);
+  EXPECT_EQ(pager_->counters().pages_copied, kPages);
 }
 
 TEST_F(LazyPagerTest, PrefillPlacesTheHotSetBeforeFaults) {
