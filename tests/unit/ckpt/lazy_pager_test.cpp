@@ -8,7 +8,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -500,23 +499,15 @@ TEST_F(LazyPagerTest, ReceiveErrors) {
   UniqueFd pr(pipe_fds[0]), pw(pipe_fds[1]);
   long sent = uffd_raw::send_fd(uffd_raw::RawSyscall{}, b.get(), pr.get(), 0xffffffffffffff75ull);
   ASSERT_EQ(sent, 8);
+  // The restorer's sender: one byte of payload, laid out with uffd_raw's structs.
   char one = 'u';
-  iovec iov{&one, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &pipe_fds[1], sizeof(int));
+  uffd_raw::RawIovec iov{&one, 1};
+  uffd_raw::RawFdControl ctl{sizeof(unsigned long) + 3 * sizeof(int), SOL_SOCKET, SCM_RIGHTS, pipe_fds[1], 0};
+  uffd_raw::RawMsgHdr msg{nullptr, 0, &iov, 1, &ctl, sizeof ctl, 0};
   auto full = receive_uffd(a.get(), &tag);
   ASSERT_TRUE(full) << full.error().message;
   EXPECT_EQ(tag, 0xffffffffffffff75ull);
-  ASSERT_EQ(::sendmsg(b.get(), &msg, 0), 1);
+  ASSERT_EQ(uffd_raw::RawSyscall{}(__NR_sendmsg, b.get(), reinterpret_cast<long>(&msg), 0), 1);
   auto small = receive_uffd(a.get(), &tag);
   ASSERT_TRUE(small) << small.error().message;
   EXPECT_EQ(tag, static_cast<uint64_t>('u'));
