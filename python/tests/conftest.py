@@ -18,33 +18,30 @@ import pytest
 
 SLOT_BYTES = 4 << 20
 
-CONFIG = f"""
+CONFIG = """
 [daemon]
 socket_group = ""
 log_level = "info"
 
 [[emulated_tier]]
 name = "emu"
-capacity = {256 << 20}
+capacity = 268435456
 latency_ns = 300
 bandwidth_mbps = 15000
 
 [kvstore]
-slot_bytes = {SLOT_BYTES}
-dram_bytes = {64 << 20}
-cxl_bytes = {32 << 20}
-put_window_bytes = {32 << 20}
 client_quota_bytes = 0
 """
+STORE = f"slot_bytes = {SLOT_BYTES}\ndram_bytes = {64 << 20}\ncxl_bytes = {32 << 20}\nput_window_bytes = {32 << 20}\n"
 
 
 class Daemon:
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, store: str = STORE) -> None:
         self.dir = tempfile.mkdtemp(prefix="cxlpool-py-")
         os.chmod(self.dir, 0o755)
         self.config = os.path.join(self.dir, "cxlpoold.toml")
         with open(self.config, "w") as f:
-            f.write(CONFIG)
+            f.write(CONFIG + store)
         self.socket = os.path.join(self.dir, "cxlpoold.sock")
         self.log_path = os.path.join(self.dir, "cxlpoold.log")
         self.log = open(self.log_path, "w")
@@ -78,12 +75,16 @@ class Daemon:
         return rc
 
 
-@pytest.fixture(scope="session")
-def daemon() -> Iterator[Daemon]:
+def daemon_binary() -> str:
     binary = os.environ.get("CXLPOOL_DAEMON")
     if not binary or not os.access(binary, os.X_OK):
         pytest.skip("CXLPOOL_DAEMON does not name a cxlpoold binary: run through `meson test`")
-    d = Daemon(binary)
+    return binary
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[Daemon]:
+    d = Daemon(daemon_binary())
     os.environ["CXLPOOL_SOCKET"] = d.socket  # children and default-path clients find it
     yield d
     assert d.stop() == 0, "cxlpoold did not stop cleanly"
