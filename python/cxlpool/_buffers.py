@@ -40,6 +40,17 @@ def memory_view(address: int, nbytes: int, owner: Any, readonly: bool) -> memory
 
 def buffer_address(obj: Any, writable: bool = False) -> Tuple[int, int, Any]:
     """(address, nbytes, keepalive) of a C-contiguous buffer or CPU tensor."""
+    t = type(obj)
+    if t is bytearray and not writable or t is bytes:
+        n = len(obj)
+        if n == 0:
+            return 0, 0, obj
+        if t is bytearray:
+            return ctypes.addressof((ctypes.c_char * n).from_buffer(obj)), n, obj
+        return ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value or 0, n, obj
+    iface = getattr(obj, "__array_interface__", None)
+    if iface is not None and iface.get("strides") is None and not (writable and iface["data"][1]):
+        return iface["data"][0], obj.nbytes, obj
     data_ptr = getattr(obj, "data_ptr", None)
     if data_ptr is not None and hasattr(obj, "is_contiguous"):
         if getattr(obj, "is_cuda", False):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 from . import _buffers
 from ._lib import (KvCompletion, KvInfo, KvKey, KvLoadDecision, KvLoadQuery, KvLocation, KvNamespaceC,
@@ -29,8 +29,7 @@ KeysLike = Union[Keys, Iterable[int]]
 TokensLike = Any  # a sequence of ints, a numpy array or a CPU tensor of token ids
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(NamedTuple):
     """Where a chunk is: ``address`` 0 for SSD (not mapped)."""
     address: int
     offset: int
@@ -40,7 +39,7 @@ class Location:
 
     @staticmethod
     def _from(loc: KvLocation) -> "Location":
-        return Location(int(loc.data or 0), int(loc.offset), int(loc.length), int(loc.tier), int(loc.flags))
+        return Location(loc.data or 0, loc.offset, loc.length, loc.tier, loc.flags)
 
 
 @dataclass(frozen=True)
@@ -282,8 +281,9 @@ class Namespace:
     # ---- blocking calls ----
     def lookup(self, keys: KeysLike) -> int:
         """Length (in chunks) of the longest cached prefix of keys."""
-        k = as_keys(keys)
-        return check(lib.cxlpool_kv_lookup(self.store.handle, self.id, k.array, k.count, None), "cxlpool_kv_lookup")
+        k = keys if type(keys) is Keys else as_keys(keys)
+        rc = _kv_lookup(self.store.handle, self.id, k.array, k.count, None)
+        return rc if rc >= 0 else check(rc, "cxlpool_kv_lookup")
 
     def lookup_locations(self, keys: KeysLike) -> List[Location]:
         k = as_keys(keys)
@@ -311,31 +311,33 @@ class Namespace:
         """Stores chunks (buffers or CPU tensors, one per key, all the same
         size): each is copied once, into its reserved put-window slot.
         Returns how many were committed (chunks already stored count)."""
-        k = as_keys(keys)
-        if len(chunks) != k.count:
-            raise ValueError(f"{len(chunks)} chunks for {k.count} keys")
-        if k.count == 0:
+        k = keys if type(keys) is Keys else as_keys(keys)
+        n = k.count
+        if len(chunks) != n:
+            raise ValueError(f"{len(chunks)} chunks for {n} keys")
+        if n == 0:
             return 0
         srcs = [_buffers.buffer_address(c) for c in chunks]
         size = srcs[0][1]
         if any(s[1] != size for s in srcs):
             raise ValueError("chunks of one put must have the same size")
-        with self.reserve(k, size) as r:
-            for i, (addr, n, _keep) in enumerate(srcs):
-                slot = r._slots[i]
-                if not slot.flags & LOC_CACHED:
-                    ctypes.memmove(slot.data, addr, n)
-            return r.commit()
+        self._check_size(size)
+        ptrs = (ctypes.c_void_p * n)(*[s[0] for s in srcs])
+        # The library's put reserves, copies each chunk once into its slot
+        # (skipping chunks already stored) and commits, without the GIL.
+        rc = _kv_put(self.store.handle, self.id, k.array, n, ptrs, size)
+        return rc if rc >= 0 else check(rc, "cxlpool_kv_put")
 
     def get(self, keys: KeysLike) -> "Lease":
         """Leases the longest cached prefix of keys: ``len(lease)`` chunks,
         each a read-only zero-copy view until the lease is released."""
-        k = as_keys(keys)
-        locs = (KvLocation * max(k.count, 1))()
+        k = keys if type(keys) is Keys else as_keys(keys)
+        locs = (KvLocation * (k.count or 1))()
         lease = ctypes.c_uint64()
-        n = check(lib.cxlpool_kv_get(self.store.handle, self.id, k.array, k.count, ctypes.byref(lease), locs),
-                  "cxlpool_kv_get")
-        return Lease(self.store, int(lease.value), [Location._from(locs[i]) for i in range(n)])
+        n = _kv_get(self.store.handle, self.id, k.array, k.count, ctypes.byref(lease), locs)
+        if n < 0:
+            check(n, "cxlpool_kv_get")
+        return Lease(self.store, lease.value, [Location._from(locs[i]) for i in range(n)])
 
     def prefetch(self, keys: KeysLike) -> int:
         """Queues SSD chunks for DRAM; returns how many were queued."""
@@ -459,10 +461,10 @@ class Reservation:
         pass
 
 
-def _release(store_ref: Any, lease: int) -> None:
-    store = store_ref()
-    if store is not None and store._handle is not None:
-        lib.cxlpool_kv_release(store._handle, lease)
+_kv_lookup = lib.cxlpool_kv_lookup
+_kv_get = lib.cxlpool_kv_get
+_kv_put = lib.cxlpool_kv_put
+_kv_release = lib.cxlpool_kv_release
 
 
 class Lease:
@@ -474,11 +476,13 @@ class Lease:
     collection of the lease and every view of it).
     """
 
+    __slots__ = ("store", "id", "locations", "_held", "__weakref__")
+
     def __init__(self, store: KvStore, lease: int, locations: List[Location]) -> None:
         self.store = store
         self.id = lease
         self.locations = locations
-        self._finalizer = weakref.finalize(self, _release, weakref.ref(store), lease) if lease else None
+        self._held = lease != 0
 
     def __len__(self) -> int:
         return len(self.locations)
@@ -500,13 +504,20 @@ class Lease:
         loc = self.locations[i]
         return _buffers.torch_view(loc.address, loc.length, self, True, dtype, shape)
 
-    def release(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer()
+    def release(self, _release: Any = _kv_release) -> None:
+        if self._held:
+            self._held = False
+            h = self.store._handle
+            if h is not None:  # a closed store released every lease
+                _release(h, self.id)
+
+    # A lease is small and short-lived: __del__ (run once no view holds it)
+    # is far cheaper than a weakref finalizer per get.
+    __del__ = release
 
     @property
     def released(self) -> bool:
-        return self._finalizer is None or not self._finalizer.alive
+        return not self._held
 
     def __enter__(self) -> "Lease":
         return self

@@ -9,6 +9,7 @@ import os
 import select
 import subprocess
 import sys
+import weakref
 
 import pytest
 
@@ -132,21 +133,27 @@ def test_should_load(store) -> None:
     assert e.value.errno == errno.EINVAL
 
 
-def test_lease_released_on_gc(store) -> None:
-    np = need("numpy")
+def test_lease_released_on_gc(client, store) -> None:
+    need("numpy")
     ns = _ns(store, "py-gc")
     keys = ns.keys(range(CHUNK))
     ns.put(keys, [bytes(4096)])
+    before = client.stats()["kv.leases"]
     lease = ns.get(keys)
     view = lease.numpy(0)
-    fin = lease._finalizer
+    ref = weakref.ref(lease)
     del lease
     gc.collect()
-    assert fin.alive, "a view keeps its lease"
+    assert ref() is not None, "a view keeps its lease"
+    assert client.stats()["kv.leases"] == before + 1
     assert view.sum() == 0
     del view
     gc.collect()
-    assert not fin.alive
+    assert ref() is None
+    assert client.stats()["kv.leases"] == before
+    with ns.get(keys) as lease:
+        assert client.stats()["kv.leases"] == before + 1
+    assert lease.released and client.stats()["kv.leases"] == before
 
 
 def test_raw_submit_reap_and_eventfd(store) -> None:
