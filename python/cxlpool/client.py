@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ctypes
-import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _buffers
-from ._lib import (MAX_DIMS, Stat, TierInfo, lib)  # noqa: F401  (MAX_DIMS re-exported for weights)
+from ._lib import Stat, TierInfo, lib
+from ._handle import NativeHandle
 from .errors import check
 
 TIER_DRAM, TIER_CXL, TIER_EMULATED = 0, 1, 2
@@ -48,7 +48,11 @@ def version() -> str:
     return lib.cxlpool_version().decode()
 
 
-class Client:
+def _disconnect(handle: int) -> None:
+    lib.cxlpool_disconnect(handle)
+
+
+class Client(NativeHandle):
     """A connection to cxlpoold (``cxlpool_connect``).
 
     Usable as a context manager; ``close()`` (or garbage collection, or
@@ -56,34 +60,14 @@ class Client:
     through it keep it alive while they are.
     """
 
+    _kind = "client"
+
     def __init__(self, socket_path: Optional[str] = None, name: Optional[str] = "python") -> None:
         handle = ctypes.c_void_p()
         check(lib.cxlpool_connect(socket_path.encode() if socket_path else None,
                                   name.encode() if name else None, ctypes.byref(handle)), "cxlpool_connect")
-        self._handle: Optional[int] = handle.value
+        self._own(handle.value, _disconnect)
         self.socket_path = socket_path or default_socket_path()
-        self._finalizer = weakref.finalize(self, lib.cxlpool_disconnect, handle.value)
-
-    # ---- lifetime ----
-    @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the client is closed")
-        return self._handle
-
-    def close(self) -> None:
-        self._handle = None
-        self._finalizer()
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    def __enter__(self) -> "Client":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     @property
     def protocol_version(self) -> int:
@@ -183,7 +167,7 @@ def _free_region(handle: int, client_keepalive: Any) -> None:
     lib.cxlpool_region_free(handle)
 
 
-class Region:
+class Region(NativeHandle):
     """A pool region mapped into this process (leased or named).
 
     ``buffer()`` is a memoryview of the mapping, read-only for read-only
@@ -191,10 +175,11 @@ class Region:
     every view addresses the shared pages and keeps the region alive.
     """
 
+    _kind = "region"
+
     def __init__(self, client: Client, handle: int) -> None:
         self._client = client
-        self._handle: Optional[int] = handle
-        self._finalizer = weakref.finalize(self, _free_region, handle, client)
+        self._own(handle, _free_region, client)
         self.id = int(lib.cxlpool_region_id(handle))
         self.size = int(lib.cxlpool_region_size(handle))
         self.tier = int(lib.cxlpool_region_tier(handle))
@@ -205,12 +190,6 @@ class Region:
         self.address = int(addr.value or 0)
 
     @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the region is closed")
-        return self._handle
-
-    @property
     def fd(self) -> int:
         """The memfd backing the region (owned by it; os.dup() to keep it)."""
         return int(lib.cxlpool_region_fd(self.handle))
@@ -219,16 +198,9 @@ class Region:
         """Unmaps and releases the region. Views made from it must be gone:
         they address the mapping (a view still alive keeps the region from
         garbage collection, never from an explicit close)."""
-        self._handle = None
-        self._finalizer()
+        super().close()
 
     free = close
-
-    def __enter__(self) -> "Region":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def _check_range(self, offset: int, nbytes: Optional[int]) -> int:
         self.handle  # noqa: B018  (raises when closed)

@@ -11,12 +11,12 @@ a token beyond what ``step`` mapped faults, as in C.
 from __future__ import annotations
 
 import ctypes
-import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _buffers
 from ._lib import ArenaConfig, ArenaStats, ArenaTensor, lib
+from ._handle import NativeHandle
 from .errors import CxlpoolError, check
 
 BACKEND_HOST, BACKEND_CUDA = 0, 1
@@ -39,7 +39,7 @@ def _dtype_name(dtype: Any) -> str:
     return {"bf16": "bfloat16", "fp16": "float16", "f16": "float16", "fp32": "float32"}.get(name, name)
 
 
-class KvArena:
+class KvArena(NativeHandle):
     """A KV arena (``cxlpool_kv_arena_create``); ``from_model`` sizes one
     from a Hugging Face style config."""
 
@@ -61,8 +61,7 @@ class KvArena:
         out = ctypes.c_void_p()
         check(lib.cxlpool_kv_arena_create(client.handle, ctypes.byref(c), ctypes.byref(out)),
               "cxlpool_kv_arena_create")
-        self._handle: Optional[int] = out.value
-        self._finalizer = weakref.finalize(self, _destroy, out.value, client)
+        self._own(out.value, _destroy, client)
         self._seq = (ctypes.c_uint32 * max_batch)()
         self._tensors: Dict[Tuple[int, int, str], Any] = {}
 
@@ -78,25 +77,14 @@ class KvArena:
         kwargs.setdefault("dtype", get("torch_dtype") or "bfloat16")
         return cls(client, get("num_hidden_layers"), kv_heads, head_dim, max_batch, max_context, **kwargs)
 
-    @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the arena is destroyed")
-        return self._handle
+    _kind = "arena"
 
     def close(self) -> None:
         """Unmaps the arena: tensors made from it must be gone."""
         self._tensors.clear()
-        self._handle = None
-        self._finalizer()
+        super().close()
 
     destroy = close
-
-    def __enter__(self) -> "KvArena":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     # ---- rows ----
     def alloc_reqid(self) -> int:

@@ -10,13 +10,13 @@ store's arenas held by a lease.
 from __future__ import annotations
 
 import ctypes
-import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 from . import _buffers
 from ._lib import (KvCompletion, KvInfo, KvKey, KvLoadDecision, KvLoadQuery, KvLocation, KvNamespaceC,
                    KvNamespaceSpec, KvOptions, KvRequest, lib)
+from ._handle import NativeHandle
 from .errors import CxlpoolError, check
 from .keys import EngineKey, Keys, as_keys, engine_keys
 
@@ -91,7 +91,7 @@ def _token_array(tokens: TokensLike) -> Any:
     return arr, n, arr
 
 
-class KvStore:
+class KvStore(NativeHandle):
     """A connection's data path to the store (``cxlpool_kv_open``).
 
     One per Client. Closing (or collecting) it releases its leases.
@@ -102,8 +102,7 @@ class KvStore:
         opts = KvOptions(sq_entries, cq_entries, put_window_bytes)
         out = ctypes.c_void_p()
         check(lib.cxlpool_kv_open(client.handle, ctypes.byref(opts), ctypes.byref(out)), "cxlpool_kv_open")
-        self._handle: Optional[int] = out.value
-        self._finalizer = weakref.finalize(self, _close_kv, out.value, client)
+        self._own(out.value, _close_kv, client)
         info = KvInfo()
         check(lib.cxlpool_kv_get_info(out.value, ctypes.byref(info)), "cxlpool_kv_get_info")
         self.info = StoreInfo(int(info.slot_bytes), int(info.put_window_bytes), int(info.quota_bytes),
@@ -116,11 +115,7 @@ class KvStore:
         self._loop: Any = None
         self._reap_buf = (KvCompletion * 64)()
 
-    @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the KV store handle is closed")
-        return self._handle
+    _kind = "KV store handle"
 
     def close(self) -> None:
         if self._loop is not None and self._handle is not None:
@@ -129,14 +124,7 @@ class KvStore:
             except Exception:  # the loop may be closed already
                 pass
             self._loop = None
-        self._handle = None
-        self._finalizer()
-
-    def __enter__(self) -> "KvStore":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        super().close()
 
     def namespace(self, model_id: str, layout: str = "raw", dtype: str = "bf16", tp_rank: int = 0,
                   tp_size: int = 1, chunk_tokens: int = 256, mode: int = 0) -> "Namespace":

@@ -6,10 +6,11 @@ from __future__ import annotations
 import ctypes
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 from . import _buffers
 from ._lib import StreamedLayer, StreamerConfig, StreamerStats, WeightsLoadOptions, WeightTensorC, lib
+from ._handle import NativeHandle
 from .errors import check
 
 _NO_TIER = 0xFFFFFFFF
@@ -30,7 +31,7 @@ class TensorMeta:
     file_offset: int
 
 
-class Weights:
+class Weights(NativeHandle):
     """An open model: ``tensors()`` is a dict of torch tensors over the
     shared region in their safetensors dtypes (bf16 included), ``arrays()``
     the numpy equivalent. Both are zero copy and keep the model open."""
@@ -38,9 +39,8 @@ class Weights:
     def __init__(self, client: Any, handle: int, model: str) -> None:
         self.client = client
         self.model = model
-        self._handle: Optional[int] = handle
         self._streamers: "weakref.WeakSet[Streamer]" = weakref.WeakSet()
-        self._finalizer = weakref.finalize(self, _close_weights, handle, client, self._streamers)
+        self._own(handle, _close_weights, client, self._streamers)
         self.meta: List[TensorMeta] = [self._meta(i) for i in range(self.count)]
         self._by_name = {m.name: m for m in self.meta}
 
@@ -64,22 +64,11 @@ class Weights:
     def unload(client: Any, model: str) -> None:
         check(lib.cxlpool_weights_unload(client.handle, model.encode()), "cxlpool_weights_unload")
 
-    @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the weights are closed")
-        return self._handle
+    _kind = "model"
 
     def close(self) -> None:
         """Closes the model (after its streamers); tensors from it must be gone."""
-        self._handle = None
-        self._finalizer()
-
-    def __enter__(self) -> "Weights":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        super().close()
 
     @property
     def count(self) -> int:
@@ -143,7 +132,11 @@ def _close_weights(handle: int, client_keepalive: Any, streamers: Any) -> None:
     lib.cxlpool_weights_close(handle)
 
 
-class Streamer:
+def _destroy_streamer(handle: int) -> None:
+    lib.cxlpool_weight_streamer_destroy(handle)
+
+
+class Streamer(NativeHandle):
     """Streams a model's layers into a compute window (host or CUDA)."""
 
     def __init__(self, weights: Weights, target: int, device: int, buffers: int, prefetch_depth: int,
@@ -155,18 +148,9 @@ class Streamer:
         out = ctypes.c_void_p()
         check(lib.cxlpool_weight_streamer_create(weights.handle, ctypes.byref(cfg), ctypes.byref(out)),
               "cxlpool_weight_streamer_create")
-        self._handle: Optional[int] = out.value
-        self._finalizer = weakref.finalize(self, lib.cxlpool_weight_streamer_destroy, out.value)
+        self._own(out.value, _destroy_streamer)
 
-    def close(self) -> None:
-        self._handle = None
-        self._finalizer()
-
-    @property
-    def handle(self) -> int:
-        if self._handle is None:
-            raise ValueError("the streamer is closed")
-        return self._handle
+    _kind = "streamer"
 
     def acquire(self, layer: int) -> Dict[str, Any]:
         """The layer's tensors in the window, by name (torch tensors; CUDA

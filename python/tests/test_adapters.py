@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-import cxlpool
 from cxlpool.adapters import lmcache as lmc
 from cxlpool.adapters import vllm as vad
 from cxlpool.adapters.paged_kv import PagedKvLayout

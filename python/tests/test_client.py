@@ -47,7 +47,7 @@ def test_tiers(client) -> None:
 
 
 def test_region_views_are_zero_copy(client) -> None:
-    np = need("numpy")
+    need("numpy")
     with client.alloc(1 << 20, tier="emu") as r:
         assert r.size >= 1 << 20 and r.writable and r.fd >= 0
         mv = r.buffer()
@@ -81,7 +81,7 @@ def test_region_range_checked(client) -> None:
 
 
 def test_named_region_shared_read_only(client, daemon) -> None:
-    np = need("numpy")
+    need("numpy")
     name = f"py-named-{os.getpid()}"
     w = client.create_named(name, 1 << 20, mode=0o644)
     w.numpy("int64", shape=(4,))[:] = [1, 2, 3, 4]

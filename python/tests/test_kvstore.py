@@ -195,7 +195,7 @@ def test_async_calls(store) -> None:
 
 
 def test_prefix_shared_between_processes(store, daemon) -> None:
-    np = need("numpy")
+    need("numpy")
     ns = _ns(store, "py-xproc", mode=0o666)
     tokens = list(range(3 * CHUNK + 5))
     code = """

@@ -28,9 +28,9 @@ def test_table_numbers() -> None:
 
 
 def test_llama3_8b_chunk_fits_a_raised_slot() -> None:
-    np = need("numpy")
-    d = Daemon(daemon_binary(), f"slot_bytes = \"32M\"\ndram_bytes = \"96M\"\ncxl_bytes = 0\n"
-                                f"put_window_bytes = \"32M\"\n")
+    need("numpy")
+    d = Daemon(daemon_binary(), "slot_bytes = \"32M\"\ndram_bytes = \"96M\"\ncxl_bytes = 0\n"
+                                "put_window_bytes = \"32M\"\n")
     try:
         with cxlpool.Client(d.socket) as c, c.kv_store() as store:
             assert store.info.slot_bytes == 32 * MIB
