@@ -12,10 +12,10 @@ import ctypes
 import warnings
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-_array_types: Dict[int, type] = {}
+_array_types: Dict[int, Any] = {}
 
 
-def _owned_type(nbytes: int) -> type:
+def _owned_type(nbytes: int) -> Any:
     # A Python subclass of a ctypes array accepts attributes (the owner);
     # one class per size, cached, since creating classes is slow.
     t = _array_types.get(nbytes)

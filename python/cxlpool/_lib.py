@@ -226,7 +226,7 @@ def _candidates() -> List[str]:
     if explicit:
         return [explicit]
     try:
-        from . import _install_paths  # written by `meson install`
+        from . import _install_paths  # type: ignore[attr-defined]  # written by `meson install`
         out.append(os.path.join(_install_paths.LIBDIR, SONAME))
     except ImportError:
         pass

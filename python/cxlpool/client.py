@@ -177,7 +177,7 @@ class Region(NativeHandle):
 
     _kind = "region"
 
-    def __init__(self, client: Client, handle: int) -> None:
+    def __init__(self, client: Client, handle: Optional[int]) -> None:
         self._client = client
         self._own(handle, _free_region, client)
         self.id = int(lib.cxlpool_region_id(handle))

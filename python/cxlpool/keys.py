@@ -20,11 +20,11 @@ class Keys(Sequence[int]):
     Slicing gives ``Keys`` without copying the C array's contents twice.
     """
 
-    __slots__ = ("array", "count")
+    __slots__ = ("array", "n")
 
     def __init__(self, array: Any, count: int) -> None:
         self.array = array
-        self.count = count
+        self.n = count
 
     @staticmethod
     def from_ints(values: Iterable[int]) -> "Keys":
@@ -36,7 +36,7 @@ class Keys(Sequence[int]):
         return Keys(arr, len(vals))
 
     def __len__(self) -> int:
-        return self.count
+        return self.n
 
     @overload
     def __getitem__(self, i: int) -> int: ...
@@ -45,19 +45,19 @@ class Keys(Sequence[int]):
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            start, stop, step = i.indices(self.count)
+            start, stop, step = i.indices(self.n)
             if step == 1 and start == 0:
                 return Keys(self.array, max(stop, 0))
             return Keys.from_ints(self[j] for j in range(start, stop, step))
         if i < 0:
-            i += self.count
-        if not 0 <= i < self.count:
+            i += self.n
+        if not 0 <= i < self.n:
             raise IndexError(i)
         k = self.array[i]
         return (int(k.hi) << 64) | int(k.lo)
 
     def __iter__(self) -> Iterator[int]:
-        for i in range(self.count):
+        for i in range(self.n):
             k = self.array[i]
             yield (int(k.hi) << 64) | int(k.lo)
 

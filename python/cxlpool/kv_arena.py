@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import _buffers
 from ._lib import ArenaConfig, ArenaStats, ArenaTensor, lib
@@ -70,7 +70,8 @@ class KvArena(NativeHandle):
         """Shape from a config with num_hidden_layers, num_key_value_heads
         (else num_attention_heads) and head_dim (else hidden_size / heads);
         a dict or an object with those attributes."""
-        get = (lambda k: config.get(k)) if isinstance(config, dict) else (lambda k: getattr(config, k, None))
+        get: Callable[[str], Any] = ((lambda k: config.get(k)) if isinstance(config, dict)
+                                     else (lambda k: getattr(config, k, None)))
         heads = get("num_attention_heads")
         kv_heads = get("num_key_value_heads") or heads
         head_dim = get("head_dim") or get("hidden_size") // heads

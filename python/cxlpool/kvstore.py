@@ -270,13 +270,13 @@ class Namespace:
     def lookup(self, keys: KeysLike) -> int:
         """Length (in chunks) of the longest cached prefix of keys."""
         k = keys if type(keys) is Keys else as_keys(keys)
-        rc = _kv_lookup(self.store.handle, self.id, k.array, k.count, None)
+        rc = _kv_lookup(self.store.handle, self.id, k.array, k.n, None)
         return rc if rc >= 0 else check(rc, "cxlpool_kv_lookup")
 
     def lookup_locations(self, keys: KeysLike) -> List[Location]:
         k = as_keys(keys)
-        locs = (KvLocation * max(k.count, 1))()
-        n = check(lib.cxlpool_kv_lookup(self.store.handle, self.id, k.array, k.count, locs), "cxlpool_kv_lookup")
+        locs = (KvLocation * max(k.n, 1))()
+        n = check(lib.cxlpool_kv_lookup(self.store.handle, self.id, k.array, k.n, locs), "cxlpool_kv_lookup")
         return [Location._from(locs[i]) for i in range(n)]
 
     def exists(self, key: int) -> bool:
@@ -289,9 +289,9 @@ class Namespace:
         (skip those with ``cached(i)``), then ``commit()``."""
         k = as_keys(keys)
         self._check_size(chunk_bytes)
-        slots = (KvLocation * max(k.count, 1))()
+        slots = (KvLocation * max(k.n, 1))()
         res = ctypes.c_uint64()
-        check(lib.cxlpool_kv_put_begin(self.store.handle, self.id, k.array, k.count, chunk_bytes,
+        check(lib.cxlpool_kv_put_begin(self.store.handle, self.id, k.array, k.n, chunk_bytes,
                                        ctypes.byref(res), slots), "cxlpool_kv_put_begin")
         return Reservation(self, k, int(res.value), chunk_bytes, slots)
 
@@ -300,7 +300,7 @@ class Namespace:
         size): each is copied once, into its reserved put-window slot.
         Returns how many were committed (chunks already stored count)."""
         k = keys if type(keys) is Keys else as_keys(keys)
-        n = k.count
+        n = k.n
         if len(chunks) != n:
             raise ValueError(f"{len(chunks)} chunks for {n} keys")
         if n == 0:
@@ -320,9 +320,9 @@ class Namespace:
         """Leases the longest cached prefix of keys: ``len(lease)`` chunks,
         each a read-only zero-copy view until the lease is released."""
         k = keys if type(keys) is Keys else as_keys(keys)
-        locs = (KvLocation * (k.count or 1))()
+        locs = (KvLocation * (k.n or 1))()
         lease = ctypes.c_uint64()
-        n = _kv_get(self.store.handle, self.id, k.array, k.count, ctypes.byref(lease), locs)
+        n = _kv_get(self.store.handle, self.id, k.array, k.n, ctypes.byref(lease), locs)
         if n < 0:
             check(n, "cxlpool_kv_get")
         return Lease(self.store, lease.value, [Location._from(locs[i]) for i in range(n)])
@@ -330,11 +330,11 @@ class Namespace:
     def prefetch(self, keys: KeysLike) -> int:
         """Queues SSD chunks for DRAM; returns how many were queued."""
         k = as_keys(keys)
-        return check(lib.cxlpool_kv_prefetch(self.store.handle, self.id, k.array, k.count), "cxlpool_kv_prefetch")
+        return check(lib.cxlpool_kv_prefetch(self.store.handle, self.id, k.array, k.n), "cxlpool_kv_prefetch")
 
     def delete(self, keys: KeysLike) -> int:
         k = as_keys(keys)
-        return check(lib.cxlpool_kv_delete(self.store.handle, self.id, k.array, k.count), "cxlpool_kv_delete")
+        return check(lib.cxlpool_kv_delete(self.store.handle, self.id, k.array, k.n), "cxlpool_kv_delete")
 
     remove = delete
 
@@ -419,7 +419,7 @@ class Reservation:
         self.committed: Optional[int] = None
 
     def __len__(self) -> int:
-        return self.keys.count
+        return self.keys.n
 
     def cached(self, i: int) -> bool:
         return bool(self._slots[i].flags & LOC_CACHED)
@@ -439,7 +439,7 @@ class Reservation:
     def commit(self, which: Optional[Iterable[int]] = None) -> int:
         keys = self.keys if which is None else Keys.from_ints(self.keys[i] for i in which)
         self.committed = check(lib.cxlpool_kv_put_commit(self.ns.store.handle, self.ns.id, self.id, keys.array,
-                                                         keys.count), "cxlpool_kv_put_commit")
+                                                         keys.n), "cxlpool_kv_put_commit")
         return self.committed
 
     def __enter__(self) -> "Reservation":

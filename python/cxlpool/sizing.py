@@ -9,7 +9,7 @@ of a namespace must fit a slot:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 MIB = 1 << 20
 
@@ -45,7 +45,8 @@ class KvShape:
     @staticmethod
     def from_config(config: Any, dtype_bytes: int = 2) -> "KvShape":
         """From a Hugging Face style config (dict or object)."""
-        get = (lambda k: config.get(k)) if isinstance(config, dict) else (lambda k: getattr(config, k, None))
+        get: Callable[[str], Any] = ((lambda k: config.get(k)) if isinstance(config, dict)
+                                     else (lambda k: getattr(config, k, None)))
         heads = get("num_attention_heads")
         return KvShape(get("num_hidden_layers"), get("num_key_value_heads") or heads,
                        get("head_dim") or get("hidden_size") // heads, dtype_bytes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import _buffers
 from ._lib import StreamedLayer, StreamerConfig, StreamerStats, WeightsLoadOptions, WeightTensorC, lib
@@ -36,7 +36,7 @@ class Weights(NativeHandle):
     shared region in their safetensors dtypes (bf16 included), ``arrays()``
     the numpy equivalent. Both are zero copy and keep the model open."""
 
-    def __init__(self, client: Any, handle: int, model: str) -> None:
+    def __init__(self, client: Any, handle: Optional[int], model: str) -> None:
         self.client = client
         self.model = model
         self._streamers: "weakref.WeakSet[Streamer]" = weakref.WeakSet()
