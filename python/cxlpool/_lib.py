@@ -32,6 +32,12 @@ class TierInfo(Structure):
                 ("latency_ns", c_uint32), ("bandwidth_mbps", c_uint32), ("name", c_char * 64)]
 
 
+class MigrateResult(Structure):
+    _fields_ = [("pages_total", c_uint64), ("pages_moved", c_uint64), ("pages_already", c_uint64),
+                ("pages_absent", c_uint64), ("pages_failed", c_uint64), ("bytes_moved", c_uint64),
+                ("elapsed_ns", c_uint64)]
+
+
 class Stat(Structure):
     _fields_ = [("name", c_char * 96), ("value", c_uint64)]
 
@@ -169,7 +175,9 @@ _PROTOTYPES = {
     "cxlpool_region_writable": (c_int, [VP]),
     "cxlpool_region_fd": (c_int, [VP]),
     "cxlpool_stats": (c_int, [VP, POINTER(Stat), c_size_t]),
+    "cxlpool_access_ring_open": (c_int, [VP, c_uint32]),
     "cxlpool_access_report": (c_int, [VP, c_uint64, c_uint64, c_uint32]),
+    "cxlpool_region_migrate": (c_int, [VP, c_uint64, c_uint32, POINTER(MigrateResult)]),
     "cxlpool_access_flush": (c_int, [VP]),
     "cxlpool_kv_open": (c_int, [VP, POINTER(KvOptions), POINTER(VP)]),
     "cxlpool_kv_close": (None, [VP]),

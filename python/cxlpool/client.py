@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _buffers
-from ._lib import Stat, TierInfo, lib
+from ._lib import MigrateResult, Stat, TierInfo, lib
 from ._handle import NativeHandle
 from .errors import check
 
@@ -136,6 +136,17 @@ class Client(NativeHandle):
             if n <= cap:
                 return {arr[i].name.decode(): int(arr[i].value) for i in range(n)}
             cap = n
+
+    def open_access_ring(self, entries: int = 0) -> None:
+        """Opens the access-report ring now (else the first report does)."""
+        check(lib.cxlpool_access_ring_open(self.handle, entries), "cxlpool_access_ring_open")
+
+    def migrate(self, region_id: int, tier: TierLike) -> Dict[str, int]:
+        """Moves a region's pages to another tier (admin only); the counts."""
+        out = MigrateResult()
+        check(lib.cxlpool_region_migrate(self.handle, region_id, self.tier_id(tier), ctypes.byref(out)),
+              "cxlpool_region_migrate")
+        return {name: int(getattr(out, name)) for name, _ in MigrateResult._fields_}
 
     def flush_access_reports(self) -> int:
         return check(lib.cxlpool_access_flush(self.handle), "cxlpool_access_flush")

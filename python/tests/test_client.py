@@ -117,6 +117,23 @@ def test_named_region_seen_by_another_process(client, daemon) -> None:
         client.unlink_named(name)
 
 
+def test_migrate_and_access_ring(client) -> None:
+    tiers = [t for t in client.tiers() if t.name != "emu"]
+    if not tiers:
+        pytest.skip("only one tier: nothing to migrate to")
+    with client.alloc(1 << 20, tier="emu", populate=True) as r:
+        res = client.migrate(r.id, tiers[0])
+        assert res["pages_total"] == (1 << 20) // r.page_size
+        with pytest.raises(cxlpool.CxlpoolError) as e:
+            client.migrate(1 << 60, "emu")
+        assert e.value.errno == errno.ENOENT
+    with cxlpool.Client(client.socket_path) as other:
+        other.open_access_ring(1024)
+        with pytest.raises(cxlpool.CxlpoolError) as e:
+            other.open_access_ring(1024)
+        assert e.value.errno == errno.EALREADY
+
+
 def test_stats(client) -> None:
     stats = client.stats()
     assert stats and all(isinstance(v, int) for v in stats.values())
@@ -179,3 +196,40 @@ def test_closed_handles_raise(daemon) -> None:
     c.close()
     with pytest.raises(ValueError):
         c.tiers()
+
+
+def test_blocking_calls_release_the_gil(tmp_path) -> None:
+    import socket as sk
+    import threading
+    import time
+    # A listener that never answers: cxlpool_connect waits in the library
+    # for the handshake until the socket is closed under it.
+    path = str(tmp_path / "mute.sock")
+    listener = sk.socket(sk.AF_UNIX, sk.SOCK_SEQPACKET)
+    listener.bind(path)
+    listener.listen(4)
+    done = threading.Event()
+    errors = []
+
+    def connect() -> None:
+        try:
+            cxlpool.Client(path)
+        except cxlpool.CxlpoolError as e:
+            errors.append(e)
+        done.set()
+
+    th = threading.Thread(target=connect)
+    th.start()
+    spins = 0
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:
+        spins += 1
+    assert not done.is_set(), "the connect should still wait for the handshake"
+    conn, _ = listener.accept()  # the pending connection, then close both ends
+    conn.close()
+    listener.close()
+    th.join(10)
+    assert done.is_set() and errors, "the connect did not fail once the socket closed"
+    # Had the call kept the GIL, this thread would have been stopped for the
+    # 300 ms the other one waited in C.
+    assert spins > 10000
