@@ -10,7 +10,9 @@ Starts cxlpoold (a temporary state dir), runs build/tests/bench/kv_call_bench
   put2m   the same with 2 MiB chunks (throughput)
   get2m   get + a 2 MiB copy out of the lease + release (throughput)
 and prints each pair, the added microseconds per call and the throughput
-ratios Python/C. Each side runs --repeat times, interleaved; the best run of
+ratios Python/C. A second table splits the added time per call, immune to a
+busy machine: the package's wrapper (package call minus the same bare ctypes
+calls, timed back to back) plus the ctypes FFI cost of each C call it makes. Each side runs --repeat times, interleaved; the best run of
 each side and the medians are printed.
 
     python/bench/call_overhead.py [BUILD_DIR] [--iterations N] [--chunks N] [--repeat N]
@@ -39,27 +41,30 @@ def python_side(socket: str, iterations: int, chunks: int) -> dict:
     big = bytearray(b"\2" * (2 << 20))
     out = bytearray(2 << 20)
     out_addr = ctypes.addressof((ctypes.c_char * len(out)).from_buffer(out))
-    k0 = cxlpool.Keys.from_ints([1 << 64])
+    run = int.from_bytes(os.urandom(8), "little") << 64  # keys of this run only (the index is global)
+    k0 = cxlpool.Keys.from_ints([run + (1 << 64)])
     ns.put(k0, [small])
 
-    t = time.perf_counter()
-    for _ in range(iterations):
-        ns.lookup(k0)
-    lookup_ns = (time.perf_counter() - t) * 1e9 / iterations
+    pc = time.perf_counter
 
-    t = time.perf_counter()
-    for _ in range(iterations):
+    def median_ns(call) -> float:  # as kv_call_bench: the median call
+        times = []
+        for i in range(iterations):
+            t0 = pc()
+            call(i)
+            times.append(pc() - t0)
+        return statistics.median(times) * 1e9
+
+    def get(i: int) -> None:
         with ns.get(k0):
             pass
-    get_ns = (time.perf_counter() - t) * 1e9 / iterations
 
-    keys = [cxlpool.Keys.from_ints([(2 << 64) | i]) for i in range(iterations)]
-    t = time.perf_counter()
-    for k in keys:
-        ns.put(k, [small])
-    put_ns = (time.perf_counter() - t) * 1e9 / iterations
+    keys = [cxlpool.Keys.from_ints([run + (2 << 64) + i]) for i in range(iterations)]
+    lookup_ns = median_ns(lambda i: ns.lookup(k0))
+    get_ns = median_ns(get)
+    put_ns = median_ns(lambda i: ns.put(keys[i], [small]))
 
-    big_keys = [cxlpool.Keys.from_ints([(3 << 64) | i]) for i in range(chunks)]
+    big_keys = [cxlpool.Keys.from_ints([run + (3 << 64) + i]) for i in range(chunks)]
     t = time.perf_counter()
     for k in big_keys:
         ns.put(k, [big])
@@ -77,6 +82,65 @@ def python_side(socket: str, iterations: int, chunks: int) -> dict:
     store.close()
     c.close()
     return {"lookup_ns": lookup_ns, "get_ns": get_ns, "put_ns": put_ns, "put2m_gbps": put2m, "get2m_gbps": get2m}
+
+
+def decomposed(socket: str, iterations: int) -> dict:
+    """The package's own cost per call, robust to a busy machine: each
+    iteration times the bare ctypes call(s) and the package call back to
+    back, and the medians of both are kept; the bare FFI cost is that of a
+    call that does not reach the daemon (cxlpool_kv_in_flight)."""
+    import cxlpool
+    from cxlpool._lib import KvKey, KvLocation, lib
+    c = cxlpool.Client(socket, "kv-call-bench-py")
+    store = c.kv_store()
+    ns = store.namespace(f"call-bench-dec-{os.getpid()}-{time.monotonic_ns()}", layout="raw", dtype="bf16",
+                         chunk_tokens=16)
+    small = bytearray(b"\1" * 4096)
+    run = int.from_bytes(os.urandom(8), "little") << 64
+    k0 = cxlpool.Keys.from_ints([run + (1 << 64)])
+    ns.put(k0, [small])
+    h, nsid, karr = store.handle, ns.id, k0.array
+    loc = (KvLocation * 1)()
+    lease = ctypes.c_uint64()
+    src = (ctypes.c_void_p * 1)(ctypes.addressof((ctypes.c_char * 4096).from_buffer(small)))
+    pc = time.perf_counter
+    res = {}
+
+    def pair(bare, wrapped):
+        a, b = [], []
+        for i in range(iterations):
+            t0 = pc()
+            bare(i)
+            t1 = pc()
+            wrapped(i)
+            t2 = pc()
+            a.append(t1 - t0)
+            b.append(t2 - t1)
+        return statistics.median(a) * 1e9, statistics.median(b) * 1e9
+
+    def bare_get(i):
+        lib.cxlpool_kv_get(h, nsid, karr, 1, ctypes.byref(lease), loc)
+        lib.cxlpool_kv_release(h, lease.value)
+
+    def wrapped_get(i):
+        with ns.get(k0):
+            pass
+
+    keys_a = [KvKey(i, (run >> 64) + 5) for i in range(iterations)]
+    keys_b = [cxlpool.Keys.from_ints([run + (6 << 64) + i]) for i in range(iterations)]
+    res["lookup"] = pair(lambda i: lib.cxlpool_kv_lookup(h, nsid, karr, 1, None), lambda i: ns.lookup(k0))
+    res["get"] = pair(bare_get, wrapped_get)
+    res["put"] = pair(lambda i: lib.cxlpool_kv_put(h, nsid, ctypes.byref(keys_a[i]), 1, src, 4096),
+                      lambda i: ns.put(keys_b[i], [small]))
+    ffi = []
+    for _ in range(iterations):
+        t0 = pc()
+        lib.cxlpool_kv_in_flight(h)
+        ffi.append(pc() - t0)
+    res["ffi"] = statistics.median(ffi) * 1e9
+    store.close()
+    c.close()
+    return res
 
 
 def c_side(binary: str, socket: str, iterations: int, chunks: int) -> dict:
@@ -97,18 +161,23 @@ def main() -> int:
     sys.path.insert(0, os.path.join(ROOT, "python"))
     sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
     from conftest import Daemon  # the test suite's daemon launcher
-    store = ('slot_bytes = "2M"\ndram_bytes = "256M"\ncxl_bytes = 0\nput_window_bytes = "64M"\n')
+    store = ('slot_bytes = "2M"\ndram_bytes = "128M"\ncxl_bytes = 0\nput_window_bytes = "64M"\n')
     d = Daemon(os.path.join(build, "daemon/cxlpoold"), store)
     try:
         runs_c, runs_py = [], []
-        for _ in range(args.repeat):
-            runs_c.append(c_side(os.path.join(build, "tests/bench/kv_call_bench"), d.socket, args.iterations,
-                                 args.chunks))
-            runs_py.append(python_side(d.socket, args.iterations, args.chunks))
+        for rep in range(args.repeat):
+            # Alternate which side goes first, so neither always meets the
+            # arena the other just filled.
+            sides = [lambda: runs_c.append(c_side(os.path.join(build, "tests/bench/kv_call_bench"), d.socket,
+                                                  args.iterations, args.chunks)),
+                     lambda: runs_py.append(python_side(d.socket, args.iterations, args.chunks))]
+            for side in (sides if rep % 2 == 0 else sides[::-1]):
+                side()
+        dec = decomposed(d.socket, args.iterations)
     finally:
         d.stop()
-    # The machine may be busy: the best run of each side is its own cost,
-    # the median shows the spread.
+    # Per call: each run's median call; across runs the best run of each
+    # side (its own cost on a busy machine) and the median run.
     med = lambda runs, k: statistics.median(r[k] for r in runs)  # noqa: E731
     print(f"{'call':8} {'C best':>10} {'Py best':>10} {'added':>9}   {'C median':>10} {'Py median':>10} {'added':>9}")
     for k in ("lookup_ns", "get_ns", "put_ns"):
@@ -121,6 +190,14 @@ def main() -> int:
         cm, pm = med(runs_c, k), med(runs_py, k)
         print(f"{k[:-5]:8} {cb:6.2f}GB/s {pb:6.2f}GB/s ratio {pb / cb:.3f}   "
               f"{cm:6.2f}GB/s {pm:6.2f}GB/s ratio {pm / cm:.3f}")
+    print(f"\nper call, medians of back-to-back pairs (ctypes FFI alone: {dec['ffi'] / 1000:.2f}us a call)")
+    print(f"{'call':8} {'bare ctypes':>12} {'package':>10} {'wrapper':>9} {'added vs C':>11}")
+    calls = {"lookup": 1, "get": 2, "put": 1}
+    for k, n in calls.items():
+        bare, wrapped = dec[k]
+        added = wrapped - bare + n * dec["ffi"]
+        print(f"{k:8} {bare / 1000:10.2f}us {wrapped / 1000:8.2f}us {(wrapped - bare) / 1000:7.2f}us "
+              f"{added / 1000:9.2f}us")
     return 0
 
 

@@ -103,6 +103,8 @@ class KvStore(NativeHandle):
         out = ctypes.c_void_p()
         check(lib.cxlpool_kv_open(client.handle, ctypes.byref(opts), ctypes.byref(out)), "cxlpool_kv_open")
         self._own(out.value, _close_kv, client)
+        # Hot calls pass ready-made ctypes values: no conversion per call.
+        self._c_handle: Optional[ctypes.c_void_p] = ctypes.c_void_p(out.value)
         info = KvInfo()
         check(lib.cxlpool_kv_get_info(out.value, ctypes.byref(info)), "cxlpool_kv_get_info")
         self.info = StoreInfo(int(info.slot_bytes), int(info.put_window_bytes), int(info.quota_bytes),
@@ -124,6 +126,7 @@ class KvStore(NativeHandle):
             except Exception:  # the loop may be closed already
                 pass
             self._loop = None
+        self._c_handle = None
         super().close()
 
     def namespace(self, model_id: str, layout: str = "raw", dtype: str = "bf16", tp_rank: int = 0,
@@ -240,6 +243,7 @@ class Namespace:
         self.store = store
         self._c = c
         self.id = int(c.id)
+        self._c_id = ctypes.c_uint64(c.id)
         self.fingerprint = (int(c.fingerprint_hi) << 64) | int(c.fingerprint_lo)
         self.chunk_tokens = int(c.chunk_tokens)
 
@@ -270,7 +274,7 @@ class Namespace:
     def lookup(self, keys: KeysLike) -> int:
         """Length (in chunks) of the longest cached prefix of keys."""
         k = keys if type(keys) is Keys else as_keys(keys)
-        rc = _kv_lookup(self.store.handle, self.id, k.array, k.n, None)
+        rc = _kv_lookup(self.store._c_handle or self.store.handle, self._c_id, k.array, k.n, None)
         return rc if rc >= 0 else check(rc, "cxlpool_kv_lookup")
 
     def lookup_locations(self, keys: KeysLike) -> List[Location]:
@@ -313,7 +317,7 @@ class Namespace:
         ptrs = (ctypes.c_void_p * n)(*[s[0] for s in srcs])
         # The library's put reserves, copies each chunk once into its slot
         # (skipping chunks already stored) and commits, without the GIL.
-        rc = _kv_put(self.store.handle, self.id, k.array, n, ptrs, size)
+        rc = _kv_put(self.store._c_handle or self.store.handle, self._c_id, k.array, n, ptrs, size)
         return rc if rc >= 0 else check(rc, "cxlpool_kv_put")
 
     def get(self, keys: KeysLike) -> "Lease":
@@ -322,7 +326,7 @@ class Namespace:
         k = keys if type(keys) is Keys else as_keys(keys)
         locs = (KvLocation * (k.n or 1))()
         lease = ctypes.c_uint64()
-        n = _kv_get(self.store.handle, self.id, k.array, k.n, ctypes.byref(lease), locs)
+        n = _kv_get(self.store._c_handle or self.store.handle, self._c_id, k.array, k.n, lease, locs)
         if n < 0:
             check(n, "cxlpool_kv_get")
         return Lease(self.store, lease.value, [Location._from(locs[i]) for i in range(n)])
@@ -495,7 +499,7 @@ class Lease:
     def release(self, _release: Any = _kv_release) -> None:
         if self._held:
             self._held = False
-            h = self.store._handle
+            h = self.store._c_handle
             if h is not None:  # a closed store released every lease
                 _release(h, self.id)
 
