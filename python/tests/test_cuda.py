@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """CUDA cases: a cuda-backend KvArena as CUDA tensors (no copy), attention
-over them, and the tiny decoder on the GPU. They skip without a usable GPU;
-on a GPU host they run in the gpu suite (test python_gpu)."""
+over them, and the tiny decoder on the GPU. They skip without a usable GPU
+(torch.cuda) and a build with the cuda backend. The GPU bundle
+(tests/gpu/bundle.sh) does not carry the Python package yet: on a GPU host
+run them from a checkout, as docs/python.md says."""
 from __future__ import annotations
 
 import os
