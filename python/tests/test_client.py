@@ -145,8 +145,15 @@ def test_quota_error(client) -> None:
     assert e.value.errno in (errno.ENOSPC, errno.E2BIG, errno.EDQUOT)
 
 
-def _region_count(client) -> int:
-    return sum(v for k, v in client.stats().items() if k == "regions.leased" or k == "pool.regions")
+def _settles(read, want, seconds: float = 10.0) -> bool:
+    """A daemon releases a closed connection's memory on its own time."""
+    import time
+    deadline = time.monotonic() + seconds
+    while read() != want:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_regions_released_on_gc(client, daemon) -> None:
@@ -174,7 +181,7 @@ def test_client_gc_disconnects(daemon) -> None:
         assert other.tier("emu").used >= before + (2 << 20)
         del keep
         gc.collect()
-        assert other.tier("emu").used == before
+        assert _settles(lambda: other.tier("emu").used, before)
 
 
 def test_exit_releases_everything(daemon) -> None:
@@ -187,7 +194,7 @@ def test_exit_releases_everything(daemon) -> None:
                              timeout=30)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "ok" and out.stderr == ""
-        assert other.tier("emu").used == before
+        assert _settles(lambda: other.tier("emu").used, before)
 
 
 def test_closed_handles_raise(daemon) -> None:
