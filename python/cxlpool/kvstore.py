@@ -329,7 +329,7 @@ class Namespace:
         n = _kv_get(self.store._c_handle or self.store.handle, self._c_id, k.array, k.n, lease, locs)
         if n < 0:
             check(n, "cxlpool_kv_get")
-        return Lease(self.store, lease.value, [Location._from(locs[i]) for i in range(n)])
+        return Lease(self.store, lease.value, locs, n)
 
     def prefetch(self, keys: KeysLike) -> int:
         """Queues SSD chunks for DRAM; returns how many were queued."""
@@ -468,33 +468,53 @@ class Lease:
     collection of the lease and every view of it).
     """
 
-    __slots__ = ("store", "id", "locations", "_held", "__weakref__")
+    __slots__ = ("store", "id", "_raw", "_n", "_list", "_held", "__weakref__")
 
-    def __init__(self, store: KvStore, lease: int, locations: List[Location]) -> None:
+    def __init__(self, store: KvStore, lease: int, locations: Any, n: Optional[int] = None) -> None:
+        """locations: a list of Location, or the C array a get filled (read
+        lazily: most callers want an address or two, not the list)."""
         self.store = store
         self.id = lease
-        self.locations = locations
+        self._list: Optional[List[Location]]
+        if isinstance(locations, list):
+            self._raw, self._list, self._n = None, locations, len(locations)
+        else:
+            self._raw, self._list, self._n = locations, None, int(n or 0)
         self._held = lease != 0
 
+    @property
+    def locations(self) -> List[Location]:
+        if self._list is None:
+            raw = self._raw
+            self._list = [Location._from(raw[i]) for i in range(self._n)] if raw is not None else []
+        return self._list
+
     def __len__(self) -> int:
-        return len(self.locations)
+        return self._n
+
+    def _span(self, i: int) -> Any:
+        if self._raw is not None and 0 <= i < self._n:
+            loc = self._raw[i]
+            return loc.data or 0, loc.length
+        loc = self.locations[i]
+        return loc.address, loc.length
 
     def address(self, i: int) -> int:
-        return self.locations[i].address
+        return int(self._span(i)[0])
 
     def __getitem__(self, i: int) -> memoryview:
-        loc = self.locations[i]
-        return _buffers.memory_view(loc.address, loc.length, self, True)
+        address, length = self._span(i)
+        return _buffers.memory_view(address, length, self, True)
 
     def numpy(self, i: int, dtype: Any = "uint8", shape: Optional[Sequence[int]] = None) -> Any:
-        loc = self.locations[i]
-        return _buffers.numpy_view(loc.address, loc.length, self, True, dtype, shape)
+        address, length = self._span(i)
+        return _buffers.numpy_view(address, length, self, True, dtype, shape)
 
     def torch(self, i: int, dtype: Any = "uint8", shape: Optional[Sequence[int]] = None) -> Any:
         """A CPU tensor over chunk i. torch has no read-only tensors: the
         pages are mapped read-only, so a write through it faults."""
-        loc = self.locations[i]
-        return _buffers.torch_view(loc.address, loc.length, self, True, dtype, shape)
+        address, length = self._span(i)
+        return _buffers.torch_view(address, length, self, True, dtype, shape)
 
     def release(self, _release: Any = _kv_release) -> None:
         if self._held:
