@@ -45,8 +45,8 @@ def buffer_address(obj: Any, writable: bool = False) -> Tuple[int, int, Any]:
         n = len(obj)
         if n == 0:
             return 0, 0, obj
-        if t is bytearray:
-            return ctypes.addressof((ctypes.c_char * n).from_buffer(obj)), n, obj
+        if t is bytearray:  # the first byte's address: no array type per size
+            return ctypes.addressof(ctypes.c_char.from_buffer(obj)), n, obj
         return ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value or 0, n, obj
     iface = getattr(obj, "__array_interface__", None)
     if iface is not None and iface.get("strides") is None and not (writable and iface["data"][1]):

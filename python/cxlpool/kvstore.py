@@ -311,9 +311,10 @@ class Namespace:
             return 0
         srcs = [_buffers.buffer_address(c) for c in chunks]
         size = srcs[0][1]
-        if any(s[1] != size for s in srcs):
+        if n > 1 and any(s[1] != size for s in srcs):
             raise ValueError("chunks of one put must have the same size")
-        self._check_size(size)
+        if size > self.store.info.slot_bytes:
+            self._check_size(size)
         ptrs = (ctypes.c_void_p * n)(*[s[0] for s in srcs])
         # The library's put reserves, copies each chunk once into its slot
         # (skipping chunks already stored) and commits, without the GIL.
