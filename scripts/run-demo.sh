@@ -28,6 +28,14 @@ echo; echo "== cxlpoolctl backends"; "$B/tools/ctl/cxlpoolctl" backends
 echo; echo "== cxlpool-demo"; "$B/tools/demo/cxlpool-demo"
 echo; echo "== cxlpool-infer --short (a small decoder through libcxlpool vs plain buffers)"
 "$B/tools/infer/cxlpool-infer" --short
+echo; echo "== examples/python/tiny_decoder.py (PyTorch: KV in a KvArena, weights shared, a prefix from another process)"
+py=${PYTHON:-/usr/bin/python3}  # Debian's, where apt put python3-torch
+if "$py" -c "import torch" 2>/dev/null; then
+  CXLPOOL_LIBRARY=$B/lib/client/libcxlpool.so PYTHONPATH=python "$py" examples/python/tiny_decoder.py \
+    --socket "$socket" --decode 16
+else
+  echo "skipped: $py has no torch (apt-get install python3-torch)"
+fi
 echo; echo "== cxlpoolctl kv status"; "$B/tools/ctl/cxlpoolctl" kv status
 echo; echo "== cxlpoolctl tiering status"; "$B/tools/ctl/cxlpoolctl" tiering status
 echo; echo "== device pooling: UDP through another namespace's NIC, assigned by the daemon's pod"

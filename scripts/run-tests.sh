@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The whole test suite, as CI runs it:
-#   1. unit + integration suites on the default (gcc) build
+#   1. unit + integration + python suites on the default (gcc) build
 #   2. the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the protocol decoder under libFuzzer (clang) for FUZZ_SECONDS
 #   4. the slow suite (QEMU guest with a CPU-less NUMA node)
@@ -32,9 +32,9 @@ run_suites() {  # build_dir suite...
   cp "$dir/meson-logs/testlog.json" "$copy" 2>/dev/null && logs+=("$copy")
 }
 
-echo "== [1] default build: unit + integration"
+echo "== [1] default build: unit + integration + python"
 scripts/setup.sh || exit 1
-run_suites build unit integration
+run_suites build unit integration python
 
 if [ $quick -eq 0 ]; then
   echo "== [2] ASan + UBSan build: unit + integration"

@@ -12,6 +12,7 @@ PACKAGES=(
   libnuma-dev liburing-dev libcxl-dev libdaxctl-dev libibverbs-dev librdmacm-dev libfabric-dev
   dpdk-dev libaio-dev libxdp-dev libbpf-dev fio redis-server redis-tools
   clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin
+  python3-numpy python3-torch python3-pytest
 )
 
 missing=()

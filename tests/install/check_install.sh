@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs the build into a temporary DESTDIR and checks what a packager and
 # a C application see: binaries, library (shared + static), headers, the
-# pkg-config file, the systemd unit and the example config; then compiles a
+# pkg-config file, the systemd unit, the example config and the Python
+# package (it must import); then compiles a
 # C program and a C++ program against the installed files with pkg-config
 # alone and runs them.
 #   check_install.sh BUILD_DIR
@@ -73,4 +74,16 @@ XDG_RUNTIME_DIR=/tmp "$dest/app_static"
 printf '#include <cxlpool/cxlpool.hpp>\nint main() { return cxlpool::check(0, "x"); }\n' >"$dest/app.cpp"
 c++ -std=c++17 -Wall -Wextra -Werror "$dest/app.cpp" $(pkg-config --cflags --libs cxlpool) -o "$dest/app_cpp"
 LD_LIBRARY_PATH=$dest$libdir "$dest/app_cpp"
+# The Python package, where the build has it (-Dpython): it imports from the
+# install, finding the library through the dynamic linker (the recorded
+# libdir is the final one, not the DESTDIR's).
+pkg=$(find "$dest" -path '*/cxlpool/__init__.py' | head -1)
+if [ -n "$pkg" ]; then
+  site=$(dirname "$(dirname "$pkg")")
+  [ -e "$site/cxlpool/py.typed" ] || fail "the Python package lacks py.typed"
+  grep -q "^LIBDIR = \"$libdir\"" "$site/cxlpool/_install_paths.py" || fail "the Python package does not record $libdir"
+  got=$(env -u CXLPOOL_LIBRARY PYTHONPATH="$site" LD_LIBRARY_PATH="$dest$libdir" python3 -c \
+    'import cxlpool; print(cxlpool.__version__)') || fail "the installed Python package does not import"
+  [ "$got" = "$version" ] || fail "the Python package reports $got, not $version"
+fi
 echo "install check OK ($version, prefix ${opt[0]})"
