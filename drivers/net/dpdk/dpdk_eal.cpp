@@ -120,7 +120,7 @@ Result<void> start(Eal& e) {
 std::vector<std::string> dpdk_eal_arguments() {
   return {"cxlpool",           "--no-huge",     "--no-pci", "--no-shconf",  "--no-telemetry",
           "--file-prefix",     file_prefix(),   "--lcores", "0@(" + cpu_list() + ")",
-          "--log-level",       "notice"};
+          "--log-level",       "notice", "-m", "256"};
 }
 
 Result<const CxlpoolDpdkModule*> acquire_dpdk_eal() {

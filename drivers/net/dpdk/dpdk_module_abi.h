@@ -14,12 +14,13 @@
 extern "C" {
 #endif
 
-#define CXLPOOL_DPDK_ABI_VERSION 1u
+#define CXLPOOL_DPDK_ABI_VERSION 2u
 #define CXLPOOL_DPDK_ENTRY "cxlpool_dpdk_module"
 
-// One frame in or out. Receive: `capacity` bytes at `data` to fill;
-// `length` comes back as the frame's whole length, which may exceed
-// `capacity` (then only `capacity` bytes were copied).
+// One frame. Send: `length` bytes at `data`. Receive: `data` points into
+// the port's mbuf (valid until release_received), `length` is the frame's
+// whole length and `capacity` the bytes at `data` (less than `length` only
+// for a frame the PMD chained over several mbufs: only the first is shown).
 struct CxlpoolDpdkFrame {
   void* data;
   uint32_t capacity;
@@ -43,13 +44,18 @@ struct CxlpoolDpdkModule {
   // rte_eal_cleanup; 0 or -errno.
   int (*eal_cleanup)(void);
   // Probes the vdev `devargs` ("net_af_packet_x,iface=eth1,..."), makes a
-  // mempool of `mbufs` buffers of `data_room` bytes, one receive and one
-  // send queue, and starts the port. 0 with *port set, or -errno.
-  int (*port_open)(const char* devargs, uint32_t mbufs, uint32_t data_room, void** port, struct CxlpoolDpdkPortInfo* info);
-  // Stops and removes the port and frees its mempool.
+  // receive mempool (`rx_mbufs` of `rx_room` bytes) and a send mempool
+  // (`tx_mbufs` of `tx_room`), one receive and one send queue, and starts
+  // the port. 0 with *port set, or -errno.
+  int (*port_open)(const char* devargs, uint32_t rx_mbufs, uint32_t rx_room, uint32_t tx_mbufs, uint32_t tx_room,
+                   void** port, struct CxlpoolDpdkPortInfo* info);
+  // Stops and removes the port and frees its mempools.
   void (*port_close)(void* port);
-  // Frames received now (rte_eth_rx_burst), copied out; count or -errno.
+  // Up to `count` frames received now (rte_eth_rx_burst), shown in place;
+  // count or -errno. The port keeps their mbufs until release_received.
   int (*receive)(void* port, struct CxlpoolDpdkFrame* frames, uint32_t count);
+  // Frees the mbufs of the last receive.
+  void (*release_received)(void* port);
   // Frames copied into mbufs and handed to rte_eth_tx_burst; how many the
   // port took (fewer when its ring is full), or -errno.
   int (*send)(void* port, const struct CxlpoolDpdkFrame* frames, uint32_t count);

@@ -12,11 +12,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <vector>
 
 #include "cxlpool/common/unique_fd.hpp"
 #include "cxlpool/hal/driver/frame_checksum.hpp"
 #include "cxlpool/hal/driver/net_port_driver.hpp"
 #include "dpdk_eal.hpp"
+#include "ipv4_fragments.hpp"
 
 namespace cxlpool::drivers {
 namespace {
@@ -25,22 +28,28 @@ namespace {
 constexpr std::size_t kBatch = 64;
 
 struct PmdChoice {
-  std::string driver;    // the vdev driver
-  std::string extra;     // its arguments besides the interface
-  uint32_t mbufs;        // mempool size
-  uint32_t data_room;    // bytes per mbuf, headroom excluded
+  std::string driver;  // the vdev driver
+  std::string extra;   // its arguments besides the interface
+  uint32_t rx_mbufs, rx_room;
+  uint32_t tx_mbufs, tx_room;  // tx_room bounds the MTU
 };
 
-// net_af_packet's ring frames hold 4096 bytes with their header (the mbufs
-// must hold a whole ring frame); net_af_xdp makes its UMEM of the mempool,
-// whose chunks must fit a page.
+// net_af_packet's mbufs must hold a whole ring frame, and its ring frames
+// should hold the IPv4 datagrams the kernel reassembles for it
+// (ipv4_fragments.hpp): 65280-byte ring frames (65214 bytes of Ethernet
+// frame each after the TPACKET header) are
+// the largest an mbuf holds that also pack a block without a gap (the PMD
+// assumes they do), 16 to a block. Received frames are copied out of their
+// mbufs at once, so few mbufs are needed. net_af_xdp makes its UMEM of the receive mempool, whose
+// chunks must fit a page.
 Result<PmdChoice> choose_pmd() {
   const char* env = std::getenv("CXLPOOL_DPDK_PMD");
   const std::string pmd = env != nullptr && *env != '\0' ? env : "af_packet";
   if (pmd == "af_packet") {
-    return PmdChoice{"net_af_packet", "qpairs=1,qdisc_bypass=1,blocksz=4096,framesz=4096,framecnt=1024", 2047, 4096};
+    return PmdChoice{"net_af_packet", "qpairs=1,qdisc_bypass=1,blocksz=1044480,framesz=65280,framecnt=256",
+                     255, 65407, 1023, 4096};
   }
-  if (pmd == "af_xdp") return PmdChoice{"net_af_xdp", "start_queue=0,queue_count=1", 4095, 2048};
+  if (pmd == "af_xdp") return PmdChoice{"net_af_xdp", "start_queue=0,queue_count=1", 4095, 2048, 1023, 2048 - 256};
   return fail(EINVAL, "CXLPOOL_DPDK_PMD=" + pmd + ": must be af_packet or af_xdp");
 }
 
@@ -74,7 +83,8 @@ class DpdkNetPort final : public hal::NetPort {
                                 (pmd.extra.empty() ? "" : "," + pmd.extra);
     const std::size_t mark = dpdk_log_mark();
     CxlpoolDpdkPortInfo info{};
-    if (int r = module_->port_open(devargs.c_str(), pmd.mbufs, pmd.data_room, &port_, &info); r != 0) {
+    if (int r = module_->port_open(devargs.c_str(), pmd.rx_mbufs, pmd.rx_room, pmd.tx_mbufs, pmd.tx_room, &port_, &info);
+        r != 0) {
       port_ = nullptr;
       std::string text = "dpdk: " + devargs + ": " + std::strerror(-r);
       if (std::string said = dpdk_log_since(mark); !said.empty()) text += " (DPDK: " + said + ")";
@@ -123,24 +133,62 @@ class DpdkNetPort final : public hal::NetPort {
   }
 
  private:
-  // Frames from the ring into `buffers`.
+  // A frame that did not fit the caller's buffers yet: a datagram to cut
+  // into fragments (pieces > 0, `next` the first not handed out) or a frame
+  // that arrived after one.
+  struct Held {
+    std::vector<std::byte> frame;
+    std::size_t length = 0;  // the frame's real length (more than `frame` holds when chained)
+    std::size_t pieces = 0;
+    std::size_t next = 0;
+  };
+
+  // Held frames, then frames from the ring, into `buffers`.
   Result<std::size_t> take(std::span<hal::RxFrame> buffers) {
-    std::size_t done = 0;
-    while (done < buffers.size()) {
-      const std::size_t n = std::min(kBatch, buffers.size() - done);
-      for (std::size_t i = 0; i < n; ++i) slots_[i] = {buffers[done + i].data, buffers[done + i].capacity, 0};
-      const int got = module_->receive(port_, slots_.data(), static_cast<uint32_t>(n));
-      if (got < 0) return fail(-got, "dpdk: receive on " + interface_name() + ": " + std::strerror(-got));
-      for (int i = 0; i < got; ++i) {
-        hal::RxFrame& out = buffers[done + static_cast<std::size_t>(i)];
-        out.truncated = slots_[i].length > out.capacity;
-        out.length = out.truncated ? out.capacity : slots_[i].length;
-        // Neither PMD says which frames a checksum-offloading sender left
-        // undone, so only the pseudo-header seed is taken as that sign.
-        if (!out.truncated) hal::complete_offloaded_transport_checksum(out.data, out.length);
+    std::size_t done = hand_out_held(buffers);
+    if (done == buffers.size() || !held_.empty()) return done;
+    const std::size_t n = std::min(kBatch, buffers.size() - done);
+    const int got = module_->receive(port_, slots_.data(), static_cast<uint32_t>(n));
+    if (got < 0) return fail(-got, "dpdk: receive on " + interface_name() + ": " + std::strerror(-got));
+    for (int i = 0; i < got; ++i) {
+      const CxlpoolDpdkFrame& in = slots_[static_cast<std::size_t>(i)];
+      const std::span<const std::byte> shown(static_cast<const std::byte*>(in.data), in.capacity);
+      const std::size_t pieces = in.capacity == in.length ? ipv4_fragment_count(shown, mtu()) : 0;
+      if (held_.empty() && pieces == 0 && done < buffers.size()) {
+        copy_out(shown, in.length, buffers[done++]);
+        continue;
       }
-      done += static_cast<std::size_t>(got);
-      if (static_cast<std::size_t>(got) < n) break;
+      held_.push_back({{shown.begin(), shown.end()}, in.length, pieces, 0});
+    }
+    module_->release_received(port_);
+    return done + hand_out_held(buffers.subspan(done));
+  }
+
+  void copy_out(std::span<const std::byte> in, std::size_t length, hal::RxFrame& out) {
+    // A frame chained over mbufs shows only its first: the rest is lost too.
+    out.truncated = length > out.capacity || length > in.size();
+    out.length = static_cast<std::uint32_t>(std::min({length, std::size_t{out.capacity}, in.size()}));
+    std::memcpy(out.data, in.data(), out.length);
+    // Neither PMD says which frames a checksum-offloading sender left
+    // undone, so only the pseudo-header seed is taken as that sign.
+    if (!out.truncated) hal::complete_offloaded_transport_checksum(out.data, out.length);
+  }
+
+  std::size_t hand_out_held(std::span<hal::RxFrame> buffers) {
+    std::size_t done = 0;
+    while (done < buffers.size() && !held_.empty()) {
+      Held& h = held_.front();
+      hal::RxFrame& out = buffers[done++];
+      if (h.pieces == 0) {
+        copy_out(h.frame, h.length, out);
+        held_.pop_front();
+        continue;
+      }
+      const std::size_t length =
+          write_ipv4_fragment(h.frame, mtu(), h.next, std::span(out.data, static_cast<std::size_t>(out.capacity)));
+      out.truncated = length > out.capacity;
+      out.length = static_cast<std::uint32_t>(std::min<std::size_t>(length, out.capacity));
+      if (++h.next == h.pieces) held_.pop_front();
     }
     return done;
   }
@@ -162,6 +210,7 @@ class DpdkNetPort final : public hal::NetPort {
   const CxlpoolDpdkModule* module_ = nullptr;
   void* port_ = nullptr;
   std::array<CxlpoolDpdkFrame, kBatch> slots_{};
+  std::deque<Held> held_;
 };
 
 }  // namespace
@@ -178,11 +227,9 @@ Result<std::unique_ptr<hal::NetPort>> open_dpdk_net_port(const std::string& inte
   auto facts = hal::query_interface(wake.get(), interface);
   if (!facts) return tl::unexpected(facts.error());
   const uint32_t largest_frame = facts->mtu + hal::kEthernetHeaderBytes + 4;
-  // Room for the PMD's own headers within an mbuf (the TPACKET header;
-  // XDP's headroom).
-  if (largest_frame + 256 > pmd->data_room) {
-    return fail(EINVAL, "dpdk: " + interface + " MTU " + std::to_string(facts->mtu) + " does not fit the " +
-                            pmd->driver + " mbufs of " + std::to_string(pmd->data_room) + " bytes");
+  if (largest_frame > pmd->tx_room) {
+    return fail(EINVAL, "dpdk: " + interface + " MTU " + std::to_string(facts->mtu) + ": its frames do not fit the " +
+                            pmd->driver + " port's " + std::to_string(pmd->tx_room) + "-byte send mbufs");
   }
   if (auto ok = keep_one_byte(wake.get(), interface); !ok) return tl::unexpected(ok.error());
   const int one = 1;

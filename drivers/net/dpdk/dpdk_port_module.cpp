@@ -28,8 +28,11 @@ constexpr uint16_t kRingDescriptors = 1024;
 
 struct Port {
   uint16_t id = 0;
-  rte_mempool* pool = nullptr;
+  rte_mempool* rx_pool = nullptr;
+  rte_mempool* tx_pool = nullptr;
   rte_device* device = nullptr;
+  rte_mbuf* held[kBurst] = {};  // the last receive's mbufs
+  uint16_t held_count = 0;
 };
 
 int negative_rte_errno(int fallback) { return -(rte_errno != 0 ? rte_errno : fallback); }
@@ -56,11 +59,19 @@ void release(Port* port) {
     // Closes the ethdev too (the vdev driver's remove).
     rte_dev_remove(port->device);
   }
-  if (port->pool != nullptr) rte_mempool_free(port->pool);
+  rte_pktmbuf_free_bulk(port->held, port->held_count);
+  if (port->rx_pool != nullptr) rte_mempool_free(port->rx_pool);
+  if (port->tx_pool != nullptr) rte_mempool_free(port->tx_pool);
   delete port;
 }
 
-int module_port_open(const char* devargs, uint32_t mbufs, uint32_t data_room, void** out, CxlpoolDpdkPortInfo* info) {
+rte_mempool* make_pool(const std::string& name, uint32_t mbufs, uint32_t room) {
+  return rte_pktmbuf_pool_create(name.c_str(), mbufs, 0, 0, static_cast<uint16_t>(room + RTE_PKTMBUF_HEADROOM),
+                                 rte_socket_id());
+}
+
+int module_port_open(const char* devargs, uint32_t rx_mbufs, uint32_t rx_room, uint32_t tx_mbufs, uint32_t tx_room,
+                     void** out, CxlpoolDpdkPortInfo* info) {
   auto* port = new (std::nothrow) Port;
   if (port == nullptr) return -ENOMEM;
   rte_errno = 0;
@@ -80,18 +91,17 @@ int module_port_open(const char* devargs, uint32_t mbufs, uint32_t data_room, vo
     return r;
   }
   port->device = dev_info.device;
-  // The pool is named after the port: names are unique within the process.
-  const std::string pool_name = "cxlpool_mb" + std::to_string(port->id);
-  port->pool = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 0, 0,
-                                       static_cast<uint16_t>(data_room + RTE_PKTMBUF_HEADROOM), rte_socket_id());
-  if (port->pool == nullptr) {
+  // The pools are named after the port: names are unique within the process.
+  port->rx_pool = make_pool("cxlpool_rx" + std::to_string(port->id), rx_mbufs, rx_room);
+  port->tx_pool = port->rx_pool == nullptr ? nullptr : make_pool("cxlpool_tx" + std::to_string(port->id), tx_mbufs, tx_room);
+  if (port->tx_pool == nullptr) {
     const int r = negative_rte_errno(ENOMEM);
     release(port);
     return r;
   }
   rte_eth_conf conf{};
   int r = rte_eth_dev_configure(port->id, 1, 1, &conf);
-  if (r == 0) r = rte_eth_rx_queue_setup(port->id, 0, kRingDescriptors, rte_socket_id(), nullptr, port->pool);
+  if (r == 0) r = rte_eth_rx_queue_setup(port->id, 0, kRingDescriptors, rte_socket_id(), nullptr, port->rx_pool);
   if (r == 0) r = rte_eth_tx_queue_setup(port->id, 0, kRingDescriptors, rte_socket_id(), nullptr);
   if (r == 0) r = rte_eth_dev_start(port->id);
   rte_ether_addr mac{};
@@ -109,34 +119,21 @@ int module_port_open(const char* devargs, uint32_t mbufs, uint32_t data_room, vo
 
 void module_port_close(void* port) { release(static_cast<Port*>(port)); }
 
-// Copies a (possibly chained) mbuf's bytes into `out`, up to its capacity.
-void copy_out(const rte_mbuf* m, CxlpoolDpdkFrame& out) {
-  out.length = m->pkt_len;
-  auto* to = static_cast<uint8_t*>(out.data);
-  uint32_t room = out.capacity;
-  for (const rte_mbuf* seg = m; seg != nullptr && room > 0; seg = seg->next) {
-    const uint32_t n = std::min<uint32_t>(room, seg->data_len);
-    std::memcpy(to, rte_pktmbuf_mtod(seg, const uint8_t*), n);
-    to += n;
-    room -= n;
-  }
-}
-
 int module_receive(void* opaque, CxlpoolDpdkFrame* frames, uint32_t count) {
   auto* port = static_cast<Port*>(opaque);
-  rte_mbuf* mbufs[kBurst];
-  uint32_t done = 0;
-  while (done < count) {
-    const auto want = static_cast<uint16_t>(std::min<uint32_t>(kBurst, count - done));
-    const uint16_t got = rte_eth_rx_burst(port->id, 0, mbufs, want);
-    for (uint16_t i = 0; i < got; ++i) {
-      copy_out(mbufs[i], frames[done + i]);
-      rte_pktmbuf_free(mbufs[i]);
-    }
-    done += got;
-    if (got < want) break;
+  rte_pktmbuf_free_bulk(port->held, port->held_count);
+  port->held_count = rte_eth_rx_burst(port->id, 0, port->held, static_cast<uint16_t>(std::min<uint32_t>(kBurst, count)));
+  for (uint16_t i = 0; i < port->held_count; ++i) {
+    const rte_mbuf* m = port->held[i];
+    frames[i] = {rte_pktmbuf_mtod(m, void*), m->data_len, m->pkt_len};
   }
-  return static_cast<int>(done);
+  return port->held_count;
+}
+
+void module_release_received(void* opaque) {
+  auto* port = static_cast<Port*>(opaque);
+  rte_pktmbuf_free_bulk(port->held, port->held_count);
+  port->held_count = 0;
 }
 
 int module_send(void* opaque, const CxlpoolDpdkFrame* frames, uint32_t count) {
@@ -146,7 +143,7 @@ int module_send(void* opaque, const CxlpoolDpdkFrame* frames, uint32_t count) {
   while (done < count) {
     const auto want = static_cast<uint16_t>(std::min<uint32_t>(kBurst, count - done));
     // Out of mbufs: the ones in flight come back as the port sends them.
-    if (rte_pktmbuf_alloc_bulk(port->pool, mbufs, want) != 0) break;
+    if (rte_pktmbuf_alloc_bulk(port->tx_pool, mbufs, want) != 0) break;
     for (uint16_t i = 0; i < want; ++i) {
       const CxlpoolDpdkFrame& f = frames[done + i];
       char* data = rte_pktmbuf_append(mbufs[i], static_cast<uint16_t>(f.length));
@@ -166,7 +163,7 @@ int module_send(void* opaque, const CxlpoolDpdkFrame* frames, uint32_t count) {
 
 constexpr CxlpoolDpdkModule kModule{
     CXLPOOL_DPDK_ABI_VERSION, &module_version,     &module_set_log_stream, &module_eal_init, &module_eal_cleanup,
-    &module_port_open,        &module_port_close, &module_receive,        &module_send,
+    &module_port_open,        &module_port_close, &module_receive,        &module_release_received, &module_send,
 };
 
 }  // namespace

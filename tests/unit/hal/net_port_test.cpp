@@ -411,6 +411,38 @@ class VethPair {
   bool ok_ = false;
 };
 
+// A UDP datagram of `payload` bytes from 10.0.0.2 to 10.0.0.1 as the IPv4
+// fragments a sender with `mtu` puts on the wire, from `from` to `to`.
+std::vector<std::vector<std::byte>> ipv4_fragments(const MacAddress& to, const MacAddress& from, std::size_t payload,
+                                                   std::size_t mtu) {
+  std::vector<std::byte> datagram(8 + payload);
+  for (std::size_t i = 0; i < datagram.size(); ++i) datagram[i] = static_cast<std::byte>(i * 13 + 1);
+  datagram[4] = static_cast<std::byte>(datagram.size() >> 8);
+  datagram[5] = static_cast<std::byte>(datagram.size() & 0xff);
+  datagram[6] = datagram[7] = std::byte{0};  // no UDP checksum
+  const std::size_t piece = (mtu - 20) / 8 * 8;
+  std::vector<std::vector<std::byte>> frames;
+  for (std::size_t offset = 0; offset < datagram.size(); offset += piece) {
+    const std::size_t n = std::min(piece, datagram.size() - offset);
+    std::vector<std::byte> f(14 + 20 + n);
+    std::memcpy(f.data(), to.bytes.data(), 6);
+    std::memcpy(f.data() + 6, from.bytes.data(), 6);
+    const std::uint8_t ip[20] = {0x45, 0, static_cast<std::uint8_t>((20 + n) >> 8), static_cast<std::uint8_t>(20 + n),
+                                 0x12, 0x34,
+                                 static_cast<std::uint8_t>((offset + n < datagram.size() ? 0x20 : 0) | (offset / 8) >> 8),
+                                 static_cast<std::uint8_t>(offset / 8), 64, 17, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1};
+    f[12] = std::byte{0x08};
+    std::memcpy(f.data() + 14, ip, 20);
+    std::vector<std::byte> header(f.begin() + 14, f.begin() + 34);
+    const std::uint32_t sum = ones_sum(header, 0, 20, 0);
+    f[24] = static_cast<std::byte>(~sum >> 8 & 0xff);
+    f[25] = static_cast<std::byte>(~sum & 0xff);
+    std::memcpy(f.data() + 34, datagram.data() + offset, n);
+    frames.push_back(std::move(f));
+  }
+  return frames;
+}
+
 // Opens dpdk on `interface`; a build without DPDK, a CPU it was not built
 // for, or an EAL that cannot start in this sandbox skip the test with
 // DPDK's reason (set in *skip).
@@ -481,6 +513,30 @@ TEST(NetPort, DpdkExchangesFramesWithAPacketPortOverVeth) {
     EXPECT_EQ(one[0].length, 2048u);
     EXPECT_EQ(std::memcmp(one[0].data, frame.data(), 2048), 0);
     EXPECT_GE((*dpdk)->stats().rx_truncated, 1u);
+
+    // IPv4 fragments come out as the fragments that were sent (at the
+    // link's MTU), although the PMD's socket is handed the reassembled
+    // datagram.
+    const auto fragments = ipv4_fragments((*dpdk)->mac(), (*peer)->mac(), 8000, 3500);
+    ASSERT_EQ(fragments.size(), 3u);
+    std::vector<TxFrame> pieces;
+    for (const auto& f : fragments) pieces.push_back({f.data(), static_cast<std::uint32_t>(f.size())});
+    ASSERT_EQ(*(*peer)->send(pieces), 3u);
+    std::vector<std::vector<std::byte>> room(4, std::vector<std::byte>(4096));
+    RxFrame rx[4];
+    for (int i = 0; i < 4; ++i) rx[i] = {room[i].data(), 4096};
+    got = 0;
+    for (int tries = 0; got < 3 && tries < 2000; ++tries) {
+      auto n = (*dpdk)->receive(std::span(rx).subspan(got, 1));  // one at a time: the rest wait in the port
+      ASSERT_TRUE(n) << n.error().message;
+      got += *n;
+      if (*n == 0) ::usleep(1000);
+    }
+    ASSERT_EQ(got, 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(rx[i].length, fragments[i].size()) << i;
+      EXPECT_EQ(std::memcmp(rx[i].data, fragments[i].data(), fragments[i].size()), 0) << i;
+    }
   });
 }
 
