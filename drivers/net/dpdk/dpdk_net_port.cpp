@@ -37,11 +37,11 @@ struct PmdChoice {
 // net_af_packet's mbufs must hold a whole ring frame, and its ring frames
 // should hold the IPv4 datagrams the kernel reassembles for it
 // (ipv4_fragments.hpp): 65280-byte ring frames (65214 bytes of Ethernet
-// frame each after the TPACKET header) are
-// the largest an mbuf holds that also pack a block without a gap (the PMD
-// assumes they do), 16 to a block. Received frames are copied out of their
-// mbufs at once, so few mbufs are needed. net_af_xdp makes its UMEM of the receive mempool, whose
-// chunks must fit a page.
+// frame after the TPACKET header) are the largest an mbuf holds that also
+// pack a block without a gap (the PMD assumes they do), 16 to a block.
+// Received frames are copied out of their mbufs at once, so few mbufs are
+// needed. net_af_xdp makes its UMEM of the receive mempool, whose chunks
+// must fit a page.
 Result<PmdChoice> choose_pmd() {
   const char* env = std::getenv("CXLPOOL_DPDK_PMD");
   const std::string pmd = env != nullptr && *env != '\0' ? env : "af_packet";
@@ -127,7 +127,13 @@ class DpdkNetPort final : public hal::NetPort {
       const int sent = module_->send(port_, slots_.data(), static_cast<uint32_t>(n));
       if (sent < 0) return fail(-sent, "dpdk: send on " + interface_name() + ": " + std::strerror(-sent));
       done += static_cast<std::size_t>(sent);
-      if (static_cast<std::size_t>(sent) < n) break;
+      if (static_cast<std::size_t>(sent) < n) {
+        // A ring that stays full on a down interface would hold the caller's
+        // frames back until it comes up: they are lost instead, as on a
+        // wire (and as the packet backend loses them).
+        if (auto up = link_up(); up && !*up) return frames.size();
+        break;
+      }
     }
     return done;
   }

@@ -566,6 +566,38 @@ TEST(NetPort, DpdkSharesOneEalPerProcessAndCleansUp) {
   });
 }
 
+// A link that goes down loses frames as a wire would: sending into it
+// never blocks (more frames than the PMD's ring holds), and receiving
+// finds nothing.
+TEST(NetPort, DpdkLinkDownLosesFramesWithoutBlocking) {
+  NEED_NETNS();
+  in_child_process([] {
+    VethPair veth("cxd5", "cxe5", 1500);
+    if (!veth.ok()) GTEST_SKIP() << "cannot create a veth pair (iproute2 and CAP_NET_ADMIN needed)";
+    OPEN_DPDK(port, "cxd5");
+    ASSERT_EQ(std::system("ip link set cxd5 down"), 0);
+    auto up = (*port)->link_up();
+    ASSERT_TRUE(up) << up.error().message;
+    EXPECT_FALSE(*up);
+    ::alarm(20);  // a send that blocks kills the child: the test fails
+    auto frame = test_frame(1000, 3);
+    std::vector<TxFrame> tx(64, TxFrame{frame.data(), 1000});
+    std::size_t taken = 0;
+    for (int round = 0; round < 20; ++round) {
+      auto n = (*port)->send(tx);
+      ASSERT_TRUE(n) << n.error().message;
+      taken += *n;
+    }
+    EXPECT_EQ(taken, 20u * 64) << "frames for a down link are lost, not left waiting";
+    std::vector<std::byte> room(2048);
+    RxFrame rx[] = {{room.data(), 2048}};
+    auto none = (*port)->receive(rx);
+    ASSERT_TRUE(none) << none.error().message;
+    EXPECT_EQ(*none, 0u);
+    ::alarm(0);
+  });
+}
+
 // Refusals that come before EAL starts: an unknown interface, an MTU whose
 // frames do not fit the mbufs, an unknown PMD.
 TEST(NetPort, DpdkRefusesBeforeStartingEal) {
