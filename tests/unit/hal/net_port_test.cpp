@@ -443,6 +443,10 @@ std::vector<std::vector<std::byte>> ipv4_fragments(const MacAddress& to, const M
   return frames;
 }
 
+#define NEED_VETH(var, a, b, mtu) \
+  VethPair var(a, b, mtu);        \
+  if (!var.ok()) GTEST_SKIP() << "cannot create a veth pair (iproute2 and CAP_NET_ADMIN needed)"
+
 // Opens dpdk on `interface`; a build without DPDK, a CPU it was not built
 // for, or an EAL that cannot start in this sandbox skip the test with
 // DPDK's reason (set in *skip).
@@ -467,8 +471,7 @@ Result<std::unique_ptr<NetPort>> open_dpdk_or_skip(const std::string& interface,
 TEST(NetPort, DpdkExchangesFramesWithAPacketPortOverVeth) {
   NEED_NETNS();
   in_child_process([] {
-    VethPair veth("cxd0", "cxe0", 3500);
-    if (!veth.ok()) GTEST_SKIP() << "cannot create a veth pair (iproute2 and CAP_NET_ADMIN needed)";
+    NEED_VETH(veth, "cxd0", "cxe0", 3500);
     OPEN_DPDK(dpdk, "cxd0");
     EXPECT_STREQ((*dpdk)->backend_name(), "dpdk");
     EXPECT_EQ((*dpdk)->mtu(), 3500u);
@@ -572,8 +575,7 @@ TEST(NetPort, DpdkSharesOneEalPerProcessAndCleansUp) {
 TEST(NetPort, DpdkLinkDownLosesFramesWithoutBlocking) {
   NEED_NETNS();
   in_child_process([] {
-    VethPair veth("cxd5", "cxe5", 1500);
-    if (!veth.ok()) GTEST_SKIP() << "cannot create a veth pair (iproute2 and CAP_NET_ADMIN needed)";
+    NEED_VETH(veth, "cxd5", "cxe5", 1500);
     OPEN_DPDK(port, "cxd5");
     ASSERT_EQ(std::system("ip link set cxd5 down"), 0);
     auto up = (*port)->link_up();
@@ -603,8 +605,7 @@ TEST(NetPort, DpdkLinkDownLosesFramesWithoutBlocking) {
 TEST(NetPort, DpdkRefusesBeforeStartingEal) {
   NEED_NETNS();
   in_child_process([] {
-    VethPair jumbo("cxd3", "cxe3", 9000);
-    if (!jumbo.ok()) GTEST_SKIP() << "cannot create a veth pair (iproute2 and CAP_NET_ADMIN needed)";
+    NEED_VETH(jumbo, "cxd3", "cxe3", 9000);
     auto missing = open_net_port("dpdk", "nosuchif0", {});
     ASSERT_FALSE(missing);
     if (missing.error().code == ENOTSUP) GTEST_SKIP() << missing.error().message;
@@ -629,8 +630,7 @@ TEST(NetPort, DpdkRefusesBeforeStartingEal) {
 TEST(NetPort, DpdkAfXdpExchangesFramesWithAPacketPortOverVeth) {
   NEED_NETNS();
   in_child_process([] {
-    VethPair veth("cxd4", "cxe4", 1500);
-    if (!veth.ok()) GTEST_SKIP() << "cannot create a veth pair (iproute2 and CAP_NET_ADMIN needed)";
+    NEED_VETH(veth, "cxd4", "cxe4", 1500);
     ::setenv("CXLPOOL_DPDK_PMD", "af_xdp", 1);
     std::string skip;
     auto xdp = open_dpdk_or_skip("cxd4", &skip);
