@@ -64,33 +64,50 @@ Result<void> keep_one_byte(int fd, const std::string& interface) {
   return {};
 }
 
+// An ethdev started on the interface, with the EAL use that goes with it.
+struct StartedPort {
+  const CxlpoolDpdkModule* module = nullptr;
+  void* port = nullptr;
+  CxlpoolDpdkPortInfo info{};
+};
+
+Result<StartedPort> start_port(const PmdChoice& pmd, const std::string& interface) {
+  auto module = acquire_dpdk_eal();
+  if (!module) return tl::unexpected(module.error());
+  static std::atomic<unsigned> next_device{0};
+  const std::string devargs =
+      pmd.driver + "_cx" + std::to_string(next_device++) + ",iface=" + interface + (pmd.extra.empty() ? "" : "," + pmd.extra);
+  const std::size_t mark = dpdk_log_mark();
+  StartedPort started{*module, nullptr, {}};
+  if (int r = started.module->port_open(devargs.c_str(), pmd.rx_mbufs, pmd.rx_room, pmd.tx_mbufs, pmd.tx_room,
+                                        &started.port, &started.info);
+      r != 0) {
+    release_dpdk_eal();
+    std::string text = "dpdk: " + devargs + ": " + std::strerror(-r);
+    if (std::string said = dpdk_log_since(mark); !said.empty()) text += " (DPDK: " + said + ")";
+    return fail(-r, text);
+  }
+  return started;
+}
+
+// The MAC is the one DPDK reports for the port (the interface's, read by
+// the PMD); index and MTU are the kernel's.
+hal::InterfaceFacts with_dpdk_mac(hal::InterfaceFacts facts, const CxlpoolDpdkPortInfo& info) {
+  std::memcpy(facts.mac.bytes.data(), info.mac, facts.mac.bytes.size());
+  return facts;
+}
+
 class DpdkNetPort final : public hal::NetPort {
  public:
-  DpdkNetPort(const std::string& interface, const hal::InterfaceFacts& facts, UniqueFd wake)
-      : NetPort(interface, facts.index, facts.mac, facts.mtu), wake_(std::move(wake)) {}
+  DpdkNetPort(const std::string& interface, const hal::InterfaceFacts& facts, UniqueFd wake, const StartedPort& started)
+      : NetPort(interface, facts.index, with_dpdk_mac(facts, started.info).mac, facts.mtu),
+        wake_(std::move(wake)),
+        module_(started.module),
+        port_(started.port) {}
 
   ~DpdkNetPort() override {
-    if (port_ != nullptr) module_->port_close(port_);
-    if (module_ != nullptr) release_dpdk_eal();
-  }
-
-  Result<void> start(const PmdChoice& pmd) {
-    auto module = acquire_dpdk_eal();
-    if (!module) return tl::unexpected(module.error());
-    module_ = *module;
-    static std::atomic<unsigned> next_device{0};
-    const std::string devargs = pmd.driver + "_cx" + std::to_string(next_device++) + ",iface=" + interface_name() +
-                                (pmd.extra.empty() ? "" : "," + pmd.extra);
-    const std::size_t mark = dpdk_log_mark();
-    CxlpoolDpdkPortInfo info{};
-    if (int r = module_->port_open(devargs.c_str(), pmd.rx_mbufs, pmd.rx_room, pmd.tx_mbufs, pmd.tx_room, &port_, &info);
-        r != 0) {
-      port_ = nullptr;
-      std::string text = "dpdk: " + devargs + ": " + std::strerror(-r);
-      if (std::string said = dpdk_log_since(mark); !said.empty()) text += " (DPDK: " + said + ")";
-      return fail(-r, text);
-    }
-    return {};
+    module_->port_close(port_);
+    release_dpdk_eal();
   }
 
   const char* backend_name() const override { return "dpdk"; }
@@ -213,8 +230,8 @@ class DpdkNetPort final : public hal::NetPort {
   }
 
   UniqueFd wake_;  // bound AF_PACKET socket: wakeups, address filters, link state
-  const CxlpoolDpdkModule* module_ = nullptr;
-  void* port_ = nullptr;
+  const CxlpoolDpdkModule* module_;
+  void* port_;
   std::array<CxlpoolDpdkFrame, kBatch> slots_{};
   std::deque<Held> held_;
 };
@@ -251,8 +268,9 @@ Result<std::unique_ptr<hal::NetPort>> open_dpdk_net_port(const std::string& inte
   if (::bind(wake.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return fail_errno("bind AF_PACKET socket to " + interface);
   }
-  auto port = std::make_unique<DpdkNetPort>(interface, *facts, std::move(wake));
-  if (auto ok = port->start(*pmd); !ok) return tl::unexpected(ok.error());
+  auto started = start_port(*pmd, interface);
+  if (!started) return tl::unexpected(started.error());
+  auto port = std::make_unique<DpdkNetPort>(interface, *facts, std::move(wake), *started);
   if (options.promiscuous) {
     if (auto ok = port->promiscuous(); !ok) return tl::unexpected(ok.error());
   }
