@@ -10,7 +10,7 @@ PACKAGES=(
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libexpected-dev
   libxxhash-dev libisal-dev libsystemd-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnuma-dev liburing-dev libcxl-dev libdaxctl-dev libibverbs-dev librdmacm-dev libfabric-dev
-  dpdk-dev libaio-dev libxdp-dev libbpf-dev fio redis-server redis-tools
+  dpdk-dev libdpdk-dev libaio-dev libxdp-dev libbpf-dev fio redis-server redis-tools
   clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin
   python3-numpy python3-torch python3-pytest
 )

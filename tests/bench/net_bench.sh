@@ -9,7 +9,8 @@
 # wire would. Reports UDP round-trip p50/p99 (64-byte datagrams), UDP
 # throughput (1472-byte datagrams) and TCP throughput for each, and the
 # pooled/direct ratios. Needs root; exits 77 (skipped) otherwise.
-# NETPORT=afxdp runs the backend on the afxdp NetPort (default: packet).
+# NETPORT=afxdp or NETPORT=dpdk runs the backend on that NetPort (default:
+# packet; CXLPOOL_DPDK_PMD=af_xdp makes dpdk use net_af_xdp).
 #   tests/bench/net_bench.sh [BUILD_DIR] [SECONDS] [RTT_COUNT] [ENGINE_ARGS...]
 set -euo pipefail
 build=${1:-build}

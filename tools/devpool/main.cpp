@@ -3,11 +3,11 @@
 // (the daemon's devpool service hands out links in its pod file) or
 // directly attached (one link per file, named by both sides).
 //
-//   cxlpool-devpool backend  --socket S --host H --nic IF [--netport packet|afxdp|auto]
+//   cxlpool-devpool backend  --socket S --host H --nic IF [--netport packet|afxdp|dpdk|auto]
 //   cxlpool-devpool frontend --socket S --host H --tap NAME --mac MAC [--prefer IF --prefer-host H] [--mtu 1500]
 //
 //   cxlpool-devpool format   --link-file F [--non-coherent]
-//   cxlpool-devpool backend  --link-file F [--link-file F2 ...] --nic IF [--netport packet|afxdp|auto]
+//   cxlpool-devpool backend  --link-file F [--link-file F2 ...] --nic IF [--netport packet|afxdp|dpdk|auto]
 //   cxlpool-devpool frontend --link-file F --tap NAME --mac MAC [--mtu 1500]
 //
 // Every engine takes --netns NAME (run in /run/netns/NAME, as `ip netns
@@ -216,7 +216,8 @@ int main(int argc, char** argv) {
   backend->add_option("--socket", backend_pod.socket, "the pod daemon's control socket: register the NIC there");
   backend->add_option("--host", backend_pod.host, "this host's name in the pod (with --socket)");
   backend->add_option("--nic", nic, "the network interface to drive")->required();
-  backend->add_option("--netport", netport, "NetPort backend: packet, afxdp (takes the NIC's queue from the host stack), or auto (packet)");
+  backend->add_option("--netport", netport, "NetPort backend: packet, afxdp (takes the NIC's queue from the host stack), dpdk (DPDK's "
+                      "net_af_packet, or net_af_xdp with CXLPOOL_DPDK_PMD=af_xdp), or auto (packet)");
   backend->add_flag("--promiscuous", promiscuous, "receive every frame on the NIC (default: announced MACs)");
   backend_args.add_to(backend);
 

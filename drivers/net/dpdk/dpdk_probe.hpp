@@ -5,11 +5,11 @@
 
 namespace cxlpool::drivers {
 
-// NetPort/dpdk: loads the EAL library the build was configured with (dlopen,
-// never rte_eal_init) and reports its rte_version() and the huge page pool.
-// Available when EAL loads (EAL can always run with --no-huge); not present
-// when this CPU lacks the instruction set DPDK was built for; failed when the
-// library cannot be loaded.
+// NetPort/dpdk: loads cxlpool-dpdk-port.so (and with it DPDK's libraries;
+// never rte_eal_init) and reports rte_version() and the huge page pool.
+// Available when it loads (EAL runs with --no-huge); not present when this
+// CPU lacks the instruction set DPDK was built for; failed when the module
+// cannot be loaded.
 hal::BackendReport probe_dpdk();
 
 }  // namespace cxlpool::drivers

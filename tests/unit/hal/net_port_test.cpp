@@ -10,10 +10,15 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "cxlpool/hal/backend_registry.hpp"
@@ -259,10 +264,10 @@ TEST(NetPort, BestAvailablePassesOverProbesAndStopsAtAMissingInterface) {
   auto port = open_net_port("auto", "lo", {}, &skipped);
   ASSERT_TRUE(port) << port.error().message;
   EXPECT_STREQ((*port)->backend_name(), "packet");
+  // dpdk and afxdp are chosen by name only: "auto" never starts EAL or an
+  // XDP program.
   for (const auto& s : skipped) {
-    if (s.name == "dpdk" && s.state == BackendState::kFailed) {
-      EXPECT_NE(s.reason.find("a probe only"), std::string::npos) << s.reason;
-    }
+    if (s.name == "dpdk" || s.name == "afxdp") EXPECT_NE(s.state, BackendState::kFailed) << s.name << ": " << s.reason;
   }
   auto missing = open_net_port("auto", "nosuchif0", {});
   ASSERT_FALSE(missing);
@@ -272,9 +277,47 @@ TEST(NetPort, BestAvailablePassesOverProbesAndStopsAtAMissingInterface) {
   EXPECT_EQ(bad_name.error().code, EINVAL);
   auto unknown = open_net_port("nosuch", "lo", {});
   EXPECT_EQ(unknown.error().code, EINVAL);
-  auto probe_only = open_net_port("dpdk", "lo", {});
-  ASSERT_FALSE(probe_only);
-  EXPECT_TRUE(probe_only.error().code == ENOTSUP) << probe_only.error().message;
+  // A named backend's refusal is that backend's, not another's: dpdk
+  // (built or not) for an interface that is not there.
+  auto named = open_net_port("dpdk", "nosuchif0", {});
+  ASSERT_FALSE(named);
+  EXPECT_TRUE(named.error().code == ENODEV || named.error().code == ENOTSUP) << named.error().message;
+  EXPECT_NE(named.error().message.find("dpdk"), std::string::npos) << named.error().message;
+}
+
+// Sends `count` frames of growing size (60 bytes and up) from `from` to
+// `to` and checks that they arrive in order, byte for byte.
+void exchange_frames(NetPort& from, NetPort& to, std::size_t count, std::uint8_t seed) {
+  std::vector<std::vector<std::byte>> frames;
+  std::vector<TxFrame> tx;
+  for (std::size_t i = 0; i < count; ++i) {
+    frames.push_back(test_frame(60 + i * 97, static_cast<std::uint8_t>(seed + i)));
+    std::memcpy(frames.back().data(), to.mac().bytes.data(), 6);  // to the receiver
+    std::memcpy(frames.back().data() + 6, from.mac().bytes.data(), 6);
+  }
+  for (auto& f : frames) tx.push_back({f.data(), static_cast<std::uint32_t>(f.size())});
+  std::size_t sent = 0;
+  for (int tries = 0; sent < count && tries < 100; ++tries) {
+    auto n = from.send(std::span(tx).subspan(sent));
+    ASSERT_TRUE(n) << n.error().message;
+    sent += *n;
+  }
+  ASSERT_EQ(sent, count);
+  std::vector<std::vector<std::byte>> buffers(count, std::vector<std::byte>(2048));
+  std::vector<RxFrame> rx;
+  for (auto& b : buffers) rx.push_back({b.data(), 2048});
+  std::size_t got = 0;
+  for (int tries = 0; got < count && tries < 2000; ++tries) {
+    auto n = to.receive(std::span(rx).subspan(got));
+    ASSERT_TRUE(n) << n.error().message;
+    got += *n;
+    if (got < count) ::usleep(1000);
+  }
+  ASSERT_EQ(got, count);
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(rx[i].length, frames[i].size()) << i;
+    EXPECT_EQ(std::memcmp(rx[i].data, frames[i].data(), frames[i].size()), 0) << i;
+  }
 }
 
 // afxdp on one end of a veth pair made inside the test's namespace, a
@@ -297,40 +340,8 @@ TEST(NetPort, AfxdpExchangesFramesWithAPacketPortOverVeth) {
   auto peer = open_net_port("packet", "cxb0", {});
   ASSERT_TRUE(peer) << peer.error().message;
 
-  auto exchange = [](NetPort& from, NetPort& to, std::size_t count, std::uint8_t seed) {
-    std::vector<std::vector<std::byte>> frames;
-    std::vector<TxFrame> tx;
-    for (std::size_t i = 0; i < count; ++i) {
-      frames.push_back(test_frame(60 + i * 97, static_cast<std::uint8_t>(seed + i)));
-      std::memcpy(frames.back().data(), to.mac().bytes.data(), 6);  // to the receiver
-      std::memcpy(frames.back().data() + 6, from.mac().bytes.data(), 6);
-    }
-    for (auto& f : frames) tx.push_back({f.data(), static_cast<std::uint32_t>(f.size())});
-    std::size_t sent = 0;
-    for (int tries = 0; sent < count && tries < 100; ++tries) {
-      auto n = from.send(std::span(tx).subspan(sent));
-      ASSERT_TRUE(n) << n.error().message;
-      sent += *n;
-    }
-    ASSERT_EQ(sent, count);
-    std::vector<std::vector<std::byte>> buffers(count, std::vector<std::byte>(2048));
-    std::vector<RxFrame> rx;
-    for (auto& b : buffers) rx.push_back({b.data(), 2048});
-    std::size_t got = 0;
-    for (int tries = 0; got < count && tries < 2000; ++tries) {
-      auto n = to.receive(std::span(rx).subspan(got));
-      ASSERT_TRUE(n) << n.error().message;
-      got += *n;
-      if (got < count) ::usleep(1000);
-    }
-    ASSERT_EQ(got, count);
-    for (std::size_t i = 0; i < count; ++i) {
-      ASSERT_EQ(rx[i].length, frames[i].size()) << i;
-      EXPECT_EQ(std::memcmp(rx[i].data, frames[i].data(), frames[i].size()), 0) << i;
-    }
-  };
-  exchange(**peer, **xdp, 8, 11);
-  exchange(**xdp, **peer, 8, 42);
+  exchange_frames(**peer, **xdp, 8, 11);
+  exchange_frames(**xdp, **peer, 8, 42);
   EXPECT_EQ((*xdp)->stats().rx_frames, 8u);
   EXPECT_EQ((*xdp)->stats().tx_frames, 8u);
   auto up = (*xdp)->link_up();
@@ -338,6 +349,303 @@ TEST(NetPort, AfxdpExchangesFramesWithAPacketPortOverVeth) {
   EXPECT_TRUE(*up);
   xdp->reset();
   std::system("ip link del cxa0");
+}
+
+// DPDK's EAL starts once per process and cannot start again after its
+// cleanup, so every test that starts it runs its body in a child process of
+// its own. The child prints its failures as they happen; here they fail the
+// test, and a GTEST_SKIP in the child skips it with the child's reason.
+void in_child_process(const std::function<void()>& body) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    body();
+    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    int code = ::testing::Test::HasFailure() ? 1 : 0;
+    for (int i = 0; code == 0 && i < result->total_part_count(); ++i) {
+      const ::testing::TestPartResult& part = result->GetTestPartResult(i);
+      if (part.skipped()) {
+        const std::string why = part.message();
+        [[maybe_unused]] auto n = ::write(pipe_fds[1], why.data(), why.size());
+        code = 77;
+      }
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(code);
+  }
+  ::close(pipe_fds[1]);
+  std::string why;
+  char buf[512];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof(buf))) > 0;) why.append(buf, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the test's child process died (signal " << WTERMSIG(status) << ")";
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << why;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child process failed: its failures are printed above";
+}
+
+// A veth pair in the test's namespace, removed again when it goes. IPv6
+// is off on both ends, so that nothing but the test's frames crosses it.
+class VethPair {
+ public:
+  VethPair(std::string a, std::string b, unsigned mtu) : a_(std::move(a)) {
+    const std::string m = std::to_string(mtu);
+    const std::string no_ipv6 = "sysctl -qw net.ipv6.conf." + a_ + ".disable_ipv6=1 net.ipv6.conf." + b +
+                                ".disable_ipv6=1 2>/dev/null; ";
+    ok_ = std::system(("ip link add " + a_ + " mtu " + m + " type veth peer name " + b + " mtu " + m + " && { " +
+                       no_ipv6 + "ip link set " + a_ + " up && ip link set " + b + " up; }")
+                          .c_str()) == 0;
+  }
+  ~VethPair() { std::system(("ip link del " + a_ + " 2>/dev/null").c_str()); }
+  bool ok() const { return ok_; }
+
+ private:
+  std::string a_;
+  bool ok_ = false;
+};
+
+// A UDP datagram of `payload` bytes from 10.0.0.2 to 10.0.0.1 as the IPv4
+// fragments a sender with `mtu` puts on the wire, from `from` to `to`.
+std::vector<std::vector<std::byte>> ipv4_fragments(const MacAddress& to, const MacAddress& from, std::size_t payload,
+                                                   std::size_t mtu) {
+  std::vector<std::byte> datagram(8 + payload);
+  for (std::size_t i = 0; i < datagram.size(); ++i) datagram[i] = static_cast<std::byte>(i * 13 + 1);
+  datagram[4] = static_cast<std::byte>(datagram.size() >> 8);
+  datagram[5] = static_cast<std::byte>(datagram.size() & 0xff);
+  datagram[6] = datagram[7] = std::byte{0};  // no UDP checksum
+  const std::size_t piece = (mtu - 20) / 8 * 8;
+  std::vector<std::vector<std::byte>> frames;
+  for (std::size_t offset = 0; offset < datagram.size(); offset += piece) {
+    const std::size_t n = std::min(piece, datagram.size() - offset);
+    std::vector<std::byte> f(14 + 20 + n);
+    std::memcpy(f.data(), to.bytes.data(), 6);
+    std::memcpy(f.data() + 6, from.bytes.data(), 6);
+    const std::uint8_t ip[20] = {0x45, 0, static_cast<std::uint8_t>((20 + n) >> 8), static_cast<std::uint8_t>(20 + n),
+                                 0x12, 0x34,
+                                 static_cast<std::uint8_t>((offset + n < datagram.size() ? 0x20 : 0) | (offset / 8) >> 8),
+                                 static_cast<std::uint8_t>(offset / 8), 64, 17, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1};
+    f[12] = std::byte{0x08};
+    std::memcpy(f.data() + 14, ip, 20);
+    std::vector<std::byte> header(f.begin() + 14, f.begin() + 34);
+    const std::uint32_t sum = ones_sum(header, 0, 20, 0);
+    f[24] = static_cast<std::byte>(~sum >> 8 & 0xff);
+    f[25] = static_cast<std::byte>(~sum & 0xff);
+    std::memcpy(f.data() + 34, datagram.data() + offset, n);
+    frames.push_back(std::move(f));
+  }
+  return frames;
+}
+
+#define NEED_VETH(var, a, b, mtu) \
+  VethPair var(a, b, mtu);        \
+  if (!var.ok()) GTEST_SKIP() << "cannot create a veth pair (iproute2 and CAP_NET_ADMIN needed)"
+
+// Opens dpdk on `interface`; a build without DPDK, a CPU it was not built
+// for, or an EAL that cannot start in this sandbox skip the test with
+// DPDK's reason (set in *skip).
+Result<std::unique_ptr<NetPort>> open_dpdk_or_skip(const std::string& interface, std::string* skip) {
+  auto port = open_net_port("dpdk", interface, {});
+  if (!port && (port.error().code == ENOTSUP || port.error().message.find("cannot initialise DPDK's EAL") !=
+                                                   std::string::npos)) {
+    *skip = port.error().message;
+  }
+  return port;
+}
+
+#define OPEN_DPDK(var, interface)                \
+  std::string var##_skip;                        \
+  auto var = open_dpdk_or_skip(interface, &var##_skip); \
+  if (!var##_skip.empty()) GTEST_SKIP() << var##_skip; \
+  ASSERT_TRUE(var) << var.error().message
+
+// dpdk (net_af_packet) on one end of a veth pair, a packet port on the
+// other: frames both ways byte for byte, a frame longer than its buffer
+// reported truncated, the wakeup descriptor, link and MAC.
+TEST(NetPort, DpdkExchangesFramesWithAPacketPortOverVeth) {
+  NEED_NETNS();
+  in_child_process([] {
+    NEED_VETH(veth, "cxd0", "cxe0", 3500);
+    OPEN_DPDK(dpdk, "cxd0");
+    EXPECT_STREQ((*dpdk)->backend_name(), "dpdk");
+    EXPECT_EQ((*dpdk)->mtu(), 3500u);
+    EXPECT_FALSE((*dpdk)->mac().is_zero());
+    auto peer = open_net_port("packet", "cxe0", {});
+    ASSERT_TRUE(peer) << peer.error().message;
+    auto up = (*dpdk)->link_up();
+    ASSERT_TRUE(up) << up.error().message;
+    EXPECT_TRUE(*up);
+
+    // Nothing waiting: nothing received, and the wakeup descriptor is quiet.
+    std::vector<std::byte> big(2048);
+    RxFrame one[] = {{big.data(), 2048}};
+    auto none = (*dpdk)->receive(one);
+    ASSERT_TRUE(none) << none.error().message;
+    EXPECT_EQ(*none, 0u);
+    pollfd quiet{(*dpdk)->poll_fd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&quiet, 1, 0), 0) << "the wakeup descriptor is readable with nothing to receive";
+
+    exchange_frames(**peer, **dpdk, 8, 11);
+    exchange_frames(**dpdk, **peer, 8, 42);
+    EXPECT_EQ((*dpdk)->stats().rx_frames, 8u);
+    EXPECT_EQ((*dpdk)->stats().tx_frames, 8u);
+
+    // A frame arriving wakes the descriptor; a 3000-byte frame does not fit
+    // a 2048-byte buffer.
+    auto frame = test_frame(3000, 5);
+    std::memcpy(frame.data(), (*dpdk)->mac().bytes.data(), 6);
+    const TxFrame tx[] = {{frame.data(), 3000}};
+    ASSERT_EQ(*(*peer)->send(tx), 1u);
+    pollfd pfd{(*dpdk)->poll_fd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&pfd, 1, 2000), 1);
+    std::size_t got = 0;
+    for (int tries = 0; got == 0 && tries < 2000; ++tries) {
+      auto n = (*dpdk)->receive(one);
+      ASSERT_TRUE(n) << n.error().message;
+      got = *n;
+      if (got == 0) ::usleep(1000);
+    }
+    ASSERT_EQ(got, 1u);
+    EXPECT_TRUE(one[0].truncated);
+    EXPECT_EQ(one[0].length, 2048u);
+    EXPECT_EQ(std::memcmp(one[0].data, frame.data(), 2048), 0);
+    EXPECT_GE((*dpdk)->stats().rx_truncated, 1u);
+
+    // IPv4 fragments come out as the fragments that were sent (at the
+    // link's MTU), although the PMD's socket is handed the reassembled
+    // datagram.
+    const auto fragments = ipv4_fragments((*dpdk)->mac(), (*peer)->mac(), 8000, 3500);
+    ASSERT_EQ(fragments.size(), 3u);
+    std::vector<TxFrame> pieces;
+    for (const auto& f : fragments) pieces.push_back({f.data(), static_cast<std::uint32_t>(f.size())});
+    ASSERT_EQ(*(*peer)->send(pieces), 3u);
+    std::vector<std::vector<std::byte>> room(4, std::vector<std::byte>(4096));
+    RxFrame rx[4];
+    for (int i = 0; i < 4; ++i) rx[i] = {room[i].data(), 4096};
+    got = 0;
+    for (int tries = 0; got < 3 && tries < 2000; ++tries) {
+      auto n = (*dpdk)->receive(std::span(rx).subspan(got, 1));  // one at a time: the rest wait in the port
+      ASSERT_TRUE(n) << n.error().message;
+      got += *n;
+      if (*n == 0) ::usleep(1000);
+    }
+    ASSERT_EQ(got, 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(rx[i].length, fragments[i].size()) << i;
+      EXPECT_EQ(std::memcmp(rx[i].data, fragments[i].data(), fragments[i].size()), 0) << i;
+    }
+  });
+}
+
+// Two ports share one EAL; when the last closes, EAL is cleaned up and its
+// runtime directory is gone; a port after that is refused with the reason.
+TEST(NetPort, DpdkSharesOneEalPerProcessAndCleansUp) {
+  NEED_NETNS();
+  in_child_process([] {
+    VethPair first("cxd1", "cxe1", 1500), second("cxd2", "cxe2", 1500);
+    if (!first.ok() || !second.ok()) GTEST_SKIP() << "cannot create veth pairs (iproute2 and CAP_NET_ADMIN needed)";
+    const std::string runtime = "/var/run/dpdk/cxlpool-" + std::to_string(::getpid());
+    {
+      OPEN_DPDK(a, "cxd1");
+      auto b = open_net_port("dpdk", "cxd2", {});
+      ASSERT_TRUE(b) << b.error().message;
+      auto peer = open_net_port("packet", "cxe2", {});
+      ASSERT_TRUE(peer) << peer.error().message;
+      a->reset();  // the other port keeps EAL
+      exchange_frames(**peer, **b, 4, 7);
+      exchange_frames(**b, **peer, 4, 9);
+    }
+    EXPECT_FALSE(std::filesystem::exists(runtime)) << runtime << " left behind";
+    auto again = open_net_port("dpdk", "cxd1", {});
+    ASSERT_FALSE(again);
+    EXPECT_EQ(again.error().code, EALREADY) << again.error().message;
+    EXPECT_NE(again.error().message.find("once per process"), std::string::npos) << again.error().message;
+  });
+}
+
+// A link that goes down loses frames as a wire would: sending into it
+// never blocks (more frames than the PMD's ring holds), and receiving
+// finds nothing.
+TEST(NetPort, DpdkLinkDownLosesFramesWithoutBlocking) {
+  NEED_NETNS();
+  in_child_process([] {
+    NEED_VETH(veth, "cxd5", "cxe5", 1500);
+    OPEN_DPDK(port, "cxd5");
+    ASSERT_EQ(std::system("ip link set cxd5 down"), 0);
+    auto up = (*port)->link_up();
+    ASSERT_TRUE(up) << up.error().message;
+    EXPECT_FALSE(*up);
+    ::alarm(20);  // a send that blocks kills the child: the test fails
+    auto frame = test_frame(1000, 3);
+    std::vector<TxFrame> tx(64, TxFrame{frame.data(), 1000});
+    std::size_t taken = 0;
+    for (int round = 0; round < 20; ++round) {
+      auto n = (*port)->send(tx);
+      ASSERT_TRUE(n) << n.error().message;
+      taken += *n;
+    }
+    EXPECT_EQ(taken, 20u * 64) << "frames for a down link are lost, not left waiting";
+    std::vector<std::byte> room(2048);
+    RxFrame rx[] = {{room.data(), 2048}};
+    auto none = (*port)->receive(rx);
+    ASSERT_TRUE(none) << none.error().message;
+    EXPECT_EQ(*none, 0u);
+    ::alarm(0);
+  });
+}
+
+// Refusals that come before EAL starts: an unknown interface, an MTU whose
+// frames do not fit the mbufs, an unknown PMD.
+TEST(NetPort, DpdkRefusesBeforeStartingEal) {
+  NEED_NETNS();
+  in_child_process([] {
+    NEED_VETH(jumbo, "cxd3", "cxe3", 9000);
+    auto missing = open_net_port("dpdk", "nosuchif0", {});
+    ASSERT_FALSE(missing);
+    if (missing.error().code == ENOTSUP) GTEST_SKIP() << missing.error().message;
+    EXPECT_EQ(missing.error().code, ENODEV) << missing.error().message;
+    auto too_big = open_net_port("dpdk", "cxd3", {});
+    ASSERT_FALSE(too_big);
+    EXPECT_EQ(too_big.error().code, EINVAL) << too_big.error().message;
+    EXPECT_NE(too_big.error().message.find("MTU 9000"), std::string::npos) << too_big.error().message;
+    ::setenv("CXLPOOL_DPDK_PMD", "tap", 1);
+    auto unknown = open_net_port("dpdk", "lo", {});
+    ASSERT_FALSE(unknown);
+    EXPECT_EQ(unknown.error().code, EINVAL) << unknown.error().message;
+    // None of these started EAL: a real port still opens.
+    ::unsetenv("CXLPOOL_DPDK_PMD");
+    ASSERT_EQ(std::system("ip link set cxd3 mtu 1500"), 0);
+    OPEN_DPDK(port, "cxd3");
+  });
+}
+
+// net_af_xdp where the kernel and the PMD allow it (an XDP program on the
+// veth): frames both ways with a packet port.
+TEST(NetPort, DpdkAfXdpExchangesFramesWithAPacketPortOverVeth) {
+  NEED_NETNS();
+  in_child_process([] {
+    NEED_VETH(veth, "cxd4", "cxe4", 1500);
+    ::setenv("CXLPOOL_DPDK_PMD", "af_xdp", 1);
+    std::string skip;
+    auto xdp = open_dpdk_or_skip("cxd4", &skip);
+    // The PMD's own refusals (no AF_XDP sockets, no XDP, BPF refused).
+    if (!xdp && (xdp.error().code == EOPNOTSUPP || xdp.error().code == EPERM || xdp.error().code == EAFNOSUPPORT ||
+                 xdp.error().code == EINVAL)) {
+      skip = xdp.error().message;
+    }
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    ASSERT_TRUE(xdp) << xdp.error().message;
+    auto peer = open_net_port("packet", "cxe4", {});
+    ASSERT_TRUE(peer) << peer.error().message;
+    exchange_frames(**peer, **xdp, 8, 21);
+    exchange_frames(**xdp, **peer, 8, 52);
+  });
 }
 
 }  // namespace
