@@ -45,7 +45,7 @@ class AreaWriter {
   uint64_t put(const void* data, uint64_t n, uint64_t align = 16) {
     used_ = round_up(used_, align);
     const uint64_t at = used_;
-    if (n) std::memcpy(base_ + at, data, n);
+    if (n && data) std::memcpy(base_ + at, data, n);
     used_ += n;
     return addr_ + at;
   }
