@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/rseq.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "blob/blob_abi.hpp"
+#include "cxlpool/ckpt/restorer.hpp"
 #include "sigframe.hpp"
 
 namespace cxlpool::ckpt {
@@ -77,12 +79,12 @@ int stash_fd(int fd, int from, int status_fd) {
   return moved;
 }
 
-void check_identity(int fd, const FileRef& f, int status_fd) {
+void check_identity(int fd, const FileRef& f, int status_fd, bool content = true) {
   struct stat st{};
   if (::fstat(fd, &st) != 0) die(status_fd, fmt::format("fstat {}: {}", f.path, std::strerror(errno)));
   FileStat now{static_cast<uint64_t>(st.st_dev), st.st_ino, static_cast<uint64_t>(st.st_size),
                st.st_mtim.tv_sec * 1'000'000'000ll + st.st_mtim.tv_nsec};
-  if (S_ISDIR(st.st_mode)) now.size = f.size, now.mtime_ns = f.mtime_ns;
+  if (S_ISDIR(st.st_mode) || !content) now.size = f.size, now.mtime_ns = f.mtime_ns;
   if (auto ok = check_file_unchanged(f, now); !ok) die(status_fd, ok.error().message);
 }
 
@@ -119,7 +121,7 @@ Stash arrange_fds(const Manifest& m, const CloneChannels& ch) {
     if (e.kind == FdKind::kDirectory) flags = O_RDONLY | O_DIRECTORY | (flags & O_CLOEXEC);
     const int fd = ::open(f.path.c_str(), flags);
     if (fd < 0) die(status, fmt::format("open {} for fd {}: {}", f.path, e.fd, std::strerror(errno)));
-    check_identity(fd, f, status);
+    check_identity(fd, f, status, !fd_writes(e));
     if (fd != e.fd) {
       if (::dup3(fd, e.fd, flags & O_CLOEXEC) < 0)
         die(status, fmt::format("dup3 to fd {}: {}", e.fd, std::strerror(errno)));
@@ -157,6 +159,8 @@ void run_clone_stage(const Manifest& m, const RestorePlan& plan, const CloneChan
   if (!m.process.cwd.empty() && ::chdir(m.process.cwd.c_str()) != 0)
     die(status, fmt::format("chdir {}: {}", m.process.cwd, std::strerror(errno)));
   ::umask(m.process.umask);
+  // The clone's threads are created from this one and inherit its name.
+  ::prctl(PR_SET_NAME, m.process.comm.c_str());
 
   // The area: the final stage's code, its arguments, a region per thread,
   // and the park for the vDSO block in flight.

@@ -2,6 +2,7 @@
 // What the restorer learns about this host before planning: where its own
 // kernel mappings lie, and whether the files a checkpoint names are still
 // the ones it recorded.
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -12,6 +13,8 @@
 #include "cxlpool/ckpt/restorer.hpp"
 
 namespace cxlpool::ckpt {
+
+bool fd_writes(const FdEntry& f) { return (f.open_flags & O_ACCMODE) != O_RDONLY; }
 
 Result<HostFacts> probe_host() {
   HostFacts facts;
@@ -43,12 +46,17 @@ Result<HostFacts> probe_host() {
 }
 
 Result<void> check_files(const Manifest& m) {
-  std::vector<bool> used(m.files.size(), false);
+  std::vector<bool> used(m.files.size(), false), content(m.files.size(), false);
   for (const Vma& v : m.vmas)
-    if (v.kind == VmaKind::kFilePrivate && v.file < used.size()) used[v.file] = true;
-  for (const FdEntry& f : m.fds)
-    if ((f.kind == FdKind::kRegular || f.kind == FdKind::kDirectory) && f.file < used.size()) used[f.file] = true;
-  if (m.process.mm.exe_file < used.size()) used[m.process.mm.exe_file] = true;
+    if (v.kind == VmaKind::kFilePrivate && v.file < used.size()) used[v.file] = content[v.file] = true;
+  for (const FdEntry& f : m.fds) {
+    if ((f.kind != FdKind::kRegular && f.kind != FdKind::kDirectory) || f.file >= used.size()) continue;
+    used[f.file] = true;
+    // A file the process writes changes as it runs (and as its clones do):
+    // only its identity must hold. What it reads or maps must be as it was.
+    if (!fd_writes(f)) content[f.file] = true;
+  }
+  if (m.process.mm.exe_file < used.size()) used[m.process.mm.exe_file] = content[m.process.mm.exe_file] = true;
   for (size_t i = 0; i < m.files.size(); ++i) {
     if (!used[i]) continue;
     struct stat st{};
@@ -56,7 +64,7 @@ Result<void> check_files(const Manifest& m) {
     FileStat now{static_cast<uint64_t>(st.st_dev), st.st_ino, static_cast<uint64_t>(st.st_size),
                  st.st_mtim.tv_sec * 1'000'000'000ll + st.st_mtim.tv_nsec};
     // A directory's size and mtime change with its entries; its identity is enough.
-    if (S_ISDIR(st.st_mode)) {
+    if (S_ISDIR(st.st_mode) || !content[i]) {
       now.size = m.files[i].size;
       now.mtime_ns = m.files[i].mtime_ns;
     }

@@ -22,9 +22,14 @@ namespace cxlpool::ckpt {
 // mappings. Errors: reading /proc/self/maps.
 Result<HostFacts> probe_host();
 
-// Every file the manifest maps or has open must be the one it recorded.
-// ESTALE naming the first one that changed; ENOENT/EACCES from stat.
+// Every file the manifest maps or has open must be the one it recorded:
+// the same file (device, inode) with the same size and mtime, except a file
+// open for writing, whose identity is enough. ESTALE naming the first one
+// that changed; ENOENT/EACCES from stat.
 Result<void> check_files(const Manifest& manifest);
+
+// Whether the descriptor was open for writing.
+bool fd_writes(const FdEntry& fd);
 
 struct CloneHandle {
   pid_t keeper = -1;     // in the caller's pid namespace
