@@ -200,6 +200,31 @@ int mode_sparse() {
   return 0;
 }
 
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// For clones of one checkpoint: 64 pages written before it, then (after
+// the restore) "shared at ADDR"; once FILE.write exists one page is written
+// ("wrote"), and once FILE.exit exists the clone exits.
+int mode_share(const char* file) {
+  constexpr size_t kSharePages = 64;
+  auto* p = static_cast<unsigned char*>(mmap(nullptr, kSharePages * kPage, PROT_READ | PROT_WRITE,
+                                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  for (size_t i = 0; i < kSharePages * kPage; ++i) p[i] = static_cast<unsigned char>(i * 7);
+  wait_for_checkpoint();
+  unsigned sum = 0;
+  for (size_t i = 0; i < kSharePages * kPage; i += kPage) sum += p[i + 1];  // read, not written: still shared
+  std::printf("shared at %p\n", static_cast<void*>(p));
+  if (sum == 0) std::printf("no data\n");
+  std::fflush(stdout);
+  const std::string base = file;
+  while (!exists(base + ".write")) usleep(5000);
+  p[0] = 1;
+  std::printf("wrote\n");
+  std::fflush(stdout);
+  while (!exists(base + ".exit")) usleep(5000);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,6 +239,7 @@ int main(int argc, char** argv) {
   if (mode == "dontneed-after") return mode_dontneed_after();
   if (mode == "file-dontneed") return mode_file_dontneed(arg);
   if (mode == "sparse") return mode_sparse();
+  if (mode == "share") return mode_share(arg);
   std::fprintf(stderr, "restore_target: unknown mode '%s'\n", mode.c_str());
   return 64;
 }
