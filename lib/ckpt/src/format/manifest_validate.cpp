@@ -59,10 +59,11 @@ Result<void> check_vmas(const Manifest& m) {
     if (v.start < prev_end) return broken(which + ": not sorted or overlaps the one before");
     prev_end = v.end;
     if (static_cast<uint8_t>(v.kind) < static_cast<uint8_t>(VmaKind::kAnon) ||
-        static_cast<uint8_t>(v.kind) > static_cast<uint8_t>(VmaKind::kCxlpoolRegion)) {
+        static_cast<uint8_t>(v.kind) > static_cast<uint8_t>(VmaKind::kFileSharedReadOnly)) {
       return broken(which + ": unknown kind " + std::to_string(static_cast<unsigned>(v.kind)));
     }
-    const bool has_file = v.kind == VmaKind::kFilePrivate || v.kind == VmaKind::kCxlpoolRegion;
+    const bool has_file = v.kind == VmaKind::kFilePrivate || v.kind == VmaKind::kCxlpoolRegion ||
+                          v.kind == VmaKind::kFileSharedReadOnly;
     if (has_file ? v.file >= m.files.size() : v.file != kNoFile) return broken(which + ": file index out of range");
     if (!aligned(v.file_offset)) return broken(which + ": file offset not page aligned");
   }
