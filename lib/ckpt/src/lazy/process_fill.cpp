@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hybrid policy's up-front copy into a process without a userfaultfd:
+// process_vm_writev of runs of consecutive pages, many runs per call.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cxlpool/ckpt/lazy_pager.hpp"
+#include "cxlpool/ckpt/manifest.hpp"
+#include "range_map.hpp"
+
+namespace cxlpool::ckpt {
+
+namespace {
+constexpr size_t kIovBatch = 512;  // below IOV_MAX (1024)
+}
+
+Result<uint64_t> write_pages_to_process(pid_t pid, std::span<const std::byte> source,
+                                        std::span<const LazyRange> ranges, std::span<const uint64_t> pages) {
+  std::vector<LazyRange> list(ranges.begin(), ranges.end());
+  if (auto ok = lazy::check_ranges(list, source.size()); !ok) return tl::unexpected(ok.error());
+  lazy::RangeMap map;
+  for (const LazyRange& r : list) map.insert(r);
+  std::vector<uint64_t> sorted;
+  sorted.reserve(pages.size());
+  for (uint64_t p : pages) sorted.push_back(p & ~(kPageSize - 1));
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+
+  std::vector<iovec> local, remote;
+  uint64_t written = 0, batch_bytes = 0;
+  auto flush = [&]() -> Result<void> {
+    if (local.empty()) return {};
+    ssize_t n = ::process_vm_writev(pid, local.data(), local.size(), remote.data(), remote.size(), 0);
+    if (n < 0) return fail_errno("process_vm_writev into " + std::to_string(pid));
+    if (static_cast<uint64_t>(n) != batch_bytes)
+      return fail(EFAULT, "process_vm_writev into " + std::to_string(pid) + ": wrote " + std::to_string(n) + " of " +
+                              std::to_string(batch_bytes) + " bytes");
+    written += batch_bytes / kPageSize;
+    local.clear();
+    remote.clear();
+    batch_bytes = 0;
+    return {};
+  };
+  for (size_t i = 0; i < sorted.size();) {
+    lazy::RangeMap::Hit hit = map.lookup(sorted[i]);
+    if (!hit.from_source) {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < sorted.size() && sorted[j] == sorted[j - 1] + kPageSize && sorted[j] < hit.end) ++j;
+    uint64_t bytes = (j - i) * kPageSize;
+    local.push_back({const_cast<std::byte*>(source.data() + hit.source_offset), bytes});
+    remote.push_back({reinterpret_cast<void*>(sorted[i]), bytes});
+    batch_bytes += bytes;
+    if (local.size() == kIovBatch)
+      if (auto ok = flush(); !ok) return tl::unexpected(ok.error());
+    i = j;
+  }
+  if (auto ok = flush(); !ok) return tl::unexpected(ok.error());
+  return written;
+}
+
+}  // namespace cxlpool::ckpt
