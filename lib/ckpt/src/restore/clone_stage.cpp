@@ -241,7 +241,7 @@ void run_clone_stage(const Manifest& m, const RestorePlan& plan, const CloneChan
   args->step_count = static_cast<uint32_t>(steps.size());
   args->steps = w.put(steps.data(), steps.size() * sizeof(blob::Step));
   args->personality = m.process.personality;
-  args->uffd_features = 0;
+  args->uffd_keep = -1;
 
   const MmFields& mm = m.process.mm;
   args->mm = {mm.start_code, mm.end_code, mm.start_data, mm.end_data, mm.start_brk, mm.brk, mm.start_stack,

@@ -14,14 +14,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "blob/blob_abi.hpp"
 #include "clone_stage.hpp"
+#include "cxlpool/ckpt/lazy_pager.hpp"
 #include "cxlpool/ckpt/restorer.hpp"
 
 namespace cxlpool::ckpt {
@@ -94,8 +99,20 @@ int exit_code(int wstatus) {
     write_all(report_fd, &report, sizeof report);
     ::_exit(127);
   }
+  std::vector<LazyRange> lazy;
+  for (const RestoreStep& s : plan.steps)
+    if (s.kind == StepKind::kUffd) lazy.push_back({s.addr, s.len, s.offset});
+  int sock[2] = {-1, -1};
+  if (!lazy.empty() && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) != 0) {
+    std::snprintf(report.message, sizeof report.message, "socketpair: %s", std::strerror(errno));
+    write_all(report_fd, &report, sizeof report);
+    ::_exit(127);
+  }
   pid_t tid = m.process.pid;
+  int pidfd = -1;
   clone_args ca{};
+  ca.flags = CLONE_PIDFD;
+  ca.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   ca.exit_signal = SIGCHLD;
   ca.set_tid = reinterpret_cast<uint64_t>(&tid);
   ca.set_tid_size = 1;
@@ -103,10 +120,30 @@ int exit_code(int wstatus) {
   if (pid == 0) {
     ::close(status_pipe[0]);
     ::close(report_fd);
-    CloneChannels ch{image_fd, status_pipe[1], -1};
+    if (sock[0] >= 0) ::close(sock[0]);
+    CloneChannels ch{image_fd, status_pipe[1], sock[1]};
     run_clone_stage(m, plan, ch);
   }
   ::close(status_pipe[1]);
+  if (sock[1] >= 0) ::close(sock[1]);
+  // moa: the clone sends its userfaultfd before anything touches the ranges
+  // it registered; the pager serves it on a thread of its own while this one
+  // waits for the clone.
+  std::unique_ptr<LazyPager> pager;
+  std::thread pager_thread;
+  if (pid > 0 && !lazy.empty()) {
+    auto uffd = receive_uffd(sock[0]);
+    auto created = uffd ? LazyPager::create(image_fd, LazyPagerOptions{4, false, false})
+                        : Result<std::unique_ptr<LazyPager>>(tl::unexpected(uffd.error()));
+    if (created) {
+      pager = std::move(*created);
+      auto client = pager->add_client(std::move(*uffd), lazy, UniqueFd(pidfd));
+      pidfd = -1;
+      if (client) pager_thread = std::thread([&pager] { (void)pager->run(); });
+    }
+    // Without a pager the clone's faults wait; its status (or its end) says why.
+    if (!pager_thread.joinable()) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
   if (pid < 0) {
     std::snprintf(report.message, sizeof report.message, "clone3 with pid %d: %s", m.process.pid,
                   std::strerror(errno));
@@ -141,13 +178,22 @@ int exit_code(int wstatus) {
   write_all(report_fd, &report, sizeof report);
   ::close(report_fd);
   // Reap until the clone itself is gone; orphans of the namespace come here too.
+  int code = 255;
   for (;;) {
     int ws = 0;
     const pid_t w = ::waitpid(-1, &ws, __WALL);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) ::_exit(255);
-    if (w == pid && (WIFEXITED(ws) || WIFSIGNALED(ws))) ::_exit(exit_code(ws));
+    if (w < 0) break;
+    if (w == pid && (WIFEXITED(ws) || WIFSIGNALED(ws))) {
+      code = exit_code(ws);
+      break;
+    }
   }
+  if (pager_thread.joinable()) {
+    pager->stop();
+    pager_thread.join();
+  }
+  ::_exit(code);
 }
 
 }  // namespace

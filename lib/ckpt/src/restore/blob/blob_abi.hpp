@@ -105,7 +105,7 @@ struct Args {
   uint64_t steps;         // address of step_count Steps
   uint32_t step_count;
   uint32_t personality;
-  uint32_t uffd_features;
+  int32_t uffd_keep;      // the clone's userfaultfd, kept open; -1 without one
   uint32_t thread_count;
   uint64_t threads;       // address of thread_count Threads; [0] is the leader
   MmMap mm;

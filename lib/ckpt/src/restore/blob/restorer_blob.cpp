@@ -11,8 +11,8 @@
 #include "blob_abi.hpp"
 
 #include <asm/unistd.h>
-#include <linux/ioctl.h>
-#include <linux/userfaultfd.h>
+
+#include "cxlpool/ckpt/uffd_raw.hpp"
 
 #define BLOB __attribute__((section("cxlpool_restorer"), used))
 #define BLOB_INLINE static inline __attribute__((always_inline))
@@ -73,8 +73,6 @@ constexpr long kArchSetFs = 0x1002, kArchSetGs = 0x1001;
 constexpr long kRseqUnregister = 1;
 constexpr long kCloneThreadFlags = 0x00000100 | 0x00000200 | 0x00000400 | 0x00000800 | 0x00010000 | 0x00040000;
 constexpr long kFutexWait = 0, kFutexWake = 1;
-constexpr long kOCloexec = 02000000;
-constexpr long kSolSocket = 1, kScmRights = 1;
 constexpr long kEintr = 4;
 
 BLOB void fail(Args* a, Failure what, long result, uint64_t index) {
@@ -123,65 +121,31 @@ BLOB void copy_from(Args* a, const Step& s, uint64_t index) {
   }
 }
 
-// The userfaultfd goes to the keeper, which fills the registered ranges.
+struct Sys {
+  long operator()(long n, long a, long b, long c) const { return sys3(n, a, b, c); }
+};
+
+// The userfaultfd goes to the keeper, which fills the registered ranges. The
+// clone keeps its own copy open: were the keeper's the last, its death would
+// turn the clone's next missing faults into zero pages instead of a wait
+// (the keeper's death kills the namespace right after).
 BLOB void register_uffd(Args* a) {
   bool any = false;
   for (uint32_t i = 0; i < a->step_count; ++i)
     if (reinterpret_cast<Step*>(a->steps)[i].kind == StepKind::kUffd) any = true;
   if (!any) return;
-  const long uffd = sys1(__NR_userfaultfd, kOCloexec);
+  const long uffd = sys1(__NR_userfaultfd, uffd_raw::kOpenFlags);
   check(a, uffd, Failure::kUffd, 0);
-  uffdio_api api;
-  api.api = UFFD_API;
-  api.features = a->uffd_features;
-  api.ioctls = 0;
-  check(a, sys3(__NR_ioctl, uffd, static_cast<long>(UFFDIO_API), reinterpret_cast<long>(&api)), Failure::kUffd, 0);
+  check(a, uffd_raw::api(Sys{}, static_cast<int>(uffd)), Failure::kUffd, 0);
   for (uint32_t i = 0; i < a->step_count; ++i) {
     const Step& s = reinterpret_cast<Step*>(a->steps)[i];
     if (s.kind != StepKind::kUffd) continue;
-    uffdio_register reg;
-    reg.range.start = s.addr;
-    reg.range.len = s.len;
-    reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-    reg.ioctls = 0;
-    check(a, sys3(__NR_ioctl, uffd, static_cast<long>(UFFDIO_REGISTER), reinterpret_cast<long>(&reg)),
-          Failure::kUffd, i);
+    check(a, uffd_raw::register_missing(Sys{}, static_cast<int>(uffd), s.addr, s.len), Failure::kUffd, i);
   }
-  // sendmsg with one SCM_RIGHTS descriptor, laid out by hand.
-  struct {
-    uint64_t len;
-    int32_t level, type;
-    int32_t fd, pad;
-  } control;
-  control.len = 20;
-  control.level = kSolSocket;
-  control.type = kScmRights;
-  control.fd = static_cast<int32_t>(uffd);
-  control.pad = 0;
-  char byte = 'u';
-  struct {
-    uint64_t base, len;
-  } iov;
-  iov.base = reinterpret_cast<uint64_t>(&byte);
-  iov.len = 1;
-  struct {
-    uint64_t name;
-    uint32_t namelen, pad;
-    uint64_t iov, iovlen, control, controllen;
-    int32_t flags, pad2;
-  } msg;
-  msg.name = 0;
-  msg.namelen = 0;
-  msg.pad = 0;
-  msg.iov = reinterpret_cast<uint64_t>(&iov);
-  msg.iovlen = 1;
-  msg.control = reinterpret_cast<uint64_t>(&control);
-  msg.controllen = 24;
-  msg.flags = 0;
-  msg.pad2 = 0;
-  check(a, sys3(__NR_sendmsg, a->uffd_socket, reinterpret_cast<long>(&msg), 0), Failure::kUffdSend, 0);
-  sys1(__NR_close, uffd);
+  check(a, uffd_raw::send_fd(Sys{}, a->uffd_socket, static_cast<int>(uffd), static_cast<unsigned long long>(a->pid)),
+        Failure::kUffdSend, 0);
   sys1(__NR_close, a->uffd_socket);
+  a->uffd_keep = static_cast<int32_t>(uffd);
 }
 
 BLOB void build_memory(Args* a) {
@@ -281,7 +245,12 @@ BLOB void finish_thread(Args* a, uint32_t index) {
     s.step = 0;
     if (sys3(__NR_write, a->status_fd, reinterpret_cast<long>(&s), sizeof s) != sizeof s)
       fail(a, Failure::kStatus, -5, 0);
-    sys3(__NR_close_range, a->close_from, ~0u, 0);
+    if (a->uffd_keep >= a->close_from) {
+      sys3(__NR_close_range, a->close_from, a->uffd_keep - 1, 0);
+      sys3(__NR_close_range, a->uffd_keep + 1, ~0u, 0);
+    } else {
+      sys3(__NR_close_range, a->close_from, ~0u, 0);
+    }
     __atomic_store_n(&a->go, 1, __ATOMIC_SEQ_CST);
     sys3(__NR_futex, reinterpret_cast<long>(&a->go), kFutexWake, 0x7fffffff);
   } else {
