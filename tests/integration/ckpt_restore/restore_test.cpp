@@ -161,7 +161,7 @@ class Restore : public ::testing::Test {
 };
 
 const char* const kModes[] = {"threads", "signals", "rseq", "vdso", "file", "dontneed", "sparse"};
-const char* const kPolicies[] = {"mow", "hybrid", "copy"};
+const char* const kPolicies[] = {"mow", "moa", "hybrid", "copy"};
 
 TEST_F(Restore, EveryModeUnderEveryPolicyPrintsWhatTheOriginalDoes) {
   for (const char* mode : kModes) {
@@ -175,36 +175,32 @@ TEST_F(Restore, EveryModeUnderEveryPolicyPrintsWhatTheOriginalDoes) {
   }
 }
 
-TEST_F(Restore, MoaIsRefusedOrRestores) {
-  const std::string expected = uninterrupted("threads");
-  const Restored r = restore(checkpoint("threads"), "moa");
-  if (r.status != 0 && r.err.find("lazy pager is not built") != std::string::npos)
-    GTEST_SKIP() << "moa: " << r.err;
-  EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out, expected) << r.err;
-}
-
 // docs/ckpt.md "MADV_DONTNEED and allocator trimming": under mow the clone's
 // private pages are a MAP_PRIVATE mapping of the image, so a page dropped
 // after the restore reads the checkpoint's contents again (anonymous memory
 // reads zeros), and MADV_FREE, which only anonymous memory takes, fails.
-// copy gives anonymous memory back, as the original had.
+// copy and moa give anonymous memory back, as the original had (moa's pager
+// zero-fills a range the clone dropped).
 TEST_F(Restore, DontneedAfterTheRestoreRefillsFromTheImageUnderMow) {
   const std::string image = checkpoint("dontneed-after");
   const Restored mow = restore(image, "mow");
   EXPECT_EQ(mow.out, "anonymous page after MADV_DONTNEED reads 5a\nMADV_FREE refused\n") << mow.err;
-  const Restored copy = restore(image, "copy");
-  EXPECT_EQ(copy.out, uninterrupted("dontneed-after")) << copy.err;
-  EXPECT_EQ(copy.out, "anonymous page after MADV_DONTNEED reads 00\nMADV_FREE accepted\n");
+  for (const char* policy : {"copy", "moa"}) {
+    const Restored r = restore(image, policy);
+    EXPECT_EQ(r.out, uninterrupted("dontneed-after")) << policy << ": " << r.err;
+    EXPECT_EQ(r.out, "anonymous page after MADV_DONTNEED reads 00\nMADV_FREE accepted\n") << policy;
+  }
 }
 
 // A MAP_PRIVATE file mapping refills from its file after MADV_DONTNEED; in a
-// mow clone the page the process had changed comes from the image, so it
-// refills with the changed page, not the file's.
+// mow (or moa: userfaultfd cannot serve file mappings) clone the page the
+// process had changed comes from the image, so it refills with the changed
+// page, not the file's.
 TEST_F(Restore, DontneedOnAChangedFilePageRefillsFromTheImageUnderMow) {
   EXPECT_EQ(uninterrupted("file-dontneed"), "file page before MADV_DONTNEED X\nfile page after MADV_DONTNEED A\n");
   const std::string image = checkpoint("file-dontneed");
   EXPECT_EQ(restore(image, "mow").out, "file page before MADV_DONTNEED X\nfile page after MADV_DONTNEED X\n");
+  EXPECT_EQ(restore(image, "moa").out, "file page before MADV_DONTNEED X\nfile page after MADV_DONTNEED X\n");
   EXPECT_EQ(restore(image, "copy").out, "file page before MADV_DONTNEED X\nfile page after MADV_DONTNEED A\n");
 }
 
