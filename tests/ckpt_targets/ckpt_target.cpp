@@ -10,7 +10,8 @@
 //
 //   ckpt_target loop                 the main thread spins in user space
 //   ckpt_target threads              four threads: spinning, blocked on a
-//                                    condition variable, sleeping, and main
+//                                    condition variable, sleeping (counted
+//                                    in "sleeps"), and main
 //   ckpt_target signals              SIGUSR1 pending for the thread and
 //                                    SIGUSR2 for the process, both blocked;
 //                                    SIGALRM handled on an alternate stack,
@@ -59,6 +60,7 @@ constexpr std::size_t kDontneedPages = 64;
 
 std::atomic<uint64_t> g_counter{0};
 std::atomic<uint64_t> g_alarms{0};
+std::atomic<uint64_t> g_sleeps{0};
 std::atomic<bool> g_clock_went_back{false};
 uint8_t* g_pattern = nullptr;
 uint8_t* g_region = nullptr;  // dontneed or sparse memory
@@ -101,6 +103,7 @@ void* sleep_thread(void*) {
   for (;;) {
     timespec ts{0, 5 * 1000 * 1000};
     nanosleep(&ts, nullptr);
+    g_sleeps.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -226,6 +229,7 @@ void report(const std::string& mode) {
     line("alarms_seen", g_alarms.load() > 0 ? "1" : "0");
   }
   if (mode == "vdso") line("clock_ok", g_clock_went_back ? "0" : "1");
+  if (mode == "threads") line("sleeps", std::to_string(g_sleeps.load()));
   line("pid", std::to_string(getpid()));
   line("tid", std::to_string(gettid_now()));
   std::printf("done\n");

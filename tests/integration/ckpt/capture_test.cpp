@@ -215,6 +215,17 @@ TEST_F(CkptCapture, FourThreads) {
     EXPECT_NE(m->threads[i].clear_child_tid, 0u);
     EXPECT_NE(vma_at(*m, m->threads[i].rseq.addr), nullptr);
   }
+  // The thread stopped in nanosleep sleeps on.
+  auto a = t->report();
+  ASSERT_TRUE(a);
+  bool slept = false;
+  for (int i = 0; i < 200 && !slept; ++i) {
+    ::usleep(10000);
+    auto b = t->report();
+    ASSERT_TRUE(b);
+    slept = std::stoull(b->at("sleeps")) > std::stoull(a->at("sleeps"));
+  }
+  EXPECT_TRUE(slept);
   EXPECT_EQ(t->stop(), 0);
 }
 
