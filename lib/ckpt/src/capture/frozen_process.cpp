@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,7 +25,7 @@ std::vector<pid_t> list_tasks(pid_t pid) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(static_cast<pid_t>(std::stoi(e->d_name)));
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
   }
   ::closedir(d);
   return out;
