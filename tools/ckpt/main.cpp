@@ -18,6 +18,7 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
 
 int failure(const cxlpool::Error& error) {
   std::fprintf(stderr, "cxlpool-ckpt: %s\n", error.message.c_str());
@@ -69,7 +70,11 @@ int main(int argc, char** argv) {
   auto* show_cmd = app.add_subcommand("show", "print the manifest of an image");
   show_cmd->add_option("IMAGE", image, "the image file")->required();
   show_cmd->add_flag("--json", json, "as JSON");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
   if (*dump_cmd) return dump(pid, image, kill_after);
   return show(image, json);
 }

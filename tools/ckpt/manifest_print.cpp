@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace cxlpool::ckpt_tool {
 namespace {
 
@@ -36,7 +38,9 @@ std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
 
 // The signal number of a 128-byte siginfo (si_signo, the first int).
 int signo(const std::array<uint8_t, 128>& info) {
-  return info[0] | (info[1] << 8) | (info[2] << 16) | (info[3] << 24);
+  int32_t v = 0;
+  std::memcpy(&v, info.data(), sizeof v);
+  return v;
 }
 
 // user_regs_struct's rip (word 16) and rsp (word 19).

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "capture_steps.hpp"
 #include "cxlpool/ckpt/proc_text.hpp"
@@ -55,7 +56,7 @@ std::vector<int> open_fds(pid_t pid) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(std::stoi(e->d_name));
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(std::atoi(e->d_name));
   }
   ::closedir(d);
   std::sort(out.begin(), out.end());

@@ -6,7 +6,12 @@
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace cxlpool::ckpt::detail {
@@ -20,7 +25,7 @@ std::vector<pid_t> list_tasks(pid_t pid) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(static_cast<pid_t>(std::stoi(e->d_name)));
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
   }
   ::closedir(d);
   return out;
@@ -46,6 +51,21 @@ Result<void> wait_for_interrupt(pid_t tid) {
       return fail_errno("checkpoint: resume thread " + std::to_string(tid) + " with its signal");
     }
   }
+}
+
+// Field 4 of /proc/PID/stat; -1 when unreadable.
+pid_t parent_of(pid_t pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "re");
+  if (f == nullptr) return -1;
+  char buf[1024];
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* close = std::strrchr(buf, ')');
+  char state = 0;
+  int ppid = -1;
+  if (close == nullptr || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
 }
 
 }  // namespace
@@ -97,11 +117,19 @@ void FrozenProcess::release() {
 }
 
 void FrozenProcess::kill() {
+  // When the caller is also the parent, its own wait reaps the leader; the
+  // tracer's wait here must leave the zombie for it.
+  const bool our_child = parent_of(pid_) == ::getpid();
   ::kill(pid_, SIGKILL);
   // The leader's exit is reported only once its threads are reaped: they
   // go first.
   for (auto it = tids_.rbegin(); it != tids_.rend(); ++it) {
     const pid_t tid = *it;
+    if (tid == pid_ && our_child) {
+      siginfo_t info{};
+      ::waitid(P_PID, static_cast<id_t>(tid), &info, WEXITED | WNOWAIT | __WALL);
+      continue;
+    }
     int status = 0;
     while (::waitpid(tid, &status, __WALL) >= 0 && !WIFEXITED(status) && !WIFSIGNALED(status)) {
     }

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Which private pages the process has (pagemap), copied into the image with
+// Which private pages the process has (PAGEMAP_SCAN, or pagemap entries on
+// kernels before 6.7), copied into the image with
 // process_vm_readv, many runs per call. Pages of a private file mapping
 // that still are the file's page cache are not stored: a restore maps the
 // file. /proc/PID/mem, which may read pages the process made inaccessible
 // (PROT_NONE), takes over where process_vm_readv stops short.
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "capture_steps.hpp"
@@ -21,8 +24,70 @@ constexpr uint64_t kPagemapBatch = 16384;         // entries per pagemap read
 constexpr std::size_t kCopyBytes = 8u << 20;      // page data per copy batch
 constexpr std::size_t kMaxIov = IOV_MAX;
 
+// PAGEMAP_SCAN (linux/fs.h, 6.7): the kernel walks the range and returns
+// only the stretches of pages in the asked-for categories, so a terabyte of
+// untouched reservation costs nothing. Declared here for older headers.
+struct PmScanArg {
+  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+  uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+struct PageRegion {
+  uint64_t start, end, categories;
+};
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+constexpr uint64_t kIsFile = 1ull << 2, kIsPresent = 1ull << 3, kIsSwapped = 1ull << 4;
+
+// Extends the last run when it ends at `start` and belongs to the same VMA
+// (index >= first): a run never spans two VMAs.
+void add_pages(std::vector<PageRun>& runs, std::size_t first, uint64_t start, uint64_t end) {
+  if (runs.size() > first && runs.back().addr + runs.back().pages * kPageSize == start) {
+    runs.back().pages += (end - start) / kPageSize;
+  } else {
+    runs.push_back({start, (end - start) / kPageSize, 0});
+  }
+}
+
+// The stored pages of v through PAGEMAP_SCAN; false when the kernel lacks it.
+Result<bool> scan_vma_fast(int pagemap, const Vma& v, std::vector<PageRun>& runs) {
+  std::vector<PageRegion> regions(1024);
+  const std::size_t before = runs.size();
+  for (uint64_t at = v.start; at < v.end;) {
+    PmScanArg arg{};
+    arg.size = sizeof arg;
+    arg.start = at;
+    arg.end = v.end;
+    arg.vec = reinterpret_cast<uint64_t>(regions.data());
+    arg.vec_len = regions.size();
+    arg.category_anyof_mask = kIsPresent | kIsSwapped;
+    if (v.kind == VmaKind::kFilePrivate) {
+      // Not the file's page cache: the process's own copy.
+      arg.category_inverted = kIsFile;
+      arg.category_mask = kIsFile;
+    }
+    arg.return_mask = kIsPresent | kIsSwapped | kIsFile;
+    const int n = ::ioctl(pagemap, kPagemapScan, &arg);
+    if (n < 0) {
+      if ((errno == ENOTTY || errno == EINVAL) && runs.size() == before) return false;
+      return fail_errno("checkpoint: PAGEMAP_SCAN");
+    }
+    // A scan that stopped with a full vector may report its last stretch
+    // again on the next call: only what lies past the pages taken counts.
+    for (int i = 0; i < n; ++i) {
+      const uint64_t taken = runs.size() > before ? runs.back().addr + runs.back().pages * kPageSize : v.start;
+      const uint64_t start = std::max(regions[i].start, taken);
+      if (start < regions[i].end) add_pages(runs, before, start, regions[i].end);
+    }
+    if (arg.walk_end <= at) return fail(EIO, "checkpoint: PAGEMAP_SCAN made no progress");
+    at = arg.walk_end;
+  }
+  return true;
+}
+
 // Appends the runs of stored pages in v to `runs` (image offsets not yet set).
 Result<void> scan_vma(int pagemap, const Vma& v, std::vector<PageRun>& runs) {
+  auto fast = scan_vma_fast(pagemap, v, runs);
+  if (!fast) return tl::unexpected(fast.error());
+  if (*fast) return {};
   std::vector<uint64_t> entries;
   bool open_run = false;
   for (uint64_t page = v.start; page < v.end;) {

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "capture_steps.hpp"
@@ -99,7 +100,7 @@ Result<void> capture_process_files(pid_t pid, ProcessState& p, FileTable& files)
   if (timers && !timers->empty()) return unsupported(pid, "it has POSIX timers (timer_create)");
   auto personality = read_proc(pid, "personality");
   if (!personality) return tl::unexpected(personality.error());
-  p.personality = static_cast<uint32_t>(std::stoul(*personality, nullptr, 16));
+  p.personality = static_cast<uint32_t>(std::strtoul(personality->c_str(), nullptr, 16));
   for (int r = 0; r < static_cast<int>(p.rlimits.size()); ++r) {
     rlimit64 limit{};
     if (::prlimit64(pid, static_cast<__rlimit_resource>(r), nullptr, &limit) != 0) {

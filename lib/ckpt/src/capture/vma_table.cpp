@@ -71,6 +71,8 @@ Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& f
     } else if (e.has_flag("io") || e.has_flag("pf")) {
       // [vvar] is a PFN map too; it was handled above.
       return unsupported(pid, "it maps device memory (" + where + ")");
+    } else if (e.has_flag("ht")) {
+      return unsupported(pid, "it has a hugetlb mapping (" + where + ")");
     } else if (shared && region_holding(options, e) == nullptr) {
       // A shared mapping that can never be written (no write permission now
       // or later, VM_MAYWRITE clear) reads the file as a private one would.
