@@ -3,10 +3,12 @@
 // anonymous memory, send the descriptor over a socketpair, and check what
 // they read against the image. Skips where userfaultfd is not available.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -372,6 +374,59 @@ TEST_F(LazyPagerTest, PagerDeathBlocksTheCloneRatherThanLie) {
   EXPECT_EQ(clone.wait(5s), 128 + SIGKILL);
 }
 
+// The restore's arrangement: the pager is pid 1 of the clone's pid
+// namespace. When it dies the kernel kills the clone, which was waiting on a
+// fault the pager never answered: an error in the clone, not a hang and not
+// a wrong page.
+TEST_F(LazyPagerTest, KeeperDeathKillsTheCloneInItsPidNamespace) {
+  uint64_t base = make_region(4);
+  ForkedChild outer([&](int report) {
+    if (::unshare(CLONE_NEWPID) != 0) return 77;
+    pid_t keeper = ::fork();
+    if (keeper == 0) {
+      int sv[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) ::_exit(1);
+      if (::fork() == 0) {
+        ::alarm(20);
+        char self[32] = {};
+        if (::readlink("/proc/self", self, sizeof self - 1) <= 0) ::_exit(1);  // the host's pid
+        LazyRange whole{base, 4 * kPageSize, 0};
+        auto uffd = create_registered_uffd({&whole, 1});
+        if (!uffd || !send_uffd(sv[1], uffd->get(), 0)) ::_exit(2);
+        std::string line = std::string("c ") + self + "\n";
+        if (::write(report, line.data(), line.size()) <= 0) ::_exit(3);
+        uint64_t v = *reinterpret_cast<volatile uint64_t*>(base);
+        line = "v " + std::to_string(v) + "\n";
+        ::_exit(::write(report, line.data(), line.size()) > 0 ? 0 : 4);
+      }
+      auto uffd = receive_uffd(sv[0]);
+      if (!uffd) ::_exit(5);
+      auto pager = LazyPager::create(image_.get());
+      if (!pager || !(*pager)->add_client(std::move(*uffd), {{base, 4 * kPageSize, 0}})) ::_exit(6);
+      // A pager that never answers: the clone's fault stays pending.
+      for (;;) ::pause();
+    }
+    std::string line = "k " + std::to_string(keeper) + "\n";
+    if (keeper < 0 || ::write(report, line.data(), line.size()) <= 0) return 1;
+    ::waitpid(keeper, nullptr, 0);
+    return 0;
+  });
+  pid_t keeper = -1, clone = -1;
+  for (int i = 0; i < 2; ++i) {
+    auto line = outer.read_line(5s);
+    if (!line && outer.wait(1s) == 77) GTEST_SKIP() << "no new pid namespace here";
+    ASSERT_TRUE(line);
+    (line->at(0) == 'k' ? keeper : clone) = std::stoi(line->substr(2));
+  }
+  ASSERT_GT(keeper, 0);
+  ASSERT_GT(clone, 0);
+  std::this_thread::sleep_for(50ms);  // let the clone reach its fault
+  ASSERT_EQ(::kill(keeper, SIGKILL), 0);
+  EXPECT_EQ(outer.wait(5s), 0);
+  EXPECT_EQ(outer.read_all(1s), "") << "the clone read a value with no pager";
+  EXPECT_TRUE(test::wait_until([&] { return ::kill(clone, 0) != 0; }, 5s)) << "the clone outlived its keeper";
+}
+
 // Why the clone keeps its descriptor: once the last reference to a
 // userfaultfd is gone the kernel unregisters its ranges, and a missing
 // anonymous page then reads as zeros. The test pins down that kernel
@@ -415,6 +470,32 @@ TEST_F(LazyPagerTest, ReceiveErrors) {
   auto r = receive_uffd(a.get());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, EPROTO);
+  // A one-byte payload, as a minimal sender writes, is a one-byte tag.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  UniqueFd pr(pipe_fds[0]), pw(pipe_fds[1]);
+  long sent = uffd_raw::send_fd(uffd_raw::RawSyscall{}, b.get(), pr.get(), 0xffffffffffffff75ull);
+  ASSERT_EQ(sent, 8);
+  char one = 'u';
+  iovec iov{&one, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cm), &pipe_fds[1], sizeof(int));
+  auto full = receive_uffd(a.get(), &tag);
+  ASSERT_TRUE(full) << full.error().message;
+  EXPECT_EQ(tag, 0xffffffffffffff75ull);
+  ASSERT_EQ(::sendmsg(b.get(), &msg, 0), 1);
+  auto small = receive_uffd(a.get(), &tag);
+  ASSERT_TRUE(small) << small.error().message;
+  EXPECT_EQ(tag, static_cast<uint64_t>('u'));
   b.reset();
   r = receive_uffd(a.get());
   ASSERT_FALSE(r);

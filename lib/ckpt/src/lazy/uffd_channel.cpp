@@ -81,7 +81,9 @@ Result<UniqueFd> receive_uffd(int sock, uint64_t* tag) {
   }
   if (n == 0 && !received) return fail(ECONNRESET, "receive userfaultfd: peer closed the socket");
   if (!received) return fail(EPROTO, "receive userfaultfd: message without a descriptor");
-  if (static_cast<size_t>(n) != sizeof value) return fail(EPROTO, "receive userfaultfd: bad tag");
+  // A sender may carry a shorter tag (one byte is enough to carry the
+  // descriptor); it reads as that many low bytes.
+  if (static_cast<size_t>(n) < sizeof value) value &= (uint64_t{1} << (8 * n)) - 1;
   if (tag != nullptr) *tag = value;
   return received;
 }

@@ -133,7 +133,7 @@ int exit_code(int wstatus) {
   std::thread pager_thread;
   if (pid > 0 && !lazy.empty()) {
     auto uffd = receive_uffd(sock[0]);
-    auto created = uffd ? LazyPager::create(image_fd, LazyPagerOptions{4, false, false})
+    auto created = uffd ? LazyPager::create(image_fd, LazyPagerOptions{16, false, false})
                         : Result<std::unique_ptr<LazyPager>>(tl::unexpected(uffd.error()));
     if (created) {
       pager = std::move(*created);

@@ -76,6 +76,9 @@ class LazyPager {
   // ready. Returns false once stop() was called.
   Result<bool> run_once(int timeout_ms);
   // Makes run() return; callable from any thread, and before run().
+  // While a stopped pager still holds a client's descriptor, that client's
+  // munmap, mremap, MADV_DONTNEED and fork wait for it to read the event:
+  // destroy the pager (closing the descriptors) if the clients live on.
   void stop();
 
   size_t client_count() const;
@@ -102,8 +105,9 @@ Result<UniqueFd> create_registered_uffd(std::span<const LazyRange> ranges);
 // Sends `uffd` with `tag` over the unix socket `sock` (SCM_RIGHTS).
 Result<void> send_uffd(int sock, int uffd, uint64_t tag);
 // Receives one descriptor sent by send_uffd or uffd_raw::send_fd; `tag`
-// gets its tag. EPROTO: the message carried no descriptor; ECONNRESET: the
-// peer closed the socket.
+// gets its tag (a sender's shorter payload, 1 to 7 bytes, in the low
+// bytes). EPROTO: the message carried no descriptor; ECONNRESET: the peer
+// closed the socket.
 Result<UniqueFd> receive_uffd(int sock, uint64_t* tag = nullptr);
 
 // Hybrid without a userfaultfd: writes the listed pages (clone addresses)
