@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -109,8 +111,8 @@ class Restore : public ::testing::Test {
     target_ = env_or_skip("CKPT_RESTORE_TARGET");
     if (restorer_.empty() || target_.empty()) GTEST_SKIP() << "CXLPOOL_RESTORE / CKPT_RESTORE_TARGET not set";
     data_ = (dir_.path() / "data.txt").string();
-    std::ofstream f(data_);
-    for (int i = 0; i < 8192; ++i) f << static_cast<char>('A' + i % 26);
+    for (int i = 0; i < 8192; ++i) data_text_ += static_cast<char>('A' + i % 26);
+    std::ofstream(data_) << data_text_;
   }
 
   std::vector<std::string> target_argv(const std::string& mode) const { return {target_, mode, data_}; }
@@ -156,7 +158,7 @@ class Restore : public ::testing::Test {
   }
 
   test::TempDir dir_;
-  std::string restorer_, target_, data_;
+  std::string restorer_, target_, data_, data_text_;
   int images_ = 0;
 };
 
@@ -202,6 +204,67 @@ TEST_F(Restore, DontneedOnAChangedFilePageRefillsFromTheImageUnderMow) {
   EXPECT_EQ(restore(image, "mow").out, "file page before MADV_DONTNEED X\nfile page after MADV_DONTNEED X\n");
   EXPECT_EQ(restore(image, "moa").out, "file page before MADV_DONTNEED X\nfile page after MADV_DONTNEED X\n");
   EXPECT_EQ(restore(image, "copy").out, "file page before MADV_DONTNEED X\nfile page after MADV_DONTNEED A\n");
+}
+
+// The capture tests' target (tests/ckpt_targets): its report before the
+// checkpoint and a clone's after the restore agree, counters only grow, and
+// the clone keeps running (a second report moves on where the mode moves).
+std::map<std::string, std::string> report(Piped& p) {
+  p.write_in("report\n");
+  std::map<std::string, std::string> r;
+  for (std::string l = p.line(); !l.empty() && l != "done"; l = p.line()) {
+    const size_t space = l.find(' ');
+    r[l.substr(0, space)] = space == std::string::npos ? "" : l.substr(space + 1);
+  }
+  return r;
+}
+
+TEST_F(Restore, CaptureTargetsResumeUnderEveryPolicy) {
+  const std::string target = env_or_skip("CKPT_TARGET");
+  if (target.empty()) GTEST_SKIP() << "CKPT_TARGET not set";
+  const std::vector<std::vector<std::string>> modes = {
+      {"loop"}, {"threads"}, {"signals"}, {"rseq"}, {"vdso"}, {"file", data_, "100"}, {"dontneed"}, {"sparse"}};
+  const std::set<std::string> growing = {"counter", "sleeps", "alarms_seen"};
+  for (const auto& mode : modes) {
+    std::vector<std::string> argv = {target};
+    argv.insert(argv.end(), mode.begin(), mode.end());
+    Piped p(argv);
+    for (std::string l = p.line(); l != "ready"; l = p.line()) ASSERT_FALSE(l.empty()) << mode[0];
+    const auto before = report(p);
+    const std::string image = (dir_.path() / (mode[0] + "-capture.img")).string();
+    {
+      auto writer = ImageWriter::to_file(image);
+      ASSERT_TRUE(writer) << writer.error().message;
+      CaptureOptions options;
+      options.kill_after = true;
+      auto manifest = capture_process(p.pid(), options, *writer);
+      ASSERT_TRUE(manifest) << mode[0] << ": " << manifest.error().message;
+      p.wait();
+    }
+    for (const char* policy : kPolicies) {
+      Piped r({restorer_, image, "--policy", policy});
+      const auto after = report(r);
+      usleep(600000);
+      const auto later = report(r);
+      r.write_in("exit\n");
+      EXPECT_EQ(r.wait(), 0) << mode[0] << " " << policy << ": " << r.all_err(1s);
+      ASSERT_FALSE(after.empty()) << mode[0] << " " << policy;
+      for (const auto& [key, value] : before) {
+        ASSERT_TRUE(after.contains(key)) << mode[0] << " " << policy << ": " << key;
+        if (key == "read")  // reads on from where the original stopped
+          EXPECT_EQ(after.at(key), data_text_.substr(100 + value.size(), value.size())) << policy;
+        else if (growing.contains(key))
+          EXPECT_GE(std::stoull(after.at(key)), std::stoull(value)) << mode[0] << " " << policy << ": " << key;
+        else
+          EXPECT_EQ(after.at(key), value) << mode[0] << " " << policy << ": " << key;
+      }
+      if (mode[0] == "loop" || mode[0] == "threads" || mode[0] == "vdso")
+        EXPECT_GT(std::stoull(later.at("counter")), std::stoull(after.at("counter"))) << mode[0] << " " << policy;
+      if (mode[0] == "signals")
+        EXPECT_GT(std::stoull(later.at("alarms_seen")), std::stoull(before.at("alarms_seen"))) << policy;
+      if (mode[0] == "vdso") EXPECT_EQ(later.at("clock_ok"), "1") << policy;
+    }
+  }
 }
 
 uint64_t pfn_of(pid_t pid, uint64_t addr) {

@@ -115,6 +115,15 @@ Stash arrange_fds(const Manifest& m, const CloneChannels& ch) {
   }
   ::syscall(SYS_close_range, 3u, static_cast<unsigned>(st.close_from - 1), 0u);
   for (const FdEntry& e : m.fds) {
+    if (e.kind == FdKind::kStdio) {
+      // The caller's descriptor stands in for the pipe or terminal the
+      // process had, with the status flags the process had set on it.
+      const int keep = ::fcntl(e.fd, F_GETFL);
+      if (keep >= 0)
+        ::fcntl(e.fd, F_SETFL, (keep & ~(O_NONBLOCK | O_APPEND)) |
+                                   (static_cast<int>(e.open_flags) & (O_NONBLOCK | O_APPEND)));
+      continue;
+    }
     if (e.kind != FdKind::kRegular && e.kind != FdKind::kDirectory) continue;
     const FileRef& f = m.files[e.file];
     int flags = static_cast<int>(e.open_flags) & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
