@@ -112,6 +112,25 @@ TEST(RestorePlan, MoaRegistersAnonymousRunsAndMapsFileRuns) {
   EXPECT_EQ(plan->lazy_bytes, 3 * kPageSize);
 }
 
+TEST(RestorePlan, AdviceIsGivenAgainOverTheWholeVma) {
+  Manifest m = restorable();
+  m.vmas[1].madvise = kAdviseDontFork | kAdviseHugePage | kAdviseWipeOnFork;
+  m.vmas[0].madvise = kAdviseWipeOnFork;  // a file mapping: the kernel refuses it there
+  auto plan = plan_restore(m, RestorePolicy::kMow, host_like(m));
+  ASSERT_TRUE(plan);
+  std::vector<int32_t> heap_advice, exe_advice;
+  for (const RestoreStep& s : steps_in(*plan, 0x600000, 0x604000))
+    if (s.kind == StepKind::kAdvise) {
+      heap_advice.push_back(s.advice);
+      EXPECT_EQ(s.len, 0x4000u);
+    }
+  for (const RestoreStep& s : steps_in(*plan, 0x400000, 0x402000))
+    if (s.kind == StepKind::kAdvise) exe_advice.push_back(s.advice);
+  EXPECT_EQ(heap_advice, (std::vector<int32_t>{MADV_DONTFORK, MADV_WIPEONFORK, MADV_HUGEPAGE}));
+  EXPECT_TRUE(exe_advice.empty());
+  EXPECT_EQ(steps_in(*plan, 0x600000, 0x604000).back().kind, StepKind::kAdvise);  // after the image's pages
+}
+
 TEST(RestorePlan, StacksKeepGrowingDown) {
   Manifest m = restorable();
   m.vmas[2].map_flags |= MAP_GROWSDOWN;

@@ -148,6 +148,7 @@ blob::StepKind blob_kind(StepKind k) {
     case StepKind::kCopy: return blob::StepKind::kCopy;
     case StepKind::kProtect: return blob::StepKind::kProtect;
     case StepKind::kUffd: return blob::StepKind::kUffd;
+    case StepKind::kAdvise: return blob::StepKind::kAdvise;
   }
   return blob::StepKind::kMap;
 }
@@ -239,7 +240,7 @@ void run_clone_stage(const Manifest& m, const RestorePlan& plan, const CloneChan
     b.kind = blob_kind(s.kind);
     b.addr = s.addr;
     b.len = s.len;
-    b.prot = s.prot;
+    b.prot = s.kind == StepKind::kAdvise ? static_cast<uint32_t>(s.advice) : s.prot;
     b.flags = s.map_flags;
     b.fd = -1;
     b.offset = s.offset;

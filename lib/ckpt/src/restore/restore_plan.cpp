@@ -248,6 +248,21 @@ Result<RestorePlan> plan_restore(const Manifest& m, RestorePolicy policy, const 
     }
     plan.steps.push_back(base);
     plan.steps.insert(plan.steps.end(), overlay.begin(), overlay.end());
+    std::vector<RestoreStep> advice_steps;
+    // Advice lives in the VMA's flags, so it is given again over the whole
+    // VMA once its pieces are mapped.
+    for (const auto& [bit, advice] : {std::pair{kAdviseDontFork, MADV_DONTFORK}, std::pair{kAdviseWipeOnFork, MADV_WIPEONFORK},
+                                      std::pair{kAdviseHugePage, MADV_HUGEPAGE}, std::pair{kAdviseNoHugePage, MADV_NOHUGEPAGE},
+                                      std::pair{kAdviseDontDump, MADV_DONTDUMP}}) {
+      if (!(v.madvise & bit)) continue;
+      if (advice == MADV_WIPEONFORK && v.kind != VmaKind::kAnon) continue;  // the kernel takes it on anonymous memory only
+      RestoreStep a;
+      a.kind = StepKind::kAdvise;
+      a.addr = v.start;
+      a.len = v.end - v.start;
+      a.advice = advice;
+      advice_steps.push_back(a);
+    }
     if (copies && base.prot != v.prot) {
       RestoreStep protect;
       protect.kind = StepKind::kProtect;
@@ -256,6 +271,7 @@ Result<RestorePlan> plan_restore(const Manifest& m, RestorePolicy policy, const 
       protect.prot = v.prot;
       plan.steps.push_back(protect);
     }
+    plan.steps.insert(plan.steps.end(), advice_steps.begin(), advice_steps.end());
   }
   return plan;
 }

@@ -46,6 +46,7 @@ enum class StepKind : uint8_t {
   kCopy,      // read len bytes of the image at image_offset into addr
   kProtect,   // mprotect to prot (after copies into a read-only mapping)
   kUffd,      // register with the clone's userfaultfd; the keeper fills it from image_offset
+  kAdvise,    // madvise(addr, len, advice) again, as the process had advised
 };
 
 struct RestoreStep {
@@ -56,6 +57,7 @@ struct RestoreStep {
   MapSource source = MapSource::kAnon;
   uint32_t file = kNoFile;
   uint64_t offset = 0;     // file offset (kFile) or image offset (kImage, kCopy, kUffd)
+  int32_t advice = 0;      // MADV_* (kAdvise)
 };
 
 // A range of addresses (start inclusive, end exclusive).

@@ -17,6 +17,7 @@ enum class StepKind : uint32_t {
   kCopy = 2,     // pread len bytes of fd at offset into addr (already mapped, writable)
   kProtect = 3,  // mprotect(addr, len, prot)
   kUffd = 4,     // register [addr, addr + len) with the clone's userfaultfd (missing mode)
+  kAdvise = 5,   // madvise(addr, len, prot): prot holds the advice
 };
 
 struct Step {
@@ -80,7 +81,7 @@ struct Creds {
 // Where the final stage failed, written to the status pipe with the errno.
 enum class Failure : uint32_t {
   kNone = 0,
-  kMoveSpecial, kUnmap, kMap, kCopy, kProtect, kUffd, kUffdSend, kMmMap, kPersonality, kSigaction,
+  kMoveSpecial, kUnmap, kMap, kCopy, kProtect, kUffd, kUffdSend, kAdvise, kMmMap, kPersonality, kSigaction,
   kRlimit, kItimer, kSigqueue, kCloneThread, kFsBase, kRseq, kCreds, kStatus,
 };
 

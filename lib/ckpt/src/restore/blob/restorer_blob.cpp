@@ -165,6 +165,8 @@ BLOB void build_memory(Args* a) {
       copy_from(a, s, i);
     } else if (s.kind == StepKind::kProtect) {
       check(a, sys3(__NR_mprotect, static_cast<long>(s.addr), static_cast<long>(s.len), s.prot), Failure::kProtect, i);
+    } else if (s.kind == StepKind::kAdvise) {
+      check(a, sys3(__NR_madvise, static_cast<long>(s.addr), static_cast<long>(s.len), s.prot), Failure::kAdvise, i);
     }
   }
   register_uffd(a);
@@ -322,7 +324,8 @@ extern "C" BLOB void cxlpool_restorer_main(Args* a) {
   if (a->own_rseq_addr) {
     // glibc registered the restorer thread's rseq area, which is about to be
     // unmapped; the target's is registered per thread at the end.
-    sys4(__NR_rseq, static_cast<long>(a->own_rseq_addr), a->own_rseq_len, kRseqUnregister, a->own_rseq_sig);
+    check(a, sys4(__NR_rseq, static_cast<long>(a->own_rseq_addr), a->own_rseq_len, kRseqUnregister, a->own_rseq_sig),
+          Failure::kRseq, ~0ull);
   }
   move_specials(a);
   build_memory(a);
