@@ -5,7 +5,8 @@
 # clone's local (anonymous) memory after the restore and after it wrote 10%
 # of its pages, and the time of a full read pass, under mow and moa against
 # a copy-based restore of the same checkpoint (every page read into fresh
-# anonymous memory, as CRIU restores); then ten mow clones of the 512 MiB
+# anonymous memory, as CRIU restores), and mow with --prefault (page tables
+# filled during the restore); then ten mow clones of the 512 MiB
 # checkpoint at once. Needs root.
 #
 #   tests/bench/ckpt_restore.sh [BUILD_DIR] [SIZES_MIB...]
@@ -51,7 +52,8 @@ def checkpoint(mib):
 
 def one(image, policy, count=1):
     start = time.monotonic()
-    r = spawn([restore, image, "--policy", policy, "--count", str(count)])
+    extra = ["--prefault"] if policy.endswith("+prefault") else []
+    r = spawn([restore, image, "--policy", policy.split("+")[0], "--count", str(count)] + extra)
     lat = []
     while len(lat) < count:
         line = r.stderr.readline()
@@ -85,14 +87,14 @@ print(f"# cxlpool checkpoint restore, {time.strftime('%Y-%m-%d %H:%M:%S')}, kern
 for mib in sizes:
     image, dump_ms = checkpoint(mib)
     print(f"\n## {mib} MiB process (checkpoint {dump_ms:.0f} ms, image {os.path.getsize(image) >> 20} MiB in /dev/shm)")
-    rows = {p: one(image, p) for p in ("copy", "mow", "moa")}
+    rows = {p: one(image, p) for p in ("copy", "mow", "mow+prefault", "moa")}
     base = rows["copy"]
-    print(f"{'policy':7} {'restore ms':>10} {'x copy':>7} {'local MiB':>9} {'ratio':>6} {'+10% w MiB':>10} {'ratio':>6} "
+    print(f"{'policy':12} {'restore ms':>10} {'x copy':>7} {'local MiB':>9} {'ratio':>6} {'+10% w MiB':>10} {'ratio':>6} "
           f"{'read ms':>8} {'x copy':>7} {'2nd read':>8}")
     for p, r in rows.items():
         if "error" in r:
-            print(f"{p:7} {r['error']}"); continue
-        print(f"{p:7} {r['latency_ms']:10.2f} {base['latency_ms'] / r['latency_ms']:6.1f}x "
+            print(f"{p:12} {r['error']}"); continue
+        print(f"{p:12} {r['latency_ms']:10.2f} {base['latency_ms'] / r['latency_ms']:6.1f}x "
               f"{r['anon_after_restore_kib'] / 1024:9.1f} {r['anon_after_restore_kib'] / max(base['anon_after_restore_kib'], 1):6.3f} "
               f"{r['anon_after_write10_kib'] / 1024:10.1f} {r['anon_after_write10_kib'] / max(base['anon_after_write10_kib'], 1):6.3f} "
               f"{r['read_ms']:8.1f} {r['read_ms'] / base['read_ms']:6.2f}x {r['read2_ms']:8.1f}")

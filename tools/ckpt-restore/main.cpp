@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N]: restores
+// cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N] [--prefault]: restores
 // clones of a checkpointed process (docs/ckpt.md "Restore"), each in a pid
 // namespace of its own, and waits for them. Exit status: the first clone's
 // that failed, or 0; 1 when a clone could not be restored.
@@ -21,11 +21,13 @@ int main(int argc, char** argv) {
   CLI::App app{"Restore clones of a cxlpool checkpoint image"};
   std::string image_path, policy_text = "mow";
   int count = 1;
-  bool quiet = false, no_wait = false;
+  bool quiet = false, no_wait = false, prefault = false;
   app.add_option("image", image_path, "checkpoint image (cxlpool-ckpt dump)")->required();
   app.add_option("--policy", policy_text, "mow (map the image copy-on-write), moa (fill on access), hybrid (copy "
                                           "the hot pages, map the rest), copy (read every page)");
   app.add_option("--count", count, "clones to restore at once")->check(CLI::Range(1, 1024));
+  app.add_flag("--prefault", prefault, "fill the page tables for the image's pages during the restore (mow, "
+                                      "hybrid): a slower restore, no page faults on the first pass");
   app.add_flag("--quiet", quiet, "no line per restored clone");
   app.add_flag("--no-wait", no_wait, "exit once every clone is restored, leaving them running");
   CLI11_PARSE(app, argc, argv);
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cxlpool-restore: cannot restore {}: {}\n", image_path, plan.error().message);
     return 1;
   }
+  if (prefault) prefault_image_pages(*plan);
   if (auto ok = check_files(m); !ok) {
     fmt::print(stderr, "cxlpool-restore: cannot restore {}: {}\n", image_path, ok.error().message);
     return 1;

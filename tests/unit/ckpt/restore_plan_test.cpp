@@ -131,6 +131,24 @@ TEST(RestorePlan, AdviceIsGivenAgainOverTheWholeVma) {
   EXPECT_EQ(steps_in(*plan, 0x600000, 0x604000).back().kind, StepKind::kAdvise);  // after the image's pages
 }
 
+TEST(RestorePlan, PrefaultPopulatesEachImageMapping) {
+  const Manifest m = restorable();
+  auto plan = plan_restore(m, RestorePolicy::kMow, host_like(m));
+  ASSERT_TRUE(plan);
+  const size_t before = plan->steps.size();
+  prefault_image_pages(*plan);
+  size_t populates = 0;
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    if (plan->steps[i].kind != StepKind::kAdvise) continue;
+    ++populates;
+    EXPECT_EQ(plan->steps[i].advice, MADV_POPULATE_READ);
+    EXPECT_EQ(plan->steps[i - 1].source, MapSource::kImage);
+    EXPECT_EQ(plan->steps[i].addr, plan->steps[i - 1].addr);
+  }
+  EXPECT_EQ(populates, 3u);
+  EXPECT_EQ(plan->steps.size(), before + 3);
+}
+
 TEST(RestorePlan, StacksKeepGrowingDown) {
   Manifest m = restorable();
   m.vmas[2].map_flags |= MAP_GROWSDOWN;

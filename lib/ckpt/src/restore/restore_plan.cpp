@@ -276,6 +276,21 @@ Result<RestorePlan> plan_restore(const Manifest& m, RestorePolicy policy, const 
   return plan;
 }
 
+void prefault_image_pages(RestorePlan& plan) {
+  std::vector<RestoreStep> steps;
+  for (const RestoreStep& s : plan.steps) {
+    steps.push_back(s);
+    if (s.kind != StepKind::kMap || s.source != MapSource::kImage || !(s.prot & PROT_READ)) continue;
+    RestoreStep populate;
+    populate.kind = StepKind::kAdvise;
+    populate.addr = s.addr;
+    populate.len = s.len;
+    populate.advice = MADV_POPULATE_READ;
+    steps.push_back(populate);
+  }
+  plan.steps = std::move(steps);
+}
+
 Result<void> check_file_unchanged(const FileRef& f, const FileStat& now) {
   std::string changed;
   if (now.dev != f.dev || now.ino != f.ino)
