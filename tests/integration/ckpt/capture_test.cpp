@@ -145,6 +145,19 @@ class CkptCapture : public ::testing::Test {
     EXPECT_GE(m.threads[0].rseq.len, 32u);
     EXPECT_NE(m.threads[0].clear_child_tid, 0u) << "glibc sets a tid address for every thread";
     EXPECT_GE(m.threads[0].xsave.size(), 576u);
+    // Every thread stopped at code, on a writable stack, with its tid
+    // address in writable memory.
+    for (const ThreadState& th : m.threads) {
+      uint64_t rip, rsp;
+      std::memcpy(&rip, th.regs.data() + 16 * 8, 8);  // user_regs_struct.rip
+      std::memcpy(&rsp, th.regs.data() + 19 * 8, 8);  // .rsp
+      const Vma* code = vma_at(m, rip);
+      const Vma* stack = vma_at(m, rsp);
+      const Vma* tid_address = vma_at(m, th.clear_child_tid);
+      EXPECT_TRUE(code && (code->prot & PROT_EXEC)) << "thread " << th.tid << " rip " << std::hex << rip;
+      EXPECT_TRUE(stack && (stack->prot & PROT_WRITE)) << "thread " << th.tid << " rsp " << std::hex << rsp;
+      EXPECT_TRUE(tid_address && (tid_address->prot & PROT_WRITE)) << "thread " << th.tid;
+    }
     // fd 0 and 1 are the test's pipes, fd 2 /dev/null.
     EXPECT_EQ(m.fds[0].kind, FdKind::kStdio);
     EXPECT_EQ(m.fds[1].kind, FdKind::kStdio);
