@@ -370,17 +370,35 @@ TEST_F(CkptCapture, KillAfterCapture) {
 TEST_F(CkptCapture, ImageInACallersFile) {
   auto t = start({"loop"});
   test::TempDir dir;
-  const std::string path = (dir.path() / "image").string();
-  auto image = ImageWriter::to_file(path);
-  ASSERT_TRUE(image) << image.error().message;
-  auto m = capture_process(t->pid(), {}, *image);
-  if (!m && m.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << m.error().message;
-  ASSERT_TRUE(m) << m.error().message;
-  auto reader = ImageReader::open(path);
+  CaptureOptions options;
+  options.image_path = (dir.path() / "image").string();
+  auto captured = capture_to_image(t->pid(), options);
+  if (!captured && captured.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << captured.error().message;
+  ASSERT_TRUE(captured) << captured.error().message;
+  EXPECT_EQ(captured->path, options.image_path);
+  EXPECT_TRUE(captured->fd.valid());
+  auto reader = ImageReader::open(options.image_path);
   ASSERT_TRUE(reader) << reader.error().message;
-  EXPECT_EQ(reader->manifest().runs.size(), m->runs.size());
-  EXPECT_EQ(reader->manifest().image_data_bytes, m->image_data_bytes);
+  EXPECT_EQ(reader->manifest().runs.size(), captured->manifest.runs.size());
+  EXPECT_EQ(reader->manifest().image_data_bytes, captured->manifest.image_data_bytes);
+  // An existing file is not overwritten.
+  auto again = capture_to_image(t->pid(), options);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, EEXIST);
   EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, RefusedCaptureRemovesItsImageFile) {
+  auto t = start({"refuse-eventfd"});
+  test::TempDir dir;
+  CaptureOptions options;
+  options.image_path = (dir.path() / "image").string();
+  auto captured = capture_to_image(t->pid(), options);
+  ASSERT_FALSE(captured);
+  if (captured.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << captured.error().message;
+  EXPECT_EQ(captured.error().code, ENOTSUP);
+  EXPECT_NE(::access(options.image_path.c_str(), F_OK), 0);
+  EXPECT_TRUE(t->report());
 }
 
 struct Refusal {

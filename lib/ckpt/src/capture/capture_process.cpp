@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 
 #include <chrono>
+#include <string>
 
 #include "capture_steps.hpp"
 #include "cxlpool/ckpt/capture.hpp"
@@ -49,6 +50,22 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
     frozen->release();
   }
   return m;
+}
+
+Result<CapturedImage> capture_to_image(pid_t pid, const CaptureOptions& options) {
+  auto image = options.image_path.empty() ? ImageWriter::to_memfd("cxlpool-ckpt-" + std::to_string(pid))
+                                          : ImageWriter::to_file(options.image_path);
+  if (!image) return tl::unexpected(image.error());
+  auto manifest = capture_process(pid, options, *image);
+  if (!manifest) {
+    image->discard();
+    return tl::unexpected(manifest.error());
+  }
+  CapturedImage out;
+  out.manifest = std::move(*manifest);
+  out.path = image->path();
+  out.fd = image->release_fd();
+  return out;
 }
 
 }  // namespace cxlpool::ckpt
