@@ -401,6 +401,51 @@ TEST_F(CkptCapture, RefusedCaptureRemovesItsImageFile) {
   EXPECT_TRUE(t->report());
 }
 
+TEST_F(CkptCapture, SharedMappingOfANamedRegion) {
+  auto t = start({"shared-region"});
+  const auto region = words(t->setup().at("region"));
+  const uint64_t addr = hex_of(region[0]), bytes = std::stoull(region[1]);
+  CaptureOptions options;
+  options.regions.push_back({addr, bytes, "weights", 42, PROT_READ | PROT_WRITE});
+  CAPTURE_OR_SKIP(m, *t, options);
+  check_common(*t, *m);
+  const Vma* v = vma_at(*m, addr);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->kind, VmaKind::kCxlpoolRegion);
+  EXPECT_TRUE(v->map_flags & MAP_SHARED);
+  EXPECT_TRUE(stored_pages(*m, addr, bytes).empty()) << "a region's pages are the daemon's, not the image's";
+  ASSERT_EQ(m->regions.size(), 1u);
+  EXPECT_EQ(m->regions[0].name, "weights");
+  EXPECT_EQ(m->regions[0].region_id, 42u);
+  // Without the region named, the same mapping is refused.
+  auto image = ImageWriter::to_memfd("ckpt-region");
+  ASSERT_TRUE(image);
+  auto refused = capture_process(t->pid(), {}, *image);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("shared mapping"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, CxlpoolSocketIsTheClientLibrarys) {
+  auto t = start({"socket"});
+  const int fd = std::stoi(t->setup().at("socket_fd"));
+  CaptureOptions options;
+  options.cxlpool_socket_inodes.push_back(std::stoull(t->setup().at("socket_ino")));
+  CAPTURE_OR_SKIP(m, *t, options);
+  check_common(*t, *m);
+  auto e = std::find_if(m->fds.begin(), m->fds.end(), [&](const FdEntry& f) { return f.fd == fd; });
+  ASSERT_NE(e, m->fds.end());
+  EXPECT_EQ(e->kind, FdKind::kCxlpoolSocket);
+  EXPECT_EQ(e->file, kNoFile);
+  auto image = ImageWriter::to_memfd("ckpt-socket");
+  ASSERT_TRUE(image);
+  auto refused = capture_process(t->pid(), {}, *image);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("fd " + std::to_string(fd) + " is a socket"), std::string::npos)
+      << refused.error().message;
+  EXPECT_EQ(t->stop(), 0);
+}
+
 struct Refusal {
   const char* mode;
   const char* names;
