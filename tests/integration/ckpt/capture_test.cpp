@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -475,6 +476,24 @@ TEST_F(CkptCapture, RefusesWhatItCannotHoldAndLeavesTheTargetRunning) {
     EXPECT_EQ(after->at("digest"), before->at("digest"));
     EXPECT_EQ(t->stop(), 0);
   }
+}
+
+TEST_F(CkptCapture, RefusesATracedProcess) {
+  auto t = start({"loop"});
+  // This test traces it first, as a debugger would.
+  if (::ptrace(PTRACE_SEIZE, t->pid(), nullptr, nullptr) != 0) GTEST_SKIP() << "ptrace not permitted";
+  auto image = ImageWriter::to_memfd("ckpt-traced");
+  ASSERT_TRUE(image);
+  auto m = capture_process(t->pid(), {}, *image);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code, EBUSY) << m.error().message;
+  EXPECT_NE(m.error().message.find("already traced"), std::string::npos) << m.error().message;
+  // Let go (a detach needs a stopped tracee).
+  ::ptrace(PTRACE_INTERRUPT, t->pid(), nullptr, nullptr);
+  ::waitpid(t->pid(), nullptr, __WALL);
+  EXPECT_EQ(::ptrace(PTRACE_DETACH, t->pid(), nullptr, nullptr), 0);
+  EXPECT_TRUE(t->report());
+  EXPECT_EQ(t->stop(), 0);
 }
 
 TEST_F(CkptCapture, NoSuchProcess) {

@@ -38,6 +38,7 @@ struct CaptureOptions {
 // signal mask restored, every thread detached) and the image is unfinished;
 // the message names what stopped the checkpoint. Errors:
 //   EPERM / ESRCH  the target cannot be traced, or is gone
+//   EBUSY          another tracer (a debugger, strace) holds the target
 //   ENOTSUP        the process uses something a checkpoint cannot record:
 //                  the message names it (a socket, pidfd, eventfd, epoll,
 //                  io_uring, signalfd, timerfd, userfaultfd, inotify fd, a
