@@ -8,10 +8,10 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -297,6 +297,29 @@ TEST_F(LazyPagerTest, TenClonesShareOneImage) {
   EXPECT_EQ(pager_->counters().clients_dropped, 10u);
 }
 
+// Threads of one clone fault on the same pages at once: every fault is
+// answered once its page is in, whoever placed it (EEXIST is not an error).
+TEST_F(LazyPagerTest, ThreadsOfOneCloneRaceForPages) {
+  start_pager({.window_pages = 4});
+  uint64_t base = make_region(kPages);
+  auto child = spawn(base, kBytes, {{base, kBytes, 0}}, [base] {
+    std::atomic<int> bad{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&bad, base, t] {
+        for (uint64_t n = 0; n < kPages; ++n) {
+          uint64_t i = (n + static_cast<uint64_t>(t)) % kPages;  // neighbours fault on overlapping windows
+          if (!page_matches(reinterpret_cast<uint64_t*>(base + i * kPageSize), i * kPageSize)) ++bad;
+        }
+      });
+    for (auto& th : threads) th.join();
+    return bad.load() == 0 ? 0 : 1;
+  });
+  go();
+  EXPECT_EQ(child->wait(10s), 0);
+  EXPECT_EQ(pager_->counters().pages_copied, kPages);
+}
+
 TEST_F(LazyPagerTest, PrefillPlacesTheHotSetBeforeFaults) {
   start_pager({.window_pages = 1});
   uint64_t base = make_region(16);
@@ -476,23 +499,15 @@ TEST_F(LazyPagerTest, ReceiveErrors) {
   UniqueFd pr(pipe_fds[0]), pw(pipe_fds[1]);
   long sent = uffd_raw::send_fd(uffd_raw::RawSyscall{}, b.get(), pr.get(), 0xffffffffffffff75ull);
   ASSERT_EQ(sent, 8);
+  // The restorer's sender: one byte of payload, laid out with uffd_raw's structs.
   char one = 'u';
-  iovec iov{&one, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(cm), &pipe_fds[1], sizeof(int));
+  uffd_raw::RawIovec iov{&one, 1};
+  uffd_raw::RawFdControl ctl{sizeof(unsigned long) + 3 * sizeof(int), SOL_SOCKET, SCM_RIGHTS, pipe_fds[1], 0};
+  uffd_raw::RawMsgHdr msg{nullptr, 0, &iov, 1, &ctl, sizeof ctl, 0};
   auto full = receive_uffd(a.get(), &tag);
   ASSERT_TRUE(full) << full.error().message;
   EXPECT_EQ(tag, 0xffffffffffffff75ull);
-  ASSERT_EQ(::sendmsg(b.get(), &msg, 0), 1);
+  ASSERT_EQ(uffd_raw::RawSyscall{}(__NR_sendmsg, b.get(), reinterpret_cast<long>(&msg), 0), 1);
   auto small = receive_uffd(a.get(), &tag);
   ASSERT_TRUE(small) << small.error().message;
   EXPECT_EQ(tag, static_cast<uint64_t>('u'));

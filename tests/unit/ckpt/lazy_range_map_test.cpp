@@ -66,6 +66,23 @@ TEST(LazyRangeMap, MoveCarriesOffsetsAndLeavesZeros) {
   EXPECT_EQ(m.lookup(6 * P).source_offset, 42 * P);
 }
 
+TEST(LazyRangeMap, ImageRunsGroupConsecutivePagesWithinARange) {
+  RangeMap m;
+  m.insert({0, 4 * P, 100 * P});
+  m.insert({4 * P, 4 * P, 0});  // adjacent but elsewhere in the image
+  std::vector<uint64_t> pages = {3 * P, 2 * P + 17, 4 * P, 5 * P, 2 * P, 9 * P /* not in the image */, 7 * P};
+  auto runs = image_runs(m, pages);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].addr, 2 * P);
+  EXPECT_EQ(runs[0].end, 4 * P);
+  EXPECT_EQ(runs[0].source_offset, 102 * P);
+  EXPECT_EQ(runs[1].addr, 4 * P);
+  EXPECT_EQ(runs[1].end, 6 * P);
+  EXPECT_EQ(runs[1].source_offset, 0u);
+  EXPECT_EQ(runs[2].addr, 7 * P);
+  EXPECT_EQ(runs[2].source_offset, 3 * P);
+}
+
 TEST(LazyRangeMap, CheckRanges) {
   EXPECT_TRUE(check_ranges({{0, P, 0}, {P, P, P}}, 2 * P));
   EXPECT_FALSE(check_ranges({{0, P, P}, {P, P, 0}}, P));           // beyond the image

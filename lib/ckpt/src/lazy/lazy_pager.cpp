@@ -306,36 +306,20 @@ Result<LazyClientId> LazyPager::add_client(UniqueFd uffd, std::vector<LazyRange>
 }
 
 Result<uint64_t> LazyPager::prefill(LazyClientId id, std::span<const uint64_t> pages) {
-  std::vector<uint64_t> sorted;
-  sorted.reserve(pages.size());
-  for (uint64_t p : pages) sorted.push_back(p & ~(kPageSize - 1));
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-
   std::lock_guard lock(impl_->mu);
   auto it = impl_->clients.find(id);
   if (it == impl_->clients.end()) return fail(ENOENT, "lazy pager: no client " + std::to_string(id));
   Client& c = *it->second;
   uint64_t placed = 0;
-  for (size_t i = 0; i < sorted.size();) {
-    lazy::RangeMap::Hit hit = c.map.lookup(sorted[i]);
-    if (!hit.from_source) {
-      ++i;
-      continue;
-    }
-    // One ioctl per run of consecutive listed pages inside one range.
-    size_t j = i + 1;
-    while (j < sorted.size() && sorted[j] == sorted[j - 1] + kPageSize && sorted[j] < hit.end) ++j;
-    uint64_t end = sorted[j - 1] + kPageSize;
+  for (const lazy::ImageRun& run : lazy::image_runs(c.map, pages)) {
     for (int tries = 0;; ++tries) {
-      Placement p = impl_->place(c, sorted[i], end, true, hit.source_offset, true);
+      Placement p = impl_->place(c, run.addr, run.end, true, run.source_offset, true);
       placed += p.pages;
       if (p.outcome == Outcome::kGone) return fail(ESRCH, "lazy pager: client " + std::to_string(id) + " is gone");
       if (p.outcome == Outcome::kPlaced) break;
       if (tries == kPrefillRetries) return fail(EAGAIN, "lazy pager: client's memory map keeps changing");
       ::sched_yield();
     }
-    i = j;
   }
   return placed;
 }

@@ -3,7 +3,6 @@
 // process_vm_writev of runs of consecutive pages, many runs per call.
 #include <sys/uio.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,12 +22,6 @@ Result<uint64_t> write_pages_to_process(pid_t pid, std::span<const std::byte> so
   if (auto ok = lazy::check_ranges(list, source.size()); !ok) return tl::unexpected(ok.error());
   lazy::RangeMap map;
   for (const LazyRange& r : list) map.insert(r);
-  std::vector<uint64_t> sorted;
-  sorted.reserve(pages.size());
-  for (uint64_t p : pages) sorted.push_back(p & ~(kPageSize - 1));
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-
   std::vector<iovec> local, remote;
   uint64_t written = 0, batch_bytes = 0;
   auto flush = [&]() -> Result<void> {
@@ -44,21 +37,13 @@ Result<uint64_t> write_pages_to_process(pid_t pid, std::span<const std::byte> so
     batch_bytes = 0;
     return {};
   };
-  for (size_t i = 0; i < sorted.size();) {
-    lazy::RangeMap::Hit hit = map.lookup(sorted[i]);
-    if (!hit.from_source) {
-      ++i;
-      continue;
-    }
-    size_t j = i + 1;
-    while (j < sorted.size() && sorted[j] == sorted[j - 1] + kPageSize && sorted[j] < hit.end) ++j;
-    uint64_t bytes = (j - i) * kPageSize;
-    local.push_back({const_cast<std::byte*>(source.data() + hit.source_offset), bytes});
-    remote.push_back({reinterpret_cast<void*>(sorted[i]), bytes});
+  for (const lazy::ImageRun& run : lazy::image_runs(map, pages)) {
+    uint64_t bytes = run.end - run.addr;
+    local.push_back({const_cast<std::byte*>(source.data() + run.source_offset), bytes});
+    remote.push_back({reinterpret_cast<void*>(run.addr), bytes});
     batch_bytes += bytes;
     if (local.size() == kIovBatch)
       if (auto ok = flush(); !ok) return tl::unexpected(ok.error());
-    i = j;
   }
   if (auto ok = flush(); !ok) return tl::unexpected(ok.error());
   return written;

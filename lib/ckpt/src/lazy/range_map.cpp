@@ -59,6 +59,25 @@ std::vector<LazyRange> RangeMap::ranges() const {
   return out;
 }
 
+std::vector<ImageRun> image_runs(const RangeMap& map, std::span<const uint64_t> pages) {
+  std::vector<uint64_t> sorted;
+  sorted.reserve(pages.size());
+  for (uint64_t p : pages) sorted.push_back(p & ~(kPageSize - 1));
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::vector<ImageRun> runs;
+  for (size_t i = 0; i < sorted.size();) {
+    RangeMap::Hit hit = map.lookup(sorted[i]);
+    size_t j = i + 1;
+    if (hit.from_source) {
+      while (j < sorted.size() && sorted[j] == sorted[j - 1] + kPageSize && sorted[j] < hit.end) ++j;
+      runs.push_back({sorted[i], sorted[j - 1] + kPageSize, hit.source_offset});
+    }
+    i = j;
+  }
+  return runs;
+}
+
 Result<void> check_ranges(const std::vector<LazyRange>& ranges, uint64_t source_bytes) {
   std::vector<LazyRange> sorted = ranges;
   std::sort(sorted.begin(), sorted.end(), [](const LazyRange& a, const LazyRange& b) { return a.addr < b.addr; });

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "cxlpool/ckpt/lazy_pager.hpp"
@@ -37,6 +38,14 @@ class RangeMap {
   };
   std::map<uint64_t, Segment> segments_;  // by start, not overlapping
 };
+
+// The listed clone pages (any order, duplicates allowed) that come from the
+// image, as runs of consecutive pages inside one range: one ioctl or iovec
+// each. [addr, end) at clone addresses, from source_offset in the image.
+struct ImageRun {
+  uint64_t addr = 0, end = 0, source_offset = 0;
+};
+std::vector<ImageRun> image_runs(const RangeMap& map, std::span<const uint64_t> pages);
 
 // EINVAL unless every range is page aligned, non-empty, inside
 // [0, source_bytes) of the image and apart from the others.

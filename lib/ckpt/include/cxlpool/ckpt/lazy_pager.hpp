@@ -49,6 +49,7 @@ class LazyPager {
   // Maps `source_fd` (the checkpoint image) read-only, whole. The descriptor
   // is not kept. EINVAL: window_pages is 0; an mmap/epoll/eventfd error.
   static Result<std::unique_ptr<LazyPager>> create(int source_fd, LazyPagerOptions options = {});
+  // Closes every client's descriptor. run() must have returned.
   ~LazyPager();
   LazyPager(const LazyPager&) = delete;
   LazyPager& operator=(const LazyPager&) = delete;
