@@ -527,6 +527,7 @@ void Daemon::accept_clients() {
     }
     ++counters_.clients_accepted;
     ++clients_per_uid_[cred.uid];
+    const ScopedLogFields fields({.client = session->id});
     log->debug("client {} connected: pid {} uid {} gid {}{}", session->id, cred.pid, cred.uid, cred.gid,
                session->who.admin ? " (admin)" : "");
     sessions_[session->id] = std::move(session);
@@ -595,6 +596,7 @@ void Daemon::close_session(uint64_t id) {
   gpu_host_.close_session(id);
   // Its devices fail over at once; its attachments end.
   if (devpool_) devpool_->close_session(id, monotonic_ns());
+  const ScopedLogFields fields({.client = id});
   logger("control")->debug("client {} (pid {}) disconnected, {} handles released", id, session.pid,
                            session.handle_count);
   ++counters_.clients_closed;

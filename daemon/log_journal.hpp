@@ -9,12 +9,8 @@
 
 namespace cxlpool::daemon {
 
-inline constexpr bool kHaveJournal =
-#ifdef CXLPOOL_HAVE_JOURNAL
-    true;
-#else
-    false;
-#endif
+// Whether this build sends to the journal (it has libsystemd).
+bool have_journal();
 
 // One journal entry of "FIELD=value" strings. 0 or a negative errno.
 int journal_send(const std::vector<std::string>& fields);

@@ -5,6 +5,8 @@
 
 namespace cxlpool::daemon {
 
+bool have_journal() { return false; }
+
 int journal_send(const std::vector<std::string>&) { return -ENOSYS; }
 
 }  // namespace cxlpool::daemon

@@ -188,7 +188,7 @@ std::shared_ptr<spdlog::logger> logger(const std::string& component) {
 }
 
 void init_logging(LogLevel level) {
-  const LogOutput output = choose_log_output(std::getenv("JOURNAL_STREAM"), STDERR_FILENO, kHaveJournal);
+  const LogOutput output = choose_log_output(std::getenv("JOURNAL_STREAM"), STDERR_FILENO, have_journal());
   shared_sink()->configure(output, journal_send, STDERR_FILENO);
   set_log_level(level);
 }

@@ -39,6 +39,7 @@ Result<Daemon::Reply> Daemon::create_region(Session& session, const CreateSpec& 
   }
   auto region = pool_->create(spec, session.who);
   if (!region) return tl::unexpected(region.error());
+  const ScopedLogFields fields({.region = (*region)->id});
   logger("pool")->debug("client {} created region {} ({} bytes on tier {})", session.id, (*region)->id,
                         (*region)->size, (*region)->tier_id);
   return region_reply(session, **region, true);

@@ -64,9 +64,10 @@ int run_kv_ssd_demo(const std::string& socket) {
     const std::vector<cxlpool::KvKey> early(keys.begin(), keys.begin() + kEarly);
 
     put_range(kv, ns, keys, 0, kEarly);
-    // Seen again (the SSD admission filter wants two sightings): these are
-    // worth keeping when memory runs out; the newer chunks, seen once, not.
-    kv.lookup(ns, early);
+    // Read once (a get is the SSD admission filter's second sighting after
+    // the commit): these are worth keeping when memory runs out; the newer
+    // chunks, seen once, are not.
+    kv.get(ns, early).release();
     const auto before = counters(client);
     const size_t fillers = put_range(kv, ns, keys, kEarly, keys.size());
     const auto after_fill = counters(client);
@@ -84,11 +85,12 @@ int run_kv_ssd_demo(const std::string& socket) {
       fill_chunk(expected, i);
       good += lease.bytes(i).size() == kChunkBytes && std::memcmp(lease.data(i), expected.data(), kChunkBytes) == 0;
     }
+    const size_t leased = lease.size();
     lease.release();
     const auto after_get = counters(client);
     const uint64_t ssd_hits = after_get.at("kv.tier.ssd.hits") - after_fill.at("kv.tier.ssd.hits");
     std::printf("  get of the %zu oldest: %zu leased, %zu verified, %llu read back from SSD\n", kEarly,
-                lease.size(), good, static_cast<unsigned long long>(ssd_hits));
+                leased, good, static_cast<unsigned long long>(ssd_hits));
     kv.erase(ns, keys);
     const bool ok = demoted > 0 && ssd_hits > 0 && good == kEarly;
     std::printf("  %s\n", ok ? "SSD tier OK" : "SSD tier FAILED");

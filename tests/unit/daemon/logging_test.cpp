@@ -3,19 +3,26 @@
 // (NOTICE included), the component once per line, and the journal's
 // structured fields, with the journal replaced by a recorder.
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "cxlpool/common/unique_fd.hpp"
+#include "log_journal.hpp"
 #include "logging.hpp"
+#include "support/child_process.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -163,6 +170,40 @@ TEST(LogOutputChoice, OnlyTheStreamJournaldGaveCounts) {
       << "inherited by a process whose stderr goes elsewhere";
   EXPECT_EQ(choose_log_output(nullptr, write_end.get(), true), LogOutput::kText);
   EXPECT_EQ(choose_log_output("garbage", write_end.get(), true), LogOutput::kText);
+}
+
+// The real sd_journal_sendv against a stand-in journald: a datagram socket
+// at /run/systemd/journal/socket in a private mount namespace (root only).
+TEST(JournalSocket, EntriesReachJournaldWithTheirFields) {
+  if (!have_journal()) GTEST_SKIP() << "built without libsystemd";
+  integration::ForkedChild child([](int report_fd) {
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", "/run", "tmpfs", 0, "size=1m") != 0) {
+      (void)!::write(report_fd, "skip\n", 5);
+      return 0;
+    }
+    ::mkdir("/run/systemd", 0755);
+    ::mkdir("/run/systemd/journal", 0755);
+    const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, "/run/systemd/journal/socket");
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return 2;
+    const int sent = journal_send({"MESSAGE=kvstore: started", "PRIORITY=5", "CXLPOOL_COMPONENT=kvstore", "ERRNO=2"});
+    if (sent != 0) return 3;
+    char datagram[4096];
+    const ssize_t n = ::recv(fd, datagram, sizeof datagram, MSG_DONTWAIT);
+    if (n <= 0) return 4;
+    (void)!::write(report_fd, datagram, static_cast<size_t>(n));
+    return 0;
+  });
+  const std::string got = child.read_all(std::chrono::seconds(5));
+  ASSERT_EQ(child.wait(std::chrono::seconds(5)), 0) << got;
+  if (got == "skip\n") GTEST_SKIP() << "no private mount namespace (needs root)";
+  EXPECT_NE(got.find("MESSAGE=kvstore: started\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("PRIORITY=5\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("CXLPOOL_COMPONENT=kvstore\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("ERRNO=2\n"), std::string::npos) << got;
 }
 
 }  // namespace
