@@ -31,7 +31,7 @@ echo "== [3/4] building the ${#targets[@]} programs the demo runs (ninja -C $B $
 # shown, everything when the build fails.
 build_log="$B/demo-build.log"
 if ! NINJA_STATUS="[%f/%t] " ninja -C "$B" "${targets[@]}" 2>&1 | tee "$build_log" |
-    awk '/^\[[0-9]+\/[0-9]+\]/ { split(substr($1, 2), n, "/"); if (n[1] % 20 == 0 || n[1] == n[2]) { printf "  built %s of %s steps\n", n[1], n[2]; fflush() } }'; then
+    awk '/^\[[0-9]+\/[0-9]+\]/ { gsub(/[][]/, "", $1); split($1, n, "/"); if (n[1] % 20 == 0 || n[1] == n[2]) { printf "  built %s of %s steps\n", n[1], n[2]; fflush() } }'; then
   echo "build failed; its output:" >&2
   cat "$build_log" >&2
   exit 1
