@@ -164,7 +164,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     if (auto ok = d->metrics_.start(d->config_.metrics_address, d->config_.metrics_port); !ok) {
       return tl::unexpected(ok.error());
     }
-    d->metrics_.publish(render_prometheus(d->collect_counters()));
+    d->metrics_.publish(d->render_metrics());
     log->info("metrics at http://{}:{}/metrics", d->config_.metrics_address, d->config_.metrics_port);
   }
   if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
@@ -293,7 +293,7 @@ std::string Daemon::status_line() const {
 
 int Daemon::run() {
   auto log = logger("daemon");
-  log->info("listening on {} (state dir {}, config: {})", socket_path_.string(), state_dir_.string(),
+  notice(*log, "listening on {} (state dir {}, config: {})", socket_path_.string(), state_dir_.string(),
             config_.source);
   notify_ready(status_line());
   epoll_event events[64];
@@ -322,6 +322,7 @@ int Daemon::run() {
     if (armed) kv_->disarm();
     if (n < 0) {
       if (errno == EINTR) continue;
+      const ScopedLogFields fields({.error = errno});
       log->error("epoll_wait: {}", std::strerror(errno));
       return 1;
     }
@@ -388,7 +389,7 @@ int Daemon::run() {
   weights_->stop();
   finish_weight_loads();
   tiering_->stop();
-  log->info("shutting down: releasing {} regions of {} clients", pool_->regions().size(), sessions_.size());
+  notice(*log, "shutting down: releasing {} regions of {} clients", pool_->regions().size(), sessions_.size());
   while (!sessions_.empty()) close_session(sessions_.begin()->first);
   // Seals the SSD log's open region: what was committed survives the restart.
   if (kv_) {
@@ -400,7 +401,7 @@ int Daemon::run() {
   metrics_.stop();
   ::unlink(socket_path_.c_str());
   listen_fd_.reset();
-  log->info("stopped");
+  notice(*log, "stopped");
   return 0;
 }
 
@@ -435,6 +436,7 @@ void Daemon::reload() {
   notify_reloading();
   auto next = load_config_file(*config_path_);
   if (!next) {
+    const ScopedLogFields fields({.error = next.error().code});
     log->error("reload failed, keeping the running configuration: {}", next.error().message);
     notify_ready(status_line());
     return;
@@ -460,7 +462,7 @@ void Daemon::reload() {
   config_.tiering.epoch_ms = next->tiering.epoch_ms;
   config_.tiering.knobs = next->tiering.knobs;
   tiering_->reload(next->tiering);
-  log->info("configuration reloaded from {}", config_path_->string());
+  notice(*log, "configuration reloaded from {}", config_path_->string());
   notify_ready(status_line());
 }
 
@@ -476,7 +478,7 @@ void Daemon::tick() {
     kv_->report_ssd_errors(monotonic_ns());
   }
   notify_status(status_line());
-  if (metrics_.running()) metrics_.publish(render_prometheus(collect_counters()));
+  if (metrics_.running()) metrics_.publish(render_metrics());
 }
 
 void Daemon::accept_clients() {
@@ -484,7 +486,10 @@ void Daemon::accept_clients() {
   for (;;) {
     UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd) {
-      if (errno != EAGAIN && errno != EINTR) log->warn("accept: {}", std::strerror(errno));
+      if (errno != EAGAIN && errno != EINTR) {
+        const ScopedLogFields fields({.error = errno});
+        log->warn("accept: {}", std::strerror(errno));
+      }
       return;
     }
     ucred cred{};
@@ -522,6 +527,7 @@ void Daemon::accept_clients() {
     }
     ++counters_.clients_accepted;
     ++clients_per_uid_[cred.uid];
+    const ScopedLogFields fields({.client = session->id});
     log->debug("client {} connected: pid {} uid {} gid {}{}", session->id, cred.pid, cred.uid, cred.gid,
                session->who.admin ? " (admin)" : "");
     sessions_[session->id] = std::move(session);
@@ -590,6 +596,7 @@ void Daemon::close_session(uint64_t id) {
   gpu_host_.close_session(id);
   // Its devices fail over at once; its attachments end.
   if (devpool_) devpool_->close_session(id, monotonic_ns());
+  const ScopedLogFields fields({.client = id});
   logger("control")->debug("client {} (pid {}) disconnected, {} handles released", id, session.pid,
                            session.handle_count);
   ++counters_.clients_closed;
@@ -602,6 +609,7 @@ void Daemon::close_session(uint64_t id) {
 
 void Daemon::serve(Session& session) {
   const uint64_t id = session.id;
+  const ScopedLogFields fields({.client = id});
   // Bounded per wake-up so one busy client cannot starve the others.
   for (int i = 0; i < 16; ++i) {
     auto received = proto::recv_message(session.fd.get());
@@ -610,6 +618,7 @@ void Daemon::serve(Session& session) {
       if (code == EAGAIN || code == EWOULDBLOCK) return;
       if (code != ECONNRESET) {
         ++counters_.malformed_messages;
+        const ScopedLogFields error_field({.error = code});
         logger("control")->warn("client {} (pid {}): {}; closing", id, session.pid, received.error().message);
         const int reply_code = (code == EMSGSIZE || code == EPROTONOSUPPORT) ? code : EPROTO;
         (void)proto::send_message(session.fd.get(), 0,
@@ -620,8 +629,16 @@ void Daemon::serve(Session& session) {
       return;
     }
     const auto& envelope = received->envelope;
+    const uint64_t received_ns = monotonic_ns();
     ++counters_.requests;
-    ++counters_.by_type[proto::message_type_name(static_cast<proto::MsgType>(envelope.header.type))];
+    const std::string_view type = proto::message_type_name(static_cast<proto::MsgType>(envelope.header.type));
+    ++counters_.by_type[std::string(type)];
+    // Recorded when this request's iteration ends, however it ends.
+    struct RecordDuration {
+      DurationHistogram& histogram;
+      uint64_t since;
+      ~RecordDuration() { histogram.record(monotonic_ns() - since); }
+    } record_duration{request_duration(type), received_ns};
     // Only WeightsLoad takes descriptors from a client (the files it opened);
     // any others are closed when this iteration ends.
     current_request_id_ = envelope.header.request_id;
@@ -653,6 +670,7 @@ void Daemon::serve(Session& session) {
                                     session.version);
     if (!sent) {
       // A client that does not read its replies is dropped, never waited on.
+      const ScopedLogFields error_field({.error = sent.error().code});
       logger("control")->warn("client {}: cannot send reply: {}; closing", id, sent.error().message);
       close_session(id);
       return;
@@ -688,7 +706,10 @@ void Daemon::finish_weight_loads() {
 void Daemon::finish_migrations() {
   auto log = logger("pool");
   for (auto& task : migrations_->take_finished()) {
+    const ScopedLogFields fields({.client = task.session_id, .region = task.job.region_id,
+                                  .error = task.moved ? 0 : task.moved.error().code});
     const auto reply = pool_->finish_migration(task.job, task.moved);
+    migration_durations_.record(reply.elapsed_ns);
     auto it = sessions_.find(task.session_id);
     if (!task.moved) {
       log->error("migration of region {} to tier {} failed: {}", task.job.region_id, task.job.to_tier,

@@ -160,6 +160,10 @@ class Daemon {
   Result<void> require_admin(Session& session, const char* what);
   void resolve_admin_groups();
   std::vector<proto::Counter> collect_counters() const;
+  // The duration histograms under their internal names (metric_table.hpp).
+  std::vector<HistogramSample> collect_histograms() const;
+  std::string render_metrics() const;
+  DurationHistogram& request_duration(std::string_view type);
   bool is_admin(uid_t uid, gid_t gid, const std::vector<gid_t>& groups) const;
   // Why a new connection of `uid` is refused (max_clients, the admins'
   // reserve, max_clients_per_uid; counted), or nullopt to accept it.
@@ -207,6 +211,9 @@ class Daemon {
   bool stopping_ = false;
   bool move_all_ = false;
   DaemonCounters counters_;
+  // Handling time per request type, and each region migration's duration.
+  std::map<std::string, DurationHistogram, std::less<>> request_durations_;
+  DurationHistogram migration_durations_;
   MetricsServer metrics_;
   // Last: it reads client_reports_ and the pool, so it goes first.
   std::unique_ptr<TieringService> tiering_;

@@ -115,4 +115,22 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   return out;
 }
 
+std::vector<HistogramSample> Daemon::collect_histograms() const {
+  std::vector<HistogramSample> out;
+  for (const auto& [type, histogram] : request_durations_) {
+    out.push_back({"control.request_duration." + type, &histogram});
+  }
+  out.push_back({"pool.migration_duration", &migration_durations_});
+  if (kv_) kv_->append_histograms(out);
+  return out;
+}
+
+std::string Daemon::render_metrics() const { return render_prometheus(collect_counters(), collect_histograms()); }
+
+DurationHistogram& Daemon::request_duration(std::string_view type) {
+  auto it = request_durations_.find(type);
+  if (it == request_durations_.end()) it = request_durations_.emplace(std::string(type), DurationHistogram{}).first;
+  return it->second;
+}
+
 }  // namespace cxlpool::daemon

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // cxlpoold: the cxlpool host daemon.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "config.hpp"
@@ -28,6 +30,26 @@ Result<std::filesystem::path> resolve_state_dir(const std::string& flag, const C
   auto dir = default_state_dir();
   if (!dir) return tl::unexpected(dir.error());
   return std::filesystem::path(*dir);
+}
+
+// The embedded default's SSD tier: a bounded log file in the state
+// directory, so that a first run shows all three tiers of the KV store
+// (chunks demoted from CXL to SSD and read back). 64 MiB: the state
+// directory is usually a tmpfs. The directory must exist for the file;
+// --check-config creates nothing and leaves the tier out when it does not.
+constexpr const char* kEmbeddedSsdFile = "kv-ssd.log";
+constexpr uint64_t kEmbeddedSsdBytes = 64ull << 20;
+
+void add_embedded_ssd_tier(Config& config, const std::filesystem::path& state_dir, bool may_create) {
+  if (!config.kvstore.enabled || !config.kvstore.ssd_path.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(state_dir, ec)) {
+    if (!may_create || !std::filesystem::create_directories(state_dir, ec)) return;
+    // As the daemon creates it (Daemon::setup_socket): reachable by clients.
+    ::chmod(state_dir.c_str(), 0755);
+  }
+  config.kvstore.ssd_path = (std::filesystem::absolute(state_dir) / kEmbeddedSsdFile).string();
+  config.kvstore.ssd_bytes = kEmbeddedSsdBytes;
 }
 
 }  // namespace
@@ -66,6 +88,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cxlpoold: %s\n", dir.error().message.c_str());
     return kExitConfig;
   }
+  if (config_file.empty()) add_embedded_ssd_tier(*config, *dir, !check_only);
   if (auto ok = check_config_on_host(*config); !ok) {
     std::fprintf(stderr, "cxlpoold: %s\n", ok.error().message.c_str());
     return kExitConfig;
@@ -84,11 +107,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   init_logging(config->log_level);
   auto log = logger("daemon");
-  log->info("cxlpoold {} starting (pid {})", CXLPOOL_VERSION_STRING, ::getpid());
+  notice(*log, "cxlpoold {} starting (pid {})", CXLPOOL_VERSION_STRING, ::getpid());
   std::optional<std::filesystem::path> config_path;
   if (!config_file.empty()) config_path = std::filesystem::absolute(config_file);
   auto daemon = Daemon::create(std::move(*config), std::move(*dir), config_path);
   if (!daemon) {
+    const ScopedLogFields fields({.error = daemon.error().code});
     log->error("cannot start: {}", daemon.error().message);
     return kExitStart;
   }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Prometheus text exposition of the daemon's counters at
-// http://ADDRESS:PORT/metrics. The event loop renders the text; the HTTP
-// thread only serves the latest rendering, so no pool state is shared.
+// The Prometheus endpoint at http://ADDRESS:PORT/metrics. The event loop
+// renders the text (metrics/prometheus_text.hpp); the HTTP thread only
+// serves the latest rendering, so no pool state is shared.
 #pragma once
 
 #include <memory>
@@ -11,17 +11,13 @@
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
-#include "cxlpool/proto/messages.hpp"
+#include "metrics/prometheus_text.hpp"
 
 namespace httplib {
 class Server;
 }
 
 namespace cxlpool::daemon {
-
-// "pool.regions_created" → "cxlpool_pool_regions_created";
-// "tier.dram0.used_bytes" → "cxlpool_tier_used_bytes{tier=\"dram0\"}".
-std::string render_prometheus(const std::vector<proto::Counter>& counters);
 
 class MetricsServer {
  public:

@@ -39,6 +39,7 @@ Result<Daemon::Reply> Daemon::create_region(Session& session, const CreateSpec& 
   }
   auto region = pool_->create(spec, session.who);
   if (!region) return tl::unexpected(region.error());
+  const ScopedLogFields fields({.region = (*region)->id});
   logger("pool")->debug("client {} created region {} ({} bytes on tier {})", session.id, (*region)->id,
                         (*region)->size, (*region)->tier_id);
   return region_reply(session, **region, true);
@@ -128,7 +129,9 @@ Result<Daemon::Reply> Daemon::handle(Session& session, const proto::RegionMigrat
   if (job->node < 0 || job->from_tier == job->to_tier) {
     // Nothing to move (same tier, or no placement backend): answer now.
     Result<hal::MoveStats> moved = job->run(nullptr);
-    return Reply{pool_->finish_migration(*job, moved), {}};
+    auto reply = pool_->finish_migration(*job, moved);
+    migration_durations_.record(reply.elapsed_ns);
+    return Reply{reply, {}};
   }
   // finish_migrations() sends the MigrateReply when the worker is done.
   migrations_->submit(MigrationTask{*job, session.id, current_request_id_});

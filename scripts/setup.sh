@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs what is missing (Debian 12, apt) and configures + builds into
-# $BUILD_DIR (default: build). Safe to run repeatedly.
+# $BUILD_DIR (default: build). Safe to run repeatedly. --packages-only stops
+# after the packages (scripts/run-demo.sh configures and builds what it runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+packages_only=0
+[ "${1:-}" = "--packages-only" ] && packages_only=1
 
 PACKAGES=(
   meson ninja-build pkg-config gcc g++ python3
@@ -11,7 +14,7 @@ PACKAGES=(
   libxxhash-dev libisal-dev libsystemd-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnuma-dev liburing-dev libcxl-dev libdaxctl-dev libibverbs-dev librdmacm-dev libfabric-dev
   dpdk-dev libdpdk-dev libaio-dev libxdp-dev libbpf-dev fio redis-server redis-tools
-  clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin
+  clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin prometheus
   python3-numpy python3-torch python3-pytest
 )
 
@@ -20,12 +23,19 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
+  echo "setup: installing ${#missing[@]} of ${#PACKAGES[@]} packages and what they need: ${missing[*]}"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: apt-get update"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # One line per package unpacked and set up, so that a long install shows
+  # that it moves.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q -o quiet::NoProgress=1 --no-install-recommends \
+    "${missing[@]}" | { grep --line-buffered -E '^(Unpacking|Setting up) ' || true; } | sed -u 's/^/setup: /'
+else
+  echo "setup: all ${#PACKAGES[@]} packages present"
 fi
+((packages_only)) && exit 0
 
 BUILD_DIR=${BUILD_DIR:-build}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then

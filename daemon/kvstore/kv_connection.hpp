@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "cxlpool/common/unique_fd.hpp"
@@ -44,6 +45,9 @@ struct KvConnection {
   bool reported_broken = false;  // the ring broke and that was logged
   uint64_t requests = 0;
   uint64_t completions = 0;
+  // When each request in flight was taken off the ring, by request id, for
+  // the KV request duration histogram; bounded by the ring's size.
+  std::unordered_map<uint64_t, uint64_t> taken_ns;
 };
 
 }  // namespace cxlpool::daemon

@@ -11,6 +11,7 @@
 
 #include "../backing.hpp"
 #include "../logging.hpp"
+#include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/units.hpp"
 #include "cxlpool/kvcache/namespace.hpp"
 
@@ -135,6 +136,7 @@ Result<void> KvService::try_start() {
     // The SSD store went with the failed attempt; nothing left to retry with.
     ++counters_.start_failures;
     start_error_ = store.error();
+    const ScopedLogFields fields({.error = start_error_->code});
     log->error("{}", start_error_->message);
     return tl::unexpected(*start_error_);
   }
@@ -275,9 +277,11 @@ void KvService::mark_broken(KvConnection& c, const std::string& why) {
   if (c.reported_broken) return;
   c.reported_broken = true;
   c.backlog.clear();
+  c.taken_ns.clear();
   ++counters_.broken_rings;
   // Its requests are no longer served; the control connection stays so the
   // client can still release its regions. Leases go when it disconnects.
+  const ScopedLogFields fields({.client = c.id});
   logger("kvstore")->warn("client {}: KV ring quarantined: {}", c.id, why);
 }
 
@@ -289,10 +293,24 @@ void KvService::drain_backlog(KvConnection& c) {
       if (ok.error().code != EAGAIN) mark_broken(c, ok.error().message);
       return;
     }
+    published(c, done.completion);
     c.backlog.pop_front();
     c.dirty = true;
     ++c.completions;
     ++counters_.completions;
+  }
+}
+
+void KvService::published(KvConnection& c, const proto::KvCompletion& completion) {
+  const auto it = c.taken_ns.find(completion.request_id);
+  if (it == c.taken_ns.end()) return;
+  if (completion.op <= proto::kKvOpMax) op_durations_[completion.op].record(monotonic_ns() - it->second);
+  c.taken_ns.erase(it);
+}
+
+void KvService::append_histograms(std::vector<HistogramSample>& out) const {
+  for (uint8_t op = 1; op <= proto::kKvOpMax; ++op) {
+    if (const char* name = proto::kv_op_name(op)) out.push_back({std::string("kv.op_duration.") + name, &op_durations_[op]});
   }
 }
 
@@ -307,6 +325,7 @@ void KvService::deliver(kvcache::KvStoreCompletion&& done) {
   if (c.backlog.empty()) {
     auto ok = c.ring.complete(done.completion, done.locations);
     if (ok) {
+      published(c, done.completion);
       c.dirty = true;
       ++c.completions;
       ++counters_.completions;
@@ -333,8 +352,10 @@ size_t KvService::poll() {
     if (!c->backlog.empty()) drain_backlog(*c);
     batch_.clear();
     const size_t n = c->ring.take(batch_);
+    const uint64_t taken_ns = n != 0 ? monotonic_ns() : 0;
     for (size_t i = 0; i < n; ++i) {
       const proto::KvRequest& r = batch_.requests[i];
+      c->taken_ns[r.request_id] = taken_ns;
       // The ring marks a malformed request -EINVAL.
       kvcache::KvStatus refused = batch_.errors[i] != 0 ? kvcache::KvStatus::kInvalid : kvcache::KvStatus::kOk;
       if (refused != kvcache::KvStatus::kOk) {

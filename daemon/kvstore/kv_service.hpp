@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "../config.hpp"
+#include "../metrics/prometheus_text.hpp"
 #include "../region_pool.hpp"
 #include "ssd_error_report.hpp"
 #include "cxlpool/common/counter_list.hpp"
@@ -151,6 +152,8 @@ class KvService {
   // The store's settings as the [kvstore] section gives them.
   kvcache::KvStoreConfig store_config() const;
   void append_counters(std::vector<proto::Counter>& out) const;
+  // Request durations by op, as "kv.op_duration.<op>".
+  void append_histograms(std::vector<HistogramSample>& out) const;
 
  private:
   KvService(const KvStoreSection& config, RegionPool& pool) : config_(config), pool_(pool) {}
@@ -160,6 +163,8 @@ class KvService {
   Result<void> try_start();
   void deliver(kvcache::KvStoreCompletion&& done);
   void drain_backlog(KvConnection& c);
+  // A completion reached the client's CQ: its request's duration is recorded.
+  void published(KvConnection& c, const proto::KvCompletion& completion);
   void mark_broken(KvConnection& c, const std::string& why);
   void rebuild_active();
   std::string tier_name(kvcache::KvTier tier) const;
@@ -193,6 +198,7 @@ class KvService {
   std::vector<kvcache::KvStoreCompletion> done_;
   SsdErrorReport ssd_errors_{config_.ssd_path};
   KvServiceCounters counters_;
+  std::array<DurationHistogram, proto::kKvOpMax + 1> op_durations_;  // index: the op
 };
 
 }  // namespace cxlpool::daemon

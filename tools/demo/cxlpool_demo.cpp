@@ -13,6 +13,7 @@
 
 #include "cxlpool/cxlpool.hpp"
 #include "kv_demo.hpp"
+#include "kv_ssd_demo.hpp"
 
 namespace {
 
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
     std::printf("\nall regions released: %s (%llu bytes still in use by this demo's tiers)\n",
                 used == 0 ? "yes" : "no", static_cast<unsigned long long>(used));
     failures += run_kv_demo(socket);
+    failures += run_kv_ssd_demo(socket);
     std::printf("%s\n", failures == 0 ? "demo OK" : "demo FAILED");
     return failures == 0 ? 0 : 1;
   } catch (const std::exception& e) {

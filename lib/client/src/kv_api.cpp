@@ -33,16 +33,8 @@ const KvSession* session(const cxlpool_kv* kv) { return reinterpret_cast<const K
 constexpr uint32_t kPutBatch = 64;
 
 const char* op_name(uint8_t op) {
-  switch (static_cast<proto::KvOp>(op)) {
-    case proto::KvOp::kLookup: return "lookup";
-    case proto::KvOp::kPutBegin: return "put_begin";
-    case proto::KvOp::kPutCommit: return "put_commit";
-    case proto::KvOp::kGet: return "get";
-    case proto::KvOp::kRelease: return "release";
-    case proto::KvOp::kPrefetch: return "prefetch";
-    case proto::KvOp::kDelete: return "delete";
-  }
-  return "request";
+  const char* name = proto::kv_op_name(op);
+  return name != nullptr ? name : "request";
 }
 
 // The request's own failure, with a message naming it (no allocation

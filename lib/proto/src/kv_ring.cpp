@@ -538,4 +538,17 @@ Result<bool> KvDaemonRing::wait(int timeout_ms) {
   return sleep_until_kicked(*this, sq_efd_, timeout_ms);
 }
 
+const char* kv_op_name(uint8_t op) {
+  switch (static_cast<KvOp>(op)) {
+    case KvOp::kLookup: return "lookup";
+    case KvOp::kPutBegin: return "put_begin";
+    case KvOp::kPutCommit: return "put_commit";
+    case KvOp::kGet: return "get";
+    case KvOp::kRelease: return "release";
+    case KvOp::kPrefetch: return "prefetch";
+    case KvOp::kDelete: return "delete";
+  }
+  return nullptr;
+}
+
 }  // namespace cxlpool::proto

@@ -417,9 +417,9 @@ TEST(TieringMetrics, TiersAndSourcesAreLabels) {
   EXPECT_NE(text.find("cxlpool_tiering_promotions_total{tier=\"emu-slow\"} 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("cxlpool_tiering_promotions_total{tier=\"dram0\"} 4\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE cxlpool_tiering_hot_pages gauge\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("cxlpool_tiering_bytes_promoted_total{tier=\"dram0\"} 8192\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cxlpool_tiering_promoted_bytes_total{tier=\"dram0\"} 8192\n"), std::string::npos) << text;
   EXPECT_NE(text.find("cxlpool_tiering_source_accesses_total{source=\"client\"} 9\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("cxlpool_tiering_epochs 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cxlpool_tiering_epochs_total 2\n"), std::string::npos) << text;
   // One TYPE line per metric, however many tiers.
   EXPECT_EQ(text.find("# TYPE cxlpool_tiering_promotions_total"), text.rfind("# TYPE cxlpool_tiering_promotions_total"));
 }

@@ -46,6 +46,8 @@ enum class KvOp : uint8_t {
   kDelete = 7,     // keys → result0 = chunks deleted
 };
 inline constexpr uint8_t kKvOpMax = 7;
+// "lookup", "put_begin", ...; nullptr for a value that is no op.
+const char* kv_op_name(uint8_t op);
 
 // Request flags.
 inline constexpr uint16_t kKvLookupCostCutoff = 1u << 0;  // lookup: result1 = recompute-or-load cut-off
