@@ -2,10 +2,13 @@
 #include "option_table.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <random>
 
 #include "../trace/trace.hpp"
 #include "engine_options.hpp"
+#include "placement_parsers.hpp"
 #include "value_parsers.hpp"
 
 namespace cxlpool::io {
@@ -122,17 +125,42 @@ Result<void> set_per_direction(T (&field)[2], Value value, Parse parse) {
 Result<void> set_rw(JobDraft& d, Value value) {
   auto text = need(value);
   if (!text) return tl::unexpected(text.error());
-  if (text->find(':') != std::string_view::npos) {
-    return fail(EINVAL, "offset modifiers ('" + std::string(*text) + "') are not supported by cxlpool-io");
+  auto spec = parse_rw_spec(*text, d.kb_base);
+  if (!spec) return tl::unexpected(spec.error());
+  d.spec.rw = spec->mode;
+  d.spec.seq_skip = spec->seq_skip;
+  d.spec.random_run = spec->random_run;
+  return {};
+}
+
+Result<void> set_index_list(std::vector<int>& field, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  auto list = parse_index_list(*text, kMaxCpuIndex);
+  if (!list) return tl::unexpected(list.error());
+  field = std::move(*list);
+  return {};
+}
+
+Result<void> set_text(std::string& field, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  field = std::string(*text);
+  return {};
+}
+
+// A keyword option: `value` must be one of `names`; returns its index.
+Result<std::size_t> keyword(Value value, std::initializer_list<std::string_view> names) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  std::size_t i = 0;
+  std::string all;
+  for (std::string_view name : names) {
+    if (*text == name) return i;
+    all += (all.empty() ? "" : ", ") + std::string(name);
+    ++i;
   }
-  if (auto mode = rw_mode_from_name(*text)) {
-    d.spec.rw = *mode;
-    return {};
-  }
-  if (*text == "trim" || *text == "randtrim" || *text == "trimwrite" || *text == "randtrimwrite") {
-    return fail(EINVAL, "'" + std::string(*text) + "' is not supported by cxlpool-io (no trims)");
-  }
-  return fail(EINVAL, "'" + std::string(*text) + "' is not one of read, write, randread, randwrite, rw, randrw");
+  return fail(EINVAL, "'" + std::string(*text) + "' is not one of " + all);
 }
 
 Result<void> set_filename(JobDraft& d, Value value) {
@@ -215,8 +243,9 @@ const Option kOptions[] = {
        if (!text) return tl::unexpected(text.error());
        return {};
      }},
-    {"thread", "", [](JobDraft&, Value v) -> Result<void> {
-       // cxlpool-io always runs jobs as threads.
+    {"thread", "threads", [](JobDraft&, Value v) -> Result<void> {
+       // cxlpool-io always runs jobs as threads (fio's thread=1); the
+       // processes of thread=0 would only separate address spaces.
        auto on = parse_bool(v);
        if (!on) return tl::unexpected(on.error());
        return {};
@@ -290,8 +319,96 @@ const Option kOptions[] = {
        if (!spec) return tl::unexpected(spec.error());
        d.spec.random_distribution = spec->kind;
        d.spec.distribution_param = spec->param;
+       d.spec.zones = std::move(spec->zones);
        return {};
      }},
+    {"randrepeat", "", [](JobDraft& d, Value v) { return set_flag(d.spec.randrepeat, v); }},
+    {"random_generator", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"tausworthe", "tausworthe64", "lfsr"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.random_generator = static_cast<RandomGenerator>(*k);
+       return {};
+     }},
+    {"blockalign", "ba", [](JobDraft& d, Value v) -> Result<void> {
+       // One alignment for reads and writes (fio's per-direction list with equal entries).
+       std::uint64_t align[2] = {0, 0};
+       auto r = set_per_direction(align, v, [&](std::string_view text) { return parse_size(text, d.kb_base); });
+       if (!r) return r;
+       if (align[0] != align[1]) return fail(EINVAL, "different alignments for reads and writes are not supported by cxlpool-io");
+       d.spec.blockalign = align[0];
+       return {};
+     }},
+    {"filesize", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       if (text->find('-') != std::string_view::npos)
+         return fail(EINVAL, "a range of file sizes ('" + std::string(*text) + "') is not supported by cxlpool-io");
+       return set_size(d.spec.filesize, d, v);
+     }},
+    {"allow_file_create", "", [](JobDraft& d, Value v) { return set_flag(d.spec.allow_file_create, v); }},
+    {"offset_increment", "", [](JobDraft& d, Value v) { return set_size(d.spec.offset_increment, d, v); }},
+    {"loops", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint64_t>(v, 1, 1ull << 32);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.loops = *n;
+       return {};
+     }},
+    {"number_ios", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       auto n = parse_uint(*text);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.number_ios = *n;
+       return {};
+     }},
+    {"startdelay", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       if (text->find('-') != std::string_view::npos)
+         return fail(EINVAL, "a random start delay ('" + std::string(*text) + "') is not supported by cxlpool-io");
+       return set_time(d.spec.startdelay_ns, v, kNsPerSecond);
+     }},
+    {"gtod_reduce", "", [](JobDraft& d, Value v) { return set_flag(d.spec.gtod_reduce, v); }},
+    {"cpus_allowed", "", [](JobDraft& d, Value v) { return set_index_list(d.spec.cpus_allowed, v); }},
+    {"cpus_allowed_policy", "", [](JobDraft&, Value v) -> Result<void> {
+       auto k = keyword(v, {"shared", "split"});
+       if (!k) return tl::unexpected(k.error());
+       if (*k == 1) return fail(EINVAL, "'split' is not supported by cxlpool-io (shared)");
+       return {};
+     }},
+    {"numa_cpu_nodes", "", [](JobDraft& d, Value v) { return set_index_list(d.spec.numa_cpu_nodes, v); }},
+    {"numa_mem_policy", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       auto policy = parse_mem_policy(*text);
+       if (!policy) return tl::unexpected(policy.error());
+       d.spec.numa_mem_policy = std::move(*policy);
+       return {};
+     }},
+    {"io_submit_mode", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"inline", "offload"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.io_submit_offload = *k == 1;
+       return {};
+     }},
+    {"rate_process", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"linear", "poisson"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.rate_poisson = *k == 1;
+       return {};
+     }},
+    {"ratemin", "rate_min", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.ratemin_bytes, v, [&](std::string_view text) { return parse_size(text, d.kb_base); });
+     }},
+    {"rate_iops_min", "", [](JobDraft& d, Value v) { return set_per_direction(d.spec.ratemin_iops, v, parse_uint); }},
+    {"ratecycle", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint64_t>(v, 1, 86400000);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.ratecycle_ns = *n * 1000000ull;
+       return {};
+     }},
+    {"new_group", "", [](JobDraft& d, Value v) { return set_flag(d.spec.new_group, v); }},
+    {"wait_for", "", [](JobDraft& d, Value v) { return set_text(d.spec.wait_for, v); }},
     {"norandommap", "", [](JobDraft& d, Value v) { return set_flag(d.spec.norandommap, v); }},
     {"randseed", "", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
@@ -347,16 +464,20 @@ const Option kOptions[] = {
 // fio options a job file may well contain that cxlpool-io does not
 // implement: named as unsupported rather than unknown.
 constexpr std::string_view kUnsupported[] = {
-    "loops", "fsync", "fdatasync", "end_fsync", "fsync_on_close", "invalidate", "startdelay", "unlink",
+    "fsync", "fdatasync", "end_fsync", "fsync_on_close", "invalidate", "unlink",
     "create_on_open", "create_serialize", "buffer_pattern",
     "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage", "dedupe_percentage",
-    "rw_sequencer", "offset_increment", "number_ios", "filesize", "file_service_type", "fallocate",
-    "fadvise_hint", "nice", "prio", "prioclass", "cpus_allowed", "cpumask", "exitall", "gtod_reduce",
+    "rw_sequencer", "file_service_type", "fallocate",
+    "fadvise_hint", "nice", "prio", "prioclass", "cpumask", "exitall",
     "disable_lat", "disable_clat", "disable_slat", "clat_percentiles", "lat_percentiles", "slat_percentiles",
-    "continue_on_error", "verify_backlog", "do_verify", "verify_pattern", "verify_interval", "rate_min",
-    "rate_process", "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
-    "iomem_align", "blockalign", "ba", "allow_mounted_write", "unified_rw_reporting", "new_group",
-    "zonemode", "thinktime_spin", "random_generator", "filename_format", "include",
+    "continue_on_error", "verify_backlog", "do_verify", "verify_pattern", "verify_interval",
+    "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
+    "iomem_align", "allow_mounted_write", "unified_rw_reporting",
+    "zonemode", "thinktime_spin", "filename_format", "exit_what", "flow", "flow_id", "flow_sleep", "log_prio",
+    "cmdprio", "cmdprio_class", "cmdprio_percentage", "cmdprio_bssplit", "dedupe_mode", "dedupe_global",
+    "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss", "ss_dur",
+    "ss_ramp", "verify_dump", "verify_fatal", "verify_async", "fill_device", "log_offset", "zonesize", "zoneskip",
+    "max_open_zones", "read_beyond_wp", "ignore_error", "error_dump",
 };
 
 const Option* find_option(std::string_view key) {
@@ -445,6 +566,20 @@ Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
   }
   if (is_set(d, "trace_format") && s.trace_file.empty()) {
     return fail_at(origin, d, "trace_format", "needs read_iolog= (a trace to replay)");
+  }
+  if (s.io_submit_offload && (s.ioengine == "psync" || s.ioengine == "sync" || s.ioengine == "mmap")) {
+    return fail_at(origin, d, "io_submit_mode",
+                   "offload needs an engine that submits without waiting (libaio, io_uring, null; this job uses " +
+                       s.ioengine + ")");
+  }
+  if (s.rate_poisson && s.rate_iops[0] == 0 && s.rate_iops[1] == 0 && s.rate_bytes[0] == 0 && s.rate_bytes[1] == 0) {
+    return fail_at(origin, d, "rate_process", "poisson needs rate= or rate_iops=");
+  }
+  // fio's randrepeat=0: a seed from the clock, unless randseed= names one.
+  if (!s.randrepeat && !is_set(d, "randseed")) {
+    std::random_device entropy;
+    s.randseed = (std::uint64_t{entropy()} << 32) ^ entropy() ^
+                 static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   if (s.name.empty()) return fail(EINVAL, where(origin, s.line) + "a job needs a name");
   s.filenames_generated = d.explicit_names.empty();

@@ -4,8 +4,11 @@
 #include <time.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <ctime>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -23,6 +26,46 @@ std::string ctime_text(std::time_t t) {
   return buf;
 }
 
+// fio's wait_for: a job of the group starts once every clone of the job it
+// names has ended. Clones still running are counted per name.
+class EndedJobs {
+ public:
+  void expect(const std::string& name) {
+    std::lock_guard lock(mu_);
+    ++running_[name];
+  }
+  void ended(const std::string& name) {
+    {
+      std::lock_guard lock(mu_);
+      --running_[name];
+    }
+    cv_.notify_all();
+  }
+  void wait(const std::string& name) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return running_[name] <= 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, int> running_;
+};
+
+// wait_for must name a job defined before this one (as in fio); a job it
+// names in an earlier stonewall group has ended by the time this one runs.
+Result<void> check_wait_for(const JobFile& file) {
+  for (std::size_t i = 0; i < file.jobs.size(); ++i) {
+    const JobSpec& job = file.jobs[i];
+    if (job.wait_for.empty()) continue;
+    bool found = false;
+    for (std::size_t k = 0; k < i && !found; ++k)
+      found = file.jobs[k].name == job.wait_for && file.jobs[k].name != job.name;
+    if (!found) return fail(EINVAL, "job " + job.name + ": wait_for=" + job.wait_for + " names no job defined before it");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<RunResult> run_jobs(const JobFile& file, const RunOptions& options) {
@@ -33,6 +76,7 @@ Result<RunResult> run_jobs(const JobFile& file, const RunOptions& options) {
   struct SharedStateCloser {
     ~SharedStateCloser() { close_engines_shared_state(); }
   } closer;
+  if (auto ok = check_wait_for(file); !ok) return tl::unexpected(ok.error());
   int last_group = 0;
   for (const JobSpec& job : file.jobs) last_group = std::max(last_group, job.group);
   for (int group = 0; group <= last_group; ++group) {
@@ -50,9 +94,19 @@ Result<RunResult> run_jobs(const JobFile& file, const RunOptions& options) {
     if (workers.size() == 1) {
       workers[0]->run();
     } else {
+      EndedJobs ended;
+      for (auto& w : workers) ended.expect(w->result().spec.name);
       std::vector<std::thread> threads;
       threads.reserve(workers.size());
-      for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
+      for (auto& w : workers) {
+        threads.emplace_back([&w, &ended] {
+          const std::string name = w->result().spec.name;
+          const std::string wait_for = w->result().spec.wait_for;
+          if (!wait_for.empty()) ended.wait(wait_for);
+          w->run();
+          ended.ended(name);
+        });
+      }
       for (auto& t : threads) t.join();
     }
     for (auto& w : workers) out.jobs.push_back(std::move(w->result()));
