@@ -33,6 +33,10 @@ enum class VerifyMode : std::uint8_t { kNone, kCrc32c };
 // keeping the map even under norandommap.
 enum class RandomGenerator : std::uint8_t { kTausworthe, kTausworthe64, kLfsr };
 
+// exit_what: which jobs an exitall job's end stops: its reporting group,
+// its stonewall group, or every job (those not started yet never start).
+enum class ExitWhat : std::uint8_t { kGroup, kStonewall, kAll };
+
 // numa_mem_policy: where the job's I/O buffers live.
 enum class MemPolicy : std::uint8_t { kDefault, kPrefer, kBind, kInterleave, kLocal };
 
@@ -134,7 +138,8 @@ struct JobSpec {
   std::uint64_t ratemin_iops[2] = {0, 0};
   std::uint64_t ratecycle_ns = 1000000000ull;
   std::string wait_for;           // start after every clone of this job has ended
-  bool exitall = false;           // when this job ends, its group's other jobs stop
+  bool exitall = false;           // when this job ends, the jobs exit_what names stop
+  ExitWhat exit_what = ExitWhat::kGroup;
   std::int32_t flow_id = 0;       // flow=: jobs of one flow_id keep their I/O in the weights' ratio
   std::int32_t flow = 0;
   std::uint64_t flow_sleep_ns = 0;

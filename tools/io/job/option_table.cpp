@@ -133,6 +133,19 @@ Result<void> set_rw(JobDraft& d, Value value) {
   return {};
 }
 
+// A rate list's third (trim) entry limits trims, which cxlpool-io never
+// issues (rw= refuses trim modes): inert, as in fio for a job without
+// trims, so it is dropped rather than refused.
+Value without_trim_limit(Value value) {
+  if (!value) return value;
+  const std::string_view text = *value;
+  const auto first = text.find(',');
+  if (first == std::string_view::npos) return value;
+  const auto second = text.find(',', first + 1);
+  if (second == std::string_view::npos) return value;
+  return text.substr(0, second);
+}
+
 Result<void> set_index_list(std::vector<int>& field, Value value) {
   auto text = need(value);
   if (!text) return tl::unexpected(text.error());
@@ -306,9 +319,12 @@ const Option kOptions[] = {
     {"time_based", "", [](JobDraft& d, Value v) { return set_flag(d.spec.time_based, v); }},
     {"ramp_time", "", [](JobDraft& d, Value v) { return set_time(d.spec.ramp_time_ns, v, kNsPerSecond); }},
     {"rate", "", [](JobDraft& d, Value v) {
-       return set_per_direction(d.spec.rate_bytes, v, [&](std::string_view text) { return parse_size(text, d.kb_base); });
+       return set_per_direction(d.spec.rate_bytes, without_trim_limit(v),
+                                [&](std::string_view text) { return parse_size(text, d.kb_base); });
      }},
-    {"rate_iops", "", [](JobDraft& d, Value v) { return set_per_direction(d.spec.rate_iops, v, parse_uint); }},
+    {"rate_iops", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.rate_iops, without_trim_limit(v), parse_uint);
+     }},
     {"thinktime", "", [](JobDraft& d, Value v) { return set_time(d.spec.thinktime_ns, v, kNsPerUs); }},
     {"thinktime_blocks", "",
      [](JobDraft& d, Value v) { return set_count(d.spec.thinktime_blocks, v, 1, 0xffffffffu); }},
@@ -398,9 +414,12 @@ const Option kOptions[] = {
        return {};
      }},
     {"ratemin", "rate_min", [](JobDraft& d, Value v) {
-       return set_per_direction(d.spec.ratemin_bytes, v, [&](std::string_view text) { return parse_size(text, d.kb_base); });
+       return set_per_direction(d.spec.ratemin_bytes, without_trim_limit(v),
+                                [&](std::string_view text) { return parse_size(text, d.kb_base); });
      }},
-    {"rate_iops_min", "", [](JobDraft& d, Value v) { return set_per_direction(d.spec.ratemin_iops, v, parse_uint); }},
+    {"rate_iops_min", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.ratemin_iops, without_trim_limit(v), parse_uint);
+     }},
     {"ratecycle", "", [](JobDraft& d, Value v) -> Result<void> {
        auto n = bounded<std::uint64_t>(v, 1, 86400000);
        if (!n) return tl::unexpected(n.error());
@@ -409,6 +428,26 @@ const Option kOptions[] = {
      }},
     {"new_group", "", [](JobDraft& d, Value v) { return set_flag(d.spec.new_group, v); }},
     {"wait_for", "", [](JobDraft& d, Value v) { return set_text(d.spec.wait_for, v); }},
+    {"exitall", "", [](JobDraft& d, Value v) { return set_flag(d.spec.exitall, v); }},
+    {"exit_what", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"group", "stonewall", "all"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.exit_what = static_cast<ExitWhat>(*k);
+       return {};
+     }},
+    {"flow", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::int32_t>(v, 0, 0x7fffffff);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.flow = *n;
+       return {};
+     }},
+    {"flow_id", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::int32_t>(v, 0, 0x7fffffff);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.flow_id = *n;
+       return {};
+     }},
+    {"flow_sleep", "", [](JobDraft& d, Value v) { return set_time(d.spec.flow_sleep_ns, v, kNsPerUs); }},
     {"norandommap", "", [](JobDraft& d, Value v) { return set_flag(d.spec.norandommap, v); }},
     {"randseed", "", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
@@ -468,12 +507,12 @@ constexpr std::string_view kUnsupported[] = {
     "create_on_open", "create_serialize", "buffer_pattern",
     "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage", "dedupe_percentage",
     "rw_sequencer", "file_service_type", "fallocate",
-    "fadvise_hint", "nice", "prio", "prioclass", "cpumask", "exitall",
+    "fadvise_hint", "nice", "prio", "prioclass", "cpumask",
     "disable_lat", "disable_clat", "disable_slat", "clat_percentiles", "lat_percentiles", "slat_percentiles",
     "continue_on_error", "verify_backlog", "do_verify", "verify_pattern", "verify_interval",
     "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
     "iomem_align", "allow_mounted_write", "unified_rw_reporting",
-    "zonemode", "thinktime_spin", "filename_format", "exit_what", "flow", "flow_id", "flow_sleep", "log_prio",
+    "zonemode", "thinktime_spin", "filename_format", "log_prio",
     "cmdprio", "cmdprio_class", "cmdprio_percentage", "cmdprio_bssplit", "dedupe_mode", "dedupe_global",
     "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss", "ss_dur",
     "ss_ramp", "verify_dump", "verify_fatal", "verify_async", "fill_device", "log_offset", "zonesize", "zoneskip",

@@ -16,6 +16,7 @@
 #include "block_size_picker.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "file_layout.hpp"
+#include "flow_control.hpp"
 #include "job_recorder.hpp"
 #include "offset_generator.hpp"
 #include "placement.hpp"
@@ -33,6 +34,9 @@ using hal::IoRequest;
 
 constexpr std::uint64_t kForever = ~0ull;
 constexpr std::uint64_t kMaxSleepNs = 100'000'000;  // sleeps are cut so a stop request is seen soon
+// A job held back by flow= without flow_sleep asks again this soon (fio
+// spins; a short sleep leaves the CPU to the jobs it waits for).
+constexpr std::uint64_t kFlowRetryNs = 10'000;
 
 std::uint64_t wall_ms() {
   timespec ts{};
@@ -169,6 +173,8 @@ struct JobWorker::State {
   std::uint64_t issued_bytes = 0;
   std::uint64_t issued_ios = 0;  // number_ios
   std::vector<int> cpus;         // cpus_allowed / numa_cpu_nodes; empty = any
+  FlowMember flow;
+  std::atomic<bool> terminate{false};  // request_stop()
   // ratemin: the window being measured and the totals when it opened.
   std::uint64_t ratemin_window_start = 0;
   std::uint64_t ratemin_bytes_at[2] = {0, 0};
@@ -519,6 +525,7 @@ void JobWorker::State::run() {
   }
   for (;;) {
     if (options.stop != nullptr && options.stop->load(std::memory_order_relaxed)) stop_issuing = true;
+    if (terminate.load(std::memory_order_relaxed)) stop_issuing = true;
     if (in_ramp && now >= ramp_end_ns) begin_stats();
     if (!in_ramp && now >= runtime_end_ns) stop_issuing = true;
 
@@ -533,6 +540,11 @@ void JobWorker::State::run() {
         break;
       }
       if (wait_until != kForever) break;
+      if (!plan.verify_read && !flow.try_issue()) {
+        // Ahead of this job's share of its flow: hold the I/O back.
+        wait_until = now + std::max<std::uint64_t>(job.flow_sleep_ns, kFlowRetryNs);
+        break;
+      }
       if (pending == 0) batch_start = now;
       const std::uint32_t slot = free_slots.back();
       free_slots.pop_back();
@@ -622,6 +634,7 @@ JobWorker::JobWorker(std::unique_ptr<State> state) : s_(std::move(state)) {}
 JobWorker::~JobWorker() = default;
 
 void JobWorker::run() { s_->run(); }
+void JobWorker::request_stop() { s_->terminate.store(true, std::memory_order_relaxed); }
 JobResult& JobWorker::result() { return s_->result; }
 
 Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const RunOptions& options) {
@@ -785,6 +798,9 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
   s->free_slots.reserve(s->depth);
   for (std::uint32_t i = s->depth; i > 0; --i) s->free_slots.push_back(i - 1);
   s->completions.resize(s->depth);
+  if (job.flow != 0 && options.flows != nullptr)
+    s->flow = FlowMember(&options.flows->join(job.flow_id, static_cast<std::uint32_t>(job.flow)),
+                         static_cast<std::uint32_t>(job.flow));
   s->recorder.emplace(s->result, options.collect_logs);
   return std::unique_ptr<JobWorker>(new JobWorker(std::move(s)));
 }

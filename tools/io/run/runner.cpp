@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../engines/engine.hpp"
+#include "flow_control.hpp"
 #include "job_worker.hpp"
 
 namespace cxlpool::io {
@@ -79,32 +80,49 @@ Result<RunResult> run_jobs(const JobFile& file, const RunOptions& options) {
   if (auto ok = check_wait_for(file); !ok) return tl::unexpected(ok.error());
   int last_group = 0;
   for (const JobSpec& job : file.jobs) last_group = std::max(last_group, job.group);
+  FlowGroups flows;
+  RunOptions run_options = options;
+  if (run_options.flows == nullptr) run_options.flows = &flows;
+  std::atomic<bool> exit_all{false};  // an exitall job with exit_what=all has ended
   for (int group = 0; group <= last_group; ++group) {
     if (options.stop != nullptr && options.stop->load()) break;
+    if (exit_all.load()) break;
     // Set every job of the group up first: a job that cannot start stops
     // the run before any of its group has done I/O.
     std::vector<std::unique_ptr<JobWorker>> workers;
     for (const JobSpec& job : file.jobs) {
       if (job.group != group) continue;
-      auto w = JobWorker::prepare(job, options);
+      auto w = JobWorker::prepare(job, run_options);
       if (!w) return tl::unexpected(w.error());
       workers.push_back(std::move(*w));
     }
     if (workers.empty()) continue;
     if (workers.size() == 1) {
       workers[0]->run();
+      const JobSpec& spec = workers[0]->result().spec;
+      if (spec.exitall && spec.exit_what == ExitWhat::kAll) exit_all.store(true);
     } else {
       EndedJobs ended;
       for (auto& w : workers) ended.expect(w->result().spec.name);
+      // fio's exitall: the end of such a job stops the others exit_what
+      // names (its reporting group, this stonewall group, or all).
+      const auto on_exit = [&](const JobSpec& spec) {
+        if (!spec.exitall) return;
+        if (spec.exit_what == ExitWhat::kAll) exit_all.store(true);
+        for (auto& other : workers) {
+          if (spec.exit_what != ExitWhat::kGroup || other->result().spec.report_group == spec.report_group)
+            other->request_stop();
+        }
+      };
       std::vector<std::thread> threads;
       threads.reserve(workers.size());
       for (auto& w : workers) {
-        threads.emplace_back([&w, &ended] {
-          const std::string name = w->result().spec.name;
-          const std::string wait_for = w->result().spec.wait_for;
-          if (!wait_for.empty()) ended.wait(wait_for);
+        threads.emplace_back([&w, &ended, &on_exit] {
+          const JobSpec spec = w->result().spec;
+          if (!spec.wait_for.empty()) ended.wait(spec.wait_for);
           w->run();
-          ended.ended(name);
+          ended.ended(spec.name);
+          on_exit(spec);
         });
       }
       for (auto& t : threads) t.join();
