@@ -177,6 +177,26 @@ TEST(FioOptions, EnginesAndJobControl) {
   EXPECT_EQ(one_job("wait_for=other\n").wait_for, "other");
 }
 
+TEST(FioOptions, ZonesAndSteadyState) {
+  const JobSpec z = one_job("zonemode=strided\nzonesize=256m\nzoneskip=2g\nlog_offset=1\n");
+  EXPECT_TRUE(z.zone_strided);
+  EXPECT_EQ(z.zonesize, 256u << 20);
+  EXPECT_EQ(z.zoneskip, 2ull << 30);
+  EXPECT_TRUE(z.log_offset);
+  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\n"), "'zbd' (zoned block devices) is not supported by cxlpool-io"));
+  EXPECT_TRUE(has(parse_error("[j]\nzonemode=strided\n"), "strided needs zonesize="));
+  const JobSpec ss = one_job("ss=bw_slope:1%\nss_dur=10s\nss_ramp=5\n");
+  EXPECT_EQ(ss.ss_metric, SteadyMetric::kBwSlope);
+  EXPECT_DOUBLE_EQ(ss.ss_limit, 1.0);
+  EXPECT_TRUE(ss.ss_percent);
+  EXPECT_EQ(ss.ss_dur_ns, 10'000'000'000ull);
+  EXPECT_EQ(ss.ss_ramp_ns, 5'000'000'000ull);
+  EXPECT_FALSE(one_job("ss=iops:200\nss_dur=3\n").ss_percent);
+  EXPECT_TRUE(has(parse_error("[j]\nss=iops:10%\n"), "needs ss_dur= of at least 2s"));
+  EXPECT_TRUE(has(parse_error("[j]\nss=lat:10%\nss_dur=5\n"), "not one of iops, iops_slope, bw, bw_slope"));
+  EXPECT_TRUE(has(parse_error("[j]\nss=iops\nss_dur=5\n"), "needs metric:limit"));
+}
+
 TEST(FioJobFile, ClonesOffsetsAndReportingGroups) {
   auto file = parse_ok("[global]\nfilename=/dev/null\noffset=120k\noffset_increment=1m\n[a]\nnumjobs=3\n"
                        "[b]\nnew_group\n[c]\nstonewall\n");

@@ -14,6 +14,7 @@
 
 #include "run/offset_generator.hpp"
 #include "run/placement.hpp"
+#include "run/steady_state.hpp"
 #include "run/runner.hpp"
 
 namespace cxlpool::io {
@@ -129,6 +130,54 @@ TEST(FioOffsets, BlockalignRoundsRandomOffsets) {
   j.blockalign = 4096;
   OffsetGenerator gen(j, 0, 1024 * 512, 512, 5);
   for (int i = 0; i < 200; ++i) EXPECT_EQ(gen.next(kReadDir, 512).offset % 4096, 0u);
+}
+
+TEST(FioOffsets, StridedZonesReadZonesizeThenSkip) {
+  JobSpec j;
+  j.rw = RwMode::kRead;
+  j.zone_strided = true;
+  j.zonesize = 2 * 4096;
+  j.zoneskip = 3 * 4096;
+  OffsetGenerator gen(j, 0, 20 * 4096, 4096, 1);
+  std::vector<std::uint64_t> got;
+  for (int i = 0; i < 8; ++i) got.push_back(gen.next(kReadDir, 4096).offset / 4096);
+  // Zones of 2 blocks every 5 blocks, wrapping at the end of the region.
+  EXPECT_EQ(got, (std::vector<std::uint64_t>{0, 1, 5, 6, 10, 11, 15, 16}));
+  EXPECT_EQ(gen.next(kReadDir, 4096).offset, 0u);
+  j.rw = RwMode::kRandRead;
+  OffsetGenerator random(j, 0, 20 * 4096, 4096, 1);
+  for (int zone = 0; zone < 4; ++zone) {
+    for (int i = 0; i < 2; ++i) {
+      const std::uint64_t block = random.next(kReadDir, 4096).offset / 4096;
+      EXPECT_GE(block, zone * 5u);
+      EXPECT_LT(block, zone * 5u + 2);
+    }
+  }
+}
+
+TEST(FioSteadyState, MeanDeviationAndSlope) {
+  const std::deque<double> flat = {100, 104, 98, 101};
+  EXPECT_TRUE(SteadyState::attained(flat, SteadyMetric::kIops, 5, true));
+  EXPECT_FALSE(SteadyState::attained(flat, SteadyMetric::kIops, 1, true));
+  EXPECT_TRUE(SteadyState::attained(flat, SteadyMetric::kIops, 5, false));
+  const std::deque<double> rising = {100, 110, 120, 130};
+  EXPECT_FALSE(SteadyState::attained(rising, SteadyMetric::kBwSlope, 1, true));  // slope 10/interval, 8.7% of the mean
+  EXPECT_TRUE(SteadyState::attained(rising, SteadyMetric::kBwSlope, 10, true));
+  EXPECT_TRUE(SteadyState::attained(flat, SteadyMetric::kIopsSlope, 1, true));
+}
+
+TEST_F(FioRun, SteadyStateEndsAJobEarly) {
+  JobSpec j = job("steady", RwMode::kRandRead, 64 << 20);
+  j.ioengine = "null";
+  j.time_based = true;
+  j.runtime_ns = 30'000'000'000ull;
+  j.ss_metric = SteadyMetric::kIops;
+  j.ss_limit = 50;
+  j.ss_percent = true;
+  j.ss_dur_ns = 2'000'000'000ull;
+  RunResult r = run_ok({j});
+  EXPECT_LT(r.jobs[0].runtime_ns, 10'000'000'000ull);
+  EXPECT_EQ(r.jobs[0].error, 0);
 }
 
 TEST_F(FioRun, NullEngineCompletesWithoutAFile) {

@@ -33,6 +33,10 @@ enum class VerifyMode : std::uint8_t { kNone, kCrc32c };
 // keeping the map even under norandommap.
 enum class RandomGenerator : std::uint8_t { kTausworthe, kTausworthe64, kLfsr };
 
+// ss=: what steady-state detection watches (fio's iops, iops_slope, bw,
+// bw_slope).
+enum class SteadyMetric : std::uint8_t { kNone, kIops, kIopsSlope, kBw, kBwSlope };
+
 // exit_what: which jobs an exitall job's end stops: its reporting group,
 // its stonewall group, or every job (those not started yet never start).
 enum class ExitWhat : std::uint8_t { kGroup, kStonewall, kAll };
@@ -123,6 +127,13 @@ struct JobSpec {
   std::uint32_t random_run = 1;
 
   std::uint64_t filesize = 0;     // bytes per file; size= is then the job's total
+  // zonemode=strided: zonesize bytes of I/O in one zone, then the next zone
+  // zoneskip bytes further on (zonerange: a zone's length, default zonesize).
+  bool zone_strided = false;
+  std::uint64_t zonesize = 0;
+  std::uint64_t zonerange = 0;
+  std::uint64_t zoneskip = 0;
+  bool log_offset = false;        // logs carry each I/O's offset
   bool allow_file_create = true;
   std::uint64_t offset_increment = 0;  // clone n starts at offset + n * offset_increment
   std::uint64_t loops = 1;        // passes over the job's I/O budget
@@ -137,6 +148,11 @@ struct JobSpec {
   std::uint64_t ratemin_bytes[2] = {0, 0};  // the job fails below these over a ratecycle
   std::uint64_t ratemin_iops[2] = {0, 0};
   std::uint64_t ratecycle_ns = 1000000000ull;
+  SteadyMetric ss_metric = SteadyMetric::kNone;  // ss=: end the job at steady state
+  double ss_limit = 0;
+  bool ss_percent = false;        // the limit is a percentage of the mean
+  std::uint64_t ss_dur_ns = 0;
+  std::uint64_t ss_ramp_ns = 0;
   std::string wait_for;           // start after every clone of this job has ended
   bool exitall = false;           // when this job ends, the jobs exit_what names stop
   ExitWhat exit_what = ExitWhat::kGroup;

@@ -429,6 +429,36 @@ const Option kOptions[] = {
     {"new_group", "", [](JobDraft& d, Value v) { return set_flag(d.spec.new_group, v); }},
     {"wait_for", "", [](JobDraft& d, Value v) { return set_text(d.spec.wait_for, v); }},
     {"exitall", "", [](JobDraft& d, Value v) { return set_flag(d.spec.exitall, v); }},
+    {"zonemode", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"none", "strided", "zbd"});
+       if (!k) return tl::unexpected(k.error());
+       if (*k == 2) return fail(EINVAL, "'zbd' (zoned block devices) is not supported by cxlpool-io (none, strided)");
+       d.spec.zone_strided = *k == 1;
+       return {};
+     }},
+    {"zonesize", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonesize, d, v); }},
+    {"zonerange", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonerange, d, v); }},
+    {"zoneskip", "", [](JobDraft& d, Value v) { return set_size(d.spec.zoneskip, d, v); }},
+    {"log_offset", "", [](JobDraft& d, Value v) { return set_flag(d.spec.log_offset, v); }},
+    {"ss", "steadystate", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       const auto colon = text->find(':');
+       if (colon == std::string_view::npos) return fail(EINVAL, "needs metric:limit (iops:10%, bw_slope:1%)");
+       auto metric = keyword(text->substr(0, colon), {"iops", "iops_slope", "bw", "bw_slope"});
+       if (!metric) return tl::unexpected(metric.error());
+       std::string_view limit = trim(text->substr(colon + 1));
+       d.spec.ss_percent = !limit.empty() && limit.back() == '%';
+       if (d.spec.ss_percent) limit.remove_suffix(1);
+       auto value = parse_double(limit);
+       if (!value) return tl::unexpected(value.error());
+       if (*value < 0) return fail(EINVAL, "the limit must not be negative");
+       d.spec.ss_metric = static_cast<SteadyMetric>(*metric + 1);
+       d.spec.ss_limit = *value;
+       return {};
+     }},
+    {"ss_dur", "steadystate_duration", [](JobDraft& d, Value v) { return set_time(d.spec.ss_dur_ns, v, kNsPerSecond); }},
+    {"ss_ramp", "steadystate_ramp_time", [](JobDraft& d, Value v) { return set_time(d.spec.ss_ramp_ns, v, kNsPerSecond); }},
     {"exit_what", "", [](JobDraft& d, Value v) -> Result<void> {
        auto k = keyword(v, {"group", "stonewall", "all"});
        if (!k) return tl::unexpected(k.error());
@@ -512,11 +542,10 @@ constexpr std::string_view kUnsupported[] = {
     "continue_on_error", "verify_backlog", "do_verify", "verify_pattern", "verify_interval",
     "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
     "iomem_align", "allow_mounted_write", "unified_rw_reporting",
-    "zonemode", "thinktime_spin", "filename_format", "log_prio",
+    "thinktime_spin", "filename_format", "log_prio",
     "cmdprio", "cmdprio_class", "cmdprio_percentage", "cmdprio_bssplit", "dedupe_mode", "dedupe_global",
-    "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss", "ss_dur",
-    "ss_ramp", "verify_dump", "verify_fatal", "verify_async", "fill_device", "log_offset", "zonesize", "zoneskip",
-    "max_open_zones", "read_beyond_wp", "ignore_error", "error_dump",
+    "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss_interval",
+    "verify_dump", "verify_fatal", "verify_async", "fill_device", "max_open_zones", "read_beyond_wp", "ignore_error", "error_dump",
 };
 
 const Option* find_option(std::string_view key) {
@@ -611,6 +640,9 @@ Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
                    "offload needs an engine that submits without waiting (libaio, io_uring, null; this job uses " +
                        s.ioengine + ")");
   }
+  if (s.ss_metric != SteadyMetric::kNone && s.ss_dur_ns < 2'000'000'000ull)
+    return fail_at(origin, d, "ss", "needs ss_dur= of at least 2s (one sample a second)");
+  if (s.zone_strided && s.zonesize == 0) return fail_at(origin, d, "zonemode", "strided needs zonesize=");
   if (s.rate_poisson && s.rate_iops[0] == 0 && s.rate_iops[1] == 0 && s.rate_bytes[0] == 0 && s.rate_bytes[1] == 0) {
     return fail_at(origin, d, "rate_process", "poisson needs rate= or rate_iops=");
   }

@@ -22,6 +22,7 @@
 #include "placement.hpp"
 #include "rate_limiter.hpp"
 #include "rng.hpp"
+#include "steady_state.hpp"
 #include "thread_usage.hpp"
 #include "verify_block.hpp"
 
@@ -174,6 +175,7 @@ struct JobWorker::State {
   std::uint64_t issued_ios = 0;  // number_ios
   std::vector<int> cpus;         // cpus_allowed / numa_cpu_nodes; empty = any
   FlowMember flow;
+  SteadyState steady;
   std::atomic<bool> terminate{false};  // request_stop()
   // ratemin: the window being measured and the totals when it opened.
   std::uint64_t ratemin_window_start = 0;
@@ -608,6 +610,12 @@ void JobWorker::State::run() {
     }
     if (recorder && !in_ramp) recorder->tick(now);
     if (wants_ratemin()) check_ratemin();
+    if (steady.enabled() && !in_ramp) {
+      const DirectionStats& r = result.dir[kReadDir];
+      const DirectionStats& w = result.dir[kWriteDir];
+      // fio's ss=: steady state reached ends the job (successfully).
+      if (steady.update(now, stats_start_ns, r.io_bytes + w.io_bytes, r.ios + w.ios)) stop_issuing = true;
+    }
   }
   if (in_ramp) begin_stats();  // the whole job fit in the ramp: report nothing, not ramp I/O
   recorder->finish(now);
@@ -687,14 +695,16 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     if (need == 0 && !facts.exists)
       return bad(ENOENT, path + " does not exist and no size= says how large to make it");
     // A pooled device (ioengine=devpool) is the backend's: its filename names the link.
-    if (need != 0 && !facts.is_block_device && engine_uses_local_files(job.ioengine)) {
+    if (need != 0 && !facts.is_block_device && !facts.is_char_device && engine_uses_local_files(job.ioengine)) {
       if (auto ok = lay_out_file(path, need, reads || job.verify != VerifyMode::kNone); !ok)
         return bad(ok.error().code, ok.error().message);
     }
     auto engine = open_engine(job, EngineTarget{path, need, writes});
     if (!engine) return bad(engine.error().code, engine.error().message);
     f.engine = std::move(*engine);
-    const std::uint64_t dev_size = f.engine->geometry().size;
+    // A character device (fio's examples use /dev/null and /dev/zero) has
+    // no size of its own: the job's is taken, as fio does.
+    const std::uint64_t dev_size = facts.is_char_device && need != 0 ? need : f.engine->geometry().size;
     if (job.offset >= dev_size && s->trace.empty())
       return bad(EINVAL, path + ": offset " + std::to_string(job.offset) + " is past its end (" +
                              std::to_string(dev_size) + " bytes)");
@@ -798,6 +808,7 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
   s->free_slots.reserve(s->depth);
   for (std::uint32_t i = s->depth; i > 0; --i) s->free_slots.push_back(i - 1);
   s->completions.resize(s->depth);
+  s->steady = SteadyState(job);
   if (job.flow != 0 && options.flows != nullptr)
     s->flow = FlowMember(&options.flows->join(job.flow_id, static_cast<std::uint32_t>(job.flow)),
                          static_cast<std::uint32_t>(job.flow));

@@ -16,7 +16,14 @@ OffsetGenerator::OffsetGenerator(const JobSpec& job, std::uint64_t start, std::u
     if (job.blockalign > unit_) align_units_ = job.blockalign / unit_;
   }
   random_run_ = std::max<std::uint32_t>(1, job.random_run);
+  if (job.zone_strided && unit_ != 0) {
+    strided_ = true;
+    zone_range_ = std::clamp<std::uint64_t>((job.zonerange ? job.zonerange : job.zonesize) / unit_, 1, blocks_);
+    zone_size_ = std::max<std::uint64_t>(1, job.zonesize / unit_);
+    zone_step_ = zone_range_ + job.zoneskip / unit_;
+  }
   if (!random_) return;
+  if (strided_) return;  // independent draws within the current zone
   if (job.random_distribution == Distribution::kZoned) {
     double cumulative = 0, range_done = 0;
     for (const AccessZone& z : job.zones) {
@@ -47,10 +54,33 @@ std::uint64_t OffsetGenerator::pick_random_block() {
   return dist_ ? dist_->next() : rng_.below(blocks_);
 }
 
+void OffsetGenerator::account_zone(std::uint64_t count) {
+  zone_done_ += count;
+  if (zone_done_ < zone_size_) return;
+  zone_done_ = 0;
+  zone_start_ += zone_step_;
+  if (zone_start_ >= blocks_) {
+    zone_start_ = 0;
+    ++passes_;
+  }
+  pos_[0] = pos_[1] = zone_start_;
+}
+
 OffsetGenerator::Pick OffsetGenerator::next(int d, std::uint32_t bytes) {
   const std::uint64_t want = std::max<std::uint64_t>(1, (bytes + unit_ - 1) / unit_);
   std::uint64_t block = 0, count = want;
-  if (!random_) {
+  if (strided_) {
+    const std::uint64_t zone_end = std::min(blocks_, zone_start_ + zone_range_);
+    if (random_) {
+      block = zone_start_ + rng_.below(zone_end - zone_start_);
+    } else {
+      if (pos_[d] < zone_start_ || pos_[d] >= zone_end) pos_[d] = zone_start_;
+      block = pos_[d];
+    }
+    count = std::min(want, zone_end - block);
+    pos_[d] = block + count;
+    account_zone(count);
+  } else if (!random_) {
     if (pos_[d] >= blocks_) {
       pos_[d] = 0;
       ++passes_;
@@ -89,7 +119,7 @@ OffsetGenerator::Pick OffsetGenerator::next(int d, std::uint32_t bytes) {
     count = std::min(want, blocks_ - block);
     run_left_[d] = random_run_ - 1;
   }
-  if (random_) run_next_[d] = block + count;
+  if (random_ && !strided_) run_next_[d] = block + count;
   const std::uint64_t got = count * unit_;
   return {start_ + block * unit_, static_cast<std::uint32_t>(std::min<std::uint64_t>(got, bytes))};
 }

@@ -8,6 +8,9 @@
 // independently, as with norandommap: a random map would flatten the skew
 // once the hot blocks of a pass were done. randread:N issues N-1 sequential
 // I/Os after each random one; blockalign rounds random offsets down.
+// zonemode=strided confines I/O to one zone of zonerange bytes until
+// zonesize bytes are done, then moves zonerange + zoneskip further on
+// (wrapping), drawing random offsets independently within the zone.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +50,8 @@ class OffsetGenerator {
   std::uint64_t blocks_;
   std::uint32_t unit_;
   std::uint64_t pick_random_block();
+  // zonemode=strided: moves to the next zone once zonesize is done.
+  void account_zone(std::uint64_t count);
 
   std::uint64_t pos_[2] = {0, 0};  // sequential: next block per direction
   std::int64_t skip_blocks_ = 0;   // rw=read:-8k, in units
@@ -59,6 +64,10 @@ class OffsetGenerator {
     std::uint64_t first = 0, count = 1;
   };
   std::vector<Zone> zones_;
+  // zonemode=strided, in units: the zone I/O goes to now and how much of
+  // zonesize it has had.
+  bool strided_ = false;
+  std::uint64_t zone_start_ = 0, zone_range_ = 0, zone_size_ = 0, zone_step_ = 0, zone_done_ = 0;
   Rng rng_;
   std::optional<RandomMap> map_;
   std::optional<BlockDistribution> dist_;
