@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "io_tool_binary.hpp"
 #include "support/child_process.hpp"
 #include "support/environment.hpp"
 
@@ -29,10 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string io_binary() {
-  const std::string set = test::env_value("CXLPOOL_IO");
-  return set.empty() ? "cxlpool-io" : set;
-}
 
 // "3.33" from `fio --version`; empty without fio.
 std::string fio_version() {

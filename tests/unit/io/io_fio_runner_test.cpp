@@ -16,29 +16,16 @@
 #include "run/placement.hpp"
 #include "run/steady_state.hpp"
 #include "run/runner.hpp"
+#include "run_dir_fixture.hpp"
 
 namespace cxlpool::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-class FioRun : public ::testing::Test {
+class FioRun : public RunDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(CXLPOOL_IO_TEST_DIR) / ("fio_run_" + std::to_string(::getpid()) + "_" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  JobSpec job(const std::string& name, RwMode rw, std::uint64_t size = 1 << 20) {
-    JobSpec j;
-    j.name = name;
-    j.rw = rw;
-    j.size = size;
-    j.filenames = {(dir_ / (name + ".dat")).string()};
-    return j;
-  }
+  std::string prefix() const override { return "fio_run_"; }
 
   Result<RunResult> run(std::vector<JobSpec> jobs) {
     JobFile f;
@@ -53,7 +40,6 @@ class FioRun : public ::testing::Test {
     return r ? std::move(*r) : RunResult{};
   }
 
-  fs::path dir_;
 };
 
 TEST(FioOffsets, BackwardsReadWrapsToTheEnd) {

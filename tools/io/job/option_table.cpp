@@ -54,6 +54,14 @@ Result<std::uint32_t> block_size(std::string_view text, std::uint32_t kb_base) {
   return static_cast<std::uint32_t>(*bytes);
 }
 
+template <typename T>
+Result<void> set_bounded(T& field, Value value, std::uint64_t lo, std::uint64_t hi) {
+  auto n = bounded<T>(value, lo, hi);
+  if (!n) return tl::unexpected(n.error());
+  field = *n;
+  return {};
+}
+
 Result<void> set_flag(bool& field, Value value) {
   auto on = parse_bool(value);
   if (!on) return tl::unexpected(on.error());
@@ -363,12 +371,7 @@ const Option kOptions[] = {
      }},
     {"allow_file_create", "", [](JobDraft& d, Value v) { return set_flag(d.spec.allow_file_create, v); }},
     {"offset_increment", "", [](JobDraft& d, Value v) { return set_size(d.spec.offset_increment, d, v); }},
-    {"loops", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint64_t>(v, 1, 1ull << 32);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.loops = *n;
-       return {};
-     }},
+    {"loops", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.loops, v, 1, 1ull << 32); }},
     {"number_ios", "", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
        if (!text) return tl::unexpected(text.error());
@@ -465,18 +468,8 @@ const Option kOptions[] = {
        d.spec.exit_what = static_cast<ExitWhat>(*k);
        return {};
      }},
-    {"flow", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::int32_t>(v, 0, 0x7fffffff);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.flow = *n;
-       return {};
-     }},
-    {"flow_id", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::int32_t>(v, 0, 0x7fffffff);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.flow_id = *n;
-       return {};
-     }},
+    {"flow", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.flow, v, 0, 0x7fffffff); }},
+    {"flow_id", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.flow_id, v, 0, 0x7fffffff); }},
     {"flow_sleep", "", [](JobDraft& d, Value v) { return set_time(d.spec.flow_sleep_ns, v, kNsPerUs); }},
     {"norandommap", "", [](JobDraft& d, Value v) { return set_flag(d.spec.norandommap, v); }},
     {"randseed", "", [](JobDraft& d, Value v) -> Result<void> {
@@ -505,18 +498,8 @@ const Option kOptions[] = {
     {"write_bw_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_bw_log, v); }},
     {"write_iops_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_iops_log, v); }},
     {"write_hist_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_hist_log, v); }},
-    {"log_avg_msec", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint64_t>(v, 0, 86400000);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.log_avg_msec = *n;
-       return {};
-     }},
-    {"log_hist_msec", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint64_t>(v, 0, 86400000);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.log_hist_msec = *n;
-       return {};
-     }},
+    {"log_avg_msec", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.log_avg_msec, v, 0, 86400000); }},
+    {"log_hist_msec", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.log_hist_msec, v, 0, 86400000); }},
     {"group_reporting", "", [](JobDraft& d, Value v) { return set_flag(d.spec.group_reporting, v); }},
     {"numjobs", "", [](JobDraft& d, Value v) { return set_count(d.spec.numjobs, v, 1, 4096); }},
     {"stonewall", "wait_for_previous", [](JobDraft& d, Value v) { return set_flag(d.spec.stonewall, v); }},
