@@ -93,7 +93,7 @@ const std::map<std::string, std::string> kExpected = {
     {"butterfly", ""},
     {"cmdprio-bssplit", "option 'log_prio': not supported by cxlpool-io"},
     {"cmdprio-percentage", "option 'log_prio': not supported by cxlpool-io"},
-    {"cross-stripe-verify", "option 'verify_backlog': not supported by cxlpool-io"},
+    {"cross-stripe-verify", ""},
     {"dedupe-global", "option 'dedupe_mode': not supported by cxlpool-io"},
     {"disk-zone-profile", ""},
     {"enospc-pressure", "option 'continue_on_error': not supported by cxlpool-io"},

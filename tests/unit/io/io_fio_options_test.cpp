@@ -175,6 +175,10 @@ TEST(FioOptions, EnginesAndJobControl) {
   EXPECT_EQ(f.flow_id, 2);
   EXPECT_EQ(f.flow_sleep_ns, 1'000'000u);
   EXPECT_EQ(one_job("wait_for=other\n").wait_for, "other");
+  const JobSpec v = one_job("verify=crc32c\nverify_backlog=4\nverify_dump=1\n");
+  EXPECT_EQ(v.verify_backlog, 4u);
+  EXPECT_TRUE(v.verify_dump);
+  EXPECT_TRUE(has(parse_error("[j]\nverify_backlog=4\n"), "option 'verify_backlog': needs verify=crc32c"));
 }
 
 TEST(FioOptions, ZonesAndSteadyState) {

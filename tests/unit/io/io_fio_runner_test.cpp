@@ -203,6 +203,22 @@ TEST_F(FioRun, SyncEngineFilesizeLoopsAndNumberIos) {
   EXPECT_EQ(r.jobs[0].dir[kWriteDir].io_bytes, 64u << 10);
 }
 
+TEST_F(FioRun, VerifyBacklogChecksAsItWrites) {
+  // fio's cross-stripe-verify pattern: 16k written every 128k, each block
+  // read back and checked after it is written.
+  JobSpec j = job("backlog", RwMode::kWrite, 2 << 20);
+  j.bs[0] = j.bs[1] = 16 << 10;
+  j.seq_skip = 112 << 10;
+  j.verify = VerifyMode::kCrc32c;
+  j.verify_backlog = 1;
+  j.loops = 2;
+  RunResult r = run_ok({j});
+  EXPECT_EQ(r.jobs[0].error, 0) << r.jobs[0].error_message;
+  EXPECT_EQ(r.jobs[0].dir[kWriteDir].io_bytes, 2u * (2 << 20));
+  EXPECT_EQ(r.jobs[0].dir[kReadDir].io_bytes, 2u * (2 << 20));  // every written block read back once
+  EXPECT_EQ(r.jobs[0].verify_errors, 0u);
+}
+
 TEST_F(FioRun, AllowFileCreateZeroRefusesAMissingFile) {
   JobSpec j = job("nocreate", RwMode::kRead);
   j.allow_file_create = false;

@@ -167,6 +167,8 @@ struct JobSpec {
   bool hipri = false;
 
   VerifyMode verify = VerifyMode::kNone;
+  std::uint64_t verify_backlog = 0;  // verify every N written blocks as the job goes (0: at the end)
+  bool verify_dump = false;          // a block failing verification is written to FILE.OFFSET.received
 
   std::vector<double> percentile_list = {1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
   std::string write_lat_log;   // log file prefix; empty = off

@@ -486,6 +486,8 @@ const Option kOptions[] = {
     {"sqthread_poll_cpu", "", [](JobDraft& d, Value v) { return set_count(d.spec.sqthread_poll_cpu, v, 0, 4095); }},
     {"hipri", "", [](JobDraft& d, Value v) { return set_flag(d.spec.hipri, v); }},
     {"verify", "", set_verify},
+    {"verify_backlog", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.verify_backlog, v, 0, 1ull << 32); }},
+    {"verify_dump", "", [](JobDraft& d, Value v) { return set_flag(d.spec.verify_dump, v); }},
     {"percentile_list", "", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
        if (!text) return tl::unexpected(text.error());
@@ -522,13 +524,13 @@ constexpr std::string_view kUnsupported[] = {
     "rw_sequencer", "file_service_type", "fallocate",
     "fadvise_hint", "nice", "prio", "prioclass", "cpumask",
     "disable_lat", "disable_clat", "disable_slat", "clat_percentiles", "lat_percentiles", "slat_percentiles",
-    "continue_on_error", "verify_backlog", "do_verify", "verify_pattern", "verify_interval",
+    "continue_on_error", "do_verify", "verify_pattern", "verify_interval",
     "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
     "iomem_align", "allow_mounted_write", "unified_rw_reporting",
     "thinktime_spin", "filename_format", "log_prio",
     "cmdprio", "cmdprio_class", "cmdprio_percentage", "cmdprio_bssplit", "dedupe_mode", "dedupe_global",
     "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss_interval",
-    "verify_dump", "verify_fatal", "verify_async", "fill_device", "max_open_zones", "read_beyond_wp", "ignore_error", "error_dump",
+    "verify_fatal", "verify_async", "fill_device", "max_open_zones", "read_beyond_wp", "ignore_error", "error_dump",
 };
 
 const Option* find_option(std::string_view key) {
@@ -625,6 +627,8 @@ Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
   }
   if (s.ss_metric != SteadyMetric::kNone && s.ss_dur_ns < 2'000'000'000ull)
     return fail_at(origin, d, "ss", "needs ss_dur= of at least 2s (one sample a second)");
+  if (s.verify_backlog != 0 && s.verify == VerifyMode::kNone)
+    return fail_at(origin, d, "verify_backlog", "needs verify=crc32c");
   if (s.zone_strided && s.zonesize == 0) return fail_at(origin, d, "zonemode", "strided needs zonesize=");
   if (s.rate_poisson && s.rate_iops[0] == 0 && s.rate_iops[1] == 0 && s.rate_bytes[0] == 0 && s.rate_bytes[1] == 0) {
     return fail_at(origin, d, "rate_process", "poisson needs rate= or rate_iops=");

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -167,6 +170,8 @@ struct JobWorker::State {
   std::uint64_t trace_start_ns = 0;
 
   Phase phase = Phase::kMain;
+  // verify_backlog: written blocks (file, unit) waiting for their check.
+  std::deque<std::pair<std::uint16_t, std::uint64_t>> backlog;
   std::uint16_t verify_file = 0;
   std::uint64_t verify_unit = 0;
 
@@ -270,6 +275,16 @@ bool JobWorker::State::next_plan(std::uint64_t& wait_until) {
         return true;
       }
     }
+    return true;
+  }
+  // verify_backlog: once N written blocks are back (or the writing is
+  // over), they are read and checked before more is written.
+  const bool main_over = (io_budget != 0 && issued_bytes >= io_budget) ||
+                         (job.number_ios != 0 && issued_ios >= job.number_ios);
+  if (!backlog.empty() && (backlog.size() >= job.verify_backlog || main_over)) {
+    const auto [file, u] = backlog.front();
+    backlog.pop_front();
+    plan = Plan{true, kReadDir, unit, file, files[file].region_start + u * unit, true, true};
     return true;
   }
   if (phase == Phase::kVerify) {
@@ -404,6 +419,7 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
   const std::uint64_t u = (s.offset - f.region_start) / unit;
   if (s.dir == kWriteDir) {
     f.written.set(u);
+    if (job.verify_backlog != 0) backlog.emplace_back(s.file, u);
     return;
   }
   // Reads are checked when the block is known to hold a stamp: the verify
@@ -416,6 +432,12 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
   ++verify_failures;
   if (verify_failures == 1)
     error_message = "verify: " + f.path + " at " + std::to_string(s.offset) + ": " + verify_outcome_name(v);
+  if (job.verify_dump) {
+    // fio's verify_dump: the block as read, for a look at the corruption
+    // (named like fio's, in the working directory).
+    const std::string name = std::filesystem::path(f.path).filename().string() + "." + std::to_string(s.offset) + ".received";
+    std::ofstream(name, std::ios::binary).write(reinterpret_cast<const char*>(f.buffers[index]), bytes);
+  }
 }
 
 // Reaps completions: blocking (at least iodepth_batch_complete_min, or one)
@@ -580,8 +602,9 @@ void JobWorker::State::run() {
         continue;
       }
       if (exhausted) {
+        if (!backlog.empty()) continue;  // the last writes' checks are still to come
         if (phase == Phase::kMain && job.verify == VerifyMode::kCrc32c && does_writes(job.rw) &&
-            !does_reads(job.rw) && trace.empty()) {
+            !does_reads(job.rw) && trace.empty() && job.verify_backlog == 0) {
           phase = Phase::kVerify;
           continue;
         }
