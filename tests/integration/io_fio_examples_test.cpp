@@ -238,6 +238,9 @@ TEST_F(FioExamples, ASampleRunsWithSmallSizes) {
       args.push_back("--set");
       args.push_back(set);
     }
+    // Logs go to the test's directory, not the working one.
+    args.push_back("--set");
+    args.push_back("write_bw_log=" + (dir_ / name).string());
     const ProgramResult r = io(args);
     ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
     const auto j = nlohmann::json::parse(r.out);
