@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "io_tool_binary.hpp"
 #include "support/child_process.hpp"
 #include "support/environment.hpp"
 
@@ -19,10 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string io_binary() {
-  const std::string set = test::env_value("CXLPOOL_IO");
-  return set.empty() ? "cxlpool-io" : set;
-}
 
 class IoTool : public ::testing::Test {
  protected:

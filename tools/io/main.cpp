@@ -3,12 +3,13 @@
 // a built-in profile, or fio-style --name=... options on the command line;
 // results print like fio's (normal, json, json+).
 //
-// Exit status: 0 every job ran; 1 a job failed (set-up or I/O error, verify
+// Exit status: 0 every job ran (or, with --parse-only, parsed); 1 a job failed (set-up or I/O error, verify
 // mismatch); 2 usage or job-file errors; 77 an engine this machine cannot
 // run (e.g. cuda without a GPU), with the reason on stderr.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -69,8 +70,11 @@ Result<std::string> command_line_job_text(const std::vector<std::string>& args, 
 
 void append_jobs(JobFile& into, JobFile&& more) {
   const int base = into.jobs.empty() ? 0 : into.groups;
+  int report_base = 0;
+  for (const JobSpec& j : into.jobs) report_base = std::max(report_base, j.report_group + 1);
   for (JobSpec& j : more.jobs) {
     j.group += base;
+    j.report_group += report_base;
     into.jobs.push_back(std::move(j));
   }
   into.groups = base + more.groups;
@@ -125,6 +129,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   std::vector<std::string> job_files;
   bool list = false;
+  bool parse_only = false;
+  ParseOptions parse_options;
   app.add_option("--output-format", output_format, "normal, json or json+")
       ->check(CLI::IsMember({"normal", "json", "json+"}));
   app.add_option("--output", output_file, "write the report to FILE instead of stdout");
@@ -132,6 +138,9 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile, "run a built-in LLM profile (see --list-profiles)");
   app.add_option("--set", sets, "override a profile parameter or job option: key=value")->allow_extra_args(false);
   app.add_flag("--list-profiles", list, "list the built-in profiles with their sources");
+  app.add_flag("--parse-only", parse_only, "parse the jobs and their options, print the job count, run nothing");
+  app.add_option("--section", parse_options.sections, "run only this job section of the job files (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("jobfile", job_files, "fio job files");
   app.allow_extras();
   try {
@@ -161,7 +170,7 @@ int main(int argc, char** argv) {
       std::cerr << "cxlpool-io: " << text.error().message << "\n";
       return kExitUsage;
     }
-    auto parsed = parse_job_file(*text, path, env);
+    auto parsed = parse_job_file(*text, path, env, parse_options);
     if (!parsed) {
       std::cerr << "cxlpool-io: " << parsed.error().message << "\n";
       return kExitUsage;
@@ -206,6 +215,12 @@ int main(int argc, char** argv) {
     std::cerr << "cxlpool-io: no jobs (give a job file, --profile NAME, or --name=JOB with options)\n"
               << app.help();
     return kExitUsage;
+  }
+
+  if (parse_only) {
+    std::cout << jobs.jobs.size() << (jobs.jobs.size() == 1 ? " job" : " jobs") << " in " << jobs.groups
+              << (jobs.groups == 1 ? " group" : " groups") << ": options parsed\n";
+    return 0;
   }
 
   struct sigaction sa {};

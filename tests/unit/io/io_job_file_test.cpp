@@ -274,7 +274,7 @@ TEST(IoJobFile, BsrangeAndDistributions) {
   EXPECT_NE(parse_error("[j]\nrandom_distribution=zipf:1\n").find("zipf theta"), std::string::npos);
   EXPECT_NE(parse_error("[j]\nrandom_distribution=pareto:1.5\n").find("pareto h"), std::string::npos);
   EXPECT_NE(parse_error("[j]\nrandom_distribution=normal:100\n").find("normal deviation"), std::string::npos);
-  EXPECT_NE(parse_error("[j]\nrandom_distribution=zoned:50/5:50/95\n").find("not supported by cxlpool-io"),
+  EXPECT_NE(parse_error("[j]\nrandom_distribution=zoned_abs:50/10G:50/20G\n").find("not supported by cxlpool-io"),
             std::string::npos);
   EXPECT_NE(parse_error("[j]\nrandom_distribution=lognormal\n").find("unknown distribution"), std::string::npos);
 }
@@ -289,7 +289,7 @@ TEST(IoJobFile, RwModesAndMixes) {
   EXPECT_EQ(one_job("rwmixwrite=30\n").rwmixread, 70u);
   EXPECT_NE(parse_error("[j]\nrw=trim\n").find("option 'rw': 'trim' is not supported by cxlpool-io"),
             std::string::npos);
-  EXPECT_NE(parse_error("[j]\nrw=randread:8\n").find("offset modifiers"), std::string::npos);
+  EXPECT_NE(parse_error("[j]\nrw=randread:0\n").find("must be 1 or more"), std::string::npos);
   EXPECT_NE(parse_error("[j]\nrwmixread=101\n").find("t.fio:2: option 'rwmixread': 101 is outside [0, 100]"),
             std::string::npos);
   EXPECT_TRUE(is_random(RwMode::kRandRead));
@@ -426,7 +426,7 @@ TEST(IoJobFile, EngineOptionsAreCheckedAgainstTheEngine) {
             std::string::npos);
   EXPECT_NE(parse_error("[j]\nioengine=kvstore\nkv_chunk_tokens=0\n").find("t.fio:3: option 'kv_chunk_tokens'"),
             std::string::npos);
-  EXPECT_NE(parse_error("[j]\nioengine=sync\n").find("t.fio:2: option 'ioengine': 'sync' is not supported by cxlpool-io"),
+  EXPECT_NE(parse_error("[j]\nioengine=falloc\n").find("t.fio:2: option 'ioengine': 'falloc' is not supported by cxlpool-io"),
             std::string::npos);
   EXPECT_NE(parse_error("[global]\nfixedbufs\n[j]\nioengine=libaio\n")
                 .find("t.fio:2: option 'fixedbufs': only for ioengine=io_uring (this job uses libaio)"),
@@ -443,7 +443,7 @@ TEST(IoJobFile, ErrorsNameTheOptionAndLine) {
   };
   const Case cases[] = {
       {"[j]\nsize=1m\nbogus=1\n", "t.fio:3: option 'bogus': unknown"},
-      {"[j]\n\nloops=2\n", "t.fio:3: option 'loops': not supported by cxlpool-io"},
+      {"[j]\n\nfsync=2\n", "t.fio:3: option 'fsync': not supported by cxlpool-io"},
       {"size=1m\n[j]\n", "t.fio:1: option outside a section"},
       {"[j\nsize=1m\n", "t.fio:1: section header without ']'"},
       {"[ ]\n", "t.fio:1: empty section name"},

@@ -16,29 +16,16 @@
 #include "engines/block_engine.hpp"
 #include "run/file_layout.hpp"
 #include "run/runner.hpp"
+#include "run_dir_fixture.hpp"
 
 namespace cxlpool::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-class Runner : public ::testing::Test {
+class Runner : public RunDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(CXLPOOL_IO_TEST_DIR) / ("runner_" + std::to_string(::getpid()) + "_" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  JobSpec job(const std::string& name, RwMode rw, std::uint64_t size = 1 << 20) {
-    JobSpec j;
-    j.name = name;
-    j.rw = rw;
-    j.size = size;
-    j.filenames = {(dir_ / (name + ".dat")).string()};
-    return j;
-  }
+  std::string prefix() const override { return "runner_"; }
 
   // Random reads of 4 MiB with O_DIRECT through io_uring at `iodepth`.
   JobSpec uring_job(const std::string& name, std::uint32_t iodepth) {
@@ -60,7 +47,6 @@ class Runner : public ::testing::Test {
     return r ? std::move(*r) : RunResult{};
   }
 
-  fs::path dir_;
 };
 
 TEST_F(Runner, SequentialReadTransfersExactlySize) {

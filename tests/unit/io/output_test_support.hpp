@@ -13,6 +13,7 @@ inline JobResult make_read_job(const std::string& name, int group, std::uint64_t
   JobResult j;
   j.spec.name = name;
   j.spec.group = group;
+  j.spec.report_group = group;
   j.spec.rw = RwMode::kRandRead;
   j.spec.ioengine = "io_uring";
   j.spec.iodepth = 32;

@@ -7,6 +7,7 @@
 #include "devpool_engine.hpp"
 #include "engine.hpp"
 #include "kvstore_engine.hpp"
+#include "null_engine.hpp"
 
 namespace cxlpool::io {
 
@@ -15,10 +16,11 @@ Result<std::unique_ptr<Engine>> open_engine(const JobSpec& job, const EngineTarg
   if (job.ioengine == "cuda") return open_cuda_engine(job, target);
   if (job.ioengine == "kvstore") return open_kvstore_engine(job, target);
   if (job.ioengine == "devpool") return open_devpool_engine(job, target);
+  if (job.ioengine == "null") return open_null_engine(job, target);
   return fail(EINVAL, "unknown ioengine '" + job.ioengine + "'");
 }
 
-bool engine_uses_local_files(std::string_view ioengine) { return ioengine != "devpool"; }
+bool engine_uses_local_files(std::string_view ioengine) { return ioengine != "devpool" && ioengine != "null"; }
 
 void close_engines_shared_state() { close_devpool_links(); }
 

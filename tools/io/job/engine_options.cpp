@@ -10,7 +10,8 @@
 namespace cxlpool::io {
 namespace {
 
-constexpr std::array<std::string_view, 7> kEngines = {"psync", "libaio", "io_uring", "mmap", "cuda", "kvstore", "devpool"};
+constexpr std::array<std::string_view, 9> kEngines = {"psync", "sync", "libaio", "io_uring", "mmap", "null",
+                                                      "cuda", "kvstore", "devpool"};
 
 struct EngineOption {
   std::string_view engine;

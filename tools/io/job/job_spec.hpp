@@ -22,9 +22,39 @@ const char* rw_mode_name(RwMode mode);  // fio's spelling: "randread", "rw", ...
 // The mode fio's rw= names, "readwrite" included; nullopt for any other text.
 std::optional<RwMode> rw_mode_from_name(std::string_view name);
 
-enum class Distribution : std::uint8_t { kRandom, kZipf, kPareto, kNormal };
+enum class Distribution : std::uint8_t { kRandom, kZipf, kPareto, kNormal, kZoned };
 
 enum class VerifyMode : std::uint8_t { kNone, kCrc32c };
+
+// fio's random_generator: which source draws random offsets. tausworthe and
+// tausworthe64 are fio's uniform generators (cxlpool-io draws with its own
+// uniform generator for both); lfsr is a full-period sequence that touches
+// every block once per pass with no random map, which the runner gives by
+// keeping the map even under norandommap.
+enum class RandomGenerator : std::uint8_t { kTausworthe, kTausworthe64, kLfsr };
+
+// ss=: what steady-state detection watches (fio's iops, iops_slope, bw,
+// bw_slope).
+enum class SteadyMetric : std::uint8_t { kNone, kIops, kIopsSlope, kBw, kBwSlope };
+
+// exit_what: which jobs an exitall job's end stops: its reporting group,
+// its stonewall group, or every job (those not started yet never start).
+enum class ExitWhat : std::uint8_t { kGroup, kStonewall, kAll };
+
+// numa_mem_policy: where the job's I/O buffers live.
+enum class MemPolicy : std::uint8_t { kDefault, kPrefer, kBind, kInterleave, kLocal };
+
+struct NumaMemPolicy {
+  MemPolicy mode = MemPolicy::kDefault;
+  std::vector<int> nodes;  // prefer: one node; bind/interleave: one or more
+};
+
+// One zone of random_distribution=zoned: `access_percent` of the random
+// I/O lands in the next `range_percent` of the region.
+struct AccessZone {
+  double access_percent = 0;
+  double range_percent = 0;
+};
 
 // Index 0 is reads, 1 is writes, as in fio's "bs=4k,64k" / "rate=1m,2m".
 inline constexpr int kReadDir = 0;
@@ -39,6 +69,8 @@ struct JobSpec {
   std::string name;        // the section name
   int line = 0;            // line of the section header, for messages
   int group = 0;           // stonewall group: jobs of group g start after every job of g-1 ends
+  int report_group = 0;    // reporting group: a new one at each stonewall and new_group
+  bool new_group = false;
   bool stonewall = false;  // this section starts a new group (kept so overrides can regroup)
   std::uint32_t clone = 0; // 0..numjobs-1 after numjobs expansion
 
@@ -81,8 +113,52 @@ struct JobSpec {
 
   Distribution random_distribution = Distribution::kRandom;
   double distribution_param = 0;  // zipf theta, pareto h, normal deviation in percent
+  std::vector<AccessZone> zones;  // random_distribution=zoned
   bool norandommap = false;
   std::uint64_t randseed = 0x6a09e667f3bcc908ull;
+  bool randrepeat = true;         // false: the seed comes from the clock (a different run each time)
+  RandomGenerator random_generator = RandomGenerator::kTausworthe;
+  std::uint64_t blockalign = 0;   // random offsets aligned to this; 0 = the smallest I/O size
+
+  // rw=read:-8k / write:112k: bytes added to the next sequential offset
+  // after each I/O (negative goes backwards); randread:8: I/Os issued
+  // sequentially after each random offset is drawn (fio's rw_sequencer).
+  std::int64_t seq_skip = 0;
+  std::uint32_t random_run = 1;
+
+  std::uint64_t filesize = 0;     // bytes per file; size= is then the job's total
+  // zonemode=strided: zonesize bytes of I/O in one zone, then the next zone
+  // zoneskip bytes further on (zonerange: a zone's length, default zonesize).
+  bool zone_strided = false;
+  std::uint64_t zonesize = 0;
+  std::uint64_t zonerange = 0;
+  std::uint64_t zoneskip = 0;
+  bool log_offset = false;        // logs carry each I/O's offset
+  bool allow_file_create = true;
+  std::uint64_t offset_increment = 0;  // clone n starts at offset + n * offset_increment
+  std::uint64_t loops = 1;        // passes over the job's I/O budget
+  std::uint64_t number_ios = 0;   // stop after this many I/Os; 0 = no limit
+  std::uint64_t startdelay_ns = 0;
+  bool gtod_reduce = false;       // no per-I/O latency (fio: fewer clock reads, no lat stats)
+  std::vector<int> cpus_allowed;  // CPUs the job thread may run on; empty = any
+  std::vector<int> numa_cpu_nodes;
+  NumaMemPolicy numa_mem_policy;
+  bool io_submit_offload = false; // io_submit_mode=offload
+  bool rate_poisson = false;      // rate_process=poisson
+  std::uint64_t ratemin_bytes[2] = {0, 0};  // the job fails below these over a ratecycle
+  std::uint64_t ratemin_iops[2] = {0, 0};
+  std::uint64_t ratecycle_ns = 1000000000ull;
+  SteadyMetric ss_metric = SteadyMetric::kNone;  // ss=: end the job at steady state
+  double ss_limit = 0;
+  bool ss_percent = false;        // the limit is a percentage of the mean
+  std::uint64_t ss_dur_ns = 0;
+  std::uint64_t ss_ramp_ns = 0;
+  std::string wait_for;           // start after every clone of this job has ended
+  bool exitall = false;           // when this job ends, the jobs exit_what names stop
+  ExitWhat exit_what = ExitWhat::kGroup;
+  std::int32_t flow_id = 0;       // flow=: jobs of one flow_id keep their I/O in the weights' ratio
+  std::int32_t flow = 0;
+  std::uint64_t flow_sleep_ns = 0;
 
   bool fixedbufs = false;
   bool registerfiles = false;
@@ -91,6 +167,8 @@ struct JobSpec {
   bool hipri = false;
 
   VerifyMode verify = VerifyMode::kNone;
+  std::uint64_t verify_backlog = 0;  // verify every N written blocks as the job goes (0: at the end)
+  bool verify_dump = false;          // a block failing verification is written to FILE.OFFSET.received
 
   std::vector<double> percentile_list = {1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
   std::string write_lat_log;   // log file prefix; empty = off

@@ -2,10 +2,13 @@
 #include "option_table.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <random>
 
 #include "../trace/trace.hpp"
 #include "engine_options.hpp"
+#include "placement_parsers.hpp"
 #include "value_parsers.hpp"
 
 namespace cxlpool::io {
@@ -49,6 +52,14 @@ Result<std::uint32_t> block_size(std::string_view text, std::uint32_t kb_base) {
   if (*bytes == 0) return fail(EINVAL, "block size must be greater than 0");
   if (*bytes > std::numeric_limits<std::uint32_t>::max()) return fail(EINVAL, "block size is larger than 4 GiB - 1");
   return static_cast<std::uint32_t>(*bytes);
+}
+
+template <typename T>
+Result<void> set_bounded(T& field, Value value, std::uint64_t lo, std::uint64_t hi) {
+  auto n = bounded<T>(value, lo, hi);
+  if (!n) return tl::unexpected(n.error());
+  field = *n;
+  return {};
 }
 
 Result<void> set_flag(bool& field, Value value) {
@@ -122,17 +133,55 @@ Result<void> set_per_direction(T (&field)[2], Value value, Parse parse) {
 Result<void> set_rw(JobDraft& d, Value value) {
   auto text = need(value);
   if (!text) return tl::unexpected(text.error());
-  if (text->find(':') != std::string_view::npos) {
-    return fail(EINVAL, "offset modifiers ('" + std::string(*text) + "') are not supported by cxlpool-io");
+  auto spec = parse_rw_spec(*text, d.kb_base);
+  if (!spec) return tl::unexpected(spec.error());
+  d.spec.rw = spec->mode;
+  d.spec.seq_skip = spec->seq_skip;
+  d.spec.random_run = spec->random_run;
+  return {};
+}
+
+// A rate list's third (trim) entry limits trims, which cxlpool-io never
+// issues (rw= refuses trim modes): inert, as in fio for a job without
+// trims, so it is dropped rather than refused.
+Value without_trim_limit(Value value) {
+  if (!value) return value;
+  const std::string_view text = *value;
+  const auto first = text.find(',');
+  if (first == std::string_view::npos) return value;
+  const auto second = text.find(',', first + 1);
+  if (second == std::string_view::npos) return value;
+  return text.substr(0, second);
+}
+
+Result<void> set_index_list(std::vector<int>& field, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  auto list = parse_index_list(*text, kMaxCpuIndex);
+  if (!list) return tl::unexpected(list.error());
+  field = std::move(*list);
+  return {};
+}
+
+Result<void> set_text(std::string& field, Value value) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  field = std::string(*text);
+  return {};
+}
+
+// A keyword option: `value` must be one of `names`; returns its index.
+Result<std::size_t> keyword(Value value, std::initializer_list<std::string_view> names) {
+  auto text = need(value);
+  if (!text) return tl::unexpected(text.error());
+  std::size_t i = 0;
+  std::string all;
+  for (std::string_view name : names) {
+    if (*text == name) return i;
+    all += (all.empty() ? "" : ", ") + std::string(name);
+    ++i;
   }
-  if (auto mode = rw_mode_from_name(*text)) {
-    d.spec.rw = *mode;
-    return {};
-  }
-  if (*text == "trim" || *text == "randtrim" || *text == "trimwrite" || *text == "randtrimwrite") {
-    return fail(EINVAL, "'" + std::string(*text) + "' is not supported by cxlpool-io (no trims)");
-  }
-  return fail(EINVAL, "'" + std::string(*text) + "' is not one of read, write, randread, randwrite, rw, randrw");
+  return fail(EINVAL, "'" + std::string(*text) + "' is not one of " + all);
 }
 
 Result<void> set_filename(JobDraft& d, Value value) {
@@ -215,8 +264,9 @@ const Option kOptions[] = {
        if (!text) return tl::unexpected(text.error());
        return {};
      }},
-    {"thread", "", [](JobDraft&, Value v) -> Result<void> {
-       // cxlpool-io always runs jobs as threads.
+    {"thread", "threads", [](JobDraft&, Value v) -> Result<void> {
+       // cxlpool-io always runs jobs as threads (fio's thread=1); the
+       // processes of thread=0 would only separate address spaces.
        auto on = parse_bool(v);
        if (!on) return tl::unexpected(on.error());
        return {};
@@ -277,9 +327,12 @@ const Option kOptions[] = {
     {"time_based", "", [](JobDraft& d, Value v) { return set_flag(d.spec.time_based, v); }},
     {"ramp_time", "", [](JobDraft& d, Value v) { return set_time(d.spec.ramp_time_ns, v, kNsPerSecond); }},
     {"rate", "", [](JobDraft& d, Value v) {
-       return set_per_direction(d.spec.rate_bytes, v, [&](std::string_view text) { return parse_size(text, d.kb_base); });
+       return set_per_direction(d.spec.rate_bytes, without_trim_limit(v),
+                                [&](std::string_view text) { return parse_size(text, d.kb_base); });
      }},
-    {"rate_iops", "", [](JobDraft& d, Value v) { return set_per_direction(d.spec.rate_iops, v, parse_uint); }},
+    {"rate_iops", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.rate_iops, without_trim_limit(v), parse_uint);
+     }},
     {"thinktime", "", [](JobDraft& d, Value v) { return set_time(d.spec.thinktime_ns, v, kNsPerUs); }},
     {"thinktime_blocks", "",
      [](JobDraft& d, Value v) { return set_count(d.spec.thinktime_blocks, v, 1, 0xffffffffu); }},
@@ -290,8 +343,134 @@ const Option kOptions[] = {
        if (!spec) return tl::unexpected(spec.error());
        d.spec.random_distribution = spec->kind;
        d.spec.distribution_param = spec->param;
+       d.spec.zones = std::move(spec->zones);
        return {};
      }},
+    {"randrepeat", "", [](JobDraft& d, Value v) { return set_flag(d.spec.randrepeat, v); }},
+    {"random_generator", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"tausworthe", "tausworthe64", "lfsr"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.random_generator = static_cast<RandomGenerator>(*k);
+       return {};
+     }},
+    {"blockalign", "ba", [](JobDraft& d, Value v) -> Result<void> {
+       // One alignment for reads and writes (fio's per-direction list with equal entries).
+       std::uint64_t align[2] = {0, 0};
+       auto r = set_per_direction(align, v, [&](std::string_view text) { return parse_size(text, d.kb_base); });
+       if (!r) return r;
+       if (align[0] != align[1]) return fail(EINVAL, "different alignments for reads and writes are not supported by cxlpool-io");
+       d.spec.blockalign = align[0];
+       return {};
+     }},
+    {"filesize", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       if (text->find('-') != std::string_view::npos)
+         return fail(EINVAL, "a range of file sizes ('" + std::string(*text) + "') is not supported by cxlpool-io");
+       return set_size(d.spec.filesize, d, v);
+     }},
+    {"allow_file_create", "", [](JobDraft& d, Value v) { return set_flag(d.spec.allow_file_create, v); }},
+    {"offset_increment", "", [](JobDraft& d, Value v) { return set_size(d.spec.offset_increment, d, v); }},
+    {"loops", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.loops, v, 1, 1ull << 32); }},
+    {"number_ios", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       auto n = parse_uint(*text);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.number_ios = *n;
+       return {};
+     }},
+    {"startdelay", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       if (text->find('-') != std::string_view::npos)
+         return fail(EINVAL, "a random start delay ('" + std::string(*text) + "') is not supported by cxlpool-io");
+       return set_time(d.spec.startdelay_ns, v, kNsPerSecond);
+     }},
+    {"gtod_reduce", "", [](JobDraft& d, Value v) { return set_flag(d.spec.gtod_reduce, v); }},
+    {"cpus_allowed", "", [](JobDraft& d, Value v) { return set_index_list(d.spec.cpus_allowed, v); }},
+    {"cpus_allowed_policy", "", [](JobDraft&, Value v) -> Result<void> {
+       auto k = keyword(v, {"shared", "split"});
+       if (!k) return tl::unexpected(k.error());
+       if (*k == 1) return fail(EINVAL, "'split' is not supported by cxlpool-io (shared)");
+       return {};
+     }},
+    {"numa_cpu_nodes", "", [](JobDraft& d, Value v) { return set_index_list(d.spec.numa_cpu_nodes, v); }},
+    {"numa_mem_policy", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       auto policy = parse_mem_policy(*text);
+       if (!policy) return tl::unexpected(policy.error());
+       d.spec.numa_mem_policy = std::move(*policy);
+       return {};
+     }},
+    {"io_submit_mode", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"inline", "offload"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.io_submit_offload = *k == 1;
+       return {};
+     }},
+    {"rate_process", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"linear", "poisson"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.rate_poisson = *k == 1;
+       return {};
+     }},
+    {"ratemin", "rate_min", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.ratemin_bytes, without_trim_limit(v),
+                                [&](std::string_view text) { return parse_size(text, d.kb_base); });
+     }},
+    {"rate_iops_min", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.ratemin_iops, without_trim_limit(v), parse_uint);
+     }},
+    {"ratecycle", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto n = bounded<std::uint64_t>(v, 1, 86400000);
+       if (!n) return tl::unexpected(n.error());
+       d.spec.ratecycle_ns = *n * 1000000ull;
+       return {};
+     }},
+    {"new_group", "", [](JobDraft& d, Value v) { return set_flag(d.spec.new_group, v); }},
+    {"wait_for", "", [](JobDraft& d, Value v) { return set_text(d.spec.wait_for, v); }},
+    {"exitall", "", [](JobDraft& d, Value v) { return set_flag(d.spec.exitall, v); }},
+    {"zonemode", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"none", "strided", "zbd"});
+       if (!k) return tl::unexpected(k.error());
+       if (*k == 2) return fail(EINVAL, "'zbd' (zoned block devices) is not supported by cxlpool-io (none, strided)");
+       d.spec.zone_strided = *k == 1;
+       return {};
+     }},
+    {"zonesize", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonesize, d, v); }},
+    {"zonerange", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonerange, d, v); }},
+    {"zoneskip", "", [](JobDraft& d, Value v) { return set_size(d.spec.zoneskip, d, v); }},
+    {"log_offset", "", [](JobDraft& d, Value v) { return set_flag(d.spec.log_offset, v); }},
+    {"ss", "steadystate", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       const auto colon = text->find(':');
+       if (colon == std::string_view::npos) return fail(EINVAL, "needs metric:limit (iops:10%, bw_slope:1%)");
+       auto metric = keyword(text->substr(0, colon), {"iops", "iops_slope", "bw", "bw_slope"});
+       if (!metric) return tl::unexpected(metric.error());
+       std::string_view limit = trim(text->substr(colon + 1));
+       d.spec.ss_percent = !limit.empty() && limit.back() == '%';
+       if (d.spec.ss_percent) limit.remove_suffix(1);
+       auto value = parse_double(limit);
+       if (!value) return tl::unexpected(value.error());
+       if (*value < 0) return fail(EINVAL, "the limit must not be negative");
+       d.spec.ss_metric = static_cast<SteadyMetric>(*metric + 1);
+       d.spec.ss_limit = *value;
+       return {};
+     }},
+    {"ss_dur", "steadystate_duration", [](JobDraft& d, Value v) { return set_time(d.spec.ss_dur_ns, v, kNsPerSecond); }},
+    {"ss_ramp", "steadystate_ramp_time", [](JobDraft& d, Value v) { return set_time(d.spec.ss_ramp_ns, v, kNsPerSecond); }},
+    {"exit_what", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"group", "stonewall", "all"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.exit_what = static_cast<ExitWhat>(*k);
+       return {};
+     }},
+    {"flow", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.flow, v, 0, 0x7fffffff); }},
+    {"flow_id", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.flow_id, v, 0, 0x7fffffff); }},
+    {"flow_sleep", "", [](JobDraft& d, Value v) { return set_time(d.spec.flow_sleep_ns, v, kNsPerUs); }},
     {"norandommap", "", [](JobDraft& d, Value v) { return set_flag(d.spec.norandommap, v); }},
     {"randseed", "", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
@@ -307,6 +486,8 @@ const Option kOptions[] = {
     {"sqthread_poll_cpu", "", [](JobDraft& d, Value v) { return set_count(d.spec.sqthread_poll_cpu, v, 0, 4095); }},
     {"hipri", "", [](JobDraft& d, Value v) { return set_flag(d.spec.hipri, v); }},
     {"verify", "", set_verify},
+    {"verify_backlog", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.verify_backlog, v, 0, 1ull << 32); }},
+    {"verify_dump", "", [](JobDraft& d, Value v) { return set_flag(d.spec.verify_dump, v); }},
     {"percentile_list", "", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
        if (!text) return tl::unexpected(text.error());
@@ -319,18 +500,8 @@ const Option kOptions[] = {
     {"write_bw_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_bw_log, v); }},
     {"write_iops_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_iops_log, v); }},
     {"write_hist_log", "", [](JobDraft& d, Value v) { return set_log(d.spec.write_hist_log, v); }},
-    {"log_avg_msec", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint64_t>(v, 0, 86400000);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.log_avg_msec = *n;
-       return {};
-     }},
-    {"log_hist_msec", "", [](JobDraft& d, Value v) -> Result<void> {
-       auto n = bounded<std::uint64_t>(v, 0, 86400000);
-       if (!n) return tl::unexpected(n.error());
-       d.spec.log_hist_msec = *n;
-       return {};
-     }},
+    {"log_avg_msec", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.log_avg_msec, v, 0, 86400000); }},
+    {"log_hist_msec", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.log_hist_msec, v, 0, 86400000); }},
     {"group_reporting", "", [](JobDraft& d, Value v) { return set_flag(d.spec.group_reporting, v); }},
     {"numjobs", "", [](JobDraft& d, Value v) { return set_count(d.spec.numjobs, v, 1, 4096); }},
     {"stonewall", "wait_for_previous", [](JobDraft& d, Value v) { return set_flag(d.spec.stonewall, v); }},
@@ -347,16 +518,19 @@ const Option kOptions[] = {
 // fio options a job file may well contain that cxlpool-io does not
 // implement: named as unsupported rather than unknown.
 constexpr std::string_view kUnsupported[] = {
-    "loops", "fsync", "fdatasync", "end_fsync", "fsync_on_close", "invalidate", "startdelay", "unlink",
+    "fsync", "fdatasync", "end_fsync", "fsync_on_close", "invalidate", "unlink",
     "create_on_open", "create_serialize", "buffer_pattern",
     "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage", "dedupe_percentage",
-    "rw_sequencer", "offset_increment", "number_ios", "filesize", "file_service_type", "fallocate",
-    "fadvise_hint", "nice", "prio", "prioclass", "cpus_allowed", "cpumask", "exitall", "gtod_reduce",
+    "rw_sequencer", "file_service_type", "fallocate",
+    "fadvise_hint", "nice", "prio", "prioclass", "cpumask",
     "disable_lat", "disable_clat", "disable_slat", "clat_percentiles", "lat_percentiles", "slat_percentiles",
-    "continue_on_error", "verify_backlog", "do_verify", "verify_pattern", "verify_interval", "rate_min",
-    "rate_process", "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
-    "iomem_align", "blockalign", "ba", "allow_mounted_write", "unified_rw_reporting", "new_group",
-    "zonemode", "thinktime_spin", "random_generator", "filename_format", "include",
+    "continue_on_error", "do_verify", "verify_pattern", "verify_interval",
+    "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
+    "iomem_align", "allow_mounted_write", "unified_rw_reporting",
+    "thinktime_spin", "filename_format", "log_prio",
+    "cmdprio", "cmdprio_class", "cmdprio_percentage", "cmdprio_bssplit", "dedupe_mode", "dedupe_global",
+    "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss_interval",
+    "verify_fatal", "verify_async", "fill_device", "max_open_zones", "read_beyond_wp", "ignore_error", "error_dump",
 };
 
 const Option* find_option(std::string_view key) {
@@ -445,6 +619,25 @@ Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
   }
   if (is_set(d, "trace_format") && s.trace_file.empty()) {
     return fail_at(origin, d, "trace_format", "needs read_iolog= (a trace to replay)");
+  }
+  if (s.io_submit_offload && (s.ioengine == "psync" || s.ioengine == "sync" || s.ioengine == "mmap")) {
+    return fail_at(origin, d, "io_submit_mode",
+                   "offload needs an engine that submits without waiting (libaio, io_uring, null; this job uses " +
+                       s.ioengine + ")");
+  }
+  if (s.ss_metric != SteadyMetric::kNone && s.ss_dur_ns < 2'000'000'000ull)
+    return fail_at(origin, d, "ss", "needs ss_dur= of at least 2s (one sample a second)");
+  if (s.verify_backlog != 0 && s.verify == VerifyMode::kNone)
+    return fail_at(origin, d, "verify_backlog", "needs verify=crc32c");
+  if (s.zone_strided && s.zonesize == 0) return fail_at(origin, d, "zonemode", "strided needs zonesize=");
+  if (s.rate_poisson && s.rate_iops[0] == 0 && s.rate_iops[1] == 0 && s.rate_bytes[0] == 0 && s.rate_bytes[1] == 0) {
+    return fail_at(origin, d, "rate_process", "poisson needs rate= or rate_iops=");
+  }
+  // fio's randrepeat=0: a seed from the clock, unless randseed= names one.
+  if (!s.randrepeat && !is_set(d, "randseed")) {
+    std::random_device entropy;
+    s.randseed = (std::uint64_t{entropy()} << 32) ^ entropy() ^
+                 static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   if (s.name.empty()) return fail(EINVAL, where(origin, s.line) + "a job needs a name");
   s.filenames_generated = d.explicit_names.empty();

@@ -240,6 +240,15 @@ Result<std::vector<double>> parse_percentile_list(std::string_view text) {
 Result<DistributionSpec> parse_distribution(std::string_view text) {
   auto colon = text.find(':');
   std::string name = lower(trim(text.substr(0, colon)));
+  if (name == "zoned") {
+    if (colon == std::string_view::npos) return fail(EINVAL, "'zoned' needs zones (zoned:access%/range%:...)");
+    auto zones = parse_zones(text.substr(colon + 1));
+    if (!zones) return tl::unexpected(zones.error());
+    DistributionSpec spec;
+    spec.kind = Distribution::kZoned;
+    spec.zones = std::move(*zones);
+    return spec;
+  }
   std::optional<double> param;
   if (colon != std::string_view::npos) {
     std::string_view rest = text.substr(colon + 1);
@@ -273,10 +282,84 @@ Result<DistributionSpec> parse_distribution(std::string_view text) {
     if (spec.param < 0 || spec.param >= 100) return fail(EINVAL, "normal deviation must be in [0, 100)");
     return spec;
   }
-  if (name == "zoned" || name == "zoned_abs") {
-    return fail(EINVAL, "'" + name + "' is not supported by cxlpool-io (random, zipf, pareto, normal)");
+  if (name == "zoned_abs") {
+    return fail(EINVAL, "'zoned_abs' is not supported by cxlpool-io (random, zipf, pareto, normal, zoned)");
   }
-  return fail(EINVAL, "unknown distribution '" + name + "' (random, zipf, pareto, normal)");
+  return fail(EINVAL, "unknown distribution '" + name + "' (random, zipf, pareto, normal, zoned)");
+}
+
+Result<RwSpec> parse_rw_spec(std::string_view text, std::uint32_t kb_base) {
+  text = trim(text);
+  const auto colon = text.find(':');
+  const std::string_view name = trim(text.substr(0, colon));
+  RwSpec spec;
+  if (auto mode = rw_mode_from_name(name)) {
+    spec.mode = *mode;
+  } else if (name == "trim" || name == "randtrim" || name == "trimwrite" || name == "randtrimwrite") {
+    return fail(EINVAL, "'" + std::string(name) + "' is not supported by cxlpool-io (no trims)");
+  } else {
+    return fail(EINVAL, "'" + std::string(name) + "' is not one of read, write, randread, randwrite, rw, randrw");
+  }
+  if (colon == std::string_view::npos) return spec;
+  std::string_view modifier = trim(text.substr(colon + 1));
+  if (is_random(spec.mode)) {
+    // fio: the number of I/Os before a new random offset is drawn.
+    auto n = parse_uint(modifier);
+    if (!n) return tl::unexpected(n.error());
+    if (*n == 0 || *n > 0xffffffffu) return fail(EINVAL, "the random run in '" + std::string(text) + "' must be 1 or more");
+    spec.random_run = static_cast<std::uint32_t>(*n);
+    return spec;
+  }
+  const bool backwards = !modifier.empty() && modifier.front() == '-';
+  if (backwards) modifier.remove_prefix(1);
+  auto bytes = parse_size(modifier, kb_base);
+  if (!bytes) return tl::unexpected(bytes.error());
+  if (*bytes > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return fail(EINVAL, "the offset modifier in '" + std::string(text) + "' is too large");
+  spec.seq_skip = backwards ? -static_cast<std::int64_t>(*bytes) : static_cast<std::int64_t>(*bytes);
+  return spec;
+}
+
+Result<std::vector<AccessZone>> parse_zones(std::string_view text) {
+  text = trim(text);
+  if (text.find(',') != std::string_view::npos)
+    return fail(EINVAL, "separate zones for reads and writes are not supported by cxlpool-io");
+  std::vector<AccessZone> zones;
+  double access = 0, range = 0;
+  int open_ranges = 0;
+  for (std::string_view entry : split(text, ':')) {
+    entry = trim(entry);
+    const auto slash = entry.find('/');
+    if (slash == std::string_view::npos) return fail(EINVAL, "zone '" + std::string(entry) + "' is not access%/range%");
+    auto a = parse_double(entry.substr(0, slash));
+    if (!a) return tl::unexpected(a.error());
+    AccessZone zone;
+    zone.access_percent = *a;
+    const std::string_view r = trim(entry.substr(slash + 1));
+    if (r.empty()) {
+      zone.range_percent = -1;  // filled below with what the others leave
+      ++open_ranges;
+    } else {
+      auto v = parse_double(r);
+      if (!v) return tl::unexpected(v.error());
+      zone.range_percent = *v;
+      range += *v;
+    }
+    if (zone.access_percent <= 0 || zone.range_percent == 0 || zone.range_percent > 100)
+      return fail(EINVAL, "zone '" + std::string(entry) + "' needs access and range percentages above 0");
+    access += zone.access_percent;
+    zones.push_back(zone);
+  }
+  if (open_ranges > 1) return fail(EINVAL, "only one zone may leave its range empty");
+  if (std::fabs(access - 100.0) > 1e-6) return fail(EINVAL, "zone access percentages add up to " + std::to_string(access) + ", not 100");
+  if (range > 100.0 + 1e-6) return fail(EINVAL, "zone ranges add up to more than 100%");
+  for (auto& zone : zones) {
+    if (zone.range_percent < 0) {
+      if (range >= 100.0) return fail(EINVAL, "the zone without a range gets nothing (the others cover 100%)");
+      zone.range_percent = 100.0 - range;
+    }
+  }
+  return zones;
 }
 
 }  // namespace cxlpool::io

@@ -52,11 +52,28 @@ Result<std::vector<double>> parse_percentile_list(std::string_view text);
 struct DistributionSpec {
   Distribution kind = Distribution::kRandom;
   double param = 0;
+  std::vector<AccessZone> zones;  // kZoned
 };
-// "random", "zipf[:theta]", "pareto[:h]", "normal[:dev%]" (alias "gauss");
+// "random", "zipf[:theta]", "pareto[:h]", "normal[:dev%]" (alias "gauss"),
+// "zoned:a/r:..." (one list for reads and writes);
 // defaults and ranges are fio's (zipf 1.1, theta != 1; pareto 0.2 in (0,1);
 // normal 0 in [0,100)).
 Result<DistributionSpec> parse_distribution(std::string_view text);
+
+// rw= with fio's offset modifier: "read", "read:-8k" (bytes added to each
+// next sequential offset), "randread:8" (I/Os issued sequentially after each
+// random offset).
+struct RwSpec {
+  RwMode mode = RwMode::kRead;
+  std::int64_t seq_skip = 0;
+  std::uint32_t random_run = 1;
+};
+Result<RwSpec> parse_rw_spec(std::string_view text, std::uint32_t kb_base);
+
+// random_distribution=zoned:50/5:30/15:20/ — access percent / range percent
+// pairs; an empty range is what the others leave. Access percentages add up
+// to 100, ranges to at most 100.
+Result<std::vector<AccessZone>> parse_zones(std::string_view text);
 
 std::string_view trim(std::string_view text);
 std::vector<std::string_view> split(std::string_view text, char separator);

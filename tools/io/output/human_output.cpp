@@ -96,7 +96,7 @@ void depth_line(std::string& out, const char* label, const std::uint64_t (&count
 
 void job_block(std::string& out, const ReportedJob& rj, const std::vector<GroupSummary>& groups, const RunResult& run) {
   const JobResult& job = rj.result;
-  out += fmt::format("{}: (groupid={}, jobs={}): err={:2}: {}\n", job.spec.name, job.spec.group, rj.jobs, job.error,
+  out += fmt::format("{}: (groupid={}, jobs={}): err={:2}: {}\n", job.spec.name, job.spec.report_group, rj.jobs, job.error,
                      run.time_text);
   if (!job.error_message.empty()) out += fmt::format("  error: {}\n", job.error_message);
   for (int d = 0; d < 2; ++d) {
@@ -113,7 +113,7 @@ void job_block(std::string& out, const ReportedJob& rj, const std::vector<GroupS
     percentile_block(out, ds.clat, job.spec.percentile_list);
     double group_kib = 0;
     for (const auto& g : groups)
-      if (g.group == job.spec.group) group_kib = g.agg_bw(d) / 1024.0;
+      if (g.group == job.spec.report_group) group_kib = g.agg_bw(d) / 1024.0;
     sample_lines(out, ds, group_kib);
   }
   latency_bucket_lines(out, job);

@@ -127,14 +127,14 @@ Json job_json(const ReportedJob& rj, const std::vector<GroupSummary>& groups, bo
   const JobResult& job = rj.result;
   std::uint64_t group_bw[2] = {0, 0};
   for (const auto& g : groups) {
-    if (g.group == job.spec.group) {
+    if (g.group == job.spec.report_group) {
       group_bw[0] = static_cast<std::uint64_t>(g.agg_bw(0));
       group_bw[1] = static_cast<std::uint64_t>(g.agg_bw(1));
     }
   }
   Json j;
   j["jobname"] = job.spec.name;
-  j["groupid"] = job.spec.group;
+  j["groupid"] = job.spec.report_group;
   j["error"] = job.error;
   j["eta"] = 0;
   j["elapsed"] = (job.runtime_ns + job.spec.ramp_time_ns + 500'000'000) / 1'000'000'000;

@@ -54,13 +54,16 @@ Result<File> open_log(const fs::path& dir, const std::string& prefix, const char
 
 // Windowed samples (log_avg_msec) carry block size 0, as fio writes them:
 // a window mixes sizes.
+// log_offset=1 adds each I/O's offset before the priority column, as fio does.
 Result<void> write_samples(const fs::path& dir, const std::string& prefix, const char* kind, std::size_t job_number,
-                           const std::vector<LogSample>& samples, bool windowed) {
+                           const std::vector<LogSample>& samples, bool windowed, bool with_offset) {
   auto f = open_log(dir, prefix, kind, job_number);
   if (!f) return tl::unexpected(f.error());
   for (const auto& s : samples) {
-    std::fprintf(f->get(), "%llu, %llu, %d, %u, 0\n", static_cast<unsigned long long>(s.time_ms),
+    std::fprintf(f->get(), "%llu, %llu, %d, %u", static_cast<unsigned long long>(s.time_ms),
                  static_cast<unsigned long long>(s.value), s.direction, windowed ? 0u : s.block_size);
+    if (with_offset) std::fprintf(f->get(), ", %llu", static_cast<unsigned long long>(windowed ? 0 : s.offset));
+    std::fputs(", 0\n", f->get());
   }
   if (std::ferror(f->get())) return fail(EIO, fmt::format("write {} log of job {}", kind, job_number));
   return {};
@@ -92,15 +95,15 @@ Result<void> write_logs(const RunResult& run, const fs::path& dir) {
     const std::size_t n = i + 1;  // fio numbers jobs from 1 in start order
     const bool windowed = s.log_avg_msec != 0;
     if (!s.write_lat_log.empty()) {
-      if (auto r = write_samples(dir, s.write_lat_log, "lat", n, job.lat_log, windowed); !r) return r;
-      if (auto r = write_samples(dir, s.write_lat_log, "clat", n, job.clat_log, windowed); !r) return r;
-      if (auto r = write_samples(dir, s.write_lat_log, "slat", n, job.slat_log, windowed); !r) return r;
+      if (auto r = write_samples(dir, s.write_lat_log, "lat", n, job.lat_log, windowed, s.log_offset); !r) return r;
+      if (auto r = write_samples(dir, s.write_lat_log, "clat", n, job.clat_log, windowed, s.log_offset); !r) return r;
+      if (auto r = write_samples(dir, s.write_lat_log, "slat", n, job.slat_log, windowed, s.log_offset); !r) return r;
     }
     if (!s.write_bw_log.empty()) {
-      if (auto r = write_samples(dir, s.write_bw_log, "bw", n, job.bw_log, windowed); !r) return r;
+      if (auto r = write_samples(dir, s.write_bw_log, "bw", n, job.bw_log, windowed, s.log_offset); !r) return r;
     }
     if (!s.write_iops_log.empty()) {
-      if (auto r = write_samples(dir, s.write_iops_log, "iops", n, job.iops_log, windowed); !r) return r;
+      if (auto r = write_samples(dir, s.write_iops_log, "iops", n, job.iops_log, windowed, s.log_offset); !r) return r;
     }
     if (!s.write_hist_log.empty()) {
       if (auto r = write_hist(dir, s.write_hist_log, n, job.hist_log); !r) return r;

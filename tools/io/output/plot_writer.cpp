@@ -102,7 +102,7 @@ Result<void> write_plots(const RunResult& run, const fs::path& dir) {
 
   for (std::size_t i = 0; i < run.jobs.size(); ++i) {
     const auto& job = run.jobs[i];
-    html += fmt::format("<h2>{} (job {}, group {})</h2>\n", xml_escape(job.spec.name), job.spec.clone, job.spec.group);
+    html += fmt::format("<h2>{} (job {}, group {})</h2>\n", xml_escape(job.spec.name), job.spec.clone, job.spec.report_group);
     const auto bw = bandwidth_chart(job);
     if (!bw.series.empty()) {
       const auto name = fmt::format("job{}_bw.svg", i + 1);

@@ -63,12 +63,12 @@ std::vector<ReportedJob> reported_jobs(const RunResult& run) {
   std::map<int, std::size_t> merged_slot;  // group -> index in out
   for (const auto& job : run.jobs) {
     if (job.spec.group_reporting) {
-      auto it = merged_slot.find(job.spec.group);
+      auto it = merged_slot.find(job.spec.report_group);
       if (it != merged_slot.end()) {
         merge_job(out[it->second], job);
         continue;
       }
-      merged_slot[job.spec.group] = out.size();
+      merged_slot[job.spec.report_group] = out.size();
     }
     out.push_back(ReportedJob{job, 1});
   }
@@ -117,8 +117,8 @@ std::vector<GroupSummary> group_summaries(const std::vector<ReportedJob>& jobs) 
   std::map<int, GroupSummary> by_group;
   for (const auto& rj : jobs) {
     const auto& j = rj.result;
-    auto& g = by_group[j.spec.group];
-    g.group = j.spec.group;
+    auto& g = by_group[j.spec.report_group];
+    g.group = j.spec.report_group;
     for (int d = 0; d < 2; ++d) {
       if (j.dir[d].ios == 0) continue;
       const auto t = direction_runtime_ns(j, d);

@@ -62,7 +62,8 @@ std::uint64_t BlockDistribution::next_rank() {
     case Distribution::kZipf: return next_zipf();
     case Distribution::kPareto: return next_pareto();
     case Distribution::kNormal: return next_normal();
-    case Distribution::kRandom: break;
+    case Distribution::kRandom:
+    case Distribution::kZoned: break;  // zoned picks its block in OffsetGenerator
   }
   return rng_.below(blocks_);
 }

@@ -24,6 +24,7 @@ FileFacts file_facts(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return f;
   f.exists = true;
   f.is_block_device = S_ISBLK(st.st_mode);
+  f.is_char_device = S_ISCHR(st.st_mode);
   f.size = static_cast<std::uint64_t>(st.st_size);
   return f;
 }

@@ -14,6 +14,7 @@ namespace cxlpool::io {
 struct FileFacts {
   bool exists = false;
   bool is_block_device = false;
+  bool is_char_device = false;  // /dev/null, /dev/zero: no size, nothing to lay out
   std::uint64_t size = 0;
 };
 FileFacts file_facts(const std::string& path);

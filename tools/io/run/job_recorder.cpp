@@ -54,9 +54,11 @@ void JobRecorder::record(const Completion& c, std::uint64_t now_ns) {
   d.io_bytes += c.bytes;
   ++d.ios;
   if (c.bytes < c.requested) ++d.short_ios;
-  if (c.has_slat) d.slat.record(c.slat_ns);
-  d.clat.record(c.clat_ns);
-  d.lat.record(c.lat_ns);
+  if (c.has_lat) {
+    if (c.has_slat) d.slat.record(c.slat_ns);
+    d.clat.record(c.clat_ns);
+    d.lat.record(c.lat_ns);
+  }
   Window& w = win_[c.direction];
   w.bytes += c.bytes;
   ++w.ios;
@@ -64,7 +66,7 @@ void JobRecorder::record(const Completion& c, std::uint64_t now_ns) {
   w.slat_sum += c.slat_ns;
   w.clat_sum += c.clat_ns;
   w.last_bs = c.requested;
-  if (hist_window_ns_) {
+  if (hist_window_ns_ && c.has_lat) {
     hist_[c.direction].record(c.clat_ns);
     ++hist_count_[c.direction];
     hist_bs_[c.direction] = c.requested;
@@ -72,7 +74,7 @@ void JobRecorder::record(const Completion& c, std::uint64_t now_ns) {
   if (logs_ && raw_logs_) {
     const std::uint64_t t = (now_ns - start_ns_) / kNsPerMs;
     const JobSpec& s = r_.spec;
-    if (!s.write_lat_log.empty()) {
+    if (!s.write_lat_log.empty() && c.has_lat) {
       r_.lat_log.push_back({t, c.lat_ns, c.direction, c.requested, c.offset});
       r_.clat_log.push_back({t, c.clat_ns, c.direction, c.requested, c.offset});
       if (c.has_slat) r_.slat_log.push_back({t, c.slat_ns, c.direction, c.requested, c.offset});

@@ -29,6 +29,7 @@ class JobRecorder {
     std::uint64_t clat_ns = 0;
     std::uint64_t lat_ns = 0;
     bool has_slat = true;        // synchronous engines have no submission latency
+    bool has_lat = true;         // false under gtod_reduce: bytes and I/Os only
   };
   void record(const Completion& c, std::uint64_t now_ns);
   void record_error(int direction);

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -16,10 +19,13 @@
 #include "block_size_picker.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "file_layout.hpp"
+#include "flow_control.hpp"
 #include "job_recorder.hpp"
 #include "offset_generator.hpp"
+#include "placement.hpp"
 #include "rate_limiter.hpp"
 #include "rng.hpp"
+#include "steady_state.hpp"
 #include "thread_usage.hpp"
 #include "verify_block.hpp"
 
@@ -32,6 +38,9 @@ using hal::IoRequest;
 
 constexpr std::uint64_t kForever = ~0ull;
 constexpr std::uint64_t kMaxSleepNs = 100'000'000;  // sleeps are cut so a stop request is seen soon
+// A job held back by flow= without flow_sleep asks again this soon (fio
+// spins; a short sleep leaves the CPU to the jobs it waits for).
+constexpr std::uint64_t kFlowRetryNs = 10'000;
 
 std::uint64_t wall_ms() {
   timespec ts{};
@@ -46,7 +55,9 @@ void sleep_ns(std::uint64_t ns) {
 
 // Engines that run the I/O inside submit(): no submission latency of their
 // own, the whole time is completion latency (fio reports psync that way).
-bool completes_in_submit(std::string_view engine) { return engine == "psync" || engine == "mmap"; }
+bool completes_in_submit(std::string_view engine) {
+  return engine == "psync" || engine == "sync" || engine == "mmap" || engine == "null";
+}
 
 // fio's iodepth_level buckets: 1, 2-3, 4-7, 8-15, 16-31, 32-63, >=64.
 int depth_bucket(std::uint32_t depth) {
@@ -159,11 +170,22 @@ struct JobWorker::State {
   std::uint64_t trace_start_ns = 0;
 
   Phase phase = Phase::kMain;
+  // verify_backlog: written blocks (file, unit) waiting for their check.
+  std::deque<std::pair<std::uint16_t, std::uint64_t>> backlog;
   std::uint16_t verify_file = 0;
   std::uint64_t verify_unit = 0;
 
   std::uint64_t io_budget = 0;  // bytes; 0 = no limit (time_based, trace)
   std::uint64_t issued_bytes = 0;
+  std::uint64_t issued_ios = 0;  // number_ios
+  std::vector<int> cpus;         // cpus_allowed / numa_cpu_nodes; empty = any
+  FlowMember flow;
+  SteadyState steady;
+  std::atomic<bool> terminate{false};  // request_stop()
+  // ratemin: the window being measured and the totals when it opened.
+  std::uint64_t ratemin_window_start = 0;
+  std::uint64_t ratemin_bytes_at[2] = {0, 0};
+  std::uint64_t ratemin_ios_at[2] = {0, 0};
   std::uint64_t issued_since_think = 0;
   bool think_pending = false;
   std::uint16_t next_file = 0;
@@ -211,7 +233,16 @@ struct JobWorker::State {
     const JobSpec& job = result.spec;
     if (job.runtime_ns != 0) runtime_end_ns = now + job.runtime_ns;
     for (auto& l : limiter) l.reset(now);
+    ratemin_window_start = now;
   }
+
+  bool wants_ratemin() const {
+    const JobSpec& j = result.spec;
+    return j.ratemin_bytes[0] || j.ratemin_bytes[1] || j.ratemin_iops[0] || j.ratemin_iops[1];
+  }
+  // fio's ratemin / rate_iops_min: each ratecycle, a direction that moved
+  // less than its minimum ends the job with an error.
+  void check_ratemin();
 
   // Decides the next I/O (direction, size, file) without consuming it.
   // Returns false when the job has nothing more to issue in this phase.
@@ -246,6 +277,16 @@ bool JobWorker::State::next_plan(std::uint64_t& wait_until) {
     }
     return true;
   }
+  // verify_backlog: once N written blocks are back (or the writing is
+  // over), they are read and checked before more is written.
+  const bool main_over = (io_budget != 0 && issued_bytes >= io_budget) ||
+                         (job.number_ios != 0 && issued_ios >= job.number_ios);
+  if (!backlog.empty() && (backlog.size() >= job.verify_backlog || main_over)) {
+    const auto [file, u] = backlog.front();
+    backlog.pop_front();
+    plan = Plan{true, kReadDir, unit, file, files[file].region_start + u * unit, true, true};
+    return true;
+  }
   if (phase == Phase::kVerify) {
     while (verify_file < files.size()) {
       FileState& f = files[verify_file];
@@ -268,6 +309,7 @@ bool JobWorker::State::next_plan(std::uint64_t& wait_until) {
     return next_plan(wait_until);
   }
   if (io_budget != 0 && issued_bytes >= io_budget) return false;
+  if (job.number_ios != 0 && issued_ios >= job.number_ios) return false;
   int dir = does_reads(job.rw) ? kReadDir : kWriteDir;
   if (does_reads(job.rw) && does_writes(job.rw)) dir = rng.below(100) < job.rwmixread ? kReadDir : kWriteDir;
   plan = Plan{};
@@ -307,6 +349,7 @@ void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
   f.batch.push_back(r);
   if (!p.verify_read) {
     issued_bytes += bytes;
+    ++issued_ios;
     limiter[p.dir].consume(now, bytes);
     if (job.thinktime_ns != 0 && ++issued_since_think >= std::max<std::uint32_t>(1, job.thinktime_blocks))
       think_pending = true;
@@ -368,6 +411,7 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
     rc.clat_ns = now_ns > s.issue_ns ? now_ns - s.issue_ns : 0;
     rc.lat_ns = now_ns > s.start_ns ? now_ns - s.start_ns : 0;
     rc.has_slat = !sync_engine;
+    rc.has_lat = !job.gtod_reduce;
     recorder->record(rc, now_ns);
   }
   if (job.verify != VerifyMode::kCrc32c || bytes != s.bytes) return;
@@ -375,6 +419,7 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
   const std::uint64_t u = (s.offset - f.region_start) / unit;
   if (s.dir == kWriteDir) {
     f.written.set(u);
+    if (job.verify_backlog != 0) backlog.emplace_back(s.file, u);
     return;
   }
   // Reads are checked when the block is known to hold a stamp: the verify
@@ -387,11 +432,40 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
   ++verify_failures;
   if (verify_failures == 1)
     error_message = "verify: " + f.path + " at " + std::to_string(s.offset) + ": " + verify_outcome_name(v);
+  if (job.verify_dump) {
+    // fio's verify_dump: the block as read, for a look at the corruption
+    // (named like fio's, in the working directory).
+    const std::string name = std::filesystem::path(f.path).filename().string() + "." + std::to_string(s.offset) + ".received";
+    std::ofstream(name, std::ios::binary).write(reinterpret_cast<const char*>(f.buffers[index]), bytes);
+  }
 }
 
 // Reaps completions: blocking (at least iodepth_batch_complete_min, or one)
 // until `deadline`, or only what is ready; at most iodepth_batch_complete_max
 // per call, as fio takes them.
+void JobWorker::State::check_ratemin() {
+  const JobSpec& job = result.spec;
+  if (in_ramp || now < ratemin_window_start + job.ratecycle_ns) return;
+  const double seconds = static_cast<double>(now - ratemin_window_start) / 1e9;
+  for (int d = 0; d < 2; ++d) {
+    const DirectionStats& ds = result.dir[d];
+    const bool active = d == kReadDir ? does_reads(job.rw) : does_writes(job.rw);
+    const double bytes = static_cast<double>(ds.io_bytes - ratemin_bytes_at[d]) / seconds;
+    const double ios = static_cast<double>(ds.ios - ratemin_ios_at[d]) / seconds;
+    const char* what = d == kReadDir ? "read" : "write";
+    if (active && job.ratemin_bytes[d] != 0 && bytes < static_cast<double>(job.ratemin_bytes[d])) {
+      fail_job(EIO, std::string("ratemin: ") + what + " rate " + std::to_string(static_cast<std::uint64_t>(bytes)) +
+                        " B/s is below the minimum of " + std::to_string(job.ratemin_bytes[d]) + " B/s");
+    } else if (active && job.ratemin_iops[d] != 0 && ios < static_cast<double>(job.ratemin_iops[d])) {
+      fail_job(EIO, std::string("rate_iops_min: ") + what + " rate " + std::to_string(static_cast<std::uint64_t>(ios)) +
+                        " IOPS is below the minimum of " + std::to_string(job.ratemin_iops[d]));
+    }
+    ratemin_bytes_at[d] = ds.io_bytes;
+    ratemin_ios_at[d] = ds.ios;
+  }
+  ratemin_window_start = now;
+}
+
 bool JobWorker::State::reap(bool block, std::uint64_t deadline) {
   if (in_flight == 0) return true;
   std::size_t min = block ? std::clamp<std::size_t>(complete_min, 1, in_flight) : 0;
@@ -444,6 +518,18 @@ bool JobWorker::State::reap(bool block, std::uint64_t deadline) {
 
 void JobWorker::State::run() {
   const JobSpec& job = result.spec;
+  if (auto ok = pin_thread(cpus); !ok) {
+    result.error = ok.error().code;
+    result.error_message = ok.error().message;
+    return;
+  }
+  // fio's startdelay: the job begins that much later; its runtime starts then.
+  for (std::uint64_t left = job.startdelay_ns; left != 0;) {
+    if (options.stop != nullptr && options.stop->load(std::memory_order_relaxed)) break;
+    const std::uint64_t step = std::min(left, kMaxSleepNs);
+    sleep_ns(step);
+    left -= step;
+  }
   for (FileState& f : files) {
     if (auto ok = f.engine->start(); !ok) {
       result.error = ok.error().code;
@@ -463,6 +549,7 @@ void JobWorker::State::run() {
   }
   for (;;) {
     if (options.stop != nullptr && options.stop->load(std::memory_order_relaxed)) stop_issuing = true;
+    if (terminate.load(std::memory_order_relaxed)) stop_issuing = true;
     if (in_ramp && now >= ramp_end_ns) begin_stats();
     if (!in_ramp && now >= runtime_end_ns) stop_issuing = true;
 
@@ -477,6 +564,11 @@ void JobWorker::State::run() {
         break;
       }
       if (wait_until != kForever) break;
+      if (!plan.verify_read && !flow.try_issue()) {
+        // Ahead of this job's share of its flow: hold the I/O back.
+        wait_until = now + std::max<std::uint64_t>(job.flow_sleep_ns, kFlowRetryNs);
+        break;
+      }
       if (pending == 0) batch_start = now;
       const std::uint32_t slot = free_slots.back();
       free_slots.pop_back();
@@ -510,8 +602,9 @@ void JobWorker::State::run() {
         continue;
       }
       if (exhausted) {
+        if (!backlog.empty()) continue;  // the last writes' checks are still to come
         if (phase == Phase::kMain && job.verify == VerifyMode::kCrc32c && does_writes(job.rw) &&
-            !does_reads(job.rw) && trace.empty()) {
+            !does_reads(job.rw) && trace.empty() && job.verify_backlog == 0) {
           phase = Phase::kVerify;
           continue;
         }
@@ -539,6 +632,13 @@ void JobWorker::State::run() {
       break;
     }
     if (recorder && !in_ramp) recorder->tick(now);
+    if (wants_ratemin()) check_ratemin();
+    if (steady.enabled() && !in_ramp) {
+      const DirectionStats& r = result.dir[kReadDir];
+      const DirectionStats& w = result.dir[kWriteDir];
+      // fio's ss=: steady state reached ends the job (successfully).
+      if (steady.update(now, stats_start_ns, r.io_bytes + w.io_bytes, r.ios + w.ios)) stop_issuing = true;
+    }
   }
   if (in_ramp) begin_stats();  // the whole job fit in the ramp: report nothing, not ramp I/O
   recorder->finish(now);
@@ -565,6 +665,7 @@ JobWorker::JobWorker(std::unique_ptr<State> state) : s_(std::move(state)) {}
 JobWorker::~JobWorker() = default;
 
 void JobWorker::run() { s_->run(); }
+void JobWorker::request_stop() { s_->terminate.store(true, std::memory_order_relaxed); }
 JobResult& JobWorker::result() { return s_->result; }
 
 Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const RunOptions& options) {
@@ -608,24 +709,30 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     FileState f;
     f.path = path;
     const FileFacts facts = file_facts(path);
-    std::uint64_t need = job.size != 0 ? job.offset + job.size : 0;
+    if (!facts.exists && !job.allow_file_create && engine_uses_local_files(job.ioengine))
+      return bad(ENOENT, path + " does not exist and allow_file_create=0 forbids creating it");
+    // filesize= sizes each file; size= is then the job's total.
+    const std::uint64_t per_file = job.filesize != 0 ? job.filesize : job.size;
+    std::uint64_t need = per_file != 0 ? job.offset + per_file : 0;
     need = std::max(need, s->trace.empty() ? 0 : job.offset + trace_extent);
     if (need == 0 && !facts.exists)
       return bad(ENOENT, path + " does not exist and no size= says how large to make it");
     // A pooled device (ioengine=devpool) is the backend's: its filename names the link.
-    if (need != 0 && !facts.is_block_device && engine_uses_local_files(job.ioengine)) {
+    if (need != 0 && !facts.is_block_device && !facts.is_char_device && engine_uses_local_files(job.ioengine)) {
       if (auto ok = lay_out_file(path, need, reads || job.verify != VerifyMode::kNone); !ok)
         return bad(ok.error().code, ok.error().message);
     }
     auto engine = open_engine(job, EngineTarget{path, need, writes});
     if (!engine) return bad(engine.error().code, engine.error().message);
     f.engine = std::move(*engine);
-    const std::uint64_t dev_size = f.engine->geometry().size;
+    // A character device (fio's examples use /dev/null and /dev/zero) has
+    // no size of its own: the job's is taken, as fio does.
+    const std::uint64_t dev_size = facts.is_char_device && need != 0 ? need : f.engine->geometry().size;
     if (job.offset >= dev_size && s->trace.empty())
       return bad(EINVAL, path + ": offset " + std::to_string(job.offset) + " is past its end (" +
                              std::to_string(dev_size) + " bytes)");
     f.region_start = job.offset;
-    f.region_bytes = job.size != 0 ? job.size : dev_size - std::min(dev_size, job.offset);
+    f.region_bytes = per_file != 0 ? per_file : dev_size - std::min(dev_size, job.offset);
     if (f.region_start + f.region_bytes > dev_size)
       f.region_bytes = dev_size - std::min(dev_size, f.region_start);
     s->files.push_back(std::move(f));
@@ -651,6 +758,22 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
   }
   if (unit == 0) unit = align;
   s->unit = unit;
+  if (job.seq_skip % static_cast<std::int64_t>(unit) != 0)
+    return bad(EINVAL, "the offset modifier of rw= (" + std::to_string(job.seq_skip) +
+                           " bytes) must be a multiple of the block size (" + std::to_string(unit) + ")");
+  if (job.blockalign != 0) {
+    if (job.blockalign % unit != 0)
+      return bad(EINVAL, "blockalign=" + std::to_string(job.blockalign) + " must be a multiple of the smallest I/O (" +
+                             std::to_string(unit) + " bytes)");
+    if (job.blockalign > unit && is_random(job.rw) && job.random_distribution == Distribution::kRandom &&
+        (!job.norandommap || job.random_generator == RandomGenerator::kLfsr))
+      return bad(EINVAL, "blockalign above the smallest I/O needs norandommap (the random map tracks smallest-I/O blocks)");
+  }
+  if (auto cpus = job_cpus(job); !cpus) {
+    return bad(cpus.error().code, cpus.error().message);
+  } else {
+    s->cpus = std::move(*cpus);
+  }
   if (job.verify == VerifyMode::kCrc32c && s->trace.empty()) {
     for (int d = 0; d < 2; ++d) {
       const bool used = d == kReadDir ? does_reads(job.rw) : does_writes(job.rw);
@@ -676,6 +799,8 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     auto bufs = f.engine->buffers(s->depth, max_bytes);
     if (!bufs) return bad(bufs.error().code, bufs.error().message);
     f.buffers = *bufs;
+    if (auto ok = bind_buffers(f.buffers, max_bytes, job.numa_mem_policy); !ok)
+      return bad(ok.error().code, ok.error().message);
     // Written data: pseudo-random once, like fio without refill_buffers
     // (zeros would let compressing or deduplicating devices cheat).
     std::uint64_t state = seed ^ 0xd1b54a32d192ed03ull;
@@ -692,13 +817,24 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
   }
   s->buffer_bytes = max_bytes;
   s->io_budget = 0;
-  if (s->trace.empty() && !job.time_based) s->io_budget = job.io_size != 0 ? job.io_size : total_region;
+  if (s->trace.empty() && !job.time_based) {
+    // With filesize= the files hold filesize each and size= is how much the job moves.
+    const std::uint64_t per_loop = job.io_size != 0 ? job.io_size
+                                   : job.filesize != 0 && job.size != 0 ? job.size : total_region;
+    s->io_budget = per_loop * job.loops;
+  }
   s->limiter[kReadDir] = RateLimiter(job.rate_bytes[kReadDir], job.rate_iops[kReadDir]);
   s->limiter[kWriteDir] = RateLimiter(job.rate_bytes[kWriteDir], job.rate_iops[kWriteDir]);
+  if (job.rate_poisson)
+    for (int d = 0; d < 2; ++d) s->limiter[d].use_poisson(seed ^ (0x7f4a7c15ull + static_cast<std::uint64_t>(d)));
   s->slots.resize(s->depth);
   s->free_slots.reserve(s->depth);
   for (std::uint32_t i = s->depth; i > 0; --i) s->free_slots.push_back(i - 1);
   s->completions.resize(s->depth);
+  s->steady = SteadyState(job);
+  if (job.flow != 0 && options.flows != nullptr)
+    s->flow = FlowMember(&options.flows->join(job.flow_id, static_cast<std::uint32_t>(job.flow)),
+                         static_cast<std::uint32_t>(job.flow));
   s->recorder.emplace(s->result, options.collect_logs);
   return std::unique_ptr<JobWorker>(new JobWorker(std::move(s)));
 }

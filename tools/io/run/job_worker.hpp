@@ -20,6 +20,9 @@ class JobWorker {
 
   // Runs the job to its end (io_size, runtime, an I/O error, or *stop).
   void run();
+  // Ends the job early from another thread (another job's exitall); it
+  // reports what it did, as on *stop.
+  void request_stop();
   JobResult& result();
 
  private:

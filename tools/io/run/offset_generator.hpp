@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // Where the next I/O of one file goes: sequential (a position per direction,
-// wrapping at the end of the region) or random over blocks of `unit` bytes
-// (the smallest I/O size): a random map for one visit per block per pass, a
-// plain uniform draw with norandommap, or zipf/pareto/normal. Skewed
-// distributions draw every I/O independently, as with norandommap: a random
-// map would flatten the skew once the hot blocks of a pass were done.
+// wrapping at the end of the region, moved by rw=read:-8k style skips) or
+// random over blocks of `unit` bytes (the smallest I/O size): a random map
+// for one visit per block per pass (also random_generator=lfsr's promise
+// under norandommap), a plain uniform draw with norandommap, or
+// zipf/pareto/normal/zoned. Skewed distributions draw every I/O
+// independently, as with norandommap: a random map would flatten the skew
+// once the hot blocks of a pass were done. randread:N issues N-1 sequential
+// I/Os after each random one; blockalign rounds random offsets down.
+// zonemode=strided confines I/O to one zone of zonerange bytes until
+// zonesize bytes are done, then moves zonerange + zoneskip further on
+// (wrapping), drawing random offsets independently within the zone.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "../job/job_spec.hpp"
 #include "block_distribution.hpp"
@@ -42,7 +49,25 @@ class OffsetGenerator {
   std::uint64_t start_;
   std::uint64_t blocks_;
   std::uint32_t unit_;
+  std::uint64_t pick_random_block();
+  // zonemode=strided: moves to the next zone once zonesize is done.
+  void account_zone(std::uint64_t count);
+
   std::uint64_t pos_[2] = {0, 0};  // sequential: next block per direction
+  std::int64_t skip_blocks_ = 0;   // rw=read:-8k, in units
+  std::uint32_t random_run_ = 1;   // randread:8
+  std::uint32_t run_left_[2] = {0, 0};
+  std::uint64_t run_next_[2] = {0, 0};
+  std::uint64_t align_units_ = 1;  // blockalign, in units
+  struct Zone {
+    double cumulative = 0;  // access fraction up to and including this zone
+    std::uint64_t first = 0, count = 1;
+  };
+  std::vector<Zone> zones_;
+  // zonemode=strided, in units: the zone I/O goes to now and how much of
+  // zonesize it has had.
+  bool strided_ = false;
+  std::uint64_t zone_start_ = 0, zone_range_ = 0, zone_size_ = 0, zone_step_ = 0, zone_done_ = 0;
   Rng rng_;
   std::optional<RandomMap> map_;
   std::optional<BlockDistribution> dist_;

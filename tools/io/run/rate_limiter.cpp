@@ -2,6 +2,7 @@
 #include "rate_limiter.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace cxlpool::io {
 
@@ -29,7 +30,9 @@ void RateLimiter::consume(std::uint64_t now_ns, std::uint32_t bytes) {
     next_free_ns_ = now_ns;
   }
   // Credit older than the burst is gone: the bucket holds at most burst_ns.
-  next_free_ns_ = std::max<std::uint64_t>(next_free_ns_, now_ns > burst_ns_ ? now_ns - burst_ns_ : 0) + cost_ns(bytes);
+  std::uint64_t cost = cost_ns(bytes);
+  if (poisson_) cost = static_cast<std::uint64_t>(static_cast<double>(cost) * -std::log1p(-rng_.uniform()));
+  next_free_ns_ = std::max<std::uint64_t>(next_free_ns_, now_ns > burst_ns_ ? now_ns - burst_ns_ : 0) + cost;
 }
 
 void RateLimiter::reset(std::uint64_t now_ns) {

@@ -12,9 +12,12 @@
 
 namespace cxlpool::io {
 
+class FlowGroups;
+
 struct RunOptions {
   std::atomic<bool>* stop = nullptr;  // set by SIGINT: jobs end early and report what they did
   bool collect_logs = true;           // fill the *_log vectors the job asked for
+  FlowGroups* flows = nullptr;        // flow= state of the run (run_jobs provides it)
 };
 
 // Errors are set-up failures (a file cannot be opened, an engine refuses);
