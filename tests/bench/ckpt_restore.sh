@@ -9,7 +9,8 @@
 # filled during the restore); then ten mow clones of the 512 MiB
 # checkpoint at once; then a workload that writes 30% of the pages, timed
 # from the restore to its end under mow, moa and hybrid with the hot set a
-# recording moa restore of the same workload saved. Needs root.
+# recording moa restore of the same workload saved (the "write 30%" rows).
+# Needs root.
 #
 #   tests/bench/ckpt_restore.sh [BUILD_DIR] [SIZES_MIB...]
 #
