@@ -19,9 +19,11 @@ flags=("${@:---short}")
 for p in tools/ckpt/cxlpool-ckpt tools/ckpt-restore/cxlpool-restore tools/infer/cxlpool-infer; do
   [[ -x $build/$p ]] || { echo "ckpt_infer.sh: $build/$p is not built (ninja -C $build)" >&2; exit 1; }
 done
-exec python3 - "$build" "${flags[@]}" <<'PY'
-import json, os, re, subprocess, sys, time
-build, flags = sys.argv[1], sys.argv[2:]
+exec python3 - "$(dirname "$0")" "$build" "${flags[@]}" <<'PY'
+import json, os, subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+from ckpt_restore_lines import restored_ms
+build, flags = sys.argv[2], sys.argv[3:]
 ckpt = f"{build}/tools/ckpt/cxlpool-ckpt"
 restore = f"{build}/tools/ckpt-restore/cxlpool-restore"
 infer = [f"{build}/tools/infer/cxlpool-infer", "--reference-only", "--json"] + flags
@@ -63,14 +65,9 @@ hot = image + ".hot"
 extra = {"moa": ["--record-hot", hot], "hybrid": ["--hot", hot]}
 for policy in ("mow", "moa", "hybrid", "copy"):
     r = spawn([restore, image, "--policy", policy] + extra.get(policy, []))
-    lat = None
-    while lat is None:
-        line = r.stderr.readline()
-        m = re.search(r"restored in ([0-9.]+) ms", line)
-        if m: lat = float(m.group(1))
-        elif not line or "cannot restore" in line or "of " + image in line:
-            r.kill(); print(f"{policy:8} {line.strip()}"); bad += 1; break
-    if lat is None: continue
+    lat, why = restored_ms(r, image)
+    if lat is None:
+        print(f"{policy:8} {why}"); bad += 1; continue
     out, err = r.communicate("x")
     if r.returncode != 0:
         print(f"{policy:8} exit {r.returncode}: {err.strip()}"); bad += 1; continue

@@ -23,9 +23,11 @@ sizes=("${@:-64 512 2048}")
 for p in tools/ckpt/cxlpool-ckpt tools/ckpt-restore/cxlpool-restore tests/bench/ckpt_bench_target; do
   [[ -x $build/$p ]] || { echo "ckpt_restore.sh: $build/$p is not built (ninja -C $build)" >&2; exit 1; }
 done
-exec python3 - "$build" ${sizes[*]} <<'PY'
+exec python3 - "$(dirname "$0")" "$build" ${sizes[*]} <<'PY'
 import os, re, subprocess, sys, time
-build, sizes = sys.argv[1], [int(s) for s in sys.argv[2:]]
+sys.path.insert(0, sys.argv[1])
+from ckpt_restore_lines import restored_ms
+build, sizes = sys.argv[2], [int(s) for s in sys.argv[3:]]
 ckpt = f"{build}/tools/ckpt/cxlpool-ckpt"
 restore = f"{build}/tools/ckpt-restore/cxlpool-restore"
 target = f"{build}/tests/bench/ckpt_bench_target"
@@ -88,13 +90,8 @@ def one(image, policy, count=1):
 
 def run30(image, policy, extra=()):
     r = spawn([restore, image, "--policy", policy] + list(extra))
-    lat = None
-    while lat is None:
-        line = r.stderr.readline()
-        m = re.search(r"restored in ([0-9.]+) ms", line)
-        if m: lat = float(m.group(1))
-        elif not line or "cannot restore" in line or "of " + image in line:
-            r.kill(); return {"error": line.strip()}
+    lat, why = restored_ms(r, image)
+    if lat is None: return {"error": why}
     write_ms = float(ask(r, "write 30")[1])
     anon = stat(r)["rss_anon_kib"]
     r.stdin.write("quit\n"); r.stdin.flush(); r.stdin.close()

@@ -273,13 +273,18 @@ TEST_F(Restore, CaptureTargetsResumeUnderEveryPolicy) {
   }
 }
 
-uint64_t pfn_of(pid_t pid, uint64_t addr) {
+uint64_t pagemap_entry(pid_t pid, uint64_t addr) {
   const int fd = ::open(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), O_RDONLY);
   uint64_t entry = 0;
   if (fd >= 0) {
     if (::pread(fd, &entry, 8, static_cast<off_t>(addr / 4096 * 8)) != 8) entry = 0;
     ::close(fd);
   }
+  return entry;
+}
+
+uint64_t pfn_of(pid_t pid, uint64_t addr) {
+  const uint64_t entry = pagemap_entry(pid, addr);
   return (entry >> 63) ? (entry & ((1ull << 55) - 1)) : 0;
 }
 
@@ -364,15 +369,6 @@ TEST_F(Restore, ACorruptImageIsRefused) {
   EXPECT_NE(cut.err.find("header"), std::string::npos) << cut.err;
 }
 
-uint64_t pagemap_entry(pid_t pid, uint64_t addr) {
-  const int fd = ::open(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), O_RDONLY);
-  uint64_t entry = 0;
-  if (fd >= 0) {
-    if (::pread(fd, &entry, 8, static_cast<off_t>(addr / 4096 * 8)) != 8) entry = 0;
-    ::close(fd);
-  }
-  return entry;
-}
 bool local_anonymous(uint64_t entry) { return (entry >> 63) && !((entry >> 61) & 1); }
 
 // docs/ckpt.md "Hot sets": every mode restored under hybrid with the hot
