@@ -7,7 +7,10 @@
 # a copy-based restore of the same checkpoint (every page read into fresh
 # anonymous memory, as CRIU restores), and mow with --prefault (page tables
 # filled during the restore); then ten mow clones of the 512 MiB
-# checkpoint at once. Needs root.
+# checkpoint at once; then a workload that writes 30% of the pages, timed
+# from the restore to its end under mow, moa and hybrid with the hot set a
+# recording moa restore of the same workload saved (the "write 30%" rows).
+# Needs root.
 #
 #   tests/bench/ckpt_restore.sh [BUILD_DIR] [SIZES_MIB...]
 #
@@ -20,9 +23,11 @@ sizes=("${@:-64 512 2048}")
 for p in tools/ckpt/cxlpool-ckpt tools/ckpt-restore/cxlpool-restore tests/bench/ckpt_bench_target; do
   [[ -x $build/$p ]] || { echo "ckpt_restore.sh: $build/$p is not built (ninja -C $build)" >&2; exit 1; }
 done
-exec python3 - "$build" ${sizes[*]} <<'PY'
+exec python3 - "$(dirname "$0")" "$build" ${sizes[*]} <<'PY'
 import os, re, subprocess, sys, time
-build, sizes = sys.argv[1], [int(s) for s in sys.argv[2:]]
+sys.path.insert(0, sys.argv[1])
+from ckpt_restore_lines import restored_ms
+build, sizes = sys.argv[2], [int(s) for s in sys.argv[3:]]
 ckpt = f"{build}/tools/ckpt/cxlpool-ckpt"
 restore = f"{build}/tools/ckpt-restore/cxlpool-restore"
 target = f"{build}/tests/bench/ckpt_bench_target"
@@ -83,6 +88,36 @@ def one(image, policy, count=1):
     r.stdin.close(); r.wait()
     return res
 
+def run30(image, policy, extra=()):
+    r = spawn([restore, image, "--policy", policy] + list(extra))
+    lat, why = restored_ms(r, image)
+    if lat is None: return {"error": why}
+    write_ms = float(ask(r, "write 30")[1])
+    anon = stat(r)["rss_anon_kib"]
+    r.stdin.write("quit\n"); r.stdin.flush(); r.stdin.close()
+    err = r.stderr.read()
+    if r.wait() != 0: return {"error": err.strip()}
+    return {"latency_ms": lat, "write_ms": write_ms, "total_ms": lat + write_ms, "anon_kib": anon}
+
+# Hybrid against the better of mow and moa on a workload that writes 30% of
+# the pages: the hot set is what a moa restore running the same workload
+# faulted in (REAP's record run), saved at its exit.
+def write30(image):
+    hot = image + ".hot"
+    rec = run30(image, "moa", ["--record-hot", hot])
+    rows = {"mow": run30(image, "mow"), "moa": run30(image, "moa"),
+            "hybrid": run30(image, "hybrid", ["--hot", hot]) if "error" not in rec else rec}
+    if os.path.exists(hot): os.unlink(hot)
+    ok = [rows[p]["total_ms"] for p in ("mow", "moa") if "error" not in rows[p]]
+    best = min(ok) if ok else float("nan")
+    print(f"write 30% of the pages after the restore:")
+    print(f"{'policy':12} {'restore ms':>10} {'write ms':>9} {'total ms':>9} {'x best':>7} {'local MiB':>9}")
+    for p, r in rows.items():
+        if "error" in r:
+            print(f"{p:12} {r['error']}"); continue
+        print(f"{p:12} {r['latency_ms']:10.2f} {r['write_ms']:9.1f} {r['total_ms']:9.1f} {r['total_ms'] / best:6.2f}x "
+              f"{r['anon_kib'] / 1024:9.1f}")
+
 print(f"# cxlpool checkpoint restore, {time.strftime('%Y-%m-%d %H:%M:%S')}, kernel {os.uname().release}, {os.cpu_count()} CPUs")
 for mib in sizes:
     image, dump_ms = checkpoint(mib)
@@ -98,6 +133,7 @@ for mib in sizes:
               f"{r['anon_after_restore_kib'] / 1024:9.1f} {r['anon_after_restore_kib'] / max(base['anon_after_restore_kib'], 1):6.3f} "
               f"{r['anon_after_write10_kib'] / 1024:10.1f} {r['anon_after_write10_kib'] / max(base['anon_after_write10_kib'], 1):6.3f} "
               f"{r['read_ms']:8.1f} {r['read_ms'] / base['read_ms']:6.2f}x {r['read2_ms']:8.1f}")
+    write30(image)
     if mib == 512 or len(sizes) == 1:
         ten_copy, ten_mow = one(image, "copy", 10), one(image, "mow", 10)
         if "error" not in ten_copy and "error" not in ten_mow:

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N] [--prefault]: restores
-// clones of a checkpointed process (docs/ckpt.md "Restore"), each in a pid
-// namespace of its own, and waits for them. Exit status: the first clone's
+// cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N] [--prefault]
+// [--hot FILE] [--record-hot FILE [--record-ms T]]: restores clones of a
+// checkpointed process (docs/ckpt.md "Restore"), each in a pid namespace of
+// its own, and waits for them; records or uses a hot set ("Hot sets"). Exit status: the first clone's
 // that failed, or 0; 1 when a clone could not be restored.
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -13,14 +15,15 @@
 
 #include "cxlpool/ckpt/image_reader.hpp"
 #include "cxlpool/ckpt/restorer.hpp"
+#include "hot_record.hpp"
 
 using namespace cxlpool;
 using namespace cxlpool::ckpt;
 
 int main(int argc, char** argv) {
   CLI::App app{"Restore clones of a cxlpool checkpoint image"};
-  std::string image_path, policy_text = "mow";
-  int count = 1;
+  std::string image_path, policy_text = "mow", hot_path, record_path;
+  int count = 1, record_ms = 0;
   bool quiet = false, no_wait = false, prefault = false;
   app.add_option("image", image_path, "checkpoint image (cxlpool-ckpt dump)")->required();
   app.add_option("--policy", policy_text, "mow (map the image copy-on-write), moa (fill on access), hybrid (copy "
@@ -28,6 +31,12 @@ int main(int argc, char** argv) {
   app.add_option("--count", count, "clones to restore at once")->check(CLI::Range(1, 1024));
   app.add_flag("--prefault", prefault, "fill the page tables for the image's pages during the restore (mow, "
                                       "hybrid): a slower restore, no page faults on the first pass");
+  app.add_option("--hot", hot_path, "hybrid: the hot set file whose pages are copied up front");
+  app.add_option("--record-hot", record_path, "write a hot set file from the first clone: the pages it faulted in "
+                                              "(moa) or had written (mow)");
+  app.add_option("--record-ms", record_ms, "record after this many milliseconds (moa: or at the clone's exit, "
+                                           "the default; mow: required)")
+      ->check(CLI::Range(0, 86'400'000));
   app.add_flag("--quiet", quiet, "no line per restored clone");
   app.add_flag("--no-wait", no_wait, "exit once every clone is restored, leaving them running");
   CLI11_PARSE(app, argc, argv);
@@ -38,12 +47,37 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cxlpool-restore: {}\n", policy.error().message);
     return 2;
   }
+  if (!hot_path.empty() && *policy != RestorePolicy::kHybrid) {
+    fmt::print(stderr, "cxlpool-restore: --hot is for the hybrid policy\n");
+    return 2;
+  }
+  if (!record_path.empty() && (no_wait || (*policy != RestorePolicy::kMoa && *policy != RestorePolicy::kMow) ||
+                               (*policy == RestorePolicy::kMow && record_ms == 0))) {
+    fmt::print(stderr, "cxlpool-restore: --record-hot records a moa clone's faults or, after --record-ms, a mow "
+                       "clone's writes, and waits for the clone\n");
+    return 2;
+  }
   auto image = ImageReader::open(image_path);
   if (!image) {
     fmt::print(stderr, "cxlpool-restore: {}: {}\n", image_path, image.error().message);
     return 1;
   }
-  const Manifest& m = image->manifest();
+  Manifest m = image->manifest();
+  if (!hot_path.empty()) {
+    if (auto ok = load_hot_set(hot_path, *image, m); !ok) {
+      fmt::print(stderr, "cxlpool-restore: {}\n", ok.error().message);
+      return 1;
+    }
+  }
+  UniqueFd fault_record;
+  if (!record_path.empty() && *policy == RestorePolicy::kMoa) {
+    auto fd = create_fault_record();
+    if (!fd) {
+      fmt::print(stderr, "cxlpool-restore: {}\n", fd.error().message);
+      return 1;
+    }
+    fault_record = std::move(*fd);
+  }
   auto host = probe_host();
   if (!host) {
     fmt::print(stderr, "cxlpool-restore: {}\n", host.error().message);
@@ -62,7 +96,13 @@ int main(int argc, char** argv) {
   std::fflush(nullptr);
   std::vector<CloneHandle> clones;
   for (int i = 0; i < count; ++i) {
-    auto clone = start_clone(m, *plan, image->fd(), no_wait);
+    CloneOptions options;
+    options.detach = no_wait;
+    if (i == 0 && fault_record) {
+      options.fault_record_fd = fault_record.get();
+      options.record_ms = record_ms;
+    }
+    auto clone = start_clone(m, *plan, image->fd(), options);
     if (!clone) {
       fmt::print(stderr, "cxlpool-restore: clone {}: {}\n", i + 1, clone.error().message);
       return 1;
@@ -90,11 +130,25 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "cxlpool-restore: {} clone(s) in {:.3f} ms including reading the image\n", count, total);
   }
   if (no_wait) return all_restored ? 0 : 1;
+  bool recorded = true;
+  if (!record_path.empty() && *policy == RestorePolicy::kMow && all_restored) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(record_ms));
+    auto kept = save_written_pages(clones[0].keeper, *image, record_path);
+    recorded = kept.has_value();
+    if (kept && !quiet) fmt::print(stderr, "cxlpool-restore: {} written page(s) saved in {}\n", *kept, record_path);
+    if (!kept) fmt::print(stderr, "cxlpool-restore: recording the written pages: {}\n", kept.error().message);
+  }
   int first_failure = 0;
   for (CloneHandle& c : clones) {
     const int status = wait_exit(c);
     if (status != 0 && first_failure == 0) first_failure = status;
   }
-  if (!all_restored) return 1;
+  if (fault_record && all_restored) {
+    auto kept = save_fault_record(fault_record.get(), *image, record_path);
+    recorded = kept.has_value();
+    if (kept && !quiet) fmt::print(stderr, "cxlpool-restore: {} faulted page(s) saved in {}\n", *kept, record_path);
+    if (!kept) fmt::print(stderr, "cxlpool-restore: recording the faulted pages: {}\n", kept.error().message);
+  }
+  if (!all_restored || !recorded) return 1;
   return first_failure;
 }

@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <span>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cxlpool/common/crc32c.hpp"
 #include "model_config.hpp"
 #include "model_files.hpp"
 #include "random_model.hpp"
@@ -51,7 +53,19 @@ struct Flags {
   bool reference_only = false;
   bool json = false;
   bool no_async = false;
+  bool pause_warm = false;
 };
+
+// A digest of every request's logits and tokens: two runs decoded alike
+// print the same one.
+uint32_t logits_digest(const std::vector<Sequence>& requests) {
+  uint32_t crc = 0;
+  for (const Sequence& s : requests) {
+    crc = cxlpool::crc32c(std::as_bytes(std::span(s.logits)), crc);
+    crc = cxlpool::crc32c(std::as_bytes(std::span(s.generated)), crc);
+  }
+  return crc;
+}
 
 // Row bytes the arena maps for `tokens` tokens in every layer's K and V.
 uint64_t row_bytes(const ModelConfig& m, uint64_t page, uint64_t tokens) {
@@ -108,6 +122,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-async", f.no_async, "map with step() only (no step_async worker)");
   app.add_flag("--reference-only", f.reference_only, "run the plain-buffer path only (no daemon)");
   app.add_flag("--json", f.json, "print the summary as one JSON object");
+  app.add_flag("--pause-warm", f.pause_warm,
+               "with --reference-only: once the prompts are prefilled, print \"warm\" and wait for a byte on stdin "
+               "(the point to checkpoint the warm worker at, docs/ckpt.md)");
   CLI11_PARSE(app, argc, argv);
 
   if (f.short_run) {
@@ -184,6 +201,21 @@ int main(int argc, char** argv) {
 
   // (1) Reference: the files read into private buffers.
   t0 = Clock::now();
+  Clock::time_point resumed = t0;
+  double first_token_ms = 0;
+  ReferenceHooks hooks;
+  hooks.after_first_token = [&] {
+    first_token_ms = std::chrono::duration<double, std::milli>(Clock::now() - resumed).count();
+  };
+  if (f.pause_warm && f.reference_only)
+    hooks.after_prefill = [&] {
+      std::printf("warm\n");
+      std::fflush(stdout);
+      char byte;
+      while (::read(0, &byte, 1) < 0 && errno == EINTR) {
+      }
+      resumed = Clock::now();
+    };
   std::vector<Sequence> expected = make_requests(w, f.model.vocab);
   {
     auto plain = read_model_files(f.model, *paths);
@@ -198,7 +230,7 @@ int main(int argc, char** argv) {
       remove_files();
       return kExitError;
     }
-    if (auto r = run_reference(f.model, *source, expected, w.decode_steps); !r) {
+    if (auto r = run_reference(f.model, *source, expected, w.decode_steps, hooks); !r) {
       print_failure(f, "reference run", r.error());
       remove_files();
       return kExitError;
@@ -213,6 +245,10 @@ int main(int argc, char** argv) {
   j["workload"] = {{"requests", w.requests}, {"prompt_len", w.prompt_len}, {"shared_prefix", w.shared_prefix},
                    {"decode_steps", w.decode_steps}, {"chunk_tokens", f.runtime.chunk_tokens}};
   j["reference_s"] = reference_s;
+  j["logits_crc32c"] = logits_digest(expected);
+  // From reading the model (or from the resume after --pause-warm) to the
+  // first decoded token.
+  j["first_token_ms"] = first_token_ms;
   if (!f.json) {
     std::printf("cxlpool-infer: %u layers, d_model %u, %u query / %u KV heads x %u, vocab %u, f32: %.1f MiB in %zu "
                 "safetensors file(s) (written in %.2f s)\n",
@@ -222,6 +258,8 @@ int main(int argc, char** argv) {
                 w.requests, w.prompt_len, std::min(w.shared_prefix, w.prompt_len), w.decode_steps,
                 f.runtime.chunk_tokens);
     std::printf("reference (plain buffers): %.2f s\n", reference_s);
+    std::printf("logits digest %08x, first token %.3f ms after %s\n", logits_digest(expected), first_token_ms,
+                f.pause_warm && f.reference_only ? "the resume" : "reading the model");
   }
   if (f.reference_only) {
     remove_files();

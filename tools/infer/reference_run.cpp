@@ -21,7 +21,7 @@ KvLayerView PlainKvCache::layer(uint32_t layer) const {
 }
 
 Result<void> run_reference(const ModelConfig& config, WeightSource& weights, std::vector<Sequence>& requests,
-                           uint32_t decode_steps) {
+                           uint32_t decode_steps, const ReferenceHooks& hooks) {
   const auto rows = static_cast<uint32_t>(requests.size());
   uint32_t max_context = 0;
   for (const Sequence& s : requests)
@@ -38,6 +38,7 @@ Result<void> run_reference(const ModelConfig& config, WeightSource& weights, std
   std::vector<float> logits;
   if (auto f = decoder.forward(weights, kv, work, logits); !f) return f;
   for (uint32_t r = 0; r < rows; ++r) requests[r].record(&logits[size_t{r} * config.vocab], config.vocab, decode_steps);
+  if (hooks.after_prefill) hooks.after_prefill();
 
   for (uint32_t step = 0; step < decode_steps; ++step) {
     work.clear();
@@ -49,6 +50,7 @@ Result<void> run_reference(const ModelConfig& config, WeightSource& weights, std
     }
     if (auto f = decoder.forward(weights, kv, work, logits); !f) return f;
     for (uint32_t r = 0; r < rows; ++r) requests[r].record(&logits[size_t{r} * config.vocab], config.vocab, decode_steps);
+    if (step == 0 && hooks.after_first_token) hooks.after_first_token();
   }
   return {};
 }

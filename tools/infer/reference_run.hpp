@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
@@ -26,8 +27,16 @@ class PlainKvCache final : public KvCache {
   mutable std::vector<std::vector<float>> k_, v_;  // per layer
 };
 
+// Points in a reference run a caller may act at: once the prompts are
+// prefilled (the worker is warm: weights built, KV cache filled), and once
+// the first token after that is decoded.
+struct ReferenceHooks {
+  std::function<void()> after_prefill;
+  std::function<void()> after_first_token;
+};
+
 // Serves `requests` (prompts filled in) to the end; fills their outputs.
 Result<void> run_reference(const ModelConfig& config, WeightSource& weights, std::vector<Sequence>& requests,
-                           uint32_t decode_steps);
+                           uint32_t decode_steps, const ReferenceHooks& hooks = {});
 
 }  // namespace cxlpool::infer

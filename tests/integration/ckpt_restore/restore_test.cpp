@@ -13,6 +13,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <thread>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -24,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "cxlpool/ckpt/capture.hpp"
+#include "cxlpool/ckpt/hot_set.hpp"
 #include "cxlpool/ckpt/image_header.hpp"
 #include "cxlpool/ckpt/image_writer.hpp"
 #include "support/temp_dir.hpp"
@@ -146,8 +149,11 @@ class Restore : public ::testing::Test {
     int status = -1;
     std::string out, err;
   };
-  Restored restore(const std::string& image, const std::string& policy, int count = 1) {
-    Piped r({restorer_, image, "--policy", policy, "--count", std::to_string(count)});
+  Restored restore(const std::string& image, const std::string& policy, int count = 1,
+                   const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {restorer_, image, "--policy", policy, "--count", std::to_string(count)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    Piped r(argv);
     r.write_in("x");
     r.close_in();
     Restored out;
@@ -267,13 +273,18 @@ TEST_F(Restore, CaptureTargetsResumeUnderEveryPolicy) {
   }
 }
 
-uint64_t pfn_of(pid_t pid, uint64_t addr) {
+uint64_t pagemap_entry(pid_t pid, uint64_t addr) {
   const int fd = ::open(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), O_RDONLY);
   uint64_t entry = 0;
   if (fd >= 0) {
     if (::pread(fd, &entry, 8, static_cast<off_t>(addr / 4096 * 8)) != 8) entry = 0;
     ::close(fd);
   }
+  return entry;
+}
+
+uint64_t pfn_of(pid_t pid, uint64_t addr) {
+  const uint64_t entry = pagemap_entry(pid, addr);
   return (entry >> 63) ? (entry & ((1ull << 55) - 1)) : 0;
 }
 
@@ -356,6 +367,104 @@ TEST_F(Restore, ACorruptImageIsRefused) {
   const Restored cut = restore(image, "mow");
   EXPECT_EQ(cut.status, 1);
   EXPECT_NE(cut.err.find("header"), std::string::npos) << cut.err;
+}
+
+bool local_anonymous(uint64_t entry) { return (entry >> 63) && !((entry >> 61) & 1); }
+
+// docs/ckpt.md "Hot sets": every mode restored under hybrid with the hot
+// set its moa restore recorded prints what the original does.
+TEST_F(Restore, HybridWithARecordedHotSetPrintsWhatTheOriginalDoes) {
+  for (const char* mode : kModes) {
+    const std::string expected = uninterrupted(mode);
+    const std::string image = checkpoint(mode);
+    const std::string hot = image + ".hot";
+    const Restored rec = restore(image, "moa", 1, {"--record-hot", hot});
+    EXPECT_EQ(rec.status, 0) << mode << ": " << rec.err;
+    EXPECT_EQ(rec.out, expected) << mode << ": " << rec.err;
+    auto set = read_hot_set_file(hot);
+    ASSERT_TRUE(set) << mode << ": " << set.error().message;
+    EXPECT_EQ(set->source, HotSource::kFaults);
+    EXPECT_FALSE(set->pages.empty()) << mode;
+    const Restored h = restore(image, "hybrid", 1, {"--hot", hot});
+    EXPECT_EQ(h.status, 0) << mode << ": " << h.err;
+    EXPECT_EQ(h.out, expected) << mode << ": " << h.err;
+  }
+}
+
+// The pages a moa clone faulted are, under hybrid with that hot set, the
+// clone's own anonymous pages from the start; without it they are the
+// image's file pages.
+TEST_F(Restore, HotPagesAreLocalAfterAHybridRestore) {
+  const std::string image = checkpoint("share");
+  const std::string hot = image + ".hot";
+  auto run = [&](const std::vector<std::string>& args, auto&& while_running) {
+    std::vector<std::string> argv = {restorer_, image};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Piped r(argv);
+    r.write_in("x");
+    const std::string l = r.line();
+    EXPECT_EQ(l.rfind("shared at ", 0), 0u) << l << r.all_err(1s);
+    const uint64_t addr = l.size() > 10 ? std::stoull(l.substr(10), nullptr, 16) : 0;
+    const std::vector<pid_t> keepers = children_of(r.pid());
+    const pid_t clone = keepers.empty() || children_of(keepers[0]).empty() ? -1 : children_of(keepers[0])[0];
+    while_running(addr, clone);
+    std::ofstream(data_ + ".write").flush();
+    EXPECT_EQ(r.line(), "wrote");
+    std::ofstream(data_ + ".exit").flush();
+    r.close_in();
+    EXPECT_EQ(r.wait(), 0) << r.all_err(1s);
+    std::filesystem::remove(data_ + ".write");
+    std::filesystem::remove(data_ + ".exit");
+    return addr;
+  };
+  const uint64_t addr = run({"--policy", "moa", "--record-hot", hot}, [](uint64_t, pid_t) {});
+  auto set = read_hot_set_file(hot);
+  ASSERT_TRUE(set) << set.error().message;
+  const std::set<uint64_t> pages(set->pages.begin(), set->pages.end());
+  for (uint64_t p = 0; p < 64; ++p) EXPECT_TRUE(pages.contains(addr + p * 4096)) << "page " << p;
+  run({"--policy", "hybrid", "--hot", hot}, [&](uint64_t a, pid_t clone) {
+    ASSERT_GT(clone, 0);
+    for (uint64_t p = 0; p < 64; ++p)
+      EXPECT_TRUE(local_anonymous(pagemap_entry(clone, a + p * 4096))) << "page " << p << " is not local";
+  });
+  run({"--policy", "hybrid"}, [&](uint64_t a, pid_t clone) {
+    ASSERT_GT(clone, 0);
+    EXPECT_FALSE(local_anonymous(pagemap_entry(clone, a + 4096))) << "without a hot set the page is the image's";
+  });
+}
+
+// A mow clone's written pages make a hot set too: the one page the clone
+// wrote is in it, pages it only read are not.
+TEST_F(Restore, AMowCloneRecordsTheImagePagesItWrote) {
+  const std::string image = checkpoint("share");
+  const std::string hot = image + ".written";
+  Piped r({restorer_, image, "--policy", "mow", "--record-hot", hot, "--record-ms", "1500"});
+  r.write_in("x");
+  const std::string l = r.line();
+  ASSERT_EQ(l.rfind("shared at ", 0), 0u) << l << r.all_err(1s);
+  const uint64_t addr = std::stoull(l.substr(10), nullptr, 16);
+  std::ofstream(data_ + ".write").flush();
+  EXPECT_EQ(r.line(), "wrote");
+  for (int i = 0; i < 100 && !std::filesystem::exists(hot); ++i) std::this_thread::sleep_for(50ms);
+  std::ofstream(data_ + ".exit").flush();
+  r.close_in();
+  EXPECT_EQ(r.wait(), 0) << r.all_err(1s);
+  auto set = read_hot_set_file(hot);
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_EQ(set->source, HotSource::kWritten);
+  const std::set<uint64_t> pages(set->pages.begin(), set->pages.end());
+  EXPECT_TRUE(pages.contains(addr));
+  EXPECT_FALSE(pages.contains(addr + 4096));
+}
+
+TEST_F(Restore, AHotSetOfAnotherImageIsRefused) {
+  const std::string image = checkpoint("threads");
+  const std::string other = checkpoint("threads");
+  const std::string hot = image + ".hot";
+  ASSERT_EQ(restore(image, "moa", 1, {"--record-hot", hot}).status, 0);
+  const Restored r = restore(other, "hybrid", 1, {"--hot", hot});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("recorded for another image"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -18,6 +18,8 @@
 
 #include <array>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -89,9 +91,55 @@ int exit_code(int wstatus) {
   return 255;
 }
 
+// Writes the pager's fault order into the record descriptor once: after the
+// recording time, or when the clone exited if that came first.
+class FaultRecorder {
+ public:
+  FaultRecorder(const LazyPager& pager, int fd, int record_ms) : pager_(pager), fd_(fd) {
+    if (record_ms > 0)
+      thread_ = std::thread([this, record_ms] {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(record_ms), [this] { return done_; });
+        write_locked();
+      });
+  }
+  ~FaultRecorder() {
+    {
+      std::lock_guard lock(mu_);
+      write_locked();
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void write_locked() {
+    if (done_) return;
+    done_ = true;
+    const std::vector<uint64_t> order = pager_.fault_order();  // x86-64: already little-endian
+    const char* p = reinterpret_cast<const char*>(order.data());
+    size_t left = order.size() * sizeof(uint64_t);
+    off_t at = 0;
+    while (left) {
+      const ssize_t w = ::pwrite(fd_, p, left, at);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      p += w, at += w, left -= static_cast<size_t>(w);
+    }
+    (void)::ftruncate(fd_, at);
+  }
+
+  const LazyPager& pager_;
+  int fd_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 [[noreturn]] void keeper_main(const Manifest& m, const RestorePlan& plan, int image_fd, int report_fd, int64_t start,
-                              bool detach) {
-  if (!detach) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+                              const CloneOptions& options) {
+  if (!options.detach) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   KeeperReport report;
   int status_pipe[2];
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
@@ -133,7 +181,10 @@ int exit_code(int wstatus) {
   std::thread pager_thread;
   if (pid > 0 && !lazy.empty()) {
     auto uffd = receive_uffd(sock[0]);
-    auto created = uffd ? LazyPager::create(image_fd, LazyPagerOptions{16, false, false})
+    // A recording copies exactly the pages touched, so that the hot set is
+    // the working set and not the read-ahead around it.
+    const bool recording = options.fault_record_fd >= 0;
+    auto created = uffd ? LazyPager::create(image_fd, LazyPagerOptions{recording ? 1u : 16u, recording, false})
                         : Result<std::unique_ptr<LazyPager>>(tl::unexpected(uffd.error()));
     if (created) {
       pager = std::move(*created);
@@ -144,6 +195,9 @@ int exit_code(int wstatus) {
     // Without a pager the clone's faults wait; its status (or its end) says why.
     if (!pager_thread.joinable()) ::kill(static_cast<pid_t>(pid), SIGKILL);
   }
+  std::unique_ptr<FaultRecorder> recorder;
+  if (pager && options.fault_record_fd >= 0)
+    recorder = std::make_unique<FaultRecorder>(*pager, options.fault_record_fd, options.record_ms);
   if (pid < 0) {
     std::snprintf(report.message, sizeof report.message, "clone3 with pid %d: %s", m.process.pid,
                   std::strerror(errno));
@@ -189,6 +243,7 @@ int exit_code(int wstatus) {
       break;
     }
   }
+  recorder.reset();
   if (pager_thread.joinable()) {
     pager->stop();
     pager_thread.join();
@@ -199,6 +254,12 @@ int exit_code(int wstatus) {
 }  // namespace
 
 Result<CloneHandle> start_clone(const Manifest& m, const RestorePlan& plan, int image_fd, bool detach) {
+  CloneOptions options;
+  options.detach = detach;
+  return start_clone(m, plan, image_fd, options);
+}
+
+Result<CloneHandle> start_clone(const Manifest& m, const RestorePlan& plan, int image_fd, const CloneOptions& options) {
   const int64_t start = now_ns();
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return fail_errno("pipe");
@@ -213,7 +274,7 @@ Result<CloneHandle> start_clone(const Manifest& m, const RestorePlan& plan, int 
   }
   if (keeper == 0) {
     ::close(report[0]);
-    keeper_main(m, plan, image_fd, report[1], start, detach);
+    keeper_main(m, plan, image_fd, report[1], start, options);
   }
   ::close(report[1]);
   return CloneHandle{static_cast<pid_t>(keeper), report[0]};

@@ -204,39 +204,59 @@ Result<RestorePlan> plan_restore(const Manifest& m, RestorePolicy policy, const 
     while (last_run < m.runs.size() && m.runs[last_run].addr < v.end) ++last_run;
     r = last_run;
 
-    bool copies = false;
+    // hybrid: a hot page is made the clone's own by writing it once in a
+    // MAP_PRIVATE mapping of the image (MADV_POPULATE_WRITE: the kernel's
+    // copy-on-write), so the run stays one mapping however the hot pages
+    // interleave with cold ones; mapping each piece apart would split the
+    // VMA per piece and run into vm.max_map_count.
+    const bool hybrid = policy == RestorePolicy::kHybrid;
+    bool copies = policy == RestorePolicy::kCopy;
+    std::vector<std::vector<Piece>> pieces;
+    for (size_t i = first_run; i < last_run; ++i) {
+      const PageRun& run = m.runs[i];
+      const uint64_t end = std::min(run.addr + run.pages * kPageSize, v.end);
+      pieces.push_back(split_hot(run.addr, end, hybrid ? hot : std::set<uint64_t>{}));
+      for (const Piece& p : pieces.back()) copies = copies || p.hot;
+    }
+    const uint32_t writable_prot = copies ? (v.prot | PROT_READ | PROT_WRITE) : v.prot;
     std::vector<RestoreStep> overlay;
     for (size_t i = first_run; i < last_run; ++i) {
       const PageRun& run = m.runs[i];
       const uint64_t end = std::min(run.addr + run.pages * kPageSize, v.end);
-      for (const Piece& p : split_hot(run.addr, end, policy == RestorePolicy::kHybrid ? hot : std::set<uint64_t>{})) {
-        RestoreStep s;
-        s.addr = p.start;
-        s.len = p.end - p.start;
-        s.prot = v.prot;
-        s.offset = run.image_offset + (p.start - run.addr);
-        const bool copy = policy == RestorePolicy::kCopy || (policy == RestorePolicy::kHybrid && p.hot);
-        const bool lazy = policy == RestorePolicy::kMoa && v.kind == VmaKind::kAnon;
-        if (copy) {
-          s.kind = StepKind::kCopy;
-          copies = true;
-          plan.copied_bytes += s.len;
-        } else if (lazy) {
-          s.kind = StepKind::kUffd;
-          plan.lazy_bytes += s.len;
-        } else {
-          s.kind = StepKind::kMap;
-          s.source = MapSource::kImage;
-          s.map_flags = MAP_PRIVATE;
-          plan.mapped_image_bytes += s.len;
-        }
-        overlay.push_back(s);
+      RestoreStep s;
+      s.addr = run.addr;
+      s.len = end - run.addr;
+      s.prot = v.prot;
+      s.offset = run.image_offset;
+      if (policy == RestorePolicy::kCopy) {
+        s.kind = StepKind::kCopy;
+        plan.copied_bytes += s.len;
+      } else if (policy == RestorePolicy::kMoa && v.kind == VmaKind::kAnon) {
+        s.kind = StepKind::kUffd;
+        plan.lazy_bytes += s.len;
+      } else {
+        s.kind = StepKind::kMap;
+        s.source = MapSource::kImage;
+        s.map_flags = MAP_PRIVATE;
+        s.prot = writable_prot;
+        plan.mapped_image_bytes += s.len;
+      }
+      overlay.push_back(s);
+      for (const Piece& p : pieces[i - first_run]) {
+        if (!p.hot) continue;
+        RestoreStep w;
+        w.kind = StepKind::kAdvise;
+        w.addr = p.start;
+        w.len = p.end - p.start;
+        w.advice = MADV_POPULATE_WRITE;
+        plan.copied_bytes += w.len;
+        overlay.push_back(w);
       }
     }
     RestoreStep base;
     base.addr = v.start;
     base.len = v.end - v.start;
-    base.prot = copies ? (v.prot | PROT_READ | PROT_WRITE) : v.prot;
+    base.prot = writable_prot;
     base.map_flags = MAP_PRIVATE | (v.map_flags & MAP_GROWSDOWN);
     if (v.kind == VmaKind::kAnon) {
       base.source = MapSource::kAnon;

@@ -47,6 +47,30 @@ struct CloneReport {
 // restore went. Unless `detach`, the keeper (and so the clone) is killed when
 // the calling thread exits.
 Result<CloneHandle> start_clone(const Manifest& manifest, const RestorePlan& plan, int image_fd, bool detach = false);
+
+struct CloneOptions {
+  bool detach = false;
+  // moa: where the keeper leaves the pages its pager placed, in fault order
+  // (LazyPager::fault_order(), u64 addresses, little-endian, from offset 0
+  // and truncated to them): a regular file or memfd, written once, after
+  // record_ms milliseconds or when the clone exits, whichever comes first
+  // (record_ms 0: at the exit).
+  int fault_record_fd = -1;
+  int record_ms = 0;
+};
+Result<CloneHandle> start_clone(const Manifest& manifest, const RestorePlan& plan, int image_fd,
+                                const CloneOptions& options);
+// The pages of the manifest's runs that process `pid` has written since it
+// mapped them from the image: present or swapped and no longer file pages in
+// its /proc/PID/pagemap (mow's copy-on-write made them anonymous). Needs
+// root or ptrace access to pid.
+Result<std::vector<uint64_t>> written_image_pages(pid_t pid, const Manifest& manifest);
+// Whether a pagemap entry is a page of anonymous memory (present or
+// swapped, PM_FILE clear).
+bool pagemap_entry_anonymous(uint64_t entry);
+// The clone a keeper (start_clone's CloneHandle::keeper) created, as a pid
+// of the caller's namespace; ESRCH when it has none (yet or any more).
+Result<pid_t> clone_pid(pid_t keeper);
 // Blocks until the clone reported that it runs the target's code (or failed).
 CloneReport wait_restored(CloneHandle& clone);
 // Blocks until the clone exits: its exit status, or 128 + the signal that
