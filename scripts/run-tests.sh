@@ -43,12 +43,12 @@ if [ $quick -eq 0 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suites build-asan unit integration
 
-  echo "== [3] libFuzzer: protocol, trace, SSD-region, safetensors, device-channel and block-command decoders, ${FUZZ_SECONDS}s each"
+  echo "== [3] libFuzzer: protocol, trace, SSD-region, safetensors, device-channel, block-command and checkpoint-image decoders, ${FUZZ_SECONDS}s each"
   if command -v clang++ >/dev/null; then
     if [ ! -f build-fuzz/build.ninja ]; then
       CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dcuda=disabled >/dev/null || status=1
     fi
-    for target in proto trace kvstore safetensors devpool blk; do
+    for target in proto trace kvstore safetensors devpool blk ckpt_manifest; do
       fuzzer=tests/fuzz/fuzz_${target}_decode
       if ! ninja -C build-fuzz "$fuzzer"; then
         status=1

@@ -23,7 +23,17 @@ enum class VmaKind : uint8_t {
   kVvarVclock,     // [vvar_vclock] (kernels >= 6.13)
   kVsyscall,       // [vsyscall]: fixed by the kernel, left alone
   kCxlpoolRegion,  // a shared mapping of a cxlpool region: re-mapped by the client library
+  kFileSharedReadOnly,  // MAP_SHARED of a regular file that can never be written through this
+                        // mapping (read-only and opened read-only: glibc's locale and gconv
+                        // caches): mapped again from the file, no pages stored
 };
+
+// Vma::madvise bits: advice seen in smaps' VmFlags that a restore re-applies.
+inline constexpr uint32_t kAdviseDontFork = 1u << 0;    // MADV_DONTFORK ("dc")
+inline constexpr uint32_t kAdviseWipeOnFork = 1u << 1;  // MADV_WIPEONFORK ("wf")
+inline constexpr uint32_t kAdviseHugePage = 1u << 2;    // MADV_HUGEPAGE ("hg")
+inline constexpr uint32_t kAdviseNoHugePage = 1u << 3;  // MADV_NOHUGEPAGE ("nh")
+inline constexpr uint32_t kAdviseDontDump = 1u << 4;    // MADV_DONTDUMP ("dd")
 
 // One VMA as /proc/PID/maps and smaps show it.
 struct Vma {

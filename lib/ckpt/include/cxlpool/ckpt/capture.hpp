@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// Checkpoints a running process into an image: every thread is stopped with
+// ptrace (seize + interrupt), its state and private memory are recorded, and
+// it is let go again, or killed when the caller asks. Needs CAP_SYS_PTRACE
+// (or a Yama ptrace_scope that lets the caller trace the target).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cxlpool/ckpt/image_writer.hpp"
+#include "cxlpool/ckpt/manifest.hpp"
+#include "cxlpool/common/result.hpp"
+
+namespace cxlpool::ckpt {
+
+struct CaptureOptions {
+  // Kill the target (SIGKILL while it is still stopped) once the image is
+  // complete, instead of letting it run on.
+  bool kill_after = false;
+  // The cxlpool regions the process has mapped (the daemon knows them): a
+  // shared mapping that is exactly one of these is recorded as a
+  // kCxlpoolRegion VMA instead of being refused.
+  std::vector<RegionRef> regions;
+  // Socket inodes that are the process's connections to the cxlpool control
+  // socket (FdKind::kCxlpoolSocket); any other socket above fd 2 is refused.
+  std::vector<uint64_t> cxlpool_socket_inodes;
+};
+
+// Records process `pid` into `image` and finishes it (ImageWriter::finish).
+// On any error the target is left running exactly as it was (registers and
+// signal mask restored, every thread detached) and the image is unfinished;
+// the message names what stopped the checkpoint. Errors:
+//   EPERM / ESRCH  the target cannot be traced, or is gone
+//   ENOTSUP        the process uses something a checkpoint cannot record:
+//                  the message names it (a socket, pidfd, eventfd, epoll,
+//                  io_uring, signalfd, timerfd, userfaultfd, inotify fd, a
+//                  pipe or device above fd 2, a memfd or deleted file, a
+//                  shared mapping other than a cxlpool region, POSIX timers,
+//                  a namespace other than the caller's, a seccomp filter, a
+//                  root directory other than /, a zombie leader)
+//   EIO / others   reading /proc, ptrace or the page copy failed
+[[nodiscard]] Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, ImageWriter& image);
+
+}  // namespace cxlpool::ckpt

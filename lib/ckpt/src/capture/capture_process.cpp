@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// The order of a capture: stop every thread; read what /proc and ptrace
+// show; classify mappings and descriptors (refusing what cannot be
+// restored, before anything is copied); inject the calls for what only the
+// process can report; copy the pages; finish the image; let go or kill.
+#include <sys/utsname.h>
+
+#include <chrono>
+
+#include "capture_steps.hpp"
+#include "cxlpool/ckpt/capture.hpp"
+#include "remote_syscall.hpp"
+
+namespace cxlpool::ckpt {
+
+Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, ImageWriter& image) {
+  using namespace detail;
+  auto frozen = FrozenProcess::freeze(pid);
+  if (!frozen) return tl::unexpected(frozen.error());
+  Manifest m;
+  m.created_unix_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  utsname u{};
+  if (::uname(&u) == 0) m.kernel_release = u.release;
+  FileTable files(m.files);
+  if (auto r = capture_process_files(pid, m.process, files); !r) return tl::unexpected(r.error());
+  for (pid_t tid : frozen->tids()) {
+    auto t = capture_thread(tid);
+    if (!t) return tl::unexpected(t.error());
+    m.threads.push_back(std::move(*t));
+  }
+  if (auto r = capture_shared_pending(pid, m.process); !r) return tl::unexpected(r.error());
+  if (auto r = capture_fds(pid, options, files, m.fds); !r) return tl::unexpected(r.error());
+  if (auto r = capture_vmas(pid, options, files, m); !r) return tl::unexpected(r.error());
+  const Vma* vdso = nullptr;
+  for (const Vma& v : m.vmas) {
+    if (v.kind == VmaKind::kVdso) vdso = &v;
+  }
+  if (vdso == nullptr) return detail::unsupported(pid, "it has no [vdso] (needed to ask it for its signal state)");
+  auto insn = find_syscall_insn(pid, vdso->start, vdso->end);
+  if (!insn) return tl::unexpected(insn.error());
+  if (auto r = capture_injected(*frozen, *insn, m); !r) return tl::unexpected(r.error());
+  if (auto r = capture_pages(pid, m, image); !r) return tl::unexpected(r.error());
+  if (auto r = image.finish(m); !r) return tl::unexpected(r.error());
+  if (options.kill_after) {
+    frozen->kill();
+  } else {
+    frozen->release();
+  }
+  return m;
+}
+
+}  // namespace cxlpool::ckpt

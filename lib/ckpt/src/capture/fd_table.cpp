@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// Open descriptors: regular files, directories and stateless devices
+// (/dev/null, /dev/zero, /dev/full, /dev/[u]random) are reopened by path at
+// restore; fds 0-2 that are pipes, ttys or sockets are the restorer's
+// caller's; the cxlpool control socket is the client library's to reconnect.
+// Anything else would restore wrong, so it is refused by name.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "capture_steps.hpp"
+#include "cxlpool/ckpt/proc_text.hpp"
+
+namespace cxlpool::ckpt::detail {
+namespace {
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// What an fd that cannot be checkpointed is, in words.
+std::string describe(const std::string& link, const struct stat& st) {
+  static const std::pair<std::string_view, const char*> kAnon[] = {
+      {"anon_inode:[eventfd]", "an eventfd"},       {"anon_inode:[eventpoll]", "an epoll instance"},
+      {"anon_inode:[signalfd]", "a signalfd"},      {"anon_inode:[timerfd]", "a timerfd"},
+      {"anon_inode:[io_uring]", "an io_uring"},     {"anon_inode:[pidfd]", "a pidfd"},
+      {"anon_inode:[userfaultfd]", "a userfaultfd"}, {"anon_inode:inotify", "an inotify instance"},
+      {"anon_inode:[fanotify]", "a fanotify group"}, {"anon_inode:[perf_event]", "a perf event"},
+      {"anon_inode:bpf", "a BPF object"},
+  };
+  for (const auto& [prefix, what] : kAnon) {
+    if (starts_with(link, prefix)) return what;
+  }
+  if (starts_with(link, "pidfd:")) return "a pidfd";
+  if (starts_with(link, "socket:")) return "a socket (" + link + ")";
+  if (starts_with(link, "pipe:")) return "a pipe (" + link + ")";
+  if (starts_with(link, "/memfd:")) return "a memfd (" + link + ") that is not a cxlpool region";
+  if (starts_with(link, "anon_inode:")) return "an anonymous inode (" + link + ")";
+  if (S_ISCHR(st.st_mode)) return "a character device (" + link + ")";
+  if (S_ISBLK(st.st_mode)) return "a block device (" + link + ")";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO (" + link + ")";
+  if (S_ISSOCK(st.st_mode)) return "a socket (" + link + ")";
+  return "an unsupported kind of file (" + link + ")";
+}
+
+// Character devices without state of their own, reopened by path like a file.
+bool stateless_device(const std::string& link, const struct stat& st) {
+  static const char* const kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+  if (!S_ISCHR(st.st_mode)) return false;
+  return std::any_of(std::begin(kDevices), std::end(kDevices), [&](const char* d) { return link == d; });
+}
+
+std::vector<int> open_fds(pid_t pid) {
+  std::vector<int> out;
+  const std::string dir = proc_path(pid, "fd");
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(std::atoi(e->d_name));
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, std::vector<FdEntry>& fds) {
+  for (int fd : open_fds(pid)) {
+    const std::string rel = "fd/" + std::to_string(fd);
+    auto link = read_proc_link(pid, rel);
+    if (!link) return tl::unexpected(link.error());
+    struct stat st {};
+    if (::stat(proc_path(pid, rel).c_str(), &st) != 0) return fail_errno("checkpoint: stat fd " + std::to_string(fd));
+    auto info_text = read_proc(pid, "fdinfo/" + std::to_string(fd));
+    if (!info_text) return tl::unexpected(info_text.error());
+    auto info = parse_fdinfo(*info_text);
+    if (!info) return tl::unexpected(info.error());
+    FdEntry e;
+    e.fd = fd;
+    e.open_flags = info->flags;
+    e.offset = info->pos;
+    const bool is_memfd = starts_with(*link, "/memfd:");
+    const bool is_deleted = link->size() > 10 && link->compare(link->size() - 10, 10, " (deleted)") == 0;
+    if (((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && starts_with(*link, "/") && !is_memfd) ||
+        stateless_device(*link, st)) {
+      if (is_deleted) return unsupported(pid, "fd " + std::to_string(fd) + " is a deleted file (" + *link + ")");
+      auto index = files.add(*link, proc_path(pid, rel));
+      if (!index) return tl::unexpected(index.error());
+      e.kind = S_ISDIR(st.st_mode) ? FdKind::kDirectory : FdKind::kRegular;
+      e.file = *index;
+    } else if (S_ISSOCK(st.st_mode) && std::find(options.cxlpool_socket_inodes.begin(),
+                                                 options.cxlpool_socket_inodes.end(),
+                                                 st.st_ino) != options.cxlpool_socket_inodes.end()) {
+      e.kind = FdKind::kCxlpoolSocket;
+      e.offset = 0;
+    } else if (fd <= 2 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode))) {
+      e.kind = FdKind::kStdio;
+      e.offset = 0;
+    } else {
+      return unsupported(pid, "fd " + std::to_string(fd) + " is " + describe(*link, st));
+    }
+    fds.push_back(e);
+  }
+  return {};
+}
+
+}  // namespace cxlpool::ckpt::detail

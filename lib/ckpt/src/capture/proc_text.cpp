@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cxlpool/ckpt/proc_text.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+namespace cxlpool::ckpt {
+namespace {
+
+std::vector<std::string_view> lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    out.push_back(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return out;
+}
+
+bool number(std::string_view s, uint64_t& out, int base = 10) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// The whitespace-separated words of a line.
+std::vector<std::string_view> words(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+// "start-end perms offset dev inode   path": the path is the rest of the
+// line after the inode, spaces and all.
+bool vma_header(std::string_view line, SmapsEntry& e) {
+  std::size_t pos = 0;
+  auto next_word = [&]() -> std::string_view {
+    while (pos < line.size() && line[pos] == ' ') ++pos;
+    const std::size_t start = pos;
+    while (pos < line.size() && line[pos] != ' ') ++pos;
+    return line.substr(start, pos - start);
+  };
+  const auto range = next_word();
+  const auto dash = range.find('-');
+  if (dash == std::string_view::npos || !number(range.substr(0, dash), e.start, 16) ||
+      !number(range.substr(dash + 1), e.end, 16)) {
+    return false;
+  }
+  e.perms = std::string(next_word());
+  if (e.perms.size() != 4 || !number(next_word(), e.offset, 16)) return false;
+  if (next_word().find(':') == std::string_view::npos || !number(next_word(), e.inode)) return false;
+  while (pos < line.size() && line[pos] == ' ') ++pos;
+  e.path = std::string(line.substr(pos));
+  return true;
+}
+
+}  // namespace
+
+bool SmapsEntry::has_flag(std::string_view flag) const {
+  return std::find(vm_flags.begin(), vm_flags.end(), flag) != vm_flags.end();
+}
+
+Result<std::vector<SmapsEntry>> parse_smaps(std::string_view text) {
+  std::vector<SmapsEntry> out;
+  for (std::string_view line : lines(text)) {
+    if (line.empty()) continue;
+    SmapsEntry e;
+    if (vma_header(line, e)) {
+      out.push_back(std::move(e));
+      continue;
+    }
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || out.empty()) {
+      return fail(EIO, "smaps: unexpected line \"" + std::string(line.substr(0, 80)) + "\"");
+    }
+    if (line.substr(0, colon) == "VmFlags") {
+      for (auto w : words(line.substr(colon + 1))) out.back().vm_flags.emplace_back(w);
+    }
+  }
+  return out;
+}
+
+Result<StatusFields> parse_status(std::string_view text) {
+  StatusFields s;
+  int seen = 0;
+  for (std::string_view line : lines(text)) {
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const auto key = line.substr(0, colon);
+    const auto w = words(line.substr(colon + 1));
+    uint64_t v = 0;
+    auto ids = [&](uint32_t (&out)[4]) {
+      for (std::size_t i = 0; i < 4 && i < w.size(); ++i) {
+        if (number(w[i], v)) out[i] = static_cast<uint32_t>(v);
+      }
+      ++seen;
+    };
+    auto cap = [&](uint64_t& out) {
+      if (!w.empty() && number(w[0], out, 16)) ++seen;
+    };
+    if (key == "State" && !w.empty()) s.state = w[0][0];
+    else if (key == "Umask" && !w.empty() && number(w[0], v, 8)) s.umask = static_cast<uint32_t>(v), s.has_umask = true;
+    else if (key == "Uid") ids(s.uid);
+    else if (key == "Gid") ids(s.gid);
+    else if (key == "Groups") {
+      for (auto g : w) {
+        if (number(g, v)) s.groups.push_back(static_cast<uint32_t>(v));
+      }
+    } else if (key == "CapInh") cap(s.cap_inheritable);
+    else if (key == "CapPrm") cap(s.cap_permitted);
+    else if (key == "CapEff") cap(s.cap_effective);
+    else if (key == "CapBnd") cap(s.cap_bounding);
+    else if (key == "CapAmb") cap(s.cap_ambient);
+    else if (key == "NoNewPrivs" && !w.empty() && number(w[0], v)) s.no_new_privs = static_cast<uint32_t>(v);
+    else if (key == "Seccomp" && !w.empty() && number(w[0], v)) s.seccomp = static_cast<uint32_t>(v);
+  }
+  if (seen != 7) return fail(EIO, "status: Uid, Gid or capability lines missing");
+  return s;
+}
+
+Result<MmFields> parse_stat_mm(std::string_view text) {
+  // The comm field may hold spaces and parentheses: fields start after the
+  // last ')'. The word after it is field 3.
+  const auto close = text.rfind(')');
+  if (close == std::string_view::npos) return fail(EIO, "stat: no comm field");
+  const auto w = words(text.substr(close + 1));
+  auto field = [&](int n, uint64_t& out) { return n - 3 < static_cast<int>(w.size()) && number(w[n - 3], out); };
+  MmFields m;
+  const bool ok = field(26, m.start_code) && field(27, m.end_code) && field(28, m.start_stack) &&
+                  field(45, m.start_data) && field(46, m.end_data) && field(47, m.start_brk) &&
+                  field(48, m.arg_start) && field(49, m.arg_end) && field(50, m.env_start) && field(51, m.env_end);
+  if (!ok) return fail(EIO, "stat: mm fields missing (a kernel thread, or the line is cut short)");
+  return m;
+}
+
+Result<FdInfo> parse_fdinfo(std::string_view text) {
+  FdInfo info;
+  int seen = 0;
+  for (std::string_view line : lines(text)) {
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const auto key = line.substr(0, colon);
+    const auto w = words(line.substr(colon + 1));
+    uint64_t v = 0;
+    if (w.empty()) continue;
+    if (key == "pos" && number(w[0], v)) info.pos = v, ++seen;
+    else if (key == "flags" && number(w[0], v, 8)) info.flags = static_cast<uint32_t>(v), ++seen;
+  }
+  if (seen != 2) return fail(EIO, "fdinfo: pos or flags missing");
+  return info;
+}
+
+}  // namespace cxlpool::ckpt

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// The process's VMAs from smaps, each classified by what a restore does with
+// it. Shared mappings other than cxlpool regions, device mappings and
+// mappings of files that are gone cannot be re-created, so they are refused.
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "capture_steps.hpp"
+#include "cxlpool/ckpt/proc_text.hpp"
+
+namespace cxlpool::ckpt::detail {
+namespace {
+
+std::string range(const SmapsEntry& e) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%llx-%llx", static_cast<unsigned long long>(e.start),
+                static_cast<unsigned long long>(e.end));
+  return buf;
+}
+
+uint32_t prot_of(const std::string& perms) {
+  return (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
+}
+
+uint32_t advice_of(const SmapsEntry& e) {
+  uint32_t a = 0;
+  if (e.has_flag("dc")) a |= kAdviseDontFork;
+  if (e.has_flag("wf")) a |= kAdviseWipeOnFork;
+  if (e.has_flag("hg")) a |= kAdviseHugePage;
+  if (e.has_flag("nh")) a |= kAdviseNoHugePage;
+  if (e.has_flag("dd")) a |= kAdviseDontDump;
+  return a;
+}
+
+bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+const RegionRef* region_holding(const CaptureOptions& options, const SmapsEntry& e) {
+  for (const RegionRef& r : options.regions) {
+    if (e.start >= r.addr && e.end <= r.addr + r.length) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& m) {
+  auto text = read_proc(pid, "smaps");
+  if (!text) return tl::unexpected(text.error());
+  auto entries = parse_smaps(*text);
+  if (!entries) return tl::unexpected(entries.error());
+  for (const SmapsEntry& e : *entries) {
+    Vma v;
+    v.start = e.start;
+    v.end = e.end;
+    v.prot = prot_of(e.perms);
+    const bool shared = e.perms[3] == 's';
+    v.map_flags = (shared ? MAP_SHARED : MAP_PRIVATE) | (e.has_flag("gd") ? MAP_GROWSDOWN : 0);
+    v.madvise = advice_of(e);
+    const std::string where = e.path.empty() ? "anonymous memory at " + range(e) : e.path + " at " + range(e);
+    if (e.path == "[vdso]") {
+      v.kind = VmaKind::kVdso;
+    } else if (e.path == "[vvar]") {
+      v.kind = VmaKind::kVvar;
+    } else if (e.path == "[vvar_vclock]") {
+      v.kind = VmaKind::kVvarVclock;
+    } else if (e.path == "[vsyscall]") {
+      v.kind = VmaKind::kVsyscall;
+    } else if (e.has_flag("io") || e.has_flag("pf")) {
+      // [vvar] is a PFN map too; it was handled above.
+      return unsupported(pid, "it maps device memory (" + where + ")");
+    } else if (e.has_flag("ht")) {
+      return unsupported(pid, "it has a hugetlb mapping (" + where + ")");
+    } else if (shared && region_holding(options, e) == nullptr) {
+      // A shared mapping that can never be written (no write permission now
+      // or later, VM_MAYWRITE clear) reads the file as a private one would.
+      if (!starts_with(e.path, "/") || starts_with(e.path, "/memfd:") || (v.prot & PROT_WRITE) || e.has_flag("mw")) {
+        return unsupported(pid, "it has a writable shared mapping that is not a cxlpool region (" + where + ")");
+      }
+      if (e.path.size() > 10 && e.path.compare(e.path.size() - 10, 10, " (deleted)") == 0) {
+        return unsupported(pid, "it maps a deleted file (" + where + ")");
+      }
+      auto index = files.add(e.path, proc_path(pid, "map_files/" + range(e)));
+      if (!index) return tl::unexpected(index.error());
+      v.kind = VmaKind::kFileSharedReadOnly;
+      v.file = *index;
+      v.file_offset = e.offset;
+    } else if (shared) {
+      const RegionRef* region = region_holding(options, e);
+      v.kind = VmaKind::kCxlpoolRegion;
+      auto index = files.add(e.path, proc_path(pid, "map_files/" + range(e)));
+      if (!index) return tl::unexpected(index.error());
+      v.file = *index;
+      v.file_offset = e.offset;
+      auto known = std::find_if(m.regions.begin(), m.regions.end(),
+                                [&](const RegionRef& r) { return r.addr == region->addr; });
+      if (known == m.regions.end()) m.regions.push_back(*region);
+    } else if (e.path.empty() || e.path == "[heap]" || e.path == "[stack]" || starts_with(e.path, "[anon:")) {
+      v.kind = VmaKind::kAnon;
+    } else if (starts_with(e.path, "/") && !starts_with(e.path, "/memfd:")) {
+      if (e.path.size() > 10 && e.path.compare(e.path.size() - 10, 10, " (deleted)") == 0) {
+        return unsupported(pid, "it maps a deleted file (" + where + ")");
+      }
+      struct stat st {};
+      const std::string link = proc_path(pid, "map_files/" + range(e));
+      if (::stat(link.c_str(), &st) != 0) return fail_errno("checkpoint: stat " + where);
+      if (S_ISCHR(st.st_mode) && e.path == "/dev/zero") {
+        v.kind = VmaKind::kAnon;  // a private mapping of /dev/zero is anonymous memory
+      } else if (!S_ISREG(st.st_mode)) {
+        return unsupported(pid, "it maps something that is not a regular file (" + where + ")");
+      } else {
+        auto index = files.add(e.path, link);
+        if (!index) return tl::unexpected(index.error());
+        v.kind = VmaKind::kFilePrivate;
+        v.file = *index;
+        v.file_offset = e.offset;
+      }
+    } else if (starts_with(e.path, "/memfd:")) {
+      return unsupported(pid, "it maps a memfd that is not a cxlpool region (" + where + ")");
+    } else {
+      return unsupported(pid, "it has a mapping of a kind a checkpoint cannot hold (" + where + ")");
+    }
+    m.vmas.push_back(v);
+  }
+  return {};
+}
+
+}  // namespace cxlpool::ckpt::detail

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// Writes the seed corpus for fuzz_ckpt_manifest_decode: a manifest's bytes
+// (full, minimal, with an unknown section), a whole image, and near misses
+// that each break one rule (a run outside its VMA, a duplicate section, a
+// truncated section, another version).
+//   fuzz_ckpt_manifest_seed DIR          write DIR/<name>.bin
+//   fuzz_ckpt_manifest_seed --check DIR  exit 1 unless DIR holds exactly those bytes
+#include <vector>
+
+#include "cxlpool/ckpt/image_header.hpp"
+#include "cxlpool/ckpt/manifest_codec.hpp"
+#include "cxlpool/common/crc32c.hpp"
+#include "seed_corpus.hpp"
+#include "support/ckpt_sample_manifest.hpp"
+
+namespace {
+
+using namespace cxlpool::ckpt;
+using cxlpool::fuzz::Seed;
+
+std::vector<std::byte> image_of(const Manifest& m) {
+  const auto manifest = encode_manifest(m);
+  ImageHeader h;
+  h.version = kFormatVersion;
+  h.data_offset = m.image_data_offset;
+  h.data_bytes = m.image_data_bytes;
+  h.manifest_offset = h.data_offset + h.data_bytes;
+  h.manifest_bytes = manifest.size();
+  h.manifest_crc32c = cxlpool::crc32c(manifest);
+  const auto header = encode_image_header(h);
+  std::vector<std::byte> out(header.begin(), header.end());
+  out.resize(h.manifest_offset, std::byte{0x11});
+  out.insert(out.end(), manifest.begin(), manifest.end());
+  return out;
+}
+
+void add_section(std::vector<std::byte>& bytes, uint32_t type, std::size_t length) {
+  for (uint32_t v : {type, static_cast<uint32_t>(length)}) {
+    for (int i = 0; i < 4; ++i) bytes.push_back(std::byte{static_cast<uint8_t>(v >> (8 * i))});
+  }
+  bytes.resize(bytes.size() + length, std::byte{0x22});
+}
+
+std::vector<Seed> seeds() {
+  std::vector<Seed> out;
+  const Manifest sample = cxlpool::test::sample_manifest();
+  out.push_back({"manifest.bin", encode_manifest(sample)});
+  Manifest minimal;
+  minimal.process.pid = 1;
+  minimal.threads.resize(1);
+  minimal.threads[0].tid = 1;
+  minimal.threads[0].regs.resize(kRegsBytes);
+  minimal.threads[0].xsave.resize(kMinXsaveBytes);
+  out.push_back({"minimal.bin", encode_manifest(minimal)});
+  auto unknown = encode_manifest(sample);
+  add_section(unknown, 99, 7);
+  out.push_back({"unknown-section.bin", unknown});
+  auto must = encode_manifest(sample);
+  add_section(must, 99 | kSectionMustUnderstand, 3);
+  out.push_back({"must-understand.bin", must});
+  auto dup = encode_manifest(minimal);
+  const auto again = encode_manifest(minimal);
+  dup.insert(dup.end(), again.begin(), again.end());
+  out.push_back({"duplicate.bin", dup});
+  auto truncated = encode_manifest(sample);
+  truncated.resize(truncated.size() / 2);
+  out.push_back({"truncated.bin", truncated});
+  Manifest outside = sample;
+  outside.runs[1].pages = 9;
+  out.push_back({"run-outside-vma.bin", encode_manifest(outside)});
+  Manifest v2 = sample;
+  v2.version = 2;
+  out.push_back({"version2.bin", encode_manifest(v2)});
+  out.push_back({"image.bin", image_of(sample)});
+  Manifest past = sample;
+  past.runs[2].image_offset = 4 * 4096;
+  out.push_back({"image-run-past-data.bin", image_of(past)});
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return cxlpool::fuzz::seed_corpus_main(argc, argv, seeds()); }

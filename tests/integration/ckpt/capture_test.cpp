@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: Apache-2.0
+// capture_process against the target programs of tests/ckpt_targets: the
+// manifest agrees with what each target reports about itself, page data
+// reads back as the target wrote it, the target runs on afterwards (or is
+// killed when asked), and what a checkpoint cannot hold is refused by name
+// with the target left running. Needs ptrace rights over a child (root, or
+// Yama ptrace_scope below 2); skips otherwise.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "cxlpool/ckpt/capture.hpp"
+#include "cxlpool/ckpt/image_reader.hpp"
+#include "cxlpool/ckpt/image_writer.hpp"
+#include "support/ckpt_target_process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cxlpool::ckpt {
+namespace {
+
+using test::CkptTarget;
+
+uint64_t hex_of(const std::string& s) { return std::stoull(s, nullptr, 16); }
+
+std::vector<std::string> words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// "TracerPid:\t0" once the checkpoint let go.
+int tracer_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("TracerPid:", 0) == 0) return std::stoi(line.substr(10));
+  }
+  return -1;
+}
+
+class CkptCapture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    program_ = test::ckpt_target_program();
+    if (program_.empty()) GTEST_SKIP() << "CXLPOOL_CKPT_TARGET is not set (run through meson test)";
+  }
+
+  // Starts a target; fails the test when it does not come up.
+  std::unique_ptr<CkptTarget> start(const std::vector<std::string>& args) {
+    auto t = std::make_unique<CkptTarget>(program_, args);
+    EXPECT_TRUE(t->started()) << "ckpt_target " << args[0] << " did not start";
+    return t;
+  }
+
+  // Checkpoints into a memfd and reads the image back through ImageReader.
+  // Skips the test when ptrace is not permitted here.
+  std::optional<Manifest> capture(pid_t pid, const CaptureOptions& options = {}) {
+    auto image = ImageWriter::to_memfd("ckpt-capture-test");
+    EXPECT_TRUE(image);
+    auto m = capture_process(pid, options, *image);
+    if (!m) {
+      error_ = m.error();
+      return std::nullopt;
+    }
+    auto reader = ImageReader::from_fd(image->release_fd());
+    EXPECT_TRUE(reader) << reader.error().message;
+    if (!reader) return std::nullopt;
+    reader_.emplace(std::move(*reader));
+    return reader_->manifest();
+  }
+
+  bool ptrace_denied() const { return error_.code == EPERM; }
+
+  const Vma* vma_at(const Manifest& m, uint64_t addr) {
+    for (const Vma& v : m.vmas) {
+      if (addr >= v.start && addr < v.end) return &v;
+    }
+    return nullptr;
+  }
+
+  // Stored pages of [addr, addr+bytes), in order.
+  std::vector<uint64_t> stored_pages(const Manifest& m, uint64_t addr, uint64_t bytes) {
+    std::vector<uint64_t> out;
+    for (const PageRun& r : m.runs) {
+      for (uint64_t p = 0; p < r.pages; ++p) {
+        const uint64_t page = r.addr + p * kPageSize;
+        if (page >= addr && page < addr + bytes) out.push_back(page);
+      }
+    }
+    return out;
+  }
+
+  // The image's copy of [addr, addr+bytes) (all of it must be stored).
+  std::vector<uint8_t> image_bytes(const Manifest& m, uint64_t addr, uint64_t bytes) {
+    std::vector<uint8_t> out(bytes);
+    uint64_t done = 0;
+    for (const PageRun& r : m.runs) {
+      const uint64_t end = r.addr + r.pages * kPageSize;
+      while (done < bytes && addr + done >= r.addr && addr + done < end) {
+        const uint64_t at = addr + done;
+        const uint64_t n = std::min(bytes - done, end - at);
+        const ssize_t got = ::pread(reader_->fd(), out.data() + done, n, static_cast<off_t>(r.image_offset + (at - r.addr)));
+        EXPECT_EQ(got, static_cast<ssize_t>(n));
+        done += n;
+      }
+    }
+    EXPECT_EQ(done, bytes) << "not all of the range is in the image";
+    return out;
+  }
+
+  // The common checks: the leader first, the target's own addresses, and
+  // the target running on, untraced.
+  test::TargetReport check_common(CkptTarget& t, const Manifest& m) {
+    const auto& s = t.setup();
+    EXPECT_EQ(m.process.pid, t.pid());
+    if (m.threads.empty() || m.fds.size() < 3 || m.process.mm.exe_file == kNoFile) {
+      ADD_FAILURE() << "no threads, fds or executable";
+      return {};
+    }
+    EXPECT_EQ(m.threads[0].tid, t.pid());
+    EXPECT_EQ(m.process.comm, "ckpt_target");
+    EXPECT_EQ(m.process.umask, 027u);
+    char cwd[4096];
+    EXPECT_NE(::getcwd(cwd, sizeof cwd), nullptr);
+    EXPECT_EQ(m.process.cwd, cwd);
+    EXPECT_EQ(m.process.creds.uid[0], ::getuid());
+    EXPECT_EQ(m.files[m.process.mm.exe_file].path, program_);
+    // brk: the target read sbrk(0) before anything could move it back.
+    EXPECT_GE(m.process.mm.brk, hex_of(s.at("brk")));
+    EXPECT_GE(m.process.mm.brk, m.process.mm.start_brk);
+    const Vma* vdso = vma_at(m, hex_of(s.at("vdso")));
+    EXPECT_TRUE(vdso && vdso->kind == VmaKind::kVdso && vdso->start == hex_of(s.at("vdso")));
+    EXPECT_TRUE(std::any_of(m.vmas.begin(), m.vmas.end(), [](const Vma& v) { return v.kind == VmaKind::kVvar; }));
+    const auto rseq = words(s.at("rseq"));
+    EXPECT_EQ(m.threads[0].rseq.addr, hex_of(rseq[0]));
+    EXPECT_EQ(m.threads[0].rseq.sig, 0x53053053u);  // glibc's RSEQ_SIG on x86
+    EXPECT_GE(m.threads[0].rseq.len, 32u);
+    EXPECT_NE(m.threads[0].clear_child_tid, 0u) << "glibc sets a tid address for every thread";
+    EXPECT_GE(m.threads[0].xsave.size(), 576u);
+    // fd 0 and 1 are the test's pipes, fd 2 /dev/null.
+    EXPECT_EQ(m.fds[0].kind, FdKind::kStdio);
+    EXPECT_EQ(m.fds[1].kind, FdKind::kStdio);
+    EXPECT_EQ(m.fds[2].kind, FdKind::kRegular);
+    EXPECT_EQ(m.files[m.fds[2].file].path, "/dev/null");
+    // The 256 KiB pattern reads back from the image as the target wrote it.
+    const uint64_t pattern = hex_of(s.at("pattern"));
+    const auto bytes = image_bytes(m, pattern, 256 * 1024);
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      if (bytes[i] != static_cast<uint8_t>((i * 131) ^ (i >> 9))) {
+        ADD_FAILURE() << "pattern byte " << i << " differs in the image";
+        break;
+      }
+    }
+    // Let go: not traced, and it answers.
+    EXPECT_EQ(tracer_of(t.pid()), 0);
+    auto r = t.report();
+    EXPECT_TRUE(r) << "the target does not answer after the checkpoint";
+    if (!r) return {};
+    EXPECT_EQ(r->at("pid"), std::to_string(t.pid()));
+    return *r;
+  }
+
+  std::string program_;
+  Error error_;
+  std::optional<ImageReader> reader_;
+};
+
+#define CAPTURE_OR_SKIP(m, t, ...)                                                   \
+  auto m = capture((t).pid(), ##__VA_ARGS__);                                        \
+  if (!m && ptrace_denied()) GTEST_SKIP() << "ptrace not permitted: " << error_.message; \
+  ASSERT_TRUE(m) << error_.message
+
+TEST_F(CkptCapture, SingleThreadedLoop) {
+  auto t = start({"loop"});
+  CAPTURE_OR_SKIP(m, *t);
+  EXPECT_EQ(m->threads.size(), 1u);
+  check_common(*t, *m);
+  // It goes on counting (it spins only while no command waits).
+  auto a = t->report();
+  ASSERT_TRUE(a);
+  bool counted = false;
+  for (int i = 0; i < 200 && !counted; ++i) {
+    ::usleep(10000);
+    auto b = t->report();
+    ASSERT_TRUE(b);
+    counted = std::stoull(b->at("counter")) > std::stoull(a->at("counter"));
+  }
+  EXPECT_TRUE(counted);
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, FourThreads) {
+  auto t = start({"threads"});
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  std::vector<int32_t> want;
+  for (const auto& w : words(t->setup().at("tids"))) want.push_back(std::stoi(w));
+  std::vector<int32_t> got;
+  for (const ThreadState& th : m->threads) got.push_back(th.tid);
+  EXPECT_EQ(got[0], want[0]);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  // Every thread has its own stack pointer and rseq area.
+  for (std::size_t i = 1; i < m->threads.size(); ++i) {
+    EXPECT_NE(m->threads[i].rseq.addr, m->threads[0].rseq.addr);
+    EXPECT_NE(m->threads[i].clear_child_tid, 0u);
+    EXPECT_NE(vma_at(*m, m->threads[i].rseq.addr), nullptr);
+  }
+  // The thread stopped in nanosleep sleeps on.
+  auto a = t->report();
+  ASSERT_TRUE(a);
+  bool slept = false;
+  for (int i = 0; i < 200 && !slept; ++i) {
+    ::usleep(10000);
+    auto b = t->report();
+    ASSERT_TRUE(b);
+    slept = std::stoull(b->at("sleeps")) > std::stoull(a->at("sleeps"));
+  }
+  EXPECT_TRUE(slept);
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, PendingSignalsItimerAndAltstack) {
+  auto t = start({"signals"});
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  const auto& s = t->setup();
+  const uint64_t mask = hex_of(s.at("sigmask"));
+  EXPECT_EQ(m->threads[0].sigmask & mask, mask);
+  auto signo = [](const std::array<uint8_t, 128>& info) {
+    int v;
+    std::memcpy(&v, info.data(), sizeof v);
+    return v;
+  };
+  ASSERT_EQ(m->threads[0].pending.size(), 1u);
+  EXPECT_EQ(signo(m->threads[0].pending[0]), SIGUSR1);
+  ASSERT_EQ(m->process.shared_pending.size(), 1u);
+  EXPECT_EQ(signo(m->process.shared_pending[0]), SIGUSR2);
+  EXPECT_EQ(m->process.itimer_real.interval_us, 250000u);
+  EXPECT_GT(m->process.itimer_real.value_us, 0u);
+  EXPECT_LE(m->process.itimer_real.value_us, 250000u);
+  const SigAction& alarm = m->process.sigactions[SIGALRM - 1];
+  EXPECT_EQ(alarm.handler, hex_of(s.at("alarm_handler")));
+  EXPECT_TRUE(alarm.flags & SA_ONSTACK);
+  EXPECT_TRUE(alarm.flags & SA_RESTART);
+  EXPECT_NE(alarm.restorer, 0u);
+  const auto alt = words(s.at("altstack"));
+  EXPECT_EQ(m->threads[0].altstack.sp, hex_of(alt[0]));
+  EXPECT_EQ(m->threads[0].altstack.size, std::stoull(alt[1]));
+  // The pending signals are still pending in the target, and the timer
+  // still fires.
+  auto r = t->report();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->at("pending"), "1 1");
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, GlibcRseq) {
+  auto t = start({"rseq"});
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  const auto rseq = words(t->setup().at("rseq"));
+  const Vma* v = vma_at(*m, hex_of(rseq[0]));
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->kind, VmaKind::kAnon);
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, VdsoClockThread) {
+  auto t = start({"vdso"});
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  EXPECT_EQ(m->threads.size(), 2u);
+  // [vdso] and [vvar] are recorded, never stored.
+  for (const Vma& v : m->vmas) {
+    if (v.kind == VmaKind::kVdso || v.kind == VmaKind::kVvar || v.kind == VmaKind::kVvarVclock) {
+      EXPECT_TRUE(stored_pages(*m, v.start, v.end - v.start).empty());
+    }
+  }
+  auto r = t->report();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->at("clock_ok"), "1");
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, FileReadAtAnOffset) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "data.txt").string();
+  {
+    std::ofstream out(path);
+    out << "0123456789abcdefghijklmnopqrstuvwxyz";
+  }
+  auto t = start({"file", path, "10"});
+  CAPTURE_OR_SKIP(m, *t);
+  const auto r = check_common(*t, *m);
+  const int fd = std::stoi(t->setup().at("file_fd"));
+  auto e = std::find_if(m->fds.begin(), m->fds.end(), [&](const FdEntry& f) { return f.fd == fd; });
+  ASSERT_NE(e, m->fds.end());
+  EXPECT_EQ(e->kind, FdKind::kRegular);
+  EXPECT_EQ(e->offset, 10u);
+  EXPECT_TRUE(e->open_flags & O_CLOEXEC);
+  EXPECT_EQ(e->open_flags & O_ACCMODE, static_cast<uint32_t>(O_RDONLY));
+  EXPECT_EQ(m->files[e->file].path, path);
+  EXPECT_EQ(m->files[e->file].size, 36u);
+  // The target reads on from where the checkpoint saw its offset.
+  EXPECT_EQ(r.at("read"), "abcdefghijklmnop");
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, PagesDroppedWithDontneedAreNotStored) {
+  auto t = start({"dontneed"});
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  const auto region = words(t->setup().at("region"));
+  const uint64_t addr = hex_of(region[0]), bytes = std::stoull(region[1]);
+  std::vector<uint64_t> want;
+  for (uint64_t p = 0; p < bytes / kPageSize; p += 2) want.push_back(addr + p * kPageSize);
+  EXPECT_EQ(stored_pages(*m, addr, bytes), want);
+  for (uint64_t page : want) {
+    const auto data = image_bytes(*m, page, kPageSize);
+    EXPECT_EQ(data[0], static_cast<uint8_t>((page - addr) / kPageSize + 1));
+  }
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, LargeSparseHeapStoresOnlyTouchedPages) {
+  auto t = start({"sparse"});
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  const auto region = words(t->setup().at("region"));
+  const uint64_t addr = hex_of(region[0]), bytes = std::stoull(region[1]);
+  const uint64_t stride = std::stoull(t->setup().at("stride"));
+  std::vector<uint64_t> want;
+  for (uint64_t at = 0; at < bytes; at += stride) want.push_back(addr + at);
+  EXPECT_EQ(stored_pages(*m, addr, bytes), want);
+  // 4096 pages of a GiB, not the GiB.
+  EXPECT_LT(m->image_data_bytes, 64ull << 20);
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, KillAfterCapture) {
+  auto t = start({"threads"});
+  CaptureOptions options;
+  options.kill_after = true;
+  CAPTURE_OR_SKIP(m, *t, options);
+  EXPECT_EQ(m->threads.size(), 4u);
+  const int status = t->wait();
+  ASSERT_NE(status, -1) << "the target still runs";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+TEST_F(CkptCapture, ImageInACallersFile) {
+  auto t = start({"loop"});
+  test::TempDir dir;
+  const std::string path = (dir.path() / "image").string();
+  auto image = ImageWriter::to_file(path);
+  ASSERT_TRUE(image) << image.error().message;
+  auto m = capture_process(t->pid(), {}, *image);
+  if (!m && m.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << m.error().message;
+  ASSERT_TRUE(m) << m.error().message;
+  auto reader = ImageReader::open(path);
+  ASSERT_TRUE(reader) << reader.error().message;
+  EXPECT_EQ(reader->manifest().runs.size(), m->runs.size());
+  EXPECT_EQ(reader->manifest().image_data_bytes, m->image_data_bytes);
+  EXPECT_EQ(t->stop(), 0);
+}
+
+struct Refusal {
+  const char* mode;
+  const char* names;
+};
+
+TEST_F(CkptCapture, RefusesWhatItCannotHoldAndLeavesTheTargetRunning) {
+  const Refusal cases[] = {
+      {"refuse-eventfd", "is an eventfd"},
+      {"refuse-timer", "POSIX timers"},
+      {"refuse-shared", "writable shared mapping"},
+  };
+  for (const Refusal& c : cases) {
+    SCOPED_TRACE(c.mode);
+    auto t = start({c.mode});
+    auto before = t->report();
+    ASSERT_TRUE(before);
+    auto image = ImageWriter::to_memfd("ckpt-refusal");
+    ASSERT_TRUE(image);
+    auto m = capture_process(t->pid(), {}, *image);
+    if (!m && m.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << m.error().message;
+    ASSERT_FALSE(m) << "checkpointed";
+    EXPECT_EQ(m.error().code, ENOTSUP) << m.error().message;
+    EXPECT_NE(m.error().message.find(c.names), std::string::npos) << m.error().message;
+    EXPECT_EQ(tracer_of(t->pid()), 0);
+    auto after = t->report();
+    ASSERT_TRUE(after) << "the target does not answer after a refused checkpoint";
+    EXPECT_EQ(after->at("digest"), before->at("digest"));
+    EXPECT_EQ(t->stop(), 0);
+  }
+}
+
+TEST_F(CkptCapture, NoSuchProcess) {
+  auto image = ImageWriter::to_memfd("ckpt-none");
+  ASSERT_TRUE(image);
+  auto m = capture_process(0x3ffffff, {}, *image);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code, ESRCH) << m.error().message;
+}
+
+}  // namespace
+}  // namespace cxlpool::ckpt

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// A small manifest that keeps every rule of validate_manifest, with one of
+// each kind of record (two threads, anonymous and file VMAs, runs, fds, a
+// region, hot pages), for tests and seed corpora to start from and break.
+#pragma once
+
+#include <sys/mman.h>
+
+#include "cxlpool/ckpt/manifest.hpp"
+
+namespace cxlpool::test {
+
+// `data_pages` pages of page data at image offset 4096 (where ImageWriter
+// puts them) back the runs.
+inline ckpt::Manifest sample_manifest() {
+  using namespace ckpt;
+  Manifest m;
+  m.created_unix_ns = 1700000000123456789ull;
+  m.kernel_release = "6.18.0-test";
+  m.process.pid = 4242;
+  m.process.comm = "sample";
+  m.process.cwd = "/tmp";
+  m.process.umask = 022;
+  m.process.rlimits[7] = {1024, 4096};
+  m.process.sigactions[9] = {0x401000, 0x04000000, 0x402000, 1ull << 1};
+  m.process.shared_pending.push_back({});
+  m.process.shared_pending[0][0] = 10;
+  m.process.itimer_real = {100000, 50000};
+  m.process.creds.uid[0] = 1000;
+  m.process.creds.groups = {1000, 27};
+  m.process.creds.cap_bounding = ~0ull >> 23;
+  m.process.mm.start_code = 0x400000;
+  m.process.mm.end_code = 0x401000;
+  m.process.mm.start_brk = m.process.mm.brk = 0x600000;
+  m.process.mm.auxv = {6, 4096, 0, 0};
+  m.process.mm.exe_file = 0;
+  for (int32_t tid : {4242, 4243}) {
+    ThreadState t;
+    t.tid = tid;
+    t.regs.assign(27 * 8, static_cast<uint8_t>(tid));
+    t.xsave.assign(1088, 0x5a);
+    t.sigmask = 1ull << 9;
+    t.rseq = {0x7f0000001000ull + static_cast<uint64_t>(tid - 4242) * 32, 32, 0x53053053};
+    t.clear_child_tid = 0x7f0000002000ull;
+    m.threads.push_back(std::move(t));
+  }
+  m.threads[1].pending.push_back({});
+  m.threads[1].pending[0][0] = 12;
+  m.files.push_back({"/usr/bin/sample", 0x803, 1234, 8192, 1700000000000000000});
+  m.files.push_back({"/tmp/data.txt", 0x803, 99, 100, 1700000000000000001});
+  m.vmas.push_back({0x400000, 0x402000, PROT_READ | PROT_EXEC, MAP_PRIVATE, VmaKind::kFilePrivate, 0, 0, 0});
+  m.vmas.push_back({0x600000, 0x604000, PROT_READ | PROT_WRITE, MAP_PRIVATE, VmaKind::kAnon, kNoFile, 0, 0});
+  m.vmas.push_back({0x7f0000000000ull, 0x7f0000004000ull, PROT_READ | PROT_WRITE, MAP_PRIVATE, VmaKind::kAnon,
+                    kNoFile, 0, 0});
+  m.vmas.push_back({0x7f0000010000ull, 0x7f0000012000ull, PROT_READ | PROT_EXEC, MAP_PRIVATE, VmaKind::kVdso,
+                    kNoFile, 0, 0});
+  m.runs.push_back({0x401000, 1, 4096});
+  m.runs.push_back({0x600000, 2, 8192});
+  m.runs.push_back({0x7f0000001000ull, 1, 16384});
+  m.fds.push_back({0, FdKind::kStdio, kNoFile, 0, 0});
+  m.fds.push_back({3, FdKind::kRegular, 1, 0, 17});
+  m.regions.push_back({0x7e0000000000ull, 1 << 21, "weights", 7, PROT_READ});
+  m.hot_pages = {0x600000, 0x7f0000001000ull};
+  m.image_data_offset = 4096;
+  m.image_data_bytes = 4 * 4096;
+  return m;
+}
+
+}  // namespace cxlpool::test

@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: Apache-2.0
+// The checkpoint image format: round trips through memory, a memfd and a
+// file, and every rejection of the header, the manifest's sections and the
+// manifest's rules, each with its errno.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+#include <utility>
+
+#include "cxlpool/ckpt/image_header.hpp"
+#include "cxlpool/ckpt/image_reader.hpp"
+#include "cxlpool/ckpt/image_writer.hpp"
+#include "cxlpool/ckpt/manifest_codec.hpp"
+#include "cxlpool/ckpt/manifest_validate.hpp"
+#include "cxlpool/common/crc32c.hpp"
+#include "support/ckpt_sample_manifest.hpp"
+#include "support/temp_dir.hpp"
+
+namespace cxlpool::ckpt {
+namespace {
+
+using test::sample_manifest;
+
+std::vector<std::byte> page_data(std::size_t pages) {
+  std::vector<std::byte> data(pages * kPageSize);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::byte{static_cast<uint8_t>(i * 7 + i / kPageSize)};
+  return data;
+}
+
+// The whole image of sample_manifest() (4 pages of data) in memory.
+std::vector<std::byte> sample_image(const Manifest& m = sample_manifest()) {
+  const auto manifest = encode_manifest(m);
+  ImageHeader h;
+  h.version = kFormatVersion;
+  h.data_offset = m.image_data_offset;
+  h.data_bytes = m.image_data_bytes;
+  h.manifest_offset = h.data_offset + h.data_bytes;
+  h.manifest_bytes = manifest.size();
+  h.manifest_crc32c = crc32c(manifest);
+  auto header = encode_image_header(h);
+  std::vector<std::byte> image(header.begin(), header.end());
+  const auto data = page_data(h.data_bytes / kPageSize);
+  image.insert(image.end(), data.begin(), data.end());
+  image.insert(image.end(), manifest.begin(), manifest.end());
+  return image;
+}
+
+void expect_rejected(const Result<Manifest>& r, int code, const std::string& says) {
+  ASSERT_FALSE(r) << "accepted; expected: " << says;
+  EXPECT_EQ(r.error().code, code) << r.error().message;
+  EXPECT_NE(r.error().message.find(says), std::string::npos) << r.error().message;
+}
+
+TEST(CkptFormat, ManifestRoundTripsByteForByte) {
+  const Manifest m = sample_manifest();
+  ASSERT_TRUE(validate_manifest(m));
+  const auto bytes = encode_manifest(m);
+  auto decoded = decode_manifest(bytes);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(encode_manifest(*decoded), bytes);
+  EXPECT_EQ(decoded->threads.size(), 2u);
+  EXPECT_EQ(decoded->threads[1].pending.size(), 1u);
+  EXPECT_EQ(decoded->threads[1].pending[0][0], 12);
+  EXPECT_EQ(decoded->process.sigactions[9].handler, 0x401000u);
+  EXPECT_EQ(decoded->process.rlimits[7][1], 4096u);
+  EXPECT_EQ(decoded->files[1].path, "/tmp/data.txt");
+  EXPECT_EQ(decoded->fds[1].offset, 17u);
+  EXPECT_EQ(decoded->regions[0].name, "weights");
+  EXPECT_EQ(decoded->process.creds.groups, (std::vector<uint32_t>{1000, 27}));
+  EXPECT_EQ(decoded->process.mm.auxv, m.process.mm.auxv);
+  EXPECT_EQ(decoded->hot_pages, m.hot_pages);
+}
+
+TEST(CkptFormat, ImageRoundTripsInMemory) {
+  auto m = decode_image(sample_image());
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(encode_manifest(*m), encode_manifest(sample_manifest()));
+}
+
+void write_sample(ImageWriter& w, Manifest& m) {
+  const auto data = page_data(4);
+  auto first = w.append(std::span(data).first(kPageSize));
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(*first, 4096u);
+  auto rest = w.append(std::span(data).subspan(kPageSize));
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(*rest, 8192u);
+  ASSERT_TRUE(w.finish(m));
+}
+
+void check_read_back(const ImageReader& r) {
+  EXPECT_EQ(encode_manifest(r.manifest()), encode_manifest(sample_manifest()));
+  const auto data = page_data(4);
+  const PageRun& run = r.manifest().runs[1];
+  std::vector<std::byte> out(run.pages * kPageSize);
+  ASSERT_TRUE(r.read_run(run, out));
+  EXPECT_EQ(std::memcmp(out.data(), data.data() + (run.image_offset - 4096), out.size()), 0);
+}
+
+TEST(CkptFormat, MemfdImageRoundTripsAndIsSealed) {
+  auto w = ImageWriter::to_memfd("ckpt-test");
+  ASSERT_TRUE(w) << w.error().message;
+  Manifest m = sample_manifest();
+  m.image_data_offset = m.image_data_bytes = 0;  // finish() fills them
+  write_sample(*w, m);
+  EXPECT_EQ(m.image_data_offset, 4096u);
+  EXPECT_EQ(m.image_data_bytes, 4 * 4096u);
+  EXPECT_FALSE(w->append(page_data(1))) << "appended after finish";
+  UniqueFd fd = w->release_fd();
+  EXPECT_NE(::ftruncate(fd.get(), 1), 0) << "a finished memfd image can shrink";
+  auto r = ImageReader::from_fd(std::move(fd));
+  ASSERT_TRUE(r) << r.error().message;
+  check_read_back(*r);
+}
+
+TEST(CkptFormat, FileImageRoundTripsAndDiscardRemovesIt) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "image").string();
+  {
+    auto w = ImageWriter::to_file(path);
+    ASSERT_TRUE(w) << w.error().message;
+    Manifest m = sample_manifest();
+    write_sample(*w, m);
+  }
+  auto r = ImageReader::open(path);
+  ASSERT_TRUE(r) << r.error().message;
+  check_read_back(*r);
+  auto again = ImageWriter::to_file(path);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, EEXIST);
+  const std::string other = (dir.path() / "half").string();
+  auto half = ImageWriter::to_file(other);
+  ASSERT_TRUE(half);
+  ASSERT_TRUE(half->append(page_data(2)));
+  half->discard();
+  EXPECT_NE(::access(other.c_str(), F_OK), 0);
+}
+
+TEST(CkptFormat, WriterRefusesPartialPages) {
+  auto w = ImageWriter::to_memfd("ckpt-test");
+  ASSERT_TRUE(w);
+  std::vector<std::byte> odd(100);
+  auto r = w->append(odd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EINVAL);
+  EXPECT_FALSE(w->reserve(5));
+  auto at = w->reserve(2 * kPageSize);
+  ASSERT_TRUE(at);
+  EXPECT_EQ(*at, 4096u);
+  EXPECT_EQ(w->data_bytes(), 2 * kPageSize);
+}
+
+// ---- header ----
+
+void put_u64(std::vector<std::byte>& image, std::size_t at, uint64_t v, int n = 8) {
+  for (int i = 0; i < n; ++i) image[at + i] = std::byte{static_cast<uint8_t>(v >> (8 * i))};
+}
+
+// Rewrites the header's checksum after a test changed a field.
+void reseal(std::vector<std::byte>& image) { put_u64(image, 56, crc32c(std::span(image).first(56)), 4); }
+
+struct HeaderCase {
+  const char* name;
+  std::function<void(std::vector<std::byte>&)> change;
+  int code;
+  const char* says;
+};
+
+TEST(CkptFormat, HeaderRejections) {
+  const HeaderCase cases[] = {
+      {"magic", [](auto& i) { i[0] = std::byte{'X'}; }, EBADMSG, "magic"},
+      {"version", [](auto& i) { put_u64(i, 8, 2, 4), reseal(i); }, ENOTSUP, "version 2"},
+      {"header crc", [](auto& i) { i[20] ^= std::byte{1}; }, EBADMSG, "header checksum"},
+      {"header length", [](auto& i) { put_u64(i, 12, 512, 4), reseal(i); }, EBADMSG, "header length"},
+      {"flags", [](auto& i) { put_u64(i, 52, 1, 4), reseal(i); }, EBADMSG, "flags"},
+      {"reserved", [](auto& i) { i[4000] = std::byte{1}; }, EBADMSG, "reserved"},
+      {"manifest empty", [](auto& i) { put_u64(i, 24, 0), reseal(i); }, EBADMSG, "manifest length"},
+      {"manifest huge", [](auto& i) { put_u64(i, 24, kMaxManifestBytes + 1), reseal(i); }, EBADMSG, "manifest length"},
+      {"manifest past end", [](auto& i) { put_u64(i, 16, i.size()), reseal(i); }, EBADMSG, "outside the file"},
+      {"manifest in header", [](auto& i) { put_u64(i, 16, 100), reseal(i); }, EBADMSG, "outside the file"},
+      {"manifest wraps", [](auto& i) { put_u64(i, 16, ~0ull - 10), reseal(i); }, EBADMSG, "outside the file"},
+      {"data unaligned", [](auto& i) { put_u64(i, 32, 4097), reseal(i); }, EBADMSG, "not page aligned"},
+      {"data length unaligned", [](auto& i) { put_u64(i, 40, 100), reseal(i); }, EBADMSG, "not page aligned"},
+      {"data past end", [](auto& i) { put_u64(i, 40, 1ull << 40), reseal(i); }, EBADMSG, "outside the file"},
+      {"data wraps", [](auto& i) { put_u64(i, 40, ~0ull - 4095), reseal(i); }, EBADMSG, "outside the file"},
+      {"data in header", [](auto& i) { put_u64(i, 32, 0), reseal(i); }, EBADMSG, "outside the file"},
+      {"overlap", [](auto& i) { put_u64(i, 40, 5 * 4096), reseal(i); }, EBADMSG, "overlaps"},
+      {"manifest crc", [](auto& i) { i.back() ^= std::byte{0x80}; }, EBADMSG, "manifest checksum"},
+      {"short", [](auto& i) { i.resize(4000); }, EBADMSG, "shorter"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto image = sample_image();
+    c.change(image);
+    expect_rejected(decode_image(image), c.code, c.says);
+  }
+}
+
+TEST(CkptFormat, HeaderAndManifestMustAgreeOnTheDataArea) {
+  Manifest m = sample_manifest();
+  m.image_data_bytes = 8 * 4096;  // runs still inside; the header says 4 pages
+  auto image = sample_image(sample_manifest());
+  const auto manifest = encode_manifest(m);
+  image.resize(4096 + 4 * 4096);
+  image.insert(image.end(), manifest.begin(), manifest.end());
+  put_u64(image, 24, manifest.size());
+  put_u64(image, 48, crc32c(manifest), 4);
+  reseal(image);
+  expect_rejected(decode_image(image), EBADMSG, "disagree");
+}
+
+TEST(CkptFormat, ReaderRefusesShortFilesAndDirectories) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "short").string();
+  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "CXLCKPT", 8), 8);
+  ::close(fd);
+  auto r = ImageReader::open(path);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EBADMSG);
+  auto d = ImageReader::open(dir.path().string());
+  ASSERT_FALSE(d);
+  auto missing = ImageReader::open((dir.path() / "none").string());
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ENOENT);
+}
+
+// ---- sections ----
+
+using Sections = std::vector<std::pair<uint32_t, std::vector<std::byte>>>;
+
+Sections split(const std::vector<std::byte>& bytes) {
+  Sections out;
+  std::size_t at = 0;
+  auto u32 = [&](std::size_t p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(std::to_integer<uint8_t>(bytes[p + i])) << (8 * i);
+    return v;
+  };
+  while (at < bytes.size()) {
+    const uint32_t type = u32(at), length = u32(at + 4);
+    out.emplace_back(type, std::vector<std::byte>(bytes.begin() + at + 8, bytes.begin() + at + 8 + length));
+    at += 8 + length;
+  }
+  return out;
+}
+
+std::vector<std::byte> join(const Sections& sections) {
+  std::vector<std::byte> out;
+  for (const auto& [type, payload] : sections) {
+    for (uint32_t v : {type, static_cast<uint32_t>(payload.size())}) {
+      for (int i = 0; i < 4; ++i) out.push_back(std::byte{static_cast<uint8_t>(v >> (8 * i))});
+    }
+    out.insert(out.end(), payload.begin(), payload.end());
+  }
+  return out;
+}
+
+std::vector<std::byte>& payload_of(Sections& s, SectionType type) {
+  for (auto& [t, p] : s) {
+    if (t == static_cast<uint32_t>(type)) return p;
+  }
+  throw std::runtime_error("no such section");
+}
+
+TEST(CkptFormat, SectionRejections) {
+  const auto good = encode_manifest(sample_manifest());
+  {
+    auto bytes = good;
+    bytes.resize(bytes.size() - 3);
+    expect_rejected(decode_manifest(bytes), EBADMSG, "past the end");
+  }
+  {
+    auto bytes = good;
+    bytes.resize(6);
+    expect_rejected(decode_manifest(bytes), EBADMSG, "past the end");
+  }
+  expect_rejected(decode_manifest({}), EBADMSG, "no info section");
+  for (SectionType required : {SectionType::kInfo, SectionType::kProcess, SectionType::kCredentials, SectionType::kMm,
+                               SectionType::kThread, SectionType::kVmas, SectionType::kRuns, SectionType::kFiles,
+                               SectionType::kFds}) {
+    Sections s = split(good);
+    std::erase_if(s, [&](const auto& e) { return e.first == static_cast<uint32_t>(required); });
+    auto r = decode_manifest(join(s));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, EBADMSG);
+    EXPECT_NE(r.error().message.find("no "), std::string::npos) << r.error().message;
+  }
+  {
+    Sections s = split(good);
+    s.push_back(s[1]);
+    expect_rejected(decode_manifest(join(s)), EBADMSG, "duplicate process");
+  }
+  {
+    Sections s = split(good);
+    payload_of(s, SectionType::kVmas).push_back(std::byte{0});
+    expect_rejected(decode_manifest(join(s)), EBADMSG, "vmas section has trailing bytes");
+  }
+  {
+    Sections s = split(good);
+    payload_of(s, SectionType::kRuns).pop_back();
+    expect_rejected(decode_manifest(join(s)), EBADMSG, "runs section is truncated");
+  }
+  {
+    // A count far larger than the section could hold is refused before any
+    // allocation.
+    Sections s = split(good);
+    auto& runs = payload_of(s, SectionType::kRuns);
+    runs[0] = runs[1] = runs[2] = runs[3] = std::byte{0xff};
+    expect_rejected(decode_manifest(join(s)), EBADMSG, "runs section is truncated");
+  }
+  {
+    // A string longer than kMaxStringBytes.
+    Sections s = split(good);
+    auto& info = payload_of(s, SectionType::kInfo);
+    info[12] = std::byte{0xff};
+    info[13] = std::byte{0xff};
+    expect_rejected(decode_manifest(join(s)), EBADMSG, "info section is truncated");
+  }
+  {
+    Sections s = split(good);
+    auto& thread = payload_of(s, SectionType::kThread);
+    thread[4] = std::byte{27 * 8 + 8};  // regs blob longer than a user_regs_struct
+    expect_rejected(decode_manifest(join(s)), EBADMSG, "thread section is truncated");
+  }
+  {
+    Sections s = split(good);
+    s.emplace_back(77u, std::vector<std::byte>(5));  // unknown, may be skipped
+    auto r = decode_manifest(join(s));
+    ASSERT_TRUE(r) << r.error().message;
+    s.emplace_back(77u | kSectionMustUnderstand, std::vector<std::byte>(5));
+    expect_rejected(decode_manifest(join(s)), ENOTSUP, "must be understood");
+  }
+  {
+    Manifest m = sample_manifest();
+    m.version = 2;
+    expect_rejected(decode_manifest(encode_manifest(m)), ENOTSUP, "format version 2");
+  }
+  {
+    // Optional sections may be absent.
+    Sections s = split(good);
+    std::erase_if(s, [](const auto& e) {
+      return e.first == static_cast<uint32_t>(SectionType::kRegions) ||
+             e.first == static_cast<uint32_t>(SectionType::kHotPages) ||
+             e.first == static_cast<uint32_t>(SectionType::kSharedPending);
+    });
+    auto r = decode_manifest(join(s));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_TRUE(r->regions.empty());
+    EXPECT_TRUE(r->hot_pages.empty());
+  }
+}
+
+// ---- rules ----
+
+struct RuleCase {
+  const char* name;
+  std::function<void(Manifest&)> change;
+  const char* says;
+};
+
+TEST(CkptFormat, RuleRejections) {
+  const RuleCase cases[] = {
+      {"pid", [](Manifest& m) { m.process.pid = 0; }, "not positive"},
+      {"no threads", [](Manifest& m) { m.threads.clear(); }, "no thread"},
+      {"leader", [](Manifest& m) { std::swap(m.threads[0], m.threads[1]); }, "leader"},
+      {"tid", [](Manifest& m) { m.threads[1].tid = -3; }, "tid is not positive"},
+      {"dup tid", [](Manifest& m) { m.threads.push_back(m.threads[1]); }, "one tid"},
+      {"regs", [](Manifest& m) { m.threads[1].regs.resize(100); }, "user_regs_struct"},
+      {"xsave small", [](Manifest& m) { m.threads[0].xsave.resize(100); }, "xsave area"},
+      {"rseq", [](Manifest& m) { m.threads[0].rseq.len = 0; }, "rseq"},
+      {"rseq len", [](Manifest& m) { m.threads[0].rseq.len = 8192; }, "rseq"},
+      {"vma unaligned", [](Manifest& m) { m.vmas[1].end += 1; }, "not page aligned or empty"},
+      {"vma empty", [](Manifest& m) { m.vmas[1].end = m.vmas[1].start; }, "not page aligned or empty"},
+      {"vma order", [](Manifest& m) { std::swap(m.vmas[0], m.vmas[1]); }, "not sorted"},
+      {"vma overlap", [](Manifest& m) { m.vmas[1].start = 0x401000; }, "overlaps"},
+      {"vma kind", [](Manifest& m) { m.vmas[1].kind = static_cast<VmaKind>(9); }, "unknown kind"},
+      {"vma kind zero", [](Manifest& m) { m.vmas[1].kind = static_cast<VmaKind>(0); }, "unknown kind"},
+      {"vma file", [](Manifest& m) { m.vmas[0].file = 2; }, "file index"},
+      {"anon with file", [](Manifest& m) { m.vmas[1].file = 0; }, "file index"},
+      {"vma file offset", [](Manifest& m) { m.vmas[0].file_offset = 12; }, "file offset"},
+      {"data area", [](Manifest& m) { m.image_data_offset = 100; }, "page data area"},
+      {"run empty", [](Manifest& m) { m.runs[0].pages = 0; }, "empty"},
+      {"run unaligned", [](Manifest& m) { m.runs[0].addr += 8; }, "unaligned"},
+      {"run wraps", [](Manifest& m) { m.runs[2].pages = ~0ull / 2; }, "past 2^64"},
+      {"run order", [](Manifest& m) { std::swap(m.runs[0], m.runs[1]); }, "not sorted"},
+      {"run outside vma", [](Manifest& m) { m.runs[1].pages = 5; }, "not inside one vma"},
+      {"run before vmas", [](Manifest& m) { m.runs[0].addr = 0x1000; }, "not inside one vma"},
+      {"run in vdso",
+       [](Manifest& m) {
+         m.runs[2] = {0x7f0000010000ull, 1, 16384};
+         m.hot_pages.pop_back();
+       },
+       "not stored"},
+      {"run image offset", [](Manifest& m) { m.runs[0].image_offset = 0; }, "outside the page data"},
+      {"run image end", [](Manifest& m) { m.runs[2].image_offset = 5 * 4096; }, "outside the page data"},
+      {"run image unaligned", [](Manifest& m) { m.runs[2].image_offset += 1; }, "unaligned"},
+      {"file path", [](Manifest& m) { m.files[1].path = "relative"; }, "not absolute"},
+      {"file nul", [](Manifest& m) { m.files[1].path = std::string("/a\0b", 4); }, "not absolute"},
+      {"cwd", [](Manifest& m) { m.process.cwd = "tmp"; }, "cwd"},
+      {"exe", [](Manifest& m) { m.process.mm.exe_file = 5; }, "exe file"},
+      {"auxv", [](Manifest& m) { m.process.mm.auxv.push_back(1); }, "auxv"},
+      {"umask", [](Manifest& m) { m.process.umask = 01000; }, "umask"},
+      {"fd order", [](Manifest& m) { std::swap(m.fds[0], m.fds[1]); }, "not sorted"},
+      {"fd repeat", [](Manifest& m) { m.fds[1].fd = 0; }, "not sorted or repeated"},
+      {"fd negative", [](Manifest& m) { m.fds[0].fd = -1; }, "not sorted"},
+      {"fd file", [](Manifest& m) { m.fds[1].file = 7; }, "file index"},
+      {"stdio high", [](Manifest& m) { m.fds[1] = {3, FdKind::kStdio, kNoFile, 0, 0}; }, "stdio"},
+      {"socket file", [](Manifest& m) { m.fds[1] = {3, FdKind::kCxlpoolSocket, 1, 0, 0}; }, "without a file"},
+      {"fd kind", [](Manifest& m) { m.fds[1].kind = static_cast<FdKind>(42); }, "unknown kind"},
+      {"region", [](Manifest& m) { m.regions[0].length = 100; }, "region weights"},
+      {"region wraps", [](Manifest& m) { m.regions[0].addr = ~0ull - 4095; }, "past 2^64"},
+      {"hot order", [](Manifest& m) { std::swap(m.hot_pages[0], m.hot_pages[1]); }, "sorted"},
+      {"hot repeat", [](Manifest& m) { m.hot_pages[1] = m.hot_pages[0]; }, "sorted"},
+      {"hot outside", [](Manifest& m) { m.hot_pages[1] = 0x7f0000003000ull; }, "not in any run"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Manifest m = sample_manifest();
+    c.change(m);
+    auto v = validate_manifest(m);
+    ASSERT_FALSE(v);
+    EXPECT_EQ(v.error().code, EBADMSG);
+    EXPECT_NE(v.error().message.find(c.says), std::string::npos) << v.error().message;
+    // The decoder holds a manifest to the same rules.
+    expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, c.says);
+  }
+}
+
+}  // namespace
+}  // namespace cxlpool::ckpt

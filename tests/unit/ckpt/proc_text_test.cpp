@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// The /proc parsers capture relies on, on text copied from a 6.18 kernel.
+#include <gtest/gtest.h>
+
+#include "cxlpool/ckpt/proc_text.hpp"
+
+namespace cxlpool::ckpt {
+namespace {
+
+constexpr const char* kSmaps =
+    "55d1c8a00000-55d1c8a02000 r--p 00000000 08:01 1572887                    /usr/bin/sleep\n"
+    "Size:                  8 kB\n"
+    "Rss:                   8 kB\n"
+    "VmFlags: rd mr mw me sd \n"
+    "7f2f009f7000-7f2f009fe000 r--s 00000000 08:01 1837                       /usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache\n"
+    "VmFlags: rd mr me ms sd \n"
+    "7f2f00a00000-7f2f00a01000 rw-p 00000000 00:00 0 \n"
+    "VmFlags: rd wr mr mw me ac sd dc hg \n"
+    "7f2f00b00000-7f2f00b01000 rw-p 00000000 00:01 77                         /memfd:my region (deleted)\n"
+    "VmFlags: rd wr mr mw me sd \n"
+    "7fffd6f08000-7fffd6f29000 rw-p 00000000 00:00 0                          [stack]\n"
+    "VmFlags: rd wr mr mw me gd ac \n"
+    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n"
+    "VmFlags: ex \n";
+
+TEST(CkptProcText, Smaps) {
+  auto e = parse_smaps(kSmaps);
+  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_EQ(e->size(), 6u);
+  EXPECT_EQ((*e)[0].start, 0x55d1c8a00000u);
+  EXPECT_EQ((*e)[0].end, 0x55d1c8a02000u);
+  EXPECT_EQ((*e)[0].perms, "r--p");
+  EXPECT_EQ((*e)[0].inode, 1572887u);
+  EXPECT_EQ((*e)[0].path, "/usr/bin/sleep");
+  EXPECT_TRUE((*e)[0].has_flag("mw"));
+  EXPECT_FALSE((*e)[1].has_flag("mw"));
+  EXPECT_EQ((*e)[2].path, "");
+  EXPECT_TRUE((*e)[2].has_flag("dc"));
+  EXPECT_TRUE((*e)[2].has_flag("hg"));
+  EXPECT_EQ((*e)[3].path, "/memfd:my region (deleted)");
+  EXPECT_EQ((*e)[4].path, "[stack]");
+  EXPECT_TRUE((*e)[4].has_flag("gd"));
+  EXPECT_EQ((*e)[5].start, 0xffffffffff600000u);
+}
+
+TEST(CkptProcText, MapsWithoutFlagsAndRejections) {
+  auto e = parse_smaps("00400000-00401000 r-xp 00000000 08:01 12 /bin/x\n");
+  ASSERT_TRUE(e);
+  ASSERT_EQ(e->size(), 1u);
+  EXPECT_TRUE((*e)[0].vm_flags.empty());
+  EXPECT_FALSE(parse_smaps("garbage\n"));
+  EXPECT_FALSE(parse_smaps("Size: 4 kB\n")) << "a key before any VMA";
+  EXPECT_FALSE(parse_smaps("00400000-zz r-xp 00000000 08:01 12 /bin/x\n"));
+}
+
+constexpr const char* kStatus =
+    "Name:\tckpt_target\n"
+    "Umask:\t0027\n"
+    "State:\tS (sleeping)\n"
+    "Uid:\t1000\t1001\t1002\t1003\n"
+    "Gid:\t100\t101\t102\t103\n"
+    "Groups:\t4 24 27 \n"
+    "NoNewPrivs:\t1\n"
+    "Seccomp:\t0\n"
+    "CapInh:\t0000000000000000\n"
+    "CapPrm:\t000001ffffffffff\n"
+    "CapEff:\t000001ffffffffff\n"
+    "CapBnd:\t000001ffffffffff\n"
+    "CapAmb:\t0000000000000001\n";
+
+TEST(CkptProcText, Status) {
+  auto s = parse_status(kStatus);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->state, 'S');
+  EXPECT_TRUE(s->has_umask);
+  EXPECT_EQ(s->umask, 027u);
+  EXPECT_EQ(s->uid[0], 1000u);
+  EXPECT_EQ(s->uid[2], 1002u);
+  EXPECT_EQ(s->gid[1], 101u);
+  EXPECT_EQ(s->groups, (std::vector<uint32_t>{4, 24, 27}));
+  EXPECT_EQ(s->cap_permitted, 0x1ffffffffffu);
+  EXPECT_EQ(s->cap_ambient, 1u);
+  EXPECT_EQ(s->no_new_privs, 1u);
+  EXPECT_EQ(s->seccomp, 0u);
+  EXPECT_FALSE(parse_status("Name:\tx\nUid:\t0\t0\t0\t0\n")) << "no Gid or capabilities";
+}
+
+TEST(CkptProcText, StatMmFields) {
+  // comm with a space and a parenthesis; fields 26-28 and 45-51 set apart.
+  std::string stat = "1234 (a) b) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 555 1000000 200";
+  // fields 24 .. 52
+  const char* rest[] = {"18446744073709551615", "4096", "8192", "140737488347136", "0", "0", "0", "0", "0", "0", "0",
+                        "0", "0", "17", "3", "0", "0", "0", "0", "0", "12288", "16384", "20480", "24576", "28672",
+                        "32768", "36864", "0"};
+  for (const char* r : rest) stat += std::string(" ") + r;
+  auto m = parse_stat_mm(stat);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->start_code, 4096u);
+  EXPECT_EQ(m->end_code, 8192u);
+  EXPECT_EQ(m->start_stack, 140737488347136u);
+  EXPECT_EQ(m->start_data, 12288u);
+  EXPECT_EQ(m->end_data, 16384u);
+  EXPECT_EQ(m->start_brk, 20480u);
+  EXPECT_EQ(m->arg_start, 24576u);
+  EXPECT_EQ(m->arg_end, 28672u);
+  EXPECT_EQ(m->env_start, 32768u);
+  EXPECT_EQ(m->env_end, 36864u);
+  EXPECT_FALSE(parse_stat_mm("1234 (x) S 1 2 3"));
+  EXPECT_FALSE(parse_stat_mm("no comm"));
+}
+
+TEST(CkptProcText, Fdinfo) {
+  auto f = parse_fdinfo("pos:\t10\nflags:\t02100000\nmnt_id:\t25\nino:\t99\n");
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->pos, 10u);
+  EXPECT_EQ(f->flags, 02100000u);
+  EXPECT_FALSE(parse_fdinfo("pos:\t10\n"));
+}
+
+}  // namespace
+}  // namespace cxlpool::ckpt

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N] [--prefault]: restores
+// clones of a checkpointed process (docs/ckpt.md "Restore"), each in a pid
+// namespace of its own, and waits for them. Exit status: the first clone's
+// that failed, or 0; 1 when a clone could not be restored.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cxlpool/ckpt/image_reader.hpp"
+#include "cxlpool/ckpt/restorer.hpp"
+
+using namespace cxlpool;
+using namespace cxlpool::ckpt;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Restore clones of a cxlpool checkpoint image"};
+  std::string image_path, policy_text = "mow";
+  int count = 1;
+  bool quiet = false, no_wait = false, prefault = false;
+  app.add_option("image", image_path, "checkpoint image (cxlpool-ckpt dump)")->required();
+  app.add_option("--policy", policy_text, "mow (map the image copy-on-write), moa (fill on access), hybrid (copy "
+                                          "the hot pages, map the rest), copy (read every page)");
+  app.add_option("--count", count, "clones to restore at once")->check(CLI::Range(1, 1024));
+  app.add_flag("--prefault", prefault, "fill the page tables for the image's pages during the restore (mow, "
+                                      "hybrid): a slower restore, no page faults on the first pass");
+  app.add_flag("--quiet", quiet, "no line per restored clone");
+  app.add_flag("--no-wait", no_wait, "exit once every clone is restored, leaving them running");
+  CLI11_PARSE(app, argc, argv);
+
+  const auto start = std::chrono::steady_clock::now();
+  auto policy = parse_policy(policy_text);
+  if (!policy) {
+    fmt::print(stderr, "cxlpool-restore: {}\n", policy.error().message);
+    return 2;
+  }
+  auto image = ImageReader::open(image_path);
+  if (!image) {
+    fmt::print(stderr, "cxlpool-restore: {}: {}\n", image_path, image.error().message);
+    return 1;
+  }
+  const Manifest& m = image->manifest();
+  auto host = probe_host();
+  if (!host) {
+    fmt::print(stderr, "cxlpool-restore: {}\n", host.error().message);
+    return 1;
+  }
+  auto plan = plan_restore(m, *policy, *host);
+  if (!plan) {
+    fmt::print(stderr, "cxlpool-restore: cannot restore {}: {}\n", image_path, plan.error().message);
+    return 1;
+  }
+  if (prefault) prefault_image_pages(*plan);
+  if (auto ok = check_files(m); !ok) {
+    fmt::print(stderr, "cxlpool-restore: cannot restore {}: {}\n", image_path, ok.error().message);
+    return 1;
+  }
+  std::fflush(nullptr);
+  std::vector<CloneHandle> clones;
+  for (int i = 0; i < count; ++i) {
+    auto clone = start_clone(m, *plan, image->fd(), no_wait);
+    if (!clone) {
+      fmt::print(stderr, "cxlpool-restore: clone {}: {}\n", i + 1, clone.error().message);
+      return 1;
+    }
+    clones.push_back(*clone);
+  }
+  bool all_restored = true;
+  for (size_t i = 0; i < clones.size(); ++i) {
+    const CloneReport r = wait_restored(clones[i]);
+    if (!r.restored) {
+      all_restored = false;
+      fmt::print(stderr, "cxlpool-restore: clone {} of {}: {}\n", i + 1, image_path, r.error);
+      continue;
+    }
+    if (!quiet)
+      fmt::print(stderr,
+                 "cxlpool-restore: clone {}: pid {} (keeper {}) restored in {:.3f} ms, {} policy ({} MiB mapped, {} "
+                 "MiB copied, {} MiB lazy)\n",
+                 i + 1, m.process.pid, clones[i].keeper, r.restore_ms, policy_name(*policy),
+                 plan->mapped_image_bytes >> 20, plan->copied_bytes >> 20, plan->lazy_bytes >> 20);
+  }
+  if (!quiet) {
+    const double total =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    fmt::print(stderr, "cxlpool-restore: {} clone(s) in {:.3f} ms including reading the image\n", count, total);
+  }
+  if (no_wait) return all_restored ? 0 : 1;
+  int first_failure = 0;
+  for (CloneHandle& c : clones) {
+    const int status = wait_exit(c);
+    if (status != 0 && first_failure == 0) first_failure = status;
+  }
+  if (!all_restored) return 1;
+  return first_failure;
+}
