@@ -23,6 +23,12 @@
 //   ckpt_target dontneed             64 written pages, every other one
 //                                    dropped with MADV_DONTNEED
 //   ckpt_target sparse               1 GiB of heap, one page in 256 written
+//   ckpt_target shared-region        a writable MAP_SHARED memfd of 64 KiB
+//                                    ("region ADDR BYTES"): refused unless
+//                                    the checkpoint is told it is a region
+//   ckpt_target socket               one end of a socketpair at "socket_fd",
+//                                    inode "socket_ino": refused unless it
+//                                    is named as the cxlpool socket
 //   ckpt_target refuse-eventfd       holds an eventfd (a checkpoint refuses)
 //   ckpt_target refuse-timer         has a POSIX timer (refused)
 //   ckpt_target refuse-shared        a writable MAP_SHARED memfd (refused)
@@ -35,6 +41,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/rseq.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -189,6 +196,22 @@ int setup(const std::string& mode, int argc, char** argv) {
     for (std::size_t at = 0; at < g_region_bytes; at += kSparseStride) g_region[at] = static_cast<uint8_t>(at >> 20);
     line("region", hex(reinterpret_cast<uint64_t>(g_region)) + " " + std::to_string(g_region_bytes));
     line("stride", std::to_string(kSparseStride));
+  } else if (mode == "shared-region") {
+    const int fd = memfd_create("region", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, 16 * kPage) != 0) return 1;
+    void* p = mmap(nullptr, 16 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return 1;
+    std::memset(p, 0x5c, 16 * kPage);
+    line("region", hex(reinterpret_cast<uint64_t>(p)) + " " + std::to_string(16 * kPage));
+  } else if (mode == "socket") {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 1;
+    struct stat st {};
+    fstat(sv[0], &st);
+    line("socket_fd", std::to_string(sv[0]));
+    line("socket_ino", std::to_string(st.st_ino));
+    close(sv[1]);
   } else if (mode == "refuse-eventfd") {
     line("eventfd", std::to_string(eventfd(0, EFD_CLOEXEC)));
   } else if (mode == "refuse-timer") {

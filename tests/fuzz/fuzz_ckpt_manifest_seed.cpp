@@ -7,9 +7,7 @@
 //   fuzz_ckpt_manifest_seed --check DIR  exit 1 unless DIR holds exactly those bytes
 #include <vector>
 
-#include "cxlpool/ckpt/image_header.hpp"
 #include "cxlpool/ckpt/manifest_codec.hpp"
-#include "cxlpool/common/crc32c.hpp"
 #include "seed_corpus.hpp"
 #include "support/ckpt_sample_manifest.hpp"
 
@@ -19,19 +17,7 @@ using namespace cxlpool::ckpt;
 using cxlpool::fuzz::Seed;
 
 std::vector<std::byte> image_of(const Manifest& m) {
-  const auto manifest = encode_manifest(m);
-  ImageHeader h;
-  h.version = kFormatVersion;
-  h.data_offset = m.image_data_offset;
-  h.data_bytes = m.image_data_bytes;
-  h.manifest_offset = h.data_offset + h.data_bytes;
-  h.manifest_bytes = manifest.size();
-  h.manifest_crc32c = cxlpool::crc32c(manifest);
-  const auto header = encode_image_header(h);
-  std::vector<std::byte> out(header.begin(), header.end());
-  out.resize(h.manifest_offset, std::byte{0x11});
-  out.insert(out.end(), manifest.begin(), manifest.end());
-  return out;
+  return cxlpool::test::image_of(m, std::vector<std::byte>(m.image_data_bytes, std::byte{0x11}));
 }
 
 void add_section(std::vector<std::byte>& bytes, uint32_t type, std::size_t length) {

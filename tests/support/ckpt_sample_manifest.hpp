@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // A small manifest that keeps every rule of validate_manifest, with one of
 // each kind of record (two threads, anonymous and file VMAs, runs, fds, a
-// region, hot pages), for tests and seed corpora to start from and break.
+// region, hot pages), for tests and seed corpora to start from and break,
+// and the image bytes around a manifest.
 #pragma once
 
 #include <sys/mman.h>
 
+#include <span>
+#include <vector>
+
+#include "cxlpool/ckpt/image_header.hpp"
 #include "cxlpool/ckpt/manifest.hpp"
+#include "cxlpool/ckpt/manifest_codec.hpp"
+#include "cxlpool/common/crc32c.hpp"
 
 namespace cxlpool::test {
 
@@ -64,6 +71,26 @@ inline ckpt::Manifest sample_manifest() {
   m.image_data_offset = 4096;
   m.image_data_bytes = 4 * 4096;
   return m;
+}
+
+// A whole image of `m` in memory as ImageWriter lays it out: header, `data`
+// (m.image_data_bytes of it) at m.image_data_offset, the manifest behind.
+inline std::vector<std::byte> image_of(const ckpt::Manifest& m, std::span<const std::byte> data) {
+  const auto manifest = ckpt::encode_manifest(m);
+  ckpt::ImageHeader h;
+  h.version = ckpt::kFormatVersion;
+  h.data_offset = m.image_data_offset;
+  h.data_bytes = m.image_data_bytes;
+  h.manifest_offset = h.data_offset + h.data_bytes;
+  h.manifest_bytes = manifest.size();
+  h.manifest_crc32c = crc32c(manifest);
+  const auto header = ckpt::encode_image_header(h);
+  std::vector<std::byte> out(header.begin(), header.end());
+  out.resize(h.data_offset);
+  out.insert(out.end(), data.begin(), data.end());
+  out.resize(h.manifest_offset);
+  out.insert(out.end(), manifest.begin(), manifest.end());
+  return out;
 }
 
 }  // namespace cxlpool::test

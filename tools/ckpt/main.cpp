@@ -11,7 +11,6 @@
 
 #include "cxlpool/ckpt/capture.hpp"
 #include "cxlpool/ckpt/image_reader.hpp"
-#include "cxlpool/ckpt/image_writer.hpp"
 #include "manifest_print.hpp"
 
 namespace {
@@ -26,19 +25,16 @@ int failure(const cxlpool::Error& error) {
 }
 
 int dump(pid_t pid, const std::string& path, bool kill_after) {
-  auto image = cxlpool::ckpt::ImageWriter::to_file(path);
-  if (!image) return failure(image.error());
   cxlpool::ckpt::CaptureOptions options;
   options.kill_after = kill_after;
-  auto manifest = cxlpool::ckpt::capture_process(pid, options, *image);
-  if (!manifest) {
-    image->discard();
-    return failure(manifest.error());
-  }
+  options.image_path = path;
+  auto captured = cxlpool::ckpt::capture_to_image(pid, options);
+  if (!captured) return failure(captured.error());
+  const auto& manifest = captured->manifest;
   uint64_t pages = 0;
-  for (const auto& run : manifest->runs) pages += run.pages;
+  for (const auto& run : manifest.runs) pages += run.pages;
   std::printf("checkpointed %d (%s): %zu threads, %zu vmas, %llu pages into %s%s\n", pid,
-              manifest->process.comm.c_str(), manifest->threads.size(), manifest->vmas.size(),
+              manifest.process.comm.c_str(), manifest.threads.size(), manifest.vmas.size(),
               static_cast<unsigned long long>(pages), path.c_str(), kill_after ? "; killed it" : "");
   return kExitOk;
 }

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,6 +146,19 @@ class CkptCapture : public ::testing::Test {
     EXPECT_GE(m.threads[0].rseq.len, 32u);
     EXPECT_NE(m.threads[0].clear_child_tid, 0u) << "glibc sets a tid address for every thread";
     EXPECT_GE(m.threads[0].xsave.size(), 576u);
+    // Every thread stopped at code, on a writable stack, with its tid
+    // address in writable memory.
+    for (const ThreadState& th : m.threads) {
+      uint64_t rip, rsp;
+      std::memcpy(&rip, th.regs.data() + 16 * 8, 8);  // user_regs_struct.rip
+      std::memcpy(&rsp, th.regs.data() + 19 * 8, 8);  // .rsp
+      const Vma* code = vma_at(m, rip);
+      const Vma* stack = vma_at(m, rsp);
+      const Vma* tid_address = vma_at(m, th.clear_child_tid);
+      EXPECT_TRUE(code && (code->prot & PROT_EXEC)) << "thread " << th.tid << " rip " << std::hex << rip;
+      EXPECT_TRUE(stack && (stack->prot & PROT_WRITE)) << "thread " << th.tid << " rsp " << std::hex << rsp;
+      EXPECT_TRUE(tid_address && (tid_address->prot & PROT_WRITE)) << "thread " << th.tid;
+    }
     // fd 0 and 1 are the test's pipes, fd 2 /dev/null.
     EXPECT_EQ(m.fds[0].kind, FdKind::kStdio);
     EXPECT_EQ(m.fds[1].kind, FdKind::kStdio);
@@ -173,6 +187,20 @@ class CkptCapture : public ::testing::Test {
   std::optional<ImageReader> reader_;
 };
 
+// Whether the target's report value `key` grows within two seconds (it
+// runs on after the checkpoint).
+bool keeps_growing(CkptTarget& t, const std::string& key) {
+  auto a = t.report();
+  if (!a) return false;
+  for (int i = 0; i < 200; ++i) {
+    ::usleep(10000);
+    auto b = t.report();
+    if (!b) return false;
+    if (std::stoull(b->at(key)) > std::stoull(a->at(key))) return true;
+  }
+  return false;
+}
+
 #define CAPTURE_OR_SKIP(m, t, ...)                                                   \
   auto m = capture((t).pid(), ##__VA_ARGS__);                                        \
   if (!m && ptrace_denied()) GTEST_SKIP() << "ptrace not permitted: " << error_.message; \
@@ -184,16 +212,7 @@ TEST_F(CkptCapture, SingleThreadedLoop) {
   EXPECT_EQ(m->threads.size(), 1u);
   check_common(*t, *m);
   // It goes on counting (it spins only while no command waits).
-  auto a = t->report();
-  ASSERT_TRUE(a);
-  bool counted = false;
-  for (int i = 0; i < 200 && !counted; ++i) {
-    ::usleep(10000);
-    auto b = t->report();
-    ASSERT_TRUE(b);
-    counted = std::stoull(b->at("counter")) > std::stoull(a->at("counter"));
-  }
-  EXPECT_TRUE(counted);
+  EXPECT_TRUE(keeps_growing(*t, "counter"));
   EXPECT_EQ(t->stop(), 0);
 }
 
@@ -216,16 +235,7 @@ TEST_F(CkptCapture, FourThreads) {
     EXPECT_NE(vma_at(*m, m->threads[i].rseq.addr), nullptr);
   }
   // The thread stopped in nanosleep sleeps on.
-  auto a = t->report();
-  ASSERT_TRUE(a);
-  bool slept = false;
-  for (int i = 0; i < 200 && !slept; ++i) {
-    ::usleep(10000);
-    auto b = t->report();
-    ASSERT_TRUE(b);
-    slept = std::stoull(b->at("sleeps")) > std::stoull(a->at("sleeps"));
-  }
-  EXPECT_TRUE(slept);
+  EXPECT_TRUE(keeps_growing(*t, "sleeps"));
   EXPECT_EQ(t->stop(), 0);
 }
 
@@ -361,16 +371,79 @@ TEST_F(CkptCapture, KillAfterCapture) {
 TEST_F(CkptCapture, ImageInACallersFile) {
   auto t = start({"loop"});
   test::TempDir dir;
-  const std::string path = (dir.path() / "image").string();
-  auto image = ImageWriter::to_file(path);
-  ASSERT_TRUE(image) << image.error().message;
-  auto m = capture_process(t->pid(), {}, *image);
-  if (!m && m.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << m.error().message;
-  ASSERT_TRUE(m) << m.error().message;
-  auto reader = ImageReader::open(path);
+  CaptureOptions options;
+  options.image_path = (dir.path() / "image").string();
+  auto captured = capture_to_image(t->pid(), options);
+  if (!captured && captured.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << captured.error().message;
+  ASSERT_TRUE(captured) << captured.error().message;
+  EXPECT_EQ(captured->path, options.image_path);
+  EXPECT_TRUE(captured->fd.valid());
+  auto reader = ImageReader::open(options.image_path);
   ASSERT_TRUE(reader) << reader.error().message;
-  EXPECT_EQ(reader->manifest().runs.size(), m->runs.size());
-  EXPECT_EQ(reader->manifest().image_data_bytes, m->image_data_bytes);
+  EXPECT_EQ(reader->manifest().runs.size(), captured->manifest.runs.size());
+  EXPECT_EQ(reader->manifest().image_data_bytes, captured->manifest.image_data_bytes);
+  // An existing file is not overwritten.
+  auto again = capture_to_image(t->pid(), options);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, EEXIST);
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, RefusedCaptureRemovesItsImageFile) {
+  auto t = start({"refuse-eventfd"});
+  test::TempDir dir;
+  CaptureOptions options;
+  options.image_path = (dir.path() / "image").string();
+  auto captured = capture_to_image(t->pid(), options);
+  ASSERT_FALSE(captured);
+  if (captured.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << captured.error().message;
+  EXPECT_EQ(captured.error().code, ENOTSUP);
+  EXPECT_NE(::access(options.image_path.c_str(), F_OK), 0);
+  EXPECT_TRUE(t->report());
+}
+
+TEST_F(CkptCapture, SharedMappingOfANamedRegion) {
+  auto t = start({"shared-region"});
+  const auto region = words(t->setup().at("region"));
+  const uint64_t addr = hex_of(region[0]), bytes = std::stoull(region[1]);
+  CaptureOptions options;
+  options.regions.push_back({addr, bytes, "weights", 42, PROT_READ | PROT_WRITE});
+  CAPTURE_OR_SKIP(m, *t, options);
+  check_common(*t, *m);
+  const Vma* v = vma_at(*m, addr);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->kind, VmaKind::kCxlpoolRegion);
+  EXPECT_TRUE(v->map_flags & MAP_SHARED);
+  EXPECT_TRUE(stored_pages(*m, addr, bytes).empty()) << "a region's pages are the daemon's, not the image's";
+  ASSERT_EQ(m->regions.size(), 1u);
+  EXPECT_EQ(m->regions[0].name, "weights");
+  EXPECT_EQ(m->regions[0].region_id, 42u);
+  // Without the region named, the same mapping is refused.
+  auto image = ImageWriter::to_memfd("ckpt-region");
+  ASSERT_TRUE(image);
+  auto refused = capture_process(t->pid(), {}, *image);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("shared mapping"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, CxlpoolSocketIsTheClientLibrarys) {
+  auto t = start({"socket"});
+  const int fd = std::stoi(t->setup().at("socket_fd"));
+  CaptureOptions options;
+  options.cxlpool_socket_inodes.push_back(std::stoull(t->setup().at("socket_ino")));
+  CAPTURE_OR_SKIP(m, *t, options);
+  check_common(*t, *m);
+  auto e = std::find_if(m->fds.begin(), m->fds.end(), [&](const FdEntry& f) { return f.fd == fd; });
+  ASSERT_NE(e, m->fds.end());
+  EXPECT_EQ(e->kind, FdKind::kCxlpoolSocket);
+  EXPECT_EQ(e->file, kNoFile);
+  auto image = ImageWriter::to_memfd("ckpt-socket");
+  ASSERT_TRUE(image);
+  auto refused = capture_process(t->pid(), {}, *image);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("fd " + std::to_string(fd) + " is a socket"), std::string::npos)
+      << refused.error().message;
   EXPECT_EQ(t->stop(), 0);
 }
 
@@ -403,6 +476,24 @@ TEST_F(CkptCapture, RefusesWhatItCannotHoldAndLeavesTheTargetRunning) {
     EXPECT_EQ(after->at("digest"), before->at("digest"));
     EXPECT_EQ(t->stop(), 0);
   }
+}
+
+TEST_F(CkptCapture, RefusesATracedProcess) {
+  auto t = start({"loop"});
+  // This test traces it first, as a debugger would.
+  if (::ptrace(PTRACE_SEIZE, t->pid(), nullptr, nullptr) != 0) GTEST_SKIP() << "ptrace not permitted";
+  auto image = ImageWriter::to_memfd("ckpt-traced");
+  ASSERT_TRUE(image);
+  auto m = capture_process(t->pid(), {}, *image);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().code, EBUSY) << m.error().message;
+  EXPECT_NE(m.error().message.find("already traced"), std::string::npos) << m.error().message;
+  // Let go (a detach needs a stopped tracee).
+  ::ptrace(PTRACE_INTERRUPT, t->pid(), nullptr, nullptr);
+  ::waitpid(t->pid(), nullptr, __WALL);
+  EXPECT_EQ(::ptrace(PTRACE_DETACH, t->pid(), nullptr, nullptr), 0);
+  EXPECT_TRUE(t->report());
+  EXPECT_EQ(t->stop(), 0);
 }
 
 TEST_F(CkptCapture, NoSuchProcess) {

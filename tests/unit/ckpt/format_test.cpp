@@ -33,20 +33,7 @@ std::vector<std::byte> page_data(std::size_t pages) {
 
 // The whole image of sample_manifest() (4 pages of data) in memory.
 std::vector<std::byte> sample_image(const Manifest& m = sample_manifest()) {
-  const auto manifest = encode_manifest(m);
-  ImageHeader h;
-  h.version = kFormatVersion;
-  h.data_offset = m.image_data_offset;
-  h.data_bytes = m.image_data_bytes;
-  h.manifest_offset = h.data_offset + h.data_bytes;
-  h.manifest_bytes = manifest.size();
-  h.manifest_crc32c = crc32c(manifest);
-  auto header = encode_image_header(h);
-  std::vector<std::byte> image(header.begin(), header.end());
-  const auto data = page_data(h.data_bytes / kPageSize);
-  image.insert(image.end(), data.begin(), data.end());
-  image.insert(image.end(), manifest.begin(), manifest.end());
-  return image;
+  return test::image_of(m, page_data(m.image_data_bytes / kPageSize));
 }
 
 void expect_rejected(const Result<Manifest>& r, int code, const std::string& says) {

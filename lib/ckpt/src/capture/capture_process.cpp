@@ -6,15 +6,38 @@
 #include <sys/utsname.h>
 
 #include <chrono>
+#include <string>
 
 #include "capture_steps.hpp"
 #include "cxlpool/ckpt/capture.hpp"
 #include "remote_syscall.hpp"
 
 namespace cxlpool::ckpt {
+namespace {
+
+// What would make the freeze fail obscurely or wait forever: a leader that
+// has exited (it never reports a stop) or another tracer.
+Result<void> check_traceable(pid_t pid) {
+  auto status = detail::read_proc(pid, "status");
+  if (!status) return fail(ESRCH, "checkpoint: no process " + std::to_string(pid));
+  const auto state = status->find("\nState:\t");
+  if (state != std::string::npos && (status->compare(state + 8, 1, "Z") == 0 || status->compare(state + 8, 1, "X") == 0)) {
+    return detail::unsupported(pid, "its thread group leader has exited");
+  }
+  const auto tracer = status->find("\nTracerPid:\t");
+  if (tracer != std::string::npos && status->compare(tracer + 12, 2, "0\n") != 0) {
+    return fail(EBUSY, "checkpoint: process " + std::to_string(pid) + " is already traced (TracerPid " +
+                           status->substr(tracer + 12, status->find('\n', tracer + 12) - tracer - 12) + ")");
+  }
+  return {};
+}
+
+}  // namespace
 
 Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, ImageWriter& image) {
   using namespace detail;
+  if (pid <= 0) return fail(ESRCH, "checkpoint: no process " + std::to_string(pid));
+  if (auto t = check_traceable(pid); !t) return tl::unexpected(t.error());
   auto frozen = FrozenProcess::freeze(pid);
   if (!frozen) return tl::unexpected(frozen.error());
   Manifest m;
@@ -49,6 +72,22 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
     frozen->release();
   }
   return m;
+}
+
+Result<CapturedImage> capture_to_image(pid_t pid, const CaptureOptions& options) {
+  auto image = options.image_path.empty() ? ImageWriter::to_memfd("cxlpool-ckpt-" + std::to_string(pid))
+                                          : ImageWriter::to_file(options.image_path);
+  if (!image) return tl::unexpected(image.error());
+  auto manifest = capture_process(pid, options, *image);
+  if (!manifest) {
+    image->discard();
+    return tl::unexpected(manifest.error());
+  }
+  CapturedImage out;
+  out.manifest = std::move(*manifest);
+  out.path = image->path();
+  out.fd = image->release_fd();
+  return out;
 }
 
 }  // namespace cxlpool::ckpt

@@ -62,6 +62,16 @@ bool vma_header(std::string_view line, SmapsEntry& e) {
   return true;
 }
 
+// Calls fn(key, words of the value) for every "Key: value" line.
+template <class Fn>
+void for_each_key(std::string_view text, Fn&& fn) {
+  for (std::string_view line : lines(text)) {
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    fn(line.substr(0, colon), words(line.substr(colon + 1)));
+  }
+}
+
 }  // namespace
 
 bool SmapsEntry::has_flag(std::string_view flag) const {
@@ -91,11 +101,7 @@ Result<std::vector<SmapsEntry>> parse_smaps(std::string_view text) {
 Result<StatusFields> parse_status(std::string_view text) {
   StatusFields s;
   int seen = 0;
-  for (std::string_view line : lines(text)) {
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    const auto key = line.substr(0, colon);
-    const auto w = words(line.substr(colon + 1));
+  for_each_key(text, [&](std::string_view key, const std::vector<std::string_view>& w) {
     uint64_t v = 0;
     auto ids = [&](uint32_t (&out)[4]) {
       for (std::size_t i = 0; i < 4 && i < w.size(); ++i) {
@@ -121,7 +127,7 @@ Result<StatusFields> parse_status(std::string_view text) {
     else if (key == "CapAmb") cap(s.cap_ambient);
     else if (key == "NoNewPrivs" && !w.empty() && number(w[0], v)) s.no_new_privs = static_cast<uint32_t>(v);
     else if (key == "Seccomp" && !w.empty() && number(w[0], v)) s.seccomp = static_cast<uint32_t>(v);
-  }
+  });
   if (seen != 7) return fail(EIO, "status: Uid, Gid or capability lines missing");
   return s;
 }
@@ -144,16 +150,12 @@ Result<MmFields> parse_stat_mm(std::string_view text) {
 Result<FdInfo> parse_fdinfo(std::string_view text) {
   FdInfo info;
   int seen = 0;
-  for (std::string_view line : lines(text)) {
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    const auto key = line.substr(0, colon);
-    const auto w = words(line.substr(colon + 1));
+  for_each_key(text, [&](std::string_view key, const std::vector<std::string_view>& w) {
     uint64_t v = 0;
-    if (w.empty()) continue;
+    if (w.empty()) return;
     if (key == "pos" && number(w[0], v)) info.pos = v, ++seen;
     else if (key == "flags" && number(w[0], v, 8)) info.flags = static_cast<uint32_t>(v), ++seen;
-  }
+  });
   if (seen != 2) return fail(EIO, "fdinfo: pos or flags missing");
   return info;
 }

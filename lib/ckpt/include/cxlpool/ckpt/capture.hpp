@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cxlpool/ckpt/image_writer.hpp"
@@ -27,6 +28,9 @@ struct CaptureOptions {
   // Socket inodes that are the process's connections to the cxlpool control
   // socket (FdKind::kCxlpoolSocket); any other socket above fd 2 is refused.
   std::vector<uint64_t> cxlpool_socket_inodes;
+  // For capture_to_image: the new file to write the image to (a tier's
+  // tmpfs or hugetlbfs mount); empty: a memfd.
+  std::string image_path;
 };
 
 // Records process `pid` into `image` and finishes it (ImageWriter::finish).
@@ -34,6 +38,7 @@ struct CaptureOptions {
 // signal mask restored, every thread detached) and the image is unfinished;
 // the message names what stopped the checkpoint. Errors:
 //   EPERM / ESRCH  the target cannot be traced, or is gone
+//   EBUSY          another tracer (a debugger, strace) holds the target
 //   ENOTSUP        the process uses something a checkpoint cannot record:
 //                  the message names it (a socket, pidfd, eventfd, epoll,
 //                  io_uring, signalfd, timerfd, userfaultfd, inotify fd, a
@@ -43,5 +48,18 @@ struct CaptureOptions {
 //                  root directory other than /, a zombie leader)
 //   EIO / others   reading /proc, ptrace or the page copy failed
 [[nodiscard]] Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, ImageWriter& image);
+
+// A finished image: its descriptor (read-write; a memfd is sealed against
+// resizing) and, for a file, its path.
+struct CapturedImage {
+  Manifest manifest;
+  UniqueFd fd;
+  std::string path;
+};
+
+// capture_process into a memfd, or into the new file options.image_path,
+// which is removed again when the capture fails. Errors: capture_process's,
+// and creating the image (EEXIST when the file exists).
+[[nodiscard]] Result<CapturedImage> capture_to_image(pid_t pid, const CaptureOptions& options);
 
 }  // namespace cxlpool::ckpt
