@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N] [--prefault]: restores
+// cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N] [--prefault] [--report-fd FD]: restores
 // clones of a checkpointed process (docs/ckpt.md "Restore"), each in a pid
 // namespace of its own, and waits for them. Exit status: the first clone's
 // that failed, or 0; 1 when a clone could not be restored.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
   std::string image_path, policy_text = "mow";
   int count = 1;
   bool quiet = false, no_wait = false, prefault = false;
+  int report_fd = -1;
   app.add_option("image", image_path, "checkpoint image (cxlpool-ckpt dump)")->required();
   app.add_option("--policy", policy_text, "mow (map the image copy-on-write), moa (fill on access), hybrid (copy "
                                           "the hot pages, map the rest), copy (read every page)");
@@ -29,6 +32,9 @@ int main(int argc, char** argv) {
   app.add_flag("--prefault", prefault, "fill the page tables for the image's pages during the restore (mow, "
                                       "hybrid): a slower restore, no page faults on the first pass");
   app.add_flag("--quiet", quiet, "no line per restored clone");
+  app.add_option("--report-fd", report_fd, "write 'ORIGINAL_PID KEEPER_PID' for each restored clone to this "
+                                           "descriptor (how cxlpoold learns the clones it started)")
+      ->check(CLI::Range(3, 1 << 20));
   app.add_flag("--no-wait", no_wait, "exit once every clone is restored, leaving them running");
   CLI11_PARSE(app, argc, argv);
 
@@ -76,6 +82,10 @@ int main(int argc, char** argv) {
       all_restored = false;
       fmt::print(stderr, "cxlpool-restore: clone {} of {}: {}\n", i + 1, image_path, r.error);
       continue;
+    }
+    if (report_fd >= 0) {
+      const std::string line = fmt::format("{} {}\n", m.process.pid, clones[i].keeper);
+      if (::write(report_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) all_restored = false;
     }
     if (!quiet)
       fmt::print(stderr,
