@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ckpt/ckpt_service.hpp"
 #include "config.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/sysfs_root.hpp"
@@ -150,6 +151,13 @@ class Daemon {
   Result<Reply> handle(Session& session, const proto::DevListRequest& request);
   Result<Reply> handle(Session& session, const proto::DevFailover& request);
   Result<DevpoolService*> devpool_service();
+  // ckpt/ckpt_handlers.cpp
+  Result<Reply> handle(Session& session, const proto::CkptCreate& request);
+  Result<Reply> handle(Session& session, const proto::CkptRestore& request);
+  Result<Reply> handle(Session& session, const proto::CkptListRequest& request);
+  Result<Reply> handle(Session& session, const proto::CkptRemove& request);
+  // Sends the deferred CkptCreate/CkptRestore replies of finished tasks.
+  void finish_ckpt_tasks();
 
   // Keeps the store's SSD completion eventfd in epoll once the store runs.
   void watch_kv_io();
@@ -194,6 +202,8 @@ class Daemon {
   std::unique_ptr<KvService> kv_;
   // Shared model weights (WeightsLoad/Open/Unload/List).
   std::unique_ptr<WeightsService> weights_;
+  // Checkpoints (CkptCreate/Restore/List/Remove).
+  std::unique_ptr<CkptService> ckpt_;
   // Pinned host-NUMA memory for CUDA arenas (GpuHostAlloc).
   GpuHostAllocator gpu_host_;
   // The embedded pod allocator and its pod file; null when [devpool] is off.
