@@ -243,8 +243,9 @@ proto::CkptListReply CkptService::list() const {
 }
 
 void CkptService::add_counters(std::vector<proto::Counter>& out) const {
-  out.push_back({"ckpt.checkpoints", checkpoints_.size()});
-  counters_.visit([&](std::string name, uint64_t value) { out.push_back({"ckpt." + name, value}); });
+  auto add = [&](std::string name, uint64_t value) { out.push_back({std::move(name), value}); };
+  add("ckpt.checkpoints", checkpoints_.size());
+  emit_counters("ckpt.", counters_, add);
 }
 
 void CkptService::run(Task& task) {

@@ -7,14 +7,14 @@
 //   2 usage error
 //   3 cannot reach the daemon (no socket, refused, protocol mismatch)
 //   4 permission denied (not an admin, or the socket's mode)
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
-
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "ckpt_format.hpp"
 #include "cxlpool/client/connection.hpp"

@@ -162,7 +162,9 @@ TEST_F(CkptDaemon, TenClonesThenRemoveWhileOneRuns) {
       << daemon_->log();
   EXPECT_NE(target.wait(), -1) << "--kill leaves the target running";
 
-  auto ten = restore("ten", proto::CkptPolicy::kMow, 10);
+  // One stdin for all ten that never ends (at end of input the target exits).
+  ClonePipes shared;
+  auto ten = restore("ten", proto::CkptPolicy::kMow, 10, shared.stdio());
   ASSERT_TRUE(ten) << ten.error().message << daemon_->log();
   ASSERT_EQ(ten->clones.size(), 10u);
   std::set<uint32_t> pids;
