@@ -681,20 +681,27 @@ void Daemon::finish_weight_loads() {
     auto it = sessions_.find(done.waiter.session_id);
     // A client that disconnected meanwhile: the model stays loaded for the others.
     if (it == sessions_.end()) continue;
-    Session& session = *it->second;
-    Result<void> sent;
     if (done.reply) {
-      sent = proto::send_message(session.fd.get(), done.waiter.request_id, *done.reply, {}, session.version);
+      send_deferred(*it->second, done.waiter.request_id, proto::Message{*done.reply});
     } else {
-      const Error& e = done.reply.error();
-      const int code = e.code > 0 && e.code < 4096 ? e.code : EIO;
-      ++counters_.request_errors;
-      sent = proto::send_message(session.fd.get(), done.waiter.request_id,
-                                 proto::ErrorReply{code, e.message.substr(0, proto::kMaxErrorMessageLength)}, {},
-                                 session.version);
+      send_deferred(*it->second, done.waiter.request_id, tl::unexpected(done.reply.error()));
     }
-    if (!sent) close_session(done.waiter.session_id);
   }
+}
+
+void Daemon::send_deferred(Session& session, uint32_t request_id, const Result<proto::Message>& reply) {
+  Result<void> sent;
+  if (reply) {
+    sent = proto::send_message(session.fd.get(), request_id, *reply, {}, session.version);
+  } else {
+    const Error& e = reply.error();
+    const int code = e.code > 0 && e.code < 4096 ? e.code : EIO;
+    ++counters_.request_errors;
+    sent = proto::send_message(session.fd.get(), request_id,
+                               proto::ErrorReply{code, e.message.substr(0, proto::kMaxErrorMessageLength)}, {},
+                               session.version);
+  }
+  if (!sent) close_session(session.id);
 }
 
 void Daemon::finish_migrations() {

@@ -98,6 +98,9 @@ class Daemon {
   void finish_migrations();
   // Sends the deferred WeightsLoad/WeightsOpen replies of finished copies.
   void finish_weight_loads();
+  // Sends a reply that waited for a worker, or the error that ended its
+  // task; a client that cannot take it is closed.
+  void send_deferred(Session& session, uint32_t request_id, const Result<proto::Message>& reply);
 
   // Calls the handle() overload of the message's type (handlers.cpp).
   Result<Reply> dispatch(Session& session, const proto::Message& message);

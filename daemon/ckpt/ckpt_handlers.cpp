@@ -2,7 +2,6 @@
 // Checkpoints: create and restore run on the checkpoint worker and answer
 // later (finish_ckpt_tasks); list and remove answer at once.
 #include "../daemon.hpp"
-#include "cxlpool/proto/socket_io.hpp"
 
 namespace cxlpool::daemon {
 
@@ -35,19 +34,7 @@ void Daemon::finish_ckpt_tasks() {
   for (auto& done : ckpt_->finish()) {
     auto it = sessions_.find(done.waiter.session_id);
     if (it == sessions_.end()) continue;  // the checkpoint stays for `ckpt list`
-    Session& session = *it->second;
-    Result<void> sent;
-    if (done.reply) {
-      sent = proto::send_message(session.fd.get(), done.waiter.request_id, *done.reply, {}, session.version);
-    } else {
-      const Error& e = done.reply.error();
-      ++counters_.request_errors;
-      sent = proto::send_message(session.fd.get(), done.waiter.request_id,
-                                 proto::ErrorReply{e.code > 0 && e.code < 4096 ? e.code : EIO,
-                                                   e.message.substr(0, proto::kMaxErrorMessageLength)},
-                                 {}, session.version);
-    }
-    if (!sent) close_session(done.waiter.session_id);
+    send_deferred(*it->second, done.waiter.request_id, done.reply);
   }
 }
 

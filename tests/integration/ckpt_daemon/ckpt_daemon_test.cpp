@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +22,7 @@
 
 #include "ctl_runner.hpp"
 #include "cxlpool/client/connection.hpp"
+#include "cxlpool/cxlpool.h"
 #include "daemon_process.hpp"
 #include "support/child_process.hpp"
 #include "support/ckpt_target_process.hpp"
@@ -237,6 +239,39 @@ TEST_F(CkptDaemon, QuotaRefusesTheImage) {
   EXPECT_NE(made.err.find("quota"), std::string::npos) << made.err;
   EXPECT_TRUE(target.report()) << "the target did not survive a refused checkpoint";
   EXPECT_EQ(run_ctl_json(daemon_->socket(), {"ckpt", "list"}).size(), 0u);
+  EXPECT_EQ(target.stop(), 0);
+}
+
+// The C ABI: create from a pidfd, list, restore, remove.
+TEST_F(CkptDaemon, ThroughTheCAbi) {
+  start();
+  test::CkptTarget target(target_program_, {"loop"});
+  ASSERT_TRUE(target.started());
+  cxlpool_client* client = nullptr;
+  ASSERT_EQ(cxlpool_connect(daemon_->socket().c_str(), "ckpt-c", &client), 0) << cxlpool_last_error();
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid(), 0));
+  ASSERT_GE(pidfd, 0);
+  cxlpool_ckpt_info info{};
+  ASSERT_EQ(cxlpool_ckpt_create(client, pidfd, "c-abi", UINT32_MAX, 0, &info), 0) << cxlpool_last_error();
+  ::close(pidfd);
+  EXPECT_STREQ(info.name, "c-abi");
+  EXPECT_EQ(info.pid, static_cast<uint32_t>(target.pid()));
+  EXPECT_GT(info.image_bytes, 0u);
+  cxlpool_ckpt_info listed[4];
+  EXPECT_EQ(cxlpool_ckpt_list(client, listed, 4), 1);
+  EXPECT_EQ(listed[0].region_id, info.region_id);
+  ClonePipes pipes;
+  const std::vector<int> stdio = pipes.stdio();
+  cxlpool_ckpt_clone clone{};
+  ASSERT_EQ(cxlpool_ckpt_restore(client, "c-abi", CXLPOOL_CKPT_MOA, 1, stdio.data(), &clone, 1), 1)
+      << cxlpool_last_error();
+  EXPECT_EQ(clone.ns_pid, target.pid());
+  EXPECT_TRUE(pipes.report().contains("digest"));
+  ::kill(clone.keeper, SIGKILL);
+  EXPECT_EQ(cxlpool_ckpt_remove(client, "c-abi"), 0);
+  EXPECT_EQ(cxlpool_ckpt_remove(client, "c-abi"), -ENOENT);
+  EXPECT_EQ(cxlpool_ckpt_restore(client, "c-abi", CXLPOOL_CKPT_MOW, 1, nullptr, nullptr, 0), -ENOENT);
+  cxlpool_disconnect(client);
   EXPECT_EQ(target.stop(), 0);
 }
 
