@@ -59,11 +59,11 @@ TEST(CkptMessages, EveryRuleRejectsOnBothSides) {
   testing::expect_decode_refused(datagram(MsgType::kCkptRestore, Bytes().u8(3).u32(1).str("w")), EPROTO,
                                  "CkptRestore.policy");
   testing::expect_encode_refused(CkptRestoreReply{.clones = {CkptClone{.pid = 0, .keeper = 1, .ns_pid = 1}}},
-                                 "CkptClone.pid");
+                                 "CkptRestoreReply.clones[0].pid");
   testing::expect_encode_refused(CkptListReply{.checkpoints = {CkptEntry{.image_bytes = 1, .name = "w"}}},
-                                 "CkptEntry.threads");
+                                 "CkptListReply.checkpoints[0].threads");
   testing::expect_encode_refused(CkptListReply{.checkpoints = {CkptEntry{.threads = 1, .name = "w"}}},
-                                 "CkptEntry.image_bytes");
+                                 "CkptListReply.checkpoints[0].image_bytes");
   testing::expect_encode_refused(CkptRemove{.name = ""}, "CkptRemove.name");
 }
 
