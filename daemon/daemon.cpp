@@ -42,6 +42,7 @@ constexpr uint64_t kSessionBit = 1ull << 63;
 static_assert(kTagKvIo == kTagTieringMoves + 1 && (kKvDoorbellBit & kSessionBit) == 0);
 constexpr uint64_t kTagWeights = kTagKvIo + 1;
 constexpr uint64_t kTagDevpool = kTagWeights + 1;
+constexpr uint64_t kTagCkpt = kTagDevpool + 1;
 // While spinning, KV ring polls between two looks at epoll (and yields of
 // the core): a microsecond or two, so a control message, or a client that
 // shares the core, waits no longer than that.
@@ -149,6 +150,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   }
   d->weights_ = std::make_unique<WeightsService>(*d->pool_);
   if (auto ok = d->weights_->start(); !ok) return tl::unexpected(ok.error());
+  d->ckpt_ = std::make_unique<CkptService>(*d->pool_, find_restore_program());
+  if (auto ok = d->ckpt_->start(); !ok) return tl::unexpected(ok.error());
   d->backends_ = hal::probe_all_backends();
   for (const auto& b : d->backends_) {
     log->info("backend {}/{}: {}{}{}", b.cls, b.name, hal::backend_state_name(b.state),
@@ -191,6 +194,11 @@ Daemon::~Daemon() {
   kv_.reset();
   if (weights_) weights_->stop();
   weights_.reset();
+  if (ckpt_) {
+    ckpt_->stop();
+    ckpt_->clear();
+  }
+  ckpt_.reset();
   if (pool_) pool_->clear();
   if (devpool_) devpool_->remove_pod_name();
   if (listen_fd_) ::unlink(socket_path_.c_str());
@@ -267,7 +275,7 @@ Result<void> Daemon::setup_loop() {
   for (auto [fd, tag] : {std::pair{listen_fd_.get(), kTagListen}, {signal_fd_.get(), kTagSignal},
                          {tick_fd_.get(), kTagTick}, {migrations_->event_fd(), kTagMigration},
                          {tiering_->timer_fd(), kTagTiering}, {tiering_->mover_fd(), kTagTieringMoves},
-                         {weights_->event_fd(), kTagWeights}}) {
+                         {weights_->event_fd(), kTagWeights}, {ckpt_->event_fd(), kTagCkpt}}) {
     if (fd < 0) continue;  // no page mover without a placement backend
     if (auto ok = epoll_add(epoll_fd_.get(), fd, tag); !ok) return ok;
   }
@@ -358,6 +366,7 @@ int Daemon::run() {
         case kTagTick: tick(); break;
         case kTagMigration: finish_migrations(); break;
         case kTagWeights: finish_weight_loads(); break;
+        case kTagCkpt: finish_ckpt_tasks(); break;
         case kTagDevpool: {
           uint64_t expirations = 0;
           (void)!::read(devpool_timer_fd_.get(), &expirations, sizeof expirations);
@@ -388,6 +397,9 @@ int Daemon::run() {
   // the sessions close, and no copy runs once the pool goes.
   weights_->stop();
   finish_weight_loads();
+  // A capture or restore under way finishes; queued ones are cancelled.
+  ckpt_->stop();
+  finish_ckpt_tasks();
   tiering_->stop();
   notice(*log, "shutting down: releasing {} regions of {} clients", pool_->regions().size(), sessions_.size());
   while (!sessions_.empty()) close_session(sessions_.begin()->first);
@@ -639,7 +651,7 @@ void Daemon::serve(Session& session) {
       uint64_t since;
       ~RecordDuration() { histogram.record(monotonic_ns() - since); }
     } record_duration{request_duration(type), received_ns};
-    // Only WeightsLoad takes descriptors from a client (the files it opened);
+    // Only WeightsLoad, CkptCreate and CkptRestore take descriptors from a client;
     // any others are closed when this iteration ends.
     current_request_id_ = envelope.header.request_id;
     request_fds_ = std::move(received->fds);
@@ -687,20 +699,27 @@ void Daemon::finish_weight_loads() {
     auto it = sessions_.find(done.waiter.session_id);
     // A client that disconnected meanwhile: the model stays loaded for the others.
     if (it == sessions_.end()) continue;
-    Session& session = *it->second;
-    Result<void> sent;
     if (done.reply) {
-      sent = proto::send_message(session.fd.get(), done.waiter.request_id, *done.reply, {}, session.version);
+      send_deferred(*it->second, done.waiter.request_id, proto::Message{*done.reply});
     } else {
-      const Error& e = done.reply.error();
-      const int code = e.code > 0 && e.code < 4096 ? e.code : EIO;
-      ++counters_.request_errors;
-      sent = proto::send_message(session.fd.get(), done.waiter.request_id,
-                                 proto::ErrorReply{code, e.message.substr(0, proto::kMaxErrorMessageLength)}, {},
-                                 session.version);
+      send_deferred(*it->second, done.waiter.request_id, tl::unexpected(done.reply.error()));
     }
-    if (!sent) close_session(done.waiter.session_id);
   }
+}
+
+void Daemon::send_deferred(Session& session, uint32_t request_id, const Result<proto::Message>& reply) {
+  Result<void> sent;
+  if (reply) {
+    sent = proto::send_message(session.fd.get(), request_id, *reply, {}, session.version);
+  } else {
+    const Error& e = reply.error();
+    const int code = e.code > 0 && e.code < 4096 ? e.code : EIO;
+    ++counters_.request_errors;
+    sent = proto::send_message(session.fd.get(), request_id,
+                               proto::ErrorReply{code, e.message.substr(0, proto::kMaxErrorMessageLength)}, {},
+                               session.version);
+  }
+  if (!sent) close_session(session.id);
 }
 
 void Daemon::finish_migrations() {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ckpt/ckpt_service.hpp"
 #include "config.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/sysfs_root.hpp"
@@ -97,6 +98,9 @@ class Daemon {
   void finish_migrations();
   // Sends the deferred WeightsLoad/WeightsOpen replies of finished copies.
   void finish_weight_loads();
+  // Sends a reply that waited for a worker, or the error that ended its
+  // task; a client that cannot take it is closed.
+  void send_deferred(Session& session, uint32_t request_id, const Result<proto::Message>& reply);
 
   // Calls the handle() overload of the message's type (handlers.cpp).
   Result<Reply> dispatch(Session& session, const proto::Message& message);
@@ -150,6 +154,13 @@ class Daemon {
   Result<Reply> handle(Session& session, const proto::DevListRequest& request);
   Result<Reply> handle(Session& session, const proto::DevFailover& request);
   Result<DevpoolService*> devpool_service();
+  // ckpt/ckpt_handlers.cpp
+  Result<Reply> handle(Session& session, const proto::CkptCreate& request);
+  Result<Reply> handle(Session& session, const proto::CkptRestore& request);
+  Result<Reply> handle(Session& session, const proto::CkptListRequest& request);
+  Result<Reply> handle(Session& session, const proto::CkptRemove& request);
+  // Sends the deferred CkptCreate/CkptRestore replies of finished tasks.
+  void finish_ckpt_tasks();
 
   // Keeps the store's SSD completion eventfd in epoll once the store runs.
   void watch_kv_io();
@@ -198,6 +209,8 @@ class Daemon {
   std::unique_ptr<KvService> kv_;
   // Shared model weights (WeightsLoad/Open/Unload/List).
   std::unique_ptr<WeightsService> weights_;
+  // Checkpoints (CkptCreate/Restore/List/Remove).
+  std::unique_ptr<CkptService> ckpt_;
   // Pinned host-NUMA memory for CUDA arenas (GpuHostAlloc).
   GpuHostAllocator gpu_host_;
   // The embedded pod allocator and its pod file; null when [devpool] is off.

@@ -103,6 +103,7 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   add("kv.enabled", kv_ ? 1 : 0);
   if (kv_) kv_->append_counters(out);
   if (weights_) weights_->add_counters(out);
+  if (ckpt_) ckpt_->add_counters(out);
   gpu_host_.add_counters(out);
   add("devpool.enabled", devpool_ ? 1 : 0);
   if (devpool_) devpool_->add_counters(out);

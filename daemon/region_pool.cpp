@@ -27,6 +27,14 @@ std::string octal_mode(uint32_t mode) {
   return buffer;
 }
 
+// A filled file the pool takes over as a region's backing: its own
+// duplicate, so the caller's descriptor stays the caller's.
+Result<Backing> adopt_backing(int fd, uint64_t size) {
+  UniqueFd own(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+  if (!own) return fail_errno("duplicating a region's file");
+  return Backing{std::move(own), round_up(size, 4096), 4096};
+}
+
 }  // namespace
 
 RegionPool::RegionPool(std::vector<Tier> tiers, hal::Topology topology, BackingFactory backing,
@@ -193,7 +201,8 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
 
   const std::string debug_name = spec.kind == proto::RegionKind::kNamed ? "cxlpool:" + spec.name
                                                                          : "cxlpool:lease";
-  auto backing = backing_(tier, debug_name, spec.size, hugetlb);
+  auto backing = spec.adopt_fd >= 0 ? adopt_backing(spec.adopt_fd, spec.size)
+                                     : backing_(tier, debug_name, spec.size, hugetlb);
   if (!backing) return failed(backing.error());
   if (backing->size != round_up(spec.size, 4096)) {
     if (auto ok = admit(spec.tier_id, backing->size, who.uid, quota); !ok) return failed(ok.error());
@@ -206,7 +215,7 @@ Result<Region*> RegionPool::create(const CreateSpec& spec, const Requester& who)
   region->tier_id = spec.tier_id;
   region->size = backing->size;
   region->page_size = backing->page_size;
-  region->hugetlb = hugetlb;
+  region->hugetlb = hugetlb && spec.adopt_fd < 0;
   region->owner_uid = who.uid;
   region->owner_gid = who.gid;
   region->mode = spec.mode & proto::kModeMask;

@@ -101,6 +101,9 @@ struct CreateSpec {
   uint32_t mode = 0600;
   bool system = false;  // see Region::system
   bool charge_owner = false;  // see Region::charge_owner; the requester's quota is checked
+  // A file the caller already filled (a checkpoint image) to hold instead
+  // of a new backing: the pool keeps a duplicate of it; `size` is its size.
+  int adopt_fd = -1;
 };
 
 struct PoolLimits {

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N] [--prefault]
-// [--hot FILE] [--record-hot FILE [--record-ms T]]: restores clones of a
-// checkpointed process (docs/ckpt.md "Restore"), each in a pid namespace of
-// its own, and waits for them; records or uses a hot set ("Hot sets"). Exit status: the first clone's
+// [--hot FILE] [--record-hot FILE [--record-ms T]] [--report-fd FD]: restores
+// clones of a checkpointed process (docs/ckpt.md "Restore"), each in a pid
+// namespace of its own, and waits for them; records or uses a hot set ("Hot
+// sets"). Exit status: the first clone's
 // that failed, or 0; 1 when a clone could not be restored.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -25,6 +28,7 @@ int main(int argc, char** argv) {
   std::string image_path, policy_text = "mow", hot_path, record_path;
   int count = 1, record_ms = 0;
   bool quiet = false, no_wait = false, prefault = false;
+  int report_fd = -1;
   app.add_option("image", image_path, "checkpoint image (cxlpool-ckpt dump)")->required();
   app.add_option("--policy", policy_text, "mow (map the image copy-on-write), moa (fill on access), hybrid (copy "
                                           "the hot pages, map the rest), copy (read every page)");
@@ -38,6 +42,9 @@ int main(int argc, char** argv) {
                                            "the default; mow: required)")
       ->check(CLI::Range(0, 86'400'000));
   app.add_flag("--quiet", quiet, "no line per restored clone");
+  app.add_option("--report-fd", report_fd, "write 'ORIGINAL_PID KEEPER_PID' for each restored clone to this "
+                                           "descriptor (how cxlpoold learns the clones it started)")
+      ->check(CLI::Range(3, 1 << 20));
   app.add_flag("--no-wait", no_wait, "exit once every clone is restored, leaving them running");
   CLI11_PARSE(app, argc, argv);
 
@@ -116,6 +123,10 @@ int main(int argc, char** argv) {
       all_restored = false;
       fmt::print(stderr, "cxlpool-restore: clone {} of {}: {}\n", i + 1, image_path, r.error);
       continue;
+    }
+    if (report_fd >= 0) {
+      const std::string line = fmt::format("{} {}\n", m.process.pid, clones[i].keeper);
+      if (::write(report_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) all_restored = false;
     }
     if (!quiet)
       fmt::print(stderr,

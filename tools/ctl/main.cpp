@@ -7,11 +7,16 @@
 //   2 usage error
 //   3 cannot reach the daemon (no socket, refused, protocol mismatch)
 //   4 permission denied (not an admin, or the socket's mode)
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "ckpt_format.hpp"
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/common/units.hpp"
 #include "devices_format.hpp"
@@ -392,6 +397,63 @@ int cmd_kv_drop(Context& ctx, uint64_t namespace_id) {
                                            });
 }
 
+// The target travels as a pidfd: the daemon checkpoints the process this
+// command named, even if its pid is reused meanwhile.
+int cmd_ckpt_create(Context& ctx, pid_t pid, const std::string& name, const std::string& tier, bool kill) {
+  uint32_t tier_id = proto::kNoTier;
+  if (!tier.empty()) {
+    if (int rc = resolve_tier(ctx, tier, tier_id); rc != kExitOk) return rc;
+  }
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) {
+    std::fprintf(stderr, "cxlpoolctl: no process %d: %s\n", pid, std::strerror(errno));
+    return kExitFailed;
+  }
+  const int fds[1] = {pidfd};
+  auto reply = ctx.conn->call_for<proto::CkptListReply>(
+      proto::CkptCreate{0, tier_id, kill ? proto::kCkptKillAfter : 0u, name}, fds);
+  ::close(pidfd);
+  if (!reply) return report(reply.error(), exit_code_for(reply.error().code));
+  print_json_or_text(ctx, cxlpool::ctl::ckpt_list_json(*reply), cxlpool::ctl::ckpt_list_text(*reply));
+  return kExitOk;
+}
+
+// The clones write where this command does: its stdin, stdout and stderr
+// go with the request.
+int cmd_ckpt_restore(Context& ctx, const std::string& name, const std::string& policy, uint32_t count) {
+  proto::CkptPolicy p = proto::CkptPolicy::kMow;
+  if (policy == "moa") {
+    p = proto::CkptPolicy::kMoa;
+  } else if (policy == "hybrid") {
+    p = proto::CkptPolicy::kHybrid;
+  } else if (policy != "mow") {
+    std::fprintf(stderr, "cxlpoolctl: unknown policy '%s' (mow, moa, hybrid)\n", policy.c_str());
+    return kExitUsage;
+  }
+  std::fflush(nullptr);
+  const int fds[3] = {0, 1, 2};
+  auto reply = ctx.conn->call_for<proto::CkptRestoreReply>(proto::CkptRestore{p, count, name}, fds);
+  if (!reply) return report(reply.error(), exit_code_for(reply.error().code));
+  print_json_or_text(ctx, cxlpool::ctl::ckpt_restore_json(*reply), cxlpool::ctl::ckpt_restore_text(name, *reply));
+  return kExitOk;
+}
+
+int cmd_ckpt_list(Context& ctx) {
+  return call<proto::CkptListReply>(ctx, proto::CkptListRequest{}, [&](const proto::CkptListReply& r) {
+    print_json_or_text(ctx, cxlpool::ctl::ckpt_list_json(r), cxlpool::ctl::ckpt_list_text(r));
+  });
+}
+
+int cmd_ckpt_remove(Context& ctx, const std::string& name) {
+  return call<proto::Ok>(ctx, proto::CkptRemove{name}, [&](const proto::Ok&) {
+    if (ctx.json) {
+      print_json(json{{"removed", name}});
+    } else {
+      print("removed checkpoint '" + name + "' (running clones keep their pages)\n");
+    }
+  });
+}
+
 int cmd_weights_list(Context& ctx) {
   return call<proto::WeightsListReply>(ctx, proto::WeightsListRequest{}, [&](const proto::WeightsListReply& r) {
     print_json_or_text(ctx, cxlpool::ctl::weights_list_json(r), cxlpool::ctl::weights_list_text(r));
@@ -471,6 +533,25 @@ int main(int argc, char** argv) {
       weights->add_subcommand("unload", "Drop the daemon's copy of a model (its owner or an admin)");
   std::string weights_model;
   weights_unload->add_option("model", weights_model, "Model name (see `cxlpoolctl weights list`)")->required();
+  auto* ckpt = app.add_subcommand("ckpt", "Checkpoints: create, restore clones, list, remove");
+  ckpt->require_subcommand(1);
+  auto* ckpt_create = ckpt->add_subcommand("create", "Checkpoint a running process into a tier");
+  auto* ckpt_restore = ckpt->add_subcommand("restore", "Start clones of a checkpoint (its owner or an admin)");
+  auto* ckpt_list = ckpt->add_subcommand("list", "Checkpoints: size, tier, owner, threads, created");
+  auto* ckpt_rm = ckpt->add_subcommand("rm", "Remove a checkpoint (running clones keep their pages)");
+  pid_t ckpt_pid = 0;
+  std::string ckpt_name, ckpt_tier, ckpt_policy = "mow";
+  bool ckpt_kill = false;
+  uint32_t ckpt_count = 1;
+  ckpt_create->add_option("pid", ckpt_pid, "The process to checkpoint")->required()->check(CLI::PositiveNumber);
+  ckpt_create->add_option("name", ckpt_name, "Checkpoint name (letters, digits, '.', '_', '-')")->required();
+  ckpt_create->add_option("--tier", ckpt_tier, "Tier id or name (default: the slowest tier)");
+  ckpt_create->add_flag("--kill", ckpt_kill, "Kill the process once it is checkpointed");
+  ckpt_restore->add_option("name", ckpt_name, "Checkpoint name (see `cxlpoolctl ckpt list`)")->required();
+  ckpt_restore->add_option("--policy", ckpt_policy, "mow (map copy-on-write), moa (fill on access), hybrid");
+  ckpt_restore->add_option("--count", ckpt_count, "Clones to start")
+      ->check(CLI::Range(1u, proto::kMaxCkptClones));
+  ckpt_rm->add_option("name", ckpt_name, "Checkpoint name")->required();
   auto* devices = app.add_subcommand("devices", "Device pool: registered NICs and SSDs, attachments, load, health");
   devices->require_subcommand(0, 1);
   auto* devices_failover =
@@ -480,7 +561,7 @@ int main(int argc, char** argv) {
       ->required();
   for (auto* sub : {status, tiers, regions, clients, stats, backends, migrate, tiering, tiering_status, tiering_hot,
                     tiering_set, kv, kv_status, kv_namespaces, kv_drop, weights, weights_list, weights_unload, devices,
-                    devices_failover}) {
+                    devices_failover, ckpt, ckpt_create, ckpt_restore, ckpt_list, ckpt_rm}) {
     sub->add_flag("--json", json_out, "Machine-readable JSON output");
   }
   try {
@@ -513,6 +594,10 @@ int main(int argc, char** argv) {
   if (*kv_drop) return cmd_kv_drop(ctx, kv_namespace_id);
   if (*weights_list) return cmd_weights_list(ctx);
   if (*weights_unload) return cmd_weights_unload(ctx, weights_model);
+  if (*ckpt_create) return cmd_ckpt_create(ctx, ckpt_pid, ckpt_name, ckpt_tier, ckpt_kill);
+  if (*ckpt_restore) return cmd_ckpt_restore(ctx, ckpt_name, ckpt_policy, ckpt_count);
+  if (*ckpt_list) return cmd_ckpt_list(ctx);
+  if (*ckpt_rm) return cmd_ckpt_remove(ctx, ckpt_name);
   if (*devices_failover) return cmd_devices_failover(ctx, failover_device);
   if (*devices) return cmd_devices(ctx);
   return kExitUsage;

@@ -3,10 +3,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -293,6 +295,79 @@ CXLPOOL_EXPORT int cxlpool_region_migrate(cxlpool_client* client, uint64_t regio
                                     reply->elapsed_ns};
     }
     return 0;
+  });
+}
+
+namespace {
+
+cxlpool_ckpt_info ckpt_info(const proto::CkptEntry& e) {
+  cxlpool_ckpt_info info{};
+  std::snprintf(info.name, sizeof info.name, "%s", e.name.c_str());
+  info.region_id = e.region_id;
+  info.image_bytes = e.image_bytes;
+  info.created_unix_ns = e.created_unix_ns;
+  info.capture_ns = e.capture_ns;
+  info.tier_id = e.tier_id;
+  info.owner_uid = e.owner_uid;
+  info.pid = e.pid;
+  info.threads = e.threads;
+  info.restores = e.restores;
+  return info;
+}
+
+}  // namespace
+
+CXLPOOL_EXPORT int cxlpool_ckpt_create(cxlpool_client* client, int pidfd, const char* name, uint32_t tier_id,
+                                       uint32_t flags, cxlpool_ckpt_info* out) {
+  return guarded([&] {
+    if (client == nullptr || name == nullptr) return record(EINVAL, "client or name is NULL");
+    if (pidfd < 0) return record(EBADF, "pidfd is not a descriptor");
+    const int fds[1] = {pidfd};
+    auto reply = client->conn->call_for<proto::CkptListReply>(proto::CkptCreate{0, tier_id, flags, name}, fds);
+    if (!reply) return record(reply.error());
+    if (out != nullptr && !reply->checkpoints.empty()) *out = ckpt_info(reply->checkpoints.front());
+    return 0;
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_ckpt_restore(cxlpool_client* client, const char* name, cxlpool_ckpt_policy policy,
+                                        uint32_t count, const int* stdio_fds, cxlpool_ckpt_clone* clones,
+                                        size_t cap) {
+  return guarded([&] {
+    if (client == nullptr || name == nullptr) return record(EINVAL, "client or name is NULL");
+    if (static_cast<int>(policy) < 0 || static_cast<int>(policy) > CXLPOOL_CKPT_HYBRID) return record(EINVAL, "unknown policy");
+    if (count == 0 || count > proto::kMaxCkptClones) return record(EINVAL, "count must be 1..64");
+    std::span<const int> fds;
+    if (stdio_fds != nullptr) fds = std::span<const int>(stdio_fds, 3);
+    auto reply = client->conn->call_for<proto::CkptRestoreReply>(
+        proto::CkptRestore{static_cast<proto::CkptPolicy>(policy), count, name}, fds);
+    if (!reply) return record(reply.error());
+    for (size_t i = 0; i < reply->clones.size() && clones != nullptr && i < cap; ++i) {
+      const auto& c = reply->clones[i];
+      clones[i] = cxlpool_ckpt_clone{static_cast<int32_t>(c.pid), static_cast<int32_t>(c.keeper),
+                                     static_cast<int32_t>(c.ns_pid)};
+    }
+    return static_cast<int>(reply->clones.size());
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_ckpt_list(cxlpool_client* client, cxlpool_ckpt_info* out, size_t cap) {
+  return guarded([&] {
+    if (client == nullptr) return record(EINVAL, "client is NULL");
+    auto reply = client->conn->call_for<proto::CkptListReply>(proto::CkptListRequest{});
+    if (!reply) return record(reply.error());
+    for (size_t i = 0; i < reply->checkpoints.size() && out != nullptr && i < cap; ++i) {
+      out[i] = ckpt_info(reply->checkpoints[i]);
+    }
+    return static_cast<int>(reply->checkpoints.size());
+  });
+}
+
+CXLPOOL_EXPORT int cxlpool_ckpt_remove(cxlpool_client* client, const char* name) {
+  return guarded([&] {
+    if (client == nullptr || name == nullptr) return record(EINVAL, "client or name is NULL");
+    auto reply = client->conn->call_for<proto::Ok>(proto::CkptRemove{name});
+    return reply ? 0 : record(reply.error());
   });
 }
 

@@ -59,6 +59,7 @@ constexpr TextRule text_rule(Text kind) {
     case Text::kWeightsModel: return {kMaxWeightsModelLength, EmptyText::kByRules, TextBytes::kModelName};
     case Text::kDeviceName: return {kMaxDeviceNameLength, EmptyText::kRefused, TextBytes::kPrintableAscii};
     case Text::kDeviceNameOrEmpty: return {kMaxDeviceNameLength, EmptyText::kAccepted, TextBytes::kPrintableAscii};
+    case Text::kCkptName: return {kMaxCkptNameLength, EmptyText::kByRules, TextBytes::kModelName};
   }
   return {0, EmptyText::kRefused, TextBytes::kNoNul};  // not a Text: refuses everything
 }

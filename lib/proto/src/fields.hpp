@@ -50,6 +50,7 @@ enum class Text {
   kWeightsModel,       // valid_region_name() and <= kMaxWeightsModelLength bytes
   kDeviceName,         // 1..kMaxDeviceNameLength bytes of printable ASCII (device and host names)
   kDeviceNameOrEmpty,  // empty, or kDeviceName
+  kCkptName,           // valid_region_name() and <= kMaxCkptNameLength bytes
 };
 
 template <typename T, typename U>
@@ -622,5 +623,47 @@ void walk(auto& io, Is<DevFailover> auto& m) { io.number("device_id", m.device_i
 void walk(auto& io, Is<DevFailoverReply> auto& m) {
   CXLPOOL_PROTO_FIELDS(io, m, device_id, moved, without_backup);
 }
+
+// ---------------------------------------------------------- checkpoints
+
+void walk(auto& io, Is<CkptCreate> auto& m) {
+  CXLPOOL_PROTO_FIELDS(io, m, pid, tier_id);
+  io.number("flags", m.flags, KnownBits{kCkptKnownFlags});
+  io.text("name", m.name, Text::kCkptName);
+}
+
+void walk(auto& io, Is<CkptEntry> auto& m) {
+  CXLPOOL_PROTO_FIELDS(io, m, region_id);
+  io.number("image_bytes", m.image_bytes, Positive{});
+  CXLPOOL_PROTO_FIELDS(io, m, created_unix_ns, capture_ns, tier_id, owner_uid, pid);
+  io.number("threads", m.threads, Positive{});
+  CXLPOOL_PROTO_FIELDS(io, m, restores);
+  io.text("name", m.name, Text::kCkptName);
+}
+
+void walk(auto& io, Is<CkptListReply> auto& m) { CXLPOOL_PROTO_FIELDS(io, m, checkpoints); }
+
+void walk(auto& io, Is<CkptRestore> auto& m) {
+  io.enumeration("policy", m.policy, CkptPolicy::kHybrid);
+  io.number("count", m.count, Between<uint32_t>{1, kMaxCkptClones});
+  io.text("name", m.name, Text::kCkptName);
+}
+
+void walk(auto& io, Is<CkptClone> auto& m) {
+  io.number("pid", m.pid, Positive{});
+  io.number("keeper", m.keeper, Positive{});
+  io.number("ns_pid", m.ns_pid, Positive{});
+}
+
+void walk(auto& io, Is<CkptRestoreReply> auto& m) {
+  CXLPOOL_PROTO_FIELDS(io, m, restore_ns, clones);
+  io.check("clones", [&] {
+    return m.clones.size() <= kMaxCkptClones ? std::string()
+                                             : std::to_string(m.clones.size()) + " clones, at most " +
+                                                   std::to_string(kMaxCkptClones);
+  });
+}
+
+void walk(auto& io, Is<CkptRemove> auto& m) { io.text("name", m.name, Text::kCkptName); }
 
 }  // namespace cxlpool::proto::fields

@@ -54,6 +54,7 @@ size_t descriptor_count(MsgType type) {
 
 size_t descriptor_count(const Message& message) {
   if (const auto* load = std::get_if<WeightsLoad>(&message)) return load->paths.size();
+  if (const auto* create = std::get_if<CkptCreate>(&message)) return create->pid == 0 ? 1 : 0;
   return descriptor_count(message_type(message));
 }
 

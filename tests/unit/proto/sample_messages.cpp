@@ -404,6 +404,23 @@ std::vector<Message> sample_messages() {
                                                       .host = "host-b"}}},
       DevFailover{.device_id = 3},
       DevFailoverReply{.device_id = 3, .moved = 2, .without_backup = 1},
+      CkptCreate{.pid = 0, .tier_id = 1, .flags = kCkptKillAfter, .name = "warm-worker"},
+      CkptRestore{.policy = CkptPolicy::kHybrid, .count = 10, .name = "warm-worker"},
+      CkptRestoreReply{.restore_ns = 4'200'000,
+                       .clones = {CkptClone{.pid = 90001, .keeper = 90000, .ns_pid = 4242},
+                                  CkptClone{.pid = 90003, .keeper = 90002, .ns_pid = 4242}}},
+      CkptListRequest{},
+      CkptListReply{.checkpoints = {CkptEntry{.region_id = 12,
+                                              .image_bytes = 64ull << 20,
+                                              .created_unix_ns = 1'790'000'000'000'000'000,
+                                              .capture_ns = 31'000'000,
+                                              .tier_id = 1,
+                                              .owner_uid = 1000,
+                                              .pid = 4242,
+                                              .threads = 4,
+                                              .restores = 10,
+                                              .name = "warm-worker"}}},
+      CkptRemove{.name = "warm-worker"},
   };
 }
 

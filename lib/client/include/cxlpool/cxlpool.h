@@ -241,6 +241,71 @@ typedef struct cxlpool_migrate_result {
 int cxlpool_region_migrate(cxlpool_client *client, uint64_t region_id, uint32_t target_tier,
                            cxlpool_migrate_result *out);
 
+/* ------------------------------------------------------------- checkpoints */
+
+/* Checkpoints (docs/ckpt.md "Through the daemon"): the daemon records a
+ * process into an image on a tier, charged to the caller's quota, and starts
+ * clones of it that map the image copy-on-write. */
+
+#define CXLPOOL_CKPT_KILL (1u << 0) /* kill the process once it is checkpointed */
+
+typedef enum cxlpool_ckpt_policy {
+  CXLPOOL_CKPT_MOW = 0,    /* map the image copy-on-write */
+  CXLPOOL_CKPT_MOA = 1,    /* fill each page from the image on first access */
+  CXLPOOL_CKPT_HYBRID = 2, /* copy the hot pages up front, map the rest */
+} cxlpool_ckpt_policy;
+
+typedef struct cxlpool_ckpt_info {
+  char name[184];
+  uint64_t region_id;  /* the pool region holding the image */
+  uint64_t image_bytes;
+  uint64_t created_unix_ns;
+  uint64_t capture_ns;
+  uint32_t tier_id;
+  uint32_t owner_uid;
+  uint32_t pid;        /* the process it was taken from */
+  uint32_t threads;
+  uint32_t restores;   /* clones started from it */
+} cxlpool_ckpt_info;
+
+typedef struct cxlpool_ckpt_clone {
+  int32_t pid;     /* the clone, as this process sees pids */
+  int32_t keeper;  /* its pid namespace's init; killing it ends the clone */
+  int32_t ns_pid;  /* the clone's pid in its namespace: the original's */
+} cxlpool_ckpt_clone;
+
+/* Checkpoints process `pidfd` (from pidfd_open; the daemon then cannot
+ * catch a reused pid) as `name` on `tier_id` (UINT32_MAX: the slowest
+ * tier). The caller must be able to ptrace the process itself (same uid
+ * and gid, the process dumpable, no capability the caller lacks) or be an
+ * admin. Blocks until the image is complete; `out` may be NULL.
+ *   -EINVAL  client or name NULL, an invalid name or flags
+ *   -EEXIST  a checkpoint of that name exists   -EPERM  may not trace it
+ *   -ESRCH   the process is gone   -ENOENT  no such tier
+ *   -ENOTSUP the process uses something a checkpoint cannot record
+ *            (cxlpool_last_error names it)
+ *   -EDQUOT / -ENOSPC  the image does not fit the quota or the tier */
+int cxlpool_ckpt_create(cxlpool_client *client, int pidfd, const char *name, uint32_t tier_id, uint32_t flags,
+                        cxlpool_ckpt_info *out);
+
+/* Starts `count` (1..64) clones of checkpoint `name` (the caller's own, or
+ * any for an admin), each in a pid namespace of its own, with `stdio_fds`
+ * (three descriptors: stdin, stdout, stderr; NULL: /dev/null) as their
+ * standard streams. Fills up to `cap` entries of `clones`; returns how many
+ * clones started.
+ *   -ENOENT  no such checkpoint (or it was removed)   -EPERM  not yours
+ *   -EINVAL  client or name NULL, count out of range, policy unknown
+ *   -EIO     the restorer failed (its message went to the stderr given) */
+int cxlpool_ckpt_restore(cxlpool_client *client, const char *name, cxlpool_ckpt_policy policy, uint32_t count,
+                         const int *stdio_fds, cxlpool_ckpt_clone *clones, size_t cap);
+
+/* Fills up to `cap` entries; returns how many checkpoints exist. */
+int cxlpool_ckpt_list(cxlpool_client *client, cxlpool_ckpt_info *out, size_t cap);
+
+/* Removes a checkpoint (the owner or an admin); running clones keep the
+ * pages they map. -ENOENT, -EPERM. */
+int cxlpool_ckpt_remove(cxlpool_client *client, const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,7 +13,8 @@
 //   answer  the reply a request gets when it succeeds (any request may get
 //           ErrorReply instead); void for replies
 //   fds     descriptors the message carries in SCM_RIGHTS, at most
-//           (WeightsLoad: one per path, see descriptor_count(const Message&))
+//           (WeightsLoad: one per path, see descriptor_count(const Message&);
+//           CkptCreate: its pidfd when pid is 0; CkptRestore: none or three)
 //
 // The order is the Message variant's order; it is not on the wire.
 #pragma once
@@ -81,5 +82,11 @@
   X(DevListRequest,       kDevList,              77, Request, DevListReply,         0)         \
   X(DevListReply,         kDevListReply,         78, Reply,   void,                 0)         \
   X(DevFailover,          kDevFailover,          79, Request, DevFailoverReply,     0)         \
-  X(DevFailoverReply,     kDevFailoverReply,     80, Reply,   void,                 0)
+  X(DevFailoverReply,     kDevFailoverReply,     80, Reply,   void,                 0)         \
+  X(CkptCreate,           kCkptCreate,           81, Request, CkptListReply,        1)         \
+  X(CkptRestore,          kCkptRestore,          82, Request, CkptRestoreReply,     3)         \
+  X(CkptRestoreReply,     kCkptRestoreReply,     83, Reply,   void,                 0)         \
+  X(CkptListRequest,      kCkptList,             84, Request, CkptListReply,        0)         \
+  X(CkptListReply,        kCkptListReply,        85, Reply,   void,                 0)         \
+  X(CkptRemove,           kCkptRemove,           86, Request, Ok,                   0)
 // clang-format on

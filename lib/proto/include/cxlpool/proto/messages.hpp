@@ -722,6 +722,72 @@ struct DevFailoverReply {
   bool operator==(const DevFailoverReply&) const = default;
 };
 
+// Checkpoints (docs/ckpt.md "Through the daemon"): the daemon checkpoints a
+// process the client could trace itself into an image that is a pool object
+// on a tier, and restores clones of it with cxlpool-restore. Checkpoint
+// names follow the region-name rule.
+enum class CkptPolicy : uint8_t { kMow = 0, kMoa = 1, kHybrid = 2 };
+inline constexpr size_t kMaxCkptNameLength = 180;
+inline constexpr uint32_t kMaxCkptClones = 64;
+// CkptCreate flags.
+inline constexpr uint32_t kCkptKillAfter = 1u << 0;  // kill the target once the image is complete
+inline constexpr uint32_t kCkptKnownFlags = kCkptKillAfter;
+
+struct CkptCreate {
+  // The target's pid in the daemon's pid namespace; 0: the target is the
+  // pidfd that comes with the message (no pid-reuse race).
+  uint32_t pid = 0;
+  uint32_t tier_id = kNoTier;  // kNoTier: the slowest tier (a CXL tier when there is one)
+  uint32_t flags = 0;          // kCkpt*
+  std::string name;
+  bool operator==(const CkptCreate&) const = default;
+};
+struct CkptEntry {
+  uint64_t region_id = 0;    // the pool region that holds the image
+  uint64_t image_bytes = 0;  // > 0; charged to the owner on the tier
+  uint64_t created_unix_ns = 0;
+  uint64_t capture_ns = 0;   // how long the target was stopped and copied
+  uint32_t tier_id = 0;
+  uint32_t owner_uid = 0;
+  uint32_t pid = 0;          // the checkpointed process
+  uint32_t threads = 0;      // > 0
+  uint32_t restores = 0;     // clones restored from it so far
+  std::string name;
+  bool operator==(const CkptEntry&) const = default;
+};
+struct CkptListRequest {
+  bool operator==(const CkptListRequest&) const = default;
+};
+// The answer to CkptList, and to CkptCreate (then its one entry).
+struct CkptListReply {
+  std::vector<CkptEntry> checkpoints;
+  bool operator==(const CkptListReply&) const = default;
+};
+// Clones of a checkpoint, each in a pid namespace of its own. The caller's
+// stdin, stdout and stderr come with it (three descriptors, in that order)
+// or none (the clones get /dev/null).
+struct CkptRestore {
+  CkptPolicy policy = CkptPolicy::kMow;
+  uint32_t count = 1;  // 1..kMaxCkptClones
+  std::string name;
+  bool operator==(const CkptRestore&) const = default;
+};
+struct CkptClone {
+  uint32_t pid = 0;     // the clone, in the daemon's pid namespace
+  uint32_t keeper = 0;  // its pid namespace's init (reaps it, serves moa faults)
+  uint32_t ns_pid = 0;  // the clone's pid inside its namespace: the original pid
+  bool operator==(const CkptClone&) const = default;
+};
+struct CkptRestoreReply {
+  uint64_t restore_ns = 0;  // from the request to the last clone running
+  std::vector<CkptClone> clones;
+  bool operator==(const CkptRestoreReply&) const = default;
+};
+struct CkptRemove {
+  std::string name;
+  bool operator==(const CkptRemove&) const = default;
+};
+
 enum class MessageKind : uint8_t { kRequest, kReply };
 
 namespace detail {

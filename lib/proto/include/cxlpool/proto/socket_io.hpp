@@ -33,7 +33,9 @@ struct Received {
 size_t descriptor_count(MsgType type);
 // The descriptors this message carries: one per path for WeightsLoad (the
 // files the client opened, in the order of `paths`; the daemon refuses a
-// WeightsLoad with another count with EINVAL), descriptor_count(type) else.
+// WeightsLoad with another count with EINVAL), the target's pidfd for a
+// CkptCreate whose pid is 0 and none otherwise, descriptor_count(type) else
+// (CkptRestore: at most three, its stdio; none is allowed too).
 size_t descriptor_count(const Message& message);
 
 // Encodes and sends; retries EINTR. EAGAIN is returned as an error for

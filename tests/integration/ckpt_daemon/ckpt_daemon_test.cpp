@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+// Checkpoints through a real cxlpoold (as root): the target program is
+// checkpointed with cxlpoolctl (its pidfd travels to the daemon), listed,
+// restored under each policy with the test's pipes as the clone's stdio and
+// compared with the original's own report; ten clones; removal while a
+// clone runs; refusals for another uid and over quota.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ctl_runner.hpp"
+#include "cxlpool/client/connection.hpp"
+#include "cxlpool/cxlpool.h"
+#include "daemon_process.hpp"
+#include "support/child_process.hpp"
+#include "support/ckpt_target_process.hpp"
+#include "test_config.hpp"
+
+namespace cxlpool::integration {
+namespace {
+
+using client::Connection;
+using namespace std::chrono_literals;
+
+// A clone's stdin and stdout, as pipes the test holds the other ends of.
+class ClonePipes {
+ public:
+  ClonePipes() {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) std::abort();
+    clone_in_ = in[0], to_clone_ = in[1], from_clone_ = out[0], clone_out_ = out[1];
+    null_ = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  }
+  ~ClonePipes() {
+    for (int fd : {clone_in_, to_clone_, from_clone_, clone_out_, null_}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  std::vector<int> stdio() const { return {clone_in_, clone_out_, null_}; }
+  // The report the clone prints for "report", or an empty map.
+  test::TargetReport report() {
+    const std::string cmd = "report\n";
+    if (::write(to_clone_, cmd.data(), cmd.size()) != static_cast<ssize_t>(cmd.size())) return {};
+    test::TargetReport r;
+    for (;;) {
+      const std::string line = read_line();
+      if (line.empty() || line == "done") break;
+      const size_t space = line.find(' ');
+      if (space != std::string::npos) r[line.substr(0, space)] = line.substr(space + 1);
+    }
+    return r;
+  }
+  void exit_clone() { (void)!::write(to_clone_, "exit\n", 5); }
+
+ private:
+  std::string read_line() {
+    std::string s;
+    char c;
+    for (;;) {
+      pollfd p{from_clone_, POLLIN, 0};
+      if (::poll(&p, 1, 10000) <= 0 || ::read(from_clone_, &c, 1) != 1) return s;
+      if (c == '\n') return s;
+      s += c;
+    }
+  }
+  int clone_in_ = -1, to_clone_ = -1, from_clone_ = -1, clone_out_ = -1, null_ = -1;
+};
+
+class CkptDaemon : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "checkpoints through the daemon need root (ptrace, clone3 set_tid)";
+    target_program_ = test::ckpt_target_program();
+    if (target_program_.empty()) GTEST_SKIP() << "CXLPOOL_CKPT_TARGET not set";
+  }
+
+  void start(const std::string& tables = "") {
+    daemon_ = std::make_unique<DaemonProcess>(TestConfig{.daemon = kOpenToAll, .tables = tables}.render());
+    ASSERT_TRUE(daemon_->start());
+    auto conn = Connection::open(daemon_->socket(), "ckpt-test");
+    ASSERT_TRUE(conn) << conn.error().message;
+    conn_ = std::move(*conn);
+  }
+
+  Result<proto::CkptRestoreReply> restore(const std::string& name, proto::CkptPolicy policy, uint32_t count,
+                                          const std::vector<int>& stdio = {}) {
+    return conn_->call_for<proto::CkptRestoreReply>(proto::CkptRestore{policy, count, name}, stdio);
+  }
+
+  static void kill_clones(const proto::CkptRestoreReply& reply) {
+    // The keeper is its namespace's init: the clone goes with it.
+    for (const auto& c : reply.clones) ::kill(static_cast<pid_t>(c.keeper), SIGKILL);
+  }
+
+  std::string target_program_;
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<Connection> conn_;
+};
+
+TEST_F(CkptDaemon, CreateListRestoreUnderEachPolicy) {
+  start();
+  test::CkptTarget target(target_program_, {"threads"});
+  ASSERT_TRUE(target.started());
+  auto before = target.report();
+  ASSERT_TRUE(before);
+  const ProgramResult made =
+      run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(target.pid()), "warm", "--tier", kEmuTier});
+  ASSERT_EQ(made.exit_code, 0) << made.err << daemon_->log();
+  EXPECT_NE(made.out.find("warm"), std::string::npos) << made.out;
+
+  const auto list = run_ctl_json(daemon_->socket(), {"ckpt", "list"});
+  ASSERT_TRUE(list.is_array() && list.size() == 1) << list;
+  EXPECT_EQ(list[0]["name"], "warm");
+  EXPECT_GT(list[0]["bytes"].get<uint64_t>(), 256u << 10);  // the 256 KiB pattern at least
+  EXPECT_EQ(list[0]["threads"].get<uint32_t>(), 4u);
+  EXPECT_EQ(list[0]["owner_uid"].get<uint32_t>(), 0u);
+  EXPECT_EQ(list[0]["pid"].get<int>(), target.pid());
+  // The image is a region of the pool, charged on its tier.
+  const auto regions = run_ctl_json(daemon_->socket(), {"regions"});
+  ASSERT_TRUE(regions.is_array() && regions.size() == 1) << regions;
+  EXPECT_EQ(regions[0]["id"], list[0]["region"]);
+
+  // The original runs on: it still answers.
+  ASSERT_TRUE(target.report());
+  for (auto policy : {proto::CkptPolicy::kMow, proto::CkptPolicy::kMoa, proto::CkptPolicy::kHybrid}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    ClonePipes pipes;
+    auto reply = restore("warm", policy, 1, pipes.stdio());
+    ASSERT_TRUE(reply) << reply.error().message << daemon_->log();
+    ASSERT_EQ(reply->clones.size(), 1u);
+    EXPECT_EQ(reply->clones[0].ns_pid, static_cast<uint32_t>(target.pid()));
+    EXPECT_NE(reply->clones[0].pid, static_cast<uint32_t>(target.pid()));
+    const auto r = pipes.report();
+    ASSERT_TRUE(r.contains("digest")) << "the clone did not answer";
+    EXPECT_EQ(r.at("digest"), before->at("digest")) << "the clone's memory differs from the original's";
+    EXPECT_EQ(r.at("pid"), before->at("pid")) << "getpid() in the clone is the original's pid";
+    pipes.exit_clone();
+    kill_clones(*reply);
+  }
+  const auto stats = run_ctl_json(daemon_->socket(), {"stats"});
+  EXPECT_NE(stats.dump().find("ckpt.restores"), std::string::npos);
+  EXPECT_EQ(target.stop(), 0);
+}
+
+TEST_F(CkptDaemon, TenClonesThenRemoveWhileOneRuns) {
+  start();
+  test::CkptTarget target(target_program_, {"loop"});
+  ASSERT_TRUE(target.started());
+  auto before = target.report();
+  ASSERT_TRUE(before);
+  ASSERT_EQ(run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(target.pid()), "ten", "--kill"}).exit_code, 0)
+      << daemon_->log();
+  EXPECT_NE(target.wait(), -1) << "--kill leaves the target running";
+
+  // One stdin for all ten that never ends (at end of input the target exits).
+  ClonePipes shared;
+  auto ten = restore("ten", proto::CkptPolicy::kMow, 10, shared.stdio());
+  ASSERT_TRUE(ten) << ten.error().message << daemon_->log();
+  ASSERT_EQ(ten->clones.size(), 10u);
+  std::set<uint32_t> pids;
+  for (const auto& c : ten->clones) {
+    pids.insert(c.pid);
+    EXPECT_EQ(::kill(static_cast<pid_t>(c.pid), 0), 0) << "clone " << c.pid << " is not running";
+  }
+  EXPECT_EQ(pids.size(), 10u);
+  kill_clones(*ten);
+
+  ClonePipes pipes;
+  auto one = restore("ten", proto::CkptPolicy::kMow, 1, pipes.stdio());
+  ASSERT_TRUE(one) << one.error().message;
+  const ProgramResult rm = run_ctl(daemon_->socket(), {"ckpt", "rm", "ten"});
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  // The clone maps the image's file: its pages stay after the checkpoint goes.
+  const auto r = pipes.report();
+  EXPECT_EQ(r.count("digest") ? r.at("digest") : "", before->at("digest"));
+  pipes.exit_clone();
+  kill_clones(*one);
+
+  auto gone = restore("ten", proto::CkptPolicy::kMow, 1);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, ENOENT);
+  EXPECT_EQ(run_ctl_json(daemon_->socket(), {"ckpt", "list"}).size(), 0u);
+  EXPECT_EQ(run_ctl_json(daemon_->socket(), {"regions"}).size(), 0u) << "the image's region outlived the checkpoint";
+}
+
+// Another uid may not checkpoint root's process, nor restore or remove
+// root's checkpoint; listing is open to everyone.
+TEST_F(CkptDaemon, OtherUsersAreRefused) {
+  start();
+  test::CkptTarget target(target_program_, {"loop"});
+  ASSERT_TRUE(target.started());
+  ASSERT_EQ(run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(target.pid()), "mine"}).exit_code, 0)
+      << daemon_->log();
+  const std::string socket = daemon_->socket();
+  const uint32_t pid = static_cast<uint32_t>(target.pid());
+  const std::string failures = run_checks_in_child(
+      [&](ChildChecks& check) {
+        auto conn = Connection::open(socket, "other");
+        CHILD_EXPECT(check, conn.has_value());
+        if (!conn) return;
+        auto made = (*conn)->call(proto::CkptCreate{.pid = pid, .name = "theirs"});
+        CHILD_EXPECT(check, !made && made.error().code == EPERM);
+        auto restored = (*conn)->call(proto::CkptRestore{.name = "mine"});
+        CHILD_EXPECT(check, !restored && restored.error().code == EPERM);
+        auto removed = (*conn)->call(proto::CkptRemove{"mine"});
+        CHILD_EXPECT(check, !removed && removed.error().code == EPERM);
+        auto list = (*conn)->call_for<proto::CkptListReply>(proto::CkptListRequest{});
+        CHILD_EXPECT(check, list && list->checkpoints.size() == 1);
+      },
+      RunAs{});
+  EXPECT_EQ(failures, "");
+  // A name in use is refused before anything is stopped.
+  auto again = conn_->call(proto::CkptCreate{.pid = pid, .name = "mine"});
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, EEXIST);
+  EXPECT_EQ(target.stop(), 0);
+}
+
+// The image is charged to its owner: over quota the checkpoint fails, the
+// target runs on and nothing is left behind.
+TEST_F(CkptDaemon, QuotaRefusesTheImage) {
+  start("[quota]\ndefault_bytes = \"64K\"\n");
+  test::CkptTarget target(target_program_, {"loop"});
+  ASSERT_TRUE(target.started());
+  const ProgramResult made = run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(target.pid()), "big"});
+  EXPECT_EQ(made.exit_code, 1);
+  EXPECT_NE(made.err.find("quota"), std::string::npos) << made.err;
+  EXPECT_TRUE(target.report()) << "the target did not survive a refused checkpoint";
+  EXPECT_EQ(run_ctl_json(daemon_->socket(), {"ckpt", "list"}).size(), 0u);
+  EXPECT_EQ(target.stop(), 0);
+}
+
+// The C ABI: create from a pidfd, list, restore, remove.
+TEST_F(CkptDaemon, ThroughTheCAbi) {
+  start();
+  test::CkptTarget target(target_program_, {"loop"});
+  ASSERT_TRUE(target.started());
+  cxlpool_client* client = nullptr;
+  ASSERT_EQ(cxlpool_connect(daemon_->socket().c_str(), "ckpt-c", &client), 0) << cxlpool_last_error();
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, target.pid(), 0));
+  ASSERT_GE(pidfd, 0);
+  cxlpool_ckpt_info info{};
+  ASSERT_EQ(cxlpool_ckpt_create(client, pidfd, "c-abi", UINT32_MAX, 0, &info), 0) << cxlpool_last_error();
+  ::close(pidfd);
+  EXPECT_STREQ(info.name, "c-abi");
+  EXPECT_EQ(info.pid, static_cast<uint32_t>(target.pid()));
+  EXPECT_GT(info.image_bytes, 0u);
+  cxlpool_ckpt_info listed[4];
+  EXPECT_EQ(cxlpool_ckpt_list(client, listed, 4), 1);
+  EXPECT_EQ(listed[0].region_id, info.region_id);
+  ClonePipes pipes;
+  const std::vector<int> stdio = pipes.stdio();
+  cxlpool_ckpt_clone clone{};
+  ASSERT_EQ(cxlpool_ckpt_restore(client, "c-abi", CXLPOOL_CKPT_MOA, 1, stdio.data(), &clone, 1), 1)
+      << cxlpool_last_error();
+  EXPECT_EQ(clone.ns_pid, target.pid());
+  EXPECT_TRUE(pipes.report().contains("digest"));
+  ::kill(clone.keeper, SIGKILL);
+  EXPECT_EQ(cxlpool_ckpt_remove(client, "c-abi"), 0);
+  EXPECT_EQ(cxlpool_ckpt_remove(client, "c-abi"), -ENOENT);
+  EXPECT_EQ(cxlpool_ckpt_restore(client, "c-abi", CXLPOOL_CKPT_MOW, 1, nullptr, nullptr, 0), -ENOENT);
+  cxlpool_disconnect(client);
+  EXPECT_EQ(target.stop(), 0);
+}
+
+}  // namespace
+}  // namespace cxlpool::integration
