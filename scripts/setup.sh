@@ -12,6 +12,8 @@ PACKAGES=(
   libnuma-dev liburing-dev libcxl-dev libdaxctl-dev libibverbs-dev librdmacm-dev libfabric-dev
   dpdk-dev libaio-dev libxdp-dev libbpf-dev fio redis-server redis-tools
   clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin
+  scdoc bash-completion                 # man pages, the completions directory
+  debhelper lintian mmdebstrap          # slow suite: the Debian packages (tests/package)
 )
 
 missing=()

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs the build into a temporary DESTDIR and checks what a packager and
 # a C application see: binaries, library (shared + static), headers, the
-# pkg-config file, the systemd unit and the example config; then compiles a
+# pkg-config file, the systemd unit, the example config, bash completions and
+# (with scdoc) the man pages; then compiles a
 # C program and a C++ program against the installed files with pkg-config
 # alone and runs them.
 #   check_install.sh BUILD_DIR
@@ -42,6 +43,15 @@ done
 unit=$(find "$dest" -name cxlpoold.service | head -1)
 [ -n "$unit" ] || fail "missing cxlpoold.service"
 grep -q "^ExecStart=${opt[0]}/${opt[3]}/cxlpoold" "$unit" || fail "unit's ExecStart does not point at the installed daemon"
+
+for f in cxlpoolctl cxlpool-io; do
+  [ -n "$(find "$dest" -path "*/bash-completion/completions/$f")" ] || fail "no bash completion for $f"
+done
+if command -v scdoc >/dev/null; then
+  for page in man8/cxlpoold.8 man8/cxlpoolctl.8 man1/cxlpool-io.1 man5/cxlpoold.toml.5 man3/libcxlpool.3; do
+    [ -n "$(find "$dest" -path "*/man/$page")" ] || fail "man page $page not installed (scdoc is present)"
+  done
+fi
 
 # Only cxlpool_* symbols are exported (version script).
 exported=$(nm -D --defined-only "$dest$libdir/libcxlpool.so.0" | awk '$2 ~ /[TDBR]/ {print $3}' | sed 's/@.*//' | sort -u)
