@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The bash completions load in a plain bash (no bash-completion framework),
-# register for their programs (`complete -p`) and offer the expected words.
-#   check_completion.sh COMPLETION_DIR
+# register for their programs (`complete -p`) and offer the expected words;
+# cxlpool-io's profile names come from the built program.
+#   check_completion.sh COMPLETION_DIR CXLPOOL_IO
 set -uo pipefail
 dir=$1
+PATH=$(cd "$(dirname "$2")" && pwd):$PATH
 status=0
 fail() { echo "FAIL $*"; status=1; }
 
@@ -36,5 +38,7 @@ done
   fail "cxlpool-io --output-format <TAB>"
 [ "$(complete_words cxlpool-io --ioengine = io_ | tr '\n' ' ')" = "io_uring " ] || fail "cxlpool-io --ioengine=io_<TAB>"
 [[ " $(complete_words cxlpool-io --list | tr '\n' ' ')" == *" --list-profiles "* ]] || fail "cxlpool-io --list<TAB>"
+[ "$(complete_words cxlpool-io --profile layer-stream | tr '\n' ' ')" = "layer-stream layer-stream-mmap " ] ||
+  fail "cxlpool-io --profile layer-stream<TAB>: $(complete_words cxlpool-io --profile layer-stream | tr '\n' ' ')"
 [ $status -eq 0 ] && echo "completion check OK"
 exit $status

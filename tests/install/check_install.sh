@@ -9,22 +9,12 @@
 #   check_install.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
-# A sanitizer build installs instrumented libraries that plain programs
-# cannot load; the layout is checked on the normal build.
-sanitize=$(meson introspect "$build" --buildoptions | python3 -c \
-  'import json,sys; print({x["name"]:x["value"] for x in json.load(sys.stdin)}["b_sanitize"])')
-if [ "$sanitize" != "none" ]; then
-  echo "SKIP: sanitizer build (b_sanitize=$sanitize); the install layout is checked on the normal build"
-  exit 77
-fi
+source "$(dirname "$0")/install_common.sh"
+skip_sanitizer_build "$build" "the install layout"
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 
-if ! out=$(meson install -C "$build" --no-rebuild --quiet --destdir "$dest" 2>&1); then
-  echo "$out" >&2
-  echo "check_install: meson install failed (is the whole build up to date? run ninja -C $build)" >&2
-  exit 1
-fi
+install_build "$build" "$dest" || exit 1
 prefix=$(meson introspect "$build" --buildoptions | python3 -c \
   'import json,sys; o={x["name"]:x["value"] for x in json.load(sys.stdin)}; print(o["prefix"]); print(o["libdir"]); print(o["sysconfdir"]); print(o["sbindir"]); print(o["bindir"])')
 readarray -t opt <<<"$prefix"

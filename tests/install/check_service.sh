@@ -17,12 +17,8 @@
 #   check_service.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
-sanitize=$(meson introspect "$build" --buildoptions | python3 -c \
-  'import json,sys; print({x["name"]:x["value"] for x in json.load(sys.stdin)}["b_sanitize"])')
-if [ "$sanitize" != "none" ]; then
-  echo "SKIP: sanitizer build (b_sanitize=$sanitize); the service is checked on the normal build"
-  exit 77
-fi
+source "$(dirname "$0")/install_common.sh"
+skip_sanitizer_build "$build" "the service"
 work=$(mktemp -d)
 daemon_pid=
 cleanup() {
@@ -33,17 +29,15 @@ trap cleanup EXIT
 fail() { echo "check_service: $*" >&2; exit 1; }
 
 dest=$work/root
-if ! out=$(meson install -C "$build" --no-rebuild --quiet --destdir "$dest" 2>&1); then
-  echo "$out" >&2
-  fail "meson install failed (is the whole build up to date? run ninja -C $build)"
-fi
+install_build "$build" "$dest" || exit 1
 readarray -t opt < <(meson introspect "$build" --buildoptions | python3 -c '
 import json, os, sys
 o = {x["name"]: x["value"] for x in json.load(sys.stdin)}
 p = o["prefix"]
 absolute = lambda d: d if d.startswith("/") else os.path.join(p, d)
-print(absolute(o["libdir"])); print(absolute(o["sysconfdir"])); print(absolute(o["bindir"]))')
-libdir=${opt[0]}; sysconfdir=${opt[1]}; bindir=${opt[2]}
+print(absolute(o["libdir"])); print(absolute(o["sysconfdir"])); print(absolute(o["bindir"]))
+print(absolute(o["mandir"]))')
+libdir=${opt[0]}; sysconfdir=${opt[1]}; bindir=${opt[2]}; mandir=${opt[3]}
 
 unit=$(find "$dest" -name cxlpoold.service | head -1)
 [ -n "$unit" ] || fail "no cxlpoold.service installed"
@@ -52,7 +46,7 @@ config=$dest$sysconfdir/cxlpool/cxlpoold.toml
 cmp -s "$config" "$dest$sysconfdir/cxlpool/cxlpoold.example.toml" || fail "the default config is not the example"
 # A second install keeps an edited default.
 echo "# edited" >>"$config"
-meson install -C "$build" --no-rebuild --quiet --destdir "$dest" >/dev/null 2>&1 || fail "second install failed"
+install_build "$build" "$dest" || fail "second install failed"
 tail -1 "$config" | grep -q '^# edited$' || fail "a reinstall overwrote an edited $config"
 
 unit_key() { sed -n "s/^$1=//p" "$unit"; }
@@ -61,14 +55,19 @@ for key in StateDirectory RuntimeDirectory RestartPreventExitStatus CapabilityBo
   [ -n "$(unit_key $key)" ] || fail "the unit has no $key="
 done
 
-# systemd-analyze verify: the unit file's syntax, its dependencies and that
-# ExecStart's program exists. The verified copy differs from the installed
-# unit only in ExecStart's program, which points into the DESTDIR (verify
-# --root would look for every unit it depends on there too).
+# systemd-analyze verify: the unit file's syntax, its dependencies, that
+# ExecStart's program exists and that the Documentation= man pages resolve.
+# The verified copy differs from the installed unit only in ExecStart's
+# program, which points into the DESTDIR (verify --root would look for every
+# unit it depends on there too); the man pages are the installed ones
+# (verify --man=no where scdoc did not build them).
 if command -v systemd-analyze >/dev/null; then
   mkdir "$work/verify"
   sed "s|^ExecStart=/|ExecStart=$dest/|" "$unit" >"$work/verify/cxlpoold.service"
-  if ! out=$(SYSTEMD_LOG_LEVEL=warning systemd-analyze verify "$work/verify/cxlpoold.service" 2>&1); then
+  man_check=--man=no
+  [ -f "$dest$mandir/man8/cxlpoold.8" ] && command -v man >/dev/null && man_check=--man=yes
+  if ! out=$(MANPATH=$dest$mandir SYSTEMD_LOG_LEVEL=warning \
+             systemd-analyze verify "$man_check" "$work/verify/cxlpoold.service" 2>&1); then
     echo "$out" >&2
     fail "systemd-analyze verify failed"
   fi
@@ -76,7 +75,7 @@ if command -v systemd-analyze >/dev/null; then
   if grep -i "cxlpoold.service" <<<"$out"; then
     fail "systemd-analyze verify warns about the unit"
   fi
-  echo "systemd-analyze verify: clean"
+  echo "systemd-analyze verify $man_check: clean"
 else
   echo "systemd-analyze verify: skipped (systemd-analyze not installed; apt-get install systemd)"
 fi

@@ -19,7 +19,7 @@ _cxlpool_io() {
     --plot) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     --profile)
       COMPREPLY=($(compgen -W "$(cxlpool-io --list-profiles 2>/dev/null |
-                                 awk '/^[a-z0-9][a-z0-9-]*( |$)/ {print $1}')" -- "$cur"))
+                                 awk '/^[a-z0-9][a-z0-9-]*([ \t]|$)/ {print $1}')" -- "$cur"))
       return ;;
     --ioengine) COMPREPLY=($(compgen -W "psync libaio io_uring mmap cuda kvstore devpool" -- "$cur")); return ;;
     --rw|--readwrite)
