@@ -97,5 +97,5 @@ if ! unshare --mount --propagation private bash -euc '
      ' _ "$root" 2>&1 | tee "$work/in_root.log"; then
   fail "install / start / remove in the throwaway root failed (log: $work/in_root.log)"
 fi
-grep '^start:' "$work/in_root.log" || true
+grep '^start:' "$work/in_root.log" || true   # the numbers for docs/perf.md
 echo "debian package check OK"

@@ -8,8 +8,10 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 fail() { echo "in_root: $*" >&2; exit 1; }
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+# /run is a tmpfs on a booted system (tmpfiles.d's /run/cxlpool goes at the
+# next boot), the rest of the excluded paths are apt's and dpkg's records.
 leftovers() {
-  find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /var/log \
+  find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /run -o -path /var/log \
     -o -path /var/lib/apt -o -path /var/cache -o -path /var/lib/dpkg \) -prune -o -name '*cxlpool*' -print
 }
 
@@ -40,17 +42,22 @@ echo "start: --check-config took $(ms_since "$t0") ms"
 # What RuntimeDirectory=/StateDirectory= make before ExecStart runs.
 mkdir -p -m 0755 /run/cxlpool
 mkdir -p -m 0750 /var/lib/cxlpool
-t0=$(date +%s%N)
-env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${exec_start[@]}" >/tmp/cxlpoold.log 2>&1 &
-pid=$!
-up=0
-for _ in $(seq 1000); do
-  if cxlpoolctl status >/dev/null 2>&1; then up=1; break; fi
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.01
-done
-ready_ms=$(ms_since "$t0")
-[ $up -eq 1 ] || { cat /tmp/cxlpoold.log; fail "the packaged daemon did not answer within 10 s"; }
+# start_daemon: runs ExecStart in the background (pid in $pid) and waits
+# until cxlpoolctl status answers; the time from exec in $ready_ms.
+start_daemon() {
+  local t0 up=0
+  t0=$(date +%s%N)
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${exec_start[@]}" >/tmp/cxlpoold.log 2>&1 &
+  pid=$!
+  for _ in $(seq 1000); do
+    if cxlpoolctl status >/dev/null 2>&1; then up=1; break; fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  ready_ms=$(ms_since "$t0")
+  [ $up -eq 1 ] || { cat /tmp/cxlpoold.log; fail "the packaged daemon did not answer within 10 s"; }
+}
+start_daemon
 echo "start: the packaged daemon answered cxlpoolctl status $ready_ms ms after exec"
 cxlpoolctl status
 cxlpoolctl tiers
@@ -66,6 +73,20 @@ wait "$pid" || rc=$?
 [ $rc -eq 0 ] || { cat /tmp/cxlpoold.log; fail "the daemon exited $rc on SIGTERM"; }
 [ ! -e /run/cxlpool/cxlpoold.sock ] || fail "the socket outlived the stop"
 echo "stop: clean (exit 0)"
+rm -rf /run/cxlpool   # RuntimeDirectory= goes at stop
+# Four more starts for the start time: exec to the first answer, each one a
+# fresh /run/cxlpool as the unit makes it.
+times=("$ready_ms")
+for _ in 1 2 3 4; do
+  mkdir -m 0755 /run/cxlpool
+  start_daemon
+  times+=("$ready_ms")
+  kill -TERM "$pid"
+  wait "$pid" || fail "the daemon exited $? on SIGTERM"
+  rm -rf /run/cxlpool
+done
+median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 3p)
+echo "start: 5 starts, exec to first cxlpoolctl status answer: ${times[*]} ms (median $median ms)"
 
 echo "== remove, then purge"
 apt-get remove -y -qq cxlpoold cxlpool-tools libcxlpool-dev libcxlpool0 >/tmp/apt-remove.log 2>&1 ||
