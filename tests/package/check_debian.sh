@@ -14,7 +14,8 @@
 #   check_debian.sh SOURCE_DIR BUILD_DIR
 # The source copy stays at BUILD_DIR/debian-pkg/cxlpool (a fixed path, so
 # ccache serves a rebuild); MIRROR and SUITE pick the Debian archive
-# (default: the suite of this host, deb.debian.org).
+# (default: the suite of this host, deb.debian.org). CXLPOOL_DEB_REUSE=1
+# checks the packages of the last build again instead of rebuilding them.
 set -euo pipefail
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
@@ -39,22 +40,27 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== 1. dpkg-buildpackage"
-rm -rf "$copy" "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo
-mkdir -p "$copy"
-git -C "$src" ls-files -co --exclude-standard -z | (cd "$src" && xargs -0 cp --parents -a -t "$copy")
-start=$(date +%s)
-if ! (cd "$copy" && DEB_BUILD_OPTIONS="parallel=$(nproc) nocheck" dpkg-buildpackage -b -us -uc) \
-     >"$work/dpkg-buildpackage.log" 2>&1; then
-  tail -60 "$work/dpkg-buildpackage.log" >&2
-  fail "dpkg-buildpackage failed (log: $work/dpkg-buildpackage.log)"
+if [ -n "${CXLPOOL_DEB_REUSE:-}" ] && ls "$work"/cxlpool_*.changes >/dev/null 2>&1; then
+  # Iterating on the checks below: the packages of the last build.
+  echo "CXLPOOL_DEB_REUSE: the packages already in $work"
+else
+  rm -rf "$copy" "$work"/*.deb "$work"/*.ddeb "$work"/*.changes "$work"/*.buildinfo
+  mkdir -p "$copy"
+  git -C "$src" ls-files -co --exclude-standard -z | (cd "$src" && xargs -0 cp --parents -a -t "$copy")
+  start=$(date +%s)
+  if ! (cd "$copy" && DEB_BUILD_OPTIONS="parallel=$(nproc) nocheck" dpkg-buildpackage -b -us -uc) \
+       >"$work/dpkg-buildpackage.log" 2>&1; then
+    tail -60 "$work/dpkg-buildpackage.log" >&2
+    fail "dpkg-buildpackage failed (log: $work/dpkg-buildpackage.log)"
+  fi
+  echo "built in $(($(date +%s) - start)) s:"
 fi
-echo "built in $(($(date +%s) - start)) s:"
 ls "$work"/*.deb
 changes=$(ls "$work"/cxlpool_*.changes)
 
 echo "== 2. lintian"
 lintian_rc=0
-lintian --fail-on error --suppress-tags-from-file /dev/null "$changes" >"$work/lintian.log" 2>&1 || lintian_rc=$?
+lintian --fail-on error "$changes" >"$work/lintian.log" 2>&1 || lintian_rc=$?
 cat "$work/lintian.log"
 [ $lintian_rc -eq 0 ] || fail "lintian reports errors"
 errors=$(grep -c '^E:' "$work/lintian.log" || true)
@@ -83,7 +89,9 @@ tar -C "$root" -xf "$tarball"
 # Everything below runs in a private mount namespace: /proc, /sys and /dev
 # of the root disappear with it.
 mkdir -p "$root/tmp/debs"
-cp "$work"/*.deb "$root/tmp/debs/"
+for deb in "$work"/*.deb; do
+  [[ $deb == *-dbgsym_* ]] || cp "$deb" "$root/tmp/debs/"
+done
 cp "$src/tests/package/in_root.sh" "$root/tmp/in_root.sh"
 if ! unshare --mount --propagation private true 2>/dev/null; then
   skip "cannot make a mount namespace for the root (unshare --mount refused)"
