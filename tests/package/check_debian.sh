@@ -48,7 +48,7 @@ else
   mkdir -p "$copy"
   git -C "$src" ls-files -co --exclude-standard -z | (cd "$src" && xargs -0 cp --parents -a -t "$copy")
   start=$(date +%s)
-  if ! (cd "$copy" && DEB_BUILD_OPTIONS="parallel=$(nproc) nocheck" dpkg-buildpackage -b -us -uc) \
+  if ! (cd "$copy" && DEB_BUILD_OPTIONS="parallel=$(nproc) nocheck noautodbgsym" dpkg-buildpackage -b -us -uc) \
        >"$work/dpkg-buildpackage.log" 2>&1; then
     tail -60 "$work/dpkg-buildpackage.log" >&2
     fail "dpkg-buildpackage failed (log: $work/dpkg-buildpackage.log)"
