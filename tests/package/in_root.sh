@@ -64,7 +64,7 @@ cxlpoolctl tiers
 # A member of group cxlpool (an unnamed uid) reaches the socket through
 # /run/cxlpool.
 gid=$(getent group cxlpool | cut -d: -f3)
-setpriv --reuid=4242 --regid=4242 --groups="$gid" cxlpoolctl status >/dev/null ||
+setpriv --reuid=4242 --regid=4242 --groups="$gid" cxlpoolctl --socket /run/cxlpool/cxlpoold.sock status >/dev/null ||
   fail "a member of group cxlpool cannot use the socket"
 echo "group cxlpool: a member reaches the socket"
 kill -TERM "$pid"
@@ -95,7 +95,9 @@ apt-get remove -y -qq cxlpoold cxlpool-tools libcxlpool-dev libcxlpool0 >/tmp/ap
 [ ! -e /usr/sbin/cxlpoold ] || fail "remove left /usr/sbin/cxlpoold"
 apt-get purge -y -qq cxlpoold cxlpool-tools libcxlpool-dev libcxlpool0 >/tmp/apt-purge.log 2>&1 ||
   { tail -30 /tmp/apt-purge.log; fail "apt-get purge failed"; }
-apt-get autoremove --purge -y -qq >/dev/null 2>&1
+# The dependencies apt pulled in go too where apt may remove them (it may
+# refuse a protected one, e.g. systemd); only cxlpool's files are checked.
+apt-get autoremove --purge -y -qq >/dev/null 2>&1 || echo "note: apt-get autoremove left the dependencies"
 if dpkg -l 'cxlpool*' 'libcxlpool*' 2>/dev/null | grep -q '^[ir]'; then
   dpkg -l 'cxlpool*' 'libcxlpool*'
   fail "packages still installed after purge"
