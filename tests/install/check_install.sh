@@ -2,29 +2,19 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs the build into a temporary DESTDIR and checks what a packager and
 # a C application see: binaries, library (shared + static), headers, the
-# pkg-config file, the systemd unit, the example config and the Python
-# package (it must import); then compiles a
+# pkg-config file, the systemd unit, the example config, bash completions,
+# (with scdoc) the man pages and the Python package (it must import); then compiles a
 # C program and a C++ program against the installed files with pkg-config
 # alone and runs them.
 #   check_install.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
-# A sanitizer build installs instrumented libraries that plain programs
-# cannot load; the layout is checked on the normal build.
-sanitize=$(meson introspect "$build" --buildoptions | python3 -c \
-  'import json,sys; print({x["name"]:x["value"] for x in json.load(sys.stdin)}["b_sanitize"])')
-if [ "$sanitize" != "none" ]; then
-  echo "SKIP: sanitizer build (b_sanitize=$sanitize); the install layout is checked on the normal build"
-  exit 77
-fi
+source "$(dirname "$0")/install_common.sh"
+skip_sanitizer_build "$build" "the install layout"
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 
-if ! out=$(meson install -C "$build" --no-rebuild --quiet --destdir "$dest" 2>&1); then
-  echo "$out" >&2
-  echo "check_install: meson install failed (is the whole build up to date? run ninja -C $build)" >&2
-  exit 1
-fi
+install_build "$build" "$dest" || exit 1
 prefix=$(meson introspect "$build" --buildoptions | python3 -c \
   'import json,sys; o={x["name"]:x["value"] for x in json.load(sys.stdin)}; print(o["prefix"]); print(o["libdir"]); print(o["sysconfdir"]); print(o["sbindir"]); print(o["bindir"])')
 readarray -t opt <<<"$prefix"
@@ -43,6 +33,15 @@ done
 unit=$(find "$dest" -name cxlpoold.service | head -1)
 [ -n "$unit" ] || fail "missing cxlpoold.service"
 grep -q "^ExecStart=${opt[0]}/${opt[3]}/cxlpoold" "$unit" || fail "unit's ExecStart does not point at the installed daemon"
+
+for f in cxlpoolctl cxlpool-io; do
+  [ -n "$(find "$dest" -path "*/bash-completion/completions/$f")" ] || fail "no bash completion for $f"
+done
+if command -v scdoc >/dev/null; then
+  for page in man8/cxlpoold.8 man8/cxlpoolctl.8 man1/cxlpool-io.1 man5/cxlpoold.toml.5 man3/libcxlpool.3; do
+    [ -n "$(find "$dest" -path "*/man/$page")" ] || fail "man page $page not installed (scdoc is present)"
+  done
+fi
 
 # Only cxlpool_* symbols are exported (version script).
 exported=$(nm -D --defined-only "$dest$libdir/libcxlpool.so.0" | awk '$2 ~ /[TDBR]/ {print $3}' | sed 's/@.*//' | sort -u)

@@ -491,6 +491,7 @@ int cmd_devices_failover(Context& ctx, const std::string& which) {
 
 int main(int argc, char** argv) {
   CLI::App app{"cxlpoolctl — administer cxlpoold"};
+  app.set_version_flag("--version", "cxlpoolctl " CXLPOOL_VERSION_STRING);
   app.require_subcommand(1);
   std::string socket;
   bool json_out = false;

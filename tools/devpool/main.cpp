@@ -198,6 +198,7 @@ int run_frontend(const CommonArgs& common, const PodArgs& pod, const std::string
 
 int main(int argc, char** argv) {
   CLI::App app{"cxlpool-devpool — device pooling engines (network: TAP frontend, NetPort backend)"};
+  app.set_version_flag("--version", "cxlpool-devpool " CXLPOOL_VERSION_STRING);
   app.require_subcommand(1);
 
   CommonArgs format_args;

@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"cxlpool-infer: serve a small transformer decoder through libcxlpool and check its logits "
                "against plain in-process buffers"};
+  app.set_version_flag("--version", "cxlpool-infer " CXLPOOL_VERSION_STRING);
   app.add_option("--layers", f.model.layers, "decoder layers")->capture_default_str();
   app.add_option("--batch", f.workload.requests, "requests (arena rows)")->capture_default_str();
   app.add_option("--prompt-len", f.workload.prompt_len, "prompt tokens per request")->capture_default_str();

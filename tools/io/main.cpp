@@ -122,6 +122,7 @@ bool wants_logs(const JobFile& file) {
 
 int main(int argc, char** argv) {
   CLI::App app{"cxlpool-io: fio-style I/O characterization for weight and KV-cache offload"};
+  app.set_version_flag("--version", "cxlpool-io " CXLPOOL_VERSION_STRING);
   std::string output_format = "normal";
   std::string output_file;
   std::string plot_dir;
@@ -146,6 +147,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);

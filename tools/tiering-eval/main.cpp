@@ -68,6 +68,7 @@ std::string join_args(int argc, char** argv) {
 int main(int argc, char** argv) {
   CLI::App app{"Trace-driven evaluation of tiering policies: M5-HPT/HWT, DAMON-like, AutoNUMA-like, "
                "no migration, oracle (docs/tiering.md)"};
+  app.set_version_flag("--version", "cxlpool-tiering-eval " CXLPOOL_VERSION_STRING);
   std::vector<std::string> trace_files;
   std::vector<std::string> workloads;
   std::string results_dir;

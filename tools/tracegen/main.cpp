@@ -134,6 +134,7 @@ int info(const std::string& path, const std::string& epoch_text, bool as_json) {
 
 int main(int argc, char** argv) {
   CLI::App app{"cxlpool-tracegen -- write synthetic memory-access traces, or summarise one"};
+  app.set_version_flag("--version", "cxlpool-tracegen " CXLPOOL_VERSION_STRING);
   GenerateArgs gen;
   WorkloadConfig config;
   std::string info_path;

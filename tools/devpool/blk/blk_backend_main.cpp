@@ -44,6 +44,7 @@ int die(const Error& e, const std::string& what) {
 
 int main(int argc, char** argv) {
   CLI::App app{"cxlpool-devpool-blk: serves an SSD to a storage frontend over a link in shared memory"};
+  app.set_version_flag("--version", "cxlpool-devpool-blk " CXLPOOL_VERSION_STRING);
   std::string link_path, ssd, engine = "uring";
   std::uint64_t ssd_size = 0, buffer_mib = 64;
   std::uint32_t slots = 256, queue_depth = 64;
