@@ -147,6 +147,18 @@ constexpr MetricSpec kTable[] = {
   {"weights.bytes_loaded", "cxlpool_weights_loaded_bytes_total", C, "bytes", 1, "Tensor bytes copied in by loads."},
   {"weights.load_ns_total", "cxlpool_weights_load_seconds_total", C, "seconds", kNs, "Time spent loading models."},
   {"weights.parse_ns_total", "cxlpool_weights_parse_seconds_total", C, "seconds", kNs, "Time spent reading and parsing safetensors headers."},
+  // Checkpoints of processes.
+  {"ckpt.checkpoints", "cxlpool_ckpt_checkpoints", G, "", 1, "Checkpoints held now."},
+  {"ckpt.creates", "cxlpool_ckpt_creates_total", C, "", 1, "Checkpoints made."},
+  {"ckpt.restores", "cxlpool_ckpt_restores_total", C, "", 1, "Restores that started every clone asked for."},
+  {"ckpt.clones", "cxlpool_ckpt_clones_total", C, "", 1, "Clones started by restores."},
+  {"ckpt.removes", "cxlpool_ckpt_removes_total", C, "", 1, "Checkpoints removed."},
+  {"ckpt.bytes", "cxlpool_ckpt_captured_bytes_total", C, "bytes", 1, "Image bytes captured."},
+  {"ckpt.refused", "cxlpool_ckpt_refused_total", C, "", 1, "Checkpoints refused because the client may not trace the process."},
+  {"ckpt.create_errors", "cxlpool_ckpt_create_errors_total", C, "", 1, "Checkpoints that failed."},
+  {"ckpt.restore_errors", "cxlpool_ckpt_restore_errors_total", C, "", 1, "Restores that failed."},
+  {"ckpt.capture_ns_total", "cxlpool_ckpt_capture_seconds_total", C, "seconds", kNs, "Time spent capturing processes."},
+  {"ckpt.restore_ns_total", "cxlpool_ckpt_restore_seconds_total", C, "seconds", kNs, "Time spent starting restores."},
   // GPU host allocations.
   {"gpu.host_allocs", "cxlpool_gpu_host_allocs_total", C, "", 1, "Host allocations for GPUs."},
   {"gpu.host_alloc_bytes", "cxlpool_gpu_host_alloc_bytes_total", C, "bytes", 1, "Bytes of host allocations for GPUs."},

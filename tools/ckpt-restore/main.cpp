@@ -25,6 +25,7 @@ using namespace cxlpool::ckpt;
 
 int main(int argc, char** argv) {
   CLI::App app{"Restore clones of a cxlpool checkpoint image"};
+  app.set_version_flag("--version", "cxlpool-restore " CXLPOOL_VERSION_STRING);
   std::string image_path, policy_text = "mow", hot_path, record_path;
   int count = 1, record_ms = 0;
   bool quiet = false, no_wait = false, prefault = false;

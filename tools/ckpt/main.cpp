@@ -54,6 +54,7 @@ int show(const std::string& path, bool json) {
 
 int main(int argc, char** argv) {
   CLI::App app{"cxlpool-ckpt: checkpoint a process into an image file, or print an image's manifest"};
+  app.set_version_flag("--version", "cxlpool-ckpt " CXLPOOL_VERSION_STRING);
   app.require_subcommand(1);
   pid_t pid = 0;
   std::string image;
