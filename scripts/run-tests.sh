@@ -5,17 +5,21 @@
 #   2. the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the protocol decoder under libFuzzer (clang) for FUZZ_SECONDS
 #   4. the slow suite (QEMU guest with a CPU-less NUMA node)
-# Flags: --quick runs only step 1; --no-slow skips step 4.
+# Flags: --quick runs only step 1; --no-slow skips step 4; --package adds
+# step 5, the Debian packages (tests/package: built, linted, installed,
+# started and purged in a throwaway root; long, and needs the network).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 quick=0
 slow=1
+package=0
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --no-slow) slow=0 ;;
-    *) echo "usage: $0 [--quick] [--no-slow]" >&2; exit 2 ;;
+    --package) package=1 ;;
+    *) echo "usage: $0 [--quick] [--no-slow] [--package]" >&2; exit 2 ;;
   esac
 done
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
@@ -74,6 +78,10 @@ if [ $quick -eq 0 ]; then
   if [ $slow -eq 1 ]; then
     echo "== [4] slow suite (QEMU guest)"
     run_suites build slow
+  fi
+  if [ $package -eq 1 ]; then
+    echo "== [5] Debian packages"
+    run_suites build package
   fi
 fi
 

@@ -37,6 +37,13 @@ if ((${#missing[@]})); then
 else
   echo "setup: all ${#PACKAGES[@]} packages present"
 fi
+# fio's own example job files (cxlpool-io's fio-compatibility test): from
+# the fio package's source, cached; without them that test skips, saying so.
+if examples=$(scripts/fetch-fio-examples.sh 2>/tmp/cxlpool-fio-examples.log); then
+  echo "setup: fio examples in $examples"
+else
+  echo "setup: fio examples not fetched (the fio-compatibility test will skip): $(tail -n1 /tmp/cxlpool-fio-examples.log)"
+fi
 ((packages_only)) && exit 0
 
 BUILD_DIR=${BUILD_DIR:-build}
