@@ -19,6 +19,12 @@ flags=("${@:---short}")
 for p in tools/ckpt/cxlpool-ckpt tools/ckpt-restore/cxlpool-restore tools/infer/cxlpool-infer; do
   [[ -x $build/$p ]] || { echo "ckpt_infer.sh: $build/$p is not built (ninja -C $build)" >&2; exit 1; }
 done
+# A sanitized cxlpool-infer reserves terabytes of shadow with MAP_NORESERVE,
+# which a checkpoint does not record (docs/ckpt.md "What is not restored").
+if ldd "$build/tools/infer/cxlpool-infer" 2>/dev/null | grep -q 'libasan'; then
+  echo "ckpt_infer.sh: cxlpool-infer is built with AddressSanitizer: its shadow reservations cannot be checkpointed" >&2
+  exit 77
+fi
 exec python3 - "$(dirname "$0")" "$build" "${flags[@]}" <<'PY'
 import json, os, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
