@@ -156,6 +156,11 @@ Result<void> CkptService::create(const proto::CkptCreate& req, std::vector<Uniqu
   } else {
     if (!fds.empty()) return failed({EINVAL, "CkptCreate with a pid takes no descriptor"});
     task.pid = static_cast<pid_t>(req.pid);
+    // Pinned before the permission check: the capture runs later, on the
+    // worker, and must freeze the process that was checked (CaptureOptions::pidfd).
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, task.pid, 0));
+    if (pidfd < 0) return failed({errno, "no process " + std::to_string(task.pid)});
+    task.pidfd = UniqueFd(pidfd);
   }
   if (!client.who.admin) {
     auto target = read_process_creds(task.pid);
@@ -261,17 +266,12 @@ void CkptService::run(Task& task) {
 void CkptService::capture(Task& task) {
   ckpt::CaptureOptions options;
   options.kill_after = task.kill_after;
+  options.pidfd = task.pidfd.get();
   bind_thread_memory(task.node);
   auto image = ckpt::capture_to_image(task.pid, options);
   unbind_thread_memory(task.node);
   if (!image) {
     task.done = tl::unexpected(image.error());
-    return;
-  }
-  // The pidfd still names a live process, so the pid was not reused
-  // between the check and the capture.
-  if (task.pidfd && !task.kill_after && ::syscall(SYS_pidfd_send_signal, task.pidfd.get(), 0, nullptr, 0) != 0) {
-    task.done = fail(ESRCH, "the target exited during the checkpoint");
     return;
   }
   struct stat st {};

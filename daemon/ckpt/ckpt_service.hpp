@@ -107,7 +107,7 @@ class CkptService {
     Requester who;
     // Capture.
     pid_t pid = 0;
-    UniqueFd pidfd;  // when the client sent one: the target must still be it afterwards
+    UniqueFd pidfd;  // the checked process (sent, or opened at the check): the capture freezes only it
     bool kill_after = false;
     uint32_t tier_id = 0;
     int node = -1;  // the tier's node, or -1: no binding

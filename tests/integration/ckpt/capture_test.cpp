@@ -5,6 +5,8 @@
 // killed when asked), and what a checkpoint cannot hold is refused by name
 // with the target left running. Needs ptrace rights over a child (root, or
 // Yama ptrace_scope below 2); skips otherwise.
+#include <csignal>
+#include <sys/syscall.h>
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -494,6 +496,26 @@ TEST_F(CkptCapture, RefusesATracedProcess) {
   EXPECT_EQ(::ptrace(PTRACE_DETACH, t->pid(), nullptr, nullptr), 0);
   EXPECT_TRUE(t->report());
   EXPECT_EQ(t->stop(), 0);
+}
+
+// A pidfd of a process that is gone stands for a checked pid that was
+// reused: the capture must not go on with whatever process has it now.
+TEST_F(CkptCapture, APidfdOfAnExitedProcessRefusesTheCapture) {
+  auto checked = start({"loop"});
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, checked->pid(), 0));
+  ASSERT_GE(pidfd, 0) << std::strerror(errno);
+  ::kill(checked->pid(), SIGKILL);
+  ASSERT_NE(checked->wait(), -1);
+  auto other = start({"loop"});
+  CaptureOptions options;
+  options.pidfd = pidfd;
+  auto m = capture(other->pid(), options);
+  ::close(pidfd);
+  if (!m && ptrace_denied()) GTEST_SKIP() << "ptrace not permitted: " << error_.message;
+  ASSERT_FALSE(m);
+  EXPECT_EQ(error_.code, ESRCH) << error_.message;
+  EXPECT_TRUE(keeps_growing(*other, "counter")) << "the other process was left frozen";
+  EXPECT_EQ(other->stop(), 0);
 }
 
 TEST_F(CkptCapture, NoSuchProcess) {

@@ -3,7 +3,9 @@
 // show; classify mappings and descriptors (refusing what cannot be
 // restored, before anything is copied); inject the calls for what only the
 // process can report; copy the pages; finish the image; let go or kill.
+#include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -40,6 +42,10 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
   if (auto t = check_traceable(pid); !t) return tl::unexpected(t.error());
   auto frozen = FrozenProcess::freeze(pid);
   if (!frozen) return tl::unexpected(frozen.error());
+  if (options.pidfd >= 0 && ::syscall(SYS_pidfd_send_signal, options.pidfd, 0, nullptr, 0) != 0) {
+    return fail(ESRCH, "checkpoint: process " + std::to_string(pid) +
+                           " exited before it was frozen (its pid now names another process)");
+  }
   Manifest m;
   m.created_unix_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())

@@ -31,6 +31,11 @@ struct CaptureOptions {
   // For capture_to_image: the new file to write the image to (a tier's
   // tmpfs or hugetlbfs mount); empty: a memfd.
   std::string image_path;
+  // A pidfd of the process the caller checked (-1: none). Once every thread
+  // is frozen (a traced, stopped process cannot exit and have its pid
+  // reused) the capture goes on only if this pidfd's process is still
+  // alive, so the frozen process is the checked one: ESRCH otherwise.
+  int pidfd = -1;
 };
 
 // Records process `pid` into `image` and finishes it (ImageWriter::finish).
