@@ -26,6 +26,10 @@ struct DecodeAttentionParams {
   uint64_t pool_pages;
   uint64_t skipped;      // uint32_t counter, or 0
   uint64_t row_stride_tokens;  // contiguous layout only
+  // Fused reduce only: uint32_t [batch][kv_heads * head_chunks], zero
+  // between launches; the blocks of a (row, head chunk) count themselves
+  // done in it and the last one combines their partials and resets it.
+  uint64_t done_counts;
   uint32_t blocks_per_row;
   uint32_t page_tokens;
   uint32_t q_heads;
@@ -38,6 +42,8 @@ struct DecodeAttentionParams {
                          // length cut into splits of equal work; 0: each
                          // row cut evenly into n_splits (the previous plan)
   uint32_t token_lanes;  // lanes that share one token (power of two, <= 32)
+  uint32_t fused_reduce; // 1: the last block of a row's splits combines the
+                         // partials (no reduce launch); 0: the reduce kernel
   float scale_log2;      // scale * log2(e): scores in the exp2 domain
 };
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "decode_attention_params.hpp"
 #include "driver_api.hpp"
@@ -102,6 +103,16 @@ Result<Kernels> Kernels::load(const DeviceContext& ctx) {
   auto ws = ctx.alloc(k.workspace_records_ * (ref::kMaxHeadDim + 2) * sizeof(float));
   if (!ws) return tl::unexpected(ws.error());
   k.workspace_ = *ws;
+  // A split launch has at most workspace_records_ (row, head chunk) pairs:
+  // each writes at least one record. The counts start at zero and every
+  // launch leaves them there.
+  const std::vector<uint32_t> zeros(k.workspace_records_, 0);
+  auto counts = ctx.alloc(zeros.size() * sizeof(uint32_t));
+  if (!counts) return tl::unexpected(counts.error());
+  k.done_counts_ = *counts;
+  if (auto r = ctx.copy_to_device(k.done_counts_, zeros.data(), zeros.size() * sizeof(uint32_t)); !r) {
+    return tl::unexpected(r.error());
+  }
   return k;
 }
 
@@ -124,7 +135,9 @@ Kernels& Kernels::operator=(Kernels&& other) noexcept {
     sm_count_ = other.sm_count_;
     blocks_per_sm_ = other.blocks_per_sm_;
     equal_slices_ = other.equal_slices_;
+    fused_reduce_ = other.fused_reduce_;
     workspace_ = std::exchange(other.workspace_, 0);
+    done_counts_ = std::exchange(other.done_counts_, 0);
     workspace_records_ = std::exchange(other.workspace_records_, 0);
     gather_ = std::exchange(other.gather_, nullptr);
     scatter_ = std::exchange(other.scatter_, nullptr);
@@ -141,6 +154,7 @@ void Kernels::unload() {
   if (api_ == nullptr) return;
   if (checksum_slot_ != 0) api_->mem_free(static_cast<CUdeviceptr>(checksum_slot_));
   if (workspace_ != 0) api_->mem_free(static_cast<CUdeviceptr>(workspace_));
+  if (done_counts_ != 0) api_->mem_free(static_cast<CUdeviceptr>(done_counts_));
   if (kv_module_ != nullptr) api_->module_unload(static_cast<CUmodule>(kv_module_));
   if (pattern_module_ != nullptr) api_->module_unload(static_cast<CUmodule>(pattern_module_));
   if (attention_module_ != nullptr) {
@@ -148,6 +162,7 @@ void Kernels::unload() {
   }
   checksum_slot_ = 0;
   workspace_ = 0;
+  done_counts_ = 0;
   workspace_records_ = 0;
   kv_module_ = pattern_module_ = attention_module_ = nullptr;
   gather_ = scatter_ = fill_ = checksum_ = nullptr;
@@ -285,6 +300,8 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::Atte
   p.scale_log2 = shape.scale * 1.4426950408889634f;  // log2(e)
   p.part_acc = workspace_;
   p.part_ml = workspace_ + workspace_records_ * ref::kMaxHeadDim * sizeof(float);
+  p.done_counts = done_counts_;
+  p.fused_reduce = fused_reduce_ ? 1 : 0;
   // The paged 16-lane kernels look the table up a step ahead and keep each
   // token's place in the pool in 32 bits: a pool of 2^32 - 1 tokens or more
   // (by its stated size) goes to the kernels that read the lane count from
@@ -298,7 +315,7 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::Atte
   CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(fn), shape.kv_heads * p.head_chunks,
                  shape.batch, p.n_splits, kAttentionThreads, 1, 1, 0,
                  static_cast<CUstream>(stream), args, nullptr);
-  if (p.n_splits > 1) {
+  if (p.n_splits > 1 && !fused_reduce_) {
     CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(attention_reduce_), shape.q_heads,
                    shape.batch, 1, kAttentionReduceThreads, 1, 1, 0,
                    static_cast<CUstream>(stream), args, nullptr);

@@ -72,6 +72,10 @@ class Kernels {
   // 2048) and 8-10 % slower at batch 8-16, context 4096 (shorter rows leave
   // blocks idle); docs/perf.md, "GPU".
   void set_attention_equal_slices(bool on) { equal_slices_ = on; }
+  // true (default): a split call is one launch, the last block of each
+  // row's splits combining their partials; false: a second launch of the
+  // reduce kernel does it (the previous design, kept to measure against).
+  void set_attention_fused_reduce(bool on) { fused_reduce_ = on; }
 
   // The decode-attention launches of one Kernels object share its split
   // workspace: launches on different streams must not run concurrently
@@ -132,7 +136,9 @@ class Kernels {
   uint32_t sm_count_ = 1;
   uint32_t blocks_per_sm_ = kDefaultBlocksPerSm;
   bool equal_slices_ = false;
+  bool fused_reduce_ = true;
   uint64_t workspace_ = 0;  // split partials: acc floats, then (max, sum) pairs
+  uint64_t done_counts_ = 0;  // the fused reduce's per-(row, head chunk) counts, zero at rest
   uint64_t workspace_records_ = 0;
 };
 

@@ -22,8 +22,10 @@
 //    loop step), accumulation is f32.
 //  - Lane groups merge through shuffles, warps through shared memory. With
 //    one split the block normalises and writes the output; otherwise it
-//    writes its (acc, max, sum) partial and cxlpool_decode_attention_reduce
-//    combines a row's partials.
+//    writes its (acc, max, sum) partial, and the last block of the row's
+//    splits to finish combines them (combine_if_last: one launch a call), or,
+//    when the launcher asks for the previous design, a second launch of
+//    cxlpool_decode_attention_reduce does.
 //
 // The contiguous kernels index the arena's [row][token][kv_head][dim]
 // tensors directly; the paged ones look each token's page up in a block
@@ -181,6 +183,67 @@ struct PagedAddr {
   }
 };
 
+// The fused reduce: every block of a (row, head chunk) that wrote a partial
+// counts itself done; the last one to do so combines the `used` partials of
+// its heads into the output (as cxlpool_decode_attention_reduce does) and
+// resets the count for the next launch. A small call then costs one launch
+// and no second kernel's start and drain. The partials of other blocks are
+// read past L1 (__ldcg): L1 is not coherent across SMs.
+__device__ void combine_if_last(const DecodeAttentionParams& p, unsigned row, unsigned h0,
+                                unsigned nh, unsigned used) {
+  __shared__ bool s_last;
+  __shared__ float s_w[kHeads][kMaxSplits];
+  __shared__ float s_total[kHeads];
+  __threadfence();  // this block's partial, visible device-wide before it counts
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t* count =
+        reinterpret_cast<uint32_t*>(p.done_counts) + static_cast<uint64_t>(row) * gridDim.x + blockIdx.x;
+    const uint32_t before = atomicAdd(count, 1u);
+    s_last = before + 1 == used;
+    if (s_last) atomicExch(count, 0u);
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();  // the other blocks' partials, read after their counts
+
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  const float* ml = reinterpret_cast<const float*>(p.part_ml);
+  const float* part = reinterpret_cast<const float*>(p.part_acc);
+  // One warp a head: the splits' weights 2^(max_s - max) and their sum.
+  for (unsigned hh = warp; hh < nh; hh += kWarps) {
+    const uint64_t rec0 = (static_cast<uint64_t>(row) * p.q_heads + h0 + hh) * p.n_splits;
+    float mx = -INFINITY;
+    for (unsigned s = lane; s < used; s += 32) mx = fmaxf(mx, __ldcg(ml + 2 * (rec0 + s)));
+#pragma unroll
+    for (unsigned o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+    const float b = safe_base(mx);
+    float total = 0.0f;
+    for (unsigned s = lane; s < used; s += 32) {
+      const float w = exp2f(__ldcg(ml + 2 * (rec0 + s)) - b);
+      s_w[hh][s] = w;
+      total += __ldcg(ml + 2 * (rec0 + s) + 1) * w;
+    }
+#pragma unroll
+    for (unsigned o = 16; o > 0; o /= 2) total += __shfl_xor_sync(0xFFFFFFFFu, total, o);
+    if (lane == 0) s_total[hh] = total;
+  }
+  __syncthreads();
+  const unsigned head_dim = p.head_dim;
+  float* out = reinterpret_cast<float*>(p.out);
+  for (unsigned i = threadIdx.x; i < nh * head_dim; i += kThreads) {
+    const unsigned hh = i / head_dim;
+    const unsigned d = i % head_dim;
+    const uint64_t head = static_cast<uint64_t>(row) * p.q_heads + h0 + hh;
+    const uint64_t rec0 = head * p.n_splits;
+    float a = 0.0f;
+    for (unsigned s = 0; s < used; ++s) a = fmaf(__ldcg(part + (rec0 + s) * head_dim + d), s_w[hh][s], a);
+    const float total = s_total[hh];
+    out[head * head_dim + d] = total > 0.0f ? a / total : 0.0f;
+  }
+}
+
 // kLanes: token_lanes when known at compile time (the common head sizes),
 // 0 to read it from the parameters.
 template <typename T, bool kVector, unsigned kLanes, typename Addr>
@@ -207,8 +270,10 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
 
   if (begin >= len) {
     // Nothing to read. With one split this block owns the output (a row of
-    // length 0 gives zeros); with several, the reduce kernel writes it.
-    if (p.n_splits == 1) {
+    // length 0 gives zeros); with several, the reduce kernel writes it, or,
+    // fused, the last block of the row's splits, which an empty row has
+    // none of: its first split's block writes the zeros.
+    if (p.n_splits == 1 || (p.fused_reduce != 0 && split == 0)) {
       for (unsigned i = threadIdx.x; i < nh * head_dim; i += kThreads) {
         out[(static_cast<uint64_t>(row) * p.q_heads + h0) * head_dim + i] = 0.0f;
       }
@@ -423,6 +488,7 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
       }
     }
   }
+  if (p.n_splits > 1 && p.fused_reduce != 0) combine_if_last(p, row, h0, nh, splits_used(len, p));
 }
 
 template <typename T, bool kVector, unsigned kLanes>

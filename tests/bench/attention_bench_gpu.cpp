@@ -38,6 +38,44 @@ double measure_copy_gbs(const cuda::DeviceContext& ctx) {
   return 2.0 * double(bytes) / median(t) / 1e9;
 }
 
+// The cost of a call that reads nothing (every row empty) at the default
+// launch settings, fused and with a reduce launch: what a call pays before
+// its first K/V byte, which bounds the fraction of copy bandwidth a small
+// call can reach.
+int print_fixed_cost(const cuda::DeviceContext& ctx, cuda::Kernels& kernels,
+                     const Options& o, const Workload& w, const uint64_t (&base)[2], int inner) {
+  const std::vector<uint32_t> zeros(w.lens.size(), 0);
+  auto dzero = cuda::DeviceBuffer::allocate(ctx, zeros.size() * sizeof(uint32_t));
+  auto dq = cuda::DeviceBuffer::allocate(ctx, w.q.size() * sizeof(float));
+  auto dout = cuda::DeviceBuffer::allocate(ctx, w.q.size() * sizeof(float));
+  if (!dzero || !dq || !dout ||
+      !ctx.copy_to_device(dzero->ptr(), zeros.data(), zeros.size() * sizeof(uint32_t))) {
+    std::fprintf(stderr, "GPU: out of device memory\n");
+    return 1;
+  }
+  double us[2] = {};
+  for (const bool fused : {true, false}) {
+    kernels.set_attention_fused_reduce(fused);
+    std::vector<double> t;
+    for (int rep = -1; rep < o.reps; ++rep) {
+      const double t0 = now_s();
+      for (int i = 0; i < inner; ++i) {
+        if (!kernels.decode_attention(w.shape, dq->ptr(), base[0], base[1], o.seq, dzero->ptr(),
+                                      dout->ptr())) {
+          return 1;
+        }
+      }
+      if (!ctx.synchronize()) return 1;
+      if (rep >= 0) t.push_back((now_s() - t0) / inner);
+    }
+    us[fused ? 0 : 1] = median(t) * 1e6;
+  }
+  kernels.set_attention_fused_reduce(true);
+  std::printf("  fixed cost of a call (every row empty, contiguous, default launch): fused %.1f us, "
+              "with a reduce launch %.1f us\n", us[0], us[1]);
+  return 0;
+}
+
 }  // namespace
 
 int run_gpu(const Options& o, const Workload& w) {
@@ -121,31 +159,42 @@ int run_gpu(const Options& o, const Workload& w) {
               "%.1f GB/s\n", copy_gbs);
   std::vector<uint32_t> targets;
   if (o.blocks_per_sm == 0) {
-    targets = {2, 4, 8, 16};
+    targets = {1, 2, 4, 8, 16};
   } else {
     targets = {o.blocks_per_sm};
   }
+  const int inner = 20;  // launches per timed sample: a decode call is short
+  if (print_fixed_cost(*ctx, *kernels, o, w, base, inner) != 0) return 1;
   int status = 0;
-  // Each target twice: slices of one length (the planner), then each row cut
-  // evenly (the previous planner), measured against each other.
-  std::vector<std::pair<uint32_t, bool>> runs;
+  // Each target four times: slices of one length (the planner) or each row
+  // cut evenly (the previous planner), the partials combined by each row's
+  // last block (fused) or by a reduce launch (the previous design),
+  // measured against each other.
+  struct Run {
+    uint32_t target;
+    bool equal;
+    bool fused;
+  };
+  std::vector<Run> runs;
   for (const uint32_t target : targets) {
-    runs.emplace_back(target, true);
-    runs.emplace_back(target, false);
+    for (const bool equal : {true, false}) {
+      for (const bool fused : {true, false}) runs.push_back({target, equal, fused});
+    }
   }
-  for (const auto& [target, equal] : runs) {
+  for (const auto& [target, equal, fused] : runs) {
     if (!kernels->set_attention_blocks_per_sm(target)) return 1;
     kernels->set_attention_equal_slices(equal);
+    kernels->set_attention_fused_reduce(fused);
     auto plan_c = kernels->attention_plan(w.shape, o.seq, base[0], base[1]);
     auto plan_p = kernels->attention_plan(w.shape, uint64_t{w.blocks_per_row} * o.page_tokens,
                                           kp->ptr(), vp->ptr());
     if (!plan_c || !plan_p) return 1;
-    std::printf("  launch: %u blocks/SM target, %s: contiguous %u splits of %u tokens x %u blocks, "
-                "paged %u splits of %u tokens, %u lanes per token, %s loads\n",
+    std::printf("  launch: %u blocks/SM target, %s, %s: contiguous %u splits of %u tokens x %u "
+                "blocks, paged %u splits of %u tokens, %u lanes per token, %s loads\n",
                 target, equal ? "slices of one length" : "rows cut evenly (previous planner)",
-                plan_c->n_splits, plan_c->split_len, plan_c->blocks, plan_p->n_splits, plan_p->split_len,
-                plan_c->token_lanes, plan_c->vector_loads ? "16-byte" : "scalar");
-    const int inner = 20;  // launches per timed sample: a decode call is short
+                fused ? "fused reduce" : "reduce launch", plan_c->n_splits, plan_c->split_len,
+                plan_c->blocks, plan_p->n_splits, plan_p->split_len, plan_c->token_lanes,
+                plan_c->vector_loads ? "16-byte" : "scalar");
     std::vector<double> tc, tp;
     for (int rep = -1; rep < o.reps; ++rep) {
       double t0 = now_s();
@@ -194,6 +243,7 @@ int run_gpu(const Options& o, const Workload& w) {
                 double(worst), double(worst_ref));
     if (!(worst <= 1e-4f) || !(worst_ref <= 1e-4f)) status = 1;
   }
+  kernels->set_attention_fused_reduce(true);
   for (const uint64_t range : base) (void)(*vmm)->release_range(range, tensor);
   return status;
 }

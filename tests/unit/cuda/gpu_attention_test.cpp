@@ -202,24 +202,33 @@ TEST_F(GpuAttention, ContiguousAndPagedMatchReference) {
   }
 }
 
-// The same inputs cut into 1 split and into many: the results agree with the
-// reference whatever the launch geometry.
+// The same inputs cut into 1 split and into many, the partials combined by a
+// reduce launch or by each row's last block: the results agree with the
+// reference whatever the launch geometry. The empty row of a split launch
+// still gets its zeros; a second call finds the fused counts back at zero.
 TEST_F(GpuAttention, EverySplitCountMatchesReference) {
-  const Case c{{2, 8, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kF32}, 8192, {8192, 1300}};
-  // Both planners: slices of one length, and each row cut evenly.
-  for (const bool equal : {true, false}) {
-    kernels_->set_attention_equal_slices(equal);
-    for (const uint32_t per_sm : {1u, 3u, Kernels::kMaxBlocksPerSm}) {
-      CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(per_sm));
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(c.shape, c.stride, 0, 0));
-      SCOPED_TRACE(testing::Message() << per_sm << " blocks per SM: " << plan.n_splits << " splits of "
-                                      << plan.split_len << " tokens");
-      EXPECT_TRUE(plan.vector_loads);
-      EXPECT_EQ(plan.split_len == 0, !equal);
-      run_case(c, 16);
-      if (HasFatalFailure()) return;
+  const Case c{{3, 8, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kF32}, 8192, {8192, 1300, 0}};
+  for (const bool fused : {true, false}) {
+    kernels_->set_attention_fused_reduce(fused);
+    // Both planners: slices of one length, and each row cut evenly.
+    for (const bool equal : {true, false}) {
+      kernels_->set_attention_equal_slices(equal);
+      for (const uint32_t per_sm : {1u, 3u, Kernels::kMaxBlocksPerSm}) {
+        CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(per_sm));
+        CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(c.shape, c.stride, 0, 0));
+        SCOPED_TRACE(testing::Message() << (fused ? "fused" : "reduce launch") << ", " << per_sm
+                                        << " blocks per SM: " << plan.n_splits << " splits of "
+                                        << plan.split_len << " tokens");
+        EXPECT_TRUE(plan.vector_loads);
+        EXPECT_EQ(plan.split_len == 0, !equal);
+        for (int call = 0; call < 2; ++call) {
+          run_case(c, 16);
+          if (HasFatalFailure()) return;
+        }
+      }
     }
   }
+  kernels_->set_attention_fused_reduce(true);
   kernels_->set_attention_equal_slices(false);
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(0));
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(Kernels::kMaxBlocksPerSm + 1));
