@@ -207,8 +207,11 @@ Result<void> check_attention(const ref::AttentionShape& shape) {
 
 // Tokens a block reads per loop step and the least context worth a split of
 // its own: below a few steps the partial write and the reduce cost more than
-// the parallelism gains.
-constexpr uint64_t kMinSplitSteps = 2;
+// the parallelism gains, and a block's loop steps wait on memory one after
+// another, so short slices spend their time in latency. On an H100, bf16
+// batch 8 context 2048 read 44 % of copy bandwidth in 6.5-step slices, 42 %
+// in 4 and 39-41 % in 2 (docs/perf.md, "GPU").
+constexpr uint64_t kMinSplitSteps = 6;
 constexpr uint32_t kMaxSplits = 256;  // the reduce kernel's shared weights
 constexpr uint64_t kSplitGranule = 32;  // tokens: a slice is a whole number of warp steps
 constexpr uint64_t kNoPoolToken = 0xFFFFFFFFu;  // the paged kernels' "no token" index

@@ -72,9 +72,12 @@ class Kernels {
   // 2048) and 8-10 % slower at batch 8-16, context 4096 (shorter rows leave
   // blocks idle); docs/perf.md, "GPU".
   void set_attention_equal_slices(bool on) { equal_slices_ = on; }
-  // true (default): a split call is one launch, the last block of each
-  // row's splits combining their partials; false: a second launch of the
-  // reduce kernel does it (the previous design, kept to measure against).
+  // true: a split call is one launch, the last block of each row's splits
+  // combining their partials; false (default): a second launch of the
+  // reduce kernel does it. Measured on an H100 (docs/perf.md, "GPU"): fused
+  // saves 2.5-3.6 us on a call that reads nothing, yet reads 0-2 points of
+  // copy bandwidth slower on every measured shape (the last block's combine
+  // is serial; the reduce launch overlaps the main kernel's tail).
   void set_attention_fused_reduce(bool on) { fused_reduce_ = on; }
 
   // The decode-attention launches of one Kernels object share its split
@@ -136,7 +139,7 @@ class Kernels {
   uint32_t sm_count_ = 1;
   uint32_t blocks_per_sm_ = kDefaultBlocksPerSm;
   bool equal_slices_ = false;
-  bool fused_reduce_ = true;
+  bool fused_reduce_ = false;
   uint64_t workspace_ = 0;  // split partials: acc floats, then (max, sum) pairs
   uint64_t done_counts_ = 0;  // the fused reduce's per-(row, head chunk) counts, zero at rest
   uint64_t workspace_records_ = 0;

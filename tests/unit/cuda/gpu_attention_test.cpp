@@ -228,7 +228,7 @@ TEST_F(GpuAttention, EverySplitCountMatchesReference) {
       }
     }
   }
-  kernels_->set_attention_fused_reduce(true);
+  kernels_->set_attention_fused_reduce(false);
   kernels_->set_attention_equal_slices(false);
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(0));
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(Kernels::kMaxBlocksPerSm + 1));
