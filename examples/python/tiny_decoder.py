@@ -172,12 +172,20 @@ class ArenaModel:
         self.n += len(tokens)
         return logits
 
+    def sync(self) -> None:
+        """On CUDA, lets torch's queued kernels finish: the arena's offload
+        and restore copy on a stream of their own, which does not wait for
+        torch's (a restore would be overwritten by a zero_ still queued)."""
+        if self.device != "cpu":
+            torch.cuda.synchronize()
+
     def offload(self, tokens: List[int]) -> None:
         tokens = tokens[:self.n]
         if self.device != "cpu":
             # A device arena has no daemon tier to keep a partial chunk in:
             # it stores whole chunks, and a restore recomputes the rest.
             tokens = tokens[:len(tokens) // CHUNK * CHUNK]
+        self.sync()
         self.arena.offload(self.row, self.ns, tokens).wait()
 
     def restore(self, tokens: List[int]) -> int:
@@ -187,6 +195,7 @@ class ArenaModel:
             k, v = self.kv(layer)
             k[:len(tokens)].zero_()
             v[:len(tokens)].zero_()
+        self.sync()
         got = self.arena.restore(self.row, self.ns, tokens).wait()
         self.n = got
         return got

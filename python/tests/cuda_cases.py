@@ -84,6 +84,9 @@ def arena_tensors_are_zero_copy(client: Any) -> str:
         try:
             ns = store.namespace(f"py-cuda-{os.getpid()}", layout="arena", dtype="bf16", chunk_tokens=CHUNK)
             tokens = list(range(100, 100 + n))
+            # The library copies on a stream of its own: torch's writes
+            # must be done first (and the clearing below before a restore).
+            torch.cuda.synchronize()
             _check(arena.offload(r, ns, tokens).wait() >= 0, "offload")
             arena.free_reqid(r)
             r2 = arena.alloc_reqid()
