@@ -11,6 +11,9 @@
 #   DEST/lib/       libcxlpool and every shared library those programs load,
 #                   except the C runtime (glibc, libstdc++, libgcc_s: the GPU
 #                   host's newer ones serve) and libcuda (the host's driver)
+#   DEST/tree/      source folders a test names in its environment (the
+#                   Python package and its CUDA tests, through PYTHONPATH),
+#                   under their paths in the source tree
 #   DEST/tests.sh   one `gpu_case` line per test: name, timeout, kind, its
 #                   environment and its command, paths relative to DEST
 #   DEST/run.sh     tests/gpu/run.sh, which runs those lines when it finds
@@ -65,13 +68,19 @@ bundled = {}  # absolute path -> path inside DEST
 def bundle(path):
     """A token of a command or environment value, rewritten when it names a
     program or file of the build or the source tree (meson gives arguments
-    that are build outputs relative to the build folder)."""
+    that are build outputs relative to the build folder). A folder of the
+    source tree (a PYTHONPATH entry: the Python package, its tests) goes to
+    tree/ under its path in the source tree; a shared library to lib/."""
     if path and not path.startswith(("/", "-")) and os.path.isfile(os.path.join(build, path)):
         path = os.path.join(build, path)
+    if path.startswith(root + "/") and os.path.isdir(path) and not path.startswith(build + "/"):
+        rel = "tree/" + os.path.relpath(path, root)
+        bundled[path] = rel
+        return "$G/" + rel
     for base in (build, root):
         if path.startswith(base + "/"):
             name = os.path.basename(path)
-            rel = "bin/" + name
+            rel = ("lib/" if name.startswith("lib") and ".so" in name else "bin/") + name
             other = [p for p, r in bundled.items() if r == rel and p != path]
             if other:
                 sys.exit(f"bundle: two files named {name}: {other[0]} and {path}")
@@ -101,11 +110,11 @@ with open(os.path.join(dest, "tests.sh"), "w") as f:
     f.write("\n".join(lines) + "\n")
 
 for path in sorted(bundled):
-    if path.startswith(build + "/"):
+    if path.startswith(build + "/") and not os.path.isdir(path):
         print(os.path.relpath(path, build))
 print("--")
 for path in sorted(bundled):
-    print(path)
+    print(path + "\t" + bundled[path])
 PY
 )"
 
@@ -115,9 +124,15 @@ echo "bundle: building ${#outputs[@]} outputs in $builddir"
 # libcxlpool.so comes with the programs that link it.
 ninja -C "$builddir" "${outputs[@]}"
 
-for f in "${files[@]}"; do
-  if [[ -f "$f" ]]; then
-    cp -L "$f" "$dest/bin/"
+for line in "${files[@]}"; do
+  f="${line%%$'\t'*}" rel="${line#*$'\t'}"
+  if [[ -d "$f" ]]; then
+    # A source folder (Python): its files, without bytecode or tool caches.
+    mkdir -p "$dest/$rel"
+    cp -rL "$f/." "$dest/$rel/"
+    find "$dest/$rel" -mindepth 1 \( -name __pycache__ -o -name '.*' \) -prune -exec rm -rf {} +
+  elif [[ -f "$f" ]]; then
+    cp -L "$f" "$dest/$rel"
     # A packed shell script brings the scripts it sources from its own
     # folder (`. "$(dirname "$0")/NAME.sh"`).
     if [[ "$f" == *.sh ]]; then

@@ -5,13 +5,17 @@
 # GpuVmm backend, host-NUMA export, registered read-only and read-write host
 # ranges), the kernel tests under compute-sanitizer memcheck and racecheck,
 # the CUDA weight streamer, ioengine=cuda, the integration suites that use a
-# GPU (KvArena, GpuHostAlloc) against the real daemon, then the benchmarks
+# GPU (KvArena, GpuHostAlloc) against the real daemon, the Python package's
+# CUDA cases (python_cuda: arena tensors, SDPA over them, the tiny decoder on
+# CUDA; under the host's python3, no pytest needed), then the benchmarks
 # with their figures: attention_bench (decode attention, contiguous arena vs
 # paged, against the device's copy bandwidth), sdpa_compare (PyTorch's
 # scaled_dot_product_attention on the same shapes, where the host has
 # PyTorch), gpu_bench (H2D/D2H pinned and pageable vs the PCIe link, VMM
-# mapping bandwidth) and cuda_client_bench (arena steps, mapping, KV
-# offload/restore of device rows, weight streaming).
+# mapping bandwidth), cuda_client_bench (arena steps, mapping, KV
+# offload/restore of device rows, weight streaming) and
+# python_tiny_decoder_cuda (the Python example's decode tokens/s on CUDA,
+# arena against plain torch tensors).
 #
 # Two ways to run it:
 #  - from a bundle made by tests/gpu/bundle.sh (this script sits beside a
