@@ -61,7 +61,7 @@ class DaemonProcess {
   // SIGTERM, then waits up to `timeout`. Returns the exit code, 128 + signal
   // when a signal ended it, or -1 when it did not exit in time (it is then
   // killed).
-  int stop(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  int stop(std::chrono::milliseconds timeout = std::chrono::seconds(15));
 
   // Waits up to `timeout` for the daemon to exit on its own; same result as stop().
   int wait_exit(std::chrono::milliseconds timeout);
