@@ -28,6 +28,7 @@ struct NamePair {
 constexpr NamePair kNames[] = {
 #define CXLPOOL_CUDA_NAME_PAIR(field, symbol, version) {#field, #symbol},
     CXLPOOL_CUDA_DRIVER_FUNCTIONS(CXLPOOL_CUDA_NAME_PAIR)
+    CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS(CXLPOOL_CUDA_NAME_PAIR)
 #undef CXLPOOL_CUDA_NAME_PAIR
 };
 
@@ -109,6 +110,20 @@ Result<DriverApi> load_once() {
   if (const CUresult r = api.driver_get_version(&api.driver_version); r != CUDA_SUCCESS) {
     return tl::unexpected(cu_error(api, "cuDriverGetVersion", r));
   }
+  // All or nothing: a half-present checkpoint API is as unusable as none.
+#define CXLPOOL_CUDA_RESOLVE_OPTIONAL(field, symbol, version)                                 \
+  if (api.checkpoint_missing.empty()) {                                                       \
+    if (auto r = resolver.resolve(#symbol, version, reinterpret_cast<void**>(&api.field)); !r) { \
+      api.checkpoint_missing = r.error().message;                                             \
+    }                                                                                         \
+  }
+  CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS(CXLPOOL_CUDA_RESOLVE_OPTIONAL)
+#undef CXLPOOL_CUDA_RESOLVE_OPTIONAL
+  if (!api.checkpoint_missing.empty()) {
+#define CXLPOOL_CUDA_CLEAR(field, symbol, version) api.field = nullptr;
+    CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS(CXLPOOL_CUDA_CLEAR)
+#undef CXLPOOL_CUDA_CLEAR
+  }
   return api;
 }
 
@@ -118,6 +133,16 @@ Result<const DriverApi*> load_driver_api() {
   static const Result<DriverApi> api = load_once();
   if (!api) return tl::unexpected(api.error());
   return &*api;
+}
+
+Result<void> checkpoint_api_available(const DriverApi& api) {
+  if (api.checkpoint_missing.empty()) return {};
+  const int major = api.driver_version / 1000;
+  const int minor = api.driver_version % 1000 / 10;
+  return fail(ENOSYS, api.checkpoint_missing +
+                          "; the CUDA checkpoint API needs driver 570 (CUDA 12.8) or newer, this "
+                          "one is CUDA " +
+                          std::to_string(major) + "." + std::to_string(minor));
 }
 
 Result<const DriverApi*> init_driver_api() {

@@ -12,6 +12,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <string>
+
 #include "cxlpool/common/result.hpp"
 
 namespace cxlpool::cuda {
@@ -76,13 +78,28 @@ namespace cxlpool::cuda {
   X(event_synchronize, cuEventSynchronize, 2000)                             \
   X(event_elapsed_time, cuEventElapsedTime, 2000)
 
+// Optional entry points: a driver without them still loads, the field stays
+// null and `checkpoint_missing` says why. The process checkpoint API came with
+// driver 570 (CUDA 12.8); every call takes the pid of another process.
+#define CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS(X)                                              \
+  X(checkpoint_process_get_restore_thread_id, cuCheckpointProcessGetRestoreThreadId, 12080) \
+  X(checkpoint_process_get_state, cuCheckpointProcessGetState, 12080)                     \
+  X(checkpoint_process_lock, cuCheckpointProcessLock, 12080)                              \
+  X(checkpoint_process_checkpoint, cuCheckpointProcessCheckpoint, 12080)                  \
+  X(checkpoint_process_restore, cuCheckpointProcessRestore, 12080)                        \
+  X(checkpoint_process_unlock, cuCheckpointProcessUnlock, 12080)
+
 struct DriverApi {
 #define CXLPOOL_CUDA_DECLARE_FIELD(field, symbol, version) \
   PFN_##symbol##_v##version field = nullptr;
   CXLPOOL_CUDA_DRIVER_FUNCTIONS(CXLPOOL_CUDA_DECLARE_FIELD)
+  CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS(CXLPOOL_CUDA_DECLARE_FIELD)
 #undef CXLPOOL_CUDA_DECLARE_FIELD
 
   int driver_version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor
+  // Empty when every CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS entry resolved, else
+  // the first that did not and why (all checkpoint fields are then null).
+  std::string checkpoint_missing;
 };
 
 // Loads libcuda.so.1 and resolves every entry point, once per process (later
@@ -91,6 +108,11 @@ struct DriverApi {
 // when the driver is not installed; ELIBBAD with dlerror() when it is there
 // but cannot be loaded; ENOSYS naming the entry point the driver lacks.
 Result<const DriverApi*> load_driver_api();
+
+// The driver's process checkpoint API, or ENOSYS with the reason it is not
+// there ("cuGetProcAddress(cuCheckpointProcessLock): symbol not found; the
+// CUDA checkpoint API needs driver 570 or newer, this one is 12.4").
+Result<void> checkpoint_api_available(const DriverApi& api);
 
 // cuInit(0) once per process, after load_driver_api(). Errors: the CUresult
 // as cu_error() builds it (ENODEV for CUDA_ERROR_NO_DEVICE).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // cxlpool-restore IMAGE [--policy mow|moa|hybrid|copy] [--count N] [--prefault]
-// [--hot FILE] [--record-hot FILE [--record-ms T]] [--report-fd FD]: restores
+// [--hot FILE] [--record-hot FILE [--record-ms T]] [--report-fd FD] [--host-pids]: restores
 // clones of a checkpointed process (docs/ckpt.md "Restore"), each in a pid
 // namespace of its own, and waits for them; records or uses a hot set ("Hot
 // sets"). Exit status: the first clone's
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "cxlpool-restore " CXLPOOL_VERSION_STRING);
   std::string image_path, policy_text = "mow", hot_path, record_path;
   int count = 1, record_ms = 0;
-  bool quiet = false, no_wait = false, prefault = false;
+  bool quiet = false, no_wait = false, prefault = false, host_pids = false;
   int report_fd = -1;
   app.add_option("image", image_path, "checkpoint image (cxlpool-ckpt dump)")->required();
   app.add_option("--policy", policy_text, "mow (map the image copy-on-write), moa (fill on access), hybrid (copy "
@@ -47,9 +47,15 @@ int main(int argc, char** argv) {
                                            "descriptor (how cxlpoold learns the clones it started)")
       ->check(CLI::Range(3, 1 << 20));
   app.add_flag("--no-wait", no_wait, "exit once every clone is restored, leaving them running");
+  app.add_flag("--host-pids", host_pids, "give the clone its original pid and tids in this pid namespace too (they "
+                                         "must be free here; one clone): for a GPU driver's checkpoint API");
   CLI11_PARSE(app, argc, argv);
 
   const auto start = std::chrono::steady_clock::now();
+  if (host_pids && count != 1) {
+    fmt::print(stderr, "cxlpool-restore: --host-pids restores one clone (its pids exist once here)\n");
+    return 2;
+  }
   auto policy = parse_policy(policy_text);
   if (!policy) {
     fmt::print(stderr, "cxlpool-restore: {}\n", policy.error().message);
@@ -106,6 +112,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < count; ++i) {
     CloneOptions options;
     options.detach = no_wait;
+    options.host_pids = host_pids;
     if (i == 0 && fault_record) {
       options.fault_record_fd = fault_record.get();
       options.record_ms = record_ms;

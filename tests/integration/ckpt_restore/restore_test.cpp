@@ -467,5 +467,78 @@ TEST_F(Restore, AHotSetOfAnotherImageIsRefused) {
   EXPECT_NE(r.err.find("recorded for another image"), std::string::npos) << r.err;
 }
 
+// The tids of pid's threads as this namespace numbers them, sorted.
+std::set<pid_t> tids_of(pid_t pid) {
+  std::set<pid_t> tids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
+    tids.insert(static_cast<pid_t>(std::stol(e.path().filename().string())));
+  return tids;
+}
+
+std::string nspid_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("NSpid:", 0) == 0) return line.substr(6);
+  return "";
+}
+
+TEST_F(Restore, HostPidsGiveTheCloneAndItsThreadsTheirPidsHereToo) {
+  const std::string target = env_or_skip("CKPT_TARGET");
+  if (target.empty()) GTEST_SKIP() << "CKPT_TARGET not set";
+  Piped p({target, "threads"});
+  std::set<pid_t> reported;  // "tids T0 T1 T2 T3", as the target sees them
+  for (std::string l = p.line(); l != "ready"; l = p.line()) {
+    ASSERT_FALSE(l.empty());
+    if (l.rfind("tids ", 0) != 0) continue;
+    std::istringstream in(l.substr(5));
+    for (pid_t t = 0; in >> t;) reported.insert(t);
+  }
+  const pid_t pid = p.pid();
+  const std::set<pid_t> tids = tids_of(pid);
+  ASSERT_EQ(tids.size(), 4u);
+  ASSERT_EQ(reported, tids);
+  const std::string image = (dir_.path() / "host-pids.img").string();
+  {
+    auto writer = ImageWriter::to_file(image);
+    ASSERT_TRUE(writer) << writer.error().message;
+    CaptureOptions options;
+    options.kill_after = true;
+    auto manifest = capture_process(pid, options, *writer);
+    ASSERT_TRUE(manifest) << manifest.error().message;
+    p.wait();
+  }
+  Piped r({restorer_, image, "--policy", "mow", "--host-pids"});
+  const auto after = report(r);
+  ASSERT_FALSE(after.empty()) << r.all_err(1s);
+  // The same pid and tids here as in the clone's own namespace.
+  EXPECT_EQ(tids_of(pid), tids);
+  std::istringstream levels(nspid_of(pid));
+  pid_t outer = 0, inner = 0;
+  levels >> outer >> inner;
+  EXPECT_EQ(outer, pid);
+  EXPECT_EQ(inner, pid);
+  r.write_in("exit\n");
+  EXPECT_EQ(r.wait(), 0) << r.all_err(1s);
+
+  // Once only: the second clone's pids would be taken.
+  const Restored two = restore(image, "mow", 2, {"--host-pids"});
+  EXPECT_EQ(two.status, 2);
+  EXPECT_NE(two.err.find("--host-pids restores one clone"), std::string::npos) << two.err;
+  // A pid in use here is refused with the reason.
+  Piped busy({target, "threads"});
+  for (std::string l = busy.line(); l != "ready"; l = busy.line()) ASSERT_FALSE(l.empty());
+  const std::string busy_image = (dir_.path() / "host-pids-busy.img").string();
+  {
+    auto writer = ImageWriter::to_file(busy_image);
+    ASSERT_TRUE(writer) << writer.error().message;
+    auto manifest = capture_process(busy.pid(), CaptureOptions{}, *writer);
+    ASSERT_TRUE(manifest) << manifest.error().message;
+  }
+  const Restored taken = restore(busy_image, "mow", 1, {"--host-pids"});
+  EXPECT_EQ(taken.status, 1);
+  EXPECT_NE(taken.err.find("here and in the parent pid namespace: File exists"), std::string::npos) << taken.err;
+}
+
 }  // namespace
 }  // namespace cxlpool::ckpt

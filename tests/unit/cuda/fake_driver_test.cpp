@@ -84,6 +84,32 @@ TEST_F(FakeDriver, EntryPointsAreResolvedAtTheirPinnedAbiVersion) {
   EXPECT_EQ(requested_version("cuCtxCreate"), -1);
 }
 
+TEST_F(FakeDriver, CheckpointApiIsOptional) {
+  auto api = load_driver_api();
+  if (scenario() == "missing_symbol") GTEST_SKIP() << "the driver does not load";
+  ASSERT_TRUE(api) << api.error().message;
+  const auto available = checkpoint_api_available(**api);
+  if (scenario() == "one_device") {
+    ASSERT_TRUE(available) << available.error().message;
+    EXPECT_NE((*api)->checkpoint_process_lock, nullptr);
+    EXPECT_NE((*api)->checkpoint_process_get_restore_thread_id, nullptr);
+    EXPECT_EQ(requested_version("cuCheckpointProcessRestore"), 12080);
+    // The fake implements none of them: a call reports the driver's refusal.
+    const Error e = cu_error(**api, "checkpoint_process_lock",
+                             (*api)->checkpoint_process_lock(1, nullptr));
+    EXPECT_EQ(e.message,
+              "cuCheckpointProcessLock: CUDA_ERROR_NOT_SUPPORTED (operation not supported)");
+  } else {
+    ASSERT_FALSE(available);
+    EXPECT_EQ(available.error().code, ENOSYS);
+    EXPECT_EQ(available.error().message,
+              "cuGetProcAddress(cuCheckpointProcessGetRestoreThreadId): symbol not found; the "
+              "CUDA checkpoint API needs driver 570 (CUDA 12.8) or newer, this one is CUDA 13.0");
+    EXPECT_EQ((*api)->checkpoint_process_lock, nullptr);
+    EXPECT_EQ((*api)->checkpoint_process_unlock, nullptr);
+  }
+}
+
 TEST_F(FakeDriver, DeviceContextOpensAndKernelLoadFailsWithTheDriversReason) {
   if (scenario() != "one_device") GTEST_SKIP() << "needs a device";
   auto ctx = DeviceContext::open(0);

@@ -305,6 +305,7 @@ void run_clone_stage(const Manifest& m, const RestorePlan& plan, const CloneChan
     threads.push_back(b);
   }
   args->thread_count = static_cast<uint32_t>(threads.size());
+  args->tid_levels = ch.host_pids ? 2 : 1;
   args->threads = w.put(threads.data(), threads.size() * sizeof(blob::Thread));
   if (w.used() > args_bytes) die(status, "the restorer's argument block overflowed");
   if (::mprotect(base, code_bytes, PROT_READ | PROT_EXEC) != 0)

@@ -14,6 +14,7 @@ struct CloneChannels {
   int image_fd = -1;
   int status_fd = -1;    // write end
   int uffd_socket = -1;  // moa: where the final stage sends its userfaultfd
+  bool host_pids = false;  // threads get their tids in the parent namespace too
 };
 
 [[noreturn]] void run_clone_stage(const Manifest& manifest, const RestorePlan& plan, const CloneChannels& channels);

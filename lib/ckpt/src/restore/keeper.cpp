@@ -156,20 +156,21 @@ class FaultRecorder {
     write_all(report_fd, &report, sizeof report);
     ::_exit(127);
   }
-  pid_t tid = m.process.pid;
+  // set_tid[0] is the pid in the new namespace, set_tid[1] the host's.
+  pid_t tid[2] = {m.process.pid, m.process.pid};
   int pidfd = -1;
   clone_args ca{};
   ca.flags = CLONE_PIDFD;
   ca.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   ca.exit_signal = SIGCHLD;
-  ca.set_tid = reinterpret_cast<uint64_t>(&tid);
-  ca.set_tid_size = 1;
+  ca.set_tid = reinterpret_cast<uint64_t>(&tid[0]);
+  ca.set_tid_size = options.host_pids ? 2 : 1;
   const long pid = clone3_raw(&ca);
   if (pid == 0) {
     ::close(status_pipe[0]);
     ::close(report_fd);
     if (sock[0] >= 0) ::close(sock[0]);
-    CloneChannels ch{image_fd, status_pipe[1], sock[1]};
+    CloneChannels ch{image_fd, status_pipe[1], sock[1], options.host_pids};
     run_clone_stage(m, plan, ch);
   }
   ::close(status_pipe[1]);
@@ -199,8 +200,8 @@ class FaultRecorder {
   if (pager && options.fault_record_fd >= 0)
     recorder = std::make_unique<FaultRecorder>(*pager, options.fault_record_fd, options.record_ms);
   if (pid < 0) {
-    std::snprintf(report.message, sizeof report.message, "clone3 with pid %d: %s", m.process.pid,
-                  std::strerror(errno));
+    std::snprintf(report.message, sizeof report.message, "clone3 with pid %d%s: %s", m.process.pid,
+                  options.host_pids ? " here and in the parent pid namespace" : "", std::strerror(errno));
     write_all(report_fd, &report, sizeof report);
     ::_exit(127);
   }

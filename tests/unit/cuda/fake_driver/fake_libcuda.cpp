@@ -8,11 +8,25 @@
 //   one_device      one sm_90 device, 80 GiB, VMM yes, host-NUMA no
 //   no_vmm          like one_device but without VMM support
 //   missing_symbol  cuMemMap is unknown to this "driver"
+//   checkpoint      one_device whose process checkpoint API works (a state
+//                   machine per pid; device memory is host memory) and that
+//                   also exports the entry points a program calls by name,
+//                   for ckpt_gpu_test's run through its steps on any machine
+//   checkpoint_host_pid  checkpoint, but restoring a process whose pid in its
+//                   own namespace differs from the caller's view of it fails
+//                   (CUDA_ERROR_INVALID_VALUE), as a driver that names the
+//                   process by its pid on both sides would
+// one_device knows the process checkpoint API but supports none of it; the
+// other scenarios are older drivers without it.
 // Entry points a scenario does not implement return CUDA_ERROR_NOT_SUPPORTED.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <signal.h>
+#include <sys/mman.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -27,6 +41,8 @@ std::string scenario() {
   const char* s = std::getenv("CXLPOOL_FAKE_CUDA");
   return s != nullptr ? s : "";
 }
+
+bool checkpoint_scenario() { return scenario().rfind("checkpoint", 0) == 0; }
 
 template <typename Fn>
 struct Unsupported;
@@ -58,6 +74,8 @@ CUresult fake_driver_get_version(int* version) {
 CUresult fake_get_error_name(CUresult error, const char** name) {
   switch (error) {
     case CUDA_ERROR_NO_DEVICE: *name = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; return CUDA_SUCCESS;
+    case CUDA_ERROR_ILLEGAL_STATE: *name = "CUDA_ERROR_ILLEGAL_STATE"; return CUDA_SUCCESS;
     case CUDA_ERROR_NOT_SUPPORTED: *name = "CUDA_ERROR_NOT_SUPPORTED"; return CUDA_SUCCESS;
     case CUDA_ERROR_NO_BINARY_FOR_GPU: *name = "CUDA_ERROR_NO_BINARY_FOR_GPU"; return CUDA_SUCCESS;
     default: return CUDA_ERROR_INVALID_VALUE;
@@ -171,6 +189,104 @@ const Known kKnown[] = {
 #undef CXLPOOL_FAKE_KNOWN
 };
 
+// scenario "checkpoint": the driver's process states, kept by the process
+// that calls the API. A pid never locked is taken for a restored process (a
+// clone of one checkpointed): CHECKPOINTED.
+std::mutex states_mutex;
+std::map<int, CUprocessState>& states() {
+  static std::map<int, CUprocessState> s;
+  return s;
+}
+std::map<int, bool>& seen() {
+  static std::map<int, bool> s;
+  return s;
+}
+
+CUresult with_state(int pid, CUprocessState from, CUprocessState to) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(states_mutex);
+  auto [it, added] = states().try_emplace(pid, seen()[pid] ? CU_PROCESS_STATE_RUNNING : CU_PROCESS_STATE_CHECKPOINTED);
+  if (it->second != from) return CUDA_ERROR_ILLEGAL_STATE;
+  it->second = to;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_restore_thread_id(int pid, int* tid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(states_mutex);
+  seen()[pid] = true;
+  *tid = pid;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_get_state(int pid, CUprocessState* state) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(states_mutex);
+  const auto it = states().find(pid);
+  *state = it != states().end() ? it->second
+           : seen()[pid]        ? CU_PROCESS_STATE_RUNNING
+                                : CU_PROCESS_STATE_CHECKPOINTED;
+  return CUDA_SUCCESS;
+}
+
+CUresult fake_lock(int pid, CUcheckpointLockArgs*) {
+  {
+    std::lock_guard<std::mutex> lock(states_mutex);
+    seen()[pid] = true;
+  }
+  return with_state(pid, CU_PROCESS_STATE_RUNNING, CU_PROCESS_STATE_LOCKED);
+}
+CUresult fake_checkpoint(int pid, CUcheckpointCheckpointArgs*) {
+  return with_state(pid, CU_PROCESS_STATE_LOCKED, CU_PROCESS_STATE_CHECKPOINTED);
+}
+// Whether /proc/PID/status's NSpid lists one pid at every level.
+bool same_pid_everywhere(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/status", pid);
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return false;
+  char line[256];
+  bool same = false;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "NSpid:", 6) != 0) continue;
+    char* p = line + 6;
+    same = true;
+    for (;;) {
+      char* end = nullptr;
+      const long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      if (v != pid) same = false;
+      p = end;
+    }
+  }
+  std::fclose(f);
+  return same;
+}
+
+CUresult fake_restore(int pid, CUcheckpointRestoreArgs*) {
+  if (scenario() == "checkpoint_host_pid" && !same_pid_everywhere(pid)) return CUDA_ERROR_INVALID_VALUE;
+  return with_state(pid, CU_PROCESS_STATE_CHECKPOINTED, CU_PROCESS_STATE_LOCKED);
+}
+CUresult fake_unlock(int pid, CUcheckpointUnlockArgs*) {
+  return with_state(pid, CU_PROCESS_STATE_LOCKED, CU_PROCESS_STATE_RUNNING);
+}
+
+const Implemented kCheckpointImplemented[] = {
+    {"cuCheckpointProcessGetRestoreThreadId", reinterpret_cast<void*>(&fake_restore_thread_id)},
+    {"cuCheckpointProcessGetState", reinterpret_cast<void*>(&fake_get_state)},
+    {"cuCheckpointProcessLock", reinterpret_cast<void*>(&fake_lock)},
+    {"cuCheckpointProcessCheckpoint", reinterpret_cast<void*>(&fake_checkpoint)},
+    {"cuCheckpointProcessRestore", reinterpret_cast<void*>(&fake_restore)},
+    {"cuCheckpointProcessUnlock", reinterpret_cast<void*>(&fake_unlock)},
+};
+
+const Known kKnownCheckpoint[] = {
+#define CXLPOOL_FAKE_KNOWN(field, symbol, version) \
+  {#symbol, reinterpret_cast<void*>(&Unsupported<PFN_##symbol##_v##version>::call)},
+    CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS(CXLPOOL_FAKE_KNOWN)
+#undef CXLPOOL_FAKE_KNOWN
+};
+
 }  // namespace
 
 extern "C" {
@@ -194,10 +310,49 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
   for (const Known& k : kKnown) {
     if (*pfn == nullptr && std::strcmp(k.symbol, symbol) == 0) *pfn = k.unsupported;
   }
+  for (const Implemented& i : kCheckpointImplemented) {
+    if (*pfn == nullptr && checkpoint_scenario() && std::strcmp(i.symbol, symbol) == 0) *pfn = i.fn;
+  }
+  for (const Known& k : kKnownCheckpoint) {
+    if (*pfn == nullptr && scenario() == "one_device" && std::strcmp(k.symbol, symbol) == 0) {
+      *pfn = k.unsupported;
+    }
+  }
   if (status != nullptr) {
     *status = *pfn != nullptr ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   }
   return *pfn != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+// scenario "checkpoint": what a program that calls the driver by name uses
+// (ckpt_gpu_target). Device memory is anonymous host memory.
+__attribute__((visibility("default"))) CUresult cuInit(unsigned int flags) { return fake_init(flags); }
+__attribute__((visibility("default"))) CUresult cuGetErrorName(CUresult error, const char** name) {
+  return fake_get_error_name(error, name);
+}
+__attribute__((visibility("default"))) CUresult cuDeviceGet(CUdevice* dev, int ordinal) {
+  return fake_device_get(dev, ordinal);
+}
+__attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
+  return fake_primary_ctx_retain(ctx, dev);
+}
+__attribute__((visibility("default"))) CUresult cuCtxSetCurrent(CUcontext ctx) { return fake_ctx_set_current(ctx); }
+__attribute__((visibility("default"))) CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
+  if (!checkpoint_scenario()) return CUDA_ERROR_NOT_SUPPORTED;
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  *dptr = reinterpret_cast<CUdeviceptr>(p);
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  if (!checkpoint_scenario()) return CUDA_ERROR_NOT_SUPPORTED;
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  if (!checkpoint_scenario()) return CUDA_ERROR_NOT_SUPPORTED;
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
 }
 
 // Test hook: the cudaVersion the loader asked `symbol` at, or -1.

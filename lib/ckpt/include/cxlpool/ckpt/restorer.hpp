@@ -57,6 +57,12 @@ struct CloneOptions {
   // (record_ms 0: at the exit).
   int fault_record_fd = -1;
   int record_ms = 0;
+  // Also give the clone and its threads their original pids in the caller's
+  // pid namespace (clone3 set_tid at both levels), for software that names
+  // the clone by the pid it had, such as a GPU driver's checkpoint API
+  // called from outside. Needs those pids free there (EEXIST otherwise) and
+  // CAP_SYS_ADMIN over the caller's namespace; one clone per image at a time.
+  bool host_pids = false;
 };
 Result<CloneHandle> start_clone(const Manifest& manifest, const RestorePlan& plan, int image_fd,
                                 const CloneOptions& options);

@@ -121,6 +121,10 @@ struct Args {
   // leader's go once every one is.
   uint32_t ready;
   uint32_t go;
+  // 1: threads get their tid in the clone's pid namespace; 2: in its
+  // parent's as well (CloneOptions::host_pids).
+  uint32_t tid_levels;
+  uint32_t pad1;
 };
 
 // The final stage's entry, called on a stack inside the area with the

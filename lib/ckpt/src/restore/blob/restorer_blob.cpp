@@ -279,7 +279,8 @@ BLOB __attribute__((noreturn)) void restorer_thread(Args* a, uint64_t index) {
 BLOB void create_threads(Args* a) {
   Thread* threads = reinterpret_cast<Thread*>(a->threads);
   for (uint32_t i = 1; i < a->thread_count; ++i) {
-    int32_t tid = threads[i].tid;
+    // The same tid at every level asked for (set_tid[0] is the innermost).
+    int32_t tid[2] = {threads[i].tid, threads[i].tid};
     struct {
       uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
     } ca;
@@ -291,8 +292,8 @@ BLOB void create_threads(Args* a) {
     ca.stack = threads[i].stack_top - 4096 * 3;
     ca.stack_size = 4096 * 3;
     ca.tls = 0;
-    ca.set_tid = reinterpret_cast<uint64_t>(&tid);
-    ca.set_tid_size = 1;
+    ca.set_tid = reinterpret_cast<uint64_t>(&tid[0]);
+    ca.set_tid_size = a->tid_levels;
     ca.cgroup = 0;
     long r;
     // The child must not touch this frame: it leaves the asm straight into

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+// ckpt_gpu_target BYTES: the process the CUDA checkpoint test checkpoints. It
+// makes the primary context of device 0 current, allocates BYTES of device
+// memory, fills it with a pattern through a staging buffer it then unmaps (so
+// that only the device holds the pattern), prints
+//   ready PID DEVPTR BYTES
+// and serves one command per line on stdin:
+//   verify  copies the buffer back and compares it with the pattern:
+//           "verify ok PID BYTES" or "verify mismatch PID at OFFSET: got X want Y"
+//           or "verify error PID STEP: CUDA_ERROR_..."
+//   exit    exits 0 without calling the driver, not even its exit handlers
+//           (they would block in a locked process)
+// It talks over fds 0-2 only, which a checkpoint carries as the restorer's
+// stdio. It never links the project's CUDA code: it resolves the few driver
+// entry points it needs itself, because it is built without sanitizers (a
+// sanitized process cannot be restored) and sanitized project libraries do
+// not link into such a program.
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+// The driver's ABI as libcuda.so.1 exports it (CUresult is an int enum,
+// CUdevice an int, CUdeviceptr 64 bits); the _v2 names are the 64-bit
+// pointer entry points every driver since CUDA 3.2 exports.
+using CuInit = int (*)(unsigned);
+using CuDeviceGet = int (*)(int*, int);
+using CuPrimaryCtxRetain = int (*)(void**, int);
+using CuCtxSetCurrent = int (*)(void*);
+using CuMemAlloc = int (*)(uint64_t*, size_t);
+using CuMemcpyHtoD = int (*)(uint64_t, const void*, size_t);
+using CuMemcpyDtoH = int (*)(void*, uint64_t, size_t);
+using CuGetErrorName = int (*)(int, const char**);
+
+struct Driver {
+  CuInit init = nullptr;
+  CuDeviceGet device_get = nullptr;
+  CuPrimaryCtxRetain primary_ctx_retain = nullptr;
+  CuCtxSetCurrent ctx_set_current = nullptr;
+  CuMemAlloc mem_alloc = nullptr;
+  CuMemcpyHtoD memcpy_htod = nullptr;
+  CuMemcpyDtoH memcpy_dtoh = nullptr;
+  CuGetErrorName get_error_name = nullptr;
+};
+
+void say(const std::string& line) {
+  std::string out = line + "\n";
+  const char* p = out.data();
+  size_t left = out.size();
+  while (left > 0) {
+    const ssize_t n = ::write(STDOUT_FILENO, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) std::_Exit(3);
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+std::string cu_name(const Driver& d, int result) {
+  const char* name = nullptr;
+  if (d.get_error_name != nullptr && d.get_error_name(result, &name) == 0 && name != nullptr) return name;
+  return "CUresult " + std::to_string(result);
+}
+
+template <typename Fn>
+bool resolve(void* handle, const char* symbol, Fn* slot, std::string* why) {
+  *slot = reinterpret_cast<Fn>(::dlsym(handle, symbol));
+  if (*slot == nullptr) *why = std::string("libcuda.so.1 has no ") + symbol;
+  return *slot != nullptr;
+}
+
+// Word i of the pattern: a 64-bit mix of i, so that a page in the wrong place,
+// a zero page or a stale page all differ from it.
+uint64_t pattern_word(uint64_t i) {
+  uint64_t z = i + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// mmap rather than malloc: the staging buffer is gone from the address space
+// once unmapped, so a restored pattern can only have come from the device.
+uint64_t* map_words(size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint64_t*>(p);
+}
+
+std::string verify(const Driver& d, uint64_t devptr, size_t bytes) {
+  const std::string pid = std::to_string(::getpid());
+  uint64_t* words = map_words(bytes);
+  if (words == nullptr) return "verify error " + pid + " mmap: " + std::strerror(errno);
+  const int r = d.memcpy_dtoh(words, devptr, bytes);
+  std::string result;
+  if (r != 0) {
+    result = "verify error " + pid + " cuMemcpyDtoH: " + cu_name(d, r);
+  } else {
+    result = "verify ok " + pid + " " + std::to_string(bytes);
+    for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i) {
+      if (words[i] != pattern_word(i)) {
+        char text[160];
+        std::snprintf(text, sizeof text, "verify mismatch %s at offset %zu: got %016llx want %016llx",
+                      pid.c_str(), i * sizeof(uint64_t), static_cast<unsigned long long>(words[i]),
+                      static_cast<unsigned long long>(pattern_word(i)));
+        result = text;
+        break;
+      }
+    }
+  }
+  ::munmap(words, bytes);
+  return result;
+}
+
+// One line from stdin (without the newline); false at end of input.
+bool read_line(std::string* line) {
+  line->clear();
+  for (;;) {
+    char c = 0;
+    const ssize_t n = ::read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    if (c == '\n') return true;
+    line->push_back(c);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 0;
+  if (argc != 2 || bytes == 0 || bytes % 4096 != 0) {
+    std::fprintf(stderr, "usage: ckpt_gpu_target BYTES (a multiple of 4096)\n");
+    return 2;
+  }
+  void* handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = ::dlerror();
+    say(std::string("error dlopen libcuda.so.1: ") + (why != nullptr ? why : "unknown"));
+    return 1;
+  }
+  Driver d;
+  std::string why;
+  if (!resolve(handle, "cuGetErrorName", &d.get_error_name, &why) || !resolve(handle, "cuInit", &d.init, &why) ||
+      !resolve(handle, "cuDeviceGet", &d.device_get, &why) ||
+      !resolve(handle, "cuDevicePrimaryCtxRetain", &d.primary_ctx_retain, &why) ||
+      !resolve(handle, "cuCtxSetCurrent", &d.ctx_set_current, &why) ||
+      !resolve(handle, "cuMemAlloc_v2", &d.mem_alloc, &why) ||
+      !resolve(handle, "cuMemcpyHtoD_v2", &d.memcpy_htod, &why) ||
+      !resolve(handle, "cuMemcpyDtoH_v2", &d.memcpy_dtoh, &why)) {
+    say("error " + why);
+    return 1;
+  }
+  int device = 0;
+  void* ctx = nullptr;
+  uint64_t devptr = 0;
+  if (int r = d.init(0); r != 0) return say("error cuInit: " + cu_name(d, r)), 1;
+  if (int r = d.device_get(&device, 0); r != 0) return say("error cuDeviceGet: " + cu_name(d, r)), 1;
+  if (int r = d.primary_ctx_retain(&ctx, device); r != 0) {
+    return say("error cuDevicePrimaryCtxRetain: " + cu_name(d, r)), 1;
+  }
+  if (int r = d.ctx_set_current(ctx); r != 0) return say("error cuCtxSetCurrent: " + cu_name(d, r)), 1;
+  if (int r = d.mem_alloc(&devptr, bytes); r != 0) return say("error cuMemAlloc: " + cu_name(d, r)), 1;
+  uint64_t* staging = map_words(bytes);
+  if (staging == nullptr) return say(std::string("error mmap: ") + std::strerror(errno)), 1;
+  for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i) staging[i] = pattern_word(i);
+  if (int r = d.memcpy_htod(devptr, staging, bytes); r != 0) return say("error cuMemcpyHtoD: " + cu_name(d, r)), 1;
+  ::munmap(staging, bytes);
+
+  char ready[96];
+  std::snprintf(ready, sizeof ready, "ready %d %llx %zu", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(devptr), bytes);
+  say(ready);
+  std::string line;
+  while (read_line(&line)) {
+    if (line == "verify") {
+      say(verify(d, devptr, bytes));
+    } else if (line == "exit") {
+      // Without the driver's exit handlers, which would block in a locked
+      // process.
+      std::_Exit(0);
+    } else {
+      say("error unknown command '" + line + "'");
+    }
+  }
+  return 0;
+}
