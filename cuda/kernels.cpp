@@ -2,7 +2,6 @@
 #include "kernels.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -73,11 +72,11 @@ Result<Kernels> Kernels::load(const DeviceContext& ctx) {
     if (!fn) return tl::unexpected(fn.error());
     *slot = *fn;
   }
-  // cxlpool_decode_attention[_paged]_{f32,bf16}{,_vec,_vec16,_vec16p}
+  // cxlpool_decode_attention[_paged]_{f32,bf16}{,_vec,_vec16}
   const char* const dtypes[2] = {"f32", "bf16"};
-  const char* const variants[kAttentionVariants] = {"", "_vec", "_vec16", "_vec16p"};
+  const char* const variants[3] = {"", "_vec", "_vec16"};
   for (int d = 0; d < 2; ++d) {
-    for (int v = 0; v < kAttentionVariants; ++v) {
+    for (int v = 0; v < 3; ++v) {
       for (const bool paged : {false, true}) {
         const std::string name = std::string("cxlpool_decode_attention") + (paged ? "_paged_" : "_") +
                                  dtypes[d] + variants[v];
@@ -127,7 +126,7 @@ Kernels& Kernels::operator=(Kernels&& other) noexcept {
     pattern_module_ = std::exchange(other.pattern_module_, nullptr);
     attention_module_ = std::exchange(other.attention_module_, nullptr);
     for (int i = 0; i < 2; ++i) {
-      for (int j = 0; j < kAttentionVariants; ++j) {
+      for (int j = 0; j < 3; ++j) {
         attention_[i][j] = std::exchange(other.attention_[i][j], nullptr);
         attention_paged_[i][j] = std::exchange(other.attention_paged_[i][j], nullptr);
       }
@@ -137,7 +136,6 @@ Kernels& Kernels::operator=(Kernels&& other) noexcept {
     blocks_per_sm_ = other.blocks_per_sm_;
     equal_slices_ = other.equal_slices_;
     fused_reduce_ = other.fused_reduce_;
-    pipelined_ = other.pipelined_;
     workspace_ = std::exchange(other.workspace_, 0);
     done_counts_ = std::exchange(other.done_counts_, 0);
     workspace_records_ = std::exchange(other.workspace_records_, 0);
@@ -168,10 +166,8 @@ void Kernels::unload() {
   workspace_records_ = 0;
   kv_module_ = pattern_module_ = attention_module_ = nullptr;
   gather_ = scatter_ = fill_ = checksum_ = nullptr;
-  for (auto& by_dtype : attention_) std::fill(std::begin(by_dtype), std::end(by_dtype), nullptr);
-  for (auto& by_dtype : attention_paged_) {
-    std::fill(std::begin(by_dtype), std::end(by_dtype), nullptr);
-  }
+  for (auto& by_dtype : attention_) by_dtype[0] = by_dtype[1] = by_dtype[2] = nullptr;
+  for (auto& by_dtype : attention_paged_) by_dtype[0] = by_dtype[1] = by_dtype[2] = nullptr;
   attention_reduce_ = nullptr;
 }
 
@@ -290,7 +286,7 @@ Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape
   return plan;
 }
 
-Result<void> Kernels::launch_attention(void* const (&fns)[2][kAttentionVariants], const ref::AttentionShape& shape,
+Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::AttentionShape& shape,
                                        uint64_t max_context, void* params, Stream stream) const {
   auto& p = *static_cast<DecodeAttentionParams*>(params);
   auto plan = attention_plan(shape, max_context, p.k, p.v);
@@ -315,7 +311,7 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][kAttentionVariants]
   // the parameters, which use 64-bit offsets.
   const bool narrow_pool = p.page_tokens == 0 || p.pool_pages < kNoPoolToken / p.page_tokens;
   const int variant = !plan->vector_loads                        ? 0
-                      : plan->token_lanes == 16 && narrow_pool ? (pipelined_ ? 3 : 2)
+                      : plan->token_lanes == 16 && narrow_pool ? 2
                                                                : 1;
   void* fn = fns[shape.dtype == ref::KvDtype::kBf16 ? 1 : 0][variant];
   void* args[] = {params};

@@ -79,11 +79,6 @@ class Kernels {
   // copy bandwidth slower on every measured shape (the last block's combine
   // is serial; the reduce launch overlaps the main kernel's tail).
   void set_attention_fused_reduce(bool on) { fused_reduce_ = on; }
-  // true: the 16-lane kernels (head_dim 65..128, 16-byte loads) keep two
-  // buffers of half the token slots, the next step's loads in flight while
-  // this step's arithmetic runs; false (default): one buffer, loads then
-  // arithmetic. For measurement (attention_bench).
-  void set_attention_pipelined(bool on) { pipelined_ = on; }
 
   // The decode-attention launches of one Kernels object share its split
   // workspace: launches on different streams must not run concurrently
@@ -133,22 +128,18 @@ class Kernels {
   void* scatter_ = nullptr;
   void* fill_ = nullptr;
   void* checksum_ = nullptr;
-  // Kernel variants per dtype: scalar loads, 16-byte loads, 16-byte loads
-  // with 16 lanes per token, the same pipelined.
-  static constexpr int kAttentionVariants = 4;
-  Result<void> launch_attention(void* const (&fns)[2][kAttentionVariants], const ref::AttentionShape& shape,
+  Result<void> launch_attention(void* const (&fns)[2][3], const ref::AttentionShape& shape,
                                 uint64_t max_context, void* params, Stream stream) const;
 
-  // [f32, bf16][kAttentionVariants]
-  void* attention_[2][kAttentionVariants] = {};        // contiguous
-  void* attention_paged_[2][kAttentionVariants] = {};  // paged
+  // [f32, bf16][scalar loads, 16-byte loads, 16-byte loads with 16 lanes per token]
+  void* attention_[2][3] = {};        // contiguous
+  void* attention_paged_[2][3] = {};  // paged
   void* attention_reduce_ = nullptr;
   uint64_t checksum_slot_ = 0;  // device uint64_t the checksum kernel adds into
   uint32_t sm_count_ = 1;
   uint32_t blocks_per_sm_ = kDefaultBlocksPerSm;
   bool equal_slices_ = false;
   bool fused_reduce_ = false;
-  bool pipelined_ = false;
   uint64_t workspace_ = 0;  // split partials: acc floats, then (max, sum) pairs
   uint64_t done_counts_ = 0;  // the fused reduce's per-(row, head chunk) counts, zero at rest
   uint64_t workspace_records_ = 0;

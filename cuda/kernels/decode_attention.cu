@@ -245,13 +245,12 @@ __device__ void combine_if_last(const DecodeAttentionParams& p, unsigned row, un
 }
 
 // kLanes: token_lanes when known at compile time (the common head sizes),
-// 0 to read it from the parameters. kPipelined: two buffers of half the
-// token slots, one loading while the other is used.
-template <typename T, bool kVector, unsigned kLanes, bool kPipelined, typename Addr>
+// 0 to read it from the parameters.
+template <typename T, bool kVector, unsigned kLanes, typename Addr>
 __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   constexpr unsigned kVec = kVector ? 16 / sizeof(T) : 1;
   constexpr unsigned kLoads = kMaxElems / kVec;  // load slots per lane per token
-  constexpr unsigned kSlots = unroll_of<T, kVector>() / (kPipelined ? 2 : 1);
+  constexpr unsigned kSlots = unroll_of<T, kVector>();
 
   __shared__ float s_acc[kWarps][kHeads][kMaxHeadDim];
   __shared__ float s_m[kWarps][kHeads];
@@ -329,53 +328,46 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   if constexpr (kAhead) {
     next = addr.index(row, lane < kWindow ? first + lane : end, end, &skipped_here);
   }
-
-  // One warp step's tokens: K and V tiles and whether each slot holds one.
-  struct StepTiles {
-    Tile<T, kVector> k[kSlots];
-    Tile<T, kVector> v[kSlots];
-    bool ok[kSlots];
-  };
-  // Issues every load of the step at `base`. Zeros, then predicated loads:
-  // no branch in the loop body.
-  auto load_step = [&](StepTiles& st, unsigned base) {
+  for (unsigned base = first; base < end; base += step) {
     uint32_t ahead = kNoToken;
     if constexpr (kAhead) {
       ahead = next;
       next = addr.index(row, lane < kWindow ? base + step + lane : end, end, &skipped_here);
     }
+    Tile<T, kVector> kt[kSlots];
+    Tile<T, kVector> vt[kSlots];
+    bool ok[kSlots];
+    // Every load of the step first, then the arithmetic. Zeros, then
+    // predicated loads: no branch in the loop body.
 #pragma unroll
     for (unsigned u = 0; u < kSlots; ++u) {
       const unsigned t = base + u * tpw + sub;
       uint64_t off = 0;
       if constexpr (kAhead) {
         const uint32_t at = __shfl_sync(0xFFFFFFFFu, ahead, u * tpw + sub);
-        st.ok[u] = at != kNoToken;
+        ok[u] = at != kNoToken;
         off = uint64_t{at} * addr.token_bytes;
       } else {
-        st.ok[u] = t < end;
-        if (st.ok[u] && !addr.offset(row, t, &off)) {
-          st.ok[u] = false;
+        ok[u] = t < end;
+        if (ok[u] && !addr.offset(row, t, &off)) {
+          ok[u] = false;
           // Once per token (lane 0 of its group), once per query head.
           if (j == 0 && p.skipped != 0) atomicAdd(reinterpret_cast<uint32_t*>(p.skipped), nh);
         }
       }
-      st.k[u].clear();
-      st.v[u].clear();
-      if (st.ok[u]) {
-        st.k[u].load(k + off + head_off, j, lanes, head_dim);
-        st.v[u].load(v + off + head_off, j, lanes, head_dim);
+      kt[u].clear();
+      vt[u].clear();
+      if (ok[u]) {
+        kt[u].load(k + off + head_off, j, lanes, head_dim);
+        vt[u].load(v + off + head_off, j, lanes, head_dim);
       }
     }
-  };
-  // Scores, the online softmax and the weighted values of a loaded step.
-  auto use_step = [&](const StepTiles& st) {
     float s[kSlots][kHeads];
 #pragma unroll
     for (unsigned u = 0; u < kSlots; ++u) {
       float kf[kMaxElems];
 #pragma unroll
-      for (unsigned i = 0; i < kMaxElems; ++i) kf[i] = st.k[u].at(i);
+      for (unsigned i = 0; i < kMaxElems; ++i) kf[i] = kt[u].at(i);
 #pragma unroll
       for (unsigned hh = 0; hh < kHeads; ++hh) {
         float dot = 0.0f;
@@ -394,7 +386,7 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
             dot += o < lanes ? other : 0.0f;
           }
         }
-        s[u][hh] = st.ok[u] ? dot : -INFINITY;
+        s[u][hh] = ok[u] ? dot : -INFINITY;
       }
     }
 #pragma unroll
@@ -415,35 +407,12 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
     for (unsigned u = 0; u < kSlots; ++u) {
 #pragma unroll
       for (unsigned i = 0; i < kMaxElems; ++i) {
-        const float vi = st.v[u].at(i);
+        const float vi = vt[u].at(i);
 #pragma unroll
         for (unsigned hh = 0; hh < kHeads; ++hh) acc[hh][i] = fmaf(s[u][hh], vi, acc[hh][i]);
       }
 #pragma unroll
       for (unsigned hh = 0; hh < kHeads; ++hh) l[hh] += s[u][hh];
-    }
-  };
-
-  if constexpr (kPipelined) {
-    // Two steps' tiles of half as many slots: the next step's loads are in
-    // flight while this step's arithmetic runs, so a warp never waits on
-    // memory with nothing issued. A step past `end` loads nothing and adds
-    // nothing.
-    StepTiles a;
-    StepTiles b;
-    load_step(a, first);
-    for (unsigned base = first; base < end; base += 2 * step) {
-      load_step(b, base + step);
-      use_step(a);
-      if (base + step >= end) break;
-      load_step(a, base + 2 * step);
-      use_step(b);
-    }
-  } else {
-    for (unsigned base = first; base < end; base += step) {
-      StepTiles st;
-      load_step(st, base);
-      use_step(st);
     }
   }
 
@@ -522,51 +491,46 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   if (p.n_splits > 1 && p.fused_reduce != 0) combine_if_last(p, row, h0, nh, splits_used(len, p));
 }
 
-template <typename T, bool kVector, unsigned kLanes, bool kPipelined>
+template <typename T, bool kVector, unsigned kLanes>
 __device__ void contiguous(const DecodeAttentionParams& p) {
   const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
   const ContiguousAddr addr{p.row_stride_tokens * token_bytes, token_bytes};
-  attend_split<T, kVector, kLanes, kPipelined>(p, addr);
+  attend_split<T, kVector, kLanes>(p, addr);
 }
 
-template <typename T, bool kVector, unsigned kLanes, bool kPipelined>
+template <typename T, bool kVector, unsigned kLanes>
 __device__ void paged(const DecodeAttentionParams& p) {
   const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
   const PagedAddr addr{reinterpret_cast<const uint32_t*>(p.table), p.blocks_per_row,
                        p.page_tokens, p.pool_pages, token_bytes};
-  attend_split<T, kVector, kLanes, kPipelined>(p, addr);
+  attend_split<T, kVector, kLanes>(p, addr);
 }
 
 }  // namespace
 
 // At most 168 registers, so that 3 blocks (12 warps, each with 4 (f32) or 8
 // (bf16) token slots of 16-byte K and V loads in flight) share an SM.
-#define CXLPOOL_ATTENTION_KERNEL(name, layout, type, vector, lanes, pipelined)    \
+#define CXLPOOL_ATTENTION_KERNEL(name, layout, type, vector, lanes)               \
   extern "C" __global__ void __launch_bounds__(kThreads, 3)                       \
       name(const DecodeAttentionParams p) {                                        \
-    layout<type, vector, lanes, pipelined>(p);                                     \
+    layout<type, vector, lanes>(p);                                                \
   }
 
 // Scalar loads, any head size; 16-byte loads, any head size; 16-byte loads
 // with 16 lanes per token (head_dim 65..128), which the launcher picks
-// whenever token_lanes is 16; the same, pipelined (Kernels::
-// set_attention_pipelined).
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32, contiguous, float, false, 0, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec, contiguous, float, true, 0, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec16, contiguous, float, true, 16, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec16p, contiguous, float, true, 16, true)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16, contiguous, uint16_t, false, 0, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec, contiguous, uint16_t, true, 0, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec16, contiguous, uint16_t, true, 16, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec16p, contiguous, uint16_t, true, 16, true)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32, paged, float, false, 0, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec, paged, float, true, 0, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec16, paged, float, true, 16, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec16p, paged, float, true, 16, true)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16, paged, uint16_t, false, 0, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec, paged, uint16_t, true, 0, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec16, paged, uint16_t, true, 16, false)
-CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec16p, paged, uint16_t, true, 16, true)
+// whenever token_lanes is 16.
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32, contiguous, float, false, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec, contiguous, float, true, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_f32_vec16, contiguous, float, true, 16)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16, contiguous, uint16_t, false, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec, contiguous, uint16_t, true, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_bf16_vec16, contiguous, uint16_t, true, 16)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32, paged, float, false, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec, paged, float, true, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_f32_vec16, paged, float, true, 16)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16, paged, uint16_t, false, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec, paged, uint16_t, true, 0)
+CXLPOOL_ATTENTION_KERNEL(cxlpool_decode_attention_paged_bf16_vec16, paged, uint16_t, true, 16)
 
 // One block per (query head, row): combines the row's split partials,
 // weighting each by 2^(its max - the overall max).

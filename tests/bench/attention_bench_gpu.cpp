@@ -167,25 +167,24 @@ int run_gpu(const Options& o, const Workload& w) {
   if (print_fixed_cost(*ctx, *kernels, o, w, base, inner) != 0) return 1;
   int status = 0;
   // Each target four times: slices of one length (the planner) or each row
-  // cut evenly (the previous planner), one buffer of loads per warp step or
-  // two pipelined ones, measured against each other. (Combining the
-  // partials in the row's last block instead of a reduce launch measured
-  // slower everywhere; the fixed-cost line above still compares them.)
+  // cut evenly (the previous planner), the partials combined by each row's
+  // last block (fused) or by a reduce launch (the previous design),
+  // measured against each other.
   struct Run {
     uint32_t target;
     bool equal;
-    bool pipelined;
+    bool fused;
   };
   std::vector<Run> runs;
   for (const uint32_t target : targets) {
     for (const bool equal : {true, false}) {
-      for (const bool pipelined : {false, true}) runs.push_back({target, equal, pipelined});
+      for (const bool fused : {true, false}) runs.push_back({target, equal, fused});
     }
   }
-  for (const auto& [target, equal, pipelined] : runs) {
+  for (const auto& [target, equal, fused] : runs) {
     if (!kernels->set_attention_blocks_per_sm(target)) return 1;
     kernels->set_attention_equal_slices(equal);
-    kernels->set_attention_pipelined(pipelined);
+    kernels->set_attention_fused_reduce(fused);
     auto plan_c = kernels->attention_plan(w.shape, o.seq, base[0], base[1]);
     auto plan_p = kernels->attention_plan(w.shape, uint64_t{w.blocks_per_row} * o.page_tokens,
                                           kp->ptr(), vp->ptr());
@@ -193,7 +192,7 @@ int run_gpu(const Options& o, const Workload& w) {
     std::printf("  launch: %u blocks/SM target, %s, %s: contiguous %u splits of %u tokens x %u "
                 "blocks, paged %u splits of %u tokens, %u lanes per token, %s loads\n",
                 target, equal ? "slices of one length" : "rows cut evenly (previous planner)",
-                pipelined ? "pipelined" : "one buffer", plan_c->n_splits, plan_c->split_len,
+                fused ? "fused reduce" : "reduce launch", plan_c->n_splits, plan_c->split_len,
                 plan_c->blocks, plan_p->n_splits, plan_p->split_len, plan_c->token_lanes,
                 plan_c->vector_loads ? "16-byte" : "scalar");
     std::vector<double> tc, tp;
@@ -244,7 +243,7 @@ int run_gpu(const Options& o, const Workload& w) {
                 double(worst), double(worst_ref));
     if (!(worst <= 1e-4f) || !(worst_ref <= 1e-4f)) status = 1;
   }
-  kernels->set_attention_pipelined(false);
+  kernels->set_attention_fused_reduce(false);
   for (const uint64_t range : base) (void)(*vmm)->release_range(range, tensor);
   return status;
 }

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <numeric>
 #include <random>
-#include <utility>
 #include <vector>
 
 #include "attention_math.hpp"
@@ -191,21 +190,16 @@ class GpuAttention : public GpuTest {
 };
 
 TEST_F(GpuAttention, ContiguousAndPagedMatchReference) {
-  for (const bool pipelined : {false, true}) {
-    kernels_->set_attention_pipelined(pipelined);
-    for (const Case& c : cases()) {
-      for (const uint32_t page_tokens : {1u, 16u, 100u}) {
-        SCOPED_TRACE(testing::Message() << "head_dim " << c.shape.head_dim << " q_heads "
-                                        << c.shape.q_heads << " kv_heads " << c.shape.kv_heads
-                                        << " bf16 " << (c.shape.dtype == KvDtype::kBf16)
-                                        << " page_tokens " << page_tokens << " pipelined "
-                                        << pipelined);
-        run_case(c, page_tokens);
-        if (HasFatalFailure()) return;
-      }
+  for (const Case& c : cases()) {
+    for (const uint32_t page_tokens : {1u, 16u, 100u}) {
+      SCOPED_TRACE(testing::Message() << "head_dim " << c.shape.head_dim << " q_heads "
+                                      << c.shape.q_heads << " kv_heads " << c.shape.kv_heads
+                                      << " bf16 " << (c.shape.dtype == KvDtype::kBf16)
+                                      << " page_tokens " << page_tokens);
+      run_case(c, page_tokens);
+      if (HasFatalFailure()) return;
     }
   }
-  kernels_->set_attention_pipelined(false);
 }
 
 // The same inputs cut into 1 split and into many, the partials combined by a
@@ -214,18 +208,15 @@ TEST_F(GpuAttention, ContiguousAndPagedMatchReference) {
 // still gets its zeros; a second call finds the fused counts back at zero.
 TEST_F(GpuAttention, EverySplitCountMatchesReference) {
   const Case c{{3, 8, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kF32}, 8192, {8192, 1300, 0}};
-  for (const auto& [fused, pipelined] : {std::pair{true, false}, std::pair{false, false},
-                                         std::pair{false, true}}) {
+  for (const bool fused : {true, false}) {
     kernels_->set_attention_fused_reduce(fused);
-    kernels_->set_attention_pipelined(pipelined);
     // Both planners: slices of one length, and each row cut evenly.
     for (const bool equal : {true, false}) {
       kernels_->set_attention_equal_slices(equal);
       for (const uint32_t per_sm : {1u, 3u, Kernels::kMaxBlocksPerSm}) {
         CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(per_sm));
         CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(c.shape, c.stride, 0, 0));
-        SCOPED_TRACE(testing::Message() << (fused ? "fused" : "reduce launch")
-                                        << (pipelined ? ", pipelined" : "") << ", " << per_sm
+        SCOPED_TRACE(testing::Message() << (fused ? "fused" : "reduce launch") << ", " << per_sm
                                         << " blocks per SM: " << plan.n_splits << " splits of "
                                         << plan.split_len << " tokens");
         EXPECT_TRUE(plan.vector_loads);
@@ -238,7 +229,6 @@ TEST_F(GpuAttention, EverySplitCountMatchesReference) {
     }
   }
   kernels_->set_attention_fused_reduce(false);
-  kernels_->set_attention_pipelined(false);
   kernels_->set_attention_equal_slices(false);
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(0));
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(Kernels::kMaxBlocksPerSm + 1));
