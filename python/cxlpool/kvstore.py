@@ -246,6 +246,7 @@ class Namespace:
         self._c_id = ctypes.c_uint64(c.id)
         self.fingerprint = (int(c.fingerprint_hi) << 64) | int(c.fingerprint_lo)
         self.chunk_tokens = int(c.chunk_tokens)
+        self._slot_bytes = store.info.slot_bytes
 
     @property
     def c_struct(self) -> KvNamespaceC:
@@ -307,15 +308,27 @@ class Namespace:
         n = k.n
         if len(chunks) != n:
             raise ValueError(f"{len(chunks)} chunks for {n} keys")
-        if n == 0:
+        if n == 1:
+            # The common call, one chunk, without the general path's lists:
+            # a bytearray's address straight from ctypes, a one-pointer array
+            # of a type made once.
+            chunk = chunks[0]
+            if type(chunk) is bytearray and chunk:
+                size = len(chunk)
+                ptrs = _VOID_P1(_addressof(_char_from_buffer(chunk)))
+            else:
+                address, size, _keep = _buffers.buffer_address(chunk)
+                ptrs = _VOID_P1(address)
+        elif n == 0:
             return 0
-        srcs = [_buffers.buffer_address(c) for c in chunks]
-        size = srcs[0][1]
-        if n > 1 and any(s[1] != size for s in srcs):
-            raise ValueError("chunks of one put must have the same size")
-        if size > self.store.info.slot_bytes:
+        else:
+            srcs = [_buffers.buffer_address(c) for c in chunks]
+            size = srcs[0][1]
+            if any(s[1] != size for s in srcs):
+                raise ValueError("chunks of one put must have the same size")
+            ptrs = (ctypes.c_void_p * n)(*[s[0] for s in srcs])
+        if size > self._slot_bytes:
             self._check_size(size)
-        ptrs = (ctypes.c_void_p * n)(*[s[0] for s in srcs])
         # The library's put reserves, copies each chunk once into its slot
         # (skipping chunks already stored) and commits, without the GIL.
         rc = _kv_put(self.store._c_handle or self.store.handle, self._c_id, k.array, n, ptrs, size)
@@ -454,6 +467,9 @@ class Reservation:
         pass
 
 
+_VOID_P1 = ctypes.c_void_p * 1
+_addressof = ctypes.addressof
+_char_from_buffer = ctypes.c_char.from_buffer
 _kv_lookup = lib.cxlpool_kv_lookup
 _kv_get = lib.cxlpool_kv_get
 _kv_put = lib.cxlpool_kv_put
