@@ -130,12 +130,22 @@ class KvStore(NativeHandle):
         super().close()
 
     def namespace(self, model_id: str, layout: str = "raw", dtype: str = "bf16", tp_rank: int = 0,
-                  tp_size: int = 1, chunk_tokens: int = 256, mode: int = 0) -> "Namespace":
+                  tp_size: int = 1, chunk_tokens: int = 256, mode: int = 0, chunk_bytes: int = 0) -> "Namespace":
+        """Opens (or creates, with mode) a namespace. chunk_bytes above the
+        store's slot makes its chunks span several slots (spanning.py: a
+        SpanningNamespace); 0 or up to the slot, a chunk takes one slot."""
+        span = chunk_bytes > self.info.slot_bytes
+        if span:
+            from .spanning import span_layout, split
+            layout = span_layout(layout, *split(chunk_bytes, self.info.slot_bytes))
         spec = KvNamespaceSpec(model_id.encode(), layout.encode(), dtype.encode(), tp_rank, tp_size, chunk_tokens,
                                mode)
         out = KvNamespaceC()
         check(lib.cxlpool_kv_namespace_open(self.handle, ctypes.byref(spec), ctypes.byref(out)),
               "cxlpool_kv_namespace_open")
+        if span:
+            from .spanning import SpanningNamespace
+            return SpanningNamespace(self, out, chunk_bytes)
         return Namespace(self, out)
 
     # ---- asynchronous requests ----
