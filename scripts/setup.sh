@@ -17,7 +17,7 @@ PACKAGES=(
   clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin prometheus
   python3-numpy python3-torch python3-pytest
   scdoc bash-completion                 # man pages, the completions directory
-  debhelper lintian mmdebstrap          # slow suite: the Debian packages (tests/package)
+  debhelper dh-python lintian mmdebstrap  # slow suite: the Debian packages (tests/package)
 )
 
 missing=()
