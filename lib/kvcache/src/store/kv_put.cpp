@@ -122,10 +122,14 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
       if (first_failure.ok()) first_failure = KvStatus::kRejected;
       continue;
     }
-    // The daemon never reads the slot again: stream it past the caches.
+    // The daemon never reads the slot again: stream it past the caches, and
+    // take its CRC in the same pass, for the SSD log should it be demoted
+    // there (the slot is the daemon's alone: the bytes cannot change).
     claim_slot(KvTier::kDram, *offset, res.ns_id);
-    stream_copy(slot_ptr(KvTier::kDram, *offset, res.ns_id), c.window.data() + rc.window_offset, res.chunk_bytes);
     ChunkInfo info;
+    info.payload_crc = stream_copy_crc32c(slot_ptr(KvTier::kDram, *offset, res.ns_id),
+                                          c.window.data() + rc.window_offset, res.chunk_bytes);
+    info.flags |= kChunkCrcKnown;
     info.tier = KvTier::kDram;
     info.ns_id = res.ns_id;
     info.offset = *offset;
