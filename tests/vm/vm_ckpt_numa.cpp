@@ -81,13 +81,15 @@ struct Child {
     }
   }
   std::string line() { return line_from(out, buffered); }
-  // The next line starting with `prefix` (others skipped).
+  // The next line starting with `prefix` (others kept in `skipped`).
   std::string expect(const std::string& prefix) {
     for (std::string l = line(); !l.empty(); l = line()) {
       if (l.rfind(prefix, 0) == 0) return l;
+      skipped += " | " + l;
     }
     return "";
   }
+  std::string skipped;
 };
 
 Child spawn(const std::vector<std::string>& argv, bool with_report) {
@@ -171,7 +173,12 @@ int restore_on_dram(const Programs& p, const std::string& policy, long pages, vt
   std::istringstream(reported) >> original >> keeper;
   const std::string restored = r.expect("cxlpool-restore: clone 1:");
   const pid_t clone = keeper > 0 ? first_child(static_cast<pid_t>(keeper)) : -1;
-  if (clone <= 0 || restored.empty()) return report.failure(policy + ": no clone (" + reported + ")");
+  if (clone <= 0 || restored.empty()) {
+    std::string said = r.skipped;
+    for (std::string l = r.line(); !l.empty(); l = r.line()) said += " | " + l;
+    return report.failure(policy + ": no clone (report '" + reported + "', exit " + std::to_string(r.wait()) +
+                          ")" + said);
+  }
   const size_t in_at = restored.find("restored in ");
   report.line(policy + ": " + (in_at == std::string::npos ? restored : restored.substr(in_at)));
   const NodePages at_restore = numa_pages(clone);
