@@ -9,8 +9,6 @@
 //
 // usage: vm_ckpt_numa TARGET CXLPOOL_CKPT CXLPOOL_RESTORE [--size-mib N] [--report FILE]
 //   TARGET is ckpt_bench_target. Exit: 0 ok, 1 failure, 77 no node 1 / not root.
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -26,9 +24,11 @@
 #include <vector>
 
 #include "report.hpp"
+#include "support/piped_child.hpp"
 #include "vm_options.hpp"
 
 namespace vt = cxlpool::vmtest;
+using cxlpool::test::PipedChild;
 
 namespace {
 
@@ -45,78 +45,16 @@ bool bind_to(int node) {
   return ::syscall(SYS_set_mempolicy, kMpolBind, &mask, sizeof mask * 8) == 0;
 }
 
-// A child with stdin/stdout piped (stderr too) and optionally fd 3.
-struct Child {
-  pid_t pid = -1;
-  int in = -1, out = -1, report = -1;
-  std::string buffered;
+constexpr int kLineTimeoutMs = 60'000;
 
-  ~Child() {
-    for (int fd : {in, out, report}) {
-      if (fd >= 0) ::close(fd);
-    }
-    if (pid > 0) ::kill(pid, SIGKILL), ::waitpid(pid, nullptr, 0);
+// The next line of c's output starting with `prefix`; the others are
+// appended to *skipped.
+std::string expect(PipedChild& c, const std::string& prefix, std::string* skipped) {
+  for (std::string l = c.line(kLineTimeoutMs); !l.empty(); l = c.line(kLineTimeoutMs)) {
+    if (l.rfind(prefix, 0) == 0) return l;
+    *skipped += " | " + l;
   }
-  int wait() {
-    int status = 0;
-    if (pid <= 0 || ::waitpid(pid, &status, 0) != pid) return -1;
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  void send(const std::string& line) { (void)!::write(in, (line + "\n").data(), line.size() + 1); }
-  // The next line from fd, "" after 60 s or at its end.
-  static std::string line_from(int fd, std::string& buffered) {
-    for (;;) {
-      if (const size_t nl = buffered.find('\n'); nl != std::string::npos) {
-        std::string l = buffered.substr(0, nl);
-        buffered.erase(0, nl + 1);
-        return l;
-      }
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 60'000) <= 0) return "";
-      char chunk[4096];
-      const ssize_t n = ::read(fd, chunk, sizeof chunk);
-      if (n <= 0) return "";
-      buffered.append(chunk, static_cast<size_t>(n));
-    }
-  }
-  std::string line() { return line_from(out, buffered); }
-  // The next line starting with `prefix` (others kept in `skipped`).
-  std::string expect(const std::string& prefix) {
-    for (std::string l = line(); !l.empty(); l = line()) {
-      if (l.rfind(prefix, 0) == 0) return l;
-      skipped += " | " + l;
-    }
-    return "";
-  }
-  std::string skipped;
-};
-
-Child spawn(const std::vector<std::string>& argv, bool with_report) {
-  Child c;
-  int in[2], out[2], report[2] = {-1, -1};
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return c;
-  if (with_report && ::pipe2(report, O_CLOEXEC) != 0) return c;
-  c.pid = ::fork();
-  if (c.pid == 0) {
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    if (with_report) ::dup2(report[1], 3);
-    ::syscall(SYS_close_range, with_report ? 4u : 3u, ~0u, 0u);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    std::_Exit(127);
-  }
-  ::close(in[0]);
-  ::close(out[1]);
-  if (with_report) ::close(report[1]);
-  c.in = in[1];
-  c.out = out[0];
-  c.report = with_report ? report[0] : -1;
-  return c;
+  return "";
 }
 
 // Pages per node of a process's mappings of the image file (mow: the
@@ -165,34 +103,33 @@ struct Programs {
 // clone holds where; fails the report on a broken expectation.
 int restore_on_dram(const Programs& p, const std::string& policy, long pages, vt::Report& report) {
   if (!bind_to(kDramNode)) return report.failure(std::string("set_mempolicy: ") + std::strerror(errno));
-  Child r = spawn({p.restore, kImage, "--policy", policy, "--report-fd", "3"}, true);
+  PipedChild r({p.restore, kImage, "--policy", policy, "--report-fd", "3"}, true);
   bind_to(-1);
-  std::string rb;
-  const std::string reported = Child::line_from(r.report, rb);
+  const std::string reported = r.fd3_line(kLineTimeoutMs);
   long original = 0, keeper = 0;
   std::istringstream(reported) >> original >> keeper;
-  const std::string restored = r.expect("cxlpool-restore: clone 1:");
+  std::string said;
+  const std::string restored = expect(r, "cxlpool-restore: clone 1:", &said);
   const pid_t clone = keeper > 0 ? first_child(static_cast<pid_t>(keeper)) : -1;
   if (clone <= 0 || restored.empty()) {
-    std::string said = r.skipped;
-    for (std::string l = r.line(); !l.empty(); l = r.line()) said += " | " + l;
-    return report.failure(policy + ": no clone (report '" + reported + "', exit " + std::to_string(r.wait()) +
-                          ")" + said);
+    for (std::string l = r.line(2000); !l.empty(); l = r.line(2000)) said += " | " + l;
+    return report.failure(policy + ": no clone (report '" + reported + "', exit " +
+                          std::to_string(r.wait_exit(kLineTimeoutMs)) + ")" + said);
   }
   const size_t in_at = restored.find("restored in ");
   report.line(policy + ": " + (in_at == std::string::npos ? restored : restored.substr(in_at)));
   const NodePages at_restore = numa_pages(clone);
   report.line(policy + " after restore: " + at_restore.text());
   r.send("read");
-  r.expect("read_ms");
+  expect(r, "read_ms", &said);
   const NodePages after_read = numa_pages(clone);
   report.line(policy + " after a read pass: " + after_read.text());
   r.send("write 10");
-  r.expect("write_ms");
+  expect(r, "write_ms", &said);
   const NodePages after_write = numa_pages(clone);
   report.line(policy + " after writing 10% of the pages: " + after_write.text());
   r.send("quit");
-  const int status = r.wait();
+  const int status = r.wait_exit(kLineTimeoutMs);
   if (status != 0) return report.failure(policy + ": cxlpool-restore exited " + std::to_string(status));
 
   const long written = pages / 10;
@@ -226,22 +163,23 @@ int run(const Programs& p, size_t mib, vt::Report& report) {
   const long pages = static_cast<long>(mib << 20) / 4096;
   // The original on node 1.
   if (!bind_to(kCxlNode)) return report.failure(std::string("set_mempolicy: ") + std::strerror(errno));
-  Child target = spawn({p.target, std::to_string(mib)}, false);
-  if (target.expect("checkpoint").empty()) return report.failure("the target did not start");
-  const NodePages original = numa_pages(target.pid);
+  PipedChild target({p.target, std::to_string(mib)}, false);
+  std::string said;
+  if (expect(target, "checkpoint", &said).empty()) return report.failure("the target did not start" + said);
+  const NodePages original = numa_pages(target.pid());
   report.line("original (" + std::to_string(mib) + " MiB) " + original.text());
   if (original.anon[1] < pages * 95 / 100) return report.failure("the original's memory is not on node 1");
   // The capture runs bound to node 1 too: the image's page cache lands there.
   ::unlink(kImage);
   const auto start = std::chrono::steady_clock::now();
-  Child dump = spawn({p.ckpt, "dump", std::to_string(target.pid), kImage, "--kill"}, false);
-  const std::string dumped = dump.line();
-  const int dump_status = dump.wait();
+  PipedChild dump({p.ckpt, "dump", std::to_string(target.pid()), kImage, "--kill"}, false);
+  const std::string dumped = dump.line(kLineTimeoutMs);
+  const int dump_status = dump.wait_exit(kLineTimeoutMs);
   const double capture_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   bind_to(-1);
   if (dump_status != 0) return report.failure("cxlpool-ckpt dump: " + dumped);
-  target.wait();
+  target.wait_exit(kLineTimeoutMs);
   char line[160];
   std::snprintf(line, sizeof line, "checkpoint on node 1: %.1f ms (%s)", capture_ms, dumped.c_str());
   report.line(line);
