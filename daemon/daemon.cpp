@@ -150,7 +150,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   }
   d->weights_ = std::make_unique<WeightsService>(*d->pool_);
   if (auto ok = d->weights_->start(); !ok) return tl::unexpected(ok.error());
-  d->ckpt_ = std::make_unique<CkptService>(*d->pool_, find_restore_program());
+  d->ckpt_ = std::make_unique<CkptService>(*d->pool_, find_restore_program(),
+                                           std::chrono::milliseconds(d->config_.ckpt_restore_timeout_ms));
   if (auto ok = d->ckpt_->start(); !ok) return tl::unexpected(ok.error());
   d->backends_ = hal::probe_all_backends();
   for (const auto& b : d->backends_) {

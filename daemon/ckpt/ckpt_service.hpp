@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -69,7 +70,11 @@ struct CkptClient {
 class CkptService {
  public:
   // `restore_program`: cxlpool-restore (empty: restores fail with ENOENT).
-  CkptService(RegionPool& pool, std::filesystem::path restore_program);
+  // `restore_timeout`: a restore whose cxlpool-restore has not exited (every
+  // clone reported) by then fails with ETIMEDOUT, the restorer and the
+  // keepers it started killed, so that the worker takes the next request.
+  CkptService(RegionPool& pool, std::filesystem::path restore_program,
+              std::chrono::milliseconds restore_timeout = std::chrono::minutes(1));
   ~CkptService();
 
   Result<void> start();
@@ -79,7 +84,11 @@ class CkptService {
   // Checks and queues a checkpoint; the answer comes from finish().
   // EINVAL: a pidfd missing or extra; EEXIST: the name is taken (or being
   // made); ENOENT: no such tier; EPERM: the client may not trace the
-  // target; ESRCH: it is gone.
+  // target; ESRCH: it is gone; EDQUOT: its image (image_estimate.hpp) would
+  // not fit the client's quota on the tier beside what it holds and the
+  // captures of its still under way. The capture then refuses an image over
+  // what was left (CaptureOptions::max_image_bytes) before it kills the
+  // target, and the region's creation checks the quota exactly.
   Result<void> create(const proto::CkptCreate& req, std::vector<UniqueFd> fds, const CkptClient& client,
                       CkptWaiter waiter);
   // ENOENT: no such checkpoint; EPERM: not the owner (nor an admin);
@@ -109,6 +118,7 @@ class CkptService {
     pid_t pid = 0;
     UniqueFd pidfd;  // the checked process (sent, or opened at the check): the capture freezes only it
     bool kill_after = false;
+    uint64_t max_image_bytes = 0;  // 0: no quota
     uint32_t tier_id = 0;
     int node = -1;  // the tier's node, or -1: no binding
     UniqueFd image_fd;
@@ -120,6 +130,7 @@ class CkptService {
     proto::CkptPolicy policy = proto::CkptPolicy::kMow;
     uint32_t count = 1;
     std::filesystem::path program;
+    std::chrono::milliseconds timeout{0};
     std::vector<proto::CkptClone> clones;
     uint64_t elapsed_ns = 0;
     Result<void> done;
@@ -133,8 +144,15 @@ class CkptService {
 
   RegionPool& pool_;
   std::filesystem::path restore_program_;
+  std::chrono::milliseconds restore_timeout_;
   std::map<std::string, Checkpoint> checkpoints_;
-  std::map<std::string, bool> pending_names_;  // captures under way
+  // Captures under way: what each is expected to charge whom.
+  struct PendingCapture {
+    uid_t uid = 0;
+    uint32_t tier_id = 0;
+    uint64_t estimate = 0;
+  };
+  std::map<std::string, PendingCapture> pending_names_;
   CkptCounters counters_;
   // Last: its thread must stop before the members above go.
   TaskWorker<Task> worker_;

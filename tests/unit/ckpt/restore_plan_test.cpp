@@ -212,6 +212,15 @@ TEST(RestorePlan, RefusesAnotherKernelsVdso) {
   EXPECT_EQ(plan_restore(m, RestorePolicy::kMow, h).error().code, EXDEV);
 }
 
+// A CPU whose last xstate component is PKRU (offset 2688, 8 bytes) has a
+// 2696-byte xsave area: not a multiple of 64, and valid.
+TEST(RestorePlan, AnXsaveAreaEndingWithPkruIsRestorable) {
+  Manifest m = restorable();
+  for (ThreadState& t : m.threads) t.xsave.resize(2696);
+  auto plan = plan_restore(m, RestorePolicy::kMow, host_like(m));
+  EXPECT_TRUE(plan) << plan.error().message;
+}
+
 TEST(RestorePlan, RefusesWithAReason) {
   struct Case {
     const char* what;

@@ -3,6 +3,7 @@
 // show; classify mappings and descriptors (refusing what cannot be
 // restored, before anything is copied); inject the calls for what only the
 // process can report; copy the pages; finish the image; let go or kill.
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -72,6 +73,15 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
   if (auto r = capture_injected(*frozen, *insn, m); !r) return tl::unexpected(r.error());
   if (auto r = capture_pages(pid, m, image); !r) return tl::unexpected(r.error());
   if (auto r = image.finish(m); !r) return tl::unexpected(r.error());
+  if (options.max_image_bytes != 0) {
+    struct stat st {};
+    if (::fstat(image.fd(), &st) != 0) return fail_errno("checkpoint: sizing the image");
+    if (static_cast<uint64_t>(st.st_size) > options.max_image_bytes) {
+      return fail(EDQUOT, "checkpoint of " + std::to_string(pid) + ": the image is " + std::to_string(st.st_size) +
+                              " bytes, more than the " + std::to_string(options.max_image_bytes) +
+                              " allowed (the process runs on)");
+    }
+  }
   if (options.kill_after) {
     frozen->kill();
   } else {

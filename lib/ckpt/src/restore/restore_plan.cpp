@@ -139,7 +139,9 @@ Result<void> check_restorable(const Manifest& m) {
     if (t.regs.size() != kUserRegsBytes)
       return fail(EINVAL, fmt::format("thread {}: {} bytes of registers, x86-64 has {}", t.tid, t.regs.size(),
                                       kUserRegsBytes));
-    if (t.xsave.size() < kMinXsaveBytes || t.xsave.size() % 64 != 0)
+    // The kernel's user xstate size ends where its last component does:
+    // not a multiple of 64 (PKRU at 2688 + 8 makes 2696).
+    if (t.xsave.size() < kMinXsaveBytes)
       return fail(EINVAL, fmt::format("thread {}: an xsave area of {} bytes", t.tid, t.xsave.size()));
     if (t.rseq.addr && (t.rseq.len < 32 || t.rseq.addr % 32 != 0))
       return fail(EINVAL, fmt::format("thread {}: rseq area {:#x} of {} bytes", t.tid, t.rseq.addr, t.rseq.len));

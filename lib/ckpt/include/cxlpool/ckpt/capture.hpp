@@ -36,6 +36,11 @@ struct CaptureOptions {
   // reused) the capture goes on only if this pidfd's process is still
   // alive, so the frozen process is the checked one: ESRCH otherwise.
   int pidfd = -1;
+  // 0: no limit. Otherwise a finished image larger than this fails the
+  // capture with EDQUOT before the target is killed or let go (it runs on,
+  // as after any error): the caller's quota, checked while a kill_after
+  // target can still be spared.
+  uint64_t max_image_bytes = 0;
 };
 
 // Records process `pid` into `image` and finishes it (ImageWriter::finish).
