@@ -110,12 +110,7 @@ PromoterResult plan_migrations(const PromoterInput& input, const M5Config& confi
   const std::uint64_t used = input.fast.used_pages;
   const std::uint64_t high = watermark_pages(config.high_watermark, capacity);
   const std::uint64_t low = watermark_pages(config.low_watermark, capacity);
-  // Swaps past the room below the high watermark: at most kMaxSwapFraction
-  // of the tier per plan (at least one).
-  const std::uint64_t kept = used > high ? low : used;
-  const std::uint64_t room = high > kept ? high - kept : 0;
-  const auto swap_cap = static_cast<std::uint64_t>(kMaxSwapFraction * static_cast<double>(capacity)) + 1;
-  const std::uint64_t p_max = std::min<std::uint64_t>({candidates.size(), input.batch_pages, room + swap_cap});
+  const std::uint64_t p_max = std::min<std::uint64_t>(candidates.size(), input.batch_pages);
 
   // Candidates are sorted by benefit, so the p-th is the least of the first p.
   std::vector<double> cand_min(p_max);
@@ -133,19 +128,18 @@ PromoterResult plan_migrations(const PromoterInput& input, const M5Config& confi
     std::unordered_set<std::uint64_t> nominated;
     nominated.reserve(input.nominations.size());
     for (const Nomination& n : input.nominations) nominated.insert(page_id(n.page));
-    // The `wanted` least recently used pages the caller lists (nominated
-    // ones skipped), then ordered by score within them. Scoring a wider
-    // scan would put every page the table never saw (score 0: placed on the
-    // fast tier before it was tracked) ahead of any scored page, however
-    // recently used -- with a large plan, the hottest pages of the tier.
-    victims.reserve(wanted);
-    for (std::size_t i = 0; i < fast.size() && i < scan && victims.size() < wanted; ++i) {
+    victims.reserve(fast.size());
+    for (std::size_t i = 0; i < fast.size() && i < scan; ++i) {
       const std::uint64_t id = page_id(fast[i]);
       if (nominated.count(id) != 0) continue;
       victims.push_back({hotness.score(id, input.epoch), i, fast[i]});
     }
-    std::stable_sort(victims.begin(), victims.end(),
-                     [](const Victim& a, const Victim& b) { return a.score < b.score; });
+    const auto colder = [](const Victim& a, const Victim& b) {
+      return a.score != b.score ? a.score < b.score : a.order < b.order;
+    };
+    const std::size_t keep = static_cast<std::size_t>(std::min<std::uint64_t>(victims.size(), wanted));
+    std::partial_sort(victims.begin(), victims.begin() + static_cast<std::ptrdiff_t>(keep), victims.end(), colder);
+    victims.resize(keep);
   }
 
   const Planner planner(used, high, low, p_max, input.swap_min_benefit, cand_min, victims);

@@ -53,14 +53,6 @@ inline constexpr std::size_t kMinVictimScan = 64;
 // not see fast-tier traffic at all, and then a page it has no score for is
 // not necessarily cold.
 inline constexpr std::size_t kVictimScanFactor = 2;
-// Swaps (a promotion that demotes a fast page) per plan: at most this
-// fraction of the fast tier. The manager cannot see fast-tier traffic, so
-// its victims are the caller's least recently used pages, and only the
-// coldest sliver of an LRU order is reliably cold: where each page is
-// touched a few times per epoch (memory-side traffic behind a cache), the
-// least recent third of the tier holds pages as hot as the candidates, and
-// one large plan that swaps them out churns the hot set.
-inline constexpr double kMaxSwapFraction = 1.0 / 32;
 // Expected benefit of a sparse page relative to a dense one of equal count.
 inline constexpr double kSparseBenefit = 0.5;
 // A swap demotes a fast page only when a candidate is this many times hotter.
