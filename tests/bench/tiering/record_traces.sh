@@ -144,7 +144,7 @@ for i, k in enumerate(zipf_keys('"$n"', 0.99, 200000, 1)):
         sys.stdout.write(cmd("GET", "key:%06d" % k))
     else:
         sys.stdout.write(cmd("SET", "key:%06d" % k, "%08d" % i + "w" * 1016))
-' | timeout 1200 redis-cli -p "$port" --pipe >"$work/redis-client.log" 2>&1 &
+' 2>/dev/null | timeout 1200 redis-cli -p "$port" --pipe >"$work/redis-client.log" 2>&1 &
   local client=$!
   finish_recording redis
   kill "$client" 2>/dev/null || true
