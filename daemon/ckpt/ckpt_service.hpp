@@ -22,6 +22,7 @@
 
 #include "../region_pool.hpp"
 #include "../task_worker.hpp"
+#include "cxlpool/ckpt/capture.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
@@ -70,6 +71,9 @@ class CkptService {
  public:
   // `restore_program`: cxlpool-restore (empty: restores fail with ENOENT).
   CkptService(RegionPool& pool, std::filesystem::path restore_program);
+  // Where cxlpoold listens: recorded in checkpoints of its clients, whose
+  // restores connect there again.
+  void set_control_socket(std::string path) { control_socket_ = std::move(path); }
   ~CkptService();
 
   Result<void> start();
@@ -108,6 +112,8 @@ class CkptService {
     // Capture.
     pid_t pid = 0;
     UniqueFd pidfd;  // the checked process (sent, or opened at the check): the capture freezes only it
+    std::vector<ckpt::CaptureOptions::RegionFile> region_files;  // the pool's regions when it was queued
+    std::string control_socket;
     bool kill_after = false;
     uint32_t tier_id = 0;
     int node = -1;  // the tier's node, or -1: no binding
@@ -130,6 +136,7 @@ class CkptService {
   CkptFinished finish_capture(Task& task);
   CkptFinished finish_restore(Task& task);
   uint32_t default_tier() const;
+  std::string control_socket_;
 
   RegionPool& pool_;
   std::filesystem::path restore_program_;
