@@ -166,27 +166,37 @@ TEST_F(CkptClient, LeasedRegionIsRefusedWithItsName) {
   EXPECT_EQ(target.stop(), 0);
 }
 
-// A restore opens the region by name again: once the name is gone the
-// restore fails and says which region.
-TEST_F(CkptClient, RestoreFailsWhenTheNamedRegionIsGone) {
+// The stderr a failed restore of `name` wrote (the restorer's message).
+std::string failed_restore_message(cxlpool_client* client, const std::string& name) {
+  int err[2];
+  if (::pipe2(err, O_CLOEXEC) != 0) return "pipe failed";
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const int stdio[3] = {null_fd, null_fd, err[1]};
+  const int n = cxlpool_ckpt_restore(client, name.c_str(), CXLPOOL_CKPT_MOW, 1, stdio, nullptr, 0);
+  ::close(err[1]);
+  ::close(null_fd);
+  std::string message(4096, '\0');
+  const ssize_t got = n < 0 ? ::read(err[0], message.data(), message.size()) : 0;
+  ::close(err[0]);
+  message.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  return n < 0 ? message : "restored";
+}
+
+// A restore opens the region by name again: once the name is gone, or
+// names another region, the restore fails and says which region.
+TEST_F(CkptClient, RestoreFailsWhenTheNamedRegionIsGoneOrAnother) {
   ASSERT_NE(make_weights(), nullptr) << cxlpool_last_error();
   test::CkptTarget target(program_, {daemon_->socket(), "named", "weights"});
   ASSERT_TRUE(target.started());
   ASSERT_EQ(create(target.pid(), "gone").exit_code, 0) << daemon_->log();
   ASSERT_EQ(cxlpool_named_unlink(client_, "weights"), 0) << cxlpool_last_error();
-  int err[2];
-  ASSERT_EQ(::pipe2(err, O_CLOEXEC), 0);
-  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  const int stdio[3] = {null_fd, null_fd, err[1]};
-  const int n = cxlpool_ckpt_restore(client_, "gone", CXLPOOL_CKPT_MOW, 1, stdio, nullptr, 0);
-  ::close(err[1]);
-  EXPECT_LT(n, 0);
-  std::string message(4096, '\0');
-  const ssize_t got = ::read(err[0], message.data(), message.size());
-  message.resize(got > 0 ? static_cast<size_t>(got) : 0);
-  EXPECT_NE(message.find("opening cxlpool region 'weights'"), std::string::npos) << message;
-  ::close(err[0]);
-  ::close(null_fd);
+  std::string message = failed_restore_message(client_, "gone");
+  EXPECT_NE(message.find("opening cxlpool region 'weights' for the clone"), std::string::npos) << message;
+  cxlpool_region* other = nullptr;
+  ASSERT_EQ(cxlpool_named_create(client_, "weights", 0, kRegionBytes, 0666, 0, &other), 0) << cxlpool_last_error();
+  message = failed_restore_message(client_, "gone");
+  EXPECT_NE(message.find("the name is another region now"), std::string::npos) << message;
+  cxlpool_region_free(other);
   EXPECT_EQ(target.stop(), 0);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -79,8 +80,16 @@ Result<ClientResources> reconnect_client(const Manifest& m) {
     auto r = call(sock->get(), id++, open, version);
     if (!r) return fail(r.error().code, fmt::format("opening cxlpool region '{}' for the clone: {}", name,
                                                     r.error().message));
-    if (!std::holds_alternative<proto::RegionReply>(r->envelope.message) || r->fds.size() != 1)
+    const auto* region = std::get_if<proto::RegionReply>(&r->envelope.message);
+    if (region == nullptr || r->fds.size() != 1)
       return fail(EPROTO, fmt::format("opening cxlpool region '{}': no region descriptor in the reply", name));
+    // The name may since have been given to another region: mapping that
+    // would hand the clone other bytes under the library's old region id.
+    const auto recorded = std::find_if(m.regions.begin(), m.regions.end(),
+                                       [&](const RegionRef& g) { return g.name == name; });
+    if (region->region_id != recorded->region_id)
+      return fail(ESTALE, fmt::format("opening cxlpool region '{}' for the clone: the name is another region now "
+                                      "(id {}, the checkpoint's {})", name, region->region_id, recorded->region_id));
     opened[name] = std::move(r->fds[0]);
   }
   for (const RegionRef& g : m.regions) {
