@@ -200,5 +200,46 @@ TEST_F(CkptClient, RestoreFailsWhenTheNamedRegionIsGoneOrAnother) {
   EXPECT_EQ(target.stop(), 0);
 }
 
+// The clone's connection is made with the uid the checkpoint recorded, not
+// the restorer's root: a process of uid 65534 that read a region another
+// uid owns gets it back only while that uid may open it. Once the name is
+// a region only its owner may open, the restore is refused for permission
+// (root would have been let in and refused later as "another region").
+TEST_F(CkptClient, TheClonesUidIsChecked) {
+  if (::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs setpriv (util-linux) to run the client as 65534";
+  uint64_t* weights = make_weights();
+  ASSERT_NE(weights, nullptr) << cxlpool_last_error();
+  weights[0] = 5;
+  test::CkptTarget target("/usr/bin/setpriv", {"--reuid=65534", "--regid=65534", "--clear-groups", program_,
+                                               daemon_->socket(), "named-ro", "weights"});
+  ASSERT_TRUE(target.started()) << daemon_->log();
+  const ProgramResult made = create(target.pid(), "nobody");
+  ASSERT_EQ(made.exit_code, 0) << made.err << daemon_->log();
+  {
+    ClonePipes pipes;
+    auto clone = restore("nobody", CXLPOOL_CKPT_MOW, pipes);
+    ASSERT_TRUE(clone) << clone.error().message;
+    const auto r = pipes.report();
+    ASSERT_TRUE(r.contains("word0")) << daemon_->log();
+    EXPECT_EQ(r.at("word0"), "5");
+    EXPECT_EQ(r.at("call"), "ok");
+    // The daemon sees the clone's connection as uid 65534.
+    const auto clients = run_ctl_json(daemon_->socket(), {"clients"});
+    bool seen = false;
+    for (const auto& c : clients) seen = seen || (c.value("pid", 0u) == static_cast<uint32_t>(clone->pid) &&
+                                                  c.value("uid", 0u) == 65534u);
+    EXPECT_TRUE(seen) << clients.dump();
+    pipes.exit_clone();
+  }
+  ASSERT_EQ(cxlpool_named_unlink(client_, "weights"), 0) << cxlpool_last_error();
+  cxlpool_region* mine = nullptr;
+  ASSERT_EQ(cxlpool_named_create(client_, "weights", 0, kRegionBytes, 0600, 0, &mine), 0) << cxlpool_last_error();
+  const std::string message = failed_restore_message(client_, "nobody");
+  EXPECT_NE(message.find("opening cxlpool region 'weights' for the clone"), std::string::npos) << message;
+  EXPECT_NE(message.find("denies"), std::string::npos) << message;
+  cxlpool_region_free(mine);
+  EXPECT_EQ(target.stop(), 0);
+}
+
 }  // namespace
 }  // namespace cxlpool::integration
