@@ -78,7 +78,7 @@ class CkptClient : public ::testing::Test {
   }
 };
 
-TEST_F(CkptClient, NamedRegionAndConnectionComeBackUnderMowAndMoa) {
+TEST_F(CkptClient, NamedRegionAndConnectionComeBackUnderEachPolicy) {
   uint64_t* weights = make_weights();
   ASSERT_NE(weights, nullptr) << cxlpool_last_error();
   weights[0] = 42;
@@ -95,7 +95,7 @@ TEST_F(CkptClient, NamedRegionAndConnectionComeBackUnderMowAndMoa) {
   // not what it held at the checkpoint.
   weights[0] = 43;
   uint64_t poke = 100;
-  for (auto policy : {CXLPOOL_CKPT_MOW, CXLPOOL_CKPT_MOA}) {
+  for (auto policy : {CXLPOOL_CKPT_MOW, CXLPOOL_CKPT_MOA, CXLPOOL_CKPT_HYBRID}) {
     SCOPED_TRACE(static_cast<int>(policy));
     ClonePipes pipes;
     auto reply = restore("client", policy, pipes);
