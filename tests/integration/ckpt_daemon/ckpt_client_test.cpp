@@ -166,6 +166,20 @@ TEST_F(CkptClient, LeasedRegionIsRefusedWithItsName) {
   EXPECT_EQ(target.stop(), 0);
 }
 
+// A named region whose name is gone cannot be opened by a clone: refused
+// at checkpoint, naming it.
+TEST_F(CkptClient, UnlinkedRegionIsRefusedWithItsName) {
+  ASSERT_NE(make_weights(), nullptr) << cxlpool_last_error();
+  test::CkptTarget target(program_, {daemon_->socket(), "named", "weights"});
+  ASSERT_TRUE(target.started());
+  ASSERT_EQ(cxlpool_named_unlink(client_, "weights"), 0) << cxlpool_last_error();
+  const ProgramResult made = create(target.pid(), "unlinked");
+  EXPECT_EQ(made.exit_code, 1);
+  EXPECT_NE(made.err.find("('weights'), whose name was unlinked"), std::string::npos) << made.err;
+  EXPECT_TRUE(target.report()) << "the target did not survive a refused checkpoint";
+  EXPECT_EQ(target.stop(), 0);
+}
+
 // The stderr a failed restore of `name` wrote (the restorer's message).
 std::string failed_restore_message(cxlpool_client* client, const std::string& name) {
   int err[2];

@@ -74,10 +74,16 @@ const CaptureOptions::RegionFile* region_file(const CaptureOptions& options, uin
 }
 
 Error unrestorable_region(pid_t pid, const RegionRef& region, const std::string& what) {
-  return Error{ENOTSUP, "checkpoint of " + std::to_string(pid) + " refused: " + what + " leased cxlpool region " +
-                            std::to_string(region.region_id) +
-                            ", which belongs to the connection that allocated it and cannot be given to a "
-                            "restored process (use a named region)"};
+  const std::string id = std::to_string(region.region_id);
+  // A leased region has no name; a named one that is no longer named
+  // keeps it for the message.
+  const std::string why = region.name.empty()
+                              ? " leased cxlpool region " + id +
+                                    ", which belongs to the connection that allocated it and cannot be given to a "
+                                    "restored process (use a named region)"
+                              : " cxlpool region " + id + " ('" + region.name +
+                                    "'), whose name was unlinked: a restored process could not open it again";
+  return Error{ENOTSUP, "checkpoint of " + std::to_string(pid) + " refused: " + what + why};
 }
 
 Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& m) {
