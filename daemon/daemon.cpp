@@ -172,6 +172,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     log->info("metrics at http://{}:{}/metrics", d->config_.metrics_address, d->config_.metrics_port);
   }
   if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
+  d->ckpt_->set_control_socket(d->socket_path_.string());
   // The pod file defaults to the state directory, which exists from here on.
   if (!d->config_.devpool.enabled) {
     d->devpool_off_reason_ = "disabled by [devpool] enabled = false";

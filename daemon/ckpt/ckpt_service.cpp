@@ -19,6 +19,7 @@
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/units.hpp"
 #include "image_estimate.hpp"
+#include "client_resources.hpp"
 #include "trace_permission.hpp"
 
 #ifndef CXLPOOL_INSTALLED_RESTORE
@@ -258,6 +259,8 @@ Result<void> CkptService::create(const proto::CkptCreate& req, std::vector<Uniqu
   task.who = client.who;
   task.kill_after = (req.flags & proto::kCkptKillAfter) != 0;
   task.tier_id = tier_id;
+  task.region_files = pool_region_files(pool_);
+  task.control_socket = control_socket_;
   task.node = tier.numa_node >= 0 && pool_.topology().nodes.size() > 1 ? tier.numa_node : -1;
   worker_.submit(std::move(task));
   return {};
@@ -343,6 +346,10 @@ void CkptService::capture(Task& task) {
   options.kill_after = task.kill_after;
   options.pidfd = task.pidfd.get();
   options.max_image_bytes = task.max_image_bytes;
+  options.region_files = std::move(task.region_files);
+  // getpeername shows the path as bound; a restore may run in another cwd.
+  options.cxlpool_socket = std::filesystem::absolute(task.control_socket).string();
+  options.cxlpool_socket_inodes = control_socket_inodes(task.pid, task.pidfd.get(), task.control_socket);
   bind_thread_memory(task.node);
   auto image = ckpt::capture_to_image(task.pid, options);
   unbind_thread_memory(task.node);

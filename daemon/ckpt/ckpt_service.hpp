@@ -23,6 +23,7 @@
 
 #include "../region_pool.hpp"
 #include "../task_worker.hpp"
+#include "cxlpool/ckpt/capture.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
@@ -75,6 +76,9 @@ class CkptService {
   // keepers it started killed, so that the worker takes the next request.
   CkptService(RegionPool& pool, std::filesystem::path restore_program,
               std::chrono::milliseconds restore_timeout = std::chrono::minutes(1));
+  // Where cxlpoold listens: recorded in checkpoints of its clients, whose
+  // restores connect there again.
+  void set_control_socket(std::string path) { control_socket_ = std::move(path); }
   ~CkptService();
 
   Result<void> start();
@@ -117,6 +121,8 @@ class CkptService {
     // Capture.
     pid_t pid = 0;
     UniqueFd pidfd;  // the checked process (sent, or opened at the check): the capture freezes only it
+    std::vector<ckpt::CaptureOptions::RegionFile> region_files;  // the pool's regions when it was queued
+    std::string control_socket;
     bool kill_after = false;
     uint64_t max_image_bytes = 0;  // 0: no quota
     uint32_t tier_id = 0;
@@ -141,6 +147,7 @@ class CkptService {
   CkptFinished finish_capture(Task& task);
   CkptFinished finish_restore(Task& task);
   uint32_t default_tier() const;
+  std::string control_socket_;
 
   RegionPool& pool_;
   std::filesystem::path restore_program_;

@@ -2,7 +2,8 @@
 // Writes the seed corpus for fuzz_ckpt_manifest_decode: a manifest's bytes
 // (full, minimal, with an unknown section), a whole image, and near misses
 // that each break one rule (a run outside its VMA, a duplicate section, a
-// truncated section, another version).
+// truncated section, another version, a cxlpool region of an unknown kind
+// or a region descriptor naming no region).
 //   fuzz_ckpt_manifest_seed DIR          write DIR/<name>.bin
 //   fuzz_ckpt_manifest_seed --check DIR  exit 1 unless DIR holds exactly those bytes
 #include <vector>
@@ -57,6 +58,15 @@ std::vector<Seed> seeds() {
   Manifest v2 = sample;
   v2.version = 2;
   out.push_back({"version2.bin", encode_manifest(v2)});
+  Manifest leased = sample;
+  leased.regions[0].kind = RegionKind::kLeased;
+  out.push_back({"client-leased.bin", encode_manifest(leased)});
+  Manifest bad_kind = sample;
+  bad_kind.regions[1].kind = static_cast<RegionKind>(9);
+  out.push_back({"client-bad-kind.bin", encode_manifest(bad_kind)});
+  Manifest no_region = sample;
+  no_region.fds.back().file = 7;
+  out.push_back({"client-fd-past-regions.bin", encode_manifest(no_region)});
   out.push_back({"image.bin", image_of(sample)});
   Manifest past = sample;
   past.runs[2].image_offset = 4 * 4096;

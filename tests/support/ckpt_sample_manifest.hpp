@@ -66,10 +66,25 @@ inline ckpt::Manifest sample_manifest() {
   m.runs.push_back({0x7f0000001000ull, 1, 16384});
   m.fds.push_back({0, FdKind::kStdio, kNoFile, 0, 0});
   m.fds.push_back({3, FdKind::kRegular, 1, 0, 17});
-  m.regions.push_back({0x7e0000000000ull, 1 << 21, "weights", 7, PROT_READ});
+  m.fds.push_back({4, FdKind::kCxlpoolSocket, kNoFile, 02000002, 0});
+  m.fds.push_back({5, FdKind::kCxlpoolRegion, 1, 02000000, 0});
+  m.regions.push_back({0x7e0000000000ull, 1 << 21, "weights", 7, PROT_READ, 4096, RegionKind::kNamed, false});
+  m.regions.push_back({0, 0, "weights", 7, 0, 0, RegionKind::kNamed, false});  // fd 5
+  m.cxlpool_socket = "/run/cxlpool/cxlpool.sock";
   m.hot_pages = {0x600000, 0x7f0000001000ull};
   m.image_data_offset = 4096;
   m.image_data_bytes = 4 * 4096;
+  return m;
+}
+
+// `m` without what a cxlpool client holds (its regions, the control socket
+// and region descriptors): a restore of it needs no cxlpoold.
+inline ckpt::Manifest without_client(ckpt::Manifest m) {
+  m.regions.clear();
+  m.cxlpool_socket.clear();
+  std::erase_if(m.fds, [](const ckpt::FdEntry& f) {
+    return f.kind == ckpt::FdKind::kCxlpoolSocket || f.kind == ckpt::FdKind::kCxlpoolRegion;
+  });
   return m;
 }
 

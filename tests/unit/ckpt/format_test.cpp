@@ -24,6 +24,7 @@ namespace cxlpool::ckpt {
 namespace {
 
 using test::sample_manifest;
+using test::without_client;
 
 std::vector<std::byte> page_data(std::size_t pages) {
   std::vector<std::byte> data(pages * kPageSize);
@@ -57,6 +58,11 @@ TEST(CkptFormat, ManifestRoundTripsByteForByte) {
   EXPECT_EQ(decoded->files[1].path, "/tmp/data.txt");
   EXPECT_EQ(decoded->fds[1].offset, 17u);
   EXPECT_EQ(decoded->regions[0].name, "weights");
+  EXPECT_EQ(decoded->regions[0].kind, RegionKind::kNamed);
+  EXPECT_EQ(decoded->regions[0].offset, 4096u);
+  EXPECT_EQ(decoded->regions[1].length, 0u);
+  EXPECT_EQ(decoded->fds[3].kind, FdKind::kCxlpoolRegion);
+  EXPECT_EQ(decoded->cxlpool_socket, "/run/cxlpool/cxlpool.sock");
   EXPECT_EQ(decoded->process.creds.groups, (std::vector<uint32_t>{1000, 27}));
   EXPECT_EQ(decoded->process.mm.auxv, m.process.mm.auxv);
   EXPECT_EQ(decoded->hot_pages, m.hot_pages);
@@ -330,9 +336,10 @@ TEST(CkptFormat, SectionRejections) {
   }
   {
     // Optional sections may be absent.
-    Sections s = split(good);
+    Sections s = split(encode_manifest(without_client(sample_manifest())));
     std::erase_if(s, [](const auto& e) {
       return e.first == static_cast<uint32_t>(SectionType::kRegions) ||
+             e.first == static_cast<uint32_t>(SectionType::kClient) ||
              e.first == static_cast<uint32_t>(SectionType::kHotPages) ||
              e.first == static_cast<uint32_t>(SectionType::kSharedPending);
     });
@@ -341,6 +348,42 @@ TEST(CkptFormat, SectionRejections) {
     EXPECT_TRUE(r->regions.empty());
     EXPECT_TRUE(r->hot_pages.empty());
   }
+  {
+    // An image from before the client section: its regions decode, of
+    // unknown kind (a restore refuses them), with no socket.
+    Sections s = split(good);
+    std::erase_if(s, [](const auto& e) { return e.first == static_cast<uint32_t>(SectionType::kClient); });
+    auto r = decode_manifest(join(s));
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(r->regions.size(), 2u);
+    EXPECT_EQ(r->regions[0].kind, RegionKind::kUnknown);
+    EXPECT_EQ(r->regions[0].offset, 0u);
+    EXPECT_TRUE(r->cxlpool_socket.empty());
+  }
+}
+
+TEST(CkptFormat, ClientSectionIsChecked) {
+  Manifest m = sample_manifest();
+  m.regions[1].kind = static_cast<RegionKind>(9);
+  expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, "unknown kind");
+  m = sample_manifest();
+  m.fds.back().file = 2;
+  expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, "fd 5: region index out of range");
+  m = sample_manifest();
+  m.regions[0].offset = 100;
+  expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, "region weights");
+  // The client section's list must match the regions section's.
+  Sections s = split(encode_manifest(sample_manifest()));
+  for (auto& [type, payload] : s) {
+    if (type != static_cast<uint32_t>(SectionType::kRegions)) continue;
+    Manifest one = sample_manifest();
+    one.regions.pop_back();
+    one.fds.pop_back();
+    for (auto& [t2, p2] : split(encode_manifest(one))) {
+      if (t2 == type) payload = p2;
+    }
+  }
+  expect_rejected(decode_manifest(join(s)), EBADMSG, "the client section lists 2 regions");
 }
 
 // ---- rules ----

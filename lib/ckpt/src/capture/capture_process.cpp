@@ -8,6 +8,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -61,8 +62,12 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
     m.threads.push_back(std::move(*t));
   }
   if (auto r = capture_shared_pending(pid, m.process); !r) return tl::unexpected(r.error());
-  if (auto r = capture_fds(pid, options, files, m.fds); !r) return tl::unexpected(r.error());
+  if (auto r = capture_fds(pid, options, files, m); !r) return tl::unexpected(r.error());
   if (auto r = capture_vmas(pid, options, files, m); !r) return tl::unexpected(r.error());
+  const bool client = !m.regions.empty() || std::any_of(m.fds.begin(), m.fds.end(), [](const FdEntry& f) {
+    return f.kind == FdKind::kCxlpoolSocket;
+  });
+  if (client) m.cxlpool_socket = options.cxlpool_socket;
   const Vma* vdso = nullptr;
   for (const Vma& v : m.vmas) {
     if (v.kind == VmaKind::kVdso) vdso = &v;

@@ -5,6 +5,7 @@
 // caller's; the cxlpool control socket is the client library's to reconnect.
 // Anything else would restore wrong, so it is refused by name.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -65,7 +66,29 @@ std::vector<int> open_fds(pid_t pid) {
 
 }  // namespace
 
-Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, std::vector<FdEntry>& fds) {
+const CaptureOptions::RegionFile* region_file(const CaptureOptions& options, uint64_t dev, uint64_t ino) {
+  for (const auto& f : options.region_files) {
+    if (f.dev == dev && f.ino == ino) return &f;
+  }
+  return nullptr;
+}
+
+Error unrestorable_region(pid_t pid, const RegionRef& region, const std::string& what) {
+  const std::string id = std::to_string(region.region_id);
+  // A leased region has no name; a named one that is no longer named
+  // keeps it for the message.
+  const std::string why = region.name.empty()
+                              ? " leased cxlpool region " + id +
+                                    ", which belongs to the connection that allocated it and cannot be given to a "
+                                    "restored process (use a named region)"
+                              : " cxlpool region " + id + " ('" + region.name +
+                                    "'), whose name was unlinked: a restored process could not open it again";
+  return Error{ENOTSUP, "checkpoint of " + std::to_string(pid) + " refused: " + what + why};
+}
+
+Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& m) {
+  std::vector<FdEntry>& fds = m.fds;
+  bool have_socket = false;
   for (int fd : open_fds(pid)) {
     const std::string rel = "fd/" + std::to_string(fd);
     auto link = read_proc_link(pid, rel);
@@ -82,7 +105,20 @@ Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& fi
     e.offset = info->pos;
     const bool is_memfd = starts_with(*link, "/memfd:");
     const bool is_deleted = link->size() > 10 && link->compare(link->size() - 10, 10, " (deleted)") == 0;
-    if (((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && starts_with(*link, "/") && !is_memfd) ||
+    const auto* region = S_ISREG(st.st_mode) ? region_file(options, st.st_dev, st.st_ino) : nullptr;
+    if (region != nullptr) {
+      if (region->region.kind != RegionKind::kNamed) {
+        return tl::unexpected(unrestorable_region(pid, region->region, "fd " + std::to_string(fd) + " holds"));
+      }
+      RegionRef ref = region->region;
+      ref.addr = ref.length = ref.offset = 0;
+      ref.prot = 0;
+      ref.writable = (info->flags & O_ACCMODE) != O_RDONLY;
+      e.kind = FdKind::kCxlpoolRegion;
+      e.file = static_cast<uint32_t>(m.regions.size());
+      e.offset = 0;
+      m.regions.push_back(std::move(ref));
+    } else if (((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && starts_with(*link, "/") && !is_memfd) ||
         stateless_device(*link, st)) {
       if (is_deleted) return unsupported(pid, "fd " + std::to_string(fd) + " is a deleted file (" + *link + ")");
       auto index = files.add(*link, proc_path(pid, rel));
@@ -92,6 +128,11 @@ Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& fi
     } else if (S_ISSOCK(st.st_mode) && std::find(options.cxlpool_socket_inodes.begin(),
                                                  options.cxlpool_socket_inodes.end(),
                                                  st.st_ino) != options.cxlpool_socket_inodes.end()) {
+      // One connection is re-made at restore; the library keeps one.
+      if (have_socket) {
+        return unsupported(pid, "fd " + std::to_string(fd) + " is a second connection to cxlpoold");
+      }
+      have_socket = true;
       e.kind = FdKind::kCxlpoolSocket;
       e.offset = 0;
     } else if (fd <= 2 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode))) {

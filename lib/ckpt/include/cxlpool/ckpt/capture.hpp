@@ -28,6 +28,18 @@ struct CaptureOptions {
   // Socket inodes that are the process's connections to the cxlpool control
   // socket (FdKind::kCxlpoolSocket); any other socket above fd 2 is refused.
   std::vector<uint64_t> cxlpool_socket_inodes;
+  // The daemon's regions by their file (dev, ino of the memfd or hugetlbfs
+  // file; RegionRef::addr and length unused): a shared mapping or a
+  // descriptor of one of these is recorded as the region. A named region
+  // is restored by name; a leased one cannot be and is refused, naming it.
+  struct RegionFile {
+    uint64_t dev = 0, ino = 0;
+    RegionRef region;
+  };
+  std::vector<RegionFile> region_files;
+  // Where cxlpoold listens (Manifest::cxlpool_socket, for the restore's new
+  // connection), recorded when the process holds a control socket or a region.
+  std::string cxlpool_socket;
   // For capture_to_image: the new file to write the image to (a tier's
   // tmpfs or hugetlbfs mount); empty: a memfd.
   std::string image_path;

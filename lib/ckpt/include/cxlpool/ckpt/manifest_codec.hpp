@@ -27,6 +27,7 @@ enum class SectionType : uint32_t {
   kFds = 10,
   kRegions = 11,
   kHotPages = 12,
+  kClient = 13,  // the cxlpool socket and, per region of kRegions, how to get it again
 };
 // A section type with this bit set must be understood by a reader; an unknown
 // one without it is skipped.
