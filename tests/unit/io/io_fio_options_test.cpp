@@ -187,7 +187,16 @@ TEST(FioOptions, ZonesAndSteadyState) {
   EXPECT_EQ(z.zonesize, 256u << 20);
   EXPECT_EQ(z.zoneskip, 2ull << 30);
   EXPECT_TRUE(z.log_offset);
-  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\n"), "'zbd' (zoned block devices) is not supported by cxlpool-io"));
+  const JobSpec zbd = one_job("zonemode=zbd\nzonesize=256m\nzonecapacity=200m\nmax_open_zones=32\nread_beyond_wp=1\n");
+  EXPECT_TRUE(zbd.zone_zbd);
+  EXPECT_FALSE(zbd.zone_strided);
+  EXPECT_EQ(zbd.zonecapacity, 200u << 20);
+  EXPECT_EQ(zbd.max_open_zones, 32u);
+  EXPECT_TRUE(zbd.read_beyond_wp);
+  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\nzonesize=1m\nzoneskip=1m\n"), "must be 0 with zonemode=zbd"));
+  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\nzonesize=1m\nzonecapacity=2m\n"), "is larger than zonesize"));
+  EXPECT_TRUE(has(parse_error("[j]\nmax_open_zones=4\n"), "option 'max_open_zones': needs zonemode=zbd"));
+  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\njob_max_open_zones=4\n"), "not supported by cxlpool-io"));
   EXPECT_TRUE(has(parse_error("[j]\nzonemode=strided\n"), "strided needs zonesize="));
   const JobSpec ss = one_job("ss=bw_slope:1%\nss_dur=10s\nss_ramp=5\n");
   EXPECT_EQ(ss.ss_metric, SteadyMetric::kBwSlope);

@@ -133,6 +133,12 @@ struct JobSpec {
   std::uint64_t zonesize = 0;
   std::uint64_t zonerange = 0;
   std::uint64_t zoneskip = 0;
+  // zonemode=zbd: zones of zonesize bytes with a write pointer each,
+  // emulated on regular files and conventional block devices (zone_table.hpp).
+  bool zone_zbd = false;
+  std::uint64_t zonecapacity = 0;  // writable bytes of a zone; 0 = zonesize
+  std::uint32_t max_open_zones = 0;  // 0 = no limit
+  bool read_beyond_wp = false;
   bool log_offset = false;        // logs carry each I/O's offset
   bool allow_file_create = true;
   std::uint64_t offset_increment = 0;  // clone n starts at offset + n * offset_increment

@@ -435,10 +435,13 @@ const Option kOptions[] = {
     {"zonemode", "", [](JobDraft& d, Value v) -> Result<void> {
        auto k = keyword(v, {"none", "strided", "zbd"});
        if (!k) return tl::unexpected(k.error());
-       if (*k == 2) return fail(EINVAL, "'zbd' (zoned block devices) is not supported by cxlpool-io (none, strided)");
        d.spec.zone_strided = *k == 1;
+       d.spec.zone_zbd = *k == 2;
        return {};
      }},
+    {"zonecapacity", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonecapacity, d, v); }},
+    {"max_open_zones", "", [](JobDraft& d, Value v) { return set_count(d.spec.max_open_zones, v, 0, 1u << 24); }},
+    {"read_beyond_wp", "", [](JobDraft& d, Value v) { return set_flag(d.spec.read_beyond_wp, v); }},
     {"zonesize", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonesize, d, v); }},
     {"zonerange", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonerange, d, v); }},
     {"zoneskip", "", [](JobDraft& d, Value v) { return set_size(d.spec.zoneskip, d, v); }},
@@ -530,7 +533,8 @@ constexpr std::string_view kUnsupported[] = {
     "thinktime_spin", "filename_format", "log_prio",
     "cmdprio", "cmdprio_class", "cmdprio_percentage", "cmdprio_bssplit", "dedupe_mode", "dedupe_global",
     "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss_interval",
-    "verify_fatal", "verify_async", "fill_device", "max_open_zones", "read_beyond_wp", "ignore_error", "error_dump",
+    "verify_fatal", "verify_async", "fill_device", "job_max_open_zones", "zone_reset_threshold",
+    "zone_reset_frequency", "ignore_zone_limits", "ignore_error", "error_dump",
 };
 
 const Option* find_option(std::string_view key) {
@@ -630,6 +634,14 @@ Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
   if (s.verify_backlog != 0 && s.verify == VerifyMode::kNone)
     return fail_at(origin, d, "verify_backlog", "needs verify=crc32c");
   if (s.zone_strided && s.zonesize == 0) return fail_at(origin, d, "zonemode", "strided needs zonesize=");
+  if (s.zone_zbd && s.zoneskip != 0) return fail_at(origin, d, "zoneskip", "must be 0 with zonemode=zbd");
+  if (s.zone_zbd && s.zonecapacity > s.zonesize && s.zonesize != 0)
+    return fail_at(origin, d, "zonecapacity", "is larger than zonesize");
+  if (!s.zone_zbd) {
+    for (std::string_view key : {"zonecapacity", "max_open_zones", "read_beyond_wp"}) {
+      if (is_set(d, key)) return fail_at(origin, d, key, "needs zonemode=zbd");
+    }
+  }
   if (s.rate_poisson && s.rate_iops[0] == 0 && s.rate_iops[1] == 0 && s.rate_bytes[0] == 0 && s.rate_bytes[1] == 0) {
     return fail_at(origin, d, "rate_process", "poisson needs rate= or rate_iops=");
   }

@@ -28,6 +28,7 @@
 #include "steady_state.hpp"
 #include "thread_usage.hpp"
 #include "verify_block.hpp"
+#include "zone_table.hpp"
 
 namespace cxlpool::io {
 namespace {
@@ -116,6 +117,13 @@ struct FileState {
   std::optional<OffsetGenerator> offsets;
   UnitSet written;  // verify only
   std::vector<IoRequest> batch;
+  // zonemode=zbd: the file's zones (shared with the run's other jobs on
+  // it) and the zones [zone_first, zone_end) of this job's region.
+  std::shared_ptr<ZoneTable> zones;
+  std::uint64_t zone_first = 0;
+  std::uint64_t zone_end = 0;
+  std::uint64_t data_bytes = 0;  // bytes at the start of the file known to hold data
+  std::uint64_t file_bytes = 0;  // the file's or device's size (the job's for a character device)
 };
 
 struct Slot {
@@ -141,6 +149,32 @@ struct Plan {
 };
 
 enum class Phase { kMain, kVerify, kDone };
+
+// zonemode=zbd: the file's shared zone table and the whole zones of the
+// job's region (fio rounds the region in to zone boundaries as well).
+Result<void> attach_zones(FileState& f, const JobSpec& job, std::uint32_t max_bytes) {
+  if (is_zoned_block_device(f.path))
+    return fail(ENOTSUP, f.path + ": a zoned block device: cxlpool-io emulates zones (zonemode=zbd) on regular "
+                                  "files and conventional block devices only; it issues no zone reports or resets");
+  if (job.zonesize == 0)
+    return fail(EINVAL, f.path + ": zonemode=zbd on a target that is not a zoned block device needs zonesize=");
+  const std::uint64_t capacity = job.zonecapacity != 0 ? job.zonecapacity : job.zonesize;
+  if (capacity < max_bytes)
+    return fail(EINVAL, "zonemode=zbd: a zone's capacity (" + std::to_string(capacity) +
+                            " bytes) is smaller than the largest I/O (" + std::to_string(max_bytes) + " bytes)");
+  auto table = shared_zone_table(f.path, f.file_bytes, f.data_bytes, job.zonesize, capacity, job.max_open_zones);
+  if (!table) return tl::unexpected(table.error());
+  f.zones = std::move(*table);
+  f.zone_first = (f.region_start + job.zonesize - 1) / job.zonesize;
+  f.zone_end = std::min<std::uint64_t>((f.region_start + f.region_bytes) / job.zonesize, f.zones->zones());
+  if (f.zone_end <= f.zone_first)
+    return fail(EINVAL, f.path + ": zonemode=zbd: the region [" + std::to_string(f.region_start) + ", " +
+                            std::to_string(f.region_start + f.region_bytes) + ") holds no whole zone of " +
+                            std::to_string(job.zonesize) + " bytes");
+  // A writer that verifies starts from empty zones, as fio's does.
+  if (does_writes(job.rw) && job.verify != VerifyMode::kNone) f.zones->reset_range(f.zone_first, f.zone_end);
+  return {};
+}
 
 }  // namespace
 
@@ -247,7 +281,7 @@ struct JobWorker::State {
   // Decides the next I/O (direction, size, file) without consuming it.
   // Returns false when the job has nothing more to issue in this phase.
   bool next_plan(std::uint64_t& wait_until);
-  void issue(const Plan& p, std::uint32_t slot);
+  bool issue(const Plan& p, std::uint32_t slot);
   bool flush(std::uint16_t file, std::uint64_t start_ns);
   void complete(const IoCompletion& c, std::uint64_t now_ns);
   bool reap(bool block, std::uint64_t deadline);
@@ -321,7 +355,7 @@ bool JobWorker::State::next_plan(std::uint64_t& wait_until) {
   return next_plan(wait_until);
 }
 
-void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
+bool JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
   FileState& f = files[p.file];
   Slot& s = slots[slot_index];
   std::uint64_t offset = p.offset;
@@ -330,6 +364,18 @@ void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
     const OffsetGenerator::Pick pick = f.offsets->next(p.dir, p.bytes);
     offset = pick.offset;
     bytes = pick.bytes;
+  }
+  if (f.zones && !p.verify_read) {
+    if (p.dir == kWriteDir) {
+      const ZoneTable::Io io = f.zones->place_write(offset, bytes, unit, f.zone_first, f.zone_end, rng);
+      offset = io.offset;
+      bytes = io.bytes;
+    } else if (!result.spec.read_beyond_wp) {
+      const auto io = f.zones->place_read(offset, bytes, unit, f.zone_first, f.zone_end, !is_random(result.spec.rw));
+      if (!io) return false;
+      offset = io->offset;
+      bytes = io->bytes;
+    }
   }
   s.offset = offset;
   s.bytes = bytes;
@@ -354,6 +400,7 @@ void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
     if (job.thinktime_ns != 0 && ++issued_since_think >= std::max<std::uint32_t>(1, job.thinktime_blocks))
       think_pending = true;
   }
+  return true;
 }
 
 bool JobWorker::State::flush(std::uint16_t file, std::uint64_t start_ns) {
@@ -572,7 +619,14 @@ void JobWorker::State::run() {
       if (pending == 0) batch_start = now;
       const std::uint32_t slot = free_slots.back();
       free_slots.pop_back();
-      issue(plan, slot);
+      if (!issue(plan, slot)) {
+        // zonemode=zbd: no zone of the region holds data to read.
+        free_slots.push_back(slot);
+        plan.valid = false;
+        exhausted = true;
+        stop_issuing = true;
+        break;
+      }
       plan.valid = false;
       ++pending;
       const std::uint16_t file = slots[slot].file;
@@ -717,17 +771,25 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     need = std::max(need, s->trace.empty() ? 0 : job.offset + trace_extent);
     if (need == 0 && !facts.exists)
       return bad(ENOENT, path + " does not exist and no size= says how large to make it");
+    if (need == 0 && facts.is_char_device && s->trace.empty())
+      return bad(EINVAL, path + " is a character device: size= says how many bytes the job moves");
     // A pooled device (ioengine=devpool) is the backend's: its filename names the link.
+    // Bytes of the file that hold data (zonemode=zbd: its zones start full).
+    std::uint64_t written = facts.is_block_device ? UINT64_MAX : facts.size;
     if (need != 0 && !facts.is_block_device && !facts.is_char_device && engine_uses_local_files(job.ioengine)) {
-      if (auto ok = lay_out_file(path, need, reads || job.verify != VerifyMode::kNone); !ok)
+      const bool fill = reads || job.verify != VerifyMode::kNone;
+      if (auto ok = lay_out_file(path, need, fill); !ok)
         return bad(ok.error().code, ok.error().message);
+      if (fill) written = std::max(written, need);
     }
+    f.data_bytes = written;
     auto engine = open_engine(job, EngineTarget{path, need, writes});
     if (!engine) return bad(engine.error().code, engine.error().message);
     f.engine = std::move(*engine);
     // A character device (fio's examples use /dev/null and /dev/zero) has
     // no size of its own: the job's is taken, as fio does.
     const std::uint64_t dev_size = facts.is_char_device && need != 0 ? need : f.engine->geometry().size;
+    f.file_bytes = dev_size;
     if (job.offset >= dev_size && s->trace.empty())
       return bad(EINVAL, path + ": offset " + std::to_string(job.offset) + " is past its end (" +
                              std::to_string(dev_size) + " bytes)");
@@ -795,6 +857,9 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     f.region_bytes -= f.region_bytes % unit;
     total_region += f.region_bytes;
     f.offsets.emplace(job, f.region_start, f.region_bytes, unit, seed + i);
+    if (job.zone_zbd) {
+      if (auto ok = attach_zones(f, job, max_bytes); !ok) return bad(ok.error().code, ok.error().message);
+    }
     if (job.verify == VerifyMode::kCrc32c) f.written.resize(f.region_bytes / unit);
     auto bufs = f.engine->buffers(s->depth, max_bytes);
     if (!bufs) return bad(bufs.error().code, bufs.error().message);
