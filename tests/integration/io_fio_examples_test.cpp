@@ -91,8 +91,8 @@ const std::map<std::string, std::string> kExpected = {
     {"backwards-read", ""},
     {"basic-verify", ""},
     {"butterfly", ""},
-    {"cmdprio-bssplit", "option 'log_prio': not supported by cxlpool-io"},
-    {"cmdprio-percentage", "option 'log_prio': not supported by cxlpool-io"},
+    {"cmdprio-bssplit", ""},
+    {"cmdprio-percentage", ""},
     {"cross-stripe-verify", ""},
     {"dedupe-global", "option 'dedupe_mode': not supported by cxlpool-io"},
     {"disk-zone-profile", ""},
@@ -148,6 +148,7 @@ std::vector<std::string> sample_sets(const std::string& name, const fs::path& di
   // Its one-second ramp would swallow the whole 2 MiB written.
   if (name == "xnvme-zoned") sets.emplace_back("ramp_time=0");
   if (name == "zbd-seq-read") sets.emplace_back("offset=0");
+  if (name.rfind("cmdprio-", 0) == 0) sets.push_back("write_lat_log=" + (dir / "prio-run").string());
   if (name == "steadystate") {
     sets.emplace_back("ss_dur=2s");
     sets.emplace_back("ss_ramp=0");
@@ -237,6 +238,14 @@ TEST_F(FioExamples, ASampleRunsWithSmallSizes) {
                                      "flow", "jesd219", "null", "rand-zones", "waitfor", "zipf",
                                      "iometer-file-access-server", "numa", "xnvme-compare", "disk-zone-profile",
                                      "steadystate", "exitwhat", "zbd-rand-write", "zbd-seq-read", "xnvme-zoned"};
+  // The cmdprio files give some I/Os the real-time class, which needs
+  // CAP_SYS_ADMIN or CAP_SYS_NICE (EPERM otherwise, as with fio).
+  if (::geteuid() == 0) {
+    sample.push_back("cmdprio-bssplit");
+    sample.push_back("cmdprio-percentage");
+  } else {
+    std::printf("cmdprio-bssplit, cmdprio-percentage: not sampled (real-time I/O priority needs root)\n");
+  }
   int ran = 0;
   for (const std::string& name : sample) {
     if (!fs::exists(examples_ / (name + ".fio"))) continue;
@@ -311,6 +320,27 @@ TEST_F(FioExamples, ZbdReadsStayBelowTheWritePointers) {
     EXPECT_LT(cols[4], 1u << 20) << line;
   }
   EXPECT_EQ(lines, 32);
+}
+
+TEST_F(FioExamples, CmdprioPercentageLogsEachIoPriority) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the real-time I/O priority class needs root";
+  // prioclass=3 for the job, 20% of the reads in the real-time class
+  // (cmdprio_class=1), log_prio=1: the clat log's last column is each
+  // I/O's ioprio value, (class << 13) | level.
+  const std::string log = (dir_ / "prio").string();
+  const ProgramResult r = io({(examples_ / "cmdprio-percentage.fio").string(), "--set",
+                              "filename=" + (dir_ / "p.dat").string(), "--set", "size=8m", "--set",
+                              "write_lat_log=" + log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(log + "_clat.1.log");
+  std::map<std::uint64_t, int> by_prio;
+  int lines = 0;
+  for (std::string line; std::getline(in, line); ++lines)
+    ++by_prio[std::stoull(line.substr(line.rfind(',') + 1))];
+  EXPECT_EQ(lines, 64);  // 8 MiB in 128 KiB reads
+  EXPECT_EQ(by_prio.size(), 2u);
+  EXPECT_GT(by_prio[1 << 13], 0);   // real time, level 0
+  EXPECT_GT(by_prio[3 << 13], by_prio[1 << 13]);  // idle: the other 80%
 }
 
 TEST_F(FioExamples, ZbdOnAFileNeedsAZoneSize) {

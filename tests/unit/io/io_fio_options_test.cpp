@@ -181,6 +181,27 @@ TEST(FioOptions, EnginesAndJobControl) {
   EXPECT_TRUE(has(parse_error("[j]\nverify_backlog=4\n"), "option 'verify_backlog': needs verify=crc32c"));
 }
 
+TEST(FioOptions, Priorities) {
+  const JobSpec p = one_job("ioengine=libaio\nprio=7\nprioclass=2\nlog_prio=1\ncmdprio_percentage=20,30\n"
+                            "cmdprio_class=1\ncmdprio=0,3\n");
+  EXPECT_EQ(p.prio, 7);
+  EXPECT_EQ(p.prioclass, 2);
+  EXPECT_TRUE(p.log_prio);
+  EXPECT_EQ(p.cmdprio_percentage[kReadDir], 20u);
+  EXPECT_EQ(p.cmdprio_percentage[kWriteDir], 30u);
+  EXPECT_EQ(p.cmdprio_class[kWriteDir], 1);
+  EXPECT_EQ(p.cmdprio[kWriteDir], 3);
+  const JobSpec b = one_job("ioengine=io_uring\ncmdprio_bssplit=64k/25/1/1:64k/75/3/2,1m/0\n");
+  ASSERT_EQ(b.cmdprio_bssplit[kReadDir].size(), 2u);
+  EXPECT_EQ(b.cmdprio_bssplit[kReadDir][1].prio_class, 3);
+  EXPECT_EQ(b.cmdprio_bssplit[kWriteDir][0].bytes, 1u << 20);
+  EXPECT_TRUE(has(parse_error("[j]\ncmdprio_percentage=20\n"), "only for ioengine=libaio or io_uring"));
+  EXPECT_TRUE(has(parse_error("[j]\nioengine=libaio\ncmdprio_percentage=20\ncmdprio_bssplit=4k/10\n"),
+                  "cannot be combined with cmdprio_percentage"));
+  EXPECT_TRUE(has(parse_error("[j]\nprio=8\n"), "option 'prio': 8 is outside [0, 7]"));
+  EXPECT_TRUE(has(parse_error("[j]\nprioclass=4\n"), "option 'prioclass'"));
+}
+
 TEST(FioOptions, ZonesAndSteadyState) {
   const JobSpec z = one_job("zonemode=strided\nzonesize=256m\nzoneskip=2g\nlog_offset=1\n");
   EXPECT_TRUE(z.zone_strided);

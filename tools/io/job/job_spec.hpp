@@ -65,6 +65,15 @@ struct BlockSizeShare {
   std::uint32_t percent = 0;  // shares with 0 split what the others leave, as fio does
 };
 
+// One entry of cmdprio_bssplit: `percent` of the I/Os of `bytes` get the
+// priority (class, level); class -1 takes cmdprio_class/cmdprio.
+struct PrioritySplit {
+  std::uint32_t bytes = 0;
+  std::uint32_t percent = 0;
+  int prio_class = -1;
+  int level = -1;
+};
+
 struct JobSpec {
   std::string name;        // the section name
   int line = 0;            // line of the section header, for messages
@@ -140,6 +149,15 @@ struct JobSpec {
   std::uint32_t max_open_zones = 0;  // 0 = no limit
   bool read_beyond_wp = false;
   bool log_offset = false;        // logs carry each I/O's offset
+  // I/O priorities (ioprio_set(2)): prio/prioclass for all the job's I/O
+  // (-1: unset); cmdprio_* per I/O, libaio and io_uring only.
+  int prio = -1;
+  int prioclass = -1;
+  std::uint32_t cmdprio_percentage[2] = {0, 0};
+  int cmdprio_class[2] = {-1, -1};  // -1: the highest class (RT)
+  int cmdprio[2] = {-1, -1};        // -1: level 0
+  std::vector<PrioritySplit> cmdprio_bssplit[2];
+  bool log_prio = false;          // logs carry each I/O's priority value (else 1 for RT, 0 otherwise)
   bool allow_file_create = true;
   std::uint64_t offset_increment = 0;  // clone n starts at offset + n * offset_increment
   std::uint64_t loops = 1;        // passes over the job's I/O budget

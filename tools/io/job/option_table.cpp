@@ -9,6 +9,7 @@
 #include "../trace/trace.hpp"
 #include "engine_options.hpp"
 #include "placement_parsers.hpp"
+#include "priority_parsers.hpp"
 #include "value_parsers.hpp"
 
 namespace cxlpool::io {
@@ -446,6 +447,23 @@ const Option kOptions[] = {
     {"zonerange", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonerange, d, v); }},
     {"zoneskip", "", [](JobDraft& d, Value v) { return set_size(d.spec.zoneskip, d, v); }},
     {"log_offset", "", [](JobDraft& d, Value v) { return set_flag(d.spec.log_offset, v); }},
+    {"log_prio", "", [](JobDraft& d, Value v) { return set_flag(d.spec.log_prio, v); }},
+    {"prio", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.prio, v, 0, kMaxPrioLevel); }},
+    {"prioclass", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.prioclass, v, 0, kMaxPrioClass); }},
+    {"cmdprio_percentage", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.cmdprio_percentage, v,
+                                [](std::string_view t) { return bounded<std::uint32_t>(t, 0, 100); });
+     }},
+    {"cmdprio_class", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.cmdprio_class, v, [](std::string_view t) { return bounded<int>(t, 0, kMaxPrioClass); });
+     }},
+    {"cmdprio", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.cmdprio, v, [](std::string_view t) { return bounded<int>(t, 0, kMaxPrioLevel); });
+     }},
+    {"cmdprio_bssplit", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.cmdprio_bssplit, v,
+                                [&](std::string_view t) { return parse_cmdprio_bssplit(t, d.kb_base); });
+     }},
     {"ss", "steadystate", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
        if (!text) return tl::unexpected(text.error());
@@ -525,13 +543,12 @@ constexpr std::string_view kUnsupported[] = {
     "create_on_open", "create_serialize", "buffer_pattern",
     "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage", "dedupe_percentage",
     "rw_sequencer", "file_service_type", "fallocate",
-    "fadvise_hint", "nice", "prio", "prioclass", "cpumask",
+    "fadvise_hint", "nice", "cpumask",
     "disable_lat", "disable_clat", "disable_slat", "clat_percentiles", "lat_percentiles", "slat_percentiles",
     "continue_on_error", "do_verify", "verify_pattern", "verify_interval",
     "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
     "iomem_align", "allow_mounted_write", "unified_rw_reporting",
-    "thinktime_spin", "filename_format", "log_prio",
-    "cmdprio", "cmdprio_class", "cmdprio_percentage", "cmdprio_bssplit", "dedupe_mode", "dedupe_global",
+    "thinktime_spin", "filename_format", "dedupe_mode", "dedupe_global",
     "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss_interval",
     "verify_fatal", "verify_async", "fill_device", "job_max_open_zones", "zone_reset_threshold",
     "zone_reset_frequency", "ignore_zone_limits", "ignore_error", "error_dump",
@@ -631,6 +648,12 @@ Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
   }
   if (s.ss_metric != SteadyMetric::kNone && s.ss_dur_ns < 2'000'000'000ull)
     return fail_at(origin, d, "ss", "needs ss_dur= of at least 2s (one sample a second)");
+  for (std::string_view key : {"cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit"}) {
+    if (is_set(d, key) && s.ioengine != "libaio" && s.ioengine != "io_uring")
+      return fail_at(origin, d, key, "only for ioengine=libaio or io_uring (this job uses " + s.ioengine + ")");
+  }
+  if (is_set(d, "cmdprio_percentage") && is_set(d, "cmdprio_bssplit"))
+    return fail_at(origin, d, "cmdprio_bssplit", "cannot be combined with cmdprio_percentage");
   if (s.verify_backlog != 0 && s.verify == VerifyMode::kNone)
     return fail_at(origin, d, "verify_backlog", "needs verify=crc32c");
   if (s.zone_strided && s.zonesize == 0) return fail_at(origin, d, "zonemode", "strided needs zonesize=");

@@ -20,6 +20,7 @@
 #include "cxlpool/common/clock.hpp"
 #include "file_layout.hpp"
 #include "flow_control.hpp"
+#include "io_priority.hpp"
 #include "job_recorder.hpp"
 #include "offset_generator.hpp"
 #include "placement.hpp"
@@ -134,6 +135,7 @@ struct Slot {
   std::uint16_t file = 0;
   std::uint8_t dir = 0;
   bool verify_read = false;
+  std::uint16_t ioprio = 0;  // the I/O's priority (the job's when it has none of its own)
 };
 
 // The next I/O the job wants, decided before it is known whether it may go
@@ -189,6 +191,7 @@ struct JobWorker::State {
   Rng rng{1};
   RateLimiter limiter[2];
   std::optional<JobRecorder> recorder;
+  std::optional<IoPriority> priority;
   std::vector<Slot> slots;
   std::vector<std::uint32_t> free_slots;
   std::vector<IoCompletion> completions;
@@ -384,6 +387,7 @@ bool JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
   s.verify_read = p.verify_read;
   std::byte* buf = f.buffers[slot_index];
   const JobSpec& job = result.spec;
+  s.ioprio = priority->pick(p.dir, bytes, rng);
   if (p.dir == kWriteDir && job.verify == VerifyMode::kCrc32c) stamp_verify_block(buf, bytes, offset, job.randseed);
   IoRequest r;
   r.op = p.dir == kWriteDir ? IoOp::kWrite : IoOp::kRead;
@@ -392,6 +396,8 @@ bool JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
   r.length = bytes;
   r.user_data = slot_index;
   r.buffer_index = job.fixedbufs ? static_cast<std::int32_t>(slot_index) : hal::kNoRegisteredBuffer;
+  // Without cmdprio the thread's priority (prio/prioclass) applies.
+  if (priority->per_io()) r.ioprio = s.ioprio;
   f.batch.push_back(r);
   if (!p.verify_read) {
     issued_bytes += bytes;
@@ -459,6 +465,7 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
     rc.lat_ns = now_ns > s.start_ns ? now_ns - s.start_ns : 0;
     rc.has_slat = !sync_engine;
     rc.has_lat = !job.gtod_reduce;
+    rc.priority = logged_priority(s.ioprio, job.log_prio);
     recorder->record(rc, now_ns);
   }
   if (job.verify != VerifyMode::kCrc32c || bytes != s.bytes) return;
@@ -569,6 +576,13 @@ void JobWorker::State::run() {
     result.error = ok.error().code;
     result.error_message = ok.error().message;
     return;
+  }
+  if (priority->job_value() != 0) {
+    if (auto ok = set_thread_ioprio(priority->job_value()); !ok) {
+      result.error = ok.error().code;
+      result.error_message = ok.error().message;
+      return;
+    }
   }
   // fio's startdelay: the job begins that much later; its runtime starts then.
   for (std::uint64_t left = job.startdelay_ns; left != 0;) {
@@ -725,6 +739,7 @@ JobResult& JobWorker::result() { return s_->result; }
 Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const RunOptions& options) {
   auto s = std::make_unique<State>();
   s->result.spec = job;
+  s->priority.emplace(s->result.spec);
   s->options = options;
   const std::string label = job_label(job);
   const auto bad = [&](int code, const std::string& why) { return fail(code, "job " + label + ": " + why); };

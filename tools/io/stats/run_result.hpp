@@ -21,6 +21,7 @@ struct LogSample {
   int direction = kReadDir;
   std::uint32_t block_size = 0;
   std::uint64_t offset = 0;      // raw samples only
+  std::uint16_t priority = 0;    // raw samples only: fio's priority column
 };
 
 // Per-window histogram for write_hist_log (log_hist_msec).

@@ -34,6 +34,11 @@ struct IoRequest {
   std::uint32_t length = 0;      // bytes; ignored for fsync/fdatasync
   std::uint64_t user_data = 0;   // returned unchanged in the completion
   std::int32_t buffer_index = kNoRegisteredBuffer;  // registered buffer holding [buffer, buffer+length)
+  // The request's I/O priority, (class << 13) | level as ioprio_set(2)
+  // takes it; 0: the submitting thread's. The aio and uring drivers pass it
+  // to the kernel per request; the others issue I/O from the caller's
+  // thread, whose priority applies.
+  std::uint16_t ioprio = 0;
 };
 
 struct IoCompletion {
