@@ -94,7 +94,7 @@ const std::map<std::string, std::string> kExpected = {
     {"cmdprio-bssplit", ""},
     {"cmdprio-percentage", ""},
     {"cross-stripe-verify", ""},
-    {"dedupe-global", "option 'dedupe_mode': not supported by cxlpool-io"},
+    {"dedupe-global", ""},
     {"disk-zone-profile", ""},
     {"enospc-pressure", "option 'continue_on_error': not supported by cxlpool-io"},
     {"exitwhat", ""},
@@ -109,7 +109,7 @@ const std::map<std::string, std::string> kExpected = {
     {"fsx", ""},
     {"iometer-file-access-server", ""},
     {"jesd219", ""},
-    {"latency-profile", "option 'latency_target': not supported by cxlpool-io"},
+    {"latency-profile", ""},
     {"null", ""},
     {"numa", ""},
     {"poisson-rate-submission", ""},
@@ -237,7 +237,8 @@ TEST_F(FioExamples, ASampleRunsWithSmallSizes) {
   std::vector<std::string> sample = {"backwards-read", "basic-verify", "butterfly", "fixed-rate-submission",
                                      "flow", "jesd219", "null", "rand-zones", "waitfor", "zipf",
                                      "iometer-file-access-server", "numa", "xnvme-compare", "disk-zone-profile",
-                                     "steadystate", "exitwhat", "zbd-rand-write", "zbd-seq-read", "xnvme-zoned"};
+                                     "steadystate", "exitwhat", "zbd-rand-write", "zbd-seq-read", "xnvme-zoned",
+                                     "latency-profile", "dedupe-global"};
   // The cmdprio files give some I/Os the real-time class, which needs
   // CAP_SYS_ADMIN or CAP_SYS_NICE (EPERM otherwise, as with fio).
   if (::geteuid() == 0) {
@@ -341,6 +342,25 @@ TEST_F(FioExamples, CmdprioPercentageLogsEachIoPriority) {
   EXPECT_EQ(by_prio.size(), 2u);
   EXPECT_GT(by_prio[1 << 13], 0);   // real time, level 0
   EXPECT_GT(by_prio[3 << 13], by_prio[1 << 13]);  // idle: the other 80%
+}
+
+TEST_F(FioExamples, LatencyProfileSearchesTheDepth) {
+  // latency-profile.fio with windows of 20 ms: a target no I/O misses (10 s)
+  // ends the search at its iodepth of 128 (1, 2, 4, ... 128, each met); a
+  // target every I/O misses (1 ns) ends it at depth 1. The job ends when
+  // the search does, long before its runtime.
+  for (const auto& [target, depth] : {std::pair<std::string, int>{"10s", 128}, {"1ns", 1}}) {
+    const ProgramResult r = io({"--output-format=json", (examples_ / "latency-profile.fio").string(), "--set",
+                                "filename=" + (dir_ / "l.dat").string(), "--set", "size=4m", "--set",
+                                "latency_window=20ms", "--set", "latency_target=" + target, "--set", "runtime=60",
+                                "--set", "time_based=1", "--set", "direct=0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out)["jobs"][0];
+    EXPECT_EQ(j["latency_depth"], depth) << target;
+    EXPECT_DOUBLE_EQ(j["latency_percentile"].get<double>(), 99.9);
+    EXPECT_EQ(j["latency_window"], 20000);
+    EXPECT_LT(j["job_runtime"].get<std::uint64_t>(), 60000u) << target;
+  }
 }
 
 TEST_F(FioExamples, ZbdOnAFileNeedsAZoneSize) {

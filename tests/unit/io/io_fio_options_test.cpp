@@ -202,6 +202,27 @@ TEST(FioOptions, Priorities) {
   EXPECT_TRUE(has(parse_error("[j]\nprioclass=4\n"), "option 'prioclass'"));
 }
 
+TEST(FioOptions, DedupeCompressionAndLatencyTarget) {
+  const JobSpec d = one_job("dedupe_percentage=50\ndedupe_mode=working_set\ndedupe_global=1\n"
+                            "dedupe_working_set_percentage=50\nbuffer_compress_percentage=50\nbuffer_compress_chunk=4k\n");
+  EXPECT_EQ(d.dedupe_percentage, 50u);
+  EXPECT_TRUE(d.dedupe_working_set);
+  EXPECT_TRUE(d.dedupe_global);
+  EXPECT_EQ(d.dedupe_working_set_percentage, 50u);
+  EXPECT_EQ(d.buffer_compress_chunk, 4096u);
+  EXPECT_TRUE(has(parse_error("[j]\ndedupe_mode=working_set\n"), "option 'dedupe_mode': needs dedupe_percentage="));
+  EXPECT_TRUE(has(parse_error("[j]\ndedupe_percentage=10\nverify=crc32c\n"), "cannot be combined with verify="));
+  EXPECT_TRUE(has(parse_error("[j]\ndedupe_mode=some\n"), "dedupe_mode"));
+  const JobSpec l = one_job("latency_target=500000\nlatency_window=5000000\nlatency_percentile=99.9\n");
+  EXPECT_EQ(l.latency_target_ns, 500'000'000u);  // bare numbers are microseconds
+  EXPECT_EQ(l.latency_window_ns, 5'000'000'000u);
+  EXPECT_DOUBLE_EQ(l.latency_percentile, 99.9);
+  EXPECT_TRUE(has(parse_error("[j]\nlatency_target=1ms\n"), "needs latency_window="));
+  EXPECT_TRUE(has(parse_error("[j]\nlatency_window=1s\n"), "option 'latency_window': needs latency_target="));
+  EXPECT_TRUE(has(parse_error("[j]\nlatency_target=1ms\nlatency_window=1s\nlatency_percentile=0\n"), "(0, 100]"));
+  EXPECT_TRUE(has(parse_error("[j]\nlatency_run=1\n"), "not supported by cxlpool-io"));
+}
+
 TEST(FioOptions, ZonesAndSteadyState) {
   const JobSpec z = one_job("zonemode=strided\nzonesize=256m\nzoneskip=2g\nlog_offset=1\n");
   EXPECT_TRUE(z.zone_strided);

@@ -157,7 +157,20 @@ struct JobSpec {
   int cmdprio_class[2] = {-1, -1};  // -1: the highest class (RT)
   int cmdprio[2] = {-1, -1};        // -1: level 0
   std::vector<PrioritySplit> cmdprio_bssplit[2];
-  bool log_prio = false;          // logs carry each I/O's priority value (else 1 for RT, 0 otherwise)
+  bool log_prio = false;
+  // latency_target: search the highest depth (up to iodepth) at which
+  // latency_percentile % of a latency_window's I/Os take at most the
+  // target; 0 = off.
+  std::uint64_t latency_target_ns = 0;
+  std::uint64_t latency_window_ns = 0;
+  double latency_percentile = 100;
+  // Deduplicable / compressible write data (write_data.hpp); 0 = off.
+  std::uint32_t dedupe_percentage = 0;
+  bool dedupe_working_set = false;             // dedupe_mode=working_set (else repeat)
+  std::uint32_t dedupe_working_set_percentage = 5;
+  bool dedupe_global = false;
+  std::uint32_t buffer_compress_percentage = 0;
+  std::uint32_t buffer_compress_chunk = 512;   // 0: one region per buffer          // logs carry each I/O's priority value (else 1 for RT, 0 otherwise)
   bool allow_file_create = true;
   std::uint64_t offset_increment = 0;  // clone n starts at offset + n * offset_increment
   std::uint64_t loops = 1;        // passes over the job's I/O budget

@@ -17,6 +17,7 @@
 #include "../engines/engine.hpp"
 #include "../trace/trace.hpp"
 #include "block_size_picker.hpp"
+#include "depth_search.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "file_layout.hpp"
 #include "flow_control.hpp"
@@ -29,6 +30,7 @@
 #include "steady_state.hpp"
 #include "thread_usage.hpp"
 #include "verify_block.hpp"
+#include "write_data.hpp"
 #include "zone_table.hpp"
 
 namespace cxlpool::io {
@@ -192,6 +194,8 @@ struct JobWorker::State {
   RateLimiter limiter[2];
   std::optional<JobRecorder> recorder;
   std::optional<IoPriority> priority;
+  std::optional<DepthSearch> depth_search;  // latency_target
+  std::optional<WriteData> write_data;      // dedupe / compression: buffers refilled per write
   std::vector<Slot> slots;
   std::vector<std::uint32_t> free_slots;
   std::vector<IoCompletion> completions;
@@ -271,6 +275,7 @@ struct JobWorker::State {
     if (job.runtime_ns != 0) runtime_end_ns = now + job.runtime_ns;
     for (auto& l : limiter) l.reset(now);
     ratemin_window_start = now;
+    if (depth_search) depth_search->restart(now);
   }
 
   bool wants_ratemin() const {
@@ -389,6 +394,7 @@ bool JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
   const JobSpec& job = result.spec;
   s.ioprio = priority->pick(p.dir, bytes, rng);
   if (p.dir == kWriteDir && job.verify == VerifyMode::kCrc32c) stamp_verify_block(buf, bytes, offset, job.randseed);
+  if (p.dir == kWriteDir && write_data) write_data->fill(buf, bytes, rng);
   IoRequest r;
   r.op = p.dir == kWriteDir ? IoOp::kWrite : IoOp::kRead;
   r.offset = offset;
@@ -467,6 +473,11 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
     rc.has_lat = !job.gtod_reduce;
     rc.priority = logged_priority(s.ioprio, job.log_prio);
     recorder->record(rc, now_ns);
+    if (depth_search && !s.verify_read) {
+      depth_search->record(rc.lat_ns, now_ns);
+      // fio's latency_run=0: the job ends once the depth is found.
+      if (depth_search->done()) stop_issuing = true;
+    }
   }
   if (job.verify != VerifyMode::kCrc32c || bytes != s.bytes) return;
   FileState& f = files[s.file];
@@ -619,7 +630,8 @@ void JobWorker::State::run() {
     bool exhausted = false;
     std::uint64_t batch_start = now;
     std::uint32_t pending = 0;  // issued into batches, not yet submitted
-    while (!stop_issuing && !think_pending && in_flight + pending < depth) {
+    const std::uint32_t allowed = depth_search ? std::min(depth, depth_search->depth()) : depth;
+    while (!stop_issuing && !think_pending && in_flight + pending < allowed) {
       if (!next_plan(wait_until)) {
         exhausted = true;
         break;
@@ -689,11 +701,12 @@ void JobWorker::State::run() {
     // Something is in flight: wait for completions (bounded by the next
     // event the loop must act on).
     std::uint64_t deadline = std::min(wait_until, in_ramp ? ramp_end_ns : runtime_end_ns);
-    const bool full = in_flight >= depth;
+    const bool full = in_flight >= allowed;
     bool reaped_ok = reap(true, deadline);
     // A full queue drains to iodepth_low before it is refilled (fio's
     // low-water mark; by default iodepth, so one reap and refill).
-    while (reaped_ok && full && in_flight > low_water && now < deadline) reaped_ok = reap(true, deadline);
+    const std::uint32_t low = std::min(low_water, allowed);
+    while (reaped_ok && full && in_flight > low && now < deadline) reaped_ok = reap(true, deadline);
     if (!reaped_ok) {
       // An engine failed while reaping; what is in flight cannot be waited
       // for any more.
@@ -710,6 +723,7 @@ void JobWorker::State::run() {
   }
   if (in_ramp) begin_stats();  // the whole job fit in the ramp: report nothing, not ramp I/O
   recorder->finish(now);
+  result.latency_depth = depth_search ? depth_search->depth() : depth;
   const ThreadUsage used = thread_usage() - usage_base;
   const HelperCpu helper_end = helper_total();
   result.helper_user_ns = helper_end.user_ns - std::min(helper_end.user_ns, helper_base.user_ns);
@@ -773,6 +787,8 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
   s->complete_min = std::clamp<std::uint32_t>(job.iodepth_batch_complete_min, 1, s->depth);
   s->complete_max = std::clamp<std::uint32_t>(job.iodepth_batch_complete_max, s->complete_min, s->depth);
   s->low_water = job.iodepth_low == 0 ? s->depth : std::min(job.iodepth_low, s->depth);
+  if (job.latency_target_ns != 0)
+    s->depth_search.emplace(job.latency_target_ns, job.latency_window_ns, job.latency_percentile, s->depth);
 
   for (const std::string& path : paths) {
     FileState f;
@@ -896,6 +912,7 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     if (op.bytes == 0) return bad(EINVAL, "trace " + job.trace_file + " holds an operation of 0 bytes");
   }
   s->buffer_bytes = max_bytes;
+  if (WriteData::wanted(job)) s->write_data.emplace(job, total_region / unit, seed);
   s->io_budget = 0;
   if (s->trace.empty() && !job.time_based) {
     // With filesize= the files hold filesize each and size= is how much the job moves.

@@ -67,6 +67,7 @@ struct JobResult {
   std::uint64_t submit_histogram[7] = {};
   std::uint64_t complete_histogram[7] = {};
   std::uint64_t verify_errors = 0;
+  std::uint32_t latency_depth = 0;  // latency_target: the depth found (else iodepth)
   std::vector<LogSample> bw_log, iops_log, lat_log, slat_log, clat_log;
   std::vector<HistogramSample> hist_log;
 };
