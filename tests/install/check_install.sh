@@ -41,6 +41,14 @@ if command -v scdoc >/dev/null; then
   for page in man8/cxlpoold.8 man8/cxlpoolctl.8 man1/cxlpool-io.1 man5/cxlpoold.toml.5 man3/libcxlpool.3; do
     [ -n "$(find "$dest" -path "*/man/$page")" ] || fail "man page $page not installed (scdoc is present)"
   done
+  # Every installed program has a page, in section 1 or 8, that names it.
+  for prog in "$root/${opt[3]}"/* "$root/${opt[4]}"/*; do
+    [ -e "$prog" ] || continue
+    name=$(basename "$prog")
+    page=$(find "$dest" \( -path "*/man/man1/$name.1" -o -path "*/man/man8/$name.8" \) | head -1)
+    [ -n "$page" ] || fail "installed program $name has no man page (scdoc is present)"
+    grep -q "^$name - " "$page" || fail "man page $page does not name $name in its NAME section"
+  done
 fi
 
 # Only cxlpool_* symbols are exported (version script).

@@ -16,6 +16,10 @@ using hal::IoCompletion;
 using hal::IoOp;
 using hal::IoRequest;
 
+// linux/aio_abi.h's IOCB_FLAG_IOPRIO (libaio.h and that header clash): the
+// iocb's aio_reqprio is the request's I/O priority.
+constexpr unsigned kIocbFlagIoprio = 1u << 1;
+
 class AioBlockDevice final : public hal::BlockDevice {
  public:
   AioBlockDevice(const std::string& path, hal::OpenedBlockFile file, const hal::BlockOpenOptions& options,
@@ -44,6 +48,10 @@ class AioBlockDevice final : public hal::BlockDevice {
         case IoOp::kWrite: io_prep_pwrite(cb, fd_.get(), r.buffer, r.length, static_cast<long long>(r.offset)); break;
         case IoOp::kFsync: io_prep_fsync(cb, fd_.get()); break;
         case IoOp::kFdatasync: io_prep_fdsync(cb, fd_.get()); break;
+      }
+      if (r.ioprio != 0) {
+        cb->aio_reqprio = static_cast<short>(r.ioprio);
+        cb->u.c.flags |= kIocbFlagIoprio;
       }
       cb->data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(slot));
       slots_[slot] = IoCompletion{r.user_data, 0, r.op, r.length};

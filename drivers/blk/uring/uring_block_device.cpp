@@ -96,6 +96,7 @@ class UringBlockDevice final : public hal::BlockDevice {
         case IoOp::kFdatasync: io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC); break;
       }
       if (fixed_file_) sqe->flags |= IOSQE_FIXED_FILE;
+      sqe->ioprio = r.ioprio;
       io_uring_sqe_set_data64(sqe, slot);
     }
     return flush();

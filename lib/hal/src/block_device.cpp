@@ -74,8 +74,17 @@ Result<OpenedBlockFile> open_block_file(const std::string& path, const BlockOpen
       g.alignment_source = "default 4096";
     }
     if (g.offset_alignment != 0) g.logical_block_size = g.offset_alignment;
+  } else if (S_ISCHR(stx.stx_mode) && options.allow_char_device) {
+    g.is_char_device = true;
+    g.size = 0;
+    g.logical_block_size = 1;
+    g.mem_alignment = g.offset_alignment = 1;
+    g.alignment_source = "character device";
+    return out;
   } else {
-    return fail(EINVAL, path + ": neither a regular file nor a block device");
+    return fail(EINVAL, path + (options.allow_char_device
+                                    ? ": neither a regular file, a block device nor a character device"
+                                    : ": neither a regular file nor a block device"));
   }
   if (!options.direct) {
     g.mem_alignment = g.offset_alignment = 1;

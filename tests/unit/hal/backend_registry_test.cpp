@@ -216,5 +216,24 @@ TEST_F(BackendRegistry, NoBackendOfAClassIsENODEV) {
   EXPECT_EQ(vmm.error().code, ENODEV);
 }
 
+// Character devices open only for callers that ask (cxlpool-io's fio
+// jobs on /dev/null and /dev/zero); they have no size and no alignment.
+TEST(OpenBlockFile, CharacterDevicesOnlyWhenAllowed) {
+  BlockOpenOptions o;
+  o.direct = false;
+  o.read_only = true;
+  auto refused = open_block_file("/dev/zero", o);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("/dev/zero: neither a regular file nor a block device"), std::string::npos)
+      << refused.error().message;
+  o.allow_char_device = true;
+  auto opened = open_block_file("/dev/zero", o);
+  ASSERT_TRUE(opened) << opened.error().message;
+  EXPECT_TRUE(opened->geometry.is_char_device);
+  EXPECT_FALSE(opened->geometry.is_block_device);
+  EXPECT_EQ(opened->geometry.size, 0u);
+  EXPECT_EQ(opened->geometry.offset_alignment, 1u);
+}
+
 }  // namespace
 }  // namespace cxlpool::hal

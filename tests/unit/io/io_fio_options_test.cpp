@@ -181,13 +181,64 @@ TEST(FioOptions, EnginesAndJobControl) {
   EXPECT_TRUE(has(parse_error("[j]\nverify_backlog=4\n"), "option 'verify_backlog': needs verify=crc32c"));
 }
 
+TEST(FioOptions, Priorities) {
+  const JobSpec p = one_job("ioengine=libaio\nprio=7\nprioclass=2\nlog_prio=1\ncmdprio_percentage=20,30\n"
+                            "cmdprio_class=1\ncmdprio=0,3\n");
+  EXPECT_EQ(p.prio, 7);
+  EXPECT_EQ(p.prioclass, 2);
+  EXPECT_TRUE(p.log_prio);
+  EXPECT_EQ(p.cmdprio_percentage[kReadDir], 20u);
+  EXPECT_EQ(p.cmdprio_percentage[kWriteDir], 30u);
+  EXPECT_EQ(p.cmdprio_class[kWriteDir], 1);
+  EXPECT_EQ(p.cmdprio[kWriteDir], 3);
+  const JobSpec b = one_job("ioengine=io_uring\ncmdprio_bssplit=64k/25/1/1:64k/75/3/2,1m/0\n");
+  ASSERT_EQ(b.cmdprio_bssplit[kReadDir].size(), 2u);
+  EXPECT_EQ(b.cmdprio_bssplit[kReadDir][1].prio_class, 3);
+  EXPECT_EQ(b.cmdprio_bssplit[kWriteDir][0].bytes, 1u << 20);
+  EXPECT_TRUE(has(parse_error("[j]\ncmdprio_percentage=20\n"), "only for ioengine=libaio or io_uring"));
+  EXPECT_TRUE(has(parse_error("[j]\nioengine=libaio\ncmdprio_percentage=20\ncmdprio_bssplit=4k/10\n"),
+                  "cannot be combined with cmdprio_percentage"));
+  EXPECT_TRUE(has(parse_error("[j]\nprio=8\n"), "option 'prio': 8 is outside [0, 7]"));
+  EXPECT_TRUE(has(parse_error("[j]\nprioclass=4\n"), "option 'prioclass'"));
+}
+
+TEST(FioOptions, DedupeCompressionAndLatencyTarget) {
+  const JobSpec d = one_job("dedupe_percentage=50\ndedupe_mode=working_set\ndedupe_global=1\n"
+                            "dedupe_working_set_percentage=50\nbuffer_compress_percentage=50\nbuffer_compress_chunk=4k\n");
+  EXPECT_EQ(d.dedupe_percentage, 50u);
+  EXPECT_TRUE(d.dedupe_working_set);
+  EXPECT_TRUE(d.dedupe_global);
+  EXPECT_EQ(d.dedupe_working_set_percentage, 50u);
+  EXPECT_EQ(d.buffer_compress_chunk, 4096u);
+  EXPECT_TRUE(has(parse_error("[j]\ndedupe_mode=working_set\n"), "option 'dedupe_mode': needs dedupe_percentage="));
+  EXPECT_TRUE(has(parse_error("[j]\ndedupe_percentage=10\nverify=crc32c\n"), "cannot be combined with verify="));
+  EXPECT_TRUE(has(parse_error("[j]\ndedupe_mode=some\n"), "dedupe_mode"));
+  const JobSpec l = one_job("latency_target=500000\nlatency_window=5000000\nlatency_percentile=99.9\n");
+  EXPECT_EQ(l.latency_target_ns, 500'000'000u);  // bare numbers are microseconds
+  EXPECT_EQ(l.latency_window_ns, 5'000'000'000u);
+  EXPECT_DOUBLE_EQ(l.latency_percentile, 99.9);
+  EXPECT_TRUE(has(parse_error("[j]\nlatency_target=1ms\n"), "needs latency_window="));
+  EXPECT_TRUE(has(parse_error("[j]\nlatency_window=1s\n"), "option 'latency_window': needs latency_target="));
+  EXPECT_TRUE(has(parse_error("[j]\nlatency_target=1ms\nlatency_window=1s\nlatency_percentile=0\n"), "(0, 100]"));
+  EXPECT_TRUE(has(parse_error("[j]\nlatency_run=1\n"), "not supported by cxlpool-io"));
+}
+
 TEST(FioOptions, ZonesAndSteadyState) {
   const JobSpec z = one_job("zonemode=strided\nzonesize=256m\nzoneskip=2g\nlog_offset=1\n");
   EXPECT_TRUE(z.zone_strided);
   EXPECT_EQ(z.zonesize, 256u << 20);
   EXPECT_EQ(z.zoneskip, 2ull << 30);
   EXPECT_TRUE(z.log_offset);
-  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\n"), "'zbd' (zoned block devices) is not supported by cxlpool-io"));
+  const JobSpec zbd = one_job("zonemode=zbd\nzonesize=256m\nzonecapacity=200m\nmax_open_zones=32\nread_beyond_wp=1\n");
+  EXPECT_TRUE(zbd.zone_zbd);
+  EXPECT_FALSE(zbd.zone_strided);
+  EXPECT_EQ(zbd.zonecapacity, 200u << 20);
+  EXPECT_EQ(zbd.max_open_zones, 32u);
+  EXPECT_TRUE(zbd.read_beyond_wp);
+  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\nzonesize=1m\nzoneskip=1m\n"), "must be 0 with zonemode=zbd"));
+  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\nzonesize=1m\nzonecapacity=2m\n"), "is larger than zonesize"));
+  EXPECT_TRUE(has(parse_error("[j]\nmax_open_zones=4\n"), "option 'max_open_zones': needs zonemode=zbd"));
+  EXPECT_TRUE(has(parse_error("[j]\nzonemode=zbd\njob_max_open_zones=4\n"), "not supported by cxlpool-io"));
   EXPECT_TRUE(has(parse_error("[j]\nzonemode=strided\n"), "strided needs zonesize="));
   const JobSpec ss = one_job("ss=bw_slope:1%\nss_dur=10s\nss_ramp=5\n");
   EXPECT_EQ(ss.ss_metric, SteadyMetric::kBwSlope);

@@ -77,6 +77,7 @@ hal::BlockOpenOptions open_options(const JobSpec& job, const EngineTarget& targe
   o.read_only = !target.writes;
   o.create = target.writes;
   o.truncate_to = 0;  // the runner lays files out; never shrink one here
+  o.allow_char_device = true;  // fio reads and writes /dev/null, /dev/zero and the like
   o.queue_depth = std::max<std::uint32_t>(1, job.iodepth);
   o.sq_poll = job.sqthread_poll;
   o.sq_poll_cpu = job.sqthread_poll_cpu;

@@ -65,6 +65,15 @@ struct BlockSizeShare {
   std::uint32_t percent = 0;  // shares with 0 split what the others leave, as fio does
 };
 
+// One entry of cmdprio_bssplit: `percent` of the I/Os of `bytes` get the
+// priority (class, level); class -1 takes cmdprio_class/cmdprio.
+struct PrioritySplit {
+  std::uint32_t bytes = 0;
+  std::uint32_t percent = 0;
+  int prio_class = -1;
+  int level = -1;
+};
+
 struct JobSpec {
   std::string name;        // the section name
   int line = 0;            // line of the section header, for messages
@@ -133,7 +142,35 @@ struct JobSpec {
   std::uint64_t zonesize = 0;
   std::uint64_t zonerange = 0;
   std::uint64_t zoneskip = 0;
+  // zonemode=zbd: zones of zonesize bytes with a write pointer each,
+  // emulated on regular files and conventional block devices (zone_table.hpp).
+  bool zone_zbd = false;
+  std::uint64_t zonecapacity = 0;  // writable bytes of a zone; 0 = zonesize
+  std::uint32_t max_open_zones = 0;  // 0 = no limit
+  bool read_beyond_wp = false;
   bool log_offset = false;        // logs carry each I/O's offset
+  // I/O priorities (ioprio_set(2)): prio/prioclass for all the job's I/O
+  // (-1: unset); cmdprio_* per I/O, libaio and io_uring only.
+  int prio = -1;
+  int prioclass = -1;
+  std::uint32_t cmdprio_percentage[2] = {0, 0};
+  int cmdprio_class[2] = {-1, -1};  // -1: the highest class (RT)
+  int cmdprio[2] = {-1, -1};        // -1: level 0
+  std::vector<PrioritySplit> cmdprio_bssplit[2];
+  bool log_prio = false;
+  // latency_target: search the highest depth (up to iodepth) at which
+  // latency_percentile % of a latency_window's I/Os take at most the
+  // target; 0 = off.
+  std::uint64_t latency_target_ns = 0;
+  std::uint64_t latency_window_ns = 0;
+  double latency_percentile = 100;
+  // Deduplicable / compressible write data (write_data.hpp); 0 = off.
+  std::uint32_t dedupe_percentage = 0;
+  bool dedupe_working_set = false;             // dedupe_mode=working_set (else repeat)
+  std::uint32_t dedupe_working_set_percentage = 5;
+  bool dedupe_global = false;
+  std::uint32_t buffer_compress_percentage = 0;
+  std::uint32_t buffer_compress_chunk = 512;   // 0: one region per buffer          // logs carry each I/O's priority value (else 1 for RT, 0 otherwise)
   bool allow_file_create = true;
   std::uint64_t offset_increment = 0;  // clone n starts at offset + n * offset_increment
   std::uint64_t loops = 1;        // passes over the job's I/O budget

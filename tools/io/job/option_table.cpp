@@ -9,6 +9,7 @@
 #include "../trace/trace.hpp"
 #include "engine_options.hpp"
 #include "placement_parsers.hpp"
+#include "priority_parsers.hpp"
 #include "value_parsers.hpp"
 
 namespace cxlpool::io {
@@ -435,14 +436,70 @@ const Option kOptions[] = {
     {"zonemode", "", [](JobDraft& d, Value v) -> Result<void> {
        auto k = keyword(v, {"none", "strided", "zbd"});
        if (!k) return tl::unexpected(k.error());
-       if (*k == 2) return fail(EINVAL, "'zbd' (zoned block devices) is not supported by cxlpool-io (none, strided)");
        d.spec.zone_strided = *k == 1;
+       d.spec.zone_zbd = *k == 2;
        return {};
      }},
+    {"zonecapacity", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonecapacity, d, v); }},
+    {"max_open_zones", "", [](JobDraft& d, Value v) { return set_count(d.spec.max_open_zones, v, 0, 1u << 24); }},
+    {"read_beyond_wp", "", [](JobDraft& d, Value v) { return set_flag(d.spec.read_beyond_wp, v); }},
     {"zonesize", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonesize, d, v); }},
     {"zonerange", "", [](JobDraft& d, Value v) { return set_size(d.spec.zonerange, d, v); }},
     {"zoneskip", "", [](JobDraft& d, Value v) { return set_size(d.spec.zoneskip, d, v); }},
     {"log_offset", "", [](JobDraft& d, Value v) { return set_flag(d.spec.log_offset, v); }},
+    {"log_prio", "", [](JobDraft& d, Value v) { return set_flag(d.spec.log_prio, v); }},
+    {"dedupe_percentage", "", [](JobDraft& d, Value v) { return set_count(d.spec.dedupe_percentage, v, 0, 100); }},
+    {"dedupe_mode", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto k = keyword(v, {"repeat", "working_set"});
+       if (!k) return tl::unexpected(k.error());
+       d.spec.dedupe_working_set = *k == 1;
+       return {};
+     }},
+    {"dedupe_working_set_percentage", "",
+     [](JobDraft& d, Value v) { return set_count(d.spec.dedupe_working_set_percentage, v, 0, 100); }},
+    {"dedupe_global", "", [](JobDraft& d, Value v) { return set_flag(d.spec.dedupe_global, v); }},
+    {"buffer_compress_percentage", "",
+     [](JobDraft& d, Value v) { return set_count(d.spec.buffer_compress_percentage, v, 0, 100); }},
+    {"buffer_compress_chunk", "", [](JobDraft& d, Value v) -> Result<void> {
+       std::uint64_t bytes = 0;
+       if (auto ok = set_size(bytes, d, v); !ok) return ok;
+       if (bytes > UINT32_MAX) return fail(EINVAL, "larger than 4 GiB - 1");
+       d.spec.buffer_compress_chunk = static_cast<std::uint32_t>(bytes);
+       return {};
+     }},
+    {"latency_target", "", [](JobDraft& d, Value v) { return set_time(d.spec.latency_target_ns, v, kNsPerUs); }},
+    {"latency_window", "", [](JobDraft& d, Value v) { return set_time(d.spec.latency_window_ns, v, kNsPerUs); }},
+    {"latency_percentile", "", [](JobDraft& d, Value v) -> Result<void> {
+       auto text = need(v);
+       if (!text) return tl::unexpected(text.error());
+       auto p = parse_double(*text);
+       if (!p) return tl::unexpected(p.error());
+       if (!(*p > 0 && *p <= 100)) return fail(EINVAL, "must be in (0, 100]");
+       d.spec.latency_percentile = *p;
+       return {};
+     }},
+    {"latency_run", "", [](JobDraft&, Value v) -> Result<void> {
+       auto on = parse_bool(v);
+       if (!on) return tl::unexpected(on.error());
+       if (*on) return fail(EINVAL, "1 (keep adjusting the depth after the search) is not supported by cxlpool-io");
+       return {};
+     }},
+    {"prio", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.prio, v, 0, kMaxPrioLevel); }},
+    {"prioclass", "", [](JobDraft& d, Value v) { return set_bounded(d.spec.prioclass, v, 0, kMaxPrioClass); }},
+    {"cmdprio_percentage", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.cmdprio_percentage, v,
+                                [](std::string_view t) { return bounded<std::uint32_t>(t, 0, 100); });
+     }},
+    {"cmdprio_class", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.cmdprio_class, v, [](std::string_view t) { return bounded<int>(t, 0, kMaxPrioClass); });
+     }},
+    {"cmdprio", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.cmdprio, v, [](std::string_view t) { return bounded<int>(t, 0, kMaxPrioLevel); });
+     }},
+    {"cmdprio_bssplit", "", [](JobDraft& d, Value v) {
+       return set_per_direction(d.spec.cmdprio_bssplit, v,
+                                [&](std::string_view t) { return parse_cmdprio_bssplit(t, d.kb_base); });
+     }},
     {"ss", "steadystate", [](JobDraft& d, Value v) -> Result<void> {
        auto text = need(v);
        if (!text) return tl::unexpected(text.error());
@@ -520,17 +577,17 @@ const Option kOptions[] = {
 constexpr std::string_view kUnsupported[] = {
     "fsync", "fdatasync", "end_fsync", "fsync_on_close", "invalidate", "unlink",
     "create_on_open", "create_serialize", "buffer_pattern",
-    "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage", "dedupe_percentage",
+    "zero_buffers", "refill_buffers", "scramble_buffers",
     "rw_sequencer", "file_service_type", "fallocate",
-    "fadvise_hint", "nice", "prio", "prioclass", "cpumask",
+    "fadvise_hint", "nice", "cpumask",
     "disable_lat", "disable_clat", "disable_slat", "clat_percentiles", "lat_percentiles", "slat_percentiles",
     "continue_on_error", "do_verify", "verify_pattern", "verify_interval",
     "ioscheduler", "write_iolog", "iolog", "replay_redirect", "lockmem", "iomem",
     "iomem_align", "allow_mounted_write", "unified_rw_reporting",
-    "thinktime_spin", "filename_format", "log_prio",
-    "cmdprio", "cmdprio_class", "cmdprio_percentage", "cmdprio_bssplit", "dedupe_mode", "dedupe_global",
-    "dedupe_working_set_percentage", "latency_target", "latency_window", "latency_percentile", "ss_interval",
-    "verify_fatal", "verify_async", "fill_device", "max_open_zones", "read_beyond_wp", "ignore_error", "error_dump",
+    "thinktime_spin", "filename_format",
+    "ss_interval", "max_latency",
+    "verify_fatal", "verify_async", "fill_device", "job_max_open_zones", "zone_reset_threshold",
+    "zone_reset_frequency", "ignore_zone_limits", "ignore_error", "error_dump",
 };
 
 const Option* find_option(std::string_view key) {
@@ -627,9 +684,38 @@ Result<void> finalize_draft(JobDraft& d, std::string_view origin) {
   }
   if (s.ss_metric != SteadyMetric::kNone && s.ss_dur_ns < 2'000'000'000ull)
     return fail_at(origin, d, "ss", "needs ss_dur= of at least 2s (one sample a second)");
+  for (std::string_view key : {"cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit"}) {
+    if (is_set(d, key) && s.ioengine != "libaio" && s.ioengine != "io_uring")
+      return fail_at(origin, d, key, "only for ioengine=libaio or io_uring (this job uses " + s.ioengine + ")");
+  }
+  if (is_set(d, "cmdprio_percentage") && is_set(d, "cmdprio_bssplit"))
+    return fail_at(origin, d, "cmdprio_bssplit", "cannot be combined with cmdprio_percentage");
+  if ((s.dedupe_percentage != 0 || s.buffer_compress_percentage != 0) && s.verify != VerifyMode::kNone)
+    return fail_at(origin, d, s.dedupe_percentage != 0 ? "dedupe_percentage" : "buffer_compress_percentage",
+                   "cannot be combined with verify= (verified blocks carry their own data)");
+  if (s.dedupe_percentage == 0) {
+    for (std::string_view key : {"dedupe_mode", "dedupe_working_set_percentage", "dedupe_global"}) {
+      if (is_set(d, key)) return fail_at(origin, d, key, "needs dedupe_percentage=");
+    }
+  }
+  if (s.latency_target_ns != 0 && s.latency_window_ns == 0)
+    return fail_at(origin, d, "latency_target", "needs latency_window= (the time each depth is measured for)");
+  if (s.latency_target_ns == 0) {
+    for (std::string_view key : {"latency_window", "latency_percentile"}) {
+      if (is_set(d, key)) return fail_at(origin, d, key, "needs latency_target=");
+    }
+  }
   if (s.verify_backlog != 0 && s.verify == VerifyMode::kNone)
     return fail_at(origin, d, "verify_backlog", "needs verify=crc32c");
   if (s.zone_strided && s.zonesize == 0) return fail_at(origin, d, "zonemode", "strided needs zonesize=");
+  if (s.zone_zbd && s.zoneskip != 0) return fail_at(origin, d, "zoneskip", "must be 0 with zonemode=zbd");
+  if (s.zone_zbd && s.zonecapacity > s.zonesize && s.zonesize != 0)
+    return fail_at(origin, d, "zonecapacity", "is larger than zonesize");
+  if (!s.zone_zbd) {
+    for (std::string_view key : {"zonecapacity", "max_open_zones", "read_beyond_wp"}) {
+      if (is_set(d, key)) return fail_at(origin, d, key, "needs zonemode=zbd");
+    }
+  }
   if (s.rate_poisson && s.rate_iops[0] == 0 && s.rate_iops[1] == 0 && s.rate_bytes[0] == 0 && s.rate_bytes[1] == 0) {
     return fail_at(origin, d, "rate_process", "poisson needs rate= or rate_iops=");
   }

@@ -130,6 +130,10 @@ void job_block(std::string& out, const ReportedJob& rj, const std::vector<GroupS
                      job.dir[1].ios, job.dir[0].short_ios, job.dir[1].short_ios, job.dir[0].dropped_ios,
                      job.dir[1].dropped_ios);
   if (job.spec.verify != VerifyMode::kNone) out += fmt::format("  verify       : crc32c, errors={}\n", job.verify_errors);
+  if (job.spec.latency_target_ns != 0)
+    out += fmt::format("  latency      : target={}us, window={}us, percentile={:.2f}%, depth={}\n",
+                       job.spec.latency_target_ns / 1000, job.spec.latency_window_ns / 1000,
+                       job.spec.latency_percentile, job.latency_depth);
   out += "\n";
 }
 

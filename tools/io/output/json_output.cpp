@@ -164,6 +164,11 @@ Json job_json(const ReportedJob& rj, const std::vector<GroupSummary>& groups, bo
   j["latency_ns"] = std::move(ns);
   j["latency_us"] = std::move(us);
   j["latency_ms"] = std::move(ms);
+  // fio's latency_target fields, its target and window in microseconds.
+  j["latency_depth"] = job.latency_depth != 0 ? job.latency_depth : job.spec.iodepth;
+  j["latency_target"] = job.spec.latency_target_ns / 1000;
+  j["latency_percentile"] = job.spec.latency_percentile;
+  j["latency_window"] = job.spec.latency_window_ns / 1000;
   Json extra;
   extra["jobs"] = rj.jobs;
   extra["helper_usr_ns"] = job.helper_user_ns;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // fio's log files, so fio_generate_plots / fiologparser*.py read ours:
 // "<prefix>_{lat,clat,slat,bw,iops}.<job>.log" lines
-// "time (ms), value, direction, block size, priority" (priority always 0:
-// jobs run at the default class), and "<prefix>_clat_hist.<job>.log" lines
+// "time (ms), value, direction, block size, priority" (priority: the I/O's
+// ioprio value with log_prio=1, else 1 for the real-time class and 0), and "<prefix>_clat_hist.<job>.log" lines
 // "time, direction, block size, <1856 bin counts>" in fio's own bin layout
 // (64 linear bins per power of two, 29 groups).
 #include <fmt/format.h>
@@ -63,7 +63,7 @@ Result<void> write_samples(const fs::path& dir, const std::string& prefix, const
     std::fprintf(f->get(), "%llu, %llu, %d, %u", static_cast<unsigned long long>(s.time_ms),
                  static_cast<unsigned long long>(s.value), s.direction, windowed ? 0u : s.block_size);
     if (with_offset) std::fprintf(f->get(), ", %llu", static_cast<unsigned long long>(windowed ? 0 : s.offset));
-    std::fputs(", 0\n", f->get());
+    std::fprintf(f->get(), ", %u\n", windowed ? 0u : static_cast<unsigned>(s.priority));
   }
   if (std::ferror(f->get())) return fail(EIO, fmt::format("write {} log of job {}", kind, job_number));
   return {};

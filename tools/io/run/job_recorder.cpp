@@ -75,14 +75,15 @@ void JobRecorder::record(const Completion& c, std::uint64_t now_ns) {
     const std::uint64_t t = (now_ns - start_ns_) / kNsPerMs;
     const JobSpec& s = r_.spec;
     if (!s.write_lat_log.empty() && c.has_lat) {
-      r_.lat_log.push_back({t, c.lat_ns, c.direction, c.requested, c.offset});
-      r_.clat_log.push_back({t, c.clat_ns, c.direction, c.requested, c.offset});
-      if (c.has_slat) r_.slat_log.push_back({t, c.slat_ns, c.direction, c.requested, c.offset});
+      r_.lat_log.push_back({t, c.lat_ns, c.direction, c.requested, c.offset, c.priority});
+      r_.clat_log.push_back({t, c.clat_ns, c.direction, c.requested, c.offset, c.priority});
+      if (c.has_slat) r_.slat_log.push_back({t, c.slat_ns, c.direction, c.requested, c.offset, c.priority});
     }
     // Per I/O, fio logs the bandwidth that one I/O achieved and an IOPS of 1.
     if (!s.write_bw_log.empty() && c.lat_ns != 0)
-      r_.bw_log.push_back({t, c.bytes * 1'000'000'000ull / 1024 / c.lat_ns, c.direction, c.requested, c.offset});
-    if (!s.write_iops_log.empty()) r_.iops_log.push_back({t, 1, c.direction, c.requested, c.offset});
+      r_.bw_log.push_back(
+          {t, c.bytes * 1'000'000'000ull / 1024 / c.lat_ns, c.direction, c.requested, c.offset, c.priority});
+    if (!s.write_iops_log.empty()) r_.iops_log.push_back({t, 1, c.direction, c.requested, c.offset, c.priority});
   }
   tick(now_ns);
 }

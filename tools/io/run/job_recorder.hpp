@@ -30,6 +30,7 @@ class JobRecorder {
     std::uint64_t lat_ns = 0;
     bool has_slat = true;        // synchronous engines have no submission latency
     bool has_lat = true;         // false under gtod_reduce: bytes and I/Os only
+    std::uint16_t priority = 0;  // the logs' priority column (log_prio)
   };
   void record(const Completion& c, std::uint64_t now_ns);
   void record_error(int direction);

@@ -17,9 +17,11 @@
 #include "../engines/engine.hpp"
 #include "../trace/trace.hpp"
 #include "block_size_picker.hpp"
+#include "depth_search.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "file_layout.hpp"
 #include "flow_control.hpp"
+#include "io_priority.hpp"
 #include "job_recorder.hpp"
 #include "offset_generator.hpp"
 #include "placement.hpp"
@@ -28,6 +30,8 @@
 #include "steady_state.hpp"
 #include "thread_usage.hpp"
 #include "verify_block.hpp"
+#include "write_data.hpp"
+#include "zone_table.hpp"
 
 namespace cxlpool::io {
 namespace {
@@ -116,6 +120,13 @@ struct FileState {
   std::optional<OffsetGenerator> offsets;
   UnitSet written;  // verify only
   std::vector<IoRequest> batch;
+  // zonemode=zbd: the file's zones (shared with the run's other jobs on
+  // it) and the zones [zone_first, zone_end) of this job's region.
+  std::shared_ptr<ZoneTable> zones;
+  std::uint64_t zone_first = 0;
+  std::uint64_t zone_end = 0;
+  std::uint64_t data_bytes = 0;  // bytes at the start of the file known to hold data
+  std::uint64_t file_bytes = 0;  // the file's or device's size (the job's for a character device)
 };
 
 struct Slot {
@@ -126,6 +137,7 @@ struct Slot {
   std::uint16_t file = 0;
   std::uint8_t dir = 0;
   bool verify_read = false;
+  std::uint16_t ioprio = 0;  // the I/O's priority (the job's when it has none of its own)
 };
 
 // The next I/O the job wants, decided before it is known whether it may go
@@ -142,6 +154,32 @@ struct Plan {
 
 enum class Phase { kMain, kVerify, kDone };
 
+// zonemode=zbd: the file's shared zone table and the whole zones of the
+// job's region (fio rounds the region in to zone boundaries as well).
+Result<void> attach_zones(FileState& f, const JobSpec& job, std::uint32_t max_bytes) {
+  if (is_zoned_block_device(f.path))
+    return fail(ENOTSUP, f.path + ": a zoned block device: cxlpool-io emulates zones (zonemode=zbd) on regular "
+                                  "files and conventional block devices only; it issues no zone reports or resets");
+  if (job.zonesize == 0)
+    return fail(EINVAL, f.path + ": zonemode=zbd on a target that is not a zoned block device needs zonesize=");
+  const std::uint64_t capacity = job.zonecapacity != 0 ? job.zonecapacity : job.zonesize;
+  if (capacity < max_bytes)
+    return fail(EINVAL, "zonemode=zbd: a zone's capacity (" + std::to_string(capacity) +
+                            " bytes) is smaller than the largest I/O (" + std::to_string(max_bytes) + " bytes)");
+  auto table = shared_zone_table(f.path, f.file_bytes, f.data_bytes, job.zonesize, capacity, job.max_open_zones);
+  if (!table) return tl::unexpected(table.error());
+  f.zones = std::move(*table);
+  f.zone_first = (f.region_start + job.zonesize - 1) / job.zonesize;
+  f.zone_end = std::min<std::uint64_t>((f.region_start + f.region_bytes) / job.zonesize, f.zones->zones());
+  if (f.zone_end <= f.zone_first)
+    return fail(EINVAL, f.path + ": zonemode=zbd: the region [" + std::to_string(f.region_start) + ", " +
+                            std::to_string(f.region_start + f.region_bytes) + ") holds no whole zone of " +
+                            std::to_string(job.zonesize) + " bytes");
+  // A writer that verifies starts from empty zones, as fio's does.
+  if (does_writes(job.rw) && job.verify != VerifyMode::kNone) f.zones->reset_range(f.zone_first, f.zone_end);
+  return {};
+}
+
 }  // namespace
 
 struct JobWorker::State {
@@ -155,6 +193,9 @@ struct JobWorker::State {
   Rng rng{1};
   RateLimiter limiter[2];
   std::optional<JobRecorder> recorder;
+  std::optional<IoPriority> priority;
+  std::optional<DepthSearch> depth_search;  // latency_target
+  std::optional<WriteData> write_data;      // dedupe / compression: buffers refilled per write
   std::vector<Slot> slots;
   std::vector<std::uint32_t> free_slots;
   std::vector<IoCompletion> completions;
@@ -234,6 +275,7 @@ struct JobWorker::State {
     if (job.runtime_ns != 0) runtime_end_ns = now + job.runtime_ns;
     for (auto& l : limiter) l.reset(now);
     ratemin_window_start = now;
+    if (depth_search) depth_search->restart(now);
   }
 
   bool wants_ratemin() const {
@@ -247,7 +289,7 @@ struct JobWorker::State {
   // Decides the next I/O (direction, size, file) without consuming it.
   // Returns false when the job has nothing more to issue in this phase.
   bool next_plan(std::uint64_t& wait_until);
-  void issue(const Plan& p, std::uint32_t slot);
+  bool issue(const Plan& p, std::uint32_t slot);
   bool flush(std::uint16_t file, std::uint64_t start_ns);
   void complete(const IoCompletion& c, std::uint64_t now_ns);
   bool reap(bool block, std::uint64_t deadline);
@@ -321,7 +363,7 @@ bool JobWorker::State::next_plan(std::uint64_t& wait_until) {
   return next_plan(wait_until);
 }
 
-void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
+bool JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
   FileState& f = files[p.file];
   Slot& s = slots[slot_index];
   std::uint64_t offset = p.offset;
@@ -331,6 +373,18 @@ void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
     offset = pick.offset;
     bytes = pick.bytes;
   }
+  if (f.zones && !p.verify_read) {
+    if (p.dir == kWriteDir) {
+      const ZoneTable::Io io = f.zones->place_write(offset, bytes, unit, f.zone_first, f.zone_end, rng);
+      offset = io.offset;
+      bytes = io.bytes;
+    } else if (!result.spec.read_beyond_wp) {
+      const auto io = f.zones->place_read(offset, bytes, unit, f.zone_first, f.zone_end, !is_random(result.spec.rw));
+      if (!io) return false;
+      offset = io->offset;
+      bytes = io->bytes;
+    }
+  }
   s.offset = offset;
   s.bytes = bytes;
   s.file = p.file;
@@ -338,7 +392,9 @@ void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
   s.verify_read = p.verify_read;
   std::byte* buf = f.buffers[slot_index];
   const JobSpec& job = result.spec;
+  s.ioprio = priority->pick(p.dir, bytes, rng);
   if (p.dir == kWriteDir && job.verify == VerifyMode::kCrc32c) stamp_verify_block(buf, bytes, offset, job.randseed);
+  if (p.dir == kWriteDir && write_data) write_data->fill(buf, bytes, rng);
   IoRequest r;
   r.op = p.dir == kWriteDir ? IoOp::kWrite : IoOp::kRead;
   r.offset = offset;
@@ -346,6 +402,8 @@ void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
   r.length = bytes;
   r.user_data = slot_index;
   r.buffer_index = job.fixedbufs ? static_cast<std::int32_t>(slot_index) : hal::kNoRegisteredBuffer;
+  // Without cmdprio the thread's priority (prio/prioclass) applies.
+  if (priority->per_io()) r.ioprio = s.ioprio;
   f.batch.push_back(r);
   if (!p.verify_read) {
     issued_bytes += bytes;
@@ -354,6 +412,7 @@ void JobWorker::State::issue(const Plan& p, std::uint32_t slot_index) {
     if (job.thinktime_ns != 0 && ++issued_since_think >= std::max<std::uint32_t>(1, job.thinktime_blocks))
       think_pending = true;
   }
+  return true;
 }
 
 bool JobWorker::State::flush(std::uint16_t file, std::uint64_t start_ns) {
@@ -412,7 +471,13 @@ void JobWorker::State::complete(const IoCompletion& c, std::uint64_t now_ns) {
     rc.lat_ns = now_ns > s.start_ns ? now_ns - s.start_ns : 0;
     rc.has_slat = !sync_engine;
     rc.has_lat = !job.gtod_reduce;
+    rc.priority = logged_priority(s.ioprio, job.log_prio);
     recorder->record(rc, now_ns);
+    if (depth_search && !s.verify_read) {
+      depth_search->record(rc.lat_ns, now_ns);
+      // fio's latency_run=0: the job ends once the depth is found.
+      if (depth_search->done()) stop_issuing = true;
+    }
   }
   if (job.verify != VerifyMode::kCrc32c || bytes != s.bytes) return;
   FileState& f = files[s.file];
@@ -523,6 +588,13 @@ void JobWorker::State::run() {
     result.error_message = ok.error().message;
     return;
   }
+  if (priority->job_value() != 0) {
+    if (auto ok = set_thread_ioprio(priority->job_value()); !ok) {
+      result.error = ok.error().code;
+      result.error_message = ok.error().message;
+      return;
+    }
+  }
   // fio's startdelay: the job begins that much later; its runtime starts then.
   for (std::uint64_t left = job.startdelay_ns; left != 0;) {
     if (options.stop != nullptr && options.stop->load(std::memory_order_relaxed)) break;
@@ -558,7 +630,8 @@ void JobWorker::State::run() {
     bool exhausted = false;
     std::uint64_t batch_start = now;
     std::uint32_t pending = 0;  // issued into batches, not yet submitted
-    while (!stop_issuing && !think_pending && in_flight + pending < depth) {
+    const std::uint32_t allowed = depth_search ? std::min(depth, depth_search->depth()) : depth;
+    while (!stop_issuing && !think_pending && in_flight + pending < allowed) {
       if (!next_plan(wait_until)) {
         exhausted = true;
         break;
@@ -572,7 +645,14 @@ void JobWorker::State::run() {
       if (pending == 0) batch_start = now;
       const std::uint32_t slot = free_slots.back();
       free_slots.pop_back();
-      issue(plan, slot);
+      if (!issue(plan, slot)) {
+        // zonemode=zbd: no zone of the region holds data to read.
+        free_slots.push_back(slot);
+        plan.valid = false;
+        exhausted = true;
+        stop_issuing = true;
+        break;
+      }
       plan.valid = false;
       ++pending;
       const std::uint16_t file = slots[slot].file;
@@ -621,11 +701,12 @@ void JobWorker::State::run() {
     // Something is in flight: wait for completions (bounded by the next
     // event the loop must act on).
     std::uint64_t deadline = std::min(wait_until, in_ramp ? ramp_end_ns : runtime_end_ns);
-    const bool full = in_flight >= depth;
+    const bool full = in_flight >= allowed;
     bool reaped_ok = reap(true, deadline);
     // A full queue drains to iodepth_low before it is refilled (fio's
     // low-water mark; by default iodepth, so one reap and refill).
-    while (reaped_ok && full && in_flight > low_water && now < deadline) reaped_ok = reap(true, deadline);
+    const std::uint32_t low = std::min(low_water, allowed);
+    while (reaped_ok && full && in_flight > low && now < deadline) reaped_ok = reap(true, deadline);
     if (!reaped_ok) {
       // An engine failed while reaping; what is in flight cannot be waited
       // for any more.
@@ -642,6 +723,7 @@ void JobWorker::State::run() {
   }
   if (in_ramp) begin_stats();  // the whole job fit in the ramp: report nothing, not ramp I/O
   recorder->finish(now);
+  result.latency_depth = depth_search ? depth_search->depth() : depth;
   const ThreadUsage used = thread_usage() - usage_base;
   const HelperCpu helper_end = helper_total();
   result.helper_user_ns = helper_end.user_ns - std::min(helper_end.user_ns, helper_base.user_ns);
@@ -671,6 +753,7 @@ JobResult& JobWorker::result() { return s_->result; }
 Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const RunOptions& options) {
   auto s = std::make_unique<State>();
   s->result.spec = job;
+  s->priority.emplace(s->result.spec);
   s->options = options;
   const std::string label = job_label(job);
   const auto bad = [&](int code, const std::string& why) { return fail(code, "job " + label + ": " + why); };
@@ -704,6 +787,8 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
   s->complete_min = std::clamp<std::uint32_t>(job.iodepth_batch_complete_min, 1, s->depth);
   s->complete_max = std::clamp<std::uint32_t>(job.iodepth_batch_complete_max, s->complete_min, s->depth);
   s->low_water = job.iodepth_low == 0 ? s->depth : std::min(job.iodepth_low, s->depth);
+  if (job.latency_target_ns != 0)
+    s->depth_search.emplace(job.latency_target_ns, job.latency_window_ns, job.latency_percentile, s->depth);
 
   for (const std::string& path : paths) {
     FileState f;
@@ -717,17 +802,25 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     need = std::max(need, s->trace.empty() ? 0 : job.offset + trace_extent);
     if (need == 0 && !facts.exists)
       return bad(ENOENT, path + " does not exist and no size= says how large to make it");
+    if (need == 0 && facts.is_char_device && s->trace.empty())
+      return bad(EINVAL, path + " is a character device: size= says how many bytes the job moves");
     // A pooled device (ioengine=devpool) is the backend's: its filename names the link.
+    // Bytes of the file that hold data (zonemode=zbd: its zones start full).
+    std::uint64_t written = facts.is_block_device ? UINT64_MAX : facts.size;
     if (need != 0 && !facts.is_block_device && !facts.is_char_device && engine_uses_local_files(job.ioengine)) {
-      if (auto ok = lay_out_file(path, need, reads || job.verify != VerifyMode::kNone); !ok)
+      const bool fill = reads || job.verify != VerifyMode::kNone;
+      if (auto ok = lay_out_file(path, need, fill); !ok)
         return bad(ok.error().code, ok.error().message);
+      if (fill) written = std::max(written, need);
     }
+    f.data_bytes = written;
     auto engine = open_engine(job, EngineTarget{path, need, writes});
     if (!engine) return bad(engine.error().code, engine.error().message);
     f.engine = std::move(*engine);
     // A character device (fio's examples use /dev/null and /dev/zero) has
     // no size of its own: the job's is taken, as fio does.
     const std::uint64_t dev_size = facts.is_char_device && need != 0 ? need : f.engine->geometry().size;
+    f.file_bytes = dev_size;
     if (job.offset >= dev_size && s->trace.empty())
       return bad(EINVAL, path + ": offset " + std::to_string(job.offset) + " is past its end (" +
                              std::to_string(dev_size) + " bytes)");
@@ -795,6 +888,9 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     f.region_bytes -= f.region_bytes % unit;
     total_region += f.region_bytes;
     f.offsets.emplace(job, f.region_start, f.region_bytes, unit, seed + i);
+    if (job.zone_zbd) {
+      if (auto ok = attach_zones(f, job, max_bytes); !ok) return bad(ok.error().code, ok.error().message);
+    }
     if (job.verify == VerifyMode::kCrc32c) f.written.resize(f.region_bytes / unit);
     auto bufs = f.engine->buffers(s->depth, max_bytes);
     if (!bufs) return bad(bufs.error().code, bufs.error().message);
@@ -816,6 +912,7 @@ Result<std::unique_ptr<JobWorker>> JobWorker::prepare(const JobSpec& job, const 
     if (op.bytes == 0) return bad(EINVAL, "trace " + job.trace_file + " holds an operation of 0 bytes");
   }
   s->buffer_bytes = max_bytes;
+  if (WriteData::wanted(job)) s->write_data.emplace(job, total_region / unit, seed);
   s->io_budget = 0;
   if (s->trace.empty() && !job.time_based) {
     // With filesize= the files hold filesize each and size= is how much the job moves.

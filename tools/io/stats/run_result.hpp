@@ -21,6 +21,7 @@ struct LogSample {
   int direction = kReadDir;
   std::uint32_t block_size = 0;
   std::uint64_t offset = 0;      // raw samples only
+  std::uint16_t priority = 0;    // raw samples only: fio's priority column
 };
 
 // Per-window histogram for write_hist_log (log_hist_msec).
@@ -66,6 +67,7 @@ struct JobResult {
   std::uint64_t submit_histogram[7] = {};
   std::uint64_t complete_histogram[7] = {};
   std::uint64_t verify_errors = 0;
+  std::uint32_t latency_depth = 0;  // latency_target: the depth found (else iodepth)
   std::vector<LogSample> bw_log, iops_log, lat_log, slat_log, clat_log;
   std::vector<HistogramSample> hist_log;
 };

@@ -34,6 +34,11 @@ struct IoRequest {
   std::uint32_t length = 0;      // bytes; ignored for fsync/fdatasync
   std::uint64_t user_data = 0;   // returned unchanged in the completion
   std::int32_t buffer_index = kNoRegisteredBuffer;  // registered buffer holding [buffer, buffer+length)
+  // The request's I/O priority, (class << 13) | level as ioprio_set(2)
+  // takes it; 0: the submitting thread's. The aio and uring drivers pass it
+  // to the kernel per request; the others issue I/O from the caller's
+  // thread, whose priority applies.
+  std::uint16_t ioprio = 0;
 };
 
 struct IoCompletion {
@@ -48,6 +53,10 @@ struct BlockOpenOptions {
   bool read_only = false;
   bool create = false;           // regular files only: O_CREAT
   std::uint64_t truncate_to = 0; // regular files only: ftruncate to this size when non-zero
+  // Character devices (/dev/null, /dev/zero, a raw tape or serial device)
+  // are refused unless set: they have no size and only a benchmark that
+  // names one on purpose wants them. Their geometry is size 0, alignment 1.
+  bool allow_char_device = false;
   std::uint32_t queue_depth = 32;  // most requests in flight (submitted, not yet polled)
   // io_uring only; other drivers ignore them.
   bool sq_poll = false;                  // IORING_SETUP_SQPOLL: a kernel thread submits
@@ -86,6 +95,7 @@ struct BlockGeometry {
   std::uint32_t mem_alignment = 1;     // buffer address alignment
   std::uint32_t offset_alignment = 1;  // offset and length alignment
   bool is_block_device = false;
+  bool is_char_device = false;         // opened with allow_char_device
   std::string alignment_source;        // "statx", "BLKSSZGET", "default 4096", "buffered"
 };
 
