@@ -796,7 +796,8 @@ bool valid_etcd_endpoint(std::string_view url) {
   if (colon == std::string_view::npos || colon == 0) return false;
   const std::string_view host = url.substr(0, colon);
   const std::string_view port = url.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit)) return false;
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), digit)) return false;
   const int port_number = std::stoi(std::string(port));
   if (port_number < 1 || port_number > 65535) return false;
   if (host.front() == '[') return host.size() > 2 && host.back() == ']';
