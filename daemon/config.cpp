@@ -780,6 +780,76 @@ void parse_devpool(Section section, Config& config) {
   }
 }
 
+}  // namespace
+
+bool valid_pod_name(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name.front() == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+namespace {
+
+// "http://HOST:PORT": the etcd v3 JSON gateway without TLS (a pod's etcd
+// lives on its management network); HOST a name, an IPv4 address or [IPv6].
+bool valid_etcd_endpoint(std::string_view url) {
+  static constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) return false;
+  url.remove_prefix(kScheme.size());
+  const size_t colon = url.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  const std::string_view host = url.substr(0, colon);
+  const std::string_view port = url.substr(colon + 1);
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), digit)) return false;
+  const int port_number = std::stoi(std::string(port));
+  if (port_number < 1 || port_number > 65535) return false;
+  if (host.front() == '[') return host.size() > 2 && host.back() == ']';
+  return std::all_of(host.begin(), host.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+  });
+}
+
+void parse_pod(Section section, Config& config) {
+  PodSection& p = config.pod;
+  static constexpr std::pair<std::string_view, PodStateKind> kStates[] = {{"embedded", PodStateKind::kEmbedded},
+                                                                          {"etcd", PodStateKind::kEtcd}};
+  read_choice(section, "state", kStates, p.state);
+  if (section.read_string("name", p.name) && !valid_pod_name(p.name)) {
+    section.fail_at("name", *section.get("name"), "must be 1..64 bytes of [A-Za-z0-9._-] not starting with '.'");
+  }
+  if (section.read_string("host", p.host) && !p.host.empty() && !valid_pod_name(p.host)) {
+    section.fail_at("host", *section.get("host"), "must be 1..64 bytes of [A-Za-z0-9._-] not starting with '.'");
+  }
+  if (section.read_string_list("etcd_endpoints", p.etcd_endpoints)) {
+    const auto bad = std::find_if_not(p.etcd_endpoints.begin(), p.etcd_endpoints.end(), valid_etcd_endpoint);
+    if (bad != p.etcd_endpoints.end()) {
+      section.fail_at("etcd_endpoints", *section.get("etcd_endpoints"),
+                      "not an endpoint of the form http://HOST:PORT: " + in_quotes(*bad));
+    } else if (p.etcd_endpoints.size() > 16) {
+      section.fail_at("etcd_endpoints", *section.get("etcd_endpoints"), "at most 16 endpoints");
+    }
+  }
+  section.read_int("lease_ttl_s", 2, 300, p.lease_ttl_s);
+  section.read_int("etcd_timeout_ms", 50, 60000, p.etcd_timeout_ms);
+  static constexpr std::string_view kProviders[] = {"tcp;ofi_rxm", "shm", "verbs;ofi_rxm", "efa", "tcp"};
+  if (section.read_string("provider", p.provider) &&
+      std::find(std::begin(kProviders), std::end(kProviders), p.provider) == std::end(kProviders)) {
+    section.fail_at("provider", *section.get("provider"),
+                    "must be one of \"tcp;ofi_rxm\", \"shm\", \"verbs;ofi_rxm\", \"efa\", \"tcp\", got " +
+                        in_quotes(p.provider));
+  }
+  if (section.read_string("address", p.address) && !p.address.empty() &&
+      !valid_etcd_endpoint("http://" + p.address)) {
+    section.fail_at("address", *section.get("address"), "must be HOST:PORT, got " + in_quotes(p.address));
+  }
+  section.reject_unknown_keys();
+  if (p.state == PodStateKind::kEtcd && p.etcd_endpoints.empty()) {
+    section.fail_here("etcd_endpoints", "state = \"etcd\" needs at least one endpoint");
+  }
+}
+
 Result<Config> parse_document(const toml::table& root, const std::string& source_name) {
   Config config;  // struct defaults; a file declares its own emulated tiers
   config.source = source_name;
@@ -796,6 +866,7 @@ Result<Config> parse_document(const toml::table& root, const std::string& source
   if (const auto* table = top.read_table("tiering")) parse_tiering(Section(*table, "tiering", problems), config);
   if (const auto* table = top.read_table("kvstore")) parse_kvstore(Section(*table, "kvstore", problems), config);
   if (const auto* table = top.read_table("devpool")) parse_devpool(Section(*table, "devpool", problems), config);
+  if (const auto* table = top.read_table("pod")) parse_pod(Section(*table, "pod", problems), config);
   top.reject_unknown_keys();
 
   if (!problems.any() && !config.numa_enabled && config.emulated_tiers.empty()) {
@@ -931,6 +1002,15 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(p.telemetry_ms != q.telemetry_ms, "devpool.telemetry_ms");
   check(p.max_devices_per_uid != q.max_devices_per_uid, "devpool.max_devices_per_uid");
   check(p.max_attachments_per_uid != q.max_attachments_per_uid, "devpool.max_attachments_per_uid");
+  // Pod membership is set up once.
+  check(running.pod.state != next.pod.state, "pod.state");
+  check(running.pod.name != next.pod.name, "pod.name");
+  check(running.pod.host != next.pod.host, "pod.host");
+  check(running.pod.etcd_endpoints != next.pod.etcd_endpoints, "pod.etcd_endpoints");
+  check(running.pod.lease_ttl_s != next.pod.lease_ttl_s, "pod.lease_ttl_s");
+  check(running.pod.etcd_timeout_ms != next.pod.etcd_timeout_ms, "pod.etcd_timeout_ms");
+  check(running.pod.provider != next.pod.provider, "pod.provider");
+  check(running.pod.address != next.pod.address, "pod.address");
   return keys;
 }
 

@@ -115,6 +115,20 @@ struct DevpoolSection {
   uint32_t max_attachments_per_uid = 16; // 0: no limit
 };
 
+// [pod]: the pod of hosts this daemon belongs to (docs/pods.md).
+enum class PodStateKind { kEmbedded, kEtcd };
+
+struct PodSection {
+  PodStateKind state = PodStateKind::kEmbedded;  // embedded: a single-host pod
+  std::string name = "default";                  // the pod's name: its etcd key prefix
+  std::string host;                              // member name; empty: the host name
+  std::vector<std::string> etcd_endpoints;       // "http://HOST:PORT", tried in order
+  uint32_t lease_ttl_s = 10;                     // a silent member is dropped after this
+  uint32_t etcd_timeout_ms = 1000;               // per etcd request
+  std::string provider = "tcp;ofi_rxm";          // libfabric provider peers reach it with
+  std::string address;                           // its fabric address, "HOST:PORT"; may be empty
+};
+
 struct Config {
   std::string source = "embedded default";  // file path when loaded from a file
 
@@ -161,10 +175,17 @@ struct Config {
   // [ckpt]
   uint32_t ckpt_restore_timeout_ms = 60'000;  // a restore that has not reported by then fails
 
+  // [pod]
+  PodSection pod;
+
   // [metrics]
   uint16_t metrics_port = 0;  // 0 = no Prometheus endpoint
   std::string metrics_address = "127.0.0.1";
 };
+
+// Pod and member names: 1..64 bytes of [A-Za-z0-9._-], not starting with
+// '.' (they are etcd key segments and protocol names).
+bool valid_pod_name(std::string_view name);
 
 // The configuration used when cxlpoold starts without --config: DRAM node(s)
 // as the fast tier plus one emulated slow tier of 1 GiB.

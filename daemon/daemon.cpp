@@ -183,11 +183,16 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     log->info("device pool: pod region {}", d->devpool_->pod_description());
     if (auto warning = d->devpool_->pod_placement_warning(); !warning.empty()) log->warn("device pool: {}", warning);
   }
+  // Pod membership last: peers see this daemon once it can serve.
+  d->pod_host_ = pod_host_name(d->config_.pod);
+  d->pod_ = open_pod_membership(d->config_.pod, d->pod_self());
   if (auto ok = d->setup_loop(); !ok) return tl::unexpected(ok.error());
   return d;
 }
 
 Daemon::~Daemon() {
+  // Leave the pod first: peers stop counting on this host at once.
+  if (pod_) pod_->stop();
   metrics_.stop();
   if (tiering_) tiering_->stop();
   if (migrations_) migrations_->stop();
@@ -491,6 +496,7 @@ void Daemon::tick() {
     kv_->expire_leases();
     kv_->report_ssd_errors(monotonic_ns());
   }
+  if (pod_) pod_->update_self(pod_self());
   notify_status(status_line());
   if (metrics_.running()) metrics_.publish(render_metrics());
 }

@@ -27,12 +27,16 @@
 #include "kvstore/kv_service.hpp"
 #include "metrics_http.hpp"
 #include "migration_worker.hpp"
+#include "pod/pod_membership.hpp"
 #include "region_pool.hpp"
 #include "session.hpp"
 #include "tiering/tiering_service.hpp"
 #include "weights/weights_service.hpp"
 
 namespace cxlpool::daemon {
+
+// [pod] host, else the host name (else "localhost" when that is no valid name).
+std::string pod_host_name(const PodSection& config);
 
 // epoll tags of the KV store's descriptors (the others are in daemon.cpp):
 // the SSD completion eventfd, and each connection's SQ doorbell as its
@@ -161,6 +165,11 @@ class Daemon {
   Result<Reply> handle(Session& session, const proto::CkptRemove& request);
   // Sends the deferred CkptCreate/CkptRestore replies of finished tasks.
   void finish_ckpt_tasks();
+  // pod/pod_handlers.cpp
+  Result<Reply> handle(Session& session, const proto::PodStatusRequest& request);
+  // This daemon's record in the pod: its tiers and pooled devices.
+  PodMember pod_self() const;
+  void add_pod_counters(std::vector<proto::Counter>& out) const;
 
   // Keeps the store's SSD completion eventfd in epoll once the store runs.
   void watch_kv_io();
@@ -217,6 +226,10 @@ class Daemon {
   std::unique_ptr<DevpoolService> devpool_;
   std::string devpool_off_reason_;
   UniqueFd devpool_timer_fd_;  // every telemetry period: the pod's leases are checked
+  // The pod of hosts this daemon is a member of (embedded or etcd), and its
+  // member name there.
+  std::unique_ptr<PodMembership> pod_;
+  std::string pod_host_;
   std::string kv_off_reason_;
   int kv_io_fd_ = -1;  // the store's completion eventfd while it is in epoll
   uint64_t next_session_id_ = 1;

@@ -107,6 +107,7 @@ std::vector<proto::Counter> Daemon::collect_counters() const {
   gpu_host_.add_counters(out);
   add("devpool.enabled", devpool_ ? 1 : 0);
   if (devpool_) devpool_->add_counters(out);
+  if (pod_) add_pod_counters(out);
   for (const auto& tier : pool_->tiers()) {
     const std::string prefix = "tier." + tier.name + ".";
     add(prefix + "capacity_bytes", tier.capacity);

@@ -17,6 +17,7 @@ PACKAGES=(
   clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin prometheus
   python3-numpy python3-torch python3-pytest
   valgrind sqlite3                      # recorded tiering traces (tests/bench/tiering/record_traces.sh)
+  etcd-server                           # pod membership tests (a real etcd on loopback)
   scdoc bash-completion                 # man pages, the completions directory
   debhelper dh-python lintian mmdebstrap  # slow suite: the Debian packages (tests/package)
 )

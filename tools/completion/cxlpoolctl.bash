@@ -35,7 +35,7 @@ _cxlpoolctl() {
   fi
   local candidates=""
   case "${words[*]}" in
-    "") candidates="status tiers regions clients stats backends region tiering kv weights devices" ;;
+    "") candidates="status tiers regions clients stats backends region tiering kv weights devices pod" ;;
     region) candidates="migrate" ;;
     "region migrate") candidates=$(_cxlpoolctl_ask regions) ;;
     "region migrate "*) ((${#words[@]} == 3)) && candidates=$(_cxlpoolctl_ask tiers) ;;
@@ -50,6 +50,7 @@ _cxlpoolctl() {
     "weights unload") candidates=$(_cxlpoolctl_ask weights list) ;;
     devices) candidates="failover" ;;
     "devices failover") candidates=$(_cxlpoolctl_ask devices) ;;
+    pod) candidates="status" ;;
   esac
   COMPREPLY=($(compgen -W "$candidates" -- "$cur"))
 }

@@ -20,6 +20,7 @@
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/common/units.hpp"
 #include "devices_format.hpp"
+#include "pod_format.hpp"
 #include "kv_format.hpp"
 #include "weights_format.hpp"
 #include "table.hpp"
@@ -473,6 +474,12 @@ int cmd_devices(Context& ctx) {
   });
 }
 
+int cmd_pod_status(Context& ctx) {
+  return call<proto::PodStatusReply>(ctx, proto::PodStatusRequest{}, [&](const proto::PodStatusReply& r) {
+    print_json_or_text(ctx, cxlpool::ctl::pod_status_json(r), cxlpool::ctl::pod_status_text(r));
+  });
+}
+
 int cmd_devices_failover(Context& ctx, const std::string& which) {
   auto list = ctx.conn->call_for<proto::DevListReply>(proto::DevListRequest{});
   if (!list) return report(list.error(), exit_code_for(list.error().code));
@@ -560,9 +567,12 @@ int main(int argc, char** argv) {
   std::string failover_device;
   devices_failover->add_option("device", failover_device, "Device id, host/name, or a name (see `cxlpoolctl devices`)")
       ->required();
+  auto* pod = app.add_subcommand("pod", "Pod of hosts: membership through etcd, or the embedded single-host pod");
+  pod->require_subcommand(1);
+  auto* pod_status = pod->add_subcommand("status", "Members, their fabric addresses, tiers and devices, leases");
   for (auto* sub : {status, tiers, regions, clients, stats, backends, migrate, tiering, tiering_status, tiering_hot,
                     tiering_set, kv, kv_status, kv_namespaces, kv_drop, weights, weights_list, weights_unload, devices,
-                    devices_failover, ckpt, ckpt_create, ckpt_restore, ckpt_list, ckpt_rm}) {
+                    devices_failover, ckpt, ckpt_create, ckpt_restore, ckpt_list, ckpt_rm, pod_status}) {
     sub->add_flag("--json", json_out, "Machine-readable JSON output");
   }
   try {
@@ -601,5 +611,6 @@ int main(int argc, char** argv) {
   if (*ckpt_rm) return cmd_ckpt_remove(ctx, ckpt_name);
   if (*devices_failover) return cmd_devices_failover(ctx, failover_device);
   if (*devices) return cmd_devices(ctx);
+  if (*pod_status) return cmd_pod_status(ctx);
   return kExitUsage;
 }

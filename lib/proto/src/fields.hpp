@@ -666,4 +666,22 @@ void walk(auto& io, Is<CkptRestoreReply> auto& m) {
 
 void walk(auto& io, Is<CkptRemove> auto& m) { io.text("name", m.name, Text::kCkptName); }
 
+// ---------------------------------------------------------- pods
+
+void walk(auto& io, Is<PodMemberEntry> auto& m) {
+  CXLPOOL_PROTO_FIELDS(io, m, lease_id, exported_bytes, revision);
+  io.number("self", m.self, Between<uint8_t>{0, 1});
+  io.text("host", m.host, Text::kDeviceName);
+  CXLPOOL_PROTO_FIELDS(io, m, provider, address, tiers, devices);
+}
+
+void walk(auto& io, Is<PodStatusReply> auto& m) {
+  io.enumeration("backend", m.backend, PodBackend::kEtcd);
+  io.number("connected", m.connected, Between<uint8_t>{0, 1});
+  CXLPOOL_PROTO_FIELDS(io, m, lease_ttl_s, lease_id, joins, departures, etcd_errors);
+  io.text("pod", m.pod, Text::kDeviceName);
+  io.text("host", m.host, Text::kDeviceName);
+  CXLPOOL_PROTO_FIELDS(io, m, endpoints, last_error, members);
+}
+
 }  // namespace cxlpool::proto::fields

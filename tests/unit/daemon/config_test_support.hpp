@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <regex>
 #include <string>
+#include <vector>
+#include <algorithm>
 
 #include "config.hpp"
 #include "support/environment.hpp"
@@ -48,6 +50,27 @@ inline void expect_rejection(const Rejection& r, const char* source) {
   const std::string prefix = std::string(source) + ":" + std::to_string(r.line) + ": " + r.key + ": ";
   EXPECT_EQ(message.rfind(prefix, 0), 0u) << "message: " << message << "\nexpected prefix: " << prefix;
   EXPECT_NE(message.find(r.what), std::string::npos) << "message: " << message << "\nexpected: " << r.what;
+}
+
+// Every key of `section` changes from `running` to `next` and each change
+// needs a restart.
+inline void expect_keys_need_restart(const std::string& section, const std::vector<std::string>& keys,
+                                     const Config& running, const Config& next) {
+  const auto changed = changes_needing_restart(running, next);
+  for (const std::string& key : keys) {
+    EXPECT_NE(std::find(changed.begin(), changed.end(), section + "." + key), changed.end()) << key;
+  }
+}
+
+// The example file and docs/configuration.md show every key of `section`.
+inline void expect_example_and_doc_show(const std::string& section, const std::vector<std::string>& keys) {
+  const std::string example = read_file(env_value("CXLPOOL_EXAMPLE_CONFIG"));
+  const std::string doc = read_file(env_value("CXLPOOL_CONFIG_DOC"));
+  ASSERT_FALSE(example.empty() || doc.empty()) << "run through meson test";
+  for (const std::string& key : keys) {
+    EXPECT_TRUE(example_shows(example, key)) << "the example does not show " << section << "." << key;
+    EXPECT_TRUE(doc_has_row(doc, section + "." + key)) << "docs/configuration.md has no row for " << section << "." << key;
+  }
 }
 
 }  // namespace cxlpool::daemon

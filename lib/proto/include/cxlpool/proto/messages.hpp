@@ -788,6 +788,41 @@ struct CkptRemove {
   bool operator==(const CkptRemove&) const = default;
 };
 
+// Pods of hosts (docs/pods.md): the members this daemon knows, from its pod
+// state (the embedded single-host pod, or etcd).
+enum class PodBackend : uint8_t { kEmbedded = 0, kEtcd = 1 };
+
+struct PodStatusRequest {
+  bool operator==(const PodStatusRequest&) const = default;
+};
+struct PodMemberEntry {
+  uint64_t lease_id = 0;        // the etcd lease its record lives by; 0 embedded
+  uint64_t exported_bytes = 0;  // memory it offers the pod (its tiers' capacity)
+  uint64_t revision = 0;        // the etcd revision that created its record
+  uint8_t self = 0;             // 1 for this daemon's own record
+  std::string host;
+  std::string provider;  // libfabric provider it is reached with ("tcp;ofi_rxm", "shm")
+  std::string address;   // its fabric address
+  std::string tiers;     // "name:kind:capacity" entries, comma-separated
+  std::string devices;   // pooled device names, comma-separated
+  bool operator==(const PodMemberEntry&) const = default;
+};
+struct PodStatusReply {
+  PodBackend backend = PodBackend::kEmbedded;
+  uint8_t connected = 0;       // 1 while the pod state is reachable (always, embedded)
+  uint32_t lease_ttl_s = 0;
+  uint64_t lease_id = 0;       // this daemon's lease; 0 while it has none
+  uint64_t joins = 0;
+  uint64_t departures = 0;
+  uint64_t etcd_errors = 0;
+  std::string pod;        // the pod's name
+  std::string host;       // this daemon's member name
+  std::string endpoints;  // etcd endpoints, comma-separated; empty embedded
+  std::string last_error; // the last etcd error; empty when none
+  std::vector<PodMemberEntry> members;  // by host, at most kMaxListEntries
+  bool operator==(const PodStatusReply&) const = default;
+};
+
 enum class MessageKind : uint8_t { kRequest, kReply };
 
 namespace detail {

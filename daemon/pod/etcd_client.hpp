@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// A client of etcd's v3 JSON gateway (grpc-gateway over HTTP/1.1: keys and
+// values base64 in JSON, 64-bit integers as decimal strings). Debian ships
+// no C++ etcd client; the gateway is part of every etcd server. Only the
+// calls pod membership needs: leases, a create-if-absent put, prefix
+// listings and a prefix watch. Each call tries the endpoints in order and
+// stays with the first that answers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+
+namespace httplib {
+class Client;
+}
+
+namespace cxlpool::daemon {
+
+std::string base64_encode(std::string_view bytes);
+// Fails (EINVAL) on characters outside the alphabet or a bad length.
+Result<std::string> base64_decode(std::string_view text);
+// The end of the range of every key that starts with `prefix`.
+std::string prefix_range_end(std::string_view prefix);
+
+struct EtcdKeyValue {
+  std::string key;
+  std::string value;
+  uint64_t lease = 0;
+  uint64_t create_revision = 0;
+  uint64_t mod_revision = 0;
+};
+
+struct EtcdRange {
+  uint64_t revision = 0;  // the store's revision the listing is from
+  std::vector<EtcdKeyValue> kvs;
+};
+
+struct EtcdEvent {
+  bool deleted = false;  // a DELETE (the key was removed or its lease expired); else a PUT
+  EtcdKeyValue kv;
+};
+
+class EtcdClient {
+ public:
+  EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout);
+  ~EtcdClient();
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  // A lease of `ttl_s` seconds; its id.
+  Result<uint64_t> grant(uint32_t ttl_s);
+  // One keepalive; the lease's remaining TTL, 0 when etcd no longer knows it.
+  Result<int64_t> keepalive(uint64_t lease);
+  Result<void> revoke(uint64_t lease);
+  // Puts `value` under `key` bound to `lease` unless the key exists. On
+  // failure returns the lease that holds the key (never 0).
+  Result<uint64_t> create(const std::string& key, const std::string& value, uint64_t lease);
+  // Puts `value` under `key` bound to `lease`, whether or not it exists.
+  Result<void> put(const std::string& key, const std::string& value, uint64_t lease);
+  Result<EtcdRange> range_prefix(const std::string& prefix);
+  // Streams events on keys under `prefix` from `start_revision` to
+  // `on_events` until the stream ends (an error: the connection closed, it
+  // was silent for `idle_limit`, or etcd cancelled the watch, e.g. for a
+  // compacted revision) or cancel_watch() is called (ECANCELED).
+  Result<void> watch_prefix(const std::string& prefix, uint64_t start_revision, std::chrono::milliseconds idle_limit,
+                            const std::function<void(const std::vector<EtcdEvent>&, uint64_t revision)>& on_events);
+  // Ends a watch_prefix() running on another thread; later watches end at once.
+  void cancel_watch();
+
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+
+ private:
+  // POSTs a JSON body to the gateway; the parsed reply body.
+  Result<std::string> post(const char* path, const std::string& body);
+
+  std::vector<std::string> endpoints_;
+  std::chrono::milliseconds timeout_;
+  std::atomic<size_t> current_{0};  // the endpoint that answered last
+  std::mutex watch_mutex_;
+  httplib::Client* watch_client_ = nullptr;  // the one a watch_prefix() reads, under watch_mutex_
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace cxlpool::daemon

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "etcd_membership.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "../logging.hpp"
+
+namespace cxlpool::daemon {
+namespace {
+
+constexpr uint32_t kRetryMs = 250;  // after a failed etcd request
+
+}  // namespace
+
+EtcdPodMembership::EtcdPodMembership(const PodSection& config, PodMember self)
+    : config_(config),
+      prefix_(pod_members_prefix(config.name)),
+      key_(prefix_ + self.host),
+      client_(config.etcd_endpoints, std::chrono::milliseconds(config.etcd_timeout_ms)),
+      self_(std::move(self)) {
+  std::string endpoints;
+  for (const auto& e : config_.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
+  logger("pod")->info("pod '{}': member '{}' through etcd at {}", config_.name, self_.host, endpoints);
+  session_ = std::thread([this] { session_loop(); });
+  watch_running_ = true;
+  watcher_ = std::thread([this] { watch_loop(); });
+}
+
+EtcdPodMembership::~EtcdPodMembership() { stop(); }
+
+void EtcdPodMembership::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ && !session_.joinable() && !watcher_.joinable()) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  // A watch blocks in a read: closing its socket ends it. It may be between
+  // two requests when cancelled; cancel_watch() also makes the next one end
+  // at once, and repeating it covers a request that was opening its socket.
+  while (watch_running_) {
+    client_.cancel_watch();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (watcher_.joinable()) watcher_.join();
+  if (session_.joinable()) session_.join();
+  uint64_t lease = 0;
+  {
+    std::lock_guard lock(mutex_);
+    lease = std::exchange(lease_, 0);
+  }
+  // Revoking the lease deletes the record: peers see the departure now
+  // rather than a TTL later.
+  if (lease != 0) {
+    if (auto ok = client_.revoke(lease); !ok) {
+      logger("pod")->warn("leaving the pod: lease {} not revoked ({}); peers drop it within {} s", lease,
+                          ok.error().message, config_.lease_ttl_s);
+    } else {
+      logger("pod")->info("left pod '{}'", config_.name);
+    }
+  }
+}
+
+PodSnapshot EtcdPodMembership::snapshot() const {
+  std::lock_guard lock(mutex_);
+  PodSnapshot s;
+  s.etcd = true;
+  s.connected = session_ok_ && watch_ok_;
+  s.lease_id = lease_;
+  s.last_error = last_error_;
+  s.members = table_.members();
+  s.counters = counters_;
+  return s;
+}
+
+void EtcdPodMembership::update_self(const PodMember& self) {
+  std::lock_guard lock(mutex_);
+  self_ = self;
+}
+
+bool EtcdPodMembership::pause(uint32_t ms) {
+  std::unique_lock lock(mutex_);
+  wake_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
+  return !stopping_;
+}
+
+void EtcdPodMembership::note_error(const Error& error, bool session) {
+  std::lock_guard lock(mutex_);
+  ++counters_.etcd_errors;
+  (session ? session_ok_ : watch_ok_) = false;
+  // Once per thread per kind of failure: etcd away for minutes must not
+  // fill the journal with a line every retry.
+  std::string& logged = warned_[session ? 0 : 1];
+  if (logged != error.message) {
+    logger("pod")->warn("etcd: {}; local work goes on, membership is reconciled when etcd answers", error.message);
+    logged = error.message;
+  }
+  last_error_ = error.message;
+}
+
+void EtcdPodMembership::note_success(bool session) {
+  // Called with mutex_ held.
+  (session ? session_ok_ : watch_ok_) = true;
+  std::string& logged = warned_[session ? 0 : 1];
+  if (!logged.empty()) {
+    logger("pod")->info("etcd answers again ({})", session ? "lease and record" : "member listing");
+    logged.clear();
+  }
+}
+
+void EtcdPodMembership::note_changes(const PodMemberChanges& changes) {
+  // Called with mutex_ held.
+  counters_.joins += changes.joined.size();
+  counters_.departures += changes.departed.size();
+  for (const auto& host : changes.joined) logger("pod")->info("member '{}' joined pod '{}'", host, config_.name);
+  for (const auto& host : changes.departed) logger("pod")->info("member '{}' left pod '{}'", host, config_.name);
+}
+
+bool EtcdPodMembership::register_self() {
+  std::string record;
+  {
+    std::lock_guard lock(mutex_);
+    record = encode_pod_member(self_);
+  }
+  auto lease = client_.grant(config_.lease_ttl_s);
+  if (!lease) {
+    note_error(lease.error(), true);
+    return false;
+  }
+  auto created = client_.create(key_, record, *lease);
+  if (!created) {
+    // The name is held by another lease (a second daemon with this name, or
+    // this one's previous life whose lease has not expired yet): ours goes.
+    (void)client_.revoke(*lease);
+    note_error(created.error(), true);
+    return false;
+  }
+  std::lock_guard lock(mutex_);
+  lease_ = *lease;
+  published_ = std::move(record);
+  note_success(true);
+  ++counters_.registrations;
+  logger("pod")->info("registered in pod '{}' as '{}' (lease {:x}, ttl {} s)", config_.name, self_.host, lease_,
+                      config_.lease_ttl_s);
+  return true;
+}
+
+bool EtcdPodMembership::renew() {
+  uint64_t lease = 0;
+  std::string record;
+  {
+    std::lock_guard lock(mutex_);
+    lease = lease_;
+    record = encode_pod_member(self_);
+    if (record == published_) record.clear();
+  }
+  auto ttl = client_.keepalive(lease);
+  if (!ttl) {
+    note_error(ttl.error(), true);
+    return false;
+  }
+  if (*ttl <= 0) {
+    // The lease expired while we could not reach etcd: our record went
+    // with it and peers counted a departure. Register again.
+    std::lock_guard lock(mutex_);
+    logger("pod")->warn("lease {:x} expired; registering again", lease_);
+    lease_ = 0;
+    published_.clear();
+    session_ok_ = false;
+    return true;
+  }
+  if (!record.empty()) {
+    if (auto ok = client_.put(key_, record, lease); !ok) {
+      note_error(ok.error(), true);
+      return false;
+    }
+  }
+  std::lock_guard lock(mutex_);
+  ++counters_.keepalives;
+  note_success(true);
+  if (!record.empty()) published_ = std::move(record);
+  return true;
+}
+
+void EtcdPodMembership::session_loop() {
+  // Renewing at a third of the TTL leaves two tries before the lease runs out.
+  const uint32_t period_ms = std::max<uint32_t>(config_.lease_ttl_s * 1000 / 3, 100);
+  for (;;) {
+    bool have_lease;
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      have_lease = lease_ != 0;
+    }
+    const bool ok = have_lease ? renew() : register_self();
+    bool still_have_lease;
+    {
+      std::lock_guard lock(mutex_);
+      still_have_lease = lease_ != 0;
+    }
+    // Right after a lease went, register at once; after an error retry soon.
+    const uint32_t wait_ms = !ok ? std::min(kRetryMs, period_ms) : still_have_lease ? period_ms : 0;
+    if (!pause(wait_ms)) return;
+  }
+}
+
+void EtcdPodMembership::apply_events(const std::vector<EtcdEvent>& events) {
+  std::lock_guard lock(mutex_);
+  for (const EtcdEvent& e : events) {
+    if (!e.kv.key.starts_with(prefix_)) continue;
+    const std::string host = e.kv.key.substr(prefix_.size());
+    if (e.deleted) {
+      note_changes(table_.erase(host));
+      continue;
+    }
+    auto member = valid_pod_name(host) ? decode_pod_member(e.kv.value, host)
+                                       : Result<PodMember>(fail(EINVAL, "not a member name"));
+    if (!member) {
+      ++counters_.records_refused;
+      logger("pod")->warn("record of '{}' refused: {}", host, member.error().message);
+      continue;
+    }
+    member->lease_id = e.kv.lease;
+    member->create_revision = e.kv.create_revision;
+    note_changes(table_.put(std::move(*member)));
+  }
+}
+
+void EtcdPodMembership::watch_loop() {
+  struct Done {
+    std::atomic<bool>& running;
+    ~Done() { running = false; }
+  } done{watch_running_};
+  // A watch silent this long is replaced by a fresh listing: it may be on a
+  // connection that died without a reset.
+  const auto idle_limit = std::chrono::milliseconds(std::max<uint32_t>(config_.lease_ttl_s, 2) * 1000);
+  bool listed_before = false;
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
+    auto listing = client_.range_prefix(prefix_);
+    if (!listing) {
+      note_error(listing.error(), false);
+      if (!pause(kRetryMs)) return;
+      continue;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      std::vector<PodMember> members;
+      for (const EtcdKeyValue& kv : listing->kvs) {
+        const std::string host = kv.key.substr(prefix_.size());
+        auto member = valid_pod_name(host) ? decode_pod_member(kv.value, host)
+                                           : Result<PodMember>(fail(EINVAL, "not a member name"));
+        if (!member) {
+          ++counters_.records_refused;
+          continue;
+        }
+        member->lease_id = kv.lease;
+        member->create_revision = kv.create_revision;
+        members.push_back(std::move(*member));
+      }
+      note_changes(table_.replace(std::move(members)));
+      if (listed_before) ++counters_.resyncs;
+      listed_before = true;
+      note_success(false);
+    }
+    auto watched = client_.watch_prefix(
+        prefix_, listing->revision + 1, idle_limit,
+        [this](const std::vector<EtcdEvent>& events, uint64_t) { apply_events(events); });
+    if (!watched && watched.error().code == ECANCELED) {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
+    // Ended: list again (the listing tells whether etcd is reachable).
+  }
+}
+
+std::unique_ptr<PodMembership> open_pod_membership(const PodSection& config, PodMember self) {
+  if (config.state == PodStateKind::kEtcd) return std::make_unique<EtcdPodMembership>(config, std::move(self));
+  return std::make_unique<EmbeddedPodMembership>(std::move(self));
+}
+
+PodSnapshot EmbeddedPodMembership::snapshot() const {
+  PodSnapshot s;
+  s.members = {self_};
+  return s;
+}
+
+}  // namespace cxlpool::daemon

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// `cxlpoolctl pod status` output: JSON fields (lists split back out of
+// their comma-separated wire form) and the text summary and table.
+#include <gtest/gtest.h>
+
+#include "pod_format.hpp"
+
+namespace cxlpool::ctl {
+namespace {
+
+proto::PodStatusReply sample() {
+  proto::PodStatusReply r;
+  r.backend = proto::PodBackend::kEtcd;
+  r.connected = 0;
+  r.lease_ttl_s = 2;
+  r.lease_id = 0x2a;
+  r.joins = 3;
+  r.departures = 1;
+  r.etcd_errors = 5;
+  r.pod = "rack-7";
+  r.host = "a";
+  r.endpoints = "http://e1:2379,http://e2:2379";
+  r.last_error = "etcd /v3/kv/range: no reply";
+  r.members = {proto::PodMemberEntry{.lease_id = 0x2a, .exported_bytes = 1ull << 30, .revision = 4, .self = 1,
+                                     .host = "a", .provider = "tcp;ofi_rxm", .address = "10.0.0.1:7100",
+                                     .tiers = "dram:dram:1073741824", .devices = ""},
+               proto::PodMemberEntry{.lease_id = 0x2b, .exported_bytes = 2ull << 30, .revision = 6, .self = 0,
+                                     .host = "b", .provider = "shm", .address = "",
+                                     .tiers = "dram:dram:1073741824,emu:emulated:1073741824",
+                                     .devices = "b/eth1,b/nvme0n1"}};
+  return r;
+}
+
+TEST(PodFormat, JsonSplitsLists) {
+  const auto j = pod_status_json(sample());
+  EXPECT_EQ(j["backend"], "etcd");
+  EXPECT_FALSE(j["connected"].get<bool>());
+  EXPECT_EQ(j["endpoints"].size(), 2u);
+  EXPECT_EQ(j["departures"], 1);
+  ASSERT_EQ(j["members"].size(), 2u);
+  EXPECT_TRUE(j["members"][0]["self"].get<bool>());
+  EXPECT_TRUE(j["members"][0]["devices"].empty());
+  EXPECT_EQ(j["members"][1]["tiers"].size(), 2u);
+  EXPECT_EQ(j["members"][1]["devices"][1], "b/nvme0n1");
+  EXPECT_EQ(j["members"][1]["exported_bytes"], 2ull << 30);
+}
+
+TEST(PodFormat, TextSaysWhenCutOffFromEtcd) {
+  const std::string text = pod_status_text(sample());
+  EXPECT_NE(text.find("NOT CONNECTED"), std::string::npos) << text;
+  EXPECT_NE(text.find("last etcd error: etcd /v3/kv/range"), std::string::npos) << text;
+  EXPECT_NE(text.find("a *"), std::string::npos) << text;
+  EXPECT_NE(text.find("shm"), std::string::npos) << text;
+  auto embedded = sample();
+  embedded.backend = proto::PodBackend::kEmbedded;
+  EXPECT_NE(pod_status_text(embedded).find("embedded (single host)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cxlpool::ctl
