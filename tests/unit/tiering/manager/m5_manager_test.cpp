@@ -107,13 +107,22 @@ std::vector<hal::PageAccess> workload(std::uint64_t first, std::uint64_t n, std:
   return out;
 }
 
-TEST(M5Manager, HotSetMovesUpAndAShiftedOneDisplacesIt) {
+// The hot-set tests' tiers: 400 fast pages (high watermark 380, low 360),
+// 350 of them in use.
+M5Config shift_config() {
   M5Config c;
   c.rate_limit_bytes_per_s = 64ull << 20;
   c.high_watermark = 0.95;
   c.low_watermark = 0.90;
-  Sim sim(c, 400);  // high watermark 380, low 360
-  for (std::uint64_t p = 0; p < 350; ++p) ASSERT_TRUE(sim.placement.add_fast(trace_page(p)));
+  return c;
+}
+void fill_fast(Sim& sim, std::uint64_t pages) {
+  for (std::uint64_t p = 0; p < pages; ++p) ASSERT_TRUE(sim.placement.add_fast(trace_page(p)));
+}
+
+TEST(M5Manager, HotSetMovesUpAndAShiftedOneDisplacesIt) {
+  Sim sim(shift_config(), 400);
+  fill_fast(sim, 350);
   std::mt19937_64 rng(7);
 
   // Hot set A: pages 1000..1299, on the slow tier.
@@ -149,13 +158,9 @@ TEST(M5Manager, HotSetMovesUpAndAShiftedOneDisplacesIt) {
 }
 
 TEST(M5Manager, ShiftedHotSetDisplacesTheOldOneWithAccessedBits) {
-  M5Config c;
-  c.rate_limit_bytes_per_s = 64ull << 20;
-  c.high_watermark = 0.95;
-  c.low_watermark = 0.90;
-  Sim sim(c, 400);
+  Sim sim(shift_config(), 400);
   sim.fast_bits = true;
-  for (std::uint64_t p = 0; p < 350; ++p) ASSERT_TRUE(sim.placement.add_fast(trace_page(p)));
+  fill_fast(sim, 350);
   std::mt19937_64 rng(7);
   for (int e = 0; e < 8; ++e) sim.epoch(workload(1000, 300, 40, ~0ULL, rng));
   EXPECT_EQ(sim.on_fast(1000, 300), 300u);
@@ -173,12 +178,9 @@ TEST(M5Manager, AccessedBitsPickIdleFastPagesAsVictims) {
   // 100 fast pages, listed by the placement with the busy half first (where
   // LRU order alone would take victims): pages 0..49 are used every epoch,
   // 50..99 never. A hot slow-tier set of 40 must displace idle pages only.
-  M5Config c;
-  c.high_watermark = 0.95;
-  c.low_watermark = 0.90;
-  Sim sim(c, 106);  // high watermark 100: full, every promotion is a swap
+  Sim sim(shift_config(), 106);  // high watermark 100: full, every promotion is a swap
   sim.fast_bits = true;
-  for (std::uint64_t p = 0; p < 100; ++p) ASSERT_TRUE(sim.placement.add_fast(trace_page(p)));
+  fill_fast(sim, 100);
   std::mt19937_64 rng(3);
   for (int e = 0; e < 12; ++e) {
     std::vector<hal::PageAccess> a;
@@ -196,12 +198,9 @@ TEST(M5Manager, AccessedBitsHoldBackSwapsBetweenEquallyActivePages) {
   // Every fast page is used every epoch, and so is every candidate (more
   // often, but an accessed bit cannot tell): nothing is swapped, only the
   // room below the high watermark is filled.
-  M5Config c;
-  c.high_watermark = 0.95;
-  c.low_watermark = 0.90;
-  Sim sim(c, 110);  // high watermark 104
+  Sim sim(shift_config(), 110);  // high watermark 104
   sim.fast_bits = true;
-  for (std::uint64_t p = 0; p < 100; ++p) ASSERT_TRUE(sim.placement.add_fast(trace_page(p)));
+  fill_fast(sim, 100);
   std::mt19937_64 rng(5);
   for (int e = 0; e < 15; ++e) {
     std::vector<hal::PageAccess> a;
