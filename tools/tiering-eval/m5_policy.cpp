@@ -93,6 +93,7 @@ void M5Policy::start(SimContext& ctx) {
   view_ = std::make_unique<View>(ctx.trace, ctx.tiers);
   epoch_ns_ = config_.epoch_ns ? config_.epoch_ns : ctx.config.epoch_ns;
   next_epoch_ns_ = ctx.trace.start_ns + epoch_ns_;
+  fast_seen_.assign(ctx.trace.pages(), 0);
 }
 
 void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
@@ -102,6 +103,10 @@ void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
   for (const Access& a : batch) {
     if (ctx.tiers.is_fast(a.page)) {
       ++fast_accesses_;
+      if (config_.fast_accessed_bits && !fast_seen_[a.page]) {
+        fast_seen_[a.page] = 1;
+        fast_accessed_.push_back(PageKey{hal::AddressSpace::kTrace, 0, ctx.trace.page_address[a.page]});
+      }
       continue;
     }
     ++slow_accesses_;
@@ -143,6 +148,14 @@ void M5Policy::on_event(SimContext& ctx) {
     list_.push_back(hal::PageAccess{hal::AddressSpace::kTrace, 0, p.page << kPageShift, count, p.words, 1});
   }
   manager_.observe(list_, *view_);
+  if (config_.fast_accessed_bits) {
+    // The scan reads one bit per fast page (and clears it again).
+    fast_scanned_ += ctx.tiers.used();
+    fast_reported_ += fast_accessed_.size();
+    manager_.observe_fast_accessed(fast_accessed_);
+    for (const PageKey& k : fast_accessed_) fast_seen_[*ctx.trace.index_of(k.address)] = 0;
+    fast_accessed_.clear();
+  }
 
   const double seconds = static_cast<double>(epoch_ns_) / 1e9;
   EpochInput input;
@@ -213,7 +226,9 @@ Counters M5Policy::counters() const {
           {"demoted_initial", demoted_initial_},
           {"deferred_by_rate_limit", deferred_},
           {"rate_limit_hits", s.fast.rate_limit_hits + s.slow.rate_limit_hits},
-          {"last_period_ms", s.promotion_period_ns / 1'000'000}};
+          {"last_period_ms", s.promotion_period_ns / 1'000'000},
+          {"fast_pages_scanned", fast_scanned_},
+          {"fast_pages_accessed", fast_reported_}};
 }
 
 }  // namespace cxlpool::tiering::eval

@@ -8,7 +8,8 @@
 // the manager's PageAccess list; its MigrationPlan is applied to the
 // simulated placement and what moved is confirmed. Fast-tier and slow-tier
 // bandwidth come in as measured counters (a host's memory-controller
-// counters), since the trackers cannot see DDR traffic.
+// counters), since the trackers cannot see DDR traffic. Fast-tier pages'
+// hotness comes from the host's accessed-bit scan (fast_accessed_bits).
 #pragma once
 
 #include <memory>
@@ -24,6 +25,12 @@ struct M5PolicyConfig {
   double sampling_rate = 1.0;       // (0, 1]
   std::uint64_t epoch_ns = 0;       // controller query period; 0 = the measurement epoch
   std::uint64_t seed = 1;
+  // The host scans the fast tier's accessed bits once per epoch (idle page
+  // tracking: read /sys/kernel/mm/page_idle/bitmap for the fast pages'
+  // frames, then mark them idle again) and reports the accessed pages to the
+  // manager. Modelled exactly: a fast page touched in the epoch is reported,
+  // none other.
+  bool fast_accessed_bits = true;
 };
 
 class M5Policy final : public Policy {
@@ -58,6 +65,9 @@ class M5Policy final : public Policy {
   std::uint64_t next_epoch_ns_ = kNever;
   std::uint64_t fast_accesses_ = 0, slow_accesses_ = 0;  // this epoch
   std::vector<TraceRecord> pending_;
+  std::vector<std::uint8_t> fast_seen_;  // per page: touched on the fast tier this epoch
+  std::vector<PageKey> fast_accessed_;
+  std::uint64_t fast_scanned_ = 0, fast_reported_ = 0;
   std::vector<hal::PageAccess> list_;
   std::uint64_t hardware_ns_ = 0;
   std::uint64_t tracked_ = 0, slow_total_ = 0, plans_ = 0, promoted_ = 0, demoted_ = 0, refused_ = 0,

@@ -60,6 +60,12 @@ struct M5Manager::State {
   m::Monitor monitor;
   m::Elector elector;
   m::HotnessTable hotness;
+  // Epochs with at least one access per page, decayed like the hotness
+  // score: from the tracker for slow-tier pages, from the fast-tier scan for
+  // fast ones -- the one measure both tiers share.
+  m::HotnessTable activity;
+  std::unordered_set<std::uint64_t> active_now;  // pages seen this epoch
+  bool fast_signal = false;                      // observe_fast_accessed() was called
   m::TokenBucket bucket;
   m::CandidatePool pool;
   m::SwapJudge swap_judge;
@@ -92,6 +98,7 @@ void M5Manager::observe(std::span<const hal::PageAccess> accesses, const Placeme
       s.monitor.add(placement.locate(first), a.count);
       s.nominator->record(first, id, a.count, a.words);
       s.hotness.add(id, a.count, s.epoch);
+      s.active_now.insert(id);
       continue;
     }
     const std::uint64_t n = std::min(a.pages, kMaxRunPages);
@@ -106,14 +113,24 @@ void M5Manager::observe(std::span<const hal::PageAccess> accesses, const Placeme
       s.monitor.add(placement.locate(key), i < extra ? per + a.count : per);
       s.nominator->record(key, id, a.count, a.words);
       s.hotness.add(id, a.count, s.epoch);
+      s.active_now.insert(id);
     }
   }
+}
+
+void M5Manager::observe_fast_accessed(std::span<const PageKey> accessed) {
+  State& s = *state_;
+  s.fast_signal = true;
+  for (const PageKey& p : accessed) s.active_now.insert(m::page_id(p));
 }
 
 MigrationPlan M5Manager::end_epoch(const EpochInput& input, const PlacementView& placement) {
   State& s = *state_;
   ManagerStats& st = s.stats;
   const std::uint64_t accesses = s.monitor.accesses();
+
+  for (const std::uint64_t id : s.active_now) s.activity.add(id, 1, s.epoch);
+  s.active_now.clear();
 
   std::vector<Nomination> nominations = s.nominator->end_epoch();
   if (s.rebuild_nominator) {
@@ -165,8 +182,9 @@ MigrationPlan M5Manager::end_epoch(const EpochInput& input, const PlacementView&
     for (const Nomination& n : nominations) {
       if (n.location != TierLocation::kSlow) s.candidates.push_back(n);
     }
-    m::PromoterResult r = m::plan_migrations({s.candidates, input.fast, election.batch_pages, s.epoch, hot_bar},
-                                             s.config, placement, s.hotness, s.bucket);
+    m::PromoterResult r = m::plan_migrations(
+        {s.candidates, input.fast, election.batch_pages, s.epoch, hot_bar, s.fast_signal ? &s.activity : nullptr},
+        s.config, placement, s.hotness, s.bucket);
     // Only the Elector's own promotion periods restart the period and the
     // trend; an epoch promoting hot candidates alone leaves both running.
     if (!election.hot_candidates) {

@@ -29,9 +29,13 @@ struct Shape {
 
 class Planner {
  public:
-  Planner(std::uint64_t used, std::uint64_t high, std::uint64_t low, std::uint64_t p_max, double swap_min,
-          const std::vector<double>& cand_min_benefit, const std::vector<Victim>& victims)
+  // A swap pairs a candidate whose value is c with a victim whose value is
+  // v when v * gap + margin < c and c >= swap_min.
+  Planner(std::uint64_t used, std::uint64_t high, std::uint64_t low, std::uint64_t p_max, double swap_min, double gap,
+          double margin, const std::vector<double>& cand_min_benefit, const std::vector<Victim>& victims)
       : swap_min_(swap_min),
+        gap_(gap),
+        margin_(margin),
         used_(used),
         high_(high),
         pressure_(used > high ? used - low : 0),
@@ -61,10 +65,10 @@ class Planner {
     // Swap victims (past the pressure ones) must be clearly colder than every
     // candidate promoted (victims are coldest first).
     return d <= pressure_ || p == 0 ||
-           (victims_[d - 1].score * kSwapGap < cand_min_[p - 1] && cand_min_[p - 1] >= swap_min_);
+           (victims_[d - 1].score * gap_ + margin_ < cand_min_[p - 1] && cand_min_[p - 1] >= swap_min_);
   }
 
-  double swap_min_;
+  double swap_min_, gap_, margin_;
   std::uint64_t used_, high_, pressure_, p_max_;
   const std::vector<double>& cand_min_;
   const std::vector<Victim>& victims_;
@@ -112,17 +116,30 @@ PromoterResult plan_migrations(const PromoterInput& input, const M5Config& confi
   const std::uint64_t low = watermark_pages(config.low_watermark, capacity);
   const std::uint64_t p_max = std::min<std::uint64_t>(candidates.size(), input.batch_pages);
 
-  // Candidates are sorted by benefit, so the p-th is the least of the first p.
+  // What a swap compares: the least value among the first p candidates
+  // (sorted by benefit, so that is the p-th one's benefit; their activity
+  // needs the running minimum).
+  const HotnessTable* activity = input.activity;
   std::vector<double> cand_min(p_max);
-  for (std::uint64_t i = 0; i < p_max; ++i) cand_min[i] = candidates[i].benefit;
+  for (std::uint64_t i = 0; i < p_max; ++i) {
+    if (activity == nullptr) {
+      cand_min[i] = candidates[i].benefit;
+      continue;
+    }
+    const double a = activity->score(page_id(candidates[i].nomination->page), input.epoch);
+    cand_min[i] = i == 0 ? a : std::min(cand_min[i - 1], a);
+  }
 
   std::vector<Victim> victims;
   if (capacity != 0 && used + p_max > high) {
     const std::uint64_t pressure = used > high ? used - low : 0;
     const std::uint64_t after = used - pressure + p_max;
     const std::uint64_t wanted = pressure + (after > high ? after - high : 0);
-    const std::size_t scan = static_cast<std::size_t>(
-        std::clamp<std::uint64_t>(wanted * kVictimScanFactor, kMinVictimScan, kMaxVictimScan));
+    // With accessed bits every fast page is ranked by what was seen of it;
+    // without, the caller's order (LRU) is only refined.
+    const std::uint64_t look = activity != nullptr ? std::max(used, wanted) : wanted * kVictimScanFactor;
+    const std::size_t scan =
+        static_cast<std::size_t>(std::clamp<std::uint64_t>(look, kMinVictimScan, kMaxVictimScan));
     std::vector<PageKey> fast;
     placement.fast_pages(fast, scan);
     std::unordered_set<std::uint64_t> nominated;
@@ -132,7 +149,8 @@ PromoterResult plan_migrations(const PromoterInput& input, const M5Config& confi
     for (std::size_t i = 0; i < fast.size() && i < scan; ++i) {
       const std::uint64_t id = page_id(fast[i]);
       if (nominated.count(id) != 0) continue;
-      victims.push_back({hotness.score(id, input.epoch), i, fast[i]});
+      victims.push_back({activity != nullptr ? activity->score(id, input.epoch) : hotness.score(id, input.epoch), i,
+                         fast[i]});
     }
     const auto colder = [](const Victim& a, const Victim& b) {
       return a.score != b.score ? a.score < b.score : a.order < b.order;
@@ -142,7 +160,9 @@ PromoterResult plan_migrations(const PromoterInput& input, const M5Config& confi
     victims.resize(keep);
   }
 
-  const Planner planner(used, high, low, p_max, input.swap_min_benefit, cand_min, victims);
+  const Planner planner = activity != nullptr
+                             ? Planner(used, high, low, p_max, 0, kActivityGap, kActivityMargin, cand_min, victims)
+                             : Planner(used, high, low, p_max, input.swap_min_benefit, kSwapGap, 0, cand_min, victims);
   const Shape unlimited = planner.shape(std::numeric_limits<std::uint64_t>::max() / 4);
   const Shape shape = planner.shape(bucket.tokens() / kPageBytes);
 

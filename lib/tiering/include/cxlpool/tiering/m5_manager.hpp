@@ -175,6 +175,16 @@ class M5Manager {
   // attributes them to tiers for the Monitor.
   void observe(std::span<const hal::PageAccess> accesses, const PlacementView& placement);
 
+  // Fast-tier pages found accessed during the current epoch by the caller's
+  // scan of the fast tier (accessed bits: idle page tracking, as M5's own
+  // MGLRU-based demotion reads them); every fast page not listed counts as
+  // idle for this epoch. Once called, the manager trusts this signal: swap
+  // victims are the fast pages active in the fewest recent epochs, and a
+  // swap needs its candidate active in clearly more recent epochs than its
+  // victim (manager/promoter.hpp). Callers that cannot scan never call it
+  // and keep the LRU-ordered victims. Call it before end_epoch().
+  void observe_fast_accessed(std::span<const PageKey> accessed);
+
   // Ends the epoch: the trackers are queried and reset (as M5's controller
   // is on every host query). Returns a plan when the Elector says this is a
   // promotion period, an empty plan otherwise.

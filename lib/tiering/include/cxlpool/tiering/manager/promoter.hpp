@@ -27,7 +27,17 @@
 // unknown -- a tracker that sees only slow-tier traffic never scores it --
 // and "unknown" must not read as "cold": LRU order alone cannot tell a page
 // used now and then from a dead one, so a swap for a merely warm candidate
-// can cost more than it gains. Demotions a tier above
+// can cost more than it gains.
+// When the caller scans the fast tier's accessed bits
+// (PromoterInput::activity), fast pages are no longer unknown: victims are
+// the whole fast tier ranked by the epochs they were active in recently
+// (fewest first, the caller's order breaking ties), and a swap needs every
+// candidate promoted to have been active in more recent epochs than its
+// victim by kActivityGap x victim + kActivityMargin (hysteresis: a page as
+// busy as the one it would displace stays where it is; the pair's accesses
+// per epoch are not comparable, one tier's being counted, the other's only
+// seen). The swap bar from the average fast page then no longer applies.
+// Demotions a tier above
 // its high watermark needs ignore that rule: the watermark is a hard limit.
 // A fast tier of capacity 0 takes no promotions.
 #pragma once
@@ -57,6 +67,11 @@ inline constexpr std::size_t kVictimScanFactor = 2;
 inline constexpr double kSparseBenefit = 0.5;
 // A swap demotes a fast page only when a candidate is this many times hotter.
 inline constexpr double kSwapGap = 2.0;
+// With the fast-tier activity signal: a candidate must have been active in
+// at least kActivityGap x its victim's recent epochs + kActivityMargin
+// (in HotnessTable score units: about 12 for a page active every epoch).
+inline constexpr double kActivityGap = 1.0;
+inline constexpr double kActivityMargin = 0.25;
 
 struct PromoterInput {
   // Located; slow-tier ones are candidates, every one is kept off the
@@ -66,6 +81,9 @@ struct PromoterInput {
   std::uint64_t batch_pages = 0;
   std::uint32_t epoch = 0;  // hotness-table epoch
   double swap_min_benefit = 0;  // hotness-score units: a swap's candidate needs more
+  // Epochs each page was active in (both tiers), when the caller scans the
+  // fast tier's accessed bits; null: no fast-tier signal.
+  const HotnessTable* activity = nullptr;
 };
 
 // A candidate's expected benefit (hotness score, sparse discount applied).
