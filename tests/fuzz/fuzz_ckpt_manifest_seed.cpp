@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus for fuzz_ckpt_manifest_decode: a manifest's bytes
-// (full, minimal, with an unknown section), a whole image, and near misses
+// (full, minimal, with an unknown section, with eventfds, a pipe and a
+// socketpair), a whole image, and near misses
 // that each break one rule (a run outside its VMA, a duplicate section, a
 // truncated section, another version).
 //   fuzz_ckpt_manifest_seed DIR          write DIR/<name>.bin
@@ -58,6 +59,11 @@ std::vector<Seed> seeds() {
   v2.version = 2;
   out.push_back({"version2.bin", encode_manifest(v2)});
   out.push_back({"image.bin", image_of(sample)});
+  const Manifest objects = cxlpool::test::sample_manifest_with_fd_objects();
+  out.push_back({"fd-objects.bin", encode_manifest(objects)});
+  Manifest lone_pipe = objects;
+  lone_pipe.fds[4].open_flags = 0;  // both pipe fds read ends: a pipe without a writer
+  out.push_back({"fd-objects-lone-pipe.bin", encode_manifest(lone_pipe)});
   Manifest past = sample;
   past.runs[2].image_offset = 4 * 4096;
   out.push_back({"image-run-past-data.bin", image_of(past)});

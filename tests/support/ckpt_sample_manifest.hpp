@@ -73,6 +73,27 @@ inline ckpt::Manifest sample_manifest() {
   return m;
 }
 
+// sample_manifest() plus an eventfd (fd 4, its dup at 9), a pipe (5 read,
+// 6 write) with bytes in it and a stream socketpair (7, 8): every kind of
+// the fd objects section.
+inline ckpt::Manifest sample_manifest_with_fd_objects() {
+  using namespace ckpt;
+  Manifest m = sample_manifest();
+  auto add = [&](int fd, FdKind kind, uint32_t flags, FdObject o) {
+    m.fds.push_back({fd, kind, kNoFile, flags, 0});
+    o.fd = fd;
+    m.fd_objects.push_back(std::move(o));
+  };
+  constexpr uint32_t kRead = 0, kWrite = 1, kReadWrite = 2, kNonBlock = 04000, kCloexec = 02000000;
+  add(4, FdKind::kEventfd, kReadWrite | kCloexec, {0, 11, 0, 5, kEventfdSemaphore, {}});
+  add(5, FdKind::kPipe, kRead | kNonBlock, {0, 900, 0, 0, kDefaultPipeBytes, {'a', 'b', 'c'}});
+  add(6, FdKind::kPipe, kWrite, {0, 900, 0, 0, kDefaultPipeBytes, {}});
+  add(7, FdKind::kSocketPair, kReadWrite, {0, 1001, 1002, 0, 1, {}});
+  add(8, FdKind::kSocketPair, kReadWrite, {0, 1002, 1001, 0, 1, {}});
+  add(9, FdKind::kEventfd, kReadWrite, {0, 11, 0, 5, kEventfdSemaphore, {}});
+  return m;
+}
+
 // A whole image of `m` in memory as ImageWriter lays it out: header, `data`
 // (m.image_data_bytes of it) at m.image_data_offset, the manifest behind.
 inline std::vector<std::byte> image_of(const ckpt::Manifest& m, std::span<const std::byte> data) {

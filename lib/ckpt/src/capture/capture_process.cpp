@@ -60,7 +60,7 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
     m.threads.push_back(std::move(*t));
   }
   if (auto r = capture_shared_pending(pid, m.process); !r) return tl::unexpected(r.error());
-  if (auto r = capture_fds(pid, options, files, m.fds); !r) return tl::unexpected(r.error());
+  if (auto r = capture_fds(pid, options, files, m.fds, m.fd_objects); !r) return tl::unexpected(r.error());
   if (auto r = capture_vmas(pid, options, files, m); !r) return tl::unexpected(r.error());
   const Vma* vdso = nullptr;
   for (const Vma& v : m.vmas) {

@@ -47,8 +47,10 @@ Result<void> capture_shared_pending(pid_t tid, ProcessState& process);
 // What only the process can ask for: sigactions, itimers and brk (through
 // the leader), clear_child_tid and sigaltstack (each thread).
 Result<void> capture_injected(const FrozenProcess& frozen, uint64_t syscall_insn, Manifest& manifest);
-// Open descriptors; refuses kinds a restore cannot reopen.
-Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, std::vector<FdEntry>& fds);
+// Open descriptors and the kernel objects behind eventfds, pipes and
+// socketpairs; refuses kinds a restore cannot make again.
+Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, std::vector<FdEntry>& fds,
+                         std::vector<FdObject>& objects);
 // VMAs from smaps, classified; refuses mappings a restore cannot re-create.
 Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& manifest);
 // Present private pages (pagemap), copied into the image as runs.

@@ -150,13 +150,22 @@ Result<MmFields> parse_stat_mm(std::string_view text) {
 Result<FdInfo> parse_fdinfo(std::string_view text) {
   FdInfo info;
   int seen = 0;
+  bool bad = false;
   for_each_key(text, [&](std::string_view key, const std::vector<std::string_view>& w) {
     uint64_t v = 0;
     if (w.empty()) return;
     if (key == "pos" && number(w[0], v)) info.pos = v, ++seen;
     else if (key == "flags" && number(w[0], v, 8)) info.flags = static_cast<uint32_t>(v), ++seen;
+    else if (key == "eventfd-count") info.has_eventfd_count = number(w[0], info.eventfd_count, 16), bad |= !info.has_eventfd_count;
+    else if (key == "eventfd-id") info.has_eventfd_id = number(w[0], info.eventfd_id), bad |= !info.has_eventfd_id;
+    else if (key == "eventfd-semaphore") {
+      info.has_eventfd_semaphore = number(w[0], v) && v <= 1;
+      bad |= !info.has_eventfd_semaphore;
+      info.eventfd_semaphore = v == 1;
+    }
   });
   if (seen != 2) return fail(EIO, "fdinfo: pos or flags missing");
+  if (bad) return fail(EIO, "fdinfo: an eventfd line that is not a number");
   return info;
 }
 

@@ -19,6 +19,7 @@
 
 #include "blob/blob_abi.hpp"
 #include "cxlpool/ckpt/restorer.hpp"
+#include "fd_objects.hpp"
 #include "sigframe.hpp"
 
 namespace cxlpool::ckpt {
@@ -114,6 +115,7 @@ Stash arrange_fds(const Manifest& m, const CloneChannels& ch) {
     ::close(fd);
   }
   ::syscall(SYS_close_range, 3u, static_cast<unsigned>(st.close_from - 1), 0u);
+  if (auto made = recreate_fd_objects(m, st.close_from); !made) die(status, made.error().message);
   for (const FdEntry& e : m.fds) {
     if (e.kind == FdKind::kStdio) {
       // The caller's descriptor stands in for the pipe or terminal the

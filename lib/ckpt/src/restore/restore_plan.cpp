@@ -172,6 +172,11 @@ Result<void> check_restorable(const Manifest& m) {
         if (f.fd < 0 || f.file >= m.files.size())
           return fail(EINVAL, fmt::format("fd {} names file {} of {}", f.fd, f.file, m.files.size()));
         break;
+      case FdKind::kEventfd:
+      case FdKind::kPipe:
+      case FdKind::kSocketPair:
+        if (f.fd < 0) return fail(EINVAL, fmt::format("fd {} is out of range", f.fd));
+        break;
       case FdKind::kCxlpoolSocket:
         return fail(ENOTSUP, fmt::format("fd {} is the cxlpool control socket, which only the client library "
                                          "reconnects", f.fd));

@@ -69,6 +69,10 @@ enum class FdKind : uint8_t {
   kStdio,          // fd 0-2 that is a pipe, pty or socket: replaced by the restorer's caller's
   kCxlpoolSocket,  // the cxlpool control socket: the client library reconnects
   kDirectory,
+  kEventfd,        // an eventfd: made again with its counter and flags (FdObject)
+  kPipe,           // one end of a pipe whose both ends the process holds (FdObject;
+                   // open_flags' access mode says which end)
+  kSocketPair,     // one end of a unix socketpair whose both ends the process holds (FdObject)
 };
 
 struct FdEntry {
@@ -77,6 +81,28 @@ struct FdEntry {
   uint32_t file = kNoFile;   // index into Manifest::files
   uint32_t open_flags = 0;   // O_* from fdinfo (O_CLOEXEC from fdinfo flags too)
   uint64_t offset = 0;
+};
+
+// What a restore needs beyond FdEntry to make a kernel object again: one per
+// fd of kind kEventfd, kPipe or kSocketPair, in the fd_objects section (a
+// later addition: images without it have no such fds).
+inline constexpr uint32_t kEventfdSemaphore = 1u << 0;  // FdObject::detail of a kEventfd: EFD_SEMAPHORE
+inline constexpr uint32_t kDefaultPipeBytes = 16 * 4096;  // a new pipe's capacity
+inline constexpr uint32_t kMaxPipeBytes = 1u << 28;       // the most a pipe's capacity may be in a manifest
+
+struct FdObject {
+  int32_t fd = -1;
+  // The kernel object the fd refers to: fds with one object are restored as
+  // one (dups). The eventfd's id, the pipe's inode, the socket's inode.
+  uint64_t object = 0;
+  uint64_t peer = 0;     // kSocketPair: the other end's socket inode
+  uint64_t counter = 0;  // kEventfd: the counter
+  // kEventfd: kEventfdSemaphore; kPipe: capacity in bytes (F_GETPIPE_SZ);
+  // kSocketPair: SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET.
+  uint32_t detail = 0;
+  // kPipe: the bytes buffered in the pipe when it was checkpointed, on the
+  // pipe's first fd only (the others of that pipe have none).
+  std::vector<uint8_t> contents;
 };
 
 struct Rseq {
@@ -160,6 +186,7 @@ struct Manifest {
   std::vector<PageRun> runs;         // sorted by addr, each inside one VMA
   std::vector<FileRef> files;
   std::vector<FdEntry> fds;
+  std::vector<FdObject> fd_objects;  // sorted by fd; one per kEventfd, kPipe, kSocketPair fd
   std::vector<RegionRef> regions;
   std::vector<uint64_t> hot_pages;   // page addresses to copy up front under the hybrid policy
   uint64_t image_data_offset = 0;    // where page data starts in the image (page aligned)

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fd_objects.hpp"
+
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "capture_steps.hpp"
+#include "cxlpool/ckpt/manifest_codec.hpp"
+#include "cxlpool/common/unique_fd.hpp"
+
+namespace cxlpool::ckpt::detail {
+namespace {
+
+// What sock_diag tells of a unix socket that /proc/net/unix does not.
+struct UnixDiag {
+  uint64_t peer = 0;
+  uint32_t rqueue = 0, wqueue = 0;
+};
+
+// Looks one unix socket up by inode (NETLINK_SOCK_DIAG, exact request).
+Result<UnixDiag> unix_diag(uint64_t inode) {
+  UniqueFd nl(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (!nl) return fail_errno("sock_diag socket");
+  struct {
+    nlmsghdr header;
+    unix_diag_req req;
+  } ask{};
+  ask.header.nlmsg_len = sizeof ask;
+  ask.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  ask.header.nlmsg_flags = NLM_F_REQUEST;
+  ask.req.sdiag_family = AF_UNIX;
+  ask.req.udiag_states = ~0u;
+  ask.req.udiag_ino = static_cast<uint32_t>(inode);
+  ask.req.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN;
+  ask.req.udiag_cookie[0] = ask.req.udiag_cookie[1] = ~0u;
+  if (::send(nl.get(), &ask, sizeof ask, 0) != static_cast<ssize_t>(sizeof ask)) return fail_errno("sock_diag send");
+  alignas(nlmsghdr) char buf[8192];
+  const ssize_t n = ::recv(nl.get(), buf, sizeof buf, 0);
+  if (n < 0) return fail_errno("sock_diag recv");
+  auto* h = reinterpret_cast<nlmsghdr*>(buf);
+  if (!NLMSG_OK(h, static_cast<unsigned>(n))) return fail(EIO, "sock_diag: short answer");
+  if (h->nlmsg_type == NLMSG_ERROR) {
+    const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+    return fail(-e->error, std::string("sock_diag: ") + std::strerror(-e->error));
+  }
+  if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(unix_diag_msg))) {
+    return fail(EIO, "sock_diag: unexpected answer");
+  }
+  const auto* msg = static_cast<const unix_diag_msg*>(NLMSG_DATA(h));
+  if (msg->udiag_ino != static_cast<uint32_t>(inode)) return fail(EIO, "sock_diag: answer for another socket");
+  UnixDiag out;
+  int left = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *msg));
+  for (auto* a = reinterpret_cast<rtattr*>(const_cast<unix_diag_msg*>(msg) + 1); RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+    if (a->rta_type == UNIX_DIAG_PEER && RTA_PAYLOAD(a) >= 4) {
+      uint32_t peer = 0;
+      std::memcpy(&peer, RTA_DATA(a), 4);
+      out.peer = peer;
+    } else if (a->rta_type == UNIX_DIAG_RQLEN && RTA_PAYLOAD(a) >= sizeof(unix_diag_rqlen)) {
+      unix_diag_rqlen q{};
+      std::memcpy(&q, RTA_DATA(a), sizeof q);
+      out.rqueue = q.udiag_rqueue;
+      out.wqueue = q.udiag_wqueue;
+    }
+  }
+  return out;
+}
+
+std::string netlink_protocol(uint32_t p) {
+  switch (p) {
+    case 0: return "NETLINK_ROUTE";
+    case 4: return "NETLINK_SOCK_DIAG";
+    case 9: return "NETLINK_AUDIT";
+    case 15: return "NETLINK_KOBJECT_UEVENT";
+    case 16: return "NETLINK_GENERIC";
+    default: return "protocol " + std::to_string(p);
+  }
+}
+
+std::string unix_name(const std::string& path) { return path.empty() ? "unnamed" : "bound to " + path; }
+
+// A descriptor of the frozen process, borrowed (pidfd_getfd): the very open
+// file, so that reading it reads the process's pipe.
+Result<UniqueFd> borrow_fd(int pidfd, int fd) {
+  const int got = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  if (got < 0) return fail_errno("pidfd_getfd of fd " + std::to_string(fd));
+  return UniqueFd(got);
+}
+
+Result<void> write_all(int fd, const uint8_t* data, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return fail_errno("writing a pipe's bytes back");
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return {};
+}
+
+// Reads what the pipe holds through its read end (FIONREAD bytes are there:
+// the reads do not block, whatever the end's O_NONBLOCK) and writes it
+// straight back through its write end, which has room for it: the pipe is as
+// it was, and *contents has its bytes.
+Result<void> read_pipe(int pidfd, const ClassifiedFd& reader, const ClassifiedFd& writer, FdObject& object) {
+  auto r = borrow_fd(pidfd, reader.entry.fd);
+  if (!r) return tl::unexpected(r.error());
+  const int capacity = ::fcntl(r->get(), F_GETPIPE_SZ);
+  if (capacity < 0) return fail_errno("F_GETPIPE_SZ of fd " + std::to_string(reader.entry.fd));
+  object.detail = static_cast<uint32_t>(capacity);
+  int queued = 0;
+  if (::ioctl(r->get(), FIONREAD, &queued) != 0) return fail_errno("FIONREAD of fd " + std::to_string(reader.entry.fd));
+  if (queued <= 0) return {};
+  if (static_cast<uint32_t>(queued) > kMaxPipeContentsBytes) {
+    return fail(ENOTSUP, "fd " + std::to_string(reader.entry.fd) + " is a pipe holding " + std::to_string(queued) +
+                             " bytes, more than a checkpoint keeps");
+  }
+  if ((reader.entry.open_flags | writer.entry.open_flags) & O_DIRECT) {
+    return fail(ENOTSUP, "fd " + std::to_string(reader.entry.fd) +
+                             " is a packet-mode pipe (O_DIRECT) holding bytes, whose packet bounds a checkpoint "
+                             "does not keep");
+  }
+  auto w = borrow_fd(pidfd, writer.entry.fd);
+  if (!w) return tl::unexpected(w.error());
+  object.contents.resize(static_cast<std::size_t>(queued));
+  std::size_t got = 0;
+  while (got < object.contents.size()) {
+    const ssize_t n = ::read(r->get(), object.contents.data() + got, object.contents.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // Put back what was taken before failing: the process keeps its bytes.
+      (void)write_all(w->get(), object.contents.data(), got);
+      return fail_errno("reading the bytes of the pipe at fd " + std::to_string(reader.entry.fd));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  return write_all(w->get(), object.contents.data(), got);
+}
+
+}  // namespace
+
+std::optional<FdObject> eventfd_object(int fd, const FdInfo& info, std::string* refusal) {
+  if (!info.has_eventfd_count || !info.has_eventfd_id) {
+    *refusal = "an eventfd whose fdinfo shows no eventfd-count or eventfd-id";
+    return std::nullopt;
+  }
+  if (!info.has_eventfd_semaphore) {
+    *refusal = "an eventfd, and this kernel's fdinfo does not say whether it is a semaphore (eventfd-semaphore)";
+    return std::nullopt;
+  }
+  FdObject o;
+  o.fd = fd;
+  o.object = info.eventfd_id;
+  o.counter = info.eventfd_count;
+  o.detail = info.eventfd_semaphore ? kEventfdSemaphore : 0;
+  return o;
+}
+
+void SocketTables::load() {
+  if (loaded_) return;
+  loaded_ = true;
+  if (auto t = read_proc(pid_, "net/unix")) {
+    for (auto& row : parse_net_unix(*t)) unix_[row.inode] = row;
+  }
+  if (auto t = read_proc(pid_, "net/netlink")) {
+    for (auto& row : parse_net_netlink(*t)) netlink_[row.inode] = row;
+  }
+  for (const char* table : {"tcp", "tcp6", "udp", "udp6", "raw", "raw6"}) {
+    const std::string name = table;
+    auto t = read_proc(pid_, "net/" + name);
+    if (!t) continue;
+    for (auto& row : parse_net_inet(*t, name.back() == '6')) {
+      inet_[row.inode] = {name.substr(0, name.back() == '6' ? name.size() - 1 : name.size()), row};
+    }
+  }
+}
+
+std::string SocketTables::describe_other(int fd, uint64_t inode) {
+  const std::string id = "socket:[" + std::to_string(inode) + "]";
+  if (auto it = netlink_.find(inode); it != netlink_.end()) {
+    return "a netlink socket (" + id + ", " + netlink_protocol(it->second.protocol) + ", port id " +
+           std::to_string(it->second.portid) + ")";
+  }
+  if (auto it = inet_.find(inode); it != inet_.end()) {
+    const auto& [proto, row] = it->second;
+    return "a " + proto + " socket (" + id + ", local " + row.local + ", remote " + row.remote + ", state " +
+           std::to_string(row.state) + ")";
+  }
+  // Not in a table this kernel shows: ask the socket itself.
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
+  if (pidfd) {
+    if (auto s = borrow_fd(pidfd.get(), fd)) {
+      int domain = -1, type = -1, protocol = -1;
+      socklen_t len = sizeof domain;
+      ::getsockopt(s->get(), SOL_SOCKET, SO_DOMAIN, &domain, &len);
+      len = sizeof type;
+      ::getsockopt(s->get(), SOL_SOCKET, SO_TYPE, &type, &len);
+      len = sizeof protocol;
+      ::getsockopt(s->get(), SOL_SOCKET, SO_PROTOCOL, &protocol, &len);
+      return "a socket (" + id + ", family " + std::to_string(domain) + ", " +
+             socket_type_name(static_cast<uint32_t>(type)) + ", protocol " + std::to_string(protocol) + ")";
+    }
+  }
+  return "a socket (" + id + ") in none of the unix, netlink, tcp, udp or raw tables";
+}
+
+std::optional<FdObject> SocketTables::classify(int fd, uint64_t inode, std::string* refusal) {
+  load();
+  auto it = unix_.find(inode);
+  if (it == unix_.end()) {
+    *refusal = describe_other(fd, inode);
+    return std::nullopt;
+  }
+  const UnixSocketRow& row = it->second;
+  const std::string head = "a unix " + socket_type_name(row.type) + " socket (socket:[" + std::to_string(inode) + "], " +
+                           unix_name(row.path);
+  if (row.listening) {
+    *refusal = head + ", listening)";
+    return std::nullopt;
+  }
+  auto diag = unix_diag(inode);
+  if (!diag) {
+    *refusal = head + "; its peer is unknown: " + diag.error().message + ")";
+    return std::nullopt;
+  }
+  if (diag->peer == 0) {
+    *refusal = head + ", not connected)";
+    return std::nullopt;
+  }
+  const std::string with_peer = head + ", peer socket:[" + std::to_string(diag->peer) + "]";
+  if (!row.path.empty()) {
+    *refusal = with_peer + "; only an unnamed socketpair is restored)";
+    return std::nullopt;
+  }
+  if (diag->rqueue != 0) {
+    *refusal = with_peer + ", " + std::to_string(diag->rqueue) + " bytes queued to it, which a checkpoint does not keep)";
+    return std::nullopt;
+  }
+  if (row.type != 1 && row.type != 2 && row.type != 5) {
+    *refusal = with_peer + ")";
+    return std::nullopt;
+  }
+  FdObject o;
+  o.fd = fd;
+  o.object = inode;
+  o.peer = diag->peer;
+  o.detail = row.type;
+  // Kept for the refusal should the peer turn out to be in another process.
+  *refusal = with_peer + " in another process)";
+  return o;
+}
+
+namespace {
+
+// The pipes' fds by inode, in fd order.
+std::map<uint64_t, std::vector<ClassifiedFd*>> pipe_ends(std::vector<ClassifiedFd>& fds) {
+  std::map<uint64_t, std::vector<ClassifiedFd*>> pipes;
+  for (ClassifiedFd& c : fds) {
+    if (c.refusal.empty() && c.entry.kind == FdKind::kPipe) pipes[c.object->object].push_back(&c);
+  }
+  return pipes;
+}
+
+bool reads(const ClassifiedFd& c) { return (c.entry.open_flags & O_ACCMODE) == O_RDONLY; }
+
+// The lowest fd of the pipe's read (or write) ends; nullptr without one.
+ClassifiedFd* first_end(const std::vector<ClassifiedFd*>& ends, bool read_end) {
+  for (ClassifiedFd* c : ends) {
+    if (reads(*c) == read_end) return c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void pair_fd_objects(std::vector<ClassifiedFd>& fds) {
+  std::map<uint64_t, ClassifiedFd*> sockets;
+  for (ClassifiedFd& c : fds) {
+    // A socketpair candidate keeps its refusal text until its peer is found.
+    if (!c.refusal.empty() && c.object && c.entry.kind == FdKind::kSocketPair) sockets[c.object->object] = &c;
+  }
+  for (auto& [inode, socket] : sockets) {
+    if (sockets.contains(socket->object->peer)) {
+      socket->refusal.clear();
+      socket->what = "one end of a unix " + socket_type_name(socket->object->detail) + " socketpair (socket:[" +
+                     std::to_string(inode) + "], peer socket:[" + std::to_string(socket->object->peer) + "])";
+    }
+  }
+  for (ClassifiedFd& c : fds) {
+    if (!c.refusal.empty()) c.object.reset();
+  }
+  for (auto& [inode, ends] : pipe_ends(fds)) {
+    const bool has_reader = first_end(ends, true) != nullptr, has_writer = first_end(ends, false) != nullptr;
+    for (ClassifiedFd* c : ends) {
+      if (!has_reader || !has_writer) {
+        c->refusal = "a pipe (pipe:[" + std::to_string(inode) + "]) whose " + (has_reader ? "write" : "read") +
+                     " end the process does not hold";
+        c->object.reset();
+      } else {
+        c->what = std::string("the ") + (reads(*c) ? "read" : "write") + " end of pipe:[" + std::to_string(inode) +
+                  "], whose other end is held too";
+      }
+    }
+  }
+}
+
+Result<void> read_pipe_contents(pid_t pid, std::vector<ClassifiedFd>& fds) {
+  auto pipes = pipe_ends(fds);
+  if (pipes.empty()) return {};
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) return fail_errno("pidfd_open " + std::to_string(pid));
+  for (auto& [inode, ends] : pipes) {
+    FdObject& first = *ends.front()->object;
+    if (auto ok = read_pipe(pidfd.get(), *first_end(ends, true), *first_end(ends, false), first); !ok) return ok;
+    for (ClassifiedFd* c : ends) c->object->detail = first.detail;
+  }
+  return {};
+}
+
+}  // namespace cxlpool::ckpt::detail

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fd_objects.hpp"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace cxlpool::ckpt {
+namespace {
+
+const FdEntry& entry_of(const Manifest& m, int32_t fd) {
+  for (const FdEntry& e : m.fds) {
+    if (e.fd == fd) return e;
+  }
+  return m.fds.front();  // validate_manifest guarantees every object has its entry
+}
+
+// A new object's descriptor, moved out of the way of numbers still to be
+// filled: the kernel hands out the lowest free ones, which may be any
+// target number not yet placed.
+Result<int> to_scratch(int fd, int scratch_from, std::vector<int>& scratch) {
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, scratch_from);
+  const int saved = errno;
+  ::close(fd);
+  if (moved < 0) return fail(saved, fmt::format("moving a new descriptor above {}", scratch_from));
+  scratch.push_back(moved);
+  return moved;
+}
+
+// dup3 of the object's descriptor to the target's number, with the
+// target's close-on-exec and status flags.
+Result<void> place(int from, const FdEntry& e) {
+  if (::dup3(from, e.fd, (e.open_flags & O_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+    return fail_errno(fmt::format("dup3 to fd {}", e.fd));
+  }
+  const int now = ::fcntl(e.fd, F_GETFL);
+  const int want = (now & ~(O_NONBLOCK | O_APPEND)) | (static_cast<int>(e.open_flags) & O_NONBLOCK);
+  if (now < 0 || (now != want && ::fcntl(e.fd, F_SETFL, want) != 0)) {
+    return fail_errno(fmt::format("setting the status flags of fd {}", e.fd));
+  }
+  return {};
+}
+
+Result<void> fill_pipe(int write_end, const FdObject& o) {
+  if (o.detail != kDefaultPipeBytes && ::fcntl(write_end, F_SETPIPE_SZ, static_cast<int>(o.detail)) < 0) {
+    return fail_errno(fmt::format("F_SETPIPE_SZ {} for the pipe at fd {}", o.detail, o.fd));
+  }
+  std::size_t done = 0;
+  while (done < o.contents.size()) {
+    const ssize_t n = ::write(write_end, o.contents.data() + done, o.contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail_errno(fmt::format("writing {} bytes back into the pipe at fd {}", o.contents.size(), o.fd));
+    done += static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> recreate_fd_objects(const Manifest& m, int scratch_from) {
+  std::vector<int> scratch;
+  // Per kind and object: the descriptor(s) made for it.
+  std::map<uint64_t, int> eventfds, sockets;
+  std::map<uint64_t, std::pair<int, int>> pipes;
+  auto made = [&]() -> Result<void> {
+    for (const FdObject& o : m.fd_objects) {
+      const FdEntry& e = entry_of(m, o.fd);
+      int from = -1;
+      if (e.kind == FdKind::kEventfd) {
+        auto it = eventfds.find(o.object);
+        if (it == eventfds.end()) {
+          const int fd = ::eventfd(0, (o.detail & kEventfdSemaphore) ? EFD_SEMAPHORE : 0);
+          if (fd < 0) return fail_errno(fmt::format("eventfd for fd {}", o.fd));
+          // eventfd2's initial value is 32 bits; a write adds the whole
+          // 64-bit counter (at most 2^64 - 2, which a write takes at once).
+          if (o.counter > 0 && ::write(fd, &o.counter, sizeof o.counter) != sizeof o.counter) {
+            const int saved = errno;
+            ::close(fd);
+            return fail(saved, fmt::format("setting the counter of the eventfd at fd {} to {}", o.fd, o.counter));
+          }
+          auto moved = to_scratch(fd, scratch_from, scratch);
+          if (!moved) return tl::unexpected(moved.error());
+          it = eventfds.emplace(o.object, *moved).first;
+        }
+        from = it->second;
+      } else if (e.kind == FdKind::kPipe) {
+        auto it = pipes.find(o.object);
+        if (it == pipes.end()) {
+          int ends[2];
+          if (::pipe2(ends, O_CLOEXEC) != 0) return fail_errno(fmt::format("pipe2 for fd {}", o.fd));
+          auto r = to_scratch(ends[0], scratch_from, scratch);
+          auto w = r ? to_scratch(ends[1], scratch_from, scratch) : (::close(ends[1]), r);
+          if (!w) return tl::unexpected(w.error());
+          if (auto ok = fill_pipe(*w, o); !ok) return ok;
+          it = pipes.emplace(o.object, std::pair{*r, *w}).first;
+        }
+        from = (e.open_flags & O_ACCMODE) == O_RDONLY ? it->second.first : it->second.second;
+      } else if (e.kind == FdKind::kSocketPair) {
+        auto it = sockets.find(o.object);
+        if (it == sockets.end()) {
+          int pair[2];
+          if (::socketpair(AF_UNIX, static_cast<int>(o.detail) | SOCK_CLOEXEC, 0, pair) != 0) {
+            return fail_errno(fmt::format("socketpair for fd {}", o.fd));
+          }
+          auto a = to_scratch(pair[0], scratch_from, scratch);
+          auto b = a ? to_scratch(pair[1], scratch_from, scratch) : (::close(pair[1]), a);
+          if (!b) return tl::unexpected(b.error());
+          it = sockets.emplace(o.object, *a).first;
+          sockets.emplace(o.peer, *b);
+        }
+        from = it->second;
+      }
+      if (from < 0) return fail(EINVAL, fmt::format("fd {} has an object but no kind that takes one", o.fd));
+      if (auto ok = place(from, e); !ok) return ok;
+    }
+    return {};
+  };
+  auto result = made();
+  for (int fd : scratch) ::close(fd);
+  return result;
+}
+
+}  // namespace cxlpool::ckpt
