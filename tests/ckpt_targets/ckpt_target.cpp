@@ -29,7 +29,11 @@
 //   ckpt_target socket               one end of a socketpair at "socket_fd",
 //                                    inode "socket_ino": refused unless it
 //                                    is named as the cxlpool socket
-//   ckpt_target refuse-eventfd       holds an eventfd (a checkpoint refuses)
+//   ckpt_target fd-objects           holds a semaphore eventfd (counter 7), a pipe with "hello"
+//                                    in it (both ends) and a datagram socketpair
+//                                    ("eventfd FD", "pipe R W", "pair A B")
+//   ckpt_target refuse-epoll         holds an epoll instance (a checkpoint refuses)
+//   ckpt_target refuse-lone-pipe     holds only the read end of a pipe (refused)
 //   ckpt_target refuse-timer         has a POSIX timer (refused)
 //   ckpt_target refuse-shared        a writable MAP_SHARED memfd (refused)
 //
@@ -38,6 +42,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/auxv.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/rseq.h>
@@ -212,8 +217,21 @@ int setup(const std::string& mode, int argc, char** argv) {
     line("socket_fd", std::to_string(sv[0]));
     line("socket_ino", std::to_string(st.st_ino));
     close(sv[1]);
-  } else if (mode == "refuse-eventfd") {
-    line("eventfd", std::to_string(eventfd(0, EFD_CLOEXEC)));
+  } else if (mode == "fd-objects") {
+    const int efd = eventfd(7, EFD_SEMAPHORE | EFD_NONBLOCK);
+    int p[2], sv[2];
+    if (efd < 0 || pipe2(p, O_CLOEXEC) != 0 || socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) != 0) return 1;
+    if (write(p[1], "hello", 5) != 5) return 1;
+    line("eventfd", std::to_string(efd));
+    line("pipe", std::to_string(p[0]) + " " + std::to_string(p[1]));
+    line("pair", std::to_string(sv[0]) + " " + std::to_string(sv[1]));
+  } else if (mode == "refuse-epoll") {
+    line("epoll", std::to_string(epoll_create1(EPOLL_CLOEXEC)));
+  } else if (mode == "refuse-lone-pipe") {
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    close(p[1]);
+    line("pipe", std::to_string(p[0]));
   } else if (mode == "refuse-timer") {
     timer_t timer;
     sigevent sev{};

@@ -30,6 +30,9 @@ const char* fd_kind_name(FdKind k) {
     case FdKind::kStdio: return "stdio";
     case FdKind::kCxlpoolSocket: return "cxlpool-socket";
     case FdKind::kDirectory: return "directory";
+    case FdKind::kEventfd: return "eventfd";
+    case FdKind::kPipe: return "pipe";
+    case FdKind::kSocketPair: return "socketpair";
   }
   return "?";
 }
@@ -135,6 +138,11 @@ nlohmann::json manifest_json(const Manifest& m) {
     json e = {{"fd", f.fd}, {"kind", fd_kind_name(f.kind)}, {"flags", fmt::format("{:o}", f.open_flags)},
               {"offset", f.offset}};
     if (f.file != kNoFile) e["path"] = file_path(m, f.file);
+    for (const FdObject& o : m.fd_objects) {
+      if (o.fd != f.fd) continue;
+      e["object"] = {{"id", o.object}, {"peer", o.peer}, {"counter", o.counter}, {"detail", o.detail},
+                     {"contents_bytes", o.contents.size()}};
+    }
     fds.push_back(e);
   }
   j["fds"] = fds;

@@ -255,7 +255,7 @@ std::optional<FdObject> SocketTables::classify(int fd, uint64_t inode, std::stri
   o.peer = diag->peer;
   o.detail = row.type;
   // Kept for the refusal should the peer turn out to be in another process.
-  *refusal = with_peer + " in another process)";
+  *refusal = with_peer + " held by another process or not as a socket a checkpoint keeps)";
   return o;
 }
 

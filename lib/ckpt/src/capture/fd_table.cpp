@@ -108,6 +108,7 @@ Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& option
   } else if (fd <= 2 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode))) {
     e.kind = FdKind::kStdio;
     e.offset = 0;
+    c.what = "stdio (" + *link + "), the restorer's caller's at restore";
   } else if (starts_with(*link, "anon_inode:[eventfd]")) {
     e.kind = FdKind::kEventfd;
     e.offset = 0;
