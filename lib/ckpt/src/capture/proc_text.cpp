@@ -5,38 +5,14 @@
 #include <charconv>
 #include <sstream>
 
+#include "text_fields.hpp"
+
 namespace cxlpool::ckpt {
 namespace {
 
-std::vector<std::string_view> lines(std::string_view text) {
-  std::vector<std::string_view> out;
-  while (!text.empty()) {
-    const auto nl = text.find('\n');
-    out.push_back(text.substr(0, nl));
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-  return out;
-}
-
-bool number(std::string_view s, uint64_t& out, int base = 10) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-// The whitespace-separated words of a line.
-std::vector<std::string_view> words(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
+using detail::lines;
+using detail::number;
+using detail::words;
 
 // "start-end perms offset dev inode   path": the path is the rest of the
 // line after the inode, spaces and all.

@@ -1,38 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cxlpool/ckpt/socket_text.hpp"
 
-#include <charconv>
 #include <cstdio>
+
+#include "text_fields.hpp"
 
 namespace cxlpool::ckpt {
 namespace {
 
-std::vector<std::string_view> words(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
+using detail::lines;
+using detail::number;
+using detail::words;
 
 template <typename Fn>
 void for_each_line(std::string_view text, Fn&& fn) {
-  while (!text.empty()) {
-    const auto nl = text.find('\n');
-    fn(text.substr(0, nl));
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-}
-
-bool number(std::string_view s, uint64_t& out, int base) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
-  return ec == std::errc() && p == s.data() + s.size();
+  for (std::string_view line : lines(text)) fn(line);
 }
 
 // "0100007F:1F90" (the kernel's words in host order, x86: little-endian
