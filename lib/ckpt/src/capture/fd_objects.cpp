@@ -283,13 +283,17 @@ ClassifiedFd* first_end(const std::vector<ClassifiedFd*>& ends, bool read_end) {
 }  // namespace
 
 void pair_fd_objects(std::vector<ClassifiedFd>& fds) {
-  std::map<uint64_t, ClassifiedFd*> sockets;
+  // Socket inode -> its fds (more than one when dup'ed).
+  std::map<uint64_t, std::vector<ClassifiedFd*>> sockets;
   for (ClassifiedFd& c : fds) {
     // A socketpair candidate keeps its refusal text until its peer is found.
-    if (!c.refusal.empty() && c.object && c.entry.kind == FdKind::kSocketPair) sockets[c.object->object] = &c;
+    if (!c.refusal.empty() && c.object && c.entry.kind == FdKind::kSocketPair) {
+      sockets[c.object->object].push_back(&c);
+    }
   }
-  for (auto& [inode, socket] : sockets) {
-    if (sockets.contains(socket->object->peer)) {
+  for (auto& [inode, ends] : sockets) {
+    for (ClassifiedFd* socket : ends) {
+      if (!sockets.contains(socket->object->peer)) continue;
       socket->refusal.clear();
       socket->what = "one end of a unix " + socket_type_name(socket->object->detail) + " socketpair (socket:[" +
                      std::to_string(inode) + "], peer socket:[" + std::to_string(socket->object->peer) + "])";

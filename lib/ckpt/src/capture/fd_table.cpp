@@ -7,6 +7,7 @@
 // made again (fd_objects.cpp). Anything else would restore wrong, so it is
 // refused by name.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -117,6 +118,9 @@ Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& option
       c.what = "an eventfd (counter " + std::to_string(c.object->counter) +
                (c.object->detail & kEventfdSemaphore ? ", semaphore)" : ")");
     }
+  } else if (S_ISFIFO(st.st_mode) && starts_with(*link, "pipe:") && (info->flags & O_ACCMODE) == O_RDWR) {
+    // Only reopening /proc/PID/fd/N makes one: it is neither end alone.
+    c.refusal = "a pipe (" + *link + ") opened for reading and writing at once";
   } else if (S_ISFIFO(st.st_mode) && starts_with(*link, "pipe:")) {
     e.kind = FdKind::kPipe;
     e.offset = 0;
