@@ -26,7 +26,8 @@ struct CaptureOptions {
   // kCxlpoolRegion VMA instead of being refused.
   std::vector<RegionRef> regions;
   // Socket inodes that are the process's connections to the cxlpool control
-  // socket (FdKind::kCxlpoolSocket); any other socket above fd 2 is refused.
+  // socket (FdKind::kCxlpoolSocket); any other socket above fd 2 is refused,
+  // but for a unix socketpair whose both ends the process holds.
   std::vector<uint64_t> cxlpool_socket_inodes;
   // For capture_to_image: the new file to write the image to (a tier's
   // tmpfs or hugetlbfs mount); empty: a memfd.
