@@ -521,6 +521,11 @@ void parse_quota(Section section, Problems& problems, Config& config) {
   section.reject_unknown_keys();
 }
 
+void parse_ckpt(Section section, Config& config) {
+  section.read_int("restore_timeout_ms", 100, 3'600'000, config.ckpt_restore_timeout_ms);
+  section.reject_unknown_keys();
+}
+
 void parse_metrics(Section section, Config& config) {
   section.read_int("prometheus_port", 0, 65535, config.metrics_port);
   std::string address;
@@ -787,6 +792,7 @@ Result<Config> parse_document(const toml::table& root, const std::string& source
   if (const auto* array = top.read_table_array("emulated_tier")) parse_tiers(*array, problems, config);
   if (const auto* table = top.read_table("quota")) parse_quota(Section(*table, "quota", problems), problems, config);
   if (const auto* table = top.read_table("metrics")) parse_metrics(Section(*table, "metrics", problems), config);
+  if (const auto* table = top.read_table("ckpt")) parse_ckpt(Section(*table, "ckpt", problems), config);
   if (const auto* table = top.read_table("tiering")) parse_tiering(Section(*table, "tiering", problems), config);
   if (const auto* table = top.read_table("kvstore")) parse_kvstore(Section(*table, "kvstore", problems), config);
   if (const auto* table = top.read_table("devpool")) parse_devpool(Section(*table, "devpool", problems), config);
@@ -878,6 +884,7 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
                     next.emulated_tiers.end(), same_tier),
         "emulated_tier");
   check(running.metrics_port != next.metrics_port, "metrics.prometheus_port");
+  check(running.ckpt_restore_timeout_ms != next.ckpt_restore_timeout_ms, "ckpt.restore_timeout_ms");
   check(running.metrics_address != next.metrics_address, "metrics.prometheus_address");
   check(running.tiering.fast_tier != next.tiering.fast_tier, "tiering.fast_tier");
   check(running.tiering.slow_tier != next.tiering.slow_tier, "tiering.slow_tier");

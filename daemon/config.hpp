@@ -158,6 +158,9 @@ struct Config {
   // [devpool]
   DevpoolSection devpool;
 
+  // [ckpt]
+  uint32_t ckpt_restore_timeout_ms = 60'000;  // a restore that has not reported by then fails
+
   // [metrics]
   uint16_t metrics_port = 0;  // 0 = no Prometheus endpoint
   std::string metrics_address = "127.0.0.1";

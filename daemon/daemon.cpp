@@ -150,7 +150,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   }
   d->weights_ = std::make_unique<WeightsService>(*d->pool_);
   if (auto ok = d->weights_->start(); !ok) return tl::unexpected(ok.error());
-  d->ckpt_ = std::make_unique<CkptService>(*d->pool_, find_restore_program());
+  d->ckpt_ = std::make_unique<CkptService>(*d->pool_, find_restore_program(),
+                                           std::chrono::milliseconds(d->config_.ckpt_restore_timeout_ms));
   if (auto ok = d->ckpt_->start(); !ok) return tl::unexpected(ok.error());
   d->backends_ = hal::probe_all_backends();
   for (const auto& b : d->backends_) {
@@ -171,6 +172,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
     log->info("metrics at http://{}:{}/metrics", d->config_.metrics_address, d->config_.metrics_port);
   }
   if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
+  d->ckpt_->set_control_socket(d->socket_path_.string());
   // The pod file defaults to the state directory, which exists from here on.
   if (!d->config_.devpool.enabled) {
     d->devpool_off_reason_ = "disabled by [devpool] enabled = false";

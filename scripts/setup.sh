@@ -16,8 +16,9 @@ PACKAGES=(
   dpdk-dev libdpdk-dev libaio-dev libxdp-dev libbpf-dev fio redis-server redis-tools
   clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin prometheus
   python3-numpy python3-torch python3-pytest
+  valgrind sqlite3                      # recorded tiering traces (tests/bench/tiering/record_traces.sh)
   scdoc bash-completion                 # man pages, the completions directory
-  debhelper lintian mmdebstrap          # slow suite: the Debian packages (tests/package)
+  debhelper dh-python lintian mmdebstrap  # slow suite: the Debian packages (tests/package)
 )
 
 missing=()

@@ -2,18 +2,24 @@
 #include "ckpt_service.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "cxlpool/ckpt/capture.hpp"
 #include "cxlpool/common/clock.hpp"
+#include "cxlpool/common/units.hpp"
+#include "image_estimate.hpp"
+#include "client_resources.hpp"
 #include "trace_permission.hpp"
 
 #ifndef CXLPOOL_INSTALLED_RESTORE
@@ -62,10 +68,38 @@ pid_t keeper_child(pid_t keeper) {
   return in >> pid ? static_cast<pid_t>(pid) : 0;
 }
 
+// Every child of every thread of `pid`.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    for (long child = 0; in >> child;) out.push_back(static_cast<pid_t>(child));
+  }
+  return out;
+}
+
+// Ends a restorer that did not finish in time, and what it started: stopped
+// first so that it starts no keeper while they are listed, then each keeper
+// (pid 1 of its namespace: its clone goes with it), then the restorer.
+// Only the restorer's own children are touched.
+void kill_restorer(pid_t restorer) {
+  ::kill(restorer, SIGSTOP);
+  int status = 0;
+  // The stop has landed once waitpid reports it (or the restorer is gone).
+  const pid_t seen = ::waitpid(restorer, &status, WUNTRACED);
+  if (seen == restorer && !WIFSTOPPED(status)) return;
+  for (pid_t keeper : children_of(restorer)) ::kill(keeper, SIGKILL);
+  ::kill(restorer, SIGKILL);
+  while (::waitpid(restorer, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
 // Runs cxlpool-restore with the image as fd 3, its report pipe as fd 4 and
-// `stdio` as 0-2; returns its exit status (or 128 + signal).
+// `stdio` as 0-2; returns its exit status (or 128 + signal). ETIMEDOUT when
+// it has not exited within `timeout` (it and its keepers are then killed).
 Result<int> run_restorer(const std::filesystem::path& program, int image, int report, const int stdio[3],
-                         proto::CkptPolicy policy, uint32_t count) {
+                         proto::CkptPolicy policy, uint32_t count, std::chrono::milliseconds timeout) {
   const std::string count_text = std::to_string(count);
   const std::string path = program.string();
   const char* argv[] = {path.c_str(), "/proc/self/fd/3", "--policy", policy_word(policy), "--count",
@@ -91,6 +125,27 @@ Result<int> run_restorer(const std::filesystem::path& program, int image, int re
     ::execv(argv[0], const_cast<char* const*>(argv));
     ::_exit(127);
   }
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+  if (!pidfd) {
+    const int code = errno;
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    return fail(code, "pidfd_open for cxlpool-restore: " + std::string(std::strerror(code)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd p{pidfd.get(), POLLIN, 0};
+    const int ready = left > 0 ? ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1'000'000))) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0) break;
+    if (ready < 0 || left <= 0) {
+      kill_restorer(child);
+      return fail(ETIMEDOUT, "cxlpool-restore did not restore every clone within " +
+                                 std::to_string(timeout.count()) + " ms; it and the clones it started were killed");
+    }
+  }
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return fail_errno("waiting for cxlpool-restore");
@@ -115,9 +170,11 @@ std::filesystem::path find_restore_program() {
   return {};
 }
 
-CkptService::CkptService(RegionPool& pool, std::filesystem::path restore_program)
+CkptService::CkptService(RegionPool& pool, std::filesystem::path restore_program,
+                         std::chrono::milliseconds restore_timeout)
     : pool_(pool),
       restore_program_(std::move(restore_program)),
+      restore_timeout_(restore_timeout),
       worker_([](Task& t) { run(t); },
               [](Task& t) { t.done = fail(ECANCELED, "the daemon is stopping"); }) {}
 
@@ -176,6 +233,25 @@ Result<void> CkptService::create(const proto::CkptCreate& req, std::vector<Uniqu
       return failed({EPERM, "may not checkpoint process " + std::to_string(task.pid) + ": " + why});
     }
   }
+  if (const uint64_t limit = pool_.quota_limit(client.who.uid, tier_id); limit != 0) {
+    auto estimate = image_estimate(task.pid);
+    if (!estimate) return failed(estimate.error());
+    uint64_t held = pool_.quota_used(client.who.uid, tier_id);
+    for (const auto& [name, p] : pending_names_) {
+      if (p.uid == client.who.uid && p.tier_id == tier_id) held += p.estimate;
+    }
+    const Tier& tier = pool_.tiers()[tier_id];
+    if (held >= limit || *estimate > limit - held) {
+      return failed({EDQUOT, "checkpoint of process " + std::to_string(task.pid) + " refused before capture: its " +
+                                 format_size(*estimate) + " of private memory would exceed uid " +
+                                 std::to_string(client.who.uid) + "'s quota on tier " + tier.name + " (" +
+                                 format_size(held) + " of " + format_size(limit) + " held or being captured)"});
+    }
+    task.max_image_bytes = limit - held;
+    pending_names_[req.name] = {client.who.uid, tier_id, *estimate};
+  } else {
+    pending_names_[req.name] = {client.who.uid, tier_id, 0};
+  }
   const Tier& tier = pool_.tiers()[tier_id];
   task.capture = true;
   task.name = req.name;
@@ -183,8 +259,9 @@ Result<void> CkptService::create(const proto::CkptCreate& req, std::vector<Uniqu
   task.who = client.who;
   task.kill_after = (req.flags & proto::kCkptKillAfter) != 0;
   task.tier_id = tier_id;
+  task.region_files = pool_region_files(pool_);
+  task.control_socket = control_socket_;
   task.node = tier.numa_node >= 0 && pool_.topology().nodes.size() > 1 ? tier.numa_node : -1;
-  pending_names_[req.name] = true;
   worker_.submit(std::move(task));
   return {};
 }
@@ -219,6 +296,7 @@ Result<void> CkptService::restore(const proto::CkptRestore& req, std::vector<Uni
   task.policy = req.policy;
   task.count = req.count;
   task.program = restore_program_;
+  task.timeout = restore_timeout_;
   worker_.submit(std::move(task));
   return {};
 }
@@ -267,6 +345,11 @@ void CkptService::capture(Task& task) {
   ckpt::CaptureOptions options;
   options.kill_after = task.kill_after;
   options.pidfd = task.pidfd.get();
+  options.max_image_bytes = task.max_image_bytes;
+  options.region_files = std::move(task.region_files);
+  // getpeername shows the path as bound; a restore may run in another cwd.
+  options.cxlpool_socket = std::filesystem::absolute(task.control_socket).string();
+  options.cxlpool_socket_inodes = control_socket_inodes(task.pid, task.pidfd.get(), task.control_socket);
   bind_thread_memory(task.node);
   auto image = ckpt::capture_to_image(task.pid, options);
   unbind_thread_memory(task.node);
@@ -303,7 +386,8 @@ void CkptService::start_clones(Task& task) {
     }
     for (int& fd : stdio) fd = null_fd.get();
   }
-  auto status = run_restorer(task.program, task.image.get(), report_write.get(), stdio, task.policy, task.count);
+  auto status =
+      run_restorer(task.program, task.image.get(), report_write.get(), stdio, task.policy, task.count, task.timeout);
   report_write.reset();
   if (!status) {
     task.done = tl::unexpected(status.error());

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -22,6 +23,7 @@
 
 #include "../region_pool.hpp"
 #include "../task_worker.hpp"
+#include "cxlpool/ckpt/capture.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/unique_fd.hpp"
@@ -69,7 +71,14 @@ struct CkptClient {
 class CkptService {
  public:
   // `restore_program`: cxlpool-restore (empty: restores fail with ENOENT).
-  CkptService(RegionPool& pool, std::filesystem::path restore_program);
+  // `restore_timeout`: a restore whose cxlpool-restore has not exited (every
+  // clone reported) by then fails with ETIMEDOUT, the restorer and the
+  // keepers it started killed, so that the worker takes the next request.
+  CkptService(RegionPool& pool, std::filesystem::path restore_program,
+              std::chrono::milliseconds restore_timeout = std::chrono::minutes(1));
+  // Where cxlpoold listens: recorded in checkpoints of its clients, whose
+  // restores connect there again.
+  void set_control_socket(std::string path) { control_socket_ = std::move(path); }
   ~CkptService();
 
   Result<void> start();
@@ -79,7 +88,11 @@ class CkptService {
   // Checks and queues a checkpoint; the answer comes from finish().
   // EINVAL: a pidfd missing or extra; EEXIST: the name is taken (or being
   // made); ENOENT: no such tier; EPERM: the client may not trace the
-  // target; ESRCH: it is gone.
+  // target; ESRCH: it is gone; EDQUOT: its image (image_estimate.hpp) would
+  // not fit the client's quota on the tier beside what it holds and the
+  // captures of its still under way. The capture then refuses an image over
+  // what was left (CaptureOptions::max_image_bytes) before it kills the
+  // target, and the region's creation checks the quota exactly.
   Result<void> create(const proto::CkptCreate& req, std::vector<UniqueFd> fds, const CkptClient& client,
                       CkptWaiter waiter);
   // ENOENT: no such checkpoint; EPERM: not the owner (nor an admin);
@@ -108,7 +121,10 @@ class CkptService {
     // Capture.
     pid_t pid = 0;
     UniqueFd pidfd;  // the checked process (sent, or opened at the check): the capture freezes only it
+    std::vector<ckpt::CaptureOptions::RegionFile> region_files;  // the pool's regions when it was queued
+    std::string control_socket;
     bool kill_after = false;
+    uint64_t max_image_bytes = 0;  // 0: no quota
     uint32_t tier_id = 0;
     int node = -1;  // the tier's node, or -1: no binding
     UniqueFd image_fd;
@@ -120,6 +136,7 @@ class CkptService {
     proto::CkptPolicy policy = proto::CkptPolicy::kMow;
     uint32_t count = 1;
     std::filesystem::path program;
+    std::chrono::milliseconds timeout{0};
     std::vector<proto::CkptClone> clones;
     uint64_t elapsed_ns = 0;
     Result<void> done;
@@ -130,11 +147,19 @@ class CkptService {
   CkptFinished finish_capture(Task& task);
   CkptFinished finish_restore(Task& task);
   uint32_t default_tier() const;
+  std::string control_socket_;
 
   RegionPool& pool_;
   std::filesystem::path restore_program_;
+  std::chrono::milliseconds restore_timeout_;
   std::map<std::string, Checkpoint> checkpoints_;
-  std::map<std::string, bool> pending_names_;  // captures under way
+  // Captures under way: what each is expected to charge whom.
+  struct PendingCapture {
+    uid_t uid = 0;
+    uint32_t tier_id = 0;
+    uint64_t estimate = 0;
+  };
+  std::map<std::string, PendingCapture> pending_names_;
   CkptCounters counters_;
   // Last: its thread must stop before the members above go.
   TaskWorker<Task> worker_;

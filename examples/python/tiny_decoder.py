@@ -163,8 +163,20 @@ class ArenaModel:
         self.row = self.arena.alloc_reqid()
         self.n = 0  # tokens whose KV the row holds
 
+    @property
+    def row(self) -> int:
+        return self._row
+
+    @row.setter
+    def row(self, reqid: int) -> None:
+        # The row's K/V views, made once per row: the arena's tensors stay
+        # where they are (step maps pages under them), so a decode step
+        # indexes no tensor to find its cache.
+        self._row = reqid
+        self._views = [(self.arena.k(layer)[reqid], self.arena.v(layer)[reqid]) for layer in range(LAYERS)]
+
     def kv(self, layer: int) -> Tuple[torch.Tensor, torch.Tensor]:
-        return self.arena.k(layer)[self.row], self.arena.v(layer)[self.row]
+        return self._views[layer]
 
     def feed(self, tokens: List[int]) -> torch.Tensor:
         self.arena.step({self.row: self.n + len(tokens)})

@@ -20,6 +20,7 @@ from .errors import CxlpoolError
 from .keys import Keys, engine_key, engine_keys
 from .kv_arena import KvArena, TensorInfo, Transfer
 from .kvstore import Completion, KvStore, Lease, LoadDecision, Location, Namespace, Reservation, StoreInfo
+from .spanning import SpanningLease, SpanningNamespace
 from .weights import Streamer, TensorMeta, Weights
 
 __version__ = version()
@@ -27,5 +28,5 @@ __version__ = version()
 __all__ = [
     "Client", "Region", "Tier", "default_socket_path", "version", "library_path", "CxlpoolError", "Keys",
     "engine_key", "engine_keys", "KvArena", "TensorInfo", "Transfer", "Completion", "KvStore", "Lease",
-    "LoadDecision", "Location", "Namespace", "Reservation", "StoreInfo", "Streamer", "TensorMeta", "Weights",
+    "LoadDecision", "Location", "Namespace", "Reservation", "SpanningNamespace", "SpanningLease", "StoreInfo", "Streamer", "TensorMeta", "Weights",
 ]

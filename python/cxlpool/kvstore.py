@@ -130,12 +130,22 @@ class KvStore(NativeHandle):
         super().close()
 
     def namespace(self, model_id: str, layout: str = "raw", dtype: str = "bf16", tp_rank: int = 0,
-                  tp_size: int = 1, chunk_tokens: int = 256, mode: int = 0) -> "Namespace":
+                  tp_size: int = 1, chunk_tokens: int = 256, mode: int = 0, chunk_bytes: int = 0) -> "Namespace":
+        """Opens (or creates, with mode) a namespace. chunk_bytes above the
+        store's slot makes its chunks span several slots (spanning.py: a
+        SpanningNamespace); 0 or up to the slot, a chunk takes one slot."""
+        span = chunk_bytes > self.info.slot_bytes
+        if span:
+            from .spanning import span_layout, split
+            layout = span_layout(layout, *split(chunk_bytes, self.info.slot_bytes))
         spec = KvNamespaceSpec(model_id.encode(), layout.encode(), dtype.encode(), tp_rank, tp_size, chunk_tokens,
                                mode)
         out = KvNamespaceC()
         check(lib.cxlpool_kv_namespace_open(self.handle, ctypes.byref(spec), ctypes.byref(out)),
               "cxlpool_kv_namespace_open")
+        if span:
+            from .spanning import SpanningNamespace
+            return SpanningNamespace(self, out, chunk_bytes)
         return Namespace(self, out)
 
     # ---- asynchronous requests ----
@@ -246,6 +256,7 @@ class Namespace:
         self._c_id = ctypes.c_uint64(c.id)
         self.fingerprint = (int(c.fingerprint_hi) << 64) | int(c.fingerprint_lo)
         self.chunk_tokens = int(c.chunk_tokens)
+        self._slot_bytes = store.info.slot_bytes
 
     @property
     def c_struct(self) -> KvNamespaceC:
@@ -307,15 +318,27 @@ class Namespace:
         n = k.n
         if len(chunks) != n:
             raise ValueError(f"{len(chunks)} chunks for {n} keys")
-        if n == 0:
+        if n == 1:
+            # The common call, one chunk, without the general path's lists:
+            # a bytearray's address straight from ctypes, a one-pointer array
+            # of a type made once.
+            chunk = chunks[0]
+            if type(chunk) is bytearray and chunk:
+                size = len(chunk)
+                ptrs = _VOID_P1(_addressof(_char_from_buffer(chunk)))
+            else:
+                address, size, _keep = _buffers.buffer_address(chunk)
+                ptrs = _VOID_P1(address)
+        elif n == 0:
             return 0
-        srcs = [_buffers.buffer_address(c) for c in chunks]
-        size = srcs[0][1]
-        if n > 1 and any(s[1] != size for s in srcs):
-            raise ValueError("chunks of one put must have the same size")
-        if size > self.store.info.slot_bytes:
+        else:
+            srcs = [_buffers.buffer_address(c) for c in chunks]
+            size = srcs[0][1]
+            if any(s[1] != size for s in srcs):
+                raise ValueError("chunks of one put must have the same size")
+            ptrs = (ctypes.c_void_p * n)(*[s[0] for s in srcs])
+        if size > self._slot_bytes:
             self._check_size(size)
-        ptrs = (ctypes.c_void_p * n)(*[s[0] for s in srcs])
         # The library's put reserves, copies each chunk once into its slot
         # (skipping chunks already stored) and commits, without the GIL.
         rc = _kv_put(self.store._c_handle or self.store.handle, self._c_id, k.array, n, ptrs, size)
@@ -454,6 +477,9 @@ class Reservation:
         pass
 
 
+_VOID_P1 = ctypes.c_void_p * 1
+_addressof = ctypes.addressof
+_char_from_buffer = ctypes.c_char.from_buffer
 _kv_lookup = lib.cxlpool_kv_lookup
 _kv_get = lib.cxlpool_kv_get
 _kv_put = lib.cxlpool_kv_put

@@ -3,8 +3,10 @@
 
 The store has one slot size ([kvstore] slot_bytes, store-wide: every arena
 is cut into slots of it); each namespace has its own chunk_tokens. A chunk
-of a namespace must fit a slot:
-``chunk_tokens * bytes_per_token(...) <= slot_bytes``.
+of a namespace fits a slot when
+``chunk_tokens * bytes_per_token(...) <= slot_bytes``; a namespace opened
+with a larger ``chunk_bytes`` keeps each chunk across several slots
+(spanning.py).
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 // (full, minimal, with an unknown section, with eventfds, a pipe and a
 // socketpair), a whole image, and near misses
 // that each break one rule (a run outside its VMA, a duplicate section, a
-// truncated section, another version).
+// truncated section, another version, a cxlpool region of an unknown kind
+// or a region descriptor naming no region).
 //   fuzz_ckpt_manifest_seed DIR          write DIR/<name>.bin
 //   fuzz_ckpt_manifest_seed --check DIR  exit 1 unless DIR holds exactly those bytes
 #include <vector>
@@ -58,11 +59,20 @@ std::vector<Seed> seeds() {
   Manifest v2 = sample;
   v2.version = 2;
   out.push_back({"version2.bin", encode_manifest(v2)});
+  Manifest leased = sample;
+  leased.regions[0].kind = RegionKind::kLeased;
+  out.push_back({"client-leased.bin", encode_manifest(leased)});
+  Manifest bad_kind = sample;
+  bad_kind.regions[1].kind = static_cast<RegionKind>(9);
+  out.push_back({"client-bad-kind.bin", encode_manifest(bad_kind)});
+  Manifest no_region = sample;
+  no_region.fds.back().file = 7;
+  out.push_back({"client-fd-past-regions.bin", encode_manifest(no_region)});
   out.push_back({"image.bin", image_of(sample)});
   const Manifest objects = cxlpool::test::sample_manifest_with_fd_objects();
   out.push_back({"fd-objects.bin", encode_manifest(objects)});
   Manifest lone_pipe = objects;
-  lone_pipe.fds[4].open_flags = 0;  // both pipe fds read ends: a pipe without a writer
+  lone_pipe.fds[6].open_flags = 0;  // both pipe fds read ends: a pipe without a writer
   out.push_back({"fd-objects-lone-pipe.bin", encode_manifest(lone_pipe)});
   Manifest past = sample;
   past.runs[2].image_offset = 4 * 4096;

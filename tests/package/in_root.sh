@@ -61,6 +61,12 @@ start_daemon
 echo "start: the packaged daemon answered cxlpoolctl status $ready_ms ms after exec"
 cxlpoolctl status
 cxlpoolctl tiers
+# python3-cxlpool: the installed module loads libcxlpool0's library and
+# talks to the packaged daemon.
+python3 -c 'import cxlpool
+with cxlpool.Client(name="package-check") as c:
+    print("python3-cxlpool:", cxlpool.__version__, cxlpool.library_path, len(c.tiers()), "tier(s)")' ||
+  fail "the python3-cxlpool module does not import or reach the daemon"
 # A member of group cxlpool (an unnamed uid) reaches the socket through
 # /run/cxlpool.
 gid=$(getent group cxlpool | cut -d: -f3)

@@ -66,15 +66,30 @@ inline ckpt::Manifest sample_manifest() {
   m.runs.push_back({0x7f0000001000ull, 1, 16384});
   m.fds.push_back({0, FdKind::kStdio, kNoFile, 0, 0});
   m.fds.push_back({3, FdKind::kRegular, 1, 0, 17});
-  m.regions.push_back({0x7e0000000000ull, 1 << 21, "weights", 7, PROT_READ});
+  m.fds.push_back({4, FdKind::kCxlpoolSocket, kNoFile, 02000002, 0});
+  m.fds.push_back({5, FdKind::kCxlpoolRegion, 1, 02000000, 0});
+  m.regions.push_back({0x7e0000000000ull, 1 << 21, "weights", 7, PROT_READ, 4096, RegionKind::kNamed, false});
+  m.regions.push_back({0, 0, "weights", 7, 0, 0, RegionKind::kNamed, false});  // fd 5
+  m.cxlpool_socket = "/run/cxlpool/cxlpool.sock";
   m.hot_pages = {0x600000, 0x7f0000001000ull};
   m.image_data_offset = 4096;
   m.image_data_bytes = 4 * 4096;
   return m;
 }
 
-// sample_manifest() plus an eventfd (fd 4, its dup at 9), a pipe (5 read,
-// 6 write) with bytes in it and a stream socketpair (7, 8): every kind of
+// `m` without what a cxlpool client holds (its regions, the control socket
+// and region descriptors): a restore of it needs no cxlpoold.
+inline ckpt::Manifest without_client(ckpt::Manifest m) {
+  m.regions.clear();
+  m.cxlpool_socket.clear();
+  std::erase_if(m.fds, [](const ckpt::FdEntry& f) {
+    return f.kind == ckpt::FdKind::kCxlpoolSocket || f.kind == ckpt::FdKind::kCxlpoolRegion;
+  });
+  return m;
+}
+
+// sample_manifest() plus an eventfd (fd 6, its dup at 11), a pipe (7 read,
+// 8 write) with bytes in it and a stream socketpair (9, 10): every kind of
 // the fd objects section.
 inline ckpt::Manifest sample_manifest_with_fd_objects() {
   using namespace ckpt;
@@ -85,12 +100,12 @@ inline ckpt::Manifest sample_manifest_with_fd_objects() {
     m.fd_objects.push_back(std::move(o));
   };
   constexpr uint32_t kRead = 0, kWrite = 1, kReadWrite = 2, kNonBlock = 04000, kCloexec = 02000000;
-  add(4, FdKind::kEventfd, kReadWrite | kCloexec, {0, 11, 0, 5, kEventfdSemaphore, {}});
-  add(5, FdKind::kPipe, kRead | kNonBlock, {0, 900, 0, 0, kDefaultPipeBytes, {'a', 'b', 'c'}});
-  add(6, FdKind::kPipe, kWrite, {0, 900, 0, 0, kDefaultPipeBytes, {}});
-  add(7, FdKind::kSocketPair, kReadWrite, {0, 1001, 1002, 0, 1, {}});
-  add(8, FdKind::kSocketPair, kReadWrite, {0, 1002, 1001, 0, 1, {}});
-  add(9, FdKind::kEventfd, kReadWrite, {0, 11, 0, 5, kEventfdSemaphore, {}});
+  add(6, FdKind::kEventfd, kReadWrite | kCloexec, {0, 11, 0, 5, kEventfdSemaphore, {}});
+  add(7, FdKind::kPipe, kRead | kNonBlock, {0, 900, 0, 0, kDefaultPipeBytes, {'a', 'b', 'c'}});
+  add(8, FdKind::kPipe, kWrite, {0, 900, 0, 0, kDefaultPipeBytes, {}});
+  add(9, FdKind::kSocketPair, kReadWrite, {0, 1001, 1002, 0, 1, {}});
+  add(10, FdKind::kSocketPair, kReadWrite, {0, 1002, 1001, 0, 1, {}});
+  add(11, FdKind::kEventfd, kReadWrite, {0, 11, 0, 5, kEventfdSemaphore, {}});
   return m;
 }
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +148,11 @@ int main(int argc, char** argv) {
     const double total =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     fmt::print(stderr, "cxlpool-restore: {} clone(s) in {:.3f} ms including reading the image\n", count, total);
+  }
+  // Test hook: a restorer that hangs once its clones run (how a caller's
+  // time limit on a restore is tested).
+  if (const char* stall = std::getenv("CXLPOOL_RESTORE_TEST_STALL_MS"); stall != nullptr) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::strtoul(stall, nullptr, 10)));
   }
   if (no_wait) return all_restored ? 0 : 1;
   bool recorded = true;

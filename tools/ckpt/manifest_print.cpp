@@ -30,6 +30,7 @@ const char* fd_kind_name(FdKind k) {
     case FdKind::kStdio: return "stdio";
     case FdKind::kCxlpoolSocket: return "cxlpool-socket";
     case FdKind::kDirectory: return "directory";
+    case FdKind::kCxlpoolRegion: return "cxlpool-region";
     case FdKind::kEventfd: return "eventfd";
     case FdKind::kPipe: return "pipe";
     case FdKind::kSocketPair: return "socketpair";
@@ -54,6 +55,21 @@ uint64_t reg_word(const std::vector<uint8_t>& regs, std::size_t word) {
 }
 
 std::string file_path(const Manifest& m, uint32_t index) { return index < m.files.size() ? m.files[index].path : ""; }
+
+// What an fd refers to: a file's path, or a region's name.
+std::string fd_target(const Manifest& m, const FdEntry& f) {
+  if (f.kind == FdKind::kCxlpoolRegion) return f.file < m.regions.size() ? "region " + m.regions[f.file].name : "";
+  return file_path(m, f.file);
+}
+
+const char* region_kind_name(RegionKind k) {
+  switch (k) {
+    case RegionKind::kNamed: return "named";
+    case RegionKind::kLeased: return "leased";
+    case RegionKind::kUnknown: break;
+  }
+  return "?";
+}
 
 }  // namespace
 
@@ -137,7 +153,7 @@ nlohmann::json manifest_json(const Manifest& m) {
   for (const FdEntry& f : m.fds) {
     json e = {{"fd", f.fd}, {"kind", fd_kind_name(f.kind)}, {"flags", fmt::format("{:o}", f.open_flags)},
               {"offset", f.offset}};
-    if (f.file != kNoFile) e["path"] = file_path(m, f.file);
+    if (f.file != kNoFile) e["path"] = fd_target(m, f);
     for (const FdObject& o : m.fd_objects) {
       if (o.fd != f.fd) continue;
       e["object"] = {{"id", o.object}, {"peer", o.peer}, {"counter", o.counter}, {"detail", o.detail},
@@ -149,9 +165,11 @@ nlohmann::json manifest_json(const Manifest& m) {
   json regions = json::array();
   for (const RegionRef& r : m.regions) {
     regions.push_back({{"addr", hex(r.addr)}, {"length", r.length}, {"name", r.name}, {"region_id", r.region_id},
-                       {"prot", r.prot}});
+                       {"prot", r.prot}, {"offset", r.offset}, {"kind", region_kind_name(r.kind)},
+                       {"writable", r.writable}});
   }
   j["regions"] = regions;
+  j["cxlpool_socket"] = m.cxlpool_socket;
   j["hot_pages"] = m.hot_pages.size();
   j["image_data_offset"] = m.image_data_offset;
   j["image_data_bytes"] = m.image_data_bytes;
@@ -184,7 +202,7 @@ std::string manifest_text(const Manifest& m) {
   }
   out += "fds:\n";
   for (const FdEntry& f : m.fds) {
-    out += fmt::format("  {:>4} {:<14} offset {:<10} {}\n", f.fd, fd_kind_name(f.kind), f.offset, file_path(m, f.file));
+    out += fmt::format("  {:>4} {:<14} offset {:<10} {}\n", f.fd, fd_kind_name(f.kind), f.offset, fd_target(m, f));
   }
   return out;
 }

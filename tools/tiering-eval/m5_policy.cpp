@@ -130,8 +130,18 @@ void M5Policy::on_event(SimContext& ctx) {
 
   list_.clear();
   list_.reserve(epoch.pages.size());
-  for (const PageCount& p : epoch.pages)
-    list_.push_back(hal::PageAccess{hal::AddressSpace::kTrace, 0, p.page << kPageShift, p.count, p.words, 1});
+  // A sampling tracker reports its counts scaled back by the sampling rate:
+  // the manager's thresholds (min accesses per epoch, the swap bar from the
+  // measured bandwidth) are in accesses, and a page seen once at 1/8 stands
+  // for about 8 of them. Unscaled, a page needs 2 sampled accesses (16 real
+  // ones) to be nominated at all, which on memory-side traffic after a
+  // cache leaves most of the true top pages unnamed.
+  for (const PageCount& p : epoch.pages) {
+    const auto count = sample_all_ ? p.count
+                                   : static_cast<std::uint64_t>(std::llround(
+                                         static_cast<double>(p.count) / config_.sampling_rate));
+    list_.push_back(hal::PageAccess{hal::AddressSpace::kTrace, 0, p.page << kPageShift, count, p.words, 1});
+  }
   manager_.observe(list_, *view_);
 
   const double seconds = static_cast<double>(epoch_ns_) / 1e9;
@@ -165,6 +175,19 @@ void M5Policy::on_event(SimContext& ctx) {
   std::vector<PageKey> promoted, demoted;
   apply(plan.demote, false, demoted);
   apply(plan.promote, true, promoted);
+  // Churn: pages promoted again after this policy demoted them, and demoted
+  // pages it never promoted (placed there initially).
+  history_.resize(ctx.trace.pages(), 0);
+  for (const PageKey& k : demoted) {
+    const auto i = *ctx.trace.index_of(k.address);
+    if (!(history_[i] & kWasPromoted)) ++demoted_initial_;
+    history_[i] |= kWasDemoted;
+  }
+  for (const PageKey& k : promoted) {
+    const auto i = *ctx.trace.index_of(k.address);
+    if (history_[i] & kWasDemoted) ++repromoted_;
+    history_[i] |= kWasPromoted;
+  }
   promoted_ += promoted.size();
   demoted_ += demoted.size();
   manager_.confirm(promoted, demoted);
@@ -186,6 +209,8 @@ Counters M5Policy::counters() const {
           {"promoted", promoted_},
           {"demoted", demoted_},
           {"moves_refused", refused_},
+          {"repromoted", repromoted_},
+          {"demoted_initial", demoted_initial_},
           {"deferred_by_rate_limit", deferred_},
           {"rate_limit_hits", s.fast.rate_limit_hits + s.slow.rate_limit_hits},
           {"last_period_ms", s.promotion_period_ns / 1'000'000}};

@@ -61,7 +61,9 @@ class M5Policy final : public Policy {
   std::vector<hal::PageAccess> list_;
   std::uint64_t hardware_ns_ = 0;
   std::uint64_t tracked_ = 0, slow_total_ = 0, plans_ = 0, promoted_ = 0, demoted_ = 0, refused_ = 0,
-                deferred_ = 0;
+                deferred_ = 0, repromoted_ = 0, demoted_initial_ = 0;
+  static constexpr std::uint8_t kWasPromoted = 1, kWasDemoted = 2;
+  std::vector<std::uint8_t> history_;  // per page: kWasPromoted | kWasDemoted
 };
 
 }  // namespace cxlpool::tiering::eval

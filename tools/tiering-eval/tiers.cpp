@@ -9,7 +9,13 @@ namespace cxlpool::tiering::eval {
 Watermarks kernel_watermarks(std::uint64_t pages, double min_free_fraction, std::uint32_t watermark_scale_factor) {
   Watermarks w;
   w.min = static_cast<std::uint64_t>(min_free_fraction * static_cast<double>(pages) + 0.999999);
-  const std::uint64_t dist = std::max<std::uint64_t>(w.min / 4, pages * watermark_scale_factor / 10000);
+  // The kernel's distance is never 0 on a real zone (min_free_kbytes is at
+  // least 128 KiB, so min / 4 >= 8 pages); a scaled-down fast tier below
+  // 1000 pages would get 0 here, which makes high == promo: kswapd stops at
+  // promo + 1 free pages while a promotion needs more than high + 1, and
+  // promotion stops for good. At least 1 page keeps min < low < high < promo.
+  const std::uint64_t dist =
+      std::max<std::uint64_t>({w.min / 4, pages * watermark_scale_factor / 10000, std::uint64_t{1}});
   w.low = w.min + dist;
   w.high = w.min + 2 * dist;
   w.promo = w.min + 3 * dist;

@@ -10,7 +10,8 @@
 namespace cxlpool::tiering::eval {
 
 // A kernel zone's free-page watermarks (__setup_per_zone_wmarks()):
-// low/high/promo = min + 1/2/3 x max(min / 4, pages x watermark_scale_factor / 10000).
+// low/high/promo = min + 1/2/3 x max(min / 4, pages x watermark_scale_factor / 10000),
+// the distance at least 1 page as on every real zone (mm/page_alloc.c).
 struct Watermarks {
   std::uint64_t min = 0, low = 0, high = 0, promo = 0;
 };

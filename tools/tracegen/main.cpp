@@ -4,17 +4,24 @@
 //   cxlpool-tracegen --workload zipf|shifting|sparse-kv|graph [--footprint 256M]
 //                    [--accesses 4M] [--seed N] [--zipf-exponent X] ... -o FILE
 //   cxlpool-tracegen --info FILE [--epoch 100ms] [--json]
+//   cxlpool-tracegen --from-lackey FILE|- [--llc 1M] [--raw-output FILE]
+//                    [--ns-per-instruction X] [--max-instructions N] -o FILE
 //
 // Exit codes: 0 success, 1 failure (bad trace, I/O), 2 usage error.
 #include <CLI/CLI.hpp>
 #include <cinttypes>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cxlpool/common/units.hpp"
 #include "cxlpool/tiering/trace_file.hpp"
 #include "cxlpool/tiering/workloads.hpp"
+#include "lackey_import.hpp"
+#include "llc_model.hpp"
 #include "quantity.hpp"
 #include "trace_summary.hpp"
 
@@ -71,6 +78,101 @@ int generate(const GenerateArgs& args, WorkloadConfig config) {
   std::printf("wrote %s: %s, %" PRIu64 " accesses over %s, seed %" PRIu64 "\n", args.output.c_str(),
               cxlpool::tiering::workload_kind_name(config.kind), config.accesses,
               cxlpool::format_size(config.footprint_bytes).c_str(), config.seed);
+  return kExitOk;
+}
+
+struct LackeyArgs {
+  std::string input;
+  std::string llc = "0";
+  std::uint32_t ways = 16;
+  double ns_per_instruction = 1.0;
+  std::string max_instructions = "0";
+  std::string raw_output;
+  std::string output;
+};
+
+// Streams records to a trace file in batches.
+class BatchedWriter {
+ public:
+  explicit BatchedWriter(cxlpool::tiering::TraceWriter writer) : writer_(std::move(writer)) {}
+  std::vector<cxlpool::tiering::TraceRecord>& buffer() { return buffer_; }
+  cxlpool::Result<void> maybe_flush() { return buffer_.size() >= 65536 ? flush() : cxlpool::Result<void>{}; }
+  cxlpool::Result<void> flush() {
+    auto ok = writer_.write(buffer_);
+    buffer_.clear();
+    return ok;
+  }
+  cxlpool::Result<void> finish() {
+    if (auto ok = flush(); !ok) return ok;
+    return writer_.finish();
+  }
+  std::uint64_t records() const { return writer_.records_written() + buffer_.size(); }
+
+ private:
+  cxlpool::tiering::TraceWriter writer_;
+  std::vector<cxlpool::tiering::TraceRecord> buffer_;
+};
+
+// Data accesses only: instruction fetches go to code pages, which a tiering
+// policy does not place (file-backed, shared), and they count as time.
+int import_lackey(const LackeyArgs& args) {
+  auto llc_bytes = cxlpool::parse_size(args.llc);
+  if (!llc_bytes) return usage_error("--llc: " + llc_bytes.error().message);
+  auto max_instructions = cxlpool::tracegen::parse_count(args.max_instructions);
+  if (!max_instructions) return usage_error("--max-instructions: " + max_instructions.error().message);
+  if (!(args.ns_per_instruction > 0) || args.ns_per_instruction > 1e6)
+    return usage_error("--ns-per-instruction must be in (0, 1e6]");
+  std::optional<cxlpool::tracegen::LlcModel> llc;
+  if (*llc_bytes) {
+    auto m = cxlpool::tracegen::LlcModel::create(*llc_bytes, args.ways);
+    if (!m) return usage_error("--llc: " + m.error().message);
+    llc.emplace(std::move(*m));
+  } else if (!args.raw_output.empty()) {
+    return usage_error("--raw-output goes with --llc (without it, -o is the raw trace)");
+  }
+  std::FILE* in = args.input == "-" ? stdin : std::fopen(args.input.c_str(), "r");
+  if (!in) return failure(cxlpool::Error{errno, "cannot open " + args.input + ": " + std::strerror(errno)});
+  auto out = cxlpool::tiering::TraceWriter::create(args.output);
+  if (!out) return failure(out.error());
+  BatchedWriter main_out(std::move(*out));
+  std::optional<BatchedWriter> raw_out;
+  if (!args.raw_output.empty()) {
+    auto w = cxlpool::tiering::TraceWriter::create(args.raw_output);
+    if (!w) return failure(w.error());
+    raw_out.emplace(std::move(*w));
+  }
+  std::uint64_t last_ns = 0;
+  auto sink = [&](const cxlpool::tracegen::LackeyAccess& a) -> cxlpool::Result<void> {
+    if (a.is_fetch) return {};
+    last_ns = static_cast<std::uint64_t>(static_cast<double>(a.instruction) * args.ns_per_instruction);
+    const cxlpool::tiering::TraceRecord r{last_ns, a.address, a.size, a.is_write};
+    if (llc) {
+      llc->access(a.address, a.size, a.is_write, last_ns, main_out.buffer());
+      if (raw_out) {
+        raw_out->buffer().push_back(r);
+        if (auto ok = raw_out->maybe_flush(); !ok) return ok;
+      }
+    } else {
+      main_out.buffer().push_back(r);
+    }
+    return main_out.maybe_flush();
+  };
+  auto stats = cxlpool::tracegen::read_lackey(in, *max_instructions, sink);
+  if (in != stdin) std::fclose(in);
+  if (!stats) return failure(stats.error());
+  if (llc) llc->flush(last_ns, main_out.buffer());
+  if (auto ok = main_out.finish(); !ok) return failure(ok.error());
+  if (raw_out) {
+    if (auto ok = raw_out->finish(); !ok) return failure(ok.error());
+  }
+  std::printf("read %" PRIu64 " instructions, %" PRIu64 " loads, %" PRIu64 " stores, %" PRIu64 " modifies%s\n",
+              stats->instructions, stats->loads, stats->stores, stats->modifies,
+              stats->stopped_early ? " (stopped at --max-instructions)" : "");
+  if (llc)
+    std::printf("cache %s %u-way: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64 " write-backs\n",
+                cxlpool::format_size(*llc_bytes).c_str(), args.ways, llc->hits(), llc->misses(), llc->writebacks());
+  std::printf("wrote %s: %" PRIu64 " records\n", args.output.c_str(), main_out.records());
+  if (raw_out) std::printf("wrote %s: %" PRIu64 " records\n", args.raw_output.c_str(), raw_out->records());
   return kExitOk;
 }
 
@@ -160,8 +262,20 @@ int main(int argc, char** argv) {
   app.add_option("--graph-degree", config.graph_degree, "graph: mean out-degree")->capture_default_str();
   app.add_option("--base-address", config.base_address, "First address of the traced space (4 KiB aligned)")
       ->capture_default_str();
+  LackeyArgs lackey;
+  auto* lackey_opt = app.add_option("--from-lackey", lackey.input,
+                                    "Convert valgrind lackey --trace-mem=yes output (a file, or - for stdin)");
+  app.add_option("--llc", lackey.llc, "With --from-lackey: filter through a last-level cache of this size (1M); 0: raw")
+      ->capture_default_str();
+  app.add_option("--llc-ways", lackey.ways, "With --llc: associativity")->capture_default_str();
+  app.add_option("--ns-per-instruction", lackey.ns_per_instruction, "With --from-lackey: trace time per instruction")
+      ->capture_default_str();
+  app.add_option("--max-instructions", lackey.max_instructions, "With --from-lackey: stop after this many (0: all)")
+      ->capture_default_str();
+  app.add_option("--raw-output", lackey.raw_output, "With --llc: also write the unfiltered trace here");
   auto* out_opt = app.add_option("-o,--output", gen.output, "Trace file to write");
-  info_opt->excludes(workload_opt)->excludes(out_opt);
+  info_opt->excludes(workload_opt)->excludes(out_opt)->excludes(lackey_opt);
+  lackey_opt->excludes(workload_opt);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -169,6 +283,11 @@ int main(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   if (!info_path.empty()) return info(info_path, epoch, as_json);
+  if (!lackey.input.empty()) {
+    if (gen.output.empty()) return usage_error("--from-lackey needs -o FILE");
+    lackey.output = gen.output;
+    return import_lackey(lackey);
+  }
   if (gen.workload.empty() || gen.output.empty()) return usage_error("need --workload and -o FILE, or --info FILE");
   if (!epoch.empty() || as_json) return usage_error("--epoch and --json go with --info");
   return generate(gen, config);

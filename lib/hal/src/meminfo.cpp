@@ -75,4 +75,16 @@ Result<uint64_t> meminfo_field(const MemInfo& info, std::string_view field,
   return it->second;
 }
 
+Result<uint64_t> meminfo_available(const MemInfo& info, const std::string& file) {
+  if (const auto it = info.find("MemAvailable"); it != info.end()) return it->second;
+  auto free = meminfo_field(info, "MemFree", file);
+  if (!free) return free;
+  auto optional = [&](std::string_view field) -> uint64_t {
+    const auto it = info.find(field);
+    return it == info.end() ? 0 : it->second;
+  };
+  return *free + optional("Inactive(file)") + optional("Active(file)") / 2 +
+         optional("SReclaimable") / 2;
+}
+
 }  // namespace cxlpool::hal

@@ -97,7 +97,7 @@ Result<void> read_node_memory(const SysfsRoot& root, NumaNode& node, bool total_
     if (!total) return tl::unexpected(total.error());
     node.total_bytes = *total;
   }
-  auto free = meminfo_field(*info, "MemFree", file);
+  auto free = meminfo_available(*info, file);
   if (!free) return tl::unexpected(free.error());
   node.free_bytes = *free;
   return {};
@@ -133,7 +133,7 @@ Result<Topology> synthetic_topology(const SysfsRoot& root) {
   node.id = 0;
   auto total = meminfo_field(*info, "MemTotal", file);
   if (!total) return tl::unexpected(total.error());
-  auto free = meminfo_field(*info, "MemFree", file);
+  auto free = meminfo_available(*info, file);
   if (!free) return tl::unexpected(free.error());
   node.total_bytes = *total;
   node.free_bytes = *free;
@@ -237,7 +237,7 @@ Result<void> refresh_free_memory(const SysfsRoot& root, Topology& topology) {
   if (!topology.numa_present) {
     auto info = read_meminfo(root, kProcMeminfo);
     if (!info) return tl::unexpected(info.error());
-    auto free = meminfo_field(*info, "MemFree", root.resolve(kProcMeminfo).string());
+    auto free = meminfo_available(*info, root.resolve(kProcMeminfo).string());
     if (!free) return tl::unexpected(free.error());
     for (auto& node : topology.nodes) node.free_bytes = *free;
     return {};

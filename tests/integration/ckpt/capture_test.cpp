@@ -372,6 +372,29 @@ TEST_F(CkptCapture, KillAfterCapture) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
+// An image over max_image_bytes fails before the kill: the target runs on.
+TEST_F(CkptCapture, AnImageOverItsLimitSparesAKillAfterTarget) {
+  auto t = start({"threads"});
+  test::TempDir dir;
+  CaptureOptions options;
+  options.kill_after = true;
+  options.image_path = (dir.path() / "image").string();
+  options.max_image_bytes = 8192;
+  auto captured = capture_to_image(t->pid(), options);
+  ASSERT_FALSE(captured);
+  if (captured.error().code == EPERM) GTEST_SKIP() << "ptrace not permitted: " << captured.error().message;
+  EXPECT_EQ(captured.error().code, EDQUOT) << captured.error().message;
+  EXPECT_NE(captured.error().message.find("more than the 8192 allowed"), std::string::npos)
+      << captured.error().message;
+  EXPECT_NE(::access(options.image_path.c_str(), F_OK), 0);
+  EXPECT_TRUE(t->report()) << "the target did not survive";
+  // A limit the image fits is no obstacle.
+  options.max_image_bytes = 1ull << 40;
+  auto fits = capture_to_image(t->pid(), options);
+  ASSERT_TRUE(fits) << fits.error().message;
+  EXPECT_NE(t->wait(), -1) << "the target still runs";
+}
+
 TEST_F(CkptCapture, ImageInACallersFile) {
   auto t = start({"loop"});
   test::TempDir dir;

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "clone_pipes.hpp"
 #include "ctl_runner.hpp"
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/cxlpool.h"
@@ -33,50 +34,6 @@ namespace {
 
 using client::Connection;
 using namespace std::chrono_literals;
-
-// A clone's stdin and stdout, as pipes the test holds the other ends of.
-class ClonePipes {
- public:
-  ClonePipes() {
-    int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) std::abort();
-    clone_in_ = in[0], to_clone_ = in[1], from_clone_ = out[0], clone_out_ = out[1];
-    null_ = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  }
-  ~ClonePipes() {
-    for (int fd : {clone_in_, to_clone_, from_clone_, clone_out_, null_}) {
-      if (fd >= 0) ::close(fd);
-    }
-  }
-  std::vector<int> stdio() const { return {clone_in_, clone_out_, null_}; }
-  // The report the clone prints for "report", or an empty map.
-  test::TargetReport report() {
-    const std::string cmd = "report\n";
-    if (::write(to_clone_, cmd.data(), cmd.size()) != static_cast<ssize_t>(cmd.size())) return {};
-    test::TargetReport r;
-    for (;;) {
-      const std::string line = read_line();
-      if (line.empty() || line == "done") break;
-      const size_t space = line.find(' ');
-      if (space != std::string::npos) r[line.substr(0, space)] = line.substr(space + 1);
-    }
-    return r;
-  }
-  void exit_clone() { (void)!::write(to_clone_, "exit\n", 5); }
-
- private:
-  std::string read_line() {
-    std::string s;
-    char c;
-    for (;;) {
-      pollfd p{from_clone_, POLLIN, 0};
-      if (::poll(&p, 1, 10000) <= 0 || ::read(from_clone_, &c, 1) != 1) return s;
-      if (c == '\n') return s;
-      s += c;
-    }
-  }
-  int clone_in_ = -1, to_clone_ = -1, from_clone_ = -1, clone_out_ = -1, null_ = -1;
-};
 
 class CkptDaemon : public ::testing::Test {
  protected:
@@ -239,6 +196,71 @@ TEST_F(CkptDaemon, QuotaRefusesTheImage) {
   EXPECT_NE(made.err.find("quota"), std::string::npos) << made.err;
   EXPECT_TRUE(target.report()) << "the target did not survive a refused checkpoint";
   EXPECT_EQ(run_ctl_json(daemon_->socket(), {"ckpt", "list"}).size(), 0u);
+  EXPECT_EQ(target.stop(), 0);
+}
+
+// With --kill the quota is checked before the capture (from the target's
+// private memory) and again, on the image, before the kill: a refused
+// checkpoint never costs the target its life.
+TEST_F(CkptDaemon, QuotaIsCheckedBeforeAKillingCapture) {
+  start("[quota]\ndefault_bytes = \"1M\"\n");
+  test::CkptTarget small(target_program_, {"loop"});
+  test::CkptTarget large(target_program_, {"sparse"});  // 1 GiB of heap, 4 MiB of it written
+  ASSERT_TRUE(small.started());
+  ASSERT_TRUE(large.started());
+  const ProgramResult refused =
+      run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(large.pid()), "big", "--kill"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("refused before capture"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("quota"), std::string::npos) << refused.err;
+  EXPECT_TRUE(large.report()) << "the target did not survive a refused checkpoint";
+  EXPECT_EQ(run_ctl_json(daemon_->socket(), {"ckpt", "list"}).size(), 0u);
+  // One that fits is taken, and killed.
+  const ProgramResult made =
+      run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(small.pid()), "small", "--kill"});
+  ASSERT_EQ(made.exit_code, 0) << made.err << daemon_->log();
+  EXPECT_EQ(run_ctl_json(daemon_->socket(), {"ckpt", "list"}).size(), 1u);
+  EXPECT_NE(small.wait(), -1) << "the checkpointed target still runs";
+  EXPECT_EQ(large.stop(), 0);
+}
+
+// A restorer that hangs does not hold the checkpoint worker: past
+// [ckpt] restore_timeout_ms the restore fails with ETIMEDOUT, the clone it
+// had started is gone (its stdout, the test's pipe, reaches EOF), and the
+// next request is served.
+TEST_F(CkptDaemon, AHungRestorerTimesOutAndItsClonesAreKilled) {
+  daemon_ = std::make_unique<DaemonProcess>(
+      TestConfig{.daemon = kOpenToAll, .tables = "[ckpt]\nrestore_timeout_ms = 1500\n"}.render());
+  ASSERT_TRUE(daemon_->start({.env = {"CXLPOOL_RESTORE_TEST_STALL_MS=600000"}}));
+  auto conn = Connection::open(daemon_->socket(), "ckpt-test");
+  ASSERT_TRUE(conn) << conn.error().message;
+  conn_ = std::move(*conn);
+  test::CkptTarget target(target_program_, {"loop"});
+  ASSERT_TRUE(target.started());
+  ASSERT_EQ(run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(target.pid()), "hang"}).exit_code, 0);
+  // The clones' stdin stays open (they wait for commands), their stdout is
+  // ours to watch.
+  int in[2], out[2];
+  ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto restored = restore("hang", proto::CkptPolicy::kMow, 2, {in[0], out[1], out[1]});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::close(in[0]);
+  ::close(out[1]);
+  ASSERT_FALSE(restored) << "restored although the restorer hangs";
+  EXPECT_EQ(restored.error().code, ETIMEDOUT) << restored.error().message;
+  EXPECT_LT(took, 60s);
+  // Every holder of the pipe's write end (the clones, their keepers, the
+  // restorer) is gone: EOF, not a timeout.
+  pollfd p{out[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 10000), 1) << "a clone of the timed-out restore still runs";
+  char c;
+  EXPECT_EQ(::read(out[0], &c, 1), 0);
+  ::close(out[0]);
+  ::close(in[1]);
+  // The worker is free: a checkpoint after it goes through.
+  EXPECT_EQ(run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(target.pid()), "after"}).exit_code, 0);
   EXPECT_EQ(target.stop(), 0);
 }
 

@@ -26,11 +26,8 @@
 // back what the original held). Before the capture, every descriptor of the
 // target is listed with what the capture decides about it.
 #include <dirent.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,10 +43,12 @@
 
 #include "cxlpool/ckpt/capture.hpp"
 #include "driver_api.hpp"
+#include "support/piped_child.hpp"
 
 namespace {
 
 using cxlpool::cuda::DriverApi;
+using cxlpool::test::PipedChild;
 
 constexpr int kSkip = 77;
 constexpr int kStartTimeoutMs = 120'000;  // the target's cuInit and allocation
@@ -98,121 +97,18 @@ std::string restore_thread_of(const DriverApi& api, pid_t pid) {
   return r == CUDA_SUCCESS ? std::to_string(tid) : cu_text(api, "checkpoint_process_get_restore_thread_id", r);
 }
 
-// A child process with its stdin, stdout+stderr and optionally fd 3 piped.
-struct Child {
-  pid_t pid = -1;
-  int in = -1;      // its stdin
-  int out = -1;     // its stdout and stderr
-  int report = -1;  // its fd 3, when asked for
-  std::string buffered;
-
-  ~Child() { stop(); }
-  void stop() {
-    if (in >= 0) ::close(in);
-    if (out >= 0) ::close(out);
-    if (report >= 0) ::close(report);
-    in = out = report = -1;
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      pid = -1;
-    }
-  }
-  // Exit status as cxlpool-restore reports its clone's: 128 + signal; -1
-  // when it had not ended within timeout_ms and was killed.
-  int wait_exit(int timeout_ms = kStepTimeoutMs) {
-    if (pid <= 0) return -1;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    int status = 0;
-    while (::waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        stop();
-        return -1;
-      }
-      ::usleep(10'000);
-    }
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  bool send(const std::string& line) {
-    const std::string text = line + "\n";
-    return ::write(in, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  }
-};
-
-Child spawn(const std::vector<std::string>& argv, bool with_report) {
-  Child c;
-  int in[2], out[2], report[2] = {-1, -1};
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return c;
-  if (with_report && ::pipe2(report, O_CLOEXEC) != 0) return c;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    // dup2 onto the same number would keep O_CLOEXEC.
-    if (with_report) {
-      if (report[1] == 3) {
-        ::fcntl(3, F_SETFD, 0);
-      } else {
-        ::dup2(report[1], 3);
-      }
-    }
-    // Nothing else this process inherited (a shell's or a runner's pipes):
-    // the capture would refuse the target for them.
-    ::syscall(SYS_close_range, with_report ? 4u : 3u, ~0u, 0u);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    std::_Exit(127);
-  }
-  ::close(in[0]);
-  ::close(out[1]);
-  if (with_report) ::close(report[1]);
-  c.pid = pid;
-  c.in = in[1];
-  c.out = out[0];
-  c.report = with_report ? report[0] : -1;
-  return c;
-}
-
-// The next line from fd (buffered in *buffered), or "" after timeout_ms or at
-// the end of the output (*ended says which).
-std::string read_line(int fd, std::string* buffered, int timeout_ms, bool* ended) {
-  *ended = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    if (const size_t nl = buffered->find('\n'); nl != std::string::npos) {
-      std::string line = buffered->substr(0, nl);
-      buffered->erase(0, nl + 1);
-      return line;
-    }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return "";
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-    char chunk[4096];
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n <= 0) {
-      *ended = true;
-      return "";
-    }
-    buffered->append(chunk, static_cast<size_t>(n));
-  }
-}
-
 // Lines until one starts with `prefix` (the others, e.g. cxlpool-restore's
 // report lines, are echoed); "" with *why set on timeout or end of output.
-std::string expect_line(Child& c, const std::string& prefix, std::string* why, int timeout_ms = kStepTimeoutMs) {
+std::string expect_line(PipedChild& c, const std::string& prefix, std::string* why,
+                        int timeout_ms = kStepTimeoutMs) {
   for (;;) {
     bool ended = false;
-    std::string line = read_line(c.out, &c.buffered, timeout_ms, &ended);
+    std::string line = c.line(timeout_ms, &ended);
     if (line.empty() && ended) {
-      *why = "its output ended (exit status " + std::to_string(c.wait_exit()) + ")";
+      *why = "its output ended (exit status " + std::to_string(c.wait_exit(kStepTimeoutMs)) + ")";
       return "";
     }
-    if (line.empty() && !ended && c.buffered.empty()) {
+    if (line.empty()) {
       *why = "no line starting with '" + prefix + "' within " + std::to_string(timeout_ms / 1000) + " s";
       return "";
     }
@@ -300,20 +196,14 @@ int restore_and_verify(const DriverApi& api, const Programs& p, const std::strin
   step("restore the image: cxlpool-restore " + image + " --policy mow --report-fd 3" + mode);
   std::vector<std::string> argv = {p.restore, image, "--policy", "mow", "--report-fd", "3"};
   if (host_pids) argv.push_back("--host-pids");
-  Child restore = spawn(argv, true);
-  if (restore.pid <= 0) return failed("restore", std::string("fork: ") + std::strerror(errno));
-  std::string report_buffer;
-  bool ended = false;
-  const std::string report = read_line(restore.report, &report_buffer, kStepTimeoutMs, &ended);
+  PipedChild restore(argv, true);
+  if (restore.pid() <= 0) return failed("restore", std::string("fork: ") + std::strerror(errno));
+  const std::string report = restore.fd3_line(kStepTimeoutMs);
   if (report.empty()) {
     std::string rest;
-    for (bool end = false; !end;) {
-      std::string line = read_line(restore.out, &restore.buffered, 2000, &end);
-      if (line.empty()) break;
-      rest += "\n  | " + line;
-    }
-    return failed("restore", "cxlpool-restore reported no clone (exit status " + std::to_string(restore.wait_exit()) +
-                                 ")" + rest);
+    for (std::string line = restore.line(2000); !line.empty(); line = restore.line(2000)) rest += "\n  | " + line;
+    return failed("restore", "cxlpool-restore reported no clone (exit status " +
+                                 std::to_string(restore.wait_exit(kStepTimeoutMs)) + ")" + rest);
   }
   pid_t original = -1, keeper = -1;
   std::istringstream(report) >> original >> keeper;
@@ -375,7 +265,7 @@ int restore_and_verify(const DriverApi& api, const Programs& p, const std::strin
     }
   }
   restore.send("exit");
-  const int status = restore.wait_exit();
+  const int status = restore.wait_exit(kStepTimeoutMs);
   if (status != 0) return failed("clone exit", "cxlpool-restore exited " + std::to_string(status));
   *clone_failed = false;
   return 0;
@@ -406,8 +296,8 @@ int run() {
       env_or("CKPT_GPU_IMAGE_DIR", "/dev/shm") + "/cxlpool-ckpt-gpu-" + std::to_string(::getpid()) + ".img";
 
   step("start the target: " + p.target + " " + bytes);
-  Child target = spawn({p.target, bytes}, false);
-  if (target.pid <= 0) return failed("start the target", std::string("fork: ") + std::strerror(errno));
+  PipedChild target({p.target, bytes}, false);
+  if (target.pid() <= 0) return failed("start the target", std::string("fork: ") + std::strerror(errno));
   std::string why;
   // CKPT_GPU_TARGET_FDS=1: the target holds an eventfd, a pipe with bytes in
   // it and a socketpair besides the driver's, and says what they hold.
@@ -418,7 +308,7 @@ int run() {
     fds_expect = line.substr(11);
   }
   if (expect_line(target, "ready ", &why, kStartTimeoutMs).empty()) return failed("start the target", why);
-  const pid_t pid = target.pid;
+  const pid_t pid = target.pid();
 
   std::printf("target pid %d: driver state %s, restore thread %s, %s threads\n", pid, state_of(api, pid).c_str(),
               restore_thread_of(api, pid).c_str(), status_field(pid, "Threads").c_str());
@@ -457,10 +347,10 @@ int run() {
   }
 
   step("capture: cxlpool-ckpt dump " + std::to_string(pid) + " " + image + " --kill");
-  Child dump = spawn({p.ckpt, "dump", std::to_string(pid), image, "--kill"}, false);
+  PipedChild dump({p.ckpt, "dump", std::to_string(pid), image, "--kill"}, false);
   std::string dump_output;
   for (bool ended = false; !ended;) {
-    std::string line = read_line(dump.out, &dump.buffered, kStepTimeoutMs, &ended);
+    std::string line = dump.line(kStepTimeoutMs, &ended);
     if (!line.empty()) dump_output += "\n  | " + line;
     if (line.empty() && !ended) break;
   }
@@ -488,7 +378,7 @@ int run() {
     return failed("capture", "cxlpool-ckpt dump exited " + std::to_string(dump_status) + dump_output + leftovers +
                                  "\n  (" + in_place + ")");
   }
-  const int target_status = target.wait_exit();
+  const int target_status = target.wait_exit(kStepTimeoutMs);
   std::printf("target ended with status %d (killed by the capture)\n", target_status);
   struct stat st{};
   if (::stat(image.c_str(), &st) == 0) std::printf("image: %s, %lld MiB\n", image.c_str(), static_cast<long long>(st.st_size >> 20));

@@ -25,6 +25,7 @@ namespace cxlpool::ckpt {
 namespace {
 
 using test::sample_manifest;
+using test::without_client;
 
 std::vector<std::byte> page_data(std::size_t pages) {
   std::vector<std::byte> data(pages * kPageSize);
@@ -58,6 +59,11 @@ TEST(CkptFormat, ManifestRoundTripsByteForByte) {
   EXPECT_EQ(decoded->files[1].path, "/tmp/data.txt");
   EXPECT_EQ(decoded->fds[1].offset, 17u);
   EXPECT_EQ(decoded->regions[0].name, "weights");
+  EXPECT_EQ(decoded->regions[0].kind, RegionKind::kNamed);
+  EXPECT_EQ(decoded->regions[0].offset, 4096u);
+  EXPECT_EQ(decoded->regions[1].length, 0u);
+  EXPECT_EQ(decoded->fds[3].kind, FdKind::kCxlpoolRegion);
+  EXPECT_EQ(decoded->cxlpool_socket, "/run/cxlpool/cxlpool.sock");
   EXPECT_EQ(decoded->process.creds.groups, (std::vector<uint32_t>{1000, 27}));
   EXPECT_EQ(decoded->process.mm.auxv, m.process.mm.auxv);
   EXPECT_EQ(decoded->hot_pages, m.hot_pages);
@@ -331,9 +337,10 @@ TEST(CkptFormat, SectionRejections) {
   }
   {
     // Optional sections may be absent.
-    Sections s = split(good);
+    Sections s = split(encode_manifest(without_client(sample_manifest())));
     std::erase_if(s, [](const auto& e) {
       return e.first == static_cast<uint32_t>(SectionType::kRegions) ||
+             e.first == static_cast<uint32_t>(SectionType::kClient) ||
              e.first == static_cast<uint32_t>(SectionType::kHotPages) ||
              e.first == static_cast<uint32_t>(SectionType::kSharedPending);
     });
@@ -342,6 +349,42 @@ TEST(CkptFormat, SectionRejections) {
     EXPECT_TRUE(r->regions.empty());
     EXPECT_TRUE(r->hot_pages.empty());
   }
+  {
+    // An image from before the client section: its regions decode, of
+    // unknown kind (a restore refuses them), with no socket.
+    Sections s = split(good);
+    std::erase_if(s, [](const auto& e) { return e.first == static_cast<uint32_t>(SectionType::kClient); });
+    auto r = decode_manifest(join(s));
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(r->regions.size(), 2u);
+    EXPECT_EQ(r->regions[0].kind, RegionKind::kUnknown);
+    EXPECT_EQ(r->regions[0].offset, 0u);
+    EXPECT_TRUE(r->cxlpool_socket.empty());
+  }
+}
+
+TEST(CkptFormat, ClientSectionIsChecked) {
+  Manifest m = sample_manifest();
+  m.regions[1].kind = static_cast<RegionKind>(9);
+  expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, "unknown kind");
+  m = sample_manifest();
+  m.fds.back().file = 2;
+  expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, "fd 5: region index out of range");
+  m = sample_manifest();
+  m.regions[0].offset = 100;
+  expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, "region weights");
+  // The client section's list must match the regions section's.
+  Sections s = split(encode_manifest(sample_manifest()));
+  for (auto& [type, payload] : s) {
+    if (type != static_cast<uint32_t>(SectionType::kRegions)) continue;
+    Manifest one = sample_manifest();
+    one.regions.pop_back();
+    one.fds.pop_back();
+    for (auto& [t2, p2] : split(encode_manifest(one))) {
+      if (t2 == type) payload = p2;
+    }
+  }
+  expect_rejected(decode_manifest(join(s)), EBADMSG, "the client section lists 2 regions");
 }
 
 // ---- rules ----
@@ -442,7 +485,7 @@ TEST(CkptFdObjects, RoundTrip) {
   EXPECT_EQ(decoded->fd_objects[0].detail, kEventfdSemaphore);
   EXPECT_EQ(decoded->fd_objects[1].contents, (std::vector<uint8_t>{'a', 'b', 'c'}));
   EXPECT_EQ(decoded->fd_objects[3].peer, 1002u);
-  EXPECT_EQ(decoded->fds[4].kind, FdKind::kPipe);
+  EXPECT_EQ(decoded->fds[5].kind, FdKind::kPipe);
 }
 
 TEST(CkptFdObjects, WithoutObjectsTheEncodingHasNoSuchSection) {
@@ -482,12 +525,12 @@ TEST(CkptFdObjects, RuleRejections) {
       {"object for a file", [](Manifest& m) { m.fd_objects[0].fd = 3; }, "no fd object record"},
       {"extra object", [](Manifest& m) { m.fd_objects.push_back(m.fd_objects.back()); }, "for an fd that has none"},
       {"object order", [](Manifest& m) { std::swap(m.fd_objects[0], m.fd_objects[1]); }, "no fd object record"},
-      {"eventfd file", [](Manifest& m) { m.fds[2].file = 0; }, "without a file"},
+      {"eventfd file", [](Manifest& m) { m.fds[4].file = 0; }, "without a file"},
       {"eventfd flags", [](Manifest& m) { m.fd_objects[0].detail = 6; }, "eventfd flags"},
       {"eventfd counter", [](Manifest& m) { m.fd_objects[0].counter = ~0ull; }, "eventfd flags"},
       {"eventfd contents", [](Manifest& m) { m.fd_objects[0].contents = {1}; }, "eventfd flags"},
       {"dup disagrees", [](Manifest& m) { m.fd_objects[5].counter = 6; }, "disagrees"},
-      {"pipe access", [](Manifest& m) { m.fds[3].open_flags = O_RDWR; }, "read-only or write-only"},
+      {"pipe access", [](Manifest& m) { m.fds[5].open_flags = O_RDWR; }, "read-only or write-only"},
       {"pipe capacity", [](Manifest& m) { m.fd_objects[1].detail = 5000; }, "capacity"},
       {"pipe capacity small", [](Manifest& m) { m.fd_objects[1].detail = 2048; }, "capacity"},
       {"pipe overfull",
@@ -497,8 +540,8 @@ TEST(CkptFdObjects, RuleRejections) {
        },
        "more pipe contents"},
       {"contents on the second fd", [](Manifest& m) { m.fd_objects[2].contents = {'z'}; }, "first fd"},
-      {"pipe without writer", [](Manifest& m) { m.fds[4].open_flags = O_RDONLY; }, "both a read and a write end"},
-      {"pipe without reader", [](Manifest& m) { m.fds[3].open_flags = O_WRONLY; }, "both a read and a write end"},
+      {"pipe without writer", [](Manifest& m) { m.fds[6].open_flags = O_RDONLY; }, "both a read and a write end"},
+      {"pipe without reader", [](Manifest& m) { m.fds[5].open_flags = O_WRONLY; }, "both a read and a write end"},
       {"socket type", [](Manifest& m) { m.fd_objects[3].detail = m.fd_objects[4].detail = 3; }, "socketpair type"},
       {"socket own peer", [](Manifest& m) { m.fd_objects[3].peer = 1001; }, "socketpair type"},
       {"socket lone", [](Manifest& m) { m.fd_objects[4].peer = 77; }, "without its peer"},

@@ -91,8 +91,7 @@ TEST(HotSet, AppliesOnlyToItsImage) {
 }
 
 TEST(HotSet, AHybridPlanCopiesTheAppliedPagesAndMapsTheRest) {
-  Manifest m = test::sample_manifest();
-  m.regions.clear();
+  Manifest m = test::without_client(test::sample_manifest());
   HotSet s = sample_set();
   s.pages = {0x600000};
   ASSERT_TRUE(apply_hot_set(m, s.manifest_crc32c, s));

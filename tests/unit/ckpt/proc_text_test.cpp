@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The /proc parsers capture relies on, on text copied from a 6.18 kernel.
+#include <sys/resource.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "cxlpool/ckpt/proc_text.hpp"
@@ -108,6 +114,34 @@ TEST(CkptProcText, StatMmFields) {
   EXPECT_EQ(m->env_end, 36864u);
   EXPECT_FALSE(parse_stat_mm("1234 (x) S 1 2 3"));
   EXPECT_FALSE(parse_stat_mm("no comm"));
+}
+
+TEST(CkptProcText, Limits) {
+  const std::string text =
+      "Limit                     Soft Limit           Hard Limit           Units     \n"
+      "Max cpu time              unlimited            unlimited            seconds   \n"
+      "Max file size             4096                 unlimited            bytes     \n"
+      "Max open files            1024                 524288               files     \n";
+  auto l = parse_limits(text, 3);
+  ASSERT_TRUE(l) << l.error().message;
+  EXPECT_EQ((*l)[0][0], ~0ull);
+  EXPECT_EQ((*l)[1][0], 4096u);
+  EXPECT_EQ((*l)[1][1], ~0ull);
+  EXPECT_EQ((*l)[2][1], 524288u);
+  EXPECT_EQ(parse_limits(text, 4).error().code, EIO);
+  EXPECT_EQ(parse_limits("Limit\nMax cpu time              lots                 unlimited            s\n", 1)
+                .error()
+                .code,
+            EIO);
+  // This process's own limits, as the kernel prints them.
+  std::ifstream in("/proc/self/limits");
+  const std::string own((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto mine = parse_limits(own, 16);
+  ASSERT_TRUE(mine) << mine.error().message;
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  EXPECT_EQ((*mine)[RLIMIT_NOFILE][0], files.rlim_cur);
+  EXPECT_EQ((*mine)[RLIMIT_NOFILE][1], files.rlim_max);
 }
 
 TEST(CkptProcText, Fdinfo) {

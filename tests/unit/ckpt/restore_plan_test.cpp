@@ -5,6 +5,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -14,12 +15,9 @@
 namespace cxlpool::ckpt {
 namespace {
 
-// The sample without what cxlpool-restore refuses (a region).
-Manifest restorable() {
-  Manifest m = test::sample_manifest();
-  m.regions.clear();
-  return m;
-}
+// The sample without its cxlpool resources (a restore of them connects to
+// cxlpoold; ClientRegionsAreMappedShared covers their plan).
+Manifest restorable() { return test::without_client(test::sample_manifest()); }
 
 HostFacts host_like(const Manifest& m) {
   HostFacts h;
@@ -212,6 +210,15 @@ TEST(RestorePlan, RefusesAnotherKernelsVdso) {
   EXPECT_EQ(plan_restore(m, RestorePolicy::kMow, h).error().code, EXDEV);
 }
 
+// A CPU whose last xstate component is PKRU (offset 2688, 8 bytes) has a
+// 2696-byte xsave area: not a multiple of 64, and valid.
+TEST(RestorePlan, AnXsaveAreaEndingWithPkruIsRestorable) {
+  Manifest m = restorable();
+  for (ThreadState& t : m.threads) t.xsave.resize(2696);
+  auto plan = plan_restore(m, RestorePolicy::kMow, host_like(m));
+  EXPECT_TRUE(plan) << plan.error().message;
+}
+
 TEST(RestorePlan, RefusesWithAReason) {
   struct Case {
     const char* what;
@@ -220,14 +227,39 @@ TEST(RestorePlan, RefusesWithAReason) {
     const char* says;
   };
   const Case cases[] = {
-      {"region", [](Manifest& m) { m.regions = test::sample_manifest().regions; }, ENOTSUP, "cxlpool region"},
+      {"leased region",
+       [](Manifest& m) {
+         m.regions = test::sample_manifest().regions;
+         m.regions[0].kind = RegionKind::kLeased;
+         m.cxlpool_socket = "/run/cxlpool.sock";
+       },
+       ENOTSUP, "is not a named region"},
+      {"region of an old image",
+       [](Manifest& m) {
+         m.regions = test::sample_manifest().regions;
+         for (RegionRef& g : m.regions) g.kind = RegionKind::kUnknown;
+       },
+       ENOTSUP, "not a named region"},
+      {"no socket path", [](Manifest& m) { m.regions = test::sample_manifest().regions; }, ENOTSUP,
+       "which cxlpoold"},
+      {"region VMA not listed",
+       [](Manifest& m) {
+         m.vmas.insert(m.vmas.begin() + 2, {0x7e0000000000ull, 0x7e0000001000ull, PROT_READ, MAP_SHARED,
+                                            VmaKind::kCxlpoolRegion, 0, 0, 0});
+       },
+       EINVAL, "does not list"},
       {"pid 1", [](Manifest& m) { m.process.pid = 1; m.threads[0].tid = 1; }, EINVAL, "keeper"},
       {"leader", [](Manifest& m) { std::swap(m.threads[0], m.threads[1]); }, EINVAL, "leader"},
       {"repeated tid", [](Manifest& m) { m.threads[1].tid = m.threads[0].tid; }, EINVAL, "repeated"},
       {"registers", [](Manifest& m) { m.threads[0].regs.resize(100); }, EINVAL, "registers"},
       {"xsave", [](Manifest& m) { m.threads[1].xsave.resize(100); }, EINVAL, "xsave"},
-      {"socket", [](Manifest& m) { m.fds.push_back({5, FdKind::kCxlpoolSocket, kNoFile, 0, 0}); }, ENOTSUP,
-       "control socket"},
+      {"two sockets",
+       [](Manifest& m) {
+         m.cxlpool_socket = "/run/cxlpool.sock";
+         m.fds.push_back({5, FdKind::kCxlpoolSocket, kNoFile, 0, 0});
+         m.fds.push_back({6, FdKind::kCxlpoolSocket, kNoFile, 0, 0});
+       },
+       ENOTSUP, "second cxlpool control socket"},
       {"stdio above 2", [](Manifest& m) { m.fds.push_back({7, FdKind::kStdio, kNoFile, 0, 0}); }, ENOTSUP, "fd 7"},
       {"shared", [](Manifest& m) { m.vmas[1].map_flags = MAP_SHARED; }, ENOTSUP, "shared"},
       {"version", [](Manifest& m) { m.version = 9; }, ENOTSUP, "version 9"},
@@ -241,6 +273,35 @@ TEST(RestorePlan, RefusesWithAReason) {
     EXPECT_EQ(plan.error().code, c.code) << c.what;
     EXPECT_NE(plan.error().message.find(c.says), std::string::npos) << c.what << ": " << plan.error().message;
   }
+}
+
+// A named region's VMA becomes a MAP_SHARED mapping of the region's
+// descriptor (opened again through cxlpoold) at its offset; the socket and
+// the region's own descriptor are the clone stage's, not the plan's.
+TEST(RestorePlan, ClientRegionsAreMappedShared) {
+  Manifest m = test::sample_manifest();
+  m.vmas.push_back({0x7e0000000000ull, 0x7e0000200000ull, PROT_READ, MAP_SHARED, VmaKind::kCxlpoolRegion, 0, 4096,
+                    0});
+  std::sort(m.vmas.begin(), m.vmas.end(), [](const Vma& a, const Vma& b) { return a.start < b.start; });
+  auto plan = plan_restore(m, RestorePolicy::kMoa, [&] {
+    HostFacts h = host_like(m);
+    h.lazy_pager = true;
+    return h;
+  }());
+  ASSERT_TRUE(plan) << plan.error().message;
+  auto step = std::find_if(plan->steps.begin(), plan->steps.end(),
+                           [](const RestoreStep& s) { return s.source == MapSource::kRegion; });
+  ASSERT_NE(step, plan->steps.end());
+  EXPECT_EQ(step->kind, StepKind::kMap);
+  EXPECT_EQ(step->addr, 0x7e0000000000ull);
+  EXPECT_EQ(step->len, 2u << 20);
+  EXPECT_EQ(step->map_flags, static_cast<uint32_t>(MAP_SHARED));
+  EXPECT_EQ(step->prot, static_cast<uint32_t>(PROT_READ));
+  EXPECT_EQ(step->file, 0u);
+  EXPECT_EQ(step->offset, 4096u);
+  EXPECT_EQ(std::count_if(plan->steps.begin(), plan->steps.end(),
+                          [](const RestoreStep& s) { return s.source == MapSource::kRegion; }),
+            1);
 }
 
 TEST(RestorePlan, ChangedFilesAreRefused) {

@@ -33,7 +33,7 @@ const std::vector<std::string> kAllKeys = {
     "emulated_tier.backing",   "emulated_tier.hugetlbfs_path", "emulated_tier.numa_node",
     "emulated_tier.latency_ns", "emulated_tier.bandwidth_mbps", "quota.default_bytes",
     "quota.user.uid",          "quota.user.tier",        "quota.user.bytes",
-    "metrics.prometheus_port", "metrics.prometheus_address",
+    "metrics.prometheus_port", "metrics.prometheus_address", "ckpt.restore_timeout_ms",
 };
 
 // A file that sets every key to something other than its default.
@@ -93,6 +93,9 @@ bytes = 0
 [metrics]
 prometheus_port = 9464
 prometheus_address = "::1"
+
+[ckpt]
+restore_timeout_ms = 5000
 )";
 
 TEST(DaemonConfig, EmbeddedDefault) {
@@ -110,6 +113,7 @@ TEST(DaemonConfig, EmbeddedDefault) {
   EXPECT_EQ(tier.numa_node, -1);
   EXPECT_TRUE(config.state_dir.empty());
   EXPECT_EQ(config.metrics_port, 0);
+  EXPECT_EQ(config.ckpt_restore_timeout_ms, 60000u);
 }
 
 TEST(DaemonConfig, EmptyFileGivesDefaultsButNoEmulatedTier) {
@@ -183,6 +187,7 @@ TEST(DaemonConfig, FullFile) {
   EXPECT_EQ(c.quota_rules[1].tier, "*");  // the default
   EXPECT_EQ(c.quota_rules[1].bytes, 0u);
   EXPECT_EQ(c.metrics_port, 9464);
+  EXPECT_EQ(c.ckpt_restore_timeout_ms, 5000u);
   EXPECT_EQ(c.metrics_address, "::1");
 
   // The full file uses every key of the schema: this keeps kAllKeys honest.

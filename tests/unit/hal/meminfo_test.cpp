@@ -71,5 +71,31 @@ TEST(Meminfo, UnreadableFile) {
   EXPECT_NE(info.error().message.find("/nonexistent-root/proc/meminfo"), std::string::npos);
 }
 
+
+// A node whose page cache filled its memory still has that cache to give:
+// free plus all inactive file pages and half of the active ones and of the
+// reclaimable slab; /proc/meminfo's own MemAvailable wins where present.
+TEST(Meminfo, AvailableCountsReclaimablePageCache) {
+  auto node = parse_meminfo(
+      "Node 0 MemFree: 100 kB\nNode 0 Inactive(file): 1000 kB\nNode 0 Active(file): 400 kB\n"
+      "Node 0 SReclaimable: 60 kB\nNode 0 Active(anon): 5000 kB\n",
+      "node0/meminfo");
+  ASSERT_TRUE(node) << node.error().message;
+  auto available = meminfo_available(*node, "node0/meminfo");
+  ASSERT_TRUE(available) << available.error().message;
+  EXPECT_EQ(*available, (100u + 1000u + 200u + 30u) * 1024);
+
+  auto proc = parse_meminfo("MemFree: 100 kB\nMemAvailable: 9000 kB\nInactive(file): 1000 kB\n",
+                            "/proc/meminfo");
+  ASSERT_TRUE(proc);
+  EXPECT_EQ(*meminfo_available(*proc, "/proc/meminfo"), 9000u * 1024);
+
+  auto bare = parse_meminfo("MemFree: 7 kB\n", "m");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(*meminfo_available(*bare, "m"), 7u * 1024);
+  auto none = parse_meminfo("MemTotal: 7 kB\n", "m");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(meminfo_available(*none, "m"));
+}
 }  // namespace
 }  // namespace cxlpool::hal

@@ -96,7 +96,7 @@ TEST(Topology, NoNumaDirectoryGivesOneSyntheticNode) {
   EXPECT_EQ(t.nodes[0].id, 0);
   EXPECT_EQ(t.nodes[0].cpus, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(t.nodes[0].total_bytes, 8 * kGiB);
-  EXPECT_EQ(t.nodes[0].free_bytes, 6 * kGiB);
+  EXPECT_EQ(t.nodes[0].free_bytes, 7 * kGiB);  // MemAvailable, not MemFree
   EXPECT_EQ(t.nodes[0].distances, (std::vector<int>{10}));
 }
 

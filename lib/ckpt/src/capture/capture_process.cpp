@@ -3,10 +3,12 @@
 // show; classify mappings and descriptors (refusing what cannot be
 // restored, before anything is copied); inject the calls for what only the
 // process can report; copy the pages; finish the image; let go or kill.
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -60,8 +62,12 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
     m.threads.push_back(std::move(*t));
   }
   if (auto r = capture_shared_pending(pid, m.process); !r) return tl::unexpected(r.error());
-  if (auto r = capture_fds(pid, options, files, m.fds, m.fd_objects); !r) return tl::unexpected(r.error());
+  if (auto r = capture_fds(pid, options, files, m); !r) return tl::unexpected(r.error());
   if (auto r = capture_vmas(pid, options, files, m); !r) return tl::unexpected(r.error());
+  const bool client = !m.regions.empty() || std::any_of(m.fds.begin(), m.fds.end(), [](const FdEntry& f) {
+    return f.kind == FdKind::kCxlpoolSocket;
+  });
+  if (client) m.cxlpool_socket = options.cxlpool_socket;
   const Vma* vdso = nullptr;
   for (const Vma& v : m.vmas) {
     if (v.kind == VmaKind::kVdso) vdso = &v;
@@ -72,6 +78,15 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
   if (auto r = capture_injected(*frozen, *insn, m); !r) return tl::unexpected(r.error());
   if (auto r = capture_pages(pid, m, image); !r) return tl::unexpected(r.error());
   if (auto r = image.finish(m); !r) return tl::unexpected(r.error());
+  if (options.max_image_bytes != 0) {
+    struct stat st {};
+    if (::fstat(image.fd(), &st) != 0) return fail_errno("checkpoint: sizing the image");
+    if (static_cast<uint64_t>(st.st_size) > options.max_image_bytes) {
+      return fail(EDQUOT, "checkpoint of " + std::to_string(pid) + ": the image is " + std::to_string(st.st_size) +
+                              " bytes, more than the " + std::to_string(options.max_image_bytes) +
+                              " allowed (the process runs on)");
+    }
+  }
   if (options.kill_after) {
     frozen->kill();
   } else {

@@ -49,8 +49,11 @@ Result<void> capture_shared_pending(pid_t tid, ProcessState& process);
 Result<void> capture_injected(const FrozenProcess& frozen, uint64_t syscall_insn, Manifest& manifest);
 // Open descriptors and the kernel objects behind eventfds, pipes and
 // socketpairs; refuses kinds a restore cannot make again.
-Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, std::vector<FdEntry>& fds,
-                         std::vector<FdObject>& objects);
+Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& manifest);
+// The region of options.region_files behind (dev, ino), or null.
+const CaptureOptions::RegionFile* region_file(const CaptureOptions& options, uint64_t dev, uint64_t ino);
+// ENOTSUP naming a region a restore cannot get again (`what`: how the process holds it).
+Error unrestorable_region(pid_t pid, const RegionRef& region, const std::string& what);
 // VMAs from smaps, classified; refuses mappings a restore cannot re-create.
 Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& manifest);
 // Present private pages (pagemap), copied into the image as runs.

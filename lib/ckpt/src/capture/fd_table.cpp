@@ -2,7 +2,8 @@
 // Open descriptors: regular files, directories and stateless devices
 // (/dev/null, /dev/zero, /dev/full, /dev/[u]random) are reopened by path at
 // restore; fds 0-2 that are pipes, ttys or sockets are the restorer's
-// caller's; the cxlpool control socket is the client library's to reconnect;
+// caller's; the cxlpool control socket and region descriptors are the client
+// library's to get again;
 // eventfds, pipes and unix socketpairs whose both ends the process holds are
 // made again (fd_objects.cpp). Anything else would restore wrong, so it is
 // refused by name.
@@ -70,10 +71,30 @@ std::vector<int> open_fds(pid_t pid) {
 
 }  // namespace
 
+const CaptureOptions::RegionFile* region_file(const CaptureOptions& options, uint64_t dev, uint64_t ino) {
+  for (const auto& f : options.region_files) {
+    if (f.dev == dev && f.ino == ino) return &f;
+  }
+  return nullptr;
+}
+
+Error unrestorable_region(pid_t pid, const RegionRef& region, const std::string& what) {
+  const std::string id = std::to_string(region.region_id);
+  // A leased region has no name; a named one that is no longer named
+  // keeps it for the message.
+  const std::string why = region.name.empty()
+                              ? " leased cxlpool region " + id +
+                                    ", which belongs to the connection that allocated it and cannot be given to a "
+                                    "restored process (use a named region)"
+                              : " cxlpool region " + id + " ('" + region.name +
+                                    "'), whose name was unlinked: a restored process could not open it again";
+  return Error{ENOTSUP, "checkpoint of " + std::to_string(pid) + " refused: " + what + why};
+}
+
 // One descriptor, classified from /proc alone (nothing of the process is
 // touched): its entry, or the refusal.
 Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& options, FileTable& files,
-                                 SocketTables& sockets) {
+                                 SocketTables& sockets, Manifest& m, bool& have_socket) {
   const std::string rel = "fd/" + std::to_string(fd);
   auto link = read_proc_link(pid, rel);
   if (!link) return tl::unexpected(link.error());
@@ -91,8 +112,21 @@ Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& option
   c.what = *link;
   const bool is_memfd = starts_with(*link, "/memfd:");
   const bool is_deleted = link->size() > 10 && link->compare(link->size() - 10, 10, " (deleted)") == 0;
-  if (((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && starts_with(*link, "/") && !is_memfd) ||
-      stateless_device(*link, st)) {
+  const auto* region = S_ISREG(st.st_mode) ? region_file(options, st.st_dev, st.st_ino) : nullptr;
+  if (region != nullptr) {
+    if (region->region.kind != RegionKind::kNamed) {
+      return tl::unexpected(unrestorable_region(pid, region->region, "fd " + std::to_string(fd) + " holds"));
+    }
+    RegionRef ref = region->region;
+    ref.addr = ref.length = ref.offset = 0;
+    ref.prot = 0;
+    ref.writable = (info->flags & O_ACCMODE) != O_RDONLY;
+    e.kind = FdKind::kCxlpoolRegion;
+    e.file = static_cast<uint32_t>(m.regions.size());
+    e.offset = 0;
+    m.regions.push_back(std::move(ref));
+  } else if (((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && starts_with(*link, "/") && !is_memfd) ||
+             stateless_device(*link, st)) {
     if (is_deleted) {
       c.refusal = "a deleted file (" + *link + ")";
       return c;
@@ -104,6 +138,12 @@ Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& option
   } else if (S_ISSOCK(st.st_mode) && std::find(options.cxlpool_socket_inodes.begin(),
                                                options.cxlpool_socket_inodes.end(),
                                                st.st_ino) != options.cxlpool_socket_inodes.end()) {
+    // One connection is re-made at restore; the library keeps one.
+    if (have_socket) {
+      c.refusal = "a second connection to cxlpoold";
+      return c;
+    }
+    have_socket = true;
     e.kind = FdKind::kCxlpoolSocket;
     e.offset = 0;
   } else if (fd <= 2 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode))) {
@@ -139,11 +179,13 @@ Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& option
   return c;
 }
 
-Result<std::vector<ClassifiedFd>> classify_fds(pid_t pid, const CaptureOptions& options, FileTable& files) {
+Result<std::vector<ClassifiedFd>> classify_fds(pid_t pid, const CaptureOptions& options, FileTable& files,
+                                               Manifest& m) {
   std::vector<ClassifiedFd> out;
   SocketTables sockets(pid);
+  bool have_socket = false;
   for (int fd : open_fds(pid)) {
-    auto c = classify_fd(pid, fd, options, files, sockets);
+    auto c = classify_fd(pid, fd, options, files, sockets, m, have_socket);
     if (!c) return tl::unexpected(c.error());
     out.push_back(std::move(*c));
   }
@@ -151,9 +193,8 @@ Result<std::vector<ClassifiedFd>> classify_fds(pid_t pid, const CaptureOptions& 
   return out;
 }
 
-Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, std::vector<FdEntry>& fds,
-                         std::vector<FdObject>& objects) {
-  auto classified = classify_fds(pid, options, files);
+Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& m) {
+  auto classified = classify_fds(pid, options, files, m);
   if (!classified) return tl::unexpected(classified.error());
   // Refusals first, so that no pipe is read for a capture that will not be.
   for (const ClassifiedFd& c : *classified) {
@@ -161,8 +202,8 @@ Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& fi
   }
   if (auto ok = read_pipe_contents(pid, *classified); !ok) return tl::unexpected(ok.error());
   for (ClassifiedFd& c : *classified) {
-    fds.push_back(c.entry);
-    if (c.object) objects.push_back(std::move(*c.object));
+    m.fds.push_back(c.entry);
+    if (c.object) m.fd_objects.push_back(std::move(*c.object));
   }
   return {};
 }
@@ -170,9 +211,9 @@ Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& fi
 }  // namespace detail
 
 Result<std::vector<FdVerdict>> describe_fds(pid_t pid, const CaptureOptions& options) {
-  std::vector<FileRef> files;
-  detail::FileTable table(files);
-  auto classified = detail::classify_fds(pid, options, table);
+  Manifest scratch;
+  detail::FileTable table(scratch.files);
+  auto classified = detail::classify_fds(pid, options, table, scratch);
   if (!classified) return tl::unexpected(classified.error());
   std::vector<FdVerdict> out;
   for (const detail::ClassifiedFd& c : *classified) {

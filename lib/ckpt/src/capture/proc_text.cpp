@@ -145,4 +145,31 @@ Result<FdInfo> parse_fdinfo(std::string_view text) {
   return info;
 }
 
+Result<std::vector<std::array<uint64_t, 2>>> parse_limits(std::string_view text, size_t count) {
+  // The kernel prints "%-25s %-20s %-20s %-10s": a name with spaces in it,
+  // then the soft and hard limits at fixed columns.
+  constexpr size_t kSoftColumn = 26, kHardColumn = 47, kWidth = 20;
+  std::vector<std::array<uint64_t, 2>> out;
+  size_t at = text.find('\n');  // the header
+  while (out.size() < count && at != std::string_view::npos && at + 1 < text.size()) {
+    const size_t end = text.find('\n', at + 1);
+    const std::string_view row = text.substr(at + 1, end == std::string_view::npos ? end : end - at - 1);
+    at = end;
+    if (row.size() < kHardColumn + 1) return fail(EIO, "limits: a row is cut short");
+    std::array<uint64_t, 2> limit{};
+    for (int i = 0; i < 2; ++i) {
+      std::string_view field = row.substr(i == 0 ? kSoftColumn : kHardColumn, kWidth);
+      while (!field.empty() && field.back() == ' ') field.remove_suffix(1);
+      if (field == "unlimited") {
+        limit[i] = ~0ull;
+      } else if (!number(field, limit[i])) {
+        return fail(EIO, "limits: '" + std::string(field) + "' is not a limit");
+      }
+    }
+    out.push_back(limit);
+  }
+  if (out.size() != count) return fail(EIO, "limits: fewer rows than resources");
+  return out;
+}
+
 }  // namespace cxlpool::ckpt

@@ -101,13 +101,13 @@ Result<void> capture_process_files(pid_t pid, ProcessState& p, FileTable& files)
   auto personality = read_proc(pid, "personality");
   if (!personality) return tl::unexpected(personality.error());
   p.personality = static_cast<uint32_t>(std::strtoul(personality->c_str(), nullptr, 16));
-  for (int r = 0; r < static_cast<int>(p.rlimits.size()); ++r) {
-    rlimit64 limit{};
-    if (::prlimit64(pid, static_cast<__rlimit_resource>(r), nullptr, &limit) != 0) {
-      return fail_errno("checkpoint: prlimit " + std::to_string(r) + " of " + std::to_string(pid));
-    }
-    p.rlimits[r] = {limit.rlim_cur, limit.rlim_max};
-  }
+  // /proc/PID/limits needs only the right to read the process (which the
+  // tracer has); prlimit of another uid's process needs CAP_SYS_RESOURCE.
+  auto limits_text = read_proc(pid, "limits");
+  if (!limits_text) return tl::unexpected(limits_text.error());
+  auto limits = parse_limits(*limits_text, p.rlimits.size());
+  if (!limits) return fail(limits.error().code, "checkpoint of " + std::to_string(pid) + ": " + limits.error().message);
+  for (size_t r = 0; r < p.rlimits.size(); ++r) p.rlimits[r] = {(*limits)[r][0], (*limits)[r][1]};
   if (auto s = capture_status(pid, p); !s) return s;
   return capture_mm(pid, p, files);
 }

@@ -44,6 +44,14 @@ const RegionRef* region_holding(const CaptureOptions& options, const SmapsEntry&
   return nullptr;
 }
 
+// The region of options.region_files this shared mapping maps, or null.
+const CaptureOptions::RegionFile* mapped_region(pid_t pid, const CaptureOptions& options, const SmapsEntry& e) {
+  if (options.region_files.empty()) return nullptr;
+  struct stat st {};
+  if (::stat(proc_path(pid, "map_files/" + range(e)).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+  return region_file(options, st.st_dev, st.st_ino);
+}
+
 }  // namespace
 
 Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& m) {
@@ -73,6 +81,21 @@ Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& f
       return unsupported(pid, "it maps device memory (" + where + ")");
     } else if (e.has_flag("ht")) {
       return unsupported(pid, "it has a hugetlb mapping (" + where + ")");
+    } else if (const auto* file = shared ? mapped_region(pid, options, e) : nullptr) {
+      if (file->region.kind != RegionKind::kNamed)
+        return tl::unexpected(unrestorable_region(pid, file->region, "it maps (" + where + ")"));
+      v.kind = VmaKind::kCxlpoolRegion;
+      auto index = files.add(e.path, proc_path(pid, "map_files/" + range(e)));
+      if (!index) return tl::unexpected(index.error());
+      v.file = *index;
+      v.file_offset = e.offset;
+      RegionRef ref = file->region;
+      ref.addr = e.start;
+      ref.length = e.end - e.start;
+      ref.offset = e.offset;
+      ref.prot = v.prot;
+      ref.writable = (v.prot & PROT_WRITE) || e.has_flag("mw");
+      m.regions.push_back(std::move(ref));
     } else if (shared && region_holding(options, e) == nullptr) {
       // A shared mapping that can never be written (no write permission now
       // or later, VM_MAYWRITE clear) reads the file as a private one would.

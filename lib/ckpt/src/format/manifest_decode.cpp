@@ -29,6 +29,7 @@ std::string section_name(SectionType t) {
     case SectionType::kFiles: return "files";
     case SectionType::kFds: return "fds";
     case SectionType::kRegions: return "regions";
+    case SectionType::kClient: return "client";
     case SectionType::kHotPages: return "hot pages";
     case SectionType::kFdObjects: return "fd objects";
   }
@@ -175,6 +176,24 @@ void regions(LeReader& r, std::vector<RegionRef>& out) {
   }
 }
 
+// Read after every other section: its list runs parallel to the regions.
+struct ClientExtras {
+  std::string socket;
+  std::vector<RegionRef> regions;  // offset, kind, writable only
+};
+
+void client(LeReader& r, ClientExtras& out) {
+  out.socket = r.str(kMaxStringBytes);
+  out.regions.resize(r.count(10));
+  for (RegionRef& g : out.regions) {
+    g.offset = r.u64();
+    g.kind = static_cast<RegionKind>(r.u8());
+    const uint8_t writable = r.u8();
+    if (writable > 1) g.kind = static_cast<RegionKind>(0xff);  // refused below
+    g.writable = writable == 1;
+  }
+}
+
 void hot_pages(LeReader& r, std::vector<uint64_t>& out) {
   out.resize(r.count(8));
   for (uint64_t& page : out) page = r.u64();
@@ -185,6 +204,7 @@ void hot_pages(LeReader& r, std::vector<uint64_t>& out) {
 Result<Manifest> decode_manifest(std::span<const std::byte> bytes) {
   Manifest m;
   m.version = 0;
+  ClientExtras extras;
   std::bitset<16> seen;
   LeReader top(bytes);
   while (top.remaining() > 0) {
@@ -226,6 +246,7 @@ Result<Manifest> decode_manifest(std::span<const std::byte> bytes) {
       case SectionType::kFds: fds(r, m.fds); break;
       case SectionType::kRegions: regions(r, m.regions); break;
       case SectionType::kHotPages: hot_pages(r, m.hot_pages); break;
+      case SectionType::kClient: client(r, extras); break;
       case SectionType::kFdObjects: fd_objects(r, m.fd_objects); break;
     }
     if (!r.ok()) return fail(EBADMSG, "checkpoint manifest: " + section_name(type) + " section is truncated or a length in it is out of range");
@@ -236,6 +257,22 @@ Result<Manifest> decode_manifest(std::span<const std::byte> bytes) {
                                SectionType::kFiles, SectionType::kFds}) {
     if (!seen.test(static_cast<uint32_t>(required))) {
       return fail(EBADMSG, "checkpoint manifest: no " + section_name(required) + " section");
+    }
+  }
+  if (seen.test(static_cast<uint32_t>(SectionType::kClient))) {
+    if (extras.regions.size() != m.regions.size()) {
+      return fail(EBADMSG, "checkpoint manifest: the client section lists " + std::to_string(extras.regions.size()) +
+                               " regions, the regions section " + std::to_string(m.regions.size()));
+    }
+    m.cxlpool_socket = std::move(extras.socket);
+    for (size_t i = 0; i < m.regions.size(); ++i) {
+      const RegionRef& x = extras.regions[i];
+      if (static_cast<uint8_t>(x.kind) > static_cast<uint8_t>(RegionKind::kLeased)) {
+        return fail(EBADMSG, "checkpoint manifest: region " + std::to_string(i) + " has an unknown kind or flag");
+      }
+      m.regions[i].offset = x.offset;
+      m.regions[i].kind = x.kind;
+      m.regions[i].writable = x.writable;
     }
   }
   if (auto valid = validate_manifest(m); !valid) return tl::unexpected(valid.error());

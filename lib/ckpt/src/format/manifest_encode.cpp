@@ -162,6 +162,17 @@ std::vector<std::byte> encode_manifest(const Manifest& m) {
       s.u32(r.prot);
     }
   });
+  if (!m.regions.empty() || !m.cxlpool_socket.empty()) {
+    section(w, SectionType::kClient, [&](LeWriter& s) {
+      s.str(m.cxlpool_socket);
+      s.u32(static_cast<uint32_t>(m.regions.size()));
+      for (const RegionRef& r : m.regions) {
+        s.u64(r.offset);
+        s.u8(static_cast<uint8_t>(r.kind));
+        s.u8(r.writable ? 1 : 0);
+      }
+    });
+  }
   section(w, SectionType::kHotPages, [&](LeWriter& s) {
     s.u32(static_cast<uint32_t>(m.hot_pages.size()));
     for (uint64_t page : m.hot_pages) s.u64(page);

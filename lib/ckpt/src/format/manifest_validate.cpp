@@ -129,6 +129,9 @@ Result<void> check_files_and_fds(const Manifest& m) {
       case FdKind::kCxlpoolSocket:
         if (f.file != kNoFile) return broken(which + ": a file index for a kind without a file");
         break;
+      case FdKind::kCxlpoolRegion:
+        if (f.file >= m.regions.size()) return broken(which + ": region index out of range");
+        break;
       default:
         return broken(which + ": unknown kind " + std::to_string(static_cast<unsigned>(f.kind)));
     }
@@ -230,7 +233,9 @@ Result<void> check_fd_objects(const Manifest& m) {
 
 Result<void> check_regions_and_hot(const Manifest& m) {
   for (const RegionRef& g : m.regions) {
-    if (!aligned(g.addr) || !aligned(g.length) || g.length == 0 || g.addr + g.length < g.addr) {
+    const bool descriptor_only = g.addr == 0 && g.length == 0;
+    if (!descriptor_only && (!aligned(g.addr) || !aligned(g.length) || g.length == 0 || g.addr + g.length < g.addr ||
+                             !aligned(g.offset))) {
       return broken("region " + g.name + ": not page aligned, empty or past 2^64");
     }
   }

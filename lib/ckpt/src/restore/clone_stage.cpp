@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "blob/blob_abi.hpp"
+#include "client_reconnect.hpp"
 #include "cxlpool/ckpt/restorer.hpp"
 #include "fd_objects.hpp"
 #include "sigframe.hpp"
@@ -62,6 +63,8 @@ class AreaWriter {
 struct Stash {
   int close_from = 0;
   std::map<uint32_t, int> file_fds;  // manifest file index -> stashed descriptor
+  std::vector<int> region_fds;       // per Manifest::regions entry, stashed
+  int cxlpool_socket = -1;           // the new connection to cxlpoold, stashed
   int image = -1, status = -1, uffd_socket = -1;
 };
 
@@ -114,9 +117,25 @@ Stash arrange_fds(const Manifest& m, const CloneChannels& ch) {
     st.file_fds[file] = stash_fd(fd, st.close_from, status);
     ::close(fd);
   }
+  // The connection is made here, as the clone (its pid is the target's),
+  // before the restorer's descriptors go.
+  auto client = reconnect_client(m);
+  if (!client) die(status, client.error().message);
+  if (client->socket) st.cxlpool_socket = stash_fd(client->socket.get(), st.close_from, status);
+  for (const UniqueFd& fd : client->regions) st.region_fds.push_back(stash_fd(fd.get(), st.close_from, status));
+  client->socket.reset();
+  client->regions.clear();
   ::syscall(SYS_close_range, 3u, static_cast<unsigned>(st.close_from - 1), 0u);
   if (auto made = recreate_fd_objects(m, st.close_from); !made) die(status, made.error().message);
   for (const FdEntry& e : m.fds) {
+    if (e.kind == FdKind::kCxlpoolSocket || e.kind == FdKind::kCxlpoolRegion) {
+      // The library's descriptor numbers stay valid: the new connection and
+      // the regions take the numbers the process had.
+      const int from = e.kind == FdKind::kCxlpoolSocket ? st.cxlpool_socket : st.region_fds.at(e.file);
+      if (::dup3(from, e.fd, static_cast<int>(e.open_flags) & O_CLOEXEC) < 0)
+        die(status, fmt::format("dup3 to fd {}: {}", e.fd, std::strerror(errno)));
+      continue;
+    }
     if (e.kind == FdKind::kStdio) {
       // The caller's descriptor stands in for the pipe or terminal the
       // process had, with the status flags the process had set on it.
@@ -248,6 +267,7 @@ void run_clone_stage(const Manifest& m, const RestorePlan& plan, const CloneChan
     b.offset = s.offset;
     if (s.kind == StepKind::kCopy || s.kind == StepKind::kUffd || s.source == MapSource::kImage) b.fd = st.image;
     if (s.kind == StepKind::kMap && s.source == MapSource::kFile) b.fd = st.file_fds.at(s.file);
+    if (s.kind == StepKind::kMap && s.source == MapSource::kRegion) b.fd = st.region_fds.at(s.file);
     steps.push_back(b);
   }
   args->step_count = static_cast<uint32_t>(steps.size());

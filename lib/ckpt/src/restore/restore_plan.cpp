@@ -121,6 +121,18 @@ Result<RestorePolicy> parse_policy(std::string_view name) {
   return fail(EINVAL, fmt::format("unknown restore policy '{}' (mow, moa, hybrid or copy)", name));
 }
 
+namespace {
+
+// The RegionRef recorded for a kCxlpoolRegion VMA: the mapping at its start.
+const RegionRef* region_of(const Manifest& m, const Vma& v) {
+  for (const RegionRef& g : m.regions) {
+    if (g.length != 0 && g.addr == v.start && g.length == v.end - v.start) return &g;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 Result<void> check_restorable(const Manifest& m) {
   if (m.version != kFormatVersion)
     return fail(ENOTSUP, fmt::format("checkpoint format version {}; this restorer reads {}", m.version,
@@ -139,28 +151,41 @@ Result<void> check_restorable(const Manifest& m) {
     if (t.regs.size() != kUserRegsBytes)
       return fail(EINVAL, fmt::format("thread {}: {} bytes of registers, x86-64 has {}", t.tid, t.regs.size(),
                                       kUserRegsBytes));
-    if (t.xsave.size() < kMinXsaveBytes || t.xsave.size() % 64 != 0)
+    // The kernel's user xstate size ends where its last component does:
+    // not a multiple of 64 (PKRU at 2688 + 8 makes 2696).
+    if (t.xsave.size() < kMinXsaveBytes)
       return fail(EINVAL, fmt::format("thread {}: an xsave area of {} bytes", t.tid, t.xsave.size()));
     if (t.rseq.addr && (t.rseq.len < 32 || t.rseq.addr % 32 != 0))
       return fail(EINVAL, fmt::format("thread {}: rseq area {:#x} of {} bytes", t.tid, t.rseq.addr, t.rseq.len));
   }
-  if (!m.regions.empty())
-    return fail(ENOTSUP, fmt::format("the process had {} cxlpool region(s) mapped (first: '{}' at {:#x}); re-mapping "
-                                     "them is the client library's and cxlpool-restore does not do it",
-                                     m.regions.size(), m.regions[0].name, m.regions[0].addr));
+  for (const RegionRef& g : m.regions) {
+    if (g.kind != RegionKind::kNamed)
+      return fail(ENOTSUP, fmt::format("cxlpool region {} ('{}') is not a named region: only named regions are "
+                                       "opened again for a clone", g.region_id, g.name));
+  }
+  const bool client = !m.regions.empty() || std::any_of(m.fds.begin(), m.fds.end(), [](const FdEntry& f) {
+    return f.kind == FdKind::kCxlpoolSocket;
+  });
+  if (client && m.cxlpool_socket.empty())
+    return fail(ENOTSUP, "the process held cxlpool resources and the checkpoint does not say which cxlpoold "
+                         "they came from (an image without the client section)");
   uint64_t prev_end = 0;
   for (const Vma& v : m.vmas) {
     if (!page_aligned(v.start) || !page_aligned(v.end) || v.end <= v.start || v.start < prev_end)
       return fail(EINVAL, fmt::format("VMA {:#x}-{:#x} is not page aligned, empty or out of order", v.start, v.end));
     prev_end = v.end;
-    if (v.kind == VmaKind::kCxlpoolRegion)
-      return fail(ENOTSUP, fmt::format("VMA {:#x}-{:#x} maps a cxlpool region, which cxlpool-restore does not "
-                                       "re-map", v.start, v.end));
+    if (v.kind == VmaKind::kCxlpoolRegion) {
+      if (region_of(m, v) == nullptr)
+        return fail(EINVAL, fmt::format("VMA {:#x}-{:#x} maps a cxlpool region the checkpoint does not list",
+                                        v.start, v.end));
+      continue;
+    }
     if (v.kind == VmaKind::kFilePrivate && v.file >= m.files.size())
       return fail(EINVAL, fmt::format("VMA {:#x}-{:#x} names file {} of {}", v.start, v.end, v.file, m.files.size()));
     if (v.map_flags & MAP_SHARED)
       return fail(ENOTSUP, fmt::format("VMA {:#x}-{:#x} is a shared mapping", v.start, v.end));
   }
+  int sockets = 0;
   for (const FdEntry& f : m.fds) {
     switch (f.kind) {
       case FdKind::kStdio:
@@ -178,8 +203,12 @@ Result<void> check_restorable(const Manifest& m) {
         if (f.fd < 0) return fail(EINVAL, fmt::format("fd {} is out of range", f.fd));
         break;
       case FdKind::kCxlpoolSocket:
-        return fail(ENOTSUP, fmt::format("fd {} is the cxlpool control socket, which only the client library "
-                                         "reconnects", f.fd));
+        if (sockets++ > 0) return fail(ENOTSUP, fmt::format("fd {} is a second cxlpool control socket", f.fd));
+        break;
+      case FdKind::kCxlpoolRegion:
+        if (f.fd < 0 || f.file >= m.regions.size())
+          return fail(EINVAL, fmt::format("fd {} names region {} of {}", f.fd, f.file, m.regions.size()));
+        break;
       default: return fail(EINVAL, fmt::format("fd {} has an unknown kind", f.fd));
     }
   }
@@ -202,6 +231,20 @@ Result<RestorePlan> plan_restore(const Manifest& m, RestorePolicy policy, const 
 
   size_t r = 0;
   for (const Vma& v : m.vmas) {
+    if (v.kind == VmaKind::kCxlpoolRegion) {
+      // The region's own pages, shared with cxlpoold and every other client.
+      const RegionRef* g = region_of(m, v);
+      RestoreStep s;
+      s.addr = v.start;
+      s.len = v.end - v.start;
+      s.prot = v.prot;
+      s.map_flags = MAP_SHARED;
+      s.source = MapSource::kRegion;
+      s.file = static_cast<uint32_t>(g - m.regions.data());
+      s.offset = g->offset;
+      plan.steps.push_back(s);
+      continue;
+    }
     if (v.kind != VmaKind::kAnon && v.kind != VmaKind::kFilePrivate) continue;
     while (r < m.runs.size() && m.runs[r].addr < v.start) ++r;  // a run outside every VMA: the decoder refuses it
     const size_t first_run = r;

@@ -51,13 +51,14 @@ AppendResult RegionWriter::append(const ChunkKey& key, const NamespaceFingerprin
 }
 
 AppendResult RegionWriter::append_header(const ChunkKey& key, const NamespaceFingerprint& ns,
-                                         std::uint64_t sequence, std::span<const std::byte> payload) {
-  return add_entry(key, ns, sequence, payload, 0, false);
+                                         std::uint64_t sequence, std::span<const std::byte> payload,
+                                         std::optional<std::uint32_t> known_crc) {
+  return add_entry(key, ns, sequence, payload, 0, false, known_crc);
 }
 
 AppendResult RegionWriter::add_entry(const ChunkKey& key, const NamespaceFingerprint& ns, std::uint64_t sequence,
                                      std::span<const std::byte> payload, std::uint16_t flags,
-                                     bool copy_payload) {
+                                     bool copy_payload, std::optional<std::uint32_t> known_crc) {
   AppendResult r;
   if (payload.size() > max_payload_bytes(header_.region_bytes)) {
     r.status = AppendStatus::kTooLarge;
@@ -71,10 +72,15 @@ AppendResult RegionWriter::add_entry(const ChunkKey& key, const NamespaceFingerp
   }
   std::byte* at = buffer_.get() + header_.used_bytes;
   // One pass over the payload: checksummed as it is copied in, or only read
-  // when the caller writes it out from its own memory.
-  const std::uint32_t payload_crc = payload.empty() || !copy_payload
-                                        ? crc32c(payload)
-                                        : stream_copy_crc32c(at + kSsdBlockBytes, payload.data(), payload.size());
+  // when the caller writes it out from its own memory (and has no CRC).
+  std::uint32_t payload_crc = 0;
+  if (!copy_payload && known_crc) {
+    payload_crc = *known_crc;
+  } else {
+    payload_crc = payload.empty() || !copy_payload
+                      ? crc32c(payload)
+                      : stream_copy_crc32c(at + kSsdBlockBytes, payload.data(), payload.size());
+  }
   EntryHeader h;
   h.flags = flags;
   h.key = key;

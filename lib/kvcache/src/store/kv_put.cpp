@@ -122,10 +122,21 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
       if (first_failure.ok()) first_failure = KvStatus::kRejected;
       continue;
     }
-    // The daemon never reads the slot again: stream it past the caches.
+    // The daemon never reads the slot again: stream it past the caches. A
+    // chunk that a demotion would write to the SSD log from its slot gets
+    // its CRC in the same pass, so that the demotion need not read it again
+    // (the slot is the daemon's alone: the bytes cannot change); without
+    // such a log the CRC would be work for nothing.
     claim_slot(KvTier::kDram, *offset, res.ns_id);
-    stream_copy(slot_ptr(KvTier::kDram, *offset, res.ns_id), c.window.data() + rc.window_offset, res.chunk_bytes);
     ChunkInfo info;
+    std::byte* slot = slot_ptr(KvTier::kDram, *offset, res.ns_id);
+    const std::byte* from = c.window.data() + rc.window_offset;
+    if (lends_to_ssd(res.chunk_bytes)) {
+      info.payload_crc = stream_copy_crc32c(slot, from, res.chunk_bytes);
+      info.flags |= kChunkCrcKnown;
+    } else {
+      stream_copy(slot, from, res.chunk_bytes);
+    }
     info.tier = KvTier::kDram;
     info.ns_id = res.ns_id;
     info.offset = *offset;

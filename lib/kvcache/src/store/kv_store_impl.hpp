@@ -178,6 +178,12 @@ struct KvStore::Impl {
   // Writes an arena chunk to the log, lending its slot when it can; true when
   // the slot was lent (the log gives it back through return_lent_slot).
   KvResult<bool> lend_to_ssd(KvTier from, const ChunkEntry& e);
+  // Whether a demotion may write a chunk of `bytes` to the SSD log from its
+  // arena slot (the log then needs its CRC), arena room for lending aside.
+  [[nodiscard]] bool lends_to_ssd(std::uint64_t bytes) const {
+    return ssd && ssd->config().sync == SsdSyncPolicy::kPerRegion && config.ssd_lend_min_bytes != 0 &&
+           bytes >= config.ssd_lend_min_bytes && bytes % kSsdBlockBytes == 0;
+  }
   void return_lent_slot(std::uint64_t token);
   void reap_ssd_evictions();
   void unpin_key(const ChunkKey& key);

@@ -160,6 +160,7 @@ KvResult<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
   SsdLentPayload payload;
   payload.bytes = bytes;
   payload.token = lend_token(from, e.info.offset);
+  if ((e.info.flags & kChunkCrcKnown) != 0) payload.crc = e.info.payload_crc;
   if (fixed_base[t] != hal::kNoRegisteredBuffer) {
     payload.buffer_index = fixed_base[t] + static_cast<std::int32_t>(e.info.offset / fixed_piece);
   }

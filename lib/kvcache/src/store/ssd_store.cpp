@@ -113,7 +113,7 @@ Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFinge
     if (auto ok = open_next_region(); !ok) return tl::unexpected(ok.error());
   }
   const auto add = [&] {
-    return lend != nullptr ? open_writer().append_header(key, ns, next_sequence_, payload)
+    return lend != nullptr ? open_writer().append_header(key, ns, next_sequence_, payload, lend->crc)
                            : open_writer().append(key, ns, next_sequence_, payload, flags);
   };
   AppendResult at = add();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_set>
 #include <utility>
 
 #include "cxlpool/tiering/manager/candidate_pool.hpp"
@@ -188,6 +189,24 @@ MigrationPlan M5Manager::end_epoch(const EpochInput& input, const PlacementView&
   st.density_ratio = mon.density_ratio;
   st.fast_bandwidth_rising = mon.fast_rising;
   st.rate_budget_bytes = s.bucket.tokens();
+  // A lossy (sampled) tracker misses in any one epoch many of the pages it
+  // names in most epochs; the candidate pool remembers the slow-tier ones.
+  // Up to top_k, the list names them after this epoch's own nominations,
+  // hottest first, with count 0 (not seen this epoch). They only add to what
+  // the manager reports as hot: the plan above used the pool already.
+  if (nominations.size() < s.config.top_k && !ranked.empty()) {
+    std::unordered_set<std::uint64_t> named;
+    named.reserve(nominations.size());
+    for (const Nomination& n : nominations) named.insert(m::page_id(n.page));
+    for (const Nomination& n : ranked) {
+      if (nominations.size() >= s.config.top_k) break;
+      if (named.count(m::page_id(n.page)) != 0) continue;
+      Nomination remembered = n;
+      remembered.count = 0;
+      nominations.push_back(remembered);
+      ++st.slow.hot_pages;
+    }
+  }
   s.nominations = std::move(nominations);
   ++s.epoch;
   return plan;

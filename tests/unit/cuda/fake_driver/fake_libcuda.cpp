@@ -190,22 +190,50 @@ const Known kKnown[] = {
 };
 
 // scenario "checkpoint": the driver's process states, kept by the process
-// that calls the API. A pid never locked is taken for a restored process (a
-// clone of one checkpointed): CHECKPOINTED.
+// that calls the API. A process it has not seen yet is RUNNING, unless it
+// lives in a pid namespace below the caller's (NSpid lists more than one
+// pid): that is a restored clone of a checkpointed one, CHECKPOINTED.
 std::mutex states_mutex;
 std::map<int, CUprocessState>& states() {
   static std::map<int, CUprocessState> s;
   return s;
 }
-std::map<int, bool>& seen() {
-  static std::map<int, bool> s;
-  return s;
+// How many pids /proc/PID/status's NSpid lists, and whether all are `pid`.
+struct NsPids {
+  int levels = 0;
+  bool same = true;
+};
+NsPids ns_pids(int pid) {
+  NsPids out;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/status", pid);
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return out;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "NSpid:", 6) != 0) continue;
+    char* p = line + 6;
+    for (;;) {
+      char* end = nullptr;
+      const long v = std::strtol(p, &end, 10);
+      if (end == p) break;
+      ++out.levels;
+      if (v != pid) out.same = false;
+      p = end;
+    }
+  }
+  std::fclose(f);
+  return out;
+}
+
+CUprocessState first_state(int pid) {
+  return ns_pids(pid).levels > 1 ? CU_PROCESS_STATE_CHECKPOINTED : CU_PROCESS_STATE_RUNNING;
 }
 
 CUresult with_state(int pid, CUprocessState from, CUprocessState to) {
   if (pid <= 0 || ::kill(pid, 0) != 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(states_mutex);
-  auto [it, added] = states().try_emplace(pid, seen()[pid] ? CU_PROCESS_STATE_RUNNING : CU_PROCESS_STATE_CHECKPOINTED);
+  auto [it, added] = states().try_emplace(pid, first_state(pid));
   if (it->second != from) return CUDA_ERROR_ILLEGAL_STATE;
   it->second = to;
   return CUDA_SUCCESS;
@@ -213,8 +241,6 @@ CUresult with_state(int pid, CUprocessState from, CUprocessState to) {
 
 CUresult fake_restore_thread_id(int pid, int* tid) {
   if (pid <= 0 || ::kill(pid, 0) != 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard<std::mutex> lock(states_mutex);
-  seen()[pid] = true;
   *tid = pid;
   return CUDA_SUCCESS;
 }
@@ -223,48 +249,18 @@ CUresult fake_get_state(int pid, CUprocessState* state) {
   if (pid <= 0 || ::kill(pid, 0) != 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(states_mutex);
   const auto it = states().find(pid);
-  *state = it != states().end() ? it->second
-           : seen()[pid]        ? CU_PROCESS_STATE_RUNNING
-                                : CU_PROCESS_STATE_CHECKPOINTED;
+  *state = it != states().end() ? it->second : first_state(pid);
   return CUDA_SUCCESS;
 }
 
 CUresult fake_lock(int pid, CUcheckpointLockArgs*) {
-  {
-    std::lock_guard<std::mutex> lock(states_mutex);
-    seen()[pid] = true;
-  }
   return with_state(pid, CU_PROCESS_STATE_RUNNING, CU_PROCESS_STATE_LOCKED);
 }
 CUresult fake_checkpoint(int pid, CUcheckpointCheckpointArgs*) {
   return with_state(pid, CU_PROCESS_STATE_LOCKED, CU_PROCESS_STATE_CHECKPOINTED);
 }
-// Whether /proc/PID/status's NSpid lists one pid at every level.
-bool same_pid_everywhere(int pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/status", pid);
-  FILE* f = std::fopen(path, "re");
-  if (f == nullptr) return false;
-  char line[256];
-  bool same = false;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, "NSpid:", 6) != 0) continue;
-    char* p = line + 6;
-    same = true;
-    for (;;) {
-      char* end = nullptr;
-      const long v = std::strtol(p, &end, 10);
-      if (end == p) break;
-      if (v != pid) same = false;
-      p = end;
-    }
-  }
-  std::fclose(f);
-  return same;
-}
-
 CUresult fake_restore(int pid, CUcheckpointRestoreArgs*) {
-  if (scenario() == "checkpoint_host_pid" && !same_pid_everywhere(pid)) return CUDA_ERROR_INVALID_VALUE;
+  if (scenario() == "checkpoint_host_pid" && !ns_pids(pid).same) return CUDA_ERROR_INVALID_VALUE;
   return with_state(pid, CU_PROCESS_STATE_CHECKPOINTED, CU_PROCESS_STATE_LOCKED);
 }
 CUresult fake_unlock(int pid, CUcheckpointUnlockArgs*) {

@@ -65,6 +65,26 @@ TEST(RegionWriter, AppendLaysOutHeaderPayloadAndZeroPadding) {
   for (std::byte b : pad) ASSERT_EQ(b, std::byte{0});
 }
 
+// A header-only entry (the payload is written from the caller's memory)
+// takes the caller's CRC when it has one, and computes it otherwise.
+TEST(RegionWriter, AppendHeaderTakesAKnownCrcOrComputesIt) {
+  auto w = RegionWriter::create(kRegion);
+  ASSERT_TRUE(w);
+  w->open(0, 5);
+  const auto payload = pattern(3 * kSsdBlockBytes, 4);
+  auto computed = w->append_header({1, 1}, kNs, 1, payload);
+  ASSERT_EQ(computed.status, AppendStatus::kOk);
+  EXPECT_EQ(computed.payload_crc, crc32c(payload));
+  // A stand-in value, not the payload's CRC: proves the store took it
+  // rather than reading the payload.
+  auto known = w->append_header({2, 2}, kNs, 2, payload, 0x12345678u);
+  ASSERT_EQ(known.status, AppendStatus::kOk);
+  EXPECT_EQ(known.payload_crc, 0x12345678u);
+  auto h = decode_entry_header(w->bytes(known.offset, kSsdBlockBytes));
+  ASSERT_TRUE(h) << h.error().message;
+  EXPECT_EQ(h->payload_crc, 0x12345678u);
+}
+
 TEST(RegionWriter, OpenHeaderThenSealedHeader) {
   auto w = RegionWriter::create(kRegion);
   ASSERT_TRUE(w);

@@ -6,6 +6,7 @@
 
 #include "autonuma_policy.hpp"
 #include "model_fixture.hpp"
+#include "tiers.hpp"
 
 namespace cxlpool::tiering::eval {
 namespace {
@@ -105,6 +106,51 @@ TEST(AutoNumaModel, FullFastTierWakesKswapdAndThePromotionFails) {
   f.access(1020 * kMs, {43});
   EXPECT_TRUE(f.tiers().is_fast(43));
 }
+
+// __setup_per_zone_wmarks() (mm/page_alloc.c): min < low < high < promo on
+// every zone size, also below 1000 pages where pages x 10 / 10000 is 0.
+TEST(AutoNumaModel, WatermarksAreOrderedAtEverySize) {
+  for (std::uint64_t pages : {1ULL, 10ULL, 100ULL, 999ULL, 1000ULL, 4000ULL, 16384ULL, 1ULL << 20}) {
+    const Watermarks w = kernel_watermarks(pages);
+    EXPECT_GE(w.min, 1u) << pages;
+    EXPECT_LT(w.min, w.low) << pages;
+    EXPECT_LT(w.low, w.high) << pages;
+    EXPECT_LT(w.high, w.promo) << pages;
+  }
+  const Watermarks big = kernel_watermarks(1ULL << 20);  // 4 GiB: min 1049, dist 1048
+  EXPECT_EQ(big.min, 1049u);
+  EXPECT_EQ(big.high, 1049u + 2 * 1048u);
+}
+
+// A full fast tier under a steady stream of hot hint faults: each failed
+// migration (migrate_balanced_pgdat(), mm/migrate.c) wakes kswapd, which
+// demotes in SWAP_CLUSTER_MAX batches until the promo watermark is met
+// (pgdat_balanced() in tiering mode, mm/vmscan.c); the faults after it
+// promote until free pages fall to high + 1 again. So promotion goes on at
+// any fast-tier size, one failure per kswapd round.
+void expect_steady_promotion(std::uint32_t fast_pages) {
+  const std::uint32_t total = fast_pages * 4;
+  ModelFixture f(total, fast_pages);
+  for (std::uint32_t p = 0; p < fast_pages; ++p) {
+    ASSERT_TRUE(f.tiers().place_fast(p));
+    f.tiers().touch(p, p);
+  }
+  AutoNumaPolicy numa;
+  f.start(numa);
+  f.advance(1000 * kMs);  // the first scan marks every slow page
+  const std::uint32_t faults = 2 * fast_pages;
+  for (std::uint32_t i = 0; i < faults; ++i) f.access(1001 * kMs + i * 1000, {fast_pages + i});
+  const auto c = counters(numa);
+  EXPECT_EQ(c.at("promoted") + c.at("promote_failed"), faults) << fast_pages;
+  // One failure per round of at least 32 freed pages above the watermark gap.
+  EXPECT_LE(c.at("promote_failed"), faults / 32 + 2) << fast_pages;
+  EXPECT_GE(c.at("promoted"), faults - faults / 32 - 2) << fast_pages;
+  EXPECT_EQ(c.at("kswapd_wakeups"), c.at("promote_failed")) << fast_pages;
+  EXPECT_LE(f.tiers().used(), fast_pages);
+}
+
+TEST(AutoNumaModel, SmallFastTierKeepsPromoting) { expect_steady_promotion(400); }
+TEST(AutoNumaModel, LargeFastTierKeepsPromoting) { expect_steady_promotion(20000); }
 
 TEST(AutoNumaModel, RateLimitCapsCandidatesPerSecond) {
   ModelFixture f(4096, 4096);

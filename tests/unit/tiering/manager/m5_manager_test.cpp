@@ -177,6 +177,35 @@ TEST(M5Manager, AOneBurstPageIsNotPromotedAReusedOneIs) {
   EXPECT_TRUE(sim.placement.is_fast(trace_page(1600)));
 }
 
+// A sampled tracker misses a hot page in some epochs: the pool still names
+// it, after the epoch's own nominations, with count 0.
+TEST(M5Manager, PagesMissedInAnEpochAreStillNamedFromThePool) {
+  M5Config c;
+  c.rate_limit_bytes_per_s = 0;  // watch the nominations only
+  auto m = make(c);
+  FakePlacement placement(100);
+  auto run_epoch = [&](std::uint64_t e, const std::vector<hal::PageAccess>& batch) {
+    m.observe(batch, placement);
+    m.end_epoch({e * 100 * kMs, {100, 0, 0}, {10'000, 5'000, 0}}, placement);
+  };
+  for (std::uint64_t e = 1; e <= 4; ++e) run_epoch(e, {access(50, 6), access(60, 3)});
+  ASSERT_EQ(m.nominations().size(), 2u);
+  run_epoch(5, {access(70, 4)});  // 50 and 60 not seen this epoch
+  const auto& n = m.nominations();
+  ASSERT_EQ(n.size(), 3u);
+  EXPECT_EQ(n[0].page.address >> 12, 70u);
+  EXPECT_EQ(n[0].count, 4u);
+  EXPECT_EQ(n[1].page.address >> 12, 50u);  // the hotter one first
+  EXPECT_EQ(n[1].count, 0u);
+  EXPECT_EQ(n[2].page.address >> 12, 60u);
+  EXPECT_EQ(n[2].count, 0u);
+  EXPECT_EQ(m.stats().slow.hot_pages, 3u);
+  // Never beyond top_k.
+  ASSERT_TRUE(m.set_knob("top_k", "2"));
+  run_epoch(6, {access(70, 4)});
+  EXPECT_EQ(m.nominations().size(), 2u);
+}
+
 TEST(M5Manager, RunsAreExpandedWithARotatingWindow) {
   M5Config c;
   c.rate_limit_bytes_per_s = 0;  // watch the nominations only

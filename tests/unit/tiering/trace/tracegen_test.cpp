@@ -14,6 +14,8 @@
 
 #include "cxlpool/tiering/trace_file.hpp"
 #include "cxlpool/tiering/workloads.hpp"
+#include "lackey_import.hpp"
+#include "llc_model.hpp"
 #include "quantity.hpp"
 #include "support/temp_dir.hpp"
 #include "trace_summary.hpp"
@@ -124,6 +126,89 @@ TEST_F(TracegenTest, CommandLine) {
   std::ofstream(path("junk.trace")) << "junk";
   EXPECT_EQ(run("--info " + path("junk.trace")), 1);
   EXPECT_EQ(run("--workload zipf --footprint 1M --accesses 10 -o " + path("no/such/dir.trace")), 1);
+}
+
+
+TEST(LlcModel, FillsOnMissesAndWritesBackDirtyVictims) {
+  EXPECT_FALSE(LlcModel::create(0, 2));
+  EXPECT_FALSE(LlcModel::create(3 * 128, 2));  // 3 sets: not a power of two
+  EXPECT_FALSE(LlcModel::create(256, 0));
+  auto llc = LlcModel::create(256, 2);  // 2 sets of 2 lines
+  ASSERT_TRUE(llc);
+  std::vector<tiering::TraceRecord> out;
+  llc->access(0, 8, true, 1, out);    // line 0 (set 0), dirty
+  llc->access(8, 8, false, 2, out);   // hit
+  llc->access(128, 8, false, 3, out);  // line 2 (set 0)
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], (tiering::TraceRecord{1, 0, 64, false}));
+  EXPECT_EQ(out[1], (tiering::TraceRecord{3, 128, 64, false}));
+  llc->access(0, 4, false, 4, out);    // hit: line 0 is now the most recent
+  llc->access(256, 4, false, 5, out);  // line 4 (set 0): evicts line 2 (clean)
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[2], (tiering::TraceRecord{5, 256, 64, false}));
+  llc->access(384, 4, false, 6, out);  // line 6: evicts line 0 (dirty): write-back
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[3], (tiering::TraceRecord{6, 384, 64, false}));
+  EXPECT_EQ(out[4], (tiering::TraceRecord{6, 0, 64, true}));
+  llc->access(60, 8, false, 7, out);  // spans lines 0 and 1: two misses
+  EXPECT_EQ(out.size(), 7u);           // fill 0 (its victim, line 4, is clean), fill 1
+  EXPECT_EQ(llc->hits(), 2u);
+  EXPECT_EQ(llc->writebacks(), 1u);
+  llc->access(64, 1, true, 8, out);  // line 1 dirty again
+  out.clear();
+  llc->flush(9, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], (tiering::TraceRecord{9, 64, 64, true}));
+}
+
+TEST(Lackey, ParsesAccessLinesAndSkipsValgrindMessages) {
+  LackeyAccess a;
+  EXPECT_EQ(*parse_lackey_line("==123== Lackey, an example Valgrind tool\n", a), false);
+  EXPECT_EQ(*parse_lackey_line("--123-- warning\n", a), false);
+  EXPECT_EQ(*parse_lackey_line("", a), false);
+  ASSERT_TRUE(*parse_lackey_line("I  0400d7d4,3\n", a));
+  EXPECT_TRUE(a.is_fetch);
+  EXPECT_EQ(a.address, 0x400d7d4u);
+  EXPECT_EQ(a.size, 3u);
+  ASSERT_TRUE(*parse_lackey_line(" L 1fff0005d8,8", a));
+  EXPECT_FALSE(a.is_fetch);
+  EXPECT_FALSE(a.is_write);
+  EXPECT_EQ(a.address, 0x1fff0005d8u);
+  ASSERT_TRUE(*parse_lackey_line(" S 10,4", a));
+  EXPECT_TRUE(a.is_write);
+  ASSERT_TRUE(*parse_lackey_line(" M 10,16", a));
+  EXPECT_TRUE(a.is_write);
+  EXPECT_EQ(a.size, 16u);
+  for (const char* bad : {" X 10,4", " L 10", " L zz,4", " L 10,0", " L 10,4x", " L ffffffffffffffff,8", "hello"})
+    EXPECT_EQ(parse_lackey_line(bad, a).error().code, EINVAL) << bad;
+}
+
+TEST(Lackey, ReadsUntilTheInstructionLimit) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "lackey.txt").string();
+  std::ofstream(path) << "==1== header\nI  1000,4\n L 2000,8\nI  1004,4\n S 3000,8\nI  1008,2\n M 4000,4\n";
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::vector<LackeyAccess> seen;
+  auto stats = read_lackey(f, 2, [&](const LackeyAccess& a) -> Result<void> {
+    if (!a.is_fetch) seen.push_back(a);
+    return {};
+  });
+  std::fclose(f);
+  ASSERT_TRUE(stats) << stats.error().message;
+  EXPECT_TRUE(stats->stopped_early);
+  EXPECT_EQ(stats->instructions, 2u);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].instruction, 1u);
+  EXPECT_EQ(seen[1].instruction, 2u);
+  EXPECT_TRUE(seen[1].is_write);
+
+  std::ofstream(path) << "I  1000,4\n L 2000\n";
+  f = std::fopen(path.c_str(), "r");
+  auto bad = read_lackey(f, 0, [](const LackeyAccess&) -> Result<void> { return {}; });
+  std::fclose(f);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("line 2"), std::string::npos);
 }
 
 }  // namespace

@@ -29,6 +29,18 @@ struct CaptureOptions {
   // socket (FdKind::kCxlpoolSocket); any other socket above fd 2 is refused,
   // but for a unix socketpair whose both ends the process holds.
   std::vector<uint64_t> cxlpool_socket_inodes;
+  // The daemon's regions by their file (dev, ino of the memfd or hugetlbfs
+  // file; RegionRef::addr and length unused): a shared mapping or a
+  // descriptor of one of these is recorded as the region. A named region
+  // is restored by name; a leased one cannot be and is refused, naming it.
+  struct RegionFile {
+    uint64_t dev = 0, ino = 0;
+    RegionRef region;
+  };
+  std::vector<RegionFile> region_files;
+  // Where cxlpoold listens (Manifest::cxlpool_socket, for the restore's new
+  // connection), recorded when the process holds a control socket or a region.
+  std::string cxlpool_socket;
   // For capture_to_image: the new file to write the image to (a tier's
   // tmpfs or hugetlbfs mount); empty: a memfd.
   std::string image_path;
@@ -37,6 +49,11 @@ struct CaptureOptions {
   // reused) the capture goes on only if this pidfd's process is still
   // alive, so the frozen process is the checked one: ESRCH otherwise.
   int pidfd = -1;
+  // 0: no limit. Otherwise a finished image larger than this fails the
+  // capture with EDQUOT before the target is killed or let go (it runs on,
+  // as after any error): the caller's quota, checked while a kill_after
+  // target can still be spared.
+  uint64_t max_image_bytes = 0;
 };
 
 // Records process `pid` into `image` and finishes it (ImageWriter::finish).

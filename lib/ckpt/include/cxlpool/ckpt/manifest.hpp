@@ -69,6 +69,7 @@ enum class FdKind : uint8_t {
   kStdio,          // fd 0-2 that is a pipe, pty or socket: replaced by the restorer's caller's
   kCxlpoolSocket,  // the cxlpool control socket: the client library reconnects
   kDirectory,
+  kCxlpoolRegion,  // a descriptor of a cxlpool region (FdEntry::file indexes Manifest::regions)
   kEventfd,        // an eventfd: made again with its counter and flags (FdObject)
   kPipe,           // one end of a pipe whose both ends the process holds (FdObject;
                    // open_flags' access mode says which end)
@@ -167,13 +168,27 @@ struct ProcessState {
   MmFields mm;
 };
 
-// A cxlpool region the process had mapped: re-mapped at `addr` by the client
-// library at restore (named regions by name, leased ones by lease).
+// RegionRef::kind: how a restore gets the region again.
+enum class RegionKind : uint8_t {
+  kUnknown = 0,  // an image without the client section
+  kNamed = 1,    // opened again by name under the clone's credentials
+  kLeased = 2,   // held by a lease of the connection: a clone cannot have it (captures refuse it)
+};
+
+// A cxlpool region the process held: a mapping of `length` bytes at `addr`
+// (the region's bytes from `offset`), or, with addr and length 0, a
+// descriptor of the region (FdKind::kCxlpoolRegion). At restore the region
+// is opened by name again through a new connection to cxlpoold and mapped
+// MAP_SHARED at the same address.
 struct RegionRef {
   uint64_t addr = 0, length = 0;
   std::string name;
   uint64_t region_id = 0;
   uint32_t prot = 0;
+  // Client section (format section 13); defaults in older images.
+  uint64_t offset = 0;
+  RegionKind kind = RegionKind::kUnknown;
+  bool writable = false;  // a mapping that may become writable, or a descriptor open O_RDWR
 };
 
 struct Manifest {
@@ -188,6 +203,9 @@ struct Manifest {
   std::vector<FdEntry> fds;
   std::vector<FdObject> fd_objects;  // sorted by fd; one per kEventfd, kPipe, kSocketPair fd
   std::vector<RegionRef> regions;
+  // The cxlpool control socket the process was connected to (client
+  // section); empty when it held no connection.
+  std::string cxlpool_socket;
   std::vector<uint64_t> hot_pages;   // page addresses to copy up front under the hybrid policy
   uint64_t image_data_offset = 0;    // where page data starts in the image (page aligned)
   uint64_t image_data_bytes = 0;

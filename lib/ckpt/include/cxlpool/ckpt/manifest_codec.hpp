@@ -27,7 +27,8 @@ enum class SectionType : uint32_t {
   kFds = 10,
   kRegions = 11,
   kHotPages = 12,
-  kFdObjects = 13,  // optional: absent in images that hold no eventfd, pipe or socketpair
+  kClient = 13,  // the cxlpool socket and, per region of kRegions, how to get it again
+  kFdObjects = 14,  // optional: absent in images that hold no eventfd, pipe or socketpair
 };
 // A section type with this bit set must be understood by a reader; an unknown
 // one without it is skipped.

@@ -4,6 +4,7 @@
 // status (credentials, umask, seccomp), stat (the mm fields) and fdinfo.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -60,5 +61,10 @@ struct FdInfo {
 // /proc/PID/fdinfo/N. EIO without pos and flags, or with an eventfd line
 // that is not a number.
 [[nodiscard]] Result<FdInfo> parse_fdinfo(std::string_view text);
+
+// /proc/PID/limits: {soft, hard} per resource in RLIMIT_* order
+// ("unlimited" is RLIM_INFINITY), the first `count` rows. EIO when a row is
+// missing or not numbers in the kernel's columns.
+[[nodiscard]] Result<std::vector<std::array<uint64_t, 2>>> parse_limits(std::string_view text, size_t count);
 
 }  // namespace cxlpool::ckpt

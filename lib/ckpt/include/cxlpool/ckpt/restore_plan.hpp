@@ -39,6 +39,7 @@ enum class MapSource : uint8_t {
   kAnon = 1,  // zero-filled anonymous memory
   kFile,      // Manifest::files[file] at file_offset, MAP_PRIVATE
   kImage,     // the image at image_offset, MAP_PRIVATE (mow)
+  kRegion,    // Manifest::regions[file], opened again through cxlpoold, MAP_SHARED at its offset
 };
 
 enum class StepKind : uint8_t {

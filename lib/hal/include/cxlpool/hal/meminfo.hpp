@@ -30,4 +30,13 @@ Result<MemInfo> read_meminfo(const SysfsRoot& root, const std::string& relative)
 Result<uint64_t> meminfo_field(const MemInfo& info, std::string_view field,
                                const std::string& file);
 
+// Memory that can be had without swapping: MemAvailable where the file has
+// it (/proc/meminfo), else MemFree plus the page cache and slab the kernel
+// can drop (a node's meminfo has no MemAvailable): all of Inactive(file),
+// half of Active(file) and half of SReclaimable, the halves as the
+// kernel's own estimate keeps back. Free memory alone reads near zero on a
+// host whose page cache has filled (after a build, a large read), and
+// allocations it could serve would be refused. EINVAL without MemFree.
+Result<uint64_t> meminfo_available(const MemInfo& info, const std::string& file);
+
 }  // namespace cxlpool::hal

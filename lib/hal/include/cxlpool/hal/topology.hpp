@@ -16,7 +16,7 @@ struct NumaNode {
   int id = 0;
   std::vector<int> cpus;       // empty: a memory-only (far, CXL-like) node
   uint64_t total_bytes = 0;    // MemTotal from node<N>/meminfo
-  uint64_t free_bytes = 0;     // MemFree from node<N>/meminfo
+  uint64_t free_bytes = 0;     // node<N>/meminfo's free and reclaimable (meminfo_available)
   std::vector<int> distances;  // node<N>/distance, indexed by position in Topology::nodes
   int memory_tier = -1;        // kernel memory tier id (memory_tier<N>), -1 if unknown
 

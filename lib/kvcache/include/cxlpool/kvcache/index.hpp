@@ -31,12 +31,17 @@ struct ChunkInfo {
   std::uint32_t ns_id = 0;  // the store's small id of the chunk's namespace
   std::uint64_t offset = 0;  // arena slot offset, or SSD byte offset
   std::uint32_t length = 0;  // bytes
+  // crc32c of the arena chunk's `length` bytes, taken as they were written
+  // (kChunkCrcKnown): a demotion to the log need not read them again.
+  std::uint32_t payload_crc = 0;
   std::uint64_t sequence = 0;  // commit sequence (SSD log order, recency)
 };
+static_assert(sizeof(ChunkInfo) == 32, "payload_crc fills padding: the index's entries keep their size");
 
 inline constexpr std::uint8_t kChunkDoomed = 1u << 0;   // erased while pinned
 inline constexpr std::uint8_t kChunkWriting = 1u << 1;  // reserved by put, not committed
 inline constexpr std::uint8_t kChunkSsdCopy = 1u << 2;  // also on SSD (clean to drop)
+inline constexpr std::uint8_t kChunkCrcKnown = 1u << 3; // payload_crc holds the arena chunk's crc32c
 
 struct ChunkEntry {
   ChunkKey key;

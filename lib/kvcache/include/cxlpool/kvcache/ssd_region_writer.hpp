@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "cxlpool/common/result.hpp"
@@ -42,11 +43,13 @@ class RegionWriter {
   // kEntryTombstone and an empty payload. Requires an open region.
   AppendResult append(const ChunkKey& key, const NamespaceFingerprint& ns, std::uint64_t sequence,
                       std::span<const std::byte> payload, std::uint16_t flags = 0);
-  // Appends one entry's header (CRC computed by reading `payload`) and leaves
-  // the payload's place in the buffer as it is: the caller writes the payload
-  // to the device from its own memory. Same fit rules as append().
+  // Appends one entry's header (CRC `known_crc`, or computed by reading
+  // `payload`) and leaves the payload's place in the buffer as it is: the
+  // caller writes the payload to the device from its own memory. Same fit
+  // rules as append().
   AppendResult append_header(const ChunkKey& key, const NamespaceFingerprint& ns, std::uint64_t sequence,
-                             std::span<const std::byte> payload);
+                             std::span<const std::byte> payload,
+                             std::optional<std::uint32_t> known_crc = std::nullopt);
 
   // Finalises the header (sealed, used_bytes, entry_count) and returns the
   // bytes to write at the region's device offset: [0, used_bytes). The region
@@ -76,7 +79,8 @@ class RegionWriter {
   explicit RegionWriter(std::unique_ptr<std::byte, FreeDeleter> buffer, std::uint32_t region_bytes);
   void write_header();
   AppendResult add_entry(const ChunkKey& key, const NamespaceFingerprint& ns, std::uint64_t sequence,
-                         std::span<const std::byte> payload, std::uint16_t flags, bool copy_payload);
+                         std::span<const std::byte> payload, std::uint16_t flags, bool copy_payload,
+                         std::optional<std::uint32_t> known_crc = std::nullopt);
 
   std::unique_ptr<std::byte, FreeDeleter> buffer_;
   RegionHeader header_;

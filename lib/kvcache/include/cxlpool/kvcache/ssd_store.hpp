@@ -143,6 +143,9 @@ struct SsdLentPayload {
   // kNoRegisteredBuffer if none.
   std::int32_t buffer_index = hal::kNoRegisteredBuffer;
   std::uint64_t token = 0;  // handed to the lend listener when the store is done with it
+  // crc32c of `bytes` when the caller has it (taken as they were written,
+  // and they have not changed since): the store then does not read them.
+  std::optional<std::uint32_t> crc;
 };
 
 struct SsdGetRequest {

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// What of cxlpoold a process to checkpoint holds, for the capture to record
+// instead of refusing: its connections to the control socket and the
+// pool's regions (by the file behind each), named or leased.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../region_pool.hpp"
+#include "cxlpool/ckpt/capture.hpp"
+
+namespace cxlpool::daemon {
+
+// Every region of the pool by (dev, ino) of its file. System regions (a
+// service's, or a shared model's) count as named when they have a name:
+// a clone opens them by name like any client, or is refused.
+std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool& pool);
+
+// The inodes of the sockets of process `pid` (pinned by `pidfd`) that are
+// connected to the control socket at `socket_path`: each is taken with
+// pidfd_getfd and its peer's address compared. Sockets it cannot inspect
+// are left out (the capture then refuses them as sockets).
+std::vector<uint64_t> control_socket_inodes(pid_t pid, int pidfd, const std::string& socket_path);
+
+}  // namespace cxlpool::daemon

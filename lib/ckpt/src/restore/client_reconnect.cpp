@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "client_reconnect.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cxlpool/proto/socket_io.hpp"
+
+namespace cxlpool::ckpt {
+namespace {
+
+// connect() under the clone's effective uid/gid/groups: SO_PEERCRED and
+// SO_PEERGROUPS, which the daemon trusts, are taken at connect time.
+Result<UniqueFd> connect_as(const std::string& path, const Credentials& creds) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) return fail(ENAMETOOLONG, "cxlpoold socket path too long: " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!sock) return fail_errno("socket for cxlpoold");
+  const uid_t euid = ::geteuid();
+  const gid_t egid = ::getegid();
+  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
+  if (::setgroups(groups.size(), groups.data()) != 0) return fail_errno("setgroups for the connection");
+  if (::setresgid(-1, creds.gid[1], -1) != 0) return fail_errno("setresgid for the connection");
+  if (::setresuid(-1, creds.uid[1], -1) != 0) return fail_errno("setresuid for the connection");
+  const int rc = ::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  const int code = errno;
+  // Back to root's effective ids: the final stage still needs its
+  // capabilities and sets every credential itself.
+  if (::setresuid(-1, euid, -1) != 0 || ::setresgid(-1, egid, -1) != 0)
+    return fail_errno("taking back the restorer's credentials");
+  if (rc != 0) return fail(code, errno_message("connect " + path, code));
+  return sock;
+}
+
+// One request and its reply.
+Result<proto::Received> call(int sock, uint32_t id, const proto::Message& request, uint16_t version) {
+  if (auto sent = proto::send_message(sock, id, request, {}, version); !sent) return tl::unexpected(sent.error());
+  auto reply = proto::recv_message(sock);
+  if (!reply) return tl::unexpected(reply.error());
+  if (auto* err = std::get_if<proto::ErrorReply>(&reply->envelope.message)) return fail(err->code, err->message);
+  return reply;
+}
+
+}  // namespace
+
+Result<ClientResources> reconnect_client(const Manifest& m) {
+  ClientResources out;
+  if (m.cxlpool_socket.empty()) return out;
+  auto sock = connect_as(m.cxlpool_socket, m.process.creds);
+  if (!sock) return fail(sock.error().code, "reconnecting to cxlpoold: " + sock.error().message);
+  proto::Hello hello;
+  hello.client_name = m.process.comm.substr(0, proto::kMaxClientNameLength);
+  for (char& c : hello.client_name) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  auto greeted = call(sock->get(), 1, hello, proto::kVersionMax);
+  if (!greeted) return fail(greeted.error().code, "reconnecting to cxlpoold: " + greeted.error().message);
+  const auto* reply = std::get_if<proto::HelloReply>(&greeted->envelope.message);
+  if (reply == nullptr) return fail(EPROTO, "reconnecting to cxlpoold: no HelloReply");
+  const uint16_t version = reply->version;
+  // A region held several times (a descriptor and its mappings) is opened
+  // once, writable if any of them was.
+  std::map<std::string, bool> writable;
+  for (const RegionRef& g : m.regions) writable[g.name] = writable[g.name] || g.writable;
+  std::map<std::string, UniqueFd> opened;
+  uint32_t id = 2;
+  for (const auto& [name, rw] : writable) {
+    proto::NamedOpen open{name, rw ? proto::kOpenWritable : 0u};
+    auto r = call(sock->get(), id++, open, version);
+    if (!r) return fail(r.error().code, fmt::format("opening cxlpool region '{}' for the clone: {}", name,
+                                                    r.error().message));
+    const auto* region = std::get_if<proto::RegionReply>(&r->envelope.message);
+    if (region == nullptr || r->fds.size() != 1)
+      return fail(EPROTO, fmt::format("opening cxlpool region '{}': no region descriptor in the reply", name));
+    // The name may since have been given to another region: mapping that
+    // would hand the clone other bytes under the library's old region id.
+    const auto recorded = std::find_if(m.regions.begin(), m.regions.end(),
+                                       [&](const RegionRef& g) { return g.name == name; });
+    if (region->region_id != recorded->region_id)
+      return fail(ESTALE, fmt::format("opening cxlpool region '{}' for the clone: the name is another region now "
+                                      "(id {}, the checkpoint's {})", name, region->region_id, recorded->region_id));
+    opened[name] = std::move(r->fds[0]);
+  }
+  for (const RegionRef& g : m.regions) {
+    const int fd = ::fcntl(opened.at(g.name).get(), F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return fail_errno("duplicating the descriptor of region " + g.name);
+    out.regions.emplace_back(fd);
+  }
+  out.socket = std::move(*sock);
+  return out;
+}
+
+}  // namespace cxlpool::ckpt
