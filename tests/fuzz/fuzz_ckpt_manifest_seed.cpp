@@ -74,6 +74,12 @@ std::vector<Seed> seeds() {
   Manifest lone_pipe = objects;
   lone_pipe.fds[6].open_flags = 0;  // both pipe fds read ends: a pipe without a writer
   out.push_back({"fd-objects-lone-pipe.bin", encode_manifest(lone_pipe)});
+  Manifest relative_listener = objects;
+  relative_listener.fd_objects.back().contents = {'s', 'o', 'c', 'k'};  // a path that is not absolute
+  out.push_back({"fd-objects-listener-relative.bin", encode_manifest(relative_listener)});
+  Manifest dgram_listener = objects;
+  dgram_listener.fd_objects.back().detail = 2;  // SOCK_DGRAM cannot listen
+  out.push_back({"fd-objects-listener-dgram.bin", encode_manifest(dgram_listener)});
   Manifest past = sample;
   past.runs[2].image_offset = 4 * 4096;
   out.push_back({"image-run-past-data.bin", image_of(past)});

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace cxlpool::ckpt_tool {
@@ -34,6 +35,7 @@ const char* fd_kind_name(FdKind k) {
     case FdKind::kEventfd: return "eventfd";
     case FdKind::kPipe: return "pipe";
     case FdKind::kSocketPair: return "socketpair";
+    case FdKind::kUnixListener: return "unix-listener";
   }
   return "?";
 }
@@ -158,6 +160,12 @@ nlohmann::json manifest_json(const Manifest& m) {
       if (o.fd != f.fd) continue;
       e["object"] = {{"id", o.object}, {"peer", o.peer}, {"counter", o.counter}, {"detail", o.detail},
                      {"contents_bytes", o.contents.size()}};
+      if (f.kind == FdKind::kUnixListener) {
+        // The address as /proc/net/unix shows it: an abstract name's NULs as '@'.
+        std::string address(o.contents.begin(), o.contents.end());
+        std::replace(address.begin(), address.end(), '\0', '@');
+        e["object"]["address"] = address;
+      }
     }
     fds.push_back(e);
   }

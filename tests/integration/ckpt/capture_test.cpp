@@ -530,6 +530,65 @@ TEST_F(CkptCapture, EventfdPipeAndSocketpairAreKept) {
   EXPECT_EQ(t->stop(), 0);
 }
 
+TEST_F(CkptCapture, ListeningUnixSocketsAreKept) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "listener.sock").string();
+  auto t = start({"listeners", path});
+  const auto abstract = words(t->setup().at("abstract"));
+  const int afd = std::stoi(abstract[0]), pfd = std::stoi(t->setup().at("path"));
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  auto find = [&](int fd) -> std::pair<const FdEntry*, const FdObject*> {
+    std::pair<const FdEntry*, const FdObject*> out{nullptr, nullptr};
+    for (const FdEntry& e : m->fds)
+      if (e.fd == fd) out.first = &e;
+    for (const FdObject& o : m->fd_objects)
+      if (o.fd == fd) out.second = &o;
+    return out;
+  };
+  const auto [ae, ao] = find(afd);
+  ASSERT_NE(ae, nullptr);
+  ASSERT_NE(ao, nullptr);
+  EXPECT_EQ(ae->kind, FdKind::kUnixListener);
+  EXPECT_TRUE(ae->open_flags & O_NONBLOCK);
+  EXPECT_EQ(ao->detail, static_cast<uint32_t>(SOCK_SEQPACKET));
+  EXPECT_EQ(ao->counter, 7u);
+  // The name's bytes, its NULs included.
+  std::string hex;
+  for (uint8_t b : ao->contents) hex += "0123456789abcdef"[b >> 4], hex += "0123456789abcdef"[b & 15];
+  EXPECT_EQ(hex, abstract[1]);
+  const auto [pe, po] = find(pfd);
+  ASSERT_NE(pe, nullptr);
+  ASSERT_NE(po, nullptr);
+  EXPECT_EQ(pe->kind, FdKind::kUnixListener);
+  EXPECT_EQ(po->detail, static_cast<uint32_t>(SOCK_STREAM));
+  EXPECT_EQ(po->counter, 5u);
+  EXPECT_EQ(std::string(po->contents.begin(), po->contents.end()), path);
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, ListenerWhosePathNamesAnotherFileIsRefused) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "listener.sock").string();
+  auto t = start({"listeners", path});
+  const int pfd = std::stoi(t->setup().at("path"));
+  // The socket file replaced by a plain file: a restore would bind a name
+  // that is no longer this socket's.
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  { std::ofstream(path) << "x"; }
+  auto verdicts = describe_fds(t->pid(), {});
+  ASSERT_TRUE(verdicts) << verdicts.error().message;
+  bool seen = false;
+  for (const FdVerdict& v : *verdicts) {
+    if (v.fd != pfd) continue;
+    seen = true;
+    EXPECT_FALSE(v.supported);
+    EXPECT_NE(v.what.find("no longer names this socket"), std::string::npos) << v.what;
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(t->stop(), 0);
+}
+
 struct Refusal {
   const char* mode;
   const char* names;
@@ -539,6 +598,7 @@ TEST_F(CkptCapture, RefusesWhatItCannotHoldAndLeavesTheTargetRunning) {
   const Refusal cases[] = {
       {"refuse-epoll", "is an epoll instance"},
       {"refuse-lone-pipe", "whose write end the process does not hold"},
+      {"refuse-listener-queued", "1 connection waiting to be accepted"},
       {"refuse-timer", "POSIX timers"},
       {"refuse-shared", "writable shared mapping"},
   };

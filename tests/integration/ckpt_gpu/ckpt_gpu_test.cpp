@@ -22,8 +22,9 @@
 // CXLPOOL_CKPT, CXLPOOL_RESTORE (the programs), CKPT_GPU_BYTES (device
 // buffer, default 64 MiB), CKPT_GPU_IMAGE_DIR (default /dev/shm),
 // CKPT_GPU_TARGET_FDS=1 (the target also holds an eventfd, a semaphore
-// eventfd, a pipe with bytes in it and a socketpair; the clone must read
-// back what the original held). Before the capture, every descriptor of the
+// eventfd, a pipe with bytes in it, a socketpair and a listening abstract
+// seqpacket socket named like the driver's; the clone must read back what
+// the original held and accept a connection to that name). Before the capture, every descriptor of the
 // target is listed with what the capture decides about it.
 #include <dirent.h>
 #include <signal.h>
@@ -251,7 +252,7 @@ int restore_and_verify(const DriverApi& api, const Programs& p, const std::strin
   }
   if (verdict.rfind("verify ok ", 0) != 0) return failed("verify", verdict);
   if (!fds_expect.empty()) {
-    step("the clone reads its eventfds, pipe and socketpair");
+    step("the clone reads its eventfds, pipe and socketpair and accepts on its listener");
     if (!restore.send("fds")) return failed("fds", "cannot write to the clone's stdin");
     const std::string fds = expect_line(restore, "fds ", &why);
     if (fds.empty()) {

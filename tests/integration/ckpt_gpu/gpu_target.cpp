@@ -11,12 +11,15 @@
 //   exit    exits 0 without calling the driver, not even its exit handlers
 //           (they would block in a locked process)
 //   fds     (with CKPT_GPU_TARGET_FDS=1 only) reads what its own eventfds,
-//           pipe and socketpair hold: "fds eventfd=N semaphore=R,R pipe=TEXT
-//           socketpair=TEXT flags=..."
+//           pipe and socketpair hold and connects to its own listener:
+//           "fds eventfd=N semaphore=R,R pipe=TEXT socketpair=TEXT
+//           listener=NAME accepted=TEXT flags=..."
 // It talks over fds 0-2 only, which a checkpoint carries as the restorer's
 // stdio. With CKPT_GPU_TARGET_FDS=1 in its environment it also holds, like a
 // driver might, an eventfd with a counter, a semaphore eventfd, a pipe with
-// bytes buffered in it and a unix socketpair (both ends each), and before
+// bytes buffered in it, a unix socketpair (both ends each) and a listening
+// seqpacket socket on an abstract name like the driver's own
+// ("@cuda-uvmfd-NETNS-PID@", its NULs shown as '@'), and before
 // "ready" prints "fds-expect ..." with what "fds" must answer, which a
 // restored clone's answer is compared with. It never links the project's CUDA code: it resolves the few driver
 // entry points it needs itself, because it is built without sanitizers (a
@@ -27,9 +30,12 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -147,7 +153,32 @@ struct ExtraFds {
   int counter = -1, semaphore = -1;  // eventfds
   int pipe_read = -1, pipe_write = -1;
   int pair[2] = {-1, -1};
+  int listener = -1;  // seqpacket, listening on the abstract name
 };
+
+// The abstract name the driver's checkpoint support listens on: its
+// network namespace's inode and the pid, between NULs.
+std::string uvm_name() {
+  struct stat st {};
+  const unsigned long long netns = ::stat("/proc/self/ns/net", &st) == 0 ? st.st_ino : 0;
+  const std::string text = "cuda-uvmfd-" + std::to_string(netns) + "-" + std::to_string(::getpid());
+  return std::string(1, '\0') + text + std::string(1, '\0');
+}
+
+socklen_t to_address(const std::string& name, sockaddr_un* addr) {
+  *addr = {};
+  addr->sun_family = AF_UNIX;
+  std::memcpy(addr->sun_path, name.data(), name.size());
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+}
+
+// An abstract name as /proc/net/unix shows it: its NULs as '@'.
+std::string shown(std::string name) {
+  for (char& c : name) {
+    if (c == '\0') c = '@';
+  }
+  return name;
+}
 
 constexpr uint64_t kCounter = 5, kSemaphore = 3;
 constexpr char kPipeText[] = "buffered-in-the-pipe";
@@ -169,7 +200,45 @@ bool make_extra_fds(ExtraFds* x, std::string* why) {
     *why = std::string("filling the extra descriptors: ") + std::strerror(errno);
     return false;
   }
+  sockaddr_un addr;
+  const socklen_t len = to_address(uvm_name(), &addr);
+  x->listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (x->listener < 0 || ::bind(x->listener, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::listen(x->listener, 16) != 0) {
+    *why = std::string("making the listening socket: ") + std::strerror(errno);
+    return false;
+  }
   return true;
+}
+
+// The listener's name (getsockname) if it accepts connections
+// (SO_ACCEPTCONN), and what a connection made to that name sent once the
+// listener accepted it.
+std::string probe_listener(int listener) {
+  int accepting = 0;
+  socklen_t optlen = sizeof accepting;
+  if (::getsockopt(listener, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &optlen) != 0 || !accepting) {
+    return "(not-listening) accepted=(none)";
+  }
+  sockaddr_un addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      len <= offsetof(sockaddr_un, sun_path)) {
+    return "(unnamed) accepted=(none)";
+  }
+  const std::string name(addr.sun_path, len - offsetof(sockaddr_un, sun_path));
+  std::string accepted = "(none)";
+  const int client = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (client >= 0 && ::connect(client, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
+      ::send(client, "hello", 5, 0) == 5) {
+    // A unix connect is queued at once: the non-blocking accept finds it.
+    const int server = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char got[16] = {};
+    if (server >= 0 && ::recv(server, got, sizeof got - 1, 0) > 0) accepted = got;
+    if (server >= 0) ::close(server);
+  }
+  if (client >= 0) ::close(client);
+  return shown(name) + " accepted=" + accepted;
 }
 
 std::string flag_text(int fd) {
@@ -197,8 +266,9 @@ std::string read_extra_fds(const ExtraFds& x) {
     if (::read(x.pair[1], got, 4) == 4) pair = got;
   }
   return "eventfd=" + std::to_string(counter) + " semaphore=" + std::to_string(s1) + "," + std::to_string(s2) +
-         " pipe=" + pipe + " socketpair=" + pair + " flags=" + flag_text(x.counter) + flag_text(x.semaphore) +
-         flag_text(x.pipe_read) + flag_text(x.pipe_write) + flag_text(x.pair[0]) + flag_text(x.pair[1]);
+         " pipe=" + pipe + " socketpair=" + pair + " listener=" + probe_listener(x.listener) +
+         " flags=" + flag_text(x.counter) + flag_text(x.semaphore) + flag_text(x.pipe_read) + flag_text(x.pipe_write) +
+         flag_text(x.pair[0]) + flag_text(x.pair[1]) + flag_text(x.listener);
 }
 
 }  // namespace
@@ -249,7 +319,7 @@ int main(int argc, char** argv) {
   if (extra) {
     if (!make_extra_fds(&x, &why)) return say("error " + why), 1;
     say("fds-expect eventfd=" + std::to_string(kCounter) + " semaphore=1,1 pipe=" + kPipeText +
-        " socketpair=ping flags=-cn-n-n--c-c");
+        " socketpair=ping listener=" + shown(uvm_name()) + " accepted=hello flags=-cn-n-n--c-cnc");
   }
   char ready[96];
   std::snprintf(ready, sizeof ready, "ready %d %llx %zu", static_cast<int>(::getpid()),

@@ -480,12 +480,22 @@ TEST(CkptFdObjects, RoundTrip) {
   auto decoded = decode_manifest(bytes);
   ASSERT_TRUE(decoded) << decoded.error().message;
   EXPECT_EQ(encode_manifest(*decoded), bytes);
-  ASSERT_EQ(decoded->fd_objects.size(), 6u);
+  ASSERT_EQ(decoded->fd_objects.size(), 9u);
   EXPECT_EQ(decoded->fd_objects[0].counter, 5u);
   EXPECT_EQ(decoded->fd_objects[0].detail, kEventfdSemaphore);
   EXPECT_EQ(decoded->fd_objects[1].contents, (std::vector<uint8_t>{'a', 'b', 'c'}));
   EXPECT_EQ(decoded->fd_objects[3].peer, 1002u);
   EXPECT_EQ(decoded->fds[5].kind, FdKind::kPipe);
+  // The abstract name's NULs (leading, trailing) survive.
+  const FdObject& listener = decoded->fd_objects[6];
+  ASSERT_EQ(listener.contents.size(), 28u);
+  EXPECT_EQ(listener.contents.front(), 0);
+  EXPECT_EQ(listener.contents.back(), 0);
+  EXPECT_EQ(listener.detail, 5u);
+  EXPECT_EQ(listener.counter, 128u);
+  EXPECT_EQ(decoded->fds.back().kind, FdKind::kUnixListener);
+  EXPECT_EQ(decoded->fd_objects[8].contents, (std::vector<uint8_t>{'/', 'r', 'u', 'n', '/', 's', 'a', 'm', 'p', 'l',
+                                                                   'e', '.', 's', 'o', 'c', 'k'}));
 }
 
 TEST(CkptFdObjects, WithoutObjectsTheEncodingHasNoSuchSection) {
@@ -548,6 +558,28 @@ TEST(CkptFdObjects, RuleRejections) {
       {"socket peer type",
        [](Manifest& m) { m.fd_objects[4].detail = 2; },
        "without its peer"},
+      {"listener dgram", [](Manifest& m) { m.fd_objects[8].detail = 2; }, "not stream or seqpacket"},
+      {"listener peer", [](Manifest& m) { m.fd_objects[8].peer = 7; }, "not stream or seqpacket"},
+      {"listener backlog", [](Manifest& m) { m.fd_objects[8].counter = kMaxListenBacklog + 1; }, "backlog"},
+      {"listener no address", [](Manifest& m) { m.fd_objects[8].contents.clear(); }, "neither an abstract"},
+      {"listener bare NUL", [](Manifest& m) { m.fd_objects[8].contents = {0}; }, "neither an abstract"},
+      {"listener address too long",
+       [](Manifest& m) {
+         m.fd_objects[8].contents.assign(kMaxUnixAddressBytes + 1, 'a');
+         m.fd_objects[8].contents[0] = '/';
+       },
+       "neither an abstract"},
+      {"listener relative path",
+       [](Manifest& m) { m.fd_objects[8].contents = {'r', 'u', 'n'}; },
+       "neither an abstract"},
+      {"listener path with NUL",
+       [](Manifest& m) { m.fd_objects[8].contents = {'/', 'a', 0, 'b'}; },
+       "neither an abstract"},
+      {"listener file", [](Manifest& m) { m.fds.back().file = 0; }, "without a file"},
+      {"listener dup address",
+       [](Manifest& m) { m.fd_objects[7].contents.back() = 'x'; },
+       "disagrees"},
+      {"listener dup backlog", [](Manifest& m) { m.fd_objects[7].counter = 5; }, "disagrees"},
   };
   expect_rules(with_objects(), cases);
 }

@@ -8,9 +8,11 @@
 #include <linux/unix_diag.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -24,7 +26,11 @@ namespace {
 // What sock_diag tells of a unix socket that /proc/net/unix does not.
 struct UnixDiag {
   uint64_t peer = 0;
+  // A listener: the connections waiting to be accepted, and the backlog.
   uint32_t rqueue = 0, wqueue = 0;
+  bool has_rqlen = false;
+  std::vector<uint8_t> name;  // sun_path's bytes as bound (NULs kept)
+  std::optional<uint64_t> vfs_inode;  // a path's socket file
 };
 
 // Looks one unix socket up by inode (NETLINK_SOCK_DIAG, exact request).
@@ -41,7 +47,7 @@ Result<UnixDiag> unix_diag(uint64_t inode) {
   ask.req.sdiag_family = AF_UNIX;
   ask.req.udiag_states = ~0u;
   ask.req.udiag_ino = static_cast<uint32_t>(inode);
-  ask.req.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN;
+  ask.req.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN | UDIAG_SHOW_NAME | UDIAG_SHOW_VFS;
   ask.req.udiag_cookie[0] = ask.req.udiag_cookie[1] = ~0u;
   if (::send(nl.get(), &ask, sizeof ask, 0) != static_cast<ssize_t>(sizeof ask)) return fail_errno("sock_diag send");
   alignas(nlmsghdr) char buf[8192];
@@ -70,6 +76,14 @@ Result<UnixDiag> unix_diag(uint64_t inode) {
       std::memcpy(&q, RTA_DATA(a), sizeof q);
       out.rqueue = q.udiag_rqueue;
       out.wqueue = q.udiag_wqueue;
+      out.has_rqlen = true;
+    } else if (a->rta_type == UNIX_DIAG_NAME) {
+      const auto* p = static_cast<const uint8_t*>(RTA_DATA(a));
+      out.name.assign(p, p + RTA_PAYLOAD(a));
+    } else if (a->rta_type == UNIX_DIAG_VFS && RTA_PAYLOAD(a) >= sizeof(unix_diag_vfs)) {
+      unix_diag_vfs v{};
+      std::memcpy(&v, RTA_DATA(a), sizeof v);
+      out.vfs_inode = v.udiag_vfs_ino;
     }
   }
   return out;
@@ -213,8 +227,60 @@ std::string SocketTables::describe_other(int fd, uint64_t inode) {
   return "a socket (" + id + ") in none of the unix, netlink, tcp, udp or raw tables";
 }
 
-std::optional<FdObject> SocketTables::classify(int fd, uint64_t inode, std::string* refusal) {
+std::optional<FdObject> SocketTables::listener(int fd, const UnixSocketRow& row, const std::string& head,
+                                               std::string* refusal) {
+  auto diag = unix_diag(row.inode);
+  if (!diag) {
+    *refusal = head + ", listening; sock_diag does not describe it: " + diag.error().message + ")";
+    return std::nullopt;
+  }
+  if (row.type != SOCK_STREAM && row.type != SOCK_SEQPACKET) {
+    *refusal = head + ", listening)";
+    return std::nullopt;
+  }
+  if (!diag->has_rqlen) {
+    *refusal = head + ", listening; sock_diag does not say whether connections wait to be accepted)";
+    return std::nullopt;
+  }
+  if (diag->rqueue != 0) {
+    *refusal = head + ", listening, with " + std::to_string(diag->rqueue) +
+               (diag->rqueue == 1 ? " connection" : " connections") +
+               " waiting to be accepted, which a checkpoint does not keep)";
+    return std::nullopt;
+  }
+  auto& name = diag->name;
+  // A path's name ends at its NUL, which the kernel keeps with it.
+  if (!name.empty() && name[0] != 0) name.erase(std::find(name.begin(), name.end(), uint8_t{0}), name.end());
+  if (name.size() < 2 || name.size() > kMaxUnixAddressBytes || (name[0] != 0 && name[0] != '/')) {
+    *refusal = head + ", listening, bound to a name a restore cannot bind again (" + std::to_string(name.size()) +
+               " bytes" + (name.empty() || name[0] == 0 ? "" : ", not an absolute path") + "))";
+    return std::nullopt;
+  }
+  if (name[0] == '/') {
+    // The path must still name this very socket, else a restore would bind
+    // a name that is now another's (or nothing's).
+    const std::string path(name.begin(), name.end());
+    struct stat st {};
+    if (::lstat(proc_path(pid_, "root" + path).c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) ||
+        !diag->vfs_inode || st.st_ino != *diag->vfs_inode) {
+      *refusal = head + ", listening; the path no longer names this socket)";
+      return std::nullopt;
+    }
+  }
+  FdObject o;
+  o.fd = fd;
+  o.object = row.inode;
+  o.detail = row.type;
+  // A listener's write queue figure is its backlog (sk_max_ack_backlog).
+  o.counter = diag->wqueue;
+  o.contents = std::move(name);
+  return o;
+}
+
+std::optional<FdObject> SocketTables::classify(ClassifiedFd& c, uint64_t inode) {
   load();
+  const int fd = c.entry.fd;
+  std::string* refusal = &c.refusal;
   auto it = unix_.find(inode);
   if (it == unix_.end()) {
     *refusal = describe_other(fd, inode);
@@ -224,9 +290,14 @@ std::optional<FdObject> SocketTables::classify(int fd, uint64_t inode, std::stri
   const std::string head = "a unix " + socket_type_name(row.type) + " socket (socket:[" + std::to_string(inode) + "], " +
                            unix_name(row.path);
   if (row.listening) {
-    *refusal = head + ", listening)";
-    return std::nullopt;
+    auto o = listener(fd, row, head, refusal);
+    if (o) {
+      c.entry.kind = FdKind::kUnixListener;
+      c.what = head + ", listening, backlog " + std::to_string(o->counter) + ")";
+    }
+    return o;
   }
+  c.entry.kind = FdKind::kSocketPair;
   auto diag = unix_diag(inode);
   if (!diag) {
     *refusal = head + "; its peer is unknown: " + diag.error().message + ")";

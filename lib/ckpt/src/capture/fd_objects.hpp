@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Descriptors that are kernel objects a restore makes again (eventfds, pipes
-// and unix socketpairs whose both ends the process holds) and the words for
-// the sockets it cannot.
+// and unix socketpairs whose both ends the process holds, listening unix
+// sockets) and the words for the sockets it cannot.
 #pragma once
 
 #include <sys/types.h>
@@ -36,11 +36,13 @@ class SocketTables {
   explicit SocketTables(pid_t pid) : pid_(pid) {}
   // A unix socket that is one end of a connected, unnamed pair with an
   // empty queue (a socketpair candidate: its peer must be in the process
-  // too), or *refusal naming family, type and address.
-  std::optional<FdObject> classify(int fd, uint64_t inode, std::string* refusal);
+  // too), or a listening one with no connection waiting (c.entry.kind
+  // says which), or c.refusal naming family, type and address.
+  std::optional<FdObject> classify(ClassifiedFd& c, uint64_t inode);
 
  private:
   void load();
+  std::optional<FdObject> listener(int fd, const UnixSocketRow& row, const std::string& head, std::string* refusal);
   std::string describe_other(int fd, uint64_t inode);
   pid_t pid_;
   bool loaded_ = false;

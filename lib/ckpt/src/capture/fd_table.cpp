@@ -172,7 +172,7 @@ Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& option
   } else if (S_ISSOCK(st.st_mode)) {
     e.kind = FdKind::kSocketPair;
     e.offset = 0;
-    c.object = sockets.classify(fd, st.st_ino, &c.refusal);
+    c.object = sockets.classify(c, st.st_ino);
   } else {
     c.refusal = describe(*link, st);
   }

@@ -121,6 +121,7 @@ Result<void> check_files_and_fds(const Manifest& m) {
       case FdKind::kEventfd:
       case FdKind::kPipe:
       case FdKind::kSocketPair:
+      case FdKind::kUnixListener:
         if (f.file != kNoFile) return broken(which + ": a file index for a kind without a file");
         break;
       case FdKind::kStdio:
@@ -140,15 +141,28 @@ Result<void> check_files_and_fds(const Manifest& m) {
 }
 
 bool has_object(FdKind kind) {
-  return kind == FdKind::kEventfd || kind == FdKind::kPipe || kind == FdKind::kSocketPair;
+  return kind == FdKind::kEventfd || kind == FdKind::kPipe || kind == FdKind::kSocketPair ||
+         kind == FdKind::kUnixListener;
+}
+
+// A listener's address: an abstract name (a NUL, then at least one byte:
+// a NUL alone would ask bind for a made-up name) or an absolute path
+// without NULs, within sun_path.
+bool good_unix_address(const std::vector<uint8_t>& a) {
+  if (a.size() < 2 || a.size() > kMaxUnixAddressBytes) return false;
+  if (a[0] == 0) return true;
+  return a[0] == '/' && std::find(a.begin(), a.end(), uint8_t{0}) == a.end();
 }
 
 // The first fd of each object names what every fd of that object must agree on.
-Result<void> check_object_agrees(const FdObject& o, const FdObject& first, const std::string& which) {
-  if (o.counter != first.counter || o.detail != first.detail || o.peer != first.peer) {
+Result<void> check_object_agrees(const FdObject& o, const FdObject& first, FdKind kind, const std::string& which) {
+  if (o.counter != first.counter || o.detail != first.detail || o.peer != first.peer ||
+      (kind == FdKind::kUnixListener && o.contents != first.contents)) {
     return broken(which + ": disagrees with fd " + std::to_string(first.fd) + " of the same object");
   }
-  if (!o.contents.empty()) return broken(which + ": pipe contents on other than the pipe's first fd");
+  if (kind != FdKind::kUnixListener && !o.contents.empty()) {
+    return broken(which + ": pipe contents on other than the pipe's first fd");
+  }
   return {};
 }
 
@@ -173,6 +187,16 @@ Result<void> check_one_object(const FdObject& o, const FdEntry& e, const std::st
       if ((o.detail != 1 && o.detail != 2 && o.detail != 5) || o.peer == o.object || o.counter != 0 ||
           !o.contents.empty()) {
         return broken(which + ": socketpair type or peer out of range");
+      }
+      return {};
+    case FdKind::kUnixListener:
+      if ((o.detail != 1 && o.detail != 5) || o.peer != 0) {
+        return broken(which + ": listening socket type " + std::to_string(o.detail) + " is not stream or seqpacket");
+      }
+      if (o.counter > kMaxListenBacklog) return broken(which + ": listen backlog out of range");
+      if (!good_unix_address(o.contents)) {
+        return broken(which + ": listening socket address of " + std::to_string(o.contents.size()) +
+                      " bytes is neither an abstract name nor an absolute path within 108 bytes");
       }
       return {};
     default:
@@ -211,7 +235,7 @@ Result<void> check_fd_objects(const Manifest& m) {
     if (ends == nullptr) {
       ends = &objects[{e.kind, o.object}];
       ends->first = &o;
-    } else if (auto ok = check_object_agrees(o, *ends->first, which); !ok) {
+    } else if (auto ok = check_object_agrees(o, *ends->first, e.kind, which); !ok) {
       return ok;
     }
     ((e.open_flags & 3u) == 0 ? ends->read : ends->write) = true;

@@ -4,10 +4,15 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -62,12 +67,79 @@ Result<void> fill_pipe(int write_end, const FdObject& o) {
   return {};
 }
 
+// The address for messages: an abstract name as "@name" with its NULs as
+// "@" (how /proc/net/unix shows it), a path as it is.
+std::string address_text(const std::vector<uint8_t>& a) {
+  std::string out(a.begin(), a.end());
+  for (char& c : out) {
+    if (c == 0) c = '@';
+  }
+  return out;
+}
+
+// A path still there from the checkpointed process: removed when it is a
+// socket file nobody listens on any more; anything else is left alone.
+Result<void> clear_stale_path(const sockaddr_un& addr, socklen_t len, const std::string& text, const FdObject& o) {
+  const int32_t fd = o.fd;
+  struct stat st {};
+  if (::lstat(addr.sun_path, &st) != 0) {
+    if (errno == ENOENT) return {};
+    return fail_errno(fmt::format("lstat of {} for the listening socket at fd {}", text, fd));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return fail(EEXIST, fmt::format("the listening socket at fd {} binds {}, which is now a file that is not a socket",
+                                    fd, text));
+  }
+  // A listener there answers a connect (or says its queue is full).
+  const int probe = ::socket(AF_UNIX, static_cast<int>(o.detail) | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (probe < 0) return fail_errno("probe socket");
+  const bool live = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), len) == 0 || errno == EAGAIN;
+  ::close(probe);
+  if (live) {
+    return fail(EADDRINUSE, fmt::format("the listening socket at fd {} binds {}, where another socket listens now",
+                                        fd, text));
+  }
+  if (::unlink(addr.sun_path) != 0 && errno != ENOENT) {
+    return fail_errno(fmt::format("unlinking the stale socket file {} for fd {}", text, fd));
+  }
+  return {};
+}
+
+// socket, bind and listen again, at a descriptor of its own.
+Result<int> make_listener(const FdObject& o) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, o.contents.data(), o.contents.size());  // validated: within sun_path
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + o.contents.size());
+  const std::string text = address_text(o.contents);
+  if (o.contents[0] != 0) {
+    if (auto ok = clear_stale_path(addr, len, text, o); !ok) return tl::unexpected(ok.error());
+  }
+  const int fd = ::socket(AF_UNIX, static_cast<int>(o.detail) | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno(fmt::format("socket for the listening socket at fd {}", o.fd));
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    if (saved == EADDRINUSE) {
+      return fail(saved, fmt::format("the listening socket at fd {} cannot bind {} again: the name is in use", o.fd,
+                                     text));
+    }
+    return fail(saved, fmt::format("bind {} for the listening socket at fd {}: {}", text, o.fd, std::strerror(saved)));
+  }
+  if (::listen(fd, static_cast<int>(o.counter)) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    return fail(saved, fmt::format("listen on {} for fd {}", text, o.fd));
+  }
+  return fd;
+}
+
 }  // namespace
 
 Result<void> recreate_fd_objects(const Manifest& m, int scratch_from) {
   std::vector<int> scratch;
   // Per kind and object: the descriptor(s) made for it.
-  std::map<uint64_t, int> eventfds, sockets;
+  std::map<uint64_t, int> eventfds, sockets, listeners;
   std::map<uint64_t, std::pair<int, int>> pipes;
   auto made = [&]() -> Result<void> {
     for (const FdObject& o : m.fd_objects) {
@@ -114,6 +186,16 @@ Result<void> recreate_fd_objects(const Manifest& m, int scratch_from) {
           if (!b) return tl::unexpected(b.error());
           it = sockets.emplace(o.object, *a).first;
           sockets.emplace(o.peer, *b);
+        }
+        from = it->second;
+      } else if (e.kind == FdKind::kUnixListener) {
+        auto it = listeners.find(o.object);
+        if (it == listeners.end()) {
+          auto fd = make_listener(o);
+          if (!fd) return tl::unexpected(fd.error());
+          auto moved = to_scratch(*fd, scratch_from, scratch);
+          if (!moved) return tl::unexpected(moved.error());
+          it = listeners.emplace(o.object, *moved).first;
         }
         from = it->second;
       }

@@ -200,6 +200,7 @@ Result<void> check_restorable(const Manifest& m) {
       case FdKind::kEventfd:
       case FdKind::kPipe:
       case FdKind::kSocketPair:
+      case FdKind::kUnixListener:
         if (f.fd < 0) return fail(EINVAL, fmt::format("fd {} is out of range", f.fd));
         break;
       case FdKind::kCxlpoolSocket:

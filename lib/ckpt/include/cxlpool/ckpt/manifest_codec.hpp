@@ -28,7 +28,7 @@ enum class SectionType : uint32_t {
   kRegions = 11,
   kHotPages = 12,
   kClient = 13,  // the cxlpool socket and, per region of kRegions, how to get it again
-  kFdObjects = 14,  // optional: absent in images that hold no eventfd, pipe or socketpair
+  kFdObjects = 14,  // optional: absent in images that hold no eventfd, pipe, socketpair or listener
 };
 // A section type with this bit set must be understood by a reader; an unknown
 // one without it is skipped.
