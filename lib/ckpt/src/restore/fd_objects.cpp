@@ -90,14 +90,16 @@ Result<void> clear_stale_path(const sockaddr_un& addr, socklen_t len, const std:
     return fail(EEXIST, fmt::format("the listening socket at fd {} binds {}, which is now a file that is not a socket",
                                     fd, text));
   }
-  // A listener there answers a connect (or says its queue is full).
+  // Only a refused connect says nobody listens there: a connect that works,
+  // a full queue, a socket of another type all say someone may.
   const int probe = ::socket(AF_UNIX, static_cast<int>(o.detail) | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (probe < 0) return fail_errno("probe socket");
-  const bool live = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), len) == 0 || errno == EAGAIN;
+  const int connected = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), len);
+  const int why = errno;
   ::close(probe);
-  if (live) {
-    return fail(EADDRINUSE, fmt::format("the listening socket at fd {} binds {}, where another socket listens now",
-                                        fd, text));
+  if (connected == 0 || why != ECONNREFUSED) {
+    return fail(EADDRINUSE, fmt::format("the listening socket at fd {} binds {}, where another socket listens now{}",
+                                        fd, text, connected == 0 ? "" : fmt::format(" ({})", std::strerror(why))));
   }
   if (::unlink(addr.sun_path) != 0 && errno != ENOENT) {
     return fail_errno(fmt::format("unlinking the stale socket file {} for fd {}", text, fd));
@@ -129,7 +131,7 @@ Result<int> make_listener(const FdObject& o) {
   if (::listen(fd, static_cast<int>(o.counter)) != 0) {
     const int saved = errno;
     ::close(fd);
-    return fail(saved, fmt::format("listen on {} for fd {}", text, o.fd));
+    return fail(saved, fmt::format("listen on {} for fd {}: {}", text, o.fd, std::strerror(saved)));
   }
   return fd;
 }
