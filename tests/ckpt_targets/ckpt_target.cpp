@@ -29,7 +29,17 @@
 //   ckpt_target socket               one end of a socketpair at "socket_fd",
 //                                    inode "socket_ino": refused unless it
 //                                    is named as the cxlpool socket
-//   ckpt_target refuse-eventfd       holds an eventfd (a checkpoint refuses)
+//   ckpt_target fd-objects           holds a semaphore eventfd (counter 7), a pipe with "hello"
+//                                    in it (both ends) and a datagram socketpair
+//                                    ("eventfd FD", "pipe R W", "pair A B")
+//   ckpt_target listeners PATH       a non-blocking seqpacket listener on an abstract
+//                                    name with a NUL inside (backlog 7) and a
+//                                    stream listener bound to PATH (backlog 5)
+//                                    ("abstract FD NAME-IN-HEX", "path FD")
+//   ckpt_target refuse-listener-queued  a listener with a connection it has
+//                                    not accepted (refused)
+//   ckpt_target refuse-epoll         holds an epoll instance (a checkpoint refuses)
+//   ckpt_target refuse-lone-pipe     holds only the read end of a pipe (refused)
 //   ckpt_target refuse-timer         has a POSIX timer (refused)
 //   ckpt_target refuse-shared        a writable MAP_SHARED memfd (refused)
 //
@@ -38,6 +48,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/auxv.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/rseq.h>
@@ -45,11 +56,13 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -73,6 +86,36 @@ uint8_t* g_pattern = nullptr;
 uint8_t* g_region = nullptr;  // dontneed or sparse memory
 std::size_t g_region_bytes = 0;
 int g_file_fd = -1;
+int g_listeners[2] = {-1, -1};  // listeners: abstract seqpacket, path stream
+
+std::string hex_bytes(const char* p, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(p[i]);
+    out += "0123456789abcdef"[b >> 4];
+    out += "0123456789abcdef"[b & 15];
+  }
+  return out;
+}
+
+// A listener's name in hex and whether a connection to that name is
+// accepted by it: "NAME:accepted", else what failed.
+std::string probe_listener(int fd, int type) {
+  int on = 0;
+  socklen_t optlen = sizeof on;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &optlen) != 0 || !on) return "not-listening";
+  sockaddr_un a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "no-name";
+  std::string out = hex_bytes(a.sun_path, len - offsetof(sockaddr_un, sun_path));
+  const int c = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  // A unix connect is queued at once: the accept does not wait.
+  const int s = c >= 0 && connect(c, reinterpret_cast<sockaddr*>(&a), len) == 0 ? accept4(fd, nullptr, nullptr, 0) : -1;
+  out += s >= 0 ? ":accepted" : ":refused";
+  if (s >= 0) close(s);
+  if (c >= 0) close(c);
+  return out;
+}
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 std::vector<pid_t> g_tids;
@@ -212,8 +255,46 @@ int setup(const std::string& mode, int argc, char** argv) {
     line("socket_fd", std::to_string(sv[0]));
     line("socket_ino", std::to_string(st.st_ino));
     close(sv[1]);
-  } else if (mode == "refuse-eventfd") {
-    line("eventfd", std::to_string(eventfd(0, EFD_CLOEXEC)));
+  } else if (mode == "fd-objects") {
+    const int efd = eventfd(7, EFD_SEMAPHORE | EFD_NONBLOCK);
+    int p[2], sv[2];
+    if (efd < 0 || pipe2(p, O_CLOEXEC) != 0 || socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) != 0) return 1;
+    if (write(p[1], "hello", 5) != 5) return 1;
+    line("eventfd", std::to_string(efd));
+    line("pipe", std::to_string(p[0]) + " " + std::to_string(p[1]));
+    line("pair", std::to_string(sv[0]) + " " + std::to_string(sv[1]));
+  } else if (mode == "listeners" || mode == "refuse-listener-queued") {
+    // Abstract: NUL, text, NUL, text (the NULs are part of the name).
+    const std::string name = std::string("\0ckpt-target-", 13) + std::to_string(getpid()) + std::string("\0b", 2);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+    const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+    if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(s, 7) != 0) return 1;
+    if (mode == "refuse-listener-queued") {
+      const int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      if (c < 0 || connect(c, reinterpret_cast<sockaddr*>(&a), len) != 0) return 1;
+      line("listener", std::to_string(s));
+    } else {
+      line("abstract", std::to_string(s) + " " + hex_bytes(name.data(), name.size()));
+      sockaddr_un pa{};
+      pa.sun_family = AF_UNIX;
+      if (argc < 3 || std::strlen(argv[2]) >= sizeof pa.sun_path) return 1;
+      std::strcpy(pa.sun_path, argv[2]);
+      const int ps = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (ps < 0 || bind(ps, reinterpret_cast<sockaddr*>(&pa), sizeof pa) != 0 || listen(ps, 5) != 0) return 1;
+      line("path", std::to_string(ps));
+      g_listeners[0] = s;
+      g_listeners[1] = ps;
+    }
+  } else if (mode == "refuse-epoll") {
+    line("epoll", std::to_string(epoll_create1(EPOLL_CLOEXEC)));
+  } else if (mode == "refuse-lone-pipe") {
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    close(p[1]);
+    line("pipe", std::to_string(p[0]));
   } else if (mode == "refuse-timer") {
     timer_t timer;
     sigevent sev{};
@@ -244,6 +325,9 @@ void report(const std::string& mode) {
     char buf[16] = {};
     const ssize_t n = read(g_file_fd, buf, sizeof buf);
     line("read", std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0));
+  }
+  if (mode == "listeners") {
+    line("listeners", probe_listener(g_listeners[0], SOCK_SEQPACKET) + " " + probe_listener(g_listeners[1], SOCK_STREAM));
   }
   if (mode == "signals") {
     sigset_t pending;

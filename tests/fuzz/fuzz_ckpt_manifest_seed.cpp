@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus for fuzz_ckpt_manifest_decode: a manifest's bytes
-// (full, minimal, with an unknown section), a whole image, and near misses
+// (full, minimal, with an unknown section, with eventfds, a pipe and a
+// socketpair), a whole image, and near misses
 // that each break one rule (a run outside its VMA, a duplicate section, a
 // truncated section, another version, a cxlpool region of an unknown kind
 // or a region descriptor naming no region).
@@ -68,6 +69,17 @@ std::vector<Seed> seeds() {
   no_region.fds.back().file = 7;
   out.push_back({"client-fd-past-regions.bin", encode_manifest(no_region)});
   out.push_back({"image.bin", image_of(sample)});
+  const Manifest objects = cxlpool::test::sample_manifest_with_fd_objects();
+  out.push_back({"fd-objects.bin", encode_manifest(objects)});
+  Manifest lone_pipe = objects;
+  lone_pipe.fds[6].open_flags = 0;  // both pipe fds read ends: a pipe without a writer
+  out.push_back({"fd-objects-lone-pipe.bin", encode_manifest(lone_pipe)});
+  Manifest relative_listener = objects;
+  relative_listener.fd_objects.back().contents = {'s', 'o', 'c', 'k'};  // a path that is not absolute
+  out.push_back({"fd-objects-listener-relative.bin", encode_manifest(relative_listener)});
+  Manifest dgram_listener = objects;
+  dgram_listener.fd_objects.back().detail = 2;  // SOCK_DGRAM cannot listen
+  out.push_back({"fd-objects-listener-dgram.bin", encode_manifest(dgram_listener)});
   Manifest past = sample;
   past.runs[2].image_offset = 4 * 4096;
   out.push_back({"image-run-past-data.bin", image_of(past)});

@@ -88,6 +88,34 @@ inline ckpt::Manifest without_client(ckpt::Manifest m) {
   return m;
 }
 
+// sample_manifest() plus an eventfd (fd 6, its dup at 11), a pipe (7 read,
+// 8 write) with bytes in it, a stream socketpair (9, 10), a seqpacket
+// listener on an abstract name holding NULs (12, its dup at 13) and a stream
+// listener on a path (14): every kind of the fd objects section.
+inline ckpt::Manifest sample_manifest_with_fd_objects() {
+  using namespace ckpt;
+  Manifest m = sample_manifest();
+  auto add = [&](int fd, FdKind kind, uint32_t flags, FdObject o) {
+    m.fds.push_back({fd, kind, kNoFile, flags, 0});
+    o.fd = fd;
+    m.fd_objects.push_back(std::move(o));
+  };
+  constexpr uint32_t kRead = 0, kWrite = 1, kReadWrite = 2, kNonBlock = 04000, kCloexec = 02000000;
+  add(6, FdKind::kEventfd, kReadWrite | kCloexec, {0, 11, 0, 5, kEventfdSemaphore, {}});
+  add(7, FdKind::kPipe, kRead | kNonBlock, {0, 900, 0, 0, kDefaultPipeBytes, {'a', 'b', 'c'}});
+  add(8, FdKind::kPipe, kWrite, {0, 900, 0, 0, kDefaultPipeBytes, {}});
+  add(9, FdKind::kSocketPair, kReadWrite, {0, 1001, 1002, 0, 1, {}});
+  add(10, FdKind::kSocketPair, kReadWrite, {0, 1002, 1001, 0, 1, {}});
+  add(11, FdKind::kEventfd, kReadWrite, {0, 11, 0, 5, kEventfdSemaphore, {}});
+  const std::string abstract("\0cuda-uvmfd-4026531836-511\0", 28);
+  const std::vector<uint8_t> name(abstract.begin(), abstract.end());
+  add(12, FdKind::kUnixListener, kReadWrite | kNonBlock | kCloexec, {0, 2001, 0, 128, 5, name});
+  add(13, FdKind::kUnixListener, kReadWrite, {0, 2001, 0, 128, 5, name});
+  const std::string path = "/run/sample.sock";
+  add(14, FdKind::kUnixListener, kReadWrite, {0, 2002, 0, 4096, 1, {path.begin(), path.end()}});
+  return m;
+}
+
 // A whole image of `m` in memory as ImageWriter lays it out: header, `data`
 // (m.image_data_bytes of it) at m.image_data_offset, the manifest behind.
 inline std::vector<std::byte> image_of(const ckpt::Manifest& m, std::span<const std::byte> data) {

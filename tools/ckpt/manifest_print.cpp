@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace cxlpool::ckpt_tool {
@@ -31,6 +32,10 @@ const char* fd_kind_name(FdKind k) {
     case FdKind::kCxlpoolSocket: return "cxlpool-socket";
     case FdKind::kDirectory: return "directory";
     case FdKind::kCxlpoolRegion: return "cxlpool-region";
+    case FdKind::kEventfd: return "eventfd";
+    case FdKind::kPipe: return "pipe";
+    case FdKind::kSocketPair: return "socketpair";
+    case FdKind::kUnixListener: return "unix-listener";
   }
   return "?";
 }
@@ -151,6 +156,17 @@ nlohmann::json manifest_json(const Manifest& m) {
     json e = {{"fd", f.fd}, {"kind", fd_kind_name(f.kind)}, {"flags", fmt::format("{:o}", f.open_flags)},
               {"offset", f.offset}};
     if (f.file != kNoFile) e["path"] = fd_target(m, f);
+    for (const FdObject& o : m.fd_objects) {
+      if (o.fd != f.fd) continue;
+      e["object"] = {{"id", o.object}, {"peer", o.peer}, {"counter", o.counter}, {"detail", o.detail},
+                     {"contents_bytes", o.contents.size()}};
+      if (f.kind == FdKind::kUnixListener) {
+        // The address as /proc/net/unix shows it: an abstract name's NULs as '@'.
+        std::string address(o.contents.begin(), o.contents.end());
+        std::replace(address.begin(), address.end(), '\0', '@');
+        e["object"]["address"] = address;
+      }
+    }
     fds.push_back(e);
   }
   j["fds"] = fds;

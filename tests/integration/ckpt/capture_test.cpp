@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -415,7 +417,7 @@ TEST_F(CkptCapture, ImageInACallersFile) {
 }
 
 TEST_F(CkptCapture, RefusedCaptureRemovesItsImageFile) {
-  auto t = start({"refuse-eventfd"});
+  auto t = start({"refuse-epoll"});
   test::TempDir dir;
   CaptureOptions options;
   options.image_path = (dir.path() / "image").string();
@@ -467,8 +469,123 @@ TEST_F(CkptCapture, CxlpoolSocketIsTheClientLibrarys) {
   ASSERT_TRUE(image);
   auto refused = capture_process(t->pid(), {}, *image);
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message.find("fd " + std::to_string(fd) + " is a socket"), std::string::npos)
+  // Its peer is closed: not a socketpair either, and the refusal says what it is.
+  EXPECT_NE(refused.error().message.find("fd " + std::to_string(fd) + " is a unix stream socket"), std::string::npos)
       << refused.error().message;
+  EXPECT_EQ(t->stop(), 0);
+}
+
+// Bytes a pipe of process `pid` holds, through its read end `fd`.
+int pipe_bytes(pid_t pid, int fd) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const int mine = pidfd < 0 ? -1 : static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  int n = -1;
+  if (mine >= 0) ::ioctl(mine, FIONREAD, &n);
+  if (mine >= 0) ::close(mine);
+  if (pidfd >= 0) ::close(pidfd);
+  return n;
+}
+
+TEST_F(CkptCapture, EventfdPipeAndSocketpairAreKept) {
+  auto t = start({"fd-objects"});
+  const int efd = std::stoi(t->setup().at("eventfd"));
+  const auto pipe = words(t->setup().at("pipe"));
+  const auto pair = words(t->setup().at("pair"));
+  const int pr = std::stoi(pipe[0]), pw = std::stoi(pipe[1]);
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  auto object = [&](int fd) -> const FdObject* {
+    for (const FdObject& o : m->fd_objects)
+      if (o.fd == fd) return &o;
+    return nullptr;
+  };
+  auto kind = [&](int fd) {
+    for (const FdEntry& e : m->fds)
+      if (e.fd == fd) return e.kind;
+    return static_cast<FdKind>(0);
+  };
+  EXPECT_EQ(kind(efd), FdKind::kEventfd);
+  ASSERT_NE(object(efd), nullptr);
+  EXPECT_EQ(object(efd)->counter, 7u);
+  EXPECT_EQ(object(efd)->detail, kEventfdSemaphore);
+  EXPECT_EQ(kind(pr), FdKind::kPipe);
+  EXPECT_EQ(kind(pw), FdKind::kPipe);
+  ASSERT_NE(object(pr), nullptr);
+  ASSERT_NE(object(pw), nullptr);
+  EXPECT_EQ(object(pr)->object, object(pw)->object);
+  EXPECT_EQ(std::string(object(pr)->contents.begin(), object(pr)->contents.end()), "hello");
+  EXPECT_EQ(object(pr)->detail, kDefaultPipeBytes);
+  for (const auto& end : pair) {
+    EXPECT_EQ(kind(std::stoi(end)), FdKind::kSocketPair);
+    ASSERT_NE(object(std::stoi(end)), nullptr);
+    EXPECT_EQ(object(std::stoi(end))->detail, static_cast<uint32_t>(SOCK_DGRAM));
+  }
+  EXPECT_EQ(object(std::stoi(pair[0]))->peer, object(std::stoi(pair[1]))->object);
+  // The capture read the pipe's bytes and put them back.
+  EXPECT_EQ(pipe_bytes(t->pid(), pr), 5);
+  // What describe_fds says of each agrees.
+  auto verdicts = describe_fds(t->pid(), {});
+  ASSERT_TRUE(verdicts) << verdicts.error().message;
+  for (const FdVerdict& v : *verdicts) EXPECT_TRUE(v.supported) << "fd " << v.fd << ": " << v.what;
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, ListeningUnixSocketsAreKept) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "listener.sock").string();
+  auto t = start({"listeners", path});
+  const auto abstract = words(t->setup().at("abstract"));
+  const int afd = std::stoi(abstract[0]), pfd = std::stoi(t->setup().at("path"));
+  CAPTURE_OR_SKIP(m, *t);
+  check_common(*t, *m);
+  auto find = [&](int fd) -> std::pair<const FdEntry*, const FdObject*> {
+    std::pair<const FdEntry*, const FdObject*> out{nullptr, nullptr};
+    for (const FdEntry& e : m->fds)
+      if (e.fd == fd) out.first = &e;
+    for (const FdObject& o : m->fd_objects)
+      if (o.fd == fd) out.second = &o;
+    return out;
+  };
+  const auto [ae, ao] = find(afd);
+  ASSERT_NE(ae, nullptr);
+  ASSERT_NE(ao, nullptr);
+  EXPECT_EQ(ae->kind, FdKind::kUnixListener);
+  EXPECT_TRUE(ae->open_flags & O_NONBLOCK);
+  EXPECT_EQ(ao->detail, static_cast<uint32_t>(SOCK_SEQPACKET));
+  EXPECT_EQ(ao->counter, 7u);
+  // The name's bytes, its NULs included.
+  std::string hex;
+  for (uint8_t b : ao->contents) hex += "0123456789abcdef"[b >> 4], hex += "0123456789abcdef"[b & 15];
+  EXPECT_EQ(hex, abstract[1]);
+  const auto [pe, po] = find(pfd);
+  ASSERT_NE(pe, nullptr);
+  ASSERT_NE(po, nullptr);
+  EXPECT_EQ(pe->kind, FdKind::kUnixListener);
+  EXPECT_EQ(po->detail, static_cast<uint32_t>(SOCK_STREAM));
+  EXPECT_EQ(po->counter, 5u);
+  EXPECT_EQ(std::string(po->contents.begin(), po->contents.end()), path);
+  EXPECT_EQ(t->stop(), 0);
+}
+
+TEST_F(CkptCapture, ListenerWhosePathNamesAnotherFileIsRefused) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "listener.sock").string();
+  auto t = start({"listeners", path});
+  const int pfd = std::stoi(t->setup().at("path"));
+  // The socket file replaced by a plain file: a restore would bind a name
+  // that is no longer this socket's.
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  { std::ofstream(path) << "x"; }
+  auto verdicts = describe_fds(t->pid(), {});
+  ASSERT_TRUE(verdicts) << verdicts.error().message;
+  bool seen = false;
+  for (const FdVerdict& v : *verdicts) {
+    if (v.fd != pfd) continue;
+    seen = true;
+    EXPECT_FALSE(v.supported);
+    EXPECT_NE(v.what.find("no longer names this socket"), std::string::npos) << v.what;
+  }
+  EXPECT_TRUE(seen);
   EXPECT_EQ(t->stop(), 0);
 }
 
@@ -479,7 +596,9 @@ struct Refusal {
 
 TEST_F(CkptCapture, RefusesWhatItCannotHoldAndLeavesTheTargetRunning) {
   const Refusal cases[] = {
-      {"refuse-eventfd", "is an eventfd"},
+      {"refuse-epoll", "is an epoll instance"},
+      {"refuse-lone-pipe", "whose write end the process does not hold"},
+      {"refuse-listener-queued", "1 connection waiting to be accepted"},
       {"refuse-timer", "POSIX timers"},
       {"refuse-shared", "writable shared mapping"},
   };

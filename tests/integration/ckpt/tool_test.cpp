@@ -66,13 +66,13 @@ TEST_F(CkptTool, DumpKillEndsTheTarget) {
 }
 
 TEST_F(CkptTool, RefusalNamesTheReasonAndLeavesNoImage) {
-  test::CkptTarget t(target_, {"refuse-eventfd"});
+  test::CkptTarget t(target_, {"refuse-epoll"});
   ASSERT_TRUE(t.started());
   const std::string image = (dir_.path() / "image").string();
   auto dump = run_program({tool_, "dump", std::to_string(t.pid()), image});
   EXPECT_EQ(dump.exit_code, 1);
   if (dump.err.find("Operation not permitted") == std::string::npos) {
-    EXPECT_NE(dump.err.find("eventfd"), std::string::npos) << dump.err;
+    EXPECT_NE(dump.err.find("epoll"), std::string::npos) << dump.err;
   }
   EXPECT_NE(::access(image.c_str(), F_OK), 0) << "a refused checkpoint left its image";
   EXPECT_TRUE(t.report());

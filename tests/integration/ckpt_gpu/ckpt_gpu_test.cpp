@@ -20,7 +20,12 @@
 // Exit 0 passed, 1 failed, 77 skipped (no driver, no device, a driver without
 // the checkpoint API, not root) with the reason. Environment: CKPT_GPU_TARGET,
 // CXLPOOL_CKPT, CXLPOOL_RESTORE (the programs), CKPT_GPU_BYTES (device
-// buffer, default 64 MiB), CKPT_GPU_IMAGE_DIR (default /dev/shm).
+// buffer, default 64 MiB), CKPT_GPU_IMAGE_DIR (default /dev/shm),
+// CKPT_GPU_TARGET_FDS=1 (the target also holds an eventfd, a semaphore
+// eventfd, a pipe with bytes in it, a socketpair and a listening abstract
+// seqpacket socket named like the driver's; the clone must read back what
+// the original held and accept a connection to that name). Before the capture, every descriptor of the
+// target is listed with what the capture decides about it.
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -37,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "cxlpool/ckpt/capture.hpp"
 #include "driver_api.hpp"
 #include "support/piped_child.hpp"
 
@@ -185,7 +191,7 @@ struct Programs {
 // *clone_failed says that the clone was made and what failed was the
 // driver's part or the clone's answer (worth another try with --host-pids).
 int restore_and_verify(const DriverApi& api, const Programs& p, const std::string& image, bool host_pids,
-                       bool* clone_failed) {
+                       const std::string& fds_expect, bool* clone_failed) {
   *clone_failed = false;
   const std::string mode = host_pids ? " --host-pids" : "";
   step("restore the image: cxlpool-restore " + image + " --policy mow --report-fd 3" + mode);
@@ -244,9 +250,23 @@ int restore_and_verify(const DriverApi& api, const Programs& p, const std::strin
     restore.stop();
     return failed("verify", "the clone did not answer: " + why);
   }
+  if (verdict.rfind("verify ok ", 0) != 0) return failed("verify", verdict);
+  if (!fds_expect.empty()) {
+    step("the clone reads its eventfds, pipe and socketpair and accepts on its listener");
+    if (!restore.send("fds")) return failed("fds", "cannot write to the clone's stdin");
+    const std::string fds = expect_line(restore, "fds ", &why);
+    if (fds.empty()) {
+      restore.stop();
+      return failed("fds", "the clone did not answer: " + why);
+    }
+    if (fds.substr(4) != fds_expect) {
+      restore.stop();
+      return failed("fds", "the clone's descriptors hold '" + fds.substr(4) + "', the original's held '" + fds_expect +
+                               "'");
+    }
+  }
   restore.send("exit");
   const int status = restore.wait_exit(kStepTimeoutMs);
-  if (verdict.rfind("verify ok ", 0) != 0) return failed("verify", verdict);
   if (status != 0) return failed("clone exit", "cxlpool-restore exited " + std::to_string(status));
   *clone_failed = false;
   return 0;
@@ -280,6 +300,14 @@ int run() {
   PipedChild target({p.target, bytes}, false);
   if (target.pid() <= 0) return failed("start the target", std::string("fork: ") + std::strerror(errno));
   std::string why;
+  // CKPT_GPU_TARGET_FDS=1: the target holds an eventfd, a pipe with bytes in
+  // it and a socketpair besides the driver's, and says what they hold.
+  std::string fds_expect;
+  if (env_or("CKPT_GPU_TARGET_FDS", "") == "1") {
+    const std::string line = expect_line(target, "fds-expect ", &why, kStartTimeoutMs);
+    if (line.empty()) return failed("start the target", why);
+    fds_expect = line.substr(11);
+  }
   if (expect_line(target, "ready ", &why, kStartTimeoutMs).empty()) return failed("start the target", why);
   const pid_t pid = target.pid();
 
@@ -309,6 +337,15 @@ int run() {
   for (const std::string& e : left) std::printf("  still holds the GPU: %s\n", e.c_str());
   for (const std::string& e : other_fds) std::printf("  other descriptor: %s\n", e.c_str());
   if (left.empty()) std::printf("target holds no /dev/nvidia* descriptor or mapping any more\n");
+  // What the capture will decide about each descriptor, all of them (the
+  // capture itself stops at the first it refuses).
+  if (auto verdicts = cxlpool::ckpt::describe_fds(pid, {})) {
+    for (const auto& v : *verdicts) {
+      std::printf("  capture of fd %d: %s: %s\n", v.fd, v.supported ? "supported" : "refused", v.what.c_str());
+    }
+  } else {
+    std::printf("  the capture's view of the descriptors: %s\n", verdicts.error().message.c_str());
+  }
 
   step("capture: cxlpool-ckpt dump " + std::to_string(pid) + " " + image + " --kill");
   PipedChild dump({p.ckpt, "dump", std::to_string(pid), image, "--kill"}, false);
@@ -348,12 +385,12 @@ int run() {
   if (::stat(image.c_str(), &st) == 0) std::printf("image: %s, %lld MiB\n", image.c_str(), static_cast<long long>(st.st_size >> 20));
 
   bool clone_failed = false;
-  int result = restore_and_verify(api, p, image, false, &clone_failed);
+  int result = restore_and_verify(api, p, image, false, fds_expect, &clone_failed);
   if (result != 0 && clone_failed) {
     // The clone's pid differs between its namespace and this one: a driver
     // that names the process by pid on both sides cannot match them.
     std::printf("the clone in a new pid namespace failed (above); again with its original pids here too\n");
-    result = restore_and_verify(api, p, image, true, &clone_failed);
+    result = restore_and_verify(api, p, image, true, fds_expect, &clone_failed);
     if (result == 0) {
       std::printf("PASSED only with --host-pids: the driver needs the clone's host pid to be its original pid\n");
     }

@@ -10,16 +10,32 @@
 //           or "verify error PID STEP: CUDA_ERROR_..."
 //   exit    exits 0 without calling the driver, not even its exit handlers
 //           (they would block in a locked process)
+//   fds     (with CKPT_GPU_TARGET_FDS=1 only) reads what its own eventfds,
+//           pipe and socketpair hold and connects to its own listener:
+//           "fds eventfd=N semaphore=R,R pipe=TEXT socketpair=TEXT
+//           listener=NAME accepted=TEXT flags=..."
 // It talks over fds 0-2 only, which a checkpoint carries as the restorer's
-// stdio. It never links the project's CUDA code: it resolves the few driver
+// stdio. With CKPT_GPU_TARGET_FDS=1 in its environment it also holds, like a
+// driver might, an eventfd with a counter, a semaphore eventfd, a pipe with
+// bytes buffered in it, a unix socketpair (both ends each) and a listening
+// seqpacket socket on an abstract name like the driver's own
+// ("@cuda-uvmfd-NETNS-PID@", its NULs shown as '@'), and before
+// "ready" prints "fds-expect ..." with what "fds" must answer, which a
+// restored clone's answer is compared with. It never links the project's CUDA code: it resolves the few driver
 // entry points it needs itself, because it is built without sanitizers (a
 // sanitized process cannot be restored) and sanitized project libraries do
 // not link into such a program.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -131,6 +147,130 @@ bool read_line(std::string* line) {
   }
 }
 
+// The descriptors of CKPT_GPU_TARGET_FDS, made after the driver's so that
+// a capture meets both.
+struct ExtraFds {
+  int counter = -1, semaphore = -1;  // eventfds
+  int pipe_read = -1, pipe_write = -1;
+  int pair[2] = {-1, -1};
+  int listener = -1;  // seqpacket, listening on the abstract name
+};
+
+// The abstract name the driver's checkpoint support listens on: its
+// network namespace's inode and the pid, between NULs.
+std::string uvm_name() {
+  struct stat st {};
+  const unsigned long long netns = ::stat("/proc/self/ns/net", &st) == 0 ? st.st_ino : 0;
+  const std::string text = "cuda-uvmfd-" + std::to_string(netns) + "-" + std::to_string(::getpid());
+  return std::string(1, '\0') + text + std::string(1, '\0');
+}
+
+socklen_t to_address(const std::string& name, sockaddr_un* addr) {
+  *addr = {};
+  addr->sun_family = AF_UNIX;
+  std::memcpy(addr->sun_path, name.data(), name.size());
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size());
+}
+
+// An abstract name as /proc/net/unix shows it: its NULs as '@'.
+std::string shown(std::string name) {
+  for (char& c : name) {
+    if (c == '\0') c = '@';
+  }
+  return name;
+}
+
+constexpr uint64_t kCounter = 5, kSemaphore = 3;
+constexpr char kPipeText[] = "buffered-in-the-pipe";
+
+bool make_extra_fds(ExtraFds* x, std::string* why) {
+  x->counter = ::eventfd(0, EFD_CLOEXEC);
+  x->semaphore = ::eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK);
+  int ends[2];
+  if (x->counter < 0 || x->semaphore < 0 || ::pipe2(ends, O_NONBLOCK) != 0 ||
+      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->pair) != 0) {
+    *why = std::string("making the extra descriptors: ") + std::strerror(errno);
+    return false;
+  }
+  x->pipe_read = ends[0];
+  x->pipe_write = ends[1];
+  const uint64_t c = kCounter, s = kSemaphore;
+  if (::write(x->counter, &c, 8) != 8 || ::write(x->semaphore, &s, 8) != 8 ||
+      ::write(x->pipe_write, kPipeText, sizeof kPipeText - 1) != static_cast<ssize_t>(sizeof kPipeText - 1)) {
+    *why = std::string("filling the extra descriptors: ") + std::strerror(errno);
+    return false;
+  }
+  sockaddr_un addr;
+  const socklen_t len = to_address(uvm_name(), &addr);
+  x->listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (x->listener < 0 || ::bind(x->listener, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::listen(x->listener, 16) != 0) {
+    *why = std::string("making the listening socket: ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+// The listener's name (getsockname) if it accepts connections
+// (SO_ACCEPTCONN), and what a connection made to that name sent once the
+// listener accepted it.
+std::string probe_listener(int listener) {
+  int accepting = 0;
+  socklen_t optlen = sizeof accepting;
+  if (::getsockopt(listener, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &optlen) != 0 || !accepting) {
+    return "(not-listening) accepted=(none)";
+  }
+  sockaddr_un addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      len <= offsetof(sockaddr_un, sun_path)) {
+    return "(unnamed) accepted=(none)";
+  }
+  const std::string name(addr.sun_path, len - offsetof(sockaddr_un, sun_path));
+  std::string accepted = "(none)";
+  const int client = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (client >= 0 && ::connect(client, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
+      ::send(client, "hello", 5, 0) == 5) {
+    // A unix connect is queued at once: the non-blocking accept finds it.
+    const int server = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char got[16] = {};
+    if (server >= 0 && ::recv(server, got, sizeof got - 1, 0) > 0) accepted = got;
+    if (server >= 0) ::close(server);
+  }
+  if (client >= 0) ::close(client);
+  return shown(name) + " accepted=" + accepted;
+}
+
+std::string flag_text(int fd) {
+  const int fl = ::fcntl(fd, F_GETFL), fdf = ::fcntl(fd, F_GETFD);
+  std::string out;
+  out += (fl >= 0 && (fl & O_NONBLOCK)) ? "n" : "-";
+  out += (fdf >= 0 && (fdf & FD_CLOEXEC)) ? "c" : "-";
+  return out;
+}
+
+// What the extra descriptors hold, read (and so consumed) now: the counter
+// eventfd's value, the semaphore's first two reads (1 each), the pipe's
+// bytes, a message sent through the socketpair, and each fd's flags.
+std::string read_extra_fds(const ExtraFds& x) {
+  uint64_t counter = 0, s1 = 0, s2 = 0;
+  if (::read(x.counter, &counter, 8) != 8) counter = ~0ull;
+  if (::read(x.semaphore, &s1, 8) != 8) s1 = ~0ull;
+  if (::read(x.semaphore, &s2, 8) != 8) s2 = ~0ull;
+  char buf[256];
+  const ssize_t n = ::read(x.pipe_read, buf, sizeof buf);
+  const std::string pipe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "(empty)";
+  std::string pair = "(broken)";
+  if (::write(x.pair[0], "ping", 4) == 4) {
+    char got[8] = {};
+    if (::read(x.pair[1], got, 4) == 4) pair = got;
+  }
+  return "eventfd=" + std::to_string(counter) + " semaphore=" + std::to_string(s1) + "," + std::to_string(s2) +
+         " pipe=" + pipe + " socketpair=" + pair + " listener=" + probe_listener(x.listener) +
+         " flags=" + flag_text(x.counter) + flag_text(x.semaphore) + flag_text(x.pipe_read) + flag_text(x.pipe_write) +
+         flag_text(x.pair[0]) + flag_text(x.pair[1]) + flag_text(x.listener);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,6 +313,14 @@ int main(int argc, char** argv) {
   if (int r = d.memcpy_htod(devptr, staging, bytes); r != 0) return say("error cuMemcpyHtoD: " + cu_name(d, r)), 1;
   ::munmap(staging, bytes);
 
+  const char* extra_env = std::getenv("CKPT_GPU_TARGET_FDS");
+  const bool extra = extra_env != nullptr && std::strcmp(extra_env, "1") == 0;
+  ExtraFds x;
+  if (extra) {
+    if (!make_extra_fds(&x, &why)) return say("error " + why), 1;
+    say("fds-expect eventfd=" + std::to_string(kCounter) + " semaphore=1,1 pipe=" + kPipeText +
+        " socketpair=ping listener=" + shown(uvm_name()) + " accepted=hello flags=-cn-n-n--c-cnc");
+  }
   char ready[96];
   std::snprintf(ready, sizeof ready, "ready %d %llx %zu", static_cast<int>(::getpid()),
                 static_cast<unsigned long long>(devptr), bytes);
@@ -181,6 +329,8 @@ int main(int argc, char** argv) {
   while (read_line(&line)) {
     if (line == "verify") {
       say(verify(d, devptr, bytes));
+    } else if (line == "fds" && extra) {
+      say("fds " + read_extra_fds(x));
     } else if (line == "exit") {
       // Without the driver's exit handlers, which would block in a locked
       // process.

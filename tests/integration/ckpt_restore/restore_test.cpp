@@ -229,7 +229,10 @@ TEST_F(Restore, CaptureTargetsResumeUnderEveryPolicy) {
   const std::string target = env_or_skip("CKPT_TARGET");
   if (target.empty()) GTEST_SKIP() << "CKPT_TARGET not set";
   const std::vector<std::vector<std::string>> modes = {
-      {"loop"}, {"threads"}, {"signals"}, {"rseq"}, {"vdso"}, {"file", data_, "100"}, {"dontneed"}, {"sparse"}};
+      {"loop"}, {"threads"}, {"signals"}, {"rseq"}, {"vdso"}, {"file", data_, "100"}, {"dontneed"}, {"sparse"},
+      // Each clone binds the names again: the abstract one freed by the
+      // one before, the path over the socket file it left.
+      {"listeners", (dir_.path() / "listener.sock").string()}};
   const std::set<std::string> growing = {"counter", "sleeps", "alarms_seen"};
   for (const auto& mode : modes) {
     std::vector<std::string> argv = {target};
@@ -329,6 +332,40 @@ TEST_F(Restore, TenClonesRunAtOnceAndShareUnwrittenPages) {
   std::ofstream(data_ + ".exit").flush();
   r.close_in();
   EXPECT_EQ(r.wait(), 0) << r.all_err(1s);
+}
+
+TEST_F(Restore, AListenerWhoseNameIsTakenOrReplacedIsRefused) {
+  const std::string target = env_or_skip("CKPT_TARGET");
+  if (target.empty()) GTEST_SKIP() << "CKPT_TARGET not set";
+  const std::string path = (dir_.path() / "taken.sock").string();
+  const std::string image = (dir_.path() / "listeners.img").string();
+  {
+    // The original lives on, listening on both names.
+    Piped p({target, "listeners", path});
+    for (std::string l = p.line(); l != "ready"; l = p.line()) ASSERT_FALSE(l.empty());
+    auto writer = ImageWriter::to_file(image);
+    ASSERT_TRUE(writer) << writer.error().message;
+    auto manifest = capture_process(p.pid(), {}, *writer);
+    ASSERT_TRUE(manifest) << manifest.error().message;
+    Piped r({restorer_, image, "--policy", "mow"});
+    EXPECT_EQ(r.wait(), 1);
+    const std::string err = r.all_err(1s);
+    EXPECT_NE(err.find("cannot bind @ckpt-target-" + std::to_string(p.pid()) + "@b again: the name is in use"),
+              std::string::npos)
+        << err;
+  }
+  // The original gone: its abstract name is free, its socket file left
+  // behind, and replaced here by a plain file, which a restore leaves alone.
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  { std::ofstream(path) << "not a socket"; }
+  Piped r({restorer_, image, "--policy", "mow"});
+  EXPECT_EQ(r.wait(), 1);
+  const std::string err = r.all_err(1s);
+  EXPECT_NE(err.find("binds " + path + ", which is now a file that is not a socket"), std::string::npos) << err;
+  std::ifstream left(path);
+  std::string text;
+  std::getline(left, text);
+  EXPECT_EQ(text, "not a socket");
 }
 
 TEST_F(Restore, AChangedFileIsRefused) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The checkpoint image format: round trips through memory, a memfd and a
 // file, and every rejection of the header, the manifest's sections and the
-// manifest's rules, each with its errno.
+// manifest's rules (fd objects' too), each with its errno.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <functional>
+#include <span>
 #include <utility>
 
 #include "cxlpool/ckpt/image_header.hpp"
@@ -394,6 +395,22 @@ struct RuleCase {
   const char* says;
 };
 
+// Each case's change to `base` breaks the rule it names: validate_manifest
+// and the decoder both refuse it, saying so.
+void expect_rules(const Manifest& base, std::span<const RuleCase> cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Manifest m = base;
+    c.change(m);
+    auto v = validate_manifest(m);
+    ASSERT_FALSE(v);
+    EXPECT_EQ(v.error().code, EBADMSG);
+    EXPECT_NE(v.error().message.find(c.says), std::string::npos) << v.error().message;
+    // The decoder holds a manifest to the same rules.
+    expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, c.says);
+  }
+}
+
 TEST(CkptFormat, RuleRejections) {
   const RuleCase cases[] = {
       {"pid", [](Manifest& m) { m.process.pid = 0; }, "not positive"},
@@ -449,17 +466,122 @@ TEST(CkptFormat, RuleRejections) {
       {"hot repeat", [](Manifest& m) { m.hot_pages[1] = m.hot_pages[0]; }, "sorted"},
       {"hot outside", [](Manifest& m) { m.hot_pages[1] = 0x7f0000003000ull; }, "not in any run"},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.name);
-    Manifest m = sample_manifest();
-    c.change(m);
-    auto v = validate_manifest(m);
-    ASSERT_FALSE(v);
-    EXPECT_EQ(v.error().code, EBADMSG);
-    EXPECT_NE(v.error().message.find(c.says), std::string::npos) << v.error().message;
-    // The decoder holds a manifest to the same rules.
-    expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, c.says);
-  }
+  expect_rules(sample_manifest(), cases);
+}
+
+// ---- fd objects: eventfds, pipes, socketpairs ----
+
+Manifest with_objects() { return test::sample_manifest_with_fd_objects(); }
+
+TEST(CkptFdObjects, RoundTrip) {
+  const Manifest m = with_objects();
+  ASSERT_TRUE(validate_manifest(m)) << validate_manifest(m).error().message;
+  const auto bytes = encode_manifest(m);
+  auto decoded = decode_manifest(bytes);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(encode_manifest(*decoded), bytes);
+  ASSERT_EQ(decoded->fd_objects.size(), 9u);
+  EXPECT_EQ(decoded->fd_objects[0].counter, 5u);
+  EXPECT_EQ(decoded->fd_objects[0].detail, kEventfdSemaphore);
+  EXPECT_EQ(decoded->fd_objects[1].contents, (std::vector<uint8_t>{'a', 'b', 'c'}));
+  EXPECT_EQ(decoded->fd_objects[3].peer, 1002u);
+  EXPECT_EQ(decoded->fds[5].kind, FdKind::kPipe);
+  // The abstract name's NULs (leading, trailing) survive.
+  const FdObject& listener = decoded->fd_objects[6];
+  ASSERT_EQ(listener.contents.size(), 28u);
+  EXPECT_EQ(listener.contents.front(), 0);
+  EXPECT_EQ(listener.contents.back(), 0);
+  EXPECT_EQ(listener.detail, 5u);
+  EXPECT_EQ(listener.counter, 128u);
+  EXPECT_EQ(decoded->fds.back().kind, FdKind::kUnixListener);
+  EXPECT_EQ(decoded->fd_objects[8].contents, (std::vector<uint8_t>{'/', 'r', 'u', 'n', '/', 's', 'a', 'm', 'p', 'l',
+                                                                   'e', '.', 's', 'o', 'c', 'k'}));
+}
+
+TEST(CkptFdObjects, WithoutObjectsTheEncodingHasNoSuchSection) {
+  // An image from before the section decodes (it is the same bytes as a
+  // manifest with no objects), and one with objects differs only by it.
+  const Manifest plain = test::sample_manifest();
+  const auto bytes = encode_manifest(plain);
+  auto decoded = decode_manifest(bytes);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_TRUE(decoded->fd_objects.empty());
+  EXPECT_GT(encode_manifest(with_objects()).size(), bytes.size());
+}
+
+TEST(CkptFdObjects, ObjectsWithoutTheSectionAreRefused) {
+  // An eventfd entry whose object record is missing (an old writer cannot
+  // produce it; a damaged file can).
+  Manifest m = with_objects();
+  m.fd_objects.clear();
+  auto r = decode_manifest(encode_manifest(m));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EBADMSG);
+  EXPECT_NE(r.error().message.find("no fd object record"), std::string::npos) << r.error().message;
+}
+
+TEST(CkptFdObjects, ContentsPastTheLimitAreRefused) {
+  Manifest m = with_objects();
+  m.fd_objects[1].detail = kMaxPipeBytes;
+  m.fd_objects[2].detail = kMaxPipeBytes;
+  m.fd_objects[1].contents.assign(kMaxPipeContentsBytes + 1, 'x');
+  auto r = decode_manifest(encode_manifest(m));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EBADMSG);
+}
+
+TEST(CkptFdObjects, RuleRejections) {
+  const RuleCase cases[] = {
+      {"object for a file", [](Manifest& m) { m.fd_objects[0].fd = 3; }, "no fd object record"},
+      {"extra object", [](Manifest& m) { m.fd_objects.push_back(m.fd_objects.back()); }, "for an fd that has none"},
+      {"object order", [](Manifest& m) { std::swap(m.fd_objects[0], m.fd_objects[1]); }, "no fd object record"},
+      {"eventfd file", [](Manifest& m) { m.fds[4].file = 0; }, "without a file"},
+      {"eventfd flags", [](Manifest& m) { m.fd_objects[0].detail = 6; }, "eventfd flags"},
+      {"eventfd counter", [](Manifest& m) { m.fd_objects[0].counter = ~0ull; }, "eventfd flags"},
+      {"eventfd contents", [](Manifest& m) { m.fd_objects[0].contents = {1}; }, "eventfd flags"},
+      {"dup disagrees", [](Manifest& m) { m.fd_objects[5].counter = 6; }, "disagrees"},
+      {"pipe access", [](Manifest& m) { m.fds[5].open_flags = O_RDWR; }, "read-only or write-only"},
+      {"pipe capacity", [](Manifest& m) { m.fd_objects[1].detail = 5000; }, "capacity"},
+      {"pipe capacity small", [](Manifest& m) { m.fd_objects[1].detail = 2048; }, "capacity"},
+      {"pipe overfull",
+       [](Manifest& m) {
+         m.fd_objects[1].detail = m.fd_objects[2].detail = 4096;
+         m.fd_objects[1].contents.assign(4097, 'x');
+       },
+       "more pipe contents"},
+      {"contents on the second fd", [](Manifest& m) { m.fd_objects[2].contents = {'z'}; }, "first fd"},
+      {"pipe without writer", [](Manifest& m) { m.fds[6].open_flags = O_RDONLY; }, "both a read and a write end"},
+      {"pipe without reader", [](Manifest& m) { m.fds[5].open_flags = O_WRONLY; }, "both a read and a write end"},
+      {"socket type", [](Manifest& m) { m.fd_objects[3].detail = m.fd_objects[4].detail = 3; }, "socketpair type"},
+      {"socket own peer", [](Manifest& m) { m.fd_objects[3].peer = 1001; }, "socketpair type"},
+      {"socket lone", [](Manifest& m) { m.fd_objects[4].peer = 77; }, "without its peer"},
+      {"socket peer type",
+       [](Manifest& m) { m.fd_objects[4].detail = 2; },
+       "without its peer"},
+      {"listener dgram", [](Manifest& m) { m.fd_objects[8].detail = 2; }, "not stream or seqpacket"},
+      {"listener peer", [](Manifest& m) { m.fd_objects[8].peer = 7; }, "not stream or seqpacket"},
+      {"listener backlog", [](Manifest& m) { m.fd_objects[8].counter = kMaxListenBacklog + 1; }, "backlog"},
+      {"listener no address", [](Manifest& m) { m.fd_objects[8].contents.clear(); }, "neither an abstract"},
+      {"listener bare NUL", [](Manifest& m) { m.fd_objects[8].contents = {0}; }, "neither an abstract"},
+      {"listener address too long",
+       [](Manifest& m) {
+         m.fd_objects[8].contents.assign(kMaxUnixAddressBytes + 1, 'a');
+         m.fd_objects[8].contents[0] = '/';
+       },
+       "neither an abstract"},
+      {"listener relative path",
+       [](Manifest& m) { m.fd_objects[8].contents = {'r', 'u', 'n'}; },
+       "neither an abstract"},
+      {"listener path with NUL",
+       [](Manifest& m) { m.fd_objects[8].contents = {'/', 'a', 0, 'b'}; },
+       "neither an abstract"},
+      {"listener file", [](Manifest& m) { m.fds.back().file = 0; }, "without a file"},
+      {"listener dup address",
+       [](Manifest& m) { m.fd_objects[7].contents.back() = 'x'; },
+       "disagrees"},
+      {"listener dup backlog", [](Manifest& m) { m.fd_objects[7].counter = 5; }, "disagrees"},
+  };
+  expect_rules(with_objects(), cases);
 }
 
 }  // namespace

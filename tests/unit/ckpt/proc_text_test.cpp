@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "cxlpool/ckpt/proc_text.hpp"
+#include "cxlpool/ckpt/socket_text.hpp"
 
 namespace cxlpool::ckpt {
 namespace {
@@ -149,6 +150,81 @@ TEST(CkptProcText, Fdinfo) {
   EXPECT_EQ(f->pos, 10u);
   EXPECT_EQ(f->flags, 02100000u);
   EXPECT_FALSE(parse_fdinfo("pos:\t10\n"));
+  EXPECT_FALSE(f->has_eventfd_count);
+  EXPECT_FALSE(f->has_eventfd_semaphore);
+}
+
+TEST(CkptProcText, FdinfoOfAnEventfd) {
+  // As Linux 6.x writes it: the count in hex, padded; id and semaphore in decimal.
+  auto f = parse_fdinfo("pos:\t0\nflags:\t02004002\nmnt_id:\t17\nino:\t1038\n"
+                        "eventfd-count:               1a\neventfd-id: 5\neventfd-semaphore: 1\n");
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->flags, 02004002u);
+  EXPECT_TRUE(f->has_eventfd_count && f->has_eventfd_id && f->has_eventfd_semaphore);
+  EXPECT_EQ(f->eventfd_count, 0x1au);
+  EXPECT_EQ(f->eventfd_id, 5u);
+  EXPECT_TRUE(f->eventfd_semaphore);
+  // A kernel before eventfd-semaphore: the rest is there, the flag unknown.
+  auto old = parse_fdinfo("pos:\t0\nflags:\t02\neventfd-count:                0\neventfd-id: 9\n");
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_TRUE(old->has_eventfd_count);
+  EXPECT_FALSE(old->has_eventfd_semaphore);
+  EXPECT_EQ(old->eventfd_count, 0u);
+  auto bad = parse_fdinfo("pos:\t0\nflags:\t02\neventfd-count: zz\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, EIO);
+  EXPECT_FALSE(parse_fdinfo("pos:\t0\nflags:\t02\neventfd-semaphore: 2\n"));
+}
+
+TEST(CkptProcText, NetUnix) {
+  const auto rows = parse_net_unix(
+      "Num       RefCount Protocol Flags    Type St Inode Path\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 1349 /run/nvidia-persistenced/socket\n"
+      "0000000000000000: 00000003 00000000 00000000 0001 03 1350\n"
+      "0000000000000000: 00000002 00000000 00000000 0005 03 1351 @cuda uvm name\n"
+      "garbage line\n");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].inode, 1349u);
+  EXPECT_TRUE(rows[0].listening);
+  EXPECT_EQ(rows[0].path, "/run/nvidia-persistenced/socket");
+  EXPECT_EQ(rows[1].state, 3u);
+  EXPECT_EQ(rows[1].type, 1u);
+  EXPECT_TRUE(rows[1].path.empty());
+  EXPECT_FALSE(rows[1].listening);
+  EXPECT_EQ(rows[2].type, 5u);
+  EXPECT_EQ(rows[2].path, "@cuda uvm name");
+  EXPECT_EQ(socket_type_name(rows[2].type), "seqpacket");
+}
+
+TEST(CkptProcText, NetNetlink) {
+  const auto rows = parse_net_netlink(
+      "sk               Eth Pid        Groups   Rmem     Wmem     Dump  Locks    Drops    Inode\n"
+      "ffff8f0a4e0d1800 15  1102       00000001 0        0        0     2        0        1349\n");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].protocol, 15u);
+  EXPECT_EQ(rows[0].portid, 1102u);
+  EXPECT_EQ(rows[0].inode, 1349u);
+}
+
+TEST(CkptProcText, NetInet) {
+  const auto v4 = parse_net_inet(
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0 100 0 0 10 0\n",
+      false);
+  ASSERT_EQ(v4.size(), 1u);
+  EXPECT_EQ(v4[0].local, "127.0.0.1:8080");
+  EXPECT_EQ(v4[0].remote, "0.0.0.0:0");
+  EXPECT_EQ(v4[0].state, 10u);
+  EXPECT_EQ(v4[0].inode, 4242u);
+  const auto v6 = parse_net_inet(
+      "  sl  local_address                         remote_address                        st tx_queue rx_queue tr "
+      "tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 00000000000000000000000001000000:01BB 00000000000000000000000000000000:0000 0A 00000000:00000000 "
+      "00:00000000 00000000     0        0 77 1 0 100 0 0 10 0\n",
+      true);
+  ASSERT_EQ(v6.size(), 1u);
+  EXPECT_EQ(v6[0].local, "[0:0:0:0:0:0:0:1]:443");
+  EXPECT_EQ(v6[0].inode, 77u);
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ Result<void> capture_shared_pending(pid_t tid, ProcessState& process);
 // What only the process can ask for: sigactions, itimers and brk (through
 // the leader), clear_child_tid and sigaltstack (each thread).
 Result<void> capture_injected(const FrozenProcess& frozen, uint64_t syscall_insn, Manifest& manifest);
-// Open descriptors; refuses kinds a restore cannot reopen.
+// Open descriptors and the kernel objects behind eventfds, pipes and
+// socketpairs; refuses kinds a restore cannot make again.
 Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& manifest);
 // The region of options.region_files behind (dev, ino), or null.
 const CaptureOptions::RegionFile* region_file(const CaptureOptions& options, uint64_t dev, uint64_t ino);

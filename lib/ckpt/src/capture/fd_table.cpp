@@ -2,8 +2,11 @@
 // Open descriptors: regular files, directories and stateless devices
 // (/dev/null, /dev/zero, /dev/full, /dev/[u]random) are reopened by path at
 // restore; fds 0-2 that are pipes, ttys or sockets are the restorer's
-// caller's; the cxlpool control socket is the client library's to reconnect.
-// Anything else would restore wrong, so it is refused by name.
+// caller's; the cxlpool control socket and region descriptors are the client
+// library's to get again;
+// eventfds, pipes and unix socketpairs whose both ends the process holds are
+// made again (fd_objects.cpp). Anything else would restore wrong, so it is
+// refused by name.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,9 +15,11 @@
 #include <cstdlib>
 
 #include "capture_steps.hpp"
+#include "fd_objects.hpp"
 #include "cxlpool/ckpt/proc_text.hpp"
 
-namespace cxlpool::ckpt::detail {
+namespace cxlpool::ckpt {
+namespace detail {
 namespace {
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
@@ -86,64 +91,135 @@ Error unrestorable_region(pid_t pid, const RegionRef& region, const std::string&
   return Error{ENOTSUP, "checkpoint of " + std::to_string(pid) + " refused: " + what + why};
 }
 
-Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& m) {
-  std::vector<FdEntry>& fds = m.fds;
+// One descriptor, classified from /proc alone (nothing of the process is
+// touched): its entry, or the refusal.
+Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& options, FileTable& files,
+                                 SocketTables& sockets, Manifest& m, bool& have_socket) {
+  const std::string rel = "fd/" + std::to_string(fd);
+  auto link = read_proc_link(pid, rel);
+  if (!link) return tl::unexpected(link.error());
+  struct stat st {};
+  if (::stat(proc_path(pid, rel).c_str(), &st) != 0) return fail_errno("checkpoint: stat fd " + std::to_string(fd));
+  auto info_text = read_proc(pid, "fdinfo/" + std::to_string(fd));
+  if (!info_text) return tl::unexpected(info_text.error());
+  auto info = parse_fdinfo(*info_text);
+  if (!info) return tl::unexpected(info.error());
+  ClassifiedFd c;
+  FdEntry& e = c.entry;
+  e.fd = fd;
+  e.open_flags = info->flags;
+  e.offset = info->pos;
+  c.what = *link;
+  const bool is_memfd = starts_with(*link, "/memfd:");
+  const bool is_deleted = link->size() > 10 && link->compare(link->size() - 10, 10, " (deleted)") == 0;
+  const auto* region = S_ISREG(st.st_mode) ? region_file(options, st.st_dev, st.st_ino) : nullptr;
+  if (region != nullptr) {
+    if (region->region.kind != RegionKind::kNamed) {
+      return tl::unexpected(unrestorable_region(pid, region->region, "fd " + std::to_string(fd) + " holds"));
+    }
+    RegionRef ref = region->region;
+    ref.addr = ref.length = ref.offset = 0;
+    ref.prot = 0;
+    ref.writable = (info->flags & O_ACCMODE) != O_RDONLY;
+    e.kind = FdKind::kCxlpoolRegion;
+    e.file = static_cast<uint32_t>(m.regions.size());
+    e.offset = 0;
+    m.regions.push_back(std::move(ref));
+  } else if (((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && starts_with(*link, "/") && !is_memfd) ||
+             stateless_device(*link, st)) {
+    if (is_deleted) {
+      c.refusal = "a deleted file (" + *link + ")";
+      return c;
+    }
+    auto index = files.add(*link, proc_path(pid, rel));
+    if (!index) return tl::unexpected(index.error());
+    e.kind = S_ISDIR(st.st_mode) ? FdKind::kDirectory : FdKind::kRegular;
+    e.file = *index;
+  } else if (S_ISSOCK(st.st_mode) && std::find(options.cxlpool_socket_inodes.begin(),
+                                               options.cxlpool_socket_inodes.end(),
+                                               st.st_ino) != options.cxlpool_socket_inodes.end()) {
+    // One connection is re-made at restore; the library keeps one.
+    if (have_socket) {
+      c.refusal = "a second connection to cxlpoold";
+      return c;
+    }
+    have_socket = true;
+    e.kind = FdKind::kCxlpoolSocket;
+    e.offset = 0;
+  } else if (fd <= 2 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode))) {
+    e.kind = FdKind::kStdio;
+    e.offset = 0;
+    c.what = "stdio (" + *link + "), the restorer's caller's at restore";
+  } else if (starts_with(*link, "anon_inode:[eventfd]")) {
+    e.kind = FdKind::kEventfd;
+    e.offset = 0;
+    c.object = eventfd_object(fd, *info, &c.refusal);
+    if (c.object) {
+      c.what = "an eventfd (counter " + std::to_string(c.object->counter) +
+               (c.object->detail & kEventfdSemaphore ? ", semaphore)" : ")");
+    }
+  } else if (S_ISFIFO(st.st_mode) && starts_with(*link, "pipe:") && (info->flags & O_ACCMODE) == O_RDWR) {
+    // Only reopening /proc/PID/fd/N makes one: it is neither end alone.
+    c.refusal = "a pipe (" + *link + ") opened for reading and writing at once";
+  } else if (S_ISFIFO(st.st_mode) && starts_with(*link, "pipe:")) {
+    e.kind = FdKind::kPipe;
+    e.offset = 0;
+    FdObject o;
+    o.fd = fd;
+    o.object = st.st_ino;
+    o.detail = kDefaultPipeBytes;
+    c.object = o;
+  } else if (S_ISSOCK(st.st_mode)) {
+    e.kind = FdKind::kSocketPair;
+    e.offset = 0;
+    c.object = sockets.classify(c, st.st_ino);
+  } else {
+    c.refusal = describe(*link, st);
+  }
+  return c;
+}
+
+Result<std::vector<ClassifiedFd>> classify_fds(pid_t pid, const CaptureOptions& options, FileTable& files,
+                                               Manifest& m) {
+  std::vector<ClassifiedFd> out;
+  SocketTables sockets(pid);
   bool have_socket = false;
   for (int fd : open_fds(pid)) {
-    const std::string rel = "fd/" + std::to_string(fd);
-    auto link = read_proc_link(pid, rel);
-    if (!link) return tl::unexpected(link.error());
-    struct stat st {};
-    if (::stat(proc_path(pid, rel).c_str(), &st) != 0) return fail_errno("checkpoint: stat fd " + std::to_string(fd));
-    auto info_text = read_proc(pid, "fdinfo/" + std::to_string(fd));
-    if (!info_text) return tl::unexpected(info_text.error());
-    auto info = parse_fdinfo(*info_text);
-    if (!info) return tl::unexpected(info.error());
-    FdEntry e;
-    e.fd = fd;
-    e.open_flags = info->flags;
-    e.offset = info->pos;
-    const bool is_memfd = starts_with(*link, "/memfd:");
-    const bool is_deleted = link->size() > 10 && link->compare(link->size() - 10, 10, " (deleted)") == 0;
-    const auto* region = S_ISREG(st.st_mode) ? region_file(options, st.st_dev, st.st_ino) : nullptr;
-    if (region != nullptr) {
-      if (region->region.kind != RegionKind::kNamed) {
-        return tl::unexpected(unrestorable_region(pid, region->region, "fd " + std::to_string(fd) + " holds"));
-      }
-      RegionRef ref = region->region;
-      ref.addr = ref.length = ref.offset = 0;
-      ref.prot = 0;
-      ref.writable = (info->flags & O_ACCMODE) != O_RDONLY;
-      e.kind = FdKind::kCxlpoolRegion;
-      e.file = static_cast<uint32_t>(m.regions.size());
-      e.offset = 0;
-      m.regions.push_back(std::move(ref));
-    } else if (((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && starts_with(*link, "/") && !is_memfd) ||
-        stateless_device(*link, st)) {
-      if (is_deleted) return unsupported(pid, "fd " + std::to_string(fd) + " is a deleted file (" + *link + ")");
-      auto index = files.add(*link, proc_path(pid, rel));
-      if (!index) return tl::unexpected(index.error());
-      e.kind = S_ISDIR(st.st_mode) ? FdKind::kDirectory : FdKind::kRegular;
-      e.file = *index;
-    } else if (S_ISSOCK(st.st_mode) && std::find(options.cxlpool_socket_inodes.begin(),
-                                                 options.cxlpool_socket_inodes.end(),
-                                                 st.st_ino) != options.cxlpool_socket_inodes.end()) {
-      // One connection is re-made at restore; the library keeps one.
-      if (have_socket) {
-        return unsupported(pid, "fd " + std::to_string(fd) + " is a second connection to cxlpoold");
-      }
-      have_socket = true;
-      e.kind = FdKind::kCxlpoolSocket;
-      e.offset = 0;
-    } else if (fd <= 2 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode))) {
-      e.kind = FdKind::kStdio;
-      e.offset = 0;
-    } else {
-      return unsupported(pid, "fd " + std::to_string(fd) + " is " + describe(*link, st));
-    }
-    fds.push_back(e);
+    auto c = classify_fd(pid, fd, options, files, sockets, m, have_socket);
+    if (!c) return tl::unexpected(c.error());
+    out.push_back(std::move(*c));
+  }
+  pair_fd_objects(out);
+  return out;
+}
+
+Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& m) {
+  auto classified = classify_fds(pid, options, files, m);
+  if (!classified) return tl::unexpected(classified.error());
+  // Refusals first, so that no pipe is read for a capture that will not be.
+  for (const ClassifiedFd& c : *classified) {
+    if (!c.refusal.empty()) return unsupported(pid, "fd " + std::to_string(c.entry.fd) + " is " + c.refusal);
+  }
+  if (auto ok = read_pipe_contents(pid, *classified); !ok) return tl::unexpected(ok.error());
+  for (ClassifiedFd& c : *classified) {
+    m.fds.push_back(c.entry);
+    if (c.object) m.fd_objects.push_back(std::move(*c.object));
   }
   return {};
 }
 
-}  // namespace cxlpool::ckpt::detail
+}  // namespace detail
+
+Result<std::vector<FdVerdict>> describe_fds(pid_t pid, const CaptureOptions& options) {
+  Manifest scratch;
+  detail::FileTable table(scratch.files);
+  auto classified = detail::classify_fds(pid, options, table, scratch);
+  if (!classified) return tl::unexpected(classified.error());
+  std::vector<FdVerdict> out;
+  for (const detail::ClassifiedFd& c : *classified) {
+    out.push_back({c.entry.fd, c.refusal.empty(), c.refusal.empty() ? c.what : c.refusal});
+  }
+  return out;
+}
+
+}  // namespace cxlpool::ckpt

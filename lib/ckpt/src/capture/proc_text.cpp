@@ -5,38 +5,14 @@
 #include <charconv>
 #include <sstream>
 
+#include "text_fields.hpp"
+
 namespace cxlpool::ckpt {
 namespace {
 
-std::vector<std::string_view> lines(std::string_view text) {
-  std::vector<std::string_view> out;
-  while (!text.empty()) {
-    const auto nl = text.find('\n');
-    out.push_back(text.substr(0, nl));
-    if (nl == std::string_view::npos) break;
-    text.remove_prefix(nl + 1);
-  }
-  return out;
-}
-
-bool number(std::string_view s, uint64_t& out, int base = 10) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-// The whitespace-separated words of a line.
-std::vector<std::string_view> words(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
+using detail::lines;
+using detail::number;
+using detail::words;
 
 // "start-end perms offset dev inode   path": the path is the rest of the
 // line after the inode, spaces and all.
@@ -150,13 +126,22 @@ Result<MmFields> parse_stat_mm(std::string_view text) {
 Result<FdInfo> parse_fdinfo(std::string_view text) {
   FdInfo info;
   int seen = 0;
+  bool bad = false;
   for_each_key(text, [&](std::string_view key, const std::vector<std::string_view>& w) {
     uint64_t v = 0;
     if (w.empty()) return;
     if (key == "pos" && number(w[0], v)) info.pos = v, ++seen;
     else if (key == "flags" && number(w[0], v, 8)) info.flags = static_cast<uint32_t>(v), ++seen;
+    else if (key == "eventfd-count") info.has_eventfd_count = number(w[0], info.eventfd_count, 16), bad |= !info.has_eventfd_count;
+    else if (key == "eventfd-id") info.has_eventfd_id = number(w[0], info.eventfd_id), bad |= !info.has_eventfd_id;
+    else if (key == "eventfd-semaphore") {
+      info.has_eventfd_semaphore = number(w[0], v) && v <= 1;
+      bad |= !info.has_eventfd_semaphore;
+      info.eventfd_semaphore = v == 1;
+    }
   });
   if (seen != 2) return fail(EIO, "fdinfo: pos or flags missing");
+  if (bad) return fail(EIO, "fdinfo: an eventfd line that is not a number");
   return info;
 }
 

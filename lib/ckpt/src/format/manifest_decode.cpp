@@ -31,6 +31,7 @@ std::string section_name(SectionType t) {
     case SectionType::kRegions: return "regions";
     case SectionType::kClient: return "client";
     case SectionType::kHotPages: return "hot pages";
+    case SectionType::kFdObjects: return "fd objects";
   }
   return "section " + std::to_string(static_cast<uint32_t>(t));
 }
@@ -152,6 +153,18 @@ void fds(LeReader& r, std::vector<FdEntry>& out) {
   }
 }
 
+void fd_objects(LeReader& r, std::vector<FdObject>& out) {
+  out.resize(r.count(36));
+  for (FdObject& o : out) {
+    o.fd = r.i32();
+    o.object = r.u64();
+    o.peer = r.u64();
+    o.counter = r.u64();
+    o.detail = r.u32();
+    blob(r, o.contents, kMaxPipeContentsBytes);
+  }
+}
+
 void regions(LeReader& r, std::vector<RegionRef>& out) {
   out.resize(r.count(32));
   for (RegionRef& g : out) {
@@ -201,7 +214,7 @@ Result<Manifest> decode_manifest(std::span<const std::byte> bytes) {
     if (!top.ok()) return fail(EBADMSG, "checkpoint manifest: section header or payload runs past the end");
     const auto type = static_cast<SectionType>(raw_type);
     const bool known = raw_type >= static_cast<uint32_t>(SectionType::kInfo) &&
-                       raw_type <= static_cast<uint32_t>(SectionType::kClient);
+                       raw_type <= static_cast<uint32_t>(SectionType::kFdObjects);
     if (!known) {
       if (raw_type & kSectionMustUnderstand) {
         return fail(ENOTSUP, "checkpoint manifest: section type " + std::to_string(raw_type) +
@@ -234,6 +247,7 @@ Result<Manifest> decode_manifest(std::span<const std::byte> bytes) {
       case SectionType::kRegions: regions(r, m.regions); break;
       case SectionType::kHotPages: hot_pages(r, m.hot_pages); break;
       case SectionType::kClient: client(r, extras); break;
+      case SectionType::kFdObjects: fd_objects(r, m.fd_objects); break;
     }
     if (!r.ok()) return fail(EBADMSG, "checkpoint manifest: " + section_name(type) + " section is truncated or a length in it is out of range");
     if (!r.done()) return fail(EBADMSG, "checkpoint manifest: " + section_name(type) + " section has trailing bytes");

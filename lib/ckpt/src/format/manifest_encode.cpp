@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Writes every section of format version 1 in type order (the decoder does
+// Writes every section of format version 1 in type order (fd objects only
+// when there are some, so that images without them stay byte for byte as before) (the decoder does
 // not depend on the order; fixed order keeps encodings comparable).
 #include <functional>
 
@@ -138,6 +139,19 @@ std::vector<std::byte> encode_manifest(const Manifest& m) {
       s.u64(f.offset);
     }
   });
+  if (!m.fd_objects.empty()) {
+    section(w, SectionType::kFdObjects, [&](LeWriter& s) {
+      s.u32(static_cast<uint32_t>(m.fd_objects.size()));
+      for (const FdObject& o : m.fd_objects) {
+        s.i32(o.fd);
+        s.u64(o.object);
+        s.u64(o.peer);
+        s.u64(o.counter);
+        s.u32(o.detail);
+        s.blob(o.contents.data(), o.contents.size());
+      }
+    });
+  }
   section(w, SectionType::kRegions, [&](LeWriter& s) {
     s.u32(static_cast<uint32_t>(m.regions.size()));
     for (const RegionRef& r : m.regions) {

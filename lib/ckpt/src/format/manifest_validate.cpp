@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <map>
 #include <string>
 
 #include "cxlpool/ckpt/manifest_codec.hpp"
@@ -117,6 +118,12 @@ Result<void> check_files_and_fds(const Manifest& m) {
       case FdKind::kDirectory:
         if (f.file >= m.files.size()) return broken(which + ": file index out of range");
         break;
+      case FdKind::kEventfd:
+      case FdKind::kPipe:
+      case FdKind::kSocketPair:
+      case FdKind::kUnixListener:
+        if (f.file != kNoFile) return broken(which + ": a file index for a kind without a file");
+        break;
       case FdKind::kStdio:
         if (f.fd > 2) return broken(which + ": stdio kind above fd 2");
         [[fallthrough]];
@@ -128,6 +135,121 @@ Result<void> check_files_and_fds(const Manifest& m) {
         break;
       default:
         return broken(which + ": unknown kind " + std::to_string(static_cast<unsigned>(f.kind)));
+    }
+  }
+  return {};
+}
+
+bool has_object(FdKind kind) {
+  return kind == FdKind::kEventfd || kind == FdKind::kPipe || kind == FdKind::kSocketPair ||
+         kind == FdKind::kUnixListener;
+}
+
+// A listener's address: an abstract name (a NUL, then at least one byte:
+// a NUL alone would ask bind for a made-up name) or an absolute path
+// without NULs, within sun_path.
+bool good_unix_address(const std::vector<uint8_t>& a) {
+  if (a.size() < 2 || a.size() > kMaxUnixAddressBytes) return false;
+  if (a[0] == 0) return true;
+  return a[0] == '/' && std::find(a.begin(), a.end(), uint8_t{0}) == a.end();
+}
+
+// The first fd of each object names what every fd of that object must agree on.
+Result<void> check_object_agrees(const FdObject& o, const FdObject& first, FdKind kind, const std::string& which) {
+  if (o.counter != first.counter || o.detail != first.detail || o.peer != first.peer ||
+      (kind == FdKind::kUnixListener && o.contents != first.contents)) {
+    return broken(which + ": disagrees with fd " + std::to_string(first.fd) + " of the same object");
+  }
+  if (kind != FdKind::kUnixListener && !o.contents.empty()) {
+    return broken(which + ": pipe contents on other than the pipe's first fd");
+  }
+  return {};
+}
+
+Result<void> check_one_object(const FdObject& o, const FdEntry& e, const std::string& which) {
+  switch (e.kind) {
+    case FdKind::kEventfd:
+      if ((o.detail & ~kEventfdSemaphore) != 0 || o.peer != 0 || !o.contents.empty() || o.counter == ~0ull) {
+        return broken(which + ": eventfd flags, counter or contents out of range");
+      }
+      return {};
+    case FdKind::kPipe: {
+      const uint32_t access = e.open_flags & 3u;
+      if (access != 0 && access != 1) return broken(which + ": a pipe end opened other than read-only or write-only");
+      const bool power_of_two = (o.detail & (o.detail - 1)) == 0;
+      if (o.detail < kPageSize || o.detail > kMaxPipeBytes || !power_of_two || o.peer != 0 || o.counter != 0) {
+        return broken(which + ": pipe capacity " + std::to_string(o.detail) + " out of range");
+      }
+      if (o.contents.size() > o.detail) return broken(which + ": more pipe contents than the pipe holds");
+      return {};
+    }
+    case FdKind::kSocketPair:
+      if ((o.detail != 1 && o.detail != 2 && o.detail != 5) || o.peer == o.object || o.counter != 0 ||
+          !o.contents.empty()) {
+        return broken(which + ": socketpair type or peer out of range");
+      }
+      return {};
+    case FdKind::kUnixListener:
+      if ((o.detail != 1 && o.detail != 5) || o.peer != 0) {
+        return broken(which + ": listening socket type " + std::to_string(o.detail) + " is not stream or seqpacket");
+      }
+      if (o.counter > kMaxListenBacklog) return broken(which + ": listen backlog out of range");
+      if (!good_unix_address(o.contents)) {
+        return broken(which + ": listening socket address of " + std::to_string(o.contents.size()) +
+                      " bytes is neither an abstract name nor an absolute path within 108 bytes");
+      }
+      return {};
+    default:
+      return broken(which + ": an fd object for a kind that has none");
+  }
+}
+
+// Every eventfd, pipe end and socketpair end has its object record; a pipe
+// has a read and a write end; a socketpair end's peer is the other end.
+Result<void> check_fd_objects(const Manifest& m) {
+  std::size_t at = 0;
+  for (const FdEntry& e : m.fds) {
+    if (!has_object(e.kind)) continue;
+    if (at >= m.fd_objects.size() || m.fd_objects[at].fd != e.fd) {
+      return broken("fd " + std::to_string(e.fd) + ": no fd object record, or records not sorted by fd");
+    }
+    ++at;
+  }
+  if (at != m.fd_objects.size()) return broken("an fd object record for an fd that has none");
+  struct Ends {
+    const FdObject* first = nullptr;
+    bool read = false, write = false;
+  };
+  std::map<std::pair<FdKind, uint64_t>, Ends> objects;
+  auto find = [&](FdKind kind, uint64_t object) -> Ends* {
+    auto it = objects.find({kind, object});
+    return it == objects.end() ? nullptr : &it->second;
+  };
+  at = 0;
+  for (const FdEntry& e : m.fds) {
+    if (!has_object(e.kind)) continue;
+    const FdObject& o = m.fd_objects[at++];
+    const std::string which = "fd " + std::to_string(e.fd);
+    if (auto ok = check_one_object(o, e, which); !ok) return ok;
+    Ends* ends = find(e.kind, o.object);
+    if (ends == nullptr) {
+      ends = &objects[{e.kind, o.object}];
+      ends->first = &o;
+    } else if (auto ok = check_object_agrees(o, *ends->first, e.kind, which); !ok) {
+      return ok;
+    }
+    ((e.open_flags & 3u) == 0 ? ends->read : ends->write) = true;
+  }
+  for (const auto& [key, ends] : objects) {
+    const std::string which = "fd " + std::to_string(ends.first->fd);
+    if (key.first == FdKind::kPipe && !(ends.read && ends.write)) {
+      return broken(which + ": a pipe without both a read and a write end");
+    }
+    if (key.first == FdKind::kSocketPair) {
+      const Ends* peer = find(FdKind::kSocketPair, ends.first->peer);
+      if (peer == nullptr || peer->first->peer != key.second || peer->first->detail != ends.first->detail) {
+        return broken(which + ": a socketpair end without its peer");
+      }
     }
   }
   return {};
@@ -161,7 +283,7 @@ Result<void> validate_manifest(const Manifest& m) {
     return fail(ENOTSUP, "checkpoint manifest: format version " + std::to_string(m.version) + ", this build reads " +
                              std::to_string(kFormatVersion));
   }
-  for (auto check : {check_threads, check_vmas, check_runs, check_files_and_fds, check_regions_and_hot}) {
+  for (auto check : {check_threads, check_vmas, check_runs, check_files_and_fds, check_fd_objects, check_regions_and_hot}) {
     if (auto ok = check(m); !ok) return ok;
   }
   return {};

@@ -20,6 +20,7 @@
 #include "blob/blob_abi.hpp"
 #include "client_reconnect.hpp"
 #include "cxlpool/ckpt/restorer.hpp"
+#include "fd_objects.hpp"
 #include "sigframe.hpp"
 
 namespace cxlpool::ckpt {
@@ -125,6 +126,7 @@ Stash arrange_fds(const Manifest& m, const CloneChannels& ch) {
   client->socket.reset();
   client->regions.clear();
   ::syscall(SYS_close_range, 3u, static_cast<unsigned>(st.close_from - 1), 0u);
+  if (auto made = recreate_fd_objects(m, st.close_from); !made) die(status, made.error().message);
   for (const FdEntry& e : m.fds) {
     if (e.kind == FdKind::kCxlpoolSocket || e.kind == FdKind::kCxlpoolRegion) {
       // The library's descriptor numbers stay valid: the new connection and

@@ -197,6 +197,12 @@ Result<void> check_restorable(const Manifest& m) {
         if (f.fd < 0 || f.file >= m.files.size())
           return fail(EINVAL, fmt::format("fd {} names file {} of {}", f.fd, f.file, m.files.size()));
         break;
+      case FdKind::kEventfd:
+      case FdKind::kPipe:
+      case FdKind::kSocketPair:
+      case FdKind::kUnixListener:
+        if (f.fd < 0) return fail(EINVAL, fmt::format("fd {} is out of range", f.fd));
+        break;
       case FdKind::kCxlpoolSocket:
         if (sockets++ > 0) return fail(ENOTSUP, fmt::format("fd {} is a second cxlpool control socket", f.fd));
         break;

@@ -26,7 +26,8 @@ struct CaptureOptions {
   // kCxlpoolRegion VMA instead of being refused.
   std::vector<RegionRef> regions;
   // Socket inodes that are the process's connections to the cxlpool control
-  // socket (FdKind::kCxlpoolSocket); any other socket above fd 2 is refused.
+  // socket (FdKind::kCxlpoolSocket); any other socket above fd 2 is refused,
+  // but for a unix socketpair whose both ends the process holds.
   std::vector<uint64_t> cxlpool_socket_inodes;
   // The daemon's regions by their file (dev, ino of the memfd or hugetlbfs
   // file; RegionRef::addr and length unused): a shared mapping or a
@@ -62,14 +63,27 @@ struct CaptureOptions {
 //   EPERM / ESRCH  the target cannot be traced, or is gone
 //   EBUSY          another tracer (a debugger, strace) holds the target
 //   ENOTSUP        the process uses something a checkpoint cannot record:
-//                  the message names it (a socket, pidfd, eventfd, epoll,
-//                  io_uring, signalfd, timerfd, userfaultfd, inotify fd, a
-//                  pipe or device above fd 2, a memfd or deleted file, a
+//                  the message names it (a socket other than an unnamed unix
+//                  socketpair held at both ends, pidfd, epoll, io_uring,
+//                  signalfd, timerfd, userfaultfd, inotify fd, a pipe above
+//                  fd 2 whose other end is elsewhere, an eventfd on a kernel
+//                  that hides its semaphore flag, a device above fd 2, a
+//                  memfd or deleted file, a
 //                  shared mapping other than a cxlpool region, POSIX timers,
 //                  a namespace other than the caller's, a seccomp filter, a
 //                  root directory other than /, a zombie leader)
 //   EIO / others   reading /proc, ptrace or the page copy failed
 [[nodiscard]] Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, ImageWriter& image);
+
+// What a capture would decide about each open descriptor of `pid`, read
+// from /proc without stopping or touching the process (a pipe's buffered
+// bytes are not looked at): for diagnostics. Errors: reading /proc.
+struct FdVerdict {
+  int fd = -1;
+  bool supported = false;
+  std::string what;  // supported: what it is; refused: why, as a capture would say it
+};
+[[nodiscard]] Result<std::vector<FdVerdict>> describe_fds(pid_t pid, const CaptureOptions& options);
 
 // A finished image: its descriptor (read-write; a memfd is sealed against
 // resizing) and, for a file, its path.

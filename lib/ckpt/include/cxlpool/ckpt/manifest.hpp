@@ -70,6 +70,11 @@ enum class FdKind : uint8_t {
   kCxlpoolSocket,  // the cxlpool control socket: the client library reconnects
   kDirectory,
   kCxlpoolRegion,  // a descriptor of a cxlpool region (FdEntry::file indexes Manifest::regions)
+  kEventfd,        // an eventfd: made again with its counter and flags (FdObject)
+  kPipe,           // one end of a pipe whose both ends the process holds (FdObject;
+                   // open_flags' access mode says which end)
+  kSocketPair,     // one end of a unix socketpair whose both ends the process holds (FdObject)
+  kUnixListener,   // a bound, listening unix stream or seqpacket socket, nothing queued (FdObject)
 };
 
 struct FdEntry {
@@ -78,6 +83,34 @@ struct FdEntry {
   uint32_t file = kNoFile;   // index into Manifest::files
   uint32_t open_flags = 0;   // O_* from fdinfo (O_CLOEXEC from fdinfo flags too)
   uint64_t offset = 0;
+};
+
+// What a restore needs beyond FdEntry to make a kernel object again: one per
+// fd of kind kEventfd, kPipe, kSocketPair or kUnixListener, in the
+// fd_objects section (a later addition: images without it have no such fds).
+inline constexpr uint32_t kEventfdSemaphore = 1u << 0;  // FdObject::detail of a kEventfd: EFD_SEMAPHORE
+inline constexpr uint32_t kDefaultPipeBytes = 16 * 4096;  // a new pipe's capacity
+inline constexpr uint32_t kMaxPipeBytes = 1u << 28;       // the most a pipe's capacity may be in a manifest
+inline constexpr uint32_t kMaxUnixAddressBytes = 108;     // sizeof sockaddr_un::sun_path
+inline constexpr uint64_t kMaxListenBacklog = 0x7fffffff;  // listen(2) takes an int
+
+struct FdObject {
+  int32_t fd = -1;
+  // The kernel object the fd refers to: fds with one object are restored as
+  // one (dups). The eventfd's id, the pipe's inode, the socket's inode.
+  uint64_t object = 0;
+  uint64_t peer = 0;     // kSocketPair: the other end's socket inode
+  uint64_t counter = 0;  // kEventfd: the counter; kUnixListener: the backlog
+  // kEventfd: kEventfdSemaphore; kPipe: capacity in bytes (F_GETPIPE_SZ);
+  // kSocketPair: SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET; kUnixListener:
+  // SOCK_STREAM or SOCK_SEQPACKET.
+  uint32_t detail = 0;
+  // kPipe: the bytes buffered in the pipe when it was checkpointed, on the
+  // pipe's first fd only (the others of that pipe have none).
+  // kUnixListener: the bound address, sun_path's bytes as the kernel holds
+  // them (an abstract name starts with a NUL and may hold more; a path has
+  // none, and no terminating one), on every fd of the socket.
+  std::vector<uint8_t> contents;
 };
 
 struct Rseq {
@@ -175,6 +208,7 @@ struct Manifest {
   std::vector<PageRun> runs;         // sorted by addr, each inside one VMA
   std::vector<FileRef> files;
   std::vector<FdEntry> fds;
+  std::vector<FdObject> fd_objects;  // sorted by fd; one per kEventfd, kPipe, kSocketPair, kUnixListener fd
   std::vector<RegionRef> regions;
   // The cxlpool control socket the process was connected to (client
   // section); empty when it held no connection.

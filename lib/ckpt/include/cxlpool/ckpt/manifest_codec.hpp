@@ -28,6 +28,7 @@ enum class SectionType : uint32_t {
   kRegions = 11,
   kHotPages = 12,
   kClient = 13,  // the cxlpool socket and, per region of kRegions, how to get it again
+  kFdObjects = 14,  // optional: absent in images that hold no eventfd, pipe, socketpair or listener
 };
 // A section type with this bit set must be understood by a reader; an unknown
 // one without it is skipped.
@@ -36,6 +37,7 @@ inline constexpr uint32_t kMaxStringBytes = 4096;
 inline constexpr uint32_t kRegsBytes = 27 * 8;        // struct user_regs_struct (x86-64)
 inline constexpr uint32_t kMinXsaveBytes = 512 + 64;  // legacy area + xsave header
 inline constexpr uint32_t kMaxXsaveBytes = 64 * 1024;
+inline constexpr uint32_t kMaxPipeContentsBytes = 16u << 20;  // per pipe, in FdObject::contents
 
 [[nodiscard]] std::vector<std::byte> encode_manifest(const Manifest& manifest);
 

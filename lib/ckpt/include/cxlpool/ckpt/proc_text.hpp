@@ -51,9 +51,15 @@ struct StatusFields {
 struct FdInfo {
   uint64_t pos = 0;
   uint32_t flags = 0;  // O_* as the kernel keeps them (octal in the file)
+  // An eventfd's lines; has_* false where the file (or this kernel) lacks them.
+  bool has_eventfd_count = false, has_eventfd_id = false, has_eventfd_semaphore = false;
+  uint64_t eventfd_count = 0;  // "eventfd-count", hex
+  uint64_t eventfd_id = 0;     // "eventfd-id", decimal: the same for dups of one eventfd
+  bool eventfd_semaphore = false;
 };
 
-// /proc/PID/fdinfo/N. EIO without pos and flags.
+// /proc/PID/fdinfo/N. EIO without pos and flags, or with an eventfd line
+// that is not a number.
 [[nodiscard]] Result<FdInfo> parse_fdinfo(std::string_view text);
 
 // /proc/PID/limits: {soft, hard} per resource in RLIMIT_* order
