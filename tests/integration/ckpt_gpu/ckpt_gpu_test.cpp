@@ -396,7 +396,10 @@ int run() {
     }
   }
   ::unlink(image.c_str());
-  if (result == 0) std::printf("PASS: the clone's %s bytes of device memory match the pattern\n", bytes.c_str());
+  if (result == 0) {
+    std::printf("PASS: the clone's %s bytes of device memory and its 2 MiB of shared anonymous memory match their "
+                "patterns\n", bytes.c_str());
+  }
   return result;
 }
 

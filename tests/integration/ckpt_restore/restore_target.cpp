@@ -226,6 +226,22 @@ int mode_share(const char* file) {
   return 0;
 }
 
+// The permissions maps shows for the VMA starting at `at`.
+std::string perms_at(const void* at) {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return "unknown";
+  char line[512];
+  std::string found = "not a VMA start";
+  while (std::fgets(line, sizeof line, maps) != nullptr) {
+    unsigned long start = 0, end = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3 && start == reinterpret_cast<unsigned long>(at))
+      found = perms;
+  }
+  std::fclose(maps);
+  return found;
+}
+
 // Shared anonymous memory: 16 pages, split in three VMAs by mprotect, the
 // object mapped a second time elsewhere, two pages never touched. After the
 // restore the data must be there, the two mappings one object, and a child
@@ -257,7 +273,7 @@ int mode_shmem() {
   waitpid(child, &status, 0);
   std::printf("a child's writes read %02x %02x (child exit %d)\n", p[2], p[13 * kPage],
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  std::printf("read-only part %s\n", mprotect(p + 4 * kPage, kPage, PROT_READ) == 0 ? "kept" : "lost");
+  std::printf("the read-only part is %s\n", perms_at(p + 4 * kPage).c_str());
   return 0;
 }
 
