@@ -131,6 +131,32 @@ const RegionRef* region_of(const Manifest& m, const Vma& v) {
   return nullptr;
 }
 
+// After a VMA's pieces are mapped: its protection back where it was mapped
+// writable for copies, then its advice, which lives in the VMA's flags, over
+// the whole VMA.
+void add_whole_vma_steps(const Vma& v, uint32_t mapped_prot, std::vector<RestoreStep>& steps) {
+  if (mapped_prot != v.prot) {
+    RestoreStep protect;
+    protect.kind = StepKind::kProtect;
+    protect.addr = v.start;
+    protect.len = v.end - v.start;
+    protect.prot = v.prot;
+    steps.push_back(protect);
+  }
+  for (const auto& [bit, advice] : {std::pair{kAdviseDontFork, MADV_DONTFORK}, std::pair{kAdviseWipeOnFork, MADV_WIPEONFORK},
+                                    std::pair{kAdviseHugePage, MADV_HUGEPAGE}, std::pair{kAdviseNoHugePage, MADV_NOHUGEPAGE},
+                                    std::pair{kAdviseDontDump, MADV_DONTDUMP}}) {
+    if (!(v.madvise & bit)) continue;
+    if (advice == MADV_WIPEONFORK && v.kind != VmaKind::kAnon) continue;  // the kernel takes it on anonymous memory only
+    RestoreStep a;
+    a.kind = StepKind::kAdvise;
+    a.addr = v.start;
+    a.len = v.end - v.start;
+    a.advice = advice;
+    steps.push_back(a);
+  }
+}
+
 // Shared anonymous memory under every policy: the object is made again
 // (MapSource::kSharedObject, once per object id) and mapped MAP_SHARED at
 // the VMA's offset, and the stored pages are copied in. A private mapping
@@ -160,24 +186,7 @@ void plan_shared_anon(const Manifest& m, const Vma& v, size_t& r, RestorePlan& p
     plan.copied_bytes += c.len;
     plan.steps.push_back(c);
   }
-  if (base.prot != v.prot) {
-    RestoreStep protect;
-    protect.kind = StepKind::kProtect;
-    protect.addr = v.start;
-    protect.len = v.end - v.start;
-    protect.prot = v.prot;
-    plan.steps.push_back(protect);
-  }
-  for (const auto& [bit, advice] : {std::pair{kAdviseDontFork, MADV_DONTFORK}, std::pair{kAdviseHugePage, MADV_HUGEPAGE},
-                                    std::pair{kAdviseNoHugePage, MADV_NOHUGEPAGE}, std::pair{kAdviseDontDump, MADV_DONTDUMP}}) {
-    if (!(v.madvise & bit)) continue;
-    RestoreStep a;
-    a.kind = StepKind::kAdvise;
-    a.addr = v.start;
-    a.len = v.end - v.start;
-    a.advice = advice;
-    plan.steps.push_back(a);
-  }
+  add_whole_vma_steps(v, base.prot, plan.steps);
 }
 
 }  // namespace
@@ -376,30 +385,7 @@ Result<RestorePlan> plan_restore(const Manifest& m, RestorePolicy policy, const 
     }
     plan.steps.push_back(base);
     plan.steps.insert(plan.steps.end(), overlay.begin(), overlay.end());
-    std::vector<RestoreStep> advice_steps;
-    // Advice lives in the VMA's flags, so it is given again over the whole
-    // VMA once its pieces are mapped.
-    for (const auto& [bit, advice] : {std::pair{kAdviseDontFork, MADV_DONTFORK}, std::pair{kAdviseWipeOnFork, MADV_WIPEONFORK},
-                                      std::pair{kAdviseHugePage, MADV_HUGEPAGE}, std::pair{kAdviseNoHugePage, MADV_NOHUGEPAGE},
-                                      std::pair{kAdviseDontDump, MADV_DONTDUMP}}) {
-      if (!(v.madvise & bit)) continue;
-      if (advice == MADV_WIPEONFORK && v.kind != VmaKind::kAnon) continue;  // the kernel takes it on anonymous memory only
-      RestoreStep a;
-      a.kind = StepKind::kAdvise;
-      a.addr = v.start;
-      a.len = v.end - v.start;
-      a.advice = advice;
-      advice_steps.push_back(a);
-    }
-    if (copies && base.prot != v.prot) {
-      RestoreStep protect;
-      protect.kind = StepKind::kProtect;
-      protect.addr = v.start;
-      protect.len = v.end - v.start;
-      protect.prot = v.prot;
-      plan.steps.push_back(protect);
-    }
-    plan.steps.insert(plan.steps.end(), advice_steps.begin(), advice_steps.end());
+    add_whole_vma_steps(v, base.prot, plan.steps);
   }
   return plan;
 }
