@@ -80,6 +80,11 @@ std::vector<Seed> seeds() {
   Manifest dgram_listener = objects;
   dgram_listener.fd_objects.back().detail = 2;  // SOCK_DGRAM cannot listen
   out.push_back({"fd-objects-listener-dgram.bin", encode_manifest(dgram_listener)});
+  const Manifest shared = cxlpool::test::sample_manifest_with_shared_anon();
+  out.push_back({"shared-anon.bin", encode_manifest(shared)});
+  Manifest shared_gap = shared;
+  shared_gap.vmas.back().file = 5;  // an object id that skips ids
+  out.push_back({"shared-anon-id-gap.bin", encode_manifest(shared_gap)});
   Manifest past = sample;
   past.runs[2].image_offset = 4 * 4096;
   out.push_back({"image-run-past-data.bin", image_of(past)});

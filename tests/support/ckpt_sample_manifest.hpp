@@ -136,4 +136,24 @@ inline std::vector<std::byte> image_of(const ckpt::Manifest& m, std::span<const 
   return out;
 }
 
+// sample_manifest() plus shared anonymous memory: object 0 as two VMAs (an
+// mprotect split: 2 pages at offset 0, read-write, then 2 read-only at
+// offset 0x2000) and mapped again whole (offset 0) elsewhere; object 1 as
+// one page. One page of object 0 is stored (a fifth page of data).
+inline ckpt::Manifest sample_manifest_with_shared_anon() {
+  using namespace ckpt;
+  Manifest m = sample_manifest();
+  constexpr uint32_t kShared = MAP_SHARED, kRw = PROT_READ | PROT_WRITE, kRo = PROT_READ;
+  const Vma vmas[] = {
+      {0x7f0000020000ull, 0x7f0000022000ull, kRw, kShared, VmaKind::kSharedAnon, 0, 0, 0},
+      {0x7f0000022000ull, 0x7f0000024000ull, kRo, kShared, VmaKind::kSharedAnon, 0, 0x2000, 0},
+      {0x7f0000030000ull, 0x7f0000034000ull, kRw, kShared, VmaKind::kSharedAnon, 0, 0, 0},
+      {0x7f0000040000ull, 0x7f0000041000ull, kRw, kShared, VmaKind::kSharedAnon, 1, 0, 0},
+  };
+  m.vmas.insert(m.vmas.end(), std::begin(vmas), std::end(vmas));
+  m.runs.push_back({0x7f0000020000ull, 1, m.image_data_offset + m.image_data_bytes});
+  m.image_data_bytes += 4096;
+  return m;
+}
+
 }  // namespace cxlpool::test

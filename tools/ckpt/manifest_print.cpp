@@ -21,6 +21,7 @@ const char* kind_name(VmaKind k) {
     case VmaKind::kVsyscall: return "vsyscall";
     case VmaKind::kCxlpoolRegion: return "cxlpool-region";
     case VmaKind::kFileSharedReadOnly: return "file-shared-ro";
+    case VmaKind::kSharedAnon: return "shared-anon";
   }
   return "?";
 }

@@ -129,6 +129,31 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+// Where each thread of `pid` waits (state, wchan, the syscall file: number
+// and arguments) and which unix sockets named cuda-uvmfd exist: what the
+// driver's restore thread is doing when the driver cannot reach it.
+void print_threads(const char* who, pid_t pid) {
+  const std::string base = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(base.c_str());
+  if (dir == nullptr) return;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string t = base + "/" + e->d_name;
+    std::string stat = read_text(t + "/stat");
+    const size_t close = stat.rfind(')');
+    const std::string state = close == std::string::npos ? "?" : stat.substr(close + 2, 1);
+    std::string sys = read_text(t + "/syscall");
+    if (!sys.empty() && sys.back() == '\n') sys.pop_back();
+    std::printf("  %s thread %s: state %s, wchan %s, syscall %s, comm %s", who, e->d_name, state.c_str(),
+                read_text(t + "/wchan").c_str(), sys.c_str(), read_text(t + "/comm").c_str());
+  }
+  ::closedir(dir);
+  std::istringstream unix_table(read_text("/proc/" + std::to_string(pid) + "/net/unix"));
+  for (std::string line; std::getline(unix_table, line);) {
+    if (line.find("cuda-uvmfd") != std::string::npos) std::printf("  unix: %s\n", line.c_str());
+  }
+}
+
 // What a process still holds of the GPU: fds and mappings naming /dev/nvidia*
 // (and, to say exactly what a capture would meet, every fd that is not a
 // regular file, a directory or /dev/null-like).
@@ -215,6 +240,7 @@ int restore_and_verify(const DriverApi& api, const Programs& p, const std::strin
               nspid.c_str(), original, keeper, status_field(clone, "Tgid").c_str());
   std::printf("clone's state per the driver: %s, restore thread %s\n", state_of(api, clone).c_str(),
               restore_thread_of(api, clone).c_str());
+  print_threads("clone", clone);
   *clone_failed = true;
 
   step("cuCheckpointProcessRestore(" + std::to_string(clone) + ") on the clone");
@@ -313,6 +339,7 @@ int run() {
 
   std::printf("target pid %d: driver state %s, restore thread %s, %s threads\n", pid, state_of(api, pid).c_str(),
               restore_thread_of(api, pid).c_str(), status_field(pid, "Threads").c_str());
+  print_threads("running target", pid);
 
   step("cuCheckpointProcessLock(" + std::to_string(pid) + ", timeout 30 s)");
   CUcheckpointLockArgs lock_args{};
@@ -337,6 +364,7 @@ int run() {
   for (const std::string& e : left) std::printf("  still holds the GPU: %s\n", e.c_str());
   for (const std::string& e : other_fds) std::printf("  other descriptor: %s\n", e.c_str());
   if (left.empty()) std::printf("target holds no /dev/nvidia* descriptor or mapping any more\n");
+  print_threads("checkpointed target", pid);
   // What the capture will decide about each descriptor, all of them (the
   // capture itself stops at the first it refuses).
   if (auto verdicts = cxlpool::ckpt::describe_fds(pid, {})) {
@@ -396,7 +424,10 @@ int run() {
     }
   }
   ::unlink(image.c_str());
-  if (result == 0) std::printf("PASS: the clone's %s bytes of device memory match the pattern\n", bytes.c_str());
+  if (result == 0) {
+    std::printf("PASS: the clone's %s bytes of device memory and its 2 MiB of shared anonymous memory match their "
+                "patterns\n", bytes.c_str());
+  }
   return result;
 }
 

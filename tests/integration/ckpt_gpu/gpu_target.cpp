@@ -5,8 +5,12 @@
 // that only the device holds the pattern), prints
 //   ready PID DEVPTR BYTES
 // and serves one command per line on stdin:
-//   verify  copies the buffer back and compares it with the pattern:
+//   verify  copies the buffer back and compares it with the pattern, then
+//           checks a 2 MiB MAP_SHARED|MAP_ANONYMOUS mapping it filled with
+//           another pattern before "ready" (the driver makes such mappings;
+//           a checkpoint must carry this one too):
 //           "verify ok PID BYTES" or "verify mismatch PID at OFFSET: got X want Y"
+//           or "verify mismatch PID in shared anonymous memory at OFFSET: ..."
 //           or "verify error PID STEP: CUDA_ERROR_..."
 //   exit    exits 0 without calling the driver, not even its exit handlers
 //           (they would block in a locked process)
@@ -109,7 +113,33 @@ uint64_t* map_words(size_t bytes) {
   return p == MAP_FAILED ? nullptr : static_cast<uint64_t*>(p);
 }
 
-std::string verify(const Driver& d, uint64_t devptr, size_t bytes) {
+constexpr size_t kSharedAnonBytes = 2u << 20;
+constexpr uint64_t kSharedAnonSalt = 0x5ead0a11c0ffee00ull;
+
+uint64_t* map_shared_anon() {
+  void* p = ::mmap(nullptr, kSharedAnonBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  auto* words = static_cast<uint64_t*>(p);
+  for (size_t i = 0; i < kSharedAnonBytes / sizeof(uint64_t); ++i) words[i] = pattern_word(i) ^ kSharedAnonSalt;
+  return words;
+}
+
+// "" when the shared anonymous mapping holds its pattern.
+std::string check_shared_anon(const uint64_t* words, const std::string& pid) {
+  for (size_t i = 0; i < kSharedAnonBytes / sizeof(uint64_t); ++i) {
+    const uint64_t want = pattern_word(i) ^ kSharedAnonSalt;
+    if (words[i] != want) {
+      char text[200];
+      std::snprintf(text, sizeof text, "verify mismatch %s in shared anonymous memory at offset %zu: got %016llx want %016llx",
+                    pid.c_str(), i * sizeof(uint64_t), static_cast<unsigned long long>(words[i]),
+                    static_cast<unsigned long long>(want));
+      return text;
+    }
+  }
+  return "";
+}
+
+std::string verify(const Driver& d, uint64_t devptr, size_t bytes, const uint64_t* shared_anon) {
   const std::string pid = std::to_string(::getpid());
   uint64_t* words = map_words(bytes);
   if (words == nullptr) return "verify error " + pid + " mmap: " + std::strerror(errno);
@@ -131,6 +161,9 @@ std::string verify(const Driver& d, uint64_t devptr, size_t bytes) {
     }
   }
   ::munmap(words, bytes);
+  if (result.rfind("verify ok ", 0) == 0) {
+    if (std::string bad = check_shared_anon(shared_anon, pid); !bad.empty()) return bad;
+  }
   return result;
 }
 
@@ -312,6 +345,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i) staging[i] = pattern_word(i);
   if (int r = d.memcpy_htod(devptr, staging, bytes); r != 0) return say("error cuMemcpyHtoD: " + cu_name(d, r)), 1;
   ::munmap(staging, bytes);
+  const uint64_t* shared_anon = map_shared_anon();
+  if (shared_anon == nullptr) return say(std::string("error mmap shared anonymous: ") + std::strerror(errno)), 1;
 
   const char* extra_env = std::getenv("CKPT_GPU_TARGET_FDS");
   const bool extra = extra_env != nullptr && std::strcmp(extra_env, "1") == 0;
@@ -328,7 +363,7 @@ int main(int argc, char** argv) {
   std::string line;
   while (read_line(&line)) {
     if (line == "verify") {
-      say(verify(d, devptr, bytes));
+      say(verify(d, devptr, bytes, shared_anon));
     } else if (line == "fds" && extra) {
       say("fds " + read_extra_fds(x));
     } else if (line == "exit") {

@@ -168,7 +168,7 @@ class Restore : public ::testing::Test {
   int images_ = 0;
 };
 
-const char* const kModes[] = {"threads", "signals", "rseq", "vdso", "file", "dontneed", "sparse"};
+const char* const kModes[] = {"threads", "signals", "rseq", "vdso", "file", "dontneed", "sparse", "shmem"};
 const char* const kPolicies[] = {"mow", "moa", "hybrid", "copy"};
 
 TEST_F(Restore, EveryModeUnderEveryPolicyPrintsWhatTheOriginalDoes) {
@@ -181,6 +181,23 @@ TEST_F(Restore, EveryModeUnderEveryPolicyPrintsWhatTheOriginalDoes) {
       EXPECT_EQ(r.out, expected) << mode << " " << policy << ": " << r.err;
     }
   }
+}
+
+// Shared anonymous memory another process maps cannot be restored shared
+// with it: the capture refuses, naming that process.
+TEST_F(Restore, SharedAnonymousMemoryAnotherProcessMapsIsRefused) {
+  Piped p({target_, "shmem-forked"});
+  const std::string sharer = p.line();
+  ASSERT_EQ(sharer.rfind("sharer ", 0), 0u) << sharer;
+  ASSERT_EQ(p.line(), "checkpoint");
+  auto writer = ImageWriter::to_file((dir_.path() / "shmem-forked.img").string());
+  ASSERT_TRUE(writer) << writer.error().message;
+  auto manifest = capture_process(p.pid(), CaptureOptions{}, *writer);
+  ASSERT_FALSE(manifest);
+  EXPECT_NE(manifest.error().message.find("mapped by process " + sharer.substr(7) + " too"), std::string::npos)
+      << manifest.error().message;
+  p.write_in("x");
+  EXPECT_EQ(p.wait(), 0);
 }
 
 // docs/ckpt.md "MADV_DONTNEED and allocator trimming": under mow the clone's

@@ -426,7 +426,7 @@ TEST(CkptFormat, RuleRejections) {
       {"vma empty", [](Manifest& m) { m.vmas[1].end = m.vmas[1].start; }, "not page aligned or empty"},
       {"vma order", [](Manifest& m) { std::swap(m.vmas[0], m.vmas[1]); }, "not sorted"},
       {"vma overlap", [](Manifest& m) { m.vmas[1].start = 0x401000; }, "overlaps"},
-      {"vma kind", [](Manifest& m) { m.vmas[1].kind = static_cast<VmaKind>(9); }, "unknown kind"},
+      {"vma kind", [](Manifest& m) { m.vmas[1].kind = static_cast<VmaKind>(10); }, "unknown kind"},
       {"vma kind zero", [](Manifest& m) { m.vmas[1].kind = static_cast<VmaKind>(0); }, "unknown kind"},
       {"vma file", [](Manifest& m) { m.vmas[0].file = 2; }, "file index"},
       {"anon with file", [](Manifest& m) { m.vmas[1].file = 0; }, "file index"},
@@ -467,6 +467,37 @@ TEST(CkptFormat, RuleRejections) {
       {"hot outside", [](Manifest& m) { m.hot_pages[1] = 0x7f0000003000ull; }, "not in any run"},
   };
   expect_rules(sample_manifest(), cases);
+}
+
+// ---- shared anonymous memory ----
+
+TEST(CkptSharedAnon, RoundTripKeepsObjectIdsAndOffsets) {
+  const Manifest m = test::sample_manifest_with_shared_anon();
+  ASSERT_TRUE(validate_manifest(m)) << validate_manifest(m).error().message;
+  const auto bytes = encode_manifest(m);
+  auto decoded = decode_manifest(bytes);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(encode_manifest(*decoded), bytes);
+  const Vma& split = decoded->vmas[decoded->vmas.size() - 3];
+  EXPECT_EQ(split.kind, VmaKind::kSharedAnon);
+  EXPECT_EQ(split.file, 0u);
+  EXPECT_EQ(split.file_offset, 0x2000u);
+  EXPECT_EQ(decoded->vmas.back().file, 1u);
+  EXPECT_EQ(decoded->runs.back().addr, 0x7f0000020000ull);
+}
+
+TEST(CkptSharedAnon, RuleRejections) {
+  auto last = [](Manifest& m) -> Vma& { return m.vmas.back(); };
+  const RuleCase cases[] = {
+      {"id skips one", [=](Manifest& m) { last(m).file = 2; }, "shared object id out of order"},
+      {"no id", [=](Manifest& m) { last(m).file = kNoFile; }, "shared object id out of order"},
+      {"first id not 0", [](Manifest& m) { m.vmas[m.vmas.size() - 4].file = 1; }, "shared object id out of order"},
+      {"offset unaligned", [=](Manifest& m) { last(m).file_offset = 12; }, "not page aligned"},
+      {"offset past the object limit", [=](Manifest& m) { last(m).file_offset = kMaxSharedObjectBytes; },
+       "past the largest object"},
+      {"offset wraps", [=](Manifest& m) { last(m).file_offset = ~0ull - 4095; }, "past the largest object"},
+  };
+  expect_rules(test::sample_manifest_with_shared_anon(), cases);
 }
 
 // ---- fd objects: eventfds, pipes, socketpairs ----

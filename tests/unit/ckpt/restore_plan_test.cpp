@@ -316,6 +316,42 @@ TEST(RestorePlan, ChangedFilesAreRefused) {
             std::string::npos);
 }
 
+// Shared anonymous memory is one new object per id, mapped MAP_SHARED at
+// each VMA's offset, its stored pages copied in under every policy.
+TEST(RestorePlan, SharedAnonymousMemoryIsMappedSharedAndCopiedUnderEveryPolicy) {
+  const Manifest m = test::without_client(test::sample_manifest_with_shared_anon());
+  for (RestorePolicy policy : {RestorePolicy::kMow, RestorePolicy::kMoa, RestorePolicy::kHybrid, RestorePolicy::kCopy}) {
+    HostFacts host = host_like(m);
+    host.lazy_pager = true;
+    auto plan = plan_restore(m, policy, host);
+    ASSERT_TRUE(plan) << plan.error().message;
+    auto first = steps_in(*plan, 0x7f0000020000ull, 0x7f0000022000ull);
+    ASSERT_EQ(first.size(), 2u) << policy_name(policy);
+    EXPECT_EQ(first[0].kind, StepKind::kMap);
+    EXPECT_EQ(first[0].source, MapSource::kSharedObject);
+    EXPECT_EQ(first[0].map_flags, static_cast<uint32_t>(MAP_SHARED));
+    EXPECT_EQ(first[0].file, 0u);
+    EXPECT_EQ(first[0].offset, 0u);
+    EXPECT_EQ(first[1].kind, StepKind::kCopy);
+    EXPECT_EQ(first[1].len, kPageSize);
+    EXPECT_EQ(first[1].offset, m.runs.back().image_offset);
+    // The read-only part: no pages, mapped read-only at its offset.
+    auto split = steps_in(*plan, 0x7f0000022000ull, 0x7f0000024000ull);
+    ASSERT_EQ(split.size(), 1u);
+    EXPECT_EQ(split[0].offset, 0x2000u);
+    EXPECT_EQ(split[0].prot, static_cast<uint32_t>(PROT_READ));
+    EXPECT_EQ(split[0].file, 0u);
+    auto alias = steps_in(*plan, 0x7f0000030000ull, 0x7f0000034000ull);
+    ASSERT_EQ(alias.size(), 1u);
+    EXPECT_EQ(alias[0].file, 0u);
+    EXPECT_EQ(alias[0].len, 0x4000u);
+    auto other = steps_in(*plan, 0x7f0000040000ull, 0x7f0000041000ull);
+    ASSERT_EQ(other.size(), 1u);
+    EXPECT_EQ(other[0].file, 1u);
+    EXPECT_GE(plan->copied_bytes, kPageSize);
+  }
+}
+
 TEST(RestorePlan, PolicyNames) {
   for (const char* name : {"mow", "moa", "hybrid", "copy"}) EXPECT_EQ(policy_name(*parse_policy(name)), name);
   EXPECT_EQ(parse_policy("lazy").error().code, EINVAL);

@@ -4,7 +4,10 @@
 // process_vm_readv, many runs per call. Pages of a private file mapping
 // that still are the file's page cache are not stored: a restore maps the
 // file. /proc/PID/mem, which may read pages the process made inaccessible
-// (PROT_NONE), takes over where process_vm_readv stops short.
+// (PROT_NONE), takes over where process_vm_readv stops short. Shared
+// anonymous memory is asked of its shmem object (SEEK_DATA), which knows the
+// pages no page table of the process holds: swapped ones, ones written
+// through another mapping of it.
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
@@ -111,6 +114,33 @@ Result<void> scan_vma(int pagemap, const Vma& v, std::vector<PageRun>& runs) {
   return {};
 }
 
+// The stored pages of a kSharedAnon VMA: the stretches of its shmem object
+// that hold data (in memory or swapped), through the mapping's map_files
+// link; false when that cannot be opened (the pagemap then decides).
+Result<bool> scan_shared(pid_t pid, const Vma& v, std::vector<PageRun>& runs) {
+  char name[48];
+  std::snprintf(name, sizeof name, "map_files/%llx-%llx", static_cast<unsigned long long>(v.start),
+                static_cast<unsigned long long>(v.end));
+  UniqueFd object(::open(proc_path(pid, name).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!object) return false;
+  const std::size_t before = runs.size();
+  const uint64_t last = v.file_offset + (v.end - v.start);
+  for (uint64_t at = v.file_offset; at < last;) {
+    const off_t data = ::lseek(object.get(), static_cast<off_t>(at), SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;  // no data past `at`
+    if (data < 0) return fail_errno("checkpoint: SEEK_DATA in shared anonymous memory");
+    if (static_cast<uint64_t>(data) >= last) break;
+    off_t hole = ::lseek(object.get(), data, SEEK_HOLE);
+    if (hole < 0) return fail_errno("checkpoint: SEEK_HOLE in shared anonymous memory");
+    const uint64_t from = static_cast<uint64_t>(data) / kPageSize * kPageSize;
+    const uint64_t to = std::min<uint64_t>((static_cast<uint64_t>(hole) + kPageSize - 1) / kPageSize * kPageSize, last);
+    if (to <= from) return fail(EIO, "checkpoint: SEEK_HOLE went backwards");
+    add_pages(runs, before, v.start + (from - v.file_offset), v.start + (to - v.file_offset));
+    at = to;
+  }
+  return true;
+}
+
 class Copier {
  public:
   Copier(pid_t pid, int mem, ImageWriter& image) : pid_(pid), mem_(mem), image_(image), buffer_(kCopyBytes) {}
@@ -175,7 +205,13 @@ Result<void> capture_pages(pid_t pid, Manifest& m, ImageWriter& image) {
   UniqueFd mem(::open(proc_path(pid, "mem").c_str(), O_RDONLY | O_CLOEXEC));
   if (!mem) return fail_errno("checkpoint: open /proc/" + std::to_string(pid) + "/mem");
   for (const Vma& v : m.vmas) {
-    if (v.kind != VmaKind::kAnon && v.kind != VmaKind::kFilePrivate) continue;
+    if (v.kind == VmaKind::kSharedAnon) {
+      auto found = scan_shared(pid, v, m.runs);
+      if (!found) return tl::unexpected(found.error());
+      if (*found) continue;
+    } else if (v.kind != VmaKind::kAnon && v.kind != VmaKind::kFilePrivate) {
+      continue;
+    }
     if (auto s = scan_vma(pagemap.get(), v, m.runs); !s) return s;
   }
   // Runs land in the image back to back, in address order.

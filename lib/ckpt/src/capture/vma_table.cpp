@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The process's VMAs from smaps, each classified by what a restore does with
 // it. Shared mappings other than cxlpool regions, device mappings and
-// mappings of files that are gone cannot be re-created, so they are refused.
+// mappings of files that are gone cannot be re-created, so they are refused;
+// shared anonymous memory no other process maps is kept, as one object per
+// shmem inode however many VMAs map it.
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <utility>
 
 #include "capture_steps.hpp"
 #include "cxlpool/ckpt/proc_text.hpp"
@@ -52,6 +58,43 @@ const CaptureOptions::RegionFile* mapped_region(pid_t pid, const CaptureOptions&
   return region_file(options, st.st_dev, st.st_ino);
 }
 
+// Shared anonymous memory shows in maps as this: a shmem object of its own.
+constexpr std::string_view kSharedAnonPath = "/dev/zero (deleted)";
+
+// The shmem object's identity, as stat of the mapping's map_files link sees it.
+Result<std::pair<uint64_t, uint64_t>> shmem_identity(pid_t pid, const SmapsEntry& e) {
+  struct stat st {};
+  if (::stat(proc_path(pid, "map_files/" + range(e)).c_str(), &st) != 0)
+    return fail_errno("checkpoint: stat shared anonymous memory at " + range(e));
+  return std::pair<uint64_t, uint64_t>{st.st_dev, st.st_ino};
+}
+
+// A process other than `pid` that maps the shmem object with inode `ino`:
+// its pid, or 0. Its sharing could not be made again for a clone.
+pid_t other_mapper(pid_t pid, uint64_t ino) {
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return 0;
+  pid_t found = 0;
+  while (dirent* de = ::readdir(d)) {
+    char* end = nullptr;
+    const long other = std::strtol(de->d_name, &end, 10);
+    if (*end != '\0' || other <= 0 || other == pid) continue;
+    auto text = read_proc(static_cast<pid_t>(other), "maps");
+    if (!text) continue;  // gone, or a kernel thread without maps
+    auto entries = parse_smaps(*text);
+    if (!entries) continue;
+    for (const SmapsEntry& o : *entries) {
+      if (o.inode == ino && o.path == kSharedAnonPath && o.perms[3] == 's') {
+        found = static_cast<pid_t>(other);
+        break;
+      }
+    }
+    if (found) break;
+  }
+  ::closedir(d);
+  return found;
+}
+
 }  // namespace
 
 Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& m) {
@@ -59,6 +102,7 @@ Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& f
   if (!text) return tl::unexpected(text.error());
   auto entries = parse_smaps(*text);
   if (!entries) return tl::unexpected(entries.error());
+  std::map<std::pair<uint64_t, uint64_t>, uint32_t> shared_objects;  // shmem dev:inode -> object id
   for (const SmapsEntry& e : *entries) {
     Vma v;
     v.start = e.start;
@@ -96,6 +140,19 @@ Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& f
       ref.prot = v.prot;
       ref.writable = (v.prot & PROT_WRITE) || e.has_flag("mw");
       m.regions.push_back(std::move(ref));
+    } else if (shared && e.path == kSharedAnonPath && region_holding(options, e) == nullptr) {
+      auto id = shmem_identity(pid, e);
+      if (!id) return tl::unexpected(id.error());
+      auto known = shared_objects.find(*id);
+      if (known == shared_objects.end()) {
+        if (const pid_t other = other_mapper(pid, id->second))
+          return unsupported(pid, "its shared anonymous memory at " + range(e) + " is mapped by process " +
+                                      std::to_string(other) + " too, and that sharing cannot be restored");
+        known = shared_objects.emplace(*id, static_cast<uint32_t>(shared_objects.size())).first;
+      }
+      v.kind = VmaKind::kSharedAnon;
+      v.file = known->second;
+      v.file_offset = e.offset;
     } else if (shared && region_holding(options, e) == nullptr) {
       // A shared mapping that can never be written (no write permission now
       // or later, VM_MAYWRITE clear) reads the file as a private one would.

@@ -54,14 +54,23 @@ Result<void> check_threads(const Manifest& m) {
 
 Result<void> check_vmas(const Manifest& m) {
   uint64_t prev_end = 0;
+  uint32_t shared_objects = 0;  // ids of kSharedAnon objects are given in order of first use
   for (const Vma& v : m.vmas) {
     const std::string which = "vma " + hex(v.start) + "-" + hex(v.end);
     if (!aligned(v.start) || !aligned(v.end) || v.start >= v.end) return broken(which + ": not page aligned or empty");
     if (v.start < prev_end) return broken(which + ": not sorted or overlaps the one before");
     prev_end = v.end;
     if (static_cast<uint8_t>(v.kind) < static_cast<uint8_t>(VmaKind::kAnon) ||
-        static_cast<uint8_t>(v.kind) > static_cast<uint8_t>(VmaKind::kFileSharedReadOnly)) {
+        static_cast<uint8_t>(v.kind) > static_cast<uint8_t>(VmaKind::kSharedAnon)) {
       return broken(which + ": unknown kind " + std::to_string(static_cast<unsigned>(v.kind)));
+    }
+    if (v.kind == VmaKind::kSharedAnon) {
+      if (v.file > shared_objects) return broken(which + ": shared object id out of order");
+      if (v.file == shared_objects) ++shared_objects;
+      if (v.file_offset > kMaxSharedObjectBytes || v.end - v.start > kMaxSharedObjectBytes - v.file_offset)
+        return broken(which + ": its offset in the shared object is past the largest object");
+      if (!aligned(v.file_offset)) return broken(which + ": shared object offset not page aligned");
+      continue;
     }
     const bool has_file = v.kind == VmaKind::kFilePrivate || v.kind == VmaKind::kCxlpoolRegion ||
                           v.kind == VmaKind::kFileSharedReadOnly;
@@ -87,7 +96,7 @@ Result<void> check_runs(const Manifest& m) {
                                 [](uint64_t addr, const Vma& v) { return addr < v.start; });
     if (vma == m.vmas.begin() || std::prev(vma)->end < end) return broken(which + ": not inside one vma");
     const VmaKind kind = std::prev(vma)->kind;
-    if (kind != VmaKind::kAnon && kind != VmaKind::kFilePrivate) {
+    if (kind != VmaKind::kAnon && kind != VmaKind::kFilePrivate && kind != VmaKind::kSharedAnon) {
       return broken(which + ": inside a vma whose pages are not stored");
     }
     const uint64_t image_end = end_of(r.image_offset, r.pages);

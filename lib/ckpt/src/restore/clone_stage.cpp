@@ -64,6 +64,7 @@ struct Stash {
   int close_from = 0;
   std::map<uint32_t, int> file_fds;  // manifest file index -> stashed descriptor
   std::vector<int> region_fds;       // per Manifest::regions entry, stashed
+  std::map<uint32_t, int> shared_fds;  // kSharedAnon object id -> its new memfd, stashed
   int cxlpool_socket = -1;           // the new connection to cxlpoold, stashed
   int image = -1, status = -1, uffd_socket = -1;
 };
@@ -115,6 +116,20 @@ Stash arrange_fds(const Manifest& m, const CloneChannels& ch) {
     if (fd < 0) die(status, fmt::format("open {}: {}", f.path, std::strerror(errno)));
     check_identity(fd, f, status);
     st.file_fds[file] = stash_fd(fd, st.close_from, status);
+    ::close(fd);
+  }
+  // Shared anonymous memory is made again as one memfd per object, as
+  // large as its VMAs reach, so that every VMA of it maps the same pages.
+  std::map<uint32_t, uint64_t> shared_bytes;
+  for (const Vma& v : m.vmas)
+    if (v.kind == VmaKind::kSharedAnon)
+      shared_bytes[v.file] = std::max(shared_bytes[v.file], v.file_offset + (v.end - v.start));
+  for (const auto& [object, bytes] : shared_bytes) {
+    const int fd = ::memfd_create("cxlpool-shared-anon", MFD_CLOEXEC);
+    if (fd < 0) die(status, fmt::format("memfd_create for shared anonymous memory: {}", std::strerror(errno)));
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+      die(status, fmt::format("sizing shared anonymous memory to {} bytes: {}", bytes, std::strerror(errno)));
+    st.shared_fds[object] = stash_fd(fd, st.close_from, status);
     ::close(fd);
   }
   // The connection is made here, as the clone (its pid is the target's),
@@ -268,6 +283,7 @@ void run_clone_stage(const Manifest& m, const RestorePlan& plan, const CloneChan
     if (s.kind == StepKind::kCopy || s.kind == StepKind::kUffd || s.source == MapSource::kImage) b.fd = st.image;
     if (s.kind == StepKind::kMap && s.source == MapSource::kFile) b.fd = st.file_fds.at(s.file);
     if (s.kind == StepKind::kMap && s.source == MapSource::kRegion) b.fd = st.region_fds.at(s.file);
+    if (s.kind == StepKind::kMap && s.source == MapSource::kSharedObject) b.fd = st.shared_fds.at(s.file);
     steps.push_back(b);
   }
   args->step_count = static_cast<uint32_t>(steps.size());

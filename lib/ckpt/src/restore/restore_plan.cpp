@@ -131,6 +131,64 @@ const RegionRef* region_of(const Manifest& m, const Vma& v) {
   return nullptr;
 }
 
+// After a VMA's pieces are mapped: its protection back where it was mapped
+// writable for copies, then its advice, which lives in the VMA's flags, over
+// the whole VMA.
+void add_whole_vma_steps(const Vma& v, uint32_t mapped_prot, std::vector<RestoreStep>& steps) {
+  if (mapped_prot != v.prot) {
+    RestoreStep protect;
+    protect.kind = StepKind::kProtect;
+    protect.addr = v.start;
+    protect.len = v.end - v.start;
+    protect.prot = v.prot;
+    steps.push_back(protect);
+  }
+  for (const auto& [bit, advice] : {std::pair{kAdviseDontFork, MADV_DONTFORK}, std::pair{kAdviseWipeOnFork, MADV_WIPEONFORK},
+                                    std::pair{kAdviseHugePage, MADV_HUGEPAGE}, std::pair{kAdviseNoHugePage, MADV_NOHUGEPAGE},
+                                    std::pair{kAdviseDontDump, MADV_DONTDUMP}}) {
+    if (!(v.madvise & bit)) continue;
+    if (advice == MADV_WIPEONFORK && v.kind != VmaKind::kAnon) continue;  // the kernel takes it on anonymous memory only
+    RestoreStep a;
+    a.kind = StepKind::kAdvise;
+    a.addr = v.start;
+    a.len = v.end - v.start;
+    a.advice = advice;
+    steps.push_back(a);
+  }
+}
+
+// Shared anonymous memory under every policy: the object is made again
+// (MapSource::kSharedObject, once per object id) and mapped MAP_SHARED at
+// the VMA's offset, and the stored pages are copied in. A private mapping
+// of the image would not be shared with the clone's children, and the
+// userfaultfd server fills private anonymous memory only.
+void plan_shared_anon(const Manifest& m, const Vma& v, size_t& r, RestorePlan& plan) {
+  while (r < m.runs.size() && m.runs[r].addr < v.start) ++r;
+  const size_t first_run = r;
+  while (r < m.runs.size() && m.runs[r].addr < v.end) ++r;
+  const bool copies = r > first_run;
+  RestoreStep base;
+  base.addr = v.start;
+  base.len = v.end - v.start;
+  base.prot = copies ? (v.prot | PROT_READ | PROT_WRITE) : v.prot;
+  base.map_flags = MAP_SHARED;
+  base.source = MapSource::kSharedObject;
+  base.file = v.file;
+  base.offset = v.file_offset;
+  plan.steps.push_back(base);
+  for (size_t i = first_run; i < r; ++i) {
+    const PageRun& run = m.runs[i];
+    RestoreStep c;
+    c.kind = StepKind::kCopy;
+    c.addr = run.addr;
+    c.len = std::min(run.addr + run.pages * kPageSize, v.end) - run.addr;
+    c.offset = run.image_offset;
+    plan.copied_bytes += c.len;
+    plan.steps.push_back(c);
+  }
+  add_whole_vma_steps(v, base.prot, plan.steps);
+}
+
 }  // namespace
 
 Result<void> check_restorable(const Manifest& m) {
@@ -178,6 +236,12 @@ Result<void> check_restorable(const Manifest& m) {
       if (region_of(m, v) == nullptr)
         return fail(EINVAL, fmt::format("VMA {:#x}-{:#x} maps a cxlpool region the checkpoint does not list",
                                         v.start, v.end));
+      continue;
+    }
+    if (v.kind == VmaKind::kSharedAnon) {
+      if (!(v.map_flags & MAP_SHARED) || v.file == kNoFile)
+        return fail(EINVAL, fmt::format("VMA {:#x}-{:#x} is shared anonymous memory without its object", v.start,
+                                        v.end));
       continue;
     }
     if (v.kind == VmaKind::kFilePrivate && v.file >= m.files.size())
@@ -244,6 +308,10 @@ Result<RestorePlan> plan_restore(const Manifest& m, RestorePolicy policy, const 
       s.file = static_cast<uint32_t>(g - m.regions.data());
       s.offset = g->offset;
       plan.steps.push_back(s);
+      continue;
+    }
+    if (v.kind == VmaKind::kSharedAnon) {
+      plan_shared_anon(m, v, r, plan);
       continue;
     }
     if (v.kind != VmaKind::kAnon && v.kind != VmaKind::kFilePrivate) continue;
@@ -317,30 +385,7 @@ Result<RestorePlan> plan_restore(const Manifest& m, RestorePolicy policy, const 
     }
     plan.steps.push_back(base);
     plan.steps.insert(plan.steps.end(), overlay.begin(), overlay.end());
-    std::vector<RestoreStep> advice_steps;
-    // Advice lives in the VMA's flags, so it is given again over the whole
-    // VMA once its pieces are mapped.
-    for (const auto& [bit, advice] : {std::pair{kAdviseDontFork, MADV_DONTFORK}, std::pair{kAdviseWipeOnFork, MADV_WIPEONFORK},
-                                      std::pair{kAdviseHugePage, MADV_HUGEPAGE}, std::pair{kAdviseNoHugePage, MADV_NOHUGEPAGE},
-                                      std::pair{kAdviseDontDump, MADV_DONTDUMP}}) {
-      if (!(v.madvise & bit)) continue;
-      if (advice == MADV_WIPEONFORK && v.kind != VmaKind::kAnon) continue;  // the kernel takes it on anonymous memory only
-      RestoreStep a;
-      a.kind = StepKind::kAdvise;
-      a.addr = v.start;
-      a.len = v.end - v.start;
-      a.advice = advice;
-      advice_steps.push_back(a);
-    }
-    if (copies && base.prot != v.prot) {
-      RestoreStep protect;
-      protect.kind = StepKind::kProtect;
-      protect.addr = v.start;
-      protect.len = v.end - v.start;
-      protect.prot = v.prot;
-      plan.steps.push_back(protect);
-    }
-    plan.steps.insert(plan.steps.end(), advice_steps.begin(), advice_steps.end());
+    add_whole_vma_steps(v, base.prot, plan.steps);
   }
   return plan;
 }

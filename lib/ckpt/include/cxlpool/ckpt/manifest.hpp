@@ -26,7 +26,13 @@ enum class VmaKind : uint8_t {
   kFileSharedReadOnly,  // MAP_SHARED of a regular file that can never be written through this
                         // mapping (read-only and opened read-only: glibc's locale and gconv
                         // caches): mapped again from the file, no pages stored
+  kSharedAnon,  // MAP_SHARED|MAP_ANONYMOUS memory (shmem, "/dev/zero (deleted)") no other process
+                // maps: Vma::file is its object id (VMAs with one id are one object), file_offset
+                // the VMA's offset in it; its present pages are stored and always copied back
 };
+
+// The most a kSharedAnon object may span (offset + length): the user address space.
+inline constexpr uint64_t kMaxSharedObjectBytes = 1ull << 47;
 
 // Vma::madvise bits: advice seen in smaps' VmFlags that a restore re-applies.
 inline constexpr uint32_t kAdviseDontFork = 1u << 0;    // MADV_DONTFORK ("dc")
@@ -41,7 +47,8 @@ struct Vma {
   uint32_t prot = 0;        // PROT_READ | PROT_WRITE | PROT_EXEC
   uint32_t map_flags = 0;   // MAP_PRIVATE, MAP_SHARED, MAP_GROWSDOWN
   VmaKind kind = VmaKind::kAnon;
-  uint32_t file = kNoFile;  // index into Manifest::files for kFilePrivate / kCxlpoolRegion
+  uint32_t file = kNoFile;  // index into Manifest::files for kFilePrivate / kCxlpoolRegion;
+                            // the shared object's id for kSharedAnon (0, 1, ... in order of first use)
   uint64_t file_offset = 0;
   uint32_t madvise = 0;     // recorded advice that must be re-applied (VM_DONTFORK, hugepage...)
 };

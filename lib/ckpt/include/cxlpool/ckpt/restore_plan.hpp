@@ -40,6 +40,7 @@ enum class MapSource : uint8_t {
   kFile,      // Manifest::files[file] at file_offset, MAP_PRIVATE
   kImage,     // the image at image_offset, MAP_PRIVATE (mow)
   kRegion,    // Manifest::regions[file], opened again through cxlpoold, MAP_SHARED at its offset
+  kSharedObject,  // kSharedAnon object `file`, made once as a memfd, MAP_SHARED at its offset
 };
 
 enum class StepKind : uint8_t {
@@ -57,7 +58,7 @@ struct RestoreStep {
   uint32_t map_flags = 0;  // MAP_PRIVATE [| MAP_ANONYMOUS | MAP_GROWSDOWN]; MAP_FIXED is implied
   MapSource source = MapSource::kAnon;
   uint32_t file = kNoFile;
-  uint64_t offset = 0;     // file offset (kFile) or image offset (kImage, kCopy, kUffd)
+  uint64_t offset = 0;     // file offset (kFile, kRegion, kSharedObject) or image offset (kImage, kCopy, kUffd)
   int32_t advice = 0;      // MADV_* (kAdvise)
 };
 
