@@ -2,7 +2,6 @@
 #include "client_reconnect.hpp"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -14,12 +13,13 @@
 #include <fmt/format.h>
 
 #include "cxlpool/proto/socket_io.hpp"
+#include "process_creds.hpp"
 
 namespace cxlpool::ckpt {
 namespace {
 
-// connect() under the clone's effective uid/gid/groups: SO_PEERCRED and
-// SO_PEERGROUPS, which the daemon trusts, are taken at connect time.
+// connect() as the clone: SO_PEERCRED and SO_PEERGROUPS, which the daemon
+// trusts, are taken at connect time.
 Result<UniqueFd> connect_as(const std::string& path, const Credentials& creds) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -27,19 +27,13 @@ Result<UniqueFd> connect_as(const std::string& path, const Credentials& creds) {
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   UniqueFd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
   if (!sock) return fail_errno("socket for cxlpoold");
-  const uid_t euid = ::geteuid();
-  const gid_t egid = ::getegid();
-  std::vector<gid_t> groups(creds.groups.begin(), creds.groups.end());
-  if (::setgroups(groups.size(), groups.data()) != 0) return fail_errno("setgroups for the connection");
-  if (::setresgid(-1, creds.gid[1], -1) != 0) return fail_errno("setresgid for the connection");
-  if (::setresuid(-1, creds.uid[1], -1) != 0) return fail_errno("setresuid for the connection");
-  const int rc = ::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  const int code = errno;
-  // Back to root's effective ids: the final stage still needs its
-  // capabilities and sets every credential itself.
-  if (::setresuid(-1, euid, -1) != 0 || ::setresgid(-1, egid, -1) != 0)
-    return fail_errno("taking back the restorer's credentials");
-  if (rc != 0) return fail(code, errno_message("connect " + path, code));
+  auto connected = as_process(creds, [&]() -> Result<void> {
+    if (::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      return fail_errno("connect " + path);
+    }
+    return {};
+  });
+  if (!connected) return tl::unexpected(connected.error());
   return sock;
 }
 

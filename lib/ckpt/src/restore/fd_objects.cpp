@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "process_creds.hpp"
+
 namespace cxlpool::ckpt {
 namespace {
 
@@ -107,26 +109,34 @@ Result<void> clear_stale_path(const sockaddr_un& addr, socklen_t len, const std:
   return {};
 }
 
-// socket, bind and listen again, at a descriptor of its own.
-Result<int> make_listener(const FdObject& o) {
+// socket, bind and listen again, at a descriptor of its own. A path is
+// cleared and bound as the process (as_process): the restorer may be root.
+Result<int> make_listener(const FdObject& o, const Credentials& creds) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, o.contents.data(), o.contents.size());  // validated: within sun_path
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + o.contents.size());
   const std::string text = address_text(o.contents);
-  if (o.contents[0] != 0) {
-    if (auto ok = clear_stale_path(addr, len, text, o); !ok) return tl::unexpected(ok.error());
-  }
   const int fd = ::socket(AF_UNIX, static_cast<int>(o.detail) | SOCK_CLOEXEC, 0);
   if (fd < 0) return fail_errno(fmt::format("socket for the listening socket at fd {}", o.fd));
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
-    const int saved = errno;
-    ::close(fd);
-    if (saved == EADDRINUSE) {
-      return fail(saved, fmt::format("the listening socket at fd {} cannot bind {} again: the name is in use", o.fd,
-                                     text));
+  auto bound = as_process(creds, [&]() -> Result<void> {
+    if (o.contents[0] != 0) {
+      if (auto ok = clear_stale_path(addr, len, text, o); !ok) return ok;
     }
-    return fail(saved, fmt::format("bind {} for the listening socket at fd {}: {}", text, o.fd, std::strerror(saved)));
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+      const int saved = errno;
+      if (saved == EADDRINUSE) {
+        return fail(saved, fmt::format("the listening socket at fd {} cannot bind {} again: the name is in use",
+                                       o.fd, text));
+      }
+      return fail(saved,
+                  fmt::format("bind {} for the listening socket at fd {}: {}", text, o.fd, std::strerror(saved)));
+    }
+    return {};
+  });
+  if (!bound) {
+    ::close(fd);
+    return tl::unexpected(bound.error());
   }
   if (::listen(fd, static_cast<int>(o.counter)) != 0) {
     const int saved = errno;
@@ -193,7 +203,7 @@ Result<void> recreate_fd_objects(const Manifest& m, int scratch_from) {
       } else if (e.kind == FdKind::kUnixListener) {
         auto it = listeners.find(o.object);
         if (it == listeners.end()) {
-          auto fd = make_listener(o);
+          auto fd = make_listener(o, m.process.creds);
           if (!fd) return tl::unexpected(fd.error());
           auto moved = to_scratch(*fd, scratch_from, scratch);
           if (!moved) return tl::unexpected(moved.error());
