@@ -46,7 +46,7 @@ std::vector<Column> columns(const std::vector<PolicyRow>& rows) {
     c[4].cells.push_back(r.share_vs_oracle > 0 ? fmt("%.3f", r.share_vs_oracle) : "-");
     c[5].cells.push_back(fmt("%.3f", gib(r.tiering.bytes_migrated)));
     c[6].cells.push_back(fmt("%.2f", r.tiering.migration_s));
-    const bool cost = r.kind != "no-migration" && r.kind != "oracle";
+    const bool cost = r.kind != "no-migration" && r.kind != "oracle" && r.kind != "hindsight";
     c[7].cells.push_back(cost ? fmt("%.1f", r.tiering.cpu_ms_per_million) : "-");
     c[8].cells.push_back(r.tiering.hardware_ns ? fmt("%.1f", r.tiering.hardware_ns_per_access) : "-");
   }
