@@ -37,6 +37,14 @@ std::map<std::string, std::uint64_t> counters(const SimResult& s) {
   return m;
 }
 
+// Every page on the slow tier, nothing moves; the ratio against the true top k.
+SimConfig detection_run(std::size_t k) {
+  SimConfig sim;
+  sim.detection = true;
+  sim.ratio_k = k;
+  return sim;
+}
+
 class M5PolicyTest : public ::testing::TestWithParam<NominatorMode> {};
 
 TEST_P(M5PolicyTest, PromotesTheHotSetFromAnEmptyFastTier) {
@@ -66,9 +74,7 @@ TEST_P(M5PolicyTest, PromotesTheHotSetFromAnEmptyFastTier) {
 TEST_P(M5PolicyTest, DetectionFindsTheTruePages) {
   auto trace = prepare_trace(hot_set_trace());
   ASSERT_TRUE(trace);
-  SimConfig sim;
-  sim.detection = true;
-  sim.ratio_k = 64;
+  const SimConfig sim = detection_run(64);
   M5PolicyConfig c;
   c.manager.nominator = GetParam();
   auto m5 = M5Policy::create(c);
@@ -121,9 +127,7 @@ std::vector<TraceRecord> few_accesses_trace() {
 TEST_P(M5PolicyTest, PerPageSamplingNamesEveryTouchedPage) {
   auto trace = prepare_trace(few_accesses_trace());
   ASSERT_TRUE(trace);
-  SimConfig sim;
-  sim.detection = true;
-  sim.ratio_k = 64;
+  const SimConfig sim = detection_run(64);
   auto run = [&](SamplingUnit unit) {
     M5PolicyConfig c;
     c.manager.nominator = GetParam();
