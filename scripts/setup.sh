@@ -20,6 +20,7 @@ PACKAGES=(
   etcd-server                           # pod membership tests (a real etcd on loopback)
   scdoc bash-completion                 # man pages, the completions directory
   debhelper dh-python python3-all lintian mmdebstrap  # step 5: the Debian packages (tests/package)
+  criu iproute2                         # CRIU's restore beside cxlpool's (tests/bench/ckpt_restore_vm.sh)
 )
 
 missing=()
