@@ -40,7 +40,9 @@ constexpr uint8_t op_of(proto::KvOp op) { return static_cast<uint8_t>(op); }
 
 // For the first microseconds of a spin the answer is usually on its way from
 // a busy-polling daemon: wait without a system call. Past that, yield, in
-// case the daemon shares this core.
+// case the daemon shares this core; at once when the daemon said it last
+// ran on this core (the ring header's hint), since it cannot answer while we
+// spin.
 constexpr uint64_t kQuietSpinNs = 5'000;
 
 inline void cpu_relax() {
@@ -238,7 +240,7 @@ Result<bool> KvSession::wait_locked(std::unique_lock<std::mutex>& lock, Done&& d
       // The daemon answers within microseconds when it is polling; a
       // sleep and wake-up cost more than that.
       lock.unlock();
-      if (now - start < kQuietSpinNs) {
+      if (now - start < kQuietSpinNs && !ring_.daemon_on_this_cpu()) {
         for (int i = 0; i < 32; ++i) cpu_relax();
       } else {
         ::sched_yield();
