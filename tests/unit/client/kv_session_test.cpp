@@ -129,12 +129,8 @@ TEST_F(ClientKvSession, ReleaseNowaitQueuesTheReleaseAndDropsItsAnswer) {
   EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 2, nullptr), 2) << cxlpool_last_error();
 
   // Next to asynchronous requests: a reap returns theirs only.
-  cxlpool_kv_request get{};
-  get.user_data = 77;
-  get.op = kGet;
-  get.namespace_id = ns_.id;
-  get.keys = k.data();
-  get.n_keys = 2;
+  const cxlpool_kv_request get{.user_data = 77, .op = kGet, .flags = 0, .namespace_id = ns_.id, .keys = k.data(),
+                               .n_keys = 2, .param0 = 0, .param1 = 0};
   ASSERT_EQ(cxlpool_kv_submit(kv_, &get, 1), 1) << cxlpool_last_error();
   cxlpool_kv_completion c[4];
   int n = 0;
