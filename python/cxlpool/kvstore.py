@@ -483,8 +483,7 @@ _char_from_buffer = ctypes.c_char.from_buffer
 _kv_lookup = lib.cxlpool_kv_lookup
 _kv_get = lib.cxlpool_kv_get
 _kv_put = lib.cxlpool_kv_put
-# A lease reports nothing at release: it need not wait for the daemon's answer.
-_kv_release = lib.cxlpool_kv_release_nowait
+_kv_release = lib.cxlpool_kv_release
 
 
 class Lease:

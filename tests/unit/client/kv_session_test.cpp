@@ -388,6 +388,9 @@ TEST(ClientKvCxx, RaiiHandles) {
     EXPECT_EQ(lease.bytes(0).size(), 100u);
     EXPECT_EQ(daemon.leases_held(), 1u);
   }
+  // The destructor does not wait for the release: the daemon takes it
+  // before the next request of the handle.
+  EXPECT_EQ(store.lookup(ns, keys), 2u);
   EXPECT_EQ(daemon.leases_held(), 0u);
   const std::vector<cxlpool::KvKey> unknown{{1, 2}};
   const cxlpool::KvLease none = store.get(ns, unknown);

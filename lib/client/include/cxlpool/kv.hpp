@@ -101,7 +101,8 @@ class KvLease {
   }
 
  private:
-  // The destructor reports nothing, so it need not wait for the answer.
+  // The destructor reports nothing, so it need not wait for the answer: the
+  // daemon takes the release before the handle's next request.
   void reset() noexcept {
     if (kv_ != nullptr && id_ != 0) cxlpool_kv_release_nowait(kv_, id_);
     kv_ = nullptr;
