@@ -75,9 +75,10 @@ mirror=${MIRROR:-http://deb.debian.org/debian}
 tarball=$work/root-$suite.tar
 if [ -z "$(find "$tarball" -mmin -1440 2>/dev/null)" ]; then
   start=$(date +%s)
-  if ! mmdebstrap --variant=apt --mode=root "$suite" "$tarball.tmp" "$mirror" >"$work/mmdebstrap.log" 2>&1; then
+  if ! mmdebstrap --variant=apt --mode=root --format=tar "$suite" "$tarball.tmp" "$mirror" \
+       >"$work/mmdebstrap.log" 2>&1; then
     tail -20 "$work/mmdebstrap.log"
-    rm -f "$tarball.tmp"
+    rm -rf "$tarball.tmp"
     skip "mmdebstrap could not make a $suite root from $mirror (network?); log: $work/mmdebstrap.log"
   fi
   mv "$tarball.tmp" "$tarball"
