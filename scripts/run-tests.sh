@@ -10,7 +10,7 @@
 #      network, skips with the reason without it)
 # Flags: --quick runs only step 1; --no-slow skips steps 4 and 5;
 # --no-package skips step 5. Step 5 is skipped, saying so, when the run has
-# already taken CXLPOOL_PACKAGE_DEADLINE_S (default 3600) seconds: a cold
+# already taken CXLPOOL_PACKAGE_DEADLINE_S (default 3300) seconds: a cold
 # package build takes 10-25 minutes and CI stops the whole run at 90.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -84,7 +84,7 @@ if [ $quick -eq 0 ]; then
     echo "== [4] slow suite (QEMU guest)"
     run_suites build slow
   fi
-  deadline=${CXLPOOL_PACKAGE_DEADLINE_S:-3600}
+  deadline=${CXLPOOL_PACKAGE_DEADLINE_S:-3300}
   if [ $slow -eq 1 ] && [ $package -eq 1 ]; then
     if [ "$SECONDS" -lt "$deadline" ]; then
       echo "== [5] Debian packages (after ${SECONDS} s)"
