@@ -629,13 +629,15 @@ std::vector<hal::TransferResult> OfiTransport::transfer(std::span<const hal::Tra
       }
       std::optional<ChunkFailure> failure;
       int refused = 0;
-      if (c.data_status != 0) {
+      // The owner's refusal (no such region, out of range) is final
+      // whatever became of the data.
+      if (c.check_status == ENOENT || c.check_status == ERANGE) {
+        failure = ChunkFailure::kRefused;
+        refused = c.check_status;
+      } else if (c.data_status != 0) {
         failure = c.overdue ? ChunkFailure::kTimeout : ChunkFailure::kCompletionError;
       } else if (c.check_status == EIO) {
         failure = ChunkFailure::kChecksumMismatch;
-      } else if (c.check_status == ENOENT || c.check_status == ERANGE) {
-        failure = ChunkFailure::kRefused;
-        refused = c.check_status;
       } else if (c.check_status != 0) {
         failure = c.check_timeout || c.overdue ? ChunkFailure::kTimeout : ChunkFailure::kCompletionError;
       } else if (r.op == TransferOp::kRead) {

@@ -190,7 +190,6 @@ Client connect(const Args& a) {
 
 int verify(const Args& a) {
   Client c = connect(a);
-  std::printf("peer reached through %s\n", c.t->rails()[0].provider.c_str());
   // The owner's pattern, read back whole: every byte as it was written there.
   {
     const std::uint64_t n = std::min(c.remote_bytes, c.local_bytes);
