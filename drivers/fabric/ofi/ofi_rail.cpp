@@ -5,6 +5,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <poll.h>
 #include <time.h>
 
 #include <cstdlib>
@@ -123,8 +124,17 @@ std::chrono::steady_clock::time_point Rail::last_progress() const {
 Result<void> Rail::open_endpoint() {
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_MSG;
-  cq_attr.wait_obj = FI_WAIT_NONE;
+  // A descriptor to sleep on between bursts where the provider offers one
+  // (it wakes on the sockets underneath); naps otherwise.
+  // shm's descriptor does not wake for its traffic: it naps instead.
+  cq_attr.wait_obj = provider_ == "shm" ? FI_WAIT_NONE : FI_WAIT_FD;
   int rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
+  wait_fd_ = -1;
+  if (rc == 0 && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
+  if (rc != 0) {
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
+  }
   if (rc != 0) return tl::unexpected(fi_error("fi_cq_open", rc));
   fi_av_attr av_attr{};
   av_attr.type = FI_AV_UNSPEC;
@@ -392,7 +402,8 @@ int Rail::progress() {
 }
 
 void Rail::progress_loop() {
-  // Spin while there is traffic, then back off to short sleeps: the
+  // Spin while there is traffic, then sleep on the queue's descriptor
+  // (fi_trywait says when that is safe), or nap where there is none: the
   // providers here progress only when their queue is read.
   int idle = 0;
   while (running_) {
@@ -400,9 +411,24 @@ void Rail::progress_loop() {
       idle = 0;
       continue;
     }
-    if (++idle < 200) continue;
-    const long ns = idle < 5000 ? 20'000 : 1'000'000;
-    timespec ts{0, ns};
+    // Without a descriptor the next nap is the latency: spin longer first.
+    if (++idle < (wait_fd_ >= 0 ? 100 : 2000)) continue;
+    int fd = -1;
+    {
+      std::shared_lock lock(lock_);
+      if (cq_ != nullptr && wait_fd_ >= 0) {
+        fid* fids[] = {&cq_->fid};
+        if (fi_trywait(fabric_, fids, 1) == FI_SUCCESS) fd = wait_fd_;
+      }
+    }
+    if (fd >= 0) {
+      // A reset may close this descriptor meanwhile: the timeout bounds
+      // the wait, and the next round reads the new queue.
+      pollfd p{fd, POLLIN, 0};
+      ::poll(&p, 1, 50);
+      continue;
+    }
+    timespec ts{0, idle < 20000 ? 20'000 : 1'000'000};
     ::nanosleep(&ts, nullptr);
   }
 }

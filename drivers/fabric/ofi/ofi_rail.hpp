@@ -133,6 +133,7 @@ class Rail {
   fid_ep* ep_ = nullptr;
   fid_cq* cq_ = nullptr;
   fid_av* av_ = nullptr;
+  int wait_fd_ = -1;  // the queue's wait descriptor, -1 without one
   std::vector<std::byte> name_;
   std::atomic<std::uint64_t> generation_{0};
 
