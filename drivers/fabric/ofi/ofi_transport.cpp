@@ -81,6 +81,8 @@ class Batch final : public OpSink {
     bool check_timeout = false;
     std::uint32_t crc_local = 0, crc_remote = 0;
     bool overdue = false;
+    // Where a read chunk lands (set before it is posted, read by op_done).
+    std::byte* read_into = nullptr;
   };
   struct Message {
     std::uint64_t id = 0;
@@ -92,6 +94,11 @@ class Batch final : public OpSink {
   };
 
   void op_done(std::uint64_t tag, int status) override {
+    // A chunk read is checksummed as it lands, on the thread that saw it
+    // land, while the others are still on their way.
+    std::uint32_t crc = 0;
+    const bool read_done = !(tag & kMessageTag) && status == 0 && chunks_[tag].read_into != nullptr;
+    if (read_done) crc = crc32c(std::span<const std::byte>(chunks_[tag].read_into, chunks_[tag].length));
     std::lock_guard guard(mu_);
     if (tag & kMessageTag) {
       Message& m = messages_[tag & ~kMessageTag];
@@ -104,6 +111,7 @@ class Batch final : public OpSink {
       if (c.data_done) return;
       c.data_done = true;
       c.data_status = status;
+      if (read_done) c.crc_local = crc;
     }
     cv_.notify_all();
   }
@@ -517,6 +525,7 @@ void OfiTransport::run_round(Batch& batch, const std::vector<std::size_t>& pendi
     Result<void> posted = tl::unexpected(addr ? Error{} : addr.error());
     if (addr) {
       if (r.op == TransferOp::kRead) {
+        c.read_into = local;
         posted = rail.post_read(local, c.length, r.local_key, *addr, remote, r.remote_key, &batch, i);
       } else {
         c.crc_local = crc_of(local, c.length);
@@ -659,10 +668,8 @@ std::vector<hal::TransferResult> OfiTransport::transfer(std::span<const hal::Tra
         failure = ChunkFailure::kChecksumMismatch;
       } else if (c.check_status != 0) {
         failure = c.check_timeout || c.overdue ? ChunkFailure::kTimeout : ChunkFailure::kCompletionError;
-      } else if (r.op == TransferOp::kRead) {
-        std::shared_lock lock(regions_mu_);
-        const std::byte* local = regions_.at(r.local_key).base + r.local_offset + c.offset;
-        if (crc_of(local, c.length) != c.crc_remote) failure = ChunkFailure::kChecksumMismatch;
+      } else if (r.op == TransferOp::kRead && c.crc_local != c.crc_remote) {
+        failure = ChunkFailure::kChecksumMismatch;
       }
       if (!failure) {
         c.done = true;

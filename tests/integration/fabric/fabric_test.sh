@@ -60,10 +60,18 @@ start_owner() {
   cat "$dir/owner.log"
   exit 1
 }
+# The owner ends when its input closes; it must end cleanly (a sanitizer's
+# report makes it fail).
 stop_owner() {
   exec {hold}>&-
-  wait "${pids[-1]}" || true
+  local rc=0
+  wait "${pids[-1]}" || rc=$?
   unset 'pids[-1]'
+  if [ "$rc" != 0 ]; then
+    echo "FAIL: the owner exited with $rc"
+    cat "$dir/owner.log"
+    exit 1
+  fi
 }
 
 rails_a=10.93.0.1,10.93.1.1
