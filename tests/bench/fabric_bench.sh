@@ -20,44 +20,10 @@ if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/nu
   exit 77
 fi
 [ -x "$peer" ] || { echo "fabric_bench: build $peer first (ninja -C $build tests/integration/fabric/fabric_peer)" >&2; exit 1; }
-tag=$$
-A=cxgA$tag B=cxgB$tag
-dir=$(mktemp -d /tmp/cxlpool-fabric-bench.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  ip netns del "$A" 2>/dev/null || true
-  ip netns del "$B" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-ip netns add "$A"
-ip netns add "$B"
-for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-for r in 0 1; do
-  ip link add "ga${r}_$tag" netns "$A" type veth peer name "gb${r}_$tag" netns "$B"
-  ip -n "$A" addr add "10.94.$r.1/24" dev "ga${r}_$tag"
-  ip -n "$B" addr add "10.94.$r.2/24" dev "gb${r}_$tag"
-  ip -n "$A" link set "ga${r}_$tag" up
-  ip -n "$B" link set "gb${r}_$tag" up
-done
+source "$(dirname "$0")/../integration/fabric/fabric_lab.sh"
+fabric_lab g 94 "$peer"
+owner() { owner_start --region-mib 64 "$@"; }
 
-owner() {  # owner ARGS...: starts the owner in B, waits for its card
-  rm -f "$dir/card" "$dir/hold"
-  mkfifo "$dir/hold"
-  ip netns exec "$B" "$peer" serve --region-mib 64 "$@" --card "$dir/card" < "$dir/hold" > "$dir/owner.log" 2>&1 &
-  pids+=($!)
-  exec {hold}> "$dir/hold"
-  for _ in $(seq 200); do [ -s "$dir/card" ] && return 0; sleep 0.05; done
-  cat "$dir/owner.log" >&2
-  exit 1
-}
-owner_stop() {
-  exec {hold}>&-
-  wait "${pids[-1]}" || true
-  unset 'pids[-1]'
-}
 # client ARGS...: one bench run in A against the owner; prints GB/s or the p50.
 client() {
   ip netns exec "$A" "$peer" bench --region-mib 64 --card "$dir/card" --seconds "$seconds" "$@" | tee -a "$dir/runs.log"

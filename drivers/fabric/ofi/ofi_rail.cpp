@@ -103,6 +103,7 @@ Rail::~Rail() {
     close_endpoint(&ended);
   }
   for (auto& op : ended) finish(std::move(op), ECANCELED, 0);
+  if (av_ != nullptr) fi_close(&av_->fid);
   for (auto& [key, mr] : regions_) fi_close(&mr->fid);
   if (domain_ != nullptr) fi_close(&domain_->fid);
   if (fabric_ != nullptr) fi_close(&fabric_->fid);
@@ -136,9 +137,14 @@ Result<void> Rail::open_endpoint() {
     rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
   }
   if (rc != 0) return tl::unexpected(fi_error("fi_cq_open", rc));
-  fi_av_attr av_attr{};
-  av_attr.type = FI_AV_UNSPEC;
-  rc = fi_av_open(domain_, &av_attr, &av_, nullptr);
+  // The address vector outlives resets (closing it under connections the
+  // provider is still tearing down is not safe), and so do the addresses
+  // inserted in it.
+  if (av_ == nullptr) {
+    fi_av_attr av_attr{};
+    av_attr.type = FI_AV_UNSPEC;
+    rc = fi_av_open(domain_, &av_attr, &av_, nullptr);
+  }
   if (rc == 0) rc = fi_endpoint(domain_, info_, &ep_, nullptr);
   if (rc == 0) rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
   if (rc == 0) rc = fi_ep_bind(ep_, &av_->fid, 0);
@@ -157,10 +163,6 @@ Result<void> Rail::open_endpoint() {
     close_endpoint(&none);
     return tl::unexpected(fi_error("opening the endpoint", rc));
   }
-  {
-    std::lock_guard guard(addresses_mu_);
-    addresses_.clear();
-  }
   if (auto ok = post_receives(); !ok) {
     std::vector<std::unique_ptr<Op>> ended;
     close_endpoint(&ended);
@@ -171,12 +173,9 @@ Result<void> Rail::open_endpoint() {
 
 void Rail::close_endpoint(std::vector<std::unique_ptr<Op>>* ended) {
   if (ep_ != nullptr) fi_close(&ep_->fid);
-  if (av_ != nullptr) fi_close(&av_->fid);
   if (cq_ != nullptr) fi_close(&cq_->fid);
   ep_ = nullptr;
-  av_ = nullptr;
   cq_ = nullptr;
-  ++generation_;
   // The endpoint is gone: no operation posted on it can complete or touch
   // its buffer any more.
   std::lock_guard guard(ops_mu_);
@@ -186,14 +185,7 @@ void Rail::close_endpoint(std::vector<std::unique_ptr<Op>>* ended) {
 
 Result<void> Rail::post_receives() {
   for (int i = 0; i < kReceives; ++i) {
-    auto op = std::make_unique<Op>();
-    op->kind = Op::Kind::kRecv;
-    op->buffer.resize(hal::max_wire_bytes());
-    Op* raw = op.get();
-    {
-      std::lock_guard guard(ops_mu_);
-      ops_.emplace(raw, std::move(op));
-    }
+    Op* raw = track(Op::Kind::kRecv, nullptr, 0, std::vector<std::byte>(hal::max_wire_bytes()));
     const ssize_t rc = fi_recv(ep_, raw->buffer.data(), raw->buffer.size(), nullptr, FI_ADDR_UNSPEC, &raw->context);
     if (rc != 0) {
       take_op(raw);
@@ -299,17 +291,22 @@ Result<void> Rail::post(Op* raw, const std::function<ssize_t()>& call) {
   }
 }
 
-Result<void> Rail::post_read(void* local, std::size_t length, std::uint64_t local_key, fi_addr_t peer,
-                             std::uint64_t remote_addr, std::uint64_t remote_key, OpSink* sink, std::uint64_t tag) {
+Op* Rail::track(Op::Kind kind, OpSink* sink, std::uint64_t tag, std::vector<std::byte> buffer) {
   auto op = std::make_unique<Op>();
-  op->kind = Op::Kind::kData;
+  op->kind = kind;
   op->sink = sink;
   op->tag = tag;
+  op->buffer = std::move(buffer);
   Op* raw = op.get();
-  {
-    std::lock_guard guard(ops_mu_);
-    ops_.emplace(raw, std::move(op));
-  }
+  // Tracked before it is posted: its completion may come at once.
+  std::lock_guard guard(ops_mu_);
+  ops_.emplace(raw, std::move(op));
+  return raw;
+}
+
+Result<void> Rail::post_read(void* local, std::size_t length, std::uint64_t local_key, fi_addr_t peer,
+                             std::uint64_t remote_addr, std::uint64_t remote_key, OpSink* sink, std::uint64_t tag) {
+  Op* raw = track(Op::Kind::kData, sink, tag, {});
   void* desc = descriptor(local_key);
   auto ok = post(raw, [&] { return fi_read(ep_, local, length, desc, peer, remote_addr, remote_key, &raw->context); });
   if (ok) counters_.chunks++;
@@ -318,15 +315,7 @@ Result<void> Rail::post_read(void* local, std::size_t length, std::uint64_t loca
 
 Result<void> Rail::post_write(const void* local, std::size_t length, std::uint64_t local_key, fi_addr_t peer,
                               std::uint64_t remote_addr, std::uint64_t remote_key, OpSink* sink, std::uint64_t tag) {
-  auto op = std::make_unique<Op>();
-  op->kind = Op::Kind::kData;
-  op->sink = sink;
-  op->tag = tag;
-  Op* raw = op.get();
-  {
-    std::lock_guard guard(ops_mu_);
-    ops_.emplace(raw, std::move(op));
-  }
+  Op* raw = track(Op::Kind::kData, sink, tag, {});
   void* desc = descriptor(local_key);
   auto ok = post(raw, [&] { return fi_write(ep_, local, length, desc, peer, remote_addr, remote_key, &raw->context); });
   if (ok) counters_.chunks++;
@@ -334,16 +323,7 @@ Result<void> Rail::post_write(const void* local, std::size_t length, std::uint64
 }
 
 Result<void> Rail::post_send(std::vector<std::byte> message, fi_addr_t peer, OpSink* sink, std::uint64_t tag) {
-  auto op = std::make_unique<Op>();
-  op->kind = Op::Kind::kSend;
-  op->sink = sink;
-  op->tag = tag;
-  op->buffer = std::move(message);
-  Op* raw = op.get();
-  {
-    std::lock_guard guard(ops_mu_);
-    ops_.emplace(raw, std::move(op));
-  }
+  Op* raw = track(Op::Kind::kSend, sink, tag, std::move(message));
   return post(raw, [&] { return fi_send(ep_, raw->buffer.data(), raw->buffer.size(), nullptr, peer, &raw->context); });
 }
 

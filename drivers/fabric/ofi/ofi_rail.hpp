@@ -76,8 +76,6 @@ class Rail {
   bool virtual_addressing() const { return virt_addr_; }
   bool up() const { return ep_ != nullptr; }
   RailCounters& counters() { return counters_; }
-  // Bumped at every reset: addresses inserted before it are gone.
-  std::uint64_t generation() const { return generation_.load(); }
   // The last time an operation on this rail completed (or it was reset).
   std::chrono::steady_clock::time_point last_progress() const;
 
@@ -114,6 +112,8 @@ class Rail {
   Result<void> open_endpoint();  // under an exclusive lock_
   void close_endpoint(std::vector<std::unique_ptr<Op>>* ended);  // under an exclusive lock_
   Result<void> post_receives();   // under a lock_ (any)
+  // A new operation in ops_ (owned there until it ends).
+  Op* track(Op::Kind kind, OpSink* sink, std::uint64_t tag, std::vector<std::byte> buffer);
   Result<void> post(Op* op, const std::function<ssize_t()>& call);
   std::unique_ptr<Op> take_op(Op* op);
   void finish(std::unique_ptr<Op> op, int status, std::size_t length);
@@ -127,15 +127,14 @@ class Rail {
   fi_info* info_ = nullptr;  // with src_addr set to name_ after the first open
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
-  // Endpoint, queue and address vector: replaced by a reset, so every use
-  // holds lock_ shared, a reset holds it exclusively.
+  // Endpoint and queue: replaced by a reset, so every use holds lock_
+  // shared, a reset holds it exclusively. The address vector stays.
   mutable std::shared_mutex lock_;
   fid_ep* ep_ = nullptr;
   fid_cq* cq_ = nullptr;
   fid_av* av_ = nullptr;
   int wait_fd_ = -1;  // the queue's wait descriptor, -1 without one
   std::vector<std::byte> name_;
-  std::atomic<std::uint64_t> generation_{0};
 
   std::mutex addresses_mu_;
   std::map<std::vector<std::byte>, fi_addr_t> addresses_;
