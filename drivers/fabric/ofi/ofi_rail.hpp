@@ -3,9 +3,10 @@
 // address (or the shm endpoint), its completion queue, address vector and
 // memory registrations, and the thread that drives its progress (tcp and
 // shm progress only when someone reads the queue, so the owner side of a
-// one-sided read needs it too). A rail can be reset: its endpoint is closed
-// (which ends every operation on it: none can land later) and opened again
-// on the same address, so peers that know the address keep it.
+// one-sided read needs it too). A rail can be reset: its endpoint is set
+// aside (every operation on it ends for its caller) and a new one opened on
+// the same local address; requests carry the address to answer to, so the
+// peers this side asks follow it.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -96,9 +97,9 @@ class Rail {
   // A control message; sink may be null (a reply nobody waits for).
   Result<void> post_send(std::vector<std::byte> message, fi_addr_t peer, OpSink* sink, std::uint64_t tag);
 
-  // Closes the endpoint (ending every operation on it with ECANCELED) and
-  // opens it again on the same address; when that fails the rail stays
-  // down until reopen() succeeds.
+  // Sets the endpoint aside (ending every operation on it with ECANCELED)
+  // and opens a new one on the same local address; when that fails the
+  // rail stays down until reopen() succeeds.
   void reset();
   // Opens a rail that is down; a no-op for a rail that is up.
   Result<void> reopen();
@@ -110,7 +111,8 @@ class Rail {
  private:
   Rail(std::string provider, std::uint32_t index, MessageHandler handler);
   Result<void> open_endpoint();  // under an exclusive lock_
-  void close_endpoint(std::vector<std::unique_ptr<Op>>* ended);  // under an exclusive lock_
+  void close_endpoint(std::vector<std::unique_ptr<Op>>* ended);   // under an exclusive lock_
+  void retire_endpoint(std::vector<std::unique_ptr<Op>>* ended);  // under an exclusive lock_
   Result<void> post_receives();   // under a lock_ (any)
   // A new operation in ops_ (owned there until it ends).
   Op* track(Op::Kind kind, OpSink* sink, std::uint64_t tag, std::vector<std::byte> buffer);
@@ -127,13 +129,12 @@ class Rail {
   fi_info* info_ = nullptr;  // with src_addr set to name_ after the first open
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
-  // Endpoint and queue: replaced by a reset, so every use holds lock_
-  // shared, a reset holds it exclusively. The address vector stays.
+  // The endpoint: replaced by a reset, so every use holds lock_ shared, a
+  // reset holds it exclusively. The queue and address vector stay.
   mutable std::shared_mutex lock_;
   fid_ep* ep_ = nullptr;
   fid_cq* cq_ = nullptr;
   fid_av* av_ = nullptr;
-  int wait_fd_ = -1;  // the queue's wait descriptor, -1 without one
   std::vector<std::byte> name_;
 
   std::mutex addresses_mu_;
@@ -144,6 +145,10 @@ class Rail {
 
   std::mutex ops_mu_;
   std::unordered_map<Op*, std::unique_ptr<Op>> ops_;
+  // Endpoints a reset set aside (under lock_ exclusively), and the contexts
+  // of the operations they had (under ops_mu_).
+  std::vector<fid_ep*> retired_;
+  std::vector<std::unique_ptr<Op>> graveyard_;
   std::atomic<std::int64_t> last_progress_ns_{0};
   RailCounters counters_;
 
