@@ -402,7 +402,7 @@ void Rail::progress_loop() {
       idle = 0;
       continue;
     }
-    if (++idle < 1000) continue;
+    if (++idle < 200) continue;
     timespec ts{0, idle < 20000 ? 10'000 : 1'000'000};
     ::nanosleep(&ts, nullptr);
   }

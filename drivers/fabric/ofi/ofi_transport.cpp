@@ -36,7 +36,7 @@ constexpr std::uint64_t kMessageTag = 1ull << 63;
 // Empty reads of the rails' queues a waiting caller makes before it sleeps,
 // for batches small enough that a wake-up costs more than their bytes;
 // larger ones leave the processors to the rails' threads.
-constexpr int kWaiterSpins = 2000;
+constexpr int kWaiterSpins = 200;
 constexpr std::uint64_t kSpinBatchBytes = 64 << 10;
 
 std::string boot_id() {
@@ -307,6 +307,8 @@ class OfiTransport final : public hal::Transport {
   // check has an answer (checks), resetting rails that stall.
   void wait_round(Batch& batch, const std::vector<std::size_t>& chunks, bool checks, Clock::time_point start);
   void wait_sends(Batch& batch, Clock::time_point start);
+  void drive_or_sleep(Batch& batch, std::unique_lock<std::mutex>& lock, const std::vector<std::uint32_t>& rails,
+                      int* spins);
   void fail_rail(std::uint32_t rail);
 
   hal::TransportOptions options_;
@@ -456,18 +458,7 @@ void OfiTransport::wait_round(Batch& batch, const std::vector<std::size_t>& chun
         if (now - since > options_.op_timeout) stalled.push_back(r);
       }
       if (stalled.empty()) {
-        // Drive the rails from this thread for a while (one wake-up less
-        // per round trip than leaving it to their threads), then sleep
-        // until their threads say something ended.
-        if (spins < kWaiterSpins) {
-          lock.unlock();
-          int moved = 0;
-          for (std::uint32_t r : waiting_rails) moved += rails_[r]->progress();
-          lock.lock();
-          spins = moved > 0 ? 0 : spins + 1;
-        } else {
-          batch.cv_.wait_for(lock, std::chrono::milliseconds(2));
-        }
+        drive_or_sleep(batch, lock, waiting_rails, &spins);
         continue;
       }
       for (std::size_t i : chunks) {
@@ -562,23 +553,46 @@ void OfiTransport::run_round(Batch& batch, const std::vector<std::size_t>& pendi
   for (const auto& m : batch.messages_) pending_.erase(m.id);
 }
 
+void OfiTransport::drive_or_sleep(Batch& batch, std::unique_lock<std::mutex>& lock,
+                                  const std::vector<std::uint32_t>& rails, int* spins) {
+  // Drive the rails from this thread for a while (one wake-up less per
+  // round trip than leaving it to their threads, which may be napping),
+  // then sleep until their threads say something ended.
+  if (*spins < kWaiterSpins) {
+    lock.unlock();
+    int moved = 0;
+    for (std::uint32_t r : rails) moved += rails_[r]->progress();
+    lock.lock();
+    *spins = moved > 0 ? 0 : *spins + 1;
+  } else {
+    batch.cv_.wait_for(lock, std::chrono::milliseconds(2));
+  }
+}
+
 void OfiTransport::wait_sends(Batch& batch, Clock::time_point start) {
   // A reply may overtake its request's own send completion: the batch
   // must outlive every operation that names it.
+  std::uint64_t bytes = 0;
+  for (const auto& c : batch.chunks_) bytes += c.length;
+  int spins = bytes <= kSpinBatchBytes ? 0 : kWaiterSpins;
   while (true) {
     std::vector<std::uint32_t> stalled;
     {
       std::unique_lock lock(batch.mu_);
       bool all = true;
+      std::vector<std::uint32_t> waiting_rails;
       const Clock::time_point now = Clock::now();
       for (const auto& m : batch.messages_) {
         if (m.send_done) continue;
         all = false;
+        waiting_rails.push_back(m.rail);
         if (now - std::max(start, rails_[m.rail]->last_progress()) > options_.op_timeout) stalled.push_back(m.rail);
       }
       if (all) return;
       if (stalled.empty()) {
-        batch.cv_.wait_for(lock, std::chrono::milliseconds(5));
+        std::sort(waiting_rails.begin(), waiting_rails.end());
+        waiting_rails.erase(std::unique(waiting_rails.begin(), waiting_rails.end()), waiting_rails.end());
+        drive_or_sleep(batch, lock, waiting_rails, &spins);
         continue;
       }
     }
