@@ -38,6 +38,7 @@ constexpr std::uint64_t kMessageTag = 1ull << 63;
 // larger ones leave the processors to the rails' threads.
 constexpr int kWaiterSpins = 200;
 constexpr std::uint64_t kSpinBatchBytes = 64 << 10;
+int initial_spins(std::uint64_t batch_bytes) { return batch_bytes <= kSpinBatchBytes ? 0 : kWaiterSpins; }
 
 std::string boot_id() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -144,6 +145,12 @@ class Batch final : public OpSink {
       c.check_status = status;
       c.check_timeout = timeout;
     }
+  }
+
+  std::uint64_t bytes() const {
+    std::uint64_t n = 0;
+    for (const Chunk& c : chunks_) n += c.length;
+    return n;
   }
 
   std::mutex mu_;
@@ -433,7 +440,7 @@ void OfiTransport::wait_round(Batch& batch, const std::vector<std::size_t>& chun
                               Clock::time_point start) {
   std::uint64_t bytes = 0;
   for (std::size_t i : chunks) bytes += batch.chunks_[i].length;
-  int spins = bytes <= kSpinBatchBytes ? 0 : kWaiterSpins;
+  int spins = initial_spins(bytes);
   while (true) {
     std::vector<std::uint32_t> stalled;
     {
@@ -572,9 +579,7 @@ void OfiTransport::drive_or_sleep(Batch& batch, std::unique_lock<std::mutex>& lo
 void OfiTransport::wait_sends(Batch& batch, Clock::time_point start) {
   // A reply may overtake its request's own send completion: the batch
   // must outlive every operation that names it.
-  std::uint64_t bytes = 0;
-  for (const auto& c : batch.chunks_) bytes += c.length;
-  int spins = bytes <= kSpinBatchBytes ? 0 : kWaiterSpins;
+  int spins = initial_spins(batch.bytes());
   while (true) {
     std::vector<std::uint32_t> stalled;
     {
