@@ -18,6 +18,7 @@ PACKAGES=(
   python3-numpy python3-torch python3-pytest
   valgrind sqlite3                      # recorded tiering traces (tests/bench/tiering/record_traces.sh)
   etcd-server                           # pod membership tests (a real etcd on loopback)
+  iperf3                                # the pod transfer engine's baseline (tests/bench/fabric_bench.sh)
   scdoc bash-completion                 # man pages, the completions directory
   debhelper dh-python python3-all lintian mmdebstrap  # step 5: the Debian packages (tests/package)
   criu iproute2                         # CRIU's restore beside cxlpool's (tests/bench/ckpt_restore_vm.sh)

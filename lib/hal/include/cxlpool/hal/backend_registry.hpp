@@ -31,6 +31,7 @@
 #include "cxlpool/hal/net_port.hpp"
 #include "cxlpool/hal/page_placement.hpp"
 #include "cxlpool/hal/shared_memory.hpp"
+#include "cxlpool/hal/transport.hpp"
 
 namespace cxlpool::hal {
 
@@ -111,6 +112,12 @@ Result<std::unique_ptr<AccessSource>> open_access_source(std::string_view backen
 // such interface) and EINVAL (a bad name or option).
 Result<std::unique_ptr<NetPort>> open_net_port(std::string_view backend, const std::string& interface,
                                                const NetPortOptions& options, BackendSkips* skipped = nullptr);
+
+// As open_block_device, for the Transport class (pods: data between hosts):
+// "best available" passes over backends that are only probes (verbs) or
+// find no provider; EINVAL (bad options, validate_transport_options) stops.
+Result<std::unique_ptr<Transport>> open_transport(std::string_view backend, const TransportOptions& options,
+                                                  BackendSkips* skipped = nullptr);
 
 // Page placement among NUMA nodes from the most preferred usable MemTier
 // backend that offers it (numa). ENOTSUP as export_gpu_host_memory when
