@@ -85,6 +85,11 @@ Result<Daemon::Reply> Daemon::handle(Session& session, const proto::RegionAlias&
   if (session.handles.contains(request.alias)) {
     return fail(EINVAL, what + ": region " + std::to_string(request.alias) + " is held by this connection");
   }
+  // An id this daemon has not given yet could later name a region this
+  // connection opens, and its RegionFree would then free the wrong one.
+  if (request.alias >= pool_->next_id()) {
+    return fail(EINVAL, what + ": no region has had id " + std::to_string(request.alias) + " yet");
+  }
   if (session.region_aliases.contains(request.alias)) return fail(EINVAL, what + ": the alias is set already");
   for (const auto& [alias, target] : session.region_aliases) {
     if (target == request.region_id) {

@@ -143,7 +143,17 @@ TEST_F(Protocol, RegionAliasesAreTheConnectionsOwnLeases) {
   const uint64_t others = alloc(b.get(), 3);
   ASSERT_TRUE(send_encoded(a.get(), 5, proto::NamedCreate{"alias-named", tier, 4096, 0600, 0}));
   const uint64_t named = expect_reply<proto::RegionReply>(a.get(), 5).region_id;
-  const uint64_t kOld = 900001;
+  // The ids a checkpointed process held: given by this daemon before (to
+  // leases that are gone), never one this connection could get later.
+  ASSERT_TRUE(send_encoded(a.get(), 6, proto::RegionAlias{first, named + 1}));
+  expect_error(a.get(), EINVAL, 6);
+  const uint64_t gone = alloc(b.get(), 4);
+  const uint64_t also_gone = alloc(b.get(), 5);
+  ASSERT_TRUE(send_encoded(b.get(), 6, proto::RegionFree{gone}));
+  expect_reply<proto::Ok>(b.get(), 6);
+  ASSERT_TRUE(send_encoded(b.get(), 7, proto::RegionFree{also_gone}));
+  expect_reply<proto::Ok>(b.get(), 7);
+  const uint64_t kOld = gone;
 
   // Only a lease of this connection, under an id it does not hold, once.
   ASSERT_TRUE(send_encoded(a.get(), 10, proto::RegionAlias{others, kOld}));
@@ -154,7 +164,7 @@ TEST_F(Protocol, RegionAliasesAreTheConnectionsOwnLeases) {
   expect_error(a.get(), EINVAL, 12);
   ASSERT_TRUE(send_encoded(a.get(), 13, proto::RegionAlias{first, kOld}));
   expect_reply<proto::Ok>(a.get(), 13);
-  ASSERT_TRUE(send_encoded(a.get(), 14, proto::RegionAlias{first, kOld + 1}));
+  ASSERT_TRUE(send_encoded(a.get(), 14, proto::RegionAlias{first, also_gone}));
   expect_error(a.get(), EINVAL, 14);
   ASSERT_TRUE(send_encoded(a.get(), 15, proto::RegionAlias{second, kOld}));
   expect_error(a.get(), EINVAL, 15);
