@@ -173,6 +173,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   }
   if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
   d->ckpt_->set_control_socket(d->socket_path_.string());
+  d->ckpt_->set_session_pid([daemon = d.get()](uint64_t id) {
+    const auto it = daemon->sessions_.find(id);
+    return it == daemon->sessions_.end() ? pid_t{0} : it->second->pid;
+  });
   // The pod file defaults to the state directory, which exists from here on.
   if (!d->config_.devpool.enabled) {
     d->devpool_off_reason_ = "disabled by [devpool] enabled = false";

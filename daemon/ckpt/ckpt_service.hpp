@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -79,6 +80,9 @@ class CkptService {
   // Where cxlpoold listens: recorded in checkpoints of its clients, whose
   // restores connect there again.
   void set_control_socket(std::string path) { control_socket_ = std::move(path); }
+  // The peer pid of a connection by its session id (0: none), on the event
+  // loop: whose lease a leased region is.
+  void set_session_pid(std::function<pid_t(uint64_t)> fn) { session_pid_ = std::move(fn); }
   ~CkptService();
 
   Result<void> start();
@@ -148,6 +152,7 @@ class CkptService {
   CkptFinished finish_restore(Task& task);
   uint32_t default_tier() const;
   std::string control_socket_;
+  std::function<pid_t(uint64_t)> session_pid_ = [](uint64_t) { return pid_t{0}; };
 
   RegionPool& pool_;
   std::filesystem::path restore_program_;

@@ -15,7 +15,8 @@
 
 namespace cxlpool::daemon {
 
-std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool& pool) {
+std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(
+    const RegionPool& pool, const std::function<pid_t(uint64_t session_id)>& session_pid) {
   std::vector<ckpt::CaptureOptions::RegionFile> out;
   for (const auto& [id, region] : pool.regions()) {
     struct stat st {};
@@ -27,6 +28,11 @@ std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool
     f.region.name = region->name;
     const bool named = region->kind == proto::RegionKind::kNamed && !region->name.empty() && !region->unlinked;
     f.region.kind = named ? ckpt::RegionKind::kNamed : ckpt::RegionKind::kLeased;
+    f.size = region->size;
+    f.tier_id = region->tier_id;
+    // A system region without a name (a service's) is leased by no client.
+    if (!named && region->kind == proto::RegionKind::kLeased && !region->system && region->lease_client != 0)
+      f.lease_owner = session_pid(region->lease_client);
     out.push_back(std::move(f));
   }
   return out;

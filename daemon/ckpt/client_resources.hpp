@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,11 @@ namespace cxlpool::daemon {
 
 // Every region of the pool by (dev, ino) of its file. System regions (a
 // service's, or a shared model's) count as named when they have a name:
-// a clone opens them by name like any client, or is refused.
-std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool& pool);
+// a clone opens them by name like any client, or is refused. A lease
+// carries its size, tier and the pid of the connection holding it
+// (`session_pid` of the lease's client id; 0 when that one is gone).
+std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(
+    const RegionPool& pool, const std::function<pid_t(uint64_t session_id)>& session_pid);
 
 // The inodes of the sockets of process `pid` (pinned by `pidfd`) that are
 // connected to the control socket at `socket_path`: each is taken with

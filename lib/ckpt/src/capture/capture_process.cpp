@@ -77,6 +77,7 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
   if (!insn) return tl::unexpected(insn.error());
   if (auto r = capture_injected(*frozen, *insn, m); !r) return tl::unexpected(r.error());
   if (auto r = capture_pages(pid, m, image); !r) return tl::unexpected(r.error());
+  if (auto r = capture_leases(pid, options, m, image); !r) return tl::unexpected(r.error());
   if (auto r = image.finish(m); !r) return tl::unexpected(r.error());
   if (options.max_image_bytes != 0) {
     struct stat st {};
