@@ -24,6 +24,7 @@
 
 #include "../region_pool.hpp"
 #include "../task_worker.hpp"
+#include "client_resources.hpp"
 #include "cxlpool/ckpt/capture.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
@@ -80,9 +81,8 @@ class CkptService {
   // Where cxlpoold listens: recorded in checkpoints of its clients, whose
   // restores connect there again.
   void set_control_socket(std::string path) { control_socket_ = std::move(path); }
-  // The peer pid of a connection by its session id (0: none), on the event
-  // loop: whose lease a leased region is.
-  void set_session_pid(std::function<pid_t(uint64_t)> fn) { session_pid_ = std::move(fn); }
+  // Which connection holds a lease, and under which id (on the event loop).
+  void set_lease_holder(LeaseHolderFn fn) { lease_holder_ = std::move(fn); }
   ~CkptService();
 
   Result<void> start();
@@ -152,7 +152,7 @@ class CkptService {
   CkptFinished finish_restore(Task& task);
   uint32_t default_tier() const;
   std::string control_socket_;
-  std::function<pid_t(uint64_t)> session_pid_ = [](uint64_t) { return pid_t{0}; };
+  LeaseHolderFn lease_holder_ = [](uint64_t, uint64_t) { return LeaseHolder{}; };
 
   RegionPool& pool_;
   std::filesystem::path restore_program_;

@@ -92,8 +92,10 @@ Result<void> capture_leases(pid_t pid, const CaptureOptions& options, Manifest& 
   std::map<uint64_t, const CaptureOptions::RegionFile*> leased;  // by id: the leases come out sorted
   for (const RegionRef& g : m.regions) {
     if (g.kind != RegionKind::kLeased) continue;
+    // The process's own lease under this id (a restored clone's lease goes
+    // by the recorded id, which may also name the original's lease).
     const auto f = std::find_if(options.region_files.begin(), options.region_files.end(), [&](const auto& r) {
-      return r.region.region_id == g.region_id;
+      return r.region.region_id == g.region_id && r.region.kind == RegionKind::kLeased && r.lease_owner == pid;
     });
     if (f == options.region_files.end())
       return fail(EINVAL, "checkpoint: leased region " + std::to_string(g.region_id) + " is not the pool's");
