@@ -37,8 +37,8 @@ if ldd "$build/tools/infer/cxlpool-infer" 2>/dev/null | grep -q 'libasan'; then
 fi
 . "$here/bench_daemon.sh"
 bench_make_workdir "${TMPDIR:-/tmp}" cxlpool-ckpt-infer
-# A small KV store (64 KiB slots: the largest chunk of --short) and no
-# tiering moves while the timings run.
+# A small KV store (256 KiB slots: a 32-token chunk of up to 16 layers of
+# --short's heads) and no tiering moves while the timings run.
 cat >"$work/cxlpoold.toml" <<'EOF'
 [daemon]
 log_level = "warning"
@@ -47,8 +47,8 @@ log_level = "warning"
 enabled = false
 
 [kvstore]
-slot_bytes = 65536
-dram_bytes = 16777216
+slot_bytes = 262144
+dram_bytes = 67108864
 cxl_bytes = 0
 put_window_bytes = 2097152
 EOF

@@ -2,7 +2,8 @@
 // The order of a capture: stop every thread; read what /proc and ptrace
 // show; classify mappings and descriptors (refusing what cannot be
 // restored, before anything is copied); inject the calls for what only the
-// process can report; copy the pages; finish the image; let go or kill.
+// process can report; copy the pages and the leased regions' bytes; finish
+// the image; let go or kill.
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
