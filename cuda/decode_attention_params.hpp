@@ -54,5 +54,16 @@ inline constexpr uint32_t kAttentionHeadsPerBlock = 4;  // query heads of one KV
 inline constexpr uint32_t kAttentionUnroll = 4;         // tokens per lane group per loop step
 inline constexpr uint32_t kAttentionUnrollPacked = 8;   // the same for bf16 with 16-byte loads
 inline constexpr uint32_t kAttentionReduceThreads = 128;
+// The shared-memory staged kernels (decode_attention_staged.cu): a ring of
+// kAttentionStages stages, each kAttentionStageBytes of K and as many of V
+// (rows kAttentionStagedMaxDim elements apart), then one validity byte per
+// token of each stage. Dynamic shared memory: more than a block's 48 KiB of
+// static shared memory.
+inline constexpr uint32_t kAttentionStages = 3;
+inline constexpr uint32_t kAttentionStageBytes = 8192;
+inline constexpr uint32_t kAttentionStagedMaxDim = 128;
+inline constexpr uint32_t kAttentionStagedMaxTokens = kAttentionStageBytes / (kAttentionStagedMaxDim * 2);
+inline constexpr uint32_t kAttentionStagedSharedBytes =
+    kAttentionStages * (2 * kAttentionStageBytes + kAttentionStagedMaxTokens);
 
 }  // namespace cxlpool::cuda

@@ -29,6 +29,7 @@ constexpr NamePair kNames[] = {
 #define CXLPOOL_CUDA_NAME_PAIR(field, symbol, version) {#field, #symbol},
     CXLPOOL_CUDA_DRIVER_FUNCTIONS(CXLPOOL_CUDA_NAME_PAIR)
     CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS(CXLPOOL_CUDA_NAME_PAIR)
+    CXLPOOL_CUDA_OPTIONAL_FUNCTIONS(CXLPOOL_CUDA_NAME_PAIR)
 #undef CXLPOOL_CUDA_NAME_PAIR
 };
 
@@ -110,6 +111,10 @@ Result<DriverApi> load_once() {
   if (const CUresult r = api.driver_get_version(&api.driver_version); r != CUDA_SUCCESS) {
     return tl::unexpected(cu_error(api, "cuDriverGetVersion", r));
   }
+#define CXLPOOL_CUDA_RESOLVE_ALONE(field, symbol, version) \
+  if (!resolver.resolve(#symbol, version, reinterpret_cast<void**>(&api.field))) api.field = nullptr;
+  CXLPOOL_CUDA_OPTIONAL_FUNCTIONS(CXLPOOL_CUDA_RESOLVE_ALONE)
+#undef CXLPOOL_CUDA_RESOLVE_ALONE
   // All or nothing: a half-present checkpoint API is as unusable as none.
 #define CXLPOOL_CUDA_RESOLVE_OPTIONAL(field, symbol, version)                                 \
   if (api.checkpoint_missing.empty()) {                                                       \

@@ -44,6 +44,7 @@ namespace cxlpool::cuda {
   X(module_load_data, cuModuleLoadData, 2000)                                \
   X(module_unload, cuModuleUnload, 2000)                                     \
   X(module_get_function, cuModuleGetFunction, 2000)                          \
+  X(func_set_attribute, cuFuncSetAttribute, 9000)                            \
   X(launch_kernel, cuLaunchKernel, 4000)                                     \
   X(mem_alloc, cuMemAlloc, 3020)                                             \
   X(mem_free, cuMemFree, 3020)                                               \
@@ -89,11 +90,17 @@ namespace cxlpool::cuda {
   X(checkpoint_process_restore, cuCheckpointProcessRestore, 12080)                        \
   X(checkpoint_process_unlock, cuCheckpointProcessUnlock, 12080)
 
+// Optional entry points that stand alone: null when the driver lacks them
+// (callers fall back). cuLaunchKernelEx came with CUDA 11.8; the decode
+// kernels use it for programmatic dependent launch.
+#define CXLPOOL_CUDA_OPTIONAL_FUNCTIONS(X) X(launch_kernel_ex, cuLaunchKernelEx, 11060)
+
 struct DriverApi {
 #define CXLPOOL_CUDA_DECLARE_FIELD(field, symbol, version) \
   PFN_##symbol##_v##version field = nullptr;
   CXLPOOL_CUDA_DRIVER_FUNCTIONS(CXLPOOL_CUDA_DECLARE_FIELD)
   CXLPOOL_CUDA_CHECKPOINT_FUNCTIONS(CXLPOOL_CUDA_DECLARE_FIELD)
+  CXLPOOL_CUDA_OPTIONAL_FUNCTIONS(CXLPOOL_CUDA_DECLARE_FIELD)
 #undef CXLPOOL_CUDA_DECLARE_FIELD
 
   int driver_version = 0;  // cuDriverGetVersion: 1000 * major + 10 * minor

@@ -86,6 +86,30 @@ Result<Kernels> Kernels::load(const DeviceContext& ctx) {
       }
     }
   }
+  auto staged = load_module(*k.api_, "decode_attention_staged");
+  if (!staged) return tl::unexpected(staged.error());
+  k.staged_module_ = *staged;
+  for (int d = 0; d < 2; ++d) {
+    for (const bool paged : {false, true}) {
+      const std::string name = std::string("cxlpool_decode_attention") +
+                               (paged ? "_paged_staged_" : "_staged_") + dtypes[d];
+      auto fn = function(*k.api_, k.staged_module_, name.c_str());
+      if (!fn) return tl::unexpected(fn.error());
+      // Their stages are dynamic shared memory past the 48 KiB a launch
+      // gets without asking.
+      CXLPOOL_CU_TRY(*k.api_, func_set_attribute, static_cast<CUfunction>(*fn),
+                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                     static_cast<int>(kAttentionStagedSharedBytes));
+      (paged ? k.attention_paged_staged_ : k.attention_staged_)[d] = *fn;
+    }
+  }
+  int major = 0;
+  k.overlap_supported_ =
+      k.api_->launch_kernel_ex != nullptr &&
+      k.api_->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                   ctx.device()) == CUDA_SUCCESS &&
+      major >= 9;
+  k.overlap_ = k.overlap_supported_;
   auto slot = ctx.alloc(sizeof(uint64_t));
   if (!slot) return tl::unexpected(slot.error());
   k.checksum_slot_ = *slot;
@@ -132,6 +156,14 @@ Kernels& Kernels::operator=(Kernels&& other) noexcept {
       }
     }
     attention_reduce_ = std::exchange(other.attention_reduce_, nullptr);
+    staged_module_ = std::exchange(other.staged_module_, nullptr);
+    for (int i = 0; i < 2; ++i) {
+      attention_staged_[i] = std::exchange(other.attention_staged_[i], nullptr);
+      attention_paged_staged_[i] = std::exchange(other.attention_paged_staged_[i], nullptr);
+    }
+    staged_ = other.staged_;
+    overlap_supported_ = other.overlap_supported_;
+    overlap_ = other.overlap_;
     sm_count_ = other.sm_count_;
     blocks_per_sm_ = other.blocks_per_sm_;
     equal_slices_ = other.equal_slices_;
@@ -160,6 +192,9 @@ void Kernels::unload() {
   if (attention_module_ != nullptr) {
     api_->module_unload(static_cast<CUmodule>(attention_module_));
   }
+  if (staged_module_ != nullptr) api_->module_unload(static_cast<CUmodule>(staged_module_));
+  staged_module_ = nullptr;
+  for (int i = 0; i < 2; ++i) attention_staged_[i] = attention_paged_staged_[i] = nullptr;
   checksum_slot_ = 0;
   workspace_ = 0;
   done_counts_ = 0;
@@ -212,6 +247,9 @@ Result<void> check_attention(const ref::AttentionShape& shape) {
 // batch 8 context 2048 read 44 % of copy bandwidth in 6.5-step slices, 42 %
 // in 4 and 39-41 % in 2 (docs/perf.md, "GPU").
 constexpr uint64_t kMinSplitSteps = 6;
+// The staged kernels: a slice of at least four stages (two in flight while
+// the first is used, and as many again to run at full depth).
+constexpr uint64_t kMinStagedSplitSteps = 4;
 constexpr uint32_t kMaxSplits = 256;  // the reduce kernel's shared weights
 constexpr uint64_t kSplitGranule = 32;  // tokens: a slice is a whole number of warp steps
 constexpr uint64_t kNoPoolToken = 0xFFFFFFFFu;  // the paged kernels' "no token" index
@@ -247,7 +285,7 @@ Result<void> Kernels::set_attention_blocks_per_sm(uint32_t blocks) {
 
 Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape& shape,
                                                        uint64_t max_context, uint64_t k,
-                                                       uint64_t v) const {
+                                                       uint64_t v, bool paged) const {
   if (auto r = check_attention(shape); !r) return tl::unexpected(r.error());
   AttentionPlan plan;
   const uint64_t row_bytes = uint64_t{shape.head_dim} * ref::dtype_bytes(shape.dtype);
@@ -260,9 +298,16 @@ Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape
   const uint64_t target = uint64_t{sm_count_} * blocks_per_sm_;
   uint64_t splits = (target + base - 1) / base;
   const bool packed = plan.vector_loads && shape.dtype == ref::KvDtype::kBf16;
-  const uint64_t step = uint64_t{kAttentionWarps} * (32 / plan.token_lanes) *
+  plan.staged = staged_ && plan.vector_loads && plan.token_lanes == 16 &&
+                !(paged && shape.dtype == ref::KvDtype::kF32);
+  // A staged block's loop step is one stage; it keeps copies in flight
+  // across steps, so shorter slices pay only the pipeline's fill.
+  const uint64_t step =
+      plan.staged ? kAttentionStageBytes / (kAttentionStagedMaxDim * ref::dtype_bytes(shape.dtype))
+                  : uint64_t{kAttentionWarps} * (32 / plan.token_lanes) *
                         (packed ? kAttentionUnrollPacked : kAttentionUnroll);
-  splits = std::min(splits, std::max<uint64_t>(1, max_context / (step * kMinSplitSteps)));
+  const uint64_t min_steps = plan.staged ? kMinStagedSplitSteps : kMinSplitSteps;
+  splits = std::min(splits, std::max<uint64_t>(1, max_context / (step * min_steps)));
   splits = std::min<uint64_t>(splits, kMaxSplits);
   // Records the partials need: within the workspace by construction, checked
   // all the same.
@@ -286,10 +331,37 @@ Result<Kernels::AttentionPlan> Kernels::attention_plan(const ref::AttentionShape
   return plan;
 }
 
-Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::AttentionShape& shape,
-                                       uint64_t max_context, void* params, Stream stream) const {
+Result<void> Kernels::launch_attention_grid(void* fn, uint32_t x, uint32_t y, uint32_t z,
+                                            uint32_t threads, uint32_t shared_bytes, void** args,
+                                            Stream stream) const {
+  if (!overlap_) {
+    CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(fn), x, y, z, threads, 1, 1,
+                   shared_bytes, static_cast<CUstream>(stream), args, nullptr);
+    return {};
+  }
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = x;
+  config.gridDimY = y;
+  config.gridDimZ = z;
+  config.blockDimX = threads;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = shared_bytes;
+  config.hStream = static_cast<CUstream>(stream);
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  CXLPOOL_CU_TRY(*api_, launch_kernel_ex, &config, static_cast<CUfunction>(fn), args, nullptr);
+  return {};
+}
+
+Result<void> Kernels::launch_attention(void* const (&fns)[2][3], void* const (&staged)[2],
+                                       const ref::AttentionShape& shape, uint64_t max_context,
+                                       void* params, Stream stream) const {
   auto& p = *static_cast<DecodeAttentionParams*>(params);
-  auto plan = attention_plan(shape, max_context, p.k, p.v);
+  auto plan = attention_plan(shape, max_context, p.k, p.v, &fns == &attention_paged_);
   if (!plan) return tl::unexpected(plan.error());
   const uint32_t group = shape.q_heads / shape.kv_heads;
   p.q_heads = shape.q_heads;
@@ -304,7 +376,10 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::Atte
   p.part_acc = workspace_;
   p.part_ml = workspace_ + workspace_records_ * ref::kMaxHeadDim * sizeof(float);
   p.done_counts = done_counts_;
-  p.fused_reduce = fused_reduce_ ? 1 : 0;
+  // The staged kernels' shared memory is all stages: no room for the fused
+  // combine, so they always use the reduce launch.
+  const bool fused = fused_reduce_ && !plan->staged;
+  p.fused_reduce = fused ? 1 : 0;
   // The paged 16-lane kernels look the table up a step ahead and keep each
   // token's place in the pool in 32 bits: a pool of 2^32 - 1 tokens or more
   // (by its stated size) goes to the kernels that read the lane count from
@@ -313,15 +388,18 @@ Result<void> Kernels::launch_attention(void* const (&fns)[2][3], const ref::Atte
   const int variant = !plan->vector_loads                        ? 0
                       : plan->token_lanes == 16 && narrow_pool ? 2
                                                                : 1;
-  void* fn = fns[shape.dtype == ref::KvDtype::kBf16 ? 1 : 0][variant];
+  const int dtype = shape.dtype == ref::KvDtype::kBf16 ? 1 : 0;
+  void* fn = plan->staged ? staged[dtype] : fns[dtype][variant];
   void* args[] = {params};
-  CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(fn), shape.kv_heads * p.head_chunks,
-                 shape.batch, p.n_splits, kAttentionThreads, 1, 1, 0,
-                 static_cast<CUstream>(stream), args, nullptr);
-  if (p.n_splits > 1 && !fused_reduce_) {
-    CXLPOOL_CU_TRY(*api_, launch_kernel, static_cast<CUfunction>(attention_reduce_), shape.q_heads,
-                   shape.batch, 1, kAttentionReduceThreads, 1, 1, 0,
-                   static_cast<CUstream>(stream), args, nullptr);
+  if (auto r = launch_attention_grid(fn, shape.kv_heads * p.head_chunks, shape.batch, p.n_splits,
+                                     kAttentionThreads,
+                                     plan->staged ? kAttentionStagedSharedBytes : 0, args, stream);
+      !r) {
+    return r;
+  }
+  if (p.n_splits > 1 && !fused) {
+    return launch_attention_grid(attention_reduce_, shape.q_heads, shape.batch, 1,
+                                 kAttentionReduceThreads, 0, args, stream);
   }
   return {};
 }
@@ -331,7 +409,7 @@ Result<void> Kernels::decode_attention(const ref::AttentionShape& shape, uint64_
                                        uint64_t out, Stream stream) const {
   DecodeAttentionParams p = attention_params(q, k, v, seq_lens, out);
   p.row_stride_tokens = row_stride_tokens;
-  return launch_attention(attention_, shape, row_stride_tokens, &p, stream);
+  return launch_attention(attention_, attention_staged_, shape, row_stride_tokens, &p, stream);
 }
 
 Result<void> Kernels::decode_attention_paged(const ref::AttentionShape& shape, uint64_t q,
@@ -347,8 +425,8 @@ Result<void> Kernels::decode_attention_paged(const ref::AttentionShape& shape, u
   p.skipped = skipped;
   p.blocks_per_row = blocks_per_row;
   p.page_tokens = page_tokens;
-  return launch_attention(attention_paged_, shape, uint64_t{blocks_per_row} * page_tokens, &p,
-                          stream);
+  return launch_attention(attention_paged_, attention_paged_staged_, shape,
+                          uint64_t{blocks_per_row} * page_tokens, &p, stream);
 }
 
 Result<void> Kernels::fill_pattern(uint64_t dst, uint64_t bytes, uint64_t seed,

@@ -54,11 +54,14 @@ class Kernels {
     uint32_t token_lanes = 32;  // lanes that read one token's head row
     bool vector_loads = false;  // 16-byte loads (head rows and k/v 16-byte aligned)
     uint32_t blocks = 0;        // thread blocks of the main kernel
+    bool staged = false;        // the shared-memory staged kernels (set_attention_staged)
   };
   // `max_context`: the most tokens a row can hold (row_stride_tokens, or
   // blocks_per_row * page_tokens). EINVAL for a bad shape.
+  // `paged`: the plan of the paged kernels (which may differ in kernel
+  // design, see set_attention_staged).
   Result<AttentionPlan> attention_plan(const ref::AttentionShape& shape, uint64_t max_context,
-                                       uint64_t k, uint64_t v) const;
+                                       uint64_t k, uint64_t v, bool paged = false) const;
   // How many main-kernel blocks per multiprocessor the split count aims at
   // (default kDefaultBlocksPerSm; 1..kMaxBlocksPerSm): a tuning knob for
   // benchmarks. EINVAL outside that range.
@@ -79,6 +82,23 @@ class Kernels {
   // copy bandwidth slower on every measured shape (the last block's combine
   // is serial; the reduce launch overlaps the main kernel's tail).
   void set_attention_fused_reduce(bool on) { fused_reduce_ = on; }
+  // true (default): 16-lane shapes (16-byte head rows of 65..128 elements)
+  // run the shared-memory staged kernels, whose K/V copies reach shared
+  // memory through a ring of cp.async stages that stay in flight while the
+  // warps compute, except paged f32 caches; false: the register-staged
+  // kernels everywhere. The staged kernels always combine splits with a
+  // reduce launch. On an H200 (docs/perf.md, "GPU") staged read 6-12 points
+  // of copy bandwidth more on every contiguous shape and 6-8 more on paged
+  // bf16, but 6-13 fewer on paged f32 (a 512-byte row's 32 chunks each
+  // find their page), which keeps the register kernels.
+  void set_attention_staged(bool on) { staged_ = on; }
+  // true (default where the driver has cuLaunchKernelEx and the GPU is
+  // sm_90 or newer): the main and reduce kernels are launched with
+  // programmatic stream serialization, so each starts while the kernel
+  // before it in the stream drains and waits on the device (not in the
+  // launch queue) for its results. false: plain launches.
+  void set_attention_overlap(bool on) { overlap_ = on && overlap_supported_; }
+  bool attention_overlap_supported() const { return overlap_supported_; }
 
   // The decode-attention launches of one Kernels object share its split
   // workspace: launches on different streams must not run concurrently
@@ -128,18 +148,31 @@ class Kernels {
   void* scatter_ = nullptr;
   void* fill_ = nullptr;
   void* checksum_ = nullptr;
-  Result<void> launch_attention(void* const (&fns)[2][3], const ref::AttentionShape& shape,
-                                uint64_t max_context, void* params, Stream stream) const;
+  Result<void> launch_attention(void* const (&fns)[2][3], void* const (&staged)[2],
+                                const ref::AttentionShape& shape, uint64_t max_context,
+                                void* params, Stream stream) const;
+  // One decode-attention kernel launch (grid x, y, z of `threads`, with
+  // `shared_bytes` of dynamic shared memory),
+  // overlapped with the previous kernel of the stream when overlap_.
+  Result<void> launch_attention_grid(void* fn, uint32_t x, uint32_t y, uint32_t z,
+                                     uint32_t threads, uint32_t shared_bytes, void** args,
+                                     Stream stream) const;
 
   // [f32, bf16][scalar loads, 16-byte loads, 16-byte loads with 16 lanes per token]
   void* attention_[2][3] = {};        // contiguous
   void* attention_paged_[2][3] = {};  // paged
   void* attention_reduce_ = nullptr;
+  void* staged_module_ = nullptr;           // CUmodule
+  void* attention_staged_[2] = {};        // [f32, bf16], contiguous
+  void* attention_paged_staged_[2] = {};  // [f32, bf16], paged
   uint64_t checksum_slot_ = 0;  // device uint64_t the checksum kernel adds into
   uint32_t sm_count_ = 1;
   uint32_t blocks_per_sm_ = kDefaultBlocksPerSm;
   bool equal_slices_ = false;
   bool fused_reduce_ = false;
+  bool staged_ = true;
+  bool overlap_supported_ = false;
+  bool overlap_ = false;
   uint64_t workspace_ = 0;  // split partials: acc floats, then (max, sum) pairs
   uint64_t done_counts_ = 0;  // the fused reduce's per-(row, head chunk) counts, zero at rest
   uint64_t workspace_records_ = 0;

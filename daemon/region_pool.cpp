@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/permission_bits.hpp"
@@ -33,6 +34,28 @@ Result<Backing> adopt_backing(int fd, uint64_t size) {
   UniqueFd own(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
   if (!own) return fail_errno("duplicating a region's file");
   return Backing{std::move(own), round_up(size, 4096), 4096};
+}
+
+// move_pages moves only pages this process maps; a region's pages that a
+// client faulted in through its own mapping, or that a checkpoint capture
+// wrote into the image's memfd, are in the file but not in the daemon's
+// mapping. Maps those (the resident ones only, so that no page is allocated
+// for a hole) before the move, stretch by stretch.
+void map_resident_pages(void* addr, size_t length) {
+  const size_t page = 4096, pages = length / page;
+  std::vector<unsigned char> resident(pages);
+  if (pages == 0 || ::mincore(addr, length, resident.data()) != 0) return;
+  auto* base = static_cast<char*>(addr);
+  for (size_t i = 0; i < pages;) {
+    if (!(resident[i] & 1)) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < pages && (resident[end] & 1)) ++end;
+    (void)::madvise(base + i * page, (end - i) * page, MADV_POPULATE_READ);  // best effort: absent pages stay absent
+    i = end;
+  }
 }
 
 }  // namespace
@@ -339,6 +362,7 @@ Result<hal::MoveStats> MigrationJob::run(hal::PagePlacement* placement) {
   const uint64_t start = monotonic_ns();
   Result<hal::MoveStats> moved = hal::MoveStats{};
   if (placement != nullptr && node >= 0) {
+    map_resident_pages(addr, length);
     moved = placement->move(addr, length, page_size, node, move_all);
   } else {
     moved->pages_total = length / page_size;

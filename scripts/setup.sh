@@ -19,7 +19,8 @@ PACKAGES=(
   valgrind sqlite3                      # recorded tiering traces (tests/bench/tiering/record_traces.sh)
   etcd-server                           # pod membership tests (a real etcd on loopback)
   scdoc bash-completion                 # man pages, the completions directory
-  debhelper dh-python lintian mmdebstrap  # slow suite: the Debian packages (tests/package)
+  debhelper dh-python python3-all lintian mmdebstrap  # step 5: the Debian packages (tests/package)
+  criu iproute2                         # CRIU's restore beside cxlpool's (tests/bench/ckpt_restore_vm.sh)
 )
 
 missing=()

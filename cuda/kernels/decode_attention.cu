@@ -35,6 +35,8 @@
 
 #include "attention_math.hpp"
 #include "decode_attention_params.hpp"
+#include "decode_attention_split.cuh"
+#include "grid_dependency.cuh"
 
 namespace {
 
@@ -47,27 +49,6 @@ constexpr unsigned kUnroll = cxlpool::cuda::kAttentionUnroll;
 constexpr unsigned kMaxHeadDim = 256;
 constexpr unsigned kMaxElems = kMaxHeadDim / 32;  // per lane per token
 constexpr unsigned kMaxSplits = 256;              // the launcher never asks for more
-
-// Tokens per split of a row of `len` tokens: p.split_len, slices of one
-// length for every row (the launcher sizes them so that n_splits slices
-// cover the longest row); 0 asks for the previous planner, each row cut
-// evenly into n_splits slices of whole 32-token granules, kept to measure
-// against. The last split takes any tokens past n_splits slices, which
-// only a row longer than the launcher was told of has. The reduce kernel
-// agrees on it.
-__device__ __forceinline__ unsigned split_tokens(unsigned len, const DecodeAttentionParams& p) {
-  if (p.split_len != 0) return p.split_len;
-  const unsigned even = (len + p.n_splits - 1) / p.n_splits;
-  return (even + 31) / 32 * 32;
-}
-
-__device__ __forceinline__ unsigned splits_used(unsigned len, const DecodeAttentionParams& p) {
-  if (len == 0) return 0;
-  const unsigned tps = split_tokens(len, p);
-  return min(p.n_splits, (len + tps - 1) / tps);
-}
-
-__device__ __forceinline__ float safe_base(float m) { return m == -INFINITY ? 0.0f : m; }
 
 // kVec elements at p, widened to f32.
 template <typename T, unsigned kVec>
@@ -256,6 +237,10 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   __shared__ float s_m[kWarps][kHeads];
   __shared__ float s_l[kWarps][kHeads];
 
+  // Nothing the previous kernel of the stream writes (q, the lengths, the
+  // cache) is read before it has finished; the reduce launch may start now.
+  wait_for_previous_grid();
+  let_next_grid_launch();
   const unsigned row = blockIdx.y;
   const unsigned split = blockIdx.z;
   const unsigned kv = blockIdx.x / p.head_chunks;
@@ -538,6 +523,8 @@ extern "C" __global__ void __launch_bounds__(cxlpool::cuda::kAttentionReduceThre
     cxlpool_decode_attention_reduce(const DecodeAttentionParams p) {
   __shared__ float s_w[kMaxSplits];
   __shared__ float s_total;
+  wait_for_previous_grid();  // the partials of the main kernel
+  let_next_grid_launch();
   const unsigned h = blockIdx.x;
   const unsigned row = blockIdx.y;
   const unsigned head_dim = p.head_dim;

@@ -195,6 +195,7 @@ _PROTOTYPES = {
     "cxlpool_kv_put": (c_int, [VP, c_uint64, PKEY, c_uint32, POINTER(c_void_p), c_uint64]),
     "cxlpool_kv_get": (c_int, [VP, c_uint64, PKEY, c_uint32, PU64, PLOC]),
     "cxlpool_kv_release": (c_int, [VP, c_uint64]),
+    "cxlpool_kv_release_nowait": (c_int, [VP, c_uint64]),
     "cxlpool_kv_prefetch": (c_int, [VP, c_uint64, PKEY, c_uint32]),
     "cxlpool_kv_delete": (c_int, [VP, c_uint64, PKEY, c_uint32]),
     "cxlpool_kv_should_load": (c_int, [VP, POINTER(KvLoadQuery), POINTER(KvLoadDecision)]),

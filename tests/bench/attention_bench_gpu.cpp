@@ -53,26 +53,34 @@ int print_fixed_cost(const cuda::DeviceContext& ctx, cuda::Kernels& kernels,
     std::fprintf(stderr, "GPU: out of device memory\n");
     return 1;
   }
-  double us[2] = {};
-  for (const bool fused : {true, false}) {
-    kernels.set_attention_fused_reduce(fused);
-    std::vector<double> t;
-    for (int rep = -1; rep < o.reps; ++rep) {
-      const double t0 = now_s();
-      for (int i = 0; i < inner; ++i) {
-        if (!kernels.decode_attention(w.shape, dq->ptr(), base[0], base[1], o.seq, dzero->ptr(),
-                                      dout->ptr())) {
-          return 1;
+  // [overlapped launches][fused]
+  double us[2][2] = {};
+  for (const bool overlap : {false, true}) {
+    kernels.set_attention_overlap(overlap);
+    for (const bool fused : {true, false}) {
+      kernels.set_attention_fused_reduce(fused);
+      std::vector<double> t;
+      for (int rep = -1; rep < o.reps; ++rep) {
+        const double t0 = now_s();
+        for (int i = 0; i < inner; ++i) {
+          if (!kernels.decode_attention(w.shape, dq->ptr(), base[0], base[1], o.seq, dzero->ptr(),
+                                        dout->ptr())) {
+            return 1;
+          }
         }
+        if (!ctx.synchronize()) return 1;
+        if (rep >= 0) t.push_back((now_s() - t0) / inner);
       }
-      if (!ctx.synchronize()) return 1;
-      if (rep >= 0) t.push_back((now_s() - t0) / inner);
+      us[overlap ? 1 : 0][fused ? 1 : 0] = median(t) * 1e6;
     }
-    us[fused ? 0 : 1] = median(t) * 1e6;
   }
   kernels.set_attention_fused_reduce(false);
-  std::printf("  fixed cost of a call (every row empty, contiguous, default launch): fused %.1f us, "
-              "with a reduce launch %.1f us\n", us[0], us[1]);
+  kernels.set_attention_overlap(true);
+  std::printf("  fixed cost of a call (every row empty, contiguous, default launch): plain launches: "
+              "fused %.1f us, with a reduce launch %.1f us; overlapped launches: fused %.1f us, "
+              "with a reduce launch %.1f us%s\n",
+              us[0][1], us[0][0], us[1][1], us[1][0],
+              kernels.attention_overlap_supported() ? "" : " (overlap not available: plain)");
   return 0;
 }
 
@@ -166,33 +174,54 @@ int run_gpu(const Options& o, const Workload& w) {
   const int inner = 20;  // launches per timed sample: a decode call is short
   if (print_fixed_cost(*ctx, *kernels, o, w, base, inner) != 0) return 1;
   int status = 0;
-  // Each target four times: slices of one length (the planner) or each row
-  // cut evenly (the previous planner), the partials combined by each row's
-  // last block (fused) or by a reduce launch (the previous design),
-  // measured against each other.
+  // Each target in several designs measured against each other in this
+  // run: slices of one length (the planner) or each row cut evenly (the
+  // previous planner); the register-staged or the shared-memory staged
+  // kernels; plain launches or launches that overlap the previous kernel's
+  // drain (programmatic dependent launch, sm_90+); the partials combined by
+  // a reduce launch or, for the register kernels, by each row's last block.
   struct Run {
     uint32_t target;
     bool equal;
     bool fused;
+    bool staged;
+    bool overlap;
   };
+  const bool can_overlap = kernels->attention_overlap_supported();
   std::vector<Run> runs;
   for (const uint32_t target : targets) {
     for (const bool equal : {true, false}) {
-      for (const bool fused : {true, false}) runs.push_back({target, equal, fused});
+      for (const bool staged : {false, true}) {
+        for (const bool overlap : {false, true}) {
+          if (overlap && !can_overlap) continue;
+          runs.push_back({target, equal, false, staged, overlap});
+        }
+      }
+      runs.push_back({target, equal, true, false, can_overlap});
     }
   }
-  for (const auto& [target, equal, fused] : runs) {
+  if (!can_overlap) {
+    std::printf("  overlapped launches: not available (needs sm_90 and cuLaunchKernelEx)\n");
+  }
+  for (const auto& [target, equal, fused, staged, overlap] : runs) {
     if (!kernels->set_attention_blocks_per_sm(target)) return 1;
     kernels->set_attention_equal_slices(equal);
     kernels->set_attention_fused_reduce(fused);
+    kernels->set_attention_staged(staged);
+    kernels->set_attention_overlap(overlap);
     auto plan_c = kernels->attention_plan(w.shape, o.seq, base[0], base[1]);
     auto plan_p = kernels->attention_plan(w.shape, uint64_t{w.blocks_per_row} * o.page_tokens,
-                                          kp->ptr(), vp->ptr());
+                                          kp->ptr(), vp->ptr(), /*paged=*/true);
     if (!plan_c || !plan_p) return 1;
-    std::printf("  launch: %u blocks/SM target, %s, %s: contiguous %u splits of %u tokens x %u "
-                "blocks, paged %u splits of %u tokens, %u lanes per token, %s loads\n",
+    std::printf("  launch: %u blocks/SM target, %s, %s, %s kernels (paged: %s), %s: contiguous "
+                "%u splits of %u tokens x %u blocks, paged %u splits of %u tokens, %u lanes per "
+                "token, %s loads\n",
                 target, equal ? "slices of one length" : "rows cut evenly (previous planner)",
-                fused ? "fused reduce" : "reduce launch", plan_c->n_splits, plan_c->split_len,
+                fused ? "fused reduce" : "reduce launch",
+                plan_c->staged ? "shared-memory staged" : "register-staged",
+                plan_p->staged ? "shared-memory staged" : "register-staged",
+                overlap ? "overlapped launches" : "plain launches", plan_c->n_splits,
+                plan_c->split_len,
                 plan_c->blocks, plan_p->n_splits, plan_p->split_len, plan_c->token_lanes,
                 plan_c->vector_loads ? "16-byte" : "scalar");
     std::vector<double> tc, tp;
@@ -244,6 +273,8 @@ int run_gpu(const Options& o, const Workload& w) {
     if (!(worst <= 1e-4f) || !(worst_ref <= 1e-4f)) status = 1;
   }
   kernels->set_attention_fused_reduce(false);
+  kernels->set_attention_staged(true);
+  kernels->set_attention_overlap(true);
   for (const uint64_t range : base) (void)(*vmm)->release_range(range, tensor);
   return status;
 }

@@ -4,10 +4,12 @@
 // original or in a restored clone) answers commands on stdin, one per line:
 //   stat       "rss_anon_kib N rss_file_kib N rss_shmem_kib N"
 //   read       reads every byte once: "read_ms X"
-//   write PCT  writes one byte in PCT% of the pages, spread evenly: "write_ms X"
+//   write PCT [RUN]  writes one byte in PCT% of the pages, spread evenly in
+//              runs of RUN consecutive pages (default 1): "write_ms X pages N"
 //   quit       exits
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -50,10 +52,16 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < bytes / 8; ++i) sum += p[i];
       std::printf("read_ms %.3f sum %llu\n", ms_since(t), static_cast<unsigned long long>(sum & 0xff));
     } else if (std::strncmp(line, "write", 5) == 0) {
-      const size_t pct = static_cast<size_t>(std::atol(line + 5));
-      const size_t pages = bytes / 4096, step = pct ? 100 / pct : pages + 1;
-      for (size_t pg = 0; pg < pages; pg += step) p[pg * 512] += 1;
-      std::printf("write_ms %.3f\n", ms_since(t));
+      char* rest = nullptr;
+      const size_t pct = std::strtoul(line + 5, &rest, 10);
+      const size_t run = std::max<size_t>(1, std::strtoul(rest, nullptr, 10));
+      // Groups of `step` pages whose first `run` are written: PCT% in all.
+      const size_t pages = bytes / 4096, step = pct ? std::max(run + (pct < 100), run * 100 / pct) : pages + 1;
+      size_t written = 0;
+      for (size_t group = 0; group < pages; group += step) {
+        for (size_t pg = group; pg < std::min(group + run, pages); ++pg, ++written) p[pg * 512] += 1;
+      }
+      std::printf("write_ms %.3f pages %zu\n", ms_since(t), written);
     } else if (std::strncmp(line, "quit", 4) == 0) {
       return 0;
     }

@@ -10,7 +10,9 @@
 //   latency  lookup + get + release of one 16-chunk prefix held in DRAM,
 //            p50/p99/p99.9 over --iterations: as three blocking calls (three
 //            ring round trips), and batched (the previous lease's release,
-//            the lookup and the get in one submit: one round trip); the
+//            the lookup and the get in one submit: one round trip), and as
+//            get + cxlpool_kv_release_nowait (no lookup; the release is not
+//            waited for: one round trip, the API's unbatched form); the
 //            same percentiles for a one-key lookup miss (one round trip with
 //            no store work) as the reference in the same run.
 //   put      --chunks distinct 2 MiB chunks with --qd puts in flight:
@@ -38,12 +40,25 @@
 //            (hot: a producer's fresh chunk) and from --chunks rotating
 //            sources (cold: an arena chunk not read lately), about a second
 //            each.
+//   handover no daemon (pass -): what a put without the commit's copy would
+//            cost its writer at least: each op creates a sealable memfd of
+//            --bytes, maps it, copies the hot source in, unmaps it and seals
+//            it against writing (F_SEAL_WRITE, which the kernel refuses while
+//            any writable mapping of it is left), the only way Linux gives to
+//            hand pages over so that their writer cannot change them. A
+//            sealed file never becomes writable again, so every put needs
+//            fresh pages. With 4 KiB pages, and with 2 MiB hugetlb pages when
+//            the system has free ones (skipped, with the reason, if not).
 // --seed (default 1) picks the key set: ssd-get needs the seed of the
 // ssd-put before it; a put into a daemon that still holds an earlier run's
 // chunks needs a new one (cached chunks are not counted).
 // Every chunk carries its key in its first and last 16 bytes; gets check
 // them, so a wrong or stale chunk fails the run.
 // The last line is "RESULT mode=... key=value ..." for scripts.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -387,6 +402,20 @@ int run_latency(const Connection& conn, const Options& opt) {
     if (it >= warmup) batched.push_back(micros_since(t0));
   }
   if (int rc = cxlpool_kv_release(conn.kv, previous); rc != 0) die("release", rc);
+  // The unbatched form the API steers a serving loop to: a get (which
+  // answers the cached prefix: no lookup first) and a release that does not
+  // wait for its answer, two blocking-style calls and one round trip.
+  std::vector<double> steered;
+  steered.reserve(iterations);
+  for (std::size_t it = 0; it < warmup + iterations; ++it) {
+    const auto t0 = Clock::now();
+    std::uint64_t lease = 0;
+    const int leased = cxlpool_kv_get(conn.kv, ns.id, keys, kLatencyBatch, &lease, locs);
+    if (leased != static_cast<int>(kLatencyBatch)) die("get", leased < 0 ? leased : -ENOENT);
+    if (!stamped(locs[kLatencyBatch - 1].data, bytes, keys[kLatencyBatch - 1])) die("get: wrong bytes", -EBADMSG);
+    if (int rc = cxlpool_kv_release_nowait(conn.kv, lease); rc != 0) die("release_nowait", rc);
+    if (it >= warmup) steered.push_back(micros_since(t0));
+  }
 
   auto row = [](const char* name, std::vector<double>& v) {
     const double p50 = percentile(v, 0.50), p99 = percentile(v, 0.99), p999 = percentile(v, 0.999);
@@ -399,11 +428,13 @@ int run_latency(const Connection& conn, const Options& opt) {
   row("release", release);
   row("lookup + get + release", total);
   row("batched: release(prev) + lookup + get", batched);
+  row("get + release_nowait", steered);
   row("reference: lookup of 1 absent key", miss);
   std::printf("RESULT mode=latency batch=%u p50_us=%.2f p99_us=%.2f p999_us=%.2f batched_p50_us=%.2f "
-              "batched_p99_us=%.2f rtt_p50_us=%.2f rtt_p99_us=%.2f\n",
+              "batched_p99_us=%.2f steered_p50_us=%.2f steered_p99_us=%.2f rtt_p50_us=%.2f rtt_p99_us=%.2f\n",
               kLatencyBatch, percentile(total, 0.5), percentile(total, 0.99), percentile(total, 0.999),
-              percentile(batched, 0.5), percentile(batched, 0.99), percentile(miss, 0.5), percentile(miss, 0.99));
+              percentile(batched, 0.5), percentile(batched, 0.99), percentile(steered, 0.5), percentile(steered, 0.99),
+              percentile(miss, 0.5), percentile(miss, 0.99));
   return 0;
 }
 
@@ -544,12 +575,57 @@ int run_memcpy(const Options& opt) {
   return 0;
 }
 
+// One sealed handover of `src` per op (see the mode's description); false
+// when the memfd cannot be made (no hugetlb pages).
+bool sealed_handover(const std::vector<unsigned char>& src, unsigned flags) {
+  const int fd = ::memfd_create("kvstore-bench-handover", MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
+  if (fd < 0) return false;
+  bool ok = ::ftruncate(fd, static_cast<off_t>(src.size())) == 0;
+  void* p = ok ? ::mmap(nullptr, src.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  ok = p != MAP_FAILED;
+  if (ok) {
+    std::memcpy(p, src.data(), src.size());
+    ::munmap(p, src.size());
+    if (::fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW) != 0) die("F_ADD_SEALS", -errno);
+    // The writer has lost the pages for good: no new writable mapping.
+    void* again = ::mmap(nullptr, src.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (again != MAP_FAILED) die("a sealed memfd was mapped writable", -EINVAL);
+  }
+  ::close(fd);
+  return ok;
+}
+
+int run_handover(const Options& opt) {
+  const auto src = make_source(opt.u64("bytes"));
+  auto measure = [&](unsigned flags) -> double {
+    std::size_t ops = 0;
+    const auto t0 = Clock::now();
+    double seconds = 0;
+    while (seconds < 1.0) {
+      if (!sealed_handover(src, flags)) return 0;
+      ++ops;
+      seconds = seconds_since(t0);
+    }
+    return static_cast<double>(ops) / seconds;
+  };
+  const double small = measure(0);
+  if (small == 0) die("memfd_create/ftruncate/mmap of a sealable memfd", -errno);
+  const double huge = opt.u64("bytes") % (2u << 20) == 0 ? measure(MFD_HUGETLB) : 0;  // the default huge page size
+  const std::string huge_text = huge > 0 ? std::to_string(static_cast<long long>(huge)) + " ops/s"
+                                         : "skipped (no free hugetlb pages, or --bytes not a multiple of 2 MiB)";
+  std::printf("sealed memfd handover of %llu KiB: 4 KiB pages %.0f ops/s, hugetlb pages %s\n",
+              static_cast<unsigned long long>(opt.u64("bytes") >> 10), small, huge_text.c_str());
+  std::printf("RESULT mode=handover bytes=%llu ops_per_s=%.0f hugetlb_ops_per_s=%.0f\n",
+              static_cast<unsigned long long>(opt.u64("bytes")), small, huge);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s SOCKET|- latency|put|get|ssd-put|ssd-get|memcpy [--qd N] [--chunks N] [--bytes N]\n"
+                 "usage: %s SOCKET|- latency|put|get|ssd-put|ssd-get|memcpy|handover [--qd N] [--chunks N] [--bytes N]\n"
                  "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--seed N]\n",
                  argv[0]);
     return 2;
@@ -566,6 +642,7 @@ int main(int argc, char** argv) {
                      {"write", "1"},
                      {"seed", "1"}});
   if (mode == "memcpy") return run_memcpy(opt);
+  if (mode == "handover") return run_handover(opt);
   const Connection conn(argv[1], "kvstore-bench", 0);
   if (opt.u64("bytes") == 0 || opt.u64("bytes") > conn.info.slot_bytes || opt.u64("bytes") % 16 != 0) {
     std::fprintf(stderr, "--bytes must be a multiple of 16 in 16..%llu (the store's slot size)\n",

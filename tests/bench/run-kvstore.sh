@@ -10,6 +10,8 @@
 #   3. 2 MiB put/get throughput vs redis-server on loopback (redis-benchmark
 #      SET/GET -d 2097152), at the same concurrency, and the ceiling of a
 #      plain one-thread 2 MiB memcpy (hot and cold source) against redis;
+#      and the cost of handing a put's pages over instead of copying them
+#      (kvstore_bench handover: a sealed fresh memfd per put) against it;
 #   4. a multi-turn chat trace with the DRAM arena at 10% of its working set:
 #      hit rate and recompute-or-load savings.
 #   tests/bench/run-kvstore.sh [BUILD_DIR]
@@ -192,12 +194,17 @@ if ! redis-cli -p "$port" ping >/dev/null 2>&1; then
   exit 1
 fi
 declare -A put get redis_set redis_get
-memcpy_hot=() memcpy_cold=()
+memcpy_hot=() memcpy_cold=() handover=() handover_huge=()
 for rep in $(seq "$reps"); do
   # The ceiling of a put/get that moves its bytes through one core.
   run "$bench" - memcpy
   memcpy_hot+=("$(value hot_ops_per_s "$result")")
   memcpy_cold+=("$(value cold_ops_per_s "$result")")
+  # What a put that hands its pages over (a sealed fresh memfd) would cost
+  # its writer, next to the same run's memcpy.
+  run "$bench" - handover
+  handover+=("$(value ops_per_s "$result")")
+  handover_huge+=("$(value hugetlb_ops_per_s "$result")")
   for qd in $qds; do
     # Distinct seeds: every put stores new chunks.
     run "$bench" "$sock" put --qd "$qd" --seed "$((1000 * rep + qd))"
@@ -266,6 +273,10 @@ printf '%-44s %12s %12s %8s %s\n' "  the same batched in one submit, p50" "$(val
   "$(value rtt_p50_us "$latency") us" "" ""
 printf '%-44s %12s %12s %8s %s\n' "  the same batched in one submit, p99" "$(value batched_p99_us "$latency") us" \
   "$(value rtt_p99_us "$latency") us" "" "<= 8 us"
+printf '%-44s %12s %12s %8s %s\n' "  get + release_nowait (1 round trip), p50" "$(value steered_p50_us "$latency") us" \
+  "$(value rtt_p50_us "$latency") us" "" ""
+printf '%-44s %12s %12s %8s %s\n' "  get + release_nowait (1 round trip), p99" "$(value steered_p99_us "$latency") us" \
+  "$(value rtt_p99_us "$latency") us" "" "<= 20 us"
 for qd in $qds; do
   # shellcheck disable=SC2086 # word lists by design
   p=$(median ${put[$qd]}) g=$(median ${get[$qd]}) rs=$(median ${redis_set[$qd]}) rg=$(median ${redis_get[$qd]})
@@ -283,6 +294,15 @@ for qd in $qds; do
   printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB get+copy vs memcpy cold source, $qd in flight" "$g" \
     "$(median "${memcpy_cold[@]}")" "$(ratio "$g" "$(median "${memcpy_cold[@]}")")" ">= 0.8"
 done
+mh=$(median "${memcpy_hot[@]}") ho=$(median "${handover[@]}") hh=$(median "${handover_huge[@]}")
+printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "sealed memfd handover, 4 KiB pages, vs memcpy" "$ho" "$mh" "$(ratio "$ho" "$mh")" \
+  "(a put without the commit's copy: its floor)"
+if [[ $hh == 0.0 ]]; then
+  echo "sealed memfd handover, hugetlb pages: skipped (no free hugetlb pages)"
+else
+  printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "sealed memfd handover, hugetlb pages, vs memcpy" "$hh" "$mh" \
+    "$(ratio "$hh" "$mh")" ""
+fi
 echo "reference: put without the client's write $(value ops_per_s "$put_nowrite") ops/s," \
   "get without the client's copy $(value ops_per_s "$get_nocopy") ops/s (8 in flight)"
 for c in $concurrency; do

@@ -11,7 +11,8 @@
 //   ckpt_target loop                 the main thread spins in user space
 //   ckpt_target threads              four threads: spinning, blocked on a
 //                                    condition variable, sleeping (counted
-//                                    in "sleeps"), and main
+//                                    in "sleeps"), and main; named spin,
+//                                    wait and sleep
 //   ckpt_target signals              SIGUSR1 pending for the thread and
 //                                    SIGUSR2 for the process, both blocked;
 //                                    SIGALRM handled on an alternate stack,
@@ -172,9 +173,10 @@ void* clock_thread(void*) {
 
 void on_alarm(int) { g_alarms.fetch_add(1, std::memory_order_relaxed); }
 
-void start(void* (*fn)(void*)) {
+void start(void* (*fn)(void*), const char* name = nullptr) {
   pthread_t t;
   if (pthread_create(&t, nullptr, fn, nullptr) != 0) std::abort();
+  if (name != nullptr) pthread_setname_np(t, name);
 }
 
 void setup_signals() {
@@ -208,9 +210,9 @@ int setup(const std::string& mode, int argc, char** argv) {
   } else if (mode == "threads") {
     g_tids.assign(4, 0);
     g_tids[0] = gettid_now();
-    start(spin_thread);
-    start(wait_thread);
-    start(sleep_thread);
+    start(spin_thread, "spin");
+    start(wait_thread, "wait");
+    start(sleep_thread, "sleep");
     while (g_started < 3) usleep(1000);
     std::string tids;
     for (pid_t t : g_tids) tids += (tids.empty() ? "" : " ") + std::to_string(t);

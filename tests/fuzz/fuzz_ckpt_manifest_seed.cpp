@@ -3,7 +3,7 @@
 // (full, minimal, with an unknown section, with eventfds, a pipe and a
 // socketpair), a whole image, and near misses
 // that each break one rule (a run outside its VMA, a duplicate section, a
-// truncated section, another version, a cxlpool region of an unknown kind
+// truncated section, another version, a thread name too long, a cxlpool region of an unknown kind
 // or a region descriptor naming no region), and a leased region with its
 // lease record (alone and in an image) and with a run past the region's
 // end (client-leased.bin: one without its record).
@@ -58,9 +58,12 @@ std::vector<Seed> seeds() {
   Manifest outside = sample;
   outside.runs[1].pages = 9;
   out.push_back({"run-outside-vma.bin", encode_manifest(outside)});
-  Manifest v2 = sample;
-  v2.version = 2;
-  out.push_back({"version2.bin", encode_manifest(v2)});
+  Manifest v1 = sample;
+  v1.version = 1;
+  out.push_back({"version1.bin", encode_manifest(v1)});
+  Manifest long_name = sample;
+  long_name.threads[1].name += "x";  // one byte past TASK_COMM_LEN's 15
+  out.push_back({"thread-name-long.bin", encode_manifest(long_name)});
   Manifest leased = sample;
   leased.regions[0].kind = RegionKind::kLeased;
   out.push_back({"client-leased.bin", encode_manifest(leased)});

@@ -461,6 +461,19 @@ TEST_F(KvStore, LookupAnswersTheLongestCachedPrefix) {
   // lease that is not ours, a chunk bigger than a slot.
   EXPECT_EQ(s.lookup(999999, keys), -EACCES);
   EXPECT_EQ(cxlpool_kv_release(s.kv, 123456789), -ENOENT);
+  // A release that is not waited for: the daemon takes it before anything
+  // the handle sends later, and an unknown lease is not reported.
+  {
+    std::vector<cxlpool_kv_location> locs(2);
+    uint64_t id = 0;
+    ASSERT_EQ(cxlpool_kv_get(s.kv, ns.id, keys.data(), 2, &id, locs.data()), 2) << cxlpool_last_error();
+    EXPECT_EQ(store_status().leases, 1u);
+    EXPECT_EQ(cxlpool_kv_release_nowait(s.kv, id), 0) << cxlpool_last_error();
+    EXPECT_EQ(cxlpool_kv_release(s.kv, id), -ENOENT);
+    EXPECT_EQ(store_status().leases, 0u);
+    EXPECT_EQ(cxlpool_kv_release_nowait(s.kv, 123456789), 0);
+    EXPECT_EQ(s.lookup(ns.id, keys), 2);
+  }
   EXPECT_EQ(s.put(ns.id, {keys[7]}, kSlot + 1), -EMSGSIZE);
   // Chunks shorter than a slot keep their length.
   ASSERT_EQ(s.put(ns.id, {keys[2]}, 10000), 1);

@@ -49,6 +49,7 @@ inline ckpt::Manifest sample_manifest() {
     t.sigmask = 1ull << 9;
     t.rseq = {0x7f0000001000ull + static_cast<uint64_t>(tid - 4242) * 32, 32, 0x53053053};
     t.clear_child_tid = 0x7f0000002000ull;
+    t.name = tid == 4242 ? "sample" : "fifteen-bytes:1";  // the leader's is comm; the longest a name may be
     m.threads.push_back(std::move(t));
   }
   m.threads[1].pending.push_back({});

@@ -11,6 +11,7 @@
 # usage: run-in-vm.sh [--cache DIR] [--results DIR] [--mem-node0 SIZE]
 #                     [--mem-node1 SIZE] [--smp N] [--cpu MODEL]
 #                     [--timeout SECONDS] [--share DIR]... [--ivshmem FILE]
+#                     [--modules "MOD..."]
 #                     -- COMMAND [ARG]...
 #
 # --share DIR makes DIR visible in the guest at the same path, read-only,
@@ -18,6 +19,8 @@
 # --ivshmem FILE gives the guest an ivshmem-plain PCI device (1af4:1110)
 # whose BAR 2 is FILE, mapped shared: host processes that map FILE and the
 # guest share that memory. FILE's size must be a power of two (1 MiB up).
+# --modules loads these modules of the guest kernel (and what they need) at
+# boot as well; each list is a guest image of its own in the cache.
 #
 # Exit status: the command's own (77 stays 77, so skips pass through);
 # 77 when the host lacks QEMU, a static busybox or a guest kernel;
@@ -55,12 +58,14 @@ usage() {
 
 shares=()
 ivshmem_file=""
+extra_modules=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) cache_dir=$2; shift 2 ;;
     --results) results_dir=$2; shift 2 ;;
     --share) shares+=("$(cd "$2" && pwd)") || die "--share: no directory $2"; shift 2 ;;
     --ivshmem) ivshmem_file=$2; shift 2 ;;
+    --modules) extra_modules=$2; shift 2 ;;
     --mem-node0) mem_node0=$2; shift 2 ;;
     --mem-node1) mem_node1=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
@@ -74,6 +79,8 @@ done
 [ $# -gt 0 ] || usage
 case "$timeout_s" in ''|*[!0-9]*) die "--timeout wants whole seconds, got '$timeout_s'" ;; esac
 case "$smp" in ''|*[!0-9]*|0) die "--smp wants a positive count, got '$smp'" ;; esac
+case "$extra_modules" in *[!a-z0-9_\ -]*) die "--modules wants module names, got '$extra_modules'" ;; esac
+root_modules=$kRootModules${extra_modules:+ $extra_modules}
 
 # Sizes as QEMU spells them (512M, 1G); returns MiB so -m can be the sum.
 size_mib() {
@@ -153,7 +160,7 @@ module_depends() {
   fi | tr '\0' '\n' | sed -n 's/^depends=//p' | head -n 1
 }
 
-# Writes the load order of kRootModules and their dependencies (a
+# Writes the load order of root_modules and their dependencies (a
 # depth-first post-order, so every module follows what it needs) to stdout.
 module_load_order() {
   local moddir=$1
@@ -181,7 +188,7 @@ module_load_order() {
     echo "${path_of[$mod]}"
   }
   local root
-  for root in $kRootModules; do
+  for root in $root_modules; do
     visit "$root" || return 1
   done
 }
@@ -285,7 +292,7 @@ build_guest() {
 
 pkg=$(kernel_package)
 [ -n "$pkg" ] || skip "cannot tell which linux-image package to use (apt-cache failed, nothing cached)"
-guest_key=$( { echo "$kImageLayout $kRootModules $pkg"; write_init; sha256sum < "$busybox"; } |
+guest_key=$( { echo "$kImageLayout $root_modules $pkg"; write_init; sha256sum < "$busybox"; } |
   sha256sum | cut -c1-16)
 guest_dir=$cache_dir/guest-$pkg-$guest_key
 

@@ -126,6 +126,7 @@ nlohmann::json manifest_json(const Manifest& m) {
     json pending = json::array();
     for (const auto& info : t.pending) pending.push_back(signo(info));
     threads.push_back({{"tid", t.tid},
+                       {"name", t.name},
                        {"rip", hex(reg_word(t.regs, 16))},
                        {"rsp", hex(reg_word(t.regs, 19))},
                        {"xsave_bytes", t.xsave.size()},
@@ -209,8 +210,9 @@ std::string manifest_text(const Manifest& m) {
                      hex(p.mm.start_brk), p.itimer_real.value_us, p.itimer_real.interval_us, p.shared_pending.size());
   out += "threads:\n";
   for (const ThreadState& t : m.threads) {
-    out += fmt::format("  {:>7}  rip {:>18}  sigmask {:>18}  pending {}  rseq {}  xsave {} bytes\n", t.tid,
-                       hex(reg_word(t.regs, 16)), hex(t.sigmask), t.pending.size(), hex(t.rseq.addr), t.xsave.size());
+    out += fmt::format("  {:>7}  {:<15}  rip {:>18}  sigmask {:>18}  pending {}  rseq {}  xsave {} bytes\n", t.tid,
+                       t.name, hex(reg_word(t.regs, 16)), hex(t.sigmask), t.pending.size(), hex(t.rseq.addr),
+                       t.xsave.size());
   }
   out += "vmas:\n";
   for (const Vma& v : m.vmas) {

@@ -10,7 +10,7 @@
 namespace cxlpool::tiering::eval {
 
 const std::vector<std::string>& known_policies() {
-  static const std::vector<std::string> names{"no-migration", "oracle", "damon", "autonuma", "m5-hpt", "m5-hwt"};
+  static const std::vector<std::string> names{"no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt"};
   return names;
 }
 
@@ -28,7 +28,8 @@ TraceSummary summarize(const std::string& name, const PreparedTrace& trace, cons
 Result<std::unique_ptr<Policy>> make_policy(const std::string& kind, double sampling_rate,
                                             const EvalOptions& options) {
   if (kind == "no-migration") return std::unique_ptr<Policy>(new NoMigrationPolicy());
-  if (kind == "oracle") return std::unique_ptr<Policy>(new OraclePolicy());
+  if (kind == "oracle") return std::unique_ptr<Policy>(new OraclePolicy(OracleWindow::kNext));
+  if (kind == "hindsight") return std::unique_ptr<Policy>(new OraclePolicy(OracleWindow::kLast));
   if (kind == "damon") {
     DamonConfig c = options.damon;
     c.seed = options.seed;
@@ -40,6 +41,12 @@ Result<std::unique_ptr<Policy>> make_policy(const std::string& kind, double samp
     c.manager = options.m5;
     c.manager.nominator = kind == "m5-hwt" ? NominatorMode::kHwt : NominatorMode::kHpt;
     c.sampling_rate = sampling_rate;
+    c.sampling_unit = options.sampling_unit;
+    // Behind a per-page sampler one access to a page is an observation (its
+    // first in the period, always kept), not a coin that came up once: such
+    // a tracker nominates from one access on, unless the knob was set.
+    if (sampling_rate < 1.0 && c.sampling_unit == SamplingUnit::kPage && !options.m5_min_accesses_set)
+      c.manager.min_accesses = 1;
     c.epoch_ns = options.m5_epoch_ns;
     c.seed = options.seed;
     auto p = M5Policy::create(c);
@@ -67,7 +74,7 @@ Result<std::vector<PolicyRow>> evaluate_trace(const std::string& name, const Pre
       sim.detection = false;
       row.tiering = simulate(trace, **policy, sim);
       row.policy = row.tiering.policy;
-      if (options.detection && kind != "no-migration") {
+      if (options.detection && kind != "no-migration" && kind != "hindsight") {
         auto fresh = make_policy(kind, rate, options);
         if (!fresh) return tl::unexpected(fresh.error());
         sim.detection = true;
@@ -81,6 +88,10 @@ Result<std::vector<PolicyRow>> evaluate_trace(const std::string& name, const Pre
   if (oracle != rows.end() && oracle->tiering.fast_share > 0) {
     const double best = oracle->tiering.fast_share;
     for (PolicyRow& r : rows) r.share_vs_oracle = r.tiering.fast_share / best;
+  }
+  if (oracle != rows.end() && oracle->tiering.bytes_migrated > 0) {
+    const auto moved = static_cast<double>(oracle->tiering.bytes_migrated);
+    for (PolicyRow& r : rows) r.migrated_vs_oracle = static_cast<double>(r.tiering.bytes_migrated) / moved;
   }
   return rows;
 }

@@ -16,6 +16,7 @@
 #include "autonuma_policy.hpp"
 #include "cxlpool/tiering/m5_manager.hpp"
 #include "damon_policy.hpp"
+#include "m5_policy.hpp"
 #include "simulator.hpp"
 
 namespace cxlpool::tiering::eval {
@@ -23,8 +24,10 @@ namespace cxlpool::tiering::eval {
 struct EvalOptions {
   SimConfig sim;
   std::vector<double> sampling_rates{1.0};  // M5 tracker sampling rates
-  // "no-migration", "oracle", "damon", "autonuma", "m5-hpt", "m5-hwt".
-  std::vector<std::string> policies{"no-migration", "oracle", "damon", "autonuma", "m5-hpt", "m5-hwt"};
+  SamplingUnit sampling_unit = SamplingUnit::kPage;  // how a rate below 1 samples
+  bool m5_min_accesses_set = false;  // min_accesses given explicitly (--m5-set)
+  // "no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt".
+  std::vector<std::string> policies{"no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt"};
   M5Config m5;
   std::uint64_t m5_epoch_ns = 0;  // 0 = sim.epoch_ns
   DamonConfig damon;
@@ -43,6 +46,7 @@ struct PolicyRow {
   SimResult tiering;
   std::optional<SimResult> detection;
   double share_vs_oracle = 0;  // tiering.fast_share / oracle's (0 if no oracle ran)
+  double migrated_vs_oracle = -1;  // tiering.bytes_migrated / oracle's (-1 if no oracle ran or it moved nothing)
 };
 
 struct TraceSummary {

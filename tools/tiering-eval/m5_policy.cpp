@@ -94,6 +94,7 @@ void M5Policy::start(SimContext& ctx) {
   epoch_ns_ = config_.epoch_ns ? config_.epoch_ns : ctx.config.epoch_ns;
   next_epoch_ns_ = ctx.trace.start_ns + epoch_ns_;
   fast_seen_.assign(ctx.trace.pages(), 0);
+  tracked_epoch_.assign(ctx.trace.pages(), 0);
 }
 
 void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
@@ -112,8 +113,14 @@ void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
     ++slow_accesses_;
     ++slow_total_;
     if (!sample_all_) {
-      rng_state_ += 0x9e3779b97f4a7c15ULL;
-      if (mix64(rng_state_) >= sample_threshold_) continue;
+      const bool first = config_.sampling_unit == SamplingUnit::kPage && tracked_epoch_[a.page] != epoch_number_ + 1;
+      if (first) {
+        tracked_epoch_[a.page] = epoch_number_ + 1;
+        ++first_accesses_;
+      } else {
+        rng_state_ += 0x9e3779b97f4a7c15ULL;
+        if (mix64(rng_state_) >= sample_threshold_) continue;
+      }
     }
     // Prepared accesses cover one contiguous run of words inside one page.
     const auto first = static_cast<std::uint64_t>(std::countr_zero(a.words));
@@ -132,6 +139,7 @@ void M5Policy::on_event(SimContext& ctx) {
   auto t0 = Clock::now();
   ControllerEpoch epoch = model_.end_epoch();
   hardware_ns_ += since(t0);
+  ++epoch_number_;
 
   list_.clear();
   list_.reserve(epoch.pages.size());
@@ -141,10 +149,14 @@ void M5Policy::on_event(SimContext& ctx) {
   // for about 8 of them. Unscaled, a page needs 2 sampled accesses (16 real
   // ones) to be nominated at all, which on memory-side traffic after a
   // cache leaves most of the true top pages unnamed.
+  // Per page (kPage), the first access is counted exactly and only the rest
+  // were sampled.
+  const bool per_page = config_.sampling_unit == SamplingUnit::kPage;
   for (const PageCount& p : epoch.pages) {
+    const std::uint64_t exact = per_page && p.count > 0 ? 1 : 0;
     const auto count = sample_all_ ? p.count
-                                   : static_cast<std::uint64_t>(std::llround(
-                                         static_cast<double>(p.count) / config_.sampling_rate));
+                                   : exact + static_cast<std::uint64_t>(std::llround(
+                                                 static_cast<double>(p.count - exact) / config_.sampling_rate));
     list_.push_back(hal::PageAccess{hal::AddressSpace::kTrace, 0, p.page << kPageShift, count, p.words, 1});
   }
   manager_.observe(list_, *view_);
@@ -217,6 +229,7 @@ Counters M5Policy::counters() const {
   const ManagerStats& s = manager_.stats();
   return {{"slow_tier_accesses", slow_total_},
           {"tracked_accesses", tracked_},
+          {"tracked_first_accesses", first_accesses_},
           {"epochs", s.epochs},
           {"plans", plans_},
           {"promoted", promoted_},

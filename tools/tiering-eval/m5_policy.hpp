@@ -3,7 +3,9 @@
 // controller's trackers see. M5 tracks CXL memory traffic only, so only
 // accesses to slow-tier pages reach the controller model (exact per-page and
 // per-word counters, cxlpool/tiering/controller_model.hpp); each reaches it
-// with probability sampling_rate (1 = every access, 1/N = a lossy tracker).
+// with probability sampling_rate (1 = every access, 1/N = a lossy tracker;
+// SamplingUnit says whether a page's first access in a query period is
+// always kept).
 // At each epoch end the controller's per-page counts and word masks become
 // the manager's PageAccess list; its MigrationPlan is applied to the
 // simulated placement and what moved is confirmed. Fast-tier and slow-tier
@@ -20,9 +22,22 @@
 
 namespace cxlpool::tiering::eval {
 
+// How a tracker with a sampling rate r < 1 picks the accesses it counts.
+//   kRecord: every access independently with probability r; a page's count is
+//            its sampled count / r. A page touched a few times in a query
+//            period is often not seen at all in it.
+//   kPage:   the first access to each page in a query period always (a
+//            per-page "seen" bit, cleared at each query, filters them), every
+//            later one with probability r; a page's count is 1 + its later
+//            sampled accesses / r. Every touched page is named; only the
+//            counts of repeated accesses are sampled. The tracker handles
+//            (pages touched) + r x (the rest) accesses instead of r x all.
+enum class SamplingUnit : std::uint8_t { kRecord, kPage };
+
 struct M5PolicyConfig {
   M5Config manager;                 // the daemon's [tiering] defaults
   double sampling_rate = 1.0;       // (0, 1]
+  SamplingUnit sampling_unit = SamplingUnit::kPage;
   std::uint64_t epoch_ns = 0;       // controller query period; 0 = the measurement epoch
   std::uint64_t seed = 1;
   // The host scans the fast tier's accessed bits once per epoch (idle page
@@ -66,6 +81,9 @@ class M5Policy final : public Policy {
   std::uint64_t fast_accesses_ = 0, slow_accesses_ = 0;  // this epoch
   std::vector<TraceRecord> pending_;
   std::vector<std::uint8_t> fast_seen_;  // per page: touched on the fast tier this epoch
+  std::vector<std::uint32_t> tracked_epoch_;  // per page: 1 + the epoch its first access was tracked in (kPage)
+  std::uint32_t epoch_number_ = 0;
+  std::uint64_t first_accesses_ = 0;  // tracked because they were a page's first in the epoch (kPage)
   std::vector<PageKey> fast_accessed_;
   std::uint64_t fast_scanned_ = 0, fast_reported_ = 0;
   std::vector<hal::PageAccess> list_;

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   double hot_fraction = 0.1;
   std::uint64_t seed = 1;
   double fast_fraction = 0.25;
+  std::string sampling_unit = "page";
   std::string placement = "first-touch";
   std::vector<std::string> rates_text;
   double epoch_ms = 100;
@@ -110,13 +111,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"first-touch", "all-slow"}));
   app.add_option("--sampling-rate", rates_text, "M5 tracker sampling rate(s), e.g. 1,1/8 (default 1)")
       ->delimiter(',');
+  app.add_option("--sampling-unit", sampling_unit,
+                 "how a sampling rate below 1 samples: page (a page's first access per query period always, "
+                 "default) or record (every access alike)")
+      ->check(CLI::IsMember({"page", "record"}));
   app.add_option("--epoch-ms", epoch_ms, "measurement epoch of the access-count ratio, ms (default 100)");
   app.add_option("--m5-epoch-ms", m5_epoch_ms, "M5 controller query period, ms (default: --epoch-ms)");
   app.add_option("--oracle-epoch-ms", oracle_epoch_ms, "oracle placement period, ms (default 1000)");
   app.add_option("--ratio-k", ratio_k, "K of the access-count ratio (default 512)")->check(CLI::PositiveNumber);
   app.add_option("--buckets", buckets, "points of the share-over-time series (default 50)");
   app.add_option("--migration-us", migration_us, "cost of migrating one page, us (default 54, M5's measurement)");
-  app.add_option("--policies", policies, "subset: no-migration,oracle,damon,autonuma,m5-hpt,m5-hwt")->delimiter(',');
+  app.add_option("--policies", policies, "subset: no-migration,oracle,hindsight,damon,autonuma,m5-hpt,m5-hwt")->delimiter(',');
   app.add_option("--m5-set", m5_knobs, "M5 manager knob KEY=VALUE (as `cxlpoolctl tiering set`); repeatable");
   app.add_flag("--quick", quick, "small traces (16 MiB, 300k records, 3 s) for tests");
   app.add_flag("--no-detection", no_detection, "skip the detection runs (no access-count ratio)");
@@ -126,6 +131,7 @@ int main(int argc, char** argv) {
   options.seed = seed;
   options.detection = !no_detection;
   options.sim.fast_fraction = fast_fraction;
+  options.sampling_unit = sampling_unit == "record" ? SamplingUnit::kRecord : SamplingUnit::kPage;
   options.sim.placement = placement == "all-slow" ? InitialPlacement::kAllSlow : InitialPlacement::kFirstTouch;
   options.sim.epoch_ns = static_cast<std::uint64_t>(epoch_ms * 1e6);
   options.sim.ratio_k = ratio_k;
@@ -149,6 +155,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cxlpool-tiering-eval: --m5-set wants KEY=VALUE, got '%s'\n", kv.c_str());
       return 2;
     }
+    if (kv.substr(0, eq) == "min_accesses") options.m5_min_accesses_set = true;
     if (auto ok = options.m5.set(kv.substr(0, eq), kv.substr(eq + 1)); !ok) {
       std::fprintf(stderr, "cxlpool-tiering-eval: --m5-set %s: %s\n", kv.c_str(), ok.error().message.c_str());
       return 2;

@@ -33,10 +33,12 @@ void OraclePolicy::on_event(SimContext& ctx) { place_epoch(ctx); }
 
 void OraclePolicy::place_epoch(SimContext& ctx) {
   const std::uint64_t period = ctx.config.oracle_epoch_ns ? ctx.config.oracle_epoch_ns : ctx.config.epoch_ns;
-  const std::uint64_t end = ctx.now_ns + period;
-  next_epoch_ns_ = end;
+  next_epoch_ns_ = ctx.now_ns + period;
+  const bool next = window_ == OracleWindow::kNext;
+  const std::uint64_t begin = next ? ctx.now_ns : (ctx.now_ns > period ? ctx.now_ns - period : 0);
+  const std::uint64_t end = next ? ctx.now_ns + period : ctx.now_ns;
   const auto& acc = ctx.trace.accesses;
-  while (cursor_ < acc.size() && acc[cursor_].time_ns < ctx.now_ns) ++cursor_;
+  while (cursor_ < acc.size() && acc[cursor_].time_ns < begin) ++cursor_;
   touched_.clear();
   for (std::size_t i = cursor_; i < acc.size() && acc[i].time_ns < end; ++i)
     if (counts_[acc[i].page]++ == 0) touched_.push_back(acc[i].page);
@@ -66,6 +68,7 @@ void OraclePolicy::place_epoch(SimContext& ctx) {
 }
 
 bool OraclePolicy::hot_pages(std::vector<std::uint32_t>& out, std::size_t k, SimContext& ctx) {
+  if (window_ == OracleWindow::kLast) return false;  // a placement bound, not a detector
   out = *ctx.epoch_pages;
   keep_top(out, *ctx.epoch_counts, k);
   return true;

@@ -37,7 +37,7 @@ struct Column {
 std::vector<Column> columns(const std::vector<PolicyRow>& rows) {
   std::vector<Column> c{{"trace", {}},           {"policy", {}},        {"access-count ratio", {}},
                         {"fast share", {}},      {"vs oracle", {}},     {"migrated GiB", {}},
-                        {"migration s", {}},     {"host CPU ms/M acc", {}}, {"tracker-model ms/M acc", {}}};
+                        {"migrated vs oracle", {}}, {"migration s", {}},     {"host CPU ms/M acc", {}}, {"tracker-model ms/M acc", {}}};
   for (const PolicyRow& r : rows) {
     c[0].cells.push_back(r.trace);
     c[1].cells.push_back(r.policy);
@@ -45,10 +45,11 @@ std::vector<Column> columns(const std::vector<PolicyRow>& rows) {
     c[3].cells.push_back(fmt("%.3f", r.tiering.fast_share));
     c[4].cells.push_back(r.share_vs_oracle > 0 ? fmt("%.3f", r.share_vs_oracle) : "-");
     c[5].cells.push_back(fmt("%.3f", gib(r.tiering.bytes_migrated)));
-    c[6].cells.push_back(fmt("%.2f", r.tiering.migration_s));
-    const bool cost = r.kind != "no-migration" && r.kind != "oracle";
-    c[7].cells.push_back(cost ? fmt("%.1f", r.tiering.cpu_ms_per_million) : "-");
-    c[8].cells.push_back(r.tiering.hardware_ns ? fmt("%.1f", r.tiering.hardware_ns_per_access) : "-");
+    c[6].cells.push_back(r.migrated_vs_oracle >= 0 ? fmt("%.2f", r.migrated_vs_oracle) : "-");
+    c[7].cells.push_back(fmt("%.2f", r.tiering.migration_s));
+    const bool cost = r.kind != "no-migration" && r.kind != "oracle" && r.kind != "hindsight";
+    c[8].cells.push_back(cost ? fmt("%.1f", r.tiering.cpu_ms_per_million) : "-");
+    c[9].cells.push_back(r.tiering.hardware_ns ? fmt("%.1f", r.tiering.hardware_ns_per_access) : "-");
   }
   return c;
 }
@@ -281,6 +282,7 @@ Result<void> write_results(const std::string& dir, const RunInfo& info, const st
     e["kind"] = r.kind;
     e["sampling_rate"] = r.sampling_rate;
     e["share_vs_oracle"] = r.share_vs_oracle;
+    if (r.migrated_vs_oracle >= 0) e["migrated_vs_oracle"] = r.migrated_vs_oracle;
     e["tiering"] = sim_json(r.tiering);
     if (r.detection) e["detection"] = sim_json(*r.detection);
     j["results"].push_back(std::move(e));

@@ -312,6 +312,26 @@ CXLPOOL_EXPORT int cxlpool_kv_release(cxlpool_kv* kv, uint64_t lease) {
   });
 }
 
+CXLPOOL_EXPORT int cxlpool_kv_release_nowait(cxlpool_kv* kv, uint64_t lease) {
+  return guarded([&] {
+    if (kv == nullptr) return record(EINVAL, "kv is NULL");
+    if (lease == 0) return 0;
+    KvSession& s = *session(kv);
+    auto queued = s.release_nowait(lease);
+    if (!queued) return record(queued.error());
+    if (*queued) return 0;
+    // The rings are full of other requests: wait for this one like
+    // cxlpool_kv_release, but an unknown lease is still no error here.
+    KvWaiter w;
+    KvCall call;
+    call.op = static_cast<uint8_t>(proto::KvOp::kRelease);
+    call.param0 = lease;
+    auto ok = s.call(call, w);
+    if (!ok) return record(ok.error());
+    return w.status == 0 || w.status == -ENOENT ? 0 : record_status(w);
+  });
+}
+
 CXLPOOL_EXPORT int cxlpool_kv_prefetch(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n) {
   return counted_key_op(kv, proto::KvOp::kPrefetch, ns_id, keys, n);
 }

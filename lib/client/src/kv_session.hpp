@@ -89,6 +89,13 @@ class KvSession {
   // which fails only when the data path does (EPIPE, ENOTCONN, ENOMEM).
   Result<void> call(const KvCall& request, KvWaiter& waiter);
 
+  // Queues the release of a lease and returns without waiting for the
+  // daemon's answer: the lease is forgotten at once and its completion is
+  // dropped by whichever drain takes it off the ring (an unknown lease is
+  // not reported). False: the rings are full, nothing was queued (the caller
+  // falls back to call()). Fails only when the data path does.
+  Result<bool> release_nowait(uint64_t lease);
+
   // Releases every lease this handle still holds (gets whose lease was not
   // released). Called by the destructor; best effort.
   void release_all_leases();
@@ -129,6 +136,9 @@ class KvSession {
   // outside them (or into a namespace this handle has no views of).
   bool translate(uint8_t op, uint64_t ns_id, const proto::KvLocation& in, cxlpool_kv_location& out) const;
   void note_lease_result(uint8_t op, int32_t status, uint64_t param0, uint64_t result0);
+  void forget_lease_locked(uint64_t lease);
+  // Routes the completion of a release_nowait(); false: it names none.
+  bool route_detached_locked(const proto::KvCompletion& c, size_t n_locations);
   // Spins, then sleeps until done() holds (checked under the lock after
   // every drain), the deadline passes (monotonic ns; 0: none) or the path
   // breaks. Returns whether done() holds.
@@ -171,6 +181,7 @@ class KvSession {
   std::vector<cxlpool_kv_location> reaped_locations_;  // what the last reap returned points here
   uint64_t async_in_flight_ = 0;  // submitted and not yet returned by reap
   std::vector<uint64_t> leases_;  // granted and not released
+  std::vector<uint64_t> detached_;  // ids of release_nowait() requests in flight
 };
 
 }  // namespace cxlpool::client

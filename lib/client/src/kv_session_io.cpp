@@ -19,6 +19,8 @@ namespace {
 // Request ids: a blocking helper's have the top bit set (a counter below
 // it); an asynchronous request's are generation << 32 | slot.
 constexpr uint64_t kHelperBit = uint64_t{1} << 63;
+// With kHelperBit: a release_nowait() that nobody waits for.
+constexpr uint64_t kDetachedBit = uint64_t{1} << 62;
 constexpr uint64_t kSlotMask = 0xffffffffu;
 constexpr uint32_t kGenerationMask = 0x7fffffffu;
 // While the rings are full a helper re-tries at least this often.
@@ -38,7 +40,9 @@ constexpr uint8_t op_of(proto::KvOp op) { return static_cast<uint8_t>(op); }
 
 // For the first microseconds of a spin the answer is usually on its way from
 // a busy-polling daemon: wait without a system call. Past that, yield, in
-// case the daemon shares this core.
+// case the daemon shares this core; at once when the daemon said it last
+// ran on this core (the ring header's hint), since it cannot answer while we
+// spin.
 constexpr uint64_t kQuietSpinNs = 5'000;
 
 inline void cpu_relax() {
@@ -82,21 +86,34 @@ bool KvSession::translate(uint8_t op, uint64_t ns_id, const proto::KvLocation& i
   }
 }
 
-void KvSession::note_lease_result(uint8_t op, int32_t status, uint64_t param0, uint64_t result0) {
-  auto forget = [&](uint64_t lease) {
-    for (size_t i = leases_.size(); i > 0; --i) {
-      if (leases_[i - 1] == lease) {
-        leases_[i - 1] = leases_.back();
-        leases_.pop_back();
-        return;
-      }
+void KvSession::forget_lease_locked(uint64_t lease) {
+  for (size_t i = leases_.size(); i > 0; --i) {
+    if (leases_[i - 1] == lease) {
+      leases_[i - 1] = leases_.back();
+      leases_.pop_back();
+      return;
     }
-  };
+  }
+}
+
+void KvSession::note_lease_result(uint8_t op, int32_t status, uint64_t param0, uint64_t result0) {
   if (op == op_of(proto::KvOp::kGet) && status == 0 && result0 != 0) {
     leases_.push_back(result0);
   } else if (op == op_of(proto::KvOp::kRelease) && (status == 0 || status == -ENOENT)) {
-    forget(param0);
+    forget_lease_locked(param0);
   }
+}
+
+bool KvSession::route_detached_locked(const proto::KvCompletion& c, size_t n_locations) {
+  if (c.op != op_of(proto::KvOp::kRelease) || n_locations != 0) return false;
+  for (size_t i = 0; i < detached_.size(); ++i) {
+    if (detached_[i] == c.request_id) {
+      detached_[i] = detached_.back();
+      detached_.pop_back();
+      return true;
+    }
+  }
+  return false;
 }
 
 void KvSession::drain_locked() {
@@ -108,7 +125,12 @@ void KvSession::drain_locked() {
   for (size_t i = 0; i < n && !broken_; ++i) {
     const proto::KvCompletion& c = scratch_.completions[i];
     const std::span<const proto::KvLocation> locations = scratch_.locations_of(i);
-    if ((c.request_id & kHelperBit) != 0) {
+    if ((c.request_id & (kHelperBit | kDetachedBit)) == (kHelperBit | kDetachedBit)) {
+      if (!route_detached_locked(c, locations.size())) {
+        broken_ = true;
+        break;
+      }
+    } else if ((c.request_id & kHelperBit) != 0) {
       KvWaiter* w = waiters_;
       while (w != nullptr && w->id != c.request_id) w = w->next;
       if (w == nullptr || w->done || w->op != c.op || locations.size() > w->capacity) {
@@ -218,7 +240,7 @@ Result<bool> KvSession::wait_locked(std::unique_lock<std::mutex>& lock, Done&& d
       // The daemon answers within microseconds when it is polling; a
       // sleep and wake-up cost more than that.
       lock.unlock();
-      if (now - start < kQuietSpinNs) {
+      if (now - start < kQuietSpinNs && !ring_.daemon_on_this_cpu()) {
         for (int i = 0; i < 32; ++i) cpu_relax();
       } else {
         ::sched_yield();
@@ -360,7 +382,7 @@ uint64_t KvSession::in_flight() {
 Result<void> KvSession::call(const KvCall& request, KvWaiter& waiter) {
   std::unique_lock lock(mutex_);
   if (auto ok = usable_locked(); !ok) return ok;
-  waiter.id = kHelperBit | (next_helper_id_++ & ~kHelperBit);
+  waiter.id = kHelperBit | (next_helper_id_++ & ~(kHelperBit | kDetachedBit));
   waiter.op = request.op;
   waiter.param0 = request.param0;
   waiter.done = false;
@@ -407,6 +429,27 @@ Result<void> KvSession::call(const KvCall& request, KvWaiter& waiter) {
   auto done = wait_locked(lock, [&] { return waiter.done; }, 0);
   if (!done) return tl::unexpected(done.error());
   return {};
+}
+
+Result<bool> KvSession::release_nowait(uint64_t lease) {
+  std::unique_lock lock(mutex_);
+  if (auto ok = usable_locked(); !ok) return tl::unexpected(ok.error());
+  proto::KvRequest wire;
+  wire.request_id = kHelperBit | kDetachedBit | (next_helper_id_++ & ~(kHelperBit | kDetachedBit));
+  wire.op = op_of(proto::KvOp::kRelease);
+  wire.param0 = lease;
+  // Room first, so that a full vector cannot fail after the request left
+  // (at most the CQ's entries are in flight: this stops growing).
+  if (detached_.size() == detached_.capacity()) detached_.reserve(2 * detached_.size() + 16);
+  auto ok = submit_one_locked(wire, {});
+  if (!ok) {
+    if (ok.error().code == EAGAIN) return false;
+    return tl::unexpected(ok.error());
+  }
+  detached_.push_back(wire.request_id);
+  forget_lease_locked(lease);
+  ring_.flush();
+  return true;
 }
 
 }  // namespace cxlpool::client

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cxlpool/proto/kv_ring.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -386,6 +388,13 @@ bool KvClientRing::completions_pending() const {
   return RingIndex(header_->cq_producer).load(std::memory_order_acquire) != cq_tail_;
 }
 
+bool KvClientRing::daemon_on_this_cpu() const {
+  if (header_ == nullptr) return false;
+  const uint32_t said = ring_word(header_->daemon_cpu);
+  const int cpu = ::sched_getcpu();
+  return said != 0 && cpu >= 0 && said == static_cast<uint32_t>(cpu) + 1;
+}
+
 bool KvClientRing::arm_wakeup() {
   if (header_ == nullptr || broken_) return false;
   return arm(header_->cq_need_wakeup, [this] { return completions_pending(); });
@@ -514,6 +523,14 @@ Result<void> KvDaemonRing::complete(const KvCompletion& completion, std::span<co
 
 bool KvDaemonRing::flush() {
   if (header_ == nullptr || broken_) return false;
+  if (cq_head_ != cq_published_) {
+    const int cpu = ::sched_getcpu();
+    const uint32_t said = cpu < 0 ? 0 : static_cast<uint32_t>(cpu) + 1;
+    if (said != cpu_said_) {
+      store_flag(header_->daemon_cpu, said);
+      cpu_said_ = said;
+    }
+  }
   return publish(cq_head_, cq_published_, header_->cq_producer, header_->cq_need_wakeup, cq_efd_);
 }
 

@@ -232,6 +232,13 @@ TEST_F(CkptCapture, FourThreads) {
   std::sort(want.begin(), want.end());
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, want);
+  // Every thread's name, the leader's being its comm.
+  std::vector<std::string> names;
+  for (const ThreadState& th : m->threads) names.push_back(th.name);
+  EXPECT_EQ(names[0], m->process.comm);
+  std::sort(names.begin() + 1, names.end());
+  EXPECT_EQ(std::vector<std::string>(names.begin() + 1, names.end()),
+            (std::vector<std::string>{"sleep", "spin", "wait"}));
   // Every thread has its own stack pointer and rseq area.
   for (std::size_t i = 1; i < m->threads.size(); ++i) {
     EXPECT_NE(m->threads[i].rseq.addr, m->threads[0].rseq.addr);

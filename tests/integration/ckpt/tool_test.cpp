@@ -7,6 +7,10 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "cxlpool/ckpt/manifest.hpp"
 
 #include "support/child_process.hpp"
 #include "support/ckpt_target_process.hpp"
@@ -44,7 +48,10 @@ TEST_F(CkptTool, DumpThenShow) {
   const auto j = nlohmann::json::parse(show.out);
   EXPECT_EQ(j["process"]["pid"], t.pid());
   EXPECT_EQ(j["threads"].size(), 4u);
-  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["version"], kFormatVersion);
+  std::set<std::string> names;
+  for (const auto& th : j["threads"]) names.insert(th["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"ckpt_target", "spin", "wait", "sleep"}));
   EXPECT_EQ(j["fds"][0]["kind"], "stdio");
   auto text = run_program({tool_, "show", image});
   ASSERT_EQ(text.exit_code, 0) << text.err;

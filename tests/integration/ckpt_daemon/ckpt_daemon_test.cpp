@@ -3,7 +3,8 @@
 // checkpointed with cxlpoolctl (its pidfd travels to the daemon), listed,
 // restored under each policy with the test's pipes as the clone's stdio and
 // compared with the original's own report; ten clones; removal while a
-// clone runs; refusals for another uid and over quota.
+// clone runs; the image moved to another tier under a clone; refusals for
+// another uid and over quota.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include "cxlpool/client/connection.hpp"
 #include "cxlpool/cxlpool.h"
 #include "daemon_process.hpp"
+#include "pool_queries.hpp"
 #include "support/child_process.hpp"
 #include "support/ckpt_target_process.hpp"
 #include "test_config.hpp"
@@ -150,6 +152,68 @@ TEST_F(CkptDaemon, TenClonesThenRemoveWhileOneRuns) {
   EXPECT_EQ(gone.error().code, ENOENT);
   EXPECT_EQ(run_ctl_json(daemon_->socket(), {"ckpt", "list"}).size(), 0u);
   EXPECT_EQ(run_ctl_json(daemon_->socket(), {"regions"}).size(), 0u) << "the image's region outlived the checkpoint";
+}
+
+// The image is a region like any other: moved to a tier on another NUMA
+// node while a mow clone maps it (the daemon moves the page-cache pages the
+// clone shares, MPOL_MF_MOVE_ALL), the clone and a clone restored after the
+// move read what the original had.
+TEST_F(CkptDaemon, TheImageMovesToAnotherTierWhileACloneMapsIt) {
+  start();
+  auto admin = connect_admin(daemon_->socket());
+  ASSERT_TRUE(admin);
+  const std::vector<proto::TierInfo> tiers = list_tiers(*admin);
+  const proto::TierInfo* from = nullptr;
+  const proto::TierInfo* to = nullptr;
+  for (const auto& t : tiers) {
+    if (t.numa_node < 0) continue;
+    if (from == nullptr) from = &t;
+    else if (to == nullptr && t.numa_node != from->numa_node) to = &t;
+  }
+  if (from == nullptr || to == nullptr) {
+    GTEST_SKIP() << "the daemon's tiers lie on one NUMA node (this host has one): a move between them moves no page";
+  }
+  test::CkptTarget target(target_program_, {"loop"});
+  ASSERT_TRUE(target.started());
+  auto before = target.report();
+  ASSERT_TRUE(before);
+  ASSERT_EQ(run_ctl(daemon_->socket(), {"ckpt", "create", std::to_string(target.pid()), "moving", "--tier", from->name,
+                                        "--kill"}).exit_code, 0)
+      << daemon_->log();
+  target.wait();
+  const auto list = run_ctl_json(daemon_->socket(), {"ckpt", "list"});
+  ASSERT_TRUE(list.is_array() && list.size() == 1) << list;
+  const uint64_t region = list[0]["region"].get<uint64_t>();
+
+  ClonePipes pipes;
+  auto clone = restore("moving", proto::CkptPolicy::kMow, 1, pipes.stdio());
+  ASSERT_TRUE(clone) << clone.error().message << daemon_->log();
+  const auto mapped = pipes.report();
+  ASSERT_TRUE(mapped.contains("digest")) << "the clone did not answer";
+  EXPECT_EQ(mapped.at("digest"), before->at("digest"));
+
+  const auto moved = run_ctl_json(daemon_->socket(), {"region", "migrate", std::to_string(region), to->name});
+  ASSERT_TRUE(moved.is_object()) << moved << daemon_->log();
+  EXPECT_EQ(moved.at("to_tier").get<uint32_t>(), to->id);
+  EXPECT_GT(moved.at("pages_moved").get<uint64_t>(), 0u) << moved;
+  EXPECT_EQ(moved.at("pages_failed").get<uint64_t>(), 0u) << moved;
+  const auto regions = list_regions(*admin);
+  ASSERT_EQ(regions.size(), 1u);
+  EXPECT_EQ(regions[0].tier_id, to->id);
+
+  const auto after = pipes.report();
+  EXPECT_EQ(after.count("digest") ? after.at("digest") : "", before->at("digest"))
+      << "the clone's memory changed when its image moved";
+  ClonePipes later_pipes;
+  auto later = restore("moving", proto::CkptPolicy::kMow, 1, later_pipes.stdio());
+  ASSERT_TRUE(later) << later.error().message;
+  const auto r = later_pipes.report();
+  EXPECT_EQ(r.count("digest") ? r.at("digest") : "", before->at("digest"))
+      << "a clone restored from the moved image differs";
+  later_pipes.exit_clone();
+  pipes.exit_clone();
+  kill_clones(*later);
+  kill_clones(*clone);
 }
 
 // Another uid may not checkpoint root's process, nor restore or remove

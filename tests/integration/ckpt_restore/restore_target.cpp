@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -41,11 +42,15 @@ uint64_t checksum(const unsigned char* p, size_t n) {
 }
 
 // Four threads that built state (stack, TLS, heap) before the checkpoint and
-// finish their work after it.
+// finish their work after it, each named (one with the longest name a
+// thread may have, one with a newline in it); after it they print the names
+// the kernel holds for them.
 thread_local uint64_t tls_value;
 pthread_barrier_t barrier;
 uint64_t results[4];
 pid_t tids[4];
+char names[4][16];
+const char* const kThreadNames[4] = {"worker-0", "fifteen-bytes:1", "w2\nnewline", "w3"};
 
 void* worker(void* arg) {
   const long id = reinterpret_cast<long>(arg);
@@ -59,18 +64,28 @@ void* worker(void* arg) {
   for (int i = 0; i < 1000; ++i) fp = fp * 1.000001 + 0.25;
   const bool same_tid = tids[id] == static_cast<pid_t>(::syscall(SYS_gettid));
   results[id] = acc ^ tls_value ^ static_cast<uint64_t>(fp * 1000) ^ (same_tid ? 0 : 0xdead);
+  char name[16] = {};
+  ::prctl(PR_GET_NAME, name);
+  std::snprintf(names[id], sizeof names[id], "%s", name);
   return nullptr;
 }
 
 int mode_threads() {
   pthread_barrier_init(&barrier, nullptr, 5);
   pthread_t t[4];
-  for (long i = 0; i < 4; ++i) pthread_create(&t[i], nullptr, worker, reinterpret_cast<void*>(i));
+  for (long i = 0; i < 4; ++i) {
+    pthread_create(&t[i], nullptr, worker, reinterpret_cast<void*>(i));
+    pthread_setname_np(t[i], kThreadNames[i]);
+  }
   pthread_barrier_wait(&barrier);
   wait_for_checkpoint();
   pthread_barrier_wait(&barrier);
   for (auto& th : t) pthread_join(th, nullptr);
   for (int i = 0; i < 4; ++i) std::printf("thread %d result %016llx\n", i, static_cast<unsigned long long>(results[i]));
+  for (int i = 0; i < 4; ++i) std::printf("thread %d named %s\n", i, names[i]);
+  char leader[16] = {};
+  ::prctl(PR_GET_NAME, leader);
+  std::printf("leader named %s\n", leader);
   std::printf("pid %s\n", getpid() == static_cast<pid_t>(::syscall(SYS_gettid)) ? "is the leader" : "differs");
   return 0;
 }

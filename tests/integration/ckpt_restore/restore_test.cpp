@@ -174,6 +174,12 @@ const char* const kPolicies[] = {"mow", "moa", "hybrid", "copy"};
 TEST_F(Restore, EveryModeUnderEveryPolicyPrintsWhatTheOriginalDoes) {
   for (const char* mode : kModes) {
     const std::string expected = uninterrupted(mode);
+    if (std::string(mode) == "threads") {
+      // Each thread's own name, which a clone's threads must have again
+      // (else they carry the leader's).
+      EXPECT_NE(expected.find("thread 1 named fifteen-bytes:1\nthread 2 named w2\nnewline\n"), std::string::npos)
+          << expected;
+    }
     const std::string image = checkpoint(mode);
     for (const char* policy : kPolicies) {
       const Restored r = restore(image, policy);
@@ -430,6 +436,12 @@ bool local_anonymous(uint64_t entry) { return (entry >> 63) && !((entry >> 61) &
 TEST_F(Restore, HybridWithARecordedHotSetPrintsWhatTheOriginalDoes) {
   for (const char* mode : kModes) {
     const std::string expected = uninterrupted(mode);
+    if (std::string(mode) == "threads") {
+      // Each thread's own name, which a clone's threads must have again
+      // (else they carry the leader's).
+      EXPECT_NE(expected.find("thread 1 named fifteen-bytes:1\nthread 2 named w2\nnewline\n"), std::string::npos)
+          << expected;
+    }
     const std::string image = checkpoint(mode);
     const std::string hot = image + ".hot";
     const Restored rec = restore(image, "moa", 1, {"--record-hot", hot});

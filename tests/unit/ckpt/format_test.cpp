@@ -54,6 +54,8 @@ TEST(CkptFormat, ManifestRoundTripsByteForByte) {
   EXPECT_EQ(decoded->threads.size(), 2u);
   EXPECT_EQ(decoded->threads[1].pending.size(), 1u);
   EXPECT_EQ(decoded->threads[1].pending[0][0], 12);
+  EXPECT_EQ(decoded->threads[0].name, "sample");
+  EXPECT_EQ(decoded->threads[1].name, "fifteen-bytes:1");
   EXPECT_EQ(decoded->process.sigactions[9].handler, 0x401000u);
   EXPECT_EQ(decoded->process.rlimits[7][1], 4096u);
   EXPECT_EQ(decoded->files[1].path, "/tmp/data.txt");
@@ -167,7 +169,7 @@ struct HeaderCase {
 TEST(CkptFormat, HeaderRejections) {
   const HeaderCase cases[] = {
       {"magic", [](auto& i) { i[0] = std::byte{'X'}; }, EBADMSG, "magic"},
-      {"version", [](auto& i) { put_u64(i, 8, 2, 4), reseal(i); }, ENOTSUP, "version 2"},
+      {"version", [](auto& i) { put_u64(i, 8, 1, 4), reseal(i); }, ENOTSUP, "version 1"},
       {"header crc", [](auto& i) { i[20] ^= std::byte{1}; }, EBADMSG, "header checksum"},
       {"header length", [](auto& i) { put_u64(i, 12, 512, 4), reseal(i); }, EBADMSG, "header length"},
       {"flags", [](auto& i) { put_u64(i, 52, 1, 4), reseal(i); }, EBADMSG, "flags"},
@@ -332,8 +334,21 @@ TEST(CkptFormat, SectionRejections) {
   }
   {
     Manifest m = sample_manifest();
-    m.version = 2;
-    expect_rejected(decode_manifest(encode_manifest(m)), ENOTSUP, "format version 2");
+    m.version = kFormatVersion + 1;
+    expect_rejected(decode_manifest(encode_manifest(m)), ENOTSUP,
+                    "format version " + std::to_string(kFormatVersion + 1));
+  }
+  {
+    // A version 1 manifest: its thread records end before the name. The
+    // version is what is wrong, not the thread sections' length.
+    Manifest m = sample_manifest();
+    m.version = 1;
+    for (ThreadState& t : m.threads) t.name.clear();
+    Sections s = split(encode_manifest(m));
+    for (auto& [type, payload] : s) {
+      if (type == static_cast<uint32_t>(SectionType::kThread)) payload.resize(payload.size() - 4);
+    }
+    expect_rejected(decode_manifest(join(s)), ENOTSUP, "format version 1");
   }
   {
     // Optional sections may be absent.
@@ -422,6 +437,8 @@ TEST(CkptFormat, RuleRejections) {
       {"xsave small", [](Manifest& m) { m.threads[0].xsave.resize(100); }, "xsave area"},
       {"rseq", [](Manifest& m) { m.threads[0].rseq.len = 0; }, "rseq"},
       {"rseq len", [](Manifest& m) { m.threads[0].rseq.len = 8192; }, "rseq"},
+      {"thread name long", [](Manifest& m) { m.threads[1].name = "sixteen-bytes-xx"; }, "a name of more than 15"},
+      {"thread name nul", [](Manifest& m) { m.threads[1].name = std::string("a\0b", 3); }, "with a NUL"},
       {"vma unaligned", [](Manifest& m) { m.vmas[1].end += 1; }, "not page aligned or empty"},
       {"vma empty", [](Manifest& m) { m.vmas[1].end = m.vmas[1].start; }, "not page aligned or empty"},
       {"vma order", [](Manifest& m) { std::swap(m.vmas[0], m.vmas[1]); }, "not sorted"},

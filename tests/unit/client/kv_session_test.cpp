@@ -111,6 +111,49 @@ TEST_F(ClientKvSession, PutThenGetReadsTheBytesInPlace) {
   EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 3, nullptr), 0);
 }
 
+TEST_F(ClientKvSession, ReleaseNowaitQueuesTheReleaseAndDropsItsAnswer) {
+  const auto k = keys(2, 7);
+  put(k, 300, 4);
+  uint64_t lease = 0;
+  cxlpool_kv_location locs[2];
+  ASSERT_EQ(cxlpool_kv_get(kv_, ns_.id, k.data(), 2, &lease, locs), 2) << cxlpool_last_error();
+  EXPECT_EQ(cxlpool_kv_release_nowait(kv_, lease), 0) << cxlpool_last_error();
+  // Not an asynchronous request of the caller's: nothing to reap.
+  EXPECT_EQ(cxlpool_kv_in_flight(kv_), 0u);
+  // The daemon takes requests in order: the release went first.
+  EXPECT_EQ(cxlpool_kv_release(kv_, lease), -ENOENT);
+  EXPECT_EQ(daemon_.leases_held(), 0u);
+  // An unknown lease is not reported, and its answer breaks nothing.
+  EXPECT_EQ(cxlpool_kv_release_nowait(kv_, 424242), 0);
+  EXPECT_EQ(cxlpool_kv_release_nowait(kv_, 0), 0);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 2, nullptr), 2) << cxlpool_last_error();
+
+  // Next to asynchronous requests: a reap returns theirs only.
+  const cxlpool_kv_request get{.user_data = 77, .op = kGet, .flags = 0, .namespace_id = ns_.id, .keys = k.data(),
+                               .n_keys = 2, .param0 = 0, .param1 = 0};
+  ASSERT_EQ(cxlpool_kv_submit(kv_, &get, 1), 1) << cxlpool_last_error();
+  cxlpool_kv_completion c[4];
+  int n = 0;
+  while (n == 0) n = cxlpool_kv_reap(kv_, c, 4, 1000);
+  ASSERT_EQ(n, 1) << cxlpool_last_error();
+  EXPECT_EQ(c[0].user_data, 77u);
+  EXPECT_EQ(cxlpool_kv_release_nowait(kv_, c[0].result0), 0);
+  EXPECT_EQ(cxlpool_kv_reap(kv_, c, 4, 0), 0);
+
+  // More releases than the rings hold, none waited for: the ones that find
+  // the rings full wait for room, none fails.
+  std::vector<uint64_t> leases;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(cxlpool_kv_get(kv_, ns_.id, k.data(), 2, &lease, locs), 2) << cxlpool_last_error();
+    leases.push_back(lease);
+  }
+  for (int round = 0; round < 20; ++round) {
+    for (const uint64_t l : leases) ASSERT_EQ(cxlpool_kv_release_nowait(kv_, l), 0) << cxlpool_last_error();
+  }
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 2, nullptr), 2) << cxlpool_last_error();
+  EXPECT_EQ(daemon_.leases_held(), 0u);
+}
+
 TEST_F(ClientKvSession, PutBatchesLargerThanTheWindow) {
   // 12 chunks through an 8-slot window: two put_begin/commit rounds.
   const auto k = keys(12, 3);
@@ -345,6 +388,9 @@ TEST(ClientKvCxx, RaiiHandles) {
     EXPECT_EQ(lease.bytes(0).size(), 100u);
     EXPECT_EQ(daemon.leases_held(), 1u);
   }
+  // The destructor does not wait for the release: the daemon takes it
+  // before the next request of the handle.
+  EXPECT_EQ(store.lookup(ns, keys), 2u);
   EXPECT_EQ(daemon.leases_held(), 0u);
   const std::vector<cxlpool::KvKey> unknown{{1, 2}};
   const cxlpool::KvLease none = store.get(ns, unknown);

@@ -128,6 +128,10 @@ std::vector<Case> cases() {
       // query heads per KV head take two blocks' worth of heads.
       {{2, 16, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kBf16}, 4096, {4096, 2500}},
       {{3, 8, 4, 64, 0.125f, KvDtype::kF32}, 3000, {3000, 1, 1777}},
+      // 16 lanes a token with head rows that leave some lanes idle (the
+      // staged kernels copy 12 and 18 of 16-byte chunks a row).
+      {{2, 8, 2, 96, 1.0f / std::sqrt(96.0f), KvDtype::kBf16}, 700, {700, 250}},
+      {{2, 4, 2, 72, 0.1f, KvDtype::kF32}, 260, {260, 99}},
       // Head rows of 6 or 30 bytes: no 16-byte loads, scalar ones.
       {{2, 3, 1, 15, 0.25f, KvDtype::kBf16}, 900, {900, 450}},
       {{1, 6, 3, 3, 0.5f, KvDtype::kF32}, 2000, {1999}},
@@ -208,6 +212,9 @@ TEST_F(GpuAttention, ContiguousAndPagedMatchReference) {
 // still gets its zeros; a second call finds the fused counts back at zero.
 TEST_F(GpuAttention, EverySplitCountMatchesReference) {
   const Case c{{3, 8, 2, 128, 1.0f / std::sqrt(128.0f), KvDtype::kF32}, 8192, {8192, 1300, 0}};
+  // The register kernels: the staged ones have no fused combine (their
+  // split counts are covered with the other cases below).
+  kernels_->set_attention_staged(false);
   for (const bool fused : {true, false}) {
     kernels_->set_attention_fused_reduce(fused);
     // Both planners: slices of one length, and each row cut evenly.
@@ -230,8 +237,45 @@ TEST_F(GpuAttention, EverySplitCountMatchesReference) {
   }
   kernels_->set_attention_fused_reduce(false);
   kernels_->set_attention_equal_slices(false);
+  kernels_->set_attention_staged(true);
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(0));
   EXPECT_FALSE(kernels_->set_attention_blocks_per_sm(Kernels::kMaxBlocksPerSm + 1));
+}
+
+// Both kernel designs (the shared-memory staged kernels serve 16-lane
+// shapes but paged f32 caches; the register kernels everything when asked),
+// with plain and overlapped launches, give the reference's results on every
+// case, including split launches.
+TEST_F(GpuAttention, BothKernelDesignsAndOverlappedLaunchesMatchReference) {
+  for (const bool staged : {false, true}) {
+    kernels_->set_attention_staged(staged);
+    for (const bool overlap : {false, true}) {
+      kernels_->set_attention_overlap(overlap);
+      for (const Case& c : cases()) {
+        CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(c.shape, c.stride, 0, 0));
+        CXLPOOL_ASSERT_OK_AND_ASSIGN(paged_plan,
+                                     kernels_->attention_plan(c.shape, c.stride, 0, 0, true));
+        const bool sixteen = plan.token_lanes == 16 && plan.vector_loads;
+        EXPECT_EQ(plan.staged, staged && sixteen);
+        EXPECT_EQ(paged_plan.staged, staged && sixteen && c.shape.dtype == KvDtype::kBf16);
+        for (const uint32_t per_sm : {1u, Kernels::kMaxBlocksPerSm}) {
+          CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(per_sm));
+          for (const uint32_t page_tokens : {1u, 16u, 100u}) {
+            SCOPED_TRACE(testing::Message()
+                         << (overlap ? "overlapped" : "plain") << " launches, head_dim "
+                         << c.shape.head_dim << " bf16 " << (c.shape.dtype == KvDtype::kBf16)
+                         << " staged " << plan.staged << " page_tokens " << page_tokens
+                         << " blocks/SM " << per_sm);
+            run_case(c, page_tokens);
+            if (HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+  kernels_->set_attention_staged(true);
+  kernels_->set_attention_overlap(true);
+  CXLPOOL_ASSERT_OK(kernels_->set_attention_blocks_per_sm(Kernels::kDefaultBlocksPerSm));
 }
 
 TEST_F(GpuAttention, PlanSplitsLongContextsAndKeepsShortOnesWhole) {
@@ -284,32 +328,39 @@ TEST_F(GpuAttention, PagesLookedUpAheadOutsideThePoolAreSkippedAndCounted) {
     std::vector<uint32_t> kept;  // tokens on the pages left inside the pool
   };
   const Rows rows_cases[] = {{20, {300, 100}, {192, 80}}, {8, {120, 40}, {64, 16}}};
-  for (const KvDtype dtype : {KvDtype::kF32, KvDtype::kBf16}) {
-    for (const Rows& rows : rows_cases) {
-      const AttentionShape s{2, 8, 2, 128, 0.09f, dtype};
-      const uint32_t page_tokens = 16;
-      const uint32_t blocks_per_row = rows.blocks_per_row;
-      const uint64_t stride = uint64_t{blocks_per_row} * page_tokens;
-      const std::vector<uint32_t>& lens = rows.lens;
-      const std::vector<uint32_t>& kept = rows.kept;
-      CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(s, stride, 0, 0));
-      SCOPED_TRACE(testing::Message() << "bf16 " << (dtype == KvDtype::kBf16) << ", "
-                                      << blocks_per_row << " pages per row, " << plan.n_splits
-                                      << " splits");
-      Inputs in;
-      ASSERT_NO_FATAL_FAILURE(random_inputs(s, stride, kept, 11, in));
-      Pages pages{uint64_t{s.batch} * blocks_per_row, page_tokens, blocks_per_row};
-      ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, stride, lens, 3, pages));
-      for (uint32_t r = 0; r < s.batch; ++r) {
-        for (uint32_t b = kept[r] / page_tokens; b < blocks_per_row; ++b) {
-          pages.table[size_t{r} * blocks_per_row + b] = uint32_t(pages.pool_pages + b);
+  // The register kernels, then the shared-memory staged ones where they
+  // serve (bf16), which find the pages outside the pool as they copy.
+  for (const bool staged : {false, true}) {
+    kernels_->set_attention_staged(staged);
+    for (const KvDtype dtype : {KvDtype::kF32, KvDtype::kBf16}) {
+      for (const Rows& rows : rows_cases) {
+        const AttentionShape s{2, 8, 2, 128, 0.09f, dtype};
+        const uint32_t page_tokens = 16;
+        const uint32_t blocks_per_row = rows.blocks_per_row;
+        const uint64_t stride = uint64_t{blocks_per_row} * page_tokens;
+        const std::vector<uint32_t>& lens = rows.lens;
+        const std::vector<uint32_t>& kept = rows.kept;
+        CXLPOOL_ASSERT_OK_AND_ASSIGN(plan, kernels_->attention_plan(s, stride, 0, 0, true));
+        SCOPED_TRACE(testing::Message() << "staged " << staged << ", bf16 "
+                                        << (dtype == KvDtype::kBf16) << ", " << blocks_per_row
+                                        << " pages per row, " << plan.n_splits << " splits");
+        Inputs in;
+        ASSERT_NO_FATAL_FAILURE(random_inputs(s, stride, kept, 11, in));
+        Pages pages{uint64_t{s.batch} * blocks_per_row, page_tokens, blocks_per_row};
+        ASSERT_NO_FATAL_FAILURE(scatter_to_pages(s, in, stride, lens, 3, pages));
+        for (uint32_t r = 0; r < s.batch; ++r) {
+          for (uint32_t b = kept[r] / page_tokens; b < blocks_per_row; ++b) {
+            pages.table[size_t{r} * blocks_per_row + b] = uint32_t(pages.pool_pages + b);
+          }
         }
+        uint32_t count = 0;
+        ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, lens, &count));
+        EXPECT_EQ(count, ((lens[0] - kept[0]) + (lens[1] - kept[1])) * s.q_heads);
+        EXPECT_EQ(plan.staged, staged && dtype == KvDtype::kBf16);
       }
-      uint32_t count = 0;
-      ASSERT_NO_FATAL_FAILURE(run_paged(s, in, pages, lens, &count));
-      EXPECT_EQ(count, ((lens[0] - kept[0]) + (lens[1] - kept[1])) * s.q_heads);
     }
   }
+  kernels_->set_attention_staged(true);
 }
 
 // A pool stated as 2^32 tokens or more does not fit the 16-lane kernels'

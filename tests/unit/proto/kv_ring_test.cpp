@@ -5,6 +5,7 @@
 #include "cxlpool/proto/kv_ring.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -105,6 +106,7 @@ TEST(KvRing, LayoutIsStable) {
   EXPECT_EQ(offsetof(KvRingHeader, cq_consumer), 320u);
   EXPECT_EQ(offsetof(KvRingHeader, cq_slab_consumer), 328u);
   EXPECT_EQ(offsetof(KvRingHeader, cq_need_wakeup), 384u);
+  EXPECT_EQ(offsetof(KvRingHeader, daemon_cpu), 448u);
   const KvRingLayout l = kv_ring_layout({256, 128, 1u << 20, 1u << 19});
   EXPECT_EQ(l.sq_ring_offset, 512u);
   EXPECT_EQ(l.cq_ring_offset, 512u + 256 * 64);
@@ -392,6 +394,36 @@ TEST(KvRing, WakeupFlagAvoidsSyscallsWhenAwake) {
   EXPECT_TRUE(r.client.arm_wakeup());
   EXPECT_TRUE(r.daemon.flush());
   EXPECT_FALSE(r.client.arm_wakeup());
+}
+
+TEST(KvRing, DaemonSaysWhichCpuItPublishedFrom) {
+  // Pinned to one CPU, so that both ends of the check run where the daemon
+  // end published from.
+  cpu_set_t before;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof before, &before), 0);
+  const int cpu = ::sched_getcpu();
+  ASSERT_GE(cpu, 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+  Rings r;
+  EXPECT_EQ(RingWord(r.header().daemon_cpu).load(), 0u);
+  EXPECT_FALSE(r.client.daemon_on_this_cpu());  // nothing said yet
+  ASSERT_TRUE(r.client.submit(request(KvOp::kGet, 0), keys(0, 1)));
+  r.client.flush();
+  KvRequestBatch batch;
+  ASSERT_EQ(r.daemon.take(batch), 1u);
+  r.daemon.flush();  // nothing to publish: says nothing
+  EXPECT_EQ(RingWord(r.header().daemon_cpu).load(), 0u);
+  ASSERT_TRUE(r.daemon.complete(answer(batch.requests[0]), {}));
+  r.daemon.flush();
+  EXPECT_EQ(RingWord(r.header().daemon_cpu).load(), static_cast<uint32_t>(cpu) + 1);
+  EXPECT_TRUE(r.client.daemon_on_this_cpu());
+  // Another CPU's number (or garbage a peer wrote): not ours.
+  RingWord(r.header().daemon_cpu).store(static_cast<uint32_t>(cpu) + 2);
+  EXPECT_FALSE(r.client.daemon_on_this_cpu());
+  ASSERT_EQ(::sched_setaffinity(0, sizeof before, &before), 0);
 }
 
 // ----------------------------------------------------------- hostile client

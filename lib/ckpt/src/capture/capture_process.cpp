@@ -58,7 +58,7 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
   FileTable files(m.files);
   if (auto r = capture_process_files(pid, m.process, files); !r) return tl::unexpected(r.error());
   for (pid_t tid : frozen->tids()) {
-    auto t = capture_thread(tid);
+    auto t = capture_thread(pid, tid);
     if (!t) return tl::unexpected(t.error());
     m.threads.push_back(std::move(*t));
   }

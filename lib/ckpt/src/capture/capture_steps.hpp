@@ -40,8 +40,8 @@ tl::unexpected<Error> unsupported(pid_t pid, const std::string& what);
 // comm, cwd, root, exe, umask, personality, credentials, rlimits, mm fields
 // from stat and auxv, namespaces, POSIX timers, seccomp.
 Result<void> capture_process_files(pid_t pid, ProcessState& process, FileTable& files);
-// Registers, xsave area, signal mask, private pending signals, rseq.
-Result<ThreadState> capture_thread(pid_t tid);
+// Name, registers, xsave area, signal mask, private pending signals, rseq.
+Result<ThreadState> capture_thread(pid_t pid, pid_t tid);
 // Process-wide pending signals (read through any thread).
 Result<void> capture_shared_pending(pid_t tid, ProcessState& process);
 // What only the process can ask for: sigactions, itimers and brk (through

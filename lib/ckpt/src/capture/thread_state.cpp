@@ -31,9 +31,14 @@ Result<std::vector<std::array<uint8_t, 128>>> peek_siginfo(pid_t tid, uint32_t f
 
 }  // namespace
 
-Result<ThreadState> capture_thread(pid_t tid) {
+Result<ThreadState> capture_thread(pid_t pid, pid_t tid) {
   ThreadState t;
   t.tid = tid;
+  auto comm = read_proc(pid, "task/" + std::to_string(tid) + "/comm");
+  if (!comm) return tl::unexpected(comm.error());
+  // The kernel ends the name with a newline; the name itself may hold one.
+  if (!comm->empty() && comm->back() == '\n') comm->pop_back();
+  t.name = comm->substr(0, kMaxThreadNameBytes);
   user_regs_struct regs{};
   static_assert(sizeof regs == kRegsBytes);
   iovec iov{&regs, sizeof regs};

@@ -107,6 +107,7 @@ void thread(LeReader& r, ThreadState& t) {
   t.altstack.sp = r.u64();
   t.altstack.size = r.u64();
   t.altstack.flags = r.i32();
+  t.name = r.str(kMaxStringBytes);  // its length is validate_manifest's to judge
 }
 
 void vmas(LeReader& r, std::vector<Vma>& out) {
@@ -250,6 +251,9 @@ Result<Manifest> decode_manifest(std::span<const std::byte> bytes) {
         m.kernel_release = r.str(kMaxStringBytes);
         m.image_data_offset = r.u64();
         m.image_data_bytes = r.u64();
+        // Another version's sections may not read as this one's: say so
+        // before one of them fails as malformed.
+        if (auto same = check_format_version(m.version); r.ok() && !same) return tl::unexpected(same.error());
         break;
       case SectionType::kProcess: process(r, m.process); break;
       case SectionType::kCredentials: credentials(r, m.process.creds); break;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Writes every section of format version 1 in type order (fd objects and
-// leases only when there are some, so that images without them stay byte for byte as before) (the decoder does
+// Writes every section of the format in type order (fd objects and leases
+// only when there are some, so that images without them stay byte for byte as before) (the decoder does
 // not depend on the order; fixed order keeps encodings comparable).
 #include <functional>
 
@@ -79,6 +79,7 @@ void thread(LeWriter& w, const ThreadState& t) {
   w.u64(t.altstack.sp);
   w.u64(t.altstack.size);
   w.i32(t.altstack.flags);
+  w.str(t.name);
 }
 
 }  // namespace

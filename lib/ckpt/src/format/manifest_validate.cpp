@@ -45,6 +45,9 @@ Result<void> check_threads(const Manifest& m) {
     if ((t.rseq.addr == 0) != (t.rseq.len == 0) || t.rseq.len > kPageSize) {
       return broken(who + ": rseq registration out of range");
     }
+    if (t.name.size() > kMaxThreadNameBytes || t.name.find('\0') != std::string::npos) {
+      return broken(who + ": a name of more than " + std::to_string(kMaxThreadNameBytes) + " bytes or with a NUL");
+    }
     tids.push_back(t.tid);
   }
   std::sort(tids.begin(), tids.end());
@@ -338,11 +341,14 @@ Result<void> check_leases(const Manifest& m) {
 
 }  // namespace
 
+Result<void> check_format_version(uint32_t version) {
+  if (version == kFormatVersion) return {};
+  return fail(ENOTSUP, "checkpoint manifest: format version " + std::to_string(version) + ", this build reads " +
+                           std::to_string(kFormatVersion));
+}
+
 Result<void> validate_manifest(const Manifest& m) {
-  if (m.version != kFormatVersion) {
-    return fail(ENOTSUP, "checkpoint manifest: format version " + std::to_string(m.version) + ", this build reads " +
-                             std::to_string(kFormatVersion));
-  }
+  if (auto ok = check_format_version(m.version); !ok) return ok;
   for (auto check : {check_threads, check_vmas, check_runs, check_files_and_fds, check_fd_objects, check_regions_and_hot,
                      check_leases}) {
     if (auto ok = check(m); !ok) return ok;

@@ -340,6 +340,8 @@ void run_clone_stage(const Manifest& m, const RestorePlan& plan, const CloneChan
     b.rseq_len = t.rseq.len;
     b.rseq_sig = t.rseq.sig;
     b.clear_child_tid = t.clear_child_tid;
+    static_assert(sizeof b.name > kMaxThreadNameBytes);
+    std::memcpy(b.name, t.name.data(), std::min<size_t>(t.name.size(), kMaxThreadNameBytes));
     threads.push_back(b);
   }
   args->thread_count = static_cast<uint32_t>(threads.size());

@@ -46,11 +46,11 @@ struct KeeperReport {
 };
 
 std::string_view failure_name(uint32_t f) {
-  static constexpr std::array<std::string_view, 19> kNames = {
+  static constexpr std::array<std::string_view, 20> kNames = {
       "none", "moving the vDSO/vvar", "unmapping the restorer", "mapping a VMA", "copying pages",
       "mprotect", "the userfaultfd", "sending the userfaultfd", "madvise", "PR_SET_MM_MAP", "personality", "rt_sigaction",
       "prlimit", "setitimer", "queueing a pending signal", "creating a thread (clone3 set_tid)", "arch_prctl(SET_FS)",
-      "registering rseq", "setting credentials"};
+      "registering rseq", "setting credentials", "naming a thread (PR_SET_NAME)"};
   if (f < kNames.size()) return kNames[f];
   if (f == static_cast<uint32_t>(blob::Failure::kStatus)) return "reporting the status";
   return "an unknown step";

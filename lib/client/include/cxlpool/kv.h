@@ -212,6 +212,15 @@ int cxlpool_kv_put(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, u
 int cxlpool_kv_get(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
                    uint64_t *lease, cxlpool_kv_location *locs);
 int cxlpool_kv_release(cxlpool_kv *kv, uint64_t lease);
+/* Releases without waiting for the daemon's answer: the request is queued
+ * on the ring (the daemon takes it in order, before anything submitted
+ * later) and the call returns; its completion is dropped. The serving
+ * loop's form: get (no lookup first: a get answers the cached prefix and
+ * pins it) + release_nowait is one ring round trip. Returns 0 (also for
+ * lease 0 and for a lease the daemon does not know, which is not reported),
+ * or an error of the data path (-EPIPE, -ENOTCONN). When the rings are full
+ * it waits for room, like cxlpool_kv_release. */
+int cxlpool_kv_release_nowait(cxlpool_kv *kv, uint64_t lease);
 /* Queues SSD chunks for DRAM; returns how many were queued. */
 int cxlpool_kv_prefetch(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n);
 /* Deletes chunks; returns how many were deleted. */

@@ -37,6 +37,14 @@ std::map<std::string, std::uint64_t> counters(const SimResult& s) {
   return m;
 }
 
+// Every page on the slow tier, nothing moves; the ratio against the true top k.
+SimConfig detection_run(std::size_t k) {
+  SimConfig sim;
+  sim.detection = true;
+  sim.ratio_k = k;
+  return sim;
+}
+
 class M5PolicyTest : public ::testing::TestWithParam<NominatorMode> {};
 
 TEST_P(M5PolicyTest, PromotesTheHotSetFromAnEmptyFastTier) {
@@ -66,9 +74,7 @@ TEST_P(M5PolicyTest, PromotesTheHotSetFromAnEmptyFastTier) {
 TEST_P(M5PolicyTest, DetectionFindsTheTruePages) {
   auto trace = prepare_trace(hot_set_trace());
   ASSERT_TRUE(trace);
-  SimConfig sim;
-  sim.detection = true;
-  sim.ratio_k = 64;
+  const SimConfig sim = detection_run(64);
   M5PolicyConfig c;
   c.manager.nominator = GetParam();
   auto m5 = M5Policy::create(c);
@@ -88,12 +94,62 @@ TEST_P(M5PolicyTest, SamplingRateThinsWhatTheTrackerSees) {
   M5PolicyConfig c;
   c.manager.nominator = GetParam();
   c.sampling_rate = 0.125;
+  c.sampling_unit = SamplingUnit::kRecord;
   auto m5 = M5Policy::create(c);
   ASSERT_TRUE(m5);
   EXPECT_EQ((*m5)->name(), GetParam() == NominatorMode::kHwt ? "m5-hwt@1/8" : "m5-hpt@1/8");
   const auto m = counters(simulate(*trace, **m5, sim));
   const double seen = static_cast<double>(m.at("tracked_accesses")) / static_cast<double>(m.at("slow_tier_accesses"));
   EXPECT_NEAR(seen, 0.125, 0.01);
+}
+
+// Memory-side traffic: per 100 ms epoch 100 fresh pages, 20 of them read 3
+// times and 80 once (interleaved), so the true top 64 are the 20 and 44 of
+// the once-read pages. A record sampler at 1/8 sees few of them; a per-page
+// one names every page and samples only the repeats.
+std::vector<TraceRecord> few_accesses_trace() {
+  std::vector<TraceRecord> r;
+  const std::uint64_t epochs = 20;
+  for (std::uint64_t e = 0; e < epochs; ++e) {
+    std::vector<std::uint64_t> pages;
+    for (std::uint64_t i = 0; i < 100; ++i) {
+      const std::uint64_t page = e * 100 + i;
+      for (int k = 0; k < (i % 5 == 0 ? 3 : 1); ++k) pages.push_back(page);
+    }
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+      const std::uint64_t t = e * 100 * kMs + i * (90 * kMs) / pages.size();
+      r.push_back(TraceRecord{t, pages[i] * 4096 + (i % 64) * 64, 64, false});
+    }
+  }
+  return r;
+}
+
+TEST_P(M5PolicyTest, PerPageSamplingNamesEveryTouchedPage) {
+  auto trace = prepare_trace(few_accesses_trace());
+  ASSERT_TRUE(trace);
+  const SimConfig sim = detection_run(64);
+  auto run = [&](SamplingUnit unit) {
+    M5PolicyConfig c;
+    c.manager.nominator = GetParam();
+    c.sampling_rate = 0.125;
+    c.sampling_unit = unit;
+    if (unit == SamplingUnit::kPage) c.manager.min_accesses = 1;  // as the evaluation runs it
+    auto m5 = M5Policy::create(c);
+    EXPECT_TRUE(m5);
+    return simulate(*trace, **m5, sim);
+  };
+  const SimResult page = run(SamplingUnit::kPage);
+  const SimResult record = run(SamplingUnit::kRecord);
+  const auto m = counters(page);
+  // One first access per touched page and epoch, then 1/8 of the repeats.
+  EXPECT_EQ(m.at("tracked_first_accesses"), 20u * 100u);
+  const std::uint64_t repeats = m.at("slow_tier_accesses") - 20u * 100u;
+  EXPECT_NEAR(static_cast<double>(m.at("tracked_accesses") - 20u * 100u), repeats / 8.0, repeats / 8.0 * 0.5);
+  EXPECT_EQ(counters(record).at("tracked_first_accesses"), 0u);
+  ASSERT_TRUE(page.has_ratio);
+  ASSERT_TRUE(record.has_ratio);
+  EXPECT_GT(page.ratio, 0.7);
+  EXPECT_GT(page.ratio, record.ratio + 0.2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Nominators, M5PolicyTest, ::testing::Values(NominatorMode::kHpt, NominatorMode::kHwt));

@@ -44,6 +44,7 @@ TEST(Report, WritesEveryFile) {
                               row("sparse-kv", "autonuma", 0.6, 0.3), row("sparse-kv", "m5-hpt", 0.88, 0.96),
                               row("sparse-kv", "no-migration", 0.4, -1)};
   for (auto& r : rows) r.share_vs_oracle = r.tiering.fast_share / 0.9;
+  rows[3].migrated_vs_oracle = 0.25;
   RunInfo info;
   info.command = "cxlpool-tiering-eval --quick";
   info.traces.push_back(TraceSummary{"sparse-kv", 10, 12, 5, 1, 1000});
@@ -55,6 +56,8 @@ TEST(Report, WritesEveryFile) {
   EXPECT_EQ(j["results"][3]["policy"], "m5-hpt");
   EXPECT_DOUBLE_EQ(j["results"][3]["detection"]["ratio"].get<double>(), 0.96);
   EXPECT_EQ(j["results"][1]["tiering"]["counters"]["promoted"], 7);
+  EXPECT_DOUBLE_EQ(j["results"][3]["migrated_vs_oracle"].get<double>(), 0.25);
+  EXPECT_FALSE(j["results"][4].contains("migrated_vs_oracle"));
 
   const std::string csv = read_file(dir / "results.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
@@ -62,6 +65,8 @@ TEST(Report, WritesEveryFile) {
 
   const std::string md = read_file(dir / "results.md");
   EXPECT_NE(md.find("| sparse-kv | m5-hpt | 0.960 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| migrated vs oracle |"), std::string::npos) << md;
+  EXPECT_NE(md.find(" | 0.25 | "), std::string::npos) << md;
   EXPECT_NE(md.find("2.40x the better baseline"), std::string::npos) << md;  // 0.96 / 0.4
   EXPECT_NE(md.find("(>= 1.5x: met)"), std::string::npos);
   EXPECT_NE(md.find("0.978 of oracle (>= 0.95: met)"), std::string::npos);

@@ -150,6 +150,30 @@ TEST(Simulator, OracleShareIsTheComputableOptimum) {
   EXPECT_LT(simulate(*t, none, c).fast_accesses, best);
 }
 
+TEST(Simulator, HindsightPlacesWhatThePeriodBeforeUsed) {
+  // 64 pages, 8 periods of 1000 ns; periods 2j and 2j+1 both use the same 16
+  // pages, each pair another 16. The fast tier holds 16.
+  std::vector<TraceRecord> records;
+  for (std::uint64_t t = 0; t < 8000; ++t) records.push_back(rec(t, ((t / 2000) * 16 + t % 16) % 64));
+  auto t = prepare_trace(records);
+  ASSERT_TRUE(t);
+  SimConfig c;
+  c.fast_fraction = 0.25;
+  c.epoch_ns = 1000;
+  c.oracle_epoch_ns = 1000;
+  OraclePolicy oracle(OracleWindow::kNext);
+  EXPECT_EQ(simulate(*t, oracle, c).fast_accesses, 8000u);
+  // First touch places the first pair's pages; from then on the placement
+  // made at the start of a pair's second period (what its first used) is
+  // right, the one at the start of a new pair (the old pair's) is not.
+  OraclePolicy hindsight(OracleWindow::kLast);
+  EXPECT_EQ(hindsight.name(), "hindsight");
+  const SimResult r = simulate(*t, hindsight, c);
+  EXPECT_EQ(r.fast_accesses, 5u * 1000u);
+  EXPECT_EQ(r.promotions, 3u * 16u);
+  EXPECT_FALSE(r.has_ratio);  // a placement bound, not a detector
+}
+
 TEST(Simulator, TopKSum) {
   const std::vector<std::uint32_t> counts{5, 1, 9, 0, 3};
   const std::vector<std::uint32_t> pages{0, 1, 2, 4};

@@ -33,8 +33,8 @@ TEST(TieringEvalTool, QuickRunWritesParsableResults) {
 
   const auto j = nlohmann::json::parse(read_file(dir / "results.json"));
   ASSERT_EQ(j["traces"].size(), 4u);
-  // 4 workloads x (no-migration, oracle, damon, autonuma + 2 M5 x 2 rates).
-  ASSERT_EQ(j["results"].size(), 4u * 8u);
+  // 4 workloads x (no-migration, oracle, hindsight, damon, autonuma + 2 M5 x 2 rates).
+  ASSERT_EQ(j["results"].size(), 4u * 9u);
   std::set<std::string> policies;
   for (const auto& r : j["results"]) {
     policies.insert(r["policy"].get<std::string>());
@@ -44,17 +44,17 @@ TEST(TieringEvalTool, QuickRunWritesParsableResults) {
     if (r["kind"] == "oracle") {
       EXPECT_DOUBLE_EQ(r["detection"]["ratio"].get<double>(), 1.0);
     }
-    if (r["kind"] == "no-migration") {
+    if (r["kind"] == "no-migration" || r["kind"] == "hindsight") {
       EXPECT_FALSE(r.contains("detection"));
     }
   }
-  EXPECT_EQ(policies, (std::set<std::string>{"no-migration", "oracle", "damon", "autonuma", "m5-hpt", "m5-hwt",
+  EXPECT_EQ(policies, (std::set<std::string>{"no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt",
                                              "m5-hpt@1/8", "m5-hwt@1/8"}));
   // The oracle bounds every policy's share (same trace, same capacity).
   for (const auto& r : j["results"]) EXPECT_LE(r["share_vs_oracle"].get<double>(), 1.0 + 1e-9) << r["policy"];
 
   const std::string csv = read_file(dir / "results.csv");
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 32);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 36);
   EXPECT_NE(read_file(dir / "results.md").find("## Results"), std::string::npos);
   expect_svg_files(dir, {"ratio.svg", "share_zipf.svg", "share_shifting.svg", "share_sparse-kv.svg", "share_graph.svg"});
 }

@@ -11,7 +11,8 @@
 
 namespace cxlpool::ckpt {
 
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: every thread's name (ThreadState::name).
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint32_t kNoFile = 0xffffffffu;
 inline constexpr uint64_t kPageSize = 4096;
 
@@ -140,9 +141,16 @@ struct ThreadState {
   Rseq rseq;                   // PTRACE_GET_RSEQ_CONFIGURATION
   uint64_t clear_child_tid = 0;  // set_tid_address / CLONE_CHILD_CLEARTID
   AltStack altstack;
+  // The thread's name (/proc/PID/task/TID/comm, PR_SET_NAME): at most
+  // kMaxThreadNameBytes bytes, no NUL. Drivers' helper threads are told
+  // apart by it.
+  std::string name;
   // In a syscall when stopped: the restart is the restorer's to arrange
   // (the registers already say -ERESTART*; see docs/ckpt.md).
 };
+
+// TASK_COMM_LEN less its terminating NUL.
+inline constexpr uint32_t kMaxThreadNameBytes = 15;
 
 struct SigAction {
   uint64_t handler = 0, flags = 0, restorer = 0, mask = 0;

@@ -13,8 +13,12 @@ namespace cxlpool::ckpt {
 // runs sorted, not overlapping, each inside one anonymous or private file
 // VMA, page aligned in the image and inside its data area; threads present,
 // the leader first, tids unique; fds unique with files of their kind;
-// hot pages sorted, each inside a run; register blocks of the kernel's sizes.
+// hot pages sorted, each inside a run; register blocks of the kernel's sizes;
+// thread names within TASK_COMM_LEN without a NUL.
 // ENOTSUP for another format version.
 [[nodiscard]] Result<void> validate_manifest(const Manifest& manifest);
+
+// ENOTSUP unless `version` is kFormatVersion (the first of validate_manifest's rules).
+[[nodiscard]] Result<void> check_format_version(uint32_t version);
 
 }  // namespace cxlpool::ckpt

@@ -69,6 +69,7 @@ struct Thread {
   uint64_t rseq_addr;
   uint32_t rseq_len, rseq_sig;
   uint64_t clear_child_tid;
+  char name[16];              // PR_SET_NAME's argument: the thread's name, NUL-terminated
 };
 
 struct Creds {
@@ -82,7 +83,7 @@ struct Creds {
 enum class Failure : uint32_t {
   kNone = 0,
   kMoveSpecial, kUnmap, kMap, kCopy, kProtect, kUffd, kUffdSend, kAdvise, kMmMap, kPersonality, kSigaction,
-  kRlimit, kItimer, kSigqueue, kCloneThread, kFsBase, kRseq, kCreds, kStatus,
+  kRlimit, kItimer, kSigqueue, kCloneThread, kFsBase, kRseq, kCreds, kThreadName, kStatus,
 };
 
 struct Status {

@@ -68,7 +68,7 @@ BLOB_INLINE long sys6(long n, long a, long b, long c, long d, long e, long f) {
 // Values of the kernel ABI the final stage needs (no libc headers here).
 constexpr long kMapFixed = 0x10;
 constexpr long kMremapMaymove = 1, kMremapFixed = 2;
-constexpr long kPrSetMm = 35, kPrSetMmMap = 14, kPrSetNoNewPrivs = 38;
+constexpr long kPrSetName = 15, kPrSetMm = 35, kPrSetMmMap = 14, kPrSetNoNewPrivs = 38;
 constexpr long kArchSetFs = 0x1002, kArchSetGs = 0x1001;
 constexpr long kRseqUnregister = 1;
 constexpr long kCloneThreadFlags = 0x00000100 | 0x00000200 | 0x00000400 | 0x00000800 | 0x00010000 | 0x00040000;
@@ -225,6 +225,8 @@ BLOB void finish_thread(Args* a, uint32_t index) {
   if (t.rseq_addr)
     check(a, sys4(__NR_rseq, static_cast<long>(t.rseq_addr), t.rseq_len, 0, t.rseq_sig), Failure::kRseq, index);
   sys1(__NR_set_tid_address, static_cast<long>(t.clear_child_tid));
+  // A created thread starts with its creator's name.
+  check(a, sys2(__NR_prctl, kPrSetName, reinterpret_cast<long>(t.name)), Failure::kThreadName, index);
   const uint8_t* info = reinterpret_cast<const uint8_t*>(t.pending);
   for (uint32_t i = 0; i < t.pending_count; ++i) {
     const int32_t sig = *reinterpret_cast<const int32_t*>(info + 128 * i);

@@ -157,7 +157,12 @@ struct alignas(64) KvRingHeader {
   alignas(64) uint64_t cq_consumer;      // client: completions ever reaped
   uint64_t cq_slab_consumer;             // client: slab bytes ever released
   alignas(64) uint32_t cq_need_wakeup;   // client: "asleep, kick the CQ eventfd"
-  alignas(64) uint8_t reserved1[64];
+  // daemon: 1 + the CPU its loop last published completions from (0:
+  // unknown). A scheduling hint only: a waiting client that runs on the
+  // same CPU yields at once instead of spinning, since the daemon cannot
+  // answer while it spins.
+  alignas(64) uint32_t daemon_cpu;
+  uint8_t reserved1[60];
 };
 static_assert(sizeof(KvRingHeader) == kKvRingHeaderBytes);
 
@@ -245,6 +250,9 @@ class KvClientRing {
 
   bool broken() const { return broken_; }
   uint64_t in_flight() const { return submitted_ - reaped_; }
+  // Whether the daemon last published completions from the CPU this thread
+  // runs on (the header's daemon_cpu hint).
+  bool daemon_on_this_cpu() const;
   uint32_t sq_capacity() const { return sq_mask_ + 1; }
 
  private:
@@ -332,6 +340,7 @@ class KvDaemonRing {
   uint64_t cq_slab_tail_seen_ = 0;
   uint64_t taken_ = 0;
   uint64_t completed_ = 0;
+  uint32_t cpu_said_ = 0;  // what daemon_cpu holds, so that an unchanged CPU costs no store
   bool broken_ = false;
 };
 
