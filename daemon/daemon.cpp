@@ -173,6 +173,14 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   }
   if (auto ok = d->setup_socket(); !ok) return tl::unexpected(ok.error());
   d->ckpt_->set_control_socket(d->socket_path_.string());
+  d->ckpt_->set_lease_holder([daemon = d.get()](uint64_t session_id, uint64_t region_id) {
+    const auto it = daemon->sessions_.find(session_id);
+    if (it == daemon->sessions_.end()) return LeaseHolder{};
+    LeaseHolder h{it->second->pid, region_id};
+    for (const auto& [alias, target] : it->second->region_aliases)
+      if (target == region_id) h.id = alias;
+    return h;
+  });
   // The pod file defaults to the state directory, which exists from here on.
   if (!d->config_.devpool.enabled) {
     d->devpool_off_reason_ = "disabled by [devpool] enabled = false";

@@ -122,6 +122,7 @@ class Daemon {
   Result<Reply> handle(Session& session, const proto::TiersRequest& request);
   Result<Reply> handle(Session& session, const proto::RegionAlloc& request);
   Result<Reply> handle(Session& session, const proto::RegionFree& request);
+  Result<Reply> handle(Session& session, const proto::RegionAlias& request);
   Result<Reply> handle(Session& session, const proto::NamedCreate& request);
   Result<Reply> handle(Session& session, const proto::NamedOpen& request);
   Result<Reply> handle(Session& session, const proto::NamedUnlink& request);

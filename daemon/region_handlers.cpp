@@ -57,13 +57,49 @@ Result<Daemon::Reply> Daemon::handle(Session& session, const proto::RegionAlloc&
 }
 
 Result<Daemon::Reply> Daemon::handle(Session& session, const proto::RegionFree& request) {
-  auto it = session.handles.find(request.region_id);
+  // An alias stands for its region only on the connection that set it.
+  const auto alias = session.region_aliases.find(request.region_id);
+  const uint64_t region_id = alias != session.region_aliases.end() ? alias->second : request.region_id;
+  auto it = session.handles.find(region_id);
   if (it == session.handles.end()) {
     return fail(ENOENT, "this client holds no handle to region " + std::to_string(request.region_id));
   }
-  if (--it->second == 0) session.handles.erase(it);
+  if (--it->second == 0) {
+    session.handles.erase(it);
+    std::erase_if(session.region_aliases, [&](const auto& a) { return a.second == region_id; });
+  }
   --session.handle_count;
-  pool_->release_handle(request.region_id);
+  pool_->release_handle(region_id);
+  return Reply{proto::Ok{}, {}};
+}
+
+Result<Daemon::Reply> Daemon::handle(Session& session, const proto::RegionAlias& request) {
+  const std::string what =
+      "alias " + std::to_string(request.alias) + " for region " + std::to_string(request.region_id);
+  const Region* region = pool_->find(request.region_id);
+  if (region == nullptr || !session.handles.contains(request.region_id) ||
+      region->kind != proto::RegionKind::kLeased || region->lease_client != session.id) {
+    return fail(EINVAL, what + ": not a leased region this connection allocated");
+  }
+  // An id this connection holds keeps meaning its own region.
+  if (session.handles.contains(request.alias)) {
+    return fail(EINVAL, what + ": region " + std::to_string(request.alias) + " is held by this connection");
+  }
+  // An id this daemon has not given yet could later name a region this
+  // connection opens, and its RegionFree would then free the wrong one.
+  if (request.alias >= pool_->next_id()) {
+    return fail(EINVAL, what + ": no region has had id " + std::to_string(request.alias) + " yet");
+  }
+  if (session.region_aliases.contains(request.alias)) return fail(EINVAL, what + ": the alias is set already");
+  for (const auto& [alias, target] : session.region_aliases) {
+    if (target == request.region_id) {
+      return fail(EINVAL, what + ": the region is aliased already (as " + std::to_string(alias) + ")");
+    }
+  }
+  if (session.region_aliases.size() >= proto::kMaxRegionAliases) {
+    return fail(ENOSPC, what + ": at most " + std::to_string(proto::kMaxRegionAliases) + " aliases a connection");
+  }
+  session.region_aliases.emplace(request.alias, request.region_id);
   return Reply{proto::Ok{}, {}};
 }
 

@@ -178,6 +178,8 @@ class RegionPool {
 
   Region* find(uint64_t region_id);
   const Region* find(uint64_t region_id) const;
+  // Every id below this one has been given to a region; none above it yet.
+  uint64_t next_id() const { return next_id_; }
   const std::map<uint64_t, std::unique_ptr<Region>>& regions() const { return regions_; }
   const std::vector<Tier>& tiers() const { return tiers_; }
   const hal::Topology& topology() const { return topology_; }

@@ -45,6 +45,9 @@ struct Session {
   uint64_t connected_ns = 0;
   std::unordered_map<uint64_t, uint32_t> handles;  // region id → handles held
   uint32_t handle_count = 0;
+  // RegionAlias: a restored clone's recorded leased-region id → the region
+  // this connection allocated in its place.
+  std::unordered_map<uint64_t, uint64_t> region_aliases;
   int kv_doorbell_fd = -1;  // KvOpen: the connection's SQ eventfd in epoll (owned by the KV service)
   // Last member, so it is destroyed (and unregistered) first.
   std::unique_ptr<SessionAccessRing> access_ring;  // AccessRingOpen; one per connection

@@ -259,7 +259,7 @@ Result<void> CkptService::create(const proto::CkptCreate& req, std::vector<Uniqu
   task.who = client.who;
   task.kill_after = (req.flags & proto::kCkptKillAfter) != 0;
   task.tier_id = tier_id;
-  task.region_files = pool_region_files(pool_);
+  task.region_files = pool_region_files(pool_, lease_holder_);
   task.control_socket = control_socket_;
   task.node = tier.numa_node >= 0 && pool_.topology().nodes.size() > 1 ? tier.numa_node : -1;
   worker_.submit(std::move(task));

@@ -17,12 +17,14 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "../region_pool.hpp"
 #include "../task_worker.hpp"
+#include "client_resources.hpp"
 #include "cxlpool/ckpt/capture.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/result.hpp"
@@ -79,6 +81,8 @@ class CkptService {
   // Where cxlpoold listens: recorded in checkpoints of its clients, whose
   // restores connect there again.
   void set_control_socket(std::string path) { control_socket_ = std::move(path); }
+  // Which connection holds a lease, and under which id (on the event loop).
+  void set_lease_holder(LeaseHolderFn fn) { lease_holder_ = std::move(fn); }
   ~CkptService();
 
   Result<void> start();
@@ -148,6 +152,7 @@ class CkptService {
   CkptFinished finish_restore(Task& task);
   uint32_t default_tier() const;
   std::string control_socket_;
+  LeaseHolderFn lease_holder_ = [](uint64_t, uint64_t) { return LeaseHolder{}; };
 
   RegionPool& pool_;
   std::filesystem::path restore_program_;

@@ -15,7 +15,7 @@
 
 namespace cxlpool::daemon {
 
-std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool& pool) {
+std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool& pool, const LeaseHolderFn& holder) {
   std::vector<ckpt::CaptureOptions::RegionFile> out;
   for (const auto& [id, region] : pool.regions()) {
     struct stat st {};
@@ -27,6 +27,16 @@ std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool
     f.region.name = region->name;
     const bool named = region->kind == proto::RegionKind::kNamed && !region->name.empty() && !region->unlinked;
     f.region.kind = named ? ckpt::RegionKind::kNamed : ckpt::RegionKind::kLeased;
+    f.size = region->size;
+    f.tier_id = region->tier_id;
+    // A system region without a name (a service's) is leased by no client.
+    if (!named && region->kind == proto::RegionKind::kLeased && !region->system && region->lease_client != 0) {
+      // A restored clone's library holds the recorded id, which a second
+      // restore must alias again.
+      const LeaseHolder h = holder(region->lease_client, id);
+      f.lease_owner = h.pid;
+      if (h.id != 0) f.region.region_id = h.id;
+    }
     out.push_back(std::move(f));
   }
   return out;

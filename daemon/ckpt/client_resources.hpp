@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,10 +16,21 @@
 
 namespace cxlpool::daemon {
 
+// The connection holding a lease: its peer pid (0: none), and the id its
+// client knows the lease by (the region's own, or the recorded id a
+// restored clone's connection answers to for it: RegionAlias).
+struct LeaseHolder {
+  pid_t pid = 0;
+  uint64_t id = 0;
+};
+using LeaseHolderFn = std::function<LeaseHolder(uint64_t session_id, uint64_t region_id)>;
+
 // Every region of the pool by (dev, ino) of its file. System regions (a
 // service's, or a shared model's) count as named when they have a name:
-// a clone opens them by name like any client, or is refused.
-std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool& pool);
+// a clone opens them by name like any client, or is refused. A lease
+// carries its size, tier and the pid of the connection holding it, under
+// the id that connection's client knows it by (`holder`).
+std::vector<ckpt::CaptureOptions::RegionFile> pool_region_files(const RegionPool& pool, const LeaseHolderFn& holder);
 
 // The inodes of the sockets of process `pid` (pinned by `pidfd`) that are
 // connected to the control socket at `socket_path`: each is taken with

@@ -4,7 +4,9 @@
 // socketpair), a whole image, and near misses
 // that each break one rule (a run outside its VMA, a duplicate section, a
 // truncated section, another version, a thread name too long, a cxlpool region of an unknown kind
-// or a region descriptor naming no region).
+// or a region descriptor naming no region), and a leased region with its
+// lease record (alone and in an image) and with a run past the region's
+// end (client-leased.bin: one without its record).
 //   fuzz_ckpt_manifest_seed DIR          write DIR/<name>.bin
 //   fuzz_ckpt_manifest_seed --check DIR  exit 1 unless DIR holds exactly those bytes
 #include <vector>
@@ -88,6 +90,12 @@ std::vector<Seed> seeds() {
   Manifest shared_gap = shared;
   shared_gap.vmas.back().file = 5;  // an object id that skips ids
   out.push_back({"shared-anon-id-gap.bin", encode_manifest(shared_gap)});
+  const Manifest lease = cxlpool::test::sample_manifest_with_lease();
+  out.push_back({"lease.bin", encode_manifest(lease)});
+  out.push_back({"lease-image.bin", image_of(lease)});
+  Manifest lease_past = lease;
+  lease_past.leases[0].runs[1].offset = 0x7000;  // a run past the region's end
+  out.push_back({"lease-run-past-end.bin", encode_manifest(lease_past)});
   Manifest past = sample;
   past.runs[2].image_offset = 4 * 4096;
   out.push_back({"image-run-past-data.bin", image_of(past)});

@@ -122,5 +122,69 @@ TEST_F(Protocol, RequestIdsAreEchoedAndRequestErrorsKeepTheConnection) {
   expect_closed(fd.get());
 }
 
+// A restored clone's connection answers to its recorded leased-region ids:
+// an alias frees the region this connection allocated in its place, only
+// on this connection, and goes with the region.
+TEST_F(Protocol, RegionAliasesAreTheConnectionsOwnLeases) {
+  UniqueFd a = connect();
+  UniqueFd b = connect();
+  ASSERT_TRUE(send_encoded(a.get(), 1, proto::Hello{}));
+  expect_reply<proto::HelloReply>(a.get(), 1);
+  ASSERT_TRUE(send_encoded(b.get(), 1, proto::Hello{}));
+  expect_reply<proto::HelloReply>(b.get(), 1);
+  ASSERT_TRUE(send_encoded(a.get(), 2, proto::TiersRequest{}));
+  const uint32_t tier = expect_reply<proto::TiersReply>(a.get(), 2).tiers.at(0).id;
+  const auto alloc = [&](int fd, uint32_t request_id) {
+    EXPECT_TRUE(send_encoded(fd, request_id, proto::RegionAlloc{tier, 4096, 0}));
+    return expect_reply<proto::RegionReply>(fd, request_id).region_id;
+  };
+  const uint64_t first = alloc(a.get(), 3);
+  const uint64_t second = alloc(a.get(), 4);
+  const uint64_t others = alloc(b.get(), 3);
+  ASSERT_TRUE(send_encoded(a.get(), 5, proto::NamedCreate{"alias-named", tier, 4096, 0600, 0}));
+  const uint64_t named = expect_reply<proto::RegionReply>(a.get(), 5).region_id;
+  // The ids a checkpointed process held: given by this daemon before (to
+  // leases that are gone), never one this connection could get later.
+  ASSERT_TRUE(send_encoded(a.get(), 6, proto::RegionAlias{first, named + 1}));
+  expect_error(a.get(), EINVAL, 6);
+  const uint64_t gone = alloc(b.get(), 4);
+  const uint64_t also_gone = alloc(b.get(), 5);
+  ASSERT_TRUE(send_encoded(b.get(), 6, proto::RegionFree{gone}));
+  expect_reply<proto::Ok>(b.get(), 6);
+  ASSERT_TRUE(send_encoded(b.get(), 7, proto::RegionFree{also_gone}));
+  expect_reply<proto::Ok>(b.get(), 7);
+  const uint64_t kOld = gone;
+
+  // Only a lease of this connection, under an id it does not hold, once.
+  ASSERT_TRUE(send_encoded(a.get(), 10, proto::RegionAlias{others, kOld}));
+  expect_error(a.get(), EINVAL, 10);
+  ASSERT_TRUE(send_encoded(a.get(), 11, proto::RegionAlias{named, kOld}));
+  expect_error(a.get(), EINVAL, 11);
+  ASSERT_TRUE(send_encoded(a.get(), 12, proto::RegionAlias{first, second}));
+  expect_error(a.get(), EINVAL, 12);
+  ASSERT_TRUE(send_encoded(a.get(), 13, proto::RegionAlias{first, kOld}));
+  expect_reply<proto::Ok>(a.get(), 13);
+  ASSERT_TRUE(send_encoded(a.get(), 14, proto::RegionAlias{first, also_gone}));
+  expect_error(a.get(), EINVAL, 14);
+  ASSERT_TRUE(send_encoded(a.get(), 15, proto::RegionAlias{second, kOld}));
+  expect_error(a.get(), EINVAL, 15);
+
+  // Another connection's id space is its own.
+  ASSERT_TRUE(send_encoded(b.get(), 4, proto::RegionFree{kOld}));
+  expect_error(b.get(), ENOENT, 4);
+
+  ASSERT_TRUE(send_encoded(a.get(), 16, proto::RegionFree{kOld}));
+  expect_reply<proto::Ok>(a.get(), 16);
+  ASSERT_TRUE(send_encoded(a.get(), 17, proto::RegionsRequest{}));
+  for (const auto& r : expect_reply<proto::RegionsReply>(a.get(), 17).regions) EXPECT_NE(r.id, first);
+  ASSERT_TRUE(send_encoded(a.get(), 18, proto::RegionFree{kOld}));
+  expect_error(a.get(), ENOENT, 18);
+  // The alias went with its region: the old id may name another lease now.
+  ASSERT_TRUE(send_encoded(a.get(), 19, proto::RegionAlias{second, kOld}));
+  expect_reply<proto::Ok>(a.get(), 19);
+  ASSERT_TRUE(send_encoded(a.get(), 20, proto::RegionFree{kOld}));
+  expect_reply<proto::Ok>(a.get(), 20);
+}
+
 }  // namespace
 }  // namespace cxlpool::integration

@@ -157,4 +157,19 @@ inline ckpt::Manifest sample_manifest_with_shared_anon() {
   return m;
 }
 
+// sample_manifest() with a leased region (id 21, 32 KiB on tier 1) mapped
+// at 0x7f0000050000 (4 pages from offset 0x1000, read-write) and held as fd
+// 6; its data: page 0 and pages 3-4, three more pages of the image.
+inline ckpt::Manifest sample_manifest_with_lease() {
+  using namespace ckpt;
+  Manifest m = sample_manifest();
+  m.regions.push_back({0x7f0000050000ull, 0x4000, "", 21, PROT_READ | PROT_WRITE, 0x1000, RegionKind::kLeased, true});
+  m.regions.push_back({0, 0, "", 21, 0, 0, RegionKind::kLeased, true});
+  m.fds.push_back({6, FdKind::kCxlpoolRegion, 3, 02000002, 0});
+  const uint64_t data_end = m.image_data_offset + m.image_data_bytes;
+  m.leases.push_back({21, 0x8000, 1, {{0, 1, data_end}, {0x3000, 2, data_end + 4096}}});
+  m.image_data_bytes += 3 * 4096;
+  return m;
+}
+
 }  // namespace cxlpool::test

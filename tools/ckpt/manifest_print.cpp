@@ -179,6 +179,14 @@ nlohmann::json manifest_json(const Manifest& m) {
                        {"writable", r.writable}});
   }
   j["regions"] = regions;
+  json leases = json::array();
+  for (const Lease& l : m.leases) {
+    uint64_t stored = 0;
+    for (const LeaseRun& r : l.runs) stored += r.pages * kPageSize;
+    leases.push_back({{"region_id", l.region_id}, {"size", l.size}, {"tier", l.tier_id}, {"runs", l.runs.size()},
+                      {"stored_bytes", stored}});
+  }
+  j["leases"] = leases;
   j["cxlpool_socket"] = m.cxlpool_socket;
   j["hot_pages"] = m.hot_pages.size();
   j["image_data_offset"] = m.image_data_offset;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +83,17 @@ uint64_t auto_memory_limit(const ModelConfig& m, const WorkloadConfig& w, uint64
   return std::max<uint64_t>(full + start, w.requests * start + (w.requests / 2) * (full - start));
 }
 
+// Says "warm" and waits for a byte on stdin (a checkpoint is taken
+// meanwhile); when it came.
+Clock::time_point pause_warm() {
+  std::printf("warm\n");
+  std::fflush(stdout);
+  char byte;
+  while (::read(0, &byte, 1) < 0 && errno == EINTR) {
+  }
+  return Clock::now();
+}
+
 void print_failure(const Flags& f, const std::string& what, const cxlpool::Error& e) {
   if (f.json) {
     nlohmann::json j{{"ok", false}, {"error", what + ": " + e.message}};
@@ -124,8 +136,11 @@ int main(int argc, char** argv) {
   app.add_flag("--reference-only", f.reference_only, "run the plain-buffer path only (no daemon)");
   app.add_flag("--json", f.json, "print the summary as one JSON object");
   app.add_flag("--pause-warm", f.pause_warm,
-               "with --reference-only: once the prompts are prefilled, print \"warm\" and wait for a byte on stdin "
-               "(the point to checkpoint the warm worker at, docs/ckpt.md)");
+               "once the prompts are prefilled (with --reference-only; else the runtime path's first requests, the "
+               "KV store's session closed), print \"warm\" and wait for a byte on stdin (the point to checkpoint "
+               "the warm worker at, docs/ckpt.md)");
+  app.add_flag("--keep-model", f.runtime.keep_model,
+               "leave the model loaded in cxlpoold at the end (clones of a checkpoint open it by name)");
   CLI11_PARSE(app, argc, argv);
 
   if (f.short_run) {
@@ -210,12 +225,7 @@ int main(int argc, char** argv) {
   };
   if (f.pause_warm && f.reference_only)
     hooks.after_prefill = [&] {
-      std::printf("warm\n");
-      std::fflush(stdout);
-      char byte;
-      while (::read(0, &byte, 1) < 0 && errno == EINTR) {
-      }
-      resumed = Clock::now();
+      resumed = pause_warm();
     };
   std::vector<Sequence> expected = make_requests(w, f.model.vocab);
   {
@@ -282,6 +292,8 @@ int main(int argc, char** argv) {
   std::vector<Sequence> actual = make_requests(w, f.model.vocab);
   RuntimeSummary summary;
   uint64_t resident_bytes = 0;
+  Clock::time_point runtime_resumed = t0;
+  double runtime_first_token_ms = 0;
   {
     RuntimeSession session;
     if (auto r = open_session(session, f.model, f.runtime, w.requests, max_context); !r) {
@@ -293,6 +305,17 @@ int main(int argc, char** argv) {
     resident_bytes = session.resident_bytes;
     Scheduler scheduler(f.model, session, *session.weight_source, *session.kv_cache, f.runtime, actual, w.decode_steps,
                         max_context);
+    RuntimeHooks runtime_hooks;
+    runtime_hooks.after_first_token = [&] {
+      runtime_first_token_ms = std::chrono::duration<double, std::milli>(Clock::now() - runtime_resumed).count();
+    };
+    if (f.pause_warm && !f.reference_only)
+      runtime_hooks.warm = [&]() -> cxlpool::Result<void> {
+        close_kv(session);
+        runtime_resumed = pause_warm();
+        return open_kv(session, f.runtime);
+      };
+    scheduler.set_hooks(std::move(runtime_hooks));
     auto r = scheduler.run();
     summary = scheduler.summary();
     auto closed = session.close(f.runtime);
@@ -314,6 +337,10 @@ int main(int argc, char** argv) {
   const uint64_t streamed = summary.streamer.bytes_copied + summary.streamer.bytes_read;
   const cxlpool_kv_arena_stats& a = summary.arena;
   j["runtime_s"] = runtime_s;
+  j["runtime_logits_crc32c"] = logits_digest(actual);
+  // From opening the runtime session (or from the resume after
+  // --pause-warm) to the first decoded token.
+  j["runtime_first_token_ms"] = runtime_first_token_ms;
   j["memory_limit_bytes"] = f.runtime.memory_limit_bytes;
   j["prompt_tokens"] = summary.prompt_tokens;
   j["prefix_tokens_reused"] = summary.prefix_tokens_reused;

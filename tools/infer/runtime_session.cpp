@@ -6,6 +6,7 @@ namespace cxlpool::infer {
 RuntimeSession::~RuntimeSession() {
   arena.reset();
   kv.reset();
+  kv_client.reset();
   streamer.reset();
   weights.reset();
 }
@@ -15,9 +16,10 @@ Result<void> RuntimeSession::close(const RuntimeOptions& options) {
   weight_source.reset();
   arena.reset();
   kv.reset();
+  kv_client.reset();
   streamer.reset();
   weights.reset();
-  if (loaded_weights && client) {
+  if (loaded_weights && client && !options.keep_model) {
     loaded_weights = false;
     if (int rc = cxlpool_weights_unload(client.get(), options.model_name.c_str()); rc < 0)
       return api_error("weights: unload " + options.model_name, rc);
@@ -25,12 +27,46 @@ Result<void> RuntimeSession::close(const RuntimeOptions& options) {
   return {};
 }
 
+namespace {
+
+Result<ClientHandle> connect_client(const RuntimeOptions& o, const char* name) {
+  cxlpool_client* client = nullptr;
+  if (int rc = cxlpool_connect(o.socket.empty() ? nullptr : o.socket.c_str(), name, &client); rc < 0)
+    return api_error("connect to cxlpoold" + (o.socket.empty() ? std::string() : " at " + o.socket), rc);
+  return ClientHandle(client);
+}
+
+}  // namespace
+
+void close_kv(RuntimeSession& s) {
+  s.kv.reset();
+  s.kv_client.reset();
+  s.ns = {};
+}
+
+Result<void> open_kv(RuntimeSession& s, const RuntimeOptions& o) {
+  auto client = connect_client(o, "cxlpool-infer-kv");
+  if (!client) return tl::unexpected(client.error());
+  s.kv_client = std::move(*client);
+  cxlpool_kv* kv = nullptr;
+  if (int rc = cxlpool_kv_open(s.kv_client.get(), nullptr, &kv); rc < 0) return api_error("kv: open", rc);
+  s.kv.reset(kv);
+  cxlpool_kv_namespace_spec spec{};
+  spec.model_id = o.namespace_id.c_str();
+  spec.layout = "cxlpool-arena";
+  spec.dtype = "f32";
+  spec.tp_rank = 0;
+  spec.tp_size = 1;
+  spec.chunk_tokens = o.chunk_tokens;
+  if (int rc = cxlpool_kv_namespace_open(kv, &spec, &s.ns); rc < 0) return api_error("kv: namespace", rc);
+  return {};
+}
+
 Result<void> open_session(RuntimeSession& s, const ModelConfig& config, const RuntimeOptions& o, uint32_t max_batch,
                           uint32_t max_context) {
-  cxlpool_client* client = nullptr;
-  if (int rc = cxlpool_connect(o.socket.empty() ? nullptr : o.socket.c_str(), "cxlpool-infer", &client); rc < 0)
-    return api_error("connect to cxlpoold" + (o.socket.empty() ? std::string() : " at " + o.socket), rc);
-  s.client.reset(client);
+  auto client = connect_client(o, "cxlpool-infer");
+  if (!client) return tl::unexpected(client.error());
+  s.client = std::move(*client);
 
   // Weights: the daemon loads the files once into its shared region.
   std::vector<const char*> paths;
@@ -67,17 +103,7 @@ Result<void> open_session(RuntimeSession& s, const ModelConfig& config, const Ru
   s.weight_source.emplace(std::move(*source));
 
   // The KV store: offloaded and shared-prefix chunks.
-  cxlpool_kv* kv = nullptr;
-  if (int rc = cxlpool_kv_open(s.client.get(), nullptr, &kv); rc < 0) return api_error("kv: open", rc);
-  s.kv.reset(kv);
-  cxlpool_kv_namespace_spec spec{};
-  spec.model_id = o.namespace_id.c_str();
-  spec.layout = "cxlpool-arena";
-  spec.dtype = "f32";
-  spec.tp_rank = 0;
-  spec.tp_size = 1;
-  spec.chunk_tokens = o.chunk_tokens;
-  if (int rc = cxlpool_kv_namespace_open(kv, &spec, &s.ns); rc < 0) return api_error("kv: namespace", rc);
+  if (auto kv = open_kv(s, o); !kv) return kv;
 
   cxlpool_kv_arena_config ac{};
   ac.layers = config.layers;

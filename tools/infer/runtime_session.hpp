@@ -31,11 +31,17 @@ struct RuntimeOptions {
   uint32_t tier_id = UINT32_MAX;
   bool async_step = true;
   bool keep_cache = false;                 // leave the offloaded chunks in the store
+  bool keep_model = false;                 // leave the model loaded in the daemon at the end
   std::string namespace_id;                // the KV namespace's model id
 };
 
 struct RuntimeSession {
   ClientHandle client;
+  // The KV store's data path has a connection of its own: the daemon keeps
+  // a connection's KV-store session until the connection closes, so closing
+  // the store for a checkpoint closes this connection, and the store is
+  // opened again on a new one.
+  ClientHandle kv_client;
   WeightsHandle weights;
   StreamerHandle streamer;
   KvHandle kv;
@@ -55,5 +61,14 @@ struct RuntimeSession {
 
 Result<void> open_session(RuntimeSession& session, const ModelConfig& config, const RuntimeOptions& options,
                           uint32_t max_batch, uint32_t max_context);
+
+// The KV store's data path, its namespace and its connection alone: closed
+// before a checkpoint (a checkpoint refuses a KV-store session, whose rings
+// and eventfds are the daemon's state of that connection, and a second
+// connection) and opened again after the resume. The arena, the weights
+// and the main connection stay. Nothing may be in flight on the store when
+// it is closed.
+void close_kv(RuntimeSession& session);
+Result<void> open_kv(RuntimeSession& session, const RuntimeOptions& options);
 
 }  // namespace cxlpool::infer

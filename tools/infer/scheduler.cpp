@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace cxlpool::infer {
 
@@ -277,6 +278,12 @@ Result<void> Scheduler::serve() {
       return fail(ENOMEM, "scheduler: no request could be admitted");
     }
 
+    if (hooks_.warm) {
+      // Every offload committed, so that the hook may close the store.
+      if (auto r = poll_offloads(-1); !r) return r;
+      auto warm = std::exchange(hooks_.warm, nullptr);
+      if (auto r = warm(); !r) return r;
+    }
     // This step's memory (mapped ahead by the last async step, so usually
     // nothing is left to do), preempting under the limit.
     for (uint32_t id : active_) seq_lens_[slots_[id].row] = static_cast<uint32_t>(requests_[id].length());
@@ -301,6 +308,7 @@ Result<void> Scheduler::serve() {
     std::vector<float> logits;
     if (auto f = decoder_.forward(weights_, cache_, work, logits); !f) return f;
     ++summary_.decode_steps;
+    if (auto first = std::exchange(hooks_.after_first_token, nullptr)) first();
     for (size_t i = 0; i < active_.size(); ++i) {
       const uint32_t id = active_[i];
       if (requests_[id].record(&logits[i * config_.vocab], config_.vocab, decode_steps_)) finished_.push_back(id);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,15 @@ struct RuntimeSummary {
   cxlpool_streamer_stats streamer{};
 };
 
+// Points in a runtime run a caller may act at: once the first requests are
+// prefilled, before the first decode step (the worker is warm: weights
+// mapped, KV rows in the arena; nothing is in flight on the KV store), and
+// once that step's tokens are decoded.
+struct RuntimeHooks {
+  std::function<Result<void>()> warm;
+  std::function<void()> after_first_token;
+};
+
 class Scheduler {
  public:
   // The session's arena, store handle and namespace serve the KV; the
@@ -45,6 +55,7 @@ class Scheduler {
             uint32_t max_context);
 
   Result<void> run();
+  void set_hooks(RuntimeHooks hooks) { hooks_ = std::move(hooks); }
   const RuntimeSummary& summary() const { return summary_; }
 
  private:
@@ -89,6 +100,7 @@ class Scheduler {
   std::vector<uint32_t> seq_lens_;
   bool async_running_ = false;
   RuntimeSummary summary_;
+  RuntimeHooks hooks_;
 };
 
 }  // namespace cxlpool::infer

@@ -684,4 +684,12 @@ void walk(auto& io, Is<PodStatusReply> auto& m) {
   CXLPOOL_PROTO_FIELDS(io, m, endpoints, last_error, members);
 }
 
+// ---------------------------------------------------------- restored leases
+
+void walk(auto& io, Is<RegionAlias> auto& m) {
+  io.number("region_id", m.region_id, Positive{});
+  io.number("alias", m.alias, Positive{});
+  io.check("alias", [&] { return m.alias == m.region_id ? std::string("the region's own id") : std::string(); });
+}
+
 }  // namespace cxlpool::proto::fields

@@ -3,8 +3,9 @@
 // client holding a named region and its connection is checkpointed and
 // restored; the clone has a new connection under its own credentials, the
 // region mapped MAP_SHARED at the same address and descriptor, and goes on
-// calling the daemon. What a clone cannot get back is refused at
-// checkpoint, naming it.
+// calling the daemon; a leased region comes back with its bytes as a new
+// lease under the id the library holds. What a clone cannot get back is
+// refused at checkpoint, naming it.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -64,6 +65,15 @@ class CkptClient : public ::testing::Test {
     if (n != 1) return fail(-n, cxlpool_last_error());
     keepers_.push_back(clone.keeper);
     return clone;
+  }
+
+  // Regions leased by clients (cxlpoolctl regions; a checkpoint's image is
+  // a region of no client).
+  size_t leased_regions() {
+    size_t n = 0;
+    for (const auto& r : run_ctl_json(daemon_->socket(), {"regions"}))
+      n += r.value("kind", "") == "leased" && r.value("client", 0u) != 0;
+    return n;
   }
 
   std::string program_;
@@ -151,17 +161,60 @@ TEST_F(CkptClient, ReadOnlyRegionStaysReadOnly) {
   EXPECT_EQ(target.stop(), 0);
 }
 
-// A leased region belongs to the connection that allocated it: the
-// checkpoint is refused, naming it, and the process runs on.
-TEST_F(CkptClient, LeasedRegionIsRefusedWithItsName) {
+// A lease belongs to the connection that allocated it: its bytes travel in
+// the image and the clone's new connection leases a region like it, which
+// the library goes on using under the id it holds.
+TEST_F(CkptClient, LeasedRegionComesBackWithItsBytesUnderEachPolicy) {
   test::CkptTarget target(program_, {daemon_->socket(), "leased"});
   ASSERT_TRUE(target.started());
+  auto before = target.report();
+  ASSERT_TRUE(before);
+  ASSERT_EQ(before->at("word0"), "1234");
   const ProgramResult made = create(target.pid(), "leased");
+  ASSERT_EQ(made.exit_code, 0) << made.err << daemon_->log();
+  const size_t leases = leased_regions();
+  ASSERT_EQ(leases, 1u) << "the original's lease";
+  for (auto policy : {CXLPOOL_CKPT_MOW, CXLPOOL_CKPT_MOA, CXLPOOL_CKPT_HYBRID}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    ClonePipes pipes;
+    auto reply = restore("leased", policy, pipes);
+    ASSERT_TRUE(reply) << reply.error().message << daemon_->log();
+    const auto r = pipes.report();
+    ASSERT_TRUE(r.contains("call")) << "the clone did not answer" << daemon_->log();
+    EXPECT_EQ(r.at("pid"), before->at("pid"));
+    EXPECT_EQ(r.at("addr"), before->at("addr")) << "the lease is not at its address";
+    EXPECT_EQ(r.at("region_fd"), before->at("region_fd"));
+    EXPECT_EQ(r.at("region_id"), before->at("region_id")) << "the library holds the recorded id";
+    EXPECT_EQ(r.at("word0"), "1234");
+    EXPECT_EQ(r.at("far"), "4321") << "the lease's later page";
+    EXPECT_EQ(r.at("call"), "ok");
+    EXPECT_EQ(leased_regions(), leases + 1) << "the clone's connection holds a lease of its own";
+    // Its own: what the clone writes, the original does not see.
+    pipes.ask("poke 77");
+    EXPECT_EQ(pipes.report().at("word1"), "77");
+    auto original = target.report();
+    ASSERT_TRUE(original);
+    EXPECT_EQ(original->at("word1"), "0");
+    // The library frees it by the recorded id; the daemon frees the lease.
+    EXPECT_EQ(pipes.ask("free")["free"], "ok");
+    EXPECT_EQ(leased_regions(), leases);
+    pipes.exit_clone();
+  }
+  EXPECT_EQ(target.stop(), 0);
+}
+
+// A lease another process maps too (a forked child) would stop being
+// shared with it in a clone: refused, naming the other process, and the
+// process runs on.
+TEST_F(CkptClient, LeaseMappedByAnotherProcessIsRefused) {
+  test::CkptTarget target(program_, {daemon_->socket(), "leased-shared"});
+  ASSERT_TRUE(target.started());
+  const ProgramResult made = create(target.pid(), "shared-lease");
   EXPECT_EQ(made.exit_code, 1);
   EXPECT_NE(made.err.find("leased cxlpool region"), std::string::npos) << made.err;
+  EXPECT_NE(made.err.find("is mapped by process " + target.setup().at("child")), std::string::npos) << made.err;
   auto r = target.report();
   ASSERT_TRUE(r) << "the target did not survive a refused checkpoint";
-  EXPECT_EQ(r->at("call"), "ok");
   EXPECT_EQ(r->at("word0"), "1234");
   EXPECT_EQ(target.stop(), 0);
 }

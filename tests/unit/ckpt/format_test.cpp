@@ -632,5 +632,73 @@ TEST(CkptFdObjects, RuleRejections) {
   expect_rules(with_objects(), cases);
 }
 
+// ---- leased regions ----
+
+TEST(CkptLeases, RoundTrip) {
+  const Manifest m = test::sample_manifest_with_lease();
+  ASSERT_TRUE(validate_manifest(m)) << validate_manifest(m).error().message;
+  const auto bytes = encode_manifest(m);
+  auto decoded = decode_manifest(bytes);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  EXPECT_EQ(encode_manifest(*decoded), bytes);
+  ASSERT_EQ(decoded->leases.size(), 1u);
+  const Lease& l = decoded->leases[0];
+  EXPECT_EQ(l.region_id, 21u);
+  EXPECT_EQ(l.size, 0x8000u);
+  EXPECT_EQ(l.tier_id, 1u);
+  ASSERT_EQ(l.runs.size(), 2u);
+  EXPECT_EQ(l.runs[1].offset, 0x3000u);
+  EXPECT_EQ(l.runs[1].pages, 2u);
+  EXPECT_EQ(l.runs[1].image_offset, 6u * 4096);
+  EXPECT_EQ(decoded->regions[2].kind, RegionKind::kLeased);
+  EXPECT_TRUE(decoded->regions[2].writable);
+}
+
+TEST(CkptLeases, WithoutLeasesTheEncodingHasNoSuchSection) {
+  const auto plain = encode_manifest(sample_manifest());
+  Manifest with = test::sample_manifest_with_lease();
+  // The leases section alone tells the two encodings apart besides the
+  // regions themselves: dropping the leased regions and the lease gives
+  // back the plain bytes but for the data area's length.
+  with.regions.resize(2);
+  with.fds.pop_back();
+  with.leases.clear();
+  with.image_data_bytes = sample_manifest().image_data_bytes;
+  EXPECT_EQ(encode_manifest(with), plain);
+}
+
+TEST(CkptLeases, LeasedRegionsWithoutTheSectionAreRefused) {
+  Manifest m = test::sample_manifest_with_lease();
+  m.leases.clear();
+  expect_rejected(decode_manifest(encode_manifest(m)), EBADMSG, "leased region 21: no lease record");
+}
+
+TEST(CkptLeases, RuleRejections) {
+  const RuleCase cases[] = {
+      {"stray lease", [](Manifest& m) { m.leases.push_back({99, 4096, 0, {}}); }, "no leased region names"},
+      {"repeated lease", [](Manifest& m) { m.leases.push_back(m.leases[0]); }, "sorted and unique"},
+      {"lease id 0", [](Manifest& m) { m.leases.insert(m.leases.begin(), Lease{0, 4096, 0, {}}); },
+       "sorted and unique"},
+      {"lease of a named region", [](Manifest& m) { m.leases.insert(m.leases.begin(), Lease{7, 4096, 0, {}}); },
+       "a lease of a region not leased"},
+      {"size zero", [](Manifest& m) { m.leases[0].size = 0; }, "is empty, unaligned or past 2^47"},
+      {"size unaligned", [](Manifest& m) { m.leases[0].size = 0x8001; }, "is empty, unaligned or past 2^47"},
+      {"size huge", [](Manifest& m) { m.leases[0].size = kMaxLeaseBytes + 4096; }, "past 2^47"},
+      {"run empty", [](Manifest& m) { m.leases[0].runs[0].pages = 0; }, "past the region's end"},
+      {"run unaligned", [](Manifest& m) { m.leases[0].runs[0].offset = 100; }, "past the region's end"},
+      {"run past the end", [](Manifest& m) { m.leases[0].runs[1].offset = 0x7000; }, "past the region's end"},
+      {"run wraps", [](Manifest& m) { m.leases[0].runs[1].pages = ~0ull / 4096; }, "past the region's end"},
+      {"runs overlap", [](Manifest& m) { m.leases[0].runs[1].offset = 0; }, "overlaps the one before"},
+      {"run outside the data", [](Manifest& m) { m.leases[0].runs[1].image_offset += 4096; },
+       "outside the page data area"},
+      {"run before the data", [](Manifest& m) { m.leases[0].runs[0].image_offset = 0; },
+       "outside the page data area"},
+      {"run unaligned in the image", [](Manifest& m) { m.leases[0].runs[0].image_offset += 1; },
+       "outside the page data area"},
+      {"mapping past the lease", [](Manifest& m) { m.regions[2].offset = 0x6000; }, "a mapping past the region's end"},
+  };
+  expect_rules(test::sample_manifest_with_lease(), cases);
+}
+
 }  // namespace
 }  // namespace cxlpool::ckpt

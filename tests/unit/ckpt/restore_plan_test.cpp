@@ -227,19 +227,12 @@ TEST(RestorePlan, RefusesWithAReason) {
     const char* says;
   };
   const Case cases[] = {
-      {"leased region",
-       [](Manifest& m) {
-         m.regions = test::sample_manifest().regions;
-         m.regions[0].kind = RegionKind::kLeased;
-         m.cxlpool_socket = "/run/cxlpool.sock";
-       },
-       ENOTSUP, "is not a named region"},
       {"region of an old image",
        [](Manifest& m) {
          m.regions = test::sample_manifest().regions;
          for (RegionRef& g : m.regions) g.kind = RegionKind::kUnknown;
        },
-       ENOTSUP, "not a named region"},
+       ENOTSUP, "neither named nor leased"},
       {"no socket path", [](Manifest& m) { m.regions = test::sample_manifest().regions; }, ENOTSUP,
        "which cxlpoold"},
       {"region VMA not listed",
@@ -302,6 +295,28 @@ TEST(RestorePlan, ClientRegionsAreMappedShared) {
   EXPECT_EQ(std::count_if(plan->steps.begin(), plan->steps.end(),
                           [](const RestoreStep& s) { return s.source == MapSource::kRegion; }),
             1);
+}
+
+// A leased region's VMA is mapped as a named one's: MAP_SHARED from the
+// descriptor of the lease the clone's connection makes in its place.
+TEST(RestorePlan, LeasedRegionsAreMappedSharedLikeNamedOnes) {
+  Manifest m = test::sample_manifest_with_lease();
+  m.vmas.push_back({0x7f0000050000ull, 0x7f0000054000ull, PROT_READ | PROT_WRITE, MAP_SHARED,
+                    VmaKind::kCxlpoolRegion, 0, 0x1000, 0});
+  std::sort(m.vmas.begin(), m.vmas.end(), [](const Vma& a, const Vma& b) { return a.start < b.start; });
+  for (RestorePolicy policy : {RestorePolicy::kMow, RestorePolicy::kHybrid, RestorePolicy::kCopy}) {
+    auto plan = plan_restore(m, policy, host_like(m));
+    ASSERT_TRUE(plan) << plan.error().message;
+    auto step = std::find_if(plan->steps.begin(), plan->steps.end(),
+                             [](const RestoreStep& s) { return s.source == MapSource::kRegion; });
+    ASSERT_NE(step, plan->steps.end());
+    EXPECT_EQ(step->addr, 0x7f0000050000ull);
+    EXPECT_EQ(step->len, 0x4000u);
+    EXPECT_EQ(step->map_flags, static_cast<uint32_t>(MAP_SHARED));
+    EXPECT_EQ(step->prot, static_cast<uint32_t>(PROT_READ | PROT_WRITE));
+    EXPECT_EQ(step->file, 2u) << "the lease's mapping entry";
+    EXPECT_EQ(step->offset, 0x1000u);
+  }
 }
 
 TEST(RestorePlan, ChangedFilesAreRefused) {

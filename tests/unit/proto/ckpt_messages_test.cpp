@@ -42,6 +42,9 @@ TEST(CkptMessages, LayoutIsTheDocumentedOne) {
   EXPECT_TRUE(is_request(MsgType::kCkptRestore));
   EXPECT_TRUE(is_request(MsgType::kCkptList));
   EXPECT_TRUE(is_request(MsgType::kCkptRemove));
+  testing::expect_wire_form(RegionAlias{.region_id = 31, .alias = 9},
+                            datagram(MsgType::kRegionAlias, Bytes().u64(31).u64(9)));
+  EXPECT_TRUE(is_request(MsgType::kRegionAlias));
   EXPECT_FALSE(is_request(MsgType::kCkptRestoreReply));
 }
 
@@ -65,6 +68,11 @@ TEST(CkptMessages, EveryRuleRejectsOnBothSides) {
   testing::expect_encode_refused(CkptListReply{.checkpoints = {CkptEntry{.threads = 1, .name = "w"}}},
                                  "CkptListReply.checkpoints[0].image_bytes");
   testing::expect_encode_refused(CkptRemove{.name = ""}, "CkptRemove.name");
+  testing::expect_encode_refused(RegionAlias{.region_id = 0, .alias = 9}, "RegionAlias.region_id");
+  testing::expect_decode_refused(datagram(MsgType::kRegionAlias, Bytes().u64(31).u64(0)), EPROTO,
+                                 "RegionAlias.alias");
+  testing::expect_decode_refused(datagram(MsgType::kRegionAlias, Bytes().u64(31).u64(31)), EPROTO,
+                                 "RegionAlias.alias");
 }
 
 TEST(CkptMessages, Descriptors) {

@@ -421,6 +421,7 @@ std::vector<Message> sample_messages() {
                                               .restores = 10,
                                               .name = "warm-worker"}}},
       CkptRemove{.name = "warm-worker"},
+      RegionAlias{.region_id = 31, .alias = 9},
       PodStatusRequest{},
       PodStatusReply{.backend = PodBackend::kEtcd,
                      .connected = 1,

@@ -2,7 +2,8 @@
 // The order of a capture: stop every thread; read what /proc and ptrace
 // show; classify mappings and descriptors (refusing what cannot be
 // restored, before anything is copied); inject the calls for what only the
-// process can report; copy the pages; finish the image; let go or kill.
+// process can report; copy the pages and the leased regions' bytes; finish
+// the image; let go or kill.
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -77,6 +78,7 @@ Result<Manifest> capture_process(pid_t pid, const CaptureOptions& options, Image
   if (!insn) return tl::unexpected(insn.error());
   if (auto r = capture_injected(*frozen, *insn, m); !r) return tl::unexpected(r.error());
   if (auto r = capture_pages(pid, m, image); !r) return tl::unexpected(r.error());
+  if (auto r = capture_leases(pid, options, m, image); !r) return tl::unexpected(r.error());
   if (auto r = image.finish(m); !r) return tl::unexpected(r.error());
   if (options.max_image_bytes != 0) {
     struct stat st {};

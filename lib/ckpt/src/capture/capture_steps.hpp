@@ -52,11 +52,17 @@ Result<void> capture_injected(const FrozenProcess& frozen, uint64_t syscall_insn
 Result<void> capture_fds(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& manifest);
 // The region of options.region_files behind (dev, ino), or null.
 const CaptureOptions::RegionFile* region_file(const CaptureOptions& options, uint64_t dev, uint64_t ino);
-// ENOTSUP naming a region a restore cannot get again (`what`: how the process holds it).
-Error unrestorable_region(pid_t pid, const RegionRef& region, const std::string& what);
+// ENOTSUP naming a region a restore cannot get again (`what`: how the
+// process holds it): a named region whose name was unlinked, a lease of
+// another process's connection or of none. Nothing for one it can.
+Result<void> check_region_restorable(pid_t pid, const CaptureOptions::RegionFile& region, const std::string& what);
 // VMAs from smaps, classified; refuses mappings a restore cannot re-create.
 Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& files, Manifest& manifest);
 // Present private pages (pagemap), copied into the image as runs.
 Result<void> capture_pages(pid_t pid, Manifest& manifest, ImageWriter& image);
+// The data of every leased region in manifest.regions (SEEK_DATA over its
+// file, through the process's mapping or descriptor), copied into the image
+// as Manifest::leases.
+Result<void> capture_leases(pid_t pid, const CaptureOptions& options, Manifest& manifest, ImageWriter& image);
 
 }  // namespace cxlpool::ckpt::detail

@@ -78,17 +78,27 @@ const CaptureOptions::RegionFile* region_file(const CaptureOptions& options, uin
   return nullptr;
 }
 
-Error unrestorable_region(pid_t pid, const RegionRef& region, const std::string& what) {
+Result<void> check_region_restorable(pid_t pid, const CaptureOptions::RegionFile& file, const std::string& what) {
+  const RegionRef& region = file.region;
   const std::string id = std::to_string(region.region_id);
-  // A leased region has no name; a named one that is no longer named
-  // keeps it for the message.
-  const std::string why = region.name.empty()
-                              ? " leased cxlpool region " + id +
-                                    ", which belongs to the connection that allocated it and cannot be given to a "
-                                    "restored process (use a named region)"
-                              : " cxlpool region " + id + " ('" + region.name +
-                                    "'), whose name was unlinked: a restored process could not open it again";
-  return Error{ENOTSUP, "checkpoint of " + std::to_string(pid) + " refused: " + what + why};
+  std::string why;
+  if (region.kind == RegionKind::kNamed) return {};
+  if (!region.name.empty()) {
+    // A named one that is no longer named keeps its name for the message.
+    why = " cxlpool region " + id + " ('" + region.name +
+          "'), whose name was unlinked: a restored process could not open it again";
+  } else if (file.lease_owner == pid) {
+    return {};
+  } else {
+    // A clone's connection leases a region in place of its own process's
+    // lease; one of another connection is shared with its holder, which
+    // a copy would not be.
+    why = " leased cxlpool region " + id + ", which belongs to " +
+          (file.lease_owner > 0 ? "the connection of process " + std::to_string(file.lease_owner)
+                                : std::string("no client's connection (a service's of cxlpoold)")) +
+          ", not this process's: a restored process could not share it (use a named region)";
+  }
+  return fail(ENOTSUP, "checkpoint of " + std::to_string(pid) + " refused: " + what + why);
 }
 
 // One descriptor, classified from /proc alone (nothing of the process is
@@ -114,8 +124,8 @@ Result<ClassifiedFd> classify_fd(pid_t pid, int fd, const CaptureOptions& option
   const bool is_deleted = link->size() > 10 && link->compare(link->size() - 10, 10, " (deleted)") == 0;
   const auto* region = S_ISREG(st.st_mode) ? region_file(options, st.st_dev, st.st_ino) : nullptr;
   if (region != nullptr) {
-    if (region->region.kind != RegionKind::kNamed) {
-      return tl::unexpected(unrestorable_region(pid, region->region, "fd " + std::to_string(fd) + " holds"));
+    if (auto ok = check_region_restorable(pid, *region, "fd " + std::to_string(fd) + " holds"); !ok) {
+      return tl::unexpected(ok.error());
     }
     RegionRef ref = region->region;
     ref.addr = ref.length = ref.offset = 0;

@@ -7,11 +7,13 @@
 #include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "capture_steps.hpp"
@@ -69,22 +71,25 @@ Result<std::pair<uint64_t, uint64_t>> shmem_identity(pid_t pid, const SmapsEntry
   return std::pair<uint64_t, uint64_t>{st.st_dev, st.st_ino};
 }
 
-// A process other than `pid` that maps the shmem object with inode `ino`:
-// its pid, or 0. Its sharing could not be made again for a clone.
-pid_t other_mapper(pid_t pid, uint64_t ino) {
+// A process other than `pid` (and the capturing one: cxlpoold maps every
+// region it serves) that maps the shared object with inode `ino`, shown in
+// maps as `path`: its pid, or 0. Its sharing could not be made again for a
+// clone.
+pid_t other_mapper(pid_t pid, uint64_t ino, const std::string& path) {
+  const pid_t self = ::getpid();
   DIR* d = ::opendir("/proc");
   if (d == nullptr) return 0;
   pid_t found = 0;
   while (dirent* de = ::readdir(d)) {
     char* end = nullptr;
     const long other = std::strtol(de->d_name, &end, 10);
-    if (*end != '\0' || other <= 0 || other == pid) continue;
+    if (*end != '\0' || other <= 0 || other == pid || other == self) continue;
     auto text = read_proc(static_cast<pid_t>(other), "maps");
     if (!text) continue;  // gone, or a kernel thread without maps
     auto entries = parse_smaps(*text);
     if (!entries) continue;
     for (const SmapsEntry& o : *entries) {
-      if (o.inode == ino && o.path == kSharedAnonPath && o.perms[3] == 's') {
+      if (o.inode == ino && o.path == path && o.perms[3] == 's') {
         found = static_cast<pid_t>(other);
         break;
       }
@@ -103,6 +108,7 @@ Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& f
   auto entries = parse_smaps(*text);
   if (!entries) return tl::unexpected(entries.error());
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> shared_objects;  // shmem dev:inode -> object id
+  std::set<uint64_t> leases_checked;  // inodes of leased regions looked for in other processes
   for (const SmapsEntry& e : *entries) {
     Vma v;
     v.start = e.start;
@@ -126,8 +132,13 @@ Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& f
     } else if (e.has_flag("ht")) {
       return unsupported(pid, "it has a hugetlb mapping (" + where + ")");
     } else if (const auto* file = shared ? mapped_region(pid, options, e) : nullptr) {
-      if (file->region.kind != RegionKind::kNamed)
-        return tl::unexpected(unrestorable_region(pid, file->region, "it maps (" + where + ")"));
+      if (auto ok = check_region_restorable(pid, *file, "it maps (" + where + ")"); !ok) return ok;
+      if (file->region.kind == RegionKind::kLeased && leases_checked.insert(file->ino).second) {
+        if (const pid_t other = other_mapper(pid, file->ino, e.path))
+          return unsupported(pid, "its leased cxlpool region " + std::to_string(file->region.region_id) + " (" +
+                                      where + ") is mapped by process " + std::to_string(other) +
+                                      " too, and that sharing cannot be restored");
+      }
       v.kind = VmaKind::kCxlpoolRegion;
       auto index = files.add(e.path, proc_path(pid, "map_files/" + range(e)));
       if (!index) return tl::unexpected(index.error());
@@ -145,7 +156,7 @@ Result<void> capture_vmas(pid_t pid, const CaptureOptions& options, FileTable& f
       if (!id) return tl::unexpected(id.error());
       auto known = shared_objects.find(*id);
       if (known == shared_objects.end()) {
-        if (const pid_t other = other_mapper(pid, id->second))
+        if (const pid_t other = other_mapper(pid, id->second, std::string(kSharedAnonPath)))
           return unsupported(pid, "its shared anonymous memory at " + range(e) + " is mapped by process " +
                                       std::to_string(other) + " too, and that sharing cannot be restored");
         known = shared_objects.emplace(*id, static_cast<uint32_t>(shared_objects.size())).first;

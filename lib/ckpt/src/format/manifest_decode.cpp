@@ -32,6 +32,7 @@ std::string section_name(SectionType t) {
     case SectionType::kClient: return "client";
     case SectionType::kHotPages: return "hot pages";
     case SectionType::kFdObjects: return "fd objects";
+    case SectionType::kLeases: return "leases";
   }
   return "section " + std::to_string(static_cast<uint32_t>(t));
 }
@@ -195,6 +196,21 @@ void client(LeReader& r, ClientExtras& out) {
   }
 }
 
+void leases(LeReader& r, std::vector<Lease>& out) {
+  out.resize(r.count(24));
+  for (Lease& l : out) {
+    l.region_id = r.u64();
+    l.size = r.u64();
+    l.tier_id = r.u32();
+    l.runs.resize(r.count(24));
+    for (LeaseRun& run : l.runs) {
+      run.offset = r.u64();
+      run.pages = r.u64();
+      run.image_offset = r.u64();
+    }
+  }
+}
+
 void hot_pages(LeReader& r, std::vector<uint64_t>& out) {
   out.resize(r.count(8));
   for (uint64_t& page : out) page = r.u64();
@@ -215,7 +231,7 @@ Result<Manifest> decode_manifest(std::span<const std::byte> bytes) {
     if (!top.ok()) return fail(EBADMSG, "checkpoint manifest: section header or payload runs past the end");
     const auto type = static_cast<SectionType>(raw_type);
     const bool known = raw_type >= static_cast<uint32_t>(SectionType::kInfo) &&
-                       raw_type <= static_cast<uint32_t>(SectionType::kFdObjects);
+                       raw_type <= static_cast<uint32_t>(SectionType::kLeases);
     if (!known) {
       if (raw_type & kSectionMustUnderstand) {
         return fail(ENOTSUP, "checkpoint manifest: section type " + std::to_string(raw_type) +
@@ -252,6 +268,7 @@ Result<Manifest> decode_manifest(std::span<const std::byte> bytes) {
       case SectionType::kHotPages: hot_pages(r, m.hot_pages); break;
       case SectionType::kClient: client(r, extras); break;
       case SectionType::kFdObjects: fd_objects(r, m.fd_objects); break;
+      case SectionType::kLeases: leases(r, m.leases); break;
     }
     if (!r.ok()) return fail(EBADMSG, "checkpoint manifest: " + section_name(type) + " section is truncated or a length in it is out of range");
     if (!r.done()) return fail(EBADMSG, "checkpoint manifest: " + section_name(type) + " section has trailing bytes");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Writes every section of the format in type order (fd objects only
-// when there are some, so that images without them stay byte for byte as before) (the decoder does
+// Writes every section of the format in type order (fd objects and leases
+// only when there are some, so that images without them stay byte for byte as before) (the decoder does
 // not depend on the order; fixed order keeps encodings comparable).
 #include <functional>
 
@@ -171,6 +171,22 @@ std::vector<std::byte> encode_manifest(const Manifest& m) {
         s.u64(r.offset);
         s.u8(static_cast<uint8_t>(r.kind));
         s.u8(r.writable ? 1 : 0);
+      }
+    });
+  }
+  if (!m.leases.empty()) {
+    section(w, SectionType::kLeases, [&](LeWriter& s) {
+      s.u32(static_cast<uint32_t>(m.leases.size()));
+      for (const Lease& l : m.leases) {
+        s.u64(l.region_id);
+        s.u64(l.size);
+        s.u32(l.tier_id);
+        s.u32(static_cast<uint32_t>(l.runs.size()));
+        for (const LeaseRun& r : l.runs) {
+          s.u64(r.offset);
+          s.u64(r.pages);
+          s.u64(r.image_offset);
+        }
       }
     });
   }

@@ -288,6 +288,57 @@ Result<void> check_regions_and_hot(const Manifest& m) {
   return {};
 }
 
+// Leases: one per leased region id, each with its stored pages inside the
+// region and the page data area; the regions that name one fit inside it.
+Result<void> check_leases(const Manifest& m) {
+  const uint64_t data_end = m.image_data_offset + m.image_data_bytes;
+  uint64_t prev_id = 0;
+  for (const Lease& l : m.leases) {
+    const std::string which = "lease of region " + std::to_string(l.region_id);
+    if (l.region_id <= prev_id) return broken(which + ": region ids not positive, sorted and unique");
+    prev_id = l.region_id;
+    if (l.size == 0 || !aligned(l.size) || l.size > kMaxLeaseBytes) {
+      return broken(which + ": size " + std::to_string(l.size) + " is empty, unaligned or past 2^47");
+    }
+    uint64_t prev_end = 0;
+    for (const LeaseRun& r : l.runs) {
+      const std::string run = which + ": run at offset " + hex(r.offset);
+      const uint64_t end = end_of(r.offset, r.pages);
+      if (r.pages == 0 || !aligned(r.offset) || end == 0 || end > l.size) {
+        return broken(run + ": empty, unaligned or past the region's end");
+      }
+      if (r.offset < prev_end) return broken(run + ": not sorted or overlaps the one before");
+      prev_end = end;
+      const uint64_t image_end = end_of(r.image_offset, r.pages);
+      if (!aligned(r.image_offset) || r.image_offset < m.image_data_offset || image_end == 0 || image_end > data_end) {
+        return broken(run + ": its image offset is unaligned or outside the page data area");
+      }
+    }
+  }
+  auto lease_of = [&](uint64_t id) -> const Lease* {
+    auto it = std::lower_bound(m.leases.begin(), m.leases.end(), id,
+                               [](const Lease& l, uint64_t v) { return l.region_id < v; });
+    return it != m.leases.end() && it->region_id == id ? &*it : nullptr;
+  };
+  std::vector<uint64_t> named;
+  for (const RegionRef& g : m.regions) {
+    const Lease* lease = lease_of(g.region_id);
+    if (g.kind != RegionKind::kLeased) {
+      if (lease != nullptr) return broken("region " + std::to_string(g.region_id) + ": a lease of a region not leased");
+      continue;
+    }
+    if (lease == nullptr) return broken("leased region " + std::to_string(g.region_id) + ": no lease record");
+    if (g.offset > lease->size || g.length > lease->size - g.offset) {
+      return broken("leased region " + std::to_string(g.region_id) + ": a mapping past the region's end");
+    }
+    named.push_back(g.region_id);
+  }
+  std::sort(named.begin(), named.end());
+  named.erase(std::unique(named.begin(), named.end()), named.end());
+  if (named.size() != m.leases.size()) return broken("a lease record no leased region names");
+  return {};
+}
+
 }  // namespace
 
 Result<void> check_format_version(uint32_t version) {
@@ -298,7 +349,8 @@ Result<void> check_format_version(uint32_t version) {
 
 Result<void> validate_manifest(const Manifest& m) {
   if (auto ok = check_format_version(m.version); !ok) return ok;
-  for (auto check : {check_threads, check_vmas, check_runs, check_files_and_fds, check_fd_objects, check_regions_and_hot}) {
+  for (auto check : {check_threads, check_vmas, check_runs, check_files_and_fds, check_fd_objects, check_regions_and_hot,
+                     check_leases}) {
     if (auto ok = check(m); !ok) return ok;
   }
   return {};

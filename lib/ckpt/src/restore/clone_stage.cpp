@@ -134,7 +134,7 @@ Stash arrange_fds(const Manifest& m, const CloneChannels& ch) {
   }
   // The connection is made here, as the clone (its pid is the target's),
   // before the restorer's descriptors go.
-  auto client = reconnect_client(m);
+  auto client = reconnect_client(m, ch.image_fd);
   if (!client) die(status, client.error().message);
   if (client->socket) st.cxlpool_socket = stash_fd(client->socket.get(), st.close_from, status);
   for (const UniqueFd& fd : client->regions) st.region_fds.push_back(stash_fd(fd.get(), st.close_from, status));

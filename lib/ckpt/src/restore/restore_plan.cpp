@@ -217,9 +217,9 @@ Result<void> check_restorable(const Manifest& m) {
       return fail(EINVAL, fmt::format("thread {}: rseq area {:#x} of {} bytes", t.tid, t.rseq.addr, t.rseq.len));
   }
   for (const RegionRef& g : m.regions) {
-    if (g.kind != RegionKind::kNamed)
-      return fail(ENOTSUP, fmt::format("cxlpool region {} ('{}') is not a named region: only named regions are "
-                                       "opened again for a clone", g.region_id, g.name));
+    if (g.kind != RegionKind::kNamed && g.kind != RegionKind::kLeased)
+      return fail(ENOTSUP, fmt::format("cxlpool region {} ('{}') is neither named nor leased: a clone cannot get "
+                                       "it again (an image without the client section)", g.region_id, g.name));
   }
   const bool client = !m.regions.empty() || std::any_of(m.fds.begin(), m.fds.end(), [](const FdEntry& f) {
     return f.kind == FdKind::kCxlpoolSocket;

@@ -32,10 +32,16 @@ struct CaptureOptions {
   // The daemon's regions by their file (dev, ino of the memfd or hugetlbfs
   // file; RegionRef::addr and length unused): a shared mapping or a
   // descriptor of one of these is recorded as the region. A named region
-  // is restored by name; a leased one cannot be and is refused, naming it.
+  // is restored by name; a leased one only when the process's own
+  // connection leased it and no other process maps it: its bytes are then
+  // stored (Manifest::leases) and a restore leases one like it. Any other
+  // is refused, naming it.
   struct RegionFile {
     uint64_t dev = 0, ino = 0;
     RegionRef region;
+    uint64_t size = 0;       // the region's bytes
+    uint32_t tier_id = 0;
+    pid_t lease_owner = 0;   // leased: the pid of the connection that holds the lease (0: none)
   };
   std::vector<RegionFile> region_files;
   // Where cxlpoold listens (Manifest::cxlpool_socket, for the restore's new

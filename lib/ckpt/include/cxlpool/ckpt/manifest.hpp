@@ -194,7 +194,7 @@ struct ProcessState {
 enum class RegionKind : uint8_t {
   kUnknown = 0,  // an image without the client section
   kNamed = 1,    // opened again by name under the clone's credentials
-  kLeased = 2,   // held by a lease of the connection: a clone cannot have it (captures refuse it)
+  kLeased = 2,   // held by a lease of the connection: a clone's new connection leases one like it (Lease)
 };
 
 // A cxlpool region the process held: a mapping of `length` bytes at `addr`
@@ -213,6 +213,30 @@ struct RegionRef {
   bool writable = false;  // a mapping that may become writable, or a descriptor open O_RDWR
 };
 
+// A leased region's bytes as the checkpoint found them: `pages` pages from
+// `offset` in the region, stored at `image_offset` in the image.
+struct LeaseRun {
+  uint64_t offset = 0;
+  uint64_t pages = 0;
+  uint64_t image_offset = 0;
+};
+
+// The most a lease in a manifest may span: the user address space.
+inline constexpr uint64_t kMaxLeaseBytes = 1ull << 47;
+
+// A leased region the process held (RegionRef kind kLeased with this id):
+// a lease belongs to the connection that allocated it, so a restore leases
+// a region of the same size on the same tier through the clone's new
+// connection, copies the stored pages in (the rest stays zero, as holes
+// were) and asks cxlpoold to answer to the recorded id for it
+// (RegionAlias). Leases section (format section 15).
+struct Lease {
+  uint64_t region_id = 0;
+  uint64_t size = 0;      // the region's bytes (page aligned)
+  uint32_t tier_id = 0;
+  std::vector<LeaseRun> runs;  // sorted by offset, inside size
+};
+
 struct Manifest {
   uint32_t version = kFormatVersion;
   uint64_t created_unix_ns = 0;
@@ -225,6 +249,7 @@ struct Manifest {
   std::vector<FdEntry> fds;
   std::vector<FdObject> fd_objects;  // sorted by fd; one per kEventfd, kPipe, kSocketPair, kUnixListener fd
   std::vector<RegionRef> regions;
+  std::vector<Lease> leases;         // sorted by region_id; one per leased region id in `regions`
   // The cxlpool control socket the process was connected to (client
   // section); empty when it held no connection.
   std::string cxlpool_socket;

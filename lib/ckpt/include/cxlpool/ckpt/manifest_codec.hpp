@@ -29,6 +29,7 @@ enum class SectionType : uint32_t {
   kHotPages = 12,
   kClient = 13,  // the cxlpool socket and, per region of kRegions, how to get it again
   kFdObjects = 14,  // optional: absent in images that hold no eventfd, pipe, socketpair or listener
+  kLeases = 15,     // optional: absent in images of processes that held no leased region
 };
 // A section type with this bit set must be understood by a reader; an unknown
 // one without it is skipped.

@@ -89,6 +89,7 @@
   X(CkptListRequest,      kCkptList,             84, Request, CkptListReply,        0)         \
   X(CkptListReply,        kCkptListReply,        85, Reply,   void,                 0)         \
   X(CkptRemove,           kCkptRemove,           86, Request, Ok,                   0)         \
+  X(RegionAlias,          kRegionAlias,          87, Request, Ok,                   0)         \
   X(PodStatusRequest,     kPodStatus,            95, Request, PodStatusReply,       0)         \
   X(PodStatusReply,       kPodStatusReply,       96, Reply,   void,                 0)
 // clang-format on

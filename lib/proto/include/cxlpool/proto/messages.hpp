@@ -787,6 +787,16 @@ struct CkptRemove {
   std::string name;
   bool operator==(const CkptRemove&) const = default;
 };
+// A restored clone's connection answers to the ids its library recorded:
+// `alias` (a leased region id of the checkpointed process) stands for
+// `region_id` (a leased region this connection allocated) in this
+// connection's RegionFree, until that region is freed.
+inline constexpr uint32_t kMaxRegionAliases = 1024;  // per connection
+struct RegionAlias {
+  uint64_t region_id = 0;  // > 0: a leased region this connection allocated
+  uint64_t alias = 0;      // > 0 and != region_id
+  bool operator==(const RegionAlias&) const = default;
+};
 
 // Pods of hosts (docs/pods.md): the members this daemon knows, from its pod
 // state (the embedded single-host pod, or etcd).
