@@ -98,7 +98,8 @@ class WorkerBlockDevice final : public BlockDevice {
                                 std::chrono::nanoseconds timeout) override {
     std::unique_lock lock(done_mutex_);
     const auto ready = [&] { return done_.size() >= min; };
-    if (timeout == kWaitForever) {
+    // A wait of days is as good as forever, and now() + it must not overflow.
+    if (timeout == kWaitForever || timeout > std::chrono::hours(24)) {
       done_cv_.wait(lock, ready);
     } else if (timeout.count() > 0) {
       done_cv_.wait_for(lock, timeout, ready);
