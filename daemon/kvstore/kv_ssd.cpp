@@ -282,7 +282,8 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   log->info("SSD tier {} ({}, {}{}, {} I/O worker(s)): {} regions of {}, {} chunks recovered, {} damaged regions, "
             "{} corrupt entries dropped",
             path, format_size(ssd.store->device().size()), ssd.engine, ssd.direct ? ", O_DIRECT" : "",
-            config.ssd_workers, ssd.store->region_count(), format_size(config.ssd_region_bytes), stats.recovered_entries,
+            config.ssd_workers, ssd.store->region_count(), format_size(config.ssd_region_bytes),
+            stats.recovered_entries,
             stats.damaged_regions, stats.corrupt_dropped);
   return ssd;
 }

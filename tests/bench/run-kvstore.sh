@@ -128,7 +128,8 @@ ssd_bench() {
   # overwrite allocated blocks in the timed passes.
   fio --name=layout --rw=write "${fio_args[@]}" >/dev/null
   write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
-    'admission_threshold = 1' 'ssd_workers = 1' "ssd_path = \"$dev\"" "ssd_bytes = $((ssd_mib << 20))" 'ssd_sync = "per-region"' \
+    'admission_threshold = 1' 'ssd_workers = 1' "ssd_path = \"$dev\"" "ssd_bytes = $((ssd_mib << 20))" \
+    'ssd_sync = "per-region"' \
     'ssd_engine = "io_uring"' 'ssd_format_foreign = true'
   local rep workers
   for rep in $(seq "$reps"); do
@@ -210,7 +211,9 @@ ssd_summary() {
       printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk) get 2 MiB QD 32 vs fio" "$sg" "$fr" \
         "$(ratio "$sg" "$fr")" ">= 0.9"
       # shellcheck disable=SC2086
-      echo "  (SSD gets on $target, $workers workers: CRC32C checks took a median $(median ${ssd_verify[$target/$workers]})% of the wall time)"
+      # shellcheck disable=SC2086
+      verify=$(median ${ssd_verify[$target/$workers]})
+      echo "  (SSD gets on $target, $workers workers: CRC32C checks took a median $verify% of the wall time)"
     done
   done
 }
