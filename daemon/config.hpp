@@ -80,6 +80,9 @@ struct KvStoreSection {
   uint64_t ssd_region_bytes = 16ull << 20;
   KvSsdSync ssd_sync = KvSsdSync::kPerRegion;
   KvSsdEngine ssd_engine = KvSsdEngine::kAuto;
+  // Threads with a device queue each that carry the SSD tier's I/O; 0: the
+  // event loop's own queue.
+  uint32_t ssd_workers = 2;
   uint64_t ssd_lend_min_bytes = 256ull << 10;  // demotions this large go to the log from their slot; 0: never
   uint64_t put_window_bytes = 64ull << 20;  // per connection
   // Leased + reserved bytes per uid, over all of its connections; 0:

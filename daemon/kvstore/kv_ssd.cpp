@@ -21,6 +21,7 @@
 #include "../logging.hpp"
 #include "cxlpool/common/units.hpp"
 #include "cxlpool/hal/backend_registry.hpp"
+#include "cxlpool/hal/block_workers.hpp"
 #include "cxlpool/kvcache/ssd_format.hpp"
 
 namespace cxlpool::daemon {
@@ -211,6 +212,24 @@ Result<LogFile> open_log_file(const KvStoreSection& config) {
   return out;
 }
 
+// ssd_workers threads, each with a queue of its own on the file: the one
+// the registry chose, and more of the same engine opened the same way.
+Result<std::unique_ptr<hal::BlockDevice>> open_ssd_workers(std::unique_ptr<hal::BlockDevice> first,
+                                                           const std::string& reopen, hal::BlockOpenOptions options,
+                                                           uint32_t workers) {
+  options.direct = first->direct();
+  options.buffered_fallback = false;
+  const std::string backend = first->backend_name();
+  std::vector<std::unique_ptr<hal::BlockDevice>> queues;
+  queues.push_back(std::move(first));
+  while (queues.size() < workers) {
+    auto queue = hal::open_block_device(backend, reopen, options);
+    if (!queue) return tl::unexpected(queue.error());
+    queues.push_back(std::move(*queue));
+  }
+  return hal::make_worker_block_device(std::move(queues));
+}
+
 }  // namespace
 
 Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
@@ -239,6 +258,11 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
     log_skips(skipped, path, ssd.engine);
   }
   if (!device) return fail(device.error().code, "kvstore.ssd_path " + path + ": " + device.error().message);
+  if (config.ssd_workers > 0) {
+    auto spread = open_ssd_workers(std::move(*device), reopen, options, config.ssd_workers);
+    if (!spread) return fail(spread.error().code, "kvstore.ssd_path " + path + ": " + spread.error().message);
+    device = std::move(spread);
+  }
 
   kvcache::SsdStoreConfig store_config;
   store_config.region_bytes = static_cast<uint32_t>(config.ssd_region_bytes);
@@ -255,10 +279,11 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   if (!store) return fail(store.error().code, "kvstore.ssd_path " + path + ": " + store.error().message);
   ssd.store = std::move(*store);
   const auto& stats = ssd.store->stats();
-  log->info("SSD tier {} ({}, {}{}): {} regions of {}, {} chunks recovered, {} damaged regions, "
+  log->info("SSD tier {} ({}, {}{}, {} I/O worker(s)): {} regions of {}, {} chunks recovered, {} damaged regions, "
             "{} corrupt entries dropped",
             path, format_size(ssd.store->device().size()), ssd.engine, ssd.direct ? ", O_DIRECT" : "",
-            ssd.store->region_count(), format_size(config.ssd_region_bytes), stats.recovered_entries,
+            config.ssd_workers, ssd.store->region_count(), format_size(config.ssd_region_bytes),
+            stats.recovered_entries,
             stats.damaged_regions, stats.corrupt_dropped);
   return ssd;
 }

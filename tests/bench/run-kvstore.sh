@@ -27,7 +27,10 @@
 # KVBENCH_SSD_TARGETS (where the SSD test runs, default "file loop": a file
 # in the temporary directory, and a loop device with direct I/O over a file
 # in /dev/shm, created and removed here; the loop target is skipped, with
-# the reason, without root, losetup or room in /dev/shm).
+# the reason, without root, losetup or room in /dev/shm),
+# KVBENCH_SSD_WORKERS (kvstore.ssd_workers values the SSD test runs the
+# daemon with, default "1 2 4"; 0 is the event loop's own ring),
+# KVBENCH_SSD_ONLY (1: run the SSD test only, then print its summary).
 # Exits 77 when fio or redis is not installed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,8 +43,12 @@ concurrency=${KVBENCH_CONCURRENCY:-"64 512"}
 prefill=${KVBENCH_PREFILL:-20000,100000}
 reps=${KVBENCH_REPEAT:-3}
 ssd_targets=${KVBENCH_SSD_TARGETS:-"file loop"}
+ssd_workers=${KVBENCH_SSD_WORKERS:-"1 2 4"}
+ssd_only=${KVBENCH_SSD_ONLY:-0}
 
-for tool in fio redis-server redis-benchmark redis-cli python3; do
+tools="fio redis-server redis-benchmark redis-cli python3"
+if [[ $ssd_only == 1 ]]; then tools="fio python3"; fi
+for tool in $tools; do
   if ! command -v "$tool" >/dev/null; then
     echo "run-kvstore: $tool is not installed (scripts/setup.sh installs it): skipped"
     exit 77
@@ -121,9 +128,10 @@ ssd_bench() {
   # overwrite allocated blocks in the timed passes.
   fio --name=layout --rw=write "${fio_args[@]}" >/dev/null
   write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
-    'admission_threshold = 1' "ssd_path = \"$dev\"" "ssd_bytes = $((ssd_mib << 20))" 'ssd_sync = "per-region"' \
+    'admission_threshold = 1' 'ssd_workers = 1' "ssd_path = \"$dev\"" "ssd_bytes = $((ssd_mib << 20))" \
+    'ssd_sync = "per-region"' \
     'ssd_engine = "io_uring"' 'ssd_format_foreign = true'
-  local rep
+  local rep workers
   for rep in $(seq "$reps"); do
     # fio overwrites the store's log, so the daemon is down while it runs; at
     # start it finds fio's bytes, not a log, and (ssd_format_foreign) begins
@@ -135,13 +143,23 @@ ssd_bench() {
     r=$(fio_mib "$work/fio.json" read)
     fio_write[$target]+=" $w" fio_read[$target]+=" $r"
     echo "fio on $target: write $w MiB/s, randread $r MiB/s"
-    start_daemon "$work/ssd.toml"
-    run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$rep"
-    ssd_put[$target]+=" $(value mib_per_s "$result")"
-    run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" --seed "$rep"
-    ssd_get[$target]+=" $(value mib_per_s "$result")"
-    ssd_verify[$target]+=" $(value verify_pct "$result")"
-    bench_stop_daemon
+    for workers in $ssd_workers; do
+      # Each worker count starts from an empty log: the region heads are
+      # cleared (blank regions are free ones), so every run writes the same.
+      python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+for offset in range(0, int(sys.argv[2]), 16 << 20):
+    os.pwrite(fd, bytes(4096), offset)
+os.fsync(fd)' "$dev" "$((ssd_mib << 20))"
+      sed "s/^ssd_workers = .*/ssd_workers = $workers/" "$work/ssd.toml" >"$work/ssd-w.toml"
+      start_daemon "$work/ssd-w.toml"
+      run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$rep"
+      ssd_put[$target/$workers]+=" $(value mib_per_s "$result")"
+      run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" --seed "$rep"
+      ssd_get[$target/$workers]+=" $(value mib_per_s "$result")"
+      ssd_verify[$target/$workers]+=" $(value verify_pct "$result")"
+      bench_stop_daemon
+    done
   done
 }
 for target in $ssd_targets; do
@@ -176,6 +194,39 @@ for target in $ssd_targets; do
   esac
   if [[ -n ${ssd_skip[$target]:-} ]]; then echo "run-kvstore: SSD target $target skipped: ${ssd_skip[$target]}"; fi
 done
+
+ssd_summary() {
+  for target in $ssd_targets; do
+    if [[ -n ${ssd_skip[$target]:-} ]]; then
+      echo "SSD on $target: skipped (${ssd_skip[$target]})"
+      continue
+    fi
+    # shellcheck disable=SC2086 # word lists by design
+    fw=$(median ${fio_write[$target]}) fr=$(median ${fio_read[$target]})
+    for workers in $ssd_workers; do
+      # shellcheck disable=SC2086
+      sp=$(median ${ssd_put[$target/$workers]}) sg=$(median ${ssd_get[$target/$workers]})
+      printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk) put 2 MiB QD 32 vs fio" "$sp" "$fw" \
+        "$(ratio "$sp" "$fw")" ">= 0.9"
+      printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk) get 2 MiB QD 32 vs fio" "$sg" "$fr" \
+        "$(ratio "$sg" "$fr")" ">= 0.9"
+      # shellcheck disable=SC2086
+      # shellcheck disable=SC2086
+      verify=$(median ${ssd_verify[$target/$workers]})
+      echo "  (SSD gets on $target, $workers workers: CRC32C checks took a median $verify% of the wall time)"
+    done
+  done
+}
+summary_header() {
+  echo
+  echo "== summary (every ratio against a baseline from this run; throughputs: medians of $reps interleaved runs)"
+  printf '%-44s %12s %12s %8s %s\n' "measurement" "cxlpoold" "baseline" "ratio" "target"
+}
+if [[ $ssd_only == 1 ]]; then
+  summary_header
+  ssd_summary
+  exit 0
+fi
 
 # ---- 2 and 3. DRAM tier: latency, put/get throughput vs redis ------------
 write_config "$work/dram.toml" 'dram_bytes = 1073741824' 'cxl_bytes = 0' 'slot_bytes = 2097152'
@@ -246,25 +297,8 @@ for c in $concurrency; do
   bench_stop_daemon
 done
 
-echo
-echo "== summary (every ratio against a baseline from this run; throughputs: medians of $reps interleaved runs)"
-printf '%-44s %12s %12s %8s %s\n' "measurement" "cxlpoold" "baseline" "ratio" "target"
-for target in $ssd_targets; do
-  if [[ -n ${ssd_skip[$target]:-} ]]; then
-    echo "SSD on $target: skipped (${ssd_skip[$target]})"
-    continue
-  fi
-  # shellcheck disable=SC2086 # word lists by design
-  sp=$(median ${ssd_put[$target]}) sg=$(median ${ssd_get[$target]})
-  # shellcheck disable=SC2086
-  fw=$(median ${fio_write[$target]}) fr=$(median ${fio_read[$target]})
-  printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target) put 2 MiB QD 32 vs fio write" "$sp" "$fw" \
-    "$(ratio "$sp" "$fw")" ">= 0.9"
-  printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target) get 2 MiB QD 32 vs fio randread" "$sg" "$fr" \
-    "$(ratio "$sg" "$fr")" ">= 0.9"
-  # shellcheck disable=SC2086
-  echo "  (SSD gets on $target: the daemon's CRC32C checks took a median $(median ${ssd_verify[$target]})% of the wall time)"
-done
+summary_header
+ssd_summary
 printf '%-44s %12s %12s %8s %s\n' "DRAM lookup+get+release, 16 chunks, p50" "$(value p50_us "$latency") us" \
   "$(value rtt_p50_us "$latency") us" "" "(baseline: 1-key lookup miss)"
 printf '%-44s %12s %12s %8s %s\n' "DRAM lookup+get+release, 16 chunks, p99" "$(value p99_us "$latency") us" \

@@ -22,7 +22,7 @@ const std::vector<std::string> kKvKeys = {
     "ssd_engine",        "put_window_bytes",   "client_quota_bytes", "max_leases_per_client",
     "index_capacity",    "dram_bandwidth_mbps", "dram_latency_ns",  "cxl_bandwidth_mbps",
     "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",   "ssd_lend_min_bytes",
-    "lease_timeout_ms",  "ssd_format_foreign",
+    "lease_timeout_ms",  "ssd_format_foreign", "ssd_workers",
 };
 
 TEST(KvStoreConfig, Defaults) {
@@ -42,6 +42,7 @@ TEST(KvStoreConfig, Defaults) {
   EXPECT_EQ(kv.ssd_region_bytes, 16 * kMiB);
   EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerRegion);
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kAuto);
+  EXPECT_EQ(kv.ssd_workers, 2u);
   EXPECT_EQ(kv.ssd_lend_min_bytes, 256u * 1024);
   EXPECT_EQ(kv.put_window_bytes, 64 * kMiB);
   EXPECT_FALSE(kv.client_quota_bytes.has_value());
@@ -175,6 +176,8 @@ const Rejection kRejections[] = {
     {"[kvstore]\nssd_sync = \"always\"", "kvstore.ssd_sync", 2, "must be one of \"per-region\", \"per-commit\""},
     {"[kvstore]\nssd_engine = \"aio\"", "kvstore.ssd_engine", 2,
      "must be one of \"auto\", \"io_uring\", \"posix\"; got 'aio'"},
+    {"[kvstore]\nssd_workers = 65", "kvstore.ssd_workers", 2, "between 0 and 64"},
+    {"[kvstore]\nssd_workers = -1", "kvstore.ssd_workers", 2, "between 0 and 64"},
     {"[kvstore]\nssd_lend_min_bytes = 1000", "kvstore.ssd_lend_min_bytes", 2, "must be 0 (always copy) or a multiple of 4096"},
     {"[kvstore]\nssd_lend_min_bytes = -4096", "kvstore.ssd_lend_min_bytes", 2, "must not be negative"},
     {"[kvstore]\nput_window_bytes = 0", "kvstore.put_window_bytes", 2, "must be greater than 0"},
@@ -219,6 +222,7 @@ TEST(KvStoreConfig, EveryKeyNeedsARestart) {
            {"ssd_path = \"\"\nssd_region_bytes = \"8M\"", "ssd_region_bytes"},
            {"ssd_sync = \"per-commit\"", "ssd_sync"},
            {"ssd_engine = \"posix\"", "ssd_engine"},
+           {"ssd_workers = 4", "ssd_workers"},
            {"ssd_lend_min_bytes = 0", "ssd_lend_min_bytes"},
            {"put_window_bytes = \"8M\"", "put_window_bytes"},
            {"client_quota_bytes = \"1G\"", "client_quota_bytes"},

@@ -188,7 +188,7 @@ TEST_P(SsdStoreAsyncTest, PutWaitsForABufferWhenEveryOneIsInFlight) {
   EXPECT_EQ(store->durable_sequence(), 2u * kEntriesPerRegion + 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreAsyncTest, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);
+INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreAsyncTest, all_drivers(), driver_name);
 
 }  // namespace
 }  // namespace cxlpool::kvcache

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "cxlpool/hal/backend_registry.hpp"
+#include "cxlpool/hal/block_workers.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
 #include "../kv_status_print.hpp"
 #include "support/faulty_block_device.hpp"
@@ -59,10 +60,27 @@ inline std::uint64_t entry_offset(std::uint32_t n) {
          (n % kEntriesPerRegion) * entry_extent(kPayload);
 }
 
-enum class Driver { kPosix, kUring };
+// kUringWorkers1/4: uring queues behind hal::make_worker_block_device, one
+// or four worker threads (the daemon's kvstore.ssd_workers).
+enum class Driver { kPosix, kUring, kUringWorkers1, kUringWorkers4 };
 
 inline std::string driver_name(const ::testing::TestParamInfo<Driver>& info) {
-  return info.param == Driver::kPosix ? "posix" : "uring";
+  switch (info.param) {
+    case Driver::kPosix: return "posix";
+    case Driver::kUring: return "uring";
+    case Driver::kUringWorkers1: return "uring_workers1";
+    case Driver::kUringWorkers4: return "uring_workers4";
+  }
+  return "unknown";
+}
+
+inline std::uint32_t worker_count(Driver driver) {
+  return driver == Driver::kUringWorkers1 ? 1 : driver == Driver::kUringWorkers4 ? 4 : 0;
+}
+
+// Every driver the SSD store tests run over.
+inline auto all_drivers() {
+  return ::testing::Values(Driver::kPosix, Driver::kUring, Driver::kUringWorkers1, Driver::kUringWorkers4);
 }
 
 class SsdStoreTest : public ::testing::TestWithParam<Driver> {
@@ -83,9 +101,22 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
     options.truncate_to = std::uint64_t{kRegion} * kRegions;
     options.queue_depth = queue_depth;
     // ENOTSUP: the driver is not compiled in (or CXLPOOL_BACKENDS excludes it).
+    const std::uint32_t workers = worker_count(GetParam());
     auto dev = hal::open_block_device(GetParam() == Driver::kPosix ? "posix" : "uring", path_, options);
+    if (dev && workers > 0) {
+      // The other queues open the file the first one created and sized.
+      options.create = false;
+      options.truncate_to = 0;
+      std::vector<std::unique_ptr<hal::BlockDevice>> queues;
+      queues.push_back(std::move(*dev));
+      while (dev && queues.size() < workers) {
+        dev = hal::open_block_device("uring", path_, options);
+        if (dev) queues.push_back(std::move(*dev));
+      }
+      if (dev) dev = hal::make_worker_block_device(std::move(queues));
+    }
     if (!dev) {
-      const bool refused = (GetParam() == Driver::kUring && (dev.error().code == ENOSYS || dev.error().code == EPERM ||
+      const bool refused = (GetParam() != Driver::kPosix && (dev.error().code == ENOSYS || dev.error().code == EPERM ||
                                                             dev.error().code == ENOTSUP)) ||
                            dev.error().code == EINVAL;
       if (refused) {

@@ -202,7 +202,7 @@ TEST_P(SsdStoreLentTest, PerCommitPolicyCopies) {
   EXPECT_TRUE(returned_.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreLentTest, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);
+INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreLentTest, all_drivers(), driver_name);
 
 }  // namespace
 }  // namespace cxlpool::kvcache

@@ -137,7 +137,7 @@ TEST_P(SsdStoreOutcomeTest, AFailedTombstoneIsADeviceError) {
   EXPECT_EQ(store->erase(key_of(0)), KvOutcome::device_error(ENOSPC));
 }
 
-INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreOutcomeTest, ::testing::Values(Driver::kPosix, Driver::kUring),
+INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreOutcomeTest, all_drivers(),
                          driver_name);
 
 }  // namespace

@@ -385,7 +385,7 @@ TEST_P(SsdStoreTest, EraseNamespaceWritesTombstonesThatSurviveRestart) {
   EXPECT_GT(store->regions_in_use(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreTest, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);
+INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreTest, all_drivers(), driver_name);
 
 }  // namespace
 }  // namespace cxlpool::kvcache

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// A BlockDevice that spreads its requests over worker threads, each driving
+// its own queue (an io_uring ring, a posix engine...) opened on the same
+// file, so that one owner thread's I/O uses several submission queues and
+// cores. The owner submits and polls as with any BlockDevice; requests go to
+// the workers in turn, one request each, in the order given; each worker
+// submits what it was handed as one batch and posts its completions back to
+// the owner (completion_fd() signals them). Completions of requests on
+// different workers come in any order, and nothing orders a sync against
+// writes still in flight on another worker: a caller syncs after the
+// writes it covers completed (as it must with one queue too).
+//
+// Ownership: each queue is used by its worker thread only, except
+// register_buffers(), which runs on every queue while the device is idle
+// under that queue's lock. A request a worker's queue refuses completes with
+// the queue's errno.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/hal/block_device.hpp"
+
+namespace cxlpool::hal {
+
+// Takes the queues (at least one, all on the same file, with the same
+// geometry and O_DIRECT choice; EINVAL otherwise) and starts one worker
+// thread per queue. The device's queue_depth is the first queue's; every
+// queue must take that many requests at once. The device's path, geometry
+// and backend_name are the first queue's.
+Result<std::unique_ptr<BlockDevice>> make_worker_block_device(std::vector<std::unique_ptr<BlockDevice>> queues);
+
+}  // namespace cxlpool::hal
