@@ -237,35 +237,11 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   __shared__ float s_m[kWarps][kHeads];
   __shared__ float s_l[kWarps][kHeads];
 
-  // Nothing the previous kernel of the stream writes (q, the lengths, the
-  // cache) is read before it has finished; the reduce launch may start now.
-  wait_for_previous_grid();
-  let_next_grid_launch();
-  const unsigned row = blockIdx.y;
-  const unsigned split = blockIdx.z;
-  const unsigned kv = blockIdx.x / p.head_chunks;
-  const unsigned chunk = blockIdx.x % p.head_chunks;
-  const unsigned h0 = kv * p.group + chunk * kHeads;
-  const unsigned nh = min(kHeads, p.group - chunk * kHeads);
+  cxlpool::cuda::attention::BlockWork w;
+  if (!cxlpool::cuda::attention::start_block(p, &w)) return;
+  const unsigned row = w.row, split = w.split, kv = w.kv, h0 = w.h0, nh = w.nh;
+  const unsigned begin = w.begin, end = w.end;
   const unsigned head_dim = p.head_dim;
-  const unsigned len = reinterpret_cast<const uint32_t*>(p.seq_lens)[row];
-  const unsigned tps = split_tokens(len, p);
-  const unsigned begin = split * tps;
-  float* out = reinterpret_cast<float*>(p.out);
-
-  if (begin >= len) {
-    // Nothing to read. With one split this block owns the output (a row of
-    // length 0 gives zeros); with several, the reduce kernel writes it, or,
-    // fused, the last block of the row's splits, which an empty row has
-    // none of: its first split's block writes the zeros.
-    if (p.n_splits == 1 || (p.fused_reduce != 0 && split == 0)) {
-      for (unsigned i = threadIdx.x; i < nh * head_dim; i += kThreads) {
-        out[(static_cast<uint64_t>(row) * p.q_heads + h0) * head_dim + i] = 0.0f;
-      }
-    }
-    return;
-  }
-  const unsigned end = split + 1 == p.n_splits ? len : min(len, begin + tps);
 
   const unsigned lanes = kLanes != 0 ? kLanes : p.token_lanes;
   const unsigned lane = threadIdx.x % 32;
@@ -374,20 +350,7 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
         s[u][hh] = ok[u] ? dot : -INFINITY;
       }
     }
-#pragma unroll
-    for (unsigned hh = 0; hh < kHeads; ++hh) {
-      float mx = m[hh];
-#pragma unroll
-      for (unsigned u = 0; u < kSlots; ++u) mx = fmaxf(mx, s[u][hh]);
-      const float b = safe_base(mx);
-      const float corr = exp2f(m[hh] - b);
-      l[hh] *= corr;
-#pragma unroll
-      for (unsigned i = 0; i < kMaxElems; ++i) acc[hh][i] *= corr;
-      m[hh] = mx;
-#pragma unroll
-      for (unsigned u = 0; u < kSlots; ++u) s[u][hh] = exp2f(s[u][hh] - b);
-    }
+    cxlpool::cuda::attention::online_softmax_step(m, l, acc, s);
 #pragma unroll
     for (unsigned u = 0; u < kSlots; ++u) {
 #pragma unroll
@@ -409,24 +372,7 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
 
   // The warp's lane groups hold the same dims of different tokens: merge
   // them into the lanes of group 0.
-  for (unsigned o = lanes; o < 32; o *= 2) {
-#pragma unroll
-    for (unsigned hh = 0; hh < kHeads; ++hh) {
-      const float om = __shfl_xor_sync(0xFFFFFFFFu, m[hh], o);
-      const float ol = __shfl_xor_sync(0xFFFFFFFFu, l[hh], o);
-      const float mx = fmaxf(m[hh], om);
-      const float b = safe_base(mx);
-      const float w1 = exp2f(m[hh] - b);
-      const float w2 = exp2f(om - b);
-      l[hh] = l[hh] * w1 + ol * w2;
-#pragma unroll
-      for (unsigned i = 0; i < kMaxElems; ++i) {
-        const float oa = __shfl_xor_sync(0xFFFFFFFFu, acc[hh][i], o);
-        acc[hh][i] = acc[hh][i] * w1 + oa * w2;
-      }
-      m[hh] = mx;
-    }
-  }
+  cxlpool::cuda::attention::merge_lane_groups(m, l, acc, lanes);
   if (sub == 0) {
 #pragma unroll
     for (unsigned hh = 0; hh < kHeads; ++hh) {
@@ -446,34 +392,8 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
   }
   __syncthreads();
 
-  for (unsigned i = threadIdx.x; i < nh * head_dim; i += kThreads) {
-    const unsigned hh = i / head_dim;
-    const unsigned d = i % head_dim;
-    float mx = -INFINITY;
-#pragma unroll
-    for (unsigned w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w][hh]);
-    const float b = safe_base(mx);
-    float total = 0.0f;
-    float a = 0.0f;
-#pragma unroll
-    for (unsigned w = 0; w < kWarps; ++w) {
-      const float wt = exp2f(s_m[w][hh] - b);  // 0 for a warp that saw no token
-      total += s_l[w][hh] * wt;
-      a += s_acc[w][hh][d] * wt;
-    }
-    const uint64_t head = static_cast<uint64_t>(row) * p.q_heads + h0 + hh;
-    if (p.n_splits == 1) {
-      out[head * head_dim + d] = total > 0.0f ? a / total : 0.0f;
-    } else {
-      const uint64_t rec = head * p.n_splits + split;
-      reinterpret_cast<float*>(p.part_acc)[rec * head_dim + d] = a;
-      if (d == 0) {
-        reinterpret_cast<float*>(p.part_ml)[2 * rec] = mx;
-        reinterpret_cast<float*>(p.part_ml)[2 * rec + 1] = total;
-      }
-    }
-  }
-  if (p.n_splits > 1 && p.fused_reduce != 0) combine_if_last(p, row, h0, nh, splits_used(len, p));
+  cxlpool::cuda::attention::write_block_result<kMaxHeadDim>(p, row, h0, nh, split, s_acc, s_m, s_l);
+  if (p.n_splits > 1 && p.fused_reduce != 0) combine_if_last(p, row, h0, nh, splits_used(w.len, p));
 }
 
 template <typename T, bool kVector, unsigned kLanes>

@@ -22,7 +22,6 @@
 #include "attention_math.hpp"
 #include "decode_attention_params.hpp"
 #include "decode_attention_split.cuh"
-#include "grid_dependency.cuh"
 
 namespace {
 
@@ -182,28 +181,11 @@ __device__ void attend_split_staged(const DecodeAttentionParams& p, const Rows& 
   constexpr unsigned kSlots = kTokens / (kWarps * kTokensAtOnce);  // per warp per stage
   extern __shared__ __align__(16) unsigned char smem[];  // kAttentionStagedSharedBytes
 
-  wait_for_previous_grid();
-  let_next_grid_launch();
-  const unsigned row = blockIdx.y;
-  const unsigned split = blockIdx.z;
-  const unsigned kv = blockIdx.x / p.head_chunks;
-  const unsigned chunk = blockIdx.x % p.head_chunks;
-  const unsigned h0 = kv * p.group + chunk * kHeads;
-  const unsigned nh = min(kHeads, p.group - chunk * kHeads);
+  cxlpool::cuda::attention::BlockWork w;
+  if (!cxlpool::cuda::attention::start_block(p, &w)) return;
+  const unsigned row = w.row, split = w.split, kv = w.kv, h0 = w.h0, nh = w.nh;
+  const unsigned begin = w.begin, end = w.end;
   const unsigned head_dim = p.head_dim;
-  const unsigned len = reinterpret_cast<const uint32_t*>(p.seq_lens)[row];
-  const unsigned tps = split_tokens(len, p);
-  const unsigned begin = split * tps;
-  float* out = reinterpret_cast<float*>(p.out);
-  if (begin >= len) {
-    if (p.n_splits == 1) {  // this block owns the output: a row of length 0 gives zeros
-      for (unsigned i = threadIdx.x; i < nh * head_dim; i += kThreads) {
-        out[(static_cast<uint64_t>(row) * p.q_heads + h0) * head_dim + i] = 0.0f;
-      }
-    }
-    return;
-  }
-  const unsigned end = split + 1 == p.n_splits ? len : min(len, begin + tps);
   const unsigned tiles = (end - begin + kTokens - 1) / kTokens;
   const unsigned chunks = head_dim * sizeof(T) / kChunk;
   const unsigned char* k = reinterpret_cast<const unsigned char*>(p.k);
@@ -275,20 +257,7 @@ __device__ void attend_split_staged(const DecodeAttentionParams& p, const Rows& 
         s[u][hh] = ok[u] ? dot : -INFINITY;
       }
     }
-#pragma unroll
-    for (unsigned hh = 0; hh < kHeads; ++hh) {
-      float mx = m[hh];
-#pragma unroll
-      for (unsigned u = 0; u < kSlots; ++u) mx = fmaxf(mx, s[u][hh]);
-      const float b = safe_base(mx);
-      const float corr = exp2f(m[hh] - b);
-      l[hh] *= corr;
-#pragma unroll
-      for (unsigned e = 0; e < kElems; ++e) acc[hh][e] *= corr;
-      m[hh] = mx;
-#pragma unroll
-      for (unsigned u = 0; u < kSlots; ++u) s[u][hh] = exp2f(s[u][hh] - b);
-    }
+    cxlpool::cuda::attention::online_softmax_step(m, l, acc, s);
 #pragma unroll
     for (unsigned u = 0; u < kSlots; ++u) {
       const unsigned i = (warp * kSlots + u) * kTokensAtOnce + sub;
@@ -307,24 +276,9 @@ __device__ void attend_split_staged(const DecodeAttentionParams& p, const Rows& 
     atomicAdd(reinterpret_cast<uint32_t*>(p.skipped), skipped * nh);
   }
 
-  // The two tokens a warp held at once: merge the upper half-warp into the
-  // lower.
-#pragma unroll
-  for (unsigned hh = 0; hh < kHeads; ++hh) {
-    const float om = __shfl_xor_sync(0xFFFFFFFFu, m[hh], kLanes);
-    const float ol = __shfl_xor_sync(0xFFFFFFFFu, l[hh], kLanes);
-    const float mx = fmaxf(m[hh], om);
-    const float b = safe_base(mx);
-    const float w1 = exp2f(m[hh] - b);
-    const float w2 = exp2f(om - b);
-    l[hh] = l[hh] * w1 + ol * w2;
-#pragma unroll
-    for (unsigned e = 0; e < kElems; ++e) {
-      const float oa = __shfl_xor_sync(0xFFFFFFFFu, acc[hh][e], kLanes);
-      acc[hh][e] = acc[hh][e] * w1 + oa * w2;
-    }
-    m[hh] = mx;
-  }
+  // The two tokens a warp held at once: the upper half-warp merges into
+  // the lower.
+  cxlpool::cuda::attention::merge_lane_groups(m, l, acc, kLanes);
 
   // Warps merge through the (now idle) stage memory.
   wait_copies<0>();
@@ -348,33 +302,7 @@ __device__ void attend_split_staged(const DecodeAttentionParams& p, const Rows& 
   }
   __syncthreads();
 
-  for (unsigned i = threadIdx.x; i < nh * head_dim; i += kThreads) {
-    const unsigned hh = i / head_dim;
-    const unsigned d = i % head_dim;
-    float mx = -INFINITY;
-#pragma unroll
-    for (unsigned w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w][hh]);
-    const float b = safe_base(mx);
-    float total = 0.0f;
-    float a = 0.0f;
-#pragma unroll
-    for (unsigned w = 0; w < kWarps; ++w) {
-      const float wt = exp2f(s_m[w][hh] - b);  // 0 for a warp that saw no token
-      total += s_l[w][hh] * wt;
-      a += s_acc[w][hh][d] * wt;
-    }
-    const uint64_t head = static_cast<uint64_t>(row) * p.q_heads + h0 + hh;
-    if (p.n_splits == 1) {
-      out[head * head_dim + d] = total > 0.0f ? a / total : 0.0f;
-    } else {
-      const uint64_t rec = head * p.n_splits + split;
-      reinterpret_cast<float*>(p.part_acc)[rec * head_dim + d] = a;
-      if (d == 0) {
-        reinterpret_cast<float*>(p.part_ml)[2 * rec] = mx;
-        reinterpret_cast<float*>(p.part_ml)[2 * rec + 1] = total;
-      }
-    }
-  }
+  cxlpool::cuda::attention::write_block_result<kMaxDim>(p, row, h0, nh, split, s_acc, s_m, s_l);
 }
 
 template <typename T>
