@@ -16,6 +16,9 @@
 # ccache serves a rebuild); MIRROR and SUITE pick the Debian archive
 # (default: the suite of this host, deb.debian.org). CXLPOOL_DEB_REUSE=1
 # checks the packages of the last build again instead of rebuilding them.
+# CXLPOOL_PACKAGE_BUDGET_S (set by scripts/run-tests.sh: what is left of
+# CI's time) bounds the package build: one that would run past it is
+# stopped and the check skips, saying so, instead of overrunning the run.
 set -euo pipefail
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
@@ -48,8 +51,20 @@ else
   mkdir -p "$copy"
   git -C "$src" ls-files -co --exclude-standard -z | (cd "$src" && xargs -0 cp --parents -a -t "$copy")
   start=$(date +%s)
-  if ! (cd "$copy" && DEB_BUILD_OPTIONS="parallel=$(nproc) nocheck noautodbgsym" dpkg-buildpackage -b -us -uc) \
-       >"$work/dpkg-buildpackage.log" 2>&1; then
+  # The build's share of the budget: what is left after five minutes for
+  # lintian and the throwaway root; no limit without a budget.
+  limit=0
+  if [ "${CXLPOOL_PACKAGE_BUDGET_S:-0}" -gt 0 ]; then
+    limit=$((CXLPOOL_PACKAGE_BUDGET_S - 300))
+    [ $limit -gt 60 ] || skip "only ${CXLPOOL_PACKAGE_BUDGET_S} s of the run's time left, too little for a package build"
+  fi
+  build_rc=0
+  (cd "$copy" && DEB_BUILD_OPTIONS="parallel=$(nproc) nocheck noautodbgsym" \
+     timeout "$limit" dpkg-buildpackage -b -us -uc) >"$work/dpkg-buildpackage.log" 2>&1 || build_rc=$?
+  if [ $build_rc -eq 124 ]; then
+    skip "dpkg-buildpackage did not finish in the $limit s this run had left (log: $work/dpkg-buildpackage.log)"
+  fi
+  if [ $build_rc -ne 0 ]; then
     tail -60 "$work/dpkg-buildpackage.log" >&2
     fail "dpkg-buildpackage failed (log: $work/dpkg-buildpackage.log)"
   fi
@@ -75,11 +90,11 @@ mirror=${MIRROR:-http://deb.debian.org/debian}
 tarball=$work/root-$suite.tar
 if [ -z "$(find "$tarball" -mmin -1440 2>/dev/null)" ]; then
   start=$(date +%s)
-  if ! mmdebstrap --variant=apt --mode=root --format=tar "$suite" "$tarball.tmp" "$mirror" \
+  if ! timeout 900 mmdebstrap --variant=apt --mode=root --format=tar "$suite" "$tarball.tmp" "$mirror" \
        >"$work/mmdebstrap.log" 2>&1; then
     tail -20 "$work/mmdebstrap.log"
     rm -rf "$tarball.tmp"
-    skip "mmdebstrap could not make a $suite root from $mirror (network?); log: $work/mmdebstrap.log"
+    skip "mmdebstrap could not make a $suite root from $mirror in 15 minutes (network?); log: $work/mmdebstrap.log"
   fi
   mv "$tarball.tmp" "$tarball"
   echo "mmdebstrap: $suite root in $(($(date +%s) - start)) s"
