@@ -122,47 +122,9 @@ __host__ __device__ constexpr unsigned unroll_of() {
   return sizeof(T) == 2 && kVector ? cxlpool::cuda::kAttentionUnrollPacked : kUnroll;
 }
 
-struct ContiguousAddr {
-  static constexpr bool kPaged = false;
-  uint64_t row_bytes;
-  uint64_t token_bytes;
-  __device__ bool offset(unsigned row, unsigned t, uint64_t* out) const {
-    *out = row * row_bytes + t * token_bytes;
-    return true;
-  }
-  __device__ uint32_t index(unsigned, unsigned, unsigned, unsigned*) const { return 0; }
-};
-
-// A token's place in the page pool (page * page_tokens + its slot in the
-// page), or kNoToken.
-constexpr uint32_t kNoToken = 0xFFFFFFFFu;
-
-struct PagedAddr {
-  static constexpr bool kPaged = true;
-  const uint32_t* table;
-  uint32_t blocks_per_row;
-  uint32_t page_tokens;
-  uint64_t pool_pages;
-  uint64_t token_bytes;
-  __device__ bool offset(unsigned row, unsigned t, uint64_t* out) const {
-    const uint64_t page = __ldg(table + static_cast<uint64_t>(row) * blocks_per_row + t / page_tokens);
-    if (page >= pool_pages) return false;
-    *out = (page * page_tokens + t % page_tokens) * token_bytes;
-    return true;
-  }
-  // Token t's pool index, kNoToken past `end` or on a page outside the pool
-  // (counted into *skipped). The launcher uses it only for pools of fewer
-  // than kNoToken tokens.
-  __device__ uint32_t index(unsigned row, unsigned t, unsigned end, unsigned* skipped) const {
-    if (t >= end) return kNoToken;
-    const uint32_t page = __ldg(table + static_cast<uint64_t>(row) * blocks_per_row + t / page_tokens);
-    if (page >= pool_pages) {
-      ++*skipped;
-      return kNoToken;
-    }
-    return page * page_tokens + t % page_tokens;
-  }
-};
+using cxlpool::cuda::attention::ContiguousAddr;
+using cxlpool::cuda::attention::kNoToken;
+using cxlpool::cuda::attention::PagedAddr;
 
 // The fused reduce: every block of a (row, head chunk) that wrote a partial
 // counts itself done; the last one to do so combines the `used` partials of
@@ -398,17 +360,12 @@ __device__ void attend_split(const DecodeAttentionParams& p, const Addr& addr) {
 
 template <typename T, bool kVector, unsigned kLanes>
 __device__ void contiguous(const DecodeAttentionParams& p) {
-  const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
-  const ContiguousAddr addr{p.row_stride_tokens * token_bytes, token_bytes};
-  attend_split<T, kVector, kLanes>(p, addr);
+  attend_split<T, kVector, kLanes>(p, cxlpool::cuda::attention::contiguous_addr<T>(p));
 }
 
 template <typename T, bool kVector, unsigned kLanes>
 __device__ void paged(const DecodeAttentionParams& p) {
-  const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
-  const PagedAddr addr{reinterpret_cast<const uint32_t*>(p.table), p.blocks_per_row,
-                       p.page_tokens, p.pool_pages, token_bytes};
-  attend_split<T, kVector, kLanes>(p, addr);
+  attend_split<T, kVector, kLanes>(p, cxlpool::cuda::attention::paged_addr<T>(p));
 }
 
 }  // namespace

@@ -40,6 +40,66 @@ namespace cxlpool::cuda::attention {
 constexpr unsigned kWarps = kAttentionWarps;
 constexpr unsigned kHeads = kAttentionHeadsPerBlock;
 
+// Where token t of `row` lies in the K (or V) tensor, for both cache
+// layouts: offset() gives its byte offset (false on a page outside the
+// pool); index() its place in the page pool, as the register kernels look
+// it up a step ahead.
+struct ContiguousAddr {
+  static constexpr bool kPaged = false;
+  uint64_t row_bytes;
+  uint64_t token_bytes;
+  __device__ bool offset(unsigned row, unsigned t, uint64_t* out) const {
+    *out = row * row_bytes + t * token_bytes;
+    return true;
+  }
+  __device__ uint32_t index(unsigned, unsigned, unsigned, unsigned*) const { return 0; }
+};
+
+// A token's place in the page pool (page * page_tokens + its slot in the
+// page), or kNoToken.
+constexpr uint32_t kNoToken = 0xFFFFFFFFu;
+
+struct PagedAddr {
+  static constexpr bool kPaged = true;
+  const uint32_t* table;
+  uint32_t blocks_per_row;
+  uint32_t page_tokens;
+  uint64_t pool_pages;
+  uint64_t token_bytes;
+  __device__ bool offset(unsigned row, unsigned t, uint64_t* out) const {
+    const uint64_t page = __ldg(table + static_cast<uint64_t>(row) * blocks_per_row + t / page_tokens);
+    if (page >= pool_pages) return false;
+    *out = (page * page_tokens + t % page_tokens) * token_bytes;
+    return true;
+  }
+  // Token t's pool index, kNoToken past `end` or on a page outside the pool
+  // (counted into *skipped). The launcher uses it only for pools of fewer
+  // than kNoToken tokens.
+  __device__ uint32_t index(unsigned row, unsigned t, unsigned end, unsigned* skipped) const {
+    if (t >= end) return kNoToken;
+    const uint32_t page = __ldg(table + static_cast<uint64_t>(row) * blocks_per_row + t / page_tokens);
+    if (page >= pool_pages) {
+      ++*skipped;
+      return kNoToken;
+    }
+    return page * page_tokens + t % page_tokens;
+  }
+};
+
+// The addressing of the launch's layout, from its parameters.
+template <typename T>
+__device__ __forceinline__ ContiguousAddr contiguous_addr(const DecodeAttentionParams& p) {
+  const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
+  return ContiguousAddr{p.row_stride_tokens * token_bytes, token_bytes};
+}
+
+template <typename T>
+__device__ __forceinline__ PagedAddr paged_addr(const DecodeAttentionParams& p) {
+  const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
+  return PagedAddr{reinterpret_cast<const uint32_t*>(p.table), p.blocks_per_row, p.page_tokens,
+                   p.pool_pages, token_bytes};
+}
+
 // What a block of the main kernels works on, from its place in the grid:
 // one row, one KV head, `nh` of the query heads that share it from h0 on,
 // and tokens [begin, end) of the row, which holds `len`.

@@ -72,29 +72,6 @@ __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-struct ContiguousRows {
-  uint64_t row_bytes;
-  uint64_t token_bytes;
-  __device__ bool offset(unsigned row, unsigned t, uint64_t* out) const {
-    *out = row * row_bytes + t * token_bytes;
-    return true;
-  }
-};
-
-struct PagedRows {
-  const uint32_t* table;
-  uint32_t blocks_per_row;
-  uint32_t page_tokens;
-  uint64_t pool_pages;
-  uint64_t token_bytes;
-  __device__ bool offset(unsigned row, unsigned t, uint64_t* out) const {
-    const uint64_t page = __ldg(table + static_cast<uint64_t>(row) * blocks_per_row + t / page_tokens);
-    if (page >= pool_pages) return false;
-    *out = (page * page_tokens + t % page_tokens) * token_bytes;
-    return true;
-  }
-};
-
 // kElems elements of a token's head row in shared memory, the ones lane j
 // owns: 16-byte chunk j (bf16), or chunks j and j + 16 (f32), as f32.
 // Chunks past the head row are zeros (never read: they hold no copy).
@@ -307,15 +284,12 @@ __device__ void attend_split_staged(const DecodeAttentionParams& p, const Rows& 
 
 template <typename T>
 __device__ void staged_contiguous(const DecodeAttentionParams& p) {
-  const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
-  attend_split_staged<T>(p, ContiguousRows{p.row_stride_tokens * token_bytes, token_bytes});
+  attend_split_staged<T>(p, cxlpool::cuda::attention::contiguous_addr<T>(p));
 }
 
 template <typename T>
 __device__ void staged_paged(const DecodeAttentionParams& p) {
-  const uint64_t token_bytes = static_cast<uint64_t>(p.kv_heads) * p.head_dim * sizeof(T);
-  attend_split_staged<T>(p, PagedRows{reinterpret_cast<const uint32_t*>(p.table), p.blocks_per_row,
-                                      p.page_tokens, p.pool_pages, token_bytes});
+  attend_split_staged<T>(p, cxlpool::cuda::attention::paged_addr<T>(p));
 }
 
 }  // namespace
