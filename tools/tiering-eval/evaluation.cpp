@@ -42,6 +42,7 @@ Result<std::unique_ptr<Policy>> make_policy(const std::string& kind, double samp
     c.manager.nominator = kind == "m5-hwt" ? NominatorMode::kHwt : NominatorMode::kHpt;
     c.sampling_rate = sampling_rate;
     c.sampling_unit = options.sampling_unit;
+    c.exact_first = options.sampling_exact;
     // Behind a per-page sampler one access to a page is an observation (its
     // first in the period, always kept), not a coin that came up once: such
     // a tracker nominates from one access on, unless the knob was set.

@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   double fast_fraction = 0.25;
   std::string sampling_unit = "page";
+  std::uint32_t sampling_exact = 2;
   std::string placement = "first-touch";
   std::vector<std::string> rates_text;
   double epoch_ms = 100;
@@ -112,9 +113,12 @@ int main(int argc, char** argv) {
   app.add_option("--sampling-rate", rates_text, "M5 tracker sampling rate(s), e.g. 1,1/8 (default 1)")
       ->delimiter(',');
   app.add_option("--sampling-unit", sampling_unit,
-                 "how a sampling rate below 1 samples: page (a page's first access per query period always, "
+                 "how a sampling rate below 1 samples: page (a page's first --sampling-exact accesses per query period always, "
                  "default) or record (every access alike)")
       ->check(CLI::IsMember({"page", "record"}));
+  app.add_option("--sampling-exact", sampling_exact,
+                 "sampling unit page: a page's first N accesses per query period are always kept (default 2)")
+      ->check(CLI::Range(1u, kMaxExactFirst));
   app.add_option("--epoch-ms", epoch_ms, "measurement epoch of the access-count ratio, ms (default 100)");
   app.add_option("--m5-epoch-ms", m5_epoch_ms, "M5 controller query period, ms (default: --epoch-ms)");
   app.add_option("--oracle-epoch-ms", oracle_epoch_ms, "oracle placement period, ms (default 1000)");
@@ -132,6 +136,7 @@ int main(int argc, char** argv) {
   options.detection = !no_detection;
   options.sim.fast_fraction = fast_fraction;
   options.sampling_unit = sampling_unit == "record" ? SamplingUnit::kRecord : SamplingUnit::kPage;
+  options.sampling_exact = sampling_exact;
   options.sim.placement = placement == "all-slow" ? InitialPlacement::kAllSlow : InitialPlacement::kFirstTouch;
   options.sim.epoch_ns = static_cast<std::uint64_t>(epoch_ms * 1e6);
   options.sim.ratio_k = ratio_k;

@@ -133,6 +133,7 @@ TEST_P(M5PolicyTest, PerPageSamplingNamesEveryTouchedPage) {
     c.manager.nominator = GetParam();
     c.sampling_rate = 0.125;
     c.sampling_unit = unit;
+    c.exact_first = 1;
     if (unit == SamplingUnit::kPage) c.manager.min_accesses = 1;  // as the evaluation runs it
     auto m5 = M5Policy::create(c);
     EXPECT_TRUE(m5);
@@ -152,6 +153,36 @@ TEST_P(M5PolicyTest, PerPageSamplingNamesEveryTouchedPage) {
   EXPECT_GT(page.ratio, record.ratio + 0.2);
 }
 
+// Keeping a page's first accesses exactly ranks the pages read 3 times above
+// the once-read ones, which a 1/8 sampler of the repeats mostly cannot tell
+// apart: (7/8)^2 of the 3-read pages show no sampled repeat.
+TEST_P(M5PolicyTest, ExactFirstAccessesRankRepeatedPages) {
+  auto trace = prepare_trace(few_accesses_trace());
+  ASSERT_TRUE(trace);
+  const SimConfig sim = detection_run(64);
+  auto run = [&](std::uint32_t exact_first) {
+    M5PolicyConfig c;
+    c.manager.nominator = GetParam();
+    c.sampling_rate = 0.125;
+    c.exact_first = exact_first;
+    c.manager.min_accesses = 1;
+    auto m5 = M5Policy::create(c);
+    EXPECT_TRUE(m5);
+    return simulate(*trace, **m5, sim);
+  };
+  const SimResult one = run(1);
+  const SimResult three = run(3);
+  // No page is read more than 3 times in an epoch: every access is kept.
+  const auto m = counters(three);
+  EXPECT_EQ(m.at("tracked_first_accesses"), m.at("slow_tier_accesses"));
+  EXPECT_EQ(m.at("tracked_accesses"), m.at("slow_tier_accesses"));
+  EXPECT_LT(counters(one).at("tracked_accesses"), m.at("slow_tier_accesses"));
+  ASSERT_TRUE(one.has_ratio);
+  ASSERT_TRUE(three.has_ratio);
+  EXPECT_GT(three.ratio, 0.95);
+  EXPECT_GT(three.ratio, one.ratio + 0.05);
+}
+
 INSTANTIATE_TEST_SUITE_P(Nominators, M5PolicyTest, ::testing::Values(NominatorMode::kHpt, NominatorMode::kHwt));
 
 TEST(M5Policy, RejectsBadSamplingRates) {
@@ -160,6 +191,13 @@ TEST(M5Policy, RejectsBadSamplingRates) {
   EXPECT_FALSE(M5Policy::create(c));
   c.sampling_rate = 1.5;
   EXPECT_FALSE(M5Policy::create(c));
+  c.sampling_rate = 0.125;
+  c.exact_first = 0;
+  EXPECT_FALSE(M5Policy::create(c));
+  c.exact_first = kMaxExactFirst + 1;
+  EXPECT_FALSE(M5Policy::create(c));
+  c.exact_first = kMaxExactFirst;
+  EXPECT_TRUE(M5Policy::create(c));
 }
 
 }  // namespace
