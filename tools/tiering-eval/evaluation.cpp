@@ -90,6 +90,10 @@ Result<std::vector<PolicyRow>> evaluate_trace(const std::string& name, const Pre
     const double best = oracle->tiering.fast_share;
     for (PolicyRow& r : rows) r.share_vs_oracle = r.tiering.fast_share / best;
   }
+  if (oracle != rows.end() && oracle->tiering.late_share > 0) {
+    const double best = oracle->tiering.late_share;
+    for (PolicyRow& r : rows) r.late_share_vs_oracle = r.tiering.late_share / best;
+  }
   if (oracle != rows.end() && oracle->tiering.bytes_migrated > 0) {
     const auto moved = static_cast<double>(oracle->tiering.bytes_migrated);
     for (PolicyRow& r : rows) r.migrated_vs_oracle = static_cast<double>(r.tiering.bytes_migrated) / moved;

@@ -47,6 +47,7 @@ struct PolicyRow {
   SimResult tiering;
   std::optional<SimResult> detection;
   double share_vs_oracle = 0;  // tiering.fast_share / oracle's (0 if no oracle ran)
+  double late_share_vs_oracle = 0;  // the same over the trace's second half (tiering.late_share)
   double migrated_vs_oracle = -1;  // tiering.bytes_migrated / oracle's (-1 if no oracle ran or it moved nothing)
 };
 
