@@ -49,6 +49,9 @@ Result<std::unique_ptr<Policy>> make_policy(const std::string& kind, double samp
     if (sampling_rate < 1.0 && c.sampling_unit == SamplingUnit::kPage && !options.m5_min_accesses_set)
       c.manager.min_accesses = 1;
     c.epoch_ns = options.m5_epoch_ns;
+    c.burst_accesses = options.m5_burst_accesses;
+    c.burst_quota = options.m5_burst_quota;
+    c.burst_idle_ns = options.m5_burst_idle_ns;
     c.seed = options.seed;
     auto p = M5Policy::create(c);
     if (!p) return tl::unexpected(p.error());

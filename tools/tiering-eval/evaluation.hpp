@@ -31,6 +31,9 @@ struct EvalOptions {
   std::vector<std::string> policies{"no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt"};
   M5Config m5;
   std::uint64_t m5_epoch_ns = 0;  // 0 = sim.epoch_ns
+  std::uint64_t m5_burst_accesses = 0;  // M5PolicyConfig::burst_*; 0 = off
+  std::uint64_t m5_burst_quota = 0;
+  std::uint64_t m5_burst_idle_ns = 0;
   DamonConfig damon;
   AutoNumaConfig autonuma;
   std::uint64_t seed = 1;

@@ -144,6 +144,38 @@ void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
   const auto t0 = Clock::now();
   model_.access(pending_);
   hardware_ns_ += since(t0);
+  if (config_.burst_accesses != 0) burst_promote(batch, ctx);
+}
+
+void M5Policy::burst_promote(std::span<const Access> batch, SimContext& ctx) {
+  for (const Access& a : batch) {
+    if (config_.burst_quota != 0 && burst_this_epoch_ >= config_.burst_quota) return;
+    if (ctx.tiers.is_fast(a.page)) continue;
+    const std::uint64_t tracked = model_.pac(ctx.trace.page_address[a.page] >> kModelPageShift);
+    std::uint64_t count = tracked;
+    if (!sample_all_) {
+      const std::uint64_t exact = config_.sampling_unit == SamplingUnit::kPage &&
+                                          tracked_epoch_[a.page] == epoch_number_ + 1
+                                      ? std::min<std::uint64_t>(exact_kept_[a.page], tracked)
+                                      : 0;
+      count = exact + static_cast<std::uint64_t>(static_cast<double>(tracked - exact) / config_.sampling_rate);
+    }
+    if (count < config_.burst_accesses) continue;
+    if (ctx.tiers.free() == 0) {
+      burst_scratch_.clear();
+      ctx.tiers.coldest_fast(burst_scratch_, 1);
+      if (burst_scratch_.empty()) return;
+      const std::uint32_t victim = burst_scratch_.front();
+      // last access + 1, 0 = never accessed
+      if (ctx.tiers.last_access_plus_one(victim) + config_.burst_idle_ns > ctx.now_ns + 1) continue;
+      if (!ctx.tiers.demote(victim)) continue;
+      ++burst_demoted_;
+    }
+    if (ctx.tiers.promote(a.page)) {
+      ++burst_promoted_;
+      ++burst_this_epoch_;
+    }
+  }
 }
 
 void M5Policy::on_event(SimContext& ctx) {
@@ -152,6 +184,7 @@ void M5Policy::on_event(SimContext& ctx) {
   ControllerEpoch epoch = model_.end_epoch();
   hardware_ns_ += since(t0);
   ++epoch_number_;
+  burst_this_epoch_ = 0;
 
   list_.clear();
   list_.reserve(epoch.pages.size());
@@ -257,7 +290,9 @@ Counters M5Policy::counters() const {
           {"rate_limit_hits", s.fast.rate_limit_hits + s.slow.rate_limit_hits},
           {"last_period_ms", s.promotion_period_ns / 1'000'000},
           {"fast_pages_scanned", fast_scanned_},
-          {"fast_pages_accessed", fast_reported_}};
+          {"fast_pages_accessed", fast_reported_},
+          {"burst_promoted", burst_promoted_},
+          {"burst_demoted", burst_demoted_}};
 }
 
 }  // namespace cxlpool::tiering::eval

@@ -57,6 +57,18 @@ struct M5PolicyConfig {
   // manager. Modelled exactly: a fast page touched in the epoch is reported,
   // none other.
   bool fast_accessed_bits = true;
+  // Burst promotion (an experiment, off by default): a slow page whose
+  // (scaled) count in the current query period reaches burst_accesses is
+  // promoted at once, from the next batch on -- as if the controller raised
+  // an interrupt on a heavy hitter instead of waiting for the query --
+  // swapping out the least recently used fast page when the tier is full,
+  // only if that page has been idle for burst_idle_ns. At most burst_quota
+  // such promotions per query period (0: no limit). These moves bypass the
+  // manager's plan and rate limit; they model how much reacting inside a
+  // query period could gain, and at what migration volume.
+  std::uint64_t burst_accesses = 0;
+  std::uint64_t burst_quota = 0;
+  std::uint64_t burst_idle_ns = 0;
 };
 
 class M5Policy final : public Policy {
@@ -80,6 +92,7 @@ class M5Policy final : public Policy {
  private:
   class View;
   M5Policy(const M5PolicyConfig& config, M5Manager manager, ControllerModel model);
+  void burst_promote(std::span<const Access> batch, SimContext& ctx);
 
   M5PolicyConfig config_;
   M5Manager manager_;
@@ -96,6 +109,8 @@ class M5Policy final : public Policy {
   std::vector<std::uint32_t> tracked_epoch_;  // per page: 1 + the epoch exact_kept_ counts in (kPage)
   std::vector<std::uint8_t> exact_kept_;      // per page: accesses kept exactly in that epoch (kPage)
   std::uint32_t epoch_number_ = 0;
+  std::uint64_t burst_this_epoch_ = 0, burst_promoted_ = 0, burst_demoted_ = 0;
+  std::vector<std::uint32_t> burst_scratch_;
   std::uint64_t first_accesses_ = 0;  // tracked because they were among a page's first in the epoch (kPage)
   std::vector<PageKey> fast_accessed_;
   std::uint64_t fast_scanned_ = 0, fast_reported_ = 0;

@@ -185,6 +185,39 @@ TEST_P(M5PolicyTest, ExactFirstAccessesRankRepeatedPages) {
 
 INSTANTIATE_TEST_SUITE_P(Nominators, M5PolicyTest, ::testing::Values(NominatorMode::kHpt, NominatorMode::kHwt));
 
+// Burst promotion moves the hot pages as soon as they reach the count, not at
+// the end of a query period after the manager's reuse delay: the first
+// second serves more from the fast tier. The 20% background traffic (under
+// one access per page per period) never reaches the count.
+TEST(M5Policy, BurstPromotionReactsInsideTheQueryPeriod) {
+  auto trace = prepare_trace(hot_set_trace());
+  ASSERT_TRUE(trace);
+  SimConfig sim;
+  sim.placement = InitialPlacement::kAllSlow;
+  sim.buckets = 4;
+  auto run = [&](std::uint64_t accesses, std::uint64_t quota) {
+    M5PolicyConfig c;
+    c.burst_accesses = accesses;
+    c.burst_quota = quota;
+    auto m5 = M5Policy::create(c);
+    EXPECT_TRUE(m5);
+    return simulate(*trace, **m5, sim);
+  };
+  const SimResult off = run(0, 0);
+  const SimResult on = run(16, 0);
+  const SimResult capped = run(16, 2);
+  EXPECT_EQ(counters(off).at("burst_promoted"), 0u);
+  const std::uint64_t burst = counters(on).at("burst_promoted");
+  EXPECT_GE(burst, 64u);
+  EXPECT_LT(burst, 128u);
+  EXPECT_EQ(counters(on).at("burst_demoted"), 0u);  // the fast tier had room
+  EXPECT_GT(on.share_series[0], off.share_series[0] + 0.1);
+  // At most 2 per 100 ms period: the hot set arrives over 32 periods.
+  const std::uint64_t epochs = counters(capped).at("epochs");
+  EXPECT_LE(counters(capped).at("burst_promoted"), 2 * (epochs + 1));
+  EXPECT_LT(capped.share_series[0], on.share_series[0]);
+}
+
 TEST(M5Policy, RejectsBadSamplingRates) {
   M5PolicyConfig c;
   c.sampling_rate = 0;
