@@ -25,7 +25,7 @@ struct EvalOptions {
   SimConfig sim;
   std::vector<double> sampling_rates{1.0};  // M5 tracker sampling rates
   SamplingUnit sampling_unit = SamplingUnit::kPage;  // how a rate below 1 samples
-  std::uint32_t sampling_exact = 2;  // kPage: a page's accesses per query period always kept
+  std::uint32_t sampling_exact = 3;  // kPage: a page's accesses per query period always kept
   bool m5_min_accesses_set = false;  // min_accesses given explicitly (--m5-set)
   // "no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt".
   std::vector<std::string> policies{"no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt"};

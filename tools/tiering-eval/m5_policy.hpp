@@ -44,11 +44,11 @@ struct M5PolicyConfig {
   double sampling_rate = 1.0;       // (0, 1]
   SamplingUnit sampling_unit = SamplingUnit::kPage;
   // kPage: how many of a page's accesses per query period are always kept,
-  // 1..kMaxExactFirst. 2 (a 2-bit counter per page): on memory-side traffic
+  // 1..kMaxExactFirst. 3 (a 2-bit counter per page): on memory-side traffic
   // most pages are touched a few times per period, and the true top-K is
   // every page touched twice or more plus some touched once; with only the
   // first access exact, a page touched twice usually reads as once.
-  std::uint32_t exact_first = 2;
+  std::uint32_t exact_first = 3;
   std::uint64_t epoch_ns = 0;       // controller query period; 0 = the measurement epoch
   std::uint64_t seed = 1;
   // The host scans the fast tier's accessed bits once per epoch (idle page

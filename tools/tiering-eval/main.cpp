@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   double fast_fraction = 0.25;
   std::string sampling_unit = "page";
-  std::uint32_t sampling_exact = 2;
+  std::uint32_t sampling_exact = 3;
   std::string placement = "first-touch";
   std::vector<std::string> rates_text;
   double epoch_ms = 100;
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
                  "default) or record (every access alike)")
       ->check(CLI::IsMember({"page", "record"}));
   app.add_option("--sampling-exact", sampling_exact,
-                 "sampling unit page: a page's first N accesses per query period are always kept (default 2)")
+                 "sampling unit page: a page's first N accesses per query period are always kept (default 3)")
       ->check(CLI::Range(1u, kMaxExactFirst));
   app.add_option("--epoch-ms", epoch_ms, "measurement epoch of the access-count ratio, ms (default 100)");
   app.add_option("--m5-epoch-ms", m5_epoch_ms, "M5 controller query period, ms (default: --epoch-ms)");
