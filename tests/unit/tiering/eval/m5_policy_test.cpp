@@ -45,14 +45,20 @@ SimConfig detection_run(std::size_t k) {
   return sim;
 }
 
+// Every page starts on the slow tier; the share in 4 time buckets.
+SimConfig all_slow_run() {
+  SimConfig sim;
+  sim.placement = InitialPlacement::kAllSlow;
+  sim.buckets = 4;
+  return sim;
+}
+
 class M5PolicyTest : public ::testing::TestWithParam<NominatorMode> {};
 
 TEST_P(M5PolicyTest, PromotesTheHotSetFromAnEmptyFastTier) {
   auto trace = prepare_trace(hot_set_trace());
   ASSERT_TRUE(trace);
-  SimConfig sim;
-  sim.placement = InitialPlacement::kAllSlow;
-  sim.buckets = 4;
+  const SimConfig sim = all_slow_run();
   M5PolicyConfig c;
   c.manager.nominator = GetParam();
   auto m5 = M5Policy::create(c);
@@ -192,9 +198,7 @@ INSTANTIATE_TEST_SUITE_P(Nominators, M5PolicyTest, ::testing::Values(NominatorMo
 TEST(M5Policy, BurstPromotionReactsInsideTheQueryPeriod) {
   auto trace = prepare_trace(hot_set_trace());
   ASSERT_TRUE(trace);
-  SimConfig sim;
-  sim.placement = InitialPlacement::kAllSlow;
-  sim.buckets = 4;
+  const SimConfig sim = all_slow_run();
   auto run = [&](std::uint64_t accesses, std::uint64_t quota) {
     M5PolicyConfig c;
     c.burst_accesses = accesses;
