@@ -129,8 +129,9 @@ int main(int argc, char** argv) {
                  "(default 0: off)");
   app.add_option("--m5-burst-quota", burst_quota, "experiment: at most N such promotions per query period (default 0: no limit)");
   app.add_option("--m5-burst-idle-ms", burst_idle_ms,
-                 "experiment: the LRU fast page a burst promotion swaps out must have been idle this long (default 0)")
-      ->check(CLI::NonNegativeNumber);
+                 "experiment: the LRU fast page a burst promotion swaps out must have been idle this long, "
+                 "0..1e9 (default 0)")
+      ->check(CLI::Range(0.0, 1e9));  // in nanoseconds it must fit 64 bits
   app.add_option("--oracle-epoch-ms", oracle_epoch_ms, "oracle placement period, ms (default 1000)");
   app.add_option("--ratio-k", ratio_k, "K of the access-count ratio (default 512)")->check(CLI::PositiveNumber);
   app.add_option("--buckets", buckets, "points of the share-over-time series (default 50)");

@@ -64,7 +64,7 @@ TEST(TieringEvalTool, RejectsBadArguments) {
   ASSERT_NE(exe, nullptr);
   for (const char* args : {" --quick --sampling-rate 2", " --quick --policies bogus", " --workload nope", "",
                            " --quick --sampling-exact 0", " --quick --sampling-exact 256",
-                           " --quick --m5-burst-idle-ms -1"}) {
+                           " --quick --m5-burst-idle-ms -1", " --quick --m5-burst-idle-ms 1e20"}) {
     const std::string cmd = std::string(exe) + args + " > /dev/null 2>&1";
     const int rc = std::system(cmd.c_str());
     EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0) << args;
