@@ -165,7 +165,8 @@ class WorkerBlockDevice final : public BlockDevice {
     const auto tag = static_cast<std::uint32_t>(c.user_data);
     const IoRequest& request = w.requests[tag];
     c.user_data = request.user_data;
-    if (digest_ != nullptr && request.digest_bytes != 0 && c.result >= static_cast<std::int64_t>(request.digest_bytes)) {
+    const bool filled = c.result >= static_cast<std::int64_t>(request.digest_bytes);
+    if (digest_ != nullptr && request.digest_bytes != 0 && filled) {
       const auto t0 = std::chrono::steady_clock::now();
       c.digest = digest_({static_cast<const std::byte*>(request.buffer), request.digest_bytes});
       const auto took = std::chrono::steady_clock::now() - t0;

@@ -40,19 +40,28 @@ class SsdStoreWorkersTest : public SsdStoreTest {
     if (!dev) ADD_FAILURE() << dev.error().message;
     return dev ? std::move(*dev) : nullptr;
   }
+
+  // Gets of entries 0..n-1, each into a buffer of its own, user_data = entry.
+  struct Gets {
+    std::vector<Buffer> buffers;
+    std::vector<SsdGetRequest> requests;
+  };
+  static Gets gets_of(std::uint32_t n) {
+    const std::uint32_t padded = SsdStore::read_buffer_bytes(kPayload);
+    Gets g;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      g.buffers.push_back(aligned_buffer(padded));
+      g.requests.push_back({key_of(i), {g.buffers.back().get(), padded}, i});
+    }
+    return g;
+  }
 };
 
 TEST_P(SsdStoreWorkersTest, ManyGetsInFlightWhilePutsGoOnAreByteExact) {
   STORE_OR_SKIP(store, open_store(device(64), SsdSyncPolicy::kPerRegion));
   constexpr std::uint32_t kFirst = 24, kMore = 12;
   ASSERT_NO_FATAL_FAILURE(put_on_device(*store, kFirst));
-  const std::uint32_t padded = SsdStore::read_buffer_bytes(kPayload);
-  std::vector<Buffer> buffers;
-  std::vector<SsdGetRequest> requests;
-  for (std::uint32_t i = 0; i < kFirst; ++i) {
-    buffers.push_back(aligned_buffer(padded));
-    requests.push_back({key_of(i), {buffers.back().get(), padded}, i});
-  }
+  auto [buffers, requests] = gets_of(kFirst);
   std::size_t submitted = 0;
   std::vector<SsdGetCompletion> out(kFirst);
   std::vector<bool> seen(kFirst, false);
@@ -98,13 +107,7 @@ TEST_P(SsdStoreWorkersTest, WorkersChecksumEveryReadAndADamagedEntryFailsItsGetO
   constexpr std::uint32_t kCount = 9, kDamaged = 4;
   ASSERT_NO_FATAL_FAILURE(put_on_device(*store, kCount));
   ASSERT_NO_FATAL_FAILURE(flip_payload_byte(kDamaged, 777));
-  const std::uint32_t padded = SsdStore::read_buffer_bytes(kPayload);
-  std::vector<Buffer> buffers;
-  std::vector<SsdGetRequest> requests;
-  for (std::uint32_t i = 0; i < kCount; ++i) {
-    buffers.push_back(aligned_buffer(padded));
-    requests.push_back({key_of(i), {buffers.back().get(), padded}, i});
-  }
+  auto [buffers, requests] = gets_of(kCount);
   ASSERT_EQ(store->submit_gets(requests), kCount);
   std::vector<SsdGetCompletion> out(kCount);
   std::size_t done = 0;
