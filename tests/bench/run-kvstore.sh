@@ -93,7 +93,17 @@ write_config() {
   } >"$file"
 }
 
-start_daemon() { bench_start_daemon "$build/daemon/cxlpoold" "$1"; }
+# The socket file appears at bind(), a moment before the daemon listens on
+# it: a client that connects in between is refused, so wait for an answer.
+start_daemon() {
+  bench_start_daemon "$build/daemon/cxlpoold" "$1"
+  for _ in $(seq 100); do
+    "$build/tools/ctl/cxlpoolctl" --socket "$sock" status >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "run-kvstore: cxlpoold does not answer on $sock" >&2
+  exit 1
+}
 
 # Runs a benchmark, its report to stdout, and keeps its RESULT lines in $result.
 result=""
