@@ -60,9 +60,15 @@ Result<std::unique_ptr<Rail>> Rail::open(const std::string& provider, const char
   std::unique_ptr<Rail> rail(new Rail(provider, index, std::move(handler)));
   fi_info* info = nullptr;
   int rc = -FI_ENODATA;
-  // Without send-after-write order (shm) the writer still waits for its
-  // writes to complete before it asks for their check.
+  // Without send-after-write order the writer still waits for its writes
+  // to complete before it asks for their check. shm is never asked for it:
+  // any RMA order there turns off its fast path, where the initiator copies
+  // the bytes itself (process_vm_readv/writev) as it posts and the owner
+  // only sees a completion; with an order every chunk goes through the
+  // owner's progress and shared bounce buffers, at a tenth of the speed.
+  const bool ask_order = provider != "shm";
   for (bool ordered : {true, false}) {
+    if (ordered && !ask_order) continue;
     fi_info* hints = make_hints(provider, ordered);
     if (hints == nullptr) return fail(ENOMEM, "fi_allocinfo");
     rc = fi_getinfo(FI_VERSION(1, 17), node, nullptr, node != nullptr ? FI_SOURCE : 0, hints, &info);
@@ -76,6 +82,7 @@ Result<std::unique_ptr<Rail>> Rail::open(const std::string& provider, const char
   fi_freeinfo(info);
   if (rail->info_ == nullptr) return fail(ENOMEM, "fi_dupinfo");
   rail->virt_addr_ = (rail->info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+  rail->inject_limit_ = rail->info_->tx_attr->inject_size;
   rc = fi_fabric(rail->info_->fabric_attr, &rail->fabric_, nullptr);
   if (rc != 0) return tl::unexpected(fi_error("fi_fabric " + where, rc));
   rc = fi_domain(rail->fabric_, rail->info_, &rail->domain_, nullptr);
@@ -280,14 +287,14 @@ Result<void> Rail::post(Op* raw, const std::function<ssize_t()>& call) {
     {
       std::shared_lock lock(lock_);
       if (ep_ == nullptr) {
-        take_op(raw);
+        if (raw != nullptr) take_op(raw);
         return fail(ENETDOWN, provider_ + " rail " + std::to_string(index_) + " is down");
       }
       rc = call();
     }
     if (rc == 0) return {};
     if (rc != -FI_EAGAIN || std::chrono::steady_clock::now() > deadline) {
-      take_op(raw);
+      if (raw != nullptr) take_op(raw);
       return tl::unexpected(fi_error(provider_ + ": posting an operation", rc));
     }
     // Queues full: drive progress so that they drain (not from inside a
@@ -332,6 +339,13 @@ Result<void> Rail::post_write(const void* local, std::size_t length, std::uint64
 }
 
 Result<void> Rail::post_send(std::vector<std::byte> message, fi_addr_t peer, OpSink* sink, std::uint64_t tag) {
+  if (message.size() <= inject_limit_) {
+    // Copied out by the provider before fi_inject returns, and no
+    // completion to read or wait for: one less per control message.
+    auto ok = post(nullptr, [&] { return fi_inject(ep_, message.data(), message.size(), peer); });
+    if (ok && sink != nullptr) sink->op_done(tag, 0);
+    return ok;
+  }
   Op* raw = track(Op::Kind::kSend, sink, tag, std::move(message));
   return post(raw, [&] { return fi_send(ep_, raw->buffer.data(), raw->buffer.size(), nullptr, peer, &raw->context); });
 }
@@ -360,6 +374,7 @@ void Rail::finish(std::unique_ptr<Op> op, int status, std::size_t length) {
 }
 
 int Rail::progress() {
+  if (polling_.exchange(true, std::memory_order_acquire)) return 0;
   fi_cq_msg_entry entries[kCqBatch];
   struct Done {
     std::unique_ptr<Op> op;
@@ -369,7 +384,10 @@ int Rail::progress() {
   std::vector<Done> done;
   {
     std::shared_lock lock(lock_);
-    if (cq_ == nullptr) return 0;
+    if (cq_ == nullptr) {
+      polling_.store(false, std::memory_order_release);
+      return 0;
+    }
     const ssize_t n = fi_cq_read(cq_, entries, kCqBatch);
     if (n > 0) {
       for (ssize_t i = 0; i < n; ++i) {
@@ -385,6 +403,9 @@ int Rail::progress() {
       }
     }
   }
+  // Another thread may read the queue while this one dispatches (an
+  // owner's checksums take a while).
+  polling_.store(false, std::memory_order_release);
   if (!done.empty()) last_progress_ns_ = now_ns();
   for (Done& d : done) finish(std::move(d.op), d.status, d.length);
   return static_cast<int>(done.size());
