@@ -34,7 +34,7 @@ std::int64_t now_ns() {
       .count();
 }
 
-fi_info* make_hints(const std::string& provider, bool ordered) {
+fi_info* make_hints(const std::string& provider, bool ordered, bool provider_keys) {
   fi_info* hints = fi_allocinfo();
   if (hints == nullptr) return nullptr;
   hints->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_SEND | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE;
@@ -43,6 +43,8 @@ fi_info* make_hints(const std::string& provider, bool ordered) {
   // Keys are ours (a region's key is the same on every rail and after a
   // reset); addresses may be virtual (shm) or offsets (tcp).
   hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_LOCAL;
+  // Providers that only take keys they chose (verbs) are asked second.
+  if (provider_keys) hints->domain_attr->mr_mode |= FI_MR_PROV_KEY;
   hints->domain_attr->threading = FI_THREAD_SAFE;
   // A verify message must not pass the writes before it on the same rail.
   if (ordered) hints->tx_attr->msg_order = FI_ORDER_SAW;
@@ -67,13 +69,13 @@ Result<std::unique_ptr<Rail>> Rail::open(const std::string& provider, const char
   // only sees a completion; with an order every chunk goes through the
   // owner's progress and shared bounce buffers, at a tenth of the speed.
   const bool ask_order = provider != "shm";
-  for (bool ordered : {true, false}) {
+  for (int attempt = 0; attempt < 4 && rc == -FI_ENODATA; ++attempt) {
+    const bool ordered = attempt % 2 == 0, provider_keys = attempt >= 2;
     if (ordered && !ask_order) continue;
-    fi_info* hints = make_hints(provider, ordered);
+    fi_info* hints = make_hints(provider, ordered, provider_keys);
     if (hints == nullptr) return fail(ENOMEM, "fi_allocinfo");
     rc = fi_getinfo(FI_VERSION(1, 17), node, nullptr, node != nullptr ? FI_SOURCE : 0, hints, &info);
     fi_freeinfo(hints);
-    if (rc != -FI_ENODATA) break;
   }
   const std::string where = provider + (node != nullptr ? std::string(" on ") + node : std::string());
   if (rc != 0) return tl::unexpected(fi_error("fi_getinfo " + where, rc));
@@ -82,6 +84,7 @@ Result<std::unique_ptr<Rail>> Rail::open(const std::string& provider, const char
   fi_freeinfo(info);
   if (rail->info_ == nullptr) return fail(ENOMEM, "fi_dupinfo");
   rail->virt_addr_ = (rail->info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+  rail->prov_key_ = (rail->info_->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
   rail->inject_limit_ = rail->info_->tx_attr->inject_size;
   rc = fi_fabric(rail->info_->fabric_attr, &rail->fabric_, nullptr);
   if (rc != 0) return tl::unexpected(fi_error("fi_fabric " + where, rc));
@@ -250,6 +253,13 @@ void Rail::unregister_memory(std::uint64_t key) {
   if (it == regions_.end()) return;
   fi_close(&it->second->fid);
   regions_.erase(it);
+}
+
+std::uint64_t Rail::provider_key(std::uint64_t key) const {
+  if (!prov_key_) return key;
+  std::lock_guard guard(regions_mu_);
+  auto it = regions_.find(key);
+  return it == regions_.end() ? key : fi_mr_key(it->second);
 }
 
 void* Rail::descriptor(std::uint64_t key) const {

@@ -75,6 +75,9 @@ class Rail {
   const std::vector<std::byte>& name() const { return name_; }
   std::string printable_name() const;
   bool virtual_addressing() const { return virt_addr_; }
+  // The provider picks registration keys (verbs): peers need this rail's
+  // key of each region (provider_key), which the card carries.
+  bool provider_keys() const { return prov_key_; }
   bool up() const { return ep_ != nullptr; }
   RailCounters& counters() { return counters_; }
   // The last time an operation on this rail completed (or it was reset).
@@ -84,6 +87,9 @@ class Rail {
   void unregister_memory(std::uint64_t key);
   // The descriptor of `key`'s registration for local buffers.
   void* descriptor(std::uint64_t key) const;
+  // The key peers name `key`'s registration by on this rail: `key` itself
+  // unless the provider picks keys.
+  std::uint64_t provider_key(std::uint64_t key) const;
 
   // The peer address `name` in this rail's address vector (inserted on
   // first use: the provider connects on the first operation).
@@ -129,6 +135,7 @@ class Rail {
   std::uint32_t index_;
   MessageHandler handler_;
   bool virt_addr_ = false;
+  bool prov_key_ = false;
   std::size_t inject_limit_ = 0;  // the provider's tx inject_size
 
   fi_info* info_ = nullptr;  // with src_addr set to name_ after the first open
