@@ -19,6 +19,7 @@
 #include "cxlpool/hal/driver/transfer_plan.hpp"
 #include "cxlpool/hal/driver/transfer_wire.hpp"
 #include "cxlpool/hal/driver/transport_driver.hpp"
+#include "ofi_defaults.hpp"
 #include "ofi_rail.hpp"
 
 namespace cxlpool::drivers::ofi {
@@ -772,6 +773,7 @@ std::vector<hal::TransferResult> OfiTransport::transfer(std::span<const hal::Tra
 
 Result<std::unique_ptr<hal::Transport>> open_transport(const hal::TransportOptions& options) {
   if (auto ok = hal::validate_transport_options(options); !ok) return tl::unexpected(ok.error());
+  apply_libfabric_defaults();
   auto transport = std::make_unique<OfiTransport>(options);
   if (auto ok = transport->open(); !ok) return tl::unexpected(ok.error());
   return std::unique_ptr<hal::Transport>(std::move(transport));
