@@ -5,8 +5,11 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +21,13 @@ namespace {
 
 constexpr int kReceives = 32;  // control messages in flight towards one rail
 constexpr int kCqBatch = 32;
+// A progress thread keeps reading its queue this long after the last
+// completion before it sleeps: the next one of a burst usually comes sooner
+// than a wake-up would.
+constexpr auto kSpinAfterWork = std::chrono::microseconds(50);
+// The longest sleep on the queue's descriptor: a bound, not the latency
+// (the descriptor wakes the thread), against a wake-up the provider missed.
+constexpr auto kLongestWait = std::chrono::milliseconds(50);
 // Post retries while the provider's queues are full, before giving up.
 constexpr auto kPostPatience = std::chrono::seconds(5);
 
@@ -95,13 +105,22 @@ Result<std::unique_ptr<Rail>> Rail::open(const std::string& provider, const char
     if (auto ok = rail->open_endpoint(); !ok) return tl::unexpected(Error{ok.error().code, where + ": " + ok.error().message});
   }
   rail->last_progress_ns_ = now_ns();
+  rail->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (rail->wake_fd_ < 0) return fail(errno, "eventfd");
   rail->thread_ = std::thread([r = rail.get()] { r->progress_loop(); });
   return rail;
 }
 
 Rail::~Rail() {
+  // The thread first (it may sleep on the queue's descriptor), then the
+  // endpoints, and the queue they report to after them.
   running_ = false;
+  if (wake_fd_ >= 0) {
+    const std::uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof(one));
+  }
   if (thread_.joinable()) thread_.join();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
   std::vector<std::unique_ptr<Op>> ended;
   {
     std::unique_lock lock(lock_);
@@ -139,23 +158,39 @@ Result<void> Rail::open_endpoint() {
   if (cq_ == nullptr) {
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_MSG;
-    // No wait object: rxm's wait set keeps the descriptors of connections
-    // an endpoint's close tore down, and the next wait on it crashes
-    // (tcp;ofi_rxm 1.17, a link gone). The progress thread naps instead.
-    cq_attr.wait_obj = FI_WAIT_NONE;
+    // A descriptor to sleep on between bursts (rxm's wakes on the sockets or
+    // the verbs channel underneath). The thread only poll()s it after
+    // fi_trywait and never lets libfabric wait on it (fi_cq_sread): that
+    // walked a wait set holding connections an endpoint's close had torn
+    // down and crashed (tcp;ofi_rxm 1.17, a link gone); endpoints are no
+    // longer closed while the rail lives, the queue never. shm's descriptor
+    // does not wake for what the peer process posts: its thread naps.
+    cq_attr.wait_obj = provider_ == "shm" ? FI_WAIT_NONE : FI_WAIT_FD;
     rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
+    if (rc == -FI_ENOSYS || rc == -FI_EINVAL) {
+      cq_attr.wait_obj = FI_WAIT_NONE;
+      rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
+    }
     if (rc != 0) return tl::unexpected(fi_error("fi_cq_open", rc));
+    if (cq_attr.wait_obj == FI_WAIT_FD && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
   }
   if (av_ == nullptr) {
     fi_av_attr av_attr{};
     av_attr.type = FI_AV_UNSPEC;
     rc = fi_av_open(domain_, &av_attr, &av_, nullptr);
   }
-  if (rc == 0) rc = fi_endpoint(domain_, info_, &ep_, nullptr);
-  if (rc == 0) rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
-  if (rc == 0) rc = fi_ep_bind(ep_, &av_->fid, 0);
-  if (rc == 0) rc = fi_enable(ep_);
+  const char* step = "fi_av_open";
+  auto next = [&](const char* name, int result) {
+    if (rc != 0) return;
+    step = name;
+    rc = result;
+  };
+  if (rc == 0) next("fi_endpoint", fi_endpoint(domain_, info_, &ep_, nullptr));
+  if (rc == 0) next("binding the queue", fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
+  if (rc == 0) next("binding the address vector", fi_ep_bind(ep_, &av_->fid, 0));
+  if (rc == 0) next("fi_enable", fi_enable(ep_));
   if (rc == 0) {
+    step = "fi_getname";
     std::vector<std::byte> name(hal::kMaxAddressBytes);
     size_t len = name.size();
     rc = fi_getname(&ep_->fid, name.data(), &len);
@@ -167,7 +202,7 @@ Result<void> Rail::open_endpoint() {
   if (rc != 0) {
     std::vector<std::unique_ptr<Op>> none;
     close_endpoint(&none);
-    return tl::unexpected(fi_error("opening the endpoint", rc));
+    return tl::unexpected(fi_error(std::string("opening the endpoint: ") + step, rc));
   }
   if (auto ok = post_receives(); !ok) {
     std::vector<std::unique_ptr<Op>> ended;
@@ -421,20 +456,41 @@ int Rail::progress() {
   return static_cast<int>(done.size());
 }
 
+bool Rail::wait_for_events(std::chrono::milliseconds limit) {
+  {
+    // fi_trywait under the endpoint's lock: a reset cannot swap the
+    // endpoint while the provider looks at its queues.
+    std::shared_lock lock(lock_);
+    fid* fids[] = {&cq_->fid};
+    if (fi_trywait(fabric_, fids, 1) != FI_SUCCESS) return false;
+  }
+  pollfd fds[] = {{wait_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  ::poll(fds, 2, static_cast<int>(limit.count()));
+  return true;
+}
+
 void Rail::progress_loop() {
-  // Spin while there is traffic, then nap: the providers here progress only
-  // when their queue is read, and a nap is the latency of the next request
-  // that finds this side idle, so naps are short and precise (timer slack
-  // of 1 us instead of 50) until a long idle.
+  // Read the queue while there is traffic and a little after, then sleep:
+  // on the queue's descriptor where there is one, else in naps (shm), short
+  // and precise (timer slack of 1 us instead of 50) until a long idle,
+  // since a nap is the latency of the next request that finds this side
+  // idle. The providers here progress only when their queue is read, the
+  // owner side of a one-sided operation too.
   ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  int idle = 0;
+  auto last_work = std::chrono::steady_clock::now();
+  int naps = 0;
   while (running_) {
     if (progress() > 0) {
-      idle = 0;
+      last_work = std::chrono::steady_clock::now();
+      naps = 0;
       continue;
     }
-    if (++idle < 200) continue;
-    timespec ts{0, idle < 20000 ? 10'000 : 1'000'000};
+    if (std::chrono::steady_clock::now() - last_work < kSpinAfterWork) continue;
+    if (wait_fd_ >= 0) {
+      (void)wait_for_events(kLongestWait);
+      continue;
+    }
+    timespec ts{0, ++naps < 20000 ? 10'000 : 1'000'000};
     ::nanosleep(&ts, nullptr);
   }
 }
