@@ -23,8 +23,11 @@ constexpr int kReceives = 32;  // control messages in flight towards one rail
 constexpr int kCqBatch = 32;
 // A progress thread keeps reading its queue this long after the last
 // completion before it sleeps: the next one of a burst usually comes sooner
-// than a wake-up would.
-constexpr auto kSpinAfterWork = std::chrono::microseconds(50);
+// than a wake-up would. Short: on a loaded machine a thread that spins is
+// scheduled as a processor hog, and every wake-up after that came late
+// (4 KiB reads at load 10 on 2 cores: p50 108-202 us spinning 50 us,
+// 25-110 us spinning 10).
+constexpr auto kSpinAfterWork = std::chrono::microseconds(10);
 // The longest sleep on the queue's descriptor: a bound, not the latency
 // (the descriptor wakes the thread), against a wake-up the provider missed.
 constexpr auto kLongestWait = std::chrono::milliseconds(50);
