@@ -5,11 +5,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -21,16 +18,6 @@ namespace {
 
 constexpr int kReceives = 32;  // control messages in flight towards one rail
 constexpr int kCqBatch = 32;
-// A progress thread keeps reading its queue this long after the last
-// completion before it sleeps: the next one of a burst usually comes sooner
-// than a wake-up would. Short: on a loaded machine a thread that spins is
-// scheduled as a processor hog, and every wake-up after that came late
-// (4 KiB reads at load 10 on 2 cores: p50 108-202 us spinning 50 us,
-// 25-110 us spinning 10).
-constexpr auto kSpinAfterWork = std::chrono::microseconds(10);
-// The longest sleep on the queue's descriptor: a bound, not the latency
-// (the descriptor wakes the thread), against a wake-up the provider missed.
-constexpr auto kLongestWait = std::chrono::milliseconds(50);
 // Post retries while the provider's queues are full, before giving up.
 constexpr auto kPostPatience = std::chrono::seconds(5);
 
@@ -108,22 +95,13 @@ Result<std::unique_ptr<Rail>> Rail::open(const std::string& provider, const char
     if (auto ok = rail->open_endpoint(); !ok) return tl::unexpected(Error{ok.error().code, where + ": " + ok.error().message});
   }
   rail->last_progress_ns_ = now_ns();
-  rail->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (rail->wake_fd_ < 0) return fail(errno, "eventfd");
   rail->thread_ = std::thread([r = rail.get()] { r->progress_loop(); });
   return rail;
 }
 
 Rail::~Rail() {
-  // The thread first (it may sleep on the queue's descriptor), then the
-  // endpoints, and the queue they report to after them.
   running_ = false;
-  if (wake_fd_ >= 0) {
-    const std::uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof(one));
-  }
   if (thread_.joinable()) thread_.join();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
   std::vector<std::unique_ptr<Op>> ended;
   {
     std::unique_lock lock(lock_);
@@ -161,21 +139,17 @@ Result<void> Rail::open_endpoint() {
   if (cq_ == nullptr) {
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_MSG;
-    // A descriptor to sleep on between bursts (rxm's wakes on the sockets or
-    // the verbs channel underneath). The thread only poll()s it after
-    // fi_trywait and never lets libfabric wait on it (fi_cq_sread): that
-    // walked a wait set holding connections an endpoint's close had torn
-    // down and crashed (tcp;ofi_rxm 1.17, a link gone); endpoints are no
-    // longer closed while the rail lives, the queue never. shm's descriptor
-    // does not wake for what the peer process posts: its thread naps.
-    cq_attr.wait_obj = provider_ == "shm" ? FI_WAIT_NONE : FI_WAIT_FD;
+    // No wait object. With one (FI_WAIT_FD), rxm's wait set kept the
+    // descriptors of connections an endpoint's close had tore down, and
+    // the next fi_cq_sread crashed (tcp;ofi_rxm 1.17, a link gone); and
+    // even sleeping only in poll() on the descriptor after fi_trywait,
+    // never in libfabric, 4 KiB reads were slower on a loaded machine
+    // (load 9 on 2 cores, p50: 25-130 us against 20-24 us napping; spinning
+    // longer before the sleep, 750-820 us): the queue's reads cost more
+    // with a wait object behind them. The progress thread naps instead.
+    cq_attr.wait_obj = FI_WAIT_NONE;
     rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
-    if (rc == -FI_ENOSYS || rc == -FI_EINVAL) {
-      cq_attr.wait_obj = FI_WAIT_NONE;
-      rc = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
-    }
     if (rc != 0) return tl::unexpected(fi_error("fi_cq_open", rc));
-    if (cq_attr.wait_obj == FI_WAIT_FD && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
   }
   if (av_ == nullptr) {
     fi_av_attr av_attr{};
@@ -459,41 +433,20 @@ int Rail::progress() {
   return static_cast<int>(done.size());
 }
 
-bool Rail::wait_for_events(std::chrono::milliseconds limit) {
-  {
-    // fi_trywait under the endpoint's lock: a reset cannot swap the
-    // endpoint while the provider looks at its queues.
-    std::shared_lock lock(lock_);
-    fid* fids[] = {&cq_->fid};
-    if (fi_trywait(fabric_, fids, 1) != FI_SUCCESS) return false;
-  }
-  pollfd fds[] = {{wait_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-  ::poll(fds, 2, static_cast<int>(limit.count()));
-  return true;
-}
-
 void Rail::progress_loop() {
-  // Read the queue while there is traffic and a little after, then sleep:
-  // on the queue's descriptor where there is one, else in naps (shm), short
-  // and precise (timer slack of 1 us instead of 50) until a long idle,
-  // since a nap is the latency of the next request that finds this side
-  // idle. The providers here progress only when their queue is read, the
-  // owner side of a one-sided operation too.
+  // Spin while there is traffic, then nap: the providers here progress only
+  // when their queue is read, and a nap is the latency of the next request
+  // that finds this side idle, so naps are short and precise (timer slack
+  // of 1 us instead of 50) until a long idle.
   ::prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  auto last_work = std::chrono::steady_clock::now();
-  int naps = 0;
+  int idle = 0;
   while (running_) {
     if (progress() > 0) {
-      last_work = std::chrono::steady_clock::now();
-      naps = 0;
+      idle = 0;
       continue;
     }
-    if (std::chrono::steady_clock::now() - last_work < kSpinAfterWork) continue;
-    if (wait_fd_ >= 0) {
-      (void)wait_for_events(kLongestWait);
-      continue;
-    }
-    timespec ts{0, ++naps < 20000 ? 10'000 : 1'000'000};
+    if (++idle < 200) continue;
+    timespec ts{0, idle < 20000 ? 10'000 : 1'000'000};
     ::nanosleep(&ts, nullptr);
   }
 }

@@ -130,9 +130,6 @@ class Rail {
   std::unique_ptr<Op> take_op(Op* op);
   void finish(std::unique_ptr<Op> op, int status, std::size_t length);
   void progress_loop();
-  // Sleeps until the queue's descriptor says there is something to read,
-  // or `limit` passes; false where the provider says to read first.
-  bool wait_for_events(std::chrono::milliseconds limit);
 
   std::string provider_;
   std::uint32_t index_;
@@ -171,10 +168,6 @@ class Rail {
   std::atomic<bool> polling_{false};
   RailCounters counters_;
 
-  // The queue's wait descriptor (-1: none, the thread naps) and one that
-  // wakes the thread for its end.
-  int wait_fd_ = -1;
-  int wake_fd_ = -1;
   std::atomic<bool> running_{true};
   std::thread thread_;
 };
