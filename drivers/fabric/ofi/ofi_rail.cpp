@@ -140,7 +140,7 @@ Result<void> Rail::open_endpoint() {
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_MSG;
     // No wait object. With one (FI_WAIT_FD), rxm's wait set kept the
-    // descriptors of connections an endpoint's close had tore down, and
+    // descriptors of connections an endpoint's close had torn down, and
     // the next fi_cq_sread crashed (tcp;ofi_rxm 1.17, a link gone); and
     // even sleeping only in poll() on the descriptor after fi_trywait,
     // never in libfabric, 4 KiB reads were slower on a loaded machine
