@@ -35,8 +35,21 @@ EtcdPodState::EtcdPodState(const PodSection& pod, std::string member, const Devp
       client_(pod.etcd_endpoints, std::chrono::milliseconds(pod.etcd_timeout_ms)) {
   logger("devpool")->info("device pool state in etcd under {} (member '{}')", prefix_, member_);
   session_ = std::thread([this] { session_loop(); });
-  watch_running_ = true;
-  watcher_ = std::thread([this] { watch_loop(); });
+  const auto idle_limit = std::chrono::milliseconds(std::max<uint32_t>(pod.lease_ttl_s, 2) * 1000);
+  watcher_ = std::make_unique<EtcdFollower>(
+      client_, prefix_, idle_limit,
+      EtcdFollower::Handlers{[this](EtcdRange&& listing) {
+                               std::lock_guard lock(mutex_);
+                               incoming_.emplace_back(Listing{std::move(listing)});
+                               if (listed_before_) ++thread_counters_.resyncs;
+                               listed_before_ = true;
+                               note_success(false);
+                             },
+                             [this](const std::vector<EtcdEvent>& events) {
+                               std::lock_guard lock(mutex_);
+                               incoming_.emplace_back(events);
+                             },
+                             [this](const Error& error) { note_error(error, false); }});
 }
 
 EtcdPodState::~EtcdPodState() { stop(); }
@@ -44,17 +57,11 @@ EtcdPodState::~EtcdPodState() { stop(); }
 void EtcdPodState::stop() {
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ && !session_.joinable() && !watcher_.joinable()) return;
+    if (stopping_ && !session_.joinable() && !watcher_) return;
     stopping_ = true;
   }
   wake_.notify_all();
-  // As in pod membership: closing the watch's socket ends its read; repeat
-  // it for a watch that was opening its socket when first cancelled.
-  while (watch_running_) {
-    client_.cancel_watch();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (watcher_.joinable()) watcher_.join();
+  watcher_.reset();
   if (session_.joinable()) session_.join();
   uint64_t lease = 0;
   {
@@ -449,6 +456,12 @@ DevpoolStateStatus EtcdPodState::status() const {
   return s;
 }
 
+bool EtcdPodState::wait_connected(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return wake_.wait_for(lock, timeout, [&] { return stopping_ || (session_ok_ && watch_ok_ && lease_ != 0); }) &&
+         !stopping_;
+}
+
 bool EtcdPodState::pause(uint32_t ms) {
   std::unique_lock lock(mutex_);
   wake_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stopping_; });
@@ -471,6 +484,7 @@ void EtcdPodState::note_error(const Error& error, bool session) {
 void EtcdPodState::note_success(bool session) {
   // Called with mutex_ held.
   (session ? session_ok_ : watch_ok_) = true;
+  wake_.notify_all();
   std::string& logged = warned_[session ? 0 : 1];
   if (!logged.empty()) {
     logger("devpool")->info("device pool state: etcd answers again ({})", session ? "lease" : "listing");
@@ -518,44 +532,6 @@ void EtcdPodState::session_loop() {
       }
     }
     if (!pause(ok ? wait_ms : std::min(kRetryMs, period_ms))) return;
-  }
-}
-
-void EtcdPodState::watch_loop() {
-  struct Done {
-    std::atomic<bool>& running;
-    ~Done() { running = false; }
-  } done{watch_running_};
-  const auto idle_limit = std::chrono::milliseconds(std::max<uint32_t>(pod_.lease_ttl_s, 2) * 1000);
-  bool listed_before = false;
-  for (;;) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-    }
-    auto listing = client_.range_prefix(prefix_);
-    if (!listing) {
-      note_error(listing.error(), false);
-      if (!pause(kRetryMs)) return;
-      continue;
-    }
-    const uint64_t revision = listing->revision;
-    {
-      std::lock_guard lock(mutex_);
-      incoming_.emplace_back(Listing{std::move(*listing)});
-      if (listed_before) ++thread_counters_.resyncs;
-      listed_before = true;
-      note_success(false);
-    }
-    auto watched = client_.watch_prefix(prefix_, revision + 1, idle_limit,
-                                        [this](const std::vector<EtcdEvent>& events, uint64_t) {
-                                          std::lock_guard lock(mutex_);
-                                          incoming_.emplace_back(events);
-                                        });
-    if (!watched && watched.error().code == ECANCELED) {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-    }
   }
 }
 

@@ -18,9 +18,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -31,6 +33,7 @@
 
 #include "../config.hpp"
 #include "../pod/etcd_client.hpp"
+#include "../pod/etcd_follower.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/devpool/pod_state.hpp"
 #include "devpool_records.hpp"
@@ -103,6 +106,10 @@ class EtcdPodState final : public devpool::PodState {
   const std::string& member() const { return member_; }
 
   DevpoolStateStatus status() const;
+  // Waits up to `timeout` until the lease is held and the pod listed, so
+  // that backends registering right after the daemon started are not
+  // refused; false when etcd did not answer in time (the daemon goes on).
+  bool wait_connected(std::chrono::milliseconds timeout);
   // Ends the threads and revokes the lease: peers drop this daemon's
   // records at once. Called by the destructor.
   void stop();
@@ -131,7 +138,6 @@ class EtcdPodState final : public devpool::PodState {
   };
 
   void session_loop();
-  void watch_loop();
   bool pause(uint32_t ms);
   void note_error(const Error& error, bool session);
   void note_success(bool session);
@@ -185,9 +191,9 @@ class EtcdPodState final : public devpool::PodState {
   std::vector<Incoming> incoming_;
   DevpoolStateCounters thread_counters_;
 
-  std::atomic<bool> watch_running_{false};
+  bool listed_before_ = false;
   std::thread session_;
-  std::thread watcher_;
+  std::unique_ptr<EtcdFollower> watcher_;
 };
 
 }  // namespace cxlpool::daemon
