@@ -290,7 +290,8 @@ TEST_F(DevpoolPod, EtcdAwayRefusesNewAttachmentsAndComesBack) {
   auto r = attach(b, "node-b", refused);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, EHOSTUNREACH) << r.error().message;
-  EXPECT_LT(std::chrono::steady_clock::now() - asked, 400ms);
+  // No round trip to etcd: a generous bound, for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s);
   // What the daemon holds goes on: the device's heartbeats, the attachment.
   auto beat = nic.conn->call_for<proto::DevHeartbeatReply>(proto::DevHeartbeat{nic.device, 1, 0, 0});
   EXPECT_TRUE(beat) << beat.error().message;
