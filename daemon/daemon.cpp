@@ -185,7 +185,17 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   if (!d->config_.devpool.enabled) {
     d->devpool_off_reason_ = "disabled by [devpool] enabled = false";
   } else {
-    auto devpool = DevpoolService::create(d->config_.devpool, d->state_dir_);
+    // [pod] state = "etcd": the allocator's state is the pod's (docs/devpool.md).
+    std::unique_ptr<EtcdPodState> shared;
+    if (d->config_.pod.state == PodStateKind::kEtcd) {
+      shared = std::make_unique<EtcdPodState>(d->config_.pod, pod_host_name(d->config_.pod),
+                                              DevpoolService::limits(d->config_.devpool));
+      // Bounded: a daemon whose etcd is away starts all the same.
+      if (!shared->wait_connected(std::chrono::milliseconds(2 * d->config_.pod.etcd_timeout_ms))) {
+        log->warn("device pool: etcd not reached yet; registrations and attaches are refused until it answers");
+      }
+    }
+    auto devpool = DevpoolService::create(d->config_.devpool, d->state_dir_, std::move(shared));
     if (!devpool) return tl::unexpected(devpool.error());
     d->devpool_ = std::move(*devpool);
     log->info("device pool: pod region {}", d->devpool_->pod_description());

@@ -52,10 +52,26 @@ void release(std::map<uid_t, uint32_t>& held, uid_t uid) {
   if (it != held.end() && --it->second == 0) held.erase(it);
 }
 
+// Whether `session` made `id` here: the ids of a shared state are the
+// pod's, and another daemon's connection numbers mean nothing here.
+bool made_by(const std::map<uint64_t, std::set<uint32_t>>& made, uint64_t session, uint32_t id) {
+  auto it = made.find(session);
+  return it != made.end() && it->second.count(id) != 0;
+}
+
+// A decision that lost to another daemon's is made again on the new view
+// this often before the request fails.
+constexpr int kDecideAttempts = 8;
+
 }  // namespace
 
+DevpoolLimits DevpoolService::limits(const DevpoolSection& config) {
+  return DevpoolLimits{config.max_devices, config.link_slots / 2};
+}
+
 Result<std::unique_ptr<DevpoolService>> DevpoolService::create(const DevpoolSection& config,
-                                                               const std::filesystem::path& state_dir) {
+                                                               const std::filesystem::path& state_dir,
+                                                               std::unique_ptr<EtcdPodState> etcd) {
   devpool::PodGeometry g;
   g.max_devices = config.max_devices;
   g.max_attachments = config.link_slots / 2;
@@ -64,18 +80,31 @@ Result<std::unique_ptr<DevpoolService>> DevpoolService::create(const DevpoolSect
   const std::filesystem::path path = config.pod_path.empty() ? state_dir / "devpool.pod" : std::filesystem::path(config.pod_path);
   auto pod = PodFile::create(path, g);
   if (!pod) return tl::unexpected(pod.error());
-  return std::unique_ptr<DevpoolService>(new DevpoolService(config, std::move(*pod)));
+  return std::unique_ptr<DevpoolService>(new DevpoolService(config, std::move(*pod), std::move(etcd)));
 }
 
-DevpoolService::DevpoolService(const DevpoolSection& config, PodFile pod)
+DevpoolService::DevpoolService(const DevpoolSection& config, PodFile pod, std::unique_ptr<EtcdPodState> etcd)
     : config_(config),
       pod_(std::move(pod)),
+      etcd_(std::move(etcd)),
+      state_(etcd_ ? static_cast<devpool::PodState&>(*etcd_) : embedded_),
       allocator_(state_, allocator_config(config)),
       device_line_generation_(config.max_devices, 0) {
   if (pod_.geometry().coherence == devpool::Coherence::kNonCoherent) {
     table_ = std::make_unique<TableSinkOf<devpool::NonCoherentLines>>(pod_.memory(), pod_.geometry());
   } else {
     table_ = std::make_unique<TableSinkOf<devpool::CoherentLines>>(pod_.memory(), pod_.geometry());
+  }
+}
+
+template <typename Decide>
+auto DevpoolService::decide(Decide&& run) -> Result<decltype(run())> {
+  for (int attempt = 1;; ++attempt) {
+    state_.begin();
+    auto out = run();
+    auto ok = state_.commit();
+    if (ok) return out;
+    if (ok.error().code != EAGAIN || attempt == kDecideAttempts) return tl::unexpected(ok.error());
   }
 }
 
@@ -114,6 +143,7 @@ void DevpoolService::write_attachment(const Attachment& a) {
     line.slot[i] = a.legs[i].slot;
   }
   table_->write(a.line, line);
+  mirror_attachments_[a.line] = a;
   ++table_version_;
   ++counters_.table_writes;
 }
@@ -124,6 +154,7 @@ void DevpoolService::free_attachment_line(const Attachment& a) {
   line.attachment_id = a.id;
   line.state = devpool::LineState::kFree;
   table_->write(a.line, line);
+  mirror_attachments_.erase(a.line);
   ++table_version_;
   ++counters_.table_writes;
 }
@@ -137,6 +168,7 @@ void DevpoolService::write_device(const Device& d) {
   line.kind = static_cast<uint8_t>(d.spec.kind);
   line.health = static_cast<uint8_t>(d.health);
   table_->write(d.line, line);
+  mirror_devices_[d.line] = d;
   ++table_version_;
   ++counters_.table_writes;
 }
@@ -148,6 +180,7 @@ void DevpoolService::free_device_line(uint32_t index, uint32_t device_id) {
   line.device_id = device_id;
   line.state = devpool::LineState::kFree;
   table_->write(index, line);
+  mirror_devices_.erase(index);
   ++table_version_;
   ++counters_.table_writes;
 }
@@ -200,12 +233,21 @@ Result<proto::DevRegisterReply> DevpoolService::register_device(uint64_t session
   spec.iops = request.iops;
   spec.bandwidth_bps = request.bandwidth_bps;
   std::copy(std::begin(request.mac), std::end(request.mac), spec.mac.begin());
+  sync_pod();
   // The device line of a dead device this one replaces is reused.
   std::optional<Device> replaced_before;
-  for (const Device& d : allocator_.devices()) {
-    if (d.spec.host == spec.host && d.spec.name == spec.name) replaced_before = d;
+  auto decided = decide([&] {
+    replaced_before.reset();
+    for (const Device& d : allocator_.devices()) {
+      if (d.spec.host == spec.host && d.spec.name == spec.name) replaced_before = d;
+    }
+    return allocator_.register_device(spec, session, now_ns);
+  });
+  if (!decided) {
+    ++counters_.registrations_refused;
+    return fail(decided.error().code, "device " + spec.host + "/" + spec.name + ": " + decided.error().message);
   }
-  auto out = allocator_.register_device(spec, session, now_ns);
+  const auto& out = *decided;
   switch (out.status) {
     case devpool::RegisterStatus::kNameTaken:
       ++counters_.registrations_refused;
@@ -242,12 +284,19 @@ Result<proto::DevRegisterReply> DevpoolService::register_device(uint64_t session
 Result<proto::DevHeartbeatReply> DevpoolService::heartbeat(uint64_t session, const proto::DevHeartbeat& request,
                                                            uint64_t now_ns) {
   auto device = state_.device(request.device_id);
-  if (!device || device->owner != session) {
+  if (!device || device->owner != session || !made_by(session_devices_, session, request.device_id)) {
     return fail(ENOENT, "no device " + std::to_string(request.device_id) + " of this connection");
   }
   ++counters_.heartbeats;
   devpool::LoadSample sample{now_ns, request.bytes_per_s, request.ops_per_s, request.link_up != 0};
-  auto out = allocator_.heartbeat(request.device_id, sample, now_ns);
+  auto decided = decide([&] { return allocator_.heartbeat(request.device_id, sample, now_ns); });
+  if (!decided) {
+    // A change of health waits for etcd (the next heartbeat reports it
+    // again); the backend is alive all the same.
+    state_.put_lease({request.device_id, now_ns + allocator_.config().lease_ns});
+    decided = devpool::HeartbeatOutcome{};
+  }
+  const auto& out = *decided;
   if (out.status == devpool::HeartbeatStatus::kExpired) {
     return fail(ESTALE, "device " + std::to_string(request.device_id) +
                             ": its lease ran out and it was failed over; register it again");
@@ -275,7 +324,13 @@ Result<proto::DevAttachReply> DevpoolService::attach(uint64_t session, uid_t uid
   }
   devpool::AttachRequest req{request.host, static_cast<DeviceKind>(request.kind), request.preferred,
                              request.preferred_host};
-  auto out = allocator_.attach(req, session, now_ns);
+  sync_pod();
+  auto decided = decide([&] { return allocator_.attach(req, session, now_ns); });
+  if (!decided) {
+    ++counters_.attaches_refused;
+    return tl::unexpected(decided.error());
+  }
+  const auto& out = *decided;
   switch (out.status) {
     case devpool::AttachStatus::kNoDevice:
       ++counters_.attaches_refused;
@@ -310,9 +365,12 @@ Result<proto::DevAttachReply> DevpoolService::attach(uint64_t session, uid_t uid
 
 Result<void> DevpoolService::detach(uint64_t session, uint32_t attachment) {
   auto a = state_.attachment(attachment);
-  if (!a || a->owner != session) return fail(ENOENT, "no attachment " + std::to_string(attachment) + " of this connection");
-  allocator_.detach(attachment);
-  free_attachment_line(*a);
+  if (!a || a->owner != session || !made_by(session_attachments_, session, attachment)) {
+    return fail(ENOENT, "no attachment " + std::to_string(attachment) + " of this connection");
+  }
+  // The frontend is done with it whatever etcd says: the pod drops the
+  // record when etcd answers again.
+  if (!drop_attachment(attachment)) pending_detach_.insert(attachment);
   session_attachments_[session].erase(attachment);
   auto uid = attachment_uid_.find(attachment);
   if (uid != attachment_uid_.end()) {
@@ -321,6 +379,30 @@ Result<void> DevpoolService::detach(uint64_t session, uint32_t attachment) {
   }
   ++counters_.detaches;
   return {};
+}
+
+bool DevpoolService::drop_attachment(uint32_t attachment) {
+  auto a = state_.attachment(attachment);
+  if (!a) return true;
+  auto done = decide([&] { return allocator_.detach(attachment); });
+  if (!done) return false;
+  if (auto it = mirror_attachments_.find(a->line); it != mirror_attachments_.end() && it->second.id == attachment) {
+    free_attachment_line(it->second);
+  }
+  return true;
+}
+
+bool DevpoolService::deregister(uint32_t id, uint64_t now_ns) {
+  auto device = state_.device(id);
+  if (!device) return true;
+  auto report = decide([&] { return allocator_.deregister_device(id, now_ns); });
+  if (!report) return false;
+  if (auto it = mirror_devices_.find(device->line); it != mirror_devices_.end() && it->second.id == id) {
+    free_device_line(device->line, id);
+  }
+  if (device->health != devpool::DeviceHealth::kDead) ++counters_.session_losses;
+  apply(*report, "backend gone");
+  return true;
 }
 
 void DevpoolService::close_session(uint64_t session, uint64_t now_ns) {
@@ -338,17 +420,22 @@ void DevpoolService::close_session(uint64_t session, uint64_t now_ns) {
     if (!device) continue;
     logger("devpool")->info("device {} ({}/{}): its backend's connection closed", id, device->spec.host,
                             device->spec.name);
-    const bool in_service = device->health != devpool::DeviceHealth::kDead;
-    auto report = allocator_.deregister_device(id, now_ns);
-    free_device_line(device->line, id);
     forget_device(id);
-    if (in_service) ++counters_.session_losses;
-    apply(report, "backend gone");
+    if (!deregister(id, now_ns)) pending_deregister_.insert(id);
   }
 }
 
 void DevpoolService::check_leases(uint64_t now_ns) {
-  auto report = allocator_.expire(now_ns);
+  sync_pod();
+  for (uint32_t id : std::set<uint32_t>(pending_deregister_)) {
+    if (deregister(id, now_ns)) pending_deregister_.erase(id);
+  }
+  for (uint32_t id : std::set<uint32_t>(pending_detach_)) {
+    if (drop_attachment(id)) pending_detach_.erase(id);
+  }
+  auto decided = decide([&] { return allocator_.expire(now_ns); });
+  if (!decided) return;  // kept until etcd answers: the leases are still there
+  const auto& report = *decided;
   for (uint32_t id : report.failed_devices) {
     ++counters_.lease_expiries;
     if (auto d = state_.device(id)) {
@@ -360,7 +447,10 @@ void DevpoolService::check_leases(uint64_t now_ns) {
 }
 
 Result<proto::DevFailoverReply> DevpoolService::failover(uint32_t device, uint64_t now_ns) {
-  auto report = allocator_.drain(device, now_ns);
+  sync_pod();
+  auto decided = decide([&] { return allocator_.drain(device, now_ns); });
+  if (!decided) return tl::unexpected(decided.error());
+  const auto& report = *decided;
   if (!report) return fail(ENOENT, "no device " + std::to_string(device));
   apply(*report, "admin failover");
   ++counters_.admin_failovers;
@@ -377,6 +467,13 @@ proto::DevListReply DevpoolService::list(uint64_t now_ns) const {
   reply.failovers = counters_.failovers;
   reply.table_version = table_version_;
   reply.pod_path = pod_.path().string().substr(0, proto::kMaxStringLength);
+  reply.state_backend = etcd_ ? "etcd" : "embedded";
+  reply.state_connected = 1;
+  if (etcd_) {
+    const DevpoolStateStatus status = etcd_->status();
+    reply.state_connected = status.connected ? 1 : 0;
+    reply.state_error = status.last_error.substr(0, proto::kMaxStringLength);
+  }
   const auto attachments = state_.attachments();
   for (const Device& d : state_.devices()) {
     if (reply.devices.size() == proto::kMaxListEntries) break;
@@ -433,6 +530,81 @@ void DevpoolService::add_counters(std::vector<proto::Counter>& out) const {
   add("devpool.attachments", state_.attachments().size());
   add("devpool.hosts", state_.hosts().size());
   emit_counters("devpool.", counters_, add);
+  const DevpoolStateStatus status = etcd_ ? etcd_->status() : DevpoolStateStatus{true, 0, {}, {}};
+  add("devpool.state_etcd", etcd_ ? 1 : 0);
+  add("devpool.state_connected", status.connected ? 1 : 0);
+  emit_counters("devpool.state_", status.counters, add);
+}
+
+}  // namespace cxlpool::daemon
+
+namespace cxlpool::daemon {
+
+void DevpoolService::sync_pod() {
+  if (!etcd_) return;
+  etcd_->refresh();
+  fail_over_missing_devices();
+  mirror_table();
+}
+
+void DevpoolService::fail_over_missing_devices() {
+  // Devices the pod no longer has while attachments still use them: their
+  // daemon died (its lease took the records) or it deregistered them. Every
+  // daemon that sees it decides the failover; the first commit wins and the
+  // others find nothing left to do.
+  std::map<uint32_t, Device> gone;
+  for (const auto& [line, d] : mirror_devices_) {
+    if (!state_.device(d.id)) gone[d.id] = d;
+  }
+  for (const Attachment& a : state_.attachments()) {
+    for (const auto& leg : a.legs) {
+      if (leg.device == devpool::kNoDevice || state_.device(leg.device) || gone.count(leg.device) != 0) continue;
+      // Never seen here: a name that matches no device, so that storage
+      // gets no backup on some other SSD.
+      Device unknown;
+      unknown.id = leg.device;
+      unknown.spec.kind = a.kind;
+      unknown.spec.name = "?";
+      gone[leg.device] = unknown;
+    }
+  }
+  for (const auto& [id, last] : gone) {
+    auto report = decide([&] { return allocator_.device_gone(last); });
+    if (!report) return;  // etcd away: tried again next period
+    if (!report->events.empty()) {
+      logger("devpool")->info("device {} ({}/{}) left the pod", id, last.spec.host, last.spec.name);
+    }
+    apply(*report, "device left the pod");
+  }
+}
+
+void DevpoolService::mirror_table() {
+  // Lines other daemons changed: engines on this host read the pod's table
+  // from this daemon's pod file.
+  std::set<uint32_t> device_lines;
+  for (const Device& d : state_.devices()) {
+    device_lines.insert(d.line);
+    auto it = mirror_devices_.find(d.line);
+    if (it == mirror_devices_.end() || it->second != d) write_device(d);
+  }
+  for (const auto& [line, d] : std::map<uint32_t, Device>(mirror_devices_)) {
+    if (device_lines.count(line) == 0) free_device_line(line, d.id);
+  }
+  std::set<uint32_t> attachment_lines;
+  for (const Attachment& a : state_.attachments()) {
+    attachment_lines.insert(a.line);
+    auto it = mirror_attachments_.find(a.line);
+    if (it != mirror_attachments_.end() && it->second == a) continue;
+    for (int i = 0; i < 2; ++i) {
+      const bool moved = it == mirror_attachments_.end() || it->second.id != a.id ||
+                         it->second.legs[i].device != a.legs[i].device;
+      if (moved && a.legs[i].device != devpool::kNoDevice) format_slot(a.legs[i].slot, a.kind);
+    }
+    write_attachment(a);
+  }
+  for (const auto& [line, a] : std::map<uint32_t, Attachment>(mirror_attachments_)) {
+    if (attachment_lines.count(line) == 0) free_attachment_line(a);
+  }
 }
 
 }  // namespace cxlpool::daemon

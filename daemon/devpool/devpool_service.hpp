@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The embedded pod: the allocator (lib/devpool) over the daemon's in-memory
-// pod state, the pod file, and the bookkeeping that ties devices and
-// attachments to the connections that made them.
+// The device pool: the allocator (lib/devpool) over the pod state (the
+// daemon's memory, or etcd shared with the pod's other daemons), the pod
+// file, and the bookkeeping that ties devices and attachments to the
+// connections that made them.
 //
 // A backend's connection is its device's life: when it closes, the device
 // is failed over at once; while it is open, the lease (renewed by each
@@ -28,6 +29,7 @@
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/devpool/pod_allocator.hpp"
 #include "cxlpool/proto/messages.hpp"
+#include "etcd_pod_state.hpp"
 #include "pod_file.hpp"
 
 namespace cxlpool::daemon {
@@ -67,9 +69,13 @@ class PodTableSink {
 
 class DevpoolService {
  public:
-  // Creates the pod file (docs/configuration.md, [devpool]).
+  // Creates the pod file (docs/configuration.md, [devpool]). With `etcd`
+  // the allocator's state is the pod's, in etcd; without, this daemon's own.
   static Result<std::unique_ptr<DevpoolService>> create(const DevpoolSection& config,
-                                                        const std::filesystem::path& state_dir);
+                                                        const std::filesystem::path& state_dir,
+                                                        std::unique_ptr<EtcdPodState> etcd = nullptr);
+  // The limits a record of the shared state must fit ([devpool]).
+  static DevpoolLimits limits(const DevpoolSection& config);
 
   const std::filesystem::path& pod_path() const { return pod_.path(); }
   // The pod file, sent (duplicated by the kernel) with register and attach replies.
@@ -91,13 +97,27 @@ class DevpoolService {
 
   // The connection closed: its devices fail over now, its attachments end.
   void close_session(uint64_t session, uint64_t now_ns);
-  // Devices whose lease ran out by now are failed over (every telemetry period).
+  // Devices whose lease ran out by now are failed over (every telemetry
+  // period); with the state in etcd, what other daemons changed is folded
+  // in first (sync_pod).
   void check_leases(uint64_t now_ns);
+  // With the state in etcd: takes in the pod's changes, fails over legs on
+  // devices that left the pod, retries removals etcd could not take, and
+  // brings the pod file's table in line with the pod.
+  void sync_pod();
 
   void add_counters(std::vector<proto::Counter>& out) const;
 
  private:
-  DevpoolService(const DevpoolSection& config, PodFile pod);
+  DevpoolService(const DevpoolSection& config, PodFile pod, std::unique_ptr<EtcdPodState> etcd);
+  // Runs one decision of the allocator as a transaction of the state,
+  // deciding again when another daemon's change came first.
+  template <typename Decide>
+  auto decide(Decide&& run) -> Result<decltype(run())>;
+  bool deregister(uint32_t device, uint64_t now_ns);
+  bool drop_attachment(uint32_t attachment);
+  void fail_over_missing_devices();
+  void mirror_table();
   // Formats the slots, rewrites the lines and counts what a decision did.
   void apply(const devpool::FailoverReport& report, const char* why);
   void format_slot(uint32_t slot, devpool::DeviceKind kind);
@@ -112,7 +132,9 @@ class DevpoolService {
   DevpoolSection config_;
   PodFile pod_;
   std::unique_ptr<PodTableSink> table_;
-  devpool::EmbeddedPodState state_;
+  std::unique_ptr<EtcdPodState> etcd_;  // null: the embedded state
+  devpool::EmbeddedPodState embedded_;
+  devpool::PodState& state_;
   devpool::PodAllocator allocator_;
   DevpoolCounters counters_;
   uint64_t table_version_ = 0;
@@ -124,6 +146,12 @@ class DevpoolService {
   std::map<uint32_t, uid_t> attachment_uid_;
   std::map<uid_t, uint32_t> devices_per_uid_;
   std::map<uid_t, uint32_t> attachments_per_uid_;
+  // Removals the state could not take yet (etcd unreachable): retried.
+  std::set<uint32_t> pending_deregister_;
+  std::set<uint32_t> pending_detach_;
+  // The table lines as last written to the pod file, by line.
+  std::map<uint32_t, devpool::Device> mirror_devices_;
+  std::map<uint32_t, devpool::Attachment> mirror_attachments_;
 };
 
 }  // namespace cxlpool::daemon

@@ -220,6 +220,38 @@ Result<void> EtcdClient::put(const std::string& key, const std::string& value, u
   return {};
 }
 
+Result<EtcdTxnResult> EtcdClient::txn(const std::vector<EtcdCompare>& compares,
+                                     const std::vector<EtcdWrite>& writes) {
+  json compare = json::array();
+  for (const EtcdCompare& c : compares) {
+    const char* field = c.create ? "create_revision" : "mod_revision";
+    compare.push_back({{"key", base64_encode(c.key)},
+                       {"target", c.create ? "CREATE" : "MOD"},
+                       {"result", "EQUAL"},
+                       {field, std::to_string(c.revision)}});
+  }
+  json success = json::array();
+  for (const EtcdWrite& w : writes) {
+    if (w.erase) {
+      success.push_back({{"request_delete_range", {{"key", base64_encode(w.key)}}}});
+    } else {
+      json put = {{"key", base64_encode(w.key)}, {"value", base64_encode(w.value)}};
+      if (w.lease != 0) put["lease"] = std::to_string(w.lease);
+      success.push_back({{"request_put", put}});
+    }
+  }
+  auto body = post("/v3/kv/txn", json{{"compare", compare}, {"success", success}}.dump());
+  if (!body) return tl::unexpected(body.error());
+  auto doc = parse_reply(*body);
+  if (!doc) return tl::unexpected(doc.error());
+  EtcdTxnResult out;
+  const auto succeeded = doc->find("succeeded");
+  out.succeeded = succeeded != doc->end() && succeeded->is_boolean() && succeeded->get<bool>();
+  if (const auto header = doc->find("header"); header != doc->end()) out.revision = read_u64(*header, "revision");
+  if (out.revision == 0) return fail(EPROTO, "etcd: txn reply without a revision");
+  return out;
+}
+
 Result<EtcdRange> EtcdClient::range_prefix(const std::string& prefix) {
   const json request = {{"key", base64_encode(prefix)}, {"range_end", base64_encode(prefix_range_end(prefix))}};
   auto body = post("/v3/kv/range", request.dump());

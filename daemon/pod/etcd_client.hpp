@@ -49,6 +49,27 @@ struct EtcdEvent {
   EtcdKeyValue kv;
 };
 
+// One condition of a transaction: the key's create revision (0: the key is
+// absent) or its mod revision equals `revision`.
+struct EtcdCompare {
+  std::string key;
+  bool create = false;  // compare create_revision; else mod_revision
+  uint64_t revision = 0;
+};
+
+// One write of a transaction: a put bound to `lease` (0: none), or a delete.
+struct EtcdWrite {
+  std::string key;
+  bool erase = false;
+  std::string value;
+  uint64_t lease = 0;
+};
+
+struct EtcdTxnResult {
+  bool succeeded = false;  // every compare held and every write was applied
+  uint64_t revision = 0;   // the store's revision after it (the writes' mod revision)
+};
+
 class EtcdClient {
  public:
   EtcdClient(std::vector<std::string> endpoints, std::chrono::milliseconds timeout);
@@ -67,6 +88,9 @@ class EtcdClient {
   // Puts `value` under `key` bound to `lease`, whether or not it exists.
   Result<void> put(const std::string& key, const std::string& value, uint64_t lease);
   Result<EtcdRange> range_prefix(const std::string& prefix);
+  // Applies `writes` (each key at most once) only if every compare holds,
+  // atomically. A compare that fails is not an error: succeeded is false.
+  Result<EtcdTxnResult> txn(const std::vector<EtcdCompare>& compares, const std::vector<EtcdWrite>& writes);
   // Streams events on keys under `prefix` from `start_revision` to
   // `on_events` until the stream ends (an error: the connection closed, it
   // was silent for `idle_limit`, or etcd cancelled the watch, e.g. for a

@@ -23,8 +23,13 @@ EtcdPodMembership::EtcdPodMembership(const PodSection& config, PodMember self)
   for (const auto& e : config_.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
   logger("pod")->info("pod '{}': member '{}' through etcd at {}", config_.name, self_.host, endpoints);
   session_ = std::thread([this] { session_loop(); });
-  watch_running_ = true;
-  watcher_ = std::thread([this] { watch_loop(); });
+  // A watch silent this long is replaced by a fresh listing.
+  const auto idle_limit = std::chrono::milliseconds(std::max<uint32_t>(config_.lease_ttl_s, 2) * 1000);
+  watcher_ = std::make_unique<EtcdFollower>(
+      client_, prefix_, idle_limit,
+      EtcdFollower::Handlers{[this](EtcdRange&& listing) { take_listing(std::move(listing)); },
+                             [this](const std::vector<EtcdEvent>& events) { apply_events(events); },
+                             [this](const Error& error) { note_error(error, false); }});
 }
 
 EtcdPodMembership::~EtcdPodMembership() { stop(); }
@@ -32,18 +37,11 @@ EtcdPodMembership::~EtcdPodMembership() { stop(); }
 void EtcdPodMembership::stop() {
   {
     std::lock_guard lock(mutex_);
-    if (stopping_ && !session_.joinable() && !watcher_.joinable()) return;
+    if (stopping_ && !session_.joinable() && !watcher_) return;
     stopping_ = true;
   }
   wake_.notify_all();
-  // A watch blocks in a read: closing its socket ends it. It may be between
-  // two requests when cancelled; cancel_watch() also makes the next one end
-  // at once, and repeating it covers a request that was opening its socket.
-  while (watch_running_) {
-    client_.cancel_watch();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (watcher_.joinable()) watcher_.join();
+  watcher_.reset();
   if (session_.joinable()) session_.join();
   uint64_t lease = 0;
   {
@@ -227,55 +225,26 @@ void EtcdPodMembership::apply_events(const std::vector<EtcdEvent>& events) {
   }
 }
 
-void EtcdPodMembership::watch_loop() {
-  struct Done {
-    std::atomic<bool>& running;
-    ~Done() { running = false; }
-  } done{watch_running_};
-  // A watch silent this long is replaced by a fresh listing: it may be on a
-  // connection that died without a reset.
-  const auto idle_limit = std::chrono::milliseconds(std::max<uint32_t>(config_.lease_ttl_s, 2) * 1000);
-  bool listed_before = false;
-  for (;;) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-    }
-    auto listing = client_.range_prefix(prefix_);
-    if (!listing) {
-      note_error(listing.error(), false);
-      if (!pause(kRetryMs)) return;
+void EtcdPodMembership::take_listing(EtcdRange&& listing) {
+  // The listing replaces the table: whatever is missing departed.
+  std::lock_guard lock(mutex_);
+  std::vector<PodMember> members;
+  for (const EtcdKeyValue& kv : listing.kvs) {
+    const std::string host = kv.key.substr(prefix_.size());
+    auto member = valid_pod_name(host) ? decode_pod_member(kv.value, host)
+                                       : Result<PodMember>(fail(EINVAL, "not a member name"));
+    if (!member) {
+      ++counters_.records_refused;
       continue;
     }
-    {
-      std::lock_guard lock(mutex_);
-      std::vector<PodMember> members;
-      for (const EtcdKeyValue& kv : listing->kvs) {
-        const std::string host = kv.key.substr(prefix_.size());
-        auto member = valid_pod_name(host) ? decode_pod_member(kv.value, host)
-                                           : Result<PodMember>(fail(EINVAL, "not a member name"));
-        if (!member) {
-          ++counters_.records_refused;
-          continue;
-        }
-        member->lease_id = kv.lease;
-        member->create_revision = kv.create_revision;
-        members.push_back(std::move(*member));
-      }
-      note_changes(table_.replace(std::move(members)));
-      if (listed_before) ++counters_.resyncs;
-      listed_before = true;
-      note_success(false);
-    }
-    auto watched = client_.watch_prefix(
-        prefix_, listing->revision + 1, idle_limit,
-        [this](const std::vector<EtcdEvent>& events, uint64_t) { apply_events(events); });
-    if (!watched && watched.error().code == ECANCELED) {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-    }
-    // Ended: list again (the listing tells whether etcd is reachable).
+    member->lease_id = kv.lease;
+    member->create_revision = kv.create_revision;
+    members.push_back(std::move(*member));
   }
+  note_changes(table_.replace(std::move(members)));
+  if (listed_before_) ++counters_.resyncs;
+  listed_before_ = true;
+  note_success(false);
 }
 
 std::unique_ptr<PodMembership> open_pod_membership(const PodSection& config, PodMember self) {

@@ -12,13 +12,14 @@
 // The event loop only reads snapshots.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "etcd_client.hpp"
+#include "etcd_follower.hpp"
 #include "pod_membership.hpp"
 
 namespace cxlpool::daemon {
@@ -34,7 +35,7 @@ class EtcdPodMembership final : public PodMembership {
 
  private:
   void session_loop();
-  void watch_loop();
+  void take_listing(EtcdRange&& listing);
   // One pass of the session: register, or renew and republish. False after an error.
   bool register_self();
   bool renew();
@@ -63,9 +64,9 @@ class EtcdPodMembership final : public PodMembership {
   PodMemberTable table_;
   PodCounters counters_;
 
-  std::atomic<bool> watch_running_{false};
+  bool listed_before_ = false;
   std::thread session_;
-  std::thread watcher_;
+  std::unique_ptr<EtcdFollower> watcher_;
 };
 
 }  // namespace cxlpool::daemon

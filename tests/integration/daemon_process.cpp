@@ -2,6 +2,7 @@
 #include "daemon_process.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -106,13 +107,20 @@ testing::AssertionResult DaemonProcess::start(const DaemonStartOptions& options)
   auto argv = to_argv(args);
   auto envp = env.envp();
   const std::string log_file = log_path();
+  int netns_fd = -1;
+  if (!options.netns.empty()) {
+    netns_fd = ::open(("/run/netns/" + options.netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) return testing::AssertionFailure() << "network namespace " << options.netns << ": " << std::strerror(errno);
+  }
 
   const pid_t pid = ::fork();
+  if (pid != 0 && netns_fd >= 0) ::close(netns_fd);
   if (pid < 0) return testing::AssertionFailure() << "fork: " << std::strerror(errno);
   if (pid == 0) {
     const int log_fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (log_fd < 0 || null_fd < 0) ::_exit(127);
+    if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) ::_exit(127);
     ::dup2(null_fd, STDIN_FILENO);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);

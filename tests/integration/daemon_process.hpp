@@ -26,6 +26,7 @@ std::string ctl_binary();
 struct DaemonStartOptions {
   std::vector<std::string> env;    // extra "NAME=value" entries for the daemon
   bool watchdog_pid_self = false;  // WATCHDOG_PID = the daemon's own pid (known only after fork)
+  std::string netns;               // run it in this network namespace (/run/netns/NAME); "" the test's own
 };
 
 class DaemonProcess;

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -55,8 +56,8 @@ EtcdServer::EtcdServer() : dir_("etcd"), client_port_(free_port()), peer_port_(f
 EtcdServer::~EtcdServer() { kill(); }
 
 std::string EtcdServer::start() {
-  const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
-  const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+  const std::string client = endpoint();
+  const std::string peer = "http://" + ip_ + ":" + std::to_string(peer_port_);
   const std::string data = (dir_.path() / "data").string();
   const std::string log_path = (dir_.path() / "etcd.log").string();
   std::vector<std::string> args = {etcd_binary(),
@@ -68,9 +69,16 @@ std::string EtcdServer::start() {
                                    "--initial-advertise-peer-urls=" + peer,
                                    "--initial-cluster=pod-test=" + peer,
                                    "--log-level=warn"};
+  int netns_fd = -1;
+  if (!netns_.empty()) {
+    netns_fd = ::open(("/run/netns/" + netns_).c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) return "network namespace " + netns_ + " cannot be opened";
+  }
   const pid_t pid = ::fork();
+  if (pid != 0 && netns_fd >= 0) ::close(netns_fd);
   if (pid < 0) return "fork failed";
   if (pid == 0) {
+    if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) ::_exit(127);
     const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log >= 0) {
       ::dup2(log, STDOUT_FILENO);
@@ -83,13 +91,29 @@ std::string EtcdServer::start() {
     ::_exit(127);
   }
   pid_ = pid;
-  httplib::Client probe(client);
-  probe.set_connection_timeout(std::chrono::milliseconds(200));
-  probe.set_read_timeout(std::chrono::milliseconds(500));
+  // A socket is made in the namespace of the thread that makes it: the
+  // probe runs on a thread that moved into etcd's namespace.
+  auto answers = [&] {
+    bool ok = false;
+    std::thread t([&] {
+      if (!netns_.empty()) {
+        const int ns = ::open(("/run/netns/" + netns_).c_str(), O_RDONLY | O_CLOEXEC);
+        const bool moved = ns >= 0 && ::setns(ns, CLONE_NEWNET) == 0;
+        if (ns >= 0) ::close(ns);
+        if (!moved) return;
+      }
+      httplib::Client probe(client);
+      probe.set_connection_timeout(std::chrono::milliseconds(200));
+      probe.set_read_timeout(std::chrono::milliseconds(500));
+      auto reply = probe.Post("/v3/kv/range", R"({"key":"AA=="})", "application/json");
+      ok = reply && reply->status == 200;
+    });
+    t.join();
+    return ok;
+  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   while (std::chrono::steady_clock::now() < deadline) {
-    auto reply = probe.Post("/v3/kv/range", R"({"key":"AA=="})", "application/json");
-    if (reply && reply->status == 200) return {};
+    if (answers()) return {};
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

@@ -24,6 +24,13 @@ class EtcdServer {
   EtcdServer(const EtcdServer&) = delete;
   EtcdServer& operator=(const EtcdServer&) = delete;
 
+  // Runs it in network namespace `netns` (/run/netns/NAME), listening on
+  // `ip` there, instead of on 127.0.0.1 here; before start().
+  void place(const std::string& netns, const std::string& ip) {
+    netns_ = netns;
+    ip_ = ip;
+  }
+
   // Starts it and waits up to 15 s until its gateway answers. The error
   // (with the end of its log) when it does not.
   std::string start();
@@ -31,7 +38,7 @@ class EtcdServer {
   void kill();
   bool running() const { return pid_ > 0; }
 
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(client_port_); }
+  std::string endpoint() const { return "http://" + ip_ + ":" + std::to_string(client_port_); }
   std::string log() const;
 
  private:
@@ -39,6 +46,8 @@ class EtcdServer {
   uint16_t client_port_ = 0;
   uint16_t peer_port_ = 0;
   pid_t pid_ = -1;
+  std::string netns_;
+  std::string ip_ = "127.0.0.1";
 };
 
 }  // namespace cxlpool::integration

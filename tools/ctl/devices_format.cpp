@@ -96,6 +96,9 @@ json devices_json(const proto::DevListReply& reply) {
   }
   return json{{"enabled", reply.enabled != 0},
               {"pod_path", reply.pod_path},
+              {"state", json{{"backend", reply.state_backend},
+                             {"connected", reply.state_connected != 0},
+                             {"last_error", reply.state_error}}},
               {"failovers", reply.failovers},
               {"table_version", reply.table_version},
               {"devices", devices},
@@ -104,7 +107,12 @@ json devices_json(const proto::DevListReply& reply) {
 
 std::string devices_text(const proto::DevListReply& reply) {
   if (reply.enabled == 0) return "device pool: off\n";
-  std::string out = "pod file: " + reply.pod_path + " (" + std::to_string(reply.failovers) + " failovers)\n\n";
+  std::string out = "pod file: " + reply.pod_path + " (" + std::to_string(reply.failovers) + " failovers)\n";
+  out += "state: " + (reply.state_backend.empty() ? std::string("embedded") : reply.state_backend);
+  if (reply.state_backend == "etcd") {
+    out += reply.state_connected != 0 ? " (connected)" : " (not connected: " + reply.state_error + ")";
+  }
+  out += "\n\n";
   if (reply.devices.empty()) {
     out += "no devices registered\n";
   } else {

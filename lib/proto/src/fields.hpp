@@ -615,7 +615,9 @@ void walk(auto& io, Is<DevAttachmentEntry> auto& m) {
 
 void walk(auto& io, Is<DevListReply> auto& m) {
   io.number("enabled", m.enabled, Between<uint8_t>{0, 1});
-  CXLPOOL_PROTO_FIELDS(io, m, failovers, table_version, pod_path, devices, attachments);
+  CXLPOOL_PROTO_FIELDS(io, m, failovers, table_version, pod_path, devices, attachments, state_backend);
+  io.number("state_connected", m.state_connected, Between<uint8_t>{0, 1});
+  CXLPOOL_PROTO_FIELDS(io, m, state_error);
 }
 
 void walk(auto& io, Is<DevFailover> auto& m) { io.number("device_id", m.device_id, Positive{}); }

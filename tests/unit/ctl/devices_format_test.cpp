@@ -57,6 +57,23 @@ TEST(DevicesFormat, TextTables) {
   EXPECT_EQ(devices_text(off), "device pool: off\n");
 }
 
+TEST(DevicesFormat, StateBackend) {
+  proto::DevListReply r = sample();
+  r.state_backend = "embedded";
+  r.state_connected = 1;
+  EXPECT_NE(devices_text(r).find("state: embedded\n"), std::string::npos) << devices_text(r);
+  r.state_backend = "etcd";
+  EXPECT_NE(devices_text(r).find("state: etcd (connected)\n"), std::string::npos) << devices_text(r);
+  r.state_connected = 0;
+  r.state_error = "etcd /v3/kv/range: no reply";
+  EXPECT_NE(devices_text(r).find("state: etcd (not connected: etcd /v3/kv/range: no reply)\n"), std::string::npos)
+      << devices_text(r);
+  const auto j = devices_json(r);
+  EXPECT_EQ(j["state"]["backend"], "etcd");
+  EXPECT_FALSE(j["state"]["connected"].get<bool>());
+  EXPECT_EQ(j["state"]["last_error"], "etcd /v3/kv/range: no reply");
+}
+
 TEST(DevicesFormat, FindDevice) {
   const auto r = sample();
   EXPECT_EQ(find_device(r, "3"), 3u);

@@ -188,5 +188,46 @@ TEST(PodFailover, ActionNames) {
   EXPECT_STREQ(failover_action_name(FailoverAction::kStranded), "stranded");
 }
 
+// A shared state: another daemon's device vanished from the pod (its host
+// died), so this allocator never saw it deregistered; what it last knew of
+// the device is enough to fail its legs over.
+TEST(PodFailover, DeviceGoneFromTheStateFailsItsLegsOver) {
+  Pod pod;
+  const uint32_t a = pod.add_nic("eth0", "h1");
+  const uint32_t b = pod.add_nic("eth0", "h2");
+  const uint32_t c = pod.add_nic("eth1", "h2");
+  auto at = pod.attach("h3").attachment;
+  ASSERT_EQ(at.primary().device, a);
+  const Device last = *pod.state.device(a);
+  pod.state.erase_device(a);  // the store dropped it
+  auto report = pod.allocator.device_gone(last);
+  ASSERT_EQ(report.events.size(), 1u);
+  EXPECT_EQ(report.events[0].action, FailoverAction::kSwitched);
+  EXPECT_EQ(pod.get(at.id).primary().device, b);
+  EXPECT_EQ(pod.get(at.id).backup().device, c);
+  // Once nothing uses it, it is gone for good: a second call changes nothing.
+  EXPECT_TRUE(pod.allocator.device_gone(last).events.empty());
+}
+
+TEST(PodFailover, StorageOfAnUnknownGoneDeviceGetsNoOtherSsdAsBackup) {
+  Pod pod;
+  const uint32_t a = pod.add_ssd("ssd0", "h1");
+  const uint32_t b = pod.add_ssd("ssd0", "h2");
+  pod.add_ssd("ssd1", "h2");
+  auto at = pod.attach("h3", DeviceKind::kBlk).attachment;
+  ASSERT_EQ(at.primary().device, a);
+  ASSERT_EQ(at.backup().device, b);
+  // Gone without a record (never seen here): a name no device has.
+  Device unknown;
+  unknown.id = b;
+  unknown.spec.kind = DeviceKind::kBlk;
+  unknown.spec.name = "?";
+  pod.state.erase_device(b);
+  auto report = pod.allocator.device_gone(unknown);
+  ASSERT_EQ(report.events.size(), 1u);
+  EXPECT_EQ(report.events[0].action, FailoverAction::kBackupLost);
+  EXPECT_EQ(pod.get(at.id).backup().device, kNoDevice);
+}
+
 }  // namespace
 }  // namespace cxlpool::devpool

@@ -154,9 +154,16 @@ FailoverReport PodAllocator::repair() {
 }
 
 FailoverReport PodAllocator::fail_device(uint32_t id, bool remove) {
-  FailoverReport report;
   auto device = state_.device(id);
-  if (!device) return report;
+  if (!device) return {};
+  return fail_legs(*device, remove);
+}
+
+FailoverReport PodAllocator::device_gone(const Device& last) { return fail_legs(last, true); }
+
+FailoverReport PodAllocator::fail_legs(const Device& gone, bool remove) {
+  FailoverReport report;
+  const uint32_t id = gone.id;
   report.failed_devices.push_back(id);
   if (remove) {
     state_.erase_device(id);
@@ -178,18 +185,18 @@ FailoverReport PodAllocator::fail_device(uint32_t id, bool remove) {
       event.to_device = other.device;
       const auto now_primary = state_.device(other.device);
       if (auto d = pick(a.kind, {id, other.device}, now_primary ? now_primary->spec.host : std::string(),
-                        device->spec.name)) {
+                        gone.spec.name)) {
         lost.device = d->id;
         event.new_backup = d->id;
       }
     } else if (leg == a.active) {
-      auto d = pick(a.kind, {id}, "", device->spec.name);
+      auto d = pick(a.kind, {id}, "", gone.spec.name);
       event.action = d ? FailoverAction::kReassigned : FailoverAction::kStranded;
       if (d) lost.device = event.to_device = d->id;
     } else {
       event.to_device = other.device;
       const auto primary = state_.device(other.device);
-      auto d = pick(a.kind, {id, other.device}, primary ? primary->spec.host : std::string(), device->spec.name);
+      auto d = pick(a.kind, {id, other.device}, primary ? primary->spec.host : std::string(), gone.spec.name);
       event.action = d ? FailoverAction::kBackupReplaced : FailoverAction::kBackupLost;
       if (d) lost.device = event.new_backup = d->id;
     }

@@ -123,6 +123,12 @@ class PodAllocator {
   // The backend's session closed: the device is gone at once.
   FailoverReport deregister_device(uint32_t device, uint64_t now_ns);
   HeartbeatOutcome heartbeat(uint32_t device, const LoadSample& sample, uint64_t now_ns);
+  // A device that left the pod without this allocator deciding it (in a
+  // shared state: its host died and the store dropped its record): every
+  // leg on it fails over as after deregister_device(). `last` is the
+  // device as last seen (its name keeps a storage backup on the same
+  // SSD); the device is removed from the state if it is still there.
+  FailoverReport device_gone(const Device& last);
   // Devices whose lease ran out by now_ns: dead, and failed over.
   FailoverReport expire(uint64_t now_ns);
   // Admin: attachments whose primary is `device` switch to their backups
@@ -146,6 +152,7 @@ class PodAllocator {
  private:
   // Takes `device` out of service and fails its attachments over.
   FailoverReport fail_device(uint32_t device, bool remove);
+  FailoverReport fail_legs(const Device& device, bool remove);
   // Gives legs without a device (stranded primaries, lost backups) one,
   // where a healthy device is free: after a device joins or comes back.
   FailoverReport repair();

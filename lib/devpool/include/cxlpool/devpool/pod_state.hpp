@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the pod allocator knows about the pod: devices, hosts, attachments
 // and leases, behind an interface. A single-host (embedded) pod keeps them
-// in the daemon's memory (EmbeddedPodState); a multi-host pod will keep
-// them in a shared store (etcd), which is why the allocator never holds a
-// pointer into the state and reads and writes whole records by id.
+// in the daemon's memory (EmbeddedPodState); a multi-host pod keeps them in
+// a shared store (etcd, in the daemon), which is why the allocator never
+// holds a pointer into the state and reads and writes whole records by id.
 #pragma once
 
 #include <array>
@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "cxlpool/common/result.hpp"
 
 namespace cxlpool::devpool {
 
@@ -115,6 +117,18 @@ class PodState {
 
   // A fresh id for a device or an attachment, never handed out before.
   virtual uint32_t next_id() = 0;
+
+  // One decision's writes as a unit, for a state other allocators share:
+  // begin() before the allocator's call, commit() after it. commit() fails
+  // with EAGAIN when another allocator changed what the decision rests on
+  // (the state then holds the store's newer records: decide again), or
+  // another errno when the store cannot be reached; either way the
+  // decision's writes are undone. rollback() undoes them without trying.
+  // The embedded state has no one to disagree with: its writes are final
+  // at once.
+  virtual void begin() {}
+  virtual Result<void> commit() { return {}; }
+  virtual void rollback() {}
 };
 
 // The single-pod state, in memory.

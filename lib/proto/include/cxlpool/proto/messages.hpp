@@ -707,6 +707,9 @@ struct DevListReply {
   std::string pod_path;      // the pod file; empty when disabled
   std::vector<DevDeviceEntry> devices;
   std::vector<DevAttachmentEntry> attachments;
+  std::string state_backend;    // where the allocator's state lives: "embedded" or "etcd"
+  uint8_t state_connected = 0;  // 0 or 1: etcd answers (always 1 embedded)
+  std::string state_error;      // the last etcd error; empty when none
   bool operator==(const DevListReply&) const = default;
 };
 
