@@ -27,6 +27,9 @@ constexpr uint64_t kPinTimeoutNs = 30'000'000'000ULL;
 constexpr auto kConnectTimeout = 1000ms;
 constexpr auto kExchangeTimeout = 5000ms;
 constexpr uint32_t kMaxPeerConnections = 64;
+// Pins one connection may hold at once: a peer that never unpins cannot
+// keep more than this much of the arenas from being evicted.
+constexpr size_t kMaxPinsPerConnection = 4 * kMaxPinKeys;
 constexpr int kFetchThreads = 2;
 
 uint64_t key_hash(const proto::KvKey& k) { return k.lo ^ (k.hi * 0x9E3779B97F4A7C15ULL); }
@@ -228,9 +231,14 @@ void PodKv::serve(UniqueFd fd) {
       auto task = std::make_shared<LoopTask>();
       task->fp = request->fp;
       task->keys = request->keys;
-      auto answer = task->done.get_future();
-      if (!post(task)) break;
-      const std::vector<KvPeerChunk> chunks = answer.get();
+      // Over its pin limit a peer finds nothing here until it unpins.
+      task->keys.resize(std::min(task->keys.size(), kMaxPinsPerConnection - std::min(kMaxPinsPerConnection, pins.size())));
+      std::vector<KvPeerChunk> chunks;
+      if (!task->keys.empty()) {
+        auto answer = task->done.get_future();
+        if (!post(task)) break;
+        chunks = answer.get();
+      }
       KvPinReply reply;
       for (size_t i = 0; i < chunks.size(); ++i) {
         const KvPeerChunk& c = chunks[i];
@@ -389,6 +397,9 @@ size_t PodKv::fetch_from(Link& link, const KvFetchJob& job, size_t from, KvFetch
     return true;
   };
   if (transport == nullptr) return 0;
+  // A new connection may reach a restarted peer, whose transport is a new
+  // one: its card is fetched again on every connection.
+  if (!link.fd) link.peer.reset();
   if (!link.peer && !refresh_card()) return 0;
 
   KvPinRequest pin;
@@ -441,6 +452,7 @@ size_t PodKv::fetch_from(Link& link, const KvFetchJob& job, size_t from, KvFetch
     if (done[i].error != 0) {
       note_error("read of " + std::to_string(e.length) + " bytes: " + done[i].message);
       failed = true;
+      link.peer.reset();  // the next fetch takes the card afresh
       break;
     }
     // The chunk's own checksum, as the holder has it: a read that raced a

@@ -2,15 +2,19 @@
 // A KV client for the pod tests: puts or gets the chunks of one sequence
 // and checks every byte it is given.
 //   pod_kv_client put|get SOCKET SEED CHUNKS CHUNK_BYTES [THREADS ROUNDS]
+//   pod_kv_client bench-remote|bench-ssd SOCKET SEED 1 CHUNK_BYTES FILL ROUNDS
 // Chunk i of sequence SEED holds a pattern of (SEED, i); tokens are derived
 // from SEED, so both hosts compute the same keys. `get` prints
 //   got=<chunks leased> bad=<chunks whose bytes differ>
 // (with THREADS, the smallest prefix any get saw and the bad chunks of all)
 // and exits 1 when a byte is wrong, 2 on an error.
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,6 +122,51 @@ int get(const Args& a) {
   return wrong == 0 ? 0 : 1;
 }
 
+// Latency of one get of chunk 0 of sequence SEED, ROUNDS times; before
+// each get the chunk is made to miss DRAM: "remote" deletes it here (the
+// next get fetches it from the peer that holds it), "ssd" pushes it out by
+// putting FILL other chunks (the daemon writes every commit through to its
+// SSD log, so the chunk is read back from the device).
+int bench(const Args& a, const std::string& mode, size_t fillers) {
+  using Clock = std::chrono::steady_clock;
+  cxlpool::Client client(a.socket, "pod-kv-bench");
+  cxlpool::KvStore kv(client);
+  const auto ns = open_ns(kv);
+  const auto keys = ns.compute_keys(tokens_of(a.seed, 1));
+  std::vector<std::byte> want(a.bytes), filler(a.bytes);
+  fill(want.data(), a.bytes, a.seed, 0);
+  if (mode == "ssd") {
+    const void* p = want.data();
+    if (kv.put(ns, keys, {&p, 1}, a.bytes) != 1) throw std::runtime_error("put of the chunk failed");
+  }
+  std::vector<double> us;
+  for (int r = 0; r < a.rounds; ++r) {
+    if (mode == "ssd") {
+      for (size_t f = 0; f < fillers; ++f) {
+        const auto other = ns.compute_keys(tokens_of(a.seed * 1000003 + r * 1009 + f + 1, 1));
+        fill(filler.data(), a.bytes, r, f);
+        const void* p = filler.data();
+        (void)kv.put(ns, other, {&p, 1}, a.bytes);
+      }
+    }
+    const auto t0 = Clock::now();
+    auto lease = kv.get(ns, keys);
+    const auto t1 = Clock::now();
+    if (lease.size() != 1 || std::memcmp(lease.bytes(0).data(), want.data(), a.bytes) != 0) {
+      std::fprintf(stderr, "pod_kv_client: round %d: %s\n", r, lease.size() != 1 ? "miss" : "bytes differ");
+      return 1;
+    }
+    lease.release();
+    if (mode == "remote") (void)kv.erase(ns, keys);
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  const double median = us[us.size() / 2];
+  std::printf("mode=%s bytes=%zu rounds=%d median_us=%.1f p90_us=%.1f gbps=%.3f\n", mode.c_str(), a.bytes, a.rounds,
+              median, us[us.size() * 9 / 10], static_cast<double>(a.bytes) / (median * 1e3));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,6 +191,8 @@ int main(int argc, char** argv) {
   try {
     if (a.op == "put") return put(a);
     if (a.op == "get") return get(a);
+    if (a.op == "bench-remote") return bench(a, "remote", 0);
+    if (a.op == "bench-ssd") return bench(a, "ssd", static_cast<size_t>(a.threads));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pod_kv_client: %s\n", e.what());
     return 2;
