@@ -54,3 +54,5 @@ remote, ssd = float(sys.argv[1]), float(sys.argv[2])
 print(f"remote get / local SSD get, median latency: {remote / ssd:.2f} (below 1: the peer's DRAM is faster)")
 PY
 echo "B's KV counters: $(field b "s['kv']")"
+# Every SSD-mode get was read from the device (the chunk was out of DRAM).
+CXLPOOL_SOCKET="$dir/b/cxlpoold.sock" "$build/tools/ctl/cxlpoolctl" stats | grep -E "kv\.tier\.ssd\.(hits|bytes_read)"
