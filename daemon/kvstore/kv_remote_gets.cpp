@@ -61,6 +61,9 @@ bool KvService::park_for_remote(const KvConnection& c, const proto::KvRequest& r
   parked.ns_id = ns_id;
   parked.request = r;
   parked.keys.assign(keys.begin(), keys.end());
+  for (size_t i = 0; i < have; ++i) {
+    if (store_->pin_for_peer(ns_id, keys[i]).ok()) parked.held.push_back(keys[i]);
+  }
   KvFetchJob job;
   job.fp = *fp;
   job.ns_id = ns_id;
@@ -73,7 +76,10 @@ bool KvService::park_for_remote(const KvConnection& c, const proto::KvRequest& r
     job.offsets.push_back(*offset);
     job.slots.push_back(views_->slot(kvcache::KvTier::kDram, *offset, ns_id));
   }
-  if (job.keys.empty()) return false;
+  if (job.keys.empty()) {
+    unpin_for_peer(parked.held);
+    return false;
+  }
   fetch_slots_ += job.keys.size();
   job.ticket = next_ticket_++;
   fetching_.emplace(first, job.ticket);
@@ -109,6 +115,8 @@ void KvService::finish_remote_gets() {
       const auto& [client, request] = p.followers[f];
       if (connections_.contains(client)) store_->submit(client, request, p.follower_keys[f]);
     }
+    // The gets hold their own pins now.
+    unpin_for_peer(p.held);
     parked_.erase(it);
   }
 }

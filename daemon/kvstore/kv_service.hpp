@@ -196,6 +196,9 @@ class KvService {
     std::vector<proto::KvKey> keys;       // the whole get
     std::vector<proto::KvKey> fetching;   // the keys asked of peers
     std::vector<uint64_t> offsets;        // their reserved DRAM slots
+    // The chunks of the prefix found here, pinned while the get waits so
+    // that the slots reserved for the rest cannot evict them.
+    std::vector<proto::KvKey> held;
     // Gets that came meanwhile and miss at the same key: they wait for
     // this fetch rather than fetch the chunks again (or miss for want of
     // slots), and go to the store with it.
