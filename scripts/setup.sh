@@ -19,6 +19,7 @@ PACKAGES=(
   valgrind sqlite3                      # recorded tiering traces (tests/bench/tiering/record_traces.sh)
   etcd-server                           # pod membership tests (a real etcd on loopback)
   iperf3                                # the pod transfer engine's baseline (tests/bench/fabric_bench.sh)
+  ibverbs-providers libfabric-bin       # the transfer engine on rdma_rxe in the guest (tests/vm/vm_fabric_rxe.sh)
   scdoc bash-completion                 # man pages, the completions directory
   debhelper dh-python python3-all lintian mmdebstrap  # step 5: the Debian packages (tests/package)
   criu iproute2                         # CRIU's restore beside cxlpool's (tests/bench/ckpt_restore_vm.sh)

@@ -669,6 +669,7 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
     add("kv.ssd_write_dropped", ss->write_dropped);
     add("kv.ssd_write_errors", ss->write_errors);
     add("kv.ssd_verify_ns", ss->verify_ns);
+    add("kv.ssd_worker_verifies", ss->worker_verifies);
   }
   for (size_t t = 0; t < kvcache::kKvTierCount; ++t) {
     const auto tier = static_cast<kvcache::KvTier>(t);

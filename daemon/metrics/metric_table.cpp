@@ -120,6 +120,7 @@ constexpr MetricSpec kTable[] = {
   {"kv.ssd_write_dropped", "cxlpool_kv_ssd_write_dropped_total", C, "", 1, "Demotions to SSD dropped (log full or busy)."},
   {"kv.ssd_write_errors", "cxlpool_kv_ssd_write_errors_total", C, "", 1, "SSD log write errors."},
   {"kv.ssd_verify_ns", "cxlpool_kv_ssd_verify_seconds_total", C, "seconds", kNs, "Time spent verifying records read from SSD."},
+  {"kv.ssd_worker_verifies", "cxlpool_kv_ssd_worker_verifies_total", C, "", 1, "SSD reads whose CRC32C an I/O worker checked."},
   {"kv.tier.{kv_tier}.capacity_bytes", "cxlpool_kv_tier_capacity_bytes", G, "bytes", 1, "Capacity of the KV store's tier."},
   {"kv.tier.{kv_tier}.used_bytes", "cxlpool_kv_tier_used_bytes", G, "bytes", 1, "Bytes in use in the KV store's tier."},
   {"kv.tier.{kv_tier}.chunks", "cxlpool_kv_tier_chunks", G, "", 1, "Chunks in the KV store's tier now."},

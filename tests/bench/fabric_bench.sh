@@ -8,6 +8,8 @@
 #   3. two rails / one rail, each rail limited by `tc tbf` (4 MiB writes)
 #   4. 4 KiB one-sided read p50 / a 4 KiB TCP request-response p50
 #   5. shm / tcp for 4 MiB reads between the two namespaces (same host)
+# and the fraction of the line rate reached: of the `tc tbf` rate on the
+# shaped rails; on the unshaped veth (no line rate of its own) of iperf3.
 # Needs root, iproute2, tc and iperf3; exits 77 (skipped) otherwise.
 #   tests/bench/fabric_bench.sh [BUILD_DIR] [SECONDS] [TBF_RATE]
 set -euo pipefail
@@ -31,6 +33,15 @@ client() {
 gbps() { sed -n 's/.*gbytes_per_s=\([0-9.]*\).*/\1/p'; }
 p50() { sed -n 's/.*batch_p50_us=\([0-9.]*\).*/\1/p'; }
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
+# A tc rate (1gbit, 500mbit, 100kbit) in GB/s.
+rate_gbytes() {
+  python3 -c "
+import re, sys
+m = re.fullmatch(r'([0-9.]+)([kmg]?)bit', sys.argv[1].lower())
+if not m: sys.exit('fabric_bench: cannot read the rate ' + sys.argv[1])
+print(float(m.group(1)) * {'': 1, 'k': 1e3, 'm': 1e6, 'g': 1e9}[m.group(2)] / 8e9)" "$1"
+}
+shaped=$(rate_gbytes "$rate")
 mib=$((4 << 20))
 
 echo "fabric_bench: $(nproc) CPUs, $seconds s per run, kernel $(uname -r)"
@@ -82,3 +93,5 @@ printf '%-52s %12s %12s %8s %s\n' "4 MiB reads, 2 threads / 1 thread (GB/s)" "$r
 printf '%-52s %12s %12s %8s %s\n' "4 MiB writes, 2 rails / 1 rail, tbf $rate each (GB/s)" "$tbf2" "$tbf1" "$(ratio "$tbf2" "$tbf1")" ">= 1.8"
 printf '%-52s %12s %12s %8s %s\n' "4 KiB read p50 (us) / TCP 4 KiB round trip p50" "$lat_fabric" "$lat_tcp" "$(ratio "$lat_fabric" "$lat_tcp")" "<= 2"
 printf '%-52s %12s %12s %8s %s\n' "4 MiB reads between namespaces, shm / tcp (GB/s)" "$shm_read" "$read1" "$(ratio "$shm_read" "$read1")" ">= 3"
+printf '%-52s %12s %12s %8s\n' "line rate: 1 shaped rail / tbf $rate (GB/s)" "$tbf1" "$shaped" "$(ratio "$tbf1" "$shaped")"
+printf '%-52s %12s %12s %8s\n' "line rate: 2 shaped rails / 2 x tbf $rate (GB/s)" "$tbf2" "$(python3 -c "print(2 * $shaped)")" "$(ratio "$tbf2" "$(python3 -c "print(2 * $shaped)")")"

@@ -40,23 +40,17 @@
 //            (hot: a producer's fresh chunk) and from --chunks rotating
 //            sources (cold: an arena chunk not read lately), about a second
 //            each.
-//   handover no daemon (pass -): what a put without the commit's copy would
-//            cost its writer at least: each op creates a sealable memfd of
-//            --bytes, maps it, copies the hot source in, unmaps it and seals
-//            it against writing (F_SEAL_WRITE, which the kernel refuses while
-//            any writable mapping of it is left), the only way Linux gives to
-//            hand pages over so that their writer cannot change them. A
-//            sealed file never becomes writable again, so every put needs
-//            fresh pages. With 4 KiB pages, and with 2 MiB hugetlb pages when
-//            the system has free ones (skipped, with the reason, if not).
+//   handover no daemon (pass -): what a put that hands its pages to the
+//            store instead of the commit's copy would cost its writer, a
+//            fresh sealed memfd per put and a pool of windows prepared by
+//            another thread, against a memcpy of --bytes in the same run
+//            (kv_handover.cpp describes both).
 // --seed (default 1) picks the key set: ssd-get needs the seed of the
 // ssd-put before it; a put into a daemon that still holds an earlier run's
 // chunks needs a new one (cached chunks are not counted).
 // Every chunk carries its key in its first and last 16 bytes; gets check
 // them, so a wrong or stale chunk fails the run.
 // The last line is "RESULT mode=... key=value ..." for scripts.
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,6 +64,7 @@
 #include <vector>
 
 #include "kv_bench_util.hpp"
+#include "kv_handover.hpp"
 
 namespace {
 
@@ -575,51 +570,6 @@ int run_memcpy(const Options& opt) {
   return 0;
 }
 
-// One sealed handover of `src` per op (see the mode's description); false
-// when the memfd cannot be made (no hugetlb pages).
-bool sealed_handover(const std::vector<unsigned char>& src, unsigned flags) {
-  const int fd = ::memfd_create("kvstore-bench-handover", MFD_CLOEXEC | MFD_ALLOW_SEALING | flags);
-  if (fd < 0) return false;
-  bool ok = ::ftruncate(fd, static_cast<off_t>(src.size())) == 0;
-  void* p = ok ? ::mmap(nullptr, src.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-  ok = p != MAP_FAILED;
-  if (ok) {
-    std::memcpy(p, src.data(), src.size());
-    ::munmap(p, src.size());
-    if (::fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW) != 0) die("F_ADD_SEALS", -errno);
-    // The writer has lost the pages for good: no new writable mapping.
-    void* again = ::mmap(nullptr, src.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (again != MAP_FAILED) die("a sealed memfd was mapped writable", -EINVAL);
-  }
-  ::close(fd);
-  return ok;
-}
-
-int run_handover(const Options& opt) {
-  const auto src = make_source(opt.u64("bytes"));
-  auto measure = [&](unsigned flags) -> double {
-    std::size_t ops = 0;
-    const auto t0 = Clock::now();
-    double seconds = 0;
-    while (seconds < 1.0) {
-      if (!sealed_handover(src, flags)) return 0;
-      ++ops;
-      seconds = seconds_since(t0);
-    }
-    return static_cast<double>(ops) / seconds;
-  };
-  const double small = measure(0);
-  if (small == 0) die("memfd_create/ftruncate/mmap of a sealable memfd", -errno);
-  const double huge = opt.u64("bytes") % (2u << 20) == 0 ? measure(MFD_HUGETLB) : 0;  // the default huge page size
-  const std::string huge_text = huge > 0 ? std::to_string(static_cast<long long>(huge)) + " ops/s"
-                                         : "skipped (no free hugetlb pages, or --bytes not a multiple of 2 MiB)";
-  std::printf("sealed memfd handover of %llu KiB: 4 KiB pages %.0f ops/s, hugetlb pages %s\n",
-              static_cast<unsigned long long>(opt.u64("bytes") >> 10), small, huge_text.c_str());
-  std::printf("RESULT mode=handover bytes=%llu ops_per_s=%.0f hugetlb_ops_per_s=%.0f\n",
-              static_cast<unsigned long long>(opt.u64("bytes")), small, huge);
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -642,7 +592,7 @@ int main(int argc, char** argv) {
                      {"write", "1"},
                      {"seed", "1"}});
   if (mode == "memcpy") return run_memcpy(opt);
-  if (mode == "handover") return run_handover(opt);
+  if (mode == "handover") return run_handover(opt.u64("bytes"));
   const Connection conn(argv[1], "kvstore-bench", 0);
   if (opt.u64("bytes") == 0 || opt.u64("bytes") > conn.info.slot_bytes || opt.u64("bytes") % 16 != 0) {
     std::fprintf(stderr, "--bytes must be a multiple of 16 in 16..%llu (the store's slot size)\n",

@@ -11,7 +11,8 @@
 #      SET/GET -d 2097152), at the same concurrency, and the ceiling of a
 #      plain one-thread 2 MiB memcpy (hot and cold source) against redis;
 #      and the cost of handing a put's pages over instead of copying them
-#      (kvstore_bench handover: a sealed fresh memfd per put) against it;
+#      (kvstore_bench handover: a sealed fresh memfd per put, or one from a
+#      pool of windows prepared by another thread) against it;
 #   4. a multi-turn chat trace with the DRAM arena at 10% of its working set:
 #      hit rate and recompute-or-load savings.
 #   tests/bench/run-kvstore.sh [BUILD_DIR]
@@ -92,7 +93,17 @@ write_config() {
   } >"$file"
 }
 
-start_daemon() { bench_start_daemon "$build/daemon/cxlpoold" "$1"; }
+# The socket file appears at bind(), a moment before the daemon listens on
+# it: a client that connects in between is refused, so wait for an answer.
+start_daemon() {
+  bench_start_daemon "$build/daemon/cxlpoold" "$1"
+  for _ in $(seq 100); do
+    "$build/tools/ctl/cxlpoolctl" --socket "$sock" status >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "run-kvstore: cxlpoold does not answer on $sock" >&2
+  exit 1
+}
 
 # Runs a benchmark, its report to stdout, and keeps its RESULT lines in $result.
 result=""
@@ -213,7 +224,9 @@ ssd_summary() {
       # shellcheck disable=SC2086
       # shellcheck disable=SC2086
       verify=$(median ${ssd_verify[$target/$workers]})
-      echo "  (SSD gets on $target, $workers workers: CRC32C checks took a median $verify% of the wall time)"
+      where="on the event loop"
+      [[ $workers == 0 ]] || where="on the I/O workers"
+      echo "  (SSD gets on $target, $workers workers: CRC32C checks took a median $verify% of the wall time, $where)"
     done
   done
 }
@@ -245,17 +258,20 @@ if ! redis-cli -p "$port" ping >/dev/null 2>&1; then
   exit 1
 fi
 declare -A put get redis_set redis_get
-memcpy_hot=() memcpy_cold=() handover=() handover_huge=()
+memcpy_hot=() memcpy_cold=() handover=() handover_huge=() pooled=() pooled_core=()
 for rep in $(seq "$reps"); do
   # The ceiling of a put/get that moves its bytes through one core.
   run "$bench" - memcpy
   memcpy_hot+=("$(value hot_ops_per_s "$result")")
   memcpy_cold+=("$(value cold_ops_per_s "$result")")
-  # What a put that hands its pages over (a sealed fresh memfd) would cost
-  # its writer, next to the same run's memcpy.
+  # What a put that hands its pages over (a sealed fresh memfd, or one from
+  # a pool prepared by another thread) would cost its writer, next to the
+  # same run's memcpy.
   run "$bench" - handover
   handover+=("$(value ops_per_s "$result")")
   handover_huge+=("$(value hugetlb_ops_per_s "$result")")
+  pooled+=("$(value pooled_ops_per_s "$result")")
+  pooled_core+=("$(value pooled_one_core_ops_per_s "$result")")
   for qd in $qds; do
     # Distinct seeds: every put stores new chunks.
     run "$bench" "$sock" put --qd "$qd" --seed "$((1000 * rep + qd))"
@@ -331,6 +347,11 @@ done
 mh=$(median "${memcpy_hot[@]}") ho=$(median "${handover[@]}") hh=$(median "${handover_huge[@]}")
 printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "sealed memfd handover, 4 KiB pages, vs memcpy" "$ho" "$mh" "$(ratio "$ho" "$mh")" \
   "(a put without the commit's copy: its floor)"
+po=$(median "${pooled[@]}") pc=$(median "${pooled_core[@]}")
+printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "pooled prepared windows, writer, vs memcpy" "$po" "$mh" "$(ratio "$po" "$mh")" \
+  "(windows made + fallocated by another thread)"
+printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "pooled windows, writer + preparer on one core" "$pc" "$mh" \
+  "$(ratio "$pc" "$mh")" ""
 if [[ $hh == 0.0 ]]; then
   echo "sealed memfd handover, hugetlb pages: skipped (no free hugetlb pages)"
 else

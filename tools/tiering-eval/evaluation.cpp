@@ -42,12 +42,16 @@ Result<std::unique_ptr<Policy>> make_policy(const std::string& kind, double samp
     c.manager.nominator = kind == "m5-hwt" ? NominatorMode::kHwt : NominatorMode::kHpt;
     c.sampling_rate = sampling_rate;
     c.sampling_unit = options.sampling_unit;
+    c.exact_first = options.sampling_exact;
     // Behind a per-page sampler one access to a page is an observation (its
     // first in the period, always kept), not a coin that came up once: such
     // a tracker nominates from one access on, unless the knob was set.
     if (sampling_rate < 1.0 && c.sampling_unit == SamplingUnit::kPage && !options.m5_min_accesses_set)
       c.manager.min_accesses = 1;
     c.epoch_ns = options.m5_epoch_ns;
+    c.burst_accesses = options.m5_burst_accesses;
+    c.burst_quota = options.m5_burst_quota;
+    c.burst_idle_ns = options.m5_burst_idle_ns;
     c.seed = options.seed;
     auto p = M5Policy::create(c);
     if (!p) return tl::unexpected(p.error());
@@ -88,6 +92,10 @@ Result<std::vector<PolicyRow>> evaluate_trace(const std::string& name, const Pre
   if (oracle != rows.end() && oracle->tiering.fast_share > 0) {
     const double best = oracle->tiering.fast_share;
     for (PolicyRow& r : rows) r.share_vs_oracle = r.tiering.fast_share / best;
+  }
+  if (oracle != rows.end() && oracle->tiering.late_share > 0) {
+    const double best = oracle->tiering.late_share;
+    for (PolicyRow& r : rows) r.late_share_vs_oracle = r.tiering.late_share / best;
   }
   if (oracle != rows.end() && oracle->tiering.bytes_migrated > 0) {
     const auto moved = static_cast<double>(oracle->tiering.bytes_migrated);

@@ -25,11 +25,15 @@ struct EvalOptions {
   SimConfig sim;
   std::vector<double> sampling_rates{1.0};  // M5 tracker sampling rates
   SamplingUnit sampling_unit = SamplingUnit::kPage;  // how a rate below 1 samples
+  std::uint32_t sampling_exact = 3;  // kPage: a page's accesses per query period always kept
   bool m5_min_accesses_set = false;  // min_accesses given explicitly (--m5-set)
   // "no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt".
   std::vector<std::string> policies{"no-migration", "oracle", "hindsight", "damon", "autonuma", "m5-hpt", "m5-hwt"};
   M5Config m5;
   std::uint64_t m5_epoch_ns = 0;  // 0 = sim.epoch_ns
+  std::uint64_t m5_burst_accesses = 0;  // M5PolicyConfig::burst_*; 0 = off
+  std::uint64_t m5_burst_quota = 0;
+  std::uint64_t m5_burst_idle_ns = 0;
   DamonConfig damon;
   AutoNumaConfig autonuma;
   std::uint64_t seed = 1;
@@ -46,6 +50,7 @@ struct PolicyRow {
   SimResult tiering;
   std::optional<SimResult> detection;
   double share_vs_oracle = 0;  // tiering.fast_share / oracle's (0 if no oracle ran)
+  double late_share_vs_oracle = 0;  // the same over the trace's second half (tiering.late_share)
   double migrated_vs_oracle = -1;  // tiering.bytes_migrated / oracle's (-1 if no oracle ran or it moved nothing)
 };
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "m5_policy.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "cxlpool/tiering/mix.hpp"
 #include "simulator.hpp"
@@ -51,6 +53,8 @@ class M5Policy::View final : public PlacementView {
 Result<std::unique_ptr<M5Policy>> M5Policy::create(const M5PolicyConfig& config) {
   if (!(config.sampling_rate > 0.0 && config.sampling_rate <= 1.0))
     return fail(EINVAL, "sampling rate must be in (0, 1]");
+  if (config.exact_first < 1 || config.exact_first > kMaxExactFirst)
+    return fail(EINVAL, "exact accesses per page must be in 1.." + std::to_string(kMaxExactFirst));
   auto manager = M5Manager::create(config.manager);
   if (!manager) return tl::unexpected(manager.error());
   // Only the controller model's exact counters (PAC, and WAC for the word
@@ -95,6 +99,7 @@ void M5Policy::start(SimContext& ctx) {
   next_epoch_ns_ = ctx.trace.start_ns + epoch_ns_;
   fast_seen_.assign(ctx.trace.pages(), 0);
   tracked_epoch_.assign(ctx.trace.pages(), 0);
+  exact_kept_.assign(ctx.trace.pages(), 0);
 }
 
 void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
@@ -113,9 +118,16 @@ void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
     ++slow_accesses_;
     ++slow_total_;
     if (!sample_all_) {
-      const bool first = config_.sampling_unit == SamplingUnit::kPage && tracked_epoch_[a.page] != epoch_number_ + 1;
-      if (first) {
-        tracked_epoch_[a.page] = epoch_number_ + 1;
+      bool exact = false;
+      if (config_.sampling_unit == SamplingUnit::kPage) {
+        if (tracked_epoch_[a.page] != epoch_number_ + 1) {
+          tracked_epoch_[a.page] = epoch_number_ + 1;
+          exact_kept_[a.page] = 0;
+        }
+        exact = exact_kept_[a.page] < config_.exact_first;
+      }
+      if (exact) {
+        ++exact_kept_[a.page];
         ++first_accesses_;
       } else {
         rng_state_ += 0x9e3779b97f4a7c15ULL;
@@ -132,6 +144,38 @@ void M5Policy::observe(std::span<const Access> batch, SimContext& ctx) {
   const auto t0 = Clock::now();
   model_.access(pending_);
   hardware_ns_ += since(t0);
+  if (config_.burst_accesses != 0) burst_promote(batch, ctx);
+}
+
+void M5Policy::burst_promote(std::span<const Access> batch, SimContext& ctx) {
+  for (const Access& a : batch) {
+    if (config_.burst_quota != 0 && burst_this_epoch_ >= config_.burst_quota) return;
+    if (ctx.tiers.is_fast(a.page)) continue;
+    const std::uint64_t tracked = model_.pac(ctx.trace.page_address[a.page] >> kModelPageShift);
+    std::uint64_t count = tracked;
+    if (!sample_all_) {
+      const std::uint64_t exact = config_.sampling_unit == SamplingUnit::kPage &&
+                                          tracked_epoch_[a.page] == epoch_number_ + 1
+                                      ? std::min<std::uint64_t>(exact_kept_[a.page], tracked)
+                                      : 0;
+      count = exact + static_cast<std::uint64_t>(static_cast<double>(tracked - exact) / config_.sampling_rate);
+    }
+    if (count < config_.burst_accesses) continue;
+    if (ctx.tiers.free() == 0) {
+      burst_scratch_.clear();
+      ctx.tiers.coldest_fast(burst_scratch_, 1);
+      if (burst_scratch_.empty()) return;
+      const std::uint32_t victim = burst_scratch_.front();
+      // last access + 1, 0 = never accessed
+      if (ctx.tiers.last_access_plus_one(victim) + config_.burst_idle_ns > ctx.now_ns + 1) continue;
+      if (!ctx.tiers.demote(victim)) continue;
+      ++burst_demoted_;
+    }
+    if (ctx.tiers.promote(a.page)) {
+      ++burst_promoted_;
+      ++burst_this_epoch_;
+    }
+  }
 }
 
 void M5Policy::on_event(SimContext& ctx) {
@@ -140,6 +184,7 @@ void M5Policy::on_event(SimContext& ctx) {
   ControllerEpoch epoch = model_.end_epoch();
   hardware_ns_ += since(t0);
   ++epoch_number_;
+  burst_this_epoch_ = 0;
 
   list_.clear();
   list_.reserve(epoch.pages.size());
@@ -149,11 +194,15 @@ void M5Policy::on_event(SimContext& ctx) {
   // for about 8 of them. Unscaled, a page needs 2 sampled accesses (16 real
   // ones) to be nominated at all, which on memory-side traffic after a
   // cache leaves most of the true top pages unnamed.
-  // Per page (kPage), the first access is counted exactly and only the rest
-  // were sampled.
+  // Per page (kPage), the first exact_first accesses are counted exactly and
+  // only the rest were sampled.
   const bool per_page = config_.sampling_unit == SamplingUnit::kPage;
   for (const PageCount& p : epoch.pages) {
-    const std::uint64_t exact = per_page && p.count > 0 ? 1 : 0;
+    std::uint64_t exact = 0;
+    if (per_page && !sample_all_) {
+      const auto index = ctx.trace.index_of(p.page << kPageShift);
+      if (index && tracked_epoch_[*index] == epoch_number_) exact = std::min<std::uint64_t>(exact_kept_[*index], p.count);
+    }
     const auto count = sample_all_ ? p.count
                                    : exact + static_cast<std::uint64_t>(std::llround(
                                                  static_cast<double>(p.count - exact) / config_.sampling_rate));
@@ -241,7 +290,9 @@ Counters M5Policy::counters() const {
           {"rate_limit_hits", s.fast.rate_limit_hits + s.slow.rate_limit_hits},
           {"last_period_ms", s.promotion_period_ns / 1'000'000},
           {"fast_pages_scanned", fast_scanned_},
-          {"fast_pages_accessed", fast_reported_}};
+          {"fast_pages_accessed", fast_reported_},
+          {"burst_promoted", burst_promoted_},
+          {"burst_demoted", burst_demoted_}};
 }
 
 }  // namespace cxlpool::tiering::eval

@@ -26,18 +26,29 @@ namespace cxlpool::tiering::eval {
 //   kRecord: every access independently with probability r; a page's count is
 //            its sampled count / r. A page touched a few times in a query
 //            period is often not seen at all in it.
-//   kPage:   the first access to each page in a query period always (a
-//            per-page "seen" bit, cleared at each query, filters them), every
-//            later one with probability r; a page's count is 1 + its later
-//            sampled accesses / r. Every touched page is named; only the
-//            counts of repeated accesses are sampled. The tracker handles
-//            (pages touched) + r x (the rest) accesses instead of r x all.
+//   kPage:   the first `exact_first` accesses to each page in a query period
+//            always (a small per-page counter, cleared at each query, filters
+//            them: 1 bit for the first access, 2 bits for up to 3), every
+//            later one with probability r; a page's count is its exact
+//            accesses + its later sampled accesses / r. Every touched page is
+//            named, and a page touched up to exact_first times has its exact
+//            count; only the counts of repeated accesses beyond are sampled.
+//            The tracker handles (the exact ones) + r x (the rest) accesses
+//            instead of r x all.
 enum class SamplingUnit : std::uint8_t { kRecord, kPage };
+
+inline constexpr std::uint32_t kMaxExactFirst = 255;
 
 struct M5PolicyConfig {
   M5Config manager;                 // the daemon's [tiering] defaults
   double sampling_rate = 1.0;       // (0, 1]
   SamplingUnit sampling_unit = SamplingUnit::kPage;
+  // kPage: how many of a page's accesses per query period are always kept,
+  // 1..kMaxExactFirst. 3 (a 2-bit counter per page): on memory-side traffic
+  // most pages are touched a few times per period, and the true top-K is
+  // every page touched twice or more plus some touched once; with only the
+  // first access exact, a page touched twice usually reads as once.
+  std::uint32_t exact_first = 3;
   std::uint64_t epoch_ns = 0;       // controller query period; 0 = the measurement epoch
   std::uint64_t seed = 1;
   // The host scans the fast tier's accessed bits once per epoch (idle page
@@ -46,11 +57,24 @@ struct M5PolicyConfig {
   // manager. Modelled exactly: a fast page touched in the epoch is reported,
   // none other.
   bool fast_accessed_bits = true;
+  // Burst promotion (an experiment, off by default): a slow page whose
+  // (scaled) count in the current query period reaches burst_accesses is
+  // promoted at once, from the next batch on -- as if the controller raised
+  // an interrupt on a heavy hitter instead of waiting for the query --
+  // swapping out the least recently used fast page when the tier is full,
+  // only if that page has been idle for burst_idle_ns. At most burst_quota
+  // such promotions per query period (0: no limit). These moves bypass the
+  // manager's plan and rate limit; they model how much reacting inside a
+  // query period could gain, and at what migration volume.
+  std::uint64_t burst_accesses = 0;
+  std::uint64_t burst_quota = 0;
+  std::uint64_t burst_idle_ns = 0;
 };
 
 class M5Policy final : public Policy {
  public:
-  // EINVAL: bad manager config or sampling rate outside (0, 1].
+  // EINVAL: bad manager config, sampling rate outside (0, 1] or exact_first
+  // outside 1..kMaxExactFirst.
   static Result<std::unique_ptr<M5Policy>> create(const M5PolicyConfig& config);
   ~M5Policy() override;
 
@@ -68,6 +92,7 @@ class M5Policy final : public Policy {
  private:
   class View;
   M5Policy(const M5PolicyConfig& config, M5Manager manager, ControllerModel model);
+  void burst_promote(std::span<const Access> batch, SimContext& ctx);
 
   M5PolicyConfig config_;
   M5Manager manager_;
@@ -81,9 +106,12 @@ class M5Policy final : public Policy {
   std::uint64_t fast_accesses_ = 0, slow_accesses_ = 0;  // this epoch
   std::vector<TraceRecord> pending_;
   std::vector<std::uint8_t> fast_seen_;  // per page: touched on the fast tier this epoch
-  std::vector<std::uint32_t> tracked_epoch_;  // per page: 1 + the epoch its first access was tracked in (kPage)
+  std::vector<std::uint32_t> tracked_epoch_;  // per page: 1 + the epoch exact_kept_ counts in (kPage)
+  std::vector<std::uint8_t> exact_kept_;      // per page: accesses kept exactly in that epoch (kPage)
   std::uint32_t epoch_number_ = 0;
-  std::uint64_t first_accesses_ = 0;  // tracked because they were a page's first in the epoch (kPage)
+  std::uint64_t burst_this_epoch_ = 0, burst_promoted_ = 0, burst_demoted_ = 0;
+  std::vector<std::uint32_t> burst_scratch_;
+  std::uint64_t first_accesses_ = 0;  // tracked because they were among a page's first in the epoch (kPage)
   std::vector<PageKey> fast_accessed_;
   std::uint64_t fast_scanned_ = 0, fast_reported_ = 0;
   std::vector<hal::PageAccess> list_;

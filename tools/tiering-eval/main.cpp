@@ -81,11 +81,15 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   double fast_fraction = 0.25;
   std::string sampling_unit = "page";
+  std::uint32_t sampling_exact = 3;
   std::string placement = "first-touch";
   std::vector<std::string> rates_text;
   double epoch_ms = 100;
   double m5_epoch_ms = 0;
   double oracle_epoch_ms = 1000;
+  std::uint64_t burst_accesses = 0;
+  std::uint64_t burst_quota = 0;
+  double burst_idle_ms = 0;
   std::uint32_t ratio_k = 512;
   std::uint32_t buckets = 50;
   double migration_us = 54;
@@ -112,11 +116,22 @@ int main(int argc, char** argv) {
   app.add_option("--sampling-rate", rates_text, "M5 tracker sampling rate(s), e.g. 1,1/8 (default 1)")
       ->delimiter(',');
   app.add_option("--sampling-unit", sampling_unit,
-                 "how a sampling rate below 1 samples: page (a page's first access per query period always, "
+                 "how a sampling rate below 1 samples: page (a page's first --sampling-exact accesses per query period always, "
                  "default) or record (every access alike)")
       ->check(CLI::IsMember({"page", "record"}));
+  app.add_option("--sampling-exact", sampling_exact,
+                 "sampling unit page: a page's first N accesses per query period are always kept (default 3)")
+      ->check(CLI::Range(1u, kMaxExactFirst));
   app.add_option("--epoch-ms", epoch_ms, "measurement epoch of the access-count ratio, ms (default 100)");
   app.add_option("--m5-epoch-ms", m5_epoch_ms, "M5 controller query period, ms (default: --epoch-ms)");
+  app.add_option("--m5-burst-accesses", burst_accesses,
+                 "experiment: M5 also promotes a slow page at once when its count in the query period reaches N "
+                 "(default 0: off)");
+  app.add_option("--m5-burst-quota", burst_quota, "experiment: at most N such promotions per query period (default 0: no limit)");
+  app.add_option("--m5-burst-idle-ms", burst_idle_ms,
+                 "experiment: the LRU fast page a burst promotion swaps out must have been idle this long, "
+                 "0..1e9 (default 0)")
+      ->check(CLI::Range(0.0, 1e9));  // in nanoseconds it must fit 64 bits
   app.add_option("--oracle-epoch-ms", oracle_epoch_ms, "oracle placement period, ms (default 1000)");
   app.add_option("--ratio-k", ratio_k, "K of the access-count ratio (default 512)")->check(CLI::PositiveNumber);
   app.add_option("--buckets", buckets, "points of the share-over-time series (default 50)");
@@ -132,6 +147,7 @@ int main(int argc, char** argv) {
   options.detection = !no_detection;
   options.sim.fast_fraction = fast_fraction;
   options.sampling_unit = sampling_unit == "record" ? SamplingUnit::kRecord : SamplingUnit::kPage;
+  options.sampling_exact = sampling_exact;
   options.sim.placement = placement == "all-slow" ? InitialPlacement::kAllSlow : InitialPlacement::kFirstTouch;
   options.sim.epoch_ns = static_cast<std::uint64_t>(epoch_ms * 1e6);
   options.sim.ratio_k = ratio_k;
@@ -139,6 +155,9 @@ int main(int argc, char** argv) {
   options.sim.buckets = buckets;
   options.sim.migration_ns_per_page = static_cast<std::uint64_t>(migration_us * 1e3);
   options.m5_epoch_ns = static_cast<std::uint64_t>(m5_epoch_ms * 1e6);
+  options.m5_burst_accesses = burst_accesses;
+  options.m5_burst_quota = burst_quota;
+  options.m5_burst_idle_ns = static_cast<std::uint64_t>(burst_idle_ms * 1e6);
   if (options.sim.epoch_ns == 0) {
     std::fprintf(stderr, "cxlpool-tiering-eval: --epoch-ms must be > 0\n");
     return 2;

@@ -36,7 +36,8 @@ struct Column {
 
 std::vector<Column> columns(const std::vector<PolicyRow>& rows) {
   std::vector<Column> c{{"trace", {}},           {"policy", {}},        {"access-count ratio", {}},
-                        {"fast share", {}},      {"vs oracle", {}},     {"migrated GiB", {}},
+                        {"fast share", {}},      {"vs oracle", {}},     {"2nd half vs oracle", {}},
+                        {"migrated GiB", {}},
                         {"migrated vs oracle", {}}, {"migration s", {}},     {"host CPU ms/M acc", {}}, {"tracker-model ms/M acc", {}}};
   for (const PolicyRow& r : rows) {
     c[0].cells.push_back(r.trace);
@@ -44,12 +45,13 @@ std::vector<Column> columns(const std::vector<PolicyRow>& rows) {
     c[2].cells.push_back(ratio_cell(r));
     c[3].cells.push_back(fmt("%.3f", r.tiering.fast_share));
     c[4].cells.push_back(r.share_vs_oracle > 0 ? fmt("%.3f", r.share_vs_oracle) : "-");
-    c[5].cells.push_back(fmt("%.3f", gib(r.tiering.bytes_migrated)));
-    c[6].cells.push_back(r.migrated_vs_oracle >= 0 ? fmt("%.2f", r.migrated_vs_oracle) : "-");
-    c[7].cells.push_back(fmt("%.2f", r.tiering.migration_s));
+    c[5].cells.push_back(r.late_share_vs_oracle > 0 ? fmt("%.3f", r.late_share_vs_oracle) : "-");
+    c[6].cells.push_back(fmt("%.3f", gib(r.tiering.bytes_migrated)));
+    c[7].cells.push_back(r.migrated_vs_oracle >= 0 ? fmt("%.2f", r.migrated_vs_oracle) : "-");
+    c[8].cells.push_back(fmt("%.2f", r.tiering.migration_s));
     const bool cost = r.kind != "no-migration" && r.kind != "oracle" && r.kind != "hindsight";
-    c[8].cells.push_back(cost ? fmt("%.1f", r.tiering.cpu_ms_per_million) : "-");
-    c[9].cells.push_back(r.tiering.hardware_ns ? fmt("%.1f", r.tiering.hardware_ns_per_access) : "-");
+    c[9].cells.push_back(cost ? fmt("%.1f", r.tiering.cpu_ms_per_million) : "-");
+    c[10].cells.push_back(r.tiering.hardware_ns ? fmt("%.1f", r.tiering.hardware_ns_per_access) : "-");
   }
   return c;
 }
@@ -93,6 +95,9 @@ nlohmann::json sim_json(const SimResult& s) {
   j["accesses"] = s.accesses;
   j["fast_accesses"] = s.fast_accesses;
   j["fast_share"] = s.fast_share;
+  j["late_accesses"] = s.late_accesses;
+  j["late_fast_accesses"] = s.late_fast_accesses;
+  j["late_share"] = s.late_share;
   j["share_series"] = s.share_series;
   j["bucket_ns"] = s.bucket_ns;
   j["promotions"] = s.promotions;
@@ -235,7 +240,7 @@ Result<void> write_results(const std::string& dir, const RunInfo& info, const st
   std::string csv =
       "trace,policy,kind,sampling_rate,access_count_ratio,ratio_epochs,mean_picks,fast_share,share_vs_oracle,"
       "promotions,demotions,bytes_migrated,migration_s,host_cpu_ms_per_million_accesses,"
-      "tracker_model_ms_per_million_accesses,accesses\n";
+      "tracker_model_ms_per_million_accesses,accesses,late_share,late_share_vs_oracle\n";
   for (const PolicyRow& r : rows) {
     const bool ratio = r.detection && r.detection->has_ratio;
     csv += csv_field(r.trace) + "," + csv_field(r.policy) + "," + r.kind + "," + fmt("%g", r.sampling_rate) + "," +
@@ -245,7 +250,8 @@ Result<void> write_results(const std::string& dir, const RunInfo& info, const st
            fmt("%.6f", r.share_vs_oracle) + "," + std::to_string(r.tiering.promotions) + "," +
            std::to_string(r.tiering.demotions) + "," + std::to_string(r.tiering.bytes_migrated) + "," +
            fmt("%.4f", r.tiering.migration_s) + "," + fmt("%.3f", r.tiering.cpu_ms_per_million) + "," +
-           fmt("%.3f", r.tiering.hardware_ns_per_access) + "," + std::to_string(r.tiering.accesses) + "\n";
+           fmt("%.3f", r.tiering.hardware_ns_per_access) + "," + std::to_string(r.tiering.accesses) + "," +
+           fmt("%.6f", r.tiering.late_share) + "," + fmt("%.6f", r.late_share_vs_oracle) + "\n";
   }
   if (auto ok = write_file(root / "results.csv", csv); !ok) return ok;
 
@@ -282,6 +288,7 @@ Result<void> write_results(const std::string& dir, const RunInfo& info, const st
     e["kind"] = r.kind;
     e["sampling_rate"] = r.sampling_rate;
     e["share_vs_oracle"] = r.share_vs_oracle;
+    e["late_share_vs_oracle"] = r.late_share_vs_oracle;
     if (r.migrated_vs_oracle >= 0) e["migrated_vs_oracle"] = r.migrated_vs_oracle;
     e["tiering"] = sim_json(r.tiering);
     if (r.detection) e["detection"] = sim_json(*r.detection);

@@ -50,6 +50,7 @@ SimResult simulate(const PreparedTrace& trace, Policy& policy, const SimConfig& 
   const std::uint32_t nbuckets = std::max<std::uint32_t>(config.buckets, 1);
   r.bucket_ns = std::max<std::uint64_t>((trace.duration_ns() + nbuckets - 1) / nbuckets, 1);
   std::vector<std::uint64_t> bucket_all(nbuckets, 0), bucket_fast(nbuckets, 0);
+  const std::uint64_t late_from_ns = trace.start_ns + trace.duration_ns() / 2;
 
   const std::uint64_t epoch_ns = std::max<std::uint64_t>(config.epoch_ns, 1);
   std::uint64_t epoch_end = trace.start_ns + epoch_ns;
@@ -115,6 +116,10 @@ SimResult simulate(const PreparedTrace& trace, Policy& policy, const SimConfig& 
         ++bucket_all[b];
         bucket_fast[b] += fast ? 1 : 0;
         r.fast_accesses += fast ? 1 : 0;
+        if (a.time_ns >= late_from_ns) {
+          ++r.late_accesses;
+          r.late_fast_accesses += fast ? 1 : 0;
+        }
         if (epoch_counts[a.page]++ == 0) epoch_pages.push_back(a.page);
         tiers.touch(a.page, a.time_ns);
         ++j;
@@ -148,6 +153,9 @@ SimResult simulate(const PreparedTrace& trace, Policy& policy, const SimConfig& 
   r.hardware_ns_per_access = n ? static_cast<double>(r.hardware_ns) / static_cast<double>(n) : 0.0;
   r.accesses = n;
   r.fast_share = n ? static_cast<double>(r.fast_accesses) / static_cast<double>(n) : 0.0;
+  r.late_share = r.late_accesses
+                     ? static_cast<double>(r.late_fast_accesses) / static_cast<double>(r.late_accesses)
+                     : 0.0;
   r.share_series.resize(nbuckets);
   for (std::uint32_t b = 0; b < nbuckets; ++b)
     r.share_series[b] = bucket_all[b] ? static_cast<double>(bucket_fast[b]) / static_cast<double>(bucket_all[b]) : -1.0;

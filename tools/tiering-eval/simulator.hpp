@@ -38,6 +38,11 @@ struct SimResult {
   std::uint64_t accesses = 0;
   std::uint64_t fast_accesses = 0;
   double fast_share = 0;
+  // The same over the second half of the trace's time span only: past a
+  // policy's warm-up, where the first half holds it.
+  std::uint64_t late_accesses = 0;
+  std::uint64_t late_fast_accesses = 0;
+  double late_share = 0;
   std::vector<double> share_series;   // per time bucket; negative = no accesses
   std::uint64_t bucket_ns = 0;
   std::uint64_t promotions = 0;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ofi_defaults.hpp"
+
 namespace cxlpool::drivers {
 
 hal::BackendReport probe_ofi() {
@@ -16,6 +18,7 @@ hal::BackendReport probe_ofi() {
   const std::string lib = "libfabric " + std::to_string(FI_MAJOR(runtime)) + "." +
                           std::to_string(FI_MINOR(runtime));
   fi_info* info = nullptr;
+  ofi::apply_libfabric_defaults();
   const int rc = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, nullptr, &info);
   if (rc == -FI_ENODATA) {
     report.detail = lib + ": no providers";

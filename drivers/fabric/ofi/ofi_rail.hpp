@@ -75,6 +75,9 @@ class Rail {
   const std::vector<std::byte>& name() const { return name_; }
   std::string printable_name() const;
   bool virtual_addressing() const { return virt_addr_; }
+  // The provider picks registration keys (verbs): peers need this rail's
+  // key of each region (provider_key), which the card carries.
+  bool provider_keys() const { return prov_key_; }
   bool up() const { return ep_ != nullptr; }
   RailCounters& counters() { return counters_; }
   // The last time an operation on this rail completed (or it was reset).
@@ -84,6 +87,9 @@ class Rail {
   void unregister_memory(std::uint64_t key);
   // The descriptor of `key`'s registration for local buffers.
   void* descriptor(std::uint64_t key) const;
+  // The key peers name `key`'s registration by on this rail: `key` itself
+  // unless the provider picks keys.
+  std::uint64_t provider_key(std::uint64_t key) const;
 
   // The peer address `name` in this rail's address vector (inserted on
   // first use: the provider connects on the first operation).
@@ -94,7 +100,9 @@ class Rail {
                          std::uint64_t remote_addr, std::uint64_t remote_key, OpSink* sink, std::uint64_t tag);
   Result<void> post_write(const void* local, std::size_t length, std::uint64_t local_key, fi_addr_t peer,
                           std::uint64_t remote_addr, std::uint64_t remote_key, OpSink* sink, std::uint64_t tag);
-  // A control message; sink may be null (a reply nobody waits for).
+  // A control message; sink may be null (a reply nobody waits for). One
+  // small enough for the provider's inject limit goes without a completion
+  // (its sink is told at once); a lost one shows as a missing answer.
   Result<void> post_send(std::vector<std::byte> message, fi_addr_t peer, OpSink* sink, std::uint64_t tag);
 
   // Sets the endpoint aside (ending every operation on it with ECANCELED)
@@ -116,6 +124,8 @@ class Rail {
   Result<void> post_receives();   // under a lock_ (any)
   // A new operation in ops_ (owned there until it ends).
   Op* track(Op::Kind kind, OpSink* sink, std::uint64_t tag, std::vector<std::byte> buffer);
+  // Calls `call` until the provider takes it (queues full: progress and
+  // try again). `op` (may be null) is untracked when it fails.
   Result<void> post(Op* op, const std::function<ssize_t()>& call);
   std::unique_ptr<Op> take_op(Op* op);
   void finish(std::unique_ptr<Op> op, int status, std::size_t length);
@@ -125,6 +135,8 @@ class Rail {
   std::uint32_t index_;
   MessageHandler handler_;
   bool virt_addr_ = false;
+  bool prov_key_ = false;
+  std::size_t inject_limit_ = 0;  // the provider's tx inject_size
 
   fi_info* info_ = nullptr;  // with src_addr set to name_ after the first open
   fid_fabric* fabric_ = nullptr;
@@ -150,6 +162,10 @@ class Rail {
   std::vector<fid_ep*> retired_;
   std::vector<std::unique_ptr<Op>> graveyard_;
   std::atomic<std::int64_t> last_progress_ns_{0};
+  // One thread reads the queue at a time: the providers serialize it
+  // anyway (tcp and rxm under a lock, shm under a spin lock shared with the
+  // peer process), and a second reader only spins on their locks.
+  std::atomic<bool> polling_{false};
   RailCounters counters_;
 
   std::atomic<bool> running_{true};

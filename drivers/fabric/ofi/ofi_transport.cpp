@@ -19,6 +19,7 @@
 #include "cxlpool/hal/driver/transfer_plan.hpp"
 #include "cxlpool/hal/driver/transfer_wire.hpp"
 #include "cxlpool/hal/driver/transport_driver.hpp"
+#include "ofi_defaults.hpp"
 #include "ofi_rail.hpp"
 
 namespace cxlpool::drivers::ofi {
@@ -59,6 +60,9 @@ struct Peer {
   std::unordered_map<std::uint64_t, hal::CardRegion> regions;
   std::vector<std::uint32_t> rails;                 // local rails that reach it
   std::map<std::uint32_t, std::vector<std::byte>> names;  // its address on each of them
+  // Its provider's keys on the rails whose provider picks them: local rail
+  // -> region key -> the key to name in one-sided operations.
+  std::map<std::uint32_t, std::unordered_map<std::uint64_t, std::uint64_t>> keys;
 };
 
 class OfiTransport;
@@ -229,6 +233,10 @@ class OfiTransport final : public hal::Transport {
       card.regions.push_back({key, reinterpret_cast<std::uint64_t>(region.base), region.length});
     }
     std::sort(card.regions.begin(), card.regions.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+    for (std::uint32_t i = 0; i < rails_.size(); ++i) {
+      if (!rails_[i]->provider_keys()) continue;
+      for (const auto& region : card.regions) card.rail_keys.push_back({region.key, i, rails_[i]->provider_key(region.key)});
+    }
     return hal::encode_peer_card(card);
   }
 
@@ -238,18 +246,22 @@ class OfiTransport final : public hal::Transport {
     Peer peer;
     for (const auto& region : card->regions) peer.regions[region.key] = region;
     const bool same_host = card->host_id == host_id_;
+    // The card's index of each local rail used.
+    std::map<std::uint32_t, std::uint32_t> card_index;
     if (same_host && network_rails_ < rails_.size()) {
-      for (const auto& rail : card->rails) {
-        if (rail.provider == kShmProvider) {
+      for (std::uint32_t j = 0; j < card->rails.size(); ++j) {
+        if (card->rails[j].provider == kShmProvider) {
           peer.rails.push_back(network_rails_);
-          peer.names[network_rails_] = rail.address;
+          peer.names[network_rails_] = card->rails[j].address;
+          card_index[network_rails_] = j;
         }
       }
     }
     if (peer.rails.empty()) {
       // Rail i here talks to the peer's i-th network rail.
       std::uint32_t i = 0;
-      for (const auto& rail : card->rails) {
+      for (std::uint32_t j = 0; j < card->rails.size(); ++j) {
+        const auto& rail = card->rails[j];
         if (rail.provider == kShmProvider) continue;
         if (i >= network_rails_) break;
         if (rail.provider != rails_[i]->provider()) {
@@ -258,7 +270,24 @@ class OfiTransport final : public hal::Transport {
         }
         peer.rails.push_back(i);
         peer.names[i] = rail.address;
+        card_index[i] = j;
         ++i;
+      }
+    }
+    for (const auto& k : card->rail_keys) {
+      for (const auto& [local, j] : card_index) {
+        if (j == k.rail) peer.keys[local][k.region] = k.key;
+      }
+    }
+    // Where our provider names memory by its own keys, the peer's (being
+    // the same provider) do too: without them nothing could be addressed.
+    for (std::uint32_t local : peer.rails) {
+      if (!rails_[local]->provider_keys()) continue;
+      for (const auto& region : card->regions) {
+        if (!peer.keys[local].contains(region.key)) {
+          return fail(EINVAL, "add_peer: no key of region " + std::to_string(region.key) + " for rail " +
+                                  std::to_string(local) + " (" + rails_[local]->provider() + ")");
+        }
       }
     }
     if (peer.rails.empty()) return fail(EHOSTUNREACH, "add_peer: no rail of ours reaches it");
@@ -509,11 +538,13 @@ void OfiTransport::run_round(Batch& batch, const std::vector<std::size_t>& pendi
     Rail& rail = *rails_[c.rail];
     Result<fi_addr_t> addr = fail(ENOENT, "");
     std::uint64_t remote = 0;
+    std::uint64_t remote_key = r.remote_key;
     {
       std::shared_lock lock(peers_mu_);
       const Peer& peer = peers_[r.peer];
       addr = rail.peer_address(peer.names.at(c.rail));
       remote = (rail.virtual_addressing() ? peer.regions.at(r.remote_key).base : 0) + r.remote_offset + c.offset;
+      if (auto keys = peer.keys.find(c.rail); keys != peer.keys.end()) remote_key = keys->second.at(r.remote_key);
     }
     std::byte* local;
     {
@@ -524,10 +555,10 @@ void OfiTransport::run_round(Batch& batch, const std::vector<std::size_t>& pendi
     if (addr) {
       if (r.op == TransferOp::kRead) {
         c.read_into = local;
-        posted = rail.post_read(local, c.length, r.local_key, *addr, remote, r.remote_key, &batch, i);
+        posted = rail.post_read(local, c.length, r.local_key, *addr, remote, remote_key, &batch, i);
       } else {
         c.crc_local = crc_of(local, c.length);
-        posted = rail.post_write(local, c.length, r.local_key, *addr, remote, r.remote_key, &batch, i);
+        posted = rail.post_write(local, c.length, r.local_key, *addr, remote, remote_key, &batch, i);
       }
     }
     if (!posted) batch.op_done(i, posted.error().code == ENETDOWN ? ENETDOWN : EIO);
@@ -742,6 +773,7 @@ std::vector<hal::TransferResult> OfiTransport::transfer(std::span<const hal::Tra
 
 Result<std::unique_ptr<hal::Transport>> open_transport(const hal::TransportOptions& options) {
   if (auto ok = hal::validate_transport_options(options); !ok) return tl::unexpected(ok.error());
+  apply_libfabric_defaults();
   auto transport = std::make_unique<OfiTransport>(options);
   if (auto ok = transport->open(); !ok) return tl::unexpected(ok.error());
   return std::unique_ptr<hal::Transport>(std::move(transport));

@@ -105,6 +105,8 @@ Result<void> BlockDevice::validate(const IoRequest& r, std::size_t index) const 
   if (r.op != IoOp::kRead && r.op != IoOp::kWrite && r.op != IoOp::kFsync &&
       r.op != IoOp::kFdatasync)
     return bad("unknown operation");
+  if (r.digest_bytes != 0 && (r.op != IoOp::kRead || r.digest_bytes > r.length))
+    return bad("a digest of " + std::to_string(r.digest_bytes) + " bytes on anything but a read of as many");
   if (!is_data_op(r.op)) return {};
   if (r.buffer == nullptr || r.length == 0) return bad("empty buffer");
   if (r.length > static_cast<std::uint32_t>(INT_MAX)) return bad("length above INT_MAX");

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -36,13 +38,18 @@ void signal(int fd) {
 
 class WorkerBlockDevice final : public BlockDevice {
  public:
-  WorkerBlockDevice(std::vector<std::unique_ptr<BlockDevice>> queues, UniqueFd done_fd)
+  WorkerBlockDevice(std::vector<std::unique_ptr<BlockDevice>> queues, UniqueFd done_fd, ReadDigest digest)
       : BlockDevice(queues.front()->path(), queues.front()->geometry(), queues.front()->direct(),
                     queues.front()->queue_depth()),
         backend_(queues.front()->backend_name()),
-        done_fd_(std::move(done_fd)) {
+        done_fd_(std::move(done_fd)),
+        digest_(digest) {
     for (auto& queue : queues) {
       auto worker = std::make_unique<Worker>();
+      // The owner keeps at most queue_depth() requests in flight in all,
+      // so a worker never holds more than that.
+      worker->requests.resize(queue_depth());
+      for (std::uint32_t tag = queue_depth(); tag > 0; --tag) worker->free_tags.push_back(tag - 1);
       worker->device = std::move(queue);
       workers_.push_back(std::move(worker));
     }
@@ -79,17 +86,20 @@ class WorkerBlockDevice final : public BlockDevice {
 
  protected:
   Result<void> submit_impl(std::span<const IoRequest> requests) override {
-    // Requests go round the workers one at a time; each worker is woken
-    // once for what this call gave it.
+    // Requests go round the workers one at a time; a worker is woken once
+    // for what this call gave it, and only when it sleeps: one that is
+    // awake takes its inbox up before it sleeps again, so a busy device
+    // costs the owner no system call per request.
     for (const IoRequest& request : requests) {
       Worker& w = *workers_[next_];
       next_ = (next_ + 1) % workers_.size();
       const std::lock_guard lock(w.inbox_mutex);
       w.inbox.push_back(request);
     }
-    const std::size_t woken = std::min(requests.size(), workers_.size());
-    for (std::size_t i = 0; i < woken; ++i) {
-      signal(workers_[(next_ + workers_.size() - 1 - i) % workers_.size()]->wake.get());
+    const std::size_t given = std::min(requests.size(), workers_.size());
+    for (std::size_t i = 0; i < given; ++i) {
+      Worker& w = *workers_[(next_ + workers_.size() - 1 - i) % workers_.size()];
+      if (w.asleep.exchange(false)) signal(w.wake.get());
     }
     return {};
   }
@@ -109,6 +119,9 @@ class WorkerBlockDevice final : public BlockDevice {
       out[n] = done_.front();
       done_.pop_front();
     }
+    // Workers signal only when the queue turns non-empty: completions left
+    // for a later poll must keep completion_fd() readable.
+    if (!done_.empty()) signal(done_fd_.get());
     return n;
   }
 
@@ -136,29 +149,78 @@ class WorkerBlockDevice final : public BlockDevice {
     std::vector<IoRequest> inbox;
     bool stop = false;
     UniqueFd wake;  // eventfd: the inbox has requests, or stop was set
+    // Set by the thread before it sleeps in poll(); whoever clears it signals
+    // `wake` (so a worker that is awake is not signalled for each request).
+    std::atomic<bool> asleep{false};
     std::thread thread;
+    // The thread's own: the requests on its queue, by the tag that stands
+    // for the caller's user_data there.
+    std::vector<IoRequest> requests;
+    std::vector<std::uint32_t> free_tags;
   };
 
-  // Hands completions to the owner and wakes it.
+  // The caller's request back for a completion of the worker's queue, with
+  // its digest taken when it asked for one and the read filled the bytes.
+  IoCompletion finish(Worker& w, IoCompletion c) {
+    const auto tag = static_cast<std::uint32_t>(c.user_data);
+    const IoRequest& request = w.requests[tag];
+    c.user_data = request.user_data;
+    const bool filled = c.result >= static_cast<std::int64_t>(request.digest_bytes);
+    if (digest_ != nullptr && request.digest_bytes != 0 && filled) {
+      const auto t0 = std::chrono::steady_clock::now();
+      c.digest = digest_({static_cast<const std::byte*>(request.buffer), request.digest_bytes});
+      const auto took = std::chrono::steady_clock::now() - t0;
+      c.digest_ns = static_cast<std::uint32_t>(
+          std::min<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(), UINT32_MAX));
+      c.digested = true;
+    }
+    w.free_tags.push_back(tag);
+    return c;
+  }
+
+  // Reaped completions to the owner: those without a digest at once, each
+  // digested one as soon as its digest is taken, so that the first
+  // finished read is not held back by the digests of the others.
+  void hand_back(Worker& w, std::span<IoCompletion> reaped) {
+    const auto plain = std::partition(reaped.begin(), reaped.end(), [&](const IoCompletion& c) {
+      return digest_ == nullptr || w.requests[static_cast<std::uint32_t>(c.user_data)].digest_bytes == 0;
+    });
+    for (auto it = reaped.begin(); it != plain; ++it) *it = finish(w, *it);
+    post({reaped.begin(), plain});
+    for (auto it = plain; it != reaped.end(); ++it) {
+      const IoCompletion done = finish(w, *it);
+      post({&done, 1});
+    }
+  }
+
+  // Hands completions to the owner, waking it when it has none waiting (it
+  // takes everything queued once woken: no system call per completion
+  // while it keeps up).
   void post(std::span<const IoCompletion> completions) {
     if (completions.empty()) return;
+    bool was_empty = false;
     {
       const std::lock_guard lock(done_mutex_);
+      was_empty = done_.empty();
       done_.insert(done_.end(), completions.begin(), completions.end());
     }
     done_cv_.notify_all();
-    signal(done_fd_.get());
+    if (was_empty) signal(done_fd_.get());
   }
 
   void run(Worker& w) {
     std::vector<IoRequest> batch;
     std::vector<IoCompletion> reaped(std::max<std::uint32_t>(w.device->queue_depth(), 1));
     const int device_fd = w.device->completion_fd();
+    // Which counters poll() found signalled (the first pass looks at both).
+    bool woken = true, completed = true;
     for (;;) {
       // Counters are reset before the inbox and the queue are looked at:
-      // whatever arrives after this wakes the poll below.
-      drain(w.wake.get());
-      drain(device_fd);
+      // whatever arrives after this wakes the poll below. One that was not
+      // signalled is left alone (no system call for nothing).
+      if (woken) drain(w.wake.get());
+      if (completed) drain(device_fd);
+      woken = completed = false;
       bool stop = false;
       {
         const std::lock_guard lock(w.inbox_mutex);
@@ -169,11 +231,17 @@ class WorkerBlockDevice final : public BlockDevice {
       {
         const std::lock_guard lock(w.device_mutex);
         if (!batch.empty()) {
+          for (IoRequest& request : batch) {
+            const std::uint32_t tag = w.free_tags.back();
+            w.free_tags.pop_back();
+            w.requests[tag] = request;
+            request.user_data = tag;
+          }
           if (auto r = w.device->submit(batch); !r) {
             std::vector<IoCompletion> refused;
             for (const IoRequest& request : batch) {
-              refused.push_back({request.user_data, -static_cast<std::int64_t>(r.error().code), request.op,
-                                 request.length});
+              refused.push_back(finish(w, {request.user_data, -static_cast<std::int64_t>(r.error().code), request.op,
+                                           request.length}));
             }
             post(refused);
           }
@@ -182,7 +250,7 @@ class WorkerBlockDevice final : public BlockDevice {
         for (;;) {
           auto got = w.device->poll_completions(reaped, 0, std::chrono::nanoseconds{0});
           if (!got || *got == 0) break;
-          post(std::span(reaped).first(*got));
+          hand_back(w, std::span(reaped).first(*got));
         }
         in_flight = w.device->in_flight();
       }
@@ -196,17 +264,35 @@ class WorkerBlockDevice final : public BlockDevice {
         // that new requests are still taken up.
         const std::lock_guard lock(w.device_mutex);
         auto got = w.device->poll_completions(reaped, 1, std::chrono::milliseconds(1));
-        if (got) post(std::span(reaped).first(*got));
+        if (got) hand_back(w, std::span(reaped).first(*got));
         continue;
       }
+      // About to sleep: say so, then look at the inbox once more, since the
+      // owner signals only a worker that said it sleeps. (A stop is always
+      // signalled, and was seen above if it was signalled before the drain.)
+      w.asleep.store(true);
+      {
+        const std::lock_guard lock(w.inbox_mutex);
+        if (!w.inbox.empty()) {
+          w.asleep.store(false);
+          continue;
+        }
+      }
       pollfd fds[2] = {{w.wake.get(), POLLIN, 0}, {device_fd, POLLIN, 0}};
-      ::poll(fds, device_fd >= 0 ? 2 : 1, -1);
+      if (::poll(fds, device_fd >= 0 ? 2 : 1, -1) < 0) {
+        woken = completed = true;  // EINTR: look at everything again
+      } else {
+        woken = (fds[0].revents & POLLIN) != 0;
+        completed = device_fd >= 0 && (fds[1].revents & POLLIN) != 0;
+      }
+      w.asleep.store(false);
     }
   }
 
   const char* backend_;
   UniqueFd done_fd_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  ReadDigest digest_;
   std::size_t next_ = 0;  // the owner's: the worker the next request goes to
   std::mutex done_mutex_;
   std::condition_variable done_cv_;
@@ -215,7 +301,8 @@ class WorkerBlockDevice final : public BlockDevice {
 
 }  // namespace
 
-Result<std::unique_ptr<BlockDevice>> make_worker_block_device(std::vector<std::unique_ptr<BlockDevice>> queues) {
+Result<std::unique_ptr<BlockDevice>> make_worker_block_device(std::vector<std::unique_ptr<BlockDevice>> queues,
+                                                              ReadDigest digest) {
   if (queues.empty() || !queues.front()) return fail(EINVAL, "block I/O workers: no queue given");
   const BlockDevice& first = *queues.front();
   for (const auto& queue : queues) {
@@ -228,7 +315,7 @@ Result<std::unique_ptr<BlockDevice>> make_worker_block_device(std::vector<std::u
   }
   UniqueFd done_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!done_fd) return fail_errno("eventfd for block I/O completions");
-  auto device = std::make_unique<WorkerBlockDevice>(std::move(queues), std::move(done_fd));
+  auto device = std::make_unique<WorkerBlockDevice>(std::move(queues), std::move(done_fd), digest);
   if (auto started = device->start(); !started) return tl::unexpected(started.error());
   return std::unique_ptr<BlockDevice>(std::move(device));
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cxlpool/hal/driver/transfer_wire.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -99,6 +100,9 @@ std::string encode_peer_card(const PeerCard& card) {
   for (const CardRegion& region : card.regions) {
     out += " region=" + hex_u64(region.key) + "," + hex_u64(region.base) + "," + hex_u64(region.length);
   }
+  for (const CardRailKey& k : card.rail_keys) {
+    out += " rkey=" + hex_u64(k.region) + "," + hex_u64(k.rail) + "," + hex_u64(k.key);
+  }
   return out;
 }
 
@@ -146,12 +150,34 @@ Result<PeerCard> decode_peer_card(std::string_view text) {
         if (r.key == region.key) return fail(EINVAL, "peer card: region key " + hex_u64(r.key) + " twice");
       }
       card.regions.push_back(region);
+    } else if (name == "rkey") {
+      const auto parts = split(value, ',');
+      CardRailKey k;
+      std::uint64_t rail = 0;
+      if (parts.size() != 3 || !parse_hex_u64(parts[0], &k.region) || !parse_hex_u64(parts[1], &rail) ||
+          rail >= kMaxCardRails || !parse_hex_u64(parts[2], &k.key)) {
+        return fail(EINVAL, bad);
+      }
+      if (card.rail_keys.size() == kMaxCardRegions * kMaxCardRails) return fail(EINVAL, "peer card: too many rkeys");
+      k.rail = static_cast<std::uint32_t>(rail);
+      card.rail_keys.push_back(k);
     } else {
       return fail(EINVAL, "peer card: unknown field " + std::string(name.substr(0, 16)));
     }
   }
   if (!have_id || !have_host) return fail(EINVAL, "peer card: id and host are required");
   if (card.rails.empty()) return fail(EINVAL, "peer card: no rail");
+  // Checked once every rail and region is known: they may come in any order.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> seen;
+  for (const CardRailKey& k : card.rail_keys) {
+    if (k.rail >= card.rails.size()) return fail(EINVAL, "peer card: rkey for rail " + hex_u64(k.rail) + ", which it lacks");
+    const bool known = std::any_of(card.regions.begin(), card.regions.end(),
+                                   [&](const CardRegion& r) { return r.key == k.region; });
+    if (!known) return fail(EINVAL, "peer card: rkey for region " + hex_u64(k.region) + ", which it lacks");
+    seen.emplace_back(k.region, k.rail);
+  }
+  std::sort(seen.begin(), seen.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return fail(EINVAL, "peer card: an rkey twice");
   return card;
 }
 

@@ -8,7 +8,8 @@
 #
 #   tests/bench/tiering/eval_real_traces.sh [BUILD_DIR] [TRACE_DIR] [RESULTS_DIR]
 #
-# EVAL=path overrides the cxlpool-tiering-eval binary (a before/after run).
+# EVAL=path overrides the cxlpool-tiering-eval binary (a before/after run);
+# EVAL_ARGS adds options to every run (e.g. "--sampling-exact 1").
 set -euo pipefail
 build=${1:-build}
 traces=${2:-tiering-traces}
@@ -19,10 +20,11 @@ shopt -s nullglob
 files=("$traces"/*.trace)
 ((${#files[@]})) || { echo "eval_real_traces.sh: no traces in $traces (tests/bench/tiering/record_traces.sh)" >&2; exit 1; }
 args=()
+read -r -a extra <<<"${EVAL_ARGS:-}"
 for f in "${files[@]}"; do args+=(--trace "$f"); done
 for fraction in 0.25 0.10; do
   mkdir -p "$results/fast-$fraction"
-  "$eval_bin" "${args[@]}" --fast-fraction "$fraction" --sampling-rate 1,1/8 --results "$results/fast-$fraction" \
+  "$eval_bin" "${args[@]}" ${extra[@]+"${extra[@]}"} --fast-fraction "$fraction" --sampling-rate 1,1/8 --results "$results/fast-$fraction" \
       2>"$results/fast-$fraction/progress.log" |
     sed -n '/^trace /,/^$/p' | sed "s/^/[fast $fraction] /"
 done

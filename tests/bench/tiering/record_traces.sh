@@ -9,9 +9,9 @@
 #   tests/bench/tiering/record_traces.sh [BUILD_DIR] [OUT_DIR]
 #
 # Writes OUT_DIR/{infer,redis,sqlite}.llc.trace (and .raw.trace with RAW=1).
-# Each program is cut at MAX_INSTRUCTIONS (default 150M; a few hundred
-# thousand records per filtered trace, about a minute per program under
-# lackey). Programs: cxlpool-infer (decoding through a cxlpoold of its own:
+# Each program is cut at MAX_INSTRUCTIONS (default 60M, 3 s of trace time;
+# 100k-500k records per filtered trace, one to five minutes per program
+# under lackey on a loaded VM; 150M took 16 minutes for redis and sqlite). Programs: cxlpool-infer (decoding through a cxlpoold of its own:
 # weights in the daemon's region, KV in an arena), redis-server under a
 # Zipf(0.99) GET/SET load from redis-cli (one request at a time), sqlite3
 # with a Zipf(0.99) point lookup / update script over a 40k-row table. Needs valgrind,

@@ -273,7 +273,11 @@ int bench(const Args& a) {
       const auto t0 = Clock::now();
       auto res = c.t->transfer(batch);
       mine.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-      for (const auto& r : res) (r.error == 0 ? ops : failed)++;
+      for (const auto& r : res) {
+        (r.error == 0 ? ops : failed)++;
+        // The first failure says why; the count says how often.
+        if (r.error != 0 && failed == 1) std::fprintf(stderr, "fabric_peer: a request failed: %s\n", r.message.c_str());
+      }
     }
     std::lock_guard guard(lat_mu);
     latencies.insert(latencies.end(), mine.begin(), mine.end());

@@ -37,9 +37,18 @@ owner_stop
 echo "== 2. rail 1 taken down during transfers"
 owner_start --rails "$rails_b" --no-shm --region-mib 32
 ip netns exec "$A" "$peer" verify --rails "$rails_a" --no-shm --region-mib 32 --card "$dir/card" \
-  --seconds 6 --threads 2 --max-bytes $((6 << 20)) --timeout-ms 500 > "$dir/verify2.log" &
+  --seconds 8 --threads 2 --max-bytes $((6 << 20)) --timeout-ms 2000 > "$dir/verify2.log" &
 client=$!
-sleep 2
+# Rail 1 goes down only once it carries a connection (the client's first
+# read connects both rails) and a second later, when the workers run: on a
+# loaded machine getting there can take seconds, and a rail that never
+# connected is never reset. The 2 s stall timeout keeps a slow but healthy
+# rail 0 from being taken for a dead one on such a machine.
+for _ in $(seq 100); do
+  ip netns exec "$A" ss -Htn state established dst 10.93.1.2 | grep -q . && break
+  sleep 0.1
+done
+sleep 1
 ip -n "$A" link set "fa1_$tag" down
 echo "rail 1 down at $(date +%T.%N)"
 wait "$client" || { cat "$dir/verify2.log"; echo "FAIL: transfers failed with a rail down"; exit 1; }

@@ -75,6 +75,8 @@ TEST_P(BlockDeviceConformance, MalformedRequestsRejectedBeforeSubmission) {
       {IoOp::kRead, 0, b.get(), kAlign, 5, -7},                    // a negative index
       {IoOp::kRead, ~std::uint64_t{0} - 100, b.get(), kAlign, 6},  // offset + length overflows
       {static_cast<IoOp>(9), 0, b.get(), kAlign, 7},               // no such operation
+      {IoOp::kWrite, 0, b.get(), kAlign, 10, -1, 0, 512},          // a digest of a write
+      {IoOp::kRead, 0, b.get(), kAlign, 11, -1, 0, kAlign + 1},    // a digest past the read
   };
   for (const IoRequest& bad : bad_cases) {
     const IoRequest batch[3] = {good, good, bad};

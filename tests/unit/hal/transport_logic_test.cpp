@@ -131,6 +131,8 @@ PeerCard sample_card() {
   card.rails.push_back({"shm", {std::byte{'f'}, std::byte{'i'}}});
   card.regions.push_back({1, 0x7f54f93e4000ull, 0x1000000});
   card.regions.push_back({7, 0, 4096});
+  card.rail_keys.push_back({1, 0, 0x1a2b3c});
+  card.rail_keys.push_back({7, 0, 0x4d5e});
   return card;
 }
 
@@ -148,6 +150,19 @@ TEST(PeerCard, RoundTrips) {
   ASSERT_EQ(back->regions.size(), 2u);
   EXPECT_EQ(back->regions[0].base, card.regions[0].base);
   EXPECT_EQ(back->regions[1].length, 4096u);
+  ASSERT_EQ(back->rail_keys.size(), 2u);
+  EXPECT_EQ(back->rail_keys[0].region, 1u);
+  EXPECT_EQ(back->rail_keys[0].rail, 0u);
+  EXPECT_EQ(back->rail_keys[0].key, 0x1a2b3cu);
+  EXPECT_EQ(back->rail_keys[1].region, 7u);
+  EXPECT_EQ(back->rail_keys[1].key, 0x4d5eu);
+}
+
+TEST(PeerCard, RailKeysMayComeBeforeTheirRailsAndRegions) {
+  auto card = decode_peer_card("cxlpool-fabric/1 id=1 host=h rkey=5,0,99 rail=verbs;ofi_rxm,00 region=5,1000,10");
+  ASSERT_TRUE(card) << card.error().message;
+  ASSERT_EQ(card->rail_keys.size(), 1u);
+  EXPECT_EQ(card->rail_keys[0].key, 0x99u);
 }
 
 TEST(PeerCard, RefusesBadCards) {
@@ -167,6 +182,12 @@ TEST(PeerCard, RefusesBadCards) {
       "cxlpool-fabric/1 id=1 host=h rail=tcp,00 region=1,ffffffffffffffff,2",  // wraps
       "cxlpool-fabric/1 id=1 host=h rail=tcp,00 region=1,0,1 region=1,0,1",    // same key
       "cxlpool-fabric/1 id=1 host=h rail=tcp,00 color=blue",
+      "cxlpool-fabric/1 id=1 host=h rail=tcp,00 region=1,0,1 rkey=1,1,5",          // no rail 1
+      "cxlpool-fabric/1 id=1 host=h rail=tcp,00 region=1,0,1 rkey=2,0,5",          // no region 2
+      "cxlpool-fabric/1 id=1 host=h rail=tcp,00 region=1,0,1 rkey=1,0,5 rkey=1,0,6",  // twice
+      "cxlpool-fabric/1 id=1 host=h rail=tcp,00 region=1,0,1 rkey=1,0",            // no key
+      "cxlpool-fabric/1 id=1 host=h rail=tcp,00 region=1,0,1 rkey=1,10,5",         // rail 16
+      "cxlpool-fabric/1 id=1 host=h rail=tcp,00 region=1,0,1 rkey=1,0,x5",         // not hex
       "cxlpool-fabric/1 id=11111111111111111 host=h rail=tcp,00",  // 17 digits
       good + " extra",
   };

@@ -347,7 +347,7 @@ Result<void> SsdStore::evict_oldest(bool reinsert, std::vector<Hot>* hot) {
     read.buffer = scratch.get();
     read.length = read_buffer_bytes(slot.payload_bytes);
     auto got = io_now(read);
-    if (!got || !check_read(slot, *got, scratch.get()).ok()) {
+    if (!got || !check_read(slot, *got, scratch.get(), std::nullopt).ok()) {
       ++stats_.reinsert_skipped;
       notify_evicted(key);
       continue;

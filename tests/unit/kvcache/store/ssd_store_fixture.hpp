@@ -113,7 +113,7 @@ class SsdStoreTest : public ::testing::TestWithParam<Driver> {
         dev = hal::open_block_device("uring", path_, options);
         if (dev) queues.push_back(std::move(*dev));
       }
-      if (dev) dev = hal::make_worker_block_device(std::move(queues));
+      if (dev) dev = hal::make_worker_block_device(std::move(queues), &ssd_read_digest);
     }
     if (!dev) {
       const bool refused = (GetParam() != Driver::kPosix && (dev.error().code == ENOSYS || dev.error().code == EPERM ||

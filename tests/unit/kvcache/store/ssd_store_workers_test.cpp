@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The SSD log over worker threads (hal::make_worker_block_device), one and
 // four, each with an io_uring queue of its own: many gets in flight while
-// puts go on come back byte-exact, and a queue's failure inside a worker
-// reaches the store's caller with its errno.
+// puts go on come back byte-exact, the workers take every read's CRC32C
+// and a damaged entry still fails its get, and a queue's failure inside a
+// worker reaches the store's caller with its errno.
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -35,9 +36,24 @@ class SsdStoreWorkersTest : public SsdStoreTest {
       }
       queues.push_back(std::make_unique<cxlpool::testing::FaultyBlockDevice>(std::move(*queue), plan));
     }
-    auto dev = hal::make_worker_block_device(std::move(queues));
+    auto dev = hal::make_worker_block_device(std::move(queues), &ssd_read_digest);
     if (!dev) ADD_FAILURE() << dev.error().message;
     return dev ? std::move(*dev) : nullptr;
+  }
+
+  // Gets of entries 0..n-1, each into a buffer of its own, user_data = entry.
+  struct Gets {
+    std::vector<Buffer> buffers;
+    std::vector<SsdGetRequest> requests;
+  };
+  static Gets gets_of(std::uint32_t n) {
+    const std::uint32_t padded = SsdStore::read_buffer_bytes(kPayload);
+    Gets g;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      g.buffers.push_back(aligned_buffer(padded));
+      g.requests.push_back({key_of(i), {g.buffers.back().get(), padded}, i});
+    }
+    return g;
   }
 };
 
@@ -45,13 +61,7 @@ TEST_P(SsdStoreWorkersTest, ManyGetsInFlightWhilePutsGoOnAreByteExact) {
   STORE_OR_SKIP(store, open_store(device(64), SsdSyncPolicy::kPerRegion));
   constexpr std::uint32_t kFirst = 24, kMore = 12;
   ASSERT_NO_FATAL_FAILURE(put_on_device(*store, kFirst));
-  const std::uint32_t padded = SsdStore::read_buffer_bytes(kPayload);
-  std::vector<Buffer> buffers;
-  std::vector<SsdGetRequest> requests;
-  for (std::uint32_t i = 0; i < kFirst; ++i) {
-    buffers.push_back(aligned_buffer(padded));
-    requests.push_back({key_of(i), {buffers.back().get(), padded}, i});
-  }
+  auto [buffers, requests] = gets_of(kFirst);
   std::size_t submitted = 0;
   std::vector<SsdGetCompletion> out(kFirst);
   std::vector<bool> seen(kFirst, false);
@@ -90,6 +100,35 @@ TEST_P(SsdStoreWorkersTest, ManyGetsInFlightWhilePutsGoOnAreByteExact) {
   for (std::uint32_t i = 0; i < kFirst + kMore; ++i) ASSERT_NO_FATAL_FAILURE(expect_entry(*store, i));
   EXPECT_EQ(store->stats().read_errors, 0u);
   EXPECT_EQ(store->stats().write_errors, 0u);
+}
+
+TEST_P(SsdStoreWorkersTest, WorkersChecksumEveryReadAndADamagedEntryFailsItsGetOnly) {
+  STORE_OR_SKIP(store, open_store(device(64), SsdSyncPolicy::kPerRegion));
+  constexpr std::uint32_t kCount = 9, kDamaged = 4;
+  ASSERT_NO_FATAL_FAILURE(put_on_device(*store, kCount));
+  ASSERT_NO_FATAL_FAILURE(flip_payload_byte(kDamaged, 777));
+  auto [buffers, requests] = gets_of(kCount);
+  ASSERT_EQ(store->submit_gets(requests), kCount);
+  std::vector<SsdGetCompletion> out(kCount);
+  std::size_t done = 0;
+  while (done < kCount) {
+    auto got = store->poll_gets(std::span(out).subspan(done), 1);
+    ASSERT_TRUE(got) << got.error().message;
+    done += *got;
+  }
+  for (const SsdGetCompletion& c : out) {
+    if (c.user_data == kDamaged) {
+      EXPECT_EQ(c.outcome, KvStatus::kChecksumError);
+      continue;
+    }
+    ASSERT_EQ(c.outcome, KvStatus::kOk) << "entry " << c.user_data;
+    const auto want = payload_of(c.user_data);
+    EXPECT_EQ(std::memcmp(buffers[c.user_data].get(), want.data(), kPayload), 0) << "entry " << c.user_data;
+  }
+  // Every read's checksum came from a worker, none from this thread.
+  EXPECT_EQ(store->stats().worker_verifies, kCount);
+  EXPECT_EQ(store->stats().corrupt_dropped, 1u);
+  EXPECT_FALSE(store->contains(key_of(kDamaged)));
 }
 
 TEST_P(SsdStoreWorkersTest, AQueueFailureInAWorkerReachesTheCaller) {

@@ -45,14 +45,20 @@ SimConfig detection_run(std::size_t k) {
   return sim;
 }
 
+// Every page starts on the slow tier; the share in 4 time buckets.
+SimConfig all_slow_run() {
+  SimConfig sim;
+  sim.placement = InitialPlacement::kAllSlow;
+  sim.buckets = 4;
+  return sim;
+}
+
 class M5PolicyTest : public ::testing::TestWithParam<NominatorMode> {};
 
 TEST_P(M5PolicyTest, PromotesTheHotSetFromAnEmptyFastTier) {
   auto trace = prepare_trace(hot_set_trace());
   ASSERT_TRUE(trace);
-  SimConfig sim;
-  sim.placement = InitialPlacement::kAllSlow;
-  sim.buckets = 4;
+  const SimConfig sim = all_slow_run();
   M5PolicyConfig c;
   c.manager.nominator = GetParam();
   auto m5 = M5Policy::create(c);
@@ -133,6 +139,7 @@ TEST_P(M5PolicyTest, PerPageSamplingNamesEveryTouchedPage) {
     c.manager.nominator = GetParam();
     c.sampling_rate = 0.125;
     c.sampling_unit = unit;
+    c.exact_first = 1;
     if (unit == SamplingUnit::kPage) c.manager.min_accesses = 1;  // as the evaluation runs it
     auto m5 = M5Policy::create(c);
     EXPECT_TRUE(m5);
@@ -152,7 +159,68 @@ TEST_P(M5PolicyTest, PerPageSamplingNamesEveryTouchedPage) {
   EXPECT_GT(page.ratio, record.ratio + 0.2);
 }
 
+// Keeping a page's first accesses exactly ranks the pages read 3 times above
+// the once-read ones, which a 1/8 sampler of the repeats mostly cannot tell
+// apart: (7/8)^2 of the 3-read pages show no sampled repeat.
+TEST_P(M5PolicyTest, ExactFirstAccessesRankRepeatedPages) {
+  auto trace = prepare_trace(few_accesses_trace());
+  ASSERT_TRUE(trace);
+  const SimConfig sim = detection_run(64);
+  auto run = [&](std::uint32_t exact_first) {
+    M5PolicyConfig c;
+    c.manager.nominator = GetParam();
+    c.sampling_rate = 0.125;
+    c.exact_first = exact_first;
+    c.manager.min_accesses = 1;
+    auto m5 = M5Policy::create(c);
+    EXPECT_TRUE(m5);
+    return simulate(*trace, **m5, sim);
+  };
+  const SimResult one = run(1);
+  const SimResult three = run(3);
+  // No page is read more than 3 times in an epoch: every access is kept.
+  const auto m = counters(three);
+  EXPECT_EQ(m.at("tracked_first_accesses"), m.at("slow_tier_accesses"));
+  EXPECT_EQ(m.at("tracked_accesses"), m.at("slow_tier_accesses"));
+  EXPECT_LT(counters(one).at("tracked_accesses"), m.at("slow_tier_accesses"));
+  ASSERT_TRUE(one.has_ratio);
+  ASSERT_TRUE(three.has_ratio);
+  EXPECT_GT(three.ratio, 0.95);
+  EXPECT_GT(three.ratio, one.ratio + 0.05);
+}
+
 INSTANTIATE_TEST_SUITE_P(Nominators, M5PolicyTest, ::testing::Values(NominatorMode::kHpt, NominatorMode::kHwt));
+
+// Burst promotion moves the hot pages as soon as they reach the count, not at
+// the end of a query period after the manager's reuse delay: the first
+// second serves more from the fast tier. The 20% background traffic (under
+// one access per page per period) never reaches the count.
+TEST(M5Policy, BurstPromotionReactsInsideTheQueryPeriod) {
+  auto trace = prepare_trace(hot_set_trace());
+  ASSERT_TRUE(trace);
+  const SimConfig sim = all_slow_run();
+  auto run = [&](std::uint64_t accesses, std::uint64_t quota) {
+    M5PolicyConfig c;
+    c.burst_accesses = accesses;
+    c.burst_quota = quota;
+    auto m5 = M5Policy::create(c);
+    EXPECT_TRUE(m5);
+    return simulate(*trace, **m5, sim);
+  };
+  const SimResult off = run(0, 0);
+  const SimResult on = run(16, 0);
+  const SimResult capped = run(16, 2);
+  EXPECT_EQ(counters(off).at("burst_promoted"), 0u);
+  const std::uint64_t burst = counters(on).at("burst_promoted");
+  EXPECT_GE(burst, 64u);
+  EXPECT_LT(burst, 128u);
+  EXPECT_EQ(counters(on).at("burst_demoted"), 0u);  // the fast tier had room
+  EXPECT_GT(on.share_series[0], off.share_series[0] + 0.1);
+  // At most 2 per 100 ms period: the hot set arrives over 32 periods.
+  const std::uint64_t epochs = counters(capped).at("epochs");
+  EXPECT_LE(counters(capped).at("burst_promoted"), 2 * (epochs + 1));
+  EXPECT_LT(capped.share_series[0], on.share_series[0]);
+}
 
 TEST(M5Policy, RejectsBadSamplingRates) {
   M5PolicyConfig c;
@@ -160,6 +228,13 @@ TEST(M5Policy, RejectsBadSamplingRates) {
   EXPECT_FALSE(M5Policy::create(c));
   c.sampling_rate = 1.5;
   EXPECT_FALSE(M5Policy::create(c));
+  c.sampling_rate = 0.125;
+  c.exact_first = 0;
+  EXPECT_FALSE(M5Policy::create(c));
+  c.exact_first = kMaxExactFirst + 1;
+  EXPECT_FALSE(M5Policy::create(c));
+  c.exact_first = kMaxExactFirst;
+  EXPECT_TRUE(M5Policy::create(c));
 }
 
 }  // namespace

@@ -99,6 +99,10 @@ TEST(Simulator, NoMigrationShareIsTheFirstTouchShare) {
   ASSERT_EQ(r.share_series.size(), 2u);
   EXPECT_DOUBLE_EQ(r.share_series[0], 3.0 / 5.0);  // t 0..4: A B C A D
   EXPECT_DOUBLE_EQ(r.share_series[1], 1.0 / 5.0);  // t 5..9: C C D C B
+  // The second half of the time span [0, 10): t 5..9.
+  EXPECT_EQ(r.late_accesses, 5u);
+  EXPECT_EQ(r.late_fast_accesses, 1u);
+  EXPECT_DOUBLE_EQ(r.late_share, 0.2);
   EXPECT_EQ(r.bytes_migrated, 0u);
   EXPECT_FALSE(r.has_ratio);
 

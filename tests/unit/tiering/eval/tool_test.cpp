@@ -62,7 +62,9 @@ TEST(TieringEvalTool, QuickRunWritesParsableResults) {
 TEST(TieringEvalTool, RejectsBadArguments) {
   const char* exe = std::getenv("CXLPOOL_TIERING_EVAL");
   ASSERT_NE(exe, nullptr);
-  for (const char* args : {" --quick --sampling-rate 2", " --quick --policies bogus", " --workload nope", ""}) {
+  for (const char* args : {" --quick --sampling-rate 2", " --quick --policies bogus", " --workload nope", "",
+                           " --quick --sampling-exact 0", " --quick --sampling-exact 256",
+                           " --quick --m5-burst-idle-ms -1", " --quick --m5-burst-idle-ms 1e20"}) {
     const std::string cmd = std::string(exe) + args + " > /dev/null 2>&1";
     const int rc = std::system(cmd.c_str());
     EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0) << args;

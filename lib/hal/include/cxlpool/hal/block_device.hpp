@@ -39,6 +39,13 @@ struct IoRequest {
   // to the kernel per request; the others issue I/O from the caller's
   // thread, whose priority applies.
   std::uint16_t ioprio = 0;
+  // Reads only, at most length: ask for a digest (a checksum) of the
+  // buffer's first digest_bytes once the read has filled them, taken by
+  // the thread that reaps the read, so that the owner's thread does not
+  // read the bytes again. Only worker devices (make_worker_block_device
+  // with a digest function) take it; the others ignore it and leave the
+  // completion undigested.
+  std::uint32_t digest_bytes = 0;
 };
 
 struct IoCompletion {
@@ -46,6 +53,12 @@ struct IoCompletion {
   std::int64_t result = 0;       // bytes transferred (may be short), 0 for syncs, or -errno
   IoOp op = IoOp::kRead;
   std::uint32_t length = 0;      // bytes requested, to spot short transfers
+  // IoRequest::digest_bytes: `digest` holds the digest function's value of
+  // those bytes, computed in `digest_ns` nanoseconds; false when the read
+  // came back short or failed, or the device takes no digests.
+  bool digested = false;
+  std::uint32_t digest = 0;
+  std::uint32_t digest_ns = 0;
 };
 
 struct BlockOpenOptions {

@@ -16,7 +16,10 @@
 // the queue's errno.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "cxlpool/common/result.hpp"
@@ -24,11 +27,19 @@
 
 namespace cxlpool::hal {
 
+// A checksum of a read's bytes (IoRequest::digest_bytes), run on the worker
+// thread that reaped the read, before the owner hears of it: per-request CPU
+// work that then spreads over the workers instead of serialising on the
+// owner's thread. It must be safe to call from several threads at once.
+using ReadDigest = std::uint32_t (*)(std::span<const std::byte> bytes);
+
 // Takes the queues (at least one, all on the same file, with the same
 // geometry and O_DIRECT choice; EINVAL otherwise) and starts one worker
 // thread per queue. The device's queue_depth is the first queue's; every
 // queue must take that many requests at once. The device's path, geometry
-// and backend_name are the first queue's.
-Result<std::unique_ptr<BlockDevice>> make_worker_block_device(std::vector<std::unique_ptr<BlockDevice>> queues);
+// and backend_name are the first queue's. With a digest, reads that ask for
+// one complete digested; without, digest_bytes is ignored.
+Result<std::unique_ptr<BlockDevice>> make_worker_block_device(std::vector<std::unique_ptr<BlockDevice>> queues,
+                                                              ReadDigest digest = nullptr);
 
 }  // namespace cxlpool::hal

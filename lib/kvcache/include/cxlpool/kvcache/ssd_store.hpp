@@ -49,6 +49,11 @@
 // allocating; a device failure is kDeviceError with the device's errno.
 // Opening, flushing and waiting for the device stay Result/Error.
 //
+// Checksums of reads: a device that takes digests of reads on its own threads
+// (hal::make_worker_block_device given ssd_read_digest) computes each
+// read's CRC32C before the store hears of it, so that the caller's thread
+// only compares; over any other device the caller's thread computes it.
+//
 // Single-threaded: the caller serialises all calls.
 #include <chrono>
 #include <cstddef>
@@ -113,7 +118,8 @@ struct SsdStoreStats {
   int last_write_error = 0;            // errno of the latest failed write or sync (0: none yet)
   std::uint64_t buffer_reads = 0;      // gets served from a region buffer (open or in flight)
   std::uint64_t write_stalls = 0;      // puts that waited for a region buffer to come free
-  std::uint64_t verify_ns = 0;         // time spent checking device reads (CRC32C)
+  std::uint64_t verify_ns = 0;         // time spent checking device reads (CRC32C), on any thread
+  std::uint64_t worker_verifies = 0;   // device reads whose CRC32C the device's I/O workers took
   std::uint64_t lent_puts = 0;         // puts written from the caller's memory (put_lent), not copied
 };
 
@@ -168,6 +174,10 @@ struct SsdGetCompletion {
   KvOutcome outcome;
   std::uint32_t payload_bytes = 0;  // valid bytes at the buffer start when outcome is kOk
 };
+
+// The digest a worker device takes of the log's reads: the CRC32C that
+// entries carry (docs/kvstore-format.md). Safe on any thread.
+std::uint32_t ssd_read_digest(std::span<const std::byte> bytes);
 
 class SsdStore {
  public:
@@ -363,8 +373,12 @@ class SsdStore {
   // Read path (ssd_store_read.cpp).
   Result<std::int64_t> io_now(hal::IoRequest request);
   void handle_completion(const hal::IoCompletion& c);
-  [[nodiscard]] static KvOutcome check_read(const Slot& slot, std::int64_t result, const std::byte* buffer);
-  KvOutcome finish_read(const ChunkKey& key, const Slot& slot, std::int64_t result, const std::byte* buffer);
+  // crc: the buffer's CRC32C when the device took it, else computed here.
+  [[nodiscard]] static KvOutcome check_read(const Slot& slot, std::int64_t result, const std::byte* buffer,
+                                            std::optional<std::uint32_t> crc);
+  // digested: the device's completion when it carries the read's digest.
+  KvOutcome finish_read(const ChunkKey& key, const Slot& slot, std::int64_t result, const std::byte* buffer,
+                        const hal::IoCompletion* digested = nullptr);
   [[nodiscard]] bool buffer_fits(const Slot& slot, std::span<std::byte> buffer) const;
   // The region buffer holding slot's region (open or in flight), or null.
   [[nodiscard]] const RegionWriter* buffer_of(const Slot& slot) const;

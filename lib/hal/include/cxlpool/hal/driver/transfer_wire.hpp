@@ -26,18 +26,28 @@ struct CardRegion {
   std::uint64_t base = 0;  // its address in the owner (providers that address by virtual address)
   std::uint64_t length = 0;
 };
+// The key a rail's provider chose for a region, where the provider picks
+// keys itself (verbs); on the others a region's key is the same on every
+// rail and the card lists none.
+struct CardRailKey {
+  std::uint64_t region = 0;  // a region's key, as in CardRegion
+  std::uint32_t rail = 0;    // an index into PeerCard::rails
+  std::uint64_t key = 0;     // the provider's key for it on that rail
+};
 struct PeerCard {
   std::uint64_t instance = 0;  // tells transports apart (a new one per open)
   std::string host_id;         // [A-Za-z0-9._-], 1..64 characters
   std::vector<CardRail> rails; // network rails and the shm endpoint, at most kMaxCardRails
   std::vector<CardRegion> regions;
+  std::vector<CardRailKey> rail_keys;  // each (region, rail) once; region and rail exist
 };
 inline constexpr std::size_t kMaxCardRails = 16;
 inline constexpr std::size_t kMaxCardRegions = 4096;
 inline constexpr std::size_t kMaxAddressBytes = 128;
 
 // "cxlpool-fabric/1 id=<hex> host=<id> rail=<provider>,<hex address> ...
-// region=<hex key>,<hex base>,<hex length> ...": one line of text.
+// region=<hex key>,<hex base>,<hex length> ... [rkey=<hex region key>,<hex
+// rail index>,<hex provider key> ...]": one line of text.
 std::string encode_peer_card(const PeerCard& card);
 // EINVAL naming the bad token.
 Result<PeerCard> decode_peer_card(std::string_view text);
