@@ -815,6 +815,11 @@ bool valid_etcd_endpoint(std::string_view url) {
   });
 }
 
+bool valid_ip_literal(const std::string& text) {
+  in6_addr buf{};
+  return ::inet_pton(AF_INET, text.c_str(), &buf) == 1 || ::inet_pton(AF_INET6, text.c_str(), &buf) == 1;
+}
+
 void parse_pod(Section section, Config& config) {
   PodSection& p = config.pod;
   static constexpr std::pair<std::string_view, PodStateKind> kStates[] = {{"embedded", PodStateKind::kEmbedded},
@@ -848,6 +853,15 @@ void parse_pod(Section section, Config& config) {
       !valid_etcd_endpoint("http://" + p.address)) {
     section.fail_at("address", *section.get("address"), "must be HOST:PORT, got " + in_quotes(p.address));
   }
+  if (section.read_string_list("rails", p.rails)) {
+    const auto bad = std::find_if_not(p.rails.begin(), p.rails.end(), valid_ip_literal);
+    if (bad != p.rails.end()) {
+      section.fail_at("rails", *section.get("rails"), "not an IPv4 or IPv6 address: " + in_quotes(*bad));
+    } else if (p.rails.size() > 8) {
+      section.fail_at("rails", *section.get("rails"), "at most 8 rails");
+    }
+  }
+  section.read_bool("shm", p.shm);
   section.reject_unknown_keys();
   if (p.state == PodStateKind::kEtcd && p.etcd_endpoints.empty()) {
     section.fail_here("etcd_endpoints", "state = \"etcd\" needs at least one endpoint");
@@ -1016,6 +1030,8 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(running.pod.etcd_timeout_ms != next.pod.etcd_timeout_ms, "pod.etcd_timeout_ms");
   check(running.pod.provider != next.pod.provider, "pod.provider");
   check(running.pod.address != next.pod.address, "pod.address");
+  check(running.pod.rails != next.pod.rails, "pod.rails");
+  check(running.pod.shm != next.pod.shm, "pod.shm");
   return keys;
 }
 

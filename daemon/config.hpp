@@ -130,6 +130,10 @@ struct PodSection {
   uint32_t etcd_timeout_ms = 1000;               // per etcd request
   std::string provider = "tcp;ofi_rxm";          // libfabric provider peers reach it with
   std::string address;                           // its fabric address, "HOST:PORT"; may be empty
+  // The transfer engine's rails (local IP literals); empty: one rail on
+  // the address's host, else where the provider picks.
+  std::vector<std::string> rails;
+  bool shm = true;  // also reach peers on this host through shared memory
 };
 
 struct Config {

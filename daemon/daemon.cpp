@@ -43,6 +43,7 @@ static_assert(kTagKvIo == kTagTieringMoves + 1 && (kKvDoorbellBit & kSessionBit)
 constexpr uint64_t kTagWeights = kTagKvIo + 1;
 constexpr uint64_t kTagDevpool = kTagWeights + 1;
 constexpr uint64_t kTagCkpt = kTagDevpool + 1;
+constexpr uint64_t kTagPodKv = kTagCkpt + 1;
 // While spinning, KV ring polls between two looks at epoll (and yields of
 // the core): a microsecond or two, so a control message, or a client that
 // shares the core, waits no longer than that.
@@ -203,7 +204,14 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   }
   // Pod membership last: peers see this daemon once it can serve.
   d->pod_host_ = pod_host_name(d->config_.pod);
+  if (d->config_.pod.state == PodStateKind::kEtcd) d->pod_fabric_ = std::make_unique<PodFabric>(d->config_.pod);
   d->pod_ = open_pod_membership(d->config_.pod, d->pod_self());
+  if (d->pod_fabric_ && d->pod_fabric_->open()) {
+    d->pod_kv_ = std::make_unique<PodKv>(
+        d->config_.pod, d->pod_host_, *d->pod_fabric_, [pod = d->pod_.get()] { return pod->snapshot().members; },
+        d->config_.kvstore.slot_bytes);
+    if (d->kv_) d->kv_->set_remote(d->pod_kv_.get());
+  }
   if (auto ok = d->setup_loop(); !ok) return tl::unexpected(ok.error());
   return d;
 }
@@ -211,6 +219,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
 Daemon::~Daemon() {
   // Leave the pod first: peers stop counting on this host at once.
   if (pod_) pod_->stop();
+  // Peers' reads and fetches into the KV views end before the views go.
+  pod_kv_.reset();
+  pod_fabric_.reset();
   metrics_.stop();
   if (tiering_) tiering_->stop();
   if (migrations_) migrations_->stop();
@@ -310,6 +321,9 @@ Result<void> Daemon::setup_loop() {
     devpool_timer_fd_ = std::move(*timer);
     if (auto ok = epoll_add(epoll_fd_.get(), devpool_timer_fd_.get(), kTagDevpool); !ok) return ok;
   }
+  if (pod_kv_) {
+    if (auto ok = epoll_add(epoll_fd_.get(), pod_kv_->event_fd(), kTagPodKv); !ok) return ok;
+  }
   if (const uint64_t usec = watchdog_usec(); usec != 0) {
     auto wd = make_timer(usec * 1000 / config_.watchdog_divisor);
     if (!wd) return tl::unexpected(wd.error());
@@ -392,6 +406,10 @@ int Daemon::run() {
         case kTagMigration: finish_migrations(); break;
         case kTagWeights: finish_weight_loads(); break;
         case kTagCkpt: finish_ckpt_tasks(); break;
+        case kTagPodKv:
+          last_request_ns = monotonic_ns();
+          if (pod_kv_) pod_kv_->on_event(kv_.get());
+          break;
         case kTagDevpool: {
           uint64_t expirations = 0;
           (void)!::read(devpool_timer_fd_.get(), &expirations, sizeof expirations);

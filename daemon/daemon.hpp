@@ -27,6 +27,8 @@
 #include "kvstore/kv_service.hpp"
 #include "metrics_http.hpp"
 #include "migration_worker.hpp"
+#include "pod/pod_fabric.hpp"
+#include "pod/pod_kv.hpp"
 #include "pod/pod_membership.hpp"
 #include "region_pool.hpp"
 #include "session.hpp"
@@ -231,6 +233,10 @@ class Daemon {
   // member name there.
   std::unique_ptr<PodMembership> pod_;
   std::string pod_host_;
+  // The transfer engine and the KV store across the pod (etcd pods only).
+  // They read the KV views: both go before kv_.
+  std::unique_ptr<PodFabric> pod_fabric_;
+  std::unique_ptr<PodKv> pod_kv_;
   std::string kv_off_reason_;
   int kv_io_fd_ = -1;  // the store's completion eventfd while it is in epoll
   uint64_t next_session_id_ = 1;

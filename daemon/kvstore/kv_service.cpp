@@ -341,7 +341,7 @@ void KvService::deliver(kvcache::KvStoreCompletion&& done) {
 }
 
 size_t KvService::poll() {
-  if (!store_ || active_.empty()) return 0;
+  if (!store_ || (active_.empty() && parked_.empty())) return 0;
   size_t work = 0;
   for (KvConnection* c : active_) {
     if (c->reported_broken) continue;
@@ -366,12 +366,17 @@ size_t KvService::poll() {
         // right the op needs.
         ++counters_.denied_requests;
       }
+      if (refused == kvcache::KvStatus::kOk && remote_ != nullptr && r.op == static_cast<uint8_t>(proto::KvOp::kGet) &&
+          park_for_remote(*c, r, batch_.keys_of(i))) {
+        continue;
+      }
       store_->submit(c->id, r, batch_.keys_of(i), refused);
     }
     c->requests += n;
     counters_.requests += n;
     work += n;
   }
+  if (!parked_.empty()) finish_remote_gets();
   done_.clear();
   const size_t finished = store_->poll(done_);
   for (auto& done : done_) deliver(std::move(done));
@@ -469,7 +474,9 @@ Result<KvNamespaceOpenResult> KvService::open_namespace(uint64_t session_id, con
                             std::to_string(who.uid) + " may neither read nor write it");
   }
   // Created for writers too: the daemon writes their chunks through it.
+  const bool had_views = views_->has(*id);
   if (auto ok = views_->ensure(*id); !ok) return tl::unexpected(ok.error());
+  if (!had_views) register_views(*id);
   KvNamespaceOpenResult result;
   if (rights & kvcache::kKvRightRead) {
     auto fds = views_->reader_fds(*id);

@@ -37,6 +37,7 @@
 #include "cxlpool/proto/messages.hpp"
 #include "kv_arenas.hpp"
 #include "kv_connection.hpp"
+#include "kv_remote.hpp"
 #include "kv_ssd.hpp"
 #include "kv_views.hpp"
 
@@ -148,6 +149,20 @@ class KvService {
   // releases the store. The arenas go with the pool.
   void shutdown();
 
+  // --- The store across the pod (kv_remote_gets.cpp).
+  // A get that misses here asks `remote` (null: nobody) for the rest of its
+  // prefix before the store answers it; every namespace view, now and
+  // later, is registered with it.
+  void set_remote(KvRemote* remote);
+  // Pins, for a peer's one-sided read, the longest prefix of `keys` that
+  // the namespace with fingerprint `fp` holds in an arena here (empty: a
+  // miss, or the store does not run). Each pinned chunk stays where it is
+  // until unpin_for_peer().
+  std::vector<KvPeerChunk> pin_for_peer(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys);
+  void unpin_for_peer(std::span<const proto::KvKey> keys);
+  // Gets waiting for chunks from peers.
+  [[nodiscard]] size_t remote_gets_waiting() const { return parked_.size(); }
+
   [[nodiscard]] bool started() const { return store_ != nullptr; }
   // The store's settings as the [kvstore] section gives them.
   kvcache::KvStoreConfig store_config() const;
@@ -172,8 +187,38 @@ class KvService {
   // log that nobody has opened since the start.
   const std::optional<kvcache::KvNamespaceOwner>& owner_of(uint32_t id);
 
+  // A get whose missing chunks are being fetched from peers; the store
+  // answers it when they are in (or not).
+  struct ParkedGet {
+    uint64_t client = 0;
+    uint32_t ns_id = 0;
+    proto::KvRequest request;
+    std::vector<proto::KvKey> keys;       // the whole get
+    std::vector<proto::KvKey> fetching;   // the keys asked of peers
+    std::vector<uint64_t> offsets;        // their reserved DRAM slots
+    // The chunks of the prefix found here, pinned while the get waits so
+    // that the slots reserved for the rest cannot evict them.
+    std::vector<proto::KvKey> held;
+    // Gets that came meanwhile and miss at the same key: they wait for
+    // this fetch rather than fetch the chunks again (or miss for want of
+    // slots), and go to the store with it.
+    std::vector<std::pair<uint64_t, proto::KvRequest>> followers;  // (client, request)
+    std::vector<std::vector<proto::KvKey>> follower_keys;
+  };
+  // True when the get waits for peers (it is answered later).
+  bool park_for_remote(const KvConnection& c, const proto::KvRequest& r, std::span<const proto::KvKey> keys);
+  void finish_remote_gets();
+  void register_views(uint32_t ns_id);
+
   KvStoreSection config_;
   RegionPool& pool_;
+  KvRemote* remote_ = nullptr;
+  std::unordered_map<uint64_t, ParkedGet> parked_;  // by ticket
+  // The first key of each fetch in flight, and its ticket.
+  std::unordered_map<kvcache::ChunkKey, uint64_t, kvcache::ChunkKeyHash> fetching_;
+  uint64_t next_ticket_ = 1;
+  uint64_t fetch_slots_ = 0;  // DRAM slots reserved for fetches now
+  std::vector<KvFetchResult> fetched_;
   KvArenaPlan plan_;
   kvcache::TierRates rates_;
   KvSsd ssd_;                     // until the store takes the SsdStore

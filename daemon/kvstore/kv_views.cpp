@@ -89,6 +89,12 @@ std::byte* KvViews::slot(kvcache::KvTier tier, uint64_t offset, uint32_t ns_id) 
   return views_[ns_id - 1][static_cast<size_t>(tier)].mapping.data() + offset;
 }
 
+std::span<std::byte> KvViews::view_bytes(kvcache::KvTier tier, uint32_t ns_id) const {
+  const auto t = static_cast<size_t>(tier);
+  if (!has(ns_id) || t >= 2 || tiers_[t].bytes == 0) return {};
+  return {views_[ns_id - 1][t].mapping.data(), tiers_[t].bytes};
+}
+
 uint32_t KvViews::holder(kvcache::KvTier tier, uint64_t offset) const {
   const auto& h = holders_[static_cast<size_t>(tier)];
   const uint64_t i = offset / slot_bytes_;

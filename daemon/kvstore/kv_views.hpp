@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "cxlpool/common/counter_list.hpp"
@@ -74,6 +75,8 @@ class KvViews final : public kvcache::KvSlotMemory {
   std::byte* slot(kvcache::KvTier tier, uint64_t offset, uint32_t ns_id) override;
   void assign(kvcache::KvTier tier, uint64_t offset, uint32_t ns_id) override;
 
+  // The daemon's mapping of ns_id's view of `tier` (empty: none).
+  [[nodiscard]] std::span<std::byte> view_bytes(kvcache::KvTier tier, uint32_t ns_id) const;
   // The namespace whose view backs the slot (0: none yet).
   [[nodiscard]] uint32_t holder(kvcache::KvTier tier, uint64_t offset) const;
   [[nodiscard]] const KvViewCounters& counters() const { return counters_; }

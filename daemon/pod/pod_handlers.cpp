@@ -40,6 +40,12 @@ PodMember Daemon::pod_self() const {
   if (devpool_) {
     for (const auto& d : devpool_->list(monotonic_ns()).devices) self.devices.push_back(d.host + "/" + d.name);
   }
+  // Peers ask for the card itself when it is too large for the record (or
+  // lists a region they do not know yet).
+  if (pod_fabric_) {
+    std::string card = pod_fabric_->card();
+    if (card.size() <= kMaxPodRecordCard) self.card = std::move(card);
+  }
   return self;
 }
 
@@ -71,6 +77,21 @@ Result<Daemon::Reply> Daemon::handle(Session&, const proto::PodStatusRequest&) {
                              .tiers = joined(tiers).substr(0, proto::kMaxStringLength),
                              .devices = joined(m.devices).substr(0, proto::kMaxStringLength)});
   }
+  if (pod_fabric_) {
+    pod_fabric_->fill_status(reply);
+    if (reply.fabric_error.empty() && pod_kv_ && !pod_kv_->serve_error().empty()) {
+      reply.fabric_error = pod_kv_->serve_error().substr(0, proto::kMaxStringLength);
+    }
+  }
+  if (pod_kv_) {
+    const PodKvCounters c = pod_kv_->counters();
+    reply.kv_remote_gets = c.gets;
+    reply.kv_remote_hits = c.hits;
+    reply.kv_remote_misses = c.misses;
+    reply.kv_remote_bytes = c.bytes;
+    reply.kv_remote_errors = c.errors;
+    reply.kv_pins_served = c.pins_served;
+  }
   return Reply{reply, {}};
 }
 
@@ -81,6 +102,12 @@ void Daemon::add_pod_counters(std::vector<proto::Counter>& out) const {
   add("pod.connected", s.connected ? 1 : 0);
   add("pod.members", s.members.size());
   emit_counters("pod.", s.counters, add);
+  if (pod_fabric_) {
+    pod_fabric_->add_counters(add);
+  } else {
+    PodFabric::add_closed_counters(add);
+  }
+  emit_counters("pod.kv.", pod_kv_ ? pod_kv_->counters() : PodKvCounters{}, add);
 }
 
 }  // namespace cxlpool::daemon

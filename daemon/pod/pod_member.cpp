@@ -12,6 +12,10 @@ namespace {
 
 using json = nlohmann::json;
 
+// What hal::Transport::card() starts with; the rest is checked by
+// Transport::add_peer when the card is used.
+constexpr const char* kFabricCardPrefix = "cxlpool-fabric/";
+
 bool printable(std::string_view text, size_t max) {
   if (text.size() > max) return false;
   return std::all_of(text.begin(), text.end(), [](char c) { return std::isprint(static_cast<unsigned char>(c)); });
@@ -53,6 +57,7 @@ std::string encode_pod_member(const PodMember& member) {
               {"exported_bytes", member.exported_bytes},
               {"tiers", tiers},
               {"devices", member.devices}};
+  if (!member.card.empty()) doc["card"] = member.card;
   return doc.dump();
 }
 
@@ -97,6 +102,13 @@ Result<PodMember> decode_pod_member(std::string_view text, std::string_view host
     }
     m.devices.push_back(d.get<std::string>());
   }
+  // Optional: members from before the transfer engine was served have none.
+  auto card = read_text(doc, "card", kMaxPodRecordCard, false);
+  if (!card) return tl::unexpected(card.error());
+  if (!card->empty() && !card->starts_with(kFabricCardPrefix)) {
+    return fail(EINVAL, std::string("card: does not start with '") + kFabricCardPrefix + "'");
+  }
+  m.card = std::move(*card);
   return m;
 }
 

@@ -30,6 +30,10 @@ struct PodMember {
   uint64_t exported_bytes = 0;
   std::vector<PodTierRecord> tiers;
   std::vector<std::string> devices;  // pooled devices it owns
+  // Its transfer engine's card (hal::Transport::card(): rails and
+  // registered regions); empty when it runs none. Records written before
+  // the engine was served have no "card" field.
+  std::string card;
   // Filled from etcd, not part of the published value.
   uint64_t lease_id = 0;
   uint64_t create_revision = 0;
@@ -40,12 +44,13 @@ struct PodMember {
 inline constexpr size_t kMaxPodRecordBytes = 64 * 1024;
 inline constexpr size_t kMaxPodRecordTiers = 64;
 inline constexpr size_t kMaxPodRecordDevices = 256;
+inline constexpr size_t kMaxPodRecordCard = 48 * 1024;
 
 // "/cxlpool/pods/<pod>/members/": every member's key starts with it.
 std::string pod_members_prefix(std::string_view pod);
 
 // The JSON value published for `member` (host, provider, address,
-// exported_bytes, tiers, devices).
+// exported_bytes, tiers, devices, and card when it has one).
 std::string encode_pod_member(const PodMember& member);
 // Parses and checks a peer's value; `host` is the name its key gives, which
 // the value must repeat. EINVAL names the field that is wrong.

@@ -195,5 +195,33 @@ TEST_F(PodEtcd, SecondDaemonWithATakenNameIsRefused) {
   EXPECT_EQ(first["members"][0].value("lease_id", uint64_t{0}), first.value("lease_id", uint64_t{1}));
 }
 
+// The transfer engine opens with the pod and its rails show in the status;
+// one that cannot open (a rail address this host lacks) is an error there,
+// and the daemon still registers and serves local work.
+TEST_F(PodEtcd, TransferEngineOpensOrSaysWhyNot) {
+  DaemonProcess a(pod_config("host-1", etcd.endpoint()));
+  TestConfig broken;
+  broken.tables = "[pod]\nstate = \"etcd\"\nname = \"test-pod\"\nhost = \"host-2\"\netcd_endpoints = [\"" +
+                  etcd.endpoint() + "\"]\nlease_ttl_s = 2\nrails = [\"192.0.2.77\"]\n";
+  DaemonProcess b(broken.render());
+  ASSERT_TRUE(a.start());
+  ASSERT_TRUE(b.start());
+  ASSERT_TRUE(sees(a, {"host-1", "host-2"}, true, 10s));
+  ASSERT_TRUE(sees(b, {"host-1", "host-2"}, true, 10s));
+  const json sa = pod_status(a);
+  if (sa["fabric"]["transport"] == "") GTEST_SKIP() << "no tcp;ofi_rxm here: " << sa["fabric"]["error"];
+  EXPECT_EQ(sa["fabric"]["transport"], "ofi tcp;ofi_rxm");
+  ASSERT_GE(sa["fabric"]["rails"].size(), 1u) << sa.dump();
+  EXPECT_TRUE(sa["fabric"]["rails"][0]["up"].get<bool>());
+  EXPECT_EQ(sa["fabric"]["rails"][0]["provider"], "tcp;ofi_rxm");
+
+  const json sb = pod_status(b);
+  EXPECT_EQ(sb["fabric"]["transport"], "") << sb.dump();
+  EXPECT_NE(sb["fabric"]["error"], "") << sb.dump();
+  const auto text = run_ctl(b.socket(), {"pod", "status"});
+  EXPECT_NE(text.out.find("transfer engine: NOT OPEN"), std::string::npos) << text.out;
+  EXPECT_TRUE(serves_local_work(b));
+}
+
 }  // namespace
 }  // namespace cxlpool::integration

@@ -677,13 +677,26 @@ void walk(auto& io, Is<PodMemberEntry> auto& m) {
   CXLPOOL_PROTO_FIELDS(io, m, provider, address, tiers, devices);
 }
 
+void walk(auto& io, Is<PodRailEntry> auto& m) {
+  CXLPOOL_PROTO_FIELDS(io, m, bytes_read, bytes_written, chunks, failures, resets);
+  io.number("up", m.up, Between<uint8_t>{0, 1});
+  CXLPOOL_PROTO_FIELDS(io, m, provider, address);
+}
+
+void walk(auto& io, Is<PodPeerEntry> auto& m) {
+  CXLPOOL_PROTO_FIELDS(io, m, fetched_chunks, fetched_bytes, fetch_errors, retries, pins_served);
+  io.text("host", m.host, Text::kDeviceName);
+}
+
 void walk(auto& io, Is<PodStatusReply> auto& m) {
   io.enumeration("backend", m.backend, PodBackend::kEtcd);
   io.number("connected", m.connected, Between<uint8_t>{0, 1});
   CXLPOOL_PROTO_FIELDS(io, m, lease_ttl_s, lease_id, joins, departures, etcd_errors);
   io.text("pod", m.pod, Text::kDeviceName);
   io.text("host", m.host, Text::kDeviceName);
-  CXLPOOL_PROTO_FIELDS(io, m, endpoints, last_error, members);
+  CXLPOOL_PROTO_FIELDS(io, m, endpoints, last_error, members, fabric, fabric_error, transfer_requests,
+                       transfer_failures, chunks_retried, checksum_mismatches, kv_remote_gets, kv_remote_hits,
+                       kv_remote_misses, kv_remote_bytes, kv_remote_errors, kv_pins_served, rails, peers);
 }
 
 // ---------------------------------------------------------- restored leases

@@ -56,5 +56,37 @@ TEST(PodFormat, TextSaysWhenCutOffFromEtcd) {
   EXPECT_NE(pod_status_text(embedded).find("embedded (single host)"), std::string::npos);
 }
 
+TEST(PodFormat, TransferEngineRailsAndPeers) {
+  auto r = sample();
+  r.fabric = "ofi tcp;ofi_rxm";
+  r.transfer_requests = 12;
+  r.kv_remote_hits = 8;
+  r.kv_remote_bytes = 8ull << 20;
+  r.kv_pins_served = 3;
+  r.rails = {proto::PodRailEntry{.bytes_read = 8ull << 20, .chunks = 16, .up = 1, .provider = "tcp;ofi_rxm",
+                                 .address = "10.0.0.1"},
+             proto::PodRailEntry{.failures = 2, .resets = 1, .up = 0, .provider = "tcp;ofi_rxm", .address = "10.0.1.1"}};
+  r.peers = {proto::PodPeerEntry{.fetched_chunks = 8, .fetched_bytes = 8ull << 20, .fetch_errors = 1, .host = "b"}};
+  const auto j = pod_status_json(r);
+  EXPECT_EQ(j["fabric"]["transport"], "ofi tcp;ofi_rxm");
+  ASSERT_EQ(j["fabric"]["rails"].size(), 2u);
+  EXPECT_TRUE(j["fabric"]["rails"][0]["up"].get<bool>());
+  EXPECT_FALSE(j["fabric"]["rails"][1]["up"].get<bool>());
+  EXPECT_EQ(j["fabric"]["rails"][1]["resets"], 1);
+  EXPECT_EQ(j["fabric"]["peers"][0]["host"], "b");
+  EXPECT_EQ(j["fabric"]["peers"][0]["fetched_chunks"], 8);
+  EXPECT_EQ(j["kv"]["remote_hits"], 8);
+  EXPECT_EQ(j["kv"]["pins_served"], 3);
+  const std::string text = pod_status_text(r);
+  EXPECT_NE(text.find("transfer engine: ofi tcp;ofi_rxm, 12 requests"), std::string::npos) << text;
+  EXPECT_NE(text.find("DOWN"), std::string::npos) << text;
+  EXPECT_NE(text.find("8 chunks fetched (8.0 MiB)"), std::string::npos) << text;
+
+  auto closed = sample();
+  closed.fabric_error = "fi_getinfo: No data available";
+  EXPECT_NE(pod_status_text(closed).find("transfer engine: NOT OPEN: fi_getinfo"), std::string::npos);
+  EXPECT_EQ(pod_status_json(closed)["fabric"]["error"], "fi_getinfo: No data available");
+}
+
 }  // namespace
 }  // namespace cxlpool::ctl

@@ -14,8 +14,8 @@ constexpr const char* kSource = "pod.toml";
 
 Result<Config> parse(const std::string& text) { return parse_config(text, kSource); }
 
-const std::vector<std::string> kPodKeys = {"state",           "name",     "host",   "etcd_endpoints", "lease_ttl_s",
-                                           "etcd_timeout_ms", "provider", "address"};
+const std::vector<std::string> kPodKeys = {"state",           "name",     "host",    "etcd_endpoints", "lease_ttl_s",
+                                           "etcd_timeout_ms", "provider", "address", "rails",          "shm"};
 
 constexpr const char* kEveryKey = R"([pod]
 state = "etcd"
@@ -26,6 +26,8 @@ lease_ttl_s = 4
 etcd_timeout_ms = 300
 provider = "shm"
 address = "10.0.0.3:7100"
+rails = ["10.0.0.3", "fd00::3"]
+shm = false
 )";
 
 TEST(PodConfig, Defaults) {
@@ -40,6 +42,8 @@ TEST(PodConfig, Defaults) {
   EXPECT_EQ(p.etcd_timeout_ms, 1000u);
   EXPECT_EQ(p.provider, "tcp;ofi_rxm");
   EXPECT_TRUE(p.address.empty());
+  EXPECT_TRUE(p.rails.empty());
+  EXPECT_TRUE(p.shm);
 }
 
 TEST(PodConfig, EveryKeyIsRead) {
@@ -55,6 +59,8 @@ TEST(PodConfig, EveryKeyIsRead) {
   EXPECT_EQ(p.etcd_timeout_ms, 300u);
   EXPECT_EQ(p.provider, "shm");
   EXPECT_EQ(p.address, "10.0.0.3:7100");
+  EXPECT_EQ(p.rails, (std::vector<std::string>{"10.0.0.3", "fd00::3"}));
+  EXPECT_FALSE(p.shm);
   for (const std::string& key : kPodKeys) {
     EXPECT_NE(std::string(kEveryKey).find("\n" + key + " = "), std::string::npos) << key;
   }
@@ -79,6 +85,10 @@ TEST(PodConfig, Rejections) {
            Rejection{"[pod]\nprovider = \"udp\"\n", "pod.provider", 2, "must be one of"},
            Rejection{"[pod]\naddress = \"10.0.0.3\"\n", "pod.address", 2, "HOST:PORT"},
            Rejection{"[pod]\nttl = 3\n", "pod.ttl", 2, "unknown key"},
+           Rejection{"[pod]\nrails = [\"eth0\"]\n", "pod.rails", 2, "not an IPv4 or IPv6 address"},
+           Rejection{"[pod]\nrails = [\"10.0.0.1:7000\"]\n", "pod.rails", 2, "not an IPv4 or IPv6 address"},
+           Rejection{"[pod]\nrails = [\"1.1.1.1\", \"1.1.1.2\", \"1.1.1.3\", \"1.1.1.4\", \"1.1.1.5\", \"1.1.1.6\", \"1.1.1.7\", \"1.1.1.8\", \"1.1.1.9\"]\n", "pod.rails", 2, "at most 8"},
+           Rejection{"[pod]\nshm = 1\n", "pod.shm", 2, "boolean"},
        }) {
     SCOPED_TRACE(r.text);
     expect_rejection(r, kSource);

@@ -29,6 +29,20 @@ TEST(PodMember, RecordRoundTrips) {
   EXPECT_EQ(*back, m);
 }
 
+TEST(PodMember, CardRoundTripsAndOldRecordsHaveNone) {
+  PodMember m = sample("host-a");
+  m.card = "cxlpool-fabric/1 id=1f host=boot-1 rail=tcp;ofi_rxm,0a0b region=100,7f00,200000";
+  auto back = decode_pod_member(encode_pod_member(m), "host-a");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->card, m.card);
+  // A record written before the engine was served: no card, still a member.
+  auto old = decode_pod_member(R"({"host":"host-a","provider":"tcp","exported_bytes":1,"tiers":[],"devices":[]})",
+                               "host-a");
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_TRUE(old->card.empty());
+  EXPECT_EQ(encode_pod_member(*old).find("card"), std::string::npos);
+}
+
 TEST(PodMember, RecordsAreValidated) {
   struct Case {
     const char* json;
@@ -48,6 +62,10 @@ TEST(PodMember, RecordsAreValidated) {
       {R"({"host":"host-a","provider":"tcp","exported_bytes":1,"tiers":[],"devices":[""]})", "devices"},
       {R"({"host":"host-a","provider":"tcp","exported_bytes":1,"tiers":[],"devices":[3]})", "devices"},
       {R"({"host":"host-a","provider":"a\nb","exported_bytes":1,"tiers":[],"devices":[]})", "provider"},
+      {R"({"host":"host-a","provider":"tcp","exported_bytes":1,"tiers":[],"devices":[],"card":7})", "card"},
+      {R"({"host":"host-a","provider":"tcp","exported_bytes":1,"tiers":[],"devices":[],"card":"hello"})", "card"},
+      {R"({"host":"host-a","provider":"tcp","exported_bytes":1,"tiers":[],"devices":[],"card":"cxlpool-fabric/1\n"})",
+       "card"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);

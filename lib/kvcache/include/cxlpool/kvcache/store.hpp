@@ -60,6 +60,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -204,6 +205,18 @@ struct KvStoreCounters {
   KvTierCounters tiers[kKvTierCount];
 };
 
+// A chunk pinned for a peer daemon's one-sided read (docs/pods.md, "Remote
+// KV get"): where it is and its CRC-32C when the store took one as it was
+// written (crc_known).
+struct KvPeerPin {
+  KvTier tier = KvTier::kDram;
+  std::uint32_t ns_id = 0;
+  std::uint64_t offset = 0;  // arena slot offset
+  std::uint32_t length = 0;
+  std::uint32_t crc = 0;
+  bool crc_known = false;
+};
+
 struct KvDropResult {
   std::uint64_t dropped = 0;
   std::uint64_t deferred = 0;
@@ -314,6 +327,29 @@ class KvStore {
   // seals the log's open region (per-region durability) and waits for reads,
   // so that a restart finds what the arenas held. Call at shutdown.
   Result<void> flush();
+
+  // --- Chunks that move between the daemons of a pod (kv_peers.cpp).
+  // How many leading keys namespace ns_id holds on any tier; counts nothing.
+  [[nodiscard]] std::size_t cached_prefix(std::uint32_t ns_id, std::span<const proto::KvKey> keys) const;
+  // The id of the namespace with this fingerprint, when the store knows it.
+  [[nodiscard]] std::optional<std::uint32_t> namespace_of(const NamespaceFingerprint& fp) const;
+  [[nodiscard]] std::optional<NamespaceFingerprint> fingerprint_of(std::uint32_t ns_id) const;
+  // Pins chunk `key` of namespace ns_id where it lies in an arena, so that
+  // a peer can read it: it is neither moved nor freed until
+  // unpin_for_peer(). kNotFound when absent, of another namespace, or only
+  // on SSD.
+  KvResult<KvPeerPin> pin_for_peer(std::uint32_t ns_id, const proto::KvKey& key);
+  void unpin_for_peer(const proto::KvKey& key);
+  // A free DRAM slot, claimed for a chunk of ns_id that is being read from
+  // a peer (evicting as a commit would); kRejected when every DRAM chunk is
+  // leased. Until commit_fetch_slot() or cancel_fetch_slot() the slot is in
+  // no index and no other chunk takes it.
+  KvResult<std::uint64_t> reserve_fetch_slot(std::uint32_t ns_id);
+  // The chunk arrived whole in the reserved slot: it is indexed as a DRAM
+  // chunk. When the key was stored meanwhile the slot goes back (kOk).
+  KvStatus commit_fetch_slot(std::uint32_t ns_id, const proto::KvKey& key, std::uint64_t offset,
+                             std::uint32_t length, std::uint32_t crc);
+  void cancel_fetch_slot(std::uint64_t offset);
 
   [[nodiscard]] const KvStoreCounters& counters() const;  // refreshed on every call
   [[nodiscard]] const KvStoreConfig& config() const { return config_; }

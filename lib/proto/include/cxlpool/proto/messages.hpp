@@ -820,6 +820,28 @@ struct PodMemberEntry {
   std::string devices;   // pooled device names, comma-separated
   bool operator==(const PodMemberEntry&) const = default;
 };
+// One rail of this daemon's transfer engine (hal::Transport).
+struct PodRailEntry {
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t chunks = 0;
+  uint64_t failures = 0;  // chunks or messages that failed or stalled on it
+  uint64_t resets = 0;    // times it was taken out of service
+  uint8_t up = 0;         // 1 while in service
+  std::string provider;
+  std::string address;
+  bool operator==(const PodRailEntry&) const = default;
+};
+// What this daemon moved with one peer of the pod.
+struct PodPeerEntry {
+  uint64_t fetched_chunks = 0;  // KV chunks read from it
+  uint64_t fetched_bytes = 0;
+  uint64_t fetch_errors = 0;    // reads or control exchanges with it that failed
+  uint64_t retries = 0;         // chunk attempts beyond the first on its reads
+  uint64_t pins_served = 0;     // chunks it pinned here to read them
+  std::string host;
+  bool operator==(const PodPeerEntry&) const = default;
+};
 struct PodStatusReply {
   PodBackend backend = PodBackend::kEmbedded;
   uint8_t connected = 0;       // 1 while the pod state is reachable (always, embedded)
@@ -833,6 +855,24 @@ struct PodStatusReply {
   std::string endpoints;  // etcd endpoints, comma-separated; empty embedded
   std::string last_error; // the last etcd error; empty when none
   std::vector<PodMemberEntry> members;  // by host, at most kMaxListEntries
+  // The transfer engine: "" when it is not open (embedded pod), else its
+  // backend and provider; fabric_error says why it could not be opened.
+  std::string fabric;
+  std::string fabric_error;
+  uint64_t transfer_requests = 0;
+  uint64_t transfer_failures = 0;
+  uint64_t chunks_retried = 0;
+  uint64_t checksum_mismatches = 0;
+  // The KV store across the pod: gets that asked peers, chunks found there
+  // and not, bytes fetched, failed fetches, chunks pinned for peers.
+  uint64_t kv_remote_gets = 0;
+  uint64_t kv_remote_hits = 0;
+  uint64_t kv_remote_misses = 0;
+  uint64_t kv_remote_bytes = 0;
+  uint64_t kv_remote_errors = 0;
+  uint64_t kv_pins_served = 0;
+  std::vector<PodRailEntry> rails;  // at most kMaxListEntries
+  std::vector<PodPeerEntry> peers;  // by host, at most kMaxListEntries
   bool operator==(const PodStatusReply&) const = default;
 };
 

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "pod_kv.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "../kvstore/kv_service.hpp"
+#include "../logging.hpp"
+#include "cxlpool/common/clock.hpp"
+#include "cxlpool/common/crc32c.hpp"
+#include "kv_peer_socket.hpp"
+
+namespace cxlpool::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A pin a reader never released (it hung, or its unpin was lost) is let go
+// after this long: the chunk may then move, and a late read of it fails
+// its checksum instead of returning other bytes.
+constexpr uint64_t kPinTimeoutNs = 30'000'000'000ULL;
+constexpr auto kConnectTimeout = 1000ms;
+constexpr auto kExchangeTimeout = 5000ms;
+constexpr uint32_t kMaxPeerConnections = 64;
+// Pins one connection may hold at once: a peer that never unpins cannot
+// keep more than this much of the arenas from being evicted.
+constexpr size_t kMaxPinsPerConnection = 4 * kMaxPinKeys;
+constexpr int kFetchThreads = 2;
+
+uint64_t key_hash(const proto::KvKey& k) { return k.lo ^ (k.hi * 0x9E3779B97F4A7C15ULL); }
+
+}  // namespace
+
+struct PodKv::Link {
+  std::string host;
+  std::string address;
+  UniqueFd fd;
+  std::optional<hal::PeerId> peer;
+  uint64_t next_id = 1;
+  std::string last_warning;
+
+  // One request and its reply on this connection.
+  Result<KvPeerFrame> exchange(KvPeerType type, std::span<const std::byte> body, KvPeerType reply_type) {
+    if (!fd) {
+      auto connected = kv_peer_connect(address, kConnectTimeout);
+      if (!connected) return tl::unexpected(connected.error());
+      fd = std::move(*connected);
+      timeval tv{};
+      tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kExchangeTimeout).count();
+      (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    const uint64_t id = next_id++;
+    auto fail_link = [&](const Error& e) -> Result<KvPeerFrame> {
+      fd.reset();  // the stream may be out of step: start a fresh one next time
+      return tl::unexpected(e);
+    };
+    if (auto sent = send_kv_peer_frame(fd.get(), type, id, body); !sent) return fail_link(sent.error());
+    auto frame = recv_kv_peer_frame(fd.get());
+    if (!frame) return fail_link(frame.error());
+    if (frame->header.type != reply_type || frame->header.id != id) {
+      return fail_link(Error{EPROTO, "peer '" + host + "' answered out of turn"});
+    }
+    return frame;
+  }
+};
+
+PodKv::PodKv(const PodSection& config, std::string self_host, PodFabric& fabric, MembersFn members,
+             uint64_t slot_bytes)
+    : config_(config),
+      self_(std::move(self_host)),
+      fabric_(fabric),
+      members_(std::move(members)),
+      slot_bytes_(slot_bytes),
+      event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (config_.address.empty()) {
+    serve_error_ = "[pod] address is empty: peers cannot read this host's KV chunks";
+  } else if (auto fd = kv_peer_listen(config_.address); !fd) {
+    serve_error_ = fd.error().message;
+  } else {
+    listen_fd_ = std::move(*fd);
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
+  if (!serve_error_.empty()) logger("pod")->error("KV chunks not served to peers: {}", serve_error_);
+  for (int i = 0; i < kFetchThreads; ++i) fetchers_.emplace_back([this] { fetch_loop(); });
+}
+
+PodKv::~PodKv() { stop(); }
+
+void PodKv::stop() {
+  std::deque<std::shared_ptr<LoopTask>> pending;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ && !acceptor_.joinable() && fetchers_.empty()) return;
+    stopping_ = true;
+    pending.swap(tasks_);
+  }
+  jobs_cv_.notify_all();
+  const uint64_t one = 1;
+  (void)!::write(stop_fd_.get(), &one, sizeof one);
+  // Connection threads waiting for the loop get an empty answer: a miss.
+  for (auto& t : pending) {
+    if (t->pin) t->done.set_value({});
+  }
+  if (acceptor_.joinable()) acceptor_.join();
+  std::vector<std::thread> connections;
+  {
+    std::lock_guard lock(mutex_);
+    connections.swap(connections_);
+  }
+  for (auto& t : connections) t.join();
+  for (auto& t : fetchers_) t.join();
+  fetchers_.clear();
+}
+
+void PodKv::wake() {
+  const uint64_t one = 1;
+  (void)!::write(event_fd_.get(), &one, sizeof one);
+}
+
+bool PodKv::post(const std::shared_ptr<LoopTask>& task) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return false;
+    tasks_.push_back(task);
+  }
+  wake();
+  return true;
+}
+
+void PodKv::on_event(KvService* kv) {
+  uint64_t value = 0;
+  (void)!::read(event_fd_.get(), &value, sizeof value);
+  std::deque<std::shared_ptr<LoopTask>> tasks;
+  {
+    std::lock_guard lock(mutex_);
+    tasks.swap(tasks_);
+  }
+  for (auto& t : tasks) {
+    if (t->pin) {
+      t->done.set_value(kv != nullptr ? kv->pin_for_peer(t->fp, t->keys) : std::vector<KvPeerChunk>{});
+    } else if (kv != nullptr) {
+      kv->unpin_for_peer(t->keys);
+    }
+  }
+  // Fetch results are taken by the KV service's next poll, which this
+  // wake-up lets run.
+}
+
+void PodKv::count(const std::function<void(PodKvCounters&)>& change) {
+  std::lock_guard lock(mutex_);
+  change(counters_);
+}
+
+PodKvCounters PodKv::counters() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+// ---------------------------------------------------------------- holder
+
+void PodKv::accept_loop() {
+  for (;;) {
+    pollfd p[2] = {{listen_fd_.get(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) return;
+    if (p[1].revents != 0) return;
+    if (p[0].revents == 0) continue;
+    UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!fd) continue;
+    if (live_connections_ >= kMaxPeerConnections) continue;  // closed: the peer retries later
+    ++live_connections_;
+    count([](PodKvCounters& c) { ++c.peer_connections; });
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    connections_.emplace_back([this, fd = std::move(fd)]() mutable { serve(std::move(fd)); });
+  }
+}
+
+void PodKv::serve(UniqueFd fd) {
+  struct Held {
+    proto::KvKey key;
+    uint64_t since_ns = 0;
+  };
+  std::unordered_map<uint64_t, Held> pins;
+  uint64_t next_pin = 1;
+  auto unpin = [&](std::vector<proto::KvKey> keys) {
+    if (keys.empty()) return;
+    auto task = std::make_shared<LoopTask>();
+    task->pin = false;
+    task->keys = std::move(keys);
+    (void)post(task);
+  };
+  timeval tv{};
+  tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kExchangeTimeout).count();
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  auto log = logger("pod");
+  for (;;) {
+    pollfd p[2] = {{fd.get(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
+    const int ready = ::poll(p, 2, 1000);
+    if (p[1].revents != 0) break;
+    const uint64_t now = monotonic_ns();
+    std::vector<proto::KvKey> expired;
+    for (auto it = pins.begin(); it != pins.end();) {
+      if (now - it->second.since_ns < kPinTimeoutNs) {
+        ++it;
+        continue;
+      }
+      expired.push_back(it->second.key);
+      it = pins.erase(it);
+    }
+    unpin(std::move(expired));
+    if (ready <= 0 || p[0].revents == 0) continue;
+    auto frame = recv_kv_peer_frame(fd.get());
+    if (!frame) {
+      if (frame.error().code != ECONNRESET) log->warn("KV peer connection: {}", frame.error().message);
+      break;
+    }
+    Result<void> sent;
+    if (frame->header.type == KvPeerType::kPin) {
+      auto request = decode_pin_request(frame->body);
+      if (!request) {
+        log->warn("KV peer: {}", request.error().message);
+        break;
+      }
+      auto task = std::make_shared<LoopTask>();
+      task->fp = request->fp;
+      task->keys = request->keys;
+      // Over its pin limit a peer finds nothing here until it unpins.
+      task->keys.resize(std::min(task->keys.size(), kMaxPinsPerConnection - std::min(kMaxPinsPerConnection, pins.size())));
+      std::vector<KvPeerChunk> chunks;
+      if (!task->keys.empty()) {
+        auto answer = task->done.get_future();
+        if (!post(task)) break;
+        chunks = answer.get();
+      }
+      KvPinReply reply;
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        const KvPeerChunk& c = chunks[i];
+        // Pinned: the bytes cannot change while the checksum is taken.
+        const uint32_t crc = c.crc_known ? c.crc : crc32c({c.bytes, c.length});
+        const uint64_t id = next_pin++;
+        pins[id] = Held{request->keys[i], monotonic_ns()};
+        reply.entries.push_back({id, c.region_key, c.offset, c.length, crc});
+      }
+      const size_t served = chunks.size();
+      count([&](PodKvCounters& c) { c.pins_served += served; });
+      fabric_.count(request->from, [&](PodPeerCounters& c) { c.pins_served += served; });
+      sent = send_kv_peer_frame(fd.get(), KvPeerType::kPinReply, frame->header.id, encode_pin_reply(reply));
+    } else if (frame->header.type == KvPeerType::kUnpin) {
+      auto request = decode_unpin_request(frame->body);
+      if (!request) {
+        log->warn("KV peer: {}", request.error().message);
+        break;
+      }
+      std::vector<proto::KvKey> keys;
+      for (uint64_t id : request->pin_ids) {
+        if (auto it = pins.find(id); it != pins.end()) {
+          keys.push_back(it->second.key);
+          pins.erase(it);
+        }
+      }
+      unpin(std::move(keys));
+      sent = send_kv_peer_frame(fd.get(), KvPeerType::kUnpinReply, frame->header.id, {});
+    } else if (frame->header.type == KvPeerType::kCard) {
+      const std::string card = fabric_.card();
+      sent = send_kv_peer_frame(fd.get(), KvPeerType::kCardReply, frame->header.id,
+                                std::as_bytes(std::span(card.data(), card.size())));
+    } else {
+      log->warn("KV peer: a {} message is no request", static_cast<unsigned>(frame->header.type));
+      break;
+    }
+    if (!sent) break;
+  }
+  std::vector<proto::KvKey> left;
+  for (const auto& [id, held] : pins) left.push_back(held.key);
+  unpin(std::move(left));
+  --live_connections_;
+}
+
+// ---------------------------------------------------------------- reader
+
+bool PodKv::has_peers() const {
+  for (const PodMember& m : members_()) {
+    if (m.host != self_ && !m.address.empty()) return true;
+  }
+  return false;
+}
+
+void PodKv::register_view(uint32_t ns_id, kvcache::KvTier tier, std::span<std::byte> bytes) {
+  fabric_.register_region(kv_view_region_key(ns_id, tier), bytes.data(), bytes.size());
+}
+
+void PodKv::fetch(KvFetchJob job) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      results_.push_back({job.ticket, {}});
+    } else {
+      jobs_.push_back(std::move(job));
+    }
+  }
+  jobs_cv_.notify_one();
+}
+
+void PodKv::take_results(std::vector<KvFetchResult>& out) {
+  std::lock_guard lock(mutex_);
+  for (auto& r : results_) out.push_back(std::move(r));
+  results_.clear();
+}
+
+void PodKv::fetch_loop() {
+  std::vector<std::unique_ptr<Link>> links;  // this thread's own connections
+  for (;;) {
+    KvFetchJob job;
+    {
+      std::unique_lock lock(mutex_);
+      jobs_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    KvFetchResult result = run_job(job, links);
+    {
+      std::lock_guard lock(mutex_);
+      results_.push_back(std::move(result));
+    }
+    wake();
+  }
+}
+
+KvFetchResult PodKv::run_job(const KvFetchJob& job, std::vector<std::unique_ptr<Link>>& links) {
+  KvFetchResult result;
+  result.ticket = job.ticket;
+  std::vector<PodMember> peers;
+  for (PodMember& m : members_()) {
+    if (m.host != self_ && !m.address.empty()) peers.push_back(std::move(m));
+  }
+  std::sort(peers.begin(), peers.end(), [](const PodMember& a, const PodMember& b) { return a.host < b.host; });
+  // Start the walk at a peer chosen by the key: readers spread over holders.
+  const size_t start = peers.empty() ? 0 : key_hash(job.keys.front()) % peers.size();
+  size_t have = 0;
+  bool failed = false;
+  for (size_t k = 0; k < peers.size() && have < job.keys.size() && !failed; ++k) {
+    const PodMember& m = peers[(start + k) % peers.size()];
+    auto it = std::find_if(links.begin(), links.end(), [&](const auto& l) { return l->host == m.host; });
+    if (it == links.end()) {
+      links.push_back(std::make_unique<Link>());
+      it = std::prev(links.end());
+      (*it)->host = m.host;
+    }
+    Link& link = **it;
+    if (link.address != m.address) {  // a restarted peer may have moved
+      link.address = m.address;
+      link.fd.reset();
+      link.peer.reset();
+    }
+    have += fetch_from(link, job, have, result, failed);
+  }
+  uint64_t bytes = 0;
+  for (const auto& c : result.chunks) bytes += c.length;
+  count([&](PodKvCounters& c) {
+    ++c.gets;
+    c.hits += result.chunks.size();
+    c.bytes += bytes;
+    if (result.chunks.empty()) ++c.misses;
+  });
+  return result;
+}
+
+size_t PodKv::fetch_from(Link& link, const KvFetchJob& job, size_t from, KvFetchResult& result, bool& failed) {
+  hal::Transport* transport = fabric_.transport();
+  auto note_error = [&](const std::string& what) {
+    count([](PodKvCounters& c) { ++c.errors; });
+    fabric_.count(link.host, [](PodPeerCounters& c) { ++c.fetch_errors; });
+    if (what != link.last_warning) logger("pod")->warn("KV fetch from '{}': {}", link.host, what);
+    link.last_warning = what;
+  };
+  auto refresh_card = [&]() -> bool {
+    auto frame = link.exchange(KvPeerType::kCard, {}, KvPeerType::kCardReply);
+    if (!frame) {
+      note_error(frame.error().message);
+      return false;
+    }
+    auto card = decode_card_reply(frame->body);
+    auto peer = card ? fabric_.peer(link.host, *card) : Result<hal::PeerId>(tl::unexpected(card.error()));
+    if (!peer) {
+      note_error(peer.error().message);
+      return false;
+    }
+    link.peer = *peer;
+    return true;
+  };
+  if (transport == nullptr) return 0;
+  // A new connection may reach a restarted peer, whose transport is a new
+  // one: its card is fetched again on every connection.
+  if (!link.fd) link.peer.reset();
+  if (!link.peer && !refresh_card()) return 0;
+
+  KvPinRequest pin;
+  pin.from = self_;
+  pin.fp = job.fp;
+  const size_t asked = std::min(job.keys.size() - from, kMaxPinKeys);
+  pin.keys.assign(job.keys.begin() + static_cast<std::ptrdiff_t>(from),
+                  job.keys.begin() + static_cast<std::ptrdiff_t>(from + asked));
+  auto frame = link.exchange(KvPeerType::kPin, encode_pin_request(pin), KvPeerType::kPinReply);
+  if (!frame) {
+    note_error(frame.error().message);
+    return 0;
+  }
+  auto reply = decode_pin_reply(frame->body, asked, slot_bytes_);
+  if (!reply) {
+    link.fd.reset();
+    note_error(reply.error().message);
+    return 0;
+  }
+  const size_t m = reply->entries.size();
+  if (m == 0) return 0;
+
+  std::vector<hal::TransferRequest> reads(m);
+  auto plan = [&] {
+    for (size_t i = 0; i < m; ++i) {
+      const KvPinEntry& e = reply->entries[i];
+      reads[i] = {.op = hal::TransferOp::kRead,
+                  .peer = *link.peer,
+                  .local_key = kv_view_region_key(job.ns_id, kvcache::KvTier::kDram),
+                  .local_offset = job.offsets[from + i],
+                  .remote_key = e.region_key,
+                  .remote_offset = e.offset,
+                  .length = e.length};
+    }
+  };
+  plan();
+  std::vector<hal::TransferResult> done = transport->transfer(reads);
+  // A region the card we have does not list (a namespace the holder opened
+  // since): fetch its card and read again.
+  const bool unknown_region = std::any_of(done.begin(), done.end(), [](const auto& r) { return r.error == ENOENT; });
+  if (unknown_region && refresh_card()) {
+    plan();
+    done = transport->transfer(reads);
+  }
+  size_t got = 0;
+  uint64_t retries = 0, bytes = 0;
+  for (size_t i = 0; i < m; ++i) {
+    const KvPinEntry& e = reply->entries[i];
+    retries += done[i].retries;
+    if (done[i].error != 0) {
+      note_error("read of " + std::to_string(e.length) + " bytes: " + done[i].message);
+      failed = true;
+      link.peer.reset();  // the next fetch takes the card afresh
+      break;
+    }
+    // The chunk's own checksum, as the holder has it: a read that raced a
+    // pin's expiry or landed short never gets indexed.
+    const uint32_t crc = crc32c({job.slots[from + i], e.length});
+    if (crc != e.crc) {
+      note_error("a chunk's CRC-32C differs from the holder's");
+      failed = true;
+      break;
+    }
+    result.chunks.push_back({e.length, crc});
+    bytes += e.length;
+    ++got;
+  }
+  fabric_.count(link.host, [&](PodPeerCounters& c) {
+    c.fetched_chunks += got;
+    c.fetched_bytes += bytes;
+    c.retries += retries;
+  });
+  KvUnpinRequest unpin;
+  for (const KvPinEntry& e : reply->entries) unpin.pin_ids.push_back(e.pin_id);
+  if (auto ok = link.exchange(KvPeerType::kUnpin, encode_unpin_request(unpin), KvPeerType::kUnpinReply); !ok) {
+    // The holder lets the pins go with the connection (or after its timeout).
+    note_error(ok.error().message);
+  }
+  return got;
+}
+
+}  // namespace cxlpool::daemon

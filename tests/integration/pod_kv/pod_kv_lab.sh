@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+# Sourced by the pod KV test and benchmark: two network namespaces ("hosts"
+# A at 10.$net.0.1 and B at 10.$net.0.2) joined by a veth pair, etcd in A's
+# namespace, and cxlpoold in each (state directories under $dir). The
+# transfer engine runs tcp;ofi_rxm over the veth (shm off: both namespaces
+# share this host's memory). Everything goes at exit.
+#   pod_kv_lab PREFIX NET CXLPOOLD CXLPOOLCTL  (needs root, ip, etcd, python3)
+# sets A, B, dir, pids; then pod_kv_start a|b [KVSTORE-KEYS] starts a daemon
+# (its pid in $pid_a / $pid_b), status/field/wait_for read `pod status`.
+pod_kv_lab() {
+  lab_prefix=$1
+  lab_net=$2
+  lab_daemon=$3
+  lab_ctl=$4
+  lab_etcd=${CXLPOOL_ETCD:-$(command -v etcd || true)}
+  if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null; then
+    echo "$lab_prefix: needs root and iproute2 (network namespaces); skipped"
+    exit 77
+  fi
+  if [ -z "$lab_etcd" ] || ! command -v python3 >/dev/null; then
+    echo "$lab_prefix: needs etcd (Debian package etcd-server) and python3; skipped"
+    exit 77
+  fi
+  local tag=$$
+  A=cx${lab_prefix}A$tag
+  B=cx${lab_prefix}B$tag
+  dir=$(mktemp -d /tmp/cxlpool-podkv.XXXXXX)
+  pids=()
+  trap pod_kv_lab_cleanup EXIT
+  ip netns add "$A"
+  ip netns add "$B"
+  for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
+  ip link add "${lab_prefix}a_$tag" netns "$A" type veth peer name "${lab_prefix}b_$tag" netns "$B"
+  ip -n "$A" addr add "10.$lab_net.0.1/24" dev "${lab_prefix}a_$tag"
+  ip -n "$B" addr add "10.$lab_net.0.2/24" dev "${lab_prefix}b_$tag"
+  ip -n "$A" link set "${lab_prefix}a_$tag" up
+  ip -n "$B" link set "${lab_prefix}b_$tag" up
+  etcd_url=http://10.$lab_net.0.1:23795
+  ip netns exec "$A" "$lab_etcd" --name=podkv --data-dir="$dir/etcd" --listen-client-urls="$etcd_url" \
+    --advertise-client-urls="$etcd_url" --listen-peer-urls=http://127.0.0.1:23796 \
+    --initial-advertise-peer-urls=http://127.0.0.1:23796 --initial-cluster=podkv=http://127.0.0.1:23796 \
+    --log-level=warn > "$dir/etcd.log" 2>&1 &
+  pids+=($!)
+}
+
+pod_kv_lab_cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  ip netns del "$A" 2>/dev/null || true
+  ip netns del "$B" 2>/dev/null || true
+  rm -rf "$dir"
+}
+
+# pod_kv_start a|b [KVSTORE-KEYS]: the daemon of host A or B.
+pod_kv_start() {
+  local h=$1 ns ip
+  if [ "$h" = a ]; then ns=$A ip=10.$lab_net.0.1; else ns=$B ip=10.$lab_net.0.2; fi
+  cat > "$dir/$h.toml" <<TOML
+[daemon]
+socket_group = ""
+log_level = "debug"
+
+[[emulated_tier]]
+name = "emu"
+capacity = 268435456
+latency_ns = 300
+bandwidth_mbps = 15000
+
+[kvstore]
+cxl_bytes = 0
+client_quota_bytes = 0
+${2:-}
+
+[pod]
+state = "etcd"
+name = "kv-pod"
+host = "host-$h"
+etcd_endpoints = ["$etcd_url"]
+lease_ttl_s = 2
+etcd_timeout_ms = 500
+provider = "tcp;ofi_rxm"
+address = "$ip:7411"
+shm = false
+TOML
+  mkdir -p "$dir/$h"
+  ip netns exec "$ns" "$lab_daemon" --config "$dir/$h.toml" --state-dir "$dir/$h" > "$dir/$h.log" 2>&1 &
+  pids+=($!)
+  eval "pid_$h=$!"
+}
+
+status() { CXLPOOL_SOCKET="$dir/$1/cxlpoold.sock" "$lab_ctl" pod status --json 2>/dev/null; }
+# field HOST PYTHON-EXPRESSION over the status `s`
+field() { status "$1" | python3 -c "import json,sys; s=json.load(sys.stdin); print($2)" 2>/dev/null || echo "?"; }
+wait_for() {  # HOST EXPRESSION EXPECTED SECONDS
+  local i
+  for i in $(seq $(($4 * 10))); do
+    [ "$(field "$1" "$2")" = "$3" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# Both daemons up and seeing each other; exit 77 when the engine cannot open.
+pod_kv_wait_both() {
+  sleep 1
+  if grep -q "transfer engine not opened" "$dir/a.log"; then
+    grep "transfer engine not opened" "$dir/a.log"
+    echo "$lab_prefix: the transfer engine cannot open here; skipped"
+    exit 77
+  fi
+  for h in a b; do
+    wait_for $h "sorted(m['host'] for m in s['members'])" "['host-a', 'host-b']" 20 || {
+      echo "FAIL: daemon $h does not see both members: $(status $h)"
+      tail -n 40 "$dir/$h.log"
+      exit 1
+    }
+  done
+}

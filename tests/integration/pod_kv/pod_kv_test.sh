@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The KV store across a pod: two cxlpoold ("hosts" A and B), each in a
+# network namespace of its own, joined by a veth pair, with etcd in A's
+# namespace; the transfer engine runs tcp;ofi_rxm over the veth (shm off,
+# since both namespaces share this host's memory).
+#   1. prefill -> decode handoff: a client on A puts chunks, a client on B
+#      gets them, byte-exact, and the counters of both say they moved;
+#   2. four clients on B get another sequence A put, concurrently, over
+#      and over: every byte they are given is right;
+#   3. A is killed with SIGKILL: B's get of a sequence only A held is a
+#      miss (at once, and after B dropped A), while what B fetched before
+#      is still served from B.
+# Needs root, iproute2, etcd (Debian's etcd-server) and python3 (exit 77
+# otherwise), and libfabric's tcp;ofi_rxm (77 when A's engine cannot open).
+#   pod_kv_test.sh CXLPOOLD POD_KV_CLIENT CXLPOOLCTL
+set -euo pipefail
+daemon=${1:?usage: pod_kv_test.sh CXLPOOLD POD_KV_CLIENT CXLPOOLCTL}
+client=${2:?}
+ctl=${3:?}
+source "$(dirname "$0")/pod_kv_lab.sh"
+pod_kv_lab kv 95 "$daemon" "$ctl"
+fail() {
+  echo "FAIL: $*"
+  for h in a b; do echo "--- daemon $h log (end)"; tail -n 40 "$dir/$h.log" 2>/dev/null || true; done
+  exit 1
+}
+kv_keys="slot_bytes = 1048576
+dram_bytes = 134217728
+put_window_bytes = 33554432"
+pod_kv_start a "$kv_keys"
+pod_kv_start b "$kv_keys"
+pod_kv_wait_both
+[ "$(field b "s['fabric']['transport']")" = "ofi tcp;ofi_rxm" ] || fail "B's transfer engine: $(status b)"
+
+get() { "$client" get "$dir/b/cxlpoold.sock" "$@"; }
+put() { "$client" put "$dir/a/cxlpoold.sock" "$@"; }
+
+echo "== 1. prefill on A, decode on B"
+put 1 8 1048576 | grep -q "stored=8" || fail "put on A"
+out=$(get 1 8 1048576) || fail "get on B: $out"
+echo "$out"
+[ "$out" = "got=8 bad=0" ] || fail "B did not get A's chunks byte-exact: $out"
+[ "$(field b "s['kv']['remote_hits']")" -ge 8 ] || fail "B's counters: $(status b)"
+[ "$(field b "[p['fetched_chunks'] for p in s['fabric']['peers'] if p['host']=='host-a'][0]")" -ge 8 ] ||
+  fail "B's per-peer counters: $(status b)"
+[ "$(field b "s['fabric']['rails'][0]['bytes_read']")" -ge $((8 << 20)) ] || fail "B's rail counters: $(status b)"
+[ "$(field a "s['kv']['pins_served']")" -ge 8 ] || fail "A's counters: $(status a)"
+CXLPOOL_SOCKET="$dir/b/cxlpoold.sock" "$ctl" pod status
+
+echo "== 2. concurrent gets on B"
+put 2 16 262144 | grep -q "stored=16" || fail "put on A"
+out=$(get 2 16 262144 4 20) || fail "concurrent gets on B: $out"
+echo "$out"
+[ "$out" = "got=16 bad=0" ] || fail "concurrent gets: $out (every get should see the whole sequence, byte-exact)"
+[ "$(get 2 16 262144)" = "got=16 bad=0" ] || fail "B does not hold all of sequence 2"
+
+echo "== 3. A killed: what only A held is a miss"
+put 3 4 1048576 | grep -q "stored=4" || fail "put on A"
+kill -9 "$pid_a"
+wait "$pid_a" 2>/dev/null || true
+out=$(get 3 4 1048576) || fail "get on B after A died: $out"
+[ "$out" = "got=0 bad=0" ] || fail "B served chunks of a dead host: $out"
+wait_for b "sorted(m['host'] for m in s['members'])" "['host-b']" 10 || fail "B still lists A: $(status b)"
+out=$(get 3 4 1048576) || fail "get on B after A left: $out"
+[ "$out" = "got=0 bad=0" ] || fail "B served chunks of a departed host: $out"
+[ "$(get 1 8 1048576)" = "got=8 bad=0" ] || fail "B lost the chunks it fetched before"
+echo "pod_kv_test: all passed"

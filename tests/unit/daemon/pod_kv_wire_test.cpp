@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// The KV control messages between the daemons of a pod: every message
+// round-trips, and the decoders refuse what a hostile or broken peer could
+// send (bad magic, version, type, sizes, counts, truncation, trailing
+// bytes, chunk lengths a slot cannot hold).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "pod/kv_peer_wire.hpp"
+
+namespace cxlpool::daemon {
+namespace {
+
+TEST(KvPeerWire, HeaderRoundTripsAndIsChecked) {
+  const auto bytes = encode_kv_peer_header({KvPeerType::kUnpin, 24, 99});
+  ASSERT_EQ(bytes.size(), kKvPeerHeaderBytes);
+  auto back = decode_kv_peer_header(bytes);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->type, KvPeerType::kUnpin);
+  EXPECT_EQ(back->body_bytes, 24u);
+  EXPECT_EQ(back->id, 99u);
+
+  auto damaged = [&](size_t at, uint8_t value) {
+    auto copy = bytes;
+    copy[at] = std::byte{value};
+    return decode_kv_peer_header(copy);
+  };
+  EXPECT_FALSE(damaged(0, 0x00));  // magic
+  EXPECT_FALSE(damaged(4, 0x02));  // version
+  EXPECT_FALSE(damaged(6, 0x00));  // type 0
+  EXPECT_FALSE(damaged(6, 0x07));  // type 7
+  EXPECT_FALSE(damaged(10, 0x01)); // body of 64 KiB + 24
+  EXPECT_FALSE(decode_kv_peer_header(std::span(bytes).first(kKvPeerHeaderBytes - 1)));
+}
+
+TEST(KvPeerWire, PinRequestRoundTripsAndIsChecked) {
+  KvPinRequest r;
+  r.from = "host-b";
+  r.fp = {0x1111, 0x2222};
+  r.keys = {{1, 2}, {3, 4}};
+  const auto body = encode_pin_request(r);
+  auto back = decode_pin_request(body);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->from, "host-b");
+  EXPECT_EQ(back->fp.hi, 0x1111u);
+  EXPECT_EQ(back->fp.lo, 0x2222u);
+  EXPECT_EQ(back->keys, r.keys);
+
+  EXPECT_FALSE(decode_pin_request(std::span(body).first(body.size() - 1)));  // truncated
+  auto longer = body;
+  longer.push_back(std::byte{0});
+  EXPECT_FALSE(decode_pin_request(longer));  // trailing
+  KvPinRequest none = r;
+  none.keys.clear();
+  EXPECT_FALSE(decode_pin_request(encode_pin_request(none)));
+  KvPinRequest many = r;
+  many.keys.assign(kMaxPinKeys + 1, {5, 6});
+  EXPECT_FALSE(decode_pin_request(encode_pin_request(many)));
+  KvPinRequest bad_name = r;
+  bad_name.from = "a/b";
+  EXPECT_FALSE(decode_pin_request(encode_pin_request(bad_name)));
+}
+
+TEST(KvPeerWire, PinReplyRoundTripsAndIsChecked) {
+  KvPinReply r;
+  r.entries = {{7, 0x100, 4096, 65536, 0xdeadbeef}, {8, 0x101, 0, 100, 1}};
+  const auto body = encode_pin_reply(r);
+  auto back = decode_pin_reply(body, 2, 65536);
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->entries.size(), 2u);
+  EXPECT_EQ(back->entries[0].pin_id, 7u);
+  EXPECT_EQ(back->entries[0].region_key, 0x100u);
+  EXPECT_EQ(back->entries[0].offset, 4096u);
+  EXPECT_EQ(back->entries[0].length, 65536u);
+  EXPECT_EQ(back->entries[0].crc, 0xdeadbeefu);
+  EXPECT_FALSE(decode_pin_reply(body, 1, 65536));      // more entries than keys asked
+  EXPECT_FALSE(decode_pin_reply(body, 2, 65535));      // a chunk larger than a slot
+  EXPECT_FALSE(decode_pin_reply(std::span(body).first(body.size() - 4), 2, 65536));
+  KvPinReply empty_chunk;
+  empty_chunk.entries = {{1, 1, 0, 0, 0}};
+  EXPECT_FALSE(decode_pin_reply(encode_pin_reply(empty_chunk), 1, 65536));
+  auto none = decode_pin_reply(encode_pin_reply({}), 3, 65536);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->entries.empty());
+}
+
+TEST(KvPeerWire, UnpinAndCardAreChecked) {
+  auto back = decode_unpin_request(encode_unpin_request({{1, 2, 3}}));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->pin_ids, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_FALSE(decode_unpin_request(encode_unpin_request({})));
+  EXPECT_FALSE(decode_unpin_request(encode_unpin_request({std::vector<uint64_t>(kMaxPinKeys + 1, 1)})));
+  const std::string card = "cxlpool-fabric/1 id=1 host=h";
+  auto text = decode_card_reply(std::as_bytes(std::span(card.data(), card.size())));
+  ASSERT_TRUE(text);
+  EXPECT_EQ(*text, card);
+  const std::string bad = "a\nb";
+  EXPECT_FALSE(decode_card_reply(std::as_bytes(std::span(bad.data(), bad.size()))));
+  EXPECT_FALSE(decode_card_reply({}));
+}
+
+}  // namespace
+}  // namespace cxlpool::daemon
