@@ -786,13 +786,6 @@ void parse_devpool(Section section, Config& config) {
 
 }  // namespace
 
-bool valid_pod_name(std::string_view name) {
-  if (name.empty() || name.size() > 64 || name.front() == '.') return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-  });
-}
-
 namespace {
 
 // "http://HOST:PORT": the etcd v3 JSON gateway without TLS (a pod's etcd

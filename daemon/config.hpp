@@ -14,6 +14,7 @@
 
 #include "cxlpool/common/log.hpp"
 #include "cxlpool/common/result.hpp"
+#include "pod/pod_name.hpp"
 
 namespace cxlpool::tiering {
 struct M5Config;
@@ -190,9 +191,8 @@ struct Config {
   std::string metrics_address = "127.0.0.1";
 };
 
-// Pod and member names: 1..64 bytes of [A-Za-z0-9._-], not starting with
-// '.' (they are etcd key segments and protocol names).
-bool valid_pod_name(std::string_view name);
+// Pod and member names (etcd key segments and protocol names):
+// valid_pod_name in pod/pod_name.hpp.
 
 // The configuration used when cxlpoold starts without --config: DRAM node(s)
 // as the fast tier plus one emulated slow tier of 1 GiB.

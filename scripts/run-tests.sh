@@ -57,7 +57,7 @@ if [ $quick -eq 0 ]; then
     if [ ! -f build-fuzz/build.ninja ]; then
       CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dcuda=disabled >/dev/null || status=1
     fi
-    for target in proto trace kvstore safetensors devpool blk ckpt_manifest; do
+    for target in proto trace kvstore safetensors devpool blk ckpt_manifest pod_kv_wire; do
       fuzzer=tests/fuzz/fuzz_${target}_decode
       if ! ninja -C build-fuzz "$fuzzer"; then
         status=1

@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cstring>
 
-#include "../config.hpp"
+#include "pod_name.hpp"
 
 namespace cxlpool::daemon {
 namespace {
