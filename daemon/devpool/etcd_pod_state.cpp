@@ -186,7 +186,7 @@ uint64_t EtcdPodState::current_lease() const {
 
 bool EtcdPodState::connected() const {
   std::lock_guard lock(mutex_);
-  return session_ok_ && watch_ok_ && lease_ != 0;
+  return health_.connected() && lease_ != 0;
 }
 
 Result<void> EtcdPodState::commit() {
@@ -244,7 +244,7 @@ Result<void> EtcdPodState::commit() {
   std::string why;
   {
     std::lock_guard lock(mutex_);
-    if (!(session_ok_ && watch_ok_ && lease_ != 0)) why = last_error_.empty() ? "not connected yet" : last_error_;
+    if (!(health_.connected() && lease_ != 0)) why = health_.last_error().empty() ? "not connected yet" : health_.last_error();
   }
   for (const Write& w : writes) {
     if (!w.write.erase && w.write.lease == 0 && w.write.key != id_key && why.empty()) why = "no lease held yet";
@@ -447,9 +447,9 @@ void EtcdPodState::republish() {
 DevpoolStateStatus EtcdPodState::status() const {
   std::lock_guard lock(mutex_);
   DevpoolStateStatus s;
-  s.connected = session_ok_ && watch_ok_ && lease_ != 0;
+  s.connected = health_.connected() && lease_ != 0;
   s.lease_id = lease_;
-  s.last_error = last_error_;
+  s.last_error = health_.last_error();
   s.counters = view_counters_;
   s.counters.etcd_errors += thread_counters_.etcd_errors;
   s.counters.resyncs += thread_counters_.resyncs;
@@ -458,7 +458,7 @@ DevpoolStateStatus EtcdPodState::status() const {
 
 bool EtcdPodState::wait_connected(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  return wake_.wait_for(lock, timeout, [&] { return stopping_ || (session_ok_ && watch_ok_ && lease_ != 0); }) &&
+  return wake_.wait_for(lock, timeout, [&] { return stopping_ || (health_.connected() && lease_ != 0); }) &&
          !stopping_;
 }
 
@@ -471,25 +471,17 @@ bool EtcdPodState::pause(uint32_t ms) {
 void EtcdPodState::note_error(const Error& error, bool session) {
   std::lock_guard lock(mutex_);
   ++thread_counters_.etcd_errors;
-  (session ? session_ok_ : watch_ok_) = false;
-  std::string& logged = warned_[session ? 0 : 1];
-  if (logged != error.message) {
+  if (health_.failed(session, error.message)) {
     logger("devpool")->warn("device pool state: etcd: {}; devices and attachments are not handed out until it "
                             "answers, local work goes on", error.message);
-    logged = error.message;
   }
-  last_error_ = error.message;
 }
 
 void EtcdPodState::note_success(bool session) {
   // Called with mutex_ held.
-  (session ? session_ok_ : watch_ok_) = true;
+  const bool was_logged = health_.answered(session);
   wake_.notify_all();
-  std::string& logged = warned_[session ? 0 : 1];
-  if (!logged.empty()) {
-    logger("devpool")->info("device pool state: etcd answers again ({})", session ? "lease" : "listing");
-    logged.clear();
-  }
+  if (was_logged) logger("devpool")->info("device pool state: etcd answers again ({})", session ? "lease" : "listing");
 }
 
 void EtcdPodState::session_loop() {

@@ -34,6 +34,7 @@
 #include "../config.hpp"
 #include "../pod/etcd_client.hpp"
 #include "../pod/etcd_follower.hpp"
+#include "../pod/etcd_health.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/devpool/pod_state.hpp"
 #include "devpool_records.hpp"
@@ -184,10 +185,7 @@ class EtcdPodState final : public devpool::PodState {
   std::condition_variable wake_;
   bool stopping_ = false;
   uint64_t lease_ = 0;
-  bool session_ok_ = false;
-  bool watch_ok_ = false;
-  std::string last_error_;
-  std::string warned_[2];
+  EtcdHealth health_;
   std::vector<Incoming> incoming_;
   DevpoolStateCounters thread_counters_;
 

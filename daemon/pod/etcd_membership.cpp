@@ -64,9 +64,9 @@ PodSnapshot EtcdPodMembership::snapshot() const {
   std::lock_guard lock(mutex_);
   PodSnapshot s;
   s.etcd = true;
-  s.connected = session_ok_ && watch_ok_;
+  s.connected = health_.connected();
   s.lease_id = lease_;
-  s.last_error = last_error_;
+  s.last_error = health_.last_error();
   s.members = table_.members();
   s.counters = counters_;
   return s;
@@ -86,24 +86,15 @@ bool EtcdPodMembership::pause(uint32_t ms) {
 void EtcdPodMembership::note_error(const Error& error, bool session) {
   std::lock_guard lock(mutex_);
   ++counters_.etcd_errors;
-  (session ? session_ok_ : watch_ok_) = false;
-  // Once per thread per kind of failure: etcd away for minutes must not
-  // fill the journal with a line every retry.
-  std::string& logged = warned_[session ? 0 : 1];
-  if (logged != error.message) {
+  if (health_.failed(session, error.message)) {
     logger("pod")->warn("etcd: {}; local work goes on, membership is reconciled when etcd answers", error.message);
-    logged = error.message;
   }
-  last_error_ = error.message;
 }
 
 void EtcdPodMembership::note_success(bool session) {
   // Called with mutex_ held.
-  (session ? session_ok_ : watch_ok_) = true;
-  std::string& logged = warned_[session ? 0 : 1];
-  if (!logged.empty()) {
+  if (health_.answered(session)) {
     logger("pod")->info("etcd answers again ({})", session ? "lease and record" : "member listing");
-    logged.clear();
   }
 }
 
@@ -165,7 +156,7 @@ bool EtcdPodMembership::renew() {
     logger("pod")->warn("lease {:x} expired; registering again", lease_);
     lease_ = 0;
     published_.clear();
-    session_ok_ = false;
+    health_.session_lost();
     return true;
   }
   if (!record.empty()) {

@@ -20,6 +20,7 @@
 
 #include "etcd_client.hpp"
 #include "etcd_follower.hpp"
+#include "etcd_health.hpp"
 #include "pod_membership.hpp"
 
 namespace cxlpool::daemon {
@@ -57,10 +58,7 @@ class EtcdPodMembership final : public PodMembership {
   PodMember self_;
   std::string published_;  // the record as last written; empty before registering
   uint64_t lease_ = 0;
-  bool session_ok_ = false;
-  bool watch_ok_ = false;
-  std::string last_error_;
-  std::string warned_[2];  // the failure last logged by the session, the watcher
+  EtcdHealth health_;
   PodMemberTable table_;
   PodCounters counters_;
 
