@@ -94,6 +94,7 @@ Result<std::unique_ptr<Rail>> Rail::open(const std::string& provider, const char
   if (rail->info_ == nullptr) return fail(ENOMEM, "fi_dupinfo");
   rail->virt_addr_ = (rail->info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
   rail->prov_key_ = (rail->info_->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
+  rail->send_after_write_ = (rail->info_->tx_attr->msg_order & FI_ORDER_SAW) != 0;
   rail->inject_limit_ = rail->info_->tx_attr->inject_size;
   rc = fi_fabric(rail->info_->fabric_attr, &rail->fabric_, nullptr);
   if (rc != 0) return tl::unexpected(fi_error("fi_fabric " + where, rc));

@@ -78,6 +78,10 @@ class Rail {
   // The provider picks registration keys (verbs): peers need this rail's
   // key of each region (provider_key), which the card carries.
   bool provider_keys() const { return prov_key_; }
+  // The provider keeps a message behind the writes posted before it on
+  // this rail (FI_ORDER_SAW): a verify message may follow its writes at
+  // once instead of after their completions.
+  bool send_after_write() const { return send_after_write_; }
   bool up() const { return ep_ != nullptr; }
   RailCounters& counters() { return counters_; }
   // The last time an operation on this rail completed (or it was reset).
@@ -136,6 +140,7 @@ class Rail {
   MessageHandler handler_;
   bool virt_addr_ = false;
   bool prov_key_ = false;
+  bool send_after_write_ = false;
   std::size_t inject_limit_ = 0;  // the provider's tx inject_size
 
   fi_info* info_ = nullptr;  // with src_addr set to name_ after the first open

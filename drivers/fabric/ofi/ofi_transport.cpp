@@ -19,6 +19,7 @@
 #include "cxlpool/hal/driver/transfer_plan.hpp"
 #include "cxlpool/hal/driver/transfer_wire.hpp"
 #include "cxlpool/hal/driver/transport_driver.hpp"
+#include "ofi_check_workers.hpp"
 #include "ofi_defaults.hpp"
 #include "ofi_rail.hpp"
 
@@ -39,6 +40,14 @@ constexpr std::uint64_t kMessageTag = 1ull << 63;
 // larger ones leave the processors to the rails' threads.
 constexpr int kWaiterSpins = 200;
 constexpr std::uint64_t kSpinBatchBytes = 64 << 10;
+// Threads serving peers' checksum and verify requests (ofi_check_workers.hpp):
+// one CRC-32C thread keeps up with a rail several times over; two let a
+// check of one peer's batch run beside another's.
+constexpr std::size_t kCheckThreads = 2;
+// A request checking at most this many bytes is answered on the rail's own
+// thread: its CRC-32C takes a few microseconds, less than waking a check
+// thread would add to a small read's round trip.
+constexpr std::uint64_t kInlineCheckBytes = 64 << 10;
 int initial_spins(std::uint64_t batch_bytes) { return batch_bytes <= kSpinBatchBytes ? 0 : kWaiterSpins; }
 
 std::string boot_id() {
@@ -172,7 +181,9 @@ class OfiTransport final : public hal::Transport {
         health_(0, options.rail_retry_after) {}
 
   ~OfiTransport() override {
-    // Rails first: their threads deliver messages to this object.
+    // The check threads answer on the rails: they end first. Then the
+    // rails, whose threads deliver messages to this object.
+    checks_.stop();
     rails_.clear();
   }
 
@@ -336,6 +347,7 @@ class OfiTransport final : public hal::Transport {
 
  private:
   void on_message(Rail& rail, std::span<const std::byte> bytes);
+  void serve_check(Rail& rail, const WireMessage& request);
   void run_round(Batch& batch, const std::vector<std::size_t>& pending, std::span<const hal::TransferRequest> requests);
   void send_messages(Batch& batch, WireType type, const std::vector<std::size_t>& chunks,
                      std::span<const hal::TransferRequest> requests);
@@ -368,6 +380,8 @@ class OfiTransport final : public hal::Transport {
 
   std::atomic<std::uint64_t> requests_{0}, requests_failed_{0}, chunks_retried_{0}, checksum_mismatches_{0},
       served_checks_{0};
+
+  CheckWorkers checks_{kCheckThreads};
 };
 
 void OfiTransport::on_message(Rail& rail, std::span<const std::byte> bytes) {
@@ -381,14 +395,27 @@ void OfiTransport::on_message(Rail& rail, std::span<const std::byte> bytes) {
     pending_.erase(it);
     return;
   }
-  // The owner's side: checksums of its own memory, computed here, where
-  // the written bytes landed or whence the read ones came.
+  // The owner's side: checksums of its own memory, where the written bytes
+  // landed or whence the read ones came. Large ones go to a check thread so
+  // that this rail's thread goes on moving data meanwhile. Once the
+  // transport is closing there is no thread left: the request goes
+  // unanswered, as if it had been lost.
+  std::uint64_t checked = 0;
+  for (const WireEntry& e : message->entries) checked += e.length;
+  if (checked <= kInlineCheckBytes) {
+    serve_check(rail, *message);
+    return;
+  }
+  (void)checks_.post([this, &rail, request = std::move(*message)] { serve_check(rail, request); });
+}
+
+void OfiTransport::serve_check(Rail& rail, const WireMessage& request) {
   WireMessage reply;
-  reply.type = message->type == WireType::kChecksumRequest ? WireType::kChecksumReply : WireType::kVerifyReply;
-  reply.id = message->id;
+  reply.type = request.type == WireType::kChecksumRequest ? WireType::kChecksumReply : WireType::kVerifyReply;
+  reply.id = request.id;
   {
     std::shared_lock lock(regions_mu_);
-    for (const WireEntry& e : message->entries) {
+    for (const WireEntry& e : request.entries) {
       WireEntry out;
       auto it = regions_.find(e.key);
       if (it == regions_.end()) {
@@ -397,13 +424,13 @@ void OfiTransport::on_message(Rail& rail, std::span<const std::byte> bytes) {
         out.status = ERANGE;
       } else {
         out.crc = crc_of(it->second.base + e.offset, e.length);
-        if (message->type == WireType::kVerifyRequest && out.crc != e.crc) out.status = EIO;
+        if (request.type == WireType::kVerifyRequest && out.crc != e.crc) out.status = EIO;
       }
       reply.entries.push_back(out);
     }
   }
   served_checks_++;
-  auto addr = rail.peer_address(message->reply_to);
+  auto addr = rail.peer_address(request.reply_to);
   if (!addr) return;
   (void)rail.post_send(hal::encode_message(reply), *addr, nullptr, 0);
 }
@@ -532,10 +559,23 @@ void OfiTransport::run_round(Batch& batch, const std::vector<std::size_t>& pendi
     Rail& rail = *rails_[batch.chunks_[i].rail];
     if (!rail.up()) (void)rail.reopen();
   }
+  // Writes on a rail that keeps messages behind earlier writes are
+  // verified as they go: each request's verify messages follow its writes
+  // at once, so the owner checks one request while the next one's bytes
+  // are still arriving. Other rails' writes are verified once they
+  // completed (below).
+  std::vector<std::size_t> verified_early, request_writes;
+  const auto send_request_verifies = [&] {
+    if (request_writes.empty()) return;
+    send_messages(batch, WireType::kVerifyRequest, request_writes, requests);
+    verified_early.insert(verified_early.end(), request_writes.begin(), request_writes.end());
+    request_writes.clear();
+  };
   for (std::size_t i : pending) {
     auto& c = batch.chunks_[i];
     const auto& r = requests[c.request];
     Rail& rail = *rails_[c.rail];
+    if (!request_writes.empty() && batch.chunks_[request_writes.front()].request != c.request) send_request_verifies();
     Result<fi_addr_t> addr = fail(ENOENT, "");
     std::uint64_t remote = 0;
     std::uint64_t remote_key = r.remote_key;
@@ -559,15 +599,21 @@ void OfiTransport::run_round(Batch& batch, const std::vector<std::size_t>& pendi
       } else {
         c.crc_local = crc_of(local, c.length);
         posted = rail.post_write(local, c.length, r.local_key, *addr, remote, remote_key, &batch, i);
+        if (posted && rail.send_after_write()) request_writes.push_back(i);
       }
     }
     if (!posted) batch.op_done(i, posted.error().code == ENETDOWN ? ENETDOWN : EIO);
   }
+  send_request_verifies();
   // Readers ask for the owner's checksums while their reads run.
   if (!reads.empty()) send_messages(batch, WireType::kChecksumRequest, reads, requests);
   wait_round(batch, pending, false, start);
   if (!reads.empty()) wait_round(batch, reads, true, start);
-  // Writers ask the owner to check what landed, once it has.
+  if (!verified_early.empty()) wait_round(batch, verified_early, true, start);
+  // Writers on the other rails ask the owner to check what landed, once it
+  // has.
+  std::sort(verified_early.begin(), verified_early.end());
+  std::erase_if(writes, [&](std::size_t i) { return std::binary_search(verified_early.begin(), verified_early.end(), i); });
   std::vector<std::size_t> written;
   {
     std::lock_guard guard(batch.mu_);

@@ -288,8 +288,14 @@ int bench(const Args& a) {
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(latencies.begin(), latencies.end());
   const double p50 = latencies.empty() ? 0 : latencies[latencies.size() / 2];
-  std::printf("ops=%llu failed=%llu gbytes_per_s=%.3f batch_p50_us=%.1f depth=%d\n", (unsigned long long)ops.load(),
-              (unsigned long long)failed.load(), static_cast<double>(ops.load() * a.bytes) / secs / 1e9, p50, depth);
+  // Retries and checksum mismatches: a run that reached its rate by
+  // sending chunks twice, or that caught torn bytes, says so.
+  const auto s = c.t->stats();
+  std::printf("ops=%llu failed=%llu gbytes_per_s=%.3f batch_p50_us=%.1f depth=%d retried_chunks=%llu "
+              "checksum_mismatches=%llu\n",
+              (unsigned long long)ops.load(), (unsigned long long)failed.load(),
+              static_cast<double>(ops.load() * a.bytes) / secs / 1e9, p50, depth,
+              (unsigned long long)s.chunks_retried, (unsigned long long)s.checksum_mismatches);
   return failed == 0 ? 0 : 1;
 }
 
