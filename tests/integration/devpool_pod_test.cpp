@@ -11,8 +11,9 @@
 // on, devices are not handed out, and the pod is reconciled when etcd is
 // back. A device's host/name is the pod's: refused through a second daemon
 // (one winner when both register it at once), free again when its holder's
-// lease is gone; the load a backend reports to one daemon is seen by the
-// other. Root only (network namespaces); skips without etcd.
+// lease is gone, and a daemon back from a partition does not write its
+// devices again where their line or name was taken meanwhile; the load a
+// backend reports to one daemon is seen by the other. Root only (network namespaces); skips without etcd.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -153,6 +154,7 @@ class DevpoolPod : public testing::Test {
       *host = lab_->add_host(n == 2 ? "ha" : "hb");
       ASSERT_FALSE(host->empty());
       const std::string nic = lab_->plug(*host, lan);
+      if (n == 2) nic_a_ = nic;
       ASSERT_FALSE(nic.empty());
       ASSERT_TRUE(lab_->ip({"-n", *host, "addr", "add", "10.93.0." + std::to_string(n++) + "/24", "dev", nic}, &error))
           << error;
@@ -164,6 +166,7 @@ class DevpoolPod : public testing::Test {
 
   std::unique_ptr<NetLab> lab_;
   std::string ha_, hb_;
+  std::string nic_a_;  // host A's interface on the LAN
   EtcdServer etcd_;
 };
 
@@ -380,6 +383,47 @@ TEST_F(DevpoolPod, DeviceNamesAndLoadAreThePods) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
   std::printf("devpool pod: the name registered again through the other daemon %lld ms after its holder was "
               "SIGKILLed (lease ttl %u s)\n", ms, kTtlS);
+}
+
+TEST_F(DevpoolPod, ADaemonBackFromAPartitionDoesNotWriteANameTakenMeanwhile) {
+  DaemonProcess a(node_config("node-a", etcd_.endpoint()));
+  DaemonProcess b(node_config("node-b", etcd_.endpoint()));
+  ASSERT_TRUE(a.start({.netns = ha_}));
+  ASSERT_TRUE(b.start({.netns = hb_}));
+  for (const DaemonProcess* d : {&a, &b}) {
+    ASSERT_TRUE(test::wait_until([&] { return devices(*d)["state"].value("connected", false); }, 10s, 20ms));
+  }
+  // A's eth0 on line 1, behind a spare on line 0.
+  Backend spare, held;
+  ASSERT_TRUE(register_named(a, "node-a", "spare", spare));
+  ASSERT_TRUE(register_named(a, "node-a", "eth0", held));
+  ASSERT_TRUE(holds(b, {spare.device, held.device}, {}, 5s));
+
+  // A loses the LAN: its lease runs out and its devices leave the pod,
+  // while its backends stay connected to it. B registers A's eth0 name
+  // meanwhile; it lands on line 0.
+  std::string error;
+  ASSERT_TRUE(lab_->ip({"-n", ha_, "link", "set", "dev", nic_a_, "down"}, &error)) << error;
+  ASSERT_TRUE(holds(b, {}, {}, std::chrono::seconds(kTtlS) + 3s));
+  Backend taken;
+  auto got = register_named(b, "node-a", "eth0", taken);
+  ASSERT_TRUE(got) << got.error().message;
+
+  // A is back: its spare's line and its eth0's name are taken, so it
+  // writes neither again; the pod holds one node-a/eth0, B's.
+  ASSERT_TRUE(lab_->ip({"-n", ha_, "link", "set", "dev", nic_a_, "up"}, &error)) << error;
+  ASSERT_TRUE(test::wait_until([&] { return devices(a)["state"].value("connected", false); }, 10s, 20ms));
+  ASSERT_TRUE(holds(a, {taken.device}, {}, 5s));
+  std::this_thread::sleep_for(500ms);  // a refresh or two later: still nothing of A's
+  EXPECT_TRUE(holds(a, {taken.device}, {}, 0ms));
+  EXPECT_TRUE(holds(b, {taken.device}, {}, 0ms));
+  EXPECT_EQ(counter(a, "devpool.state_republished"), 0u);
+  const std::string log = a.log();
+  EXPECT_NE(log.find("its name was registered again through daemon 'node-b'"), std::string::npos) << log;
+  // Its backend learns it at its next heartbeat.
+  auto beat = held.conn->call_for<proto::DevHeartbeatReply>(proto::DevHeartbeat{.device_id = held.device});
+  ASSERT_FALSE(beat);
+  EXPECT_EQ(beat.error().code, ENOENT) << beat.error().message;
 }
 
 TEST_F(DevpoolPod, EtcdAwayRefusesNewAttachmentsAndComesBack) {
