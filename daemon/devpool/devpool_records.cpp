@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../config.hpp"
+#include "cxlpool/devpool/device_load.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -156,7 +157,7 @@ Result<DevpoolKey> parse_devpool_key(std::string_view key, std::string_view pref
 }
 
 std::string encode_device_record(const devpool::Device& d, std::string_view member) {
-  return json{{"member", member},
+  json doc{{"member", member},
               {"id", d.id},
               {"line", d.line},
               {"kind", devpool::device_kind_name(d.spec.kind)},
@@ -168,8 +169,16 @@ std::string encode_device_record(const devpool::Device& d, std::string_view memb
               {"mac", mac_text(d.spec.mac)},
               {"health", devpool::device_health_name(d.health)},
               {"owner", d.owner},
-              {"registered_ns", d.registered_ns}}
-      .dump();
+              {"registered_ns", d.registered_ns}};
+  // Only once its daemon wrote a load: a record without one reads as
+  // before (and daemons that predate the field ignore it).
+  if (d.load.samples != 0) {
+    doc["load"] = json{{"utilization_ppm", d.load.utilization_ppm},
+                       {"bytes_per_s", d.load.bytes_per_s},
+                       {"ops_per_s", d.load.ops_per_s},
+                       {"samples", d.load.samples}};
+  }
+  return doc.dump();
 }
 
 Result<DeviceRecord> decode_device_record(std::string_view text, uint32_t line, const DevpoolLimits& limits) {
@@ -201,6 +210,21 @@ Result<DeviceRecord> decode_device_record(std::string_view text, uint32_t line, 
   d.health = f.choice("health", kHealths, devpool::device_health_name);
   d.owner = f.number("owner");
   d.registered_ns = f.number("registered_ns");
+  // Optional (records written before load was shared have none); when
+  // present, every figure is checked.
+  if (const auto load = doc->find("load"); load != doc->end()) {
+    if (!load->is_object()) {
+      f.wrong("load", "not an object");
+    } else {
+      Fields lf(*load);
+      d.load.utilization_ppm = static_cast<uint32_t>(lf.number("utilization_ppm", 0, devpool::kMaxUtilizationPpm));
+      d.load.bytes_per_s = lf.number("bytes_per_s");
+      d.load.ops_per_s = lf.number("ops_per_s");
+      d.load.samples = static_cast<uint32_t>(lf.number("samples", 1, UINT32_MAX));
+      if (load->size() != 4) lf.wrong("load", "fields other than utilization_ppm, bytes_per_s, ops_per_s, samples");
+      if (auto ok = lf.result(); !ok) f.wrong("load", ok.error().message);
+    }
+  }
   if (auto ok = f.result(); !ok) return tl::unexpected(ok.error());
   return out;
 }

@@ -249,9 +249,19 @@ Result<proto::DevRegisterReply> DevpoolService::register_device(uint64_t session
   }
   const auto& out = *decided;
   switch (out.status) {
-    case devpool::RegisterStatus::kNameTaken:
+    case devpool::RegisterStatus::kNameTaken: {
       ++counters_.registrations_refused;
-      return fail(EEXIST, "device " + spec.host + "/" + spec.name + " is registered already");
+      ++counters_.names_taken;
+      std::string holder;
+      for (const Device& d : state_.devices()) {
+        if (d.spec.host != spec.host || d.spec.name != spec.name) continue;
+        const std::string member = etcd_ ? etcd_->device_member(d.id) : std::string();
+        holder = " as device " + std::to_string(d.id) +
+                 (member.empty() || member == etcd_->member() ? std::string(" through this daemon")
+                                                             : " through daemon '" + member + "'");
+      }
+      return fail(EEXIST, "device " + spec.host + "/" + spec.name + " is registered already" + holder);
+    }
     case devpool::RegisterStatus::kFull:
       ++counters_.registrations_refused;
       return fail(ENOSPC, "the pod table holds " + std::to_string(config_.max_devices) +
@@ -297,6 +307,7 @@ Result<proto::DevHeartbeatReply> DevpoolService::heartbeat(uint64_t session, con
     decided = devpool::HeartbeatOutcome{};
   }
   const auto& out = *decided;
+  if (out.load_published && etcd_) etcd_->note_load_written();
   if (out.status == devpool::HeartbeatStatus::kExpired) {
     return fail(ESTALE, "device " + std::to_string(request.device_id) +
                             ": its lease ran out and it was failed over; register it again");
@@ -490,6 +501,12 @@ proto::DevListReply DevpoolService::list(uint64_t now_ns) const {
       e.bytes_per_s = load->recent(0).bytes_per_s;
       e.ops_per_s = load->recent(0).ops_per_s;
       e.samples = static_cast<uint32_t>(std::min<uint64_t>(load->total_samples(), UINT32_MAX));
+    } else if (d.load.samples != 0) {
+      // Another daemon's device: the load that daemon last wrote to the pod.
+      e.load_ppm = d.load.utilization_ppm;
+      e.bytes_per_s = d.load.bytes_per_s;
+      e.ops_per_s = d.load.ops_per_s;
+      e.samples = d.load.samples;
     }
     for (const Attachment& a : attachments) {
       e.primaries += a.primary().device == d.id ? 1 : 0;
@@ -582,10 +599,15 @@ void DevpoolService::mirror_table() {
   // Lines other daemons changed: engines on this host read the pod's table
   // from this daemon's pod file.
   std::set<uint32_t> device_lines;
+  // A device's line carries its id, kind and health: a record that only
+  // took a new load (every second or so) leaves the table alone.
+  auto same_line = [](const Device& x, const Device& y) {
+    return x.id == y.id && x.line == y.line && x.spec == y.spec && x.health == y.health && x.owner == y.owner;
+  };
   for (const Device& d : state_.devices()) {
     device_lines.insert(d.line);
     auto it = mirror_devices_.find(d.line);
-    if (it == mirror_devices_.end() || it->second != d) write_device(d);
+    if (it == mirror_devices_.end() || !same_line(it->second, d)) write_device(d);
   }
   for (const auto& [line, d] : std::map<uint32_t, Device>(mirror_devices_)) {
     if (device_lines.count(line) == 0) free_device_line(line, d.id);

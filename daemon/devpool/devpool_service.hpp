@@ -39,6 +39,7 @@ namespace cxlpool::daemon {
 #define CXLPOOL_DEVPOOL_COUNTERS(X)                                                                  \
   X(registrations,         "registrations")                                                          \
   X(registrations_refused, "registrations_refused") /* name taken, table full, per-uid limit */      \
+  X(names_taken,           "names_taken")           /* of those: a live device of that host/name, here or through another daemon */ \
   X(heartbeats,            "heartbeats")                                                             \
   X(attaches,              "attaches")                                                               \
   X(attaches_refused,      "attaches_refused")      /* no device, table full, per-uid limit */       \

@@ -201,6 +201,7 @@ Result<void> EtcdPodState::commit() {
   std::vector<EtcdCompare> compares;
   std::vector<Write> writes;
   const uint64_t lease = current_lease();
+  bool creates = false;  // a record with a new id
   auto diff = [&](const auto& before_map, const auto& after_map, auto key_of, auto encode) {
     std::set<uint32_t> lines;
     for (const auto& [id, e] : before_map) lines.insert(e.record.line);
@@ -223,6 +224,7 @@ Result<void> EtcdPodState::commit() {
         const auto& e = after->second;
         // A rewritten record keeps the lease of the daemon it belongs to.
         const bool same = had && before->second.record.id == e.record.id;
+        creates = creates || !same;
         writes.push_back({{key, false, encode(e.record, e.member), same ? before->second.lease : lease}, e.member});
       } else if (had) {
         writes.push_back({{key, true, {}, 0}, before->second.member});
@@ -233,10 +235,13 @@ Result<void> EtcdPodState::commit() {
   diff(saved_->attachments, attachments_, [&](uint32_t l) { return key_of_attachment(l); },
        encode_attachment_record);
   const std::string id_key = devpool_key(prefix_, {DevpoolKeyKind::kNextId, 0});
-  if (next_id_taken_) {
-    compares.push_back({id_key, next_id_revision_ == 0, next_id_revision_});
-    writes.push_back({{id_key, false, encode_next_id(next_id_), 0}, ""});
-  }
+  // Every new record takes an id, so the id counter is compared by its
+  // revision: no other daemon created a record since this view was read.
+  // That is what makes a device's host/name unique in the pod (two daemons
+  // registering one name at once: one commit wins, the other decides again
+  // and finds the name taken), not only its line.
+  if (next_id_taken_ || creates) compares.push_back({id_key, next_id_revision_ == 0, next_id_revision_});
+  if (next_id_taken_) writes.push_back({{id_key, false, encode_next_id(next_id_), 0}, ""});
   if (writes.empty()) {
     saved_.reset();
     return {};
@@ -403,10 +408,35 @@ bool EtcdPodState::refresh() {
   return !incoming.empty();
 }
 
+std::string EtcdPodState::held_elsewhere(const DevpoolKey& key, const std::string& value) const {
+  if (key.kind == DevpoolKeyKind::kDevice) {
+    if (auto e = on_line(devices_, key.line); e != devices_.end() && e->second.member != member_) {
+      return "its line holds device " + std::to_string(e->second.record.id) + " of daemon '" + e->second.member + "'";
+    }
+    auto mine = decode_device_record(value, key.line, limits_);
+    if (!mine) return mine.error().message;
+    for (const auto& [id, e] : devices_) {
+      const devpool::Device& d = e.record;
+      if (e.member != member_ && d.spec.host == mine->device.spec.host && d.spec.name == mine->device.spec.name &&
+          d.health != devpool::DeviceHealth::kDead) {
+        return "its name was registered again through daemon '" + e.member + "' (device " + std::to_string(id) + ")";
+      }
+    }
+  } else if (key.kind == DevpoolKeyKind::kAttachment) {
+    if (auto e = on_line(attachments_, key.line); e != attachments_.end() && e->second.member != member_) {
+      return "its line holds attachment " + std::to_string(e->second.record.id) + " of daemon '" + e->second.member +
+             "'";
+    }
+  }
+  return {};
+}
+
 void EtcdPodState::republish() {
   // Only while etcd answers: the event loop must not wait on timeouts.
   if (own_.empty() || !connected()) return;
   const uint64_t lease = current_lease();
+  const std::string id_key = devpool_key(prefix_, {DevpoolKeyKind::kNextId, 0});
+  bool listed = false;
   for (auto it = own_.begin(); it != own_.end();) {
     auto key = parse_devpool_key(it->first, prefix_);
     bool present = false;
@@ -422,16 +452,31 @@ void EtcdPodState::republish() {
       continue;
     }
     // Gone from etcd (this daemon's lease expired while etcd was out of
-    // reach): written again under the lease held now, if the line is free.
-    auto result = client_.txn({{it->first, true, 0}}, {{it->first, false, it->second, lease}});
+    // reach): written again under the lease held now, if nobody took its
+    // line -- or, for a device, its host/name -- meanwhile.
+    if (const std::string why = held_elsewhere(*key, it->second); !why.empty()) {
+      logger("devpool")->warn("device pool state: {} dropped: {} (taken while this daemon was away)", it->first, why);
+      it = own_.erase(it);
+      continue;
+    }
+    std::vector<EtcdCompare> compares{{it->first, true, 0}};
+    // A registration through another daemon moves the id counter: unchanged
+    // since the view was read, nobody took the name.
+    if (key->kind == DevpoolKeyKind::kDevice) compares.push_back({id_key, next_id_revision_ == 0, next_id_revision_});
+    auto result = client_.txn(compares, {{it->first, false, it->second, lease}});
     if (!result) {
       note_error(result.error(), true);
       return;
     }
     if (!result->succeeded) {
-      logger("devpool")->warn("device pool state: {} was taken by another daemon while this one was away; dropped",
-                              it->first);
-      it = own_.erase(it);
+      // The view is behind: read the pod once and look again (the line or
+      // the name may be another's now); still no luck: the next refresh.
+      if (listed) {
+        ++it;
+        continue;
+      }
+      listed = true;
+      if (!resync()) return;
       continue;
     }
     ++view_counters_.republished;

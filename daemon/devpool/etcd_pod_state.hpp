@@ -49,7 +49,8 @@ namespace cxlpool::daemon {
   X(commits,          "commits")          /* decisions written to etcd */                         \
   X(conflicts,        "conflicts")        /* commits another daemon's change beat: decided again */ \
   X(resyncs,          "resyncs")          /* full listings after a conflict or a lost watch */     \
-  X(republished,      "republished")      /* own records written again after they went */
+  X(republished,      "republished")      /* own records written again after they went */      \
+  X(load_writes,      "load_writes")      /* device records rewritten to share their load */
 // clang-format on
 
 struct DevpoolStateCounters {
@@ -105,6 +106,8 @@ class EtcdPodState final : public devpool::PodState {
   std::string device_member(uint32_t id) const;
   std::string attachment_member(uint32_t id) const;
   const std::string& member() const { return member_; }
+  // A heartbeat's decision wrote its device's load to etcd.
+  void note_load_written() { ++view_counters_.load_writes; }
 
   DevpoolStateStatus status() const;
   // Waits up to `timeout` until the lease is held and the pod listed, so
@@ -149,6 +152,10 @@ class EtcdPodState final : public devpool::PodState {
   bool apply_kv(const EtcdKeyValue& kv, bool deleted);
   Result<void> resync();
   void republish();
+  // Why this daemon's record `value` at `key` cannot be written again:
+  // another daemon's record holds its line, or (a device) a live device
+  // of its host/name; "" when nothing does.
+  std::string held_elsewhere(const DevpoolKey& key, const std::string& value) const;
   uint64_t current_lease() const;
   bool connected() const;
 

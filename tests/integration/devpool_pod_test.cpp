@@ -9,7 +9,11 @@
 // within the lease TTL plus a second and the other daemon's attachments on
 // its device fail over to their backups; while etcd is away local work goes
 // on, devices are not handed out, and the pod is reconciled when etcd is
-// back. Root only (network namespaces); skips without etcd.
+// back. A device's host/name is the pod's: refused through a second daemon
+// (one winner when both register it at once), free again when its holder's
+// lease is gone, and a daemon back from a partition does not write its
+// devices again where their line or name was taken meanwhile; the load a
+// backend reports to one daemon is seen by the other. Root only (network namespaces); skips without etcd.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -66,13 +70,21 @@ struct Backend {
   uint32_t device = 0;
 };
 
-testing::AssertionResult register_nic(const DaemonProcess& daemon, const std::string& host, Backend& out) {
-  out.conn = connect(daemon, "backend-" + host);
-  if (!out.conn) return testing::AssertionFailure() << "no connection";
+Result<uint32_t> register_named(const DaemonProcess& daemon, const std::string& host, const std::string& name,
+                                Backend& out) {
+  auto conn = Connection::open(daemon.socket(), "backend-" + host);
+  if (!conn) return tl::unexpected(conn.error());
+  out.conn = std::move(*conn);
   auto reply = out.conn->call_for<proto::DevRegisterReply>(proto::DevRegister{
-      .kind = proto::DevKind::kNet, .capacity = k10G, .mac = {2, 0, 0, 0, 0, 1}, .name = "eth0", .host = host});
-  if (!reply) return testing::AssertionFailure() << reply.error().message;
+      .kind = proto::DevKind::kNet, .capacity = k10G, .mac = {2, 0, 0, 0, 0, 1}, .name = name, .host = host});
+  if (!reply) return tl::unexpected(reply.error());
   out.device = reply->device_id;
+  return out.device;
+}
+
+testing::AssertionResult register_nic(const DaemonProcess& daemon, const std::string& host, Backend& out) {
+  auto ok = register_named(daemon, host, "eth0", out);
+  if (!ok) return testing::AssertionFailure() << ok.error().message;
   return testing::AssertionSuccess();
 }
 
@@ -142,6 +154,7 @@ class DevpoolPod : public testing::Test {
       *host = lab_->add_host(n == 2 ? "ha" : "hb");
       ASSERT_FALSE(host->empty());
       const std::string nic = lab_->plug(*host, lan);
+      if (n == 2) nic_a_ = nic;
       ASSERT_FALSE(nic.empty());
       ASSERT_TRUE(lab_->ip({"-n", *host, "addr", "add", "10.93.0." + std::to_string(n++) + "/24", "dev", nic}, &error))
           << error;
@@ -153,6 +166,7 @@ class DevpoolPod : public testing::Test {
 
   std::unique_ptr<NetLab> lab_;
   std::string ha_, hb_;
+  std::string nic_a_;  // host A's interface on the LAN
   EtcdServer etcd_;
 };
 
@@ -264,6 +278,152 @@ TEST_F(DevpoolPod, AllocatorStateIsThePods) {
               "(lease ttl %u s); %zu attachment(s) failed over\n", ms, kTtlS, b_on_a.size());
   EXPECT_LE(dropped, std::chrono::seconds(kTtlS) + 1s) << ms << " ms";
   EXPECT_GE(counter(b, "devpool.failovers_total"), b_on_a.size());
+}
+
+json device_in(const json& list, uint32_t id) {
+  for (const json& d : list["devices"]) {
+    if (d.value("id", 0u) == id) return d;
+  }
+  return nullptr;
+}
+
+TEST_F(DevpoolPod, DeviceNamesAndLoadAreThePods) {
+  DaemonProcess a(node_config("node-a", etcd_.endpoint()));
+  DaemonProcess b(node_config("node-b", etcd_.endpoint()));
+  ASSERT_TRUE(a.start({.netns = ha_}));
+  ASSERT_TRUE(b.start({.netns = hb_}));
+  for (const DaemonProcess* d : {&a, &b}) {
+    ASSERT_TRUE(test::wait_until([&] { return devices(*d)["state"].value("connected", false); }, 10s, 20ms));
+  }
+
+  // A host/name one daemon holds is refused through the other, naming the holder.
+  Backend held;
+  ASSERT_TRUE(register_nic(a, "node-a", held));
+  ASSERT_TRUE(holds(b, {held.device}, {}, 5s));
+  Backend twin;
+  auto refused = register_named(b, "node-a", "eth0", twin);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, EEXIST) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("daemon 'node-a'"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(counter(b, "devpool.names_taken"), 1u);
+
+  // One name through both daemons at once, a few times: exactly one wins.
+  constexpr int kRounds = 4;
+  std::vector<Backend> racers(2 * kRounds);
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string name = "race" + std::to_string(round);
+    Result<uint32_t> got[2];
+    std::atomic<int> ready{0};
+    std::thread through_b([&] {
+      ++ready;
+      while (ready < 2) std::this_thread::yield();
+      got[1] = register_named(b, "node-x", name, racers[2 * round + 1]);
+    });
+    ++ready;
+    while (ready < 2) std::this_thread::yield();
+    got[0] = register_named(a, "node-x", name, racers[2 * round]);
+    through_b.join();
+    EXPECT_NE(got[0].has_value(), got[1].has_value()) << name;
+    for (const auto& g : got) {
+      if (!g) {
+        EXPECT_EQ(g.error().code, EEXIST) << g.error().message;
+      }
+    }
+  }
+  std::set<std::string> names;
+  const json listed = devices(a);
+  for (const json& d : listed["devices"]) names.insert(d.value("host", "") + "/" + d.value("name", ""));
+  EXPECT_EQ(names.size(), 1u + kRounds) << listed.dump();
+  EXPECT_EQ(listed["devices"].size(), 1u + kRounds) << listed.dump();
+  std::printf("devpool pod: %d names registered through both daemons at once, one winner each; %llu + %llu "
+              "commits lost to the other daemon\n", kRounds,
+              static_cast<unsigned long long>(counter(a, "devpool.state_conflicts")),
+              static_cast<unsigned long long>(counter(b, "devpool.state_conflicts")));
+
+  // The load A's backend reports is B's to see (and to balance on).
+  for (int i = 0; i < 30; ++i) {
+    auto beat = held.conn->call_for<proto::DevHeartbeatReply>(
+        proto::DevHeartbeat{.device_id = held.device, .link_up = 1, .bytes_per_s = k10G / 8 * 2 / 5, .ops_per_s = 1000});
+    ASSERT_TRUE(beat) << beat.error().message;
+    std::this_thread::sleep_for(20ms);
+  }
+  json seen;
+  ASSERT_TRUE(test::wait_until(
+      [&] {
+        seen = device_in(devices(b), held.device);
+        return seen.is_object() && seen.value("samples", 0u) > 0 && seen.value("load", 0.0) > 0.35;
+      },
+      5s, 20ms))
+      << seen.dump();
+  EXPECT_NEAR(seen.value("load", 0.0), 0.4, 0.01) << seen.dump();
+  EXPECT_EQ(seen.value("bytes_per_s", 0ull), k10G / 8 * 2 / 5);
+  EXPECT_EQ(seen.value("ops_per_s", 0ull), 1000u);
+  const auto text = run_ctl(b.socket(), {"devices"});
+  EXPECT_NE(text.out.find("40.0%"), std::string::npos) << text.out;
+  // Rate-limited: 30 heartbeats in about a second, a handful of writes.
+  const uint64_t writes = counter(a, "devpool.state_load_writes");
+  EXPECT_GE(writes, 1u);
+  EXPECT_LE(writes, 5u);
+  std::printf("devpool pod: 30 heartbeats over ~1 s wrote the device's load %llu time(s)\n",
+              static_cast<unsigned long long>(writes));
+
+  // The holder dies: once its lease is gone the name is free again.
+  const auto killed = std::chrono::steady_clock::now();
+  a.send_signal(SIGKILL);
+  Result<uint32_t> again = fail(EEXIST, "not tried");
+  ASSERT_TRUE(test::wait_until(
+      [&] {
+        again = register_named(b, "node-a", "eth0", twin);
+        return again.has_value() || again.error().code != EEXIST;
+      },
+      std::chrono::seconds(kTtlS) + 3s, 50ms));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_NE(*again, held.device);
+  const long long ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("devpool pod: the name registered again through the other daemon %lld ms after its holder was "
+              "SIGKILLed (lease ttl %u s)\n", ms, kTtlS);
+}
+
+TEST_F(DevpoolPod, ADaemonBackFromAPartitionDoesNotWriteANameTakenMeanwhile) {
+  DaemonProcess a(node_config("node-a", etcd_.endpoint()));
+  DaemonProcess b(node_config("node-b", etcd_.endpoint()));
+  ASSERT_TRUE(a.start({.netns = ha_}));
+  ASSERT_TRUE(b.start({.netns = hb_}));
+  for (const DaemonProcess* d : {&a, &b}) {
+    ASSERT_TRUE(test::wait_until([&] { return devices(*d)["state"].value("connected", false); }, 10s, 20ms));
+  }
+  // A's eth0 on line 1, behind a spare on line 0.
+  Backend spare, held;
+  ASSERT_TRUE(register_named(a, "node-a", "spare", spare));
+  ASSERT_TRUE(register_named(a, "node-a", "eth0", held));
+  ASSERT_TRUE(holds(b, {spare.device, held.device}, {}, 5s));
+
+  // A loses the LAN: its lease runs out and its devices leave the pod,
+  // while its backends stay connected to it. B registers A's eth0 name
+  // meanwhile; it lands on line 0.
+  std::string error;
+  ASSERT_TRUE(lab_->ip({"-n", ha_, "link", "set", "dev", nic_a_, "down"}, &error)) << error;
+  ASSERT_TRUE(holds(b, {}, {}, std::chrono::seconds(kTtlS) + 3s));
+  Backend taken;
+  auto got = register_named(b, "node-a", "eth0", taken);
+  ASSERT_TRUE(got) << got.error().message;
+
+  // A is back: its spare's line and its eth0's name are taken, so it
+  // writes neither again; the pod holds one node-a/eth0, B's.
+  ASSERT_TRUE(lab_->ip({"-n", ha_, "link", "set", "dev", nic_a_, "up"}, &error)) << error;
+  ASSERT_TRUE(test::wait_until([&] { return devices(a)["state"].value("connected", false); }, 10s, 20ms));
+  ASSERT_TRUE(holds(a, {taken.device}, {}, 5s));
+  std::this_thread::sleep_for(500ms);  // a refresh or two later: still nothing of A's
+  EXPECT_TRUE(holds(a, {taken.device}, {}, 0ms));
+  EXPECT_TRUE(holds(b, {taken.device}, {}, 0ms));
+  EXPECT_EQ(counter(a, "devpool.state_republished"), 0u);
+  const std::string log = a.log();
+  EXPECT_NE(log.find("its name was registered again through daemon 'node-b'"), std::string::npos) << log;
+  // Its backend learns it at its next heartbeat.
+  auto beat = held.conn->call_for<proto::DevHeartbeatReply>(proto::DevHeartbeat{.device_id = held.device});
+  ASSERT_FALSE(beat);
+  EXPECT_EQ(beat.error().code, ENOENT) << beat.error().message;
 }
 
 TEST_F(DevpoolPod, EtcdAwayRefusesNewAttachmentsAndComesBack) {

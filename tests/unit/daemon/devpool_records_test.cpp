@@ -3,11 +3,13 @@
 // and every way a value another daemon wrote can be wrong.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cxlpool/devpool/device_load.hpp"
 #include "devpool/devpool_records.hpp"
 
 namespace cxlpool::daemon {
@@ -130,6 +132,74 @@ TEST(DevpoolRecords, HostileDeviceValuesAreRefused) {
   for (const std::string& bad :
        std::vector<std::string>{"", "[]", "{", "null", "\"x\"", std::string(5000, ' ') + "{}"}) {
     EXPECT_FALSE(decode_device_record(bad, 3, kLimits)) << bad.substr(0, 20);
+  }
+}
+
+Device loaded_nic() {
+  Device d = nic();
+  d.load = {734'000, 917'500'000, 81'000, 42};
+  return d;
+}
+
+TEST(DevpoolRecords, DeviceLoadRoundTrips) {
+  // Written only once its daemon shared a load: a record without one
+  // looks as it did before the field existed.
+  EXPECT_FALSE(json::parse(encode_device_record(nic(), "node-a")).contains("load"));
+  const std::string text = encode_device_record(loaded_nic(), "node-a");
+  const json doc = json::parse(text);
+  ASSERT_TRUE(doc.contains("load"));
+  EXPECT_EQ(doc["load"]["utilization_ppm"], 734'000);
+  auto back = decode_device_record(text, 3, kLimits);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->device, loaded_nic());
+  // The largest figures pass.
+  Device max = nic();
+  max.load = {devpool::kMaxUtilizationPpm, UINT64_MAX, UINT64_MAX, UINT32_MAX};
+  auto max_back = decode_device_record(encode_device_record(max, "node-a"), 3, kLimits);
+  ASSERT_TRUE(max_back) << max_back.error().message;
+  EXPECT_EQ(max_back->device.load, max.load);
+}
+
+TEST(DevpoolRecords, HostileDeviceLoadIsRefused) {
+  auto with_load = [](const json& load) {
+    json doc = json::parse(encode_device_record(loaded_nic(), "node-a"));
+    doc["load"] = load;
+    return doc.dump();
+  };
+  auto load_with = [&](const char* field, const json& value) {
+    json load = json::parse(encode_device_record(loaded_nic(), "node-a"))["load"];
+    if (value.is_null()) {
+      load.erase(field);
+    } else {
+      load[field] = value;
+    }
+    return with_load(load);
+  };
+  const std::vector<std::string> cases = {
+      with_load(nullptr),
+      with_load(5),
+      with_load("busy"),
+      with_load(json::array({1, 2, 3, 4})),
+      with_load(json::object()),
+      load_with("utilization_ppm", nullptr),
+      load_with("utilization_ppm", 4'000'000'001ull),
+      load_with("utilization_ppm", -1),
+      load_with("utilization_ppm", 0.5),
+      load_with("bytes_per_s", nullptr),
+      load_with("bytes_per_s", "many"),
+      load_with("bytes_per_s", -3),
+      load_with("ops_per_s", nullptr),
+      load_with("ops_per_s", 1e30),
+      load_with("samples", nullptr),
+      load_with("samples", 0),  // a written load has at least one sample
+      load_with("samples", 4294967296ull),
+      load_with("extra", 1),
+  };
+  for (const std::string& text : cases) {
+    auto out = decode_device_record(text, 3, kLimits);
+    ASSERT_FALSE(out) << text;
+    EXPECT_EQ(out.error().code, EINVAL);
+    EXPECT_NE(out.error().message.find("load"), std::string::npos) << out.error().message;
   }
 }
 

@@ -137,6 +137,25 @@ TEST_F(ServiceTest, PerUidLimitsSpareAdmins) {
   EXPECT_TRUE(service->register_device(7, 1000, false, nic("d", "h"), kMs));
 }
 
+TEST_F(ServiceTest, ANameHeldIsRefusedNamingItsHolder) {
+  auto first = service->register_device(1, 0, true, nic("eth0", "h1"), 0);
+  ASSERT_TRUE(first);
+  auto twin = service->register_device(2, 0, true, nic("eth0", "h1"), 0);
+  ASSERT_FALSE(twin);
+  EXPECT_EQ(twin.error().code, EEXIST);
+  EXPECT_NE(twin.error().message.find("h1/eth0 is registered already as device " + std::to_string(first->device_id)),
+            std::string::npos)
+      << twin.error().message;
+  auto c = counters(*service);
+  EXPECT_EQ(c["devpool.names_taken"], 1u);
+  EXPECT_EQ(c["devpool.registrations_refused"], 1u);
+  // The same name on another host is another device; once the holder's
+  // backend is gone the name is free.
+  EXPECT_TRUE(service->register_device(2, 0, true, nic("eth0", "h2"), 0));
+  service->close_session(1, kMs);
+  EXPECT_TRUE(service->register_device(3, 0, true, nic("eth0", "h1"), kMs));
+}
+
 TEST_F(ServiceTest, ThePodFileIsLocked) {
   auto second = DevpoolService::create(small(), dir.path());
   ASSERT_FALSE(second);

@@ -132,6 +132,83 @@ TEST(PodAllocator, CapacityWeighsTheNominalLoad) {
   EXPECT_GT(pod.allocator.score(*pod.state.device(small)), 0.0);
 }
 
+TEST(PodAllocator, LoadReachesTheStateRateLimited) {
+  Pod pod;
+  const uint32_t d = pod.add_nic("eth0", "h1");
+  EXPECT_EQ(pod.state.device(d)->load, PublishedLoad{});
+  // The first sample is written at once.
+  pod.now += 100 * kMs;
+  EXPECT_TRUE(pod.beat(d, 0.5).load_published);
+  PublishedLoad first = pod.state.device(d)->load;
+  EXPECT_EQ(first.utilization_ppm, 500'000u);
+  EXPECT_EQ(first.bytes_per_s, 625'000'000u);
+  EXPECT_EQ(first.samples, 1u);
+  // A steady load: no write at all, however long it lasts.
+  int writes = 0;
+  for (int i = 0; i < 50; ++i) {
+    pod.now += 100 * kMs;
+    writes += pod.beat(d, 0.5).load_published ? 1 : 0;
+  }
+  EXPECT_EQ(writes, 0);
+  // A load that drifts by a few points: at most one write a second.
+  writes = 0;
+  for (int i = 0; i < 50; ++i) {
+    pod.now += 100 * kMs;
+    writes += pod.beat(d, 0.5 + 0.01 * (i % 5)).load_published ? 1 : 0;
+  }
+  EXPECT_GE(writes, 1);
+  EXPECT_LE(writes, 5);
+  // A jump of more than ten points is written within load_publish_min_ns,
+  // never sooner, however often it moves.
+  pod.now += 1000 * kMs;
+  EXPECT_TRUE(pod.beat(d, 0.0).load_published);
+  const uint64_t last = pod.now;
+  pod.now += 100 * kMs;
+  EXPECT_FALSE(pod.beat(d, 1.0).load_published);
+  pod.now += 100 * kMs;
+  EXPECT_FALSE(pod.beat(d, 1.0).load_published);
+  pod.now += 100 * kMs;
+  ASSERT_GE(pod.now - last, pod.allocator.config().load_publish_min_ns);
+  EXPECT_TRUE(pod.beat(d, 1.0).load_published);
+  EXPECT_GT(pod.state.device(d)->load.utilization_ppm, 500'000u);
+  // The same heartbeat decided again (a shared state's conflict) takes its
+  // sample once and writes the same figures.
+  const PublishedLoad written = pod.state.device(d)->load;
+  const uint64_t samples = pod.allocator.load(d)->total_samples();
+  EXPECT_TRUE(pod.beat(d, 1.0).load_published);
+  EXPECT_EQ(pod.allocator.load(d)->total_samples(), samples);
+  EXPECT_EQ(pod.state.device(d)->load, written);
+}
+
+TEST(PodAllocator, LoadPublishingCanBeOff) {
+  AllocatorConfig config;
+  config.load_publish_ns = 0;
+  Pod pod(config);
+  const uint32_t d = pod.add_nic("eth0", "h1");
+  pod.now += 100 * kMs;
+  EXPECT_FALSE(pod.beat(d, 0.5).load_published);
+  EXPECT_EQ(pod.state.device(d)->load, PublishedLoad{});
+}
+
+TEST(PodAllocator, ADeviceWithoutLocalTelemetryRanksByItsRecordsLoad) {
+  // Two NICs another daemon serves: this allocator never heard a heartbeat
+  // of theirs, only the load their daemon wrote to the shared state.
+  Pod pod;
+  const uint32_t busy = pod.add_nic("eth0", "h1");
+  const uint32_t idle = pod.add_nic("eth0", "h2");
+  Device d = *pod.state.device(busy);
+  d.load = {800'000, 1'000'000'000, 0, 40};
+  pod.state.put_device(d);
+  d = *pod.state.device(idle);
+  d.load = {100'000, 125'000'000, 0, 40};
+  pod.state.put_device(d);
+  ASSERT_EQ(pod.allocator.load(busy), nullptr);
+  EXPECT_DOUBLE_EQ(pod.allocator.score(*pod.state.device(busy)), 0.8);
+  auto out = pod.attach("h3");
+  EXPECT_EQ(out.attachment.primary().device, idle);
+  EXPECT_EQ(out.attachment.backup().device, busy);
+}
+
 TEST(PodAllocator, PreferredDeviceWhenHealthy) {
   Pod pod;
   pod.add_nic("eth0", "h1");

@@ -21,6 +21,11 @@ double utilization(const DeviceSpec& spec, const LoadSample& sample) {
   return share;
 }
 
+uint32_t utilization_ppm(double share) {
+  if (!(share > 0.0)) return 0;
+  return static_cast<uint32_t>(std::min(share, 4000.0) * 1e6);
+}
+
 void DeviceLoad::add(const DeviceSpec& spec, const LoadSample& sample) {
   const double u = utilization(spec, sample);
   const size_t at = count_ % kHistory;

@@ -49,7 +49,8 @@ uint64_t PodAllocator::lease_expiry(uint32_t device) const {
 
 double PodAllocator::score(const Device& device) const {
   const DeviceLoad* measured = load(device.id);
-  const double ewma = measured != nullptr ? measured->ewma() : 0.0;
+  // Another daemon's device: the load its daemon last wrote to the state.
+  const double ewma = measured != nullptr ? measured->ewma() : static_cast<double>(device.load.utilization_ppm) / 1e6;
   const bool net = device.spec.kind == DeviceKind::kNet;
   const uint64_t capacity = net ? device.spec.capacity : device.spec.bandwidth_bps;
   const uint64_t nominal = net ? config_.net_attachment_bps : config_.blk_attachment_bytes_s;
@@ -117,6 +118,7 @@ RegisterOutcome PodAllocator::register_device(const DeviceSpec& spec, uint64_t o
   state_.put_lease({d.id, now_ns + config_.lease_ns});
   note_host(spec.host, now_ns);
   load_.erase(d.id);
+  load_published_ns_.erase(d.id);
   out.device = d.id;
   out.repaired = repair();
   return out;
@@ -169,6 +171,7 @@ FailoverReport PodAllocator::fail_legs(const Device& gone, bool remove) {
     state_.erase_device(id);
     state_.erase_lease(id);
     load_.erase(id);
+    load_published_ns_.erase(id);
   }
   for (Attachment a : state_.attachments()) {
     int leg = -1;
@@ -225,7 +228,17 @@ HeartbeatOutcome PodAllocator::heartbeat(uint32_t id, const LoadSample& sample, 
   state_.put_lease({id, now_ns + config_.lease_ns});
   LoadSample stamped = sample;
   stamped.at_ns = now_ns;
-  load_[id].add(device->spec, stamped);
+  DeviceLoad& load = load_[id];
+  // A decision made again on a newer view (a shared state's conflict)
+  // takes the same heartbeat's sample once.
+  if (load.total_samples() == 0 || load.recent(0).at_ns != now_ns) load.add(device->spec, stamped);
+  if (load_publish_due(*device, load, now_ns)) {
+    device->load = {utilization_ppm(load.ewma()), stamped.bytes_per_s, stamped.ops_per_s,
+                    static_cast<uint32_t>(std::min<uint64_t>(load.total_samples(), UINT32_MAX))};
+    state_.put_device(*device);
+    load_published_ns_[id] = now_ns;
+    out.load_published = true;
+  }
   if (device->spec.kind != DeviceKind::kNet) return out;
   if (!sample.link_up && device->health == DeviceHealth::kHealthy) {
     device->health = DeviceHealth::kLinkDown;
@@ -240,6 +253,21 @@ HeartbeatOutcome PodAllocator::heartbeat(uint32_t id, const LoadSample& sample, 
     out.failover = repair();
   }
   return out;
+}
+
+bool PodAllocator::load_publish_due(const Device& device, const DeviceLoad& load, uint64_t now_ns) const {
+  if (config_.load_publish_ns == 0) return false;
+  auto last = load_published_ns_.find(device.id);
+  // The same heartbeat decided again: the same answer.
+  if (last != load_published_ns_.end() && last->second == now_ns) return true;
+  if (device.load.samples == 0) return true;
+  const uint64_t since = last == load_published_ns_.end() || now_ns < last->second ? UINT64_MAX : now_ns - last->second;
+  if (since < config_.load_publish_min_ns) return false;
+  const uint32_t now_ppm = utilization_ppm(load.ewma());
+  const uint32_t was_ppm = device.load.utilization_ppm;
+  const uint32_t moved = now_ppm > was_ppm ? now_ppm - was_ppm : was_ppm - now_ppm;
+  if (moved >= config_.load_publish_step_ppm) return true;
+  return since >= config_.load_publish_ns && moved >= config_.load_publish_noise_ppm;
 }
 
 FailoverReport PodAllocator::expire(uint64_t now_ns) {

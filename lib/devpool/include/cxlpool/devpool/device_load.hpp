@@ -23,6 +23,10 @@ struct LoadSample {
 
 // Share of `spec`'s capacity `sample` uses; 0 where the capacity is unknown.
 double utilization(const DeviceSpec& spec, const LoadSample& sample);
+// A utilization in parts per million, capped at 4000 (400000 %) so that it
+// fits 32 bits.
+uint32_t utilization_ppm(double share);
+inline constexpr uint32_t kMaxUtilizationPpm = 4'000'000'000u;
 
 class DeviceLoad {
  public:

@@ -39,6 +39,18 @@ struct AllocatorConfig {
   // shows it, so that attachments made in a burst spread out.
   uint64_t net_attachment_bps = 1'000'000'000;       // bit/s
   uint64_t blk_attachment_bytes_s = 100'000'000;     // bytes/s
+  // How often a device's load is written to the state (Device::load), for
+  // the allocators of other daemons sharing it: the first sample at once,
+  // then when the utilization moved by load_publish_noise_ppm or more and
+  // load_publish_ns passed since the last write, or sooner (but not before
+  // load_publish_min_ns) when it moved by load_publish_step_ppm or more.
+  // So a device costs a shared store at most one write per
+  // load_publish_min_ns, one per load_publish_ns while its load drifts,
+  // none while it holds steady. load_publish_ns = 0: never written.
+  uint64_t load_publish_ns = 1'000'000'000;
+  uint64_t load_publish_min_ns = 250'000'000;
+  uint32_t load_publish_noise_ppm = 10'000;  // one point of utilization
+  uint32_t load_publish_step_ppm = 100'000;  // ten points
 };
 
 enum class RegisterStatus : uint8_t {
@@ -108,6 +120,7 @@ struct HeartbeatOutcome {
   HeartbeatStatus status = HeartbeatStatus::kRenewed;
   FailoverReport failover;  // a NIC whose link went down
   bool health_changed = false;
+  bool load_published = false;  // the device's record took its current load
 };
 
 const char* failover_action_name(FailoverAction action);
@@ -139,10 +152,13 @@ class PodAllocator {
   // The attachment's line and slots are free again. False when unknown.
   bool detach(uint32_t attachment);
 
-  // Load telemetry of a device; nullptr before its first sample.
+  // Load telemetry of a device this allocator's heartbeats fed; nullptr
+  // before its first sample (and for a device another daemon serves: its
+  // load is the one in its record, Device::load).
   const DeviceLoad* load(uint32_t device) const;
-  // The score attach ranks by: utilization (EWMA) plus the nominal load of
-  // the attachments that use the device as primary.
+  // The score attach ranks by: utilization (EWMA: this allocator's own
+  // figure where it has one, else the one the device's record carries)
+  // plus the nominal load of the attachments that use it as primary.
   double score(const Device& device) const;
 
   std::vector<Device> devices() const { return state_.devices(); }
@@ -165,10 +181,12 @@ class PodAllocator {
                              const std::string& avoid_host, const std::string& same_device = std::string()) const;
   uint32_t primaries_on(uint32_t device) const;
   std::optional<uint32_t> free_line(const std::vector<uint32_t>& used, uint32_t limit) const;
+  bool load_publish_due(const Device& device, const DeviceLoad& load, uint64_t now_ns) const;
 
   PodState& state_;
   AllocatorConfig config_;
   std::map<uint32_t, DeviceLoad> load_;
+  std::map<uint32_t, uint64_t> load_published_ns_;  // when each device's load was last written
 };
 
 }  // namespace cxlpool::devpool

@@ -45,6 +45,18 @@ struct DeviceSpec {
   bool operator==(const DeviceSpec&) const = default;
 };
 
+// A device's load as its allocator last wrote it to the state (rate-limited:
+// PodAllocator::heartbeat), so that allocators of other daemons sharing the
+// state balance on it. The daemon its backend reports to keeps the fresher
+// figures (DeviceLoad) and ranks by those.
+struct PublishedLoad {
+  uint32_t utilization_ppm = 0;  // EWMA of the utilization, parts per million of capacity
+  uint64_t bytes_per_s = 0;      // the last sample's
+  uint64_t ops_per_s = 0;
+  uint32_t samples = 0;          // samples its daemon had taken by then; 0: never published
+  bool operator==(const PublishedLoad&) const = default;
+};
+
 struct Device {
   uint32_t id = kNoDevice;
   uint32_t line = 0;  // its line in the pod table
@@ -52,6 +64,7 @@ struct Device {
   DeviceHealth health = DeviceHealth::kHealthy;
   uint64_t owner = 0;  // the backend's session
   uint64_t registered_ns = 0;
+  PublishedLoad load;
   bool operator==(const Device&) const = default;
 };
 
