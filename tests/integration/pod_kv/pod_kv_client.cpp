@@ -2,12 +2,17 @@
 // A KV client for the pod tests: puts or gets the chunks of one sequence
 // and checks every byte it is given.
 //   pod_kv_client put|get SOCKET SEED CHUNKS CHUNK_BYTES [THREADS ROUNDS]
+//   pod_kv_client lookup SOCKET SEED CHUNKS CHUNK_BYTES
+//   pod_kv_client fill SOCKET SEED CHUNKS CHUNK_BYTES
 //   pod_kv_client bench-remote|bench-ssd SOCKET SEED 1 CHUNK_BYTES FILL ROUNDS
 // Chunk i of sequence SEED holds a pattern of (SEED, i); tokens are derived
 // from SEED, so both hosts compute the same keys. `get` prints
 //   got=<chunks leased> bad=<chunks whose bytes differ>
 // (with THREADS, the smallest prefix any get saw and the bad chunks of all)
-// and exits 1 when a byte is wrong, 2 on an error.
+// and exits 1 when a byte is wrong, 2 on an error. `lookup` prints
+//   local=<cached prefix here> ssd=<of those, on SSD> pod=<chunks after it peers hold>
+// `fill` puts CHUNKS chunks of other sequences one by one (pushing older
+// chunks out of DRAM).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -122,6 +127,45 @@ int get(const Args& a) {
   return wrong == 0 ? 0 : 1;
 }
 
+int lookup(const Args& a) {
+  cxlpool::Client client(a.socket, "pod-kv-lookup");
+  cxlpool::KvStore kv(client);
+  const auto ns = open_ns(kv);
+  const auto keys = ns.compute_keys(tokens_of(a.seed, a.chunks));
+  // The asynchronous form: a lookup's result2 is the part the pod's peers hold.
+  cxlpool_kv_request r{};
+  r.user_data = 1;
+  r.op = CXLPOOL_KV_LOOKUP;
+  r.namespace_id = ns.id();
+  r.keys = keys.data();
+  r.n_keys = static_cast<uint32_t>(keys.size());
+  if (cxlpool_kv_submit(kv.get(), &r, 1) != 1) throw std::runtime_error("lookup: submit failed");
+  cxlpool_kv_completion c{};
+  if (cxlpool_kv_reap(kv.get(), &c, 1, 10000) != 1) throw std::runtime_error("lookup: no completion");
+  if (c.status != 0) throw std::runtime_error("lookup: status " + std::to_string(c.status));
+  size_t ssd = 0;
+  for (uint32_t i = 0; i < c.n_locations; ++i) ssd += c.locations[i].tier == CXLPOOL_KV_TIER_SSD ? 1 : 0;
+  std::printf("local=%llu ssd=%zu pod=%llu\n", static_cast<unsigned long long>(c.result0), ssd,
+              static_cast<unsigned long long>(c.result2));
+  return 0;
+}
+
+int fill_dram(const Args& a) {
+  cxlpool::Client client(a.socket, "pod-kv-fill");
+  cxlpool::KvStore kv(client);
+  const auto ns = open_ns(kv);
+  std::vector<std::byte> data(a.bytes);
+  size_t stored = 0;
+  for (size_t f = 0; f < a.chunks; ++f) {
+    const auto key = ns.compute_keys(tokens_of(a.seed * 1000003 + f + 1, 1));
+    fill(data.data(), a.bytes, a.seed, f);
+    const void* p = data.data();
+    stored += kv.put(ns, key, {&p, 1}, a.bytes);
+  }
+  std::printf("stored=%zu\n", stored);
+  return stored == a.chunks ? 0 : 1;
+}
+
 // Latency of one get of chunk 0 of sequence SEED, ROUNDS times; before
 // each get the chunk is made to miss DRAM: "remote" deletes it here (the
 // next get fetches it from the peer that holds it), "ssd" pushes it out by
@@ -191,6 +235,8 @@ int main(int argc, char** argv) {
   try {
     if (a.op == "put") return put(a);
     if (a.op == "get") return get(a);
+    if (a.op == "lookup") return lookup(a);
+    if (a.op == "fill") return fill_dram(a);
     if (a.op == "bench-remote") return bench(a, "remote", 0);
     if (a.op == "bench-ssd") return bench(a, "ssd", static_cast<size_t>(a.threads));
   } catch (const std::exception& e) {
