@@ -65,9 +65,11 @@ void KvService::answer_peer_pins() {
 }
 
 size_t KvService::held_prefix(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys) const {
-  if (!store_) return 0;
+  if (!store_ || !views_) return 0;
+  // What a pin would find: a namespace only recovered from the SSD log,
+  // with no views yet, cannot be read by peers.
   const auto ns_id = store_->namespace_of(fp);
-  return ns_id ? store_->cached_prefix(*ns_id, keys) : 0;
+  return ns_id && views_->has(*ns_id) ? store_->cached_prefix(*ns_id, keys) : 0;
 }
 
 bool KvService::park_lookup(const KvConnection& c, const proto::KvRequest& r, std::span<const proto::KvKey> keys) {

@@ -164,7 +164,8 @@ class KvService {
                     KvPeerPinAnswer answer);
   void unpin_for_peer(std::span<const proto::KvKey> keys);
   // How many leading keys the namespace with fingerprint `fp` holds here,
-  // on any tier (a peer's probe; nothing pinned, nothing counted).
+  // on any tier, as pin_for_peer would find them (a peer's probe; nothing
+  // pinned, nothing counted).
   size_t held_prefix(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys) const;
   // Gets waiting for chunks from peers.
   [[nodiscard]] size_t remote_gets_waiting() const { return parked_.size(); }
