@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -46,6 +47,19 @@ struct KvFetchResult {
   std::vector<KvFetchedChunk> chunks;
 };
 
+// A lookup that stops short here: how many of `keys` (the keys after the
+// prefix held here) the pod's peers hold, asked as a get would fetch them.
+struct KvProbeJob {
+  uint64_t ticket = 0;
+  kvcache::NamespaceFingerprint fp;
+  std::vector<proto::KvKey> keys;  // in prefix order, at most kMaxPinKeys
+};
+
+struct KvProbeResult {
+  uint64_t ticket = 0;
+  size_t held = 0;  // leading keys of the job that peers hold
+};
+
 class KvRemote {
  public:
   virtual ~KvRemote() = default;
@@ -54,6 +68,10 @@ class KvRemote {
   virtual void fetch(KvFetchJob job) = 0;
   // Appends finished jobs.
   virtual void take_results(std::vector<KvFetchResult>& out) = 0;
+  // Asks the peers how much of a prefix they hold, pinning nothing; the
+  // answer comes out of take_probe_results().
+  virtual void probe(KvProbeJob job) = 0;
+  virtual void take_probe_results(std::vector<KvProbeResult>& out) = 0;
   // A namespace's view of an arena tier exists: peers may read it and
   // fetches land in it.
   virtual void register_view(uint32_t ns_id, kvcache::KvTier tier, std::span<std::byte> bytes) = 0;
@@ -66,7 +84,13 @@ struct KvPeerChunk {
   uint32_t length = 0;
   uint32_t crc = 0;
   bool crc_known = false;
+  bool loaded = false;               // read from SSD for this pin
   const std::byte* bytes = nullptr;  // the daemon's mapping of it (for the CRC when not known)
 };
+
+// How a peer's pin is answered, from the event loop, once its chunks are
+// pinned (later than the request when some had to be read from SSD).
+// Returns false when nobody waits any more: the caller then unpins them.
+using KvPeerPinAnswer = std::function<bool(std::vector<KvPeerChunk>)>;
 
 }  // namespace cxlpool::daemon

@@ -121,25 +121,6 @@ void KvService::finish_remote_gets() {
   }
 }
 
-std::vector<KvPeerChunk> KvService::pin_for_peer(const kvcache::NamespaceFingerprint& fp,
-                                                 std::span<const proto::KvKey> keys) {
-  std::vector<KvPeerChunk> out;
-  if (!store_ || !views_) return out;
-  const auto ns_id = store_->namespace_of(fp);
-  if (!ns_id || !views_->has(*ns_id)) return out;
-  for (const proto::KvKey& key : keys) {
-    const auto pin = store_->pin_for_peer(*ns_id, key);
-    if (!pin) break;
-    out.push_back({.region_key = kv_view_region_key(*ns_id, pin->tier),
-                   .offset = pin->offset,
-                   .length = pin->length,
-                   .crc = pin->crc,
-                   .crc_known = pin->crc_known,
-                   .bytes = views_->slot(pin->tier, pin->offset, *ns_id)});
-  }
-  return out;
-}
-
 void KvService::unpin_for_peer(std::span<const proto::KvKey> keys) {
   if (!store_) return;
   for (const proto::KvKey& key : keys) store_->unpin_for_peer(key);

@@ -341,7 +341,7 @@ void KvService::deliver(kvcache::KvStoreCompletion&& done) {
 }
 
 size_t KvService::poll() {
-  if (!store_ || (active_.empty() && parked_.empty())) return 0;
+  if (!store_ || (active_.empty() && !peer_work())) return 0;
   size_t work = 0;
   for (KvConnection* c : active_) {
     if (c->reported_broken) continue;
@@ -370,6 +370,10 @@ size_t KvService::poll() {
           park_for_remote(*c, r, batch_.keys_of(i))) {
         continue;
       }
+      if (refused == kvcache::KvStatus::kOk && remote_ != nullptr &&
+          r.op == static_cast<uint8_t>(proto::KvOp::kLookup) && park_lookup(*c, r, batch_.keys_of(i))) {
+        continue;
+      }
       store_->submit(c->id, r, batch_.keys_of(i), refused);
     }
     c->requests += n;
@@ -377,9 +381,15 @@ size_t KvService::poll() {
     work += n;
   }
   if (!parked_.empty()) finish_remote_gets();
+  if (!parked_lookups_.empty()) finish_lookups();
   done_.clear();
   const size_t finished = store_->poll(done_);
-  for (auto& done : done_) deliver(std::move(done));
+  if (!peer_pins_.empty()) answer_peer_pins();
+  for (auto& done : done_) {
+    if (!pod_prefix_.empty()) add_pod_prefix(done);
+    deliver(std::move(done));
+  }
+  pod_prefix_.clear();
   work += finished;
   for (KvConnection* c : active_) {
     if (!c->dirty) continue;
@@ -635,6 +645,9 @@ proto::KvStatusReply KvService::status() {
 
 void KvService::shutdown() {
   while (!connections_.empty()) close(connections_.begin()->first);
+  // Peers waiting for SSD reads get a miss; their pins go with the store.
+  for (auto& [ticket, answer] : peer_pins_) (void)answer({});
+  peer_pins_.clear();
   if (!store_) return;
   auto log = logger("kvstore");
   if (auto flushed = store_->flush(); !flushed) {

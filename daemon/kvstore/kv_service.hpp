@@ -155,11 +155,18 @@ class KvService {
   // later, is registered with it.
   void set_remote(KvRemote* remote);
   // Pins, for a peer's one-sided read, the longest prefix of `keys` that
-  // the namespace with fingerprint `fp` holds in an arena here (empty: a
-  // miss, or the store does not run). Each pinned chunk stays where it is
-  // until unpin_for_peer().
-  std::vector<KvPeerChunk> pin_for_peer(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys);
+  // the namespace with fingerprint `fp` holds here, on any tier, and hands
+  // it to `answer` (empty: a miss, or the store does not run): at once when
+  // every chunk is in an arena, else once the chunks only on SSD were read
+  // into arena slots (kv_peer_serve.cpp). Each pinned chunk stays where it
+  // is until unpin_for_peer().
+  void pin_for_peer(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys,
+                    KvPeerPinAnswer answer);
   void unpin_for_peer(std::span<const proto::KvKey> keys);
+  // How many leading keys the namespace with fingerprint `fp` holds here,
+  // on any tier, as pin_for_peer would find them (a peer's probe; nothing
+  // pinned, nothing counted).
+  size_t held_prefix(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys) const;
   // Gets waiting for chunks from peers.
   [[nodiscard]] size_t remote_gets_waiting() const { return parked_.size(); }
 
@@ -208,6 +215,15 @@ class KvService {
   // True when the get waits for peers (it is answered later).
   bool park_for_remote(const KvConnection& c, const proto::KvRequest& r, std::span<const proto::KvKey> keys);
   void finish_remote_gets();
+  // A lookup that stops short here waits for a probe of the peers (true);
+  // its answer then carries in result2 the chunks after the local prefix
+  // that peers hold (kv_peer_serve.cpp).
+  bool park_lookup(const KvConnection& c, const proto::KvRequest& r, std::span<const proto::KvKey> keys);
+  void finish_lookups();
+  void add_pod_prefix(kvcache::KvStoreCompletion& done);
+  // Answers the peers' pins whose SSD reads finished.
+  void answer_peer_pins();
+  [[nodiscard]] bool peer_work() const { return !parked_.empty() || !peer_pins_.empty() || !parked_lookups_.empty(); }
   void register_views(uint32_t ns_id);
 
   KvStoreSection config_;
@@ -219,6 +235,21 @@ class KvService {
   uint64_t next_ticket_ = 1;
   uint64_t fetch_slots_ = 0;  // DRAM slots reserved for fetches now
   std::vector<KvFetchResult> fetched_;
+  // Peers' pins waiting for SSD reads, by the store's ticket.
+  std::unordered_map<uint64_t, KvPeerPinAnswer> peer_pins_;
+  std::vector<kvcache::KvPeerLoad> peer_loads_;
+  struct ParkedLookup {
+    uint64_t client = 0;
+    proto::KvRequest request;
+    std::vector<proto::KvKey> keys;
+    size_t have = 0;  // the prefix held here when it was parked
+  };
+  std::unordered_map<uint64_t, ParkedLookup> parked_lookups_;  // by ticket
+  // Lookups submitted after their probe, by client and request id: the
+  // prefix held here when probed, and the end of the prefix that this host
+  // and its peers hold together.
+  std::unordered_map<uint64_t, std::unordered_map<uint64_t, std::pair<size_t, size_t>>> pod_prefix_;
+  std::vector<KvProbeResult> probed_;
   KvArenaPlan plan_;
   kvcache::TierRates rates_;
   KvSsd ssd_;                     // until the store takes the SsdStore

@@ -231,6 +231,11 @@ constexpr MetricSpec kTable[] = {
   {"pod.kv.remote_bytes", "cxlpool_pod_kv_remote_bytes_total", C, "bytes", 1, "Bytes of KV chunks fetched from peers."},
   {"pod.kv.remote_errors", "cxlpool_pod_kv_remote_errors_total", C, "", 1, "KV fetches from peers that failed (a read, a checksum, a control exchange)."},
   {"pod.kv.pins_served", "cxlpool_pod_kv_pins_served_total", C, "", 1, "KV chunks pinned here for peers' reads."},
+  {"pod.kv.ssd_loads_for_peers", "cxlpool_pod_kv_ssd_loads_for_peers_total", C, "", 1, "Of the chunks pinned for peers, those held only on SSD and read into an arena slot first."},
+  {"pod.kv.lookup_probes", "cxlpool_pod_kv_lookup_probes_total", C, "", 1, "KV lookups that stopped short here and asked the pod's peers how much of the rest they hold."},
+  {"pod.kv.lookup_probe_hits", "cxlpool_pod_kv_lookup_probe_hits_total", C, "", 1, "KV chunks peers said they hold, over those lookups."},
+  {"pod.kv.lookup_probe_errors", "cxlpool_pod_kv_lookup_probe_errors_total", C, "", 1, "Probe exchanges with peers that failed."},
+  {"pod.kv.probes_served", "cxlpool_pod_kv_probes_served_total", C, "", 1, "Peers' probes answered here."},
   {"pod.kv.peer_connections", "cxlpool_pod_kv_peer_connections_total", C, "", 1, "KV control connections peers opened to this daemon."},
   // Pool tiers.
   {"tier.{tier}.capacity_bytes", "cxlpool_tier_capacity_bytes", G, "bytes", 1, "Capacity of the pool tier."},

@@ -54,7 +54,10 @@ class Reader {
   size_t at_ = 0;
 };
 
-bool known_type(uint16_t t) { return t >= 1 && t <= 6; }
+bool known_type(uint16_t t) {
+  return (t >= 1 && t <= 6) || t == static_cast<uint16_t>(KvPeerType::kProbe) ||
+         t == static_cast<uint16_t>(KvPeerType::kProbeReply);
+}
 
 }  // namespace
 
@@ -98,19 +101,50 @@ std::vector<std::byte> encode_pin_request(const KvPinRequest& request) {
   return w.take();
 }
 
-Result<KvPinRequest> decode_pin_request(std::span<const std::byte> body) {
+namespace {
+
+// A pin and a probe ask about the same things: `what` names the message.
+Result<KvPinRequest> decode_key_request(std::span<const std::byte> body, const std::string& what) {
   Reader r(body);
   KvPinRequest req;
   uint32_t n = 0;
-  if (!r.get_text(req.from, 64) || !valid_pod_name(req.from)) return fail(EINVAL, "pin request: bad member name");
-  if (!r.get(req.fp.hi) || !r.get(req.fp.lo) || !r.get(n)) return fail(EINVAL, "pin request: truncated");
-  if (n == 0 || n > kMaxPinKeys) return fail(EINVAL, "pin request: " + std::to_string(n) + " keys");
+  if (!r.get_text(req.from, 64) || !valid_pod_name(req.from)) return fail(EINVAL, what + ": bad member name");
+  if (!r.get(req.fp.hi) || !r.get(req.fp.lo) || !r.get(n)) return fail(EINVAL, what + ": truncated");
+  if (n == 0 || n > kMaxPinKeys) return fail(EINVAL, what + ": " + std::to_string(n) + " keys");
   req.keys.resize(n);
   for (proto::KvKey& k : req.keys) {
-    if (!r.get(k.lo) || !r.get(k.hi)) return fail(EINVAL, "pin request: truncated key list");
+    if (!r.get(k.lo) || !r.get(k.hi)) return fail(EINVAL, what + ": truncated key list");
   }
-  if (!r.done()) return fail(EINVAL, "pin request: trailing bytes");
+  if (!r.done()) return fail(EINVAL, what + ": trailing bytes");
   return req;
+}
+
+}  // namespace
+
+Result<KvPinRequest> decode_pin_request(std::span<const std::byte> body) {
+  return decode_key_request(body, "pin request");
+}
+
+std::vector<std::byte> encode_probe_request(const KvPinRequest& request) { return encode_pin_request(request); }
+
+Result<KvPinRequest> decode_probe_request(std::span<const std::byte> body) {
+  return decode_key_request(body, "probe request");
+}
+
+std::vector<std::byte> encode_probe_reply(const KvProbeReply& reply) {
+  Writer w;
+  w.put<uint32_t>(reply.held);
+  return w.take();
+}
+
+Result<KvProbeReply> decode_probe_reply(std::span<const std::byte> body, size_t asked) {
+  Reader r(body);
+  KvProbeReply reply;
+  if (!r.get(reply.held) || !r.done()) return fail(EINVAL, "probe reply: not 4 bytes");
+  if (reply.held > asked) {
+    return fail(EINVAL, "probe reply: " + std::to_string(reply.held) + " keys held of " + std::to_string(asked) + " asked");
+  }
+  return reply;
 }
 
 std::vector<std::byte> encode_pin_reply(const KvPinReply& reply) {

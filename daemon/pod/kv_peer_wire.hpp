@@ -2,9 +2,9 @@
 // The control messages of the KV store across a pod, over TCP to a peer's
 // [pod] address: a reader asks the holder to pin chunks (the answer says
 // where each is, how long, and its CRC-32C), reads them with one-sided
-// reads of the transfer engine, then unpins them; and asks for the
-// holder's transport card when a region it names is not on the card it
-// has. A frame is a fixed header (magic, version, type, body length, id)
+// reads of the transfer engine, then unpins them; asks for the holder's
+// transport card when a region it names is not on the card it has; and
+// probes how long a prefix the holder has, for a lookup (nothing pinned). A frame is a fixed header (magic, version, type, body length, id)
 // and a body; the decoders take hostile input and check every field.
 // Integers are little-endian.
 #pragma once
@@ -28,6 +28,8 @@ enum class KvPeerType : uint16_t {
   kUnpinReply = 4,  // empty
   kCard = 5,        // empty → kCardReply
   kCardReply = 6,   // the holder's transport card
+  kProbe = 9,       // from, namespace fingerprint, keys → kProbeReply (nothing pinned)
+  kProbeReply = 10, // how many leading keys the holder has, on any tier
 };
 
 inline constexpr uint32_t kKvPeerMagic = 0x4b505843;  // "CXPK"
@@ -75,6 +77,16 @@ std::vector<std::byte> encode_pin_reply(const KvPinReply& reply);
 Result<KvPinReply> decode_pin_reply(std::span<const std::byte> body, size_t asked, uint64_t max_length);
 std::vector<std::byte> encode_unpin_request(const KvUnpinRequest& request);
 Result<KvUnpinRequest> decode_unpin_request(std::span<const std::byte> body);
+// A probe asks what a pin would (from, fingerprint, 1..kMaxPinKeys keys)
+// and pins nothing; its body is a pin request's.
+std::vector<std::byte> encode_probe_request(const KvPinRequest& request);
+Result<KvPinRequest> decode_probe_request(std::span<const std::byte> body);
+struct KvProbeReply {
+  uint32_t held = 0;  // leading keys the holder has, at most the keys asked
+};
+std::vector<std::byte> encode_probe_reply(const KvProbeReply& reply);
+// EINVAL: not 4 bytes, or more keys held than `asked`.
+Result<KvProbeReply> decode_probe_reply(std::span<const std::byte> body, size_t asked);
 // A card is printable text of at most kMaxKvPeerBody bytes.
 Result<std::string> decode_card_reply(std::span<const std::byte> body);
 

@@ -108,6 +108,7 @@ void Daemon::add_pod_counters(std::vector<proto::Counter>& out) const {
     PodFabric::add_closed_counters(add);
   }
   emit_counters("pod.kv.", pod_kv_ ? pod_kv_->counters() : PodKvCounters{}, add);
+  emit_counters("pod.kv.", pod_kv_ ? pod_kv_->probe_counters() : PodKvProbeCounters{}, add);
 }
 
 }  // namespace cxlpool::daemon

@@ -32,8 +32,6 @@ constexpr uint32_t kMaxPeerConnections = 64;
 constexpr size_t kMaxPinsPerConnection = 4 * kMaxPinKeys;
 constexpr int kFetchThreads = 2;
 
-uint64_t key_hash(const proto::KvKey& k) { return k.lo ^ (k.hi * 0x9E3779B97F4A7C15ULL); }
-
 }  // namespace
 
 struct PodKv::Link {
@@ -88,6 +86,7 @@ PodKv::PodKv(const PodSection& config, std::string self_host, PodFabric& fabric,
   }
   if (!serve_error_.empty()) logger("pod")->error("KV chunks not served to peers: {}", serve_error_);
   for (int i = 0; i < kFetchThreads; ++i) fetchers_.emplace_back([this] { fetch_loop(); });
+  prober_ = std::make_unique<PodKvProbe>(self_, members_, [this] { wake(); });
 }
 
 PodKv::~PodKv() { stop(); }
@@ -103,10 +102,8 @@ void PodKv::stop() {
   jobs_cv_.notify_all();
   const uint64_t one = 1;
   (void)!::write(stop_fd_.get(), &one, sizeof one);
-  // Connection threads waiting for the loop get an empty answer: a miss.
-  for (auto& t : pending) {
-    if (t->pin) t->done.set_value({});
-  }
+  // Connection threads waiting for the loop see stopping_ and give up.
+  pending.clear();
   if (acceptor_.joinable()) acceptor_.join();
   std::vector<std::thread> connections;
   {
@@ -116,11 +113,26 @@ void PodKv::stop() {
   for (auto& t : connections) t.join();
   for (auto& t : fetchers_) t.join();
   fetchers_.clear();
+  if (prober_) prober_->stop();
 }
 
 void PodKv::wake() {
   const uint64_t one = 1;
   (void)!::write(event_fd_.get(), &one, sizeof one);
+}
+
+bool PodKv::stopping() const {
+  std::lock_guard lock(mutex_);
+  return stopping_;
+}
+
+template <typename T>
+std::optional<T> PodKv::ask_loop(std::function<void(KvService*, const std::shared_ptr<LoopAnswer<T>>&)> run) {
+  auto answer = std::make_shared<LoopAnswer<T>>();
+  auto task = std::make_shared<LoopTask>();
+  task->run = [answer, run = std::move(run)](KvService* kv) { run(kv, answer); };
+  if (!post(task)) return std::nullopt;
+  return answer->wait([this] { return stopping(); });
 }
 
 bool PodKv::post(const std::shared_ptr<LoopTask>& task) {
@@ -141,13 +153,7 @@ void PodKv::on_event(KvService* kv) {
     std::lock_guard lock(mutex_);
     tasks.swap(tasks_);
   }
-  for (auto& t : tasks) {
-    if (t->pin) {
-      t->done.set_value(kv != nullptr ? kv->pin_for_peer(t->fp, t->keys) : std::vector<KvPeerChunk>{});
-    } else if (kv != nullptr) {
-      kv->unpin_for_peer(t->keys);
-    }
-  }
+  for (auto& t : tasks) t->run(kv);
   // Fetch results are taken by the KV service's next poll, which this
   // wake-up lets run.
 }
@@ -191,8 +197,9 @@ void PodKv::serve(UniqueFd fd) {
   auto unpin = [&](std::vector<proto::KvKey> keys) {
     if (keys.empty()) return;
     auto task = std::make_shared<LoopTask>();
-    task->pin = false;
-    task->keys = std::move(keys);
+    task->run = [keys = std::move(keys)](KvService* kv) {
+      if (kv != nullptr) kv->unpin_for_peer(keys);
+    };
     (void)post(task);
   };
   timeval tv{};
@@ -228,16 +235,23 @@ void PodKv::serve(UniqueFd fd) {
         log->warn("KV peer: {}", request.error().message);
         break;
       }
-      auto task = std::make_shared<LoopTask>();
-      task->fp = request->fp;
-      task->keys = request->keys;
+      std::vector<proto::KvKey> keys = request->keys;
       // Over its pin limit a peer finds nothing here until it unpins.
-      task->keys.resize(std::min(task->keys.size(), kMaxPinsPerConnection - std::min(kMaxPinsPerConnection, pins.size())));
+      keys.resize(std::min(keys.size(), kMaxPinsPerConnection - std::min(kMaxPinsPerConnection, pins.size())));
       std::vector<KvPeerChunk> chunks;
-      if (!task->keys.empty()) {
-        auto answer = task->done.get_future();
-        if (!post(task)) break;
-        chunks = answer.get();
+      if (!keys.empty()) {
+        // Answered once the chunks only on SSD here are read into arena
+        // slots and pinned with the rest; the event loop does not wait.
+        auto answer = ask_loop<std::vector<KvPeerChunk>>(
+            [fp = request->fp, keys](KvService* kv, const std::shared_ptr<LoopAnswer<std::vector<KvPeerChunk>>>& a) {
+              if (kv == nullptr) {
+                (void)a->give({});
+                return;
+              }
+              kv->pin_for_peer(fp, keys, [a](std::vector<KvPeerChunk> c) { return a->give(std::move(c)); });
+            });
+        if (!answer) break;
+        chunks = std::move(*answer);
       }
       KvPinReply reply;
       for (size_t i = 0; i < chunks.size(); ++i) {
@@ -249,7 +263,11 @@ void PodKv::serve(UniqueFd fd) {
         reply.entries.push_back({id, c.region_key, c.offset, c.length, crc});
       }
       const size_t served = chunks.size();
-      count([&](PodKvCounters& c) { c.pins_served += served; });
+      const auto loaded = static_cast<uint64_t>(std::count_if(chunks.begin(), chunks.end(), [](const KvPeerChunk& c) { return c.loaded; }));
+      count([&](PodKvCounters& c) {
+        c.pins_served += served;
+        c.ssd_loads_for_peers += loaded;
+      });
       fabric_.count(request->from, [&](PodPeerCounters& c) { c.pins_served += served; });
       sent = send_kv_peer_frame(fd.get(), KvPeerType::kPinReply, frame->header.id, encode_pin_reply(reply));
     } else if (frame->header.type == KvPeerType::kUnpin) {
@@ -267,6 +285,20 @@ void PodKv::serve(UniqueFd fd) {
       }
       unpin(std::move(keys));
       sent = send_kv_peer_frame(fd.get(), KvPeerType::kUnpinReply, frame->header.id, {});
+    } else if (frame->header.type == KvPeerType::kProbe) {
+      auto request = decode_probe_request(frame->body);
+      if (!request) {
+        log->warn("KV peer: {}", request.error().message);
+        break;
+      }
+      auto held = ask_loop<size_t>(
+          [fp = request->fp, keys = request->keys](KvService* kv, const std::shared_ptr<LoopAnswer<size_t>>& a) {
+            (void)a->give(kv != nullptr ? kv->held_prefix(fp, keys) : 0);
+          });
+      if (!held) break;
+      prober_->count_served();
+      sent = send_kv_peer_frame(fd.get(), KvPeerType::kProbeReply, frame->header.id,
+                                encode_probe_reply({static_cast<uint32_t>(*held)}));
     } else if (frame->header.type == KvPeerType::kCard) {
       const std::string card = fabric_.card();
       sent = send_kv_peer_frame(fd.get(), KvPeerType::kCardReply, frame->header.id,
@@ -337,17 +369,12 @@ void PodKv::fetch_loop() {
 KvFetchResult PodKv::run_job(const KvFetchJob& job, std::vector<std::unique_ptr<Link>>& links) {
   KvFetchResult result;
   result.ticket = job.ticket;
-  std::vector<PodMember> peers;
-  for (PodMember& m : members_()) {
-    if (m.host != self_ && !m.address.empty()) peers.push_back(std::move(m));
-  }
-  std::sort(peers.begin(), peers.end(), [](const PodMember& a, const PodMember& b) { return a.host < b.host; });
-  // Start the walk at a peer chosen by the key: readers spread over holders.
-  const size_t start = peers.empty() ? 0 : key_hash(job.keys.front()) % peers.size();
+  // Readers spread over holders; a lookup's probe asks in the same order.
+  const std::vector<PodMember> peers = kv_peer_walk(members_(), self_, job.keys.front());
   size_t have = 0;
   bool failed = false;
   for (size_t k = 0; k < peers.size() && have < job.keys.size() && !failed; ++k) {
-    const PodMember& m = peers[(start + k) % peers.size()];
+    const PodMember& m = peers[k];
     auto it = std::find_if(links.begin(), links.end(), [&](const auto& l) { return l->host == m.host; });
     if (it == links.end()) {
       links.push_back(std::make_unique<Link>());

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <future>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +34,7 @@
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "pod_fabric.hpp"
+#include "pod_kv_probe.hpp"
 #include "pod_member.hpp"
 
 namespace cxlpool::daemon {
@@ -49,6 +50,7 @@ class KvService;
   X(bytes,       "remote_bytes")  /* bytes fetched */                                         \
   X(errors,      "remote_errors") /* failed reads, checksums or control exchanges */          \
   X(pins_served, "pins_served")   /* chunks pinned here for peers' reads */                   \
+  X(ssd_loads_for_peers, "ssd_loads_for_peers") /* of those: read from SSD into DRAM for them */ \
   X(peer_connections, "peer_connections") /* control connections peers opened here */
 // clang-format on
 
@@ -76,18 +78,20 @@ class PodKv final : public KvRemote {
   // Why peers cannot pin here ("" when they can).
   [[nodiscard]] const std::string& serve_error() const { return serve_error_; }
   [[nodiscard]] PodKvCounters counters() const;
+  [[nodiscard]] PodKvProbeCounters probe_counters() const { return prober_->counters(); }
 
   bool has_peers() const override;
   void fetch(KvFetchJob job) override;
   void take_results(std::vector<KvFetchResult>& out) override;
   void register_view(uint32_t ns_id, kvcache::KvTier tier, std::span<std::byte> bytes) override;
+  void probe(KvProbeJob job) override { prober_->probe(std::move(job)); }
+  void take_probe_results(std::vector<KvProbeResult>& out) override { prober_->take_results(out); }
 
  private:
+  // Work for the event loop (the store is single-threaded); kv is null
+  // when the store does not run.
   struct LoopTask {
-    bool pin = true;  // else unpin
-    kvcache::NamespaceFingerprint fp;
-    std::vector<proto::KvKey> keys;
-    std::promise<std::vector<KvPeerChunk>> done;  // pins only
+    std::function<void(KvService* kv)> run;
   };
   struct Link;  // a reader's connection to one peer
 
@@ -95,6 +99,11 @@ class PodKv final : public KvRemote {
   void serve(UniqueFd fd);
   // Queues a task for the event loop; false once stopping.
   bool post(const std::shared_ptr<LoopTask>& task);
+  // Runs `run` on the event loop and waits for the answer it gives; nullopt
+  // when the daemon stops first.
+  template <typename T>
+  std::optional<T> ask_loop(std::function<void(KvService*, const std::shared_ptr<LoopAnswer<T>>&)> run);
+  bool stopping() const;
   void wake();
 
   void fetch_loop();
@@ -126,6 +135,7 @@ class PodKv final : public KvRemote {
 
   std::thread acceptor_;
   std::vector<std::thread> fetchers_;
+  std::unique_ptr<PodKvProbe> prober_;
 };
 
 }  // namespace cxlpool::daemon

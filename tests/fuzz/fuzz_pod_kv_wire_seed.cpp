@@ -3,7 +3,8 @@
 // message type a peer sends, and near misses that each break one rule (bad
 // magic, unknown type, a body over the limit, a bad member name, no keys,
 // more entries than keys, a zero-length chunk, trailing bytes, an
-// unprintable card).
+// unprintable card, a probe without keys, a probe reply holding more keys
+// than asked or cut short).
 //   fuzz_pod_kv_wire_seed DIR          write DIR/<name>.bin
 //   fuzz_pod_kv_wire_seed --check DIR  exit 1 unless DIR holds exactly those bytes
 #include <cstring>
@@ -55,12 +56,14 @@ std::vector<Seed> seeds() {
   out.push_back({"unpin-reply.bin", frame(KvPeerType::kUnpinReply, {})});
   out.push_back({"card.bin", frame(KvPeerType::kCard, {})});
   out.push_back({"card-reply.bin", frame(KvPeerType::kCardReply, text("rail=tcp,0,fi_sockaddr_in://10.0.0.2:7000"))});
+  out.push_back({"probe.bin", frame(KvPeerType::kProbe, encode_probe_request(pin_request("node-b", 5)))});
+  out.push_back({"probe-reply.bin", frame(KvPeerType::kProbeReply, encode_probe_reply({5}))});
 
   auto bad = frame(KvPeerType::kCard, {});
   bad[0] = std::byte{0};
   out.push_back({"bad-magic.bin", bad});
   bad = frame(KvPeerType::kCard, {});
-  bad[6] = std::byte{9};
+  bad[6] = std::byte{99};
   out.push_back({"unknown-type.bin", bad});
   auto big = encode_kv_peer_header({KvPeerType::kCardReply, static_cast<uint32_t>(kMaxKvPeerBody + 1), 1});
   out.push_back({"body-over-limit.bin", big});
@@ -72,6 +75,11 @@ std::vector<Seed> seeds() {
   auto trailing = encode_unpin_request({{5}});
   trailing.push_back(std::byte{0});
   out.push_back({"unpin-trailing.bin", frame(KvPeerType::kUnpin, trailing)});
+  out.push_back({"probe-no-keys.bin", frame(KvPeerType::kProbe, encode_probe_request(pin_request("b", 0)))});
+  out.push_back({"probe-reply-too-many.bin", frame(KvPeerType::kProbeReply, encode_probe_reply({kMaxPinKeys + 1}))});
+  auto short_reply = encode_probe_reply({1});
+  short_reply.pop_back();
+  out.push_back({"probe-reply-short.bin", frame(KvPeerType::kProbeReply, short_reply)});
   out.push_back({"card-reply-unprintable.bin", frame(KvPeerType::kCardReply, text(std::string("a\0b", 3)))});
   return out;
 }

@@ -2,18 +2,24 @@
 // A KV client for the pod tests: puts or gets the chunks of one sequence
 // and checks every byte it is given.
 //   pod_kv_client put|get SOCKET SEED CHUNKS CHUNK_BYTES [THREADS ROUNDS]
-//   pod_kv_client bench-remote|bench-ssd SOCKET SEED 1 CHUNK_BYTES FILL ROUNDS
+//   pod_kv_client lookup SOCKET SEED CHUNKS CHUNK_BYTES
+//   pod_kv_client fill SOCKET SEED CHUNKS CHUNK_BYTES
+//   pod_kv_client bench-remote|bench-ssd|bench-remote-ssd SOCKET SEED 1 CHUNK_BYTES FILL ROUNDS
 // Chunk i of sequence SEED holds a pattern of (SEED, i); tokens are derived
 // from SEED, so both hosts compute the same keys. `get` prints
 //   got=<chunks leased> bad=<chunks whose bytes differ>
 // (with THREADS, the smallest prefix any get saw and the bad chunks of all)
-// and exits 1 when a byte is wrong, 2 on an error.
+// and exits 1 when a byte is wrong, 2 on an error. `lookup` prints
+//   local=<cached prefix here> ssd=<of those, on SSD> pod=<chunks after it peers hold>
+// `fill` puts CHUNKS chunks of other sequences one by one (pushing older
+// chunks out of DRAM).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -122,17 +128,71 @@ int get(const Args& a) {
   return wrong == 0 ? 0 : 1;
 }
 
+int lookup(const Args& a) {
+  cxlpool::Client client(a.socket, "pod-kv-lookup");
+  cxlpool::KvStore kv(client);
+  const auto ns = open_ns(kv);
+  const auto keys = ns.compute_keys(tokens_of(a.seed, a.chunks));
+  // The asynchronous form: a lookup's result2 is the part the pod's peers hold.
+  cxlpool_kv_request r{};
+  r.user_data = 1;
+  r.op = CXLPOOL_KV_LOOKUP;
+  r.namespace_id = ns.id();
+  r.keys = keys.data();
+  r.n_keys = static_cast<uint32_t>(keys.size());
+  if (cxlpool_kv_submit(kv.get(), &r, 1) != 1) throw std::runtime_error("lookup: submit failed");
+  cxlpool_kv_completion c{};
+  if (cxlpool_kv_reap(kv.get(), &c, 1, 10000) != 1) throw std::runtime_error("lookup: no completion");
+  if (c.status != 0) throw std::runtime_error("lookup: status " + std::to_string(c.status));
+  size_t ssd = 0;
+  for (uint32_t i = 0; i < c.n_locations; ++i) ssd += c.locations[i].tier == CXLPOOL_KV_TIER_SSD ? 1 : 0;
+  std::printf("local=%llu ssd=%zu pod=%llu\n", static_cast<unsigned long long>(c.result0), ssd,
+              static_cast<unsigned long long>(c.result2));
+  return 0;
+}
+
+int fill_dram(const Args& a) {
+  cxlpool::Client client(a.socket, "pod-kv-fill");
+  cxlpool::KvStore kv(client);
+  const auto ns = open_ns(kv);
+  std::vector<std::byte> data(a.bytes);
+  size_t stored = 0;
+  for (size_t f = 0; f < a.chunks; ++f) {
+    const auto key = ns.compute_keys(tokens_of(a.seed * 1000003 + f + 1, 1));
+    fill(data.data(), a.bytes, a.seed, f);
+    const void* p = data.data();
+    stored += kv.put(ns, key, {&p, 1}, a.bytes);
+  }
+  std::printf("stored=%zu\n", stored);
+  return stored == a.chunks ? 0 : 1;
+}
+
 // Latency of one get of chunk 0 of sequence SEED, ROUNDS times; before
 // each get the chunk is made to miss DRAM: "remote" deletes it here (the
 // next get fetches it from the peer that holds it), "ssd" pushes it out by
 // putting FILL other chunks (the daemon writes every commit through to its
-// SSD log, so the chunk is read back from the device).
+// SSD log, so the chunk is read back from the device), "remote-ssd" deletes
+// it here and pushes it out of the holder's DRAM by putting FILL other
+// chunks there (POD_KV_HOLDER_SOCKET: the holder's daemon writes every
+// commit through to its SSD log, so the holder reads it back for the pin).
 int bench(const Args& a, const std::string& mode, size_t fillers) {
   using Clock = std::chrono::steady_clock;
   cxlpool::Client client(a.socket, "pod-kv-bench");
   cxlpool::KvStore kv(client);
   const auto ns = open_ns(kv);
+  std::optional<cxlpool::Client> holder_client;
+  std::optional<cxlpool::KvStore> holder;
+  std::optional<cxlpool::KvNamespace> holder_ns;
+  if (mode == "remote-ssd") {
+    const char* socket = std::getenv("POD_KV_HOLDER_SOCKET");
+    if (socket == nullptr) throw std::runtime_error("bench-remote-ssd needs POD_KV_HOLDER_SOCKET");
+    holder_client.emplace(socket, "pod-kv-bench-holder");
+    holder.emplace(*holder_client);
+    holder_ns = open_ns(*holder);
+  }
   const auto keys = ns.compute_keys(tokens_of(a.seed, 1));
+  // A copy here (bench-ssd put one) would answer the first get.
+  if (mode == "remote-ssd") (void)kv.erase(ns, keys);
   std::vector<std::byte> want(a.bytes), filler(a.bytes);
   fill(want.data(), a.bytes, a.seed, 0);
   if (mode == "ssd") {
@@ -141,12 +201,14 @@ int bench(const Args& a, const std::string& mode, size_t fillers) {
   }
   std::vector<double> us;
   for (int r = 0; r < a.rounds; ++r) {
-    if (mode == "ssd") {
+    if (mode == "ssd" || mode == "remote-ssd") {
+      cxlpool::KvStore& target = mode == "ssd" ? kv : *holder;
+      const cxlpool::KvNamespace& target_ns = mode == "ssd" ? ns : *holder_ns;
       for (size_t f = 0; f < fillers; ++f) {
-        const auto other = ns.compute_keys(tokens_of(a.seed * 1000003 + r * 1009 + f + 1, 1));
+        const auto other = target_ns.compute_keys(tokens_of(a.seed * 1000003 + r * 1009 + f + 1, 1));
         fill(filler.data(), a.bytes, r, f);
         const void* p = filler.data();
-        (void)kv.put(ns, other, {&p, 1}, a.bytes);
+        (void)target.put(target_ns, other, {&p, 1}, a.bytes);
       }
     }
     const auto t0 = Clock::now();
@@ -157,7 +219,7 @@ int bench(const Args& a, const std::string& mode, size_t fillers) {
       return 1;
     }
     lease.release();
-    if (mode == "remote") (void)kv.erase(ns, keys);
+    if (mode == "remote" || mode == "remote-ssd") (void)kv.erase(ns, keys);
     us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   std::sort(us.begin(), us.end());
@@ -191,8 +253,11 @@ int main(int argc, char** argv) {
   try {
     if (a.op == "put") return put(a);
     if (a.op == "get") return get(a);
+    if (a.op == "lookup") return lookup(a);
+    if (a.op == "fill") return fill_dram(a);
     if (a.op == "bench-remote") return bench(a, "remote", 0);
     if (a.op == "bench-ssd") return bench(a, "ssd", static_cast<size_t>(a.threads));
+    if (a.op == "bench-remote-ssd") return bench(a, "remote-ssd", static_cast<size_t>(a.threads));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pod_kv_client: %s\n", e.what());
     return 2;

@@ -8,7 +8,11 @@
 #      gets them, byte-exact, and the counters of both say they moved;
 #   2. four clients on B get another sequence A put, concurrently, over
 #      and over: every byte they are given is right;
-#   3. A is killed with SIGKILL: B's get of a sequence only A held is a
+#   3. chunks A keeps only on its SSD tier (pushed out of A's DRAM by
+#      other puts): B gets them byte-exact, A read them into DRAM for it;
+#   4. B's lookup of a prefix only A holds reports it (result2), without
+#      fetching it;
+#   5. A is killed with SIGKILL: B's get of a sequence only A held is a
 #      miss (at once, and after B dropped A), while what B fetched before
 #      is still served from B.
 # Needs root, iproute2, etcd (Debian's etcd-server) and python3 (exit 77
@@ -28,13 +32,25 @@ fail() {
 kv_keys="slot_bytes = 1048576
 dram_bytes = 134217728
 put_window_bytes = 33554432"
-pod_kv_start a "$kv_keys"
+# A: 48 DRAM slots over an SSD tier that every commit is written through to,
+# so that chunks pushed out of DRAM are on SSD only.
+pod_kv_start a "slot_bytes = 1048576
+dram_bytes = 50331648
+put_window_bytes = 33554432
+ssd_path = \"$dir/a-ssd.img\"
+ssd_bytes = 268435456
+ssd_region_bytes = 4194304
+ssd_sync = \"per-commit\""
 pod_kv_start b "$kv_keys"
 pod_kv_wait_both
 [ "$(field b "s['fabric']['transport']")" = "ofi tcp;ofi_rxm" ] || fail "B's transfer engine: $(status b)"
 
 get() { "$client" get "$dir/b/cxlpoold.sock" "$@"; }
 put() { "$client" put "$dir/a/cxlpoold.sock" "$@"; }
+lookup() { "$client" lookup "$dir/$1/cxlpoold.sock" "${@:2}"; }
+metric() {  # HOST NAME: a counter of `cxlpoolctl stats`
+  CXLPOOL_SOCKET="$dir/$1/cxlpoold.sock" "$ctl" stats 2>/dev/null | awk -v n="$2" '$1 == n {print $2}'
+}
 
 echo "== 1. prefill on A, decode on B"
 put 1 8 1048576 | grep -q "stored=8" || fail "put on A"
@@ -55,7 +71,28 @@ echo "$out"
 [ "$out" = "got=16 bad=0" ] || fail "concurrent gets: $out (every get should see the whole sequence, byte-exact)"
 [ "$(get 2 16 262144)" = "got=16 bad=0" ] || fail "B does not hold all of sequence 2"
 
-echo "== 3. A killed: what only A held is a miss"
+echo "== 3. chunks A keeps only on SSD"
+put 4 4 1048576 | grep -q "stored=4" || fail "put on A"
+"$client" fill "$dir/a/cxlpoold.sock" 40 64 1048576 | grep -q "stored=64" || fail "filling A's DRAM"
+out=$(lookup a 4 4 1048576) || fail "lookup on A: $out"
+[ "$out" = "local=4 ssd=4 pod=0" ] || fail "A should hold sequence 4 on SSD only: $out"
+out=$(get 4 4 1048576) || fail "get on B: $out"
+echo "$out"
+[ "$out" = "got=4 bad=0" ] || fail "B did not get A's SSD chunks byte-exact: $out"
+[ "$(metric a pod.kv.ssd_loads_for_peers)" -ge 4 ] || fail "A's ssd_loads_for_peers: $(metric a pod.kv.ssd_loads_for_peers)"
+
+echo "== 4. B's lookup sees what A holds"
+put 5 3 1048576 | grep -q "stored=3" || fail "put on A"
+out=$(lookup b 5 3 1048576) || fail "lookup on B: $out"
+echo "$out"
+[ "$out" = "local=0 ssd=0 pod=3" ] || fail "B's lookup of A's prefix: $out"
+[ "$(lookup b 4 4 1048576)" = "local=4 ssd=0 pod=0" ] || fail "B's lookup of what it holds: $(lookup b 4 4 1048576)"
+[ "$(lookup b 6 2 1048576)" = "local=0 ssd=0 pod=0" ] || fail "B's lookup of what nobody holds: $(lookup b 6 2 1048576)"
+[ "$(metric b pod.kv.lookup_probe_hits)" -ge 3 ] || fail "B's lookup_probe_hits: $(metric b pod.kv.lookup_probe_hits)"
+[ "$(metric a pod.kv.probes_served)" -ge 2 ] || fail "A's probes_served: $(metric a pod.kv.probes_served)"
+[ "$(get 5 3 1048576)" = "got=3 bad=0" ] || fail "B's get after the lookup"
+
+echo "== 5. A killed: what only A held is a miss"
 put 3 4 1048576 | grep -q "stored=4" || fail "put on A"
 kill -9 "$pid_a"
 wait "$pid_a" 2>/dev/null || true

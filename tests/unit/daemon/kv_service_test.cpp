@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
@@ -19,6 +20,7 @@
 
 #include "cxlpool/common/mapping.hpp"
 #include "kvstore/kv_arenas.hpp"
+#include "kvstore/kv_remote.hpp"
 #include "kvstore/kv_service.hpp"
 #include "kvstore/kv_ssd.hpp"
 #include "kvstore/kv_views.hpp"
@@ -814,6 +816,83 @@ TEST_F(KvServiceTest, CloseEndsTheConnectionsLeasesNotItsChunks) {
 }
 
 // ---- the SSD tier ----
+
+// A pod whose peers hold the first `held` keys of any probe; fetches find
+// nothing. Jobs are answered as they come: the next poll takes them.
+class FakeRemote final : public KvRemote {
+ public:
+  size_t held = 0;
+  std::vector<KvProbeJob> probes;
+
+  bool has_peers() const override { return true; }
+  void fetch(KvFetchJob job) override { fetched_.push_back({job.ticket, {}}); }
+  void take_results(std::vector<KvFetchResult>& out) override {
+    out.insert(out.end(), fetched_.begin(), fetched_.end());
+    fetched_.clear();
+  }
+  void register_view(uint32_t, kvcache::KvTier, std::span<std::byte>) override {}
+  void probe(KvProbeJob job) override {
+    probed_.push_back({job.ticket, std::min(held, job.keys.size())});
+    probes.push_back(std::move(job));
+  }
+  void take_probe_results(std::vector<KvProbeResult>& out) override {
+    out.insert(out.end(), probed_.begin(), probed_.end());
+    probed_.clear();
+  }
+
+ private:
+  std::vector<KvFetchResult> fetched_;
+  std::vector<KvProbeResult> probed_;
+};
+
+// A lookup that stops short here asks the pod about the keys after its
+// prefix and answers with this host's prefix (result0, one location per
+// chunk) and the peers' part after it (result2); one that is whole here
+// asks nobody.
+TEST_F(KvServiceTest, ALookupThatStopsShortAsksThePod) {
+  TestClient c;
+  ASSERT_NO_FATAL_FAILURE(start_with_client(c));
+  FakeRemote remote;
+  service->set_remote(&remote);
+  const uint64_t ns = namespace_id(1);
+  const auto k = keys(7, 5);
+
+  const std::vector<proto::KvKey> mine(k.begin(), k.begin() + 2);
+  auto id = c.submit(proto::KvOp::kPutBegin, ns, mine, 4096);
+  auto i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  ASSERT_EQ(c.batch.completions[i].status, 0);
+  id = c.submit(proto::KvOp::kPutCommit, ns, mine, c.batch.completions[i].result0);
+  i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  ASSERT_EQ(c.batch.completions[i].result0, 2u);
+
+  remote.held = 2;
+  id = c.submit(proto::KvOp::kLookup, ns, k);
+  i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(c.batch.completions[i].status, 0);
+  EXPECT_EQ(c.batch.completions[i].result0, 2u);
+  EXPECT_EQ(c.batch.completions[i].result2, 2u);
+  EXPECT_EQ(c.batch.locations_of(i).size(), 2u) << "locations are this host's chunks only";
+  ASSERT_EQ(remote.probes.size(), 1u);
+  EXPECT_EQ(remote.probes[0].keys, std::vector<proto::KvKey>(k.begin() + 2, k.end()));
+
+  remote.held = 0;
+  id = c.submit(proto::KvOp::kLookup, ns, k);
+  i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(c.batch.completions[i].result0, 2u);
+  EXPECT_EQ(c.batch.completions[i].result2, 0u);
+
+  id = c.submit(proto::KvOp::kLookup, ns, mine);
+  i = c.wait(*service, id);
+  ASSERT_NE(i, SIZE_MAX);
+  EXPECT_EQ(c.batch.completions[i].result0, 2u);
+  EXPECT_EQ(c.batch.completions[i].result2, 0u);
+  EXPECT_EQ(remote.probes.size(), 2u) << "a prefix whole here asks nobody";
+  service->set_remote(nullptr);
+}
 
 class KvSsdTest : public ::testing::Test {
  protected:

@@ -32,6 +32,9 @@ TEST(KvPeerWire, HeaderRoundTripsAndIsChecked) {
   EXPECT_FALSE(damaged(6, 0x07));  // type 7
   EXPECT_FALSE(damaged(10, 0x01)); // body of 64 KiB + 24
   EXPECT_FALSE(decode_kv_peer_header(std::span(bytes).first(kKvPeerHeaderBytes - 1)));
+  EXPECT_TRUE(damaged(6, 0x09));   // kProbe
+  EXPECT_TRUE(damaged(6, 0x0a));   // kProbeReply
+  EXPECT_FALSE(damaged(6, 0x0b));  // type 11
 }
 
 TEST(KvPeerWire, PinRequestRoundTripsAndIsChecked) {
@@ -83,6 +86,48 @@ TEST(KvPeerWire, PinReplyRoundTripsAndIsChecked) {
   auto none = decode_pin_reply(encode_pin_reply({}), 3, 65536);
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->entries.empty());
+}
+
+TEST(KvPeerWire, ProbeRoundTripsAndIsChecked) {
+  KvPinRequest r;
+  r.from = "host-b";
+  r.fp = {0x3333, 0x4444};
+  r.keys = {{1, 2}, {3, 4}, {5, 6}};
+  const auto body = encode_probe_request(r);
+  auto back = decode_probe_request(body);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->from, "host-b");
+  EXPECT_EQ(back->fp.hi, 0x3333u);
+  EXPECT_EQ(back->keys, r.keys);
+  auto truncated = decode_probe_request(std::span(body).first(body.size() - 1));
+  ASSERT_FALSE(truncated);
+  EXPECT_EQ(truncated.error().code, EINVAL);
+  EXPECT_NE(truncated.error().message.find("probe request"), std::string::npos);
+  auto longer = body;
+  longer.push_back(std::byte{0});
+  EXPECT_FALSE(decode_probe_request(longer));
+  KvPinRequest none = r;
+  none.keys.clear();
+  EXPECT_FALSE(decode_probe_request(encode_probe_request(none)));
+  KvPinRequest many = r;
+  many.keys.assign(kMaxPinKeys + 1, {5, 6});
+  EXPECT_FALSE(decode_probe_request(encode_probe_request(many)));
+  KvPinRequest bad_name = r;
+  bad_name.from = ".x";
+  EXPECT_FALSE(decode_probe_request(encode_probe_request(bad_name)));
+
+  const auto reply = encode_probe_reply({2});
+  ASSERT_EQ(reply.size(), 4u);
+  auto held = decode_probe_reply(reply, 3);
+  ASSERT_TRUE(held) << held.error().message;
+  EXPECT_EQ(held->held, 2u);
+  EXPECT_TRUE(decode_probe_reply(encode_probe_reply({0}), 1));
+  EXPECT_FALSE(decode_probe_reply(reply, 1));  // more held than asked
+  EXPECT_FALSE(decode_probe_reply(std::span(reply).first(3), 3));
+  auto trailing = reply;
+  trailing.push_back(std::byte{0});
+  EXPECT_FALSE(decode_probe_reply(trailing, 3));
+  EXPECT_FALSE(decode_probe_reply({}, 3));
 }
 
 TEST(KvPeerWire, UnpinAndCardAreChecked) {

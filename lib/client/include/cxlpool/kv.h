@@ -170,7 +170,9 @@ typedef struct cxlpool_kv_completion {
                                    committed; get: lease (0: nothing leased); prefetch: queued;
                                    delete: deleted */
   uint64_t result1;             /* lookup+COST_CUTOFF: chunks worth loading; get: chunks leased */
-  uint64_t result2;
+  uint64_t result2;             /* lookup: chunks right after the prefix that other daemons of the
+                                   pod hold (a get would fetch them; not in locations); 0 in a
+                                   single-host pod */
   const cxlpool_kv_location *locations; /* valid until the next reap on this handle */
   uint32_t n_locations;
 } cxlpool_kv_completion;

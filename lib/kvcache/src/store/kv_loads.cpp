@@ -125,11 +125,15 @@ void KvStore::Impl::finish_load(const SsdGetCompletion& done) {
     auto pit = pending_gets.find(pid);
     if (pit == pending_gets.end()) continue;  // its client went away
     PendingGet& pg = pit->second;
-    if (failed) {
+    if (failed && !pg.for_peer) {
       if (pg.failed.ok()) pg.failed = done.outcome;
-    } else if (i < pg.keys.size()) {
+    } else if (!failed && i < pg.keys.size()) {
+      // A peer's prefix ends at a read that failed (its chunk is not
+      // pinned), never serving bytes that did not check.
       const ChunkEntry* now = index.find(done.key);
-      if (now != nullptr && now->info.tier != KvTier::kSsd && index.pin(done.key).ok()) pg.pinned[i] = 1;
+      if (now != nullptr && now->info.tier != KvTier::kSsd && index.pin(done.key).ok()) {
+        pg.pinned[i] = pg.for_peer ? kPinnedLoaded : kPinnedResident;
+      }
     }
     if (--pg.loads_left == 0) finish_pending_get(pid);
   }
@@ -140,6 +144,7 @@ void KvStore::Impl::finish_pending_get(std::uint64_t id) {
   if (it == pending_gets.end()) return;
   PendingGet pg = std::move(it->second);
   pending_gets.erase(it);
+  if (pg.for_peer) return finish_peer_load(id, pg);
   const std::size_t n = pg.keys.size();
   std::size_t p = 0;
   if (pg.failed.ok()) {
@@ -165,7 +170,7 @@ void KvStore::Impl::finish_pending_get(std::uint64_t id) {
 
 void KvStore::Impl::cancel_pending_gets(KvClientId client) {
   for (auto it = pending_gets.begin(); it != pending_gets.end();) {
-    if (it->second.client != client) {
+    if (it->second.client != client || it->second.for_peer) {
       ++it;
       continue;
     }

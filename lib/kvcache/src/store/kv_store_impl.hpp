@@ -87,7 +87,16 @@ struct PendingGet {
   std::vector<std::uint8_t> pinned;
   std::size_t loads_left = 0;
   KvOutcome failed;                // the first failed read's outcome (kOk: none)
+  // A peer's pin (pin_for_peer_loading), not a client's get: no lease, no
+  // quota; a failed read only ends its prefix, and the pins go to
+  // peer_loads_done.
+  bool for_peer = false;
+  std::uint32_t ns_id = 0;
 };
+
+// pinned[] of a peer's PendingGet: how the chunk came to be pinned.
+inline constexpr std::uint8_t kPinnedResident = 1;
+inline constexpr std::uint8_t kPinnedLoaded = 2;  // read from SSD for it
 
 // One SSD read into an arena slot, for gets waiting on it and/or a prefetch.
 struct Load {
@@ -120,6 +129,7 @@ struct KvStore::Impl {
   std::deque<ChunkKey> unsubmitted;  // loads waiting for device queue room
   std::unordered_map<std::uint64_t, PendingGet> pending_gets;
   std::uint64_t next_pending = 1;
+  std::vector<KvPeerLoad> peer_loads_done;  // peers' pins whose reads finished
 
   std::vector<KvStoreCompletion> ready;
   std::vector<ChunkKey> ssd_evicted;  // filled by the SSD store's listener
@@ -243,6 +253,8 @@ struct KvStore::Impl {
   void finish_load(const SsdGetCompletion& done);
   void finish_pending_get(std::uint64_t id);
   void cancel_pending_gets(KvClientId client);
+  // --- peers' pins of SSD chunks (kv_peer_loads.cpp)
+  void finish_peer_load(std::uint64_t id, PendingGet& pg);
 };
 
 }  // namespace cxlpool::kvcache

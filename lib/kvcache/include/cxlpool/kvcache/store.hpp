@@ -215,6 +215,14 @@ struct KvPeerPin {
   std::uint32_t length = 0;
   std::uint32_t crc = 0;
   bool crc_known = false;
+  bool loaded = false;  // read from the SSD tier into its arena slot for this pin
+};
+
+// A peer's pin that waited for SSD reads (KvStore::pin_for_peer_loading).
+struct KvPeerLoad {
+  std::uint64_t ticket = 0;
+  std::vector<proto::KvKey> keys;  // the prefix pinned, in order
+  std::vector<KvPeerPin> pins;     // pins[i] is keys[i]'s
 };
 
 struct KvDropResult {
@@ -340,6 +348,18 @@ class KvStore {
   // on SSD.
   KvResult<KvPeerPin> pin_for_peer(std::uint32_t ns_id, const proto::KvKey& key);
   void unpin_for_peer(const proto::KvKey& key);
+  // Pins for a peer the longest prefix of `keys` that namespace ns_id holds
+  // on any tier: arena chunks at once, chunks only on SSD once the same
+  // asynchronous reads a get uses brought them into free arena slots (DRAM,
+  // else CXL; a read already in flight for a get is shared). A chunk that
+  // finds no slot, or whose read fails (a CRC-32C mismatch, a device
+  // error: the chunk leaves the index as for a get), ends the prefix there.
+  // Returns a ticket (never 0); the answer, possibly empty, comes out of
+  // take_peer_loads() with it -- at once when no read was needed. Every
+  // chunk in it is pinned until unpin_for_peer().
+  std::uint64_t pin_for_peer_loading(std::uint32_t ns_id, std::span<const proto::KvKey> keys);
+  // Appends the peers' pins whose reads finished (poll() reaps the reads).
+  void take_peer_loads(std::vector<KvPeerLoad>& out);
   // A free DRAM slot, claimed for a chunk of ns_id that is being read from
   // a peer (evicting as a commit would); kRejected when every DRAM chunk is
   // leased. Until commit_fetch_slot() or cancel_fetch_slot() the slot is in
