@@ -341,7 +341,7 @@ void KvService::deliver(kvcache::KvStoreCompletion&& done) {
 }
 
 size_t KvService::poll() {
-  if (!store_ || (active_.empty() && parked_.empty())) return 0;
+  if (!store_ || (active_.empty() && parked_.empty() && replica_fetches_.empty())) return 0;
   size_t work = 0;
   for (KvConnection* c : active_) {
     if (c->reported_broken) continue;
@@ -366,6 +366,11 @@ size_t KvService::poll() {
         // right the op needs.
         ++counters_.denied_requests;
       }
+      if (refused == kvcache::KvStatus::kOk && remote_ != nullptr &&
+          r.op == static_cast<uint8_t>(proto::KvOp::kPutCommit) && remote_->replicates()) {
+        commit_and_replicate(c->id, r, batch_.keys_of(i));
+        continue;
+      }
       if (refused == kvcache::KvStatus::kOk && remote_ != nullptr && r.op == static_cast<uint8_t>(proto::KvOp::kGet) &&
           park_for_remote(*c, r, batch_.keys_of(i))) {
         continue;
@@ -376,7 +381,7 @@ size_t KvService::poll() {
     counters_.requests += n;
     work += n;
   }
-  if (!parked_.empty()) finish_remote_gets();
+  if (!parked_.empty() || !replica_fetches_.empty()) finish_remote_gets();
   done_.clear();
   const size_t finished = store_->poll(done_);
   for (auto& done : done_) deliver(std::move(done));

@@ -162,6 +162,15 @@ class KvService {
   void unpin_for_peer(std::span<const proto::KvKey> keys);
   // Gets waiting for chunks from peers.
   [[nodiscard]] size_t remote_gets_waiting() const { return parked_.size(); }
+  // --- Replicas (kv_replicas.cpp; docs/pods.md, "Replicas").
+  // Holder `holder` asks this store to keep copies of `keys` of the
+  // namespace with fingerprint `fp`: DRAM slots are reserved for the keys
+  // missing here (within the fetches' share of DRAM) and the pod reads
+  // them from the holder. Starts the store, and creates the namespace from
+  // its fingerprint, when needed. Returns how many keys are taken care of
+  // (here already, or being read); the others found no room.
+  size_t keep_replicas(const kvcache::NamespaceFingerprint& fp, const std::string& holder,
+                       std::span<const proto::KvKey> keys);
 
   [[nodiscard]] bool started() const { return store_ != nullptr; }
   // The store's settings as the [kvstore] section gives them.
@@ -209,6 +218,18 @@ class KvService {
   bool park_for_remote(const KvConnection& c, const proto::KvRequest& r, std::span<const proto::KvKey> keys);
   void finish_remote_gets();
   void register_views(uint32_t ns_id);
+  // A put commit while peers keep copies: the keys it newly committed
+  // (absent before, present after) go to remote_->replicate().
+  void commit_and_replicate(uint64_t client, const proto::KvRequest& r, std::span<const proto::KvKey> keys);
+  // A copy a peer asked for arrived (or not): what came whole is indexed.
+  void finish_replica(const KvFetchResult& result);
+
+  // A copy of a peer's chunks being read into reserved DRAM slots.
+  struct ReplicaFetch {
+    uint32_t ns_id = 0;
+    std::vector<proto::KvKey> keys;
+    std::vector<uint64_t> offsets;  // their reserved DRAM slots
+  };
 
   KvStoreSection config_;
   RegionPool& pool_;
@@ -219,6 +240,8 @@ class KvService {
   uint64_t next_ticket_ = 1;
   uint64_t fetch_slots_ = 0;  // DRAM slots reserved for fetches now
   std::vector<KvFetchResult> fetched_;
+  std::unordered_map<uint64_t, ReplicaFetch> replica_fetches_;  // by ticket
+  std::vector<proto::KvKey> replicate_scratch_;                  // reused by commit_and_replicate()
   KvArenaPlan plan_;
   kvcache::TierRates rates_;
   KvSsd ssd_;                     // until the store takes the SsdStore

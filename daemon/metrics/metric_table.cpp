@@ -230,6 +230,10 @@ constexpr MetricSpec kTable[] = {
   {"pod.kv.remote_errors", "cxlpool_pod_kv_remote_errors_total", C, "", 1, "KV fetches from peers that failed (a read, a checksum, a control exchange)."},
   {"pod.kv.pins_served", "cxlpool_pod_kv_pins_served_total", C, "", 1, "KV chunks pinned here for peers' reads."},
   {"pod.kv.peer_connections", "cxlpool_pod_kv_peer_connections_total", C, "", 1, "KV control connections peers opened to this daemon."},
+  {"pod.kv.replications_sent", "cxlpool_pod_kv_replications_sent_total", C, "", 1, "Requests to keep copies of chunks put here that a peer accepted."},
+  {"pod.kv.replicated_chunks", "cxlpool_pod_kv_replicated_chunks_total", C, "", 1, "KV chunks copied here from peers' puts (replicas)."},
+  {"pod.kv.replication_errors", "cxlpool_pod_kv_replication_errors_total", C, "", 1, "Replica requests no peer answered, and copies that brought fewer chunks than asked."},
+  {"pod.kv.replication_dropped", "cxlpool_pod_kv_replication_dropped_total", C, "", 1, "Copies of KV chunks not made: a full queue, too few members, a peer that refused or had no room."},
   // Pool tiers.
   {"tier.{tier}.capacity_bytes", "cxlpool_tier_capacity_bytes", G, "bytes", 1, "Capacity of the pool tier."},
   {"tier.{tier}.used_bytes", "cxlpool_tier_used_bytes", G, "bytes", 1, "Bytes allocated from the pool tier."},

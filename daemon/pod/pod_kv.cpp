@@ -77,7 +77,8 @@ PodKv::PodKv(const PodSection& config, std::string self_host, PodFabric& fabric,
       members_(std::move(members)),
       slot_bytes_(slot_bytes),
       event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
-      stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+      stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      replicas_(config.replica_num, self_, members_, [this] { wake(); }) {
   if (config_.address.empty()) {
     serve_error_ = "[pod] address is empty: peers cannot read this host's KV chunks";
   } else if (auto fd = kv_peer_listen(config_.address); !fd) {
@@ -100,6 +101,7 @@ void PodKv::stop() {
     stopping_ = true;
     pending.swap(tasks_);
   }
+  replicas_.stop();
   jobs_cv_.notify_all();
   const uint64_t one = 1;
   (void)!::write(stop_fd_.get(), &one, sizeof one);
@@ -148,6 +150,7 @@ void PodKv::on_event(KvService* kv) {
       kv->unpin_for_peer(t->keys);
     }
   }
+  replicas_.on_event(kv);
   // Fetch results are taken by the KV service's next poll, which this
   // wake-up lets run.
 }
@@ -267,6 +270,15 @@ void PodKv::serve(UniqueFd fd) {
       }
       unpin(std::move(keys));
       sent = send_kv_peer_frame(fd.get(), KvPeerType::kUnpinReply, frame->header.id, {});
+    } else if (frame->header.type == KvPeerType::kReplicate) {
+      auto request = decode_replicate_request(frame->body);
+      if (!request) {
+        log->warn("KV peer: {}", request.error().message);
+        break;
+      }
+      const uint32_t accepted = replicas_.accept(std::move(*request));
+      sent = send_kv_peer_frame(fd.get(), KvPeerType::kReplicateReply, frame->header.id,
+                                encode_replicate_reply({accepted}));
     } else if (frame->header.type == KvPeerType::kCard) {
       const std::string card = fabric_.card();
       sent = send_kv_peer_frame(fd.get(), KvPeerType::kCardReply, frame->header.id,
@@ -343,7 +355,12 @@ KvFetchResult PodKv::run_job(const KvFetchJob& job, std::vector<std::unique_ptr<
   }
   std::sort(peers.begin(), peers.end(), [](const PodMember& a, const PodMember& b) { return a.host < b.host; });
   // Start the walk at a peer chosen by the key: readers spread over holders.
-  const size_t start = peers.empty() ? 0 : key_hash(job.keys.front()) % peers.size();
+  // A copy for a peer's put starts at that holder.
+  size_t start = peers.empty() ? 0 : key_hash(job.keys.front()) % peers.size();
+  if (!job.holder.empty()) {
+    const auto holder = std::find_if(peers.begin(), peers.end(), [&](const PodMember& m) { return m.host == job.holder; });
+    if (holder != peers.end()) start = static_cast<size_t>(holder - peers.begin());
+  }
   size_t have = 0;
   bool failed = false;
   for (size_t k = 0; k < peers.size() && have < job.keys.size() && !failed; ++k) {
@@ -361,6 +378,10 @@ KvFetchResult PodKv::run_job(const KvFetchJob& job, std::vector<std::unique_ptr<
       link.peer.reset();
     }
     have += fetch_from(link, job, have, result, failed);
+  }
+  if (job.replica) {
+    replicas_.copied(result.chunks.size(), job.keys.size());
+    return result;
   }
   uint64_t bytes = 0;
   for (const auto& c : result.chunks) bytes += c.length;

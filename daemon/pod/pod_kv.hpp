@@ -34,6 +34,7 @@
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/unique_fd.hpp"
 #include "pod_fabric.hpp"
+#include "pod_kv_replicas.hpp"
 #include "pod_member.hpp"
 
 namespace cxlpool::daemon {
@@ -81,6 +82,12 @@ class PodKv final : public KvRemote {
   void fetch(KvFetchJob job) override;
   void take_results(std::vector<KvFetchResult>& out) override;
   void register_view(uint32_t ns_id, kvcache::KvTier tier, std::span<std::byte> bytes) override;
+  // A host that serves no chunks (no listener) has none peers could copy.
+  bool replicates() const override { return replicas_.enabled() && serve_error_.empty(); }
+  void replicate(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys) override {
+    replicas_.replicate(fp, keys);
+  }
+  [[nodiscard]] PodKvReplicaCounters replica_counters() const { return replicas_.counters(); }
 
  private:
   struct LoopTask {
@@ -123,6 +130,9 @@ class PodKv final : public KvRemote {
   PodKvCounters counters_;
   std::vector<std::thread> connections_;
   std::atomic<uint32_t> live_connections_{0};
+
+  // Copies of puts on peers, and peers' puts here ([pod] replica_num).
+  PodKvReplicas replicas_;
 
   std::thread acceptor_;
   std::vector<std::thread> fetchers_;
