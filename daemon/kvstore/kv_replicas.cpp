@@ -28,7 +28,8 @@ void KvService::commit_and_replicate(uint64_t client, const proto::KvRequest& r,
 }
 
 size_t KvService::keep_replicas(const kvcache::NamespaceFingerprint& fp, const std::string& holder,
-                                std::span<const proto::KvKey> keys) {
+                                std::span<const proto::KvKey> keys, bool& later) {
+  later = false;
   if (remote_ == nullptr || keys.empty() || !start()) return 0;
   // A namespace no client here opened yet is created from its fingerprint;
   // a client that opens its spec later finds the copies.
@@ -57,7 +58,10 @@ size_t KvService::keep_replicas(const kvcache::NamespaceFingerprint& fp, const s
       ++taken;
       continue;
     }
-    if (fetch_slots_ + job.keys.size() >= limit) break;
+    if (fetch_slots_ + job.keys.size() >= limit) {
+      later = fetch_slots_ != 0;
+      break;
+    }
     auto offset = store_->reserve_fetch_slot(*ns_id);
     if (!offset) break;
     fetch.keys.push_back(k);

@@ -167,10 +167,12 @@ class KvService {
   // namespace with fingerprint `fp`: DRAM slots are reserved for the keys
   // missing here (within the fetches' share of DRAM) and the pod reads
   // them from the holder. Starts the store, and creates the namespace from
-  // its fingerprint, when needed. Returns how many keys are taken care of
-  // (here already, or being read); the others found no room.
+  // its fingerprint, when needed. Returns how many leading keys are taken
+  // care of (here already, or being read); the others found no room.
+  // `later`: they found none only because fetches in flight hold the
+  // fetches' share of the slots, which the next finished fetch frees.
   size_t keep_replicas(const kvcache::NamespaceFingerprint& fp, const std::string& holder,
-                       std::span<const proto::KvKey> keys);
+                       std::span<const proto::KvKey> keys, bool& later);
 
   [[nodiscard]] bool started() const { return store_ != nullptr; }
   // The store's settings as the [kvstore] section gives them.

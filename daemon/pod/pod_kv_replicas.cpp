@@ -243,14 +243,30 @@ void PodKvReplicas::on_event(KvService* kv) {
     incoming_keys_ = 0;
   }
   size_t dropped = 0;
-  for (const KvReplicateRequest& r : requests) {
-    const size_t taken = kv != nullptr ? kv->keep_replicas(r.fp, r.from, r.keys) : 0;
-    dropped += r.keys.size() - std::min(taken, r.keys.size());
+  while (!requests.empty()) {
+    KvReplicateRequest& r = requests.front();
+    bool later = false;
+    const size_t taken = std::min(kv != nullptr ? kv->keep_replicas(r.fp, r.from, r.keys, later) : 0, r.keys.size());
+    if (later) {
+      // Wait, in order, with the requests behind it: they would find no
+      // room either.
+      r.keys.erase(r.keys.begin(), r.keys.begin() + static_cast<std::ptrdiff_t>(taken));
+      break;
+    }
+    dropped += r.keys.size() - taken;
+    requests.pop_front();
   }
-  if (dropped != 0) {
-    std::lock_guard lock(mutex_);
-    counters_.dropped += dropped;
+  std::lock_guard lock(mutex_);
+  counters_.dropped += dropped;
+  if (requests.empty()) return;
+  if (stopping_) {
+    for (const auto& r : requests) counters_.dropped += r.keys.size();
+    return;
   }
+  // Ahead of what came meanwhile; still counted against the queue's bound.
+  for (const auto& r : requests) incoming_keys_ += r.keys.size();
+  incoming_.insert(incoming_.begin(), std::make_move_iterator(requests.begin()),
+                   std::make_move_iterator(requests.end()));
 }
 
 void PodKvReplicas::copied(size_t copied, size_t asked) {

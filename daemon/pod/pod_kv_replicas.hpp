@@ -89,7 +89,10 @@ class PodKvReplicas {
   // (0: the queue is full, or stopping).
   uint32_t accept(KvReplicateRequest request);
   // Target, on the event loop: hands the queued requests to the store
-  // (null: no store; they are dropped).
+  // (null: no store; they are dropped). Keys that found no room only
+  // because fetches in flight hold the fetches' share of the DRAM slots
+  // stay queued, first, for the next call (a finished fetch wakes the
+  // loop); the others that found none are dropped.
   void on_event(KvService* kv);
   // Target, on a fetch thread: a copy job ended with `copied` of `asked`
   // chunks read whole.
