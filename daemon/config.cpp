@@ -855,6 +855,7 @@ void parse_pod(Section section, Config& config) {
     }
   }
   section.read_bool("shm", p.shm);
+  section.read_int("replica_num", 1, 8, p.replica_num);
   section.reject_unknown_keys();
   if (p.state == PodStateKind::kEtcd && p.etcd_endpoints.empty()) {
     section.fail_here("etcd_endpoints", "state = \"etcd\" needs at least one endpoint");
@@ -1025,6 +1026,7 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(running.pod.address != next.pod.address, "pod.address");
   check(running.pod.rails != next.pod.rails, "pod.rails");
   check(running.pod.shm != next.pod.shm, "pod.shm");
+  check(running.pod.replica_num != next.pod.replica_num, "pod.replica_num");
   return keys;
 }
 

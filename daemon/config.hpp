@@ -135,6 +135,9 @@ struct PodSection {
   // the address's host, else where the provider picks.
   std::vector<std::string> rails;
   bool shm = true;  // also reach peers on this host through shared memory
+  // Copies of each KV chunk put here that the pod keeps, this host's
+  // included: 1 = no replicas; n = n - 1 peers also hold it.
+  uint32_t replica_num = 1;
 };
 
 struct Config {

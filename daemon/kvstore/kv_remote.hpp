@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the KV service asks of the pod (docs/pods.md, "The KV store across
 // the pod"): fetching chunks a peer holds into DRAM slots reserved here,
-// and making this daemon's views readable by peers. The pod side works on
+// making this daemon's views readable by peers, and having peers keep
+// copies of the chunks put here. The pod side works on
 // threads of its own; the service hands it jobs and takes results on the
 // event loop, which never waits for the network.
 #pragma once
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cxlpool/kvcache/namespace.hpp"
@@ -33,6 +35,10 @@ struct KvFetchJob {
   std::vector<proto::KvKey> keys;    // in prefix order
   std::vector<uint64_t> offsets;     // a reserved DRAM slot per key (its offset in the view)
   std::vector<std::byte*> slots;     // the same slots in the daemon's mapping of the view
+  // A copy of a peer's put (docs/pods.md, "Replicas") rather than a get's
+  // miss: the holder that asked for it is asked first.
+  bool replica = false;
+  std::string holder;
 };
 
 struct KvFetchedChunk {
@@ -75,6 +81,12 @@ class KvRemote {
   // A namespace's view of an arena tier exists: peers may read it and
   // fetches land in it.
   virtual void register_view(uint32_t ns_id, kvcache::KvTier tier, std::span<std::byte> bytes) = 0;
+  // Whether the chunks a put commits here are to be copied to peers
+  // ([pod] replica_num > 1).
+  [[nodiscard]] virtual bool replicates() const { return false; }
+  // A put committed these chunks of namespace `fp` here: have peers keep
+  // copies. Returns at once (the copies are made later, or dropped).
+  virtual void replicate(const kvcache::NamespaceFingerprint& /*fp*/, std::span<const proto::KvKey> /*keys*/) {}
 };
 
 // A chunk pinned here for a peer's read.

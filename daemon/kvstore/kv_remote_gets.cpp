@@ -93,7 +93,10 @@ void KvService::finish_remote_gets() {
   remote_->take_results(fetched_);
   for (const KvFetchResult& result : fetched_) {
     auto it = parked_.find(result.ticket);
-    if (it == parked_.end()) continue;
+    if (it == parked_.end()) {
+      finish_replica(result);
+      continue;
+    }
     ParkedGet& p = it->second;
     for (size_t i = 0; i < p.fetching.size(); ++i) {
       if (i < result.chunks.size()) {

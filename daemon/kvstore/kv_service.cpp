@@ -366,6 +366,11 @@ size_t KvService::poll() {
         // right the op needs.
         ++counters_.denied_requests;
       }
+      if (refused == kvcache::KvStatus::kOk && remote_ != nullptr &&
+          r.op == static_cast<uint8_t>(proto::KvOp::kPutCommit) && remote_->replicates()) {
+        commit_and_replicate(c->id, r, batch_.keys_of(i));
+        continue;
+      }
       if (refused == kvcache::KvStatus::kOk && remote_ != nullptr && r.op == static_cast<uint8_t>(proto::KvOp::kGet) &&
           park_for_remote(*c, r, batch_.keys_of(i))) {
         continue;
@@ -380,7 +385,7 @@ size_t KvService::poll() {
     counters_.requests += n;
     work += n;
   }
-  if (!parked_.empty()) finish_remote_gets();
+  if (!parked_.empty() || !replica_fetches_.empty()) finish_remote_gets();
   if (!parked_lookups_.empty()) finish_lookups();
   done_.clear();
   const size_t finished = store_->poll(done_);

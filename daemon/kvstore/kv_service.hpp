@@ -169,6 +169,17 @@ class KvService {
   size_t held_prefix(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys) const;
   // Gets waiting for chunks from peers.
   [[nodiscard]] size_t remote_gets_waiting() const { return parked_.size(); }
+  // --- Replicas (kv_replicas.cpp; docs/pods.md, "Replicas").
+  // Holder `holder` asks this store to keep copies of `keys` of the
+  // namespace with fingerprint `fp`: DRAM slots are reserved for the keys
+  // missing here (within the fetches' share of DRAM) and the pod reads
+  // them from the holder. Starts the store, and creates the namespace from
+  // its fingerprint, when needed. Returns how many leading keys are taken
+  // care of (here already, or being read); the others found no room.
+  // `later`: they found none only because fetches in flight hold the
+  // fetches' share of the slots, which the next finished fetch frees.
+  size_t keep_replicas(const kvcache::NamespaceFingerprint& fp, const std::string& holder,
+                       std::span<const proto::KvKey> keys, bool& later);
 
   [[nodiscard]] bool started() const { return store_ != nullptr; }
   // The store's settings as the [kvstore] section gives them.
@@ -223,8 +234,22 @@ class KvService {
   void add_pod_prefix(kvcache::KvStoreCompletion& done);
   // Answers the peers' pins whose SSD reads finished.
   void answer_peer_pins();
-  [[nodiscard]] bool peer_work() const { return !parked_.empty() || !peer_pins_.empty() || !parked_lookups_.empty(); }
+  [[nodiscard]] bool peer_work() const {
+    return !parked_.empty() || !peer_pins_.empty() || !parked_lookups_.empty() || !replica_fetches_.empty();
+  }
   void register_views(uint32_t ns_id);
+  // A put commit while peers keep copies: the keys it newly committed
+  // (absent before, present after) go to remote_->replicate().
+  void commit_and_replicate(uint64_t client, const proto::KvRequest& r, std::span<const proto::KvKey> keys);
+  // A copy a peer asked for arrived (or not): what came whole is indexed.
+  void finish_replica(const KvFetchResult& result);
+
+  // A copy of a peer's chunks being read into reserved DRAM slots.
+  struct ReplicaFetch {
+    uint32_t ns_id = 0;
+    std::vector<proto::KvKey> keys;
+    std::vector<uint64_t> offsets;  // their reserved DRAM slots
+  };
 
   KvStoreSection config_;
   RegionPool& pool_;
@@ -250,6 +275,8 @@ class KvService {
   // and its peers hold together.
   std::unordered_map<uint64_t, std::unordered_map<uint64_t, std::pair<size_t, size_t>>> pod_prefix_;
   std::vector<KvProbeResult> probed_;
+  std::unordered_map<uint64_t, ReplicaFetch> replica_fetches_;  // by ticket
+  std::vector<proto::KvKey> replicate_scratch_;                  // reused by commit_and_replicate()
   KvArenaPlan plan_;
   kvcache::TierRates rates_;
   KvSsd ssd_;                     // until the store takes the SsdStore

@@ -237,6 +237,10 @@ constexpr MetricSpec kTable[] = {
   {"pod.kv.lookup_probe_errors", "cxlpool_pod_kv_lookup_probe_errors_total", C, "", 1, "Probe exchanges with peers that failed."},
   {"pod.kv.probes_served", "cxlpool_pod_kv_probes_served_total", C, "", 1, "Peers' probes answered here."},
   {"pod.kv.peer_connections", "cxlpool_pod_kv_peer_connections_total", C, "", 1, "KV control connections peers opened to this daemon."},
+  {"pod.kv.replications_sent", "cxlpool_pod_kv_replications_sent_total", C, "", 1, "Requests to keep copies of chunks put here that a peer accepted."},
+  {"pod.kv.replicated_chunks", "cxlpool_pod_kv_replicated_chunks_total", C, "", 1, "KV chunks copied here from peers' puts (replicas)."},
+  {"pod.kv.replication_errors", "cxlpool_pod_kv_replication_errors_total", C, "", 1, "Replica requests no peer answered, and copies that brought fewer chunks than asked."},
+  {"pod.kv.replication_dropped", "cxlpool_pod_kv_replication_dropped_total", C, "", 1, "Copies of KV chunks not made: a full queue, too few members, a peer that refused or had no room."},
   // Pool tiers.
   {"tier.{tier}.capacity_bytes", "cxlpool_tier_capacity_bytes", G, "bytes", 1, "Capacity of the pool tier."},
   {"tier.{tier}.used_bytes", "cxlpool_tier_used_bytes", G, "bytes", 1, "Bytes allocated from the pool tier."},

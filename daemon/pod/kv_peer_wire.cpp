@@ -55,7 +55,7 @@ class Reader {
 };
 
 bool known_type(uint16_t t) {
-  return (t >= 1 && t <= 6) || t == static_cast<uint16_t>(KvPeerType::kProbe) ||
+  return (t >= 1 && t <= 8) || t == static_cast<uint16_t>(KvPeerType::kProbe) ||
          t == static_cast<uint16_t>(KvPeerType::kProbeReply);
 }
 
@@ -143,6 +143,53 @@ Result<KvProbeReply> decode_probe_reply(std::span<const std::byte> body, size_t 
   if (!r.get(reply.held) || !r.done()) return fail(EINVAL, "probe reply: not 4 bytes");
   if (reply.held > asked) {
     return fail(EINVAL, "probe reply: " + std::to_string(reply.held) + " keys held of " + std::to_string(asked) + " asked");
+  }
+  return reply;
+}
+
+std::vector<std::byte> encode_replicate_request(const KvReplicateRequest& request) {
+  Writer w;
+  w.put_text(request.from);
+  w.put<uint64_t>(request.fp.hi);
+  w.put<uint64_t>(request.fp.lo);
+  w.put<uint32_t>(static_cast<uint32_t>(request.keys.size()));
+  for (const proto::KvKey& k : request.keys) {
+    w.put<uint64_t>(k.lo);
+    w.put<uint64_t>(k.hi);
+  }
+  return w.take();
+}
+
+Result<KvReplicateRequest> decode_replicate_request(std::span<const std::byte> body) {
+  Reader r(body);
+  KvReplicateRequest req;
+  uint32_t n = 0;
+  if (!r.get_text(req.from, 64) || !valid_pod_name(req.from)) {
+    return fail(EINVAL, "replicate request: bad member name");
+  }
+  if (!r.get(req.fp.hi) || !r.get(req.fp.lo) || !r.get(n)) return fail(EINVAL, "replicate request: truncated");
+  if (n == 0 || n > kMaxPinKeys) return fail(EINVAL, "replicate request: " + std::to_string(n) + " keys");
+  req.keys.resize(n);
+  for (proto::KvKey& k : req.keys) {
+    if (!r.get(k.lo) || !r.get(k.hi)) return fail(EINVAL, "replicate request: truncated key list");
+  }
+  if (!r.done()) return fail(EINVAL, "replicate request: trailing bytes");
+  return req;
+}
+
+std::vector<std::byte> encode_replicate_reply(const KvReplicateReply& reply) {
+  Writer w;
+  w.put<uint32_t>(reply.accepted);
+  return w.take();
+}
+
+Result<KvReplicateReply> decode_replicate_reply(std::span<const std::byte> body, size_t asked) {
+  Reader r(body);
+  KvReplicateReply reply;
+  if (!r.get(reply.accepted) || !r.done()) return fail(EINVAL, "replicate reply: not 4 bytes");
+  if (reply.accepted > asked) {
+    return fail(EINVAL, "replicate reply: " + std::to_string(reply.accepted) + " keys accepted of " +
+                            std::to_string(asked));
   }
   return reply;
 }

@@ -4,7 +4,9 @@
 // where each is, how long, and its CRC-32C), reads them with one-sided
 // reads of the transfer engine, then unpins them; asks for the holder's
 // transport card when a region it names is not on the card it has; and
-// probes how long a prefix the holder has, for a lookup (nothing pinned). A frame is a fixed header (magic, version, type, body length, id)
+// probes how long a prefix the holder has, for a lookup (nothing pinned).
+// A holder also asks peers to keep copies of chunks it committed
+// (replicate: the peer pulls them with pin, read, unpin). A frame is a fixed header (magic, version, type, body length, id)
 // and a body; the decoders take hostile input and check every field.
 // Integers are little-endian.
 #pragma once
@@ -28,8 +30,10 @@ enum class KvPeerType : uint16_t {
   kUnpinReply = 4,  // empty
   kCard = 5,        // empty → kCardReply
   kCardReply = 6,   // the holder's transport card
-  kProbe = 9,       // from, namespace fingerprint, keys → kProbeReply (nothing pinned)
-  kProbeReply = 10, // how many leading keys the holder has, on any tier
+  kReplicate = 7,       // from, namespace fingerprint, keys → kReplicateReply
+  kReplicateReply = 8,  // how many of the keys the peer took on
+  kProbe = 9,           // from, namespace fingerprint, keys → kProbeReply (nothing pinned)
+  kProbeReply = 10,     // how many leading keys the holder has, on any tier
 };
 
 inline constexpr uint32_t kKvPeerMagic = 0x4b505843;  // "CXPK"
@@ -62,6 +66,18 @@ struct KvPinReply {
   std::vector<KvPinEntry> entries;  // at most the keys asked, in their order
 };
 
+// The holder `from` committed these chunks and asks the peer to keep a
+// copy of each (docs/pods.md, "Replicas").
+struct KvReplicateRequest {
+  std::string from;  // the holder's member name
+  kvcache::NamespaceFingerprint fp;
+  std::vector<proto::KvKey> keys;  // 1..kMaxPinKeys
+};
+
+struct KvReplicateReply {
+  uint32_t accepted = 0;  // keys the peer queued for copying (the rest it refused)
+};
+
 struct KvUnpinRequest {
   std::vector<uint64_t> pin_ids;  // 1..kMaxPinKeys
 };
@@ -87,6 +103,11 @@ struct KvProbeReply {
 std::vector<std::byte> encode_probe_reply(const KvProbeReply& reply);
 // EINVAL: not 4 bytes, or more keys held than `asked`.
 Result<KvProbeReply> decode_probe_reply(std::span<const std::byte> body, size_t asked);
+std::vector<std::byte> encode_replicate_request(const KvReplicateRequest& request);
+Result<KvReplicateRequest> decode_replicate_request(std::span<const std::byte> body);
+std::vector<std::byte> encode_replicate_reply(const KvReplicateReply& reply);
+// `asked`: how many keys the request had (a reply may not accept more).
+Result<KvReplicateReply> decode_replicate_reply(std::span<const std::byte> body, size_t asked);
 // A card is printable text of at most kMaxKvPeerBody bytes.
 Result<std::string> decode_card_reply(std::span<const std::byte> body);
 

@@ -91,6 +91,11 @@ Result<Daemon::Reply> Daemon::handle(Session&, const proto::PodStatusRequest&) {
     reply.kv_remote_bytes = c.bytes;
     reply.kv_remote_errors = c.errors;
     reply.kv_pins_served = c.pins_served;
+    const PodKvReplicaCounters r = pod_kv_->replica_counters();
+    reply.kv_replications_sent = r.sent;
+    reply.kv_replicated_chunks = r.chunks;
+    reply.kv_replication_errors = r.errors;
+    reply.kv_replication_dropped = r.dropped;
   }
   return Reply{reply, {}};
 }
@@ -109,6 +114,7 @@ void Daemon::add_pod_counters(std::vector<proto::Counter>& out) const {
   }
   emit_counters("pod.kv.", pod_kv_ ? pod_kv_->counters() : PodKvCounters{}, add);
   emit_counters("pod.kv.", pod_kv_ ? pod_kv_->probe_counters() : PodKvProbeCounters{}, add);
+  emit_counters("pod.kv.", pod_kv_ ? pod_kv_->replica_counters() : PodKvReplicaCounters{}, add);
 }
 
 }  // namespace cxlpool::daemon

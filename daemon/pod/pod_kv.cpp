@@ -75,7 +75,8 @@ PodKv::PodKv(const PodSection& config, std::string self_host, PodFabric& fabric,
       members_(std::move(members)),
       slot_bytes_(slot_bytes),
       event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
-      stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+      stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      replicas_(config.replica_num, self_, members_, [this] { wake(); }) {
   if (config_.address.empty()) {
     serve_error_ = "[pod] address is empty: peers cannot read this host's KV chunks";
   } else if (auto fd = kv_peer_listen(config_.address); !fd) {
@@ -99,6 +100,7 @@ void PodKv::stop() {
     stopping_ = true;
     pending.swap(tasks_);
   }
+  replicas_.stop();
   jobs_cv_.notify_all();
   const uint64_t one = 1;
   (void)!::write(stop_fd_.get(), &one, sizeof one);
@@ -154,6 +156,7 @@ void PodKv::on_event(KvService* kv) {
     tasks.swap(tasks_);
   }
   for (auto& t : tasks) t->run(kv);
+  replicas_.on_event(kv);
   // Fetch results are taken by the KV service's next poll, which this
   // wake-up lets run.
 }
@@ -299,6 +302,15 @@ void PodKv::serve(UniqueFd fd) {
       prober_->count_served();
       sent = send_kv_peer_frame(fd.get(), KvPeerType::kProbeReply, frame->header.id,
                                 encode_probe_reply({static_cast<uint32_t>(*held)}));
+    } else if (frame->header.type == KvPeerType::kReplicate) {
+      auto request = decode_replicate_request(frame->body);
+      if (!request) {
+        log->warn("KV peer: {}", request.error().message);
+        break;
+      }
+      const uint32_t accepted = replicas_.accept(std::move(*request));
+      sent = send_kv_peer_frame(fd.get(), KvPeerType::kReplicateReply, frame->header.id,
+                                encode_replicate_reply({accepted}));
     } else if (frame->header.type == KvPeerType::kCard) {
       const std::string card = fabric_.card();
       sent = send_kv_peer_frame(fd.get(), KvPeerType::kCardReply, frame->header.id,
@@ -370,7 +382,12 @@ KvFetchResult PodKv::run_job(const KvFetchJob& job, std::vector<std::unique_ptr<
   KvFetchResult result;
   result.ticket = job.ticket;
   // Readers spread over holders; a lookup's probe asks in the same order.
-  const std::vector<PodMember> peers = kv_peer_walk(members_(), self_, job.keys.front());
+  // A copy for a peer's put starts at that holder.
+  std::vector<PodMember> peers = kv_peer_walk(members_(), self_, job.keys.front());
+  if (!job.holder.empty()) {
+    const auto holder = std::find_if(peers.begin(), peers.end(), [&](const PodMember& m) { return m.host == job.holder; });
+    if (holder != peers.end()) std::rotate(peers.begin(), holder, peers.end());
+  }
   size_t have = 0;
   bool failed = false;
   for (size_t k = 0; k < peers.size() && have < job.keys.size() && !failed; ++k) {
@@ -388,6 +405,10 @@ KvFetchResult PodKv::run_job(const KvFetchJob& job, std::vector<std::unique_ptr<
       link.peer.reset();
     }
     have += fetch_from(link, job, have, result, failed);
+  }
+  if (job.replica) {
+    replicas_.copied(result.chunks.size(), job.keys.size());
+    return result;
   }
   uint64_t bytes = 0;
   for (const auto& c : result.chunks) bytes += c.length;

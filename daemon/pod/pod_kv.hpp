@@ -35,6 +35,7 @@
 #include "cxlpool/common/unique_fd.hpp"
 #include "pod_fabric.hpp"
 #include "pod_kv_probe.hpp"
+#include "pod_kv_replicas.hpp"
 #include "pod_member.hpp"
 
 namespace cxlpool::daemon {
@@ -86,6 +87,12 @@ class PodKv final : public KvRemote {
   void register_view(uint32_t ns_id, kvcache::KvTier tier, std::span<std::byte> bytes) override;
   void probe(KvProbeJob job) override { prober_->probe(std::move(job)); }
   void take_probe_results(std::vector<KvProbeResult>& out) override { prober_->take_results(out); }
+  // A host that serves no chunks (no listener) has none peers could copy.
+  bool replicates() const override { return replicas_.enabled() && serve_error_.empty(); }
+  void replicate(const kvcache::NamespaceFingerprint& fp, std::span<const proto::KvKey> keys) override {
+    replicas_.replicate(fp, keys);
+  }
+  [[nodiscard]] PodKvReplicaCounters replica_counters() const { return replicas_.counters(); }
 
  private:
   // Work for the event loop (the store is single-threaded); kv is null
@@ -132,6 +139,9 @@ class PodKv final : public KvRemote {
   PodKvCounters counters_;
   std::vector<std::thread> connections_;
   std::atomic<uint32_t> live_connections_{0};
+
+  // Copies of puts on peers, and peers' puts here ([pod] replica_num).
+  PodKvReplicas replicas_;
 
   std::thread acceptor_;
   std::vector<std::thread> fetchers_;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the KV control messages a daemon reads from its
 // pod's peers over TCP (pin, pin reply, unpin, card reply, probe, probe
-// reply): bytes anyone on
+// reply, replicate, replicate reply): bytes anyone on
 // the pod's network could send to a daemon running as root. The input is a
 // frame: a 20-byte header, then the body its type names. Properties:
 // rejections carry EINVAL with a message; an accepted header or body keeps
@@ -75,6 +75,19 @@ void check_body(KvPeerType type, std::span<const std::byte> body) {
       if (auto r = decode_probe_reply(body, kMaxPinKeys); accepted(r, {EINVAL})) {
         if (r->held > kMaxPinKeys) violated("probe reply", "more keys held than asked");
         same_bytes(encode_probe_reply(*r), body, "probe reply");
+      }
+      break;
+    case KvPeerType::kReplicate:
+      if (auto r = decode_replicate_request(body); accepted(r, {EINVAL})) {
+        if (r->keys.empty() || r->keys.size() > kMaxPinKeys) violated("replicate request", "key count out of range");
+        if (!valid_pod_name(r->from)) violated("replicate request", "member name accepted: " + r->from);
+        same_bytes(encode_replicate_request(*r), body, "replicate request");
+      }
+      break;
+    case KvPeerType::kReplicateReply:
+      if (auto r = decode_replicate_reply(body, kMaxPinKeys); accepted(r, {EINVAL})) {
+        if (r->accepted > kMaxPinKeys) violated("replicate reply", "more keys accepted than asked");
+        same_bytes(encode_replicate_reply(*r), body, "replicate reply");
       }
       break;
     case KvPeerType::kUnpinReply:

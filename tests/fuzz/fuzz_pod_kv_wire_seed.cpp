@@ -4,7 +4,8 @@
 // magic, unknown type, a body over the limit, a bad member name, no keys,
 // more entries than keys, a zero-length chunk, trailing bytes, an
 // unprintable card, a probe without keys, a probe reply holding more keys
-// than asked or cut short).
+// than asked or cut short, a replicate reply accepting more keys than
+// asked).
 //   fuzz_pod_kv_wire_seed DIR          write DIR/<name>.bin
 //   fuzz_pod_kv_wire_seed --check DIR  exit 1 unless DIR holds exactly those bytes
 #include <cstring>
@@ -34,6 +35,15 @@ KvPinRequest pin_request(std::string from, size_t keys) {
   return r;
 }
 
+KvReplicateRequest replicate_request(std::string from, size_t keys) {
+  KvReplicateRequest r;
+  r.from = std::move(from);
+  r.fp.hi = 0x0102030405060708ull;
+  r.fp.lo = 0x1112131415161718ull;
+  for (size_t i = 0; i < keys; ++i) r.keys.push_back({0x3000 + i, 0x4000 + i});
+  return r;
+}
+
 KvPinReply pin_reply(size_t entries, uint32_t length) {
   KvPinReply r;
   for (size_t i = 0; i < entries; ++i) r.entries.push_back({i + 1, (7ull << 8) | 1, i * (2 << 20), length, 0xdeadbeef});
@@ -58,6 +68,10 @@ std::vector<Seed> seeds() {
   out.push_back({"card-reply.bin", frame(KvPeerType::kCardReply, text("rail=tcp,0,fi_sockaddr_in://10.0.0.2:7000"))});
   out.push_back({"probe.bin", frame(KvPeerType::kProbe, encode_probe_request(pin_request("node-b", 5)))});
   out.push_back({"probe-reply.bin", frame(KvPeerType::kProbeReply, encode_probe_reply({5}))});
+  out.push_back({"replicate.bin", frame(KvPeerType::kReplicate, encode_replicate_request(replicate_request("node-a", 3)))});
+  out.push_back({"replicate-most-keys.bin",
+                 frame(KvPeerType::kReplicate, encode_replicate_request(replicate_request("a", kMaxPinKeys)))});
+  out.push_back({"replicate-reply.bin", frame(KvPeerType::kReplicateReply, encode_replicate_reply({3}))});
 
   auto bad = frame(KvPeerType::kCard, {});
   bad[0] = std::byte{0};
@@ -80,6 +94,15 @@ std::vector<Seed> seeds() {
   auto short_reply = encode_probe_reply({1});
   short_reply.pop_back();
   out.push_back({"probe-reply-short.bin", frame(KvPeerType::kProbeReply, short_reply)});
+  out.push_back({"replicate-bad-name.bin",
+                 frame(KvPeerType::kReplicate, encode_replicate_request(replicate_request("a b", 1)))});
+  out.push_back({"replicate-too-many-keys.bin",
+                 frame(KvPeerType::kReplicate, encode_replicate_request(replicate_request("a", kMaxPinKeys + 1)))});
+  out.push_back({"replicate-reply-too-many.bin",
+                 frame(KvPeerType::kReplicateReply, encode_replicate_reply({static_cast<uint32_t>(kMaxPinKeys + 1)}))});
+  auto reply_trailing = encode_replicate_reply({1});
+  reply_trailing.push_back(std::byte{0});
+  out.push_back({"replicate-reply-trailing.bin", frame(KvPeerType::kReplicateReply, reply_trailing)});
   out.push_back({"card-reply-unprintable.bin", frame(KvPeerType::kCardReply, text(std::string("a\0b", 3)))});
   return out;
 }

@@ -76,7 +76,10 @@ json pod_status_json(const proto::PodStatusReply& reply) {
                  {"peers", peers}};
   json kv = {{"remote_gets", reply.kv_remote_gets},   {"remote_hits", reply.kv_remote_hits},
              {"remote_misses", reply.kv_remote_misses}, {"remote_bytes", reply.kv_remote_bytes},
-             {"remote_errors", reply.kv_remote_errors}, {"pins_served", reply.kv_pins_served}};
+             {"remote_errors", reply.kv_remote_errors}, {"pins_served", reply.kv_pins_served},
+             {"replications_sent", reply.kv_replications_sent}, {"replicated_chunks", reply.kv_replicated_chunks},
+             {"replication_errors", reply.kv_replication_errors},
+             {"replication_dropped", reply.kv_replication_dropped}};
   return {{"backend", reply.backend == proto::PodBackend::kEtcd ? "etcd" : "embedded"},
           {"fabric", fabric},
           {"kv", kv},
@@ -134,6 +137,10 @@ std::string pod_status_text(const proto::PodStatusReply& reply) {
          std::to_string(reply.kv_remote_hits) + " chunks fetched (" + format_size(reply.kv_remote_bytes) + "), " +
          std::to_string(reply.kv_remote_misses) + " misses, " + std::to_string(reply.kv_remote_errors) +
          " errors, " + std::to_string(reply.kv_pins_served) + " chunks pinned for peers\n";
+  out += "KV replicas: " + std::to_string(reply.kv_replications_sent) + " requests accepted by peers, " +
+         std::to_string(reply.kv_replicated_chunks) + " chunks copied here, " +
+         std::to_string(reply.kv_replication_errors) + " errors, " + std::to_string(reply.kv_replication_dropped) +
+         " copies dropped\n";
   if (!reply.peers.empty()) {
     Table peers({"PEER", "FETCHED", "BYTES", "ERRORS", "RETRIES", "PINNED FOR IT"});
     for (const auto& p : reply.peers) {

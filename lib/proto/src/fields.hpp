@@ -696,7 +696,8 @@ void walk(auto& io, Is<PodStatusReply> auto& m) {
   io.text("host", m.host, Text::kDeviceName);
   CXLPOOL_PROTO_FIELDS(io, m, endpoints, last_error, members, fabric, fabric_error, transfer_requests,
                        transfer_failures, chunks_retried, checksum_mismatches, kv_remote_gets, kv_remote_hits,
-                       kv_remote_misses, kv_remote_bytes, kv_remote_errors, kv_pins_served, rails, peers);
+                       kv_remote_misses, kv_remote_bytes, kv_remote_errors, kv_pins_served, kv_replications_sent,
+                       kv_replicated_chunks, kv_replication_errors, kv_replication_dropped, rails, peers);
 }
 
 // ---------------------------------------------------------- restored leases

@@ -5,6 +5,7 @@
 //   pod_kv_client lookup SOCKET SEED CHUNKS CHUNK_BYTES
 //   pod_kv_client fill SOCKET SEED CHUNKS CHUNK_BYTES
 //   pod_kv_client bench-remote|bench-ssd|bench-remote-ssd SOCKET SEED 1 CHUNK_BYTES FILL ROUNDS
+//   pod_kv_client bench-put SOCKET SEED CHUNKS CHUNK_BYTES 1 ROUNDS
 // Chunk i of sequence SEED holds a pattern of (SEED, i); tokens are derived
 // from SEED, so both hosts compute the same keys. `get` prints
 //   got=<chunks leased> bad=<chunks whose bytes differ>
@@ -229,6 +230,37 @@ int bench(const Args& a, const std::string& mode, size_t fillers) {
   return 0;
 }
 
+// Latency of ROUNDS puts of CHUNKS new chunks each (sequences SEED * 1000
+// + round: every put commits chunks the store did not have).
+int bench_put(const Args& a) {
+  using Clock = std::chrono::steady_clock;
+  cxlpool::Client client(a.socket, "pod-kv-bench");
+  cxlpool::KvStore kv(client);
+  const auto ns = open_ns(kv);
+  std::vector<std::vector<std::byte>> data(a.chunks, std::vector<std::byte>(a.bytes));
+  std::vector<const void*> ptrs;
+  for (size_t i = 0; i < a.chunks; ++i) {
+    fill(data[i].data(), a.bytes, a.seed, i);
+    ptrs.push_back(data[i].data());
+  }
+  std::vector<double> us;
+  for (int r = 0; r < a.rounds; ++r) {
+    const auto keys = ns.compute_keys(tokens_of(a.seed * 1000 + static_cast<uint64_t>(r), a.chunks));
+    const auto t0 = Clock::now();
+    const size_t stored = kv.put(ns, keys, ptrs, a.bytes);
+    const auto t1 = Clock::now();
+    if (stored != a.chunks) {
+      std::fprintf(stderr, "pod_kv_client: round %d: stored %zu of %zu\n", r, stored, a.chunks);
+      return 1;
+    }
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  std::printf("mode=put chunks=%zu bytes=%zu rounds=%d median_us=%.1f p90_us=%.1f\n", a.chunks, a.bytes, a.rounds,
+              us[us.size() / 2], us[us.size() * 9 / 10]);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,6 +290,7 @@ int main(int argc, char** argv) {
     if (a.op == "bench-remote") return bench(a, "remote", 0);
     if (a.op == "bench-ssd") return bench(a, "ssd", static_cast<size_t>(a.threads));
     if (a.op == "bench-remote-ssd") return bench(a, "remote-ssd", static_cast<size_t>(a.threads));
+    if (a.op == "bench-put") return bench_put(a);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pod_kv_client: %s\n", e.what());
     return 2;

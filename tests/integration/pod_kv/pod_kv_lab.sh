@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the pod KV test and benchmark: two network namespaces ("hosts"
-# A at 10.$net.0.1 and B at 10.$net.0.2) joined by a veth pair, etcd in A's
-# namespace, and cxlpoold in each (state directories under $dir). The
-# transfer engine runs tcp;ofi_rxm over the veth (shm off: both namespaces
-# share this host's memory). Everything goes at exit.
-#   pod_kv_lab PREFIX NET CXLPOOLD CXLPOOLCTL  (needs root, ip, etcd, python3)
-# sets A, B, dir, pids; then pod_kv_start a|b [KVSTORE-KEYS] starts a daemon
-# (its pid in $pid_a / $pid_b), status/field/wait_for read `pod status`.
+# Sourced by the pod KV tests and benchmark: two network namespaces ("hosts"
+# A at 10.$net.0.1 and B at 10.$net.0.2) joined by a veth pair, or three
+# (C at 10.$net.0.3) whose veths end on a bridge in a namespace of its own;
+# etcd in A's namespace, and cxlpoold in each (state directories under
+# $dir). The transfer engine runs tcp;ofi_rxm over the veths (shm off: the
+# namespaces share this host's memory). Everything goes at exit.
+#   pod_kv_lab PREFIX NET CXLPOOLD CXLPOOLCTL [HOSTS]  (needs root, ip, etcd, python3)
+# HOSTS: "a b" (the default) or "a b c". Sets A, B (C, L), dir, pids; then
+# pod_kv_start a|b|c [KVSTORE-KEYS [POD-KEYS]] starts a daemon (its pid in
+# $pid_a, $pid_b, $pid_c), status/field/wait_for read `pod status`.
 pod_kv_lab() {
   lab_prefix=$1
   lab_net=$2
@@ -21,20 +23,37 @@ pod_kv_lab() {
     echo "$lab_prefix: needs etcd (Debian package etcd-server) and python3; skipped"
     exit 77
   fi
-  local tag=$$
+  lab_hosts=${5:-a b}
+  local tag=$$ h
   A=cx${lab_prefix}A$tag
   B=cx${lab_prefix}B$tag
+  C=
+  L=
   dir=$(mktemp -d /tmp/cxlpool-podkv.XXXXXX)
   pids=()
   trap pod_kv_lab_cleanup EXIT
-  ip netns add "$A"
-  ip netns add "$B"
-  for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-  ip link add "${lab_prefix}a_$tag" netns "$A" type veth peer name "${lab_prefix}b_$tag" netns "$B"
-  ip -n "$A" addr add "10.$lab_net.0.1/24" dev "${lab_prefix}a_$tag"
-  ip -n "$B" addr add "10.$lab_net.0.2/24" dev "${lab_prefix}b_$tag"
-  ip -n "$A" link set "${lab_prefix}a_$tag" up
-  ip -n "$B" link set "${lab_prefix}b_$tag" up
+  if [ "$lab_hosts" = "a b" ]; then
+    ip netns add "$A"
+    ip netns add "$B"
+    for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
+    ip link add "${lab_prefix}a_$tag" netns "$A" type veth peer name "${lab_prefix}b_$tag" netns "$B"
+  else
+    C=cx${lab_prefix}C$tag
+    L=cx${lab_prefix}L$tag
+    ip netns add "$L"
+    ip -n "$L" link add br0 type bridge
+    ip -n "$L" link set br0 up
+    for h in $lab_hosts; do
+      ip netns add "$(pod_kv_ns $h)"
+      ip -n "$(pod_kv_ns $h)" link set lo up
+      ip link add "${lab_prefix}${h}_$tag" netns "$(pod_kv_ns $h)" type veth peer name "${lab_prefix}${h}p_$tag" netns "$L"
+      ip -n "$L" link set "${lab_prefix}${h}p_$tag" master br0 up
+    done
+  fi
+  for h in $lab_hosts; do
+    ip -n "$(pod_kv_ns $h)" addr add "$(pod_kv_ip $h)/24" dev "${lab_prefix}${h}_$tag"
+    ip -n "$(pod_kv_ns $h)" link set "${lab_prefix}${h}_$tag" up
+  done
   etcd_url=http://10.$lab_net.0.1:23795
   ip netns exec "$A" "$lab_etcd" --name=podkv --data-dir="$dir/etcd" --listen-client-urls="$etcd_url" \
     --advertise-client-urls="$etcd_url" --listen-peer-urls=http://127.0.0.1:23796 \
@@ -46,15 +65,19 @@ pod_kv_lab() {
 pod_kv_lab_cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  ip netns del "$A" 2>/dev/null || true
-  ip netns del "$B" 2>/dev/null || true
+  for ns in "$A" "$B" "$C" "$L"; do [ -n "$ns" ] && ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$dir"
 }
 
-# pod_kv_start a|b [KVSTORE-KEYS]: the daemon of host A or B.
+# The namespace and address of host a, b or c.
+pod_kv_ns() { case $1 in a) echo "$A" ;; b) echo "$B" ;; c) echo "$C" ;; esac; }
+pod_kv_ip() { case $1 in a) echo "10.$lab_net.0.1" ;; b) echo "10.$lab_net.0.2" ;; c) echo "10.$lab_net.0.3" ;; esac; }
+
+# pod_kv_start a|b|c [KVSTORE-KEYS [POD-KEYS]]: the daemon of that host.
 pod_kv_start() {
   local h=$1 ns ip
-  if [ "$h" = a ]; then ns=$A ip=10.$lab_net.0.1; else ns=$B ip=10.$lab_net.0.2; fi
+  ns=$(pod_kv_ns "$h")
+  ip=$(pod_kv_ip "$h")
   cat > "$dir/$h.toml" <<TOML
 [daemon]
 socket_group = ""
@@ -81,6 +104,7 @@ etcd_timeout_ms = 500
 provider = "tcp;ofi_rxm"
 address = "$ip:7411"
 shm = false
+${3:-}
 TOML
   mkdir -p "$dir/$h"
   ip netns exec "$ns" "$lab_daemon" --config "$dir/$h.toml" --state-dir "$dir/$h" > "$dir/$h.log" 2>&1 &
@@ -100,19 +124,22 @@ wait_for() {  # HOST EXPRESSION EXPECTED SECONDS
   return 1
 }
 
-# Both daemons up and seeing each other; exit 77 when the engine cannot open.
-pod_kv_wait_both() {
+# Every daemon up and seeing the others; exit 77 when the engine cannot open.
+pod_kv_wait_all() {
+  local h want
+  want=$(python3 -c "import sys; print(sorted('host-' + h for h in sys.argv[1:]))" $lab_hosts)
   sleep 1
   if grep -q "transfer engine not opened" "$dir/a.log"; then
     grep "transfer engine not opened" "$dir/a.log"
     echo "$lab_prefix: the transfer engine cannot open here; skipped"
     exit 77
   fi
-  for h in a b; do
-    wait_for $h "sorted(m['host'] for m in s['members'])" "['host-a', 'host-b']" 20 || {
-      echo "FAIL: daemon $h does not see both members: $(status $h)"
+  for h in $lab_hosts; do
+    wait_for $h "sorted(m['host'] for m in s['members'])" "$want" 20 || {
+      echo "FAIL: daemon $h does not see every member: $(status $h)"
       tail -n 40 "$dir/$h.log"
       exit 1
     }
   done
 }
+pod_kv_wait_both() { pod_kv_wait_all; }

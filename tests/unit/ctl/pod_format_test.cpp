@@ -63,6 +63,9 @@ TEST(PodFormat, TransferEngineRailsAndPeers) {
   r.kv_remote_hits = 8;
   r.kv_remote_bytes = 8ull << 20;
   r.kv_pins_served = 3;
+  r.kv_replications_sent = 2;
+  r.kv_replicated_chunks = 5;
+  r.kv_replication_dropped = 7;
   r.rails = {proto::PodRailEntry{.bytes_read = 8ull << 20, .chunks = 16, .up = 1, .provider = "tcp;ofi_rxm",
                                  .address = "10.0.0.1"},
              proto::PodRailEntry{.failures = 2, .resets = 1, .up = 0, .provider = "tcp;ofi_rxm", .address = "10.0.1.1"}};
@@ -77,10 +80,17 @@ TEST(PodFormat, TransferEngineRailsAndPeers) {
   EXPECT_EQ(j["fabric"]["peers"][0]["fetched_chunks"], 8);
   EXPECT_EQ(j["kv"]["remote_hits"], 8);
   EXPECT_EQ(j["kv"]["pins_served"], 3);
+  EXPECT_EQ(j["kv"]["replications_sent"], 2);
+  EXPECT_EQ(j["kv"]["replicated_chunks"], 5);
+  EXPECT_EQ(j["kv"]["replication_errors"], 0);
+  EXPECT_EQ(j["kv"]["replication_dropped"], 7);
   const std::string text = pod_status_text(r);
   EXPECT_NE(text.find("transfer engine: ofi tcp;ofi_rxm, 12 requests"), std::string::npos) << text;
   EXPECT_NE(text.find("DOWN"), std::string::npos) << text;
   EXPECT_NE(text.find("8 chunks fetched (8.0 MiB)"), std::string::npos) << text;
+  EXPECT_NE(text.find("KV replicas: 2 requests accepted by peers, 5 chunks copied here, 0 errors, 7 copies dropped"),
+            std::string::npos)
+      << text;
 
   auto closed = sample();
   closed.fabric_error = "fi_getinfo: No data available";

@@ -2,7 +2,7 @@
 // The KV control messages between the daemons of a pod: every message
 // round-trips, and the decoders refuse what a hostile or broken peer could
 // send (bad magic, version, type, sizes, counts, truncation, trailing
-// bytes, chunk lengths a slot cannot hold).
+// bytes, chunk lengths a slot cannot hold, more keys accepted than asked).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -29,7 +29,8 @@ TEST(KvPeerWire, HeaderRoundTripsAndIsChecked) {
   EXPECT_FALSE(damaged(0, 0x00));  // magic
   EXPECT_FALSE(damaged(4, 0x02));  // version
   EXPECT_FALSE(damaged(6, 0x00));  // type 0
-  EXPECT_FALSE(damaged(6, 0x07));  // type 7
+  EXPECT_FALSE(damaged(6, 0x0b));  // type 11
+  EXPECT_FALSE(damaged(6, 0xff));  // type 255
   EXPECT_FALSE(damaged(10, 0x01)); // body of 64 KiB + 24
   EXPECT_FALSE(decode_kv_peer_header(std::span(bytes).first(kKvPeerHeaderBytes - 1)));
   EXPECT_TRUE(damaged(6, 0x09));   // kProbe
@@ -128,6 +129,63 @@ TEST(KvPeerWire, ProbeRoundTripsAndIsChecked) {
   trailing.push_back(std::byte{0});
   EXPECT_FALSE(decode_probe_reply(trailing, 3));
   EXPECT_FALSE(decode_probe_reply({}, 3));
+}
+
+TEST(KvPeerWire, ReplicateRequestRoundTripsAndIsChecked) {
+  KvReplicateRequest r;
+  r.from = "host-a";
+  r.fp = {0x3333, 0x4444};
+  r.keys = {{1, 2}, {3, 4}, {5, 6}};
+  const auto body = encode_replicate_request(r);
+  auto back = decode_replicate_request(body);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->from, "host-a");
+  EXPECT_EQ(back->fp.hi, 0x3333u);
+  EXPECT_EQ(back->fp.lo, 0x4444u);
+  EXPECT_EQ(back->keys, r.keys);
+  auto header = decode_kv_peer_header(encode_kv_peer_header({KvPeerType::kReplicate, 8, 1}));
+  ASSERT_TRUE(header);
+  EXPECT_EQ(header->type, KvPeerType::kReplicate);
+
+  EXPECT_FALSE(decode_replicate_request(std::span(body).first(body.size() - 1)));  // truncated
+  EXPECT_FALSE(decode_replicate_request(std::span(body).first(2)));                // name length only
+  auto longer = body;
+  longer.push_back(std::byte{0});
+  EXPECT_FALSE(decode_replicate_request(longer));  // trailing
+  KvReplicateRequest none = r;
+  none.keys.clear();
+  EXPECT_FALSE(decode_replicate_request(encode_replicate_request(none)));
+  KvReplicateRequest many = r;
+  many.keys.assign(kMaxPinKeys + 1, {5, 6});
+  EXPECT_FALSE(decode_replicate_request(encode_replicate_request(many)));
+  KvReplicateRequest most = r;
+  most.keys.assign(kMaxPinKeys, {5, 6});
+  EXPECT_TRUE(decode_replicate_request(encode_replicate_request(most)));
+  for (const char* bad : {"", "a/b", ".hidden"}) {
+    KvReplicateRequest bad_name = r;
+    bad_name.from = bad;
+    EXPECT_FALSE(decode_replicate_request(encode_replicate_request(bad_name))) << bad;
+  }
+  // A key count that promises more keys than the body holds.
+  auto short_keys = body;
+  short_keys.resize(body.size() - 16);
+  EXPECT_FALSE(decode_replicate_request(short_keys));
+}
+
+TEST(KvPeerWire, ReplicateReplyIsChecked) {
+  auto back = decode_replicate_reply(encode_replicate_reply({3}), 3);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->accepted, 3u);
+  auto none = decode_replicate_reply(encode_replicate_reply({0}), 5);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->accepted, 0u);
+  EXPECT_FALSE(decode_replicate_reply(encode_replicate_reply({4}), 3));  // more than asked
+  const auto body = encode_replicate_reply({1});
+  EXPECT_FALSE(decode_replicate_reply(std::span(body).first(3), 1));
+  auto longer = body;
+  longer.push_back(std::byte{0});
+  EXPECT_FALSE(decode_replicate_reply(longer, 1));
+  EXPECT_FALSE(decode_replicate_reply({}, 1));
 }
 
 TEST(KvPeerWire, UnpinAndCardAreChecked) {

@@ -24,6 +24,10 @@ std::optional<std::uint32_t> KvStore::namespace_of(const NamespaceFingerprint& f
   return it->second;
 }
 
+std::optional<std::uint32_t> KvStore::namespace_for_peer(const NamespaceFingerprint& fp) {
+  return impl_->ns_for_fingerprint(fp, true);
+}
+
 std::optional<NamespaceFingerprint> KvStore::fingerprint_of(std::uint32_t ns_id) const {
   const NamespaceState* n = impl_->ns(ns_id);
   if (n == nullptr) return std::nullopt;

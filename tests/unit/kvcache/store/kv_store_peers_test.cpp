@@ -3,7 +3,8 @@
 // peer stays where it is (not evicted, its slot not reused even when it is
 // deleted) until it is unpinned; a slot reserved for a fetch is in no index
 // until its chunk is committed, and goes back when cancelled or when the
-// key arrived meanwhile.
+// key arrived meanwhile; a namespace a peer's copy needs is created from its
+// fingerprint alone and is the one a client's open of the spec finds.
 #include <cstring>
 
 #include "cxlpool/common/crc32c.hpp"
@@ -86,6 +87,28 @@ TEST(KvStorePeers, FetchedChunkIsServedLikeAPutOne) {
   h.store().cancel_fetch_slot(*third);
   EXPECT_EQ(h.store().commit_fetch_slot(h.ns(), keys_of(6, 1)[0], *h.store().reserve_fetch_slot(h.ns()), 0, 0),
             KvStatus::kInvalid);
+}
+
+TEST(KvStorePeers, NamespaceForAPeerIsCreatedByFingerprint) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, HarnessOptions{});
+  const auto fp = h.store().fingerprint_of(h.ns());
+  ASSERT_TRUE(fp);
+  EXPECT_EQ(h.store().namespace_for_peer(*fp), h.ns());  // known: the same id
+  const NamespaceSpec spec = test_spec("replicated-model");
+  const NamespaceFingerprint other = fingerprint(spec);
+  EXPECT_FALSE(h.store().namespace_of(other));
+  const auto id = h.store().namespace_for_peer(other);
+  ASSERT_TRUE(id);
+  EXPECT_NE(*id, h.ns());
+  EXPECT_EQ(h.store().namespace_of(other), id);
+  // A chunk copied into it is there for the client that opens the spec.
+  auto slot = h.store().reserve_fetch_slot(*id);
+  ASSERT_TRUE(slot.ok());
+  const auto keys = keys_of(11, 1);
+  EXPECT_EQ(h.store().commit_fetch_slot(*id, keys[0], *slot, kChunk, 0), KvStatus::kOk);
+  EXPECT_EQ(h.store().open_namespace(spec), *id);
+  EXPECT_EQ(h.store().cached_prefix(*id, keys), 1u);
 }
 
 TEST(KvStorePeers, NoSlotWhenEveryChunkIsLeased) {

@@ -342,6 +342,11 @@ class KvStore {
   // The id of the namespace with this fingerprint, when the store knows it.
   [[nodiscard]] std::optional<std::uint32_t> namespace_of(const NamespaceFingerprint& fp) const;
   [[nodiscard]] std::optional<NamespaceFingerprint> fingerprint_of(std::uint32_t ns_id) const;
+  // The namespace with this fingerprint, created when the store has none:
+  // known only by its fingerprint (as one recovered from the SSD log) until
+  // a client opens its spec. For chunks a peer asks this store to keep a
+  // copy of. nullopt: max_namespaces are open.
+  std::optional<std::uint32_t> namespace_for_peer(const NamespaceFingerprint& fp);
   // Pins chunk `key` of namespace ns_id where it lies in an arena, so that
   // a peer can read it: it is neither moved nor freed until
   // unpin_for_peer(). kNotFound when absent, of another namespace, or only

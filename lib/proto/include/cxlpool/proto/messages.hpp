@@ -871,6 +871,13 @@ struct PodStatusReply {
   uint64_t kv_remote_bytes = 0;
   uint64_t kv_remote_errors = 0;
   uint64_t kv_pins_served = 0;
+  // Replicas ([pod] replica_num): requests to keep copies a peer accepted,
+  // chunks copied here from peers' puts, failed requests and copies,
+  // copies not made.
+  uint64_t kv_replications_sent = 0;
+  uint64_t kv_replicated_chunks = 0;
+  uint64_t kv_replication_errors = 0;
+  uint64_t kv_replication_dropped = 0;
   std::vector<PodRailEntry> rails;  // at most kMaxListEntries
   std::vector<PodPeerEntry> peers;  // by host, at most kMaxListEntries
   bool operator==(const PodStatusReply&) const = default;
