@@ -54,7 +54,9 @@ class Reader {
   size_t at_ = 0;
 };
 
-bool known_type(uint16_t t) { return t >= 1 && t <= 6; }
+bool known_type(uint16_t t) {
+  return (t >= 1 && t <= 6) || (t >= 11 && t <= 14);  // 11..14: the handshake
+}
 
 }  // namespace
 

@@ -28,6 +28,12 @@ enum class KvPeerType : uint16_t {
   kUnpinReply = 4,  // empty
   kCard = 5,        // empty → kCardReply
   kCardReply = 6,   // the holder's transport card
+  // The handshake of an authenticated connection (pod_auth.hpp,
+  // kv_auth_wire.hpp), before any other message.
+  kAuthHello = 11,      // client's name and nonce → kAuthChallenge
+  kAuthChallenge = 12,  // server's name and nonce
+  kAuthProof = 13,      // client's proof → kAuthAccept
+  kAuthAccept = 14,     // server's proof
 };
 
 inline constexpr uint32_t kKvPeerMagic = 0x4b505843;  // "CXPK"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the KV control messages a daemon reads from its
-// pod's peers over TCP (pin, pin reply, unpin, card reply): bytes anyone on
+// pod's peers over TCP (pin, pin reply, unpin, card reply, the handshake of
+// an authenticated pod): bytes anyone on
 // the pod's network could send to a daemon running as root. The input is a
 // frame: a 20-byte header, then the body its type names. Properties:
 // rejections carry EINVAL with a message; an accepted header or body keeps
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "fuzz_violation.hpp"
+#include "pod/kv_auth_wire.hpp"
 #include "pod/kv_peer_wire.hpp"
 #include "pod/pod_name.hpp"
 
@@ -62,6 +64,17 @@ void check_body(KvPeerType type, std::span<const std::byte> body) {
       if (auto r = decode_card_reply(body); accepted(r, {EINVAL})) {
         if (r->size() != body.size()) violated("card reply", "length differs from the body");
       }
+      break;
+    case KvPeerType::kAuthHello:
+    case KvPeerType::kAuthChallenge:
+      if (auto r = decode_auth_hello(body); accepted(r, {EINVAL})) {
+        if (!valid_pod_name(r->name)) violated("auth hello", "member name accepted: " + r->name);
+        same_bytes(encode_auth_hello(*r), body, "auth hello");
+      }
+      break;
+    case KvPeerType::kAuthProof:
+    case KvPeerType::kAuthAccept:
+      if (auto r = decode_auth_proof(body); accepted(r, {EINVAL})) same_bytes(encode_auth_proof(*r), body, "auth proof");
       break;
     case KvPeerType::kUnpinReply:
     case KvPeerType::kCard:
