@@ -855,6 +855,10 @@ void parse_pod(Section section, Config& config) {
     }
   }
   section.read_bool("shm", p.shm);
+  if (section.read_string("secret_file", p.secret_file) && !p.secret_file.empty() &&
+      !std::filesystem::path(p.secret_file).is_absolute()) {
+    section.fail_at("secret_file", *section.get("secret_file"), "must be an absolute path, got " + in_quotes(p.secret_file));
+  }
   section.reject_unknown_keys();
   if (p.state == PodStateKind::kEtcd && p.etcd_endpoints.empty()) {
     section.fail_here("etcd_endpoints", "state = \"etcd\" needs at least one endpoint");
@@ -1025,6 +1029,7 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(running.pod.address != next.pod.address, "pod.address");
   check(running.pod.rails != next.pod.rails, "pod.rails");
   check(running.pod.shm != next.pod.shm, "pod.shm");
+  check(running.pod.secret_file != next.pod.secret_file, "pod.secret_file");
   return keys;
 }
 

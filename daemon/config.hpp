@@ -135,6 +135,9 @@ struct PodSection {
   // the address's host, else where the provider picks.
   std::vector<std::string> rails;
   bool shm = true;  // also reach peers on this host through shared memory
+  // The pod's shared secret (an absolute path); its holders authenticate
+  // each other's KV control connections. "": no authentication.
+  std::string secret_file;
 };
 
 struct Config {

@@ -230,6 +230,7 @@ constexpr MetricSpec kTable[] = {
   {"pod.kv.remote_errors", "cxlpool_pod_kv_remote_errors_total", C, "", 1, "KV fetches from peers that failed (a read, a checksum, a control exchange)."},
   {"pod.kv.pins_served", "cxlpool_pod_kv_pins_served_total", C, "", 1, "KV chunks pinned here for peers' reads."},
   {"pod.kv.peer_connections", "cxlpool_pod_kv_peer_connections_total", C, "", 1, "KV control connections peers opened to this daemon."},
+  {"pod.kv.auth_failures", "cxlpool_pod_kv_auth_failures_total", C, "", 1, "KV control connections closed because the handshake of an authenticated pod failed or was skipped (either side)."},
   // Pool tiers.
   {"tier.{tier}.capacity_bytes", "cxlpool_tier_capacity_bytes", G, "bytes", 1, "Capacity of the pool tier."},
   {"tier.{tier}.used_bytes", "cxlpool_tier_used_bytes", G, "bytes", 1, "Bytes allocated from the pool tier."},

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pod_kv.hpp"
 
+#include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -31,6 +32,21 @@ constexpr uint32_t kMaxPeerConnections = 64;
 // keep more than this much of the arenas from being evicted.
 constexpr size_t kMaxPinsPerConnection = 4 * kMaxPinKeys;
 constexpr int kFetchThreads = 2;
+// A peer has this long to finish the handshake of an authenticated pod.
+constexpr uint64_t kAuthTimeoutNs = 5'000'000'000ULL;
+
+// "ADDRESS:PORT" of a connection's peer, for the log.
+std::string peer_address(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  char host[NI_MAXHOST] = "?";
+  char port[NI_MAXSERV] = "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    (void)::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, port, sizeof port,
+                        NI_NUMERICHOST | NI_NUMERICSERV);
+  }
+  return std::string(host) + ":" + port;
+}
 
 uint64_t key_hash(const proto::KvKey& k) { return k.lo ^ (k.hi * 0x9E3779B97F4A7C15ULL); }
 
@@ -43,6 +59,9 @@ struct PodKv::Link {
   std::optional<hal::PeerId> peer;
   uint64_t next_id = 1;
   std::string last_warning;
+  // Run on every new connection before its first request (the handshake
+  // of an authenticated pod); null: none.
+  std::function<Result<void>(int fd)> on_connect;
 
   // One request and its reply on this connection.
   Result<KvPeerFrame> exchange(KvPeerType type, std::span<const std::byte> body, KvPeerType reply_type) {
@@ -53,6 +72,12 @@ struct PodKv::Link {
       timeval tv{};
       tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kExchangeTimeout).count();
       (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      if (on_connect) {
+        if (auto ok = on_connect(fd.get()); !ok) {
+          fd.reset();
+          return tl::unexpected(ok.error());
+        }
+      }
     }
     const uint64_t id = next_id++;
     auto fail_link = [&](const Error& e) -> Result<KvPeerFrame> {
@@ -70,12 +95,13 @@ struct PodKv::Link {
 };
 
 PodKv::PodKv(const PodSection& config, std::string self_host, PodFabric& fabric, MembersFn members,
-             uint64_t slot_bytes)
+             uint64_t slot_bytes, PodSecret secret)
     : config_(config),
       self_(std::move(self_host)),
       fabric_(fabric),
       members_(std::move(members)),
       slot_bytes_(slot_bytes),
+      secret_(std::move(secret)),
       event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (config_.address.empty()) {
@@ -157,6 +183,15 @@ void PodKv::count(const std::function<void(PodKvCounters&)>& change) {
   change(counters_);
 }
 
+void PodKv::auth_failed(const std::string& who, const Error& error) {
+  count([](PodKvCounters& c) { ++c.auth_failures; });
+  uint64_t suppressed = 0;
+  if (auth_log_.allow(monotonic_ns(), suppressed)) {
+    logger("pod")->warn("KV control connection {} refused: {}{}", who, error.message,
+                        suppressed == 0 ? "" : " (" + std::to_string(suppressed) + " more since the last such line)");
+  }
+}
+
 PodKvCounters PodKv::counters() const {
   std::lock_guard lock(mutex_);
   return counters_;
@@ -200,6 +235,18 @@ void PodKv::serve(UniqueFd fd) {
   (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   (void)::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   auto log = logger("pod");
+  // With a secret nothing is read from a peer before it has proven it
+  // holds it; the name it proved is the only one its pins may carry.
+  std::string peer;
+  if (!secret_.empty()) {
+    auto authenticated = kv_auth_server(fd.get(), secret_, self_, monotonic_ns() + kAuthTimeoutNs, stop_fd_.get());
+    if (!authenticated) {
+      if (authenticated.error().code != ECANCELED) auth_failed("from " + peer_address(fd.get()), authenticated.error());
+      --live_connections_;
+      return;
+    }
+    peer = std::move(*authenticated);
+  }
   for (;;) {
     pollfd p[2] = {{fd.get(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
     const int ready = ::poll(p, 2, 1000);
@@ -226,6 +273,10 @@ void PodKv::serve(UniqueFd fd) {
       auto request = decode_pin_request(frame->body);
       if (!request) {
         log->warn("KV peer: {}", request.error().message);
+        break;
+      }
+      if (!peer.empty() && request->from != peer) {
+        auth_failed("from '" + peer + "'", Error{EACCES, "a pin request in the name of '" + request->from + "'"});
         break;
       }
       auto task = std::make_shared<LoopTask>();
@@ -353,6 +404,13 @@ KvFetchResult PodKv::run_job(const KvFetchJob& job, std::vector<std::unique_ptr<
       links.push_back(std::make_unique<Link>());
       it = std::prev(links.end());
       (*it)->host = m.host;
+      if (!secret_.empty()) {
+        (*it)->on_connect = [this, host = m.host](int fd) -> Result<void> {
+          auto ok = kv_auth_client(fd, secret_, self_, host);
+          if (!ok) auth_failed("to '" + host + "'", ok.error());
+          return ok;
+        };
+      }
     }
     Link& link = **it;
     if (link.address != m.address) {  // a restarted peer may have moved

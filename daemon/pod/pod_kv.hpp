@@ -33,6 +33,7 @@
 #include "../kvstore/kv_remote.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/unique_fd.hpp"
+#include "pod_auth.hpp"
 #include "pod_fabric.hpp"
 #include "pod_member.hpp"
 
@@ -49,7 +50,8 @@ class KvService;
   X(bytes,       "remote_bytes")  /* bytes fetched */                                         \
   X(errors,      "remote_errors") /* failed reads, checksums or control exchanges */          \
   X(pins_served, "pins_served")   /* chunks pinned here for peers' reads */                   \
-  X(peer_connections, "peer_connections") /* control connections peers opened here */
+  X(peer_connections, "peer_connections") /* control connections peers opened here */  \
+  X(auth_failures, "auth_failures") /* control connections closed for failing or skipping the handshake */
 // clang-format on
 
 struct PodKvCounters {
@@ -61,8 +63,10 @@ class PodKv final : public KvRemote {
  public:
   using MembersFn = std::function<std::vector<PodMember>()>;
   // Listens on config.address (when set) and starts the fetch threads.
+  // With a secret, every control connection, both ways, starts with the
+  // handshake of pod_auth.hpp.
   PodKv(const PodSection& config, std::string self_host, PodFabric& fabric, MembersFn members,
-        uint64_t slot_bytes);
+        uint64_t slot_bytes, PodSecret secret = {});
   ~PodKv() override;
   PodKv(const PodKv&) = delete;
   PodKv& operator=(const PodKv&) = delete;
@@ -103,12 +107,16 @@ class PodKv final : public KvRemote {
   // `failed`: a read or checksum failed, which ends the job's prefix.
   size_t fetch_from(Link& link, const KvFetchJob& job, size_t from, KvFetchResult& result, bool& failed);
   void count(const std::function<void(PodKvCounters&)>& change);
+  // Counts and logs (rate-limited) a control connection closed for its handshake.
+  void auth_failed(const std::string& who, const Error& error);
 
   PodSection config_;
   std::string self_;
   PodFabric& fabric_;
   MembersFn members_;
   uint64_t slot_bytes_;
+  PodSecret secret_;  // empty: connections are not authenticated
+  LogLimiter auth_log_{10'000'000'000ULL};
   UniqueFd event_fd_;
   UniqueFd listen_fd_;
   UniqueFd stop_fd_;  // wakes the accept thread and the connections' polls

@@ -5,8 +5,9 @@
 # transfer engine runs tcp;ofi_rxm over the veth (shm off: both namespaces
 # share this host's memory). Everything goes at exit.
 #   pod_kv_lab PREFIX NET CXLPOOLD CXLPOOLCTL  (needs root, ip, etcd, python3)
-# sets A, B, dir, pids; then pod_kv_start a|b [KVSTORE-KEYS] starts a daemon
-# (its pid in $pid_a / $pid_b), status/field/wait_for read `pod status`.
+# sets A, B, dir, pids; then pod_kv_start a|b [KVSTORE-KEYS] [POD-KEYS]
+# starts a daemon (its pid in $pid_a / $pid_b), status/field/wait_for read
+# `pod status`.
 pod_kv_lab() {
   lab_prefix=$1
   lab_net=$2
@@ -51,7 +52,7 @@ pod_kv_lab_cleanup() {
   rm -rf "$dir"
 }
 
-# pod_kv_start a|b [KVSTORE-KEYS]: the daemon of host A or B.
+# pod_kv_start a|b [KVSTORE-KEYS] [POD-KEYS]: the daemon of host A or B.
 pod_kv_start() {
   local h=$1 ns ip
   if [ "$h" = a ]; then ns=$A ip=10.$lab_net.0.1; else ns=$B ip=10.$lab_net.0.2; fi
@@ -81,6 +82,7 @@ etcd_timeout_ms = 500
 provider = "tcp;ofi_rxm"
 address = "$ip:7411"
 shm = false
+${3:-}
 TOML
   mkdir -p "$dir/$h"
   ip netns exec "$ns" "$lab_daemon" --config "$dir/$h.toml" --state-dir "$dir/$h" > "$dir/$h.log" 2>&1 &

@@ -3,12 +3,16 @@
 # The KV store across a pod: two cxlpoold ("hosts" A and B), each in a
 # network namespace of its own, joined by a veth pair, with etcd in A's
 # namespace; the transfer engine runs tcp;ofi_rxm over the veth (shm off,
-# since both namespaces share this host's memory).
+# since both namespaces share this host's memory). Both daemons hold the
+# pod's secret ([pod] secret_file): their control connections start with
+# the handshake.
 #   1. prefill -> decode handoff: a client on A puts chunks, a client on B
 #      gets them, byte-exact, and the counters of both say they moved;
 #   2. four clients on B get another sequence A put, concurrently, over
 #      and over: every byte they are given is right;
-#   3. A is killed with SIGKILL: B's get of a sequence only A held is a
+#   3. a client on B's network that sends A a pin without the handshake
+#      is closed without an answer, and A counts it (pod.kv.auth_failures);
+#   4. A is killed with SIGKILL: B's get of a sequence only A held is a
 #      miss (at once, and after B dropped A), while what B fetched before
 #      is still served from B.
 # Needs root, iproute2, etcd (Debian's etcd-server) and python3 (exit 77
@@ -28,13 +32,30 @@ fail() {
 kv_keys="slot_bytes = 1048576
 dram_bytes = 134217728
 put_window_bytes = 33554432"
-pod_kv_start a "$kv_keys"
-pod_kv_start b "$kv_keys"
+head -c 32 /dev/urandom > "$dir/pod.key"
+chmod 600 "$dir/pod.key"
+pod_keys="secret_file = \"$dir/pod.key\""
+pod_kv_start a "$kv_keys" "$pod_keys"
+pod_kv_start b "$kv_keys" "$pod_keys"
 pod_kv_wait_both
 [ "$(field b "s['fabric']['transport']")" = "ofi tcp;ofi_rxm" ] || fail "B's transfer engine: $(status b)"
 
 get() { "$client" get "$dir/b/cxlpoold.sock" "$@"; }
 put() { "$client" put "$dir/a/cxlpoold.sock" "$@"; }
+# counter HOST NAME: one of the daemon's counters (`cxlpoolctl stats`).
+counter() {
+  CXLPOOL_SOCKET="$dir/$1/cxlpoold.sock" "$ctl" --json stats 2>/dev/null |
+    python3 -c "import json,sys; print(json.load(sys.stdin).get('$2', '?'))" 2>/dev/null || echo "?"
+}
+wait_counter() {  # HOST NAME AT-LEAST SECONDS
+  local i v
+  for i in $(seq $(($4 * 10))); do
+    v=$(counter "$1" "$2")
+    [ "$v" != "?" ] && [ "$v" -ge "$3" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 echo "== 1. prefill on A, decode on B"
 put 1 8 1048576 | grep -q "stored=8" || fail "put on A"
@@ -55,7 +76,32 @@ echo "$out"
 [ "$out" = "got=16 bad=0" ] || fail "concurrent gets: $out (every get should see the whole sequence, byte-exact)"
 [ "$(get 2 16 262144)" = "got=16 bad=0" ] || fail "B does not hold all of sequence 2"
 
-echo "== 3. A killed: what only A held is a miss"
+echo "== 3. a pin without the handshake is refused"
+grep -q "secret_file is not set" "$dir/a.log" && fail "A says it runs without a secret"
+for h in a b; do
+  [ "$(counter $h pod.kv.auth_failures)" = 0 ] || fail "a handshake between A and B failed ($h counted one)"
+done
+out=$(ip netns exec "$B" python3 - "10.$lab_net.0.1" 7411 <<'PY'
+import socket, struct, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+# A pin request (type 1) of one key, in B's name, as kv_peer_wire.hpp frames it.
+body = struct.pack("<H", 6) + b"host-b" + struct.pack("<QQI", 1, 2, 1) + struct.pack("<QQ", 3, 4)
+s.sendall(struct.pack("<IHHIQ", 0x4B505843, 1, 1, len(body), 1) + body)
+try:
+    data = s.recv(4096)
+except ConnectionResetError:
+    data = b""
+print("closed" if data == b"" else "answered with %d bytes" % len(data))
+PY
+) || fail "the raw client: $out"
+[ "$out" = "closed" ] || fail "A answered a pin that skipped the handshake: $out"
+wait_counter a pod.kv.auth_failures 1 5 ||
+  fail "A did not count the refused connection: $(counter a pod.kv.auth_failures)"
+grep -q "KV control connection from 10.$lab_net.0.2:[0-9]* refused" "$dir/a.log" || fail "A did not log the refusal"
+put 5 4 1048576 | grep -q "stored=4" || fail "put on A"
+[ "$(get 5 4 1048576)" = "got=4 bad=0" ] || fail "B's authenticated gets stopped working"
+
+echo "== 4. A killed: what only A held is a miss"
 put 3 4 1048576 | grep -q "stored=4" || fail "put on A"
 kill -9 "$pid_a"
 wait "$pid_a" 2>/dev/null || true

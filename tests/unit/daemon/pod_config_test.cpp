@@ -15,7 +15,8 @@ constexpr const char* kSource = "pod.toml";
 Result<Config> parse(const std::string& text) { return parse_config(text, kSource); }
 
 const std::vector<std::string> kPodKeys = {"state",           "name",     "host",    "etcd_endpoints", "lease_ttl_s",
-                                           "etcd_timeout_ms", "provider", "address", "rails",          "shm"};
+                                           "etcd_timeout_ms", "provider", "address", "rails",          "shm",
+                                           "secret_file"};
 
 constexpr const char* kEveryKey = R"([pod]
 state = "etcd"
@@ -28,6 +29,7 @@ provider = "shm"
 address = "10.0.0.3:7100"
 rails = ["10.0.0.3", "fd00::3"]
 shm = false
+secret_file = "/etc/cxlpool/pod.key"
 )";
 
 TEST(PodConfig, Defaults) {
@@ -44,6 +46,7 @@ TEST(PodConfig, Defaults) {
   EXPECT_TRUE(p.address.empty());
   EXPECT_TRUE(p.rails.empty());
   EXPECT_TRUE(p.shm);
+  EXPECT_TRUE(p.secret_file.empty());
 }
 
 TEST(PodConfig, EveryKeyIsRead) {
@@ -61,6 +64,7 @@ TEST(PodConfig, EveryKeyIsRead) {
   EXPECT_EQ(p.address, "10.0.0.3:7100");
   EXPECT_EQ(p.rails, (std::vector<std::string>{"10.0.0.3", "fd00::3"}));
   EXPECT_FALSE(p.shm);
+  EXPECT_EQ(p.secret_file, "/etc/cxlpool/pod.key");
   for (const std::string& key : kPodKeys) {
     EXPECT_NE(std::string(kEveryKey).find("\n" + key + " = "), std::string::npos) << key;
   }
@@ -89,6 +93,8 @@ TEST(PodConfig, Rejections) {
            Rejection{"[pod]\nrails = [\"10.0.0.1:7000\"]\n", "pod.rails", 2, "not an IPv4 or IPv6 address"},
            Rejection{"[pod]\nrails = [\"1.1.1.1\", \"1.1.1.2\", \"1.1.1.3\", \"1.1.1.4\", \"1.1.1.5\", \"1.1.1.6\", \"1.1.1.7\", \"1.1.1.8\", \"1.1.1.9\"]\n", "pod.rails", 2, "at most 8"},
            Rejection{"[pod]\nshm = 1\n", "pod.shm", 2, "boolean"},
+           Rejection{"[pod]\nsecret_file = \"pod.key\"\n", "pod.secret_file", 2, "absolute path"},
+           Rejection{"[pod]\nsecret_file = 7\n", "pod.secret_file", 2, "string"},
        }) {
     SCOPED_TRACE(r.text);
     expect_rejection(r, kSource);
