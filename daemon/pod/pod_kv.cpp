@@ -210,9 +210,24 @@ void PodKv::accept_loop() {
     if (live_connections_ >= kMaxPeerConnections) continue;  // closed: the peer retries later
     ++live_connections_;
     count([](PodKvCounters& c) { ++c.peer_connections; });
-    std::lock_guard lock(mutex_);
-    if (stopping_) return;
-    connections_.emplace_back([this, fd = std::move(fd)]() mutable { serve(std::move(fd)); });
+    std::vector<std::thread> done;
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      for (const std::thread::id id : finished_) {
+        auto it = std::find_if(connections_.begin(), connections_.end(), [&](const auto& t) { return t.get_id() == id; });
+        if (it == connections_.end()) continue;
+        done.push_back(std::move(*it));
+        connections_.erase(it);
+      }
+      finished_.clear();
+      connections_.emplace_back([this, fd = std::move(fd)]() mutable {
+        serve(std::move(fd));
+        std::lock_guard finished(mutex_);
+        finished_.push_back(std::this_thread::get_id());
+      });
+    }
+    for (auto& t : done) t.join();  // each has returned from serve()
   }
 }
 

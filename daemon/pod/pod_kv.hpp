@@ -130,6 +130,10 @@ class PodKv final : public KvRemote {
   std::vector<KvFetchResult> results_;
   PodKvCounters counters_;
   std::vector<std::thread> connections_;
+  // Connection threads that have returned, joined by the accept thread
+  // before it starts another: a peer that connects over and over (one that
+  // fails the handshake, say) cannot pile up exited threads.
+  std::vector<std::thread::id> finished_;
   std::atomic<uint32_t> live_connections_{0};
 
   std::thread acceptor_;
