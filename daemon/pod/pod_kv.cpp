@@ -199,10 +199,27 @@ PodKvCounters PodKv::counters() const {
 
 // ---------------------------------------------------------------- holder
 
+void PodKv::reap_connections() {
+  std::vector<std::thread> done;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::thread::id id : finished_) {
+      auto it = std::find_if(connections_.begin(), connections_.end(), [&](const auto& t) { return t.get_id() == id; });
+      if (it == connections_.end()) continue;
+      done.push_back(std::move(*it));
+      connections_.erase(it);
+    }
+    finished_.clear();
+  }
+  for (auto& t : done) t.join();  // each has returned from serve()
+}
+
 void PodKv::accept_loop() {
   for (;;) {
+    reap_connections();
     pollfd p[2] = {{listen_fd_.get(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0 && errno != EINTR) return;
+    // Wakes up every second to join the connection threads that returned.
+    if (::poll(p, 2, 1000) < 0 && errno != EINTR) return;
     if (p[1].revents != 0) return;
     if (p[0].revents == 0) continue;
     UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -210,24 +227,13 @@ void PodKv::accept_loop() {
     if (live_connections_ >= kMaxPeerConnections) continue;  // closed: the peer retries later
     ++live_connections_;
     count([](PodKvCounters& c) { ++c.peer_connections; });
-    std::vector<std::thread> done;
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-      for (const std::thread::id id : finished_) {
-        auto it = std::find_if(connections_.begin(), connections_.end(), [&](const auto& t) { return t.get_id() == id; });
-        if (it == connections_.end()) continue;
-        done.push_back(std::move(*it));
-        connections_.erase(it);
-      }
-      finished_.clear();
-      connections_.emplace_back([this, fd = std::move(fd)]() mutable {
-        serve(std::move(fd));
-        std::lock_guard finished(mutex_);
-        finished_.push_back(std::this_thread::get_id());
-      });
-    }
-    for (auto& t : done) t.join();  // each has returned from serve()
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    connections_.emplace_back([this, fd = std::move(fd)]() mutable {
+      serve(std::move(fd));
+      std::lock_guard finished(mutex_);
+      finished_.push_back(std::this_thread::get_id());
+    });
   }
 }
 

@@ -96,6 +96,8 @@ class PodKv final : public KvRemote {
   struct Link;  // a reader's connection to one peer
 
   void accept_loop();
+  // Joins the connection threads that have returned.
+  void reap_connections();
   void serve(UniqueFd fd);
   // Queues a task for the event loop; false once stopping.
   bool post(const std::shared_ptr<LoopTask>& task);
@@ -131,8 +133,8 @@ class PodKv final : public KvRemote {
   PodKvCounters counters_;
   std::vector<std::thread> connections_;
   // Connection threads that have returned, joined by the accept thread
-  // before it starts another: a peer that connects over and over (one that
-  // fails the handshake, say) cannot pile up exited threads.
+  // within a second: a peer that connects over and over (one that fails
+  // the handshake, say) cannot pile up exited threads.
   std::vector<std::thread::id> finished_;
   std::atomic<uint32_t> live_connections_{0};
 
