@@ -138,6 +138,10 @@ struct PodSection {
   // The pod's shared secret (an absolute path); its holders authenticate
   // each other's KV control connections. "": no authentication.
   std::string secret_file;
+  // etcd with its authentication enabled: the user the daemon calls etcd
+  // as, and the file of its password (both or neither).
+  std::string etcd_user;
+  std::string etcd_password_file;
 };
 
 struct Config {

@@ -62,6 +62,8 @@ Result<void> check_ssd_path(const KvStoreSection& kv) {
 Result<void> check_pod_secret(const PodSection& pod, uid_t daemon_uid) {
   auto secret = load_pod_secret(pod.secret_file, daemon_uid);
   if (!secret) return tl::unexpected(secret.error());
+  auto password = load_etcd_password(pod.etcd_password_file, daemon_uid);
+  if (!password) return tl::unexpected(password.error());
   return {};
 }
 

@@ -79,9 +79,12 @@ PodSecret::~PodSecret() {
   if (!bytes_.empty()) OPENSSL_cleanse(bytes_.data(), bytes_.size());
 }
 
-Result<PodSecret> load_pod_secret(const std::string& path, uid_t daemon_uid) {
-  if (path.empty()) return PodSecret{};
-  const std::string what = "pod.secret_file " + path;
+namespace {
+
+// A file only root or the daemon's user may read, of min..max bytes.
+Result<std::vector<std::byte>> load_private_file(const std::string& key, const std::string& path, uid_t daemon_uid,
+                                                 size_t min_bytes, size_t max_bytes, const char* hint) {
+  const std::string what = key + " " + path;
   // O_NONBLOCK: a FIFO put there must not hang the start (it is refused
   // below, as anything but a regular file is).
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
@@ -100,10 +103,9 @@ Result<PodSecret> load_pod_secret(const std::string& path, uid_t daemon_uid) {
     return fail(EPERM, what + " has mode " + mode_text(st.st_mode) +
                            ": group and others must have no access to it (chmod 600)");
   }
-  if (st.st_size < static_cast<off_t>(kPodSecretMinBytes) || st.st_size > static_cast<off_t>(kPodSecretMaxBytes)) {
-    return fail(EINVAL, what + " holds " + std::to_string(st.st_size) + " bytes; a secret has " +
-                            std::to_string(kPodSecretMinBytes) + ".." + std::to_string(kPodSecretMaxBytes) +
-                            " (e.g. head -c 32 /dev/urandom)");
+  if (st.st_size < static_cast<off_t>(min_bytes) || st.st_size > static_cast<off_t>(max_bytes)) {
+    return fail(EINVAL, what + " holds " + std::to_string(st.st_size) + " bytes; it must hold " +
+                            std::to_string(min_bytes) + ".." + std::to_string(max_bytes) + hint);
   }
   std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
   size_t done = 0;
@@ -121,7 +123,28 @@ Result<PodSecret> load_pod_secret(const std::string& path, uid_t daemon_uid) {
     OPENSSL_cleanse(bytes.data(), bytes.size());
     return fail(EINVAL, what + " changed while it was read");
   }
-  return PodSecret(std::move(bytes));
+  return bytes;
+}
+
+}  // namespace
+
+Result<PodSecret> load_pod_secret(const std::string& path, uid_t daemon_uid) {
+  if (path.empty()) return PodSecret{};
+  auto bytes = load_private_file("pod.secret_file", path, daemon_uid, kPodSecretMinBytes, kPodSecretMaxBytes,
+                                 " (e.g. head -c 32 /dev/urandom)");
+  if (!bytes) return tl::unexpected(bytes.error());
+  return PodSecret(std::move(*bytes));
+}
+
+Result<std::string> load_etcd_password(const std::string& path, uid_t daemon_uid) {
+  if (path.empty()) return std::string{};
+  auto bytes = load_private_file("pod.etcd_password_file", path, daemon_uid, 1, 4096, "");
+  if (!bytes) return tl::unexpected(bytes.error());
+  std::string password(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  OPENSSL_cleanse(bytes->data(), bytes->size());
+  if (password.back() == '\n') password.pop_back();
+  if (password.empty()) return fail(EINVAL, "pod.etcd_password_file " + path + " holds no password");
+  return password;
 }
 
 KvAuthProof kv_auth_proof(const PodSecret& secret, KvAuthRole role, const KvAuthNonce& client_nonce,

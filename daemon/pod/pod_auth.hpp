@@ -64,6 +64,11 @@ class PodSecret {
 // too long; EPERM: its owner or mode; the open or read error otherwise.
 Result<PodSecret> load_pod_secret(const std::string& path, uid_t daemon_uid);
 
+// Reads [pod] etcd_password_file (an empty path: ""): the same checks of
+// owner and mode as load_pod_secret, 1..4096 bytes; one trailing newline
+// is not part of the password. EINVAL also for a file of just a newline.
+Result<std::string> load_etcd_password(const std::string& path, uid_t daemon_uid);
+
 enum class KvAuthRole : uint8_t { kClient, kServer };
 
 // HMAC-SHA256(secret, role label || client nonce || server nonce || client

@@ -5,7 +5,9 @@
 # namespace; the transfer engine runs tcp;ofi_rxm over the veth (shm off,
 # since both namespaces share this host's memory). Both daemons hold the
 # pod's secret ([pod] secret_file): their control connections start with
-# the handshake.
+# the handshake. etcd's authentication is on: the daemons call it as a
+# user whose role may only use /cxlpool/ ([pod] etcd_user,
+# etcd_password_file).
 #   1. prefill -> decode handoff: a client on A puts chunks, a client on B
 #      gets them, byte-exact, and the counters of both say they moved;
 #   2. four clients on B get another sequence A put, concurrently, over
@@ -13,7 +15,9 @@
 #   3. a client on B's network that sends A a pin without the handshake
 #      is closed without an answer, and A counts it (pod.kv.auth_failures);
 #      so are 100 that connect and close, without A keeping their threads;
-#   4. A is killed with SIGKILL: B's get of a sequence only A held is a
+#   4. etcd restarts (its tokens are gone): both daemons authenticate
+#      again and are connected, with both members listed;
+#   5. A is killed with SIGKILL: B's get of a sequence only A held is a
 #      miss (at once, and after B dropped A), while what B fetched before
 #      is still served from B.
 # Needs root, iproute2, etcd (Debian's etcd-server) and python3 (exit 77
@@ -35,7 +39,11 @@ dram_bytes = 134217728
 put_window_bytes = 33554432"
 head -c 32 /dev/urandom > "$dir/pod.key"
 chmod 600 "$dir/pod.key"
-pod_keys="secret_file = \"$dir/pod.key\""
+(umask 077; printf 'member-pw\n' > "$dir/etcd.pw")
+pod_kv_etcd_auth cxlpool-member member-pw || fail "could not turn etcd's authentication on"
+pod_keys="secret_file = \"$dir/pod.key\"
+etcd_user = \"cxlpool-member\"
+etcd_password_file = \"$dir/etcd.pw\""
 pod_kv_start a "$kv_keys" "$pod_keys"
 pod_kv_start b "$kv_keys" "$pod_keys"
 pod_kv_wait_both
@@ -110,13 +118,31 @@ for _ in range(100):
     time.sleep(0.002)
 PY
 wait_counter a pod.kv.auth_failures 101 10 || fail "A counted $(counter a pod.kv.auth_failures) of 101 refused connections"
-vm_after=$(awk '/^VmSize/ {print $2}' "/proc/$pid_a/status")
+# The accept thread joins returned threads every second.
+for i in $(seq 50); do
+  vm_after=$(awk '/^VmSize/ {print $2}' "/proc/$pid_a/status")
+  [ $((vm_after - vm_before)) -lt $((256 * 1024)) ] && break
+  sleep 0.1
+done
 [ $((vm_after - vm_before)) -lt $((256 * 1024)) ] ||
   fail "A's address space grew by $((vm_after - vm_before)) KiB over 100 refused connections"
 put 5 4 1048576 | grep -q "stored=4" || fail "put on A"
 [ "$(get 5 4 1048576)" = "got=4 bad=0" ] || fail "B's authenticated gets stopped working"
 
-echo "== 4. A killed: what only A held is a miss"
+echo "== 4. etcd restarted: the daemons authenticate again"
+errors_before=$(field b "s['etcd_errors']")
+kill "$pid_etcd"
+wait "$pid_etcd" 2>/dev/null || true
+pod_kv_etcd_start
+for h in a b; do
+  wait_for $h "s['connected'] and sorted(m['host'] for m in s['members'])" "['host-a', 'host-b']" 15 ||
+    fail "daemon $h did not come back to etcd: $(status $h)"
+done
+[ "$(field b "s['etcd_errors']")" -gt "$errors_before" ] || fail "B did not notice etcd's restart: $(status b)"
+put 6 2 1048576 | grep -q "stored=2" || fail "put on A"
+[ "$(get 6 2 1048576)" = "got=2 bad=0" ] || fail "gets after etcd's restart"
+
+echo "== 5. A killed: what only A held is a miss"
 put 3 4 1048576 | grep -q "stored=4" || fail "put on A"
 kill -9 "$pid_a"
 wait "$pid_a" 2>/dev/null || true

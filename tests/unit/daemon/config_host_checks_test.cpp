@@ -2,7 +2,8 @@
 // What --check-config and the start check against the host: emulated tiers
 // the machine cannot back, and an ssd_path that is a link, not a file, or in
 // a directory that does not exist; a pod secret file that is missing, not
-// a regular file, not its owner's alone, of another owner, or too short.
+// a regular file, not its owner's alone, of another owner, or too short;
+// the etcd password file likewise.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -186,6 +187,36 @@ TEST_F(PodSecretCheck, AFileOfAnotherOwnerIsRefused) {
     EXPECT_EQ(e.code, EPERM);
     EXPECT_NE(e.message.find("owned by uid " + std::to_string(me)), std::string::npos) << e.message;
   }
+}
+
+TEST_F(PodSecretCheck, TheEtcdPasswordFileIsCheckedTheSameWay) {
+  PodSection with_password;
+  with_password.etcd_password_file = (dir / "etcd.pw").string();
+  auto refused = [&](int code, const std::string& fragment) {
+    auto ok = check_pod_secret(with_password, ::geteuid());
+    ASSERT_FALSE(ok);
+    EXPECT_EQ(ok.error().code, code);
+    EXPECT_NE(ok.error().message.find("pod.etcd_password_file " + with_password.etcd_password_file),
+              std::string::npos)
+        << ok.error().message;
+    EXPECT_NE(ok.error().message.find(fragment), std::string::npos) << ok.error().message;
+  };
+  refused(ENOENT, "does not exist");
+  std::ofstream(with_password.etcd_password_file) << "pw\n";
+  ASSERT_EQ(::chmod(with_password.etcd_password_file.c_str(), 0640), 0);
+  refused(EPERM, "chmod 600");
+  ASSERT_EQ(::chmod(with_password.etcd_password_file.c_str(), 0600), 0);
+  EXPECT_TRUE(check_pod_secret(with_password, ::geteuid()));
+  auto password = load_etcd_password(with_password.etcd_password_file, ::geteuid());
+  ASSERT_TRUE(password);
+  EXPECT_EQ(*password, "pw") << "one trailing newline is not part of it";
+  std::ofstream(with_password.etcd_password_file) << "pw\n\n";
+  EXPECT_EQ(*load_etcd_password(with_password.etcd_password_file, ::geteuid()), "pw\n");
+  std::ofstream(with_password.etcd_password_file) << "\n";
+  refused(EINVAL, "holds no password");
+  std::ofstream(with_password.etcd_password_file).close();
+  refused(EINVAL, "holds 0 bytes");
+  EXPECT_EQ(*load_etcd_password("", ::geteuid()), "");
 }
 
 TEST_F(PodSecretCheck, TheStartRunsTheCheck) {
