@@ -856,7 +856,28 @@ void parse_pod(Section section, Config& config) {
   }
   section.read_bool("shm", p.shm);
   section.read_int("replica_num", 1, 8, p.replica_num);
+  if (section.read_string("secret_file", p.secret_file) && !p.secret_file.empty() &&
+      !std::filesystem::path(p.secret_file).is_absolute()) {
+    section.fail_at("secret_file", *section.get("secret_file"), "must be an absolute path, got " + in_quotes(p.secret_file));
+  }
+  if (section.read_string("etcd_user", p.etcd_user) && !p.etcd_user.empty() &&
+      (p.etcd_user.size() > 128 || !std::all_of(p.etcd_user.begin(), p.etcd_user.end(), [](char c) {
+        return std::isgraph(static_cast<unsigned char>(c));
+      }))) {
+    section.fail_at("etcd_user", *section.get("etcd_user"), "must be 1..128 printable bytes without spaces");
+  }
+  if (section.read_string("etcd_password_file", p.etcd_password_file) && !p.etcd_password_file.empty() &&
+      !std::filesystem::path(p.etcd_password_file).is_absolute()) {
+    section.fail_at("etcd_password_file", *section.get("etcd_password_file"),
+                    "must be an absolute path, got " + in_quotes(p.etcd_password_file));
+  }
   section.reject_unknown_keys();
+  if (!p.etcd_user.empty() && p.etcd_password_file.empty()) {
+    section.fail_here("etcd_password_file", "etcd_user is set: give the file of its password");
+  }
+  if (p.etcd_user.empty() && !p.etcd_password_file.empty()) {
+    section.fail_here("etcd_user", "etcd_password_file is set: give the user it is the password of");
+  }
   if (p.state == PodStateKind::kEtcd && p.etcd_endpoints.empty()) {
     section.fail_here("etcd_endpoints", "state = \"etcd\" needs at least one endpoint");
   }
@@ -1027,6 +1048,9 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(running.pod.rails != next.pod.rails, "pod.rails");
   check(running.pod.shm != next.pod.shm, "pod.shm");
   check(running.pod.replica_num != next.pod.replica_num, "pod.replica_num");
+  check(running.pod.secret_file != next.pod.secret_file, "pod.secret_file");
+  check(running.pod.etcd_user != next.pod.etcd_user, "pod.etcd_user");
+  check(running.pod.etcd_password_file != next.pod.etcd_password_file, "pod.etcd_password_file");
   return keys;
 }
 

@@ -138,6 +138,13 @@ struct PodSection {
   // Copies of each KV chunk put here that the pod keeps, this host's
   // included: 1 = no replicas; n = n - 1 peers also hold it.
   uint32_t replica_num = 1;
+  // The pod's shared secret (an absolute path); its holders authenticate
+  // each other's KV control connections. "": no authentication.
+  std::string secret_file;
+  // etcd with its authentication enabled: the user the daemon calls etcd
+  // as, and the file of its password (both or neither).
+  std::string etcd_user;
+  std::string etcd_password_file;
 };
 
 struct Config {

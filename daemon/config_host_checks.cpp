@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "cxlpool/common/units.hpp"
+#include "pod/pod_auth.hpp"
 
 namespace cxlpool::daemon {
 
@@ -57,8 +59,17 @@ Result<void> check_ssd_path(const KvStoreSection& kv) {
   return {};
 }
 
+Result<void> check_pod_secret(const PodSection& pod, uid_t daemon_uid) {
+  auto secret = load_pod_secret(pod.secret_file, daemon_uid);
+  if (!secret) return tl::unexpected(secret.error());
+  auto password = load_etcd_password(pod.etcd_password_file, daemon_uid);
+  if (!password) return tl::unexpected(password.error());
+  return {};
+}
+
 Result<void> check_config_on_host(const Config& config) {
   if (auto ok = check_emulated_capacity(config, host_memory_and_swap_bytes()); !ok) return ok;
+  if (auto ok = check_pod_secret(config.pod, ::geteuid()); !ok) return ok;
   if (config.kvstore.enabled) {
     if (auto ok = check_ssd_path(config.kvstore); !ok) return ok;
   }

@@ -5,6 +5,8 @@
 // `cxlpoold --check-config` and the start run the same checks.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 
 #include "config.hpp"
@@ -24,6 +26,13 @@ Result<void> check_emulated_capacity(const Config& config, uint64_t host_bytes);
 // a block device, or a new file without kvstore.ssd_bytes; ENOENT: its
 // directory does not exist; the lstat error otherwise.
 Result<void> check_ssd_path(const KvStoreSection& kv);
+
+// pod.secret_file and pod.etcd_password_file (nothing to check when
+// empty): load_pod_secret's and load_etcd_password's checks
+// (pod/pod_auth.hpp) with the daemon's uid `daemon_uid`: a regular file of
+// root or that uid, no access for group or others, 32..4096 bytes (the
+// secret) or 1..4096 (the password).
+Result<void> check_pod_secret(const PodSection& pod, uid_t daemon_uid);
 
 // Physical memory plus swap, in bytes (sysinfo).
 uint64_t host_memory_and_swap_bytes();

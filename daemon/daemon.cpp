@@ -207,9 +207,17 @@ Result<std::unique_ptr<Daemon>> Daemon::create(Config config, std::filesystem::p
   if (d->config_.pod.state == PodStateKind::kEtcd) d->pod_fabric_ = std::make_unique<PodFabric>(d->config_.pod);
   d->pod_ = open_pod_membership(d->config_.pod, d->pod_self());
   if (d->pod_fabric_ && d->pod_fabric_->open()) {
+    // Checked at start already (check_config_on_host); read here once.
+    auto secret = load_pod_secret(d->config_.pod.secret_file, ::geteuid());
+    if (!secret) return tl::unexpected(secret.error());
+    if (secret->empty() && !d->config_.pod.address.empty()) {
+      log->warn("[pod] secret_file is not set: KV control connections to {} are not authenticated; anyone who "
+                "reaches it can pin chunks and learn where they are (docs/pods.md, \"Trust and authentication\")",
+                d->config_.pod.address);
+    }
     d->pod_kv_ = std::make_unique<PodKv>(
         d->config_.pod, d->pod_host_, *d->pod_fabric_, [pod = d->pod_.get()] { return pod->snapshot().members; },
-        d->config_.kvstore.slot_bytes);
+        d->config_.kvstore.slot_bytes, std::move(*secret));
     if (d->kv_) d->kv_->set_remote(d->pod_kv_.get());
   }
   if (auto ok = d->setup_loop(); !ok) return tl::unexpected(ok.error());

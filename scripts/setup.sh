@@ -11,7 +11,7 @@ packages_only=0
 PACKAGES=(
   meson ninja-build pkg-config gcc g++ python3
   libfmt-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libexpected-dev
-  libxxhash-dev libisal-dev libsystemd-dev libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libxxhash-dev libisal-dev libsystemd-dev libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnuma-dev liburing-dev libcxl-dev libdaxctl-dev libibverbs-dev librdmacm-dev libfabric-dev
   dpdk-dev libdpdk-dev libaio-dev libxdp-dev libbpf-dev fio redis-server redis-tools
   clang libclang-rt-14-dev systemd qemu-system-x86 busybox-static spin prometheus

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "etcd_pod_state.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
 #include "../logging.hpp"
+#include "../pod/pod_auth.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -33,6 +36,10 @@ EtcdPodState::EtcdPodState(const PodSection& pod, std::string member, const Devp
       prefix_(devpool_prefix(pod.name)),
       limits_(limits),
       client_(pod.etcd_endpoints, std::chrono::milliseconds(pod.etcd_timeout_ms)) {
+  if (!pod.etcd_user.empty()) {
+    // Checked at start (check_config_on_host); a file gone since fails the authentication.
+    client_.set_credentials(pod.etcd_user, load_etcd_password(pod.etcd_password_file, ::geteuid()).value_or(""));
+  }
   logger("devpool")->info("device pool state in etcd under {} (member '{}')", prefix_, member_);
   session_ = std::thread([this] { session_loop(); });
   const auto idle_limit = std::chrono::milliseconds(std::max<uint32_t>(pod.lease_ttl_s, 2) * 1000);

@@ -241,6 +241,7 @@ constexpr MetricSpec kTable[] = {
   {"pod.kv.replicated_chunks", "cxlpool_pod_kv_replicated_chunks_total", C, "", 1, "KV chunks copied here from peers' puts (replicas)."},
   {"pod.kv.replication_errors", "cxlpool_pod_kv_replication_errors_total", C, "", 1, "Replica requests no peer answered, and copies that brought fewer chunks than asked."},
   {"pod.kv.replication_dropped", "cxlpool_pod_kv_replication_dropped_total", C, "", 1, "Copies of KV chunks not made: a full queue, too few members, a peer that refused or had no room."},
+  {"pod.kv.auth_failures", "cxlpool_pod_kv_auth_failures_total", C, "", 1, "KV control connections closed because the handshake of an authenticated pod failed or was skipped (either side)."},
   // Pool tiers.
   {"tier.{tier}.capacity_bytes", "cxlpool_tier_capacity_bytes", G, "bytes", 1, "Capacity of the pool tier."},
   {"tier.{tier}.used_bytes", "cxlpool_tier_used_bytes", G, "bytes", 1, "Bytes allocated from the pool tier."},

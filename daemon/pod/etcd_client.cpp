@@ -136,17 +136,72 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints, std::chrono::millisec
 
 EtcdClient::~EtcdClient() = default;
 
+void EtcdClient::set_credentials(std::string user, std::string password) {
+  std::lock_guard lock(auth_mutex_);
+  user_ = std::move(user);
+  password_ = std::move(password);
+  token_.clear();
+}
+
+Result<std::string> EtcdClient::token() {
+  std::lock_guard lock(auth_mutex_);
+  if (user_.empty() || !token_.empty()) return token_;
+  bool refused = false;
+  auto body = post_once("/v3/auth/authenticate", json{{"name", user_}, {"password", password_}}.dump(), "", refused);
+  if (!body) {
+    if (body.error().message.find("authentication failed") != std::string::npos) {
+      return fail(EACCES, "etcd: authentication as '" + user_ + "' failed: wrong user or password");
+    }
+    return tl::unexpected(body.error());
+  }
+  auto doc = parse_reply(*body);
+  if (!doc) return tl::unexpected(doc.error());
+  const auto token = doc->find("token");
+  if (token == doc->end() || !token->is_string() || token->get<std::string>().empty()) {
+    return fail(EPROTO, "etcd: authentication reply without a token");
+  }
+  token_ = token->get<std::string>();
+  return token_;
+}
+
+void EtcdClient::drop_token(const std::string& stale) {
+  std::lock_guard lock(auth_mutex_);
+  if (token_ == stale) token_.clear();
+}
+
 Result<std::string> EtcdClient::post(const char* path, const std::string& body) {
+  // A token etcd no longer knows is replaced once per call.
+  for (int attempt = 0;; ++attempt) {
+    auto token_now = token();
+    if (!token_now) return tl::unexpected(token_now.error());
+    bool refused = false;
+    auto reply = post_once(path, body, *token_now, refused);
+    if (reply || !refused || attempt == 1) return reply;
+    drop_token(*token_now);
+  }
+}
+
+Result<std::string> EtcdClient::post_once(const char* path, const std::string& body, const std::string& token,
+                                          bool& token_refused) {
   if (endpoints_.empty()) return fail(EINVAL, "etcd: no endpoint");
   std::string errors;
   const size_t first = current_.load();
   for (size_t n = 0; n < endpoints_.size(); ++n) {
     const size_t index = (first + n) % endpoints_.size();
     auto client = make_client(endpoints_[index], timeout_);
-    auto reply = client->Post(path, body, "application/json");
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", token);
+    auto reply = client->Post(path, headers, body, "application/json");
     if (reply && reply->status == 200) {
       current_ = index;
       return reply->body;
+    }
+    // etcd's gateway answers a token etcd no longer knows (an etcd
+    // restart forgets simple tokens) by retrying inside until the caller
+    // gives up: a call with a token that got no reply may have met one.
+    if (!token.empty() && (reply ? reply->body.find("invalid auth token") != std::string::npos
+                                 : reply.error() == httplib::Error::Read)) {
+      token_refused = true;
     }
     if (!errors.empty()) errors += "; ";
     errors += endpoints_[index] + ": ";
@@ -297,14 +352,19 @@ Result<void> EtcdClient::watch_prefix(
                          {"range_end", base64_encode(prefix_range_end(prefix))},
                          {"start_revision", std::to_string(start_revision)}}}};
   std::string pending;  // the stream is one JSON object per line
+  bool received = false;
   Error failure;
   bool failed = false;
+  auto token_now = token();
+  if (!token_now) return tl::unexpected(token_now.error());
   httplib::Request request;
   request.method = "POST";
   request.path = "/v3/watch";
   request.body = create.dump();
   request.set_header("Content-Type", "application/json");
+  if (!token_now->empty()) request.set_header("Authorization", *token_now);
   request.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
+    received = true;
     pending.append(data, length);
     size_t line_end;
     while ((line_end = pending.find('\n')) != std::string::npos) {
@@ -351,8 +411,11 @@ Result<void> EtcdClient::watch_prefix(
   httplib::Response response;
   httplib::Error error = httplib::Error::Success;
   const bool sent = client->send(request, response, error);
+  if (failed && failure.message.find("invalid auth token") != std::string::npos) drop_token(*token_now);
   if (failed) return tl::unexpected(failure);
   if (cancelled_) return fail(ECANCELED, "etcd: watch cancelled");
+  // Silent from the start (a token etcd forgot, see post_once) or refused.
+  if (!token_now->empty() && (!received || response.status == 401)) drop_token(*token_now);
   if (!sent) return fail(EPIPE, "etcd watch at " + endpoint + " ended: " + httplib::to_string(error));
   return fail(EPIPE, "etcd watch at " + endpoint + " ended with HTTP " + std::to_string(response.status));
 }

@@ -102,9 +102,24 @@ class EtcdClient {
 
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 
+  // Calls etcd as `user` (etcd's authentication enabled): the client gets a
+  // token from /v3/auth/authenticate before its first call, sends it as the
+  // Authorization header of every call, and gets a new one when etcd says
+  // the token is invalid (it expired, or etcd restarted), or when a call
+  // with it got no reply at all (etcd 3.4's gateway does not answer a
+  // forgotten token: it retries inside until the caller gives up). A failed
+  // authentication fails the call (EACCES). Before any call.
+  void set_credentials(std::string user, std::string password);
+
  private:
   // POSTs a JSON body to the gateway; the parsed reply body.
   Result<std::string> post(const char* path, const std::string& body);
+  Result<std::string> post_once(const char* path, const std::string& body, const std::string& token,
+                                bool& token_refused);
+  // The token to send ("" without credentials), authenticating when there is none.
+  Result<std::string> token();
+  // Forgets `stale` (a token etcd refused), unless another thread has replaced it already.
+  void drop_token(const std::string& stale);
 
   std::vector<std::string> endpoints_;
   std::chrono::milliseconds timeout_;
@@ -112,6 +127,10 @@ class EtcdClient {
   std::mutex watch_mutex_;
   httplib::Client* watch_client_ = nullptr;  // the one a watch_prefix() reads, under watch_mutex_
   std::atomic<bool> cancelled_{false};
+  std::mutex auth_mutex_;
+  std::string user_;
+  std::string password_;
+  std::string token_;  // under auth_mutex_
 };
 
 }  // namespace cxlpool::daemon

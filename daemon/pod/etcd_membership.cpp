@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "etcd_membership.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
 #include "../logging.hpp"
+#include "pod_auth.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -19,6 +22,10 @@ EtcdPodMembership::EtcdPodMembership(const PodSection& config, PodMember self)
       key_(prefix_ + self.host),
       client_(config.etcd_endpoints, std::chrono::milliseconds(config.etcd_timeout_ms)),
       self_(std::move(self)) {
+  if (!config.etcd_user.empty()) {
+    // Checked at start (check_config_on_host); a file gone since fails the authentication.
+    client_.set_credentials(config.etcd_user, load_etcd_password(config.etcd_password_file, ::geteuid()).value_or(""));
+  }
   std::string endpoints;
   for (const auto& e : config_.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
   logger("pod")->info("pod '{}': member '{}' through etcd at {}", config_.name, self_.host, endpoints);

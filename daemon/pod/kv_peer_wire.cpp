@@ -55,8 +55,7 @@ class Reader {
 };
 
 bool known_type(uint16_t t) {
-  return (t >= 1 && t <= 8) || t == static_cast<uint16_t>(KvPeerType::kProbe) ||
-         t == static_cast<uint16_t>(KvPeerType::kProbeReply);
+  return t >= 1 && t <= 14;  // 11..14: the handshake
 }
 
 }  // namespace

@@ -34,6 +34,12 @@ enum class KvPeerType : uint16_t {
   kReplicateReply = 8,  // how many of the keys the peer took on
   kProbe = 9,           // from, namespace fingerprint, keys → kProbeReply (nothing pinned)
   kProbeReply = 10,     // how many leading keys the holder has, on any tier
+  // The handshake of an authenticated connection (pod_auth.hpp,
+  // kv_auth_wire.hpp), before any other message.
+  kAuthHello = 11,      // client's name and nonce → kAuthChallenge
+  kAuthChallenge = 12,  // server's name and nonce
+  kAuthProof = 13,      // client's proof → kAuthAccept
+  kAuthAccept = 14,     // server's proof
 };
 
 inline constexpr uint32_t kKvPeerMagic = 0x4b505843;  // "CXPK"

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pod_kv.hpp"
 
+#include "kv_peer_link.hpp"
+
+#include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -13,6 +16,7 @@
 #include "../logging.hpp"
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/crc32c.hpp"
+#include "kv_peer_link.hpp"
 #include "kv_peer_socket.hpp"
 
 namespace cxlpool::daemon {
@@ -24,59 +28,45 @@ using namespace std::chrono_literals;
 // after this long: the chunk may then move, and a late read of it fails
 // its checksum instead of returning other bytes.
 constexpr uint64_t kPinTimeoutNs = 30'000'000'000ULL;
-constexpr auto kConnectTimeout = 1000ms;
-constexpr auto kExchangeTimeout = 5000ms;
 constexpr uint32_t kMaxPeerConnections = 64;
 // Pins one connection may hold at once: a peer that never unpins cannot
 // keep more than this much of the arenas from being evicted.
 constexpr size_t kMaxPinsPerConnection = 4 * kMaxPinKeys;
 constexpr int kFetchThreads = 2;
+// A peer has this long to finish the handshake of an authenticated pod.
+constexpr uint64_t kAuthTimeoutNs = 5'000'000'000ULL;
+
+// "ADDRESS:PORT" of a connection's peer, for the log.
+std::string peer_address(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  char host[NI_MAXHOST] = "?";
+  char port[NI_MAXSERV] = "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    (void)::getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host, port, sizeof port,
+                        NI_NUMERICHOST | NI_NUMERICSERV);
+  }
+  return std::string(host) + ":" + port;
+}
 
 }  // namespace
 
-struct PodKv::Link {
-  std::string host;
-  std::string address;
-  UniqueFd fd;
-  std::optional<hal::PeerId> peer;
-  uint64_t next_id = 1;
-  std::string last_warning;
-
-  // One request and its reply on this connection.
-  Result<KvPeerFrame> exchange(KvPeerType type, std::span<const std::byte> body, KvPeerType reply_type) {
-    if (!fd) {
-      auto connected = kv_peer_connect(address, kConnectTimeout);
-      if (!connected) return tl::unexpected(connected.error());
-      fd = std::move(*connected);
-      timeval tv{};
-      tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kExchangeTimeout).count();
-      (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
-    const uint64_t id = next_id++;
-    auto fail_link = [&](const Error& e) -> Result<KvPeerFrame> {
-      fd.reset();  // the stream may be out of step: start a fresh one next time
-      return tl::unexpected(e);
-    };
-    if (auto sent = send_kv_peer_frame(fd.get(), type, id, body); !sent) return fail_link(sent.error());
-    auto frame = recv_kv_peer_frame(fd.get());
-    if (!frame) return fail_link(frame.error());
-    if (frame->header.type != reply_type || frame->header.id != id) {
-      return fail_link(Error{EPROTO, "peer '" + host + "' answered out of turn"});
-    }
-    return frame;
-  }
+struct PodKv::Link : KvPeerLink {
+  std::optional<hal::PeerId> peer;  // its transport card, added to the engine
 };
 
 PodKv::PodKv(const PodSection& config, std::string self_host, PodFabric& fabric, MembersFn members,
-             uint64_t slot_bytes)
+             uint64_t slot_bytes, PodSecret secret)
     : config_(config),
       self_(std::move(self_host)),
       fabric_(fabric),
       members_(std::move(members)),
       slot_bytes_(slot_bytes),
+      secret_(std::move(secret)),
       event_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       stop_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
-      replicas_(config.replica_num, self_, members_, [this] { wake(); }) {
+      replicas_(config.replica_num, self_, members_, [this] { wake(); },
+                [this](KvPeerLink& link) { secure_link(link); }) {
   if (config_.address.empty()) {
     serve_error_ = "[pod] address is empty: peers cannot read this host's KV chunks";
   } else if (auto fd = kv_peer_listen(config_.address); !fd) {
@@ -87,7 +77,8 @@ PodKv::PodKv(const PodSection& config, std::string self_host, PodFabric& fabric,
   }
   if (!serve_error_.empty()) logger("pod")->error("KV chunks not served to peers: {}", serve_error_);
   for (int i = 0; i < kFetchThreads; ++i) fetchers_.emplace_back([this] { fetch_loop(); });
-  prober_ = std::make_unique<PodKvProbe>(self_, members_, [this] { wake(); });
+  prober_ = std::make_unique<PodKvProbe>(self_, members_, [this] { wake(); },
+                                         [this](KvPeerLink& link) { secure_link(link); });
 }
 
 PodKv::~PodKv() { stop(); }
@@ -166,6 +157,24 @@ void PodKv::count(const std::function<void(PodKvCounters&)>& change) {
   change(counters_);
 }
 
+void PodKv::secure_link(KvPeerLink& link) {
+  if (secret_.empty()) return;
+  link.on_connect = [this, host = link.host](int fd) -> Result<void> {
+    auto ok = kv_auth_client(fd, secret_, self_, host);
+    if (!ok) auth_failed("to '" + host + "'", ok.error());
+    return ok;
+  };
+}
+
+void PodKv::auth_failed(const std::string& who, const Error& error) {
+  count([](PodKvCounters& c) { ++c.auth_failures; });
+  uint64_t suppressed = 0;
+  if (auth_log_.allow(monotonic_ns(), suppressed)) {
+    logger("pod")->warn("KV control connection {} refused: {}{}", who, error.message,
+                        suppressed == 0 ? "" : " (" + std::to_string(suppressed) + " more since the last such line)");
+  }
+}
+
 PodKvCounters PodKv::counters() const {
   std::lock_guard lock(mutex_);
   return counters_;
@@ -173,10 +182,27 @@ PodKvCounters PodKv::counters() const {
 
 // ---------------------------------------------------------------- holder
 
+void PodKv::reap_connections() {
+  std::vector<std::thread> done;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::thread::id id : finished_) {
+      auto it = std::find_if(connections_.begin(), connections_.end(), [&](const auto& t) { return t.get_id() == id; });
+      if (it == connections_.end()) continue;
+      done.push_back(std::move(*it));
+      connections_.erase(it);
+    }
+    finished_.clear();
+  }
+  for (auto& t : done) t.join();  // each has returned from serve()
+}
+
 void PodKv::accept_loop() {
   for (;;) {
+    reap_connections();
     pollfd p[2] = {{listen_fd_.get(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0 && errno != EINTR) return;
+    // Wakes up every second to join the connection threads that returned.
+    if (::poll(p, 2, 1000) < 0 && errno != EINTR) return;
     if (p[1].revents != 0) return;
     if (p[0].revents == 0) continue;
     UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
@@ -186,7 +212,11 @@ void PodKv::accept_loop() {
     count([](PodKvCounters& c) { ++c.peer_connections; });
     std::lock_guard lock(mutex_);
     if (stopping_) return;
-    connections_.emplace_back([this, fd = std::move(fd)]() mutable { serve(std::move(fd)); });
+    connections_.emplace_back([this, fd = std::move(fd)]() mutable {
+      serve(std::move(fd));
+      std::lock_guard finished(mutex_);
+      finished_.push_back(std::this_thread::get_id());
+    });
   }
 }
 
@@ -206,10 +236,22 @@ void PodKv::serve(UniqueFd fd) {
     (void)post(task);
   };
   timeval tv{};
-  tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kExchangeTimeout).count();
+  tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kKvPeerExchangeTimeout).count();
   (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   (void)::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   auto log = logger("pod");
+  // With a secret nothing is read from a peer before it has proven it
+  // holds it; the name it proved is the only one its pins may carry.
+  std::string peer;
+  if (!secret_.empty()) {
+    auto authenticated = kv_auth_server(fd.get(), secret_, self_, monotonic_ns() + kAuthTimeoutNs, stop_fd_.get());
+    if (!authenticated) {
+      if (authenticated.error().code != ECANCELED) auth_failed("from " + peer_address(fd.get()), authenticated.error());
+      --live_connections_;
+      return;
+    }
+    peer = std::move(*authenticated);
+  }
   for (;;) {
     pollfd p[2] = {{fd.get(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
     const int ready = ::poll(p, 2, 1000);
@@ -236,6 +278,10 @@ void PodKv::serve(UniqueFd fd) {
       auto request = decode_pin_request(frame->body);
       if (!request) {
         log->warn("KV peer: {}", request.error().message);
+        break;
+      }
+      if (!peer.empty() && request->from != peer) {
+        auth_failed("from '" + peer + "'", Error{EACCES, "a pin request in the name of '" + request->from + "'"});
         break;
       }
       std::vector<proto::KvKey> keys = request->keys;
@@ -294,6 +340,10 @@ void PodKv::serve(UniqueFd fd) {
         log->warn("KV peer: {}", request.error().message);
         break;
       }
+      if (!peer.empty() && request->from != peer) {
+        auth_failed("from '" + peer + "'", Error{EACCES, "a probe in the name of '" + request->from + "'"});
+        break;
+      }
       auto held = ask_loop<size_t>(
           [fp = request->fp, keys = request->keys](KvService* kv, const std::shared_ptr<LoopAnswer<size_t>>& a) {
             (void)a->give(kv != nullptr ? kv->held_prefix(fp, keys) : 0);
@@ -306,6 +356,10 @@ void PodKv::serve(UniqueFd fd) {
       auto request = decode_replicate_request(frame->body);
       if (!request) {
         log->warn("KV peer: {}", request.error().message);
+        break;
+      }
+      if (!peer.empty() && request->from != peer) {
+        auth_failed("from '" + peer + "'", Error{EACCES, "a replicate request in the name of '" + request->from + "'"});
         break;
       }
       const uint32_t accepted = replicas_.accept(std::move(*request));
@@ -397,6 +451,7 @@ KvFetchResult PodKv::run_job(const KvFetchJob& job, std::vector<std::unique_ptr<
       links.push_back(std::make_unique<Link>());
       it = std::prev(links.end());
       (*it)->host = m.host;
+      secure_link(**it);
     }
     Link& link = **it;
     if (link.address != m.address) {  // a restarted peer may have moved

@@ -33,6 +33,7 @@
 #include "../kvstore/kv_remote.hpp"
 #include "cxlpool/common/counter_list.hpp"
 #include "cxlpool/common/unique_fd.hpp"
+#include "pod_auth.hpp"
 #include "pod_fabric.hpp"
 #include "pod_kv_probe.hpp"
 #include "pod_kv_replicas.hpp"
@@ -52,7 +53,8 @@ class KvService;
   X(errors,      "remote_errors") /* failed reads, checksums or control exchanges */          \
   X(pins_served, "pins_served")   /* chunks pinned here for peers' reads */                   \
   X(ssd_loads_for_peers, "ssd_loads_for_peers") /* of those: read from SSD into DRAM for them */ \
-  X(peer_connections, "peer_connections") /* control connections peers opened here */
+  X(peer_connections, "peer_connections") /* control connections peers opened here */  \
+  X(auth_failures, "auth_failures") /* control connections closed for failing or skipping the handshake */
 // clang-format on
 
 struct PodKvCounters {
@@ -64,8 +66,10 @@ class PodKv final : public KvRemote {
  public:
   using MembersFn = std::function<std::vector<PodMember>()>;
   // Listens on config.address (when set) and starts the fetch threads.
+  // With a secret, every control connection, both ways, starts with the
+  // handshake of pod_auth.hpp.
   PodKv(const PodSection& config, std::string self_host, PodFabric& fabric, MembersFn members,
-        uint64_t slot_bytes);
+        uint64_t slot_bytes, PodSecret secret = {});
   ~PodKv() override;
   PodKv(const PodKv&) = delete;
   PodKv& operator=(const PodKv&) = delete;
@@ -103,6 +107,8 @@ class PodKv final : public KvRemote {
   struct Link;  // a reader's connection to one peer
 
   void accept_loop();
+  // Joins the connection threads that have returned.
+  void reap_connections();
   void serve(UniqueFd fd);
   // Queues a task for the event loop; false once stopping.
   bool post(const std::shared_ptr<LoopTask>& task);
@@ -119,12 +125,19 @@ class PodKv final : public KvRemote {
   // `failed`: a read or checksum failed, which ends the job's prefix.
   size_t fetch_from(Link& link, const KvFetchJob& job, size_t from, KvFetchResult& result, bool& failed);
   void count(const std::function<void(PodKvCounters&)>& change);
+  // Counts and logs (rate-limited) a control connection closed for its handshake.
+  // Makes a link of this host authenticate its connections (a pod with a
+  // secret).
+  void secure_link(KvPeerLink& link);
+  void auth_failed(const std::string& who, const Error& error);
 
   PodSection config_;
   std::string self_;
   PodFabric& fabric_;
   MembersFn members_;
   uint64_t slot_bytes_;
+  PodSecret secret_;  // empty: connections are not authenticated
+  LogLimiter auth_log_{10'000'000'000ULL};
   UniqueFd event_fd_;
   UniqueFd listen_fd_;
   UniqueFd stop_fd_;  // wakes the accept thread and the connections' polls
@@ -138,6 +151,10 @@ class PodKv final : public KvRemote {
   std::vector<KvFetchResult> results_;
   PodKvCounters counters_;
   std::vector<std::thread> connections_;
+  // Connection threads that have returned, joined by the accept thread
+  // within a second: a peer that connects over and over (one that fails
+  // the handshake, say) cannot pile up exited threads.
+  std::vector<std::thread::id> finished_;
   std::atomic<uint32_t> live_connections_{0};
 
   // Copies of puts on peers, and peers' puts here ([pod] replica_num).

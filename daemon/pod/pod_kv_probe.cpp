@@ -7,6 +7,7 @@
 
 #include "../logging.hpp"
 #include "cxlpool/common/clock.hpp"
+#include "kv_peer_link.hpp"
 #include "kv_peer_socket.hpp"
 
 namespace cxlpool::daemon {
@@ -15,8 +16,6 @@ namespace {
 using namespace std::chrono_literals;
 
 // As a fetch's exchanges: a peer that does not answer in time is skipped.
-constexpr auto kConnectTimeout = 1000ms;
-constexpr auto kExchangeTimeout = 5000ms;
 // A whole probe, over every member it asks: the lookup is answered then
 // with what is known.
 constexpr uint64_t kProbeBudgetNs = 5'000'000'000ULL;
@@ -39,40 +38,14 @@ std::vector<PodMember> kv_peer_walk(std::vector<PodMember> members, const std::s
   return peers;
 }
 
-// This thread's control connection to one member.
-struct PodKvProbe::Link {
-  std::string host;
-  std::string address;
-  UniqueFd fd;
-  uint64_t next_id = 1;
-  std::string last_warning;
+struct PodKvProbe::Link : KvPeerLink {};
 
-  Result<KvPeerFrame> exchange(KvPeerType type, std::span<const std::byte> body, KvPeerType reply_type) {
-    if (!fd) {
-      auto connected = kv_peer_connect(address, kConnectTimeout);
-      if (!connected) return tl::unexpected(connected.error());
-      fd = std::move(*connected);
-      timeval tv{};
-      tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kExchangeTimeout).count();
-      (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
-    const uint64_t id = next_id++;
-    auto fail_link = [&](const Error& e) -> Result<KvPeerFrame> {
-      fd.reset();  // out of step: a fresh connection next time
-      return tl::unexpected(e);
-    };
-    if (auto sent = send_kv_peer_frame(fd.get(), type, id, body); !sent) return fail_link(sent.error());
-    auto frame = recv_kv_peer_frame(fd.get());
-    if (!frame) return fail_link(frame.error());
-    if (frame->header.type != reply_type || frame->header.id != id) {
-      return fail_link(Error{EPROTO, "peer '" + host + "' answered out of turn"});
-    }
-    return frame;
-  }
-};
-
-PodKvProbe::PodKvProbe(std::string self_host, MembersFn members, std::function<void()> wake)
-    : self_(std::move(self_host)), members_(std::move(members)), wake_(std::move(wake)) {
+PodKvProbe::PodKvProbe(std::string self_host, MembersFn members, std::function<void()> wake,
+                       std::function<void(KvPeerLink&)> setup_link)
+    : self_(std::move(self_host)),
+      members_(std::move(members)),
+      wake_(std::move(wake)),
+      setup_link_(std::move(setup_link)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -151,6 +124,7 @@ size_t PodKvProbe::run_job(const KvProbeJob& job, std::vector<Link>& links) {
       links.emplace_back();
       it = std::prev(links.end());
       it->host = m.host;
+      if (setup_link_) setup_link_(*it);
     }
     Link& link = *it;
     if (link.address != m.address) {  // a restarted peer may have moved

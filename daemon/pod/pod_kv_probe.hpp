@@ -8,6 +8,8 @@
 // loop, which pins and probes share.
 #pragma once
 
+#include "kv_peer_link.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -84,7 +86,8 @@ class PodKvProbe {
  public:
   using MembersFn = std::function<std::vector<PodMember>()>;
   // `wake` tells the event loop that results are waiting.
-  PodKvProbe(std::string self_host, MembersFn members, std::function<void()> wake);
+  PodKvProbe(std::string self_host, MembersFn members, std::function<void()> wake,
+             std::function<void(KvPeerLink&)> setup_link = {});
   ~PodKvProbe();
   PodKvProbe(const PodKvProbe&) = delete;
   PodKvProbe& operator=(const PodKvProbe&) = delete;
@@ -104,6 +107,8 @@ class PodKvProbe {
   std::string self_;
   MembersFn members_;
   std::function<void()> wake_;
+  // Run on each new link (the pod's authentication, when it has a secret).
+  std::function<void(KvPeerLink&)> setup_link_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -8,6 +8,7 @@
 
 #include "../kvstore/kv_service.hpp"
 #include "../logging.hpp"
+#include "kv_peer_link.hpp"
 #include "kv_peer_socket.hpp"
 
 namespace cxlpool::daemon {
@@ -15,8 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kConnectTimeout = 1000ms;
-constexpr auto kExchangeTimeout = 5000ms;
 // Keys waiting to be offered to peers, and peers' keys waiting for the
 // event loop: a burst of puts beyond these is not replicated (counted in
 // replication_dropped) rather than held in memory or waited for.
@@ -67,39 +66,15 @@ std::vector<PodMember> replica_candidates(const proto::KvKey& key, std::string_v
   return out;
 }
 
-struct PodKvReplicas::Connection {
-  std::string host;
-  std::string address;
-  UniqueFd fd;
-  uint64_t next_id = 1;
-  std::string last_warning;
+struct PodKvReplicas::Connection : KvPeerLink {};
 
-  Result<KvPeerFrame> exchange(KvPeerType type, std::span<const std::byte> body, KvPeerType reply_type) {
-    if (!fd) {
-      auto connected = kv_peer_connect(address, kConnectTimeout);
-      if (!connected) return tl::unexpected(connected.error());
-      fd = std::move(*connected);
-      timeval tv{};
-      tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kExchangeTimeout).count();
-      (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    }
-    const uint64_t id = next_id++;
-    auto fail_connection = [&](const Error& e) -> Result<KvPeerFrame> {
-      fd.reset();  // the stream may be out of step: start a fresh one next time
-      return tl::unexpected(e);
-    };
-    if (auto sent = send_kv_peer_frame(fd.get(), type, id, body); !sent) return fail_connection(sent.error());
-    auto frame = recv_kv_peer_frame(fd.get());
-    if (!frame) return fail_connection(frame.error());
-    if (frame->header.type != reply_type || frame->header.id != id) {
-      return fail_connection(Error{EPROTO, "peer '" + host + "' answered out of turn"});
-    }
-    return frame;
-  }
-};
-
-PodKvReplicas::PodKvReplicas(uint32_t replica_num, std::string self, MembersFn members, std::function<void()> wake)
-    : replica_num_(replica_num), self_(std::move(self)), members_(std::move(members)), wake_(std::move(wake)) {
+PodKvReplicas::PodKvReplicas(uint32_t replica_num, std::string self, MembersFn members, std::function<void()> wake,
+                             std::function<void(KvPeerLink&)> setup_link)
+    : replica_num_(replica_num),
+      self_(std::move(self)),
+      members_(std::move(members)),
+      wake_(std::move(wake)),
+      setup_link_(std::move(setup_link)) {
   if (enabled()) sender_ = std::thread([this] { send_loop(); });
 }
 
@@ -170,6 +145,7 @@ void PodKvReplicas::send(const Outgoing& put, std::vector<std::unique_ptr<Connec
       connections.push_back(std::make_unique<Connection>());
       it = std::prev(connections.end());
       (*it)->host = m.host;
+      if (setup_link_) setup_link_(**it);
     }
     Connection& c = **it;
     if (c.address != m.address) {  // a restarted peer may have moved

@@ -17,6 +17,8 @@
 // so a holder that dies before its peers pulled the copies loses them.
 #pragma once
 
+#include "kv_peer_link.hpp"
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -70,7 +72,8 @@ class PodKvReplicas {
   // replica_num: [pod] replica_num (copies including this host's). `wake`
   // signals the event loop (the pod's eventfd). Starts the sender thread
   // when replica_num > 1.
-  PodKvReplicas(uint32_t replica_num, std::string self, MembersFn members, std::function<void()> wake);
+  PodKvReplicas(uint32_t replica_num, std::string self, MembersFn members, std::function<void()> wake,
+                std::function<void(KvPeerLink&)> setup_link = {});
   ~PodKvReplicas();
   PodKvReplicas(const PodKvReplicas&) = delete;
   PodKvReplicas& operator=(const PodKvReplicas&) = delete;
@@ -114,6 +117,8 @@ class PodKvReplicas {
   std::string self_;
   MembersFn members_;
   std::function<void()> wake_;
+  // Run on each new link (the pod's authentication, when it has a secret).
+  std::function<void(KvPeerLink&)> setup_link_;
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the KV control messages a daemon reads from its
 // pod's peers over TCP (pin, pin reply, unpin, card reply, probe, probe
-// reply, replicate, replicate reply): bytes anyone on
+// reply, replicate, replicate reply, the handshake of an authenticated
+// pod): bytes anyone on
 // the pod's network could send to a daemon running as root. The input is a
 // frame: a 20-byte header, then the body its type names. Properties:
 // rejections carry EINVAL with a message; an accepted header or body keeps
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "fuzz_violation.hpp"
+#include "pod/kv_auth_wire.hpp"
 #include "pod/kv_peer_wire.hpp"
 #include "pod/pod_name.hpp"
 
@@ -89,6 +91,17 @@ void check_body(KvPeerType type, std::span<const std::byte> body) {
         if (r->accepted > kMaxPinKeys) violated("replicate reply", "more keys accepted than asked");
         same_bytes(encode_replicate_reply(*r), body, "replicate reply");
       }
+      break;
+    case KvPeerType::kAuthHello:
+    case KvPeerType::kAuthChallenge:
+      if (auto r = decode_auth_hello(body); accepted(r, {EINVAL})) {
+        if (!valid_pod_name(r->name)) violated("auth hello", "member name accepted: " + r->name);
+        same_bytes(encode_auth_hello(*r), body, "auth hello");
+      }
+      break;
+    case KvPeerType::kAuthProof:
+    case KvPeerType::kAuthAccept:
+      if (auto r = decode_auth_proof(body); accepted(r, {EINVAL})) same_bytes(encode_auth_proof(*r), body, "auth proof");
       break;
     case KvPeerType::kUnpinReply:
     case KvPeerType::kCard:

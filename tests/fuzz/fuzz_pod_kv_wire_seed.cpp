@@ -5,13 +5,16 @@
 // more entries than keys, a zero-length chunk, trailing bytes, an
 // unprintable card, a probe without keys, a probe reply holding more keys
 // than asked or cut short, a replicate reply accepting more keys than
-// asked).
+// asked; a handshake message with a bad name, a short nonce, a proof too
+// long or empty).
 //   fuzz_pod_kv_wire_seed DIR          write DIR/<name>.bin
 //   fuzz_pod_kv_wire_seed --check DIR  exit 1 unless DIR holds exactly those bytes
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "pod/kv_auth_wire.hpp"
 #include "pod/kv_peer_wire.hpp"
 #include "seed_corpus.hpp"
 
@@ -104,6 +107,24 @@ std::vector<Seed> seeds() {
   reply_trailing.push_back(std::byte{0});
   out.push_back({"replicate-reply-trailing.bin", frame(KvPeerType::kReplicateReply, reply_trailing)});
   out.push_back({"card-reply-unprintable.bin", frame(KvPeerType::kCardReply, text(std::string("a\0b", 3)))});
+
+  // The handshake of an authenticated pod, and its near misses.
+  KvAuthHello hello{"node-b", {}};
+  for (size_t i = 0; i < hello.nonce.size(); ++i) hello.nonce[i] = static_cast<std::byte>(i * 7 + 1);
+  std::array<std::byte, kKvAuthMacBytes> proof{};
+  for (size_t i = 0; i < proof.size(); ++i) proof[i] = static_cast<std::byte>(0xa0 ^ i);
+  out.push_back({"auth-hello.bin", frame(KvPeerType::kAuthHello, encode_auth_hello(hello))});
+  out.push_back({"auth-challenge.bin", frame(KvPeerType::kAuthChallenge, encode_auth_hello({"node-a", hello.nonce}))});
+  out.push_back({"auth-proof.bin", frame(KvPeerType::kAuthProof, encode_auth_proof(proof))});
+  out.push_back({"auth-accept.bin", frame(KvPeerType::kAuthAccept, encode_auth_proof(proof))});
+  out.push_back({"auth-hello-bad-name.bin", frame(KvPeerType::kAuthHello, encode_auth_hello({"a/b", hello.nonce}))});
+  auto short_hello = encode_auth_hello(hello);
+  short_hello.pop_back();
+  out.push_back({"auth-hello-short-nonce.bin", frame(KvPeerType::kAuthHello, short_hello)});
+  auto long_proof = encode_auth_proof(proof);
+  long_proof.push_back(std::byte{0});
+  out.push_back({"auth-proof-trailing.bin", frame(KvPeerType::kAuthProof, long_proof)});
+  out.push_back({"auth-proof-empty.bin", frame(KvPeerType::kAuthProof, {})});
   return out;
 }
 

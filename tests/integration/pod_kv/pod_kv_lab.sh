@@ -55,11 +55,52 @@ pod_kv_lab() {
     ip -n "$(pod_kv_ns $h)" link set "${lab_prefix}${h}_$tag" up
   done
   etcd_url=http://10.$lab_net.0.1:23795
+  pod_kv_etcd_start
+}
+
+# etcd in A's namespace (again, after a kill: same data directory); its
+# pid in $pid_etcd.
+pod_kv_etcd_start() {
   ip netns exec "$A" "$lab_etcd" --name=podkv --data-dir="$dir/etcd" --listen-client-urls="$etcd_url" \
     --advertise-client-urls="$etcd_url" --listen-peer-urls=http://127.0.0.1:23796 \
     --initial-advertise-peer-urls=http://127.0.0.1:23796 --initial-cluster=podkv=http://127.0.0.1:23796 \
-    --log-level=warn > "$dir/etcd.log" 2>&1 &
+    --log-level=warn >> "$dir/etcd.log" 2>&1 &
   pids+=($!)
+  pid_etcd=$!
+}
+
+# pod_kv_etcd_auth USER PASSWORD: turns etcd's authentication on, with
+# root (password "root-pw") and USER, whose role may read and write
+# /cxlpool/ and nothing else (through the v3 JSON gateway, from A).
+pod_kv_etcd_auth() {
+  ip netns exec "$A" python3 - "$etcd_url" "$1" "$2" <<'PY'
+import base64, json, sys, time, urllib.error, urllib.request
+url, user, password = sys.argv[1:4]
+def call(path, body):
+    req = urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as reply:
+        return json.load(reply)
+b64 = lambda s: base64.b64encode(s.encode()).decode()
+for _ in range(100):  # etcd may still be starting
+    try:
+        call("/v3/auth/user/add", {"name": "root", "password": "root-pw"})
+        break
+    except Exception:
+        time.sleep(0.1)
+else:
+    sys.exit("etcd did not answer")
+try:
+    call("/v3/auth/role/add", {"name": "root"})
+except urllib.error.HTTPError:
+    pass  # etcd versions that have it already
+call("/v3/auth/user/grant", {"user": "root", "role": "root"})
+call("/v3/auth/role/add", {"name": "cxlpool-pod"})
+call("/v3/auth/role/grant", {"name": "cxlpool-pod",
+                             "perm": {"permType": "READWRITE", "key": b64("/cxlpool/"), "range_end": b64("/cxlpool0")}})
+call("/v3/auth/user/add", {"name": user, "password": password})
+call("/v3/auth/user/grant", {"user": user, "role": "cxlpool-pod"})
+call("/v3/auth/enable", {})
+PY
 }
 
 pod_kv_lab_cleanup() {

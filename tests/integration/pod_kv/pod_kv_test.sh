@@ -3,7 +3,11 @@
 # The KV store across a pod: two cxlpoold ("hosts" A and B), each in a
 # network namespace of its own, joined by a veth pair, with etcd in A's
 # namespace; the transfer engine runs tcp;ofi_rxm over the veth (shm off,
-# since both namespaces share this host's memory).
+# since both namespaces share this host's memory). Both daemons hold the
+# pod's secret ([pod] secret_file): their control connections start with
+# the handshake. etcd's authentication is on: the daemons call it as a
+# user whose role may only use /cxlpool/ ([pod] etcd_user,
+# etcd_password_file).
 #   1. prefill -> decode handoff: a client on A puts chunks, a client on B
 #      gets them, byte-exact, and the counters of both say they moved;
 #   2. four clients on B get another sequence A put, concurrently, over
@@ -12,7 +16,12 @@
 #      other puts): B gets them byte-exact, A read them into DRAM for it;
 #   4. B's lookup of a prefix only A holds reports it (result2), without
 #      fetching it;
-#   5. A is killed with SIGKILL: B's get of a sequence only A held is a
+#   5. a client on B's network that sends A a pin without the handshake
+#      is closed without an answer, and A counts it (pod.kv.auth_failures);
+#      so are 100 that connect and close, without A keeping their threads;
+#   6. etcd restarts (its tokens are gone): both daemons authenticate
+#      again and are connected, with both members listed;
+#   7. A is killed with SIGKILL: B's get of a sequence only A held is a
 #      miss (at once, and after B dropped A), while what B fetched before
 #      is still served from B.
 # Needs root, iproute2, etcd (Debian's etcd-server) and python3 (exit 77
@@ -32,6 +41,13 @@ fail() {
 kv_keys="slot_bytes = 1048576
 dram_bytes = 134217728
 put_window_bytes = 33554432"
+head -c 32 /dev/urandom > "$dir/pod.key"
+chmod 600 "$dir/pod.key"
+(umask 077; printf 'member-pw\n' > "$dir/etcd.pw")
+pod_kv_etcd_auth cxlpool-member member-pw || fail "could not turn etcd's authentication on"
+pod_keys="secret_file = \"$dir/pod.key\"
+etcd_user = \"cxlpool-member\"
+etcd_password_file = \"$dir/etcd.pw\""
 # A: 48 DRAM slots over an SSD tier that every commit is written through to,
 # so that chunks pushed out of DRAM are on SSD only.
 pod_kv_start a "slot_bytes = 1048576
@@ -40,8 +56,8 @@ put_window_bytes = 33554432
 ssd_path = \"$dir/a-ssd.img\"
 ssd_bytes = 268435456
 ssd_region_bytes = 4194304
-ssd_sync = \"per-commit\""
-pod_kv_start b "$kv_keys"
+ssd_sync = \"per-commit\"" "$pod_keys"
+pod_kv_start b "$kv_keys" "$pod_keys"
 pod_kv_wait_both
 [ "$(field b "s['fabric']['transport']")" = "ofi tcp;ofi_rxm" ] || fail "B's transfer engine: $(status b)"
 
@@ -50,6 +66,20 @@ put() { "$client" put "$dir/a/cxlpoold.sock" "$@"; }
 lookup() { "$client" lookup "$dir/$1/cxlpoold.sock" "${@:2}"; }
 metric() {  # HOST NAME: a counter of `cxlpoolctl stats`
   CXLPOOL_SOCKET="$dir/$1/cxlpoold.sock" "$ctl" stats 2>/dev/null | awk -v n="$2" '$1 == n {print $2}'
+}
+# counter HOST NAME: one of the daemon's counters (`cxlpoolctl stats`).
+counter() {
+  CXLPOOL_SOCKET="$dir/$1/cxlpoold.sock" "$ctl" --json stats 2>/dev/null |
+    python3 -c "import json,sys; print(json.load(sys.stdin).get('$2', '?'))" 2>/dev/null || echo "?"
+}
+wait_counter() {  # HOST NAME AT-LEAST SECONDS
+  local i v
+  for i in $(seq $(($4 * 10))); do
+    v=$(counter "$1" "$2")
+    [ "$v" != "?" ] && [ "$v" -ge "$3" ] && return 0
+    sleep 0.1
+  done
+  return 1
 }
 
 echo "== 1. prefill on A, decode on B"
@@ -92,7 +122,64 @@ echo "$out"
 [ "$(metric a pod.kv.probes_served)" -ge 2 ] || fail "A's probes_served: $(metric a pod.kv.probes_served)"
 [ "$(get 5 3 1048576)" = "got=3 bad=0" ] || fail "B's get after the lookup"
 
-echo "== 5. A killed: what only A held is a miss"
+echo "== 5. a pin without the handshake is refused"
+grep -q "secret_file is not set" "$dir/a.log" && fail "A says it runs without a secret"
+for h in a b; do
+  [ "$(counter $h pod.kv.auth_failures)" = 0 ] || fail "a handshake between A and B failed ($h counted one)"
+done
+out=$(ip netns exec "$B" python3 - "10.$lab_net.0.1" 7411 <<'PY'
+import socket, struct, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+# A pin request (type 1) of one key, in B's name, as kv_peer_wire.hpp frames it.
+body = struct.pack("<H", 6) + b"host-b" + struct.pack("<QQI", 1, 2, 1) + struct.pack("<QQ", 3, 4)
+s.sendall(struct.pack("<IHHIQ", 0x4B505843, 1, 1, len(body), 1) + body)
+try:
+    data = s.recv(4096)
+except ConnectionResetError:
+    data = b""
+print("closed" if data == b"" else "answered with %d bytes" % len(data))
+PY
+) || fail "the raw client: $out"
+[ "$out" = "closed" ] || fail "A answered a pin that skipped the handshake: $out"
+wait_counter a pod.kv.auth_failures 1 5 ||
+  fail "A did not count the refused connection: $(counter a pod.kv.auth_failures)"
+grep -q "KV control connection from 10.$lab_net.0.2:[0-9]* refused" "$dir/a.log" || fail "A did not log the refusal"
+# 100 more that connect and close at once: each is counted, and A joins the
+# threads that served them (an exited thread left unjoined keeps its 8 MiB
+# stack mapped: 100 would add 800 MiB to A's address space).
+vm_before=$(awk '/^VmSize/ {print $2}' "/proc/$pid_a/status")
+ip netns exec "$B" python3 - "10.$lab_net.0.1" 7411 <<'PY' || fail "the raw client could not connect"
+import socket, sys, time
+for _ in range(100):
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10).close()
+    time.sleep(0.002)
+PY
+wait_counter a pod.kv.auth_failures 101 10 || fail "A counted $(counter a pod.kv.auth_failures) of 101 refused connections"
+# The accept thread joins returned threads every second.
+for i in $(seq 50); do
+  vm_after=$(awk '/^VmSize/ {print $2}' "/proc/$pid_a/status")
+  [ $((vm_after - vm_before)) -lt $((256 * 1024)) ] && break
+  sleep 0.1
+done
+[ $((vm_after - vm_before)) -lt $((256 * 1024)) ] ||
+  fail "A's address space grew by $((vm_after - vm_before)) KiB over 100 refused connections"
+put 7 4 1048576 | grep -q "stored=4" || fail "put on A"
+[ "$(get 7 4 1048576)" = "got=4 bad=0" ] || fail "B's authenticated gets stopped working"
+
+echo "== 6. etcd restarted: the daemons authenticate again"
+errors_before=$(field b "s['etcd_errors']")
+kill "$pid_etcd"
+wait "$pid_etcd" 2>/dev/null || true
+pod_kv_etcd_start
+for h in a b; do
+  wait_for $h "s['connected'] and sorted(m['host'] for m in s['members'])" "['host-a', 'host-b']" 15 ||
+    fail "daemon $h did not come back to etcd: $(status $h)"
+done
+[ "$(field b "s['etcd_errors']")" -gt "$errors_before" ] || fail "B did not notice etcd's restart: $(status b)"
+put 8 2 1048576 | grep -q "stored=2" || fail "put on A"
+[ "$(get 8 2 1048576)" = "got=2 bad=0" ] || fail "gets after etcd's restart"
+
+echo "== 7. A killed: what only A held is a miss"
 put 3 4 1048576 | grep -q "stored=4" || fail "put on A"
 kill -9 "$pid_a"
 wait "$pid_a" 2>/dev/null || true

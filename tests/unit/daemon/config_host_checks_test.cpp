@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What --check-config and the start check against the host: emulated tiers
 // the machine cannot back, and an ssd_path that is a link, not a file, or in
-// a directory that does not exist.
+// a directory that does not exist; a pod secret file that is missing, not
+// a regular file, not its owner's alone, of another owner, or too short;
+// the etcd password file likewise.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 
 #include "config.hpp"
 #include "config_host_checks.hpp"
+#include "pod/pod_auth.hpp"
 #include "cxlpool/common/units.hpp"
 #include "support/temp_dir.hpp"
 
@@ -87,6 +90,141 @@ TEST(EmulatedCapacityCheck, ATierLargerThanMemoryAndSwapIsRefused) {
   EXPECT_TRUE(check_emulated_capacity(config, 0)) << "unknown host size: nothing to compare";
   EXPECT_GT(host_memory_and_swap_bytes(), 0u);
   EXPECT_TRUE(check_config_on_host(embedded_default_config()));
+}
+
+class PodSecretCheck : public ::testing::Test {
+ protected:
+  void SetUp() override { pod.secret_file = (dir / "pod.key").string(); }
+  // A file of `bytes` bytes with `mode`, owned by this process.
+  void write(size_t bytes, mode_t mode) {
+    std::ofstream(pod.secret_file) << std::string(bytes, 'k');
+    ASSERT_EQ(::chmod(pod.secret_file.c_str(), mode), 0);
+  }
+  // The check's error, which must name the key and the path.
+  Error refusal(uid_t uid = ::geteuid()) {
+    auto ok = check_pod_secret(pod, uid);
+    if (ok) return Error{0, "accepted"};
+    EXPECT_NE(ok.error().message.find("pod.secret_file " + pod.secret_file), std::string::npos)
+        << ok.error().message;
+    return ok.error();
+  }
+  test::TempDir scratch{"podsecret"};
+  const std::filesystem::path dir = scratch.path();
+  PodSection pod;
+};
+
+TEST_F(PodSecretCheck, NoFileMeansNoAuthentication) {
+  EXPECT_TRUE(check_pod_secret(PodSection{}, ::geteuid()));
+  auto secret = load_pod_secret("", ::geteuid());
+  ASSERT_TRUE(secret);
+  EXPECT_TRUE(secret->empty());
+}
+
+TEST_F(PodSecretCheck, APrivateFileOfThirtyTwoBytesOrMorePasses) {
+  write(32, 0600);
+  EXPECT_TRUE(check_pod_secret(pod, ::geteuid()));
+  write(4096, 0400);
+  auto secret = load_pod_secret(pod.secret_file, ::geteuid());
+  ASSERT_TRUE(secret) << secret.error().message;
+  EXPECT_EQ(secret->bytes().size(), 4096u);
+  EXPECT_EQ(secret->bytes()[0], std::byte{'k'});
+  // A link to such a file is followed (secrets are often mounted so).
+  std::filesystem::create_symlink(pod.secret_file, dir / "link.key");
+  pod.secret_file = (dir / "link.key").string();
+  EXPECT_TRUE(check_pod_secret(pod, ::geteuid()));
+}
+
+TEST_F(PodSecretCheck, AMissingFileIsRefused) {
+  EXPECT_EQ(refusal().code, ENOENT);
+  EXPECT_NE(refusal().message.find("does not exist"), std::string::npos);
+}
+
+TEST_F(PodSecretCheck, ADirectoryOrAFifoIsRefused) {
+  std::filesystem::create_directory(pod.secret_file);
+  EXPECT_EQ(refusal().code, EINVAL);
+  EXPECT_NE(refusal().message.find("not a regular file"), std::string::npos);
+  pod.secret_file = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(pod.secret_file.c_str(), 0600), 0);
+  EXPECT_EQ(refusal().code, EINVAL) << "a FIFO must be refused, not read (nor waited on)";
+}
+
+TEST_F(PodSecretCheck, AnyAccessForGroupOrOthersIsRefused) {
+  for (mode_t mode : {0640, 0620, 0604, 0602, 0610, 0601, 0644, 0666}) {
+    write(32, mode);
+    const Error e = refusal();
+    EXPECT_EQ(e.code, EPERM) << std::oct << mode;
+    EXPECT_NE(e.message.find("chmod 600"), std::string::npos) << e.message;
+  }
+}
+
+TEST_F(PodSecretCheck, AShortOrHugeFileIsRefused) {
+  write(31, 0600);
+  Error e = refusal();
+  EXPECT_EQ(e.code, EINVAL);
+  EXPECT_NE(e.message.find("holds 31 bytes"), std::string::npos) << e.message;
+  write(0, 0600);
+  EXPECT_EQ(refusal().code, EINVAL);
+  write(4097, 0600);
+  EXPECT_EQ(refusal().code, EINVAL);
+}
+
+TEST_F(PodSecretCheck, AFileOfAnotherOwnerIsRefused) {
+  write(32, 0600);
+  // The daemon's uid as seen by the check: a file of this process's uid is
+  // accepted for a daemon running as that uid, refused for another one
+  // unless it belongs to root.
+  const uid_t me = ::geteuid();
+  if (me == 0) {
+    EXPECT_TRUE(check_pod_secret(pod, 4242)) << "root's file is accepted whatever the daemon's uid";
+    ASSERT_EQ(::chown(pod.secret_file.c_str(), 4242, 4242), 0);
+    EXPECT_TRUE(check_pod_secret(pod, 4242)) << "the daemon's own file";
+    const Error e = refusal(0);
+    EXPECT_EQ(e.code, EPERM);
+    EXPECT_NE(e.message.find("owned by uid 4242"), std::string::npos) << e.message;
+    EXPECT_EQ(refusal(4343).code, EPERM);
+  } else {
+    const Error e = refusal(me + 1);
+    EXPECT_EQ(e.code, EPERM);
+    EXPECT_NE(e.message.find("owned by uid " + std::to_string(me)), std::string::npos) << e.message;
+  }
+}
+
+TEST_F(PodSecretCheck, TheEtcdPasswordFileIsCheckedTheSameWay) {
+  PodSection with_password;
+  with_password.etcd_password_file = (dir / "etcd.pw").string();
+  auto refused = [&](int code, const std::string& fragment) {
+    auto ok = check_pod_secret(with_password, ::geteuid());
+    ASSERT_FALSE(ok);
+    EXPECT_EQ(ok.error().code, code);
+    EXPECT_NE(ok.error().message.find("pod.etcd_password_file " + with_password.etcd_password_file),
+              std::string::npos)
+        << ok.error().message;
+    EXPECT_NE(ok.error().message.find(fragment), std::string::npos) << ok.error().message;
+  };
+  refused(ENOENT, "does not exist");
+  std::ofstream(with_password.etcd_password_file) << "pw\n";
+  ASSERT_EQ(::chmod(with_password.etcd_password_file.c_str(), 0640), 0);
+  refused(EPERM, "chmod 600");
+  ASSERT_EQ(::chmod(with_password.etcd_password_file.c_str(), 0600), 0);
+  EXPECT_TRUE(check_pod_secret(with_password, ::geteuid()));
+  auto password = load_etcd_password(with_password.etcd_password_file, ::geteuid());
+  ASSERT_TRUE(password);
+  EXPECT_EQ(*password, "pw") << "one trailing newline is not part of it";
+  std::ofstream(with_password.etcd_password_file) << "pw\n\n";
+  EXPECT_EQ(*load_etcd_password(with_password.etcd_password_file, ::geteuid()), "pw\n");
+  std::ofstream(with_password.etcd_password_file) << "\n";
+  refused(EINVAL, "holds no password");
+  std::ofstream(with_password.etcd_password_file).close();
+  refused(EINVAL, "holds 0 bytes");
+  EXPECT_EQ(*load_etcd_password("", ::geteuid()), "");
+}
+
+TEST_F(PodSecretCheck, TheStartRunsTheCheck) {
+  Config config;
+  config.pod.secret_file = pod.secret_file;
+  auto ok = check_config_on_host(config);
+  ASSERT_FALSE(ok);
+  EXPECT_EQ(ok.error().code, ENOENT);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ Result<Config> parse(const std::string& text) { return parse_config(text, kSourc
 
 const std::vector<std::string> kPodKeys = {"state",           "name",     "host",    "etcd_endpoints", "lease_ttl_s",
                                            "etcd_timeout_ms", "provider", "address", "rails",          "shm",
-                                           "replica_num"};
+                                           "replica_num",     "secret_file",     "etcd_user", "etcd_password_file"};
 
 constexpr const char* kEveryKey = R"([pod]
 state = "etcd"
@@ -30,6 +30,9 @@ address = "10.0.0.3:7100"
 rails = ["10.0.0.3", "fd00::3"]
 shm = false
 replica_num = 3
+secret_file = "/etc/cxlpool/pod.key"
+etcd_user = "cxlpool-node-3"
+etcd_password_file = "/etc/cxlpool/etcd.pw"
 )";
 
 TEST(PodConfig, Defaults) {
@@ -47,6 +50,9 @@ TEST(PodConfig, Defaults) {
   EXPECT_TRUE(p.rails.empty());
   EXPECT_TRUE(p.shm);
   EXPECT_EQ(p.replica_num, 1u);
+  EXPECT_TRUE(p.secret_file.empty());
+  EXPECT_TRUE(p.etcd_user.empty());
+  EXPECT_TRUE(p.etcd_password_file.empty());
 }
 
 TEST(PodConfig, EveryKeyIsRead) {
@@ -65,6 +71,9 @@ TEST(PodConfig, EveryKeyIsRead) {
   EXPECT_EQ(p.rails, (std::vector<std::string>{"10.0.0.3", "fd00::3"}));
   EXPECT_FALSE(p.shm);
   EXPECT_EQ(p.replica_num, 3u);
+  EXPECT_EQ(p.secret_file, "/etc/cxlpool/pod.key");
+  EXPECT_EQ(p.etcd_user, "cxlpool-node-3");
+  EXPECT_EQ(p.etcd_password_file, "/etc/cxlpool/etcd.pw");
   for (const std::string& key : kPodKeys) {
     EXPECT_NE(std::string(kEveryKey).find("\n" + key + " = "), std::string::npos) << key;
   }
@@ -96,6 +105,12 @@ TEST(PodConfig, Rejections) {
            Rejection{"[pod]\nreplica_num = 0\n", "pod.replica_num", 2, "between"},
            Rejection{"[pod]\nreplica_num = 9\n", "pod.replica_num", 2, "between"},
            Rejection{"[pod]\nreplica_num = \"2\"\n", "pod.replica_num", 2, "integer"},
+           Rejection{"[pod]\nsecret_file = \"pod.key\"\n", "pod.secret_file", 2, "absolute path"},
+           Rejection{"[pod]\nsecret_file = 7\n", "pod.secret_file", 2, "string"},
+           Rejection{"[pod]\netcd_user = \"a b\"\netcd_password_file = \"/p\"\n", "pod.etcd_user", 2, "printable"},
+           Rejection{"[pod]\netcd_user = \"u\"\netcd_password_file = \"p\"\n", "pod.etcd_password_file", 3, "absolute path"},
+           Rejection{"[pod]\netcd_user = \"u\"\n", "pod.etcd_password_file", 1, "give the file of its password"},
+           Rejection{"[pod]\netcd_password_file = \"/p\"\n", "pod.etcd_user", 1, "give the user"},
        }) {
     SCOPED_TRACE(r.text);
     expect_rejection(r, kSource);

@@ -2,11 +2,13 @@
 // The KV control messages between the daemons of a pod: every message
 // round-trips, and the decoders refuse what a hostile or broken peer could
 // send (bad magic, version, type, sizes, counts, truncation, trailing
-// bytes, chunk lengths a slot cannot hold, more keys accepted than asked).
+// bytes, chunk lengths a slot cannot hold, more keys accepted than asked),
+// the handshake's bodies too.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "pod/kv_auth_wire.hpp"
 #include "pod/kv_peer_wire.hpp"
 
 namespace cxlpool::daemon {
@@ -29,13 +31,15 @@ TEST(KvPeerWire, HeaderRoundTripsAndIsChecked) {
   EXPECT_FALSE(damaged(0, 0x00));  // magic
   EXPECT_FALSE(damaged(4, 0x02));  // version
   EXPECT_FALSE(damaged(6, 0x00));  // type 0
-  EXPECT_FALSE(damaged(6, 0x0b));  // type 11
+  EXPECT_FALSE(damaged(6, 0x0f));  // type 15
   EXPECT_FALSE(damaged(6, 0xff));  // type 255
   EXPECT_FALSE(damaged(10, 0x01)); // body of 64 KiB + 24
   EXPECT_FALSE(decode_kv_peer_header(std::span(bytes).first(kKvPeerHeaderBytes - 1)));
+  EXPECT_TRUE(damaged(6, 0x07));   // kReplicate
   EXPECT_TRUE(damaged(6, 0x09));   // kProbe
   EXPECT_TRUE(damaged(6, 0x0a));   // kProbeReply
-  EXPECT_FALSE(damaged(6, 0x0b));  // type 11
+  EXPECT_TRUE(damaged(6, 0x0b));   // kAuthHello
+  EXPECT_TRUE(damaged(6, 0x0e));   // kAuthAccept
 }
 
 TEST(KvPeerWire, PinRequestRoundTripsAndIsChecked) {
@@ -201,6 +205,62 @@ TEST(KvPeerWire, UnpinAndCardAreChecked) {
   const std::string bad = "a\nb";
   EXPECT_FALSE(decode_card_reply(std::as_bytes(std::span(bad.data(), bad.size()))));
   EXPECT_FALSE(decode_card_reply({}));
+}
+
+TEST(KvPeerWire, HandshakeTypesAreKnown) {
+  for (KvPeerType t : {KvPeerType::kAuthHello, KvPeerType::kAuthChallenge, KvPeerType::kAuthProof,
+                       KvPeerType::kAuthAccept}) {
+    auto back = decode_kv_peer_header(encode_kv_peer_header({t, 40, 0}));
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(back->type, t);
+  }
+  auto bytes = encode_kv_peer_header({KvPeerType::kAuthHello, 0, 0});
+  bytes[6] = std::byte{15};
+  EXPECT_FALSE(decode_kv_peer_header(bytes));
+}
+
+TEST(KvPeerWire, AuthHelloRoundTripsAndIsChecked) {
+  KvAuthHello hello{"node-3.a", {}};
+  for (size_t i = 0; i < hello.nonce.size(); ++i) hello.nonce[i] = static_cast<std::byte>(i + 1);
+  const auto body = encode_auth_hello(hello);
+  EXPECT_EQ(body.size(), 2 + hello.name.size() + kKvAuthRandomBytes);
+  auto back = decode_auth_hello(body);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->name, hello.name);
+  EXPECT_EQ(back->nonce, hello.nonce);
+
+  EXPECT_FALSE(decode_auth_hello({}));
+  EXPECT_FALSE(decode_auth_hello(std::span(body).first(1)));
+  EXPECT_FALSE(decode_auth_hello(std::span(body).first(body.size() - 1)));  // a short nonce
+  auto longer = body;
+  longer.push_back(std::byte{0});
+  EXPECT_FALSE(decode_auth_hello(longer));  // trailing bytes
+  auto lying = body;
+  lying[0] = std::byte{200};  // a name longer than the body
+  EXPECT_FALSE(decode_auth_hello(lying));
+  for (const char* name : {"", ".hidden", "a/b", "a b"}) {
+    const auto bad = encode_auth_hello({name, hello.nonce});
+    auto decoded = decode_auth_hello(bad);
+    EXPECT_FALSE(decoded) << name;
+    if (!decoded) {
+      EXPECT_EQ(decoded.error().code, EINVAL);
+    }
+  }
+  EXPECT_FALSE(decode_auth_hello(encode_auth_hello({std::string(65, 'a'), hello.nonce})));
+}
+
+TEST(KvPeerWire, AuthProofIsExactlyOneMac) {
+  std::array<std::byte, kKvAuthMacBytes> proof{};
+  proof[0] = std::byte{7};
+  proof[31] = std::byte{9};
+  auto back = decode_auth_proof(encode_auth_proof(proof));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, proof);
+  auto body = encode_auth_proof(proof);
+  EXPECT_FALSE(decode_auth_proof(std::span(body).first(31)));
+  body.push_back(std::byte{0});
+  EXPECT_FALSE(decode_auth_proof(body));
+  EXPECT_FALSE(decode_auth_proof({}));
 }
 
 }  // namespace
