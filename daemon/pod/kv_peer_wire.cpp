@@ -102,7 +102,8 @@ std::vector<std::byte> encode_pin_request(const KvPinRequest& request) {
 
 namespace {
 
-// A pin and a probe ask about the same things: `what` names the message.
+// A pin, a probe and a replicate request ask about the same things: `what`
+// names the message.
 Result<KvPinRequest> decode_key_request(std::span<const std::byte> body, const std::string& what) {
   Reader r(body);
   KvPinRequest req;
@@ -147,33 +148,11 @@ Result<KvProbeReply> decode_probe_reply(std::span<const std::byte> body, size_t 
 }
 
 std::vector<std::byte> encode_replicate_request(const KvReplicateRequest& request) {
-  Writer w;
-  w.put_text(request.from);
-  w.put<uint64_t>(request.fp.hi);
-  w.put<uint64_t>(request.fp.lo);
-  w.put<uint32_t>(static_cast<uint32_t>(request.keys.size()));
-  for (const proto::KvKey& k : request.keys) {
-    w.put<uint64_t>(k.lo);
-    w.put<uint64_t>(k.hi);
-  }
-  return w.take();
+  return encode_pin_request(request);
 }
 
 Result<KvReplicateRequest> decode_replicate_request(std::span<const std::byte> body) {
-  Reader r(body);
-  KvReplicateRequest req;
-  uint32_t n = 0;
-  if (!r.get_text(req.from, 64) || !valid_pod_name(req.from)) {
-    return fail(EINVAL, "replicate request: bad member name");
-  }
-  if (!r.get(req.fp.hi) || !r.get(req.fp.lo) || !r.get(n)) return fail(EINVAL, "replicate request: truncated");
-  if (n == 0 || n > kMaxPinKeys) return fail(EINVAL, "replicate request: " + std::to_string(n) + " keys");
-  req.keys.resize(n);
-  for (proto::KvKey& k : req.keys) {
-    if (!r.get(k.lo) || !r.get(k.hi)) return fail(EINVAL, "replicate request: truncated key list");
-  }
-  if (!r.done()) return fail(EINVAL, "replicate request: trailing bytes");
-  return req;
+  return decode_key_request(body, "replicate request");
 }
 
 std::vector<std::byte> encode_replicate_reply(const KvReplicateReply& reply) {

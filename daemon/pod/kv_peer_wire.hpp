@@ -74,11 +74,8 @@ struct KvPinReply {
 
 // The holder `from` committed these chunks and asks the peer to keep a
 // copy of each (docs/pods.md, "Replicas").
-struct KvReplicateRequest {
-  std::string from;  // the holder's member name
-  kvcache::NamespaceFingerprint fp;
-  std::vector<proto::KvKey> keys;  // 1..kMaxPinKeys
-};
+// Asks about the same things as a pin (from: the holder's member name).
+using KvReplicateRequest = KvPinRequest;
 
 struct KvReplicateReply {
   uint32_t accepted = 0;  // keys the peer queued for copying (the rest it refused)

@@ -8,6 +8,7 @@
 
 #include "../kvstore/kv_service.hpp"
 #include "../logging.hpp"
+#include "cxlpool/common/mix64.hpp"
 #include "kv_peer_link.hpp"
 #include "kv_peer_socket.hpp"
 
@@ -22,17 +23,8 @@ using namespace std::chrono_literals;
 constexpr size_t kMaxOutgoingKeys = 8192;
 constexpr size_t kMaxIncomingKeys = 2048;
 
-// FNV-1a of the name, then splitmix64's finalizer over it and the key:
-// cheap, well mixed, and fixed (std::hash may differ between builds).
-uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
+// FNV-1a of the name, then splitmix64's finalizer (mix64) over it and the
+// key: cheap, well mixed, and fixed (std::hash may differ between builds).
 uint64_t name_hash(std::string_view name) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (const char c : name) {
