@@ -161,8 +161,15 @@ for i in $(seq 50); do
   [ $((vm_after - vm_before)) -lt $((256 * 1024)) ] && break
   sleep 0.1
 done
-[ $((vm_after - vm_before)) -lt $((256 * 1024)) ] ||
-  fail "A's address space grew by $((vm_after - vm_before)) KiB over 100 refused connections"
+# Under AddressSanitizer the address space also holds the sanitizer's
+# shadow and quarantine, which grow on their own: the bound is for the
+# plain build (the count above still holds there).
+if ldd "$daemon" 2>/dev/null | grep -q libasan; then
+  echo "pod_kv_test: address-space bound not checked (AddressSanitizer build; grew $((vm_after - vm_before)) KiB)"
+else
+  [ $((vm_after - vm_before)) -lt $((256 * 1024)) ] ||
+    fail "A's address space grew by $((vm_after - vm_before)) KiB over 100 refused connections"
+fi
 put 7 4 1048576 | grep -q "stored=4" || fail "put on A"
 [ "$(get 7 4 1048576)" = "got=4 bad=0" ] || fail "B's authenticated gets stopped working"
 
