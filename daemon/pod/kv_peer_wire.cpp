@@ -119,6 +119,24 @@ Result<KvPinRequest> decode_key_request(std::span<const std::byte> body, const s
   return req;
 }
 
+// A probe's and a replicate request's answer: one count of the keys asked.
+std::vector<std::byte> encode_count_reply(uint32_t count) {
+  Writer w;
+  w.put<uint32_t>(count);
+  return w.take();
+}
+
+Result<uint32_t> decode_count_reply(std::span<const std::byte> body, size_t asked, const std::string& what,
+                                    const std::string& verb) {
+  Reader r(body);
+  uint32_t count = 0;
+  if (!r.get(count) || !r.done()) return fail(EINVAL, what + ": not 4 bytes");
+  if (count > asked) {
+    return fail(EINVAL, what + ": " + std::to_string(count) + " keys " + verb + " of " + std::to_string(asked) + " asked");
+  }
+  return count;
+}
+
 }  // namespace
 
 Result<KvPinRequest> decode_pin_request(std::span<const std::byte> body) {
@@ -131,20 +149,12 @@ Result<KvPinRequest> decode_probe_request(std::span<const std::byte> body) {
   return decode_key_request(body, "probe request");
 }
 
-std::vector<std::byte> encode_probe_reply(const KvProbeReply& reply) {
-  Writer w;
-  w.put<uint32_t>(reply.held);
-  return w.take();
-}
+std::vector<std::byte> encode_probe_reply(const KvProbeReply& reply) { return encode_count_reply(reply.held); }
 
 Result<KvProbeReply> decode_probe_reply(std::span<const std::byte> body, size_t asked) {
-  Reader r(body);
-  KvProbeReply reply;
-  if (!r.get(reply.held) || !r.done()) return fail(EINVAL, "probe reply: not 4 bytes");
-  if (reply.held > asked) {
-    return fail(EINVAL, "probe reply: " + std::to_string(reply.held) + " keys held of " + std::to_string(asked) + " asked");
-  }
-  return reply;
+  auto held = decode_count_reply(body, asked, "probe reply", "held");
+  if (!held) return tl::unexpected(held.error());
+  return KvProbeReply{*held};
 }
 
 std::vector<std::byte> encode_replicate_request(const KvReplicateRequest& request) {
@@ -156,20 +166,13 @@ Result<KvReplicateRequest> decode_replicate_request(std::span<const std::byte> b
 }
 
 std::vector<std::byte> encode_replicate_reply(const KvReplicateReply& reply) {
-  Writer w;
-  w.put<uint32_t>(reply.accepted);
-  return w.take();
+  return encode_count_reply(reply.accepted);
 }
 
 Result<KvReplicateReply> decode_replicate_reply(std::span<const std::byte> body, size_t asked) {
-  Reader r(body);
-  KvReplicateReply reply;
-  if (!r.get(reply.accepted) || !r.done()) return fail(EINVAL, "replicate reply: not 4 bytes");
-  if (reply.accepted > asked) {
-    return fail(EINVAL, "replicate reply: " + std::to_string(reply.accepted) + " keys accepted of " +
-                            std::to_string(asked));
-  }
-  return reply;
+  auto accepted = decode_count_reply(body, asked, "replicate reply", "accepted");
+  if (!accepted) return tl::unexpected(accepted.error());
+  return KvReplicateReply{*accepted};
 }
 
 std::vector<std::byte> encode_pin_reply(const KvPinReply& reply) {
