@@ -104,9 +104,9 @@ if [ $quick -eq 0 ]; then
   if [ $slow -eq 1 ] && [ $package -eq 1 ]; then
     if [ "$SECONDS" -lt "$deadline" ]; then
       echo "== [5] Debian packages (after ${SECONDS} s)"
-      # What is left of 85 minutes bounds the package build (the check skips,
+      # What is left of 80 minutes bounds the package build (the check skips,
       # saying so, when it would run past it).
-      export CXLPOOL_PACKAGE_BUDGET_S=$((5100 - SECONDS))
+      export CXLPOOL_PACKAGE_BUDGET_S=$((4800 - SECONDS))
       run_suites build package
     else
       echo "== [5] Debian packages: SKIPPED — the run has taken ${SECONDS} s, past the" \
