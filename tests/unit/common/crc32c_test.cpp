@@ -70,6 +70,30 @@ TEST(Crc32c, SeedContinuesAChecksum) {
   }
 }
 
+TEST(Crc32c, CombineGivesTheChecksumOfTheConcatenation) {
+  const auto all = bytes_of("The quick brown fox jumps over the lazy dog");
+  for (std::size_t cut = 0; cut <= all.size(); ++cut) {
+    EXPECT_EQ(crc32c_combine(crc32c(all.first(cut)), crc32c(all.subspan(cut)), all.size() - cut), crc32c(all)) << cut;
+  }
+}
+
+TEST(Crc32c, CombineJoinsTheQuartersOfAChunk) {
+  std::vector<std::byte> chunk(2u << 20);
+  std::uint64_t x = 0x9E3779B97F4A7C15u;
+  for (auto& b : chunk) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<std::byte>(x);
+  }
+  const std::size_t quarter = chunk.size() / 4;
+  std::uint32_t joined = crc32c(std::span(chunk).first(quarter));
+  for (std::size_t i = 1; i < 4; ++i) {
+    joined = crc32c_combine(joined, crc32c(std::span(chunk).subspan(i * quarter, quarter)), quarter);
+  }
+  EXPECT_EQ(joined, crc32c(chunk));
+  // An empty second part changes nothing.
+  EXPECT_EQ(crc32c_combine(joined, crc32c({}), 0), joined);
+}
+
 TEST(Crc32c, DetectsEverySingleBitFlip) {
   std::vector<std::byte> buf(512);
   for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<std::byte>(i * 31 + 7);

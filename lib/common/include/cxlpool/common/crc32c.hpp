@@ -17,4 +17,9 @@ namespace cxlpool {
 // crc32c(b, crc32c(a)) == crc32c(a followed by b); 0 starts a new checksum.
 [[nodiscard]] std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t seed = 0);
 
+// The CRC-32C of a followed by b from crc32c(a), crc32c(b) and b's length,
+// without the bytes: pieces of one buffer checksummed on several threads
+// give the whole buffer's CRC. O(log b_bytes) carry-less multiplications.
+[[nodiscard]] std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t b_bytes);
+
 }  // namespace cxlpool
