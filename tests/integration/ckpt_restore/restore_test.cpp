@@ -290,11 +290,13 @@ TEST_F(Restore, CaptureTargetsResumeUnderEveryPolicy) {
         else
           EXPECT_EQ(after.at(key), value) << mode[0] << " " << policy << ": " << key;
       }
-      if (mode[0] == "loop" || mode[0] == "threads" || mode[0] == "vdso")
+      if (mode[0] == "loop" || mode[0] == "threads" || mode[0] == "vdso") {
         EXPECT_GT(std::stoull(later.at("counter")), std::stoull(after.at("counter"))) << mode[0] << " " << policy;
-      if (mode[0] == "signals")
+      }
+      if (mode[0] == "signals") {
         EXPECT_GT(std::stoull(later.at("alarms_seen")), std::stoull(before.at("alarms_seen"))) << policy;
-      if (mode[0] == "vdso") EXPECT_EQ(later.at("clock_ok"), "1") << policy;
+      }
+      if (mode[0] == "vdso") { EXPECT_EQ(later.at("clock_ok"), "1") << policy; }
     }
   }
 }
@@ -331,7 +333,7 @@ TEST_F(Restore, TenClonesRunAtOnceAndShareUnwrittenPages) {
     const std::string l = r.line();
     ASSERT_EQ(l.rfind("shared at ", 0), 0u) << l << r.all_err(1s);
     const uint64_t a = std::stoull(l.substr(10), nullptr, 16);
-    if (addr) EXPECT_EQ(a, addr);
+    if (addr) { EXPECT_EQ(a, addr); }
     addr = a;
   }
   // Each keeper's one child is its clone; the clones' pages at the same

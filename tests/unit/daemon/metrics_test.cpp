@@ -41,15 +41,15 @@ TEST(MetricTable, NamesFollowPrometheusRules) {
     std::string_view stem = m.name;
     if (m.type == MetricType::kCounter) stem.remove_suffix(6);
     // The base unit closes the name; no scaled units anywhere in it.
-    if (!m.unit.empty()) EXPECT_TRUE(ends_with(stem, "_" + std::string(m.unit))) << m.unit;
+    if (!m.unit.empty()) { EXPECT_TRUE(ends_with(stem, "_" + std::string(m.unit))) << m.unit; }
     for (const char* scaled : {"_ns", "_us", "_ms", "_bps", "_mbps", "_kib", "_mib", "_percent"}) {
       EXPECT_EQ((name + "_").find(std::string(scaled) + "_"), std::string::npos) << scaled;
     }
     for (const char* unit : {"_bytes", "_seconds"}) {
-      if ((name + "_").find(std::string(unit) + "_") != std::string::npos) EXPECT_FALSE(m.unit.empty());
+      if ((name + "_").find(std::string(unit) + "_") != std::string::npos) { EXPECT_FALSE(m.unit.empty()); }
     }
-    if (m.type == MetricType::kHistogram) EXPECT_EQ(m.unit, "seconds");
-    if (m.scale != 1) EXPECT_EQ(m.unit, "seconds") << "only nanoseconds are rescaled";
+    if (m.type == MetricType::kHistogram) { EXPECT_EQ(m.unit, "seconds"); }
+    if (m.scale != 1) { EXPECT_EQ(m.unit, "seconds") << "only nanoseconds are rescaled"; }
     // The request type is a label, not part of the name.
     EXPECT_TRUE(name.find("requests_") == std::string::npos || ends_with(name, "requests_total")) << name;
   }

@@ -267,7 +267,7 @@ TEST(NetPort, BestAvailablePassesOverProbesAndStopsAtAMissingInterface) {
   // dpdk and afxdp are chosen by name only: "auto" never starts EAL or an
   // XDP program.
   for (const auto& s : skipped) {
-    if (s.name == "dpdk" || s.name == "afxdp") EXPECT_NE(s.state, BackendState::kFailed) << s.name << ": " << s.reason;
+    if (s.name == "dpdk" || s.name == "afxdp") { EXPECT_NE(s.state, BackendState::kFailed) << s.name << ": " << s.reason; }
   }
   auto missing = open_net_port("auto", "nosuchif0", {});
   ASSERT_FALSE(missing);

@@ -25,7 +25,7 @@ inline void expect_round_trip(const Message& message, uint32_t request_id,
                               const std::optional<std::vector<std::byte>>& expected) {
   auto bytes = encode(request_id, message);
   ASSERT_TRUE(bytes) << bytes.error().message;
-  if (expected) EXPECT_EQ(*bytes, *expected);
+  if (expected) { EXPECT_EQ(*bytes, *expected); }
   auto decoded = decode(*bytes);
   ASSERT_TRUE(decoded) << decoded.error().message;
   EXPECT_EQ(decoded->message, message);

@@ -36,7 +36,7 @@ TEST(StreamCopy, CopiesExactlyAndChecksumsLikeCrc32c) {
         stream_copy(d, s, n);
         ASSERT_EQ(std::memcmp(d, s, n), 0) << n << " bytes, dst+" << dst_off << " src+" << src_off;
         EXPECT_EQ(d[n], std::byte{0xEE}) << "wrote past the end";
-        if (dst_off != 0) EXPECT_EQ(d[-1], std::byte{0xEE}) << "wrote before the start";
+        if (dst_off != 0) { EXPECT_EQ(d[-1], std::byte{0xEE}) << "wrote before the start"; }
         std::memset(dst.get(), 0xEE, kMax + 64);
         const std::uint32_t crc = stream_copy_crc32c(d, s, n, 0x1234);
         EXPECT_EQ(crc, crc32c({s, n}, 0x1234)) << n << " bytes";
