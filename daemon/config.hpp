@@ -84,6 +84,9 @@ struct KvStoreSection {
   // Threads with a device queue each that carry the SSD tier's I/O; 0: the
   // event loop's own queue.
   uint32_t ssd_workers = 2;
+  // Threads that copy committed chunks from the put windows into the DRAM
+  // arena; 0: the event loop copies.
+  uint32_t commit_workers = 2;
   uint64_t ssd_lend_min_bytes = 256ull << 10;  // demotions this large go to the log from their slot; 0: never
   uint64_t put_window_bytes = 64ull << 20;  // per connection
   // Leased + reserved bytes per uid, over all of its connections; 0:
