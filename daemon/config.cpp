@@ -690,7 +690,8 @@ void parse_kvstore(Section section, Config& config) {
       {"auto", KvSsdEngine::kAuto}, {"io_uring", KvSsdEngine::kIoUring}, {"posix", KvSsdEngine::kPosix}};
   read_choice(section, "ssd_engine", kEngines, kv.ssd_engine);
   section.read_int("ssd_workers", 0, kKvMaxSsdWorkers, kv.ssd_workers);
-  section.read_int("commit_workers", 0, kKvMaxCommitWorkers, kv.commit_workers);
+  uint32_t commit_workers = 0;
+  if (section.read_int("commit_workers", 0, kKvMaxCommitWorkers, commit_workers)) kv.commit_workers = commit_workers;
   if (section.read_size("ssd_lend_min_bytes", 0, kv.ssd_lend_min_bytes) && kv.ssd_lend_min_bytes % kKvBlock != 0) {
     section.fail_at("ssd_lend_min_bytes", *section.get("ssd_lend_min_bytes"),
                     "must be 0 (always copy) or a multiple of 4096, got " + std::to_string(kv.ssd_lend_min_bytes));
@@ -1055,6 +1056,11 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(running.pod.etcd_user != next.pod.etcd_user, "pod.etcd_user");
   check(running.pod.etcd_password_file != next.pod.etcd_password_file, "pod.etcd_password_file");
   return keys;
+}
+
+uint32_t kv_commit_workers(const KvStoreSection& kv, unsigned cores) {
+  if (kv.commit_workers) return *kv.commit_workers;
+  return std::clamp<uint32_t>(cores / 2, 1, 4);
 }
 
 uint64_t kv_client_quota(const KvStoreSection& kv, uint64_t dram_arena_bytes) {

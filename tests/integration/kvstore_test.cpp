@@ -1430,7 +1430,7 @@ TEST_F(KvStore, ConcurrentClientsNeverSeeWrongBytes) {
   EXPECT_GT(stored, 0u);
 }
 
-// The commit's copies on worker threads (the default, commit_workers = 2)
+// The commit's copies on worker threads (the default: half the cores, 1-4)
 // or on the event loop (0) store the same bytes; per-commit write-through
 // finishes after the workers' copies, before the answer.
 TEST_F(KvStore, CommitWorkersStoreWhatTheLoopStores) {

@@ -43,7 +43,7 @@ TEST(KvStoreConfig, Defaults) {
   EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerRegion);
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kAuto);
   EXPECT_EQ(kv.ssd_workers, 2u);
-  EXPECT_EQ(kv.commit_workers, 2u);
+  EXPECT_FALSE(kv.commit_workers.has_value());
   EXPECT_EQ(kv.ssd_lend_min_bytes, 256u * 1024);
   EXPECT_EQ(kv.put_window_bytes, 64 * kMiB);
   EXPECT_FALSE(kv.client_quota_bytes.has_value());
@@ -121,6 +121,19 @@ ssd_latency_ns = 80000
   EXPECT_EQ(kv.ssd_latency_ns, 80000u);
 }
 
+TEST(KvStoreConfig, CommitWorkersDefaultToHalfTheCoresUpToFour) {
+  const KvStoreSection unset;
+  EXPECT_EQ(kv_commit_workers(unset, 0), 1u);  // hardware_concurrency() may not know
+  EXPECT_EQ(kv_commit_workers(unset, 1), 1u);
+  EXPECT_EQ(kv_commit_workers(unset, 2), 1u);
+  EXPECT_EQ(kv_commit_workers(unset, 6), 3u);
+  EXPECT_EQ(kv_commit_workers(unset, 8), 4u);
+  EXPECT_EQ(kv_commit_workers(unset, 192), 4u);
+  KvStoreSection set;
+  set.commit_workers = 7;
+  EXPECT_EQ(kv_commit_workers(set, 2), 7u);
+}
+
 TEST(KvStoreConfig, AcceptedEdges) {
   // No CXL arena; a slot as large as the DRAM arena and the put window.
   auto small = parse("[kvstore]\ncxl_bytes = 0\nslot_bytes = 4096\ndram_bytes = 4096\nput_window_bytes = 4096\n"
@@ -129,6 +142,7 @@ TEST(KvStoreConfig, AcceptedEdges) {
   EXPECT_EQ(small->kvstore.cxl_bytes, 0u);
   EXPECT_EQ(small->kvstore.slot_bytes, 4096u);
   EXPECT_EQ(small->kvstore.commit_workers, 0u);  // the event loop copies, as before commit workers
+  EXPECT_EQ(kv_commit_workers(small->kvstore, 16), 0u);
   // An SSD path without a size (an existing file or a block device), a
   // region that just holds one slot plus its header and tail blocks.
   auto ssd = parse("[kvstore]\nssd_path = \"/dev/nvme0n1\"\nslot_bytes = \"2M\"\nssd_region_bytes = 2105344");
