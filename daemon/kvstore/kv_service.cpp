@@ -396,6 +396,10 @@ size_t KvService::poll() {
   }
   if (!parked_.empty() || !replica_fetches_.empty()) finish_remote_gets();
   if (!parked_lookups_.empty()) finish_lookups();
+  // No request came this round: the loop copies a chunk of a commit itself
+  // rather than wait for a worker to be scheduled (one at a time, so that
+  // a request arriving meanwhile waits at most one chunk's copy).
+  if (work == 0 && store_->commits_in_flight() != 0) store_->run_commit_copies(1);
   done_.clear();
   const size_t finished = store_->poll(done_);
   if (!peer_pins_.empty()) answer_peer_pins();

@@ -82,6 +82,33 @@ void CommitCopier::wait_idle() {
   });
 }
 
+namespace {
+
+void copy(CopyJob& job) {
+  // The destination is an arena slot the store never reads again (a
+  // client does, later): streamed past the caches.
+  if (job.with_crc) {
+    job.crc = stream_copy_crc32c(job.to, job.from, job.bytes);
+  } else {
+    stream_copy(job.to, job.from, job.bytes);
+  }
+}
+
+}  // namespace
+
+bool CommitCopier::run_one() {
+  std::unique_lock lock(mutex_);
+  if (queue_.empty()) return false;
+  CopyJob job = queue_.front();
+  queue_.pop_front();
+  lock.unlock();
+  copy(job);
+  lock.lock();
+  done_.push_back(job);
+  has_done_.store(true, std::memory_order_release);
+  return true;
+}
+
 void CommitCopier::run(std::size_t slot) {
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -91,13 +118,7 @@ void CommitCopier::run(std::size_t slot) {
     queue_.pop_front();
     running_[slot] = Running{true, job.owner};
     lock.unlock();
-    // The destination is an arena slot the store never reads again (a
-    // client does, later): streamed past the caches.
-    if (job.with_crc) {
-      job.crc = stream_copy_crc32c(job.to, job.from, job.bytes);
-    } else {
-      stream_copy(job.to, job.from, job.bytes);
-    }
+    copy(job);
     lock.lock();
     running_[slot].busy = false;
     const bool was_empty = done_.empty();

@@ -64,6 +64,11 @@ class CommitCopier {
   // Waits until every queued and running job finished (they wait in
   // take_done()).
   void wait_idle();
+  // Runs the oldest queued job on the caller's thread, if there is one
+  // (true); it then waits in take_done(), without a signal of event_fd():
+  // the caller takes it. For an owner with nothing else to do, so that a
+  // copy never waits for a worker to be scheduled while it could run.
+  bool run_one();
   [[nodiscard]] std::size_t threads() const { return threads_.size(); }
 
  private:

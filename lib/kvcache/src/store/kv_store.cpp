@@ -184,6 +184,14 @@ std::size_t KvStore::commits_in_flight() const { return impl_->commits.size(); }
 
 int KvStore::commit_fd() const { return impl_->copier ? impl_->copier->event_fd() : -1; }
 
+std::size_t KvStore::run_commit_copies(std::size_t max) {
+  Impl& s = *impl_;
+  if (s.commits.empty()) return 0;
+  std::size_t ran = 0;
+  while (ran < max && s.copier->run_one()) ++ran;
+  return ran;
+}
+
 // Writes every arena chunk the SSD lacks (CXL first, so that DRAM's hotter
 // chunks are the last to be evicted from the log if it is small), then seals
 // the open region, so that a restart finds what the arenas held.

@@ -155,6 +155,25 @@ TEST(KvStoreCommitWorkers, SameKeyCommittedByTwoClientsKeepsOneSlot) {
   for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kAlice, k));
 }
 
+TEST(KvStoreCommitWorkers, TheCallerRunsCopiesNoWorkerTookYet) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, with_workers({}, 1));
+  EXPECT_EQ(h.store().run_commit_copies(8), 0u);  // no commit in flight
+  const auto keys = keys_of(12, 8);
+  const std::uint64_t rid = begin_and_write(h, kAlice, keys);
+  const std::uint64_t commit = h.submit(kAlice, KvOp::kPutCommit, keys, rid);
+  // However many the worker took meanwhile, the rest run here.
+  EXPECT_LE(h.store().run_commit_copies(8), 8u);
+  EXPECT_EQ(h.wait(kAlice, commit).completion.result0, 8u);
+  for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k));
+  KvHarness none;
+  KV_OPEN_OR_SKIP(none, with_workers({}, 0));
+  const std::uint64_t rid0 = begin_and_write(none, kAlice, keys);
+  const std::uint64_t commit0 = none.submit(kAlice, KvOp::kPutCommit, keys, rid0);
+  EXPECT_EQ(none.store().run_commit_copies(8), 0u);  // copied at submit
+  EXPECT_EQ(none.wait(kAlice, commit0).completion.result0, 8u);
+}
+
 TEST(KvStoreCommitWorkers, FlushFinishesCommitsInFlight) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, with_workers());

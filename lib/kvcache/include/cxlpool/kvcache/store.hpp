@@ -362,6 +362,12 @@ class KvStore {
   // finishes their commits), or -1 without commit_workers. The caller may
   // read it to reset it; poll() does too.
   [[nodiscard]] int commit_fd() const;
+  // Runs up to `max` commit copies that no worker took yet on the caller's
+  // thread; the next poll() finishes their commits. For a caller with
+  // nothing else to do (no request waiting): a copy then does not wait for
+  // a worker to be scheduled (on a loaded host, or one with few cores, a
+  // wake-up can take longer than the copy). Returns how many ran.
+  std::size_t run_commit_copies(std::size_t max);
 
   // Finishes the commits in flight (waiting for their copies), then writes
   // every arena chunk the SSD log lacks to it (admission bypassed),
