@@ -1453,7 +1453,9 @@ TEST_F(KvStore, CommitWorkersStoreWhatTheLoopStores) {
       EXPECT_EQ(lease.release(), 0);
       auto admin = connect_admin(socket());
       ASSERT_TRUE(admin);
-      EXPECT_EQ(stat(*admin, "kv.commit_copies_offloaded"), workers == 0 ? 0u : 12u);
+      // With workers, the first chunk of a commit that finds no copy out is
+      // copied by the loop at once; the other eleven go to the workers.
+      EXPECT_EQ(stat(*admin, "kv.commit_copies_offloaded"), workers == 0 ? 0u : 11u);
       EXPECT_EQ(stat(*admin, "kv.commits_in_flight"), 0u);
       const auto st = kv_status(*admin);
       EXPECT_EQ(st.reservations, 0u);

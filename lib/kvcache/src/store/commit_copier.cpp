@@ -67,12 +67,13 @@ void CommitCopier::take_done(std::vector<CopyJob>& out) {
   has_done_.store(false, std::memory_order_relaxed);
 }
 
-void CommitCopier::cancel(std::uint64_t owner) {
+std::size_t CommitCopier::cancel(std::uint64_t owner) {
   std::unique_lock lock(mutex_);
-  std::erase_if(queue_, [owner](const CopyJob& j) { return j.owner == owner; });
+  const std::size_t dropped = std::erase_if(queue_, [owner](const CopyJob& j) { return j.owner == owner; });
   idle_.wait(lock, [&] {
     return std::none_of(running_.begin(), running_.end(), [owner](const Running& r) { return r.busy && r.owner == owner; });
   });
+  return dropped;
 }
 
 void CommitCopier::wait_idle() {

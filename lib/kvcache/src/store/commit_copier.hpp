@@ -60,7 +60,8 @@ class CommitCopier {
   // Drops the queued jobs of `owner` (they never come back) and waits for
   // its running ones to finish (those come back from take_done()): then no
   // thread touches its buffers any more. At most one chunk copy per thread.
-  void cancel(std::uint64_t owner);
+  // Returns how many were dropped.
+  std::size_t cancel(std::uint64_t owner);
   // Waits until every queued and running job finished (they wait in
   // take_done()).
   void wait_idle();

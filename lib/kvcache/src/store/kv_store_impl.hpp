@@ -190,6 +190,7 @@ struct KvStore::Impl {
   // Commits whose copies run on the commit workers, by commit id.
   std::unordered_map<std::uint64_t, PendingCommit> commits;
   std::uint64_t next_commit = 1;
+  std::size_t copies_out = 0;  // handed to the copier, not yet taken back (or dropped)
   std::vector<CopyJob> scratch_jobs;
   std::vector<CopyJob> scratch_copied;
 
