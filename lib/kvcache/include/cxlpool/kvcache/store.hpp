@@ -202,7 +202,7 @@ struct KvNamespaceInfo {
   X(quota_rejections,  "quota_rejections")                                              \
   X(leases_expired,    "leases_expired")    /* revoked by expire_leases() */            \
   X(rejected_requests, "rejected_requests") /* answered with a status other than kOk */ \
-  X(commit_copies_offloaded, "commit_copies_offloaded") /* chunk copies run by commit workers */ \
+  X(commit_copies_offloaded, "commit_copies_offloaded") /* chunk copies handed to commit workers */ \
   X(commits_in_flight, "commits_in_flight") /* commits waiting for their copies (gauge) */
 // clang-format on
 
@@ -319,12 +319,14 @@ class KvStore {
   //              kRejected (ENOSPC), kDeviceError (the device's errno),
   //              kNotFound (a cached key gone meanwhile).
   //              With commit_workers, the chunks' copies run on those
-  //              threads and the commit finishes in a later poll(): until
-  //              then its chunks are in no index (lookups and gets miss
-  //              them), their DRAM slots are no eviction's victims and its
-  //              put-window slots and quota stay held. A chunk that finds
-  //              no DRAM slot at submit is tried again, copied on the
-  //              caller's thread, when the others are in.
+  //              threads (but the first one's, on the caller's thread,
+  //              when no other copy is out) and the commit finishes in a
+  //              later poll(): until then its chunks are in no index
+  //              (lookups and gets miss them), their DRAM slots are no
+  //              eviction's victims and its put-window slots and quota
+  //              stay held. A chunk that finds no DRAM slot at submit is
+  //              tried again, copied on the caller's thread, when the
+  //              others are in.
   //   get        pins the longest cached prefix: result0 = lease id (0 when
   //              the prefix is empty: a miss is kOk), result1 = chunks
   //              leased, locations in the arenas. kOverQuota /
