@@ -636,6 +636,7 @@ constexpr uint64_t kKvMaxRegionBytes = 1ull << 30;
 // SSD I/O threads: beyond this many, threads would outnumber the queues
 // any device has to fill.
 constexpr int64_t kKvMaxSsdWorkers = 64;
+constexpr int64_t kKvMaxCommitWorkers = 64;  // kvcache::kMaxCommitWorkers
 constexpr uint64_t kKvMaxSlotBytes = kKvMaxRegionBytes - 2 * kKvBlock;
 
 template <typename Enum, size_t N>
@@ -689,6 +690,8 @@ void parse_kvstore(Section section, Config& config) {
       {"auto", KvSsdEngine::kAuto}, {"io_uring", KvSsdEngine::kIoUring}, {"posix", KvSsdEngine::kPosix}};
   read_choice(section, "ssd_engine", kEngines, kv.ssd_engine);
   section.read_int("ssd_workers", 0, kKvMaxSsdWorkers, kv.ssd_workers);
+  uint32_t commit_workers = 0;
+  if (section.read_int("commit_workers", 0, kKvMaxCommitWorkers, commit_workers)) kv.commit_workers = commit_workers;
   if (section.read_size("ssd_lend_min_bytes", 0, kv.ssd_lend_min_bytes) && kv.ssd_lend_min_bytes % kKvBlock != 0) {
     section.fail_at("ssd_lend_min_bytes", *section.get("ssd_lend_min_bytes"),
                     "must be 0 (always copy) or a multiple of 4096, got " + std::to_string(kv.ssd_lend_min_bytes));
@@ -1011,6 +1014,7 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(a.ssd_lend_min_bytes != b.ssd_lend_min_bytes, "kvstore.ssd_lend_min_bytes");
   check(a.ssd_engine != b.ssd_engine, "kvstore.ssd_engine");
   check(a.ssd_workers != b.ssd_workers, "kvstore.ssd_workers");
+  check(a.commit_workers != b.commit_workers, "kvstore.commit_workers");
   check(a.put_window_bytes != b.put_window_bytes, "kvstore.put_window_bytes");
   check(a.client_quota_bytes != b.client_quota_bytes, "kvstore.client_quota_bytes");
   check(a.lease_timeout_ms != b.lease_timeout_ms, "kvstore.lease_timeout_ms");
@@ -1052,6 +1056,11 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(running.pod.etcd_user != next.pod.etcd_user, "pod.etcd_user");
   check(running.pod.etcd_password_file != next.pod.etcd_password_file, "pod.etcd_password_file");
   return keys;
+}
+
+uint32_t kv_commit_workers(const KvStoreSection& kv, unsigned cores) {
+  if (kv.commit_workers) return *kv.commit_workers;
+  return std::clamp<uint32_t>(cores / 2, 1, 4);
 }
 
 uint64_t kv_client_quota(const KvStoreSection& kv, uint64_t dram_arena_bytes) {

@@ -84,6 +84,9 @@ struct KvStoreSection {
   // Threads with a device queue each that carry the SSD tier's I/O; 0: the
   // event loop's own queue.
   uint32_t ssd_workers = 2;
+  // Threads that copy committed chunks from the put windows into the DRAM
+  // arena; 0: the event loop copies; unset: kv_commit_workers().
+  std::optional<uint32_t> commit_workers;
   uint64_t ssd_lend_min_bytes = 256ull << 10;  // demotions this large go to the log from their slot; 0: never
   uint64_t put_window_bytes = 64ull << 20;  // per connection
   // Leased + reserved bytes per uid, over all of its connections; 0:
@@ -217,6 +220,12 @@ Result<Config> load_config_file(const std::filesystem::path& path);
 // metrics address/port, ...), as "section.key" names; empty when all changes
 // can be applied in place.
 std::vector<std::string> changes_needing_restart(const Config& running, const Config& next);
+
+// The commit copy threads in effect on a host of `cores` cores: the
+// configured number, else half the cores, at least 1 and at most 4 (the
+// copies are memory-bound: a few cores reach the memory's write bandwidth,
+// and the rest stay with the SSD workers and the clients).
+uint32_t kv_commit_workers(const KvStoreSection& kv, unsigned cores);
 
 // The KV quota per uid in effect for a DRAM arena of `dram_arena_bytes`:
 // the configured one, else a quarter of the arena (at least one slot), so

@@ -44,6 +44,7 @@ constexpr uint64_t kTagWeights = kTagKvIo + 1;
 constexpr uint64_t kTagDevpool = kTagWeights + 1;
 constexpr uint64_t kTagCkpt = kTagDevpool + 1;
 constexpr uint64_t kTagPodKv = kTagCkpt + 1;
+static_assert(kTagKvCommits == kTagPodKv + 1);
 // While spinning, KV ring polls between two looks at epoll (and yields of
 // the core): a microsecond or two, so a control message, or a client that
 // shares the core, waits no longer than that.
@@ -362,7 +363,8 @@ int Daemon::run() {
     const bool served = poll_kv();
     if (served) last_request_ns = monotonic_ns();
     const uint64_t spin_ns = uint64_t{config_.busy_poll_us} * 1000;
-    bool spinning = (spin_ns != 0 && monotonic_ns() - last_request_ns < spin_ns) || (kv_ && kv_->must_poll());
+    bool spinning = (spin_ns != 0 && monotonic_ns() - last_request_ns < spin_ns) ||
+                    (kv_ && (kv_->must_poll() || (kv_commit_fd_ < 0 && kv_->commits_pending())));
     int timeout_ms = -1;
     // Before sleeping, clients are asked to ring their KV doorbells; a
     // request that slipped in meanwhile keeps the loop awake.
@@ -430,6 +432,11 @@ int Daemon::run() {
           last_request_ns = monotonic_ns();
           if (kv_) kv_->on_completion_fd();
           break;
+        case kTagKvCommits:
+          // Copies finished: the loop's next poll finishes their commits.
+          last_request_ns = monotonic_ns();
+          if (kv_) kv_->on_commit_fd();
+          break;
         case kTagWatchdog: {
           uint64_t expirations = 0;
           (void)!::read(watchdog_fd_.get(), &expirations, sizeof expirations);
@@ -458,6 +465,8 @@ int Daemon::run() {
   if (kv_) {
     if (kv_io_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, kv_io_fd_, nullptr);
     kv_io_fd_ = -1;
+    if (kv_commit_fd_ >= 0) ::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, kv_commit_fd_, nullptr);
+    kv_commit_fd_ = -1;
     kv_->shutdown();
   }
   pool_->clear();

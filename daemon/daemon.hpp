@@ -41,9 +41,10 @@ namespace cxlpool::daemon {
 std::string pod_host_name(const PodSection& config);
 
 // epoll tags of the KV store's descriptors (the others are in daemon.cpp):
-// the SSD completion eventfd, and each connection's SQ doorbell as its
-// session id with kKvDoorbellBit set.
+// the SSD completion eventfd, the commit workers' eventfd, and each
+// connection's SQ doorbell as its session id with kKvDoorbellBit set.
 inline constexpr uint64_t kTagKvIo = 8;
+inline constexpr uint64_t kTagKvCommits = 13;
 inline constexpr uint64_t kKvDoorbellBit = 1ull << 62;
 
 // The clients.* and control.* counters once: member, metric name.
@@ -238,7 +239,8 @@ class Daemon {
   std::unique_ptr<PodFabric> pod_fabric_;
   std::unique_ptr<PodKv> pod_kv_;
   std::string kv_off_reason_;
-  int kv_io_fd_ = -1;  // the store's completion eventfd while it is in epoll
+  int kv_io_fd_ = -1;      // the store's completion eventfd while it is in epoll
+  int kv_commit_fd_ = -1;  // the store's commit eventfd while it is in epoll
   uint64_t next_session_id_ = 1;
   uint64_t started_ns_ = 0;
   bool stopping_ = false;

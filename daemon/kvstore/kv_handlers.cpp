@@ -18,7 +18,22 @@ Result<KvService*> Daemon::kv_service() {
 }
 
 void Daemon::watch_kv_io() {
-  if (!kv_ || kv_io_fd_ >= 0) return;
+  if (!kv_) return;
+  if (kv_commit_fd_ < 0) {
+    if (const int fd = kv_->commit_fd(); fd >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kTagKvCommits;
+      if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) == 0) {
+        kv_commit_fd_ = fd;
+      } else {
+        // Without it commits still finish, found by the loop's polling
+        // (commits in flight keep it from sleeping).
+        logger("kvstore")->warn("cannot watch the commit workers' eventfd: {}", std::strerror(errno));
+      }
+    }
+  }
+  if (kv_io_fd_ >= 0) return;
   const int fd = kv_->completion_fd();
   if (fd < 0) return;
   epoll_event ev{};

@@ -21,10 +21,29 @@ void KvService::commit_and_replicate(uint64_t client, const proto::KvRequest& r,
   for (const proto::KvKey& k : keys) {
     if (!here(k)) replicate_scratch_.push_back(k);
   }
+  const size_t in_flight = store_->commits_in_flight();
   store_->submit(client, r, keys);
+  if (replicate_scratch_.empty()) return;
+  if (store_->commits_in_flight() > in_flight) {
+    replicate_after_.push_back({client, r.request_id, ns_id, replicate_scratch_});
+    return;
+  }
   std::erase_if(replicate_scratch_, [&](const proto::KvKey& k) { return !here(k); });
   if (replicate_scratch_.empty()) return;
   if (const auto fp = store_->fingerprint_of(ns_id)) remote_->replicate(*fp, replicate_scratch_);
+}
+
+void KvService::replicate_committed(const kvcache::KvStoreCompletion& done) {
+  const auto it = std::find_if(replicate_after_.begin(), replicate_after_.end(), [&](const CommitToReplicate& c) {
+    return c.client == done.client && c.request_id == done.completion.request_id;
+  });
+  if (it == replicate_after_.end()) return;
+  CommitToReplicate pending = std::move(*it);
+  replicate_after_.erase(it);
+  std::erase_if(pending.keys,
+                [&](const proto::KvKey& k) { return store_->cached_prefix(pending.ns_id, std::span(&k, 1)) != 1; });
+  if (pending.keys.empty() || remote_ == nullptr) return;
+  if (const auto fp = store_->fingerprint_of(pending.ns_id)) remote_->replicate(*fp, pending.keys);
 }
 
 size_t KvService::keep_replicas(const kvcache::NamespaceFingerprint& fp, const std::string& holder,

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "../backing.hpp"
 #include "../logging.hpp"
@@ -80,6 +81,7 @@ kvcache::KvStoreConfig KvService::store_config() const {
   c.lease_timeout_ns = uint64_t{config_.lease_timeout_ms} * 1000000;
   c.max_leases_per_client = config_.max_leases_per_client;
   c.ssd_lend_min_bytes = config_.ssd_lend_min_bytes;
+  c.commit_workers = kv_commit_workers(config_, std::thread::hardware_concurrency());
   c.tier_rates = rates_;
   return c;
 }
@@ -232,6 +234,7 @@ void KvService::close(uint64_t session_id) {
     return;
   }
   if (store_) store_->remove_client(session_id);
+  std::erase_if(replicate_after_, [&](const CommitToReplicate& c) { return c.client == session_id; });
   connections_.erase(it);
   rights_.erase(session_id);
   rebuild_active();
@@ -269,6 +272,12 @@ int KvService::completion_fd() const { return store_ ? store_->completion_fd() :
 void KvService::on_completion_fd() {
   if (const int fd = completion_fd(); fd >= 0) drain_eventfd(fd);
   ++counters_.io_wakeups;
+}
+
+int KvService::commit_fd() const { return store_ ? store_->commit_fd() : -1; }
+
+void KvService::on_commit_fd() {
+  if (const int fd = commit_fd(); fd >= 0) drain_eventfd(fd);
 }
 
 bool KvService::must_poll() const { return store_ && store_->io_in_flight() != 0 && store_->completion_fd() < 0; }
@@ -387,10 +396,17 @@ size_t KvService::poll() {
   }
   if (!parked_.empty() || !replica_fetches_.empty()) finish_remote_gets();
   if (!parked_lookups_.empty()) finish_lookups();
+  // No request came this round: the loop copies a chunk of a commit itself
+  // rather than wait for a worker to be scheduled (one at a time, so that
+  // a request arriving meanwhile waits at most one chunk's copy).
+  if (work == 0 && store_->commits_in_flight() != 0) store_->run_commit_copies(1);
   done_.clear();
   const size_t finished = store_->poll(done_);
   if (!peer_pins_.empty()) answer_peer_pins();
   for (auto& done : done_) {
+    if (!replicate_after_.empty() && done.completion.op == static_cast<uint8_t>(proto::KvOp::kPutCommit)) {
+      replicate_committed(done);
+    }
     if (!pod_prefix_.empty()) add_pod_prefix(done);
     deliver(std::move(done));
   }

@@ -144,6 +144,12 @@ class KvService {
   // The SSD device's completion eventfd once the store runs, else -1.
   [[nodiscard]] int completion_fd() const;
   void on_completion_fd();
+  // The commit workers' eventfd once the store runs with them, else -1:
+  // readable when copies finished (the next poll() finishes their commits).
+  [[nodiscard]] int commit_fd() const;
+  void on_commit_fd();
+  // Commits whose copies are in flight.
+  [[nodiscard]] bool commits_pending() const { return store_ && store_->commits_in_flight() != 0; }
 
   // Shutdown: drops every connection, seals the SSD log's open region and
   // releases the store. The arenas go with the pool.
@@ -240,7 +246,12 @@ class KvService {
   void register_views(uint32_t ns_id);
   // A put commit while peers keep copies: the keys it newly committed
   // (absent before, present after) go to remote_->replicate().
+  // With commit workers the commit finishes in a later store poll: the
+  // keys then wait in replicate_after_ for its completion.
   void commit_and_replicate(uint64_t client, const proto::KvRequest& r, std::span<const proto::KvKey> keys);
+  // The completion of a commit in replicate_after_ came: its keys now
+  // stored go to remote_->replicate().
+  void replicate_committed(const kvcache::KvStoreCompletion& done);
   // A copy a peer asked for arrived (or not): what came whole is indexed.
   void finish_replica(const KvFetchResult& result);
 
@@ -277,6 +288,15 @@ class KvService {
   std::vector<KvProbeResult> probed_;
   std::unordered_map<uint64_t, ReplicaFetch> replica_fetches_;  // by ticket
   std::vector<proto::KvKey> replicate_scratch_;                  // reused by commit_and_replicate()
+  // Commits whose copies run on the commit workers while peers keep
+  // copies: the keys absent before each, by client and request id.
+  struct CommitToReplicate {
+    uint64_t client = 0;
+    uint64_t request_id = 0;
+    uint32_t ns_id = 0;
+    std::vector<proto::KvKey> keys;
+  };
+  std::vector<CommitToReplicate> replicate_after_;
   KvArenaPlan plan_;
   kvcache::TierRates rates_;
   KvSsd ssd_;                     // until the store takes the SsdStore

@@ -31,6 +31,10 @@
 # the reason, without root, losetup or room in /dev/shm),
 # KVBENCH_SSD_WORKERS (kvstore.ssd_workers values the SSD test runs the
 # daemon with, default "1 2 4"; 0 is the event loop's own ring),
+# KVBENCH_COMMIT_WORKERS (kvstore.commit_workers values the SSD test, and
+# the DRAM put test, run the daemon with, default "2"; 0: the event loop
+# copies each commit; e.g. "0 1 2 4" compares them in one run; the other
+# tests run with the daemon's default, half the cores up to 4),
 # KVBENCH_SSD_ONLY (1: run the SSD test only, then print its summary).
 # Exits 77 when fio or redis is not installed.
 set -euo pipefail
@@ -45,6 +49,7 @@ prefill=${KVBENCH_PREFILL:-20000,100000}
 reps=${KVBENCH_REPEAT:-3}
 ssd_targets=${KVBENCH_SSD_TARGETS:-"file loop"}
 ssd_workers=${KVBENCH_SSD_WORKERS:-"1 2 4"}
+commit_workers=${KVBENCH_COMMIT_WORKERS:-"2"}
 ssd_only=${KVBENCH_SSD_ONLY:-0}
 
 tools="fio redis-server redis-benchmark redis-cli python3"
@@ -139,10 +144,11 @@ ssd_bench() {
   # overwrite allocated blocks in the timed passes.
   fio --name=layout --rw=write "${fio_args[@]}" >/dev/null
   write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
-    'admission_threshold = 1' 'ssd_workers = 1' "ssd_path = \"$dev\"" "ssd_bytes = $((ssd_mib << 20))" \
+    'admission_threshold = 1' 'ssd_workers = 1' 'commit_workers = 2' "ssd_path = \"$dev\"" \
+    "ssd_bytes = $((ssd_mib << 20))" \
     'ssd_sync = "per-region"' \
     'ssd_engine = "io_uring"' 'ssd_format_foreign = true'
-  local rep workers
+  local rep workers cw
   for rep in $(seq "$reps"); do
     # fio overwrites the store's log, so the daemon is down while it runs; at
     # start it finds fio's bytes, not a log, and (ssd_format_foreign) begins
@@ -155,21 +161,24 @@ ssd_bench() {
     fio_write[$target]+=" $w" fio_read[$target]+=" $r"
     echo "fio on $target: write $w MiB/s, randread $r MiB/s"
     for workers in $ssd_workers; do
-      # Each worker count starts from an empty log: the region heads are
-      # cleared (blank regions are free ones), so every run writes the same.
-      python3 -c 'import os, sys
+      for cw in $commit_workers; do
+        # Each worker count starts from an empty log: the region heads are
+        # cleared (blank regions are free ones), so every run writes the same.
+        python3 -c 'import os, sys
 fd = os.open(sys.argv[1], os.O_RDWR)
 for offset in range(0, int(sys.argv[2]), 16 << 20):
     os.pwrite(fd, bytes(4096), offset)
 os.fsync(fd)' "$dev" "$((ssd_mib << 20))"
-      sed "s/^ssd_workers = .*/ssd_workers = $workers/" "$work/ssd.toml" >"$work/ssd-w.toml"
-      start_daemon "$work/ssd-w.toml"
-      run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$rep"
-      ssd_put[$target/$workers]+=" $(value mib_per_s "$result")"
-      run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" --seed "$rep"
-      ssd_get[$target/$workers]+=" $(value mib_per_s "$result")"
-      ssd_verify[$target/$workers]+=" $(value verify_pct "$result")"
-      bench_stop_daemon
+        sed -e "s/^ssd_workers = .*/ssd_workers = $workers/" -e "s/^commit_workers = .*/commit_workers = $cw/" \
+          "$work/ssd.toml" >"$work/ssd-w.toml"
+        start_daemon "$work/ssd-w.toml"
+        run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$rep"
+        ssd_put[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
+        run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" --seed "$rep"
+        ssd_get[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
+        ssd_verify[$target/$workers/$cw]+=" $(value verify_pct "$result")"
+        bench_stop_daemon
+      done
     done
   done
 }
@@ -215,18 +224,20 @@ ssd_summary() {
     # shellcheck disable=SC2086 # word lists by design
     fw=$(median ${fio_write[$target]}) fr=$(median ${fio_read[$target]})
     for workers in $ssd_workers; do
-      # shellcheck disable=SC2086
-      sp=$(median ${ssd_put[$target/$workers]}) sg=$(median ${ssd_get[$target/$workers]})
-      printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk) put 2 MiB QD 32 vs fio" "$sp" "$fw" \
-        "$(ratio "$sp" "$fw")" ">= 0.9"
-      printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk) get 2 MiB QD 32 vs fio" "$sg" "$fr" \
-        "$(ratio "$sg" "$fr")" ">= 0.9"
-      # shellcheck disable=SC2086
-      # shellcheck disable=SC2086
-      verify=$(median ${ssd_verify[$target/$workers]})
-      where="on the event loop"
-      [[ $workers == 0 ]] || where="on the I/O workers"
-      echo "  (SSD gets on $target, $workers workers: CRC32C checks took a median $verify% of the wall time, $where)"
+      for cw in $commit_workers; do
+        # shellcheck disable=SC2086
+        sp=$(median ${ssd_put[$target/$workers/$cw]}) sg=$(median ${ssd_get[$target/$workers/$cw]})
+        printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk, $cw cw) put 2 MiB QD 32 vs fio" "$sp" \
+          "$fw" "$(ratio "$sp" "$fw")" ">= 0.9"
+        printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk, $cw cw) get 2 MiB QD 32 vs fio" "$sg" \
+          "$fr" "$(ratio "$sg" "$fr")" ">= 0.9"
+        # shellcheck disable=SC2086
+        verify=$(median ${ssd_verify[$target/$workers/$cw]})
+        where="on the event loop"
+        [[ $workers == 0 ]] || where="on the I/O workers"
+        echo "  (SSD gets on $target, $workers workers, $cw commit workers: CRC32C checks took a median $verify% of" \
+          "the wall time, $where)"
+      done
     done
   done
 }
@@ -297,6 +308,22 @@ run "$bench" "$sock" get --qd 8 --seed 90001 --copy 0 --passes 200
 get_nocopy=$result
 bench_stop_daemon
 
+# Puts against daemons with each kvstore.commit_workers value, interleaved
+# (the runs above use the default).
+declare -A put_cw
+for rep in $(seq "$reps"); do
+  for cw in $commit_workers; do
+    write_config "$work/dram-cw.toml" 'dram_bytes = 1073741824' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
+      "commit_workers = $cw"
+    start_daemon "$work/dram-cw.toml"
+    for qd in $qds; do
+      run "$bench" "$sock" put --qd "$qd" --seed "$((2000 * rep + 100 * qd + cw))"
+      put_cw[$qd/$cw]+=" $(value ops_per_s "$result")"
+    done
+    bench_stop_daemon
+  done
+done
+
 # ---- 4. multi-turn trace, DRAM at 10% of the working set -----------------
 plan=$("$trace" plan --sessions "$sessions" | grep '^PLAN')
 ws=$(value working_set_bytes "$plan")
@@ -345,6 +372,14 @@ for qd in $qds; do
     "$(median "${memcpy_cold[@]}")" "$(ratio "$g" "$(median "${memcpy_cold[@]}")")" ">= 0.8"
 done
 mh=$(median "${memcpy_hot[@]}") ho=$(median "${handover[@]}") hh=$(median "${handover_huge[@]}")
+for qd in $qds; do
+  for cw in $commit_workers; do
+    # shellcheck disable=SC2086 # word lists by design
+    p=$(median ${put_cw[$qd/$cw]})
+    printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB put ($cw cw) vs memcpy hot, $qd in flight" "$p" "$mh" \
+      "$(ratio "$p" "$mh")" ">= 0.7"
+  done
+done
 printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "sealed memfd handover, 4 KiB pages, vs memcpy" "$ho" "$mh" "$(ratio "$ho" "$mh")" \
   "(a put without the commit's copy: its floor)"
 po=$(median "${pooled[@]}") pc=$(median "${pooled_core[@]}")

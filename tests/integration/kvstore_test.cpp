@@ -1430,6 +1430,43 @@ TEST_F(KvStore, ConcurrentClientsNeverSeeWrongBytes) {
   EXPECT_GT(stored, 0u);
 }
 
+// The commit's copies on worker threads (the default: half the cores, 1-4)
+// or on the event loop (0) store the same bytes; per-commit write-through
+// finishes after the workers' copies, before the answer.
+TEST_F(KvStore, CommitWorkersStoreWhatTheLoopStores) {
+  for (const int workers : {0, 3}) {
+    SCOPED_TRACE("commit_workers = " + std::to_string(workers));
+    start(KvConfig{.dram_slots = 16,
+                   .cxl_slots = 0,
+                   .ssd_sync = "per-commit",
+                   .kvstore = "commit_workers = " + std::to_string(workers) + "\n"});
+    {
+      KvSession s(socket(), "kv-commit-workers");
+      ASSERT_TRUE(s.ok()) << s.error;
+      const auto ns = s.open_namespace();
+      const auto keys = s.keys(ns, tokens(180 + workers, 12 * kChunkTokens));
+      ASSERT_EQ(keys.size(), 12u);
+      ASSERT_EQ(s.put(ns.id, keys, kSlot), 12) << cxlpool_last_error();
+      ASSERT_EQ(s.lookup(ns.id, keys), 12);
+      Lease lease(s, ns.id, keys);
+      EXPECT_EQ(check_lease(lease, keys, kSlot), "");
+      EXPECT_EQ(lease.release(), 0);
+      auto admin = connect_admin(socket());
+      ASSERT_TRUE(admin);
+      // With workers, the first chunk of a commit that finds no copy out is
+      // copied by the loop at once; the other eleven go to the workers.
+      EXPECT_EQ(stat(*admin, "kv.commit_copies_offloaded"), workers == 0 ? 0u : 11u);
+      EXPECT_EQ(stat(*admin, "kv.commits_in_flight"), 0u);
+      const auto st = kv_status(*admin);
+      EXPECT_EQ(st.reservations, 0u);
+      EXPECT_EQ(st.puts, 12u);
+      // Written through before the answer: the SSD holds every chunk.
+      EXPECT_EQ(stat(*admin, "kv.tier.ssd.chunks"), 12u);
+    }
+    EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+  }
+}
+
 // ---- configuration ----
 
 TEST(KvStoreConfig, DisabledStoreAnswersEnotsup) {

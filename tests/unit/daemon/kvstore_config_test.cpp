@@ -22,7 +22,7 @@ const std::vector<std::string> kKvKeys = {
     "ssd_engine",        "put_window_bytes",   "client_quota_bytes", "max_leases_per_client",
     "index_capacity",    "dram_bandwidth_mbps", "dram_latency_ns",  "cxl_bandwidth_mbps",
     "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",   "ssd_lend_min_bytes",
-    "lease_timeout_ms",  "ssd_format_foreign", "ssd_workers",
+    "lease_timeout_ms",  "ssd_format_foreign", "ssd_workers",       "commit_workers",
 };
 
 TEST(KvStoreConfig, Defaults) {
@@ -43,6 +43,7 @@ TEST(KvStoreConfig, Defaults) {
   EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerRegion);
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kAuto);
   EXPECT_EQ(kv.ssd_workers, 2u);
+  EXPECT_FALSE(kv.commit_workers.has_value());
   EXPECT_EQ(kv.ssd_lend_min_bytes, 256u * 1024);
   EXPECT_EQ(kv.put_window_bytes, 64 * kMiB);
   EXPECT_FALSE(kv.client_quota_bytes.has_value());
@@ -74,6 +75,7 @@ ssd_bytes = "64G"
 ssd_region_bytes = "32M"
 ssd_sync = "per-commit"
 ssd_engine = "posix"
+commit_workers = 8
 ssd_lend_min_bytes = "1M"
 put_window_bytes = "16M"
 client_quota_bytes = "2G"
@@ -103,6 +105,7 @@ ssd_latency_ns = 80000
   EXPECT_EQ(kv.ssd_region_bytes, 32 * kMiB);
   EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerCommit);
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kPosix);
+  EXPECT_EQ(kv.commit_workers, 8u);
   EXPECT_EQ(kv.ssd_lend_min_bytes, kMiB);
   EXPECT_EQ(kv.put_window_bytes, 16 * kMiB);
   EXPECT_EQ(kv.client_quota_bytes, 2 * kGiB);
@@ -118,13 +121,28 @@ ssd_latency_ns = 80000
   EXPECT_EQ(kv.ssd_latency_ns, 80000u);
 }
 
+TEST(KvStoreConfig, CommitWorkersDefaultToHalfTheCoresUpToFour) {
+  const KvStoreSection unset;
+  EXPECT_EQ(kv_commit_workers(unset, 0), 1u);  // hardware_concurrency() may not know
+  EXPECT_EQ(kv_commit_workers(unset, 1), 1u);
+  EXPECT_EQ(kv_commit_workers(unset, 2), 1u);
+  EXPECT_EQ(kv_commit_workers(unset, 6), 3u);
+  EXPECT_EQ(kv_commit_workers(unset, 8), 4u);
+  EXPECT_EQ(kv_commit_workers(unset, 192), 4u);
+  KvStoreSection set;
+  set.commit_workers = 7;
+  EXPECT_EQ(kv_commit_workers(set, 2), 7u);
+}
+
 TEST(KvStoreConfig, AcceptedEdges) {
   // No CXL arena; a slot as large as the DRAM arena and the put window.
   auto small = parse("[kvstore]\ncxl_bytes = 0\nslot_bytes = 4096\ndram_bytes = 4096\nput_window_bytes = 4096\n"
-                     "admission_threshold = 0\nssd_engine = \"io_uring\"");
+                     "admission_threshold = 0\nssd_engine = \"io_uring\"\ncommit_workers = 0");
   ASSERT_TRUE(small) << small.error().message;
   EXPECT_EQ(small->kvstore.cxl_bytes, 0u);
   EXPECT_EQ(small->kvstore.slot_bytes, 4096u);
+  EXPECT_EQ(small->kvstore.commit_workers, 0u);  // the event loop copies, as before commit workers
+  EXPECT_EQ(kv_commit_workers(small->kvstore, 16), 0u);
   // An SSD path without a size (an existing file or a block device), a
   // region that just holds one slot plus its header and tail blocks.
   auto ssd = parse("[kvstore]\nssd_path = \"/dev/nvme0n1\"\nslot_bytes = \"2M\"\nssd_region_bytes = 2105344");
@@ -178,6 +196,9 @@ const Rejection kRejections[] = {
      "must be one of \"auto\", \"io_uring\", \"posix\"; got 'aio'"},
     {"[kvstore]\nssd_workers = 65", "kvstore.ssd_workers", 2, "between 0 and 64"},
     {"[kvstore]\nssd_workers = -1", "kvstore.ssd_workers", 2, "between 0 and 64"},
+    {"[kvstore]\ncommit_workers = 65", "kvstore.commit_workers", 2, "between 0 and 64"},
+    {"[kvstore]\ncommit_workers = -1", "kvstore.commit_workers", 2, "between 0 and 64"},
+    {"[kvstore]\ncommit_workers = \"2\"", "kvstore.commit_workers", 2, "expected an integer, got a string"},
     {"[kvstore]\nssd_lend_min_bytes = 1000", "kvstore.ssd_lend_min_bytes", 2, "must be 0 (always copy) or a multiple of 4096"},
     {"[kvstore]\nssd_lend_min_bytes = -4096", "kvstore.ssd_lend_min_bytes", 2, "must not be negative"},
     {"[kvstore]\nput_window_bytes = 0", "kvstore.put_window_bytes", 2, "must be greater than 0"},
@@ -223,6 +244,7 @@ TEST(KvStoreConfig, EveryKeyNeedsARestart) {
            {"ssd_sync = \"per-commit\"", "ssd_sync"},
            {"ssd_engine = \"posix\"", "ssd_engine"},
            {"ssd_workers = 4", "ssd_workers"},
+           {"commit_workers = 0", "commit_workers"},
            {"ssd_lend_min_bytes = 0", "ssd_lend_min_bytes"},
            {"put_window_bytes = \"8M\"", "put_window_bytes"},
            {"client_quota_bytes = \"1G\"", "client_quota_bytes"},

@@ -95,6 +95,7 @@ void KvStore::remove_client(KvClientId client) {
   std::vector<std::uint64_t> ids;
   s.leases.ids_of(client, ids);
   for (std::uint64_t id : ids) (void)s.release_lease(client, id);
+  s.cancel_commits(client);
   for (const auto& [id, r] : it->second.reservations) {
     --s.reservations_live;
     s.counters.put_aborts += r.chunks.size();

@@ -2,11 +2,14 @@
 // Two-phase put: put_begin reserves put-window slots, the client writes its
 // chunks there, put_commit copies the kept ones into DRAM slots. The copy is
 // what isolates clients: a committed chunk lives where no client can write.
+// With commit workers the copies run on their threads (commit_copier.hpp)
+// and the commit finishes in a later poll(); without, on this thread at once.
 // Under the per-commit SSD policy a commit also writes each chunk through to
 // the log before it is acknowledged (the durability contract outranks the
 // admission filter), so an acknowledged commit survives a crash.
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "../ssd/stream_copy.hpp"
 #include "kv_store_impl.hpp"
@@ -100,77 +103,240 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
     scratch_index[j] = static_cast<std::uint32_t>(at);
   }
 
+  if (copier) {
+    start_commit(id, c, r, res);
+    c.reservations.erase(it);
+    return;
+  }
   const bool write_through = ssd && ssd->config().sync == SsdSyncPolicy::kPerCommit;
   std::uint64_t committed = 0;
   KvOutcome first_failure;  // of the chunks not committed, the first's outcome
   for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
-    const ReservedChunk& rc = res.chunks[scratch_index[j]];
-    // Stored already, maybe by another client meanwhile; under another
-    // namespace it cannot be stored again (one entry per key) and counts the
-    // same, so the answer does not reveal it.
-    if (index.find(rc.key) != nullptr) {
-      admission.record(rc.key);
+    const KvOutcome done = commit_inline(c, res, res.chunks[scratch_index[j]], write_through);
+    if (done.ok()) {
       ++committed;
-      continue;
+    } else if (first_failure.ok()) {
+      first_failure = done;
     }
-    if (rc.cached) {  // the client wrote nothing and the stored copy is gone
-      if (first_failure.ok()) first_failure = KvStatus::kNotFound;
-      continue;
-    }
-    auto offset = acquire_slot(KvTier::kDram);
-    if (!offset) {  // every DRAM chunk is leased or being read
-      if (first_failure.ok()) first_failure = KvStatus::kRejected;
-      continue;
-    }
-    // The daemon never reads the slot again: stream it past the caches. A
-    // chunk that a demotion would write to the SSD log from its slot gets
-    // its CRC in the same pass, so that the demotion need not read it again
-    // (the slot is the daemon's alone: the bytes cannot change); without
-    // such a log the CRC would be work for nothing.
-    claim_slot(KvTier::kDram, *offset, res.ns_id);
-    ChunkInfo info;
-    std::byte* slot = slot_ptr(KvTier::kDram, *offset, res.ns_id);
-    const std::byte* from = c.window.data() + rc.window_offset;
-    if (lends_to_ssd(res.chunk_bytes)) {
-      info.payload_crc = stream_copy_crc32c(slot, from, res.chunk_bytes);
-      info.flags |= kChunkCrcKnown;
-    } else {
-      stream_copy(slot, from, res.chunk_bytes);
-    }
-    info.tier = KvTier::kDram;
-    info.ns_id = res.ns_id;
-    info.offset = *offset;
-    info.length = res.chunk_bytes;
-    info.sequence = next_sequence++;
-    if (write_through) {
-      const ChunkEntry entry{rc.key, info, 0};
-      const KvOutcome written = write_to_ssd(entry, {slot_ptr(KvTier::kDram, *offset, res.ns_id), res.chunk_bytes});
-      if (!written.ok()) {
-        arena(KvTier::kDram).slots.give(*offset);
-        if (first_failure.ok()) first_failure = written;
-        continue;
-      }
-      info.flags |= kChunkSsdCopy;
-    }
-    if (index.insert(rc.key, info) != KvStatus::kOk) {
-      arena(KvTier::kDram).slots.give(*offset);
-      if (first_failure.ok()) first_failure = KvStatus::kRejected;
-      continue;
-    }
-    arena(KvTier::kDram).policy->insert(rc.key);
-    admission.record(rc.key);
-    counters.tiers[tier_index(KvTier::kDram)].bytes_written += res.chunk_bytes;
-    ++committed;
   }
+  end_commit(id, c, r, res, scratch_keys.size(), committed, first_failure);
+  c.reservations.erase(it);
+}
+
+KvOutcome KvStore::Impl::commit_inline(const ClientState& c, const Reservation& res, const ReservedChunk& rc,
+                                       bool write_through) {
+  // Stored already, maybe by another client meanwhile; under another
+  // namespace it cannot be stored again (one entry per key) and counts the
+  // same, so the answer does not reveal it.
+  if (index.find(rc.key) != nullptr) {
+    admission.record(rc.key);
+    return KvStatus::kOk;
+  }
+  if (rc.cached) return KvStatus::kNotFound;  // the client wrote nothing and the stored copy is gone
+  auto offset = acquire_slot(KvTier::kDram);
+  if (!offset) return KvStatus::kRejected;  // every DRAM chunk is leased or being read
+  // The daemon never reads the slot again: stream it past the caches. A
+  // chunk that a demotion would write to the SSD log from its slot gets
+  // its CRC in the same pass, so that the demotion need not read it again
+  // (the slot is the daemon's alone: the bytes cannot change); without
+  // such a log the CRC would be work for nothing.
+  claim_slot(KvTier::kDram, *offset, res.ns_id);
+  std::byte* slot = slot_ptr(KvTier::kDram, *offset, res.ns_id);
+  const std::byte* from = c.window.data() + rc.window_offset;
+  if (lends_to_ssd(res.chunk_bytes)) {
+    const std::uint32_t crc = stream_copy_crc32c(slot, from, res.chunk_bytes);
+    return index_copied(res, rc, *offset, &crc, write_through);
+  }
+  stream_copy(slot, from, res.chunk_bytes);
+  return index_copied(res, rc, *offset, nullptr, write_through);
+}
+
+KvOutcome KvStore::Impl::index_copied(const Reservation& res, const ReservedChunk& rc, std::uint64_t offset,
+                                      const std::uint32_t* crc, bool write_through) {
+  ChunkInfo info;
+  if (crc != nullptr) {
+    info.payload_crc = *crc;
+    info.flags |= kChunkCrcKnown;
+  }
+  info.tier = KvTier::kDram;
+  info.ns_id = res.ns_id;
+  info.offset = offset;
+  info.length = res.chunk_bytes;
+  info.sequence = next_sequence++;
+  if (write_through) {
+    const ChunkEntry entry{rc.key, info, 0};
+    const KvOutcome written = write_to_ssd(entry, {slot_ptr(KvTier::kDram, offset, res.ns_id), res.chunk_bytes});
+    if (!written.ok()) {
+      arena(KvTier::kDram).slots.give(offset);
+      return written;
+    }
+    info.flags |= kChunkSsdCopy;
+  }
+  if (index.insert(rc.key, info) != KvStatus::kOk) {
+    arena(KvTier::kDram).slots.give(offset);
+    return KvStatus::kRejected;
+  }
+  arena(KvTier::kDram).policy->insert(rc.key);
+  admission.record(rc.key);
+  counters.tiers[tier_index(KvTier::kDram)].bytes_written += res.chunk_bytes;
+  return KvStatus::kOk;
+}
+
+void KvStore::Impl::end_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, const Reservation& res,
+                               std::size_t kept, std::uint64_t committed, KvOutcome first_failure) {
   counters.puts += committed;
-  counters.put_aborts += n - scratch_keys.size();
+  counters.put_aborts += res.chunks.size() - kept;
   for (const ReservedChunk& rc : res.chunks) {
     if (!rc.cached) c.window_slots.give(rc.window_offset);
   }
   uncharge(c, res.held_bytes);
   --reservations_live;
-  c.reservations.erase(it);
   complete(id, r, committed == 0 ? first_failure : KvOutcome(), committed);
+}
+
+// The checks and slot choices of commit_inline, in the same order, with the
+// copies handed to the workers; what follows a copy (index, write-through)
+// waits for finish_commit on this thread.
+void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, Reservation& res) {
+  const std::uint64_t commit_id = next_commit++;
+  PendingCommit pc;
+  pc.client = id;
+  pc.request = r;
+  pc.crc = lends_to_ssd(res.chunk_bytes);
+  pc.chunks.resize(scratch_keys.size());
+  scratch_jobs.clear();
+  for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
+    CommitChunk& cc = pc.chunks[j];
+    cc.reserved = scratch_index[j];
+    const ReservedChunk& rc = res.chunks[cc.reserved];
+    if (index.find(rc.key) != nullptr) {
+      admission.record(rc.key);
+      cc.state = CommitChunk::State::kStored;
+      continue;
+    }
+    if (rc.cached) {
+      cc.state = CommitChunk::State::kFailed;
+      cc.outcome = KvStatus::kNotFound;
+      continue;
+    }
+    // No slot now: the chunks taken by this commit's copies are no
+    // victims until they are in, so it waits for them.
+    auto offset = acquire_slot(KvTier::kDram);
+    if (!offset) {
+      cc.state = CommitChunk::State::kDeferred;
+      continue;
+    }
+    claim_slot(KvTier::kDram, *offset, res.ns_id);
+    cc.state = CommitChunk::State::kCopying;
+    cc.offset = *offset;
+    CopyJob job;
+    job.owner = id;
+    job.commit = commit_id;
+    job.chunk = static_cast<std::uint32_t>(j);
+    job.to = slot_ptr(KvTier::kDram, *offset, res.ns_id);
+    job.from = c.window.data() + rc.window_offset;
+    job.bytes = res.chunk_bytes;
+    job.with_crc = pc.crc;
+    scratch_jobs.push_back(job);
+  }
+  pc.reservation = std::move(res);
+  // A commit that finds no copy out copies its first chunk here: alone, it
+  // would only wait for a worker to be woken and scheduled (on a loaded
+  // host, longer than the copy), and the loop has nothing else to do.
+  // Behind other commits' copies, every chunk goes to the workers.
+  std::span<CopyJob> out(scratch_jobs);
+  if (copies_out == 0 && !out.empty()) {
+    CopyJob& first = out.front();
+    CommitChunk& cc = pc.chunks[first.chunk];
+    if (first.with_crc) {
+      cc.crc = stream_copy_crc32c(first.to, first.from, first.bytes);
+    } else {
+      stream_copy(first.to, first.from, first.bytes);
+    }
+    cc.state = CommitChunk::State::kCopied;
+    out = out.subspan(1);
+  }
+  pc.copies_left = out.size();
+  if (out.empty()) return finish_commit(pc);
+  copier->submit(out);
+  copies_out += out.size();
+  counters.commit_copies_offloaded += out.size();
+  commits.emplace(commit_id, std::move(pc));
+}
+
+void KvStore::Impl::finish_commit(PendingCommit& pc) {
+  ClientState& c = *client(pc.client);  // cancel_commits ends a removed client's commits
+  const bool write_through = ssd && ssd->config().sync == SsdSyncPolicy::kPerCommit;
+  const Reservation& res = pc.reservation;
+  std::uint64_t committed = 0;
+  KvOutcome first_failure;
+  for (const CommitChunk& cc : pc.chunks) {
+    const ReservedChunk& rc = res.chunks[cc.reserved];
+    KvOutcome done;
+    switch (cc.state) {
+      case CommitChunk::State::kStored: break;
+      case CommitChunk::State::kFailed: done = cc.outcome; break;
+      case CommitChunk::State::kCopying:  // cannot happen: finished once every copy is back
+      case CommitChunk::State::kCopied:
+        if (index.find(rc.key) != nullptr) {  // another commit stored it meanwhile
+          arena(KvTier::kDram).slots.give(cc.offset);
+          admission.record(rc.key);
+          break;
+        }
+        done = index_copied(res, rc, cc.offset, pc.crc ? &cc.crc : nullptr, write_through);
+        break;
+      case CommitChunk::State::kDeferred: done = commit_inline(c, res, rc, write_through); break;
+    }
+    if (done.ok()) {
+      ++committed;
+    } else if (first_failure.ok()) {
+      first_failure = done;
+    }
+  }
+  end_commit(pc.client, c, pc.request, res, pc.chunks.size(), committed, first_failure);
+}
+
+void KvStore::Impl::reap_commits() {
+  scratch_copied.clear();
+  copier->take_done(scratch_copied);
+  copies_out -= std::min(copies_out, scratch_copied.size());
+  for (const CopyJob& job : scratch_copied) {
+    auto it = commits.find(job.commit);
+    if (it == commits.end()) continue;  // cancelled: its client is gone
+    PendingCommit& pc = it->second;
+    CommitChunk& cc = pc.chunks[job.chunk];
+    cc.state = CommitChunk::State::kCopied;
+    cc.crc = job.crc;
+    if (--pc.copies_left != 0) continue;
+    finish_commit(pc);
+    commits.erase(it);
+  }
+}
+
+void KvStore::Impl::cancel_commits(KvClientId client) {
+  if (!copier || commits.empty()) return;
+  bool any = false;
+  for (const auto& [cid, pc] : commits) any = any || pc.client == client;
+  if (!any) return;
+  // Its queued copies are dropped and its running ones waited for; those
+  // come back later and are ignored.
+  const std::size_t dropped = copier->cancel(client);
+  copies_out -= std::min(copies_out, dropped);
+  for (auto it = commits.begin(); it != commits.end();) {
+    PendingCommit& pc = it->second;
+    if (pc.client != client) {
+      ++it;
+      continue;
+    }
+    for (const CommitChunk& cc : pc.chunks) {
+      if (cc.state == CommitChunk::State::kCopying || cc.state == CommitChunk::State::kCopied) {
+        arena(KvTier::kDram).slots.give(cc.offset);
+      }
+    }
+    --reservations_live;
+    counters.put_aborts += pc.reservation.chunks.size();
+    it = commits.erase(it);
+  }
 }
 
 }  // namespace cxlpool::kvcache

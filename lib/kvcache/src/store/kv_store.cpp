@@ -21,6 +21,9 @@ bool aligned(std::span<std::byte> area) {
 }
 
 Result<void> validate(const KvStoreConfig& c, const KvArenas& arenas) {
+  if (c.commit_workers > kMaxCommitWorkers) {
+    return fail(EINVAL, "kv store: commit_workers must be at most " + std::to_string(kMaxCommitWorkers));
+  }
   if (c.slot_bytes == 0 || c.slot_bytes % kAlign != 0 || c.slot_bytes > (1ull << 32) - kAlign) {
     return fail(EINVAL, "kv store: slot_bytes must be a positive multiple of 4096 below 4 GiB");
   }
@@ -84,6 +87,11 @@ Result<std::unique_ptr<KvStore>> KvStore::create(const KvStoreConfig& config, Kv
                             make_eviction_policy(config.eviction, config.s3fifo)};
   }
   s.memory = arenas.memory;
+  if (config.commit_workers != 0) {
+    auto copier = CommitCopier::create(config.commit_workers);
+    if (!copier) return tl::unexpected(copier.error());
+    s.copier = std::move(*copier);
+  }
   if (ssd) {
     const std::size_t room = config.index_capacity - arena_slots;
     if (ssd->config().index_capacity > room) ssd->set_index_capacity(room);
@@ -140,6 +148,7 @@ void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::sp
 
 std::size_t KvStore::poll(std::vector<KvStoreCompletion>& out) {
   Impl& s = *impl_;
+  if (s.copier && s.copier->has_done()) s.reap_commits();
   if (s.ssd && (s.ssd_touched || s.ssd->gets_in_flight() != 0 || s.ssd->writes_in_flight() != 0 ||
                 !s.unsubmitted.empty())) {
     // Reset the wake-up before reaping: a read that completes after the
@@ -171,11 +180,27 @@ std::size_t KvStore::io_in_flight() const {
 
 int KvStore::completion_fd() const { return impl_->ssd ? impl_->ssd->device().completion_fd() : -1; }
 
+std::size_t KvStore::commits_in_flight() const { return impl_->commits.size(); }
+
+int KvStore::commit_fd() const { return impl_->copier ? impl_->copier->event_fd() : -1; }
+
+std::size_t KvStore::run_commit_copies(std::size_t max) {
+  Impl& s = *impl_;
+  if (s.commits.empty()) return 0;
+  std::size_t ran = 0;
+  while (ran < max && s.copier->run_one()) ++ran;
+  return ran;
+}
+
 // Writes every arena chunk the SSD lacks (CXL first, so that DRAM's hotter
 // chunks are the last to be evicted from the log if it is small), then seals
 // the open region, so that a restart finds what the arenas held.
 Result<void> KvStore::flush() {
   Impl& s = *impl_;
+  if (!s.commits.empty()) {
+    s.copier->wait_idle();
+    s.reap_commits();
+  }
   if (!s.ssd) return {};
   s.ssd_touched = true;
   Result<void> first_error;
@@ -207,6 +232,7 @@ const KvStoreCounters& KvStore::counters() const {
   c.leases = s.leases.live();
   c.leased_bytes = s.leased_bytes;
   c.reservations = s.reservations_live;
+  c.commits_in_flight = s.commits.size();
   for (KvTier t : {KvTier::kDram, KvTier::kCxl}) {
     KvTierCounters& tc = c.tiers[tier_index(t)];
     const ArenaTier& a = s.arena(t);

@@ -3,7 +3,8 @@
 // one job: kv_store.cpp (creation, counters, flush), kv_namespaces.cpp,
 // kv_clients.cpp (clients, leases, quota), kv_tiers.cpp (slots, eviction,
 // demotion, promotion), kv_requests.cpp (lookup, get, release, prefetch,
-// delete), kv_put.cpp (put_begin, put_commit), kv_loads.cpp (SSD reads into
+// delete), kv_put.cpp (put_begin, put_commit and the commits whose copies
+// run on commit_copier.hpp's workers), kv_loads.cpp (SSD reads into
 // arena slots, gets waiting for them, poll).
 #pragma once
 
@@ -19,6 +20,7 @@
 #include "cxlpool/kvcache/index.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
 #include "cxlpool/kvcache/store.hpp"
+#include "commit_copier.hpp"
 #include "lease_table.hpp"
 #include "slot_pool.hpp"
 
@@ -76,6 +78,34 @@ struct ClientState {
   std::unordered_map<std::uint64_t, Reservation> reservations;
   std::uint64_t held_bytes = 0;  // leases (and gets waiting for SSD reads) plus reservations
   std::uint32_t leases = 0;      // the same, counted
+};
+
+// One kept chunk of a commit whose copies run on the commit workers.
+struct CommitChunk {
+  enum class State : std::uint8_t {
+    kStored,   // stored before the commit (maybe by another client): counts
+    kFailed,   // not committed, for `outcome`
+    kCopying,  // its copy into DRAM slot `offset` runs on a worker
+    kCopied,   // that copy finished (crc taken when the slot may be lent)
+    kDeferred  // found no DRAM slot: committed on the loop at the end
+  };
+  State state = State::kStored;
+  std::uint32_t reserved = 0;  // index in the reservation's chunks
+  KvOutcome outcome;
+  std::uint64_t offset = 0;
+  std::uint32_t crc = 0;
+};
+
+// A put_commit whose copies are in flight. Its reservation left the
+// client's map (a second commit of it is kNotFound) but keeps its
+// put-window slots and quota until the commit finishes.
+struct PendingCommit {
+  KvClientId client = 0;
+  proto::KvRequest request;
+  Reservation reservation;
+  std::vector<CommitChunk> chunks;  // the kept keys, in the request's order
+  std::size_t copies_left = 0;
+  bool crc = false;  // the copies take the payloads' CRC
 };
 
 // A get whose prefix holds SSD chunks: it completes when their reads do.
@@ -157,9 +187,19 @@ struct KvStore::Impl {
   std::vector<ChunkKey> scratch_sorted;
   std::vector<std::uint32_t> scratch_index;
 
-  // Declared last: destroyed first, so its pending reads finish while the
+  // Commits whose copies run on the commit workers, by commit id.
+  std::unordered_map<std::uint64_t, PendingCommit> commits;
+  std::uint64_t next_commit = 1;
+  std::size_t copies_out = 0;  // handed to the copier, not yet taken back (or dropped)
+  std::vector<CopyJob> scratch_jobs;
+  std::vector<CopyJob> scratch_copied;
+
+  // Declared late: destroyed early, so its pending reads finish while the
   // rest is still there.
   std::unique_ptr<SsdStore> ssd;
+  // Declared last: its threads are joined first (they write into arena
+  // slots from put windows, both mapped by the store's owner).
+  std::unique_ptr<CommitCopier> copier;
 
   Impl(const KvStoreConfig& c, std::size_t index_capacity);
 
@@ -241,6 +281,28 @@ struct KvStore::Impl {
   void do_delete(KvClientId id, const proto::KvRequest& r);
   void do_put_begin(KvClientId id, const proto::KvRequest& r);
   void do_put_commit(KvClientId id, const proto::KvRequest& r);
+  // --- commits (kv_put.cpp)
+  // One kept chunk committed on this thread, its copy included: kOk when
+  // it is stored (maybe by another client meanwhile), else why not.
+  KvOutcome commit_inline(const ClientState& c, const Reservation& res, const ReservedChunk& rc, bool write_through);
+  // A chunk whose bytes are in DRAM slot `offset` goes into the index
+  // (written through first under the per-commit policy); the slot goes
+  // back when it does not.
+  KvOutcome index_copied(const Reservation& res, const ReservedChunk& rc, std::uint64_t offset, const std::uint32_t* crc,
+                         bool write_through);
+  // The reservation's end: counters, window slots, quota, the completion.
+  void end_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, const Reservation& res,
+                  std::size_t kept, std::uint64_t committed, KvOutcome first_failure);
+  // Starts the kept chunks' copies on the workers; the reservation leaves
+  // the client's map either way (finished at once when nothing is copied).
+  void start_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, Reservation& res);
+  void finish_commit(PendingCommit& pc);
+  // Takes the finished copies back and finishes the commits they complete.
+  void reap_commits();
+  // Aborts the client's commits in flight; no worker touches its window
+  // once this returns.
+  void cancel_commits(KvClientId client);
+
   void finish_get(KvClientId id, ClientState& c, std::uint64_t request_id, std::span<const ChunkKey> keys);
 
   // --- SSD loads (kv_loads.cpp)

@@ -55,7 +55,14 @@ struct HarnessOptions {
     c.slot_bytes = kSlot;
     c.index_capacity = 4096;
     c.admission.width = 4096;
+    c.commit_workers = commit_workers_from_env();
     return c;
+  }
+  // The suite runs twice (meson.build): commits copying on the caller's
+  // thread, and on commit workers (CXLPOOL_TEST_COMMIT_WORKERS).
+  static std::uint32_t commit_workers_from_env() {
+    const char* v = std::getenv("CXLPOOL_TEST_COMMIT_WORKERS");
+    return v != nullptr ? static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)) : 0;
   }
 };
 

@@ -52,7 +52,11 @@
 // outcome, answered without allocating. The store never writes an errno;
 // the daemon turns the status into the ring's `-errno` (to_errno()).
 //
-// Single-threaded: the daemon's event loop owns it.
+// Single-threaded: the daemon's event loop owns it. The one exception is
+// the commit's copy: with commit_workers threads, a put_commit's chunks are
+// copied from the put window into their DRAM slots by those threads (which
+// touch nothing but the bytes), and the commit finishes -- indexed, written
+// through, answered -- on the owner's thread in poll().
 #pragma once
 
 #include <chrono>
@@ -109,7 +113,14 @@ struct KvStoreConfig {
   // arena's slots at a time); smaller ones are copied into the log's region
   // buffer. 0: always copied.
   std::uint64_t ssd_lend_min_bytes = 256 * 1024;
+  // Threads that copy committed chunks from the put windows into their DRAM
+  // slots (at most kMaxCommitWorkers); the commit finishes on the caller's
+  // thread in poll() once its copies are done (commit_fd() wakes it). 0:
+  // the commit copies on the caller's thread and finishes at once.
+  std::uint32_t commit_workers = 0;
 };
+
+inline constexpr std::uint32_t kMaxCommitWorkers = 64;
 
 // Per-namespace memory behind the arena slots (the daemon's per-namespace
 // views, docs/kvstore.md "Isolation"): slot `offset` of a tier holds a chunk
@@ -190,7 +201,9 @@ struct KvNamespaceInfo {
   X(reservations,      "reservations")                                                  \
   X(quota_rejections,  "quota_rejections")                                              \
   X(leases_expired,    "leases_expired")    /* revoked by expire_leases() */            \
-  X(rejected_requests, "rejected_requests") /* answered with a status other than kOk */
+  X(rejected_requests, "rejected_requests") /* answered with a status other than kOk */ \
+  X(commit_copies_offloaded, "commit_copies_offloaded") /* chunk copies handed to commit workers */ \
+  X(commits_in_flight, "commits_in_flight") /* commits waiting for their copies (gauge) */
 // clang-format on
 
 struct KvTierCounters {
@@ -232,7 +245,8 @@ struct KvDropResult {
 
 class KvStore {
  public:
-  // EINVAL: slot_bytes not a positive multiple of 4096, a DRAM arena smaller
+  // EINVAL: commit_workers above kMaxCommitWorkers, slot_bytes not a
+  // positive multiple of 4096, a DRAM arena smaller
   // than one slot or misaligned, bad admission/eviction config, negative tier
   // rates, index_capacity below the arenas' slot count (or equal to it with
   // an SSD tier), max_leases_per_client or max_namespaces 0. `ssd` may be
@@ -264,7 +278,10 @@ class KvStore {
   Result<void> add_client(KvClientId client, std::span<std::byte> put_window);
   Result<void> add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account);
   // Releases its leases, aborts its reservations, forgets its pending
-  // requests (their completions are never returned). Unknown: no-op.
+  // requests (their completions are never returned). Commits whose copies
+  // are in flight are aborted: queued copies are dropped and running ones
+  // waited for (one chunk per commit worker at most), so that the store
+  // never touches the put window once this returns. Unknown: no-op.
   void remove_client(KvClientId client);
 
   // Handles one request taken from the client's ring (keys already copied
@@ -301,6 +318,15 @@ class KvStore {
   //              result0, or, when none was, the first chunk's outcome:
   //              kRejected (ENOSPC), kDeviceError (the device's errno),
   //              kNotFound (a cached key gone meanwhile).
+  //              With commit_workers, the chunks' copies run on those
+  //              threads (but the first one's, on the caller's thread,
+  //              when no other copy is out) and the commit finishes in a
+  //              later poll(): until then its chunks are in no index
+  //              (lookups and gets miss them), their DRAM slots are no
+  //              eviction's victims and its put-window slots and quota
+  //              stay held. A chunk that finds no DRAM slot at submit is
+  //              tried again, copied on the caller's thread, when the
+  //              others are in.
   //   get        pins the longest cached prefix: result0 = lease id (0 when
   //              the prefix is empty: a miss is kOk), result1 = chunks
   //              leased, locations in the arenas. kOverQuota /
@@ -323,15 +349,30 @@ class KvStore {
   std::size_t expire_leases();
 
   // Moves finished requests to `out` (appends); reaps SSD reads without
-  // waiting and resets completion_fd(). Returns how many were appended.
+  // waiting and resets completion_fd(), and finishes the commits whose
+  // copies are done. Returns how many were appended.
   std::size_t poll(std::vector<KvStoreCompletion>& out);
   // SSD reads and region writes in flight: while non-zero the daemon must
   // keep polling (the device's completion_fd() wakes it when it has one).
   [[nodiscard]] std::size_t io_in_flight() const;
   // The SSD device's completion eventfd, or -1 (none, or no SSD tier).
   [[nodiscard]] int completion_fd() const;
+  // Commits whose copies run on the commit workers (their completions come
+  // out of a later poll()).
+  [[nodiscard]] std::size_t commits_in_flight() const;
+  // An eventfd that turns readable when commit copies finished (poll() then
+  // finishes their commits), or -1 without commit_workers. The caller may
+  // read it to reset it; poll() does too.
+  [[nodiscard]] int commit_fd() const;
+  // Runs up to `max` commit copies that no worker took yet on the caller's
+  // thread; the next poll() finishes their commits. For a caller with
+  // nothing else to do (no request waiting): a copy then does not wait for
+  // a worker to be scheduled (on a loaded host, or one with few cores, a
+  // wake-up can take longer than the copy). Returns how many ran.
+  std::size_t run_commit_copies(std::size_t max);
 
-  // Writes every arena chunk the SSD log lacks to it (admission bypassed),
+  // Finishes the commits in flight (waiting for their copies), then writes
+  // every arena chunk the SSD log lacks to it (admission bypassed),
   // seals the log's open region (per-region durability) and waits for reads,
   // so that a restart finds what the arenas held. Call at shutdown.
   Result<void> flush();

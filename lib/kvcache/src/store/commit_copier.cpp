@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "commit_copier.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+#include "../ssd/stream_copy.hpp"
+
+namespace cxlpool::kvcache {
+
+Result<std::unique_ptr<CommitCopier>> CommitCopier::create(std::size_t threads) {
+  if (threads == 0) return fail(EINVAL, "commit copier: no thread");
+  UniqueFd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!fd) return fail_errno("eventfd for the commit copier");
+  std::unique_ptr<CommitCopier> copier(new CommitCopier(std::move(fd)));
+  copier->running_.resize(threads);
+  copier->threads_.reserve(threads);
+  try {
+    for (std::size_t i = 0; i < threads; ++i) copier->threads_.emplace_back([c = copier.get(), i] { c->run(i); });
+  } catch (const std::system_error& e) {
+    // The destructor joins the threads that did start.
+    return fail(e.code().value(), "commit copier: starting a thread");
+  }
+  return copier;
+}
+
+CommitCopier::~CommitCopier() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  work_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+void CommitCopier::submit(std::span<const CopyJob> jobs) {
+  if (jobs.empty()) return;
+  {
+    const std::lock_guard lock(mutex_);
+    queue_.insert(queue_.end(), jobs.begin(), jobs.end());
+  }
+  if (jobs.size() == 1) {
+    work_.notify_one();
+  } else {
+    work_.notify_all();
+  }
+}
+
+void CommitCopier::take_done(std::vector<CopyJob>& out) {
+  std::uint64_t count = 0;
+  (void)!::read(done_fd_.get(), &count, sizeof count);
+  const std::lock_guard lock(mutex_);
+  if (out.empty()) {
+    out.swap(done_);
+  } else {
+    out.insert(out.end(), done_.begin(), done_.end());
+    done_.clear();
+  }
+  has_done_.store(false, std::memory_order_relaxed);
+}
+
+std::size_t CommitCopier::cancel(std::uint64_t owner) {
+  std::unique_lock lock(mutex_);
+  const std::size_t dropped = std::erase_if(queue_, [owner](const CopyJob& j) { return j.owner == owner; });
+  idle_.wait(lock, [&] {
+    return std::none_of(running_.begin(), running_.end(), [owner](const Running& r) { return r.busy && r.owner == owner; });
+  });
+  return dropped;
+}
+
+void CommitCopier::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] {
+    return queue_.empty() && std::none_of(running_.begin(), running_.end(), [](const Running& r) { return r.busy; });
+  });
+}
+
+namespace {
+
+void copy(CopyJob& job) {
+  // The destination is an arena slot the store never reads again (a
+  // client does, later): streamed past the caches.
+  if (job.with_crc) {
+    job.crc = stream_copy_crc32c(job.to, job.from, job.bytes);
+  } else {
+    stream_copy(job.to, job.from, job.bytes);
+  }
+}
+
+}  // namespace
+
+bool CommitCopier::run_one() {
+  std::unique_lock lock(mutex_);
+  if (queue_.empty()) return false;
+  CopyJob job = queue_.front();
+  queue_.pop_front();
+  lock.unlock();
+  copy(job);
+  lock.lock();
+  done_.push_back(job);
+  has_done_.store(true, std::memory_order_release);
+  return true;
+}
+
+void CommitCopier::run(std::size_t slot) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    CopyJob job = queue_.front();
+    queue_.pop_front();
+    running_[slot] = Running{true, job.owner};
+    lock.unlock();
+    copy(job);
+    lock.lock();
+    running_[slot].busy = false;
+    const bool was_empty = done_.empty();
+    done_.push_back(job);
+    has_done_.store(true, std::memory_order_release);
+    // Only when the list turns non-empty: the store takes everything once
+    // woken, so a busy store costs no system call per copy.
+    if (was_empty) {
+      const std::uint64_t one = 1;
+      (void)!::write(done_fd_.get(), &one, sizeof one);
+    }
+    idle_.notify_all();
+  }
+}
+
+}  // namespace cxlpool::kvcache

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// The commit's copies off the event loop: a few threads that copy committed
+// chunks from clients' put windows into arena slots (taking a chunk's
+// CRC-32C in the same pass when asked) and hand each finished copy back
+// through a list under a mutex and an eventfd, so that several commits, and
+// several chunks of one commit, copy on several cores while the store's
+// thread keeps serving requests.
+//
+// The threads touch the bytes of a job only: the store's state stays its
+// own thread's. Whoever submits a job keeps both buffers mapped until the
+// job comes back from take_done(), or until cancel() of its owner returned.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "cxlpool/common/result.hpp"
+#include "cxlpool/common/unique_fd.hpp"
+
+namespace cxlpool::kvcache {
+
+struct CopyJob {
+  std::uint64_t owner = 0;   // what cancel() names (the store: the client)
+  std::uint64_t commit = 0;  // the submitter's: which commit, which chunk
+  std::uint32_t chunk = 0;
+  std::byte* to = nullptr;
+  const std::byte* from = nullptr;
+  std::uint32_t bytes = 0;
+  bool with_crc = false;  // crc = crc32c(from, bytes), taken as it copies
+  std::uint32_t crc = 0;
+};
+
+class CommitCopier {
+ public:
+  // EINVAL: no thread; the eventfd's or a thread's errno.
+  static Result<std::unique_ptr<CommitCopier>> create(std::size_t threads);
+  // Drops the queued jobs, lets the running ones finish, joins the threads.
+  ~CommitCopier();
+  CommitCopier(const CommitCopier&) = delete;
+  CommitCopier& operator=(const CommitCopier&) = delete;
+
+  // Queues the jobs (one lock, one wake-up per idle thread).
+  void submit(std::span<const CopyJob> jobs);
+  // Appends the finished jobs to `out`; resets event_fd() first, so that a
+  // job finishing after the take signals it again.
+  void take_done(std::vector<CopyJob>& out);
+  // Signalled when finished jobs come to wait in take_done() (it may stay
+  // readable after they were taken: read it to reset it).
+  [[nodiscard]] int event_fd() const { return done_fd_.get(); }
+  // Whether finished jobs wait, without a system call or the lock.
+  [[nodiscard]] bool has_done() const { return has_done_.load(std::memory_order_acquire); }
+  // Drops the queued jobs of `owner` (they never come back) and waits for
+  // its running ones to finish (those come back from take_done()): then no
+  // thread touches its buffers any more. At most one chunk copy per thread.
+  // Returns how many were dropped.
+  std::size_t cancel(std::uint64_t owner);
+  // Waits until every queued and running job finished (they wait in
+  // take_done()).
+  void wait_idle();
+  // Runs the oldest queued job on the caller's thread, if there is one
+  // (true); it then waits in take_done(), without a signal of event_fd():
+  // the caller takes it. For an owner with nothing else to do, so that a
+  // copy never waits for a worker to be scheduled while it could run.
+  bool run_one();
+  [[nodiscard]] std::size_t threads() const { return threads_.size(); }
+
+ private:
+  explicit CommitCopier(UniqueFd done_fd) : done_fd_(std::move(done_fd)) {}
+  void run(std::size_t slot);
+
+  UniqueFd done_fd_;
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable work_;  // a job was queued, or stopping
+  std::condition_variable idle_;  // a job finished (cancel, wait_idle)
+  std::deque<CopyJob> queue_;
+  std::vector<CopyJob> done_;
+  std::atomic<bool> has_done_{false};  // !done_.empty(), for a look without the lock
+  struct Running {
+    bool busy = false;
+    std::uint64_t owner = 0;
+  };
+  std::vector<Running> running_;  // per thread, under mutex_
+  bool stopping_ = false;
+};
+
+}  // namespace cxlpool::kvcache

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+// KvStore with commit workers: a commit's copies run on worker threads and
+// the commit finishes in a later poll(). The store's state moves only in
+// submit() and poll(), so what a request submitted before the next poll()
+// sees is deterministic however fast the workers copy: these cases check
+// what an in-flight commit's chunks and slots look like to everything else,
+// two commits of one key, a client that goes (its window unmapped right
+// after) or a store destroyed while copies are in flight. A commit that
+// finds no copy out copies its first chunk on the caller's thread and hands
+// the rest out, so the commits here that must stay in flight have two
+// chunks or more, or follow one that does.
+#include <sys/mman.h>
+
+#include <cstring>
+
+#include "kv_store_harness.hpp"
+
+namespace cxlpool::kvcache::testing {
+namespace {
+
+using proto::KvOp;
+
+HarnessOptions with_workers(HarnessOptions o = {}, std::uint32_t workers = 2) {
+  o.config.commit_workers = workers;
+  return o;
+}
+
+// put_begin of `keys` and their payloads written into the window: the
+// reservation id.
+std::uint64_t begin_and_write(KvHarness& h, KvClientId client, std::span<const proto::KvKey> keys) {
+  KvStoreCompletion begin = h.call(client, KvOp::kPutBegin, keys, kChunk);
+  EXPECT_EQ(begin.outcome, KvStatus::kOk);
+  for (std::size_t i = 0; i < begin.locations.size(); ++i) {
+    if (begin.locations[i].flags & proto::kKvLocationCached) continue;
+    const auto p = payload_of(keys[i]);
+    std::memcpy(h.window(client) + begin.locations[i].offset, p.data(), kChunk);
+  }
+  return begin.completion.result0;
+}
+
+TEST(KvStoreCommitWorkers, RejectsTooManyWorkers) {
+  Area dram(4 * kSlot);
+  KvStoreConfig c = HarnessOptions::default_config();
+  c.commit_workers = kMaxCommitWorkers + 1;
+  auto s = KvStore::create(c, {dram.span(), {}}, nullptr);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, EINVAL);
+  EXPECT_NE(s.error().message.find("commit_workers"), std::string::npos) << s.error().message;
+  c.commit_workers = 0;
+  auto none = KvStore::create(c, {dram.span(), {}}, nullptr);
+  ASSERT_TRUE(none);
+  EXPECT_EQ((*none)->commit_fd(), -1);
+}
+
+TEST(KvStoreCommitWorkers, CopiesFinishInPollAndAreInvisibleBefore) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, with_workers());
+  ASSERT_GE(h.store().commit_fd(), 0);
+  const auto keys = keys_of(1, 4);
+  const std::uint64_t rid = begin_and_write(h, kAlice, keys);
+  const std::uint64_t commit = h.submit(kAlice, KvOp::kPutCommit, keys, rid);
+  EXPECT_EQ(h.store().commits_in_flight(), 1u);
+  EXPECT_EQ(h.store().counters().commits_in_flight, 1u);
+  EXPECT_EQ(h.store().counters().commit_copies_offloaded, 3u);  // the first was copied at submit
+  // Served before the next poll: the chunks are in no index yet.
+  const std::uint64_t lookup = h.submit(kBob, KvOp::kLookup, keys);
+  const std::uint64_t get = h.submit(kBob, KvOp::kGet, keys);
+  // A second commit of the reservation finds it gone.
+  const std::uint64_t again = h.submit(kAlice, KvOp::kPutCommit, keys, rid);
+  EXPECT_EQ(h.wait(kBob, lookup).completion.result0, 0u);
+  EXPECT_EQ(h.wait(kBob, get).completion.result1, 0u);
+  EXPECT_EQ(h.wait(kAlice, again).outcome, KvStatus::kNotFound);
+  const KvStoreCompletion done = h.wait(kAlice, commit);
+  EXPECT_EQ(done.outcome, KvStatus::kOk);
+  EXPECT_EQ(done.completion.result0, 4u);
+  EXPECT_EQ(h.store().commits_in_flight(), 0u);
+  EXPECT_EQ(h.store().counters().reservations, 0u);
+  EXPECT_EQ(h.store().counters().puts, 4u);
+  for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k));
+}
+
+TEST(KvStoreCommitWorkers, WindowSlotsComeBackOnlyWhenTheCopiesAreDone) {
+  KvHarness h;
+  HarnessOptions o = with_workers();
+  o.dram_slots = 32;
+  KV_OPEN_OR_SKIP(h, o);
+  const auto keys = keys_of(2, 16);  // the whole window
+  const std::uint64_t rid = begin_and_write(h, kAlice, keys);
+  const std::uint64_t commit = h.submit(kAlice, KvOp::kPutCommit, keys, rid);
+  const auto more = keys_of(3, 1);
+  const std::uint64_t full = h.submit(kAlice, KvOp::kPutBegin, more, kChunk);
+  EXPECT_EQ(h.wait(kAlice, full).outcome, KvStatus::kRetry);
+  EXPECT_EQ(h.wait(kAlice, commit).completion.result0, 16u);
+  EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, more, kChunk).outcome, KvStatus::kOk);
+}
+
+TEST(KvStoreCommitWorkers, SlotsOfCopiesInFlightAreNoVictims) {
+  KvHarness h;
+  HarnessOptions o = with_workers();
+  o.dram_slots = 2;
+  KV_OPEN_OR_SKIP(h, o);
+  const auto old = keys_of(4, 2);
+  h.put_each(kAlice, old);
+  const auto c = keys_of(5, 2), e = keys_of(7, 1);
+  const std::uint64_t rc = begin_and_write(h, kAlice, c);
+  const std::uint64_t re = begin_and_write(h, kBob, e);
+  // c's two chunks take the two slots (evicting the old chunks); e finds
+  // every slot held by a commit in flight and, with nothing else to evict,
+  // fails.
+  const std::uint64_t commit_c = h.submit(kAlice, KvOp::kPutCommit, c, rc);
+  const std::uint64_t commit_e = h.submit(kBob, KvOp::kPutCommit, e, re);
+  EXPECT_EQ(h.wait(kBob, commit_e).outcome, KvStatus::kRejected);
+  EXPECT_EQ(h.wait(kAlice, commit_c).completion.result0, 2u);
+  EXPECT_TRUE(h.get_checked(kBob, c[0]));
+  EXPECT_TRUE(h.get_checked(kBob, c[1]));
+  EXPECT_EQ(h.call(kBob, KvOp::kLookup, old).completion.result0, 0u);
+  // Once in, they are victims as any chunk: e fits now.
+  EXPECT_EQ(h.put(kBob, e).completion.result0, 1u);
+}
+
+TEST(KvStoreCommitWorkers, ChunksWithoutASlotWaitForTheCommitsOwnCopies) {
+  KvHarness h;
+  HarnessOptions o = with_workers();
+  o.dram_slots = 2;
+  KV_OPEN_OR_SKIP(h, o);
+  // Four chunks over two slots: the last two find no slot at submit and
+  // are committed on the loop once the first two are in (evicting them),
+  // as a commit without workers does.
+  const auto keys = keys_of(8, 4);
+  const std::uint64_t rid = begin_and_write(h, kAlice, keys);
+  const KvStoreCompletion done = h.call(kAlice, KvOp::kPutCommit, keys, rid);
+  EXPECT_EQ(done.outcome, KvStatus::kOk);
+  EXPECT_EQ(done.completion.result0, 4u);
+  EXPECT_EQ(h.store().counters().commit_copies_offloaded, 1u);  // the first chunk was copied at submit
+  EXPECT_TRUE(h.get_checked(kBob, keys[2]));
+  EXPECT_TRUE(h.get_checked(kBob, keys[3]));
+  const KvStoreCounters& c = h.store().counters();
+  EXPECT_EQ(c.tiers[0].used_bytes, c.tiers[0].chunks * kSlot);
+}
+
+TEST(KvStoreCommitWorkers, SameKeyCommittedByTwoClientsKeepsOneSlot) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, with_workers());
+  const auto keys = keys_of(9, 3);
+  const std::uint64_t ra = begin_and_write(h, kAlice, keys);
+  const std::uint64_t rb = begin_and_write(h, kBob, keys);
+  const std::uint64_t ca = h.submit(kAlice, KvOp::kPutCommit, keys, ra);
+  const std::uint64_t cb = h.submit(kBob, KvOp::kPutCommit, keys, rb);
+  EXPECT_EQ(h.store().commits_in_flight(), 2u);
+  // Whichever finishes second finds the keys stored: they count for both.
+  EXPECT_EQ(h.wait(kAlice, ca).completion.result0, 3u);
+  EXPECT_EQ(h.wait(kBob, cb).completion.result0, 3u);
+  const KvStoreCounters& c = h.store().counters();
+  EXPECT_EQ(c.tiers[0].chunks, 3u);
+  EXPECT_EQ(c.tiers[0].used_bytes, 3 * kSlot);
+  for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kAlice, k));
+}
+
+TEST(KvStoreCommitWorkers, TheCallerRunsCopiesNoWorkerTookYet) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, with_workers({}, 1));
+  EXPECT_EQ(h.store().run_commit_copies(8), 0u);  // no commit in flight
+  const auto keys = keys_of(12, 8);
+  const std::uint64_t rid = begin_and_write(h, kAlice, keys);
+  const std::uint64_t commit = h.submit(kAlice, KvOp::kPutCommit, keys, rid);
+  // However many the worker took meanwhile, the rest run here.
+  EXPECT_LE(h.store().run_commit_copies(8), 8u);
+  EXPECT_EQ(h.wait(kAlice, commit).completion.result0, 8u);
+  for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k));
+  KvHarness none;
+  KV_OPEN_OR_SKIP(none, with_workers({}, 0));
+  const std::uint64_t rid0 = begin_and_write(none, kAlice, keys);
+  const std::uint64_t commit0 = none.submit(kAlice, KvOp::kPutCommit, keys, rid0);
+  EXPECT_EQ(none.store().run_commit_copies(8), 0u);  // copied at submit
+  EXPECT_EQ(none.wait(kAlice, commit0).completion.result0, 8u);
+}
+
+TEST(KvStoreCommitWorkers, FlushFinishesCommitsInFlight) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, with_workers());
+  const auto keys = keys_of(10, 5);
+  const std::uint64_t rid = begin_and_write(h, kAlice, keys);
+  const std::uint64_t commit = h.submit(kAlice, KvOp::kPutCommit, keys, rid);
+  ASSERT_TRUE(h.store().flush());
+  EXPECT_EQ(h.store().commits_in_flight(), 0u);
+  EXPECT_EQ(h.wait(kAlice, commit).completion.result0, 5u);
+}
+
+// A store over larger slots, so that copies are still queued when the
+// client goes, and a put window of its own mapping, unmapped right after
+// remove_client(): a copy that touched it later would fault.
+class KvStoreCommitWorkersLarge : public ::testing::Test {
+ protected:
+  static constexpr std::uint64_t kBig = 1 << 20;
+  static constexpr std::size_t kWindowSlots = 24;
+  static constexpr KvClientId kCarol = 3;
+
+  void SetUp() override {
+    KvStoreConfig c = HarnessOptions::default_config();
+    c.slot_bytes = kBig;
+    c.commit_workers = 2;
+    dram_ = Area(2 * kWindowSlots * kBig);
+    auto s = KvStore::create(c, {dram_.span(), {}}, nullptr);
+    ASSERT_TRUE(s) << s.error().message;
+    store_ = std::move(*s);
+    auto ns = store_->open_namespace(test_spec());
+    ASSERT_TRUE(ns);
+    ns_ = *ns;
+  }
+
+  std::span<std::byte> map_window() {
+    void* p = ::mmap(nullptr, kWindowSlots * kBig, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    return {static_cast<std::byte*>(p), kWindowSlots * kBig};
+  }
+
+  proto::KvRequest request(KvOp op, std::size_t keys, std::uint64_t param0) {
+    proto::KvRequest r;
+    r.request_id = ++next_id_;
+    r.op = static_cast<std::uint8_t>(op);
+    r.count = static_cast<std::uint32_t>(keys);
+    r.namespace_id = ns_;
+    r.param0 = param0;
+    return r;
+  }
+
+  // put_begin of kWindowSlots chunks (written) and their commit submitted.
+  void commit_window(KvClientId client, std::span<std::byte> window, std::uint64_t seq) {
+    const auto keys = keys_of(seq, kWindowSlots);
+    store_->submit(client, request(KvOp::kPutBegin, keys.size(), kBig), keys);
+    std::vector<KvStoreCompletion> out;
+    store_->poll(out);
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].outcome, KvStatus::kOk);
+    std::memset(window.data(), static_cast<int>(seq), window.size());
+    store_->submit(client, request(KvOp::kPutCommit, keys.size(), out[0].completion.result0), keys);
+  }
+
+  Area dram_;
+  std::unique_ptr<KvStore> store_;
+  std::uint32_t ns_ = 0;
+  std::uint64_t next_id_ = 0;
+};
+
+TEST_F(KvStoreCommitWorkersLarge, ClientGoneWhileCopiesRunLeaksNothing) {
+  const std::span<std::byte> window = map_window();
+  ASSERT_TRUE(store_->add_client(kCarol, window));
+  commit_window(kCarol, window, 11);
+  EXPECT_EQ(store_->commits_in_flight(), 1u);
+  store_->remove_client(kCarol);
+  ASSERT_EQ(::munmap(window.data(), window.size()), 0);
+  EXPECT_EQ(store_->commits_in_flight(), 0u);
+  const KvStoreCounters& c = store_->counters();
+  EXPECT_EQ(c.reservations, 0u);
+  EXPECT_EQ(c.put_aborts, kWindowSlots);
+  EXPECT_EQ(c.tiers[0].used_bytes, 0u);  // every slot the commit took is back
+  EXPECT_EQ(c.tiers[0].chunks, 0u);
+  // Copies that were running when it went come back and are ignored; no
+  // completion of the gone client comes out.
+  for (int i = 0; i < 100; ++i) {
+    std::vector<KvStoreCompletion> out;
+    store_->poll(out);
+    for (const auto& done : out) EXPECT_NE(done.client, kCarol);
+    ::usleep(100);
+  }
+  // Another client can take every slot.
+  Area other(kWindowSlots * kBig);
+  ASSERT_TRUE(store_->add_client(kAlice, other.span()));
+  commit_window(kAlice, other.span(), 12);
+  std::vector<KvStoreCompletion> out;
+  for (int i = 0; i < 20000 && out.empty(); ++i) {
+    store_->poll(out);
+    ::usleep(50);
+  }
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].completion.result0, kWindowSlots);
+  EXPECT_EQ(store_->counters().tiers[0].used_bytes, kWindowSlots * kBig);
+}
+
+TEST_F(KvStoreCommitWorkersLarge, StoreDestroyedWhileCopiesRun) {
+  Area window(kWindowSlots * kBig);
+  ASSERT_TRUE(store_->add_client(kAlice, window.span()));
+  commit_window(kAlice, window.span(), 13);
+  EXPECT_EQ(store_->commits_in_flight(), 1u);
+  // Queued copies are dropped, running ones finish, the threads are
+  // joined; nothing is left behind (the sanitizers' builds check).
+  store_.reset();
+}
+
+}  // namespace
+}  // namespace cxlpool::kvcache::testing
