@@ -221,11 +221,9 @@ Result<Config> load_config_file(const std::filesystem::path& path);
 // can be applied in place.
 std::vector<std::string> changes_needing_restart(const Config& running, const Config& next);
 
-// The commit copy threads in effect on a host of `cores` cores: the
-// configured number, else half the cores, at least 1 and at most 4 (the
-// copies are memory-bound: a few cores reach the memory's write bandwidth,
-// and the rest stay with the SSD workers and the clients).
-uint32_t kv_commit_workers(const KvStoreSection& kv, unsigned cores);
+// The commit copy threads in effect: the configured number, else 0 (the
+// event loop copies).
+uint32_t kv_commit_workers(const KvStoreSection& kv);
 
 // The KV quota per uid in effect for a DRAM arena of `dram_arena_bytes`:
 // the configured one, else a quarter of the arena (at least one slot), so

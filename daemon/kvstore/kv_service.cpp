@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "../backing.hpp"
 #include "../logging.hpp"
@@ -81,7 +80,7 @@ kvcache::KvStoreConfig KvService::store_config() const {
   c.lease_timeout_ns = uint64_t{config_.lease_timeout_ms} * 1000000;
   c.max_leases_per_client = config_.max_leases_per_client;
   c.ssd_lend_min_bytes = config_.ssd_lend_min_bytes;
-  c.commit_workers = kv_commit_workers(config_, std::thread::hardware_concurrency());
+  c.commit_workers = kv_commit_workers(config_);
   c.tier_rates = rates_;
   return c;
 }

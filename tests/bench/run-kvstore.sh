@@ -34,7 +34,7 @@
 # KVBENCH_COMMIT_WORKERS (kvstore.commit_workers values the SSD test, and
 # the DRAM put test, run the daemon with, default "2"; 0: the event loop
 # copies each commit; e.g. "0 1 2 4" compares them in one run; the other
-# tests run with the daemon's default, half the cores up to 4),
+# tests run with the daemon's default, 0),
 # KVBENCH_SSD_ONLY (1: run the SSD test only, then print its summary).
 # Exits 77 when fio or redis is not installed.
 set -euo pipefail

@@ -121,17 +121,12 @@ ssd_latency_ns = 80000
   EXPECT_EQ(kv.ssd_latency_ns, 80000u);
 }
 
-TEST(KvStoreConfig, CommitWorkersDefaultToHalfTheCoresUpToFour) {
+TEST(KvStoreConfig, CommitWorkersAreOffUnlessSet) {
   const KvStoreSection unset;
-  EXPECT_EQ(kv_commit_workers(unset, 0), 1u);  // hardware_concurrency() may not know
-  EXPECT_EQ(kv_commit_workers(unset, 1), 1u);
-  EXPECT_EQ(kv_commit_workers(unset, 2), 1u);
-  EXPECT_EQ(kv_commit_workers(unset, 6), 3u);
-  EXPECT_EQ(kv_commit_workers(unset, 8), 4u);
-  EXPECT_EQ(kv_commit_workers(unset, 192), 4u);
+  EXPECT_EQ(kv_commit_workers(unset), 0u);
   KvStoreSection set;
   set.commit_workers = 7;
-  EXPECT_EQ(kv_commit_workers(set, 2), 7u);
+  EXPECT_EQ(kv_commit_workers(set), 7u);
 }
 
 TEST(KvStoreConfig, AcceptedEdges) {
@@ -142,7 +137,7 @@ TEST(KvStoreConfig, AcceptedEdges) {
   EXPECT_EQ(small->kvstore.cxl_bytes, 0u);
   EXPECT_EQ(small->kvstore.slot_bytes, 4096u);
   EXPECT_EQ(small->kvstore.commit_workers, 0u);  // the event loop copies, as before commit workers
-  EXPECT_EQ(kv_commit_workers(small->kvstore, 16), 0u);
+  EXPECT_EQ(kv_commit_workers(small->kvstore), 0u);
   // An SSD path without a size (an existing file or a block device), a
   // region that just holds one slot plus its header and tail blocks.
   auto ssd = parse("[kvstore]\nssd_path = \"/dev/nvme0n1\"\nslot_bytes = \"2M\"\nssd_region_bytes = 2105344");
