@@ -21,7 +21,7 @@ for p in tools/ckpt/cxlpool-ckpt tools/ckpt-restore/cxlpool-restore tools/infer/
 done
 # A sanitized cxlpool-infer reserves terabytes of shadow with MAP_NORESERVE,
 # which a checkpoint does not record (docs/ckpt.md "What is not restored").
-if ldd "$build/tools/infer/cxlpool-infer" 2>/dev/null | grep -q 'libasan'; then
+if ldd "$build/tools/infer/cxlpool-infer" 2>/dev/null | grep libasan >/dev/null; then
   echo "ckpt_infer.sh: cxlpool-infer is built with AddressSanitizer: its shadow reservations cannot be checkpointed" >&2
   exit 77
 fi

@@ -31,7 +31,9 @@ for p in daemon/cxlpoold tools/ctl/cxlpoolctl tools/ckpt-restore/cxlpool-restore
 done
 # A sanitized cxlpool-infer reserves terabytes of shadow with MAP_NORESERVE,
 # which a checkpoint does not record (docs/ckpt.md "What is not restored").
-if ldd "$build/tools/infer/cxlpool-infer" 2>/dev/null | grep -q 'libasan'; then
+# (grep reads all of ldd's output: with pipefail, grep -q's early exit
+# could fail ldd with SIGPIPE and the check with it.)
+if ldd "$build/tools/infer/cxlpool-infer" 2>/dev/null | grep libasan >/dev/null; then
   echo "ckpt_infer_daemon.sh: cxlpool-infer is built with AddressSanitizer: its shadow reservations cannot be checkpointed" >&2
   exit 77
 fi
