@@ -83,9 +83,7 @@ void CommitCopier::wait_idle() {
   });
 }
 
-namespace {
-
-void copy(CopyJob& job) {
+void run_copy_job(CopyJob& job) {
   // The destination is an arena slot the store never reads again (a
   // client does, later): streamed past the caches.
   if (job.with_crc) {
@@ -95,15 +93,13 @@ void copy(CopyJob& job) {
   }
 }
 
-}  // namespace
-
 bool CommitCopier::run_one() {
   std::unique_lock lock(mutex_);
   if (queue_.empty()) return false;
   CopyJob job = queue_.front();
   queue_.pop_front();
   lock.unlock();
-  copy(job);
+  run_copy_job(job);
   lock.lock();
   done_.push_back(job);
   has_done_.store(true, std::memory_order_release);
@@ -119,7 +115,7 @@ void CommitCopier::run(std::size_t slot) {
     queue_.pop_front();
     running_[slot] = Running{true, job.owner};
     lock.unlock();
-    copy(job);
+    run_copy_job(job);
     lock.lock();
     running_[slot].busy = false;
     const bool was_empty = done_.empty();

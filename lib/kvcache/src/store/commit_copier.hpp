@@ -38,6 +38,10 @@ struct CopyJob {
   std::uint32_t crc = 0;
 };
 
+// Does one job's copy (and its CRC when asked) on the calling thread: what
+// the workers and run_one() do, and the store for a commit's first chunk.
+void run_copy_job(CopyJob& job);
+
 class CommitCopier {
  public:
   // EINVAL: no thread; the eventfd's or a thread's errno.

@@ -247,12 +247,9 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
   std::span<CopyJob> out(scratch_jobs);
   if (copies_out == 0 && !out.empty()) {
     CopyJob& first = out.front();
+    run_copy_job(first);
     CommitChunk& cc = pc.chunks[first.chunk];
-    if (first.with_crc) {
-      cc.crc = stream_copy_crc32c(first.to, first.from, first.bytes);
-    } else {
-      stream_copy(first.to, first.from, first.bytes);
-    }
+    cc.crc = first.crc;
     cc.state = CommitChunk::State::kCopied;
     out = out.subspan(1);
   }
