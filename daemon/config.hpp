@@ -221,9 +221,9 @@ Result<Config> load_config_file(const std::filesystem::path& path);
 // can be applied in place.
 std::vector<std::string> changes_needing_restart(const Config& running, const Config& next);
 
-// The commit copy threads in effect: the configured number, else 0 (the
-// event loop copies).
-uint32_t kv_commit_workers(const KvStoreSection& kv);
+// The commit copy threads in effect: the configured number, else a quarter
+// of `online_cpus`, 1 to 4.
+uint32_t kv_commit_workers(const KvStoreSection& kv, unsigned online_cpus);
 
 // The KV quota per uid in effect for a DRAM arena of `dram_arena_bytes`:
 // the configured one, else a quarter of the arena (at least one slot), so

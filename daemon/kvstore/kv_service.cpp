@@ -2,6 +2,7 @@
 #include "kv_service.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,15 @@ Result<UniqueFd> dup_fd(int fd) {
   UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
   if (!copy) return fail_errno("dup");
   return copy;
+}
+
+// The CPUs this daemon may run on (its affinity mask, which a cpuset or
+// systemd's CPUAffinity narrows), at least 1.
+unsigned online_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
 }
 
 void drain_eventfd(int fd) {
@@ -80,7 +90,7 @@ kvcache::KvStoreConfig KvService::store_config() const {
   c.lease_timeout_ns = uint64_t{config_.lease_timeout_ms} * 1000000;
   c.max_leases_per_client = config_.max_leases_per_client;
   c.ssd_lend_min_bytes = config_.ssd_lend_min_bytes;
-  c.commit_workers = kv_commit_workers(config_);
+  c.commit_workers = kv_commit_workers(config_, online_cpus());
   c.tier_rates = rates_;
   return c;
 }

@@ -108,7 +108,7 @@ constexpr MetricSpec kTable[] = {
   {"kv.quota_rejections", "cxlpool_kv_quota_rejections_total", C, "", 1, "KV requests refused by a client quota."},
   {"kv.leases_expired", "cxlpool_kv_leases_expired_total", C, "", 1, "Leases revoked after lease_timeout_ms."},
   {"kv.rejected_requests", "cxlpool_kv_rejected_requests_total", C, "", 1, "KV requests answered with a status other than ok."},
-  {"kv.commit_copies_offloaded", "cxlpool_kv_commit_copies_offloaded_total", C, "", 1, "Chunk copies of put commits handed to the commit workers."},
+  {"kv.commit_copies_offloaded", "cxlpool_kv_commit_copies_offloaded_total", C, "", 1, "Copies of put commits (a chunk, or a piece of a large one) handed to the commit workers."},
   {"kv.commits_in_flight", "cxlpool_kv_commits_in_flight", G, "", 1, "Put commits waiting for their copies now."},
   {"kv.outcome.{status}", "cxlpool_kv_outcomes_total", C, "", 1, "KV request outcomes, by status."},
   {"kv.io_in_flight", "cxlpool_kv_io_in_flight", G, "", 1, "SSD I/Os in flight now."},

@@ -58,6 +58,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -469,15 +470,26 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
     std::printf("warning: the daemon has a CXL arena: chunks demote there before SSD\n");
   const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots + qd);
   put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true);
-  const std::uint64_t lent0 = ssd ? daemon_counter(conn, "kv.ssd_lent_puts") : 0;
-  const std::uint64_t log_puts0 = ssd ? daemon_counter(conn, "kv.tier.ssd.demotions") : 0;
+  // The log's counters over the timed puts: why a run was slow shows here.
+  static constexpr const char* kLogCounters[] = {"kv.ssd_lent_puts", "kv.tier.ssd.demotions", "kv.ssd_write_stalls",
+                                                 "kv.ssd_syncs", "kv.ssd_regions_sealed", "kv.ssd_write_dropped"};
+  std::vector<std::uint64_t> before;
+  if (ssd) {
+    for (const char* name : kLogCounters) before.push_back(daemon_counter(conn, name));
+  }
   Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write);
   if (ssd) {
     // How many demotions the log wrote straight from their DRAM slot rather
     // than copying them into a region buffer.
     std::printf("ssd-put: %llu of %llu demotions written from their DRAM slot\n",
-                static_cast<unsigned long long>(daemon_counter(conn, "kv.ssd_lent_puts") - lent0),
-                static_cast<unsigned long long>(daemon_counter(conn, "kv.tier.ssd.demotions") - log_puts0));
+                static_cast<unsigned long long>(daemon_counter(conn, kLogCounters[0]) - before[0]),
+                static_cast<unsigned long long>(daemon_counter(conn, kLogCounters[1]) - before[1]));
+    std::printf("ssd-put: the log's counters over the timed puts:");
+    for (std::size_t i = 2; i < std::size(kLogCounters); ++i) {
+      std::printf(" %s +%llu", kLogCounters[i],
+                  static_cast<unsigned long long>(daemon_counter(conn, kLogCounters[i]) - before[i]));
+    }
+    std::printf("\n");
     // Region writes still in flight when the last put was acknowledged
     // belong to the timed work: wait for the device to finish them.
     const auto t0 = Clock::now();

@@ -32,9 +32,10 @@
 # KVBENCH_SSD_WORKERS (kvstore.ssd_workers values the SSD test runs the
 # daemon with, default "1 2 4"; 0 is the event loop's own ring),
 # KVBENCH_COMMIT_WORKERS (kvstore.commit_workers values the SSD test, and
-# the DRAM put test, run the daemon with, default "2"; 0: the event loop
-# copies each commit; e.g. "0 1 2 4" compares them in one run; the other
-# tests run with the daemon's default, 0),
+# the DRAM put test, run the daemon with, default "default": the key left
+# out, so the daemon's own default (a quarter of the CPUs, 1 to 4); 0: the
+# event loop copies each commit; e.g. "0 1 2 4" compares them in one run; the
+# other tests run with the daemon's default),
 # KVBENCH_SSD_ONLY (1: run the SSD test only, then print its summary).
 # Exits 77 when fio or redis is not installed.
 set -euo pipefail
@@ -49,7 +50,7 @@ prefill=${KVBENCH_PREFILL:-20000,100000}
 reps=${KVBENCH_REPEAT:-3}
 ssd_targets=${KVBENCH_SSD_TARGETS:-"file loop"}
 ssd_workers=${KVBENCH_SSD_WORKERS:-"1 2 4"}
-commit_workers=${KVBENCH_COMMIT_WORKERS:-"2"}
+commit_workers=${KVBENCH_COMMIT_WORKERS:-"default"}
 ssd_only=${KVBENCH_SSD_ONLY:-0}
 
 tools="fio redis-server redis-benchmark redis-cli python3"
@@ -119,6 +120,10 @@ run() {
 
 # value KEY LINE: the value of KEY=... in a RESULT/PLAN line.
 value() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2; }
+# The config line for a KVBENCH_COMMIT_WORKERS value.
+commit_workers_line() {
+  if [[ $1 == default ]]; then echo "# commit_workers: the daemon's default"; else echo "commit_workers = $1"; fi
+}
 median() { python3 -c 'import statistics, sys; print("%.1f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
 fio_mib() {
@@ -135,7 +140,18 @@ echo "   temp dir $work ($(findmnt -n -o FSTYPE,SOURCE -T "$work"))"
 # own costs show. fio and the store take turns, $reps times: the virtual
 # disk's speed drifts, so each ratio is of the medians of interleaved runs.
 io_mib=$((ssd_chunks * 2))
-declare -A fio_write fio_read ssd_put ssd_get ssd_verify ssd_skip
+declare -A fio_write fio_read ssd_put ssd_put_inplace ssd_get ssd_verify ssd_skip
+# Starts the daemon with $work/ssd-w.toml on an empty log on $1: the region
+# heads are cleared (blank regions are free ones), so every run writes the
+# same.
+start_ssd_daemon() {
+  python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+for offset in range(0, int(sys.argv[2]), 16 << 20):
+    os.pwrite(fd, bytes(4096), offset)
+os.fsync(fd)' "$1" "$((ssd_mib << 20))"
+  start_daemon "$work/ssd-w.toml"
+}
 ssd_bench() {
   local target=$1 dev=$2
   local fio_args=(--filename="$dev" --size="${ssd_mib}M" --ioengine=io_uring --direct=1 --bs=2M --iodepth=32
@@ -162,21 +178,24 @@ ssd_bench() {
     echo "fio on $target: write $w MiB/s, randread $r MiB/s"
     for workers in $ssd_workers; do
       for cw in $commit_workers; do
-        # Each worker count starts from an empty log: the region heads are
-        # cleared (blank regions are free ones), so every run writes the same.
-        python3 -c 'import os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-for offset in range(0, int(sys.argv[2]), 16 << 20):
-    os.pwrite(fd, bytes(4096), offset)
-os.fsync(fd)' "$dev" "$((ssd_mib << 20))"
-        sed -e "s/^ssd_workers = .*/ssd_workers = $workers/" -e "s/^commit_workers = .*/commit_workers = $cw/" \
+        sed -e "s/^ssd_workers = .*/ssd_workers = $workers/" -e "s/^commit_workers = .*/$(commit_workers_line "$cw")/" \
           "$work/ssd.toml" >"$work/ssd-w.toml"
-        start_daemon "$work/ssd-w.toml"
+        start_ssd_daemon "$dev"
         run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$rep"
         ssd_put[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
         run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" --seed "$rep"
         ssd_get[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
         ssd_verify[$target/$workers/$cw]+=" $(value verify_pct "$result")"
+        bench_stop_daemon
+        # The same puts from a producer that wrote each chunk into the put
+        # window itself (a DMA engine, a GPU kernel): the client copies no
+        # bytes, so what is left is the store's and the device's work, as in
+        # fio, which writes one buffer it never fills again. An empty log
+        # again: after the gets above every chunk would be hot, and the log
+        # would read them back to keep them as it wraps.
+        start_ssd_daemon "$dev"
+        run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$((rep + 100))" --write 0
+        ssd_put_inplace[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
         bench_stop_daemon
       done
     done
@@ -229,6 +248,10 @@ ssd_summary() {
         sp=$(median ${ssd_put[$target/$workers/$cw]}) sg=$(median ${ssd_get[$target/$workers/$cw]})
         printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk, $cw cw) put 2 MiB QD 32 vs fio" "$sp" \
           "$fw" "$(ratio "$sp" "$fw")" ">= 0.9"
+        # shellcheck disable=SC2086
+        si=$(median ${ssd_put_inplace[$target/$workers/$cw]})
+        printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "  the same put, written in place (no copy)" "$si" \
+          "$fw" "$(ratio "$si" "$fw")" ""
         printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk, $cw cw) get 2 MiB QD 32 vs fio" "$sg" \
           "$fr" "$(ratio "$sg" "$fr")" ">= 0.9"
         # shellcheck disable=SC2086
@@ -312,12 +335,14 @@ bench_stop_daemon
 # (the runs above use the default).
 declare -A put_cw
 for rep in $(seq "$reps"); do
+  cw_index=0
   for cw in $commit_workers; do
+    cw_index=$((cw_index + 1))
     write_config "$work/dram-cw.toml" 'dram_bytes = 1073741824' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
-      "commit_workers = $cw"
+      "$(commit_workers_line "$cw")"
     start_daemon "$work/dram-cw.toml"
     for qd in $qds; do
-      run "$bench" "$sock" put --qd "$qd" --seed "$((2000 * rep + 100 * qd + cw))"
+      run "$bench" "$sock" put --qd "$qd" --seed "$((2000 * rep + 100 * qd + cw_index))"
       put_cw[$qd/$cw]+=" $(value ops_per_s "$result")"
     done
     bench_stop_daemon

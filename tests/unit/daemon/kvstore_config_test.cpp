@@ -121,12 +121,18 @@ ssd_latency_ns = 80000
   EXPECT_EQ(kv.ssd_latency_ns, 80000u);
 }
 
-TEST(KvStoreConfig, CommitWorkersAreOffUnlessSet) {
+TEST(KvStoreConfig, CommitWorkersFollowTheCpusUnlessSet) {
   const KvStoreSection unset;
-  EXPECT_EQ(kv_commit_workers(unset), 0u);
+  EXPECT_EQ(kv_commit_workers(unset, 1), 1u);
+  EXPECT_EQ(kv_commit_workers(unset, 2), 1u);
+  EXPECT_EQ(kv_commit_workers(unset, 12), 3u);
+  EXPECT_EQ(kv_commit_workers(unset, 16), 4u);
+  EXPECT_EQ(kv_commit_workers(unset, 192), 4u);
   KvStoreSection set;
   set.commit_workers = 7;
-  EXPECT_EQ(kv_commit_workers(set), 7u);
+  EXPECT_EQ(kv_commit_workers(set, 2), 7u);
+  set.commit_workers = 0;
+  EXPECT_EQ(kv_commit_workers(set, 64), 0u) << "0: the event loop copies";
 }
 
 TEST(KvStoreConfig, AcceptedEdges) {
@@ -137,7 +143,7 @@ TEST(KvStoreConfig, AcceptedEdges) {
   EXPECT_EQ(small->kvstore.cxl_bytes, 0u);
   EXPECT_EQ(small->kvstore.slot_bytes, 4096u);
   EXPECT_EQ(small->kvstore.commit_workers, 0u);  // the event loop copies, as before commit workers
-  EXPECT_EQ(kv_commit_workers(small->kvstore), 0u);
+  EXPECT_EQ(kv_commit_workers(small->kvstore, 16), 0u);
   // An SSD path without a size (an existing file or a block device), a
   // region that just holds one slot plus its header and tail blocks.
   auto ssd = parse("[kvstore]\nssd_path = \"/dev/nvme0n1\"\nslot_bytes = \"2M\"\nssd_region_bytes = 2105344");

@@ -83,6 +83,14 @@ void CommitCopier::wait_idle() {
   });
 }
 
+std::uint32_t copy_piece_bytes(std::uint32_t bytes, std::size_t threads) {
+  const std::size_t pieces = std::min<std::size_t>({threads + 1, bytes / kMinCopyPiece, kMaxCopyPieces});
+  if (pieces < 2) return bytes;
+  constexpr std::uint32_t kPage = 4096;
+  const std::uint32_t piece = (bytes / static_cast<std::uint32_t>(pieces) + kPage - 1) / kPage * kPage;
+  return std::min(piece, bytes);
+}
+
 void run_copy_job(CopyJob& job) {
   // The destination is an arena slot the store never reads again (a
   // client does, later): streamed past the caches.

@@ -31,12 +31,26 @@ struct CopyJob {
   std::uint64_t owner = 0;   // what cancel() names (the store: the client)
   std::uint64_t commit = 0;  // the submitter's: which commit, which chunk
   std::uint32_t chunk = 0;
+  std::uint16_t piece = 0;   // which piece of the chunk (a large chunk is copied in pieces)
   std::byte* to = nullptr;
   const std::byte* from = nullptr;
   std::uint32_t bytes = 0;
   bool with_crc = false;  // crc = crc32c(from, bytes), taken as it copies
   std::uint32_t crc = 0;
 };
+
+// A chunk of at least two pieces' length is copied as pieces of at least
+// this length on several threads at once, so that one commit's copy takes
+// a fraction of one core's time: a lone writer waits for it.
+inline constexpr std::uint32_t kMinCopyPiece = 256u << 10;
+// The most pieces a chunk is cut into.
+inline constexpr std::uint32_t kMaxCopyPieces = 16;
+
+// How long each piece of a `bytes` chunk is, copied by `threads` workers and
+// the caller: whole 4 KiB pages (so every piece keeps the chunk's
+// alignment), `bytes` itself when the chunk stays whole. The last piece may
+// be shorter.
+std::uint32_t copy_piece_bytes(std::uint32_t bytes, std::size_t threads);
 
 // Does one job's copy (and its CRC when asked) on the calling thread: what
 // the workers and run_one() do, and the store for a commit's first chunk.

@@ -12,6 +12,7 @@
 #include <span>
 
 #include "../ssd/stream_copy.hpp"
+#include "cxlpool/common/crc32c.hpp"
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
@@ -203,6 +204,7 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
   pc.client = id;
   pc.request = r;
   pc.crc = lends_to_ssd(res.chunk_bytes);
+  pc.piece_bytes = copy_piece_bytes(res.chunk_bytes, copier->threads());
   pc.chunks.resize(scratch_keys.size());
   scratch_jobs.clear();
   for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
@@ -229,36 +231,62 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
     claim_slot(KvTier::kDram, *offset, res.ns_id);
     cc.state = CommitChunk::State::kCopying;
     cc.offset = *offset;
+    // A large chunk goes out as pieces, copied on several cores at once.
     CopyJob job;
     job.owner = id;
     job.commit = commit_id;
     job.chunk = static_cast<std::uint32_t>(j);
-    job.to = slot_ptr(KvTier::kDram, *offset, res.ns_id);
-    job.from = c.window.data() + rc.window_offset;
-    job.bytes = res.chunk_bytes;
     job.with_crc = pc.crc;
-    scratch_jobs.push_back(job);
+    for (std::uint32_t at = 0; at < res.chunk_bytes; at += pc.piece_bytes) {
+      job.to = slot_ptr(KvTier::kDram, *offset, res.ns_id) + at;
+      job.from = c.window.data() + rc.window_offset + at;
+      job.bytes = std::min(pc.piece_bytes, res.chunk_bytes - at);
+      scratch_jobs.push_back(job);
+      ++job.piece;
+    }
+    cc.pieces_left = job.piece;
   }
   pc.reservation = std::move(res);
-  // A commit that finds no copy out copies its first chunk here: alone, it
-  // would only wait for a worker to be woken and scheduled (on a loaded
-  // host, longer than the copy), and the loop has nothing else to do.
-  // Behind other commits' copies, every chunk goes to the workers.
+  pc.copies_left = scratch_jobs.size();
+  if (scratch_jobs.empty()) return finish_commit(pc);
+  // A commit that finds no copy out copies its first piece here while the
+  // workers copy the rest: alone, it would only wait for a worker to be
+  // woken and scheduled (on a loaded host, longer than the copy), and the
+  // loop has nothing else to do. Behind other commits' copies, every piece
+  // goes to the workers.
+  const bool loop_copies = copies_out == 0;
   std::span<CopyJob> out(scratch_jobs);
-  if (copies_out == 0 && !out.empty()) {
-    CopyJob& first = out.front();
-    run_copy_job(first);
-    CommitChunk& cc = pc.chunks[first.chunk];
-    cc.crc = first.crc;
-    cc.state = CommitChunk::State::kCopied;
-    out = out.subspan(1);
-  }
-  pc.copies_left = out.size();
-  if (out.empty()) return finish_commit(pc);
+  if (loop_copies) out = out.subspan(1);
   copier->submit(out);
   copies_out += out.size();
   counters.commit_copies_offloaded += out.size();
-  commits.emplace(commit_id, std::move(pc));
+  PendingCommit& pending = commits.emplace(commit_id, std::move(pc)).first->second;
+  if (loop_copies) {
+    CopyJob& first = scratch_jobs.front();
+    run_copy_job(first);
+    if (piece_copied(pending, first)) {
+      finish_commit(pending);
+      commits.erase(commit_id);
+    }
+  }
+}
+
+// One copy job of `pc` is back; true when it was the commit's last.
+bool KvStore::Impl::piece_copied(PendingCommit& pc, const CopyJob& job) {
+  CommitChunk& cc = pc.chunks[job.chunk];
+  cc.piece_crcs[job.piece] = job.crc;
+  if (cc.pieces_left == 1) cc.state = CommitChunk::State::kCopied;
+  if (--cc.pieces_left == 0 && pc.crc) {
+    // The pieces' CRCs, combined in order, are the chunk's.
+    const std::uint32_t bytes = pc.reservation.chunk_bytes;
+    std::uint32_t crc = cc.piece_crcs[0];
+    std::uint16_t piece = 1;
+    for (std::uint32_t at = pc.piece_bytes; at < bytes; at += pc.piece_bytes, ++piece) {
+      crc = crc32c_combine(crc, cc.piece_crcs[piece], std::min(pc.piece_bytes, bytes - at));
+    }
+    cc.crc = crc;
+  }
+  return --pc.copies_left == 0;
 }
 
 void KvStore::Impl::finish_commit(PendingCommit& pc) {
@@ -300,12 +328,8 @@ void KvStore::Impl::reap_commits() {
   for (const CopyJob& job : scratch_copied) {
     auto it = commits.find(job.commit);
     if (it == commits.end()) continue;  // cancelled: its client is gone
-    PendingCommit& pc = it->second;
-    CommitChunk& cc = pc.chunks[job.chunk];
-    cc.state = CommitChunk::State::kCopied;
-    cc.crc = job.crc;
-    if (--pc.copies_left != 0) continue;
-    finish_commit(pc);
+    if (!piece_copied(it->second, job)) continue;
+    finish_commit(it->second);
     commits.erase(it);
   }
 }

@@ -8,6 +8,7 @@
 // arena slots, gets waiting for them, poll).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -94,6 +95,10 @@ struct CommitChunk {
   KvOutcome outcome;
   std::uint64_t offset = 0;
   std::uint32_t crc = 0;
+  // Its copy's pieces still on the workers, and each piece's CRC (combined
+  // in order once the last is back).
+  std::uint16_t pieces_left = 0;
+  std::array<std::uint32_t, kMaxCopyPieces> piece_crcs{};
 };
 
 // A put_commit whose copies are in flight. Its reservation left the
@@ -104,7 +109,8 @@ struct PendingCommit {
   proto::KvRequest request;
   Reservation reservation;
   std::vector<CommitChunk> chunks;  // the kept keys, in the request's order
-  std::size_t copies_left = 0;
+  std::size_t copies_left = 0;   // copy jobs (pieces) not yet back
+  std::uint32_t piece_bytes = 0;  // copy_piece_bytes() of the chunks
   bool crc = false;  // the copies take the payloads' CRC
 };
 
@@ -299,6 +305,7 @@ struct KvStore::Impl {
   void finish_commit(PendingCommit& pc);
   // Takes the finished copies back and finishes the commits they complete.
   void reap_commits();
+  bool piece_copied(PendingCommit& pc, const CopyJob& job);
   // Aborts the client's commits in flight; no worker touches its window
   // once this returns.
   void cancel_commits(KvClientId client);

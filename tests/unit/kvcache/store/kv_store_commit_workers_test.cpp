@@ -13,6 +13,8 @@
 
 #include <cstring>
 
+#include "commit_copier.hpp"
+#include "cxlpool/common/crc32c.hpp"
 #include "kv_store_harness.hpp"
 
 namespace cxlpool::kvcache::testing {
@@ -184,6 +186,52 @@ TEST(KvStoreCommitWorkers, FlushFinishesCommitsInFlight) {
   ASSERT_TRUE(h.store().flush());
   EXPECT_EQ(h.store().commits_in_flight(), 0u);
   EXPECT_EQ(h.wait(kAlice, commit).completion.result0, 5u);
+}
+
+TEST(KvStoreCommitWorkers, LargeChunksAreCutIntoPiecesOfWholePages) {
+  constexpr std::uint32_t kMiB = 1 << 20;
+  EXPECT_EQ(copy_piece_bytes(2 * kMiB, 0), 2 * kMiB) << "no worker: the caller copies it whole";
+  EXPECT_EQ(copy_piece_bytes(kMinCopyPiece, 8), kMinCopyPiece) << "too short for two pieces";
+  EXPECT_EQ(copy_piece_bytes(2 * kMinCopyPiece, 1), kMinCopyPiece);
+  EXPECT_EQ(copy_piece_bytes(2 * kMiB, 3), kMiB / 2);  // three workers and the caller
+  const std::uint32_t five = copy_piece_bytes(2 * kMiB, 4);
+  EXPECT_EQ(five % 4096, 0u);
+  EXPECT_EQ((2 * kMiB + five - 1) / five, 5u);
+  EXPECT_EQ(copy_piece_bytes(64 * kMiB, 64), 4 * kMiB) << "at most kMaxCopyPieces pieces";
+  const std::uint32_t odd = copy_piece_bytes(kMiB + 4096, 2);  // the last piece is shorter
+  EXPECT_EQ(odd % 4096, 0u);
+  EXPECT_EQ((kMiB + 4096 + odd - 1) / odd, 3u);
+}
+
+// Chunks of several pieces: the pieces copy on several threads and their
+// CRCs combine into the chunk's, which a peer's pin reports and the SSD
+// log's writes from the lent slots carry (the log checks it on the reads).
+TEST(KvStoreCommitWorkers, ChunksCopiedInPiecesKeepTheirBytesAndCrc) {
+  constexpr std::uint32_t kBigChunk = 1 << 20;
+  HarnessOptions o = lending_options(Driver::kPosix);
+  o.config.slot_bytes = kBigChunk;
+  o.config.commit_workers = 3;  // four pieces of 256 KiB
+  o.region_bytes = 4 * kBigChunk;
+  o.window_slots = 4;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const auto keys = keys_of(500, 3);
+  h.put_each(kAlice, keys, kBigChunk);
+  // Each commit: one piece on this thread, three on the workers.
+  EXPECT_EQ(h.store().counters().commit_copies_offloaded, 3u * keys.size());
+  for (const auto& k : keys) {
+    const KvResult<KvPeerPin> pin = h.store().pin_for_peer(h.ns(), k);
+    ASSERT_EQ(pin.outcome, KvStatus::kOk);
+    EXPECT_TRUE(pin.value.crc_known);
+    EXPECT_EQ(pin.value.crc, crc32c(payload_of(k, kBigChunk)));
+    h.store().unpin_for_peer(k);
+  }
+  // More chunks push these out to the log, written from their slots.
+  h.put_each(kAlice, keys_of(501, 4), kBigChunk);
+  h.drain();
+  EXPECT_GE(h.store().ssd_stats()->lent_puts, 1u);
+  for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k, kBigChunk));
+  EXPECT_EQ(h.store().ssd_stats()->corrupt_dropped, 0u);
 }
 
 // A store over larger slots, so that copies are still queued when the

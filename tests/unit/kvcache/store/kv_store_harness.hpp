@@ -302,10 +302,11 @@ class KvHarness {
  private:
   std::string start() {
     const HarnessOptions& o = options_;
-    dram_ = Area(o.dram_slots * kSlot);
-    cxl_ = Area(o.cxl_slots * kSlot);
-    window_a_ = Area(o.window_slots * kSlot);
-    window_b_ = Area(o.window_slots * kSlot);
+    const std::uint64_t slot = o.config.slot_bytes;
+    dram_ = Area(o.dram_slots * slot);
+    cxl_ = Area(o.cxl_slots * slot);
+    window_a_ = Area(o.window_slots * slot);
+    window_b_ = Area(o.window_slots * slot);
     std::unique_ptr<SsdStore> ssd;
     faulty_ = nullptr;
     if (o.ssd) {

@@ -202,7 +202,7 @@ struct KvNamespaceInfo {
   X(quota_rejections,  "quota_rejections")                                              \
   X(leases_expired,    "leases_expired")    /* revoked by expire_leases() */            \
   X(rejected_requests, "rejected_requests") /* answered with a status other than kOk */ \
-  X(commit_copies_offloaded, "commit_copies_offloaded") /* chunk copies handed to commit workers */ \
+  X(commit_copies_offloaded, "commit_copies_offloaded") /* copies (chunks or pieces) handed to commit workers */ \
   X(commits_in_flight, "commits_in_flight") /* commits waiting for their copies (gauge) */
 // clang-format on
 
