@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The commit's copies off the event loop: a few threads that copy committed
-// chunks from clients' put windows into arena slots (taking a chunk's
-// CRC-32C in the same pass when asked) and hand each finished copy back
-// through a list under a mutex and an eventfd, so that several commits, and
-// several chunks of one commit, copy on several cores while the store's
-// thread keeps serving requests.
+// chunks, or pieces of large ones, from clients' put windows into arena
+// slots (taking the CRC-32C of what they copy in the same pass when asked)
+// and hand each finished copy back through a list under a mutex and an
+// eventfd, so that several commits, several chunks of one commit and the
+// pieces of one chunk copy on several cores while the store's thread keeps
+// serving requests.
 //
 // The threads touch the bytes of a job only: the store's state stays its
 // own thread's. Whoever submits a job keeps both buffers mapped until the

@@ -2,8 +2,9 @@
 // Two-phase put: put_begin reserves put-window slots, the client writes its
 // chunks there, put_commit copies the kept ones into DRAM slots. The copy is
 // what isolates clients: a committed chunk lives where no client can write.
-// With commit workers the copies run on their threads (commit_copier.hpp)
-// and the commit finishes in a later poll(); without, on this thread at once.
+// With commit workers the copies run on their threads (commit_copier.hpp),
+// a large chunk's as pieces on several at once, and the commit finishes in
+// a later poll(); without, on this thread at once.
 // Under the per-commit SSD policy a commit also writes each chunk through to
 // the log before it is acknowledged (the durability contract outranks the
 // admission filter), so an acknowledged commit survives a crash.
