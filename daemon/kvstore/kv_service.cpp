@@ -156,10 +156,13 @@ Result<void> KvService::try_start() {
   // until it is opened (open_namespace's rule for recovered namespaces).
   recovered_namespaces_ = store_->namespace_count();
   owners_.assign(recovered_namespaces_, std::nullopt);
-  log->info("started: DRAM arena {} ({} slots){}{}", format_size(dram_arena_->bytes.size()),
+  const uint32_t commit_workers = kv_commit_workers(config_, online_cpus());
+  log->info("started: DRAM arena {} ({} slots){}{}, {}", format_size(dram_arena_->bytes.size()),
             dram_arena_->bytes.size() / config_.slot_bytes,
             cxl_arena_ ? ", CXL arena " + format_size(cxl_arena_->bytes.size()) : std::string(),
-            ssd_detail_.empty() ? std::string() : ", " + ssd_detail_);
+            ssd_detail_.empty() ? std::string() : ", " + ssd_detail_,
+            commit_workers == 0 ? std::string("commits copied on the event loop")
+                                : std::to_string(commit_workers) + " commit copy worker(s)");
   return {};
 }
 
