@@ -20,7 +20,11 @@
 //            The first DRAM-full (+ qd) is an untimed warm-up, so timed puts
 //            find the arena full. --write 0 writes only the key stamps, for
 //            a producer that puts the bytes there itself (a DMA engine):
-//            what is left is the store's own cost.
+//            what is left is the store's own cost. --clients N: N writers,
+//            each a thread with a connection of its own and its own keys,
+//            --chunks and --qd each; every one warms up, then all start
+//            the timed puts together, and the rate is of all their puts
+//            over the span from the first start to the last finish.
 //   get      puts --chunks chunks, then gets them in a shuffled order with
 //            --qd in flight; each get copies the chunk out of the arena
 //            (--copy 1, what a consumer that is not a DMA engine pays) and
@@ -53,7 +57,10 @@
 // The last line is "RESULT mode=... key=value ..." for scripts.
 #include <unistd.h>
 
+#include <algorithm>
+#include <barrier>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -61,6 +68,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -506,6 +514,48 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
   return 0;
 }
 
+// put with --clients N > 1: N threads, each with a connection, a namespace
+// and keys of its own (seeds seed, seed + 1, ...), run_put's warm-up, then
+// the timed puts of all of them at once.
+int run_put_clients(const char* socket, const Options& opt, std::size_t clients) {
+  const bool write = opt.u64("write") != 0;
+  const std::uint64_t bytes = opt.u64("bytes");
+  const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
+  const auto src = make_source(bytes);
+  std::barrier ready(static_cast<std::ptrdiff_t>(clients));
+  std::vector<Clock::time_point> starts(clients), ends(clients);
+  std::vector<std::size_t> counted(clients);
+  std::vector<std::thread> threads;
+  threads.reserve(clients);
+  for (std::size_t k = 0; k < clients; ++k) {
+    threads.emplace_back([&, k] {
+      const Connection conn(socket, "kvstore-bench", 0);
+      const cxlpool_kv_namespace ns = conn.open_namespace("kvstore-bench-put", kChunkTokens);
+      const auto keys = key_range(ns, opt.u64("seed") + k, chunks);
+      const std::uint64_t dram_slots = conn.info.arena_bytes[0] / conn.info.slot_bytes;
+      const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots / clients + qd);
+      put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true);
+      ready.arrive_and_wait();
+      starts[k] = Clock::now();
+      const Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write);
+      ends[k] = Clock::now();
+      counted[k] = t.ops;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  Throughput all;
+  for (std::size_t k = 0; k < clients; ++k) {
+    all.ops += counted[k];
+    all.bytes += counted[k] * bytes;
+  }
+  all.seconds = std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) -
+                                              *std::min_element(starts.begin(), starts.end()))
+                    .count();
+  std::printf("%zu writers, %zu in flight each:\n", clients, qd);
+  print_throughput(write ? "put" : "put-nowrite", all, qd, bytes);
+  return 0;
+}
+
 int run_get(const Connection& conn, const Options& opt) {
   const ChunkSet set(conn, opt, "kvstore-bench-get");
   const auto& [bytes, qd, chunks, ns, keys] = set;
@@ -588,7 +638,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s SOCKET|- latency|put|get|ssd-put|ssd-get|memcpy|handover [--qd N] [--chunks N] [--bytes N]\n"
-                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--seed N]\n",
+                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--seed N] [--clients N]\n",
                  argv[0]);
     return 2;
   }
@@ -602,9 +652,15 @@ int main(int argc, char** argv) {
                      {"copy", ssd_mode ? "0" : "1"},
                      {"passes", "4"},
                      {"write", "1"},
-                     {"seed", "1"}});
+                     {"seed", "1"},
+                     {"clients", "1"}});
   if (mode == "memcpy") return run_memcpy(opt);
   if (mode == "handover") return run_handover(opt.u64("bytes"));
+  const std::uint64_t clients = opt.u64("clients");
+  if (clients == 0 || clients > 64 || (clients > 1 && mode != "put")) {
+    std::fprintf(stderr, "--clients must be 1..64, and more than 1 only with put\n");
+    return 2;
+  }
   const Connection conn(argv[1], "kvstore-bench", 0);
   if (opt.u64("bytes") == 0 || opt.u64("bytes") > conn.info.slot_bytes || opt.u64("bytes") % 16 != 0) {
     std::fprintf(stderr, "--bytes must be a multiple of 16 in 16..%llu (the store's slot size)\n",
@@ -616,7 +672,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (mode == "latency") return run_latency(conn, opt);
-  if (mode == "put") return run_put(conn, opt, false);
+  if (mode == "put") return clients > 1 ? run_put_clients(argv[1], opt, clients) : run_put(conn, opt, false);
   if (mode == "get") return run_get(conn, opt);
   if (mode == "ssd-put") return run_put(conn, opt, true);
   if (mode == "ssd-get") return run_ssd_get(conn, opt);

@@ -36,6 +36,9 @@
 # out, so the daemon's own default (a quarter of the CPUs, 1 to 4); 0: the
 # event loop copies each commit; e.g. "0 1 2 4" compares them in one run; the
 # other tests run with the daemon's default),
+# KVBENCH_WRITERS (writer counts of the DRAM put test, each writer a
+# connection of its own with 8 puts in flight, against each commit_workers
+# value; default "1", the single writer only; e.g. "1 2 4"),
 # KVBENCH_SSD_ONLY (1: run the SSD test only, then print its summary).
 # Exits 77 when fio or redis is not installed.
 set -euo pipefail
@@ -51,6 +54,7 @@ reps=${KVBENCH_REPEAT:-3}
 ssd_targets=${KVBENCH_SSD_TARGETS:-"file loop"}
 ssd_workers=${KVBENCH_SSD_WORKERS:-"1 2 4"}
 commit_workers=${KVBENCH_COMMIT_WORKERS:-"default"}
+writers=${KVBENCH_WRITERS:-"1"}
 ssd_only=${KVBENCH_SSD_ONLY:-0}
 
 tools="fio redis-server redis-benchmark redis-cli python3"
@@ -333,7 +337,7 @@ bench_stop_daemon
 
 # Puts against daemons with each kvstore.commit_workers value, interleaved
 # (the runs above use the default).
-declare -A put_cw
+declare -A put_cw put_writers
 for rep in $(seq "$reps"); do
   cw_index=0
   for cw in $commit_workers; do
@@ -344,6 +348,13 @@ for rep in $(seq "$reps"); do
     for qd in $qds; do
       run "$bench" "$sock" put --qd "$qd" --seed "$((2000 * rep + 100 * qd + cw_index))"
       put_cw[$qd/$cw]+=" $(value ops_per_s "$result")"
+    done
+    # Several writers at once, each with 8 puts in flight (seeds apart by
+    # more than the most writers, so no two runs share a key).
+    for n in $writers; do
+      [[ $n == 1 ]] && continue
+      run "$bench" "$sock" put --clients "$n" --qd 8 --seed "$((100000 * rep + 1000 * n + 100 * cw_index))"
+      put_writers[$n/$cw]+=" $(value ops_per_s "$result")"
     done
     bench_stop_daemon
   done
@@ -403,6 +414,15 @@ for qd in $qds; do
     p=$(median ${put_cw[$qd/$cw]})
     printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB put ($cw cw) vs memcpy hot, $qd in flight" "$p" "$mh" \
       "$(ratio "$p" "$mh")" ">= 0.7"
+  done
+done
+for n in $writers; do
+  [[ $n == 1 ]] && continue
+  for cw in $commit_workers; do
+    # shellcheck disable=SC2086
+    p=$(median ${put_writers[$n/$cw]})
+    printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB put, $n writers x 8 ($cw cw) vs memcpy hot" "$p" "$mh" \
+      "$(ratio "$p" "$mh")" "(all writers' puts)"
   done
 done
 printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "sealed memfd handover, 4 KiB pages, vs memcpy" "$ho" "$mh" "$(ratio "$ho" "$mh")" \
