@@ -39,8 +39,9 @@ Result<UniqueFd> dup_fd(int fd) {
 unsigned online_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+  // EINVAL: more CPUs than a cpu_set_t holds; all of them online, then.
+  return static_cast<unsigned>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 void drain_eventfd(int fd) {
@@ -156,7 +157,7 @@ Result<void> KvService::try_start() {
   // until it is opened (open_namespace's rule for recovered namespaces).
   recovered_namespaces_ = store_->namespace_count();
   owners_.assign(recovered_namespaces_, std::nullopt);
-  const uint32_t commit_workers = kv_commit_workers(config_, online_cpus());
+  const uint32_t commit_workers = store_->commit_workers();
   log->info("started: DRAM arena {} ({} slots){}{}, {}", format_size(dram_arena_->bytes.size()),
             dram_arena_->bytes.size() / config_.slot_bytes,
             cxl_arena_ ? ", CXL arena " + format_size(cxl_arena_->bytes.size()) : std::string(),

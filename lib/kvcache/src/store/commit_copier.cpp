@@ -86,9 +86,11 @@ void CommitCopier::wait_idle() {
 std::uint32_t copy_piece_bytes(std::uint32_t bytes, std::size_t threads) {
   const std::size_t pieces = std::min<std::size_t>({threads + 1, bytes / kMinCopyPiece, kMaxCopyPieces});
   if (pieces < 2) return bytes;
-  constexpr std::uint32_t kPage = 4096;
-  const std::uint32_t piece = (bytes / static_cast<std::uint32_t>(pieces) + kPage - 1) / kPage * kPage;
-  return std::min(piece, bytes);
+  // Rounded up twice (the share, then to a page), so that no remainder
+  // makes a piece more than `pieces`.
+  constexpr std::uint64_t kPage = 4096;
+  const std::uint64_t share = (std::uint64_t{bytes} + pieces - 1) / pieces;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>((share + kPage - 1) / kPage * kPage, bytes));
 }
 
 void run_copy_job(CopyJob& job) {

@@ -9,6 +9,7 @@
 // the log before it is acknowledged (the durability contract outranks the
 // admission filter), so an acknowledged commit survives a crash.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <span>
 
@@ -238,13 +239,14 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
     job.commit = commit_id;
     job.chunk = static_cast<std::uint32_t>(j);
     job.with_crc = pc.crc;
-    for (std::uint32_t at = 0; at < res.chunk_bytes; at += pc.piece_bytes) {
+    for (std::uint64_t at = 0; at < res.chunk_bytes; at += pc.piece_bytes) {
       job.to = slot_ptr(KvTier::kDram, *offset, res.ns_id) + at;
       job.from = c.window.data() + rc.window_offset + at;
-      job.bytes = std::min(pc.piece_bytes, res.chunk_bytes - at);
+      job.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(pc.piece_bytes, res.chunk_bytes - at));
       scratch_jobs.push_back(job);
       ++job.piece;
     }
+    assert(job.piece <= kMaxCopyPieces);
     cc.pieces_left = job.piece;
   }
   pc.reservation = std::move(res);
@@ -279,11 +281,11 @@ bool KvStore::Impl::piece_copied(PendingCommit& pc, const CopyJob& job) {
   if (cc.pieces_left == 1) cc.state = CommitChunk::State::kCopied;
   if (--cc.pieces_left == 0 && pc.crc) {
     // The pieces' CRCs, combined in order, are the chunk's.
-    const std::uint32_t bytes = pc.reservation.chunk_bytes;
+    const std::uint64_t bytes = pc.reservation.chunk_bytes;
     std::uint32_t crc = cc.piece_crcs[0];
     std::uint16_t piece = 1;
-    for (std::uint32_t at = pc.piece_bytes; at < bytes; at += pc.piece_bytes, ++piece) {
-      crc = crc32c_combine(crc, cc.piece_crcs[piece], std::min(pc.piece_bytes, bytes - at));
+    for (std::uint64_t at = pc.piece_bytes; at < bytes; at += pc.piece_bytes, ++piece) {
+      crc = crc32c_combine(crc, cc.piece_crcs[piece], std::min<std::uint64_t>(pc.piece_bytes, bytes - at));
     }
     cc.crc = crc;
   }

@@ -184,6 +184,10 @@ std::size_t KvStore::commits_in_flight() const { return impl_->commits.size(); }
 
 int KvStore::commit_fd() const { return impl_->copier ? impl_->copier->event_fd() : -1; }
 
+std::uint32_t KvStore::commit_workers() const {
+  return impl_->copier ? static_cast<std::uint32_t>(impl_->copier->threads()) : 0;
+}
+
 std::size_t KvStore::run_commit_copies(std::size_t max) {
   Impl& s = *impl_;
   if (s.commits.empty()) return 0;

@@ -11,7 +11,9 @@
 // chunks or more, or follow one that does.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "commit_copier.hpp"
 #include "cxlpool/common/crc32c.hpp"
@@ -203,6 +205,36 @@ TEST(KvStoreCommitWorkers, LargeChunksAreCutIntoPiecesOfWholePages) {
   EXPECT_EQ((kMiB + 4096 + odd - 1) / odd, 3u);
 }
 
+// However the sizes fall, a chunk never becomes more pieces than the
+// workers plus one, kMaxCopyPieces, or whole kMinCopyPiece shares allow,
+// and every piece but the last starts and ends on a page.
+TEST(KvStoreCommitWorkers, PieceCountsNeverExceedTheirBound) {
+  std::vector<std::uint64_t> sizes;
+  constexpr std::uint64_t kPiece = kMinCopyPiece;
+  for (const std::uint64_t base :
+       std::vector<std::uint64_t>{kPiece, 2 * kPiece, 5 * kPiece, 16 * kPiece, 17 * kPiece, 2 << 20, 64 << 20}) {
+    for (const std::uint64_t r : std::vector<std::uint64_t>{0, 1, 15, 4095, 4096, 4097}) {
+      sizes.push_back(base + r);
+      sizes.push_back(base - r);
+    }
+  }
+  sizes.push_back((4ull << 30) - 4096);  // the largest slot the store takes
+  for (const std::uint64_t size : sizes) {
+    const auto bytes = static_cast<std::uint32_t>(size);
+    for (std::size_t threads : {0, 1, 2, 3, 4, 7, 15, 16, 64}) {
+      const std::uint32_t piece = copy_piece_bytes(bytes, threads);
+      ASSERT_GT(piece, 0u);
+      const std::uint64_t pieces = (size + piece - 1) / piece;
+      const std::uint64_t bound =
+          std::max<std::uint64_t>(1, std::min<std::uint64_t>({threads + 1, size / kMinCopyPiece, kMaxCopyPieces}));
+      EXPECT_LE(pieces, bound) << size << " bytes, " << threads << " workers";
+      if (pieces > 1) {
+        EXPECT_EQ(piece % 4096, 0u) << size << " bytes, " << threads << " workers";
+      }
+    }
+  }
+}
+
 // Chunks of several pieces: the pieces copy on several threads and their
 // CRCs combine into the chunk's, which a peer's pin reports and the SSD
 // log's writes from the lent slots carry (the log checks it on the reads).
@@ -232,6 +264,33 @@ TEST(KvStoreCommitWorkers, ChunksCopiedInPiecesKeepTheirBytesAndCrc) {
   EXPECT_GE(h.store().ssd_stats()->lent_puts, 1u);
   for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k, kBigChunk));
   EXPECT_EQ(h.store().ssd_stats()->corrupt_dropped, 0u);
+}
+
+// Many workers, chunks that are not whole pages (cut into the most pieces,
+// the last one short), and more chunks in one commit than DRAM has slots:
+// the ones that find no slot wait for the commit's own copies, then copy on
+// the loop. Every chunk committed is stored, byte for byte.
+TEST(KvStoreCommitWorkers, OddSizedChunksInManyPiecesAllArrive) {
+  constexpr std::uint32_t kBigSlot = (4u << 20) + 4096;
+  constexpr std::uint32_t kOddChunk = (4u << 20) + 1;  // 16 pieces of 65 pages, the last shorter
+  HarnessOptions o;
+  o.config.slot_bytes = kBigSlot;
+  o.config.commit_workers = 15;
+  o.dram_slots = 2;
+  o.window_slots = 3;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const std::uint32_t piece = copy_piece_bytes(kOddChunk, 15);
+  ASSERT_EQ(piece, 65u * 4096);
+  ASSERT_EQ((kOddChunk + piece - 1) / piece, kMaxCopyPieces);
+  const auto keys = keys_of(700, 3);
+  const KvStoreCompletion done = h.put(kAlice, keys, kOddChunk);
+  ASSERT_EQ(done.outcome, KvStatus::kOk);
+  // The third chunk found no slot: with no lower tier, evicting the
+  // first two made room for it, so it is the one still in DRAM.
+  EXPECT_EQ(done.completion.result0, 3u);
+  EXPECT_TRUE(h.get_checked(kBob, keys[2], kOddChunk));
+  EXPECT_EQ(h.store().commits_in_flight(), 0u);
 }
 
 // A store over larger slots, so that copies are still queued when the

@@ -364,6 +364,8 @@ class KvStore {
   // finishes their commits), or -1 without commit_workers. The caller may
   // read it to reset it; poll() does too.
   [[nodiscard]] int commit_fd() const;
+  // The commit copy threads running (0: the caller's thread copies).
+  [[nodiscard]] std::uint32_t commit_workers() const;
   // Runs up to `max` commit copies that no worker took yet on the caller's
   // thread; the next poll() finishes their commits. For a caller with
   // nothing else to do (no request waiting): a copy then does not wait for
