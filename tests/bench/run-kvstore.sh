@@ -18,9 +18,9 @@
 #   tests/bench/run-kvstore.sh [BUILD_DIR]
 # Environment: KVBENCH_DIR (parent of the temporary directory: default
 # /var/tmp; it must allow O_DIRECT, so not tmpfs), KVBENCH_SSD_MIB (SSD file,
-# default 2048), KVBENCH_SSD_CHUNKS (2 MiB chunks put then read in the SSD
-# test, default 512), KVBENCH_QDS (client queue depths against redis,
-# default "1 8"), KVBENCH_SESSIONS (trace sessions, default 1000),
+# default 4096), KVBENCH_SSD_CHUNKS (2 MiB chunks put then read in the SSD
+# test, default 1024: about half a second of puts at 4 GB/s),
+# KVBENCH_QDS (client queue depths against redis, default "1 8"), KVBENCH_SESSIONS (trace sessions, default 1000),
 # KVBENCH_CONCURRENCY (trace sessions open at once, one run each, default
 # "64 512"),
 # KVBENCH_PREFILL (declared prefill tokens/s, default "20000,100000"),
@@ -44,8 +44,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-ssd_mib=${KVBENCH_SSD_MIB:-2048}
-ssd_chunks=${KVBENCH_SSD_CHUNKS:-512}
+ssd_mib=${KVBENCH_SSD_MIB:-4096}
+ssd_chunks=${KVBENCH_SSD_CHUNKS:-1024}
 qds=${KVBENCH_QDS:-"1 8"}
 sessions=${KVBENCH_SESSIONS:-1000}
 concurrency=${KVBENCH_CONCURRENCY:-"64 512"}
