@@ -408,21 +408,23 @@ for qd in $qds; do
     "$(median "${memcpy_cold[@]}")" "$(ratio "$g" "$(median "${memcpy_cold[@]}")")" ">= 0.8"
 done
 mh=$(median "${memcpy_hot[@]}") ho=$(median "${handover[@]}") hh=$(median "${handover_huge[@]}")
+# put_row LABEL RATES NOTE: the median of the word list RATES against one
+# core's hot memcpy.
+put_row() {
+  local p
+  # shellcheck disable=SC2086 # a word list by design
+  p=$(median $2)
+  printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "$1" "$p" "$mh" "$(ratio "$p" "$mh")" "$3"
+}
 for qd in $qds; do
   for cw in $commit_workers; do
-    # shellcheck disable=SC2086 # word lists by design
-    p=$(median ${put_cw[$qd/$cw]})
-    printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB put ($cw cw) vs memcpy hot, $qd in flight" "$p" "$mh" \
-      "$(ratio "$p" "$mh")" ">= 0.7"
+    put_row "2 MiB put ($cw cw) vs memcpy hot, $qd in flight" "${put_cw[$qd/$cw]}" ">= 0.7"
   done
 done
 for n in $writers; do
   [[ $n == 1 ]] && continue
   for cw in $commit_workers; do
-    # shellcheck disable=SC2086
-    p=$(median ${put_writers[$n/$cw]})
-    printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "2 MiB put, $n writers x 8 ($cw cw) vs memcpy hot" "$p" "$mh" \
-      "$(ratio "$p" "$mh")" "(all writers' puts)"
+    put_row "2 MiB put, $n writers x 8 ($cw cw) vs memcpy hot" "${put_writers[$n/$cw]}" "(all writers' puts)"
   done
 done
 printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "sealed memfd handover, 4 KiB pages, vs memcpy" "$ho" "$mh" "$(ratio "$ho" "$mh")" \
