@@ -106,9 +106,15 @@ TEST_F(Tiering, ReportedAccessesBecomeHotPagesOnTheirTier) {
       [&] {
         report_epoch();
         hot = ctl_json({"tiering", "hot", "--top", "50"});
+        // Counted in the last epoch: a page reported just before the epoch
+        // ended, then listed from the candidate pool with 0 accesses (as
+        // the manager names pages it remembers but did not see this epoch),
+        // waits for the next round.
         std::set<uint64_t> pages;
         for (const auto& p : hot.at("pages")) {
-          if (p.at("space") == "region" && p.at("owner") == region.id()) pages.insert(p.at("address").get<uint64_t>());
+          if (p.at("space") == "region" && p.at("owner") == region.id() && p.at("count").get<uint64_t>() > 0) {
+            pages.insert(p.at("address").get<uint64_t>());
+          }
         }
         for (uint64_t p = 0; p < 8; ++p) {
           if (pages.count(p * 4096) == 0) return false;
