@@ -20,7 +20,8 @@
 # /var/tmp; it must allow O_DIRECT, so not tmpfs), KVBENCH_SSD_MIB (SSD file,
 # default 4096), KVBENCH_SSD_CHUNKS (2 MiB chunks put then read in the SSD
 # test, default 1024: about half a second of puts at 4 GB/s),
-# KVBENCH_QDS (client queue depths against redis, default "1 8"), KVBENCH_SESSIONS (trace sessions, default 1000),
+# KVBENCH_QDS (client queue depths against redis, default "1 8"),
+# KVBENCH_SESSIONS (trace sessions, default 1000),
 # KVBENCH_CONCURRENCY (trace sessions open at once, one run each, default
 # "64 512"),
 # KVBENCH_PREFILL (declared prefill tokens/s, default "20000,100000"),

@@ -278,16 +278,18 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
 bool KvStore::Impl::piece_copied(PendingCommit& pc, const CopyJob& job) {
   CommitChunk& cc = pc.chunks[job.chunk];
   cc.piece_crcs[job.piece] = job.crc;
-  if (cc.pieces_left == 1) cc.state = CommitChunk::State::kCopied;
-  if (--cc.pieces_left == 0 && pc.crc) {
-    // The pieces' CRCs, combined in order, are the chunk's.
-    const std::uint64_t bytes = pc.reservation.chunk_bytes;
-    std::uint32_t crc = cc.piece_crcs[0];
-    std::uint16_t piece = 1;
-    for (std::uint64_t at = pc.piece_bytes; at < bytes; at += pc.piece_bytes, ++piece) {
-      crc = crc32c_combine(crc, cc.piece_crcs[piece], std::min<std::uint64_t>(pc.piece_bytes, bytes - at));
+  if (--cc.pieces_left == 0) {
+    cc.state = CommitChunk::State::kCopied;
+    if (pc.crc) {
+      // The pieces' CRCs, combined in order, are the chunk's.
+      const std::uint64_t bytes = pc.reservation.chunk_bytes;
+      std::uint32_t crc = cc.piece_crcs[0];
+      std::uint16_t piece = 1;
+      for (std::uint64_t at = pc.piece_bytes; at < bytes; at += pc.piece_bytes, ++piece) {
+        crc = crc32c_combine(crc, cc.piece_crcs[piece], std::min<std::uint64_t>(pc.piece_bytes, bytes - at));
+      }
+      cc.crc = crc;
     }
-    cc.crc = crc;
   }
   return --pc.copies_left == 0;
 }
