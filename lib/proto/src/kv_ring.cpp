@@ -211,7 +211,9 @@ bool kv_request_well_formed(const KvRequest& r) {
     return false;
   }
   const auto op = static_cast<KvOp>(r.op);
-  const uint16_t allowed = op == KvOp::kLookup ? kKvLookupCostCutoff : 0;
+  const uint16_t allowed = op == KvOp::kLookup      ? kKvLookupCostCutoff
+                           : op == KvOp::kPutCommit ? kKvPutCommitToSsd
+                                                    : 0;
   if ((r.flags & ~allowed) != 0) return false;
   return op == KvOp::kRelease ? r.count == 0 : r.count >= 1;
 }

@@ -132,6 +132,7 @@ TEST(KvRing, EveryOpcodeRoundTrips) {
   for (KvOp op : ops) {
     KvRequest q = request(op, id++);
     if (op == KvOp::kLookup) q.flags = kKvLookupCostCutoff;
+    if (op == KvOp::kPutCommit) q.flags = kKvPutCommitToSsd;
     const size_t n = op == KvOp::kRelease ? 0 : 1 + (id % 9);
     ASSERT_TRUE(r.client.submit(q, keys(id * 100, n)));
     q.count = static_cast<uint32_t>(n);
@@ -183,6 +184,11 @@ TEST(KvRing, ClientRefusesMalformedRequests) {
   EXPECT_EQ(r.client.submit(bad, keys(0, 1)).error().code, EINVAL);
   bad = request(KvOp::kGet, 1);
   bad.flags = kKvLookupCostCutoff;  // only for lookup
+  EXPECT_EQ(r.client.submit(bad, keys(0, 1)).error().code, EINVAL);
+  bad.flags = kKvPutCommitToSsd;  // only for put_commit
+  EXPECT_EQ(r.client.submit(bad, keys(0, 1)).error().code, EINVAL);
+  bad = request(KvOp::kPutCommit, 1);
+  bad.flags = kKvLookupCostCutoff;
   EXPECT_EQ(r.client.submit(bad, keys(0, 1)).error().code, EINVAL);
   EXPECT_EQ(r.client.submit(request(KvOp::kGet, 1), keys(0, r.geometry.sq_slab_bytes / 16 + 1)).error().code,
             EINVAL);

@@ -51,6 +51,10 @@ const char* kv_op_name(uint8_t op);
 
 // Request flags.
 inline constexpr uint16_t kKvLookupCostCutoff = 1u << 0;  // lookup: result1 = recompute-or-load cut-off
+// put_commit: store the chunks on the SSD log only, written from the put
+// window where the log can (no copy into a DRAM slot); result1 = chunks
+// stored so. Without an SSD log the commit stores them in DRAM as usual.
+inline constexpr uint16_t kKvPutCommitToSsd = 1u << 1;
 
 // A 128-bit chunk key (XXH3-128: low, high).
 struct KvKey {
