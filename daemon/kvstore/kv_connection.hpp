@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -33,7 +34,9 @@ struct KvConnection {
   proto::KvRingMemory memory;
   UniqueFd sq_efd;  // the client rings it; in the daemon's epoll
   UniqueFd cq_efd;  // we ring it
-  proto::ShmMapping put_window;
+  // Shared with the store, which keeps it mapped while the SSD log writes
+  // chunks from it (put_commit with kKvPutCommitToSsd), after a close too.
+  std::shared_ptr<proto::ShmMapping> put_window;
   proto::KvDaemonRing ring;
   // The session's namespace rights (KvService::rights_), checked for every
   // request taken from the ring.

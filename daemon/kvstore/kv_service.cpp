@@ -196,7 +196,7 @@ Result<KvOpenResult> KvService::open(uint64_t session_id, uid_t uid, const proto
   window = std::max(window / config_.slot_bytes, uint64_t{1}) * config_.slot_bytes;
   auto put_window = proto::ShmMapping::create("cxlpool-kv-put", window);
   if (!put_window) return tl::unexpected(put_window.error());
-  c->put_window = std::move(*put_window);
+  c->put_window = std::make_shared<proto::ShmMapping>(std::move(*put_window));
   auto ring = proto::KvDaemonRing::attach(c->memory.bytes(), g, c->sq_efd.get(), c->cq_efd.get());
   if (!ring) return tl::unexpected(ring.error());
   c->ring = std::move(*ring);
@@ -209,11 +209,13 @@ Result<KvOpenResult> KvService::open(uint64_t session_id, uid_t uid, const proto
   if (!sq_copy) return tl::unexpected(sq_copy.error());
   auto cq_copy = dup_fd(c->cq_efd.get());
   if (!cq_copy) return tl::unexpected(cq_copy.error());
-  if (auto ok = store_->add_client(session_id, c->put_window.bytes(), uid); !ok) return tl::unexpected(ok.error());
+  if (auto ok = store_->add_client(session_id, c->put_window->bytes(), uid, c->put_window); !ok) {
+    return tl::unexpected(ok.error());
+  }
   result.fds[0] = c->memory.take_fd();
   result.fds[1] = std::move(*sq_copy);
   result.fds[2] = std::move(*cq_copy);
-  result.fds[3] = c->put_window.take_fd();
+  result.fds[3] = c->put_window->take_fd();
   result.doorbell_fd = c->sq_efd.get();
 
   proto::KvOpenReply& r = result.reply;

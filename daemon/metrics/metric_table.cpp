@@ -110,6 +110,8 @@ constexpr MetricSpec kTable[] = {
   {"kv.rejected_requests", "cxlpool_kv_rejected_requests_total", C, "", 1, "KV requests answered with a status other than ok."},
   {"kv.commit_copies_offloaded", "cxlpool_kv_commit_copies_offloaded_total", C, "", 1, "Copies of put commits (a chunk, or a piece of a large one) handed to the commit workers."},
   {"kv.commits_in_flight", "cxlpool_kv_commits_in_flight", G, "", 1, "Put commits waiting for their copies now."},
+  {"kv.puts_to_ssd", "cxlpool_kv_puts_to_ssd_total", C, "", 1, "Chunks put_commit stored on the SSD log only (the to-SSD flag)."},
+  {"kv.window_lends", "cxlpool_kv_window_lends_total", C, "", 1, "Of those, chunks the SSD log wrote straight from the put window, without a copy."},
   {"kv.outcome.{status}", "cxlpool_kv_outcomes_total", C, "", 1, "KV request outcomes, by status."},
   {"kv.io_in_flight", "cxlpool_kv_io_in_flight", G, "", 1, "SSD I/Os in flight now."},
   {"kv.ssd_durable_sequence", "cxlpool_kv_ssd_durable_sequence", G, "", 1, "Sequence number up to which the SSD log is durable."},

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "../ssd/stream_copy.hpp"
+#include "cxlpool/common/crc32c.hpp"
 
 namespace cxlpool::kvcache {
 
@@ -94,6 +95,10 @@ std::uint32_t copy_piece_bytes(std::uint32_t bytes, std::size_t threads) {
 }
 
 void run_copy_job(CopyJob& job) {
+  if (job.to == nullptr) {  // a chunk the SSD log writes from where it is: its CRC only
+    job.crc = crc32c({job.from, job.bytes});
+    return;
+  }
   // The destination is an arena slot the store never reads again (a
   // client does, later): streamed past the caches.
   if (job.with_crc) {

@@ -33,7 +33,7 @@ struct CopyJob {
   std::uint64_t commit = 0;  // the submitter's: which commit, which chunk
   std::uint32_t chunk = 0;
   std::uint16_t piece = 0;   // which piece of the chunk (a large chunk is copied in pieces)
-  std::byte* to = nullptr;
+  std::byte* to = nullptr;  // null: no copy, the CRC of `from` only (with_crc)
   const std::byte* from = nullptr;
   std::uint32_t bytes = 0;
   bool with_crc = false;  // crc = crc32c(from, bytes), taken as it copies

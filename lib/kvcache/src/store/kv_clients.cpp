@@ -61,10 +61,18 @@ Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_win
 }
 
 Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account) {
+  return add_client(client, put_window, account, nullptr);
+}
+
+Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account,
+                                 std::shared_ptr<const void> window_owner) {
   Impl& s = *impl_;
-  if (s.clients.contains(client)) return fail(EEXIST, "kv store: client already added");
+  if (s.clients.contains(client) || s.retired_windows.contains(client)) {
+    return fail(EEXIST, "kv store: client already added");
+  }
   ClientState& c = s.clients[client];
   c.window = put_window;
+  c.window_owner = std::move(window_owner);
   c.window_slots = SlotPool(put_window.size(), config_.slot_bytes);
   c.account_id = account;
   c.account = &s.accounts[account];
@@ -104,6 +112,8 @@ void KvStore::remove_client(KvClientId client) {
   std::erase_if(s.ready, [client](const KvStoreCompletion& c) { return c.client == client; });
   // What is left (reservations, gets waiting for reads) leaves the account.
   ClientState& c = it->second;
+  // Window slots the SSD log writes from stay mapped until it is done.
+  if (c.window_lent != 0) s.retired_windows[client] = RetiredWindow{std::move(c.window_owner), c.window_lent};
   Impl::uncharge(c, c.held_bytes);
   if (--c.account->clients == 0) s.accounts.erase(c.account_id);
   s.clients.erase(it);

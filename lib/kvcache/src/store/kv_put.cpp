@@ -8,6 +8,10 @@
 // Under the per-commit SSD policy a commit also writes each chunk through to
 // the log before it is acknowledged (the durability contract outranks the
 // admission filter), so an acknowledged commit survives a crash.
+// A commit with kKvPutCommitToSsd puts its chunks on the SSD log only: the
+// log writes a large chunk straight from its window slot, which stays taken
+// until the region's write is done, so that such a put costs the writer's
+// own write, a CRC pass and the device write, with no copy.
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -50,7 +54,15 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
   }
   const std::uint64_t bytes = fresh * r.param0;
   if (over_quota(c, bytes)) return complete(id, r, KvStatus::kOverQuota);
-  if (fresh > c.window_slots.free_count()) return complete(id, r, KvStatus::kRetry);
+  if (fresh > c.window_slots.free_count()) {
+    // Slots the log writes from come back once their region is written:
+    // start that write now instead of when the region fills.
+    if (c.window_lent != 0 && ssd) {
+      ssd_touched = true;
+      (void)ssd->seal_lent();  // a failed write is counted and reported by the log
+    }
+    return complete(id, r, KvStatus::kRetry);
+  }
 
   const std::uint64_t rid = next_reservation++;
   Reservation& res = c.reservations[rid];
@@ -106,23 +118,27 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
     scratch_index[j] = static_cast<std::uint32_t>(at);
   }
 
+  const bool to_ssd = (r.flags & proto::kKvPutCommitToSsd) != 0 && ssd != nullptr;
   if (copier) {
-    start_commit(id, c, r, res);
+    start_commit(id, c, r, res, to_ssd);
     c.reservations.erase(it);
     return;
   }
   const bool write_through = ssd && ssd->config().sync == SsdSyncPolicy::kPerCommit;
   std::uint64_t committed = 0;
+  std::uint64_t on_ssd = 0;
   KvOutcome first_failure;  // of the chunks not committed, the first's outcome
   for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
-    const KvOutcome done = commit_inline(c, res, res.chunks[scratch_index[j]], write_through);
+    ReservedChunk& rc = res.chunks[scratch_index[j]];
+    const KvOutcome done =
+        to_ssd ? commit_to_ssd(id, c, res, rc, std::nullopt, on_ssd) : commit_inline(c, res, rc, write_through);
     if (done.ok()) {
       ++committed;
     } else if (first_failure.ok()) {
       first_failure = done;
     }
   }
-  end_commit(id, c, r, res, scratch_keys.size(), committed, first_failure);
+  end_commit(id, c, r, res, scratch_keys.size(), committed, first_failure, on_ssd);
   c.reservations.erase(it);
 }
 
@@ -185,26 +201,75 @@ KvOutcome KvStore::Impl::index_copied(const Reservation& res, const ReservedChun
   return KvStatus::kOk;
 }
 
+KvOutcome KvStore::Impl::commit_to_ssd(KvClientId id, ClientState& c, const Reservation& res, ReservedChunk& rc,
+                                       std::optional<std::uint32_t> crc, std::uint64_t& on_ssd) {
+  if (index.find(rc.key) != nullptr) {  // as commit_inline
+    admission.record(rc.key);
+    return KvStatus::kOk;
+  }
+  if (rc.cached) return KvStatus::kNotFound;
+  const NamespaceState* n = ns(res.ns_id);
+  if (n == nullptr) return KvStatus::kBadState;  // cannot happen: ids stay valid
+  const std::span<const std::byte> bytes{c.window.data() + rc.window_offset, res.chunk_bytes};
+  ssd_touched = true;
+  if (lends_window(c, res.chunk_bytes)) {
+    // The writer may still change the slot: the CRC taken now is what the
+    // log checks every later copy and read against.
+    SsdLentPayload payload;
+    payload.bytes = bytes;
+    payload.crc = crc ? *crc : crc32c(bytes);
+    payload.check_copies = true;
+    payload.token = next_window_lend++;
+    const KvResult<bool> put = ssd->put_lent(rc.key, n->fp, payload);
+    if (!put.ok()) return put.outcome;
+    if (put.value) {
+      window_lends.emplace(payload.token, WindowLend{id, rc.window_offset});
+      ++c.window_lent;
+      rc.lent = true;
+      ++counters.window_lends;
+    }
+  } else if (const KvResult<std::uint64_t> put = ssd->put(rc.key, n->fp, bytes); !put.ok()) {
+    return put.outcome;
+  }
+  ChunkInfo info;
+  info.tier = KvTier::kSsd;
+  info.flags = kChunkSsdCopy;
+  info.ns_id = res.ns_id;
+  info.length = res.chunk_bytes;
+  info.sequence = next_sequence++;
+  if (index.insert(rc.key, info) != KvStatus::kOk) {
+    (void)ssd->erase(rc.key);  // never served: the index has no room
+    return KvStatus::kRejected;
+  }
+  admission.record(rc.key);
+  ++counters.puts_to_ssd;
+  ++on_ssd;
+  return KvStatus::kOk;
+}
+
 void KvStore::Impl::end_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, const Reservation& res,
-                               std::size_t kept, std::uint64_t committed, KvOutcome first_failure) {
+                               std::size_t kept, std::uint64_t committed, KvOutcome first_failure,
+                               std::uint64_t on_ssd) {
   counters.puts += committed;
   counters.put_aborts += res.chunks.size() - kept;
   for (const ReservedChunk& rc : res.chunks) {
-    if (!rc.cached) c.window_slots.give(rc.window_offset);
+    if (!rc.cached && !rc.lent) c.window_slots.give(rc.window_offset);
   }
   uncharge(c, res.held_bytes);
   --reservations_live;
-  complete(id, r, committed == 0 ? first_failure : KvOutcome(), committed);
+  complete(id, r, committed == 0 ? first_failure : KvOutcome(), committed, on_ssd);
 }
 
 // The checks and slot choices of commit_inline, in the same order, with the
 // copies handed to the workers; what follows a copy (index, write-through)
 // waits for finish_commit on this thread.
-void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, Reservation& res) {
+void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, Reservation& res,
+                                 bool to_ssd) {
   const std::uint64_t commit_id = next_commit++;
   PendingCommit pc;
   pc.client = id;
   pc.request = r;
+  pc.to_ssd = to_ssd;
   pc.crc = lends_to_ssd(res.chunk_bytes);
   pc.piece_bytes = copy_piece_bytes(res.chunk_bytes, copier->threads());
   pc.chunks.resize(scratch_keys.size());
@@ -219,8 +284,33 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
       continue;
     }
     if (rc.cached) {
-      cc.state = CommitChunk::State::kFailed;
+      cc.state = CommitChunk::State::kSettled;
       cc.outcome = KvStatus::kNotFound;
+      continue;
+    }
+    CopyJob job;
+    job.owner = id;
+    job.commit = commit_id;
+    job.chunk = static_cast<std::uint32_t>(j);
+    if (to_ssd) {
+      cc.to_ssd = true;
+      if (!lends_window(c, res.chunk_bytes)) {  // copied into the log's buffer, now
+        cc.state = CommitChunk::State::kSettled;
+        cc.outcome = commit_to_ssd(id, c, res, res.chunks[cc.reserved], std::nullopt, pc.on_ssd);
+        continue;
+      }
+      // Only its CRC is taken, in pieces on the workers: the log writes
+      // the chunk from the window once they are back.
+      cc.state = CommitChunk::State::kCopying;
+      job.with_crc = true;
+      for (std::uint64_t at = 0; at < res.chunk_bytes; at += pc.piece_bytes) {
+        job.to = nullptr;
+        job.from = c.window.data() + rc.window_offset + at;
+        job.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(pc.piece_bytes, res.chunk_bytes - at));
+        scratch_jobs.push_back(job);
+        ++job.piece;
+      }
+      cc.pieces_left = job.piece;
       continue;
     }
     // No slot now: the chunks taken by this commit's copies are no
@@ -234,10 +324,6 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
     cc.state = CommitChunk::State::kCopying;
     cc.offset = *offset;
     // A large chunk goes out as pieces, copied on several cores at once.
-    CopyJob job;
-    job.owner = id;
-    job.commit = commit_id;
-    job.chunk = static_cast<std::uint32_t>(j);
     job.with_crc = pc.crc;
     for (std::uint64_t at = 0; at < res.chunk_bytes; at += pc.piece_bytes) {
       job.to = slot_ptr(KvTier::kDram, *offset, res.ns_id) + at;
@@ -280,7 +366,7 @@ bool KvStore::Impl::piece_copied(PendingCommit& pc, const CopyJob& job) {
   cc.piece_crcs[job.piece] = job.crc;
   if (--cc.pieces_left == 0) {
     cc.state = CommitChunk::State::kCopied;
-    if (pc.crc) {
+    if (pc.crc || cc.to_ssd) {
       // The pieces' CRCs, combined in order, are the chunk's.
       const std::uint64_t bytes = pc.reservation.chunk_bytes;
       std::uint32_t crc = cc.piece_crcs[0];
@@ -297,17 +383,22 @@ bool KvStore::Impl::piece_copied(PendingCommit& pc, const CopyJob& job) {
 void KvStore::Impl::finish_commit(PendingCommit& pc) {
   ClientState& c = *client(pc.client);  // cancel_commits ends a removed client's commits
   const bool write_through = ssd && ssd->config().sync == SsdSyncPolicy::kPerCommit;
-  const Reservation& res = pc.reservation;
+  Reservation& res = pc.reservation;
   std::uint64_t committed = 0;
+  std::uint64_t on_ssd = pc.on_ssd;
   KvOutcome first_failure;
   for (const CommitChunk& cc : pc.chunks) {
-    const ReservedChunk& rc = res.chunks[cc.reserved];
+    ReservedChunk& rc = res.chunks[cc.reserved];
     KvOutcome done;
     switch (cc.state) {
       case CommitChunk::State::kStored: break;
-      case CommitChunk::State::kFailed: done = cc.outcome; break;
+      case CommitChunk::State::kSettled: done = cc.outcome; break;
       case CommitChunk::State::kCopying:  // cannot happen: finished once every copy is back
       case CommitChunk::State::kCopied:
+        if (cc.to_ssd) {
+          done = commit_to_ssd(pc.client, c, res, rc, cc.crc, on_ssd);
+          break;
+        }
         if (index.find(rc.key) != nullptr) {  // another commit stored it meanwhile
           arena(KvTier::kDram).slots.give(cc.offset);
           admission.record(rc.key);
@@ -323,7 +414,7 @@ void KvStore::Impl::finish_commit(PendingCommit& pc) {
       first_failure = done;
     }
   }
-  end_commit(pc.client, c, pc.request, res, pc.chunks.size(), committed, first_failure);
+  end_commit(pc.client, c, pc.request, res, pc.chunks.size(), committed, first_failure, on_ssd);
 }
 
 void KvStore::Impl::reap_commits() {
@@ -355,7 +446,7 @@ void KvStore::Impl::cancel_commits(KvClientId client) {
       continue;
     }
     for (const CommitChunk& cc : pc.chunks) {
-      if (cc.state == CommitChunk::State::kCopying || cc.state == CommitChunk::State::kCopied) {
+      if (!cc.to_ssd && (cc.state == CommitChunk::State::kCopying || cc.state == CommitChunk::State::kCopied)) {
         arena(KvTier::kDram).slots.give(cc.offset);
       }
     }

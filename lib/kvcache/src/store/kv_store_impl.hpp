@@ -55,6 +55,7 @@ struct ReservedChunk {
   ChunkKey key;
   std::uint64_t window_offset = 0;
   bool cached = false;  // already stored at put_begin: no window slot
+  bool lent = false;    // committed to the SSD log from its window slot, which the log holds
 };
 
 struct Reservation {
@@ -79,18 +80,38 @@ struct ClientState {
   std::unordered_map<std::uint64_t, Reservation> reservations;
   std::uint64_t held_bytes = 0;  // leases (and gets waiting for SSD reads) plus reservations
   std::uint32_t leases = 0;      // the same, counted
+  // Keeps `window` mapped (add_client); null: its slots are never lent.
+  std::shared_ptr<const void> window_owner;
+  std::uint32_t window_lent = 0;  // window slots the SSD log writes from
 };
+
+// A removed client's put window whose slots the SSD log still writes from.
+struct RetiredWindow {
+  std::shared_ptr<const void> owner;
+  std::uint32_t lent = 0;
+};
+
+// A put-window slot lent to the SSD log, by lend token.
+struct WindowLend {
+  KvClientId client = 0;
+  std::uint64_t window_offset = 0;
+};
+
+// Lend tokens of window slots carry this bit; an arena slot's token is its
+// offset and tier, far below it.
+inline constexpr std::uint64_t kWindowLendToken = std::uint64_t{1} << 63;
 
 // One kept chunk of a commit whose copies run on the commit workers.
 struct CommitChunk {
   enum class State : std::uint8_t {
     kStored,   // stored before the commit (maybe by another client): counts
-    kFailed,   // not committed, for `outcome`
-    kCopying,  // its copy into DRAM slot `offset` runs on a worker
+    kSettled,  // settled at submit: `outcome` says whether it counts
+    kCopying,  // its copy into DRAM slot `offset` runs on a worker (to_ssd: its CRC is taken)
     kCopied,   // that copy finished (crc taken when the slot may be lent)
     kDeferred  // found no DRAM slot: committed on the loop at the end
   };
   State state = State::kStored;
+  bool to_ssd = false;  // goes to the SSD log from the window: no DRAM slot
   std::uint32_t reserved = 0;  // index in the reservation's chunks
   KvOutcome outcome;
   std::uint64_t offset = 0;
@@ -112,6 +133,8 @@ struct PendingCommit {
   std::size_t copies_left = 0;   // copy jobs (pieces) not yet back
   std::uint32_t piece_bytes = 0;  // copy_piece_bytes() of the chunks
   bool crc = false;  // the copies take the payloads' CRC
+  bool to_ssd = false;  // kKvPutCommitToSsd with an SSD log
+  std::uint64_t on_ssd = 0;  // chunks settled at submit on the SSD log only
 };
 
 // A get whose prefix holds SSD chunks: it completes when their reads do.
@@ -179,6 +202,13 @@ struct KvStore::Impl {
   // SsdStore::put_lent), per tier: taken out of use until the log hands them
   // back. At most half of an arena's slots, so that evictions find victims.
   std::uint64_t lent_slots[2] = {0, 0};
+  // Put-window slots lent to the SSD log (put_commit to the log), and the
+  // windows of removed clients that still hold some: their owners keep them
+  // mapped until the log is done. Declared before `ssd`, which hands every
+  // lent slot back when it is destroyed.
+  std::unordered_map<std::uint64_t, WindowLend> window_lends;
+  std::uint64_t next_window_lend = kWindowLendToken;
+  std::unordered_map<KvClientId, RetiredWindow> retired_windows;
 
   std::uint64_t next_sequence = 1;
   KvStoreCounters counters;  // request and movement counts; tier gauges filled in on read
@@ -241,6 +271,7 @@ struct KvStore::Impl {
            bytes >= config.ssd_lend_min_bytes && bytes % kSsdBlockBytes == 0;
   }
   void return_lent_slot(std::uint64_t token);
+  void return_window_slot(std::uint64_t token);
   void reap_ssd_evictions();
   void unpin_key(const ChunkKey& key);
 
@@ -296,12 +327,23 @@ struct KvStore::Impl {
   // back when it does not.
   KvOutcome index_copied(const Reservation& res, const ReservedChunk& rc, std::uint64_t offset, const std::uint32_t* crc,
                          bool write_through);
+  // put_commit with kKvPutCommitToSsd: the chunk goes to the SSD log only,
+  // written from its window slot when the log can lend it (crc: its
+  // payload's, taken from the window), else copied into the log's buffer.
+  // kOk when stored (maybe by another client meanwhile: *on_ssd unchanged).
+  KvOutcome commit_to_ssd(KvClientId id, ClientState& c, const Reservation& res, ReservedChunk& rc,
+                          std::optional<std::uint32_t> crc, std::uint64_t& on_ssd);
+  // Whether a chunk of `bytes` of client c committed to the SSD log is
+  // written from its window slot (its CRC is then taken first).
+  [[nodiscard]] bool lends_window(const ClientState& c, std::uint64_t bytes) const {
+    return c.window_owner != nullptr && lends_to_ssd(bytes);
+  }
   // The reservation's end: counters, window slots, quota, the completion.
   void end_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, const Reservation& res,
-                  std::size_t kept, std::uint64_t committed, KvOutcome first_failure);
+                  std::size_t kept, std::uint64_t committed, KvOutcome first_failure, std::uint64_t on_ssd);
   // Starts the kept chunks' copies on the workers; the reservation leaves
   // the client's map either way (finished at once when nothing is copied).
-  void start_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, Reservation& res);
+  void start_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, Reservation& res, bool to_ssd);
   void finish_commit(PendingCommit& pc);
   // Takes the finished copies back and finishes the commits they complete.
   void reap_commits();

@@ -172,9 +172,27 @@ KvResult<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
 
 // The log is done with a lent slot (written, failed or given up): free.
 void KvStore::Impl::return_lent_slot(std::uint64_t token) {
+  if ((token & kWindowLendToken) != 0) return return_window_slot(token);
   const KvTier t = static_cast<KvTier>(token & 1);
   --lent_slots[tier_index(t)];
   arena(t).slots.give(token & ~std::uint64_t{1});
+}
+
+// A put-window slot back from the log goes back to its client's window; a
+// removed client's window is unmapped (its owner dropped) with its last.
+void KvStore::Impl::return_window_slot(std::uint64_t token) {
+  auto it = window_lends.find(token);
+  if (it == window_lends.end()) return;  // cannot happen: every token is recorded
+  const WindowLend lend = it->second;
+  window_lends.erase(it);
+  if (auto retired = retired_windows.find(lend.client); retired != retired_windows.end()) {
+    if (--retired->second.lent == 0) retired_windows.erase(retired);
+    return;
+  }
+  ClientState* c = client(lend.client);
+  if (c == nullptr) return;  // cannot happen: a client with lent slots retires its window
+  --c->window_lent;
+  c->window_slots.give(lend.window_offset);
 }
 
 // Keys the SSD log evicted leave the index when the log held their only

@@ -40,6 +40,7 @@ KvResult<std::uint64_t> SsdStore::put(const ChunkKey& key, const NamespaceFinger
 KvResult<bool> SsdStore::put_lent(const ChunkKey& key, const NamespaceFingerprint& ns,
                                   const SsdLentPayload& payload) {
   const std::span<const std::byte> bytes = payload.bytes;
+  if (payload.check_copies && !payload.crc) return KvStatus::kInvalid;
   const bool lendable = config_.sync == SsdSyncPolicy::kPerRegion && !bytes.empty() &&
                         bytes.size() % kSsdBlockBytes == 0 &&
                         reinterpret_cast<std::uintptr_t>(bytes.data()) % device_->mem_alignment() == 0;
@@ -97,6 +98,12 @@ Result<void> SsdStore::flush() {
   return {};
 }
 
+Result<bool> SsdStore::seal_lent() {
+  if (!region_open() || regions_[open_region_].lent.empty()) return false;
+  if (auto ok = seal_open_region(); !ok) return tl::unexpected(ok.error());
+  return true;
+}
+
 Result<void> SsdStore::close() {
   auto drained = drain_reads();
   auto flushed = flush();
@@ -131,9 +138,15 @@ Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFinge
   if ((flags & kEntryTombstone) != 0) {
     index_.erase(key);
   } else {
-    index_[key] = Slot{open_region_, at.payload_offset, static_cast<std::uint32_t>(payload.size()),
-                       at.payload_crc,  seq,           ns,
-                       0,               lend != nullptr ? payload.data() : nullptr};
+    index_[key] = Slot{open_region_,
+                       at.payload_offset,
+                       static_cast<std::uint32_t>(payload.size()),
+                       at.payload_crc,
+                       seq,
+                       ns,
+                       0,
+                       lend != nullptr ? payload.data() : nullptr,
+                       lend != nullptr && lend->check_copies};
   }
   if (lend != nullptr) {
     regions_[open_region_].lent.push_back(Lent{at.payload_offset, static_cast<std::uint32_t>(payload.size()),

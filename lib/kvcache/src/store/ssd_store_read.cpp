@@ -36,15 +36,22 @@ const RegionWriter* SsdStore::buffer_of(const Slot& slot) const {
   return b == kNoBuffer ? nullptr : &writers_[static_cast<std::size_t>(b)];
 }
 
-// The buffer (or the lent payload) holds what the device will: no CRC check
-// needed.
-void SsdStore::copy_from_buffer(const RegionWriter& w, Slot& live, std::byte* out) {
+// The buffer (or a lent payload that cannot change) holds what the device
+// will: no CRC check needed. A lent payload its owner may still write is
+// checked once copied, where it can no longer change.
+KvOutcome SsdStore::copy_from_buffer(const ChunkKey& key, const RegionWriter& w, Slot& live, std::byte* out) {
   const std::byte* from = live.lent != nullptr ? live.lent : w.bytes(live.payload_offset, live.payload_bytes).data();
   stream_copy(out, from, live.payload_bytes);
+  if (live.lent != nullptr && live.check_lent && crc32c({out, live.payload_bytes}) != live.payload_crc) {
+    ++stats_.corrupt_dropped;
+    drop_entry(key, live.sequence);
+    return KvStatus::kChecksumError;
+  }
   ++stats_.reads;
   ++stats_.buffer_reads;
   stats_.read_bytes += live.payload_bytes;
   if (live.hits < 255) ++live.hits;
+  return KvStatus::kOk;
 }
 
 bool SsdStore::buffer_fits(const Slot& slot, std::span<std::byte> buffer) const {
@@ -112,8 +119,9 @@ KvResult<std::uint32_t> SsdStore::get(const ChunkKey& key, std::span<std::byte> 
   Slot& live = it->second;
   if (!buffer_fits(live, buffer)) return KvStatus::kInvalid;
   if (const RegionWriter* w = buffer_of(live)) {
-    copy_from_buffer(*w, live, buffer.data());
-    return live.payload_bytes;
+    const std::uint32_t bytes = live.payload_bytes;
+    if (const KvOutcome copied = copy_from_buffer(key, *w, live, buffer.data()); !copied.ok()) return copied;
+    return bytes;
   }
   const Slot slot = live;
   hal::IoRequest r;
@@ -148,8 +156,9 @@ std::size_t SsdStore::submit_gets(std::span<const SsdGetRequest> requests) {
       continue;
     }
     if (const RegionWriter* w = buffer_of(live)) {
-      copy_from_buffer(*w, live, req.buffer.data());
-      ready_.push_back(SsdGetCompletion{req.user_data, req.key, KvStatus::kOk, live.payload_bytes});
+      const std::uint32_t bytes = live.payload_bytes;
+      const KvOutcome copied = copy_from_buffer(req.key, *w, live, req.buffer.data());
+      ready_.push_back(SsdGetCompletion{req.user_data, req.key, copied, copied.ok() ? bytes : 0});
       ++accepted;
       continue;
     }

@@ -47,6 +47,9 @@ struct HarnessOptions {
   bool faulty = false;
   cxlpool::testing::FaultPlan fault;
   bool one_account = false;  // Alice and Bob share one quota account (one uid)
+  // The put windows are shared with the store (add_client's window_owner),
+  // which may then lend their slots to the SSD log.
+  bool window_owners = false;
   KvStoreConfig config = default_config();
   KvSlotMemory* memory = nullptr;  // per-namespace views; null: the arenas
 
@@ -180,7 +183,20 @@ class KvHarness {
   void flip_ssd_byte(std::uint64_t offset) { ssd_test::flip_file_byte(path_, offset); }
 
   std::byte* arena(std::uint16_t tier) { return tier == 0 ? dram_.data() : cxl_.data(); }
-  std::byte* window(KvClientId c) { return c == kAlice ? window_a_.data() : window_b_.data(); }
+  std::byte* window(KvClientId c) {
+    const std::shared_ptr<Area>& owned = c == kAlice ? owned_a_ : owned_b_;
+    if (owned) return owned->data();
+    return c == kAlice ? window_a_.data() : window_b_.data();
+  }
+  // With window_owners: drops the harness's reference to the client's
+  // window (as the daemon does when a client goes); the store's keeps it
+  // alive while it needs it, which the returned pointer tells.
+  std::weak_ptr<Area> forget_window(KvClientId c) {
+    std::shared_ptr<Area>& owned = c == kAlice ? owned_a_ : owned_b_;
+    std::weak_ptr<Area> seen = owned;
+    owned.reset();
+    return seen;
+  }
 
   // Submits one request and polls until its completion is back.
   KvStoreCompletion call(KvClientId client, proto::KvOp op, std::span<const proto::KvKey> keys,
@@ -307,6 +323,12 @@ class KvHarness {
     cxl_ = Area(o.cxl_slots * slot);
     window_a_ = Area(o.window_slots * slot);
     window_b_ = Area(o.window_slots * slot);
+    owned_a_.reset();
+    owned_b_.reset();
+    if (o.window_owners) {
+      owned_a_ = std::make_shared<Area>(o.window_slots * slot);
+      owned_b_ = std::make_shared<Area>(o.window_slots * slot);
+    }
     std::unique_ptr<SsdStore> ssd;
     faulty_ = nullptr;
     if (o.ssd) {
@@ -345,7 +367,10 @@ class KvHarness {
       return {};
     }
     store_ = std::move(*created);
-    if (o.one_account) {
+    if (o.window_owners) {
+      EXPECT_TRUE(store_->add_client(kAlice, owned_a_->span(), o.one_account ? 1000 : 1, owned_a_));
+      EXPECT_TRUE(store_->add_client(kBob, owned_b_->span(), o.one_account ? 1000 : 2, owned_b_));
+    } else if (o.one_account) {
       EXPECT_TRUE(store_->add_client(kAlice, window_a_.span(), 1000));
       EXPECT_TRUE(store_->add_client(kBob, window_b_.span(), 1000));
     } else {
@@ -362,6 +387,7 @@ class KvHarness {
   HarnessOptions options_;
   std::string path_;
   Area dram_, cxl_, window_a_, window_b_;
+  std::shared_ptr<Area> owned_a_, owned_b_;
   cxlpool::testing::FaultyBlockDevice* faulty_ = nullptr;
   std::unique_ptr<KvStore> store_;
   std::uint32_t ns_ = 0;

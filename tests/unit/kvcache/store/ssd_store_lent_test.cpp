@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cxlpool/common/crc32c.hpp"
 #include "ssd_store_fixture.hpp"
 
 namespace cxlpool::kvcache {
@@ -200,6 +201,73 @@ TEST_P(SsdStoreLentTest, PerCommitPolicyCopies) {
   std::memset(lent_memory(0), 0xEE, kLentPayload);
   expect_entry(*store, 0, kLentPayload);
   EXPECT_TRUE(returned_.empty());
+}
+
+// A payload whose owner may still write it (a client's put window): a copy
+// from it that no longer matches the CRC taken at the put is refused and the
+// entry dropped, as a damaged device read would be; one that matches serves.
+TEST_P(SsdStoreLentTest, CheckedPayloadChangedByItsOwnerIsNeverServed) {
+  STORE_OR_SKIP(store, open_held());
+  listen(*store);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    SsdLentPayload p;
+    p.bytes = {lent_memory(i), kLentPayload};
+    p.token = i;
+    p.crc = crc32c(p.bytes);
+    p.check_copies = true;
+    auto lent = store->put_lent(key_of(i), kNs, p);
+    ASSERT_EQ(lent.outcome, KvStatus::kOk);
+    EXPECT_TRUE(*lent);
+  }
+  std::memset(lent_memory(1) + 100, 0xEE, 8);  // the owner writes after the put
+  expect_entry(*store, 0, kLentPayload);
+  auto buffer = aligned_buffer(kLentPayload);
+  auto got = store->get(key_of(1), {buffer.get(), kLentPayload});
+  EXPECT_EQ(got.outcome, KvStatus::kChecksumError);
+  EXPECT_FALSE(store->contains(key_of(1)));
+  EXPECT_EQ(store->stats().corrupt_dropped, 1u);
+  // The region still goes out and hands both payloads back.
+  ASSERT_TRUE(store->seal_lent());
+  EXPECT_FALSE(*store->seal_lent()) << "nothing lent is left in an open region";
+  poll_until(*store, [&] {
+    while (faulty_->held() != 0) faulty_->release_held(0);
+    return returned_.size() == 2;
+  });
+  ASSERT_TRUE(store->flush());
+  expect_entry(*store, 0, kLentPayload);
+}
+
+TEST_P(SsdStoreLentTest, CheckedPayloadNeedsItsCrc) {
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+  SsdLentPayload p;
+  p.bytes = {lent_memory(0), kLentPayload};
+  p.check_copies = true;
+  EXPECT_EQ(store->put_lent(key_of(0), kNs, p).outcome, KvStatus::kInvalid);
+  EXPECT_FALSE(store->contains(key_of(0)));
+}
+
+// seal_lent starts the write of an open region that holds lent payloads, so
+// that their memory comes back without waiting for the region to fill.
+TEST_P(SsdStoreLentTest, SealLentWritesAPartlyFilledRegion) {
+  STORE_OR_SKIP(store, open_store(device(), SsdSyncPolicy::kPerRegion));
+  listen(*store);
+  auto none = store->seal_lent();
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none) << "no region open";
+  ASSERT_TRUE(store->put(key_of(9), kNs, {lent_memory(3), kLentPayload}));
+  EXPECT_FALSE(*store->seal_lent()) << "the open region holds no lent payload";
+  SsdLentPayload p;
+  p.bytes = {lent_memory(0), kLentPayload};
+  p.token = 7;
+  ASSERT_TRUE(*store->put_lent(key_of(0), kNs, p));
+  const std::uint64_t sealed = store->stats().regions_sealed;
+  auto did = store->seal_lent();
+  ASSERT_TRUE(did);
+  EXPECT_TRUE(*did);
+  EXPECT_EQ(store->stats().regions_sealed, sealed + 1);
+  ASSERT_TRUE(store->wait_for_writes());
+  EXPECT_EQ(returned_, (std::vector<std::uint64_t>{7}));
+  expect_entry(*store, 0, kLentPayload);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, SsdStoreLentTest, all_drivers(), driver_name);

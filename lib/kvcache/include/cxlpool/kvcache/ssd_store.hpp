@@ -152,6 +152,12 @@ struct SsdLentPayload {
   // crc32c of `bytes` when the caller has it (taken as they were written,
   // and they have not changed since): the store then does not read them.
   std::optional<std::uint32_t> crc;
+  // The caller's memory may still change before the region's write (a
+  // client's put window): a get that copies from it checks the copy against
+  // `crc` (which must be set) and drops the entry on a mismatch, as a read
+  // from the device would. The device then holds whatever the memory held
+  // when it was written, which the entry's CRC checks at every later read.
+  bool check_copies = false;
 };
 
 struct SsdGetRequest {
@@ -251,6 +257,11 @@ class SsdStore {
   Result<void> flush();
   // Waits for in-flight gets (their completions stay pollable), then flush().
   Result<void> close();
+  // Seals the open region if it holds payloads lent by put_lent, and starts
+  // its write without waiting for it (under kPerRegion), so that their
+  // memory comes back once that write completes rather than when the region
+  // fills. True when a region was sealed.
+  Result<bool> seal_lent();
 
   [[nodiscard]] bool contains(const ChunkKey& key) const { return index_.count(key) != 0; }
   // Every indexed key (order unspecified); recovered ones right after open.
@@ -290,6 +301,7 @@ class SsdStore {
     NamespaceFingerprint ns;
     std::uint8_t hits = 0;
     const std::byte* lent = nullptr;  // the payload while its region is in a buffer (put_lent)
+    bool check_lent = false;          // SsdLentPayload::check_copies
   };
   // A payload a region's write takes from the caller's memory.
   struct Lent {
@@ -382,7 +394,9 @@ class SsdStore {
   [[nodiscard]] bool buffer_fits(const Slot& slot, std::span<std::byte> buffer) const;
   // The region buffer holding slot's region (open or in flight), or null.
   [[nodiscard]] const RegionWriter* buffer_of(const Slot& slot) const;
-  void copy_from_buffer(const RegionWriter& w, Slot& live, std::byte* out);
+  // kChecksumError (the entry dropped) when a lent payload that may change
+  // no longer matches its CRC.
+  KvOutcome copy_from_buffer(const ChunkKey& key, const RegionWriter& w, Slot& live, std::byte* out);
   void drop_entry(const ChunkKey& key, std::uint64_t sequence);
   void notify_evicted(const ChunkKey& key) {
     if (listener_) listener_(key);

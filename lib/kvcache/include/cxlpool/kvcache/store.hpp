@@ -203,7 +203,9 @@ struct KvNamespaceInfo {
   X(leases_expired,    "leases_expired")    /* revoked by expire_leases() */            \
   X(rejected_requests, "rejected_requests") /* answered with a status other than kOk */ \
   X(commit_copies_offloaded, "commit_copies_offloaded") /* copies (chunks or pieces) handed to commit workers */ \
-  X(commits_in_flight, "commits_in_flight") /* commits waiting for their copies (gauge) */
+  X(commits_in_flight, "commits_in_flight") /* commits waiting for their copies (gauge) */ \
+  X(puts_to_ssd,       "puts_to_ssd")       /* chunks committed to the SSD log only (kKvPutCommitToSsd) */ \
+  X(window_lends,      "window_lends")      /* of those, written from the put window without a copy */
 // clang-format on
 
 struct KvTierCounters {
@@ -277,11 +279,20 @@ class KvStore {
   // Without an account the client is its own. EEXIST if known.
   Result<void> add_client(KvClientId client, std::span<std::byte> put_window);
   Result<void> add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account);
+  // The same, with what keeps put_window mapped: the store holds a reference
+  // to it while the SSD log holds chunks that it writes straight from the
+  // window (put_commit with kKvPutCommitToSsd), after remove_client too,
+  // until their region's write completes. Without an owner, such chunks are
+  // copied into the log's buffer instead.
+  Result<void> add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account,
+                          std::shared_ptr<const void> window_owner);
   // Releases its leases, aborts its reservations, forgets its pending
   // requests (their completions are never returned). Commits whose copies
   // are in flight are aborted: queued copies are dropped and running ones
   // waited for (one chunk per commit worker at most), so that the store
-  // never touches the put window once this returns. Unknown: no-op.
+  // never touches the put window once this returns, but for the window
+  // slots the SSD log writes from (kept mapped by the window's owner, see
+  // add_client). Unknown: no-op.
   void remove_client(KvClientId client);
 
   // Handles one request taken from the client's ring (keys already copied
@@ -327,6 +338,22 @@ class KvStore {
   //              stay held. A chunk that finds no DRAM slot at submit is
   //              tried again, copied on the caller's thread, when the
   //              others are in.
+  //              With kKvPutCommitToSsd and an SSD log, the chunks go to
+  //              the log only, not into DRAM: result1 = chunks stored so.
+  //              Under kPerRegion, a chunk of at least ssd_lend_min_bytes
+  //              in whole 4 KiB blocks of a client with a window owner is
+  //              not copied at all: its CRC32C is taken (on the commit
+  //              workers, in pieces) and the log writes it from the put
+  //              window with its region; the window slot stays taken
+  //              until that write completes, and a get before then copies
+  //              from the window and checks the copy against the CRC
+  //              (kChecksumError, the chunk dropped, when the writer
+  //              changed it). Other chunks are copied into the log's
+  //              buffer (under kPerCommit: written and synced before the
+  //              answer). A put_begin that finds the window full while
+  //              some of its slots wait for the log's open region seals
+  //              that region (its write starts) and answers kRetry.
+  //              Without an SSD log the flag is ignored (result1 = 0).
   //   get        pins the longest cached prefix: result0 = lease id (0 when
   //              the prefix is empty: a miss is kOk), result1 = chunks
   //              leased, locations in the arenas. kOverQuota /

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+// put_commit with kKvPutCommitToSsd: the chunks go to the SSD log only. A
+// large one is written from its put-window slot (no copy): the slot stays
+// taken until its region's write completes, a get before then copies from
+// the window and checks the copy against the CRC taken at the commit, a
+// full window seals the region that holds its slots, and a client that goes
+// leaves its window mapped (by its owner) until the log is done. Chunks that
+// cannot be lent are copied into the log; without a log the flag is moot.
+// The suite runs with and without commit workers (meson.build).
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "kv_store_harness.hpp"
+
+namespace cxlpool::kvcache::testing {
+namespace {
+
+using proto::KvOp;
+
+HarnessOptions to_ssd_options(Driver driver, std::uint32_t region_bytes = 64 * 1024) {
+  HarnessOptions o = lending_options(driver);
+  o.window_owners = true;
+  o.region_bytes = region_bytes;
+  return o;
+}
+
+class KvStoreToSsd : public KvStoreOverSsd {
+ protected:
+  struct Put {
+    KvStoreCompletion commit;
+    std::vector<std::uint64_t> window_offsets;  // where each chunk was written
+  };
+
+  // put_begin, write, put_commit with the flag.
+  Put put_to_ssd(KvClientId client, std::span<const proto::KvKey> keys, std::uint32_t bytes = kBlockChunk) {
+    Put out;
+    KvStoreCompletion begin = h_.call(client, KvOp::kPutBegin, keys, bytes);
+    EXPECT_EQ(begin.outcome, KvStatus::kOk);
+    if (!begin.outcome.ok()) {
+      out.commit = begin;
+      return out;
+    }
+    for (std::size_t i = 0; i < begin.locations.size(); ++i) {
+      const proto::KvLocation& loc = begin.locations[i];
+      out.window_offsets.push_back(loc.offset);
+      if (loc.flags & proto::kKvLocationCached) continue;
+      const auto p = payload_of(keys[i], bytes);
+      std::memcpy(h_.window(client) + loc.offset, p.data(), bytes);
+    }
+    out.commit = h_.call(client, KvOp::kPutCommit, keys, begin.completion.result0, 0, proto::kKvPutCommitToSsd);
+    return out;
+  }
+
+  std::uint64_t dram_chunks() { return h_.store().counters().tiers[0].chunks; }
+};
+
+TEST_P(KvStoreToSsd, ChunksGoToTheLogFromTheirWindowSlotsWithoutADramSlot) {
+  KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam()));
+  const auto keys = keys_of(400, 2);
+  const Put put = put_to_ssd(kAlice, keys);
+  ASSERT_EQ(put.commit.outcome, KvStatus::kOk);
+  EXPECT_EQ(put.commit.completion.result0, 2u);
+  EXPECT_EQ(put.commit.completion.result1, 2u) << "chunks stored on the SSD log only";
+  EXPECT_EQ(h_.store().counters().puts_to_ssd, 2u);
+  EXPECT_EQ(h_.store().counters().window_lends, 2u);
+  EXPECT_EQ(h_.store().ssd_stats()->lent_puts, 2u);
+  EXPECT_EQ(dram_chunks(), 0u);
+  EXPECT_EQ(h_.tiers(keys), (std::vector<std::uint16_t>{2, 2}));
+  // Served (into DRAM slots) from the window while their region is open.
+  const std::uint64_t buffer_reads = h_.store().ssd_stats()->buffer_reads;
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+  EXPECT_EQ(h_.store().ssd_stats()->buffer_reads, buffer_reads + 2);
+
+  // Written out: the window's slots are Alice's again, every one of them.
+  ASSERT_TRUE(h_.store().flush());
+  EXPECT_EQ(h_.call(kAlice, KvOp::kPutBegin, keys_of(401, 16), kBlockChunk).outcome, KvStatus::kOk);
+  ASSERT_EQ(h_.restart(), "");
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk)) << "after a restart";
+}
+
+TEST_P(KvStoreToSsd, AChunkItsWriterChangedAfterTheCommitIsNeverServed) {
+  KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam()));
+  const auto keys = keys_of(410, 2);
+  const Put put = put_to_ssd(kAlice, keys);
+  ASSERT_EQ(put.commit.completion.result1, 2u);
+  std::memset(h_.window(kAlice) + put.window_offsets[1] + 4096, 0x5A, 16);
+  const auto bad = h_.call(kBob, KvOp::kGet, std::span(keys).subspan(1, 1));
+  EXPECT_EQ(bad.outcome, KvStatus::kChecksumError);
+  EXPECT_EQ(h_.call(kBob, KvOp::kLookup, std::span(keys).subspan(1, 1)).completion.result0, 0u);
+  EXPECT_EQ(h_.store().ssd_stats()->corrupt_dropped, 1u);
+  EXPECT_TRUE(h_.get_checked(kBob, keys[0], kBlockChunk));
+  ASSERT_TRUE(h_.store().flush());
+  ASSERT_EQ(h_.restart(), "");
+  // The device holds what the window held when it was written: the changed
+  // chunk fails its CRC there too, the other one is intact.
+  EXPECT_TRUE(h_.get_checked(kBob, keys[0], kBlockChunk));
+  const auto again = h_.call(kBob, KvOp::kGet, std::span(keys).subspan(1, 1));
+  EXPECT_NE(again.completion.result1, 1u);
+  expect_no_slot_leaked();
+}
+
+TEST_P(KvStoreToSsd, AFullWindowSealsTheRegionThatHoldsItsSlots) {
+  HarnessOptions o = to_ssd_options(GetParam(), 256 * 1024);
+  o.window_slots = 4;
+  KV_OPEN_OR_SKIP(h_, o);
+  const auto keys = keys_of(420, 4);
+  ASSERT_EQ(put_to_ssd(kAlice, keys).commit.completion.result1, 4u);
+  const std::uint64_t sealed = h_.store().ssd_stats()->regions_sealed;
+  const auto more = keys_of(421, 1);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kPutBegin, more, kBlockChunk).outcome, KvStatus::kRetry);
+  EXPECT_EQ(h_.store().ssd_stats()->regions_sealed, sealed + 1) << "the region was far from full";
+  h_.drain();
+  EXPECT_EQ(put_to_ssd(kAlice, more).commit.completion.result1, 1u);
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+}
+
+TEST_P(KvStoreToSsd, AClientsWindowStaysMappedUntilTheLogIsDoneWithIt) {
+  KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam()));
+  const auto keys = keys_of(430, 2);
+  ASSERT_EQ(put_to_ssd(kAlice, keys).commit.completion.result1, 2u);
+  h_.store().remove_client(kAlice);
+  const std::weak_ptr<Area> window = h_.forget_window(kAlice);
+  EXPECT_FALSE(window.expired()) << "the log still writes from it";
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+  EXPECT_EQ(h_.store().add_client(kAlice, {}).error().code, EEXIST) << "its window is still the store's";
+  ASSERT_TRUE(h_.store().flush());
+  EXPECT_TRUE(window.expired()) << "written: the store let the window go";
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+}
+
+TEST_P(KvStoreToSsd, StoreDroppedWithWindowWritesInFlightRestartsIntact) {
+  KV_OPEN_OR_SKIP(h_, holding_writes(to_ssd_options(GetParam())));
+  const auto keys = keys_of(440, 4);  // three fill region 0, which is sealed
+  ASSERT_EQ(put_to_ssd(kAlice, keys).commit.completion.result1, 4u);
+  EXPECT_GE(h_.store().ssd_writes_in_flight(), 1u);
+  ASSERT_EQ(h_.restart(), "");
+  const auto tiers = h_.tiers(keys);
+  ASSERT_GE(tiers.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(h_.get_checked(kBob, keys[i], kBlockChunk)) << i;
+  EXPECT_EQ(h_.store().ssd_stats()->corrupt_dropped, 0u);
+}
+
+TEST_P(KvStoreToSsd, WithoutAWindowOwnerTheChunksAreCopiedIntoTheLog) {
+  HarnessOptions o = to_ssd_options(GetParam());
+  o.window_owners = false;
+  KV_OPEN_OR_SKIP(h_, o);
+  const auto keys = keys_of(450, 2);
+  const Put put = put_to_ssd(kAlice, keys);
+  EXPECT_EQ(put.commit.completion.result1, 2u);
+  EXPECT_EQ(h_.store().counters().window_lends, 0u);
+  EXPECT_EQ(h_.store().ssd_stats()->lent_puts, 0u);
+  // Copied: the window is free at once, and changing it changes nothing.
+  std::memset(h_.window(kAlice) + put.window_offsets[0], 0x5A, kBlockChunk);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kPutBegin, keys_of(451, 16), kBlockChunk).outcome, KvStatus::kOk);
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+}
+
+TEST_P(KvStoreToSsd, ChunksBelowTheLendSizeAreCopiedIntoTheLog) {
+  KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam()));
+  const auto keys = keys_of(460, 3);
+  const Put put = put_to_ssd(kAlice, keys, kChunk);  // not whole 4 KiB blocks
+  EXPECT_EQ(put.commit.completion.result1, 3u);
+  EXPECT_EQ(h_.store().counters().window_lends, 0u);
+  EXPECT_EQ(h_.tiers(keys), (std::vector<std::uint16_t>{2, 2, 2}));
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kChunk));
+}
+
+TEST_P(KvStoreToSsd, PerCommitPolicyMakesThemDurableBeforeTheAnswer) {
+  HarnessOptions o = to_ssd_options(GetParam());
+  o.sync = SsdSyncPolicy::kPerCommit;
+  KV_OPEN_OR_SKIP(h_, o);
+  const auto keys = keys_of(470, 2);
+  EXPECT_EQ(put_to_ssd(kAlice, keys).commit.completion.result1, 2u);
+  EXPECT_EQ(h_.store().counters().window_lends, 0u);
+  ASSERT_EQ(h_.restart(), "");  // a crash: no flush
+  EXPECT_EQ(h_.tiers(keys), (std::vector<std::uint16_t>{2, 2}));
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+}
+
+TEST_P(KvStoreToSsd, AKeyStoredAlreadyCountsWithoutASecondCopy) {
+  KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam()));
+  const auto keys = keys_of(480, 1);
+  ASSERT_EQ(h_.put(kAlice, keys, kBlockChunk).completion.result0, 1u);  // into DRAM
+  const Put put = put_to_ssd(kAlice, keys);
+  EXPECT_EQ(put.commit.completion.result0, 1u);
+  EXPECT_EQ(put.commit.completion.result1, 0u);
+  EXPECT_EQ(h_.tiers(keys), (std::vector<std::uint16_t>{0}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Drivers, KvStoreToSsd, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);
+
+// Without an SSD log the flag is ignored: the chunks land in DRAM.
+TEST(KvStoreToSsdWithoutALog, ChunksLandInDram) {
+  KvHarness h;
+  HarnessOptions o;
+  o.window_owners = true;
+  ASSERT_EQ(h.open(o), "");
+  const auto keys = keys_of(490, 2);
+  KvStoreCompletion begin = h.call(kAlice, KvOp::kPutBegin, keys, kChunk);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
+  const auto commit = h.call(kAlice, KvOp::kPutCommit, keys, begin.completion.result0, 0, proto::kKvPutCommitToSsd);
+  EXPECT_EQ(commit.completion.result0, 2u);
+  EXPECT_EQ(commit.completion.result1, 0u);
+  EXPECT_EQ(h.tiers(keys), (std::vector<std::uint16_t>{0, 0}));
+  EXPECT_EQ(h.store().counters().puts_to_ssd, 0u);
+}
+
+}  // namespace
+}  // namespace cxlpool::kvcache::testing
