@@ -55,11 +55,19 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
   const std::uint64_t bytes = fresh * r.param0;
   if (over_quota(c, bytes)) return complete(id, r, KvStatus::kOverQuota);
   if (fresh > c.window_slots.free_count()) {
-    // Slots the log writes from come back once their region is written:
-    // start that write now instead of when the region fills.
+    // Slots the log writes from come back once their region is written.
+    // Those of regions on their way to the device come back by themselves;
+    // when all of them wait for the open region, which may never fill,
+    // start its write now (a failed one is counted and reported by the log).
     if (c.window_lent != 0 && ssd) {
-      ssd_touched = true;
-      (void)ssd->seal_lent();  // a failed write is counted and reported by the log
+      const std::size_t in_open = ssd->open_lent([&](std::uint64_t token) {
+        auto lend = window_lends.find(token);
+        return lend != window_lends.end() && lend->second.client == id;
+      });
+      if (in_open == c.window_lent) {
+        ssd_touched = true;
+        (void)ssd->seal_lent();
+      }
     }
     return complete(id, r, KvStatus::kRetry);
   }

@@ -104,6 +104,12 @@ Result<bool> SsdStore::seal_lent() {
   return true;
 }
 
+std::size_t SsdStore::open_lent(const std::function<bool(std::uint64_t token)>& counted) const {
+  if (!region_open()) return 0;
+  const std::vector<Lent>& lent = regions_[open_region_].lent;
+  return static_cast<std::size_t>(std::count_if(lent.begin(), lent.end(), [&](const Lent& l) { return counted(l.token); }));
+}
+
 Result<void> SsdStore::close() {
   auto drained = drain_reads();
   auto flushed = flush();

@@ -115,6 +115,22 @@ TEST_P(KvStoreToSsd, AFullWindowSealsTheRegionThatHoldsItsSlots) {
   for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
 }
 
+TEST_P(KvStoreToSsd, AFullWindowWaitsForSlotsOnTheirWayToTheDevice) {
+  HarnessOptions o = holding_writes(to_ssd_options(GetParam()));
+  o.window_slots = 4;
+  KV_OPEN_OR_SKIP(h_, o);
+  const auto keys = keys_of(425, 4);  // three fill region 0, which goes out
+  ASSERT_EQ(put_to_ssd(kAlice, keys).commit.completion.result1, 4u);
+  EXPECT_GE(h_.store().ssd_writes_in_flight(), 1u);
+  const std::uint64_t sealed = h_.store().ssd_stats()->regions_sealed;
+  const auto more = keys_of(426, 1);
+  EXPECT_EQ(h_.call(kAlice, KvOp::kPutBegin, more, kBlockChunk).outcome, KvStatus::kRetry);
+  EXPECT_EQ(h_.store().ssd_stats()->regions_sealed, sealed) << "region 0's slots come back without it";
+  h_.drain();
+  EXPECT_EQ(put_to_ssd(kAlice, more).commit.completion.result1, 1u);
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+}
+
 TEST_P(KvStoreToSsd, AClientsWindowStaysMappedUntilTheLogIsDoneWithIt) {
   KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam()));
   const auto keys = keys_of(430, 2);

@@ -262,6 +262,9 @@ class SsdStore {
   // memory comes back once that write completes rather than when the region
   // fills. True when a region was sealed.
   Result<bool> seal_lent();
+  // Lent payloads in the open region whose token `counted` accepts (not
+  // yet on their way to the device).
+  [[nodiscard]] std::size_t open_lent(const std::function<bool(std::uint64_t token)>& counted) const;
 
   [[nodiscard]] bool contains(const ChunkKey& key) const { return index_.count(key) != 0; }
   // Every indexed key (order unspecified); recovered ones right after open.

@@ -350,9 +350,10 @@ class KvStore {
   //              (kChecksumError, the chunk dropped, when the writer
   //              changed it). Other chunks are copied into the log's
   //              buffer (under kPerCommit: written and synced before the
-  //              answer). A put_begin that finds the window full while
-  //              some of its slots wait for the log's open region seals
-  //              that region (its write starts) and answers kRetry.
+  //              answer). A put_begin that finds the window full answers
+  //              kRetry; when all of the client's lent slots wait for the
+  //              log's open region, it seals that region (its write
+  //              starts) first.
   //              Without an SSD log the flag is ignored (result1 = 0).
   //   get        pins the longest cached prefix: result0 = lease id (0 when
   //              the prefix is empty: a miss is kOk), result1 = chunks
