@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "cxlpool/common/unique_fd.hpp"
 
@@ -86,20 +87,23 @@ class WorkerBlockDevice final : public BlockDevice {
 
  protected:
   Result<void> submit_impl(std::span<const IoRequest> requests) override {
-    // Requests go round the workers one at a time; a worker is woken once
-    // for what this call gave it, and only when it sleeps: one that is
-    // awake takes its inbox up before it sleeps again, so a busy device
-    // costs the owner no system call per request.
+    // Requests go round the workers one at a time, small and large ones in
+    // turns of their own (what a request costs a worker is mostly its
+    // bytes); a worker is woken once for what this call gave it, and only
+    // when it sleeps: one that is awake takes its inbox up before it sleeps
+    // again, so a busy device costs the owner no system call per request.
+    given_.assign(workers_.size(), 0);
     for (const IoRequest& request : requests) {
-      Worker& w = *workers_[next_];
-      next_ = (next_ + 1) % workers_.size();
+      std::size_t& turn = request.length <= kSmallWorkerRequest ? next_small_ : next_;
+      const std::size_t to = turn;
+      turn = (turn + 1) % workers_.size();
+      Worker& w = *workers_[to];
+      given_[to] = 1;
       const std::lock_guard lock(w.inbox_mutex);
       w.inbox.push_back(request);
     }
-    const std::size_t given = std::min(requests.size(), workers_.size());
-    for (std::size_t i = 0; i < given; ++i) {
-      Worker& w = *workers_[(next_ + workers_.size() - 1 - i) % workers_.size()];
-      if (w.asleep.exchange(false)) signal(w.wake.get());
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      if (given_[i] != 0 && workers_[i]->asleep.exchange(false)) signal(workers_[i]->wake.get());
     }
     return {};
   }
@@ -293,7 +297,11 @@ class WorkerBlockDevice final : public BlockDevice {
   UniqueFd done_fd_;
   std::vector<std::unique_ptr<Worker>> workers_;
   ReadDigest digest_;
-  std::size_t next_ = 0;  // the owner's: the worker the next request goes to
+  // The owner's: the worker the next large and the next small request go
+  // to, and which workers this submit gave requests to.
+  std::size_t next_ = 0;
+  std::size_t next_small_ = 0;
+  std::vector<std::uint8_t> given_;
   std::mutex done_mutex_;
   std::condition_variable done_cv_;
   std::deque<IoCompletion> done_;

@@ -37,6 +37,7 @@ class WorkerDevice : public BlockDeviceConformance {
     auto second = open_device(options());
     if (!second) return nullptr;
     queues.push_back(std::move(second));
+    queues_ = {queues[0].get(), queues[1].get()};
     auto dev = hal::make_worker_block_device(std::move(queues), digest);
     if (!dev) ADD_FAILURE() << dev.error().message;
     return dev ? std::move(*dev) : nullptr;
@@ -56,6 +57,9 @@ class WorkerDevice : public BlockDeviceConformance {
     }
     ASSERT_TRUE(dev.sync());
   }
+
+  // The queues behind the last open_workers(), for their counts.
+  std::vector<const hal::BlockDevice*> queues_;
 };
 
 #define WORKERS_OR_SKIP(var, digest)                                  \
@@ -133,6 +137,31 @@ TEST_P(WorkerDevice, OneRequestAtATimeAndBurstsAllComplete) {
   drain(*dev, dev->in_flight());
   EXPECT_EQ(dev->in_flight(), 0u);
   EXPECT_EQ(std::memcmp(src.get(), dst.get(), kBlock * kBlocks), 0);
+}
+
+// A log region goes out as small entry headers between large payloads
+// written from elsewhere, one request at a time: turns by count alone would
+// give every payload to one queue.
+TEST_P(WorkerDevice, AlternatingSmallAndLargeWritesSpreadBothOverTheQueues) {
+  WORKERS_OR_SKIP(dev, nullptr);
+  constexpr std::size_t kSmall = 4096, kLarge = 2 * hal::kSmallWorkerRequest - kSmall;
+  constexpr std::size_t kPairs = kBlock * kBlocks / (kSmall + kLarge);
+  Buffer src = aligned_buffer(kBlock * kBlocks);
+  fill_pattern(src.get(), kBlock * kBlocks, 3);
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < kPairs; ++i) {
+    for (const std::size_t length : {kSmall, kLarge}) {
+      IoRequest r{IoOp::kWrite, at, src.get() + at, static_cast<std::uint32_t>(length), at};
+      ASSERT_TRUE(dev->submit(std::span<const IoRequest>(&r, 1)));
+      at += length;
+    }
+  }
+  for (const IoCompletion& c : drain(*dev, 2 * kPairs)) EXPECT_GT(c.result, 0);
+  ASSERT_EQ(queues_.size(), 2u);
+  for (const hal::BlockDevice* q : queues_) {
+    EXPECT_EQ(q->stats().writes, kPairs);
+    EXPECT_EQ(q->stats().bytes_written, kPairs / 2 * (kSmall + kLarge)) << "large writes all on one queue";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Direct, WorkerDevice, ::testing::ValuesIn(block_cases(IoMode::kDirect)), block_case_name);

@@ -3,7 +3,11 @@
 // its own queue (an io_uring ring, a posix engine...) opened on the same
 // file, so that one owner thread's I/O uses several submission queues and
 // cores. The owner submits and polls as with any BlockDevice; requests go to
-// the workers in turn, one request each, in the order given; each worker
+// the workers in turn, one request each, in the order given, small ones
+// (kSmallWorkerRequest bytes or less) and large ones taking separate turns,
+// so that a stream alternating small and large requests (a log region's
+// entry headers and the payloads written from elsewhere) spreads its large
+// ones over every worker instead of giving them all to one; each worker
 // submits what it was handed as one batch and posts its completions back to
 // the owner (completion_fd() signals them). Completions of requests on
 // different workers come in any order, and nothing orders a sync against
@@ -26,6 +30,9 @@
 #include "cxlpool/hal/block_device.hpp"
 
 namespace cxlpool::hal {
+
+// Requests of at most this many bytes take their own turns (see above).
+inline constexpr std::uint32_t kSmallWorkerRequest = 64 * 1024;
 
 // A checksum of a read's bytes (IoRequest::digest_bytes), run on the worker
 // thread that reaped the read, before the owner hears of it: per-request CPU
