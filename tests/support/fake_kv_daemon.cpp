@@ -218,6 +218,8 @@ FakeKvDaemon::Answer FakeKvDaemon::handle(const proto::KvRequest& r, std::span<c
       }
       reservations_.erase(it);
       a.completion.result0 = committed;
+      last_commit_flags = r.flags;
+      if ((r.flags & proto::kKvPutCommitToSsd) != 0 && ssd_log) a.completion.result1 = committed;
       break;
     }
     case proto::KvOp::kPrefetch:

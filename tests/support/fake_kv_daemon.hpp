@@ -42,6 +42,12 @@ class FakeKvDaemon {
   std::atomic<uint8_t> ignore_op{0};
   // The next location sent points past the DRAM arena.
   std::atomic<bool> corrupt_next_location{false};
+  // put_commit with kKvPutCommitToSsd answers every chunk it commits as
+  // stored on the SSD log only (result1), as a daemon with an SSD log does;
+  // off: result1 0, as one without. The chunks stay readable either way.
+  std::atomic<bool> ssd_log{false};
+  // The flags of the last put_commit served.
+  std::atomic<uint16_t> last_commit_flags{0};
   // Answered, by op.
   std::atomic<uint64_t> answered[8] = {};
   std::atomic<uint64_t> releases_ok{0};

@@ -3,6 +3,7 @@
 // everything: no exception crosses it.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
@@ -55,6 +56,25 @@ int run(KvSession& s, const KvCall& request, KvWaiter& waiter) {
 }
 
 int protocol_error(const char* what) { return record(EPROTO, what); }
+
+// Request flags go on the wire as they are.
+static_assert(CXLPOOL_KV_LOOKUP_COST_CUTOFF == proto::kKvLookupCostCutoff &&
+              CXLPOOL_KV_COMMIT_TO_SSD == proto::kKvPutCommitToSsd);
+
+// Flags a put_commit of the blocking helpers may carry. 0: go on.
+int check_commit_flags(uint32_t flags) {
+  if ((flags & ~uint32_t{CXLPOOL_KV_COMMIT_TO_SSD}) != 0) {
+    return record(EINVAL, "put_commit flags other than CXLPOOL_KV_COMMIT_TO_SSD");
+  }
+  return 0;
+}
+
+// The chunks a put_commit stored on the SSD log only, from its completion;
+// -EPROTO when the answer counts more of them than it committed.
+int64_t commit_on_ssd(const KvWaiter& w) {
+  if (w.result1 > w.result0) return protocol_error("put_commit stored more chunks on SSD than it committed");
+  return static_cast<int64_t>(w.result1);
+}
 
 // Shared argument checks of the key-list helpers. 0: go on.
 int check_keys(const cxlpool_kv* kv, const cxlpool_kv_key* keys, uint32_t n) {
@@ -220,22 +240,40 @@ CXLPOOL_EXPORT int cxlpool_kv_put_begin(cxlpool_kv* kv, uint64_t ns_id, const cx
 
 CXLPOOL_EXPORT int cxlpool_kv_put_commit(cxlpool_kv* kv, uint64_t ns_id, uint64_t reservation,
                                          const cxlpool_kv_key* keys, uint32_t n) {
+  return cxlpool_kv_put_commit_flags(kv, ns_id, reservation, keys, n, 0, nullptr);
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_put_commit_flags(cxlpool_kv* kv, uint64_t ns_id, uint64_t reservation,
+                                               const cxlpool_kv_key* keys, uint32_t n, uint32_t flags,
+                                               uint64_t* on_ssd) {
   return guarded([&] {
     if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (int rc = check_commit_flags(flags); rc != 0) return rc;
     if (n == 0) return record(EINVAL, "put_commit needs at least one key");
     KvWaiter w;
     KvCall call = key_call(proto::KvOp::kPutCommit, ns_id, keys, n);
+    call.flags = static_cast<uint16_t>(flags);
     call.param0 = reservation;
     if (int rc = run(*session(kv), call, w); rc != 0) return rc;
     if (w.result0 > n) return protocol_error("put_commit committed more keys than it was given");
+    const int64_t ssd = commit_on_ssd(w);
+    if (ssd < 0) return static_cast<int>(ssd);
+    if (on_ssd != nullptr) *on_ssd = static_cast<uint64_t>(ssd);
     return static_cast<int>(w.result0);
   });
 }
 
 CXLPOOL_EXPORT int cxlpool_kv_put(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n,
                                   const void* const* data, uint64_t chunk_bytes) {
+  return cxlpool_kv_put_flags(kv, ns_id, keys, n, data, chunk_bytes, 0, nullptr);
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_put_flags(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n,
+                                        const void* const* data, uint64_t chunk_bytes, uint32_t flags,
+                                        uint64_t* on_ssd) {
   return guarded([&] {
     if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (int rc = check_commit_flags(flags); rc != 0) return rc;
     if (n > 0 && data == nullptr) return record(EINVAL, "data is NULL");
     if (chunk_bytes == 0) return record(EINVAL, "chunk_bytes is 0");
     KvSession& s = *session(kv);
@@ -250,6 +288,7 @@ CXLPOOL_EXPORT int cxlpool_kv_put(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_
     cxlpool_kv_location slots[kPutBatch];
     cxlpool_kv_key written[kPutBatch];
     uint64_t stored = 0;
+    uint64_t stored_on_ssd = 0;
     for (uint32_t first = 0; first < n; first += batch) {
       const uint32_t count = std::min(batch, n - first);
       KvWaiter begin;
@@ -273,10 +312,17 @@ CXLPOOL_EXPORT int cxlpool_kv_put(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_
       KvWaiter commit;
       KvCall commit_call = n_written > 0 ? key_call(proto::KvOp::kPutCommit, ns_id, written, n_written)
                                          : key_call(proto::KvOp::kPutCommit, ns_id, keys + first, count);
+      commit_call.flags = static_cast<uint16_t>(flags);
       commit_call.param0 = begin.result0;
       if (int rc = run(s, commit_call, commit); rc != 0) return rc;
       stored += cached + (n_written > 0 ? std::min<uint64_t>(commit.result0, n_written) : 0);
+      if (n_written > 0) {
+        const int64_t ssd = commit_on_ssd(commit);
+        if (ssd < 0) return static_cast<int>(ssd);
+        stored_on_ssd += static_cast<uint64_t>(ssd);
+      }
     }
+    if (on_ssd != nullptr) *on_ssd = stored_on_ssd;
     return static_cast<int>(stored);
   });
 }

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cxlpool/cxlpool.h"
@@ -200,6 +201,90 @@ TEST_F(ClientKvSession, PutBeginSlotsAreWritableAndCommitPublishes) {
   ASSERT_EQ(cxlpool_kv_put_begin(kv_, ns_.id, &k[1], 1, 64, &reservation, slots), 0);
   EXPECT_NE(slots[0].flags & CXLPOOL_KV_LOC_CACHED, 0);
   EXPECT_EQ(slots[0].data, nullptr);
+}
+
+// CXLPOOL_KV_COMMIT_TO_SSD reaches the daemon's put_commit from the blocking
+// helpers and from cxlpool_kv_submit, and result1 comes back as *on_ssd;
+// any other bit is refused before anything is sent.
+TEST_F(ClientKvSession, CommitToSsdFlagReachesTheDaemon) {
+  const auto k = keys(3, 11);
+  std::vector<std::vector<unsigned char>> data(3, std::vector<unsigned char>(512, 7));
+  const void* ptrs[3] = {data[0].data(), data[1].data(), data[2].data()};
+  uint64_t on_ssd = 99;
+  // A daemon without an SSD log: committed as usual, none on SSD.
+  ASSERT_EQ(cxlpool_kv_put_flags(kv_, ns_.id, k.data(), 1, ptrs, 512, CXLPOOL_KV_COMMIT_TO_SSD, &on_ssd), 1)
+      << cxlpool_last_error();
+  EXPECT_EQ(daemon_.last_commit_flags.load(), CXLPOOL_KV_COMMIT_TO_SSD);
+  EXPECT_EQ(on_ssd, 0u);
+  // With one: every chunk committed is on SSD only.
+  daemon_.ssd_log = true;
+  on_ssd = 99;
+  ASSERT_EQ(cxlpool_kv_put_flags(kv_, ns_.id, k.data(), 3, ptrs, 512, CXLPOOL_KV_COMMIT_TO_SSD, &on_ssd), 3)
+      << cxlpool_last_error();
+  EXPECT_EQ(on_ssd, 2u) << "the first chunk was already stored";
+  // Without the flag the commit does not ask for it.
+  const auto k2 = keys(2, 12);
+  on_ssd = 99;
+  ASSERT_EQ(cxlpool_kv_put_flags(kv_, ns_.id, k2.data(), 1, ptrs, 512, 0, &on_ssd), 1);
+  EXPECT_EQ(daemon_.last_commit_flags.load(), 0);
+  EXPECT_EQ(on_ssd, 0u);
+  // The two-phase form.
+  cxlpool_kv_location slot[1];
+  uint64_t reservation = 0;
+  ASSERT_EQ(cxlpool_kv_put_begin(kv_, ns_.id, &k2[1], 1, 64, &reservation, slot), 0) << cxlpool_last_error();
+  std::memset(slot[0].data, 0x5a, 64);
+  on_ssd = 99;
+  EXPECT_EQ(cxlpool_kv_put_commit_flags(kv_, ns_.id, reservation, &k2[1], 1, CXLPOOL_KV_COMMIT_TO_SSD, &on_ssd), 1);
+  EXPECT_EQ(daemon_.last_commit_flags.load(), CXLPOOL_KV_COMMIT_TO_SSD);
+  EXPECT_EQ(on_ssd, 1u);
+  EXPECT_EQ(cxlpool_kv_put_commit_flags(kv_, ns_.id, reservation, &k2[1], 1, 0, nullptr), -ENOENT)
+      << "the reservation ended with its commit";
+
+  // Asynchronous: the flag goes through, result1 comes back.
+  const auto k3 = keys(1, 13);
+  ASSERT_EQ(cxlpool_kv_put_begin(kv_, ns_.id, k3.data(), 1, 64, &reservation, slot), 0);
+  std::memset(slot[0].data, 0x6b, 64);
+  const cxlpool_kv_request commit{0xc0u, CXLPOOL_KV_PUT_COMMIT, CXLPOOL_KV_COMMIT_TO_SSD, ns_.id, k3.data(), 1,
+                                  reservation, 0};
+  ASSERT_EQ(cxlpool_kv_submit(kv_, &commit, 1), 1) << cxlpool_last_error();
+  cxlpool_kv_completion c[1];
+  ASSERT_EQ(cxlpool_kv_reap(kv_, c, 1, -1), 1);
+  EXPECT_EQ(c[0].user_data, 0xc0u);
+  EXPECT_EQ(c[0].status, 0);
+  EXPECT_EQ(c[0].result0, 1u);
+  EXPECT_EQ(c[0].result1, 1u);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k3.data(), 1, nullptr), 1);
+}
+
+TEST_F(ClientKvSession, UnknownPutCommitFlagsAreRefused) {
+  const auto k = keys(1, 14);
+  std::vector<unsigned char> data(64, 1);
+  const void* ptrs[1] = {data.data()};
+  uint64_t on_ssd = 99;
+  const uint64_t commits = daemon_.answered[CXLPOOL_KV_PUT_COMMIT].load();
+  const uint64_t begins = daemon_.answered[CXLPOOL_KV_PUT_BEGIN].load();
+  for (uint32_t flags : {CXLPOOL_KV_LOOKUP_COST_CUTOFF, 1u << 2, 1u << 16, CXLPOOL_KV_COMMIT_TO_SSD | (1u << 5)}) {
+    EXPECT_EQ(cxlpool_kv_put_flags(kv_, ns_.id, k.data(), 1, ptrs, 64, flags, &on_ssd), -EINVAL) << flags;
+    EXPECT_EQ(cxlpool_kv_put_commit_flags(kv_, ns_.id, 1, k.data(), 1, flags, &on_ssd), -EINVAL) << flags;
+  }
+  EXPECT_EQ(on_ssd, 99u) << "left alone on failure";
+  // Nothing was sent: not even the put's put_begin.
+  EXPECT_EQ(daemon_.answered[CXLPOOL_KV_PUT_BEGIN].load(), begins);
+  EXPECT_EQ(daemon_.answered[CXLPOOL_KV_PUT_COMMIT].load(), commits);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, k.data(), 1, nullptr), 0);
+
+  // cxlpool_kv_submit: an unknown bit, or the flag on another op.
+  for (const auto& [op, flags] : std::vector<std::pair<uint32_t, uint32_t>>{{CXLPOOL_KV_PUT_COMMIT, 1u << 2},
+                                                                            {CXLPOOL_KV_PUT_COMMIT, CXLPOOL_KV_LOOKUP_COST_CUTOFF},
+                                                                            {CXLPOOL_KV_PUT_BEGIN, CXLPOOL_KV_COMMIT_TO_SSD},
+                                                                            {CXLPOOL_KV_LOOKUP, CXLPOOL_KV_COMMIT_TO_SSD},
+                                                                            {CXLPOOL_KV_PUT_COMMIT, 1u << 16}}) {
+    const cxlpool_kv_request bad{1, op, flags, ns_.id, k.data(), 1, 64, 0};
+    EXPECT_EQ(cxlpool_kv_submit(kv_, &bad, 1), -EINVAL) << op << " " << flags;
+  }
+  EXPECT_EQ(cxlpool_kv_in_flight(kv_), 0u);
+  // Still usable.
+  EXPECT_EQ(cxlpool_kv_put_flags(kv_, ns_.id, k.data(), 1, ptrs, 64, CXLPOOL_KV_COMMIT_TO_SSD, nullptr), 1);
 }
 
 // The daemon answers an asynchronous get only after a helper's lookup

@@ -149,11 +149,13 @@ enum cxlpool_kv_op {
   CXLPOOL_KV_DELETE = 7,
 };
 #define CXLPOOL_KV_LOOKUP_COST_CUTOFF (1u << 0) /* lookup: result1 = cut-off */
+#define CXLPOOL_KV_COMMIT_TO_SSD (1u << 1) /* put_commit: chunks to the SSD log only; result1 = chunks stored so */
 
 typedef struct cxlpool_kv_request {
   uint64_t user_data;           /* echoed in the completion */
   uint32_t op;                  /* enum cxlpool_kv_op */
-  uint32_t flags;
+  uint32_t flags;               /* CXLPOOL_KV_LOOKUP_COST_CUTOFF (lookup), CXLPOOL_KV_COMMIT_TO_SSD
+                                   (put_commit); any other bit, or one on another op: -EINVAL */
   uint64_t namespace_id;
   const cxlpool_kv_key *keys;   /* copied at submit */
   uint32_t n_keys;              /* 0 for release, >= 1 otherwise */
@@ -169,7 +171,9 @@ typedef struct cxlpool_kv_completion {
   uint64_t result0;             /* lookup: prefix length; put_begin: reservation; put_commit:
                                    committed; get: lease (0: nothing leased); prefetch: queued;
                                    delete: deleted */
-  uint64_t result1;             /* lookup+COST_CUTOFF: chunks worth loading; get: chunks leased */
+  uint64_t result1;             /* lookup+COST_CUTOFF: chunks worth loading; put_commit: chunks
+                                   stored on the SSD log only (COMMIT_TO_SSD; else 0); get: chunks
+                                   leased */
   uint64_t result2;             /* lookup: chunks right after the prefix that other daemons of the
                                    pod hold (a get would fetch them; not in locations); 0 in a
                                    single-host pod */
@@ -206,9 +210,26 @@ int cxlpool_kv_put_begin(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *k
  * the number committed. */
 int cxlpool_kv_put_commit(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
                           const cxlpool_kv_key *keys, uint32_t n);
-/* put_begin + copy + commit of n chunks of chunk_bytes each from data. */
+/* cxlpool_kv_put_commit with flags: 0 or CXLPOOL_KV_COMMIT_TO_SSD, which
+ * stores the chunks on the daemon's SSD log only, written from the put window
+ * where the log can (no copy into a DRAM slot); a daemon without an SSD log
+ * stores them as a commit without the flag does. *on_ssd (may be NULL) is
+ * set to the chunks stored on the SSD log only (0 without the flag), on
+ * success only. Returns the number committed; -EINVAL for any other flag. */
+int cxlpool_kv_put_commit_flags(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
+                                const cxlpool_kv_key *keys, uint32_t n, uint32_t flags, uint64_t *on_ssd);
+/* put_begin + copy + commit of n chunks of chunk_bytes each from data.
+ * Returns how many the store holds afterwards (committed plus already
+ * stored). */
 int cxlpool_kv_put(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
                    const void *const *data, uint64_t chunk_bytes);
+/* cxlpool_kv_put whose commits carry flags (as cxlpool_kv_put_commit_flags:
+ * 0 or CXLPOOL_KV_COMMIT_TO_SSD, else -EINVAL); *on_ssd (may be NULL) is
+ * set to the chunks its commits stored on the SSD log only (chunks already
+ * stored are not counted); like *on_ssd of cxlpool_kv_put_commit_flags, it
+ * is left alone on failure. */
+int cxlpool_kv_put_flags(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
+                         const void *const *data, uint64_t chunk_bytes, uint32_t flags, uint64_t *on_ssd);
 /* Leases the longest cached prefix: returns its length, *lease (0 when it is
  * empty) and locs (room for n). SSD chunks are read into DRAM first. */
 int cxlpool_kv_get(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
