@@ -487,4 +487,28 @@ TEST(ClientKvCxx, RaiiHandles) {
   EXPECT_EQ(store.erase(ns, keys), 2u);
 }
 
+TEST(ClientKvCxx, PutAndCommitToSsd) {
+  FakeKvDaemon daemon;
+  daemon.ssd_log = true;
+  cxlpool::Client client(daemon.socket_path(), "kv-cxx");
+  cxlpool::KvStore store(client);
+  const cxlpool::KvNamespace ns = store.open_namespace("model", "layout", "bf16", 0, 1, 16);
+  const std::vector<cxlpool::KvKey> keys{{1, 2}, {3, 4}, {5, 6}};
+  {
+    cxlpool::KvReservation reservation = store.put_begin(ns, std::span(keys).first(2), 100);
+    for (size_t i = 0; i < 2; ++i) std::memset(reservation.data(i), 'a', 100);
+    EXPECT_EQ(reservation.on_ssd(), 0u);
+    EXPECT_EQ(reservation.commit(cxlpool::KvPutFlags::kToSsd), 2u);
+    EXPECT_EQ(daemon.last_commit_flags.load(), CXLPOOL_KV_COMMIT_TO_SSD);
+    EXPECT_EQ(reservation.on_ssd(), 2u);
+  }
+  const void* data[3] = {"x", "y", "z"};
+  uint64_t on_ssd = 99;
+  EXPECT_EQ(store.put(ns, keys, data, 1, cxlpool::KvPutFlags::kToSsd, &on_ssd), 3u);
+  EXPECT_EQ(on_ssd, 1u) << "two of the three were stored already";
+  EXPECT_EQ(store.put(ns, std::vector<cxlpool::KvKey>{{7, 8}}, std::span(data, 1), 1), 1u);
+  EXPECT_EQ(daemon.last_commit_flags.load(), 0);
+  EXPECT_THROW(store.put(ns, keys, data, 1, static_cast<cxlpool::KvPutFlags>(1u << 3)), std::system_error);
+}
+
 }  // namespace

@@ -25,6 +25,15 @@ namespace cxlpool {
 using KvKey = cxlpool_kv_key;
 using KvLocation = cxlpool_kv_location;
 
+// Flags of a put or of a reservation's commit (kv.h).
+enum class KvPutFlags : uint32_t {
+  kNone = 0,
+  // The chunks go to the daemon's SSD log only, written from the put window
+  // where the log can (CXLPOOL_KV_COMMIT_TO_SSD); a daemon without an SSD
+  // log stores them as usual.
+  kToSsd = CXLPOOL_KV_COMMIT_TO_SSD,
+};
+
 // A registered namespace. Key computation is local (no daemon).
 class KvNamespace {
  public:
@@ -135,20 +144,27 @@ class KvReservation {
 
   // Commits every chunk that was not cached (all keys when every one was,
   // which ends the reservation). Returns the chunks committed.
-  size_t commit() {
+  size_t commit(KvPutFlags flags = KvPutFlags::kNone) {
     std::vector<KvKey> keep;
     for (size_t i = 0; i < slots_.size(); ++i) {
       if (!cached(i)) keep.push_back(keys_[i]);
     }
-    return commit(keep.empty() ? std::span<const KvKey>(keys_) : std::span<const KvKey>(keep));
+    return commit(keep.empty() ? std::span<const KvKey>(keys_) : std::span<const KvKey>(keep), flags);
   }
   // Commits `keys` (a subset of the reserved ones); the rest are dropped.
-  size_t commit(std::span<const KvKey> keys) {
-    const int n = cxlpool_kv_put_commit(kv_, ns_id_, id_, keys.data(), static_cast<uint32_t>(keys.size()));
+  size_t commit(std::span<const KvKey> keys, KvPutFlags flags = KvPutFlags::kNone) {
+    uint64_t on_ssd = 0;
+    const int n = cxlpool_kv_put_commit_flags(kv_, ns_id_, id_, keys.data(), static_cast<uint32_t>(keys.size()),
+                                              static_cast<uint32_t>(flags), &on_ssd);
     kv_ = nullptr;
-    return static_cast<size_t>(check(n, "commit KV reservation"));
+    check(n, "commit KV reservation");
+    on_ssd_ = on_ssd;
+    return static_cast<size_t>(n);
   }
   bool committed() const { return kv_ == nullptr; }
+  // Chunks the commit stored on the SSD log only (KvPutFlags::kToSsd to a
+  // daemon with an SSD log; else 0).
+  uint64_t on_ssd() const { return on_ssd_; }
 
  private:
   cxlpool_kv* kv_ = nullptr;
@@ -156,6 +172,7 @@ class KvReservation {
   uint64_t id_ = 0;
   std::vector<KvKey> keys_;
   std::vector<KvLocation> slots_;
+  uint64_t on_ssd_ = 0;
 };
 
 // One connection's KV data path (cxlpool_kv). Thread-safe like the C handle.
@@ -217,12 +234,15 @@ class KvStore {
   }
 
   // Copies and commits chunks (data[i] holds chunk i); returns how many the
-  // store holds afterwards (committed plus already cached).
+  // store holds afterwards (committed plus already cached). `on_ssd`, when
+  // given, receives how many of them the commits stored on the SSD log only
+  // (KvPutFlags::kToSsd to a daemon with an SSD log; else 0).
   size_t put(const KvNamespace& ns, std::span<const KvKey> keys, std::span<const void* const> data,
-             uint64_t chunk_bytes) {
+             uint64_t chunk_bytes, KvPutFlags flags = KvPutFlags::kNone, uint64_t* on_ssd = nullptr) {
     if (data.size() != keys.size()) check(-EINVAL, "KV put: one data pointer per key");
-    return static_cast<size_t>(
-        check(cxlpool_kv_put(kv_, ns.id(), keys.data(), count(keys), data.data(), chunk_bytes), "KV put"));
+    return static_cast<size_t>(check(cxlpool_kv_put_flags(kv_, ns.id(), keys.data(), count(keys), data.data(),
+                                                          chunk_bytes, static_cast<uint32_t>(flags), on_ssd),
+                                     "KV put"));
   }
 
   size_t prefetch(const KvNamespace& ns, std::span<const KvKey> keys) {
