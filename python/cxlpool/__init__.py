@@ -19,7 +19,8 @@ from .client import Client, Region, Tier, default_socket_path, version
 from .errors import CxlpoolError
 from .keys import Keys, engine_key, engine_keys
 from .kv_arena import KvArena, TensorInfo, Transfer
-from .kvstore import Completion, KvStore, Lease, LoadDecision, Location, Namespace, Reservation, StoreInfo
+from .kvstore import (Completion, KvStore, Lease, LoadDecision, Location, Namespace, PutCount, Reservation,
+                      StoreInfo)
 from .spanning import SpanningLease, SpanningNamespace
 from .weights import Streamer, TensorMeta, Weights
 
@@ -28,5 +29,5 @@ __version__ = version()
 __all__ = [
     "Client", "Region", "Tier", "default_socket_path", "version", "library_path", "CxlpoolError", "Keys",
     "engine_key", "engine_keys", "KvArena", "TensorInfo", "Transfer", "Completion", "KvStore", "Lease",
-    "LoadDecision", "Location", "Namespace", "Reservation", "SpanningNamespace", "SpanningLease", "StoreInfo", "Streamer", "TensorMeta", "Weights",
+    "LoadDecision", "Location", "Namespace", "PutCount", "Reservation", "SpanningNamespace", "SpanningLease", "StoreInfo", "Streamer", "TensorMeta", "Weights",
 ]

@@ -22,6 +22,7 @@ from .keys import EngineKey, Keys, as_keys, engine_keys
 
 OP_LOOKUP, OP_PUT_BEGIN, OP_PUT_COMMIT, OP_GET, OP_RELEASE, OP_PREFETCH, OP_DELETE = 1, 2, 3, 4, 5, 6, 7
 LOOKUP_COST_CUTOFF = 1 << 0
+PUT_COMMIT_TO_SSD = 1 << 1  # put_commit: the chunks go to the SSD log only; result1 = chunks stored so
 TIER_DRAM, TIER_CXL, TIER_SSD, TIER_PUT_WINDOW = 0, 1, 2, 0xFF
 LOC_SSD_COPY, LOC_CACHED = 1 << 0, 1 << 1
 
@@ -40,6 +41,19 @@ class Location(NamedTuple):
     @staticmethod
     def _from(loc: KvLocation) -> "Location":
         return Location(loc.data or 0, loc.offset, loc.length, loc.tier, loc.flags)
+
+
+class PutCount(int):
+    """What a put or commit with ``to_ssd=True`` returns: the chunks stored
+    (an int, as without it), and in ``on_ssd`` how many of them the commit
+    stored on the SSD log only (0 from a daemon without an SSD log, which
+    stores them as usual)."""
+    on_ssd: int
+
+    def __new__(cls, stored: int, on_ssd: int) -> "PutCount":
+        self = super().__new__(cls, stored)
+        self.on_ssd = on_ssd
+        return self
 
 
 @dataclass(frozen=True)
@@ -310,10 +324,13 @@ class Namespace:
                                        ctypes.byref(res), slots), "cxlpool_kv_put_begin")
         return Reservation(self, k, int(res.value), chunk_bytes, slots)
 
-    def put(self, keys: KeysLike, chunks: Sequence[Any]) -> int:
+    def put(self, keys: KeysLike, chunks: Sequence[Any], to_ssd: bool = False) -> int:
         """Stores chunks (buffers or CPU tensors, one per key, all the same
         size): each is copied once, into its reserved put-window slot.
-        Returns how many were committed (chunks already stored count)."""
+        Returns how many were committed (chunks already stored count).
+        to_ssd: the commits ask for the chunks on the SSD log only (written
+        from the put window, no DRAM slot); the count returned is then a
+        PutCount whose ``on_ssd`` says how many went there."""
         k = keys if type(keys) is Keys else as_keys(keys)
         n = k.n
         if len(chunks) != n:
@@ -330,7 +347,7 @@ class Namespace:
                 address, size, _keep = _buffers.buffer_address(chunk)
                 ptrs = _VOID_P1(address)
         elif n == 0:
-            return 0
+            return PutCount(0, 0) if to_ssd else 0
         else:
             srcs = [_buffers.buffer_address(c) for c in chunks]
             size = srcs[0][1]
@@ -341,6 +358,11 @@ class Namespace:
             self._check_size(size)
         # The library's put reserves, copies each chunk once into its slot
         # (skipping chunks already stored) and commits, without the GIL.
+        if to_ssd:
+            on_ssd = ctypes.c_uint64()
+            rc = check(lib.cxlpool_kv_put_flags(self.store.handle, self._c_id, k.array, n, ptrs, size,
+                                                PUT_COMMIT_TO_SSD, ctypes.byref(on_ssd)), "cxlpool_kv_put_flags")
+            return PutCount(rc, int(on_ssd.value))
         rc = _kv_put(self.store._c_handle or self.store.handle, self._c_id, k.array, n, ptrs, size)
         return rc if rc >= 0 else check(rc, "cxlpool_kv_put")
 
@@ -405,7 +427,8 @@ class Namespace:
         _raise_status(c, "delete")
         return c.result0
 
-    async def put_async(self, keys: KeysLike, chunks: Sequence[Any]) -> int:
+    async def put_async(self, keys: KeysLike, chunks: Sequence[Any], to_ssd: bool = False) -> int:
+        """put as two awaited requests; to_ssd as for put (a PutCount)."""
         k = as_keys(keys)
         srcs = [_buffers.buffer_address(c) for c in chunks]
         size = srcs[0][1] if srcs else 0
@@ -415,9 +438,10 @@ class Namespace:
         for (addr, n, _keep), loc in zip(srcs, c.locations):
             if not loc.flags & LOC_CACHED:
                 ctypes.memmove(loc.address, addr, n)
-        done = await self.store.call_async(OP_PUT_COMMIT, self.id, k, param0=c.result0)
+        done = await self.store.call_async(OP_PUT_COMMIT, self.id, k, param0=c.result0,
+                                           flags=PUT_COMMIT_TO_SSD if to_ssd else 0)
         _raise_status(done, "put_commit")
-        return done.result0
+        return PutCount(done.result0, done.result1) if to_ssd else done.result0
 
     def _check_size(self, chunk_bytes: int) -> None:
         slot = self.store.info.slot_bytes
@@ -445,6 +469,7 @@ class Reservation:
         self.chunk_bytes = chunk_bytes
         self._slots = slots
         self.committed: Optional[int] = None
+        self.on_ssd: Optional[int] = None  # after commit(): chunks stored on the SSD log only
 
     def __len__(self) -> int:
         return self.keys.n
@@ -464,11 +489,18 @@ class Reservation:
     def torch(self, i: int, dtype: Any = "uint8", shape: Optional[Sequence[int]] = None) -> Any:
         return _buffers.torch_view(self.address(i), self.chunk_bytes, self, False, dtype, shape)
 
-    def commit(self, which: Optional[Iterable[int]] = None) -> int:
+    def commit(self, which: Optional[Iterable[int]] = None, to_ssd: bool = False) -> int:
+        """Commits the slots (``which``: their indices; None: all). to_ssd:
+        the chunks go to the SSD log only, written from the put window; the
+        count returned is then a PutCount (``on_ssd``, also ``self.on_ssd``)."""
         keys = self.keys if which is None else Keys.from_ints(self.keys[i] for i in which)
-        self.committed = check(lib.cxlpool_kv_put_commit(self.ns.store.handle, self.ns.id, self.id, keys.array,
-                                                         keys.n), "cxlpool_kv_put_commit")
-        return self.committed
+        on_ssd = ctypes.c_uint64()
+        committed = check(lib.cxlpool_kv_put_commit_flags(self.ns.store.handle, self.ns.id, self.id, keys.array,
+                                                          keys.n, PUT_COMMIT_TO_SSD if to_ssd else 0,
+                                                          ctypes.byref(on_ssd)), "cxlpool_kv_put_commit_flags")
+        self.committed = committed
+        self.on_ssd = int(on_ssd.value)
+        return PutCount(committed, self.on_ssd) if to_ssd else committed
 
     def __enter__(self) -> "Reservation":
         return self

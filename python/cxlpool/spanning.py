@@ -24,7 +24,8 @@ from . import _buffers
 from ._lib import KvKey, KvLocation, KvNamespaceC, lib
 from .errors import check
 from .keys import Keys, as_keys
-from .kvstore import KeysLike, KvStore, Lease, LoadDecision, Location, Namespace, Reservation
+from .kvstore import (PUT_COMMIT_TO_SSD, KeysLike, KvStore, Lease, LoadDecision, Location, Namespace, PutCount,
+                      Reservation)
 
 _M64 = (1 << 64) - 1
 
@@ -81,10 +82,12 @@ class SpanningNamespace(Namespace):
         n = check(lib.cxlpool_kv_lookup(self.store.handle, self.id, pk.array, pk.n, None), "cxlpool_kv_lookup")
         return n // self.parts
 
-    def put(self, keys: KeysLike, chunks: Sequence[Any]) -> int:
+    def put(self, keys: KeysLike, chunks: Sequence[Any], to_ssd: bool = False) -> int:
         """Stores chunks of exactly chunk_bytes each, piece by piece (one
         copy each, into the reserved slots). Returns how many chunks have
-        every piece committed."""
+        every piece committed. to_ssd: the pieces go to the SSD log only;
+        the count is then a PutCount whose ``on_ssd`` counts the chunks
+        every piece of which this put stored there."""
         k = as_keys(keys)
         if len(chunks) != k.n:
             raise ValueError(f"{len(chunks)} chunks for {k.n} keys")
@@ -92,21 +95,29 @@ class SpanningNamespace(Namespace):
         pk = self.part_keys(k)
         key_bytes = ctypes.sizeof(KvKey)
         full = p if last == size else p - 1  # equal pieces in one put, a shorter last one in another
+        flags = PUT_COMMIT_TO_SSD if to_ssd else 0
+        on_ssd = ctypes.c_uint64()
         done = 0
+        chunks_on_ssd = 0
         for i, chunk in enumerate(chunks):
             address, nbytes, keep = _buffers.buffer_address(chunk)
             if nbytes != self.chunk_bytes:
                 raise ValueError(f"chunk {i} has {nbytes} bytes; this namespace's chunks have {self.chunk_bytes}")
             srcs = (ctypes.c_void_p * p)(*[address + j * size for j in range(p)])
             mine = (KvKey * p).from_buffer(pk.array, i * p * key_bytes)
-            got = check(lib.cxlpool_kv_put(self.store.handle, self.id, mine, full, srcs, size), "cxlpool_kv_put")
+            got = check(lib.cxlpool_kv_put_flags(self.store.handle, self.id, mine, full, srcs, size, flags,
+                                                 ctypes.byref(on_ssd)), "cxlpool_kv_put_flags")
+            pieces_on_ssd = int(on_ssd.value)
             if full < p:
                 tail = (KvKey * 1).from_buffer(pk.array, (i * p + p - 1) * key_bytes)
-                got += check(lib.cxlpool_kv_put(self.store.handle, self.id, tail, 1,
-                                                (ctypes.c_void_p * 1)(srcs[p - 1]), last), "cxlpool_kv_put")
+                got += check(lib.cxlpool_kv_put_flags(self.store.handle, self.id, tail, 1,
+                                                      (ctypes.c_void_p * 1)(srcs[p - 1]), last, flags,
+                                                      ctypes.byref(on_ssd)), "cxlpool_kv_put_flags")
+                pieces_on_ssd += int(on_ssd.value)
             del keep
             done += got == p
-        return done
+            chunks_on_ssd += pieces_on_ssd == p
+        return PutCount(done, chunks_on_ssd) if to_ssd else done
 
     def get(self, keys: KeysLike) -> "SpanningLease":  # type: ignore[override]
         """Leases every piece of the longest fully cached prefix."""
@@ -150,7 +161,7 @@ class SpanningNamespace(Namespace):
     async def get_async(self, keys: KeysLike) -> Lease:
         self._whole_chunks_only()
 
-    async def put_async(self, keys: KeysLike, chunks: Sequence[Any]) -> int:
+    async def put_async(self, keys: KeysLike, chunks: Sequence[Any], to_ssd: bool = False) -> int:
         self._whole_chunks_only()
 
 

@@ -14,7 +14,7 @@ import weakref
 import pytest
 
 import cxlpool
-from cxlpool.kvstore import OP_LOOKUP
+from cxlpool.kvstore import OP_LOOKUP, TIER_DRAM
 from conftest import SLOT_BYTES, need
 
 CHUNK = 16
@@ -110,6 +110,42 @@ def test_put_errors(store) -> None:
     with pytest.raises(cxlpool.CxlpoolError) as e:
         store.namespace("x", tp_rank=2, tp_size=1)
     assert e.value.errno == errno.EINVAL
+
+
+def test_put_to_ssd_without_an_ssd_log(store) -> None:
+    """The test daemon has no SSD tier: a put asking for the SSD log stores
+    every chunk as usual (in DRAM) and reports none on SSD."""
+    ns = _ns(store, "py-to-ssd")
+    keys = ns.keys(range(6 * CHUNK))
+    chunks = [bytes([i + 1]) * 8192 for i in range(6)]
+    n = ns.put(keys[:2], chunks[:2], to_ssd=True)
+    assert n == 2 and isinstance(n, cxlpool.PutCount) and n.on_ssd == 0
+    assert ns.put(keys[2:3], chunks[2:3], to_ssd=True).on_ssd == 0  # type: ignore[attr-defined]
+    with ns.reserve(keys[3:4], 8192) as r:
+        r[0][:] = chunks[3]
+        done = r.commit(to_ssd=True)
+        assert done == 1 and r.committed == 1 and r.on_ssd == 0
+        assert isinstance(done, cxlpool.PutCount) and done.on_ssd == 0
+
+    async def main() -> None:
+        n = await ns.put_async(keys[4:6], chunks[4:6], to_ssd=True)
+        assert n == 2 and isinstance(n, cxlpool.PutCount) and n.on_ssd == 0
+
+    asyncio.run(main())
+    # Stored like any put: in DRAM, the bytes as written.
+    locs = ns.lookup_locations(keys)
+    assert [loc.tier for loc in locs] == [TIER_DRAM] * 6
+    with ns.get(keys) as lease:
+        assert len(lease) == 6
+        assert [bytes(lease[i]) for i in range(6)] == chunks
+    # Already stored: counted, none written.
+    again = ns.put(keys, chunks, to_ssd=True)
+    assert again == 6 and again.on_ssd == 0  # type: ignore[attr-defined]
+    assert ns.put(keys[:0], [], to_ssd=True).on_ssd == 0  # type: ignore[attr-defined]
+    # Without to_ssd nothing changes: a plain int.
+    assert type(ns.put(keys[:1], chunks[:1])) is int
+    with ns.reserve(ns.keys(range(100, 100 + CHUNK)), 64) as r:
+        assert type(r.commit()) is int and r.on_ssd == 0
 
 
 def test_delete_and_prefetch(store) -> None:

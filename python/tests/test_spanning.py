@@ -49,6 +49,18 @@ def test_chunks_larger_than_a_slot_round_trip(store) -> None:
     assert lease.released
 
 
+def test_put_to_ssd_without_an_ssd_log(store) -> None:
+    """The session daemon has no SSD log: every piece is stored as usual."""
+    ns = _ns(store, "to-ssd")
+    keys = ns.keys(list(range(16)))
+    data = [os.urandom(CHUNK)]
+    n = ns.put(keys, data, to_ssd=True)
+    assert n == 1 and isinstance(n, cxlpool.PutCount) and n.on_ssd == 0
+    with ns.get(keys) as lease:
+        assert len(lease) == 1 and bytes(lease.read(0)) == data[0]
+    assert ns.delete(keys) == 1
+
+
 def test_a_missing_piece_ends_the_prefix(store) -> None:
     ns = _ns(store, "evict")
     keys = ns.keys(list(range(3 * 16)))
