@@ -33,6 +33,11 @@
 //            CXL arena, admission_threshold 1): each timed put evicts one
 //            chunk to the SSD log. The time includes waiting, after the
 //            last put, for the log's region writes still in flight.
+//            --to-ssd 1 (put and ssd-put): every commit, warm-up included,
+//            carries CXLPOOL_KV_COMMIT_TO_SSD, so the chunks go to the SSD
+//            log only, written from the put window where the log can; the
+//            chunks the timed commits stored so (their result1, summed) are
+//            printed, and the mode is reported as put-to-ssd / ssd-put-to-ssd.
 //   ssd-get  gets, in a shuffled order, every chunk of the ssd-put key set
 //            that lookup places on SSD, --qd in flight; each completes when
 //            its O_DIRECT read into a DRAM slot does (and its CRC check,
@@ -199,15 +204,17 @@ struct Throughput {
   std::size_t ops = 0;
   std::uint64_t bytes = 0;
   double seconds = 0;
+  std::uint64_t on_ssd = 0;  // puts: chunks the commits stored on the SSD log only
   [[nodiscard]] double ops_per_s() const { return static_cast<double>(ops) / seconds; }
   [[nodiscard]] double mib_per_s() const { return static_cast<double>(bytes) / seconds / (1 << 20); }
 };
 
 Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, const std::vector<cxlpool_kv_key>& keys,
                       std::size_t first, std::size_t count, std::uint64_t bytes, std::size_t qd,
-                      const std::vector<unsigned char>& src, bool write) {
+                      const std::vector<unsigned char>& src, bool write, std::uint32_t commit_flags) {
   Pipeline pipe(conn.kv, qd);
   std::size_t cached = 0;
+  std::uint64_t on_ssd = 0;
   const auto t0 = Clock::now();
   pipe.run(
       count,
@@ -225,6 +232,7 @@ Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, co
         const std::size_t i = op_of(c.user_data);
         if (c.op == CXLPOOL_KV_PUT_COMMIT) {
           if (c.result0 != 1) die("put_commit committed nothing", -EIO);
+          on_ssd += c.result1;
           return false;
         }
         if (c.n_locations != 1) die("put_begin: no slot", -EPROTO);
@@ -238,13 +246,14 @@ Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, co
         follow = cxlpool_kv_request{};
         follow.user_data = tag(i, 1);
         follow.op = CXLPOOL_KV_PUT_COMMIT;
+        follow.flags = commit_flags;
         follow.namespace_id = ns.id;
         follow.keys = &keys[first + i];
         follow.n_keys = 1;
         follow.param0 = c.result0;
         return true;
       });
-  Throughput t{count - cached, (count - cached) * bytes, seconds_since(t0)};
+  Throughput t{count - cached, (count - cached) * bytes, seconds_since(t0), on_ssd};
   if (cached) std::printf("  (%zu of %zu chunks were already stored: not counted)\n", cached, count);
   return t;
 }
@@ -296,11 +305,19 @@ std::vector<std::size_t> shuffled(std::size_t n, std::uint64_t seed) {
   return order;
 }
 
-void print_throughput(const char* mode, const Throughput& t, std::size_t qd, std::uint64_t bytes) {
+// to_ssd: puts whose commits asked for the SSD log; t.on_ssd is printed too.
+void print_throughput(const char* mode, const Throughput& t, std::size_t qd, std::uint64_t bytes,
+                      bool to_ssd = false) {
   std::printf("%-8s %zu x %llu KiB, qd %zu: %.0f ops/s, %.1f MiB/s (%.3f s)\n", mode, t.ops,
               static_cast<unsigned long long>(bytes >> 10), qd, t.ops_per_s(), t.mib_per_s(), t.seconds);
-  std::printf("RESULT mode=%s qd=%zu chunk_bytes=%llu ops=%zu ops_per_s=%.1f mib_per_s=%.1f\n", mode, qd,
+  if (to_ssd) {
+    std::printf("%s: %llu of %zu chunks committed went to the SSD log only\n", mode,
+                static_cast<unsigned long long>(t.on_ssd), t.ops);
+  }
+  std::printf("RESULT mode=%s qd=%zu chunk_bytes=%llu ops=%zu ops_per_s=%.1f mib_per_s=%.1f", mode, qd,
               static_cast<unsigned long long>(bytes), t.ops, t.ops_per_s(), t.mib_per_s());
+  if (to_ssd) std::printf(" on_ssd=%llu", static_cast<unsigned long long>(t.on_ssd));
+  std::printf("\n");
 }
 
 int tier_of(const Connection& conn, const cxlpool_kv_namespace& ns, const cxlpool_kv_key& key) {
@@ -469,33 +486,50 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
   const ChunkSet set(conn, opt, ssd ? "kvstore-bench-ssd" : "kvstore-bench-put");
   const auto& [bytes, qd, chunks, ns, keys] = set;
   const bool write = opt.u64("write") != 0;
+  const bool to_ssd = opt.u64("to-ssd") != 0;
+  const std::uint32_t flags = to_ssd ? CXLPOOL_KV_COMMIT_TO_SSD : 0;
   const auto src = make_source(bytes);
   // Untimed warm-up: fills the DRAM arena (and faults in its pages and the
   // put window's), so every timed put finds the store full and evicts one
   // chunk: to SSD in the ssd-put setup, dropped when there is no lower tier.
+  // With --to-ssd 1 the chunks take no DRAM slot: the warm-up faults in the
+  // put window and starts the log.
   const std::uint64_t dram_slots = conn.info.arena_bytes[0] / conn.info.slot_bytes;
   if (ssd && conn.info.arena_bytes[1] != 0)
     std::printf("warning: the daemon has a CXL arena: chunks demote there before SSD\n");
   const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots + qd);
-  put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true);
+  put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true, flags);
   // The log's counters over the timed puts: why a run was slow shows here.
-  static constexpr const char* kLogCounters[] = {"kv.ssd_lent_puts", "kv.tier.ssd.demotions", "kv.ssd_write_stalls",
-                                                 "kv.ssd_syncs", "kv.ssd_regions_sealed", "kv.ssd_write_dropped"};
+  // The first four are printed as two pairs: demotions written from their
+  // DRAM slot of all demotions, and puts to SSD written from their window
+  // slot of all puts to SSD.
+  static constexpr const char* kLogCounters[] = {"kv.ssd_lent_puts",    "kv.tier.ssd.demotions", "kv.window_lends",
+                                                 "kv.puts_to_ssd",      "kv.ssd_write_stalls",   "kv.ssd_syncs",
+                                                 "kv.ssd_regions_sealed", "kv.ssd_write_dropped"};
+  constexpr std::size_t kFirstPlain = 4;
   std::vector<std::uint64_t> before;
   if (ssd) {
     for (const char* name : kLogCounters) before.push_back(daemon_counter(conn, name));
   }
-  Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write);
+  Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write, flags);
   if (ssd) {
-    // How many demotions the log wrote straight from their DRAM slot rather
-    // than copying them into a region buffer.
-    std::printf("ssd-put: %llu of %llu demotions written from their DRAM slot\n",
-                static_cast<unsigned long long>(daemon_counter(conn, kLogCounters[0]) - before[0]),
-                static_cast<unsigned long long>(daemon_counter(conn, kLogCounters[1]) - before[1]));
+    std::vector<std::uint64_t> delta;
+    for (std::size_t i = 0; i < std::size(kLogCounters); ++i)
+      delta.push_back(daemon_counter(conn, kLogCounters[i]) - before[i]);
+    if (to_ssd) {
+      // How many puts to SSD the log wrote straight from their put-window
+      // slot rather than copying them into a region buffer.
+      std::printf("ssd-put: %llu of %llu chunks put to SSD written from their put-window slot; %llu demotions\n",
+                  static_cast<unsigned long long>(delta[2]), static_cast<unsigned long long>(delta[3]),
+                  static_cast<unsigned long long>(delta[1]));
+    } else {
+      // How many demotions the log wrote straight from their DRAM slot.
+      std::printf("ssd-put: %llu of %llu demotions written from their DRAM slot\n",
+                  static_cast<unsigned long long>(delta[0]), static_cast<unsigned long long>(delta[1]));
+    }
     std::printf("ssd-put: the log's counters over the timed puts:");
-    for (std::size_t i = 2; i < std::size(kLogCounters); ++i) {
-      std::printf(" %s +%llu", kLogCounters[i],
-                  static_cast<unsigned long long>(daemon_counter(conn, kLogCounters[i]) - before[i]));
+    for (std::size_t i = kFirstPlain; i < std::size(kLogCounters); ++i) {
+      std::printf(" %s +%llu", kLogCounters[i], static_cast<unsigned long long>(delta[i]));
     }
     std::printf("\n");
     // Region writes still in flight when the last put was acknowledged
@@ -510,7 +544,8 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
       return 1;
     }
   }
-  print_throughput(ssd ? "ssd-put" : (write ? "put" : "put-nowrite"), t, qd, bytes);
+  const std::string mode = std::string(ssd ? "ssd-put" : (write ? "put" : "put-nowrite")) + (to_ssd ? "-to-ssd" : "");
+  print_throughput(mode.c_str(), t, qd, bytes, to_ssd);
   return 0;
 }
 
@@ -519,12 +554,15 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
 // the timed puts of all of them at once.
 int run_put_clients(const char* socket, const Options& opt, std::size_t clients) {
   const bool write = opt.u64("write") != 0;
+  const bool to_ssd = opt.u64("to-ssd") != 0;
+  const std::uint32_t flags = to_ssd ? CXLPOOL_KV_COMMIT_TO_SSD : 0;
   const std::uint64_t bytes = opt.u64("bytes");
   const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
   const auto src = make_source(bytes);
   std::barrier ready(static_cast<std::ptrdiff_t>(clients));
   std::vector<Clock::time_point> starts(clients), ends(clients);
   std::vector<std::size_t> counted(clients);
+  std::vector<std::uint64_t> counted_on_ssd(clients);
   std::vector<std::thread> threads;
   threads.reserve(clients);
   for (std::size_t k = 0; k < clients; ++k) {
@@ -534,12 +572,13 @@ int run_put_clients(const char* socket, const Options& opt, std::size_t clients)
       const auto keys = key_range(ns, opt.u64("seed") + k, chunks);
       const std::uint64_t dram_slots = conn.info.arena_bytes[0] / conn.info.slot_bytes;
       const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots / clients + qd);
-      put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true);
+      put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true, flags);
       ready.arrive_and_wait();
       starts[k] = Clock::now();
-      const Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write);
+      const Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write, flags);
       ends[k] = Clock::now();
       counted[k] = t.ops;
+      counted_on_ssd[k] = t.on_ssd;
     });
   }
   for (std::thread& t : threads) t.join();
@@ -547,19 +586,21 @@ int run_put_clients(const char* socket, const Options& opt, std::size_t clients)
   for (std::size_t k = 0; k < clients; ++k) {
     all.ops += counted[k];
     all.bytes += counted[k] * bytes;
+    all.on_ssd += counted_on_ssd[k];
   }
   all.seconds = std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) -
                                               *std::min_element(starts.begin(), starts.end()))
                     .count();
   std::printf("%zu writers, %zu in flight each:\n", clients, qd);
-  print_throughput(write ? "put" : "put-nowrite", all, qd, bytes);
+  const std::string mode = std::string(write ? "put" : "put-nowrite") + (to_ssd ? "-to-ssd" : "");
+  print_throughput(mode.c_str(), all, qd, bytes, to_ssd);
   return 0;
 }
 
 int run_get(const Connection& conn, const Options& opt) {
   const ChunkSet set(conn, opt, "kvstore-bench-get");
   const auto& [bytes, qd, chunks, ns, keys] = set;
-  put_chunks(conn, ns, keys, 0, chunks, bytes, qd, make_source(bytes), true);
+  put_chunks(conn, ns, keys, 0, chunks, bytes, qd, make_source(bytes), true, 0);
   for (std::size_t i = 0; i < chunks; ++i)
     if (tier_of(conn, ns, keys[i]) != CXLPOOL_KV_TIER_DRAM) die("get: the chunks do not all fit in DRAM", -ENOSPC);
   const bool copy = opt.u64("copy") != 0;
@@ -638,7 +679,8 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s SOCKET|- latency|put|get|ssd-put|ssd-get|memcpy|handover [--qd N] [--chunks N] [--bytes N]\n"
-                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--seed N] [--clients N]\n",
+                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--seed N] [--clients N]\n"
+                 "       [--to-ssd 0|1]\n",
                  argv[0]);
     return 2;
   }
@@ -653,12 +695,17 @@ int main(int argc, char** argv) {
                      {"passes", "4"},
                      {"write", "1"},
                      {"seed", "1"},
-                     {"clients", "1"}});
+                     {"clients", "1"},
+                     {"to-ssd", "0"}});
   if (mode == "memcpy") return run_memcpy(opt);
   if (mode == "handover") return run_handover(opt.u64("bytes"));
   const std::uint64_t clients = opt.u64("clients");
   if (clients == 0 || clients > 64 || (clients > 1 && mode != "put")) {
     std::fprintf(stderr, "--clients must be 1..64, and more than 1 only with put\n");
+    return 2;
+  }
+  if (opt.u64("to-ssd") > 1 || (opt.u64("to-ssd") != 0 && mode != "put" && mode != "ssd-put")) {
+    std::fprintf(stderr, "--to-ssd must be 0 or 1, and 1 only with put or ssd-put\n");
     return 2;
   }
   const Connection conn(argv[1], "kvstore-bench", 0);
