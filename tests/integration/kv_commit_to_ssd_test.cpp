@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+// put_commit with CXLPOOL_KV_COMMIT_TO_SSD end to end: the real cxlpoold
+// with a file-backed SSD log (per-region sync, 1 MiB chunks, at least the
+// default ssd_lend_min_bytes, so the log may write them from the put
+// window), and the same daemon without one, through the C ABI's
+// cxlpool_kv_put_flags and the C++ layer's KvReservation::commit.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cxlpool/cxlpool.hpp"
+#include "cxlpool/kv.h"
+#include "cxlpool/kv.hpp"
+#include "daemon_process.hpp"
+#include "kv_connection.hpp"
+#include "test_config.hpp"
+
+namespace cxlpool::integration {
+namespace {
+
+constexpr uint64_t kChunk = kMiB;
+constexpr uint32_t kChunkTokens = 16;
+constexpr uint32_t kChunks = 8;
+
+// 1 MiB slots: 16 in DRAM, none in CXL, a put window of 16; the SSD log
+// (when asked for) in the daemon's state directory, 4 MiB regions.
+std::string store_config(const std::string& ssd_path) {
+  std::ostringstream t;
+  t << "[kvstore]\n"
+    << "slot_bytes = " << kChunk << "\n"
+    << "dram_bytes = " << 16 * kChunk << "\n"
+    << "cxl_bytes = 0\n"
+    << "admission_threshold = 1\n"
+    << "put_window_bytes = " << 16 * kChunk << "\n"
+    << "client_quota_bytes = 0\n";
+  if (!ssd_path.empty()) {
+    t << "ssd_path = \"" << ssd_path << "\"\n"
+      << "ssd_bytes = " << 64 * kMiB << "\n"
+      << "ssd_region_bytes = " << 4 * kMiB << "\n"
+      << "ssd_sync = \"per-region\"\n"
+      << "ssd_engine = \"auto\"\n";
+  }
+  return TestConfig{.tables = t.str()}.render();
+}
+
+// Chunk i's bytes: a stream seeded by its key, so a chunk read back under
+// another key, or a stale one, differs.
+std::vector<std::byte> chunk_bytes(const cxlpool_kv_key& key) {
+  std::vector<std::byte> out(kChunk);
+  uint64_t state = key.lo ^ (key.hi * 31);
+  for (uint64_t i = 0; i < kChunk; i += 8) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const uint64_t word = state ^ (state >> 29);
+    std::memcpy(out.data() + i, &word, 8);
+  }
+  return out;
+}
+
+std::vector<uint32_t> tokens(uint32_t first, size_t n) {
+  std::vector<uint32_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = first + static_cast<uint32_t>(i * 7 % 1000);
+  return out;
+}
+
+class KvCommitToSsd : public testing::Test {
+ protected:
+  void start(bool with_ssd) {
+    daemon_ = std::make_unique<DaemonProcess>(TestConfig{}.render());
+    daemon_->write_config(store_config(with_ssd ? daemon_->dir() + "/kv-ssd.img" : ""));
+    ASSERT_TRUE(daemon_->start());
+    conn_ = std::make_unique<KvConnection>(daemon_->socket(), "kv-to-ssd");
+    ASSERT_TRUE(conn_->ok()) << conn_->error << " " << cxlpool_last_error();
+    const auto spec = kv_namespace_spec("to-ssd-model", "to-ssd-layout", kChunkTokens);
+    ASSERT_EQ(cxlpool_kv_namespace_open(conn_->kv, &spec, &ns_), 0) << cxlpool_last_error();
+    keys_ = chunk_keys(ns_, tokens(1, kChunks * kChunkTokens));
+    ASSERT_EQ(keys_.size(), kChunks);
+    for (const auto& k : keys_) data_.push_back(chunk_bytes(k));
+    for (const auto& d : data_) pointers_.push_back(d.data());
+  }
+  void TearDown() override {
+    conn_.reset();
+    if (daemon_ != nullptr) {
+      EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+    }
+  }
+
+  // put of every key with CXLPOOL_KV_COMMIT_TO_SSD: the put's result, and
+  // its on-SSD count in *on_ssd.
+  int put_to_ssd(uint64_t* on_ssd) {
+    return cxlpool_kv_put_flags(conn_->kv, ns_.id, keys_.data(), kChunks, pointers_.data(), kChunk,
+                                CXLPOOL_KV_COMMIT_TO_SSD, on_ssd);
+  }
+  std::vector<cxlpool_kv_location> lookup() {
+    std::vector<cxlpool_kv_location> locs(kChunks);
+    const int n = cxlpool_kv_lookup(conn_->kv, ns_.id, keys_.data(), kChunks, locs.data());
+    EXPECT_GE(n, 0) << cxlpool_last_error();
+    locs.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return locs;
+  }
+  // get of every key: each chunk holds the bytes put.
+  void expect_get_returns_what_was_put() {
+    std::vector<cxlpool_kv_location> locs(kChunks);
+    uint64_t lease = 0;
+    ASSERT_EQ(cxlpool_kv_get(conn_->kv, ns_.id, keys_.data(), kChunks, &lease, locs.data()),
+              static_cast<int>(kChunks))
+        << cxlpool_last_error() << "\n" << daemon_->log();
+    for (uint32_t i = 0; i < kChunks; ++i) {
+      ASSERT_NE(locs[i].data, nullptr) << i;
+      EXPECT_NE(locs[i].tier, CXLPOOL_KV_TIER_SSD) << i << ": a get reads SSD chunks into DRAM";
+      ASSERT_EQ(locs[i].length, kChunk) << i;
+      EXPECT_EQ(std::memcmp(locs[i].data, data_[i].data(), kChunk), 0) << "chunk " << i << " differs";
+    }
+    EXPECT_EQ(cxlpool_kv_release(conn_->kv, lease), 0);
+  }
+
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<KvConnection> conn_;
+  cxlpool_kv_namespace ns_{};
+  std::vector<cxlpool_kv_key> keys_;
+  std::vector<std::vector<std::byte>> data_;
+  std::vector<const void*> pointers_;
+};
+
+TEST_F(KvCommitToSsd, ChunksGoToTheSsdLogOnly) {
+  start(true);
+  uint64_t on_ssd = 99;
+  ASSERT_EQ(put_to_ssd(&on_ssd), static_cast<int>(kChunks)) << cxlpool_last_error() << "\n" << daemon_->log();
+  EXPECT_EQ(on_ssd, kChunks);
+  const auto locs = lookup();
+  ASSERT_EQ(locs.size(), kChunks);
+  for (uint32_t i = 0; i < kChunks; ++i) {
+    EXPECT_EQ(locs[i].tier, CXLPOOL_KV_TIER_SSD) << "chunk " << i;
+    EXPECT_EQ(locs[i].length, kChunk) << "chunk " << i;
+  }
+  expect_get_returns_what_was_put();
+  // Stored already: counted, nothing written, none newly on SSD.
+  on_ssd = 99;
+  EXPECT_EQ(put_to_ssd(&on_ssd), static_cast<int>(kChunks)) << cxlpool_last_error();
+  EXPECT_EQ(on_ssd, 0u);
+  expect_get_returns_what_was_put();
+}
+
+// The C++ layer's two-phase form: write into the reserved slots, commit with
+// KvPutFlags::kToSsd.
+TEST_F(KvCommitToSsd, ReservationCommitsToTheSsdLog) {
+  start(true);
+  const std::vector<KvKey> two(keys_.begin(), keys_.begin() + 2);
+  uint64_t reservation = 0;
+  std::vector<cxlpool_kv_location> slots(2);
+  ASSERT_EQ(cxlpool_kv_put_begin(conn_->kv, ns_.id, two.data(), 2, kChunk, &reservation, slots.data()), 0)
+      << cxlpool_last_error();
+  KvReservation r(conn_->kv, ns_.id, reservation, two, slots);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_FALSE(r.cached(i));
+    std::memcpy(r.data(i), data_[i].data(), kChunk);
+  }
+  EXPECT_EQ(r.commit(KvPutFlags::kToSsd), 2u);
+  EXPECT_EQ(r.on_ssd(), 2u);
+  const auto locs = lookup();
+  ASSERT_GE(locs.size(), 2u);
+  EXPECT_EQ(locs[0].tier, CXLPOOL_KV_TIER_SSD);
+  EXPECT_EQ(locs[1].tier, CXLPOOL_KV_TIER_SSD);
+  // The rest through put: the two stored already are not counted as on SSD.
+  uint64_t on_ssd = 99;
+  ASSERT_EQ(put_to_ssd(&on_ssd), static_cast<int>(kChunks)) << cxlpool_last_error();
+  EXPECT_EQ(on_ssd, kChunks - 2);
+  expect_get_returns_what_was_put();
+}
+
+TEST_F(KvCommitToSsd, WithoutAnSsdLogTheChunksStayInDram) {
+  start(false);
+  uint64_t on_ssd = 99;
+  ASSERT_EQ(put_to_ssd(&on_ssd), static_cast<int>(kChunks)) << cxlpool_last_error() << "\n" << daemon_->log();
+  EXPECT_EQ(on_ssd, 0u);
+  const auto locs = lookup();
+  ASSERT_EQ(locs.size(), kChunks);
+  for (uint32_t i = 0; i < kChunks; ++i) EXPECT_EQ(locs[i].tier, CXLPOOL_KV_TIER_DRAM) << "chunk " << i;
+  expect_get_returns_what_was_put();
+}
+
+TEST_F(KvCommitToSsd, UnknownFlagsAreRefused) {
+  start(false);
+  uint64_t on_ssd = 99;
+  EXPECT_EQ(cxlpool_kv_put_flags(conn_->kv, ns_.id, keys_.data(), kChunks, pointers_.data(), kChunk, 1u << 2,
+                                 &on_ssd),
+            -EINVAL);
+  EXPECT_EQ(on_ssd, 99u);
+  EXPECT_TRUE(lookup().empty());
+}
+
+}  // namespace
+}  // namespace cxlpool::integration
