@@ -119,7 +119,7 @@ constexpr MetricSpec kTable[] = {
   {"kv.ssd_regions_sealed", "cxlpool_kv_ssd_regions_sealed_total", C, "", 1, "SSD log regions sealed."},
   {"kv.ssd_syncs", "cxlpool_kv_ssd_syncs_total", C, "", 1, "SSD log syncs."},
   {"kv.ssd_write_stalls", "cxlpool_kv_ssd_write_stalls_total", C, "", 1, "SSD log writes that waited for buffer room."},
-  {"kv.ssd_lent_puts", "cxlpool_kv_ssd_lent_puts_total", C, "", 1, "Demotions written to the SSD log from their slot (no copy)."},
+  {"kv.ssd_lent_puts", "cxlpool_kv_ssd_lent_puts_total", C, "", 1, "Chunks the SSD log wrote from memory it did not copy: demotions from their arena slot, puts to the log from their put window (no copy)."},
   {"kv.ssd_buffer_reads", "cxlpool_kv_ssd_buffer_reads_total", C, "", 1, "SSD reads answered from the write buffer."},
   {"kv.ssd_write_dropped", "cxlpool_kv_ssd_write_dropped_total", C, "", 1, "Demotions to SSD dropped (log full or busy)."},
   {"kv.ssd_write_errors", "cxlpool_kv_ssd_write_errors_total", C, "", 1, "SSD log write errors."},

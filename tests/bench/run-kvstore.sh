@@ -5,7 +5,9 @@
 #   1. SSD tier: 2 MiB puts and gets at queue depth 32 through cxlpoold vs
 #      fio (io_uring, direct=1, bs=2M, iodepth=32, registered files and
 #      buffers) on the same target: a file on the root disk and a loop
-#      device over /dev/shm;
+#      device over /dev/shm; puts as a client copying into its window, as a
+#      producer writing there in place, and committed to the SSD log only
+#      (no copy into DRAM);
 #   2. DRAM tier: lookup + get + release of a 16-chunk prefix, p50/p99;
 #   3. 2 MiB put/get throughput vs redis-server on loopback (redis-benchmark
 #      SET/GET -d 2097152), at the same concurrency, and the ceiling of a
@@ -145,7 +147,7 @@ echo "   temp dir $work ($(findmnt -n -o FSTYPE,SOURCE -T "$work"))"
 # own costs show. fio and the store take turns, $reps times: the virtual
 # disk's speed drifts, so each ratio is of the medians of interleaved runs.
 io_mib=$((ssd_chunks * 2))
-declare -A fio_write fio_read ssd_put ssd_put_inplace ssd_get ssd_verify ssd_skip
+declare -A fio_write fio_read ssd_put ssd_put_inplace ssd_put_direct ssd_get ssd_verify ssd_skip
 # Starts the daemon with $work/ssd-w.toml on an empty log on $1: the region
 # heads are cleared (blank regions are free ones), so every run writes the
 # same.
@@ -166,7 +168,7 @@ ssd_bench() {
   fio --name=layout --rw=write "${fio_args[@]}" >/dev/null
   write_config "$work/ssd.toml" 'dram_bytes = 134217728' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
     'admission_threshold = 1' 'ssd_workers = 1' 'commit_workers = 2' "ssd_path = \"$dev\"" \
-    "ssd_bytes = $((ssd_mib << 20))" \
+    "ssd_bytes = $((ssd_mib << 20))" 'put_window_bytes = 268435456' \
     'ssd_sync = "per-region"' \
     'ssd_engine = "io_uring"' 'ssd_format_foreign = true'
   local rep workers cw
@@ -201,6 +203,14 @@ ssd_bench() {
         start_ssd_daemon "$dev"
         run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$((rep + 100))" --write 0
         ssd_put_inplace[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
+        bench_stop_daemon
+        # The same puts as the first, committed to the SSD log only
+        # (--to-ssd): the log writes each chunk from its put-window slot, with
+        # no copy into DRAM. The window (put_window_bytes above) holds the 32
+        # in flight and the chunks of the regions being written.
+        start_ssd_daemon "$dev"
+        run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$((rep + 200))" --to-ssd 1
+        ssd_put_direct[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
         bench_stop_daemon
       done
     done
@@ -257,6 +267,10 @@ ssd_summary() {
         si=$(median ${ssd_put_inplace[$target/$workers/$cw]})
         printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "  the same put, written in place (no copy)" "$si" \
           "$fw" "$(ratio "$si" "$fw")" ""
+        # shellcheck disable=SC2086
+        sd=$(median ${ssd_put_direct[$target/$workers/$cw]})
+        printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "  the same put, to the SSD log only" "$sd" \
+          "$fw" "$(ratio "$sd" "$fw")" "(--to-ssd: no DRAM copy)"
         printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk, $cw cw) get 2 MiB QD 32 vs fio" "$sg" \
           "$fr" "$(ratio "$sg" "$fr")" ">= 0.9"
         # shellcheck disable=SC2086
