@@ -112,7 +112,12 @@ void KvStore::remove_client(KvClientId client) {
   std::erase_if(s.ready, [client](const KvStoreCompletion& c) { return c.client == client; });
   // What is left (reservations, gets waiting for reads) leaves the account.
   ClientState& c = it->second;
-  // Window slots the SSD log writes from stay mapped until it is done.
+  // Window slots the SSD log writes from: those of the open region are
+  // copied into its buffer now (it may not fill for a long time); the
+  // window stays mapped only for those whose region is being written.
+  if (c.window_lent != 0 && s.ssd) {
+    s.counters.window_reclaims += s.ssd->reclaim_lent([&](std::uint64_t token) { return s.lent_by(client, token); });
+  }
   if (c.window_lent != 0) s.retired_windows[client] = RetiredWindow{std::move(c.window_owner), c.window_lent};
   Impl::uncharge(c, c.held_bytes);
   if (--c.account->clients == 0) s.accounts.erase(c.account_id);

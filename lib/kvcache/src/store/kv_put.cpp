@@ -54,23 +54,8 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
   }
   const std::uint64_t bytes = fresh * r.param0;
   if (over_quota(c, bytes)) return complete(id, r, KvStatus::kOverQuota);
-  if (fresh > c.window_slots.free_count()) {
-    // Slots the log writes from come back once their region is written.
-    // Those of regions on their way to the device come back by themselves;
-    // when all of them wait for the open region, which may never fill,
-    // start its write now (a failed one is counted and reported by the log).
-    if (c.window_lent != 0 && ssd) {
-      const std::size_t in_open = ssd->open_lent([&](std::uint64_t token) {
-        auto lend = window_lends.find(token);
-        return lend != window_lends.end() && lend->second.client == id;
-      });
-      if (in_open == c.window_lent) {
-        ssd_touched = true;
-        (void)ssd->seal_lent();
-      }
-    }
-    return complete(id, r, KvStatus::kRetry);
-  }
+  if (fresh > c.window_slots.free_count()) reclaim_window(id, c);
+  if (fresh > c.window_slots.free_count()) return complete(id, r, KvStatus::kRetry);
 
   const std::uint64_t rid = next_reservation++;
   Reservation& res = c.reservations[rid];
@@ -98,6 +83,17 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
     loc.offset = rc.window_offset;
     loc.length = res.chunk_bytes;
   }
+}
+
+// Slots the log writes from come back once their region is written. Those
+// of regions on their way to the device come back by themselves; when all
+// of them wait for the open region, which may not fill for a long time, the
+// log copies them into its buffer and lets them go: a copy for a window too
+// small for its writer, never a region cut short.
+void KvStore::Impl::reclaim_window(KvClientId id, const ClientState& c) {
+  if (c.window_lent == 0 || !ssd) return;
+  const auto mine = [&](std::uint64_t token) { return lent_by(id, token); };
+  if (ssd->open_lent(mine) == c.window_lent) counters.window_reclaims += ssd->reclaim_lent(mine);
 }
 
 void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
@@ -234,7 +230,6 @@ KvOutcome KvStore::Impl::commit_to_ssd(KvClientId id, ClientState& c, const Rese
       window_lends.emplace(payload.token, WindowLend{id, rc.window_offset});
       ++c.window_lent;
       rc.lent = true;
-      ++counters.window_lends;
     }
   } else if (const KvResult<std::uint64_t> put = ssd->put(rc.key, n->fp, bytes); !put.ok()) {
     return put.outcome;
@@ -251,6 +246,7 @@ KvOutcome KvStore::Impl::commit_to_ssd(KvClientId id, ClientState& c, const Rese
   }
   admission.record(rc.key);
   ++counters.puts_to_ssd;
+  if (rc.lent) ++counters.window_lends;
   ++on_ssd;
   return KvStatus::kOk;
 }
@@ -277,7 +273,6 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
   PendingCommit pc;
   pc.client = id;
   pc.request = r;
-  pc.to_ssd = to_ssd;
   pc.crc = lends_to_ssd(res.chunk_bytes);
   pc.piece_bytes = copy_piece_bytes(res.chunk_bytes, copier->threads());
   pc.chunks.resize(scratch_keys.size());

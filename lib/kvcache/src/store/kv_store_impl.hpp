@@ -111,7 +111,7 @@ struct CommitChunk {
     kDeferred  // found no DRAM slot: committed on the loop at the end
   };
   State state = State::kStored;
-  bool to_ssd = false;  // goes to the SSD log from the window: no DRAM slot
+  bool to_ssd = false;  // goes to the SSD log only (kKvPutCommitToSsd): no DRAM slot
   std::uint32_t reserved = 0;  // index in the reservation's chunks
   KvOutcome outcome;
   std::uint64_t offset = 0;
@@ -133,7 +133,6 @@ struct PendingCommit {
   std::size_t copies_left = 0;   // copy jobs (pieces) not yet back
   std::uint32_t piece_bytes = 0;  // copy_piece_bytes() of the chunks
   bool crc = false;  // the copies take the payloads' CRC
-  bool to_ssd = false;  // kKvPutCommitToSsd with an SSD log
   std::uint64_t on_ssd = 0;  // chunks settled at submit on the SSD log only
 };
 
@@ -272,6 +271,11 @@ struct KvStore::Impl {
   }
   void return_lent_slot(std::uint64_t token);
   void return_window_slot(std::uint64_t token);
+  // Whether `token` lends a put-window slot of `client`.
+  [[nodiscard]] bool lent_by(KvClientId client, std::uint64_t token) const {
+    auto it = window_lends.find(token);
+    return it != window_lends.end() && it->second.client == client;
+  }
   void reap_ssd_evictions();
   void unpin_key(const ChunkKey& key);
 
@@ -333,6 +337,10 @@ struct KvStore::Impl {
   // kOk when stored (maybe by another client meanwhile: *on_ssd unchanged).
   KvOutcome commit_to_ssd(KvClientId id, ClientState& c, const Reservation& res, ReservedChunk& rc,
                           std::optional<std::uint32_t> crc, std::uint64_t& on_ssd);
+  // A put_begin found c's window full: its slots lent to the log's open
+  // region come back now (copied into the region's buffer) when no others
+  // are on their way back.
+  void reclaim_window(KvClientId id, const ClientState& c);
   // Whether a chunk of `bytes` of client c committed to the SSD log is
   // written from its window slot (its CRC is then taken first).
   [[nodiscard]] bool lends_window(const ClientState& c, std::uint64_t bytes) const {

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "cxlpool/common/crc32c.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
 #include "outcome_error.hpp"
 
@@ -98,16 +101,40 @@ Result<void> SsdStore::flush() {
   return {};
 }
 
-Result<bool> SsdStore::seal_lent() {
-  if (!region_open() || regions_[open_region_].lent.empty()) return false;
-  if (auto ok = seal_open_region(); !ok) return tl::unexpected(ok.error());
-  return true;
-}
-
 std::size_t SsdStore::open_lent(const std::function<bool(std::uint64_t token)>& counted) const {
   if (!region_open()) return 0;
   const std::vector<Lent>& lent = regions_[open_region_].lent;
   return static_cast<std::size_t>(std::count_if(lent.begin(), lent.end(), [&](const Lent& l) { return counted(l.token); }));
+}
+
+std::size_t SsdStore::reclaim_lent(const std::function<bool(std::uint64_t token)>& wanted) {
+  if (!region_open()) return 0;
+  std::vector<Lent> back;
+  std::erase_if(regions_[open_region_].lent, [&](const Lent& l) {
+    if (!wanted(l.token)) return false;
+    back.push_back(l);
+    return true;
+  });
+  for (const Lent& l : back) {
+    std::byte* to = open_writer().data() + l.payload_offset;
+    std::memcpy(to, l.bytes, l.length);
+    // The entry served from this memory, unless a later put replaced it.
+    auto it = index_.find(l.key);
+    if (it != index_.end() && it->second.lent == l.bytes && it->second.region == open_region_) {
+      Slot& slot = it->second;
+      const bool changed = slot.check_lent && crc32c({to, slot.payload_bytes}) != slot.payload_crc;
+      slot.lent = nullptr;
+      slot.check_lent = false;
+      if (changed) {
+        ++stats_.lent_changed;
+        drop_entry(l.key, slot.sequence);
+      }
+    }
+    --lent_;
+    ++stats_.lent_reclaimed;
+    if (lend_listener_) lend_listener_(l.token);
+  }
+  return back.size();
 }
 
 Result<void> SsdStore::close() {
@@ -155,7 +182,7 @@ Result<std::uint64_t> SsdStore::append(const ChunkKey& key, const NamespaceFinge
                        lend != nullptr && lend->check_copies};
   }
   if (lend != nullptr) {
-    regions_[open_region_].lent.push_back(Lent{at.payload_offset, static_cast<std::uint32_t>(payload.size()),
+    regions_[open_region_].lent.push_back(Lent{key, at.payload_offset, static_cast<std::uint32_t>(payload.size()),
                                                payload.data(), lend->buffer_index, lend->token});
     ++lent_;
   }

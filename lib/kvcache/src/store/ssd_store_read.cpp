@@ -43,9 +43,10 @@ KvOutcome SsdStore::copy_from_buffer(const ChunkKey& key, const RegionWriter& w,
   const std::byte* from = live.lent != nullptr ? live.lent : w.bytes(live.payload_offset, live.payload_bytes).data();
   stream_copy(out, from, live.payload_bytes);
   if (live.lent != nullptr && live.check_lent && crc32c({out, live.payload_bytes}) != live.payload_crc) {
-    ++stats_.corrupt_dropped;
+    // Its owner changed it after the put: the entry is gone, as if deleted.
+    ++stats_.lent_changed;
     drop_entry(key, live.sequence);
-    return KvStatus::kChecksumError;
+    return KvStatus::kNotFound;
   }
   ++stats_.reads;
   ++stats_.buffer_reads;

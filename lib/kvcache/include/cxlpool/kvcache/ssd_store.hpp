@@ -121,6 +121,8 @@ struct SsdStoreStats {
   std::uint64_t verify_ns = 0;         // time spent checking device reads (CRC32C), on any thread
   std::uint64_t worker_verifies = 0;   // device reads whose CRC32C the device's I/O workers took
   std::uint64_t lent_puts = 0;         // puts written from the caller's memory (put_lent), not copied
+  std::uint64_t lent_reclaimed = 0;    // lent payloads copied into their region's buffer (reclaim_lent)
+  std::uint64_t lent_changed = 0;      // entries dropped: their checked lent memory changed before the write
 };
 
 // What the index holds for one stored key (for_each_entry).
@@ -154,9 +156,11 @@ struct SsdLentPayload {
   std::optional<std::uint32_t> crc;
   // The caller's memory may still change before the region's write (a
   // client's put window): a get that copies from it checks the copy against
-  // `crc` (which must be set) and drops the entry on a mismatch, as a read
-  // from the device would. The device then holds whatever the memory held
-  // when it was written, which the entry's CRC checks at every later read.
+  // `crc` (which must be set) and on a mismatch drops the entry and answers
+  // kNotFound (the entry is gone; stats().lent_changed counts it, not
+  // corrupt_dropped: the device is not at fault). The device then holds
+  // whatever the memory held when it was written, which the entry's CRC
+  // checks at every later read.
   bool check_copies = false;
 };
 
@@ -257,14 +261,16 @@ class SsdStore {
   Result<void> flush();
   // Waits for in-flight gets (their completions stay pollable), then flush().
   Result<void> close();
-  // Seals the open region if it holds payloads lent by put_lent, and starts
-  // its write without waiting for it (under kPerRegion), so that their
-  // memory comes back once that write completes rather than when the region
-  // fills. True when a region was sealed.
-  Result<bool> seal_lent();
   // Lent payloads in the open region whose token `counted` accepts (not
   // yet on their way to the device).
   [[nodiscard]] std::size_t open_lent(const std::function<bool(std::uint64_t token)>& counted) const;
+  // Copies the lent payloads of the open region whose token `wanted`
+  // accepts into the region's buffer, where their place is kept, and hands
+  // their memory back at once (the lend listener hears each token) instead
+  // of when the region's write completes; the region is written as before.
+  // A checked payload (check_copies) that no longer matches its CRC is
+  // dropped from the index. Returns how many came back.
+  std::size_t reclaim_lent(const std::function<bool(std::uint64_t token)>& wanted);
 
   [[nodiscard]] bool contains(const ChunkKey& key) const { return index_.count(key) != 0; }
   // Every indexed key (order unspecified); recovered ones right after open.
@@ -308,6 +314,7 @@ class SsdStore {
   };
   // A payload a region's write takes from the caller's memory.
   struct Lent {
+    ChunkKey key;
     std::uint32_t payload_offset = 0;
     std::uint32_t length = 0;  // whole blocks
     const std::byte* bytes = nullptr;
@@ -397,8 +404,8 @@ class SsdStore {
   [[nodiscard]] bool buffer_fits(const Slot& slot, std::span<std::byte> buffer) const;
   // The region buffer holding slot's region (open or in flight), or null.
   [[nodiscard]] const RegionWriter* buffer_of(const Slot& slot) const;
-  // kChecksumError (the entry dropped) when a lent payload that may change
-  // no longer matches its CRC.
+  // kNotFound (the entry dropped) when a lent payload that may change no
+  // longer matches its CRC.
   KvOutcome copy_from_buffer(const ChunkKey& key, const RegionWriter& w, Slot& live, std::byte* out);
   void drop_entry(const ChunkKey& key, std::uint64_t sequence);
   void notify_evicted(const ChunkKey& key) {

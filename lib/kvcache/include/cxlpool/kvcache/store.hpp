@@ -205,7 +205,8 @@ struct KvNamespaceInfo {
   X(commit_copies_offloaded, "commit_copies_offloaded") /* copies (chunks or pieces) handed to commit workers */ \
   X(commits_in_flight, "commits_in_flight") /* commits waiting for their copies (gauge) */ \
   X(puts_to_ssd,       "puts_to_ssd")       /* chunks committed to the SSD log only (kKvPutCommitToSsd) */ \
-  X(window_lends,      "window_lends")      /* of those, written from the put window without a copy */
+  X(window_lends,      "window_lends")      /* of those, written from the put window without a copy */ \
+  X(window_reclaims,   "window_reclaims")   /* lent window slots copied into the log's buffer early (full window, client gone) */
 // clang-format on
 
 struct KvTierCounters {
@@ -276,7 +277,8 @@ class KvStore {
   // A client and its put window (the daemon's writable mapping of it, cut
   // into slot_bytes slots; empty: the client cannot put), charged to
   // `account`: clients sharing an account share one client_quota_bytes.
-  // Without an account the client is its own. EEXIST if known.
+  // Without an account the client is its own. EEXIST if known, or removed
+  // while the SSD log still writes from its window.
   Result<void> add_client(KvClientId client, std::span<std::byte> put_window);
   Result<void> add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account);
   // The same, with what keeps put_window mapped: the store holds a reference
@@ -347,13 +349,15 @@ class KvStore {
   //              window with its region; the window slot stays taken
   //              until that write completes, and a get before then copies
   //              from the window and checks the copy against the CRC
-  //              (kChecksumError, the chunk dropped, when the writer
-  //              changed it). Other chunks are copied into the log's
+  //              (on a mismatch the chunk is dropped and the get's
+  //              prefix ends before it, as for a chunk deleted
+  //              meanwhile). Other chunks are copied into the log's
   //              buffer (under kPerCommit: written and synced before the
-  //              answer). A put_begin that finds the window full answers
-  //              kRetry; when all of the client's lent slots wait for the
-  //              log's open region, it seals that region (its write
-  //              starts) first.
+  //              answer). A put_begin that finds the window full while
+  //              all of the client's lent slots wait for the log's open
+  //              region has the log copy them into its buffer, which frees
+  //              them (kRetry if that is still not room enough); so does
+  //              remove_client.
   //              Without an SSD log the flag is ignored (result1 = 0).
   //   get        pins the longest cached prefix: result0 = lease id (0 when
   //              the prefix is empty: a miss is kOk), result1 = chunks
