@@ -234,6 +234,94 @@ TEST_P(KvStoreToSsd, AKeyStoredAlreadyCountsWithoutASecondCopy) {
   EXPECT_EQ(h_.tiers(keys), (std::vector<std::uint16_t>{0}));
 }
 
+TEST_P(KvStoreToSsd, AOneSlotWindowCopiesRatherThanCutRegionsShort) {
+  HarnessOptions o = to_ssd_options(GetParam(), 256 * 1024);
+  o.window_slots = 1;
+  KV_OPEN_OR_SKIP(h_, o);
+  const std::uint64_t sealed = h_.store().ssd_stats()->regions_sealed;
+  std::vector<proto::KvKey> keys;
+  for (std::uint64_t i = 0; i < 12; ++i) {
+    keys.push_back(keys_of(427, 1, i)[0]);
+    ASSERT_EQ(put_to_ssd(kAlice, std::span(keys).last(1)).commit.completion.result1, 1u) << i;
+  }
+  EXPECT_EQ(h_.store().ssd_stats()->regions_sealed, sealed) << "12 chunks fit one region";
+  EXPECT_EQ(h_.store().counters().window_reclaims, 11u);
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+}
+
+TEST_P(KvStoreToSsd, AFailedRegionWriteGivesTheWindowSlotsBack) {
+  HarnessOptions o = to_ssd_options(GetParam());
+  o.window_slots = 4;
+  o.faulty = true;
+  o.fault.fail_nth_op = o.ssd_regions + 1;  // region 0's first write, and all after
+  o.fault.fail_all_after = true;
+  KV_OPEN_OR_SKIP(h_, o);
+  const auto keys = keys_of(445, 4);
+  ASSERT_EQ(put_to_ssd(kAlice, keys).commit.completion.result1, 4u);
+  EXPECT_FALSE(h_.store().flush());
+  h_.drain();
+  EXPECT_EQ(h_.call(kBob, KvOp::kLookup, keys).completion.result0, 0u) << "never served from a failed region";
+  EXPECT_EQ(h_.call(kAlice, KvOp::kPutBegin, keys_of(446, 4), kBlockChunk).outcome, KvStatus::kOk)
+      << "every window slot is back";
+  EXPECT_EQ(h_.call(kAlice, KvOp::kPutBegin, keys_of(447, 1), kBlockChunk).outcome, KvStatus::kRetry);
+}
+
+TEST_P(KvStoreToSsd, AClientRemovedWhileItsCrcsAreTakenLeavesNothingBehind) {
+  HarnessOptions o = to_ssd_options(GetParam());
+  o.window_slots = 8;
+  KV_OPEN_OR_SKIP(h_, o);
+  if (h_.store().commit_workers() == 0) GTEST_SKIP() << "the CRCs are taken at once without commit workers";
+  const auto keys = keys_of(455, 8);
+  const auto begin = h_.call(kAlice, KvOp::kPutBegin, keys, kBlockChunk);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
+  h_.submit(kAlice, KvOp::kPutCommit, keys, begin.completion.result0, 0, proto::kKvPutCommitToSsd);
+  EXPECT_EQ(h_.store().commits_in_flight(), 1u);
+  h_.store().remove_client(kAlice);
+  EXPECT_TRUE(h_.forget_window(kAlice).expired()) << "nothing was lent yet";
+  EXPECT_EQ(h_.store().commits_in_flight(), 0u);
+  EXPECT_EQ(h_.store().counters().reservations, 0u);
+  EXPECT_EQ(h_.call(kBob, KvOp::kLookup, keys).completion.result0, 0u);
+  ASSERT_TRUE(h_.store().flush());
+  EXPECT_EQ(h_.store().counters().puts_to_ssd, 0u);
+}
+
+TEST_P(KvStoreToSsd, DemotionsAndWindowChunksShareARegion) {
+  KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam(), 256 * 1024));
+  const auto dram = keys_of(465, 10);  // 4 DRAM slots: six demotions, lent from their slots
+  h_.put_each(kBob, dram, kBlockChunk);
+  const auto direct = keys_of(466, 4);
+  ASSERT_EQ(put_to_ssd(kAlice, direct).commit.completion.result1, 4u);
+  EXPECT_GT(h_.store().ssd_stats()->lent_puts, h_.store().counters().window_lends) << "demotions were lent too";
+  ASSERT_TRUE(h_.store().flush());
+  ASSERT_EQ(h_.restart(), "");
+  for (const auto& k : direct) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+  std::size_t on_ssd = 0;
+  const auto tiers = h_.tiers(dram);
+  for (std::size_t i = 0; i < tiers.size(); ++i) on_ssd += tiers[i] == 2 && h_.get_checked(kAlice, dram[i], kBlockChunk);
+  EXPECT_GE(on_ssd, 6u);
+}
+
+TEST_P(KvStoreToSsd, AKeyAnotherClientStoredMeanwhileKeepsItsCopyAndFreesTheSlot) {
+  HarnessOptions o = to_ssd_options(GetParam(), 256 * 1024);
+  o.window_slots = 2;
+  KV_OPEN_OR_SKIP(h_, o);
+  const auto keys = keys_of(475, 2);
+  const auto begin = h_.call(kAlice, KvOp::kPutBegin, keys, kBlockChunk);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
+  ASSERT_EQ(h_.put(kBob, std::span(keys).first(1), kBlockChunk).completion.result0, 1u);  // into DRAM
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto p = payload_of(keys[i], kBlockChunk);
+    std::memcpy(h_.window(kAlice) + begin.locations[i].offset, p.data(), kBlockChunk);
+  }
+  const auto commit = h_.call(kAlice, KvOp::kPutCommit, keys, begin.completion.result0, 0, proto::kKvPutCommitToSsd);
+  EXPECT_EQ(commit.completion.result0, 2u);
+  EXPECT_EQ(commit.completion.result1, 1u);
+  EXPECT_EQ(h_.store().counters().window_lends, 1u);
+  EXPECT_EQ(h_.tiers(keys), (std::vector<std::uint16_t>{0, 2}));
+  EXPECT_EQ(h_.call(kAlice, KvOp::kPutBegin, keys_of(476, 1), kBlockChunk).outcome, KvStatus::kOk)
+      << "the stored key's slot came back";
+}
+
 INSTANTIATE_TEST_SUITE_P(Drivers, KvStoreToSsd, ::testing::Values(Driver::kPosix, Driver::kUring), driver_name);
 
 // Without an SSD log the flag is ignored: the chunks land in DRAM.
