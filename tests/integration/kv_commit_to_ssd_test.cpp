@@ -28,16 +28,17 @@ constexpr uint64_t kChunk = kMiB;
 constexpr uint32_t kChunkTokens = 16;
 constexpr uint32_t kChunks = 8;
 
-// 1 MiB slots: 16 in DRAM, none in CXL, a put window of 16; the SSD log
-// (when asked for) in the daemon's state directory, 4 MiB regions.
-std::string store_config(const std::string& ssd_path) {
+// 1 MiB slots: 16 in DRAM, none in CXL, a put window of `window_slots`;
+// the SSD log (when asked for) in the daemon's state directory, 4 MiB
+// regions.
+std::string store_config(const std::string& ssd_path, uint64_t window_slots = 16) {
   std::ostringstream t;
   t << "[kvstore]\n"
     << "slot_bytes = " << kChunk << "\n"
     << "dram_bytes = " << 16 * kChunk << "\n"
     << "cxl_bytes = 0\n"
     << "admission_threshold = 1\n"
-    << "put_window_bytes = " << 16 * kChunk << "\n"
+    << "put_window_bytes = " << window_slots * kChunk << "\n"
     << "client_quota_bytes = 0\n";
   if (!ssd_path.empty()) {
     t << "ssd_path = \"" << ssd_path << "\"\n"
@@ -70,9 +71,9 @@ std::vector<uint32_t> tokens(uint32_t first, size_t n) {
 
 class KvCommitToSsd : public testing::Test {
  protected:
-  void start(bool with_ssd) {
+  void start(bool with_ssd, uint64_t window_slots = 16) {
     daemon_ = std::make_unique<DaemonProcess>(TestConfig{}.render());
-    daemon_->write_config(store_config(with_ssd ? daemon_->dir() + "/kv-ssd.img" : ""));
+    daemon_->write_config(store_config(with_ssd ? daemon_->dir() + "/kv-ssd.img" : "", window_slots));
     ASSERT_TRUE(daemon_->start());
     conn_ = std::make_unique<KvConnection>(daemon_->socket(), "kv-to-ssd");
     ASSERT_TRUE(conn_->ok()) << conn_->error << " " << cxlpool_last_error();
@@ -171,6 +172,49 @@ TEST_F(KvCommitToSsd, ReservationCommitsToTheSsdLog) {
   ASSERT_EQ(put_to_ssd(&on_ssd), static_cast<int>(kChunks)) << cxlpool_last_error();
   EXPECT_EQ(on_ssd, kChunks - 2);
   expect_get_returns_what_was_put();
+}
+
+// A window of two slots for eight chunks: each round's slots stay with the
+// log until their region is written (or it copies them back), and the
+// blocking put waits for them instead of failing with EAGAIN.
+TEST_F(KvCommitToSsd, APutLargerThanItsWindowWaitsForTheLogsSlots) {
+  start(true, 2);
+  uint64_t on_ssd = 99;
+  ASSERT_EQ(put_to_ssd(&on_ssd), static_cast<int>(kChunks)) << cxlpool_last_error() << "\n" << daemon_->log();
+  EXPECT_EQ(on_ssd, kChunks);
+  expect_get_returns_what_was_put();
+}
+
+// A connection that closes right after its puts: the daemon keeps (or
+// copies) what the log still writes from its window, and another
+// connection reads every chunk back, before and after a restart.
+TEST_F(KvCommitToSsd, ChunksOfAClosedConnectionStayWhole) {
+  start(true);
+  uint64_t on_ssd = 0;
+  ASSERT_EQ(put_to_ssd(&on_ssd), static_cast<int>(kChunks)) << cxlpool_last_error();
+  ASSERT_EQ(on_ssd, kChunks);
+  conn_ = std::make_unique<KvConnection>(daemon_->socket(), "kv-to-ssd-reader");
+  ASSERT_TRUE(conn_->ok()) << conn_->error << " " << cxlpool_last_error();
+  const auto spec = kv_namespace_spec("to-ssd-model", "to-ssd-layout", kChunkTokens);
+  ASSERT_EQ(cxlpool_kv_namespace_open(conn_->kv, &spec, &ns_), 0) << cxlpool_last_error();
+  expect_get_returns_what_was_put();
+  conn_.reset();
+  // A new daemon, in a directory of its own, on the first one's log.
+  const std::string log_path = daemon_->dir() + "/kv-ssd.img";
+  ASSERT_EQ(daemon_->stop(), 0) << daemon_->log();
+  auto first = std::move(daemon_);
+  daemon_ = std::make_unique<DaemonProcess>(TestConfig{}.render());
+  daemon_->write_config(store_config(log_path));
+  ASSERT_TRUE(daemon_->start());
+  conn_ = std::make_unique<KvConnection>(daemon_->socket(), "kv-to-ssd-after");
+  ASSERT_TRUE(conn_->ok()) << conn_->error << " " << cxlpool_last_error();
+  ASSERT_EQ(cxlpool_kv_namespace_open(conn_->kv, &spec, &ns_), 0) << cxlpool_last_error();
+  const auto locs = lookup();
+  ASSERT_EQ(locs.size(), kChunks) << "a clean stop writes the log";
+  expect_get_returns_what_was_put();
+  conn_.reset();
+  EXPECT_EQ(daemon_->stop(), 0) << daemon_->log();
+  daemon_ = std::move(first);  // stopped already; its directory goes last
 }
 
 TEST_F(KvCommitToSsd, WithoutAnSsdLogTheChunksStayInDram) {

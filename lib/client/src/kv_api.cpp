@@ -2,11 +2,13 @@
 // The KV store's C ABI (cxlpool/kv.h). Every entry point catches
 // everything: no exception crosses it.
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
+#include <thread>
 
 #include "c_api_support.hpp"
 #include "cxlpool/kv.h"
@@ -74,6 +76,31 @@ int check_commit_flags(uint32_t flags) {
 int64_t commit_on_ssd(const KvWaiter& w) {
   if (w.result1 > w.result0) return protocol_error("put_commit stored more chunks on SSD than it committed");
   return static_cast<int64_t>(w.result1);
+}
+
+// How long a blocking put to the SSD log waits for its put window: the
+// slots the log writes from come back as the device completes their
+// regions, so a full window frees itself unless the device is stuck.
+constexpr std::chrono::seconds kWindowWait{10};
+
+// A put round's put_begin. With CXLPOOL_KV_COMMIT_TO_SSD the earlier rounds'
+// slots may still be out with the log: -EAGAIN (a full window) is then
+// retried, backing off from 50 us to 2 ms, for up to kWindowWait.
+int begin_put_round(KvSession& s, const KvCall& call, cxlpool_kv_location* slots, uint32_t count, uint32_t flags,
+                    KvWaiter& begin) {
+  const auto deadline = std::chrono::steady_clock::now() + kWindowWait;
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    begin = KvWaiter{};
+    begin.locations = slots;
+    begin.capacity = count;
+    const int rc = run(s, call, begin);
+    if (rc != -EAGAIN || (flags & CXLPOOL_KV_COMMIT_TO_SSD) == 0 || std::chrono::steady_clock::now() > deadline) {
+      return rc;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(2));
+  }
 }
 
 // Shared argument checks of the key-list helpers. 0: go on.
@@ -292,11 +319,9 @@ CXLPOOL_EXPORT int cxlpool_kv_put_flags(cxlpool_kv* kv, uint64_t ns_id, const cx
     for (uint32_t first = 0; first < n; first += batch) {
       const uint32_t count = std::min(batch, n - first);
       KvWaiter begin;
-      begin.locations = slots;
-      begin.capacity = count;
       KvCall call = key_call(proto::KvOp::kPutBegin, ns_id, keys + first, count);
       call.param0 = chunk_bytes;
-      if (int rc = run(s, call, begin); rc != 0) return rc;
+      if (int rc = begin_put_round(s, call, slots, count, flags, begin); rc != 0) return rc;
       if (begin.n_locations != count) return protocol_error("put_begin answered a slot count other than the key count");
       uint32_t n_written = 0;
       for (uint32_t i = 0; i < count; ++i) {
