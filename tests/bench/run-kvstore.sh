@@ -131,6 +131,24 @@ value() { grep -o "\b$1=[^ ]*" <<<"$2" | head -1 | cut -d= -f2; }
 commit_workers_line() {
   if [[ $1 == default ]]; then echo "# commit_workers: the daemon's default"; else echo "commit_workers = $1"; fi
 }
+# cpu_ticks PID: user + system CPU time of PID so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+clk_tck=$(getconf CLK_TCK)
+# cpu_put KEY CMD...: runs CMD (an ssd-put of $ssd_chunks chunks) as run
+# does, and adds to put_cpu_client[KEY] and put_cpu_daemon[KEY] the CPU time
+# that CMD and the daemon spent meanwhile, in microseconds per chunk
+# (warm-up puts included, as they are for every kind of put).
+declare -A put_cpu_client put_cpu_daemon
+cpu_put() {
+  local key=$1 d0 d1 t
+  shift
+  d0=$(cpu_ticks "$daemon")
+  { TIMEFORMAT='%U %S'; time run "$@"; } 2>"$work/cpu.time"
+  d1=$(cpu_ticks "$daemon")
+  read -r -a t < <(tail -1 "$work/cpu.time")
+  put_cpu_client[$key]+=" $(python3 -c 'import sys; u, s, n = sys.argv[1:]; print("%.0f" % ((float(u) + float(s)) * 1e6 / int(n)))' "${t[0]}" "${t[1]}" "$ssd_chunks")"
+  put_cpu_daemon[$key]+=" $(python3 -c 'import sys; a, b, hz, n = map(int, sys.argv[1:]); print("%.0f" % ((b - a) * 1e6 / hz / n))' "$d0" "$d1" "$clk_tck" "$ssd_chunks")"
+}
 median() { python3 -c 'import statistics, sys; print("%.1f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
 fio_mib() {
@@ -188,7 +206,7 @@ ssd_bench() {
         sed -e "s/^ssd_workers = .*/ssd_workers = $workers/" -e "s/^commit_workers = .*/$(commit_workers_line "$cw")/" \
           "$work/ssd.toml" >"$work/ssd-w.toml"
         start_ssd_daemon "$dev"
-        run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$rep"
+        cpu_put "$target/$workers/$cw/copied" "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$rep"
         ssd_put[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
         run "$bench" "$sock" ssd-get --qd 32 --chunks "$ssd_chunks" --seed "$rep"
         ssd_get[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
@@ -201,7 +219,8 @@ ssd_bench() {
         # again: after the gets above every chunk would be hot, and the log
         # would read them back to keep them as it wraps.
         start_ssd_daemon "$dev"
-        run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$((rep + 100))" --write 0
+        cpu_put "$target/$workers/$cw/inplace" "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" \
+          --seed "$((rep + 100))" --write 0
         ssd_put_inplace[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
         bench_stop_daemon
         # The same puts as the first, committed to the SSD log only
@@ -209,7 +228,8 @@ ssd_bench() {
         # no copy into DRAM. The window (put_window_bytes above) holds the 32
         # in flight and the chunks of the regions being written.
         start_ssd_daemon "$dev"
-        run "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" --seed "$((rep + 200))" --to-ssd 1
+        cpu_put "$target/$workers/$cw/to-ssd" "$bench" "$sock" ssd-put --qd 32 --chunks "$ssd_chunks" \
+          --seed "$((rep + 200))" --to-ssd 1
         ssd_put_direct[$target/$workers/$cw]+=" $(value mib_per_s "$result")"
         bench_stop_daemon
       done
@@ -271,6 +291,12 @@ ssd_summary() {
         sd=$(median ${ssd_put_direct[$target/$workers/$cw]})
         printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "  the same put, to the SSD log only" "$sd" \
           "$fw" "$(ratio "$sd" "$fw")" "(--to-ssd: no DRAM copy)"
+        local kind
+        for kind in copied inplace to-ssd; do
+          # shellcheck disable=SC2086
+          printf '  CPU per 2 MiB put (%s): client %s us, daemon %s us (medians)\n' "$kind" \
+            "$(median ${put_cpu_client[$target/$workers/$cw/$kind]})" "$(median ${put_cpu_daemon[$target/$workers/$cw/$kind]})"
+        done
         printf '%-44s %9s MiB/s %9s MiB/s %8s %s\n' "SSD ($target, $workers wk, $cw cw) get 2 MiB QD 32 vs fio" "$sg" \
           "$fr" "$(ratio "$sg" "$fr")" ">= 0.9"
         # shellcheck disable=SC2086
