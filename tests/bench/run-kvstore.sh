@@ -140,13 +140,13 @@ clk_tck=$(getconf CLK_TCK)
 # (warm-up puts included, as they are for every kind of put).
 declare -A put_cpu_client put_cpu_daemon
 cpu_put() {
-  local key=$1 d0 d1 t
+  local key=$1 d0 d1 spent
   shift
   d0=$(cpu_ticks "$daemon")
   { TIMEFORMAT='%U %S'; time run "$@"; } 2>"$work/cpu.time"
   d1=$(cpu_ticks "$daemon")
-  read -r -a t < <(tail -1 "$work/cpu.time")
-  put_cpu_client[$key]+=" $(python3 -c 'import sys; u, s, n = sys.argv[1:]; print("%.0f" % ((float(u) + float(s)) * 1e6 / int(n)))' "${t[0]}" "${t[1]}" "$ssd_chunks")"
+  read -r -a spent < <(tail -1 "$work/cpu.time")
+  put_cpu_client[$key]+=" $(python3 -c 'import sys; u, s, n = sys.argv[1:]; print("%.0f" % ((float(u) + float(s)) * 1e6 / int(n)))' "${spent[0]}" "${spent[1]}" "$ssd_chunks")"
   put_cpu_daemon[$key]+=" $(python3 -c 'import sys; a, b, hz, n = map(int, sys.argv[1:]); print("%.0f" % ((b - a) * 1e6 / hz / n))' "$d0" "$d1" "$clk_tck" "$ssd_chunks")"
 }
 median() { python3 -c 'import statistics, sys; print("%.1f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
