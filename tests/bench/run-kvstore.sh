@@ -145,6 +145,7 @@ cpu_put() {
   d0=$(cpu_ticks "$daemon")
   { TIMEFORMAT='%U %S'; time run "$@"; } 2>"$work/cpu.time"
   d1=$(cpu_ticks "$daemon")
+  head -n -1 "$work/cpu.time" >&2  # what CMD wrote to stderr
   read -r -a spent < <(tail -1 "$work/cpu.time")
   put_cpu_client[$key]+=" $(python3 -c 'import sys; u, s, n = sys.argv[1:]; print("%.0f" % ((float(u) + float(s)) * 1e6 / int(n)))' "${spent[0]}" "${spent[1]}" "$ssd_chunks")"
   put_cpu_daemon[$key]+=" $(python3 -c 'import sys; a, b, hz, n = map(int, sys.argv[1:]); print("%.0f" % ((b - a) * 1e6 / hz / n))' "$d0" "$d1" "$clk_tck" "$ssd_chunks")"
