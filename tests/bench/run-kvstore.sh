@@ -143,7 +143,10 @@ cpu_put() {
   local key=$1 d0 d1 spent
   shift
   d0=$(cpu_ticks "$daemon")
-  { TIMEFORMAT='%U %S'; time run "$@"; } 2>"$work/cpu.time"
+  if ! { TIMEFORMAT='%U %S'; time run "$@"; } 2>"$work/cpu.time"; then
+    cat "$work/cpu.time" >&2
+    exit 1
+  fi
   d1=$(cpu_ticks "$daemon")
   head -n -1 "$work/cpu.time" >&2  # what CMD wrote to stderr
   read -r -a spent < <(tail -1 "$work/cpu.time")
