@@ -326,7 +326,8 @@ class KvStore {
   //              reservation ends. result0 = chunks committed (a key stored
   //              meanwhile counts). kNotFound: unknown reservation;
   //              kInvalid: a key not in it or twice (the reservation stays).
-  //              A chunk that finds no DRAM slot (all leased) or fails its
+  //              A chunk that finds no DRAM slot (all leased, or taken by
+  //              copies in flight or lent to the SSD log) or fails its
   //              per-commit SSD write is not committed: kOk with a smaller
   //              result0, or, when none was, the first chunk's outcome:
   //              kRejected (ENOSPC), kDeviceError (the device's errno),
