@@ -340,7 +340,10 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
   }
   pc.reservation = std::move(res);
   pc.copies_left = scratch_jobs.size();
-  if (scratch_jobs.empty()) return finish_commit(pc);
+  if (scratch_jobs.empty()) {
+    if (!finish_commit(pc)) commits.emplace(commit_id, std::move(pc));
+    return;
+  }
   // A commit that finds no copy out copies its first piece here while the
   // workers copy the rest: alone, it would only wait for a worker to be
   // woken and scheduled (on a loaded host, longer than the copy), and the
@@ -356,10 +359,7 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
   if (loop_copies) {
     CopyJob& first = scratch_jobs.front();
     run_copy_job(first);
-    if (piece_copied(pending, first)) {
-      finish_commit(pending);
-      commits.erase(commit_id);
-    }
+    if (piece_copied(pending, first) && finish_commit(pending)) commits.erase(commit_id);
   }
 }
 
@@ -383,23 +383,23 @@ bool KvStore::Impl::piece_copied(PendingCommit& pc, const CopyJob& job) {
   return --pc.copies_left == 0;
 }
 
-void KvStore::Impl::finish_commit(PendingCommit& pc) {
+bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
   ClientState& c = *client(pc.client);  // cancel_commits ends a removed client's commits
   const bool write_through = ssd && ssd->config().sync == SsdSyncPolicy::kPerCommit;
   Reservation& res = pc.reservation;
-  std::uint64_t committed = 0;
-  std::uint64_t on_ssd = pc.on_ssd;
-  KvOutcome first_failure;
-  for (const CommitChunk& cc : pc.chunks) {
+  bool waits = false;
+  // Each chunk is settled once: a commit that waits for DRAM slots comes
+  // back here later for its deferred chunks only.
+  for (CommitChunk& cc : pc.chunks) {
     ReservedChunk& rc = res.chunks[cc.reserved];
     KvOutcome done;
     switch (cc.state) {
-      case CommitChunk::State::kStored: break;
-      case CommitChunk::State::kSettled: done = cc.outcome; break;
+      case CommitChunk::State::kStored:
+      case CommitChunk::State::kSettled: continue;
       case CommitChunk::State::kCopying:  // cannot happen: finished once every copy is back
       case CommitChunk::State::kCopied:
         if (cc.to_ssd) {
-          done = commit_to_ssd(pc.client, c, res, rc, cc.crc, on_ssd);
+          done = commit_to_ssd(pc.client, c, res, rc, cc.crc, pc.on_ssd);
           break;
         }
         if (index.find(rc.key) != nullptr) {  // another commit stored it meanwhile
@@ -409,15 +409,52 @@ void KvStore::Impl::finish_commit(PendingCommit& pc) {
         }
         done = index_copied(res, rc, cc.offset, pc.crc ? &cc.crc : nullptr, write_through);
         break;
-      case CommitChunk::State::kDeferred: done = commit_inline(c, res, rc, write_through); break;
+      case CommitChunk::State::kDeferred:
+        // Still no DRAM slot, while some will come back (copies in flight,
+        // slots lent to the log): wait for them rather than refuse.
+        if (may_wait && index.find(rc.key) == nullptr && !rc.cached && dram_slots_come_back()) {
+          if (auto offset = acquire_slot(KvTier::kDram)) {
+            arena(KvTier::kDram).slots.give(*offset);  // free now: commit_inline takes it
+          } else {
+            waits = true;
+            continue;
+          }
+        }
+        done = commit_inline(c, res, rc, write_through);
+        break;
     }
-    if (done.ok()) {
+    cc.state = CommitChunk::State::kSettled;
+    cc.outcome = done;
+  }
+  if (waits) {
+    if (!pc.waits_for_slots) ++commits_waiting;
+    pc.waits_for_slots = true;
+    return false;
+  }
+  if (pc.waits_for_slots) --commits_waiting;
+  std::uint64_t committed = 0;
+  KvOutcome first_failure;
+  for (const CommitChunk& cc : pc.chunks) {
+    if (cc.state == CommitChunk::State::kStored || cc.outcome.ok()) {
       ++committed;
     } else if (first_failure.ok()) {
-      first_failure = done;
+      first_failure = cc.outcome;
     }
   }
-  end_commit(pc.client, c, pc.request, res, pc.chunks.size(), committed, first_failure, on_ssd);
+  end_commit(pc.client, c, pc.request, res, pc.chunks.size(), committed, first_failure, pc.on_ssd);
+  return true;
+}
+
+// Commits that wait for DRAM slots try again; each poll, while there are
+// such commits, since slots come back from the workers and from the log.
+void KvStore::Impl::retry_waiting_commits(bool may_wait) {
+  for (auto it = commits.begin(); commits_waiting != 0 && it != commits.end();) {
+    if (it->second.waits_for_slots && it->second.copies_left == 0 && finish_commit(it->second, may_wait)) {
+      it = commits.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void KvStore::Impl::reap_commits() {
@@ -428,8 +465,7 @@ void KvStore::Impl::reap_commits() {
     auto it = commits.find(job.commit);
     if (it == commits.end()) continue;  // cancelled: its client is gone
     if (!piece_copied(it->second, job)) continue;
-    finish_commit(it->second);
-    commits.erase(it);
+    if (finish_commit(it->second)) commits.erase(it);
   }
 }
 
@@ -453,6 +489,7 @@ void KvStore::Impl::cancel_commits(KvClientId client) {
         arena(KvTier::kDram).slots.give(cc.offset);
       }
     }
+    if (pc.waits_for_slots) --commits_waiting;
     --reservations_live;
     counters.put_aborts += pc.reservation.chunks.size();
     it = commits.erase(it);

@@ -162,6 +162,7 @@ std::size_t KvStore::poll(std::vector<KvStoreCompletion>& out) {
     s.submit_loads();
     if (!s.ssd_evicted.empty()) s.reap_ssd_evictions();
   }
+  if (s.commits_waiting != 0) s.retry_waiting_commits();
   const std::size_t n = s.ready.size();
   if (n == 0) return 0;
   if (out.empty()) {
@@ -204,6 +205,12 @@ Result<void> KvStore::flush() {
   if (!s.commits.empty()) {
     s.copier->wait_idle();
     s.reap_commits();
+  }
+  if (s.commits_waiting != 0) {
+    // Slots lent to the log come back once its writes are done; whatever
+    // still finds no slot then is refused, so that nothing stays pending.
+    if (s.ssd) (void)s.ssd->wait_for_writes();  // a failure is reported by the flush below
+    s.retry_waiting_commits(false);
   }
   if (!s.ssd) return {};
   s.ssd_touched = true;

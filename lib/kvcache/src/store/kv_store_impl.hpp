@@ -134,6 +134,9 @@ struct PendingCommit {
   std::uint32_t piece_bytes = 0;  // copy_piece_bytes() of the chunks
   bool crc = false;  // the copies take the payloads' CRC
   std::uint64_t on_ssd = 0;  // chunks settled at submit on the SSD log only
+  // Its copies are back but a deferred chunk still finds no DRAM slot while
+  // some will come back: poll() tries again (retry_waiting_commits).
+  bool waits_for_slots = false;
 };
 
 // A get whose prefix holds SSD chunks: it completes when their reads do.
@@ -226,6 +229,7 @@ struct KvStore::Impl {
   std::unordered_map<std::uint64_t, PendingCommit> commits;
   std::uint64_t next_commit = 1;
   std::size_t copies_out = 0;  // handed to the copier, not yet taken back (or dropped)
+  std::size_t commits_waiting = 0;  // commits with waits_for_slots
   std::vector<CopyJob> scratch_jobs;
   std::vector<CopyJob> scratch_copied;
 
@@ -352,7 +356,16 @@ struct KvStore::Impl {
   // Starts the kept chunks' copies on the workers; the reservation leaves
   // the client's map either way (finished at once when nothing is copied).
   void start_commit(KvClientId id, ClientState& c, const proto::KvRequest& r, Reservation& res, bool to_ssd);
-  void finish_commit(PendingCommit& pc);
+  // Indexes the copied chunks and commits the deferred ones; true when the
+  // commit is answered, false when it waits for DRAM slots (may_wait: while
+  // dram_slots_come_back()).
+  bool finish_commit(PendingCommit& pc, bool may_wait = true);
+  void retry_waiting_commits(bool may_wait = true);
+  // DRAM slots out that return by themselves: taken by commit copies in
+  // flight, or lent to the SSD log until their region is written.
+  [[nodiscard]] bool dram_slots_come_back() const {
+    return copies_out != 0 || lent_slots[tier_index(KvTier::kDram)] != 0;
+  }
   // Takes the finished copies back and finishes the commits they complete.
   void reap_commits();
   bool piece_copied(PendingCommit& pc, const CopyJob& job);

@@ -42,6 +42,24 @@ std::uint64_t begin_and_write(KvHarness& h, KvClientId client, std::span<const p
   return begin.completion.result0;
 }
 
+// A chunk that finds every slot leased (nothing will come back by itself)
+// is still refused at once.
+TEST(KvStoreCommitWorkers, ACommitWhoseSlotsAreAllLeasedIsRefused) {
+  KvHarness h;
+  HarnessOptions o = with_workers();
+  o.dram_slots = 2;
+  ASSERT_EQ(h.open(o), "");
+  const auto held = keys_of(710, 2);
+  h.put_each(kAlice, held);
+  const KvStoreCompletion lease = h.call(kBob, KvOp::kGet, held);
+  ASSERT_EQ(lease.completion.result1, 2u);
+  const auto more = keys_of(711, 1);
+  const std::uint64_t r = begin_and_write(h, kAlice, more);
+  const KvStoreCompletion refused = h.call(kAlice, KvOp::kPutCommit, more, r);
+  EXPECT_EQ(refused.outcome, KvStatus::kRejected);
+  EXPECT_EQ(h.store().commits_in_flight(), 0u);
+}
+
 TEST(KvStoreCommitWorkers, RejectsTooManyWorkers) {
   Area dram(4 * kSlot);
   KvStoreConfig c = HarnessOptions::default_config();
@@ -98,7 +116,7 @@ TEST(KvStoreCommitWorkers, WindowSlotsComeBackOnlyWhenTheCopiesAreDone) {
   EXPECT_EQ(h.call(kAlice, KvOp::kPutBegin, more, kChunk).outcome, KvStatus::kOk);
 }
 
-TEST(KvStoreCommitWorkers, SlotsOfCopiesInFlightAreNoVictims) {
+TEST(KvStoreCommitWorkers, SlotsOfCopiesInFlightAreNoVictimsAndACommitWaitsForThem) {
   KvHarness h;
   HarnessOptions o = with_workers();
   o.dram_slots = 2;
@@ -109,17 +127,50 @@ TEST(KvStoreCommitWorkers, SlotsOfCopiesInFlightAreNoVictims) {
   const std::uint64_t rc = begin_and_write(h, kAlice, c);
   const std::uint64_t re = begin_and_write(h, kBob, e);
   // c's two chunks take the two slots (evicting the old chunks); e finds
-  // every slot held by a commit in flight and, with nothing else to evict,
-  // fails.
+  // every slot held by a commit in flight: no victim, but slots that come
+  // back, so it waits for c rather than fail.
   const std::uint64_t commit_c = h.submit(kAlice, KvOp::kPutCommit, c, rc);
+  ASSERT_EQ(h.store().commits_in_flight(), 1u) << "c's second chunk is copied on a worker";
   const std::uint64_t commit_e = h.submit(kBob, KvOp::kPutCommit, e, re);
-  EXPECT_EQ(h.wait(kBob, commit_e).outcome, KvStatus::kRejected);
-  EXPECT_EQ(h.wait(kAlice, commit_c).completion.result0, 2u);
-  EXPECT_TRUE(h.get_checked(kBob, c[0]));
-  EXPECT_TRUE(h.get_checked(kBob, c[1]));
+  EXPECT_EQ(h.store().commits_in_flight(), 2u) << "e waits";
+  EXPECT_EQ(h.wait(kAlice, commit_c).completion.result0, 2u) << "c's slots were no victims";
+  const KvStoreCompletion waited = h.wait(kBob, commit_e);
+  EXPECT_EQ(waited.outcome, KvStatus::kOk);
+  EXPECT_EQ(waited.completion.result0, 1u);
+  EXPECT_EQ(h.store().commits_in_flight(), 0u);
   EXPECT_EQ(h.call(kBob, KvOp::kLookup, old).completion.result0, 0u);
-  // Once in, they are victims as any chunk: e fits now.
-  EXPECT_EQ(h.put(kBob, e).completion.result0, 1u);
+  // Once in, c's chunks are victims as any: e took one of their slots.
+  EXPECT_TRUE(h.get_checked(kBob, e[0]));
+  EXPECT_EQ(h.store().counters().tiers[0].chunks, 2u);
+}
+
+// A commit waiting for slots ends with its client, or with a flush (which
+// answers it, with a slot or without).
+TEST(KvStoreCommitWorkers, AWaitingCommitEndsWithItsClientOrAFlush) {
+  for (const bool client_goes : {true, false}) {
+    KvHarness h;
+    HarnessOptions o = with_workers();
+    o.dram_slots = 2;
+    KV_OPEN_OR_SKIP(h, o);
+    const auto c = keys_of(8, 2), e = keys_of(9, 1);
+    const std::uint64_t rc = begin_and_write(h, kAlice, c);
+    const std::uint64_t re = begin_and_write(h, kBob, e);
+    const std::uint64_t commit_c = h.submit(kAlice, KvOp::kPutCommit, c, rc);
+    const std::uint64_t commit_e = h.submit(kBob, KvOp::kPutCommit, e, re);
+    ASSERT_EQ(h.store().commits_in_flight(), 2u);
+    if (client_goes) {
+      h.store().remove_client(kBob);
+      EXPECT_EQ(h.store().commits_in_flight(), 1u);
+      EXPECT_EQ(h.wait(kAlice, commit_c).completion.result0, 2u);
+      EXPECT_EQ(h.call(kAlice, KvOp::kLookup, e).completion.result0, 0u);
+      EXPECT_EQ(h.store().counters().reservations, 0u);
+    } else {
+      ASSERT_TRUE(h.store().flush());
+      EXPECT_EQ(h.store().commits_in_flight(), 0u);
+      EXPECT_EQ(h.wait(kAlice, commit_c).completion.result0, 2u);
+      EXPECT_EQ(h.wait(kBob, commit_e).completion.result0, 1u);
+    }
+  }
 }
 
 TEST(KvStoreCommitWorkers, ChunksWithoutASlotWaitForTheCommitsOwnCopies) {

@@ -326,8 +326,9 @@ class KvStore {
   //              reservation ends. result0 = chunks committed (a key stored
   //              meanwhile counts). kNotFound: unknown reservation;
   //              kInvalid: a key not in it or twice (the reservation stays).
-  //              A chunk that finds no DRAM slot (all leased, or taken by
-  //              copies in flight or lent to the SSD log) or fails its
+  //              A chunk that finds no DRAM slot (all leased; without
+  //              commit workers also: taken by copies in flight or lent
+  //              to the SSD log) or fails its
   //              per-commit SSD write is not committed: kOk with a smaller
   //              result0, or, when none was, the first chunk's outcome:
   //              kRejected (ENOSPC), kDeviceError (the device's errno),
@@ -340,7 +341,11 @@ class KvStore {
   //              eviction's victims and its put-window slots and quota
   //              stay held. A chunk that finds no DRAM slot at submit is
   //              tried again, copied on the caller's thread, when the
-  //              others are in.
+  //              others are in; if it still finds none while slots are
+  //              out that come back by themselves (other commits' copies
+  //              in flight, slots lent to the SSD log), the commit waits
+  //              for them (each poll() tries again; flush() answers it
+  //              with what it then finds).
   //              With kKvPutCommitToSsd and an SSD log, the chunks go to
   //              the log only, not into DRAM: result1 = chunks stored so.
   //              Under kPerRegion, a chunk of at least ssd_lend_min_bytes
