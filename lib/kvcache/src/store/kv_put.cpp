@@ -413,9 +413,13 @@ bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
         // Still no DRAM slot, while some will come back (copies in flight,
         // slots lent to the log): wait for them rather than refuse.
         if (may_wait && index.find(rc.key) == nullptr && !rc.cached && dram_slots_come_back()) {
-          if (auto offset = acquire_slot(KvTier::kDram)) {
+          auto offset = acquire_slot(KvTier::kDram);
+          // Slots lent to the log's open region come back only when it
+          // fills, which may wait for this very writer: take them back.
+          if (!offset && reclaim_open_dram_lends() != 0) offset = acquire_slot(KvTier::kDram);
+          if (offset) {
             arena(KvTier::kDram).slots.give(*offset);  // free now: commit_inline takes it
-          } else {
+          } else if (dram_slots_come_back()) {
             waits = true;
             continue;
           }
@@ -443,6 +447,13 @@ bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
   }
   end_commit(pc.client, c, pc.request, res, pc.chunks.size(), committed, first_failure, pc.on_ssd);
   return true;
+}
+
+std::size_t KvStore::Impl::reclaim_open_dram_lends() {
+  if (!ssd || lent_slots[tier_index(KvTier::kDram)] == 0) return 0;
+  return ssd->reclaim_lent([](std::uint64_t token) {
+    return (token & kWindowLendToken) == 0 && static_cast<KvTier>(token & 1) == KvTier::kDram;
+  });
 }
 
 // Commits that wait for DRAM slots try again; each poll, while there are

@@ -362,10 +362,14 @@ struct KvStore::Impl {
   bool finish_commit(PendingCommit& pc, bool may_wait = true);
   void retry_waiting_commits(bool may_wait = true);
   // DRAM slots out that return by themselves: taken by commit copies in
-  // flight, or lent to the SSD log until their region is written.
+  // flight, or lent to the SSD log until their region is written (those of
+  // its open region only once it fills: reclaim_open_dram_lends).
   [[nodiscard]] bool dram_slots_come_back() const {
     return copies_out != 0 || lent_slots[tier_index(KvTier::kDram)] != 0;
   }
+  // Has the log copy the DRAM slots lent to its open region into the
+  // region's buffer, which frees them at once; how many.
+  std::size_t reclaim_open_dram_lends();
   // Takes the finished copies back and finishes the commits they complete.
   void reap_commits();
   bool piece_copied(PendingCommit& pc, const CopyJob& job);

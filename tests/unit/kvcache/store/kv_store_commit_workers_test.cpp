@@ -173,6 +173,45 @@ TEST(KvStoreCommitWorkers, AWaitingCommitEndsWithItsClientOrAFlush) {
   }
 }
 
+// The only DRAM slots that could come back are lent to the log's open
+// region, which fills only with more puts: the commit does not wait for
+// them (nothing else would write the region), the log copies them into its
+// buffer and the commit takes one.
+TEST(KvStoreCommitWorkers, SlotsLentToTheOpenRegionAreTakenBackForACommit) {
+  KvHarness h;
+  HarnessOptions o = with_workers(lending_options(Driver::kPosix));
+  o.region_bytes = 256 * 1024;  // 15 chunks: region 0 stays open
+  KV_OPEN_OR_SKIP(h, o);
+  const auto old = keys_of(12, 5);
+  h.put_each(kAlice, old, kBlockChunk);
+  ASSERT_EQ(h.store().ssd_stats()->lent_puts, 2u) << "two demotions lent their slots, half the arena";
+  const auto resident = h.tiers(old);
+  std::vector<proto::KvKey> in_dram;
+  for (std::size_t i = 0; i < old.size(); ++i) {
+    if (resident[i] == 0) in_dram.push_back(old[i]);
+  }
+  ASSERT_EQ(in_dram.size(), 2u);
+  std::vector<std::uint64_t> leases;
+  for (const auto& k : in_dram) {
+    const KvStoreCompletion got = h.call(kBob, KvOp::kGet, {&k, 1});
+    ASSERT_EQ(got.completion.result1, 1u);
+    leases.push_back(got.completion.result0);
+  }
+  const auto more = keys_of(13, 1);
+  const KvStoreCompletion begin = h.call(kAlice, KvOp::kPutBegin, more, kBlockChunk);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
+  const auto p = payload_of(more[0], kBlockChunk);
+  std::memcpy(h.window(kAlice) + begin.locations[0].offset, p.data(), kBlockChunk);
+  const KvStoreCompletion commit = h.call(kAlice, KvOp::kPutCommit, more, begin.completion.result0);
+  EXPECT_EQ(commit.outcome, KvStatus::kOk);
+  EXPECT_EQ(commit.completion.result0, 1u);
+  EXPECT_GE(h.store().ssd_stats()->lent_reclaimed, 1u);
+  for (const std::uint64_t lease : leases) EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, lease).outcome, KvStatus::kOk);
+  for (const auto& k : old) EXPECT_TRUE(h.get_checked(kBob, k, kBlockChunk));
+  EXPECT_TRUE(h.get_checked(kBob, more[0], kBlockChunk));
+  ASSERT_TRUE(h.store().flush());
+}
+
 TEST(KvStoreCommitWorkers, ChunksWithoutASlotWaitForTheCommitsOwnCopies) {
   KvHarness h;
   HarnessOptions o = with_workers();
