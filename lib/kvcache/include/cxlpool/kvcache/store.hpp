@@ -343,9 +343,10 @@ class KvStore {
   //              tried again, copied on the caller's thread, when the
   //              others are in; if it still finds none while slots are
   //              out that come back by themselves (other commits' copies
-  //              in flight, slots lent to the SSD log), the commit waits
-  //              for them (each poll() tries again; flush() answers it
-  //              with what it then finds).
+  //              in flight, slots lent to the SSD log; those of its open
+  //              region are copied into its buffer and freed at once),
+  //              the commit waits for them (each poll() tries again;
+  //              flush() answers it with what it then finds).
   //              With kKvPutCommitToSsd and an SSD log, the chunks go to
   //              the log only, not into DRAM: result1 = chunks stored so.
   //              Under kPerRegion, a chunk of at least ssd_lend_min_bytes
