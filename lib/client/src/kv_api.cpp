@@ -83,11 +83,12 @@ int64_t commit_on_ssd(const KvWaiter& w) {
 // regions, so a full window frees itself unless the device is stuck.
 constexpr std::chrono::seconds kWindowWait{10};
 
-// A put round's put_begin. With CXLPOOL_KV_COMMIT_TO_SSD the earlier rounds'
-// slots may still be out with the log: -EAGAIN (a full window) is then
-// retried, backing off from 50 us to 2 ms, for up to kWindowWait.
-int begin_put_round(KvSession& s, const KvCall& call, cxlpool_kv_location* slots, uint32_t count, uint32_t flags,
-                    KvWaiter& begin) {
+// A put round's put_begin. When the earlier rounds' slots may still be out
+// with the SSD log (wait_for_window: CXLPOOL_KV_COMMIT_TO_SSD to a store
+// with one), -EAGAIN (a full window) is retried, backing off from 50 us to
+// 2 ms, for up to kWindowWait.
+int begin_put_round(KvSession& s, const KvCall& call, cxlpool_kv_location* slots, uint32_t count,
+                    bool wait_for_window, KvWaiter& begin) {
   const auto deadline = std::chrono::steady_clock::now() + kWindowWait;
   auto pause = std::chrono::microseconds(50);
   for (;;) {
@@ -95,7 +96,7 @@ int begin_put_round(KvSession& s, const KvCall& call, cxlpool_kv_location* slots
     begin.locations = slots;
     begin.capacity = count;
     const int rc = run(s, call, begin);
-    if (rc != -EAGAIN || (flags & CXLPOOL_KV_COMMIT_TO_SSD) == 0 || std::chrono::steady_clock::now() > deadline) {
+    if (rc != -EAGAIN || !wait_for_window || std::chrono::steady_clock::now() > deadline) {
       return rc;
     }
     std::this_thread::sleep_for(pause);
@@ -312,6 +313,7 @@ CXLPOOL_EXPORT int cxlpool_kv_put_flags(cxlpool_kv* kv, uint64_t ns_id, const cx
     // A batch must fit in the put window at once.
     const uint64_t window_slots = info.slot_bytes != 0 ? info.put_window_bytes / info.slot_bytes : 0;
     const uint32_t batch = static_cast<uint32_t>(std::clamp<uint64_t>(window_slots, 1, kPutBatch));
+    const bool wait_for_window = (flags & CXLPOOL_KV_COMMIT_TO_SSD) != 0 && info.tier_bandwidth_bps[2] != 0;
     cxlpool_kv_location slots[kPutBatch];
     cxlpool_kv_key written[kPutBatch];
     uint64_t stored = 0;
@@ -321,7 +323,7 @@ CXLPOOL_EXPORT int cxlpool_kv_put_flags(cxlpool_kv* kv, uint64_t ns_id, const cx
       KvWaiter begin;
       KvCall call = key_call(proto::KvOp::kPutBegin, ns_id, keys + first, count);
       call.param0 = chunk_bytes;
-      if (int rc = begin_put_round(s, call, slots, count, flags, begin); rc != 0) return rc;
+      if (int rc = begin_put_round(s, call, slots, count, wait_for_window, begin); rc != 0) return rc;
       if (begin.n_locations != count) return protocol_error("put_begin answered a slot count other than the key count");
       uint32_t n_written = 0;
       for (uint32_t i = 0; i < count; ++i) {

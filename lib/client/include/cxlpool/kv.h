@@ -227,9 +227,11 @@ int cxlpool_kv_put(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, u
  * 0 or CXLPOOL_KV_COMMIT_TO_SSD, else -EINVAL); *on_ssd (may be NULL) is
  * set to the chunks its commits stored on the SSD log only (chunks already
  * stored are not counted); like *on_ssd of cxlpool_kv_put_commit_flags, it
- * is left alone on failure. With CXLPOOL_KV_COMMIT_TO_SSD the log holds
- * earlier rounds' put-window slots until it has written them: a round that
- * finds the window full waits for them (up to 10 s, then -EAGAIN). */
+ * is left alone on failure. With CXLPOOL_KV_COMMIT_TO_SSD (and a store with
+ * an SSD log) the log holds earlier rounds' put-window slots until it has
+ * written them: a round that finds the window full waits for them (up to
+ * 10 s, then -EAGAIN; a window full of the caller's own reservations waits
+ * as long). */
 int cxlpool_kv_put_flags(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
                          const void *const *data, uint64_t chunk_bytes, uint32_t flags, uint64_t *on_ssd);
 /* Leases the longest cached prefix: returns its length, *lease (0 when it is

@@ -119,6 +119,7 @@ void KvStore::remove_client(KvClientId client) {
     s.counters.window_reclaims += s.ssd->reclaim_lent([&](std::uint64_t token) { return s.lent_by(client, token); });
   }
   if (c.window_lent != 0) s.retired_windows[client] = RetiredWindow{std::move(c.window_owner), c.window_lent};
+  if (!s.ssd_evicted.empty()) s.reap_ssd_evictions();  // what the reclaim dropped
   Impl::uncharge(c, c.held_bytes);
   if (--c.account->clients == 0) s.accounts.erase(c.account_id);
   s.clients.erase(it);

@@ -123,6 +123,9 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
   }
 
   const bool to_ssd = (r.flags & proto::kKvPutCommitToSsd) != 0 && ssd != nullptr;
+  // Commits waiting for DRAM slots take the ones freed since before a new
+  // commit does, so that a stream of new ones cannot starve them.
+  if (commits_waiting != 0) retry_waiting_commits();
   if (copier) {
     start_commit(id, c, r, res, to_ssd);
     c.reservations.erase(it);
@@ -410,16 +413,16 @@ bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
         done = index_copied(res, rc, cc.offset, pc.crc ? &cc.crc : nullptr, write_through);
         break;
       case CommitChunk::State::kDeferred:
-        // Still no DRAM slot, while some will come back (copies in flight,
-        // slots lent to the log): wait for them rather than refuse.
-        if (may_wait && index.find(rc.key) == nullptr && !rc.cached && dram_slots_come_back()) {
+        if (index.find(rc.key) == nullptr && !rc.cached) {
           auto offset = acquire_slot(KvTier::kDram);
           // Slots lent to the log's open region come back only when it
           // fills, which may wait for this very writer: take them back.
           if (!offset && reclaim_open_dram_lends() != 0) offset = acquire_slot(KvTier::kDram);
           if (offset) {
             arena(KvTier::kDram).slots.give(*offset);  // free now: commit_inline takes it
-          } else if (dram_slots_come_back()) {
+          } else if (may_wait && dram_slots_come_back()) {
+            // Copies in flight and regions being written give slots back
+            // by themselves: wait for them rather than refuse.
             waits = true;
             continue;
           }
@@ -502,7 +505,14 @@ void KvStore::Impl::cancel_commits(KvClientId client) {
     }
     if (pc.waits_for_slots) --commits_waiting;
     --reservations_live;
-    counters.put_aborts += pc.reservation.chunks.size();
+    // A commit waiting for slots may have stored some chunks already.
+    std::size_t stored = 0;
+    for (const CommitChunk& cc : pc.chunks) {
+      stored += cc.state == CommitChunk::State::kStored ||
+                (cc.state == CommitChunk::State::kSettled && cc.outcome.ok());
+    }
+    counters.puts += stored;
+    counters.put_aborts += pc.reservation.chunks.size() - stored;
     it = commits.erase(it);
   }
 }

@@ -101,6 +101,19 @@ Result<void> SsdStore::flush() {
   return {};
 }
 
+// An entry whose lent memory its owner changed before the write: out of
+// the index, and a tombstone after it, so that a restart's scan (which
+// drops the entry for its CRC) does not bring back an older value.
+void SsdStore::drop_changed(const ChunkKey& key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return;
+  ++stats_.lent_changed;
+  const NamespaceFingerprint ns = it->second.ns;
+  index_.erase(it);
+  (void)append(key, ns, {}, kEntryTombstone);  // a failed write is counted; the entry is out either way
+  notify_evicted(key);
+}
+
 std::size_t SsdStore::open_lent(const std::function<bool(std::uint64_t token)>& counted) const {
   if (!region_open()) return 0;
   const std::vector<Lent>& lent = regions_[open_region_].lent;
@@ -115,6 +128,7 @@ std::size_t SsdStore::reclaim_lent(const std::function<bool(std::uint64_t token)
     back.push_back(l);
     return true;
   });
+  std::vector<ChunkKey> changed;
   for (const Lent& l : back) {
     std::byte* to = open_writer().data() + l.payload_offset;
     std::memcpy(to, l.bytes, l.length);
@@ -122,18 +136,16 @@ std::size_t SsdStore::reclaim_lent(const std::function<bool(std::uint64_t token)
     auto it = index_.find(l.key);
     if (it != index_.end() && it->second.lent == l.bytes && it->second.region == open_region_) {
       Slot& slot = it->second;
-      const bool changed = slot.check_lent && crc32c({to, slot.payload_bytes}) != slot.payload_crc;
+      if (slot.check_lent && crc32c({to, slot.payload_bytes}) != slot.payload_crc) changed.push_back(l.key);
       slot.lent = nullptr;
       slot.check_lent = false;
-      if (changed) {
-        ++stats_.lent_changed;
-        drop_entry(l.key, slot.sequence);
-      }
     }
     --lent_;
     ++stats_.lent_reclaimed;
     if (lend_listener_) lend_listener_(l.token);
   }
+  // After the copies: a tombstone may seal this region and open another.
+  for (const ChunkKey& key : changed) drop_changed(key);
   return back.size();
 }
 

@@ -44,8 +44,7 @@ KvOutcome SsdStore::copy_from_buffer(const ChunkKey& key, const RegionWriter& w,
   stream_copy(out, from, live.payload_bytes);
   if (live.lent != nullptr && live.check_lent && crc32c({out, live.payload_bytes}) != live.payload_crc) {
     // Its owner changed it after the put: the entry is gone, as if deleted.
-    ++stats_.lent_changed;
-    drop_entry(key, live.sequence);
+    drop_changed(key);
     return KvStatus::kNotFound;
   }
   ++stats_.reads;

@@ -212,6 +212,68 @@ TEST(KvStoreCommitWorkers, SlotsLentToTheOpenRegionAreTakenBackForACommit) {
   ASSERT_TRUE(h.store().flush());
 }
 
+// A commit that waits for slots lent to regions being written is answered
+// once their writes complete; one that goes with its client counts what it
+// stored already as puts, the rest as aborts.
+TEST(KvStoreCommitWorkers, ACommitWaitsForSlotsOfRegionsBeingWritten) {
+  KvHarness h;
+  HarnessOptions o = with_workers(holding_writes(lending_options(Driver::kPosix)));
+  KV_OPEN_OR_SKIP(h, o);
+  // 4 DRAM slots: the first two demotions lend their slots, the next two
+  // are copied; the fourth fills region 0, which is sealed (its writes held).
+  const auto old = keys_of(14, 6);
+  h.put_each(kAlice, old, kBlockChunk);
+  const auto resident = h.tiers(old);
+  std::vector<std::uint64_t> leases;
+  for (std::size_t i = 0; i < old.size(); ++i) {
+    if (resident[i] != 0) continue;
+    const KvStoreCompletion got = h.call(kBob, KvOp::kGet, std::span(old).subspan(i, 1));
+    ASSERT_EQ(got.completion.result1, 1u);
+    leases.push_back(got.completion.result0);
+  }
+  ASSERT_EQ(leases.size(), 2u);
+  if (h.store().ssd_writes_in_flight() == 0) GTEST_SKIP() << "the lent slots' region is not being written";
+  const auto more = keys_of(15, 1);
+  const KvStoreCompletion begin = h.call(kAlice, KvOp::kPutBegin, more, kBlockChunk);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
+  const auto p = payload_of(more[0], kBlockChunk);
+  std::memcpy(h.window(kAlice) + begin.locations[0].offset, p.data(), kBlockChunk);
+  const std::uint64_t commit = h.submit(kAlice, KvOp::kPutCommit, more, begin.completion.result0);
+  EXPECT_EQ(h.store().commits_in_flight(), 1u) << "it waits for the region's write";
+  h.drain();  // hands the held writes out
+  const KvStoreCompletion done = h.wait(kAlice, commit);
+  EXPECT_EQ(done.outcome, KvStatus::kOk);
+  EXPECT_EQ(done.completion.result0, 1u);
+  for (const std::uint64_t lease : leases) EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, lease).outcome, KvStatus::kOk);
+  EXPECT_TRUE(h.get_checked(kBob, more[0], kBlockChunk));
+}
+
+TEST(KvStoreCommitWorkers, AWaitingCommitThatGoesCountsWhatItStored) {
+  KvHarness h;
+  HarnessOptions o = with_workers();
+  o.dram_slots = 3;
+  KV_OPEN_OR_SKIP(h, o);
+  const auto c = keys_of(17, 2);
+  const auto e = keys_of(18, 2);
+  const std::uint64_t rc = begin_and_write(h, kAlice, c);
+  const std::uint64_t re = begin_and_write(h, kBob, e);
+  // e's first key is stored (and leased) before e's commit: it counts; its
+  // second finds the free slots taken by c's copies in flight and waits.
+  ASSERT_EQ(h.put(kAlice, std::span(e).first(1)).completion.result0, 1u);
+  const KvStoreCompletion lease = h.call(kAlice, KvOp::kGet, std::span(e).first(1));
+  ASSERT_EQ(lease.completion.result1, 1u);
+  const std::uint64_t puts = h.store().counters().puts;
+  const std::uint64_t aborts = h.store().counters().put_aborts;
+  const std::uint64_t commit_c = h.submit(kAlice, KvOp::kPutCommit, c, rc);
+  (void)h.submit(kBob, KvOp::kPutCommit, e, re);
+  ASSERT_EQ(h.store().commits_in_flight(), 2u);
+  h.store().remove_client(kBob);
+  EXPECT_EQ(h.store().counters().puts, puts + 1) << "the key stored before counts";
+  EXPECT_EQ(h.store().counters().put_aborts, aborts + 1);
+  EXPECT_EQ(h.wait(kAlice, commit_c).completion.result0, 2u);
+  EXPECT_EQ(h.call(kAlice, KvOp::kRelease, {}, lease.completion.result0).outcome, KvStatus::kOk);
+}
+
 TEST(KvStoreCommitWorkers, ChunksWithoutASlotWaitForTheCommitsOwnCopies) {
   KvHarness h;
   HarnessOptions o = with_workers();

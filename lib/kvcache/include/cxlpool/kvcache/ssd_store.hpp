@@ -408,6 +408,7 @@ class SsdStore {
   // longer matches its CRC.
   KvOutcome copy_from_buffer(const ChunkKey& key, const RegionWriter& w, Slot& live, std::byte* out);
   void drop_entry(const ChunkKey& key, std::uint64_t sequence);
+  void drop_changed(const ChunkKey& key);
   void notify_evicted(const ChunkKey& key) {
     if (listener_) listener_(key);
   }
