@@ -9,7 +9,9 @@ store's arenas held by a lease.
 """
 from __future__ import annotations
 
+import asyncio
 import ctypes
+import errno
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Union
 
@@ -428,12 +430,23 @@ class Namespace:
         return c.result0
 
     async def put_async(self, keys: KeysLike, chunks: Sequence[Any], to_ssd: bool = False) -> int:
-        """put as two awaited requests; to_ssd as for put (a PutCount)."""
+        """put as two awaited requests; to_ssd as for put (a PutCount). With
+        to_ssd and a store with an SSD log, a full put window (its slots
+        still with the log until their region is written) is waited for, as
+        by put: up to 10 s, then CxlpoolError(EAGAIN)."""
         k = as_keys(keys)
         srcs = [_buffers.buffer_address(c) for c in chunks]
         size = srcs[0][1] if srcs else 0
         self._check_size(size)
-        c = await self.store.call_async(OP_PUT_BEGIN, self.id, k, param0=size)
+        wait = to_ssd and self.store.info.tier_bandwidth_bps[2] != 0
+        deadline = asyncio.get_running_loop().time() + _WINDOW_WAIT_S
+        pause = 50e-6
+        while True:
+            c = await self.store.call_async(OP_PUT_BEGIN, self.id, k, param0=size)
+            if c.status != -errno.EAGAIN or not wait or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2e-3)
         _raise_status(c, "put_begin")
         for (addr, n, _keep), loc in zip(srcs, c.locations):
             if not loc.flags & LOC_CACHED:
@@ -449,6 +462,10 @@ class Namespace:
             raise CxlpoolError(90, "cxlpool_kv_put_begin",  # EMSGSIZE
                                f"a chunk of {chunk_bytes} bytes is larger than the store's slot of {slot} "
                                f"bytes: raise [kvstore] slot_bytes (docs/python.md, sizing)")
+
+
+# How long a put to the SSD log waits for its put window (as the C library).
+_WINDOW_WAIT_S = 10.0
 
 
 def _raise_status(c: Completion, what: str) -> None:

@@ -112,6 +112,42 @@ def test_put_errors(store) -> None:
     assert e.value.errno == errno.EINVAL
 
 
+def test_put_to_ssd_waits_for_a_window_the_log_holds(tmp_path) -> None:
+    """A daemon with an SSD log and a put window of four slots: puts to the
+    log only hold their window slots until their region is written, and
+    put and put_async of more chunks than are free wait for them instead of
+    failing with EAGAIN; every chunk reads back, from SSD."""
+    from conftest import STORE, Daemon, daemon_binary
+    region = 3 * SLOT_BYTES + (8 << 10)  # three chunks: a region seals every third
+    store_toml = (STORE.replace(f"put_window_bytes = {32 << 20}", f"put_window_bytes = {4 * SLOT_BYTES}") +
+                  f'ssd_path = "{tmp_path}/kv-ssd.img"\nssd_bytes = {16 * region}\n'
+                  f"ssd_region_bytes = {region}\nssd_sync = \"per-region\"\n")
+    d = Daemon(daemon_binary(), store_toml)
+    try:
+        client = cxlpool.Client(d.socket)
+        store = client.kv_store()
+        ns = _ns(store, "py-to-ssd-wait")
+        keys = ns.keys(range(16 * CHUNK))
+        chunks = [bytes([i + 1]) * SLOT_BYTES for i in range(16)]
+        n = ns.put(keys[:6], chunks[:6], to_ssd=True)
+        assert n == 6 and n.on_ssd == 6  # type: ignore[attr-defined]
+
+        async def main() -> None:
+            for i in range(6, 16, 2):  # half the window each time
+                m = await ns.put_async(keys[i:i + 2], chunks[i:i + 2], to_ssd=True)
+                assert m == 2 and m.on_ssd == 2  # type: ignore[attr-defined]
+
+        asyncio.run(main())
+        assert [loc.tier for loc in ns.lookup_locations(keys)] == [2] * 16
+        for i in range(16):
+            with ns.get(keys[i:i + 1]) as lease:
+                assert len(lease) == 1 and bytes(lease[0]) == chunks[i]
+        store.close()
+        client.close()
+    finally:
+        assert d.stop() == 0
+
+
 def test_put_to_ssd_without_an_ssd_log(store) -> None:
     """The test daemon has no SSD tier: a put asking for the SSD log stores
     every chunk as usual (in DRAM) and reports none on SSD."""
