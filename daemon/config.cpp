@@ -690,6 +690,8 @@ void parse_kvstore(Section section, Config& config) {
       {"auto", KvSsdEngine::kAuto}, {"io_uring", KvSsdEngine::kIoUring}, {"posix", KvSsdEngine::kPosix}};
   read_choice(section, "ssd_engine", kEngines, kv.ssd_engine);
   section.read_int("ssd_workers", 0, kKvMaxSsdWorkers, kv.ssd_workers);
+  uint32_t read_staging = 0;
+  if (section.read_int("ssd_read_staging", 0, 256, read_staging)) kv.ssd_read_staging = read_staging;
   uint32_t commit_workers = 0;
   if (section.read_int("commit_workers", 0, kKvMaxCommitWorkers, commit_workers)) kv.commit_workers = commit_workers;
   if (section.read_size("ssd_lend_min_bytes", 0, kv.ssd_lend_min_bytes) && kv.ssd_lend_min_bytes % kKvBlock != 0) {
@@ -1014,6 +1016,7 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(a.ssd_lend_min_bytes != b.ssd_lend_min_bytes, "kvstore.ssd_lend_min_bytes");
   check(a.ssd_engine != b.ssd_engine, "kvstore.ssd_engine");
   check(a.ssd_workers != b.ssd_workers, "kvstore.ssd_workers");
+  check(a.ssd_read_staging != b.ssd_read_staging, "kvstore.ssd_read_staging");
   check(a.commit_workers != b.commit_workers, "kvstore.commit_workers");
   check(a.put_window_bytes != b.put_window_bytes, "kvstore.put_window_bytes");
   check(a.client_quota_bytes != b.client_quota_bytes, "kvstore.client_quota_bytes");

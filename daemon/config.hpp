@@ -84,6 +84,10 @@ struct KvStoreSection {
   // Threads with a device queue each that carry the SSD tier's I/O; 0: the
   // event loop's own queue.
   uint32_t ssd_workers = 2;
+  // Registered staging buffers (of slot_bytes) that SSD reads go through
+  // before a copy into their slot; 0: reads land in the slot directly;
+  // unset: kv_ssd_read_staging().
+  std::optional<uint32_t> ssd_read_staging;
   // Threads that copy committed chunks from the put windows into the DRAM
   // arena; 0: the event loop copies; unset: kv_commit_workers().
   std::optional<uint32_t> commit_workers;

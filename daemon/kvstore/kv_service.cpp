@@ -716,6 +716,7 @@ void KvService::append_counters(std::vector<proto::Counter>& out) const {
     add("kv.ssd_lent_puts", ss->lent_puts);
     add("kv.ssd_lent_changed", ss->lent_changed);
     add("kv.ssd_lent_reclaimed", ss->lent_reclaimed);
+    add("kv.ssd_staged_reads", ss->staged_reads);
     add("kv.ssd_buffer_reads", ss->buffer_reads);
     add("kv.ssd_write_dropped", ss->write_dropped);
     add("kv.ssd_write_errors", ss->write_errors);

@@ -29,6 +29,7 @@ namespace {
 
 // Reads in flight on the device; the store keeps at most this many.
 constexpr uint32_t kSsdQueueDepth = 128;
+constexpr uint64_t kSsdStagingBytes = 64ull << 20;  // read staging on a file, by default
 // Region bytes the log keeps in flight while the next region fills: what
 // fio keeps in flight at bs=2M iodepth=32, which saturates the disks here.
 constexpr uint64_t kSsdWriteBytesInFlight = 64ull << 20;
@@ -273,6 +274,13 @@ Result<KvSsd> open_kv_ssd(const KvStoreSection& config) {
   store_config.index_capacity = config.index_capacity;
   store_config.write_buffers = static_cast<uint32_t>(
       std::clamp<uint64_t>(kSsdWriteBytesInFlight / config.ssd_region_bytes + 1, 2, 16));
+  // On a file, O_DIRECT reads into unregistered memory (the views' slots)
+  // may run about one at a time (docs/perf.md): reads go through registered
+  // staging buffers, as many slot-sized ones as fit in 64 MiB (at most 32).
+  // A block device needs none.
+  store_config.read_staging = config.ssd_read_staging.value_or(
+      block_device ? 0 : static_cast<uint32_t>(std::clamp<uint64_t>(kSsdStagingBytes / config.slot_bytes, 1, 32)));
+  store_config.staging_bytes = static_cast<uint32_t>(config.slot_bytes);
   // On a block device ssd_bytes bounds the part of it the log uses.
   if (block_device && config.ssd_bytes != 0) {
     store_config.max_regions = static_cast<uint32_t>(config.ssd_bytes / config.ssd_region_bytes);

@@ -123,6 +123,7 @@ constexpr MetricSpec kTable[] = {
   {"kv.ssd_lent_puts", "cxlpool_kv_ssd_lent_puts_total", C, "", 1, "Chunks the SSD log wrote from memory it did not copy: demotions from their arena slot, puts to the log from their put window (no copy)."},
   {"kv.ssd_lent_changed", "cxlpool_kv_ssd_lent_changed_total", C, "", 1, "Chunks put to the SSD log from a put window that their writer changed before the log wrote them: dropped, gets miss them."},
   {"kv.ssd_lent_reclaimed", "cxlpool_kv_ssd_lent_reclaimed_total", C, "", 1, "Lent slots (put-window or DRAM) the SSD log copied into its open region's buffer to free them before the region's write: a full window, a client gone, a commit short of DRAM slots."},
+  {"kv.ssd_staged_reads", "cxlpool_kv_ssd_staged_reads_total", C, "", 1, "SSD reads that went through a registered staging buffer and were copied into their slot (kvstore.ssd_read_staging)."},
   {"kv.ssd_buffer_reads", "cxlpool_kv_ssd_buffer_reads_total", C, "", 1, "SSD reads answered from the write buffer."},
   {"kv.ssd_write_dropped", "cxlpool_kv_ssd_write_dropped_total", C, "", 1, "Demotions to SSD dropped (log full or busy)."},
   {"kv.ssd_write_errors", "cxlpool_kv_ssd_write_errors_total", C, "", 1, "SSD log write errors."},

@@ -23,6 +23,7 @@ const std::vector<std::string> kKvKeys = {
     "index_capacity",    "dram_bandwidth_mbps", "dram_latency_ns",  "cxl_bandwidth_mbps",
     "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",   "ssd_lend_min_bytes",
     "lease_timeout_ms",  "ssd_format_foreign", "ssd_workers",       "commit_workers",
+    "ssd_read_staging",
 };
 
 TEST(KvStoreConfig, Defaults) {
@@ -43,6 +44,7 @@ TEST(KvStoreConfig, Defaults) {
   EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerRegion);
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kAuto);
   EXPECT_EQ(kv.ssd_workers, 2u);
+  EXPECT_FALSE(kv.ssd_read_staging.has_value());
   EXPECT_FALSE(kv.commit_workers.has_value());
   EXPECT_EQ(kv.ssd_lend_min_bytes, 256u * 1024);
   EXPECT_EQ(kv.put_window_bytes, 64 * kMiB);
@@ -197,6 +199,8 @@ const Rejection kRejections[] = {
      "must be one of \"auto\", \"io_uring\", \"posix\"; got 'aio'"},
     {"[kvstore]\nssd_workers = 65", "kvstore.ssd_workers", 2, "between 0 and 64"},
     {"[kvstore]\nssd_workers = -1", "kvstore.ssd_workers", 2, "between 0 and 64"},
+    {"[kvstore]\nssd_read_staging = 257", "kvstore.ssd_read_staging", 2, "between 0 and 256"},
+    {"[kvstore]\nssd_read_staging = -1", "kvstore.ssd_read_staging", 2, "between 0 and 256"},
     {"[kvstore]\ncommit_workers = 65", "kvstore.commit_workers", 2, "between 0 and 64"},
     {"[kvstore]\ncommit_workers = -1", "kvstore.commit_workers", 2, "between 0 and 64"},
     {"[kvstore]\ncommit_workers = \"2\"", "kvstore.commit_workers", 2, "expected an integer, got a string"},
@@ -245,6 +249,7 @@ TEST(KvStoreConfig, EveryKeyNeedsARestart) {
            {"ssd_sync = \"per-commit\"", "ssd_sync"},
            {"ssd_engine = \"posix\"", "ssd_engine"},
            {"ssd_workers = 4", "ssd_workers"},
+           {"ssd_read_staging = 4", "ssd_read_staging"},
            {"commit_workers = 0", "commit_workers"},
            {"ssd_lend_min_bytes = 0", "ssd_lend_min_bytes"},
            {"put_window_bytes = \"8M\"", "put_window_bytes"},

@@ -228,17 +228,24 @@ Result<void> SsdStore::wait_for_writes() {
 Result<std::int32_t> SsdStore::register_buffers(std::span<const iovec> extra) {
   std::vector<iovec> iov;
   for (const RegionWriter& w : writers_) iov.push_back(iovec{w.data(), w.region_bytes()});
+  const auto staging = static_cast<std::int32_t>(iov.size());
+  for (const auto& s : staging_) iov.push_back(iovec{s.get(), align_up_block(config_.staging_bytes)});
   const auto base = static_cast<std::int32_t>(iov.size());
   iov.insert(iov.end(), extra.begin(), extra.end());
   if (auto ok = device_->register_buffers(iov); !ok) {
     // The old set may be gone with the attempt: keep at least the region
-    // buffers registered.
+    // and staging buffers registered.
     fixed_write_base_ = hal::kNoRegisteredBuffer;
+    staging_base_ = hal::kNoRegisteredBuffer;
     iov.resize(static_cast<std::size_t>(base));
-    if (device_->register_buffers(iov)) fixed_write_base_ = 0;
+    if (device_->register_buffers(iov)) {
+      fixed_write_base_ = 0;
+      if (!staging_.empty()) staging_base_ = staging;
+    }
     return tl::unexpected(ok.error());
   }
   fixed_write_base_ = 0;
+  if (!staging_.empty()) staging_base_ = staging;
   return base;
 }
 

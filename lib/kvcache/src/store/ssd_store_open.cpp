@@ -73,6 +73,17 @@ SsdStore::SsdStore(std::unique_ptr<hal::BlockDevice> device, const SsdStoreConfi
                                              device_->queue_depth() / 2);
   }
   pending_.resize(device_->queue_depth());
+  if (config_.staging_bytes != 0) {
+    for (std::uint32_t i = 0; i < config_.read_staging; ++i) {
+      const std::size_t bytes = align_up_block(config_.staging_bytes);
+      staging_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(kSsdBlockBytes, bytes)));
+      if (!staging_.back()) {  // no memory: fewer staging buffers, reads go direct
+        staging_.pop_back();
+        break;
+      }
+    }
+    for (std::size_t i = staging_.size(); i > 0; --i) free_staging_.push_back(static_cast<std::int32_t>(i - 1));
+  }
   for (std::size_t i = pending_.size(); i > 0; --i) free_tags_.push_back(static_cast<std::uint32_t>(i - 1));
 }
 

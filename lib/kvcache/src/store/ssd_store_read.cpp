@@ -173,6 +173,16 @@ std::size_t SsdStore::submit_gets(std::span<const SsdGetRequest> requests) {
     r.length = read_buffer_bytes(live.payload_bytes);
     r.user_data = ssd_tags::make(ssd_tags::Kind::kRead, tag);
     r.buffer_index = req.buffer_index;
+    // Into a registered staging buffer, copied out at completion.
+    if (r.buffer_index == hal::kNoRegisteredBuffer && staging_base_ != hal::kNoRegisteredBuffer &&
+        !free_staging_.empty() && r.length <= align_up_block(config_.staging_bytes)) {
+      const std::int32_t s = free_staging_.back();
+      free_staging_.pop_back();
+      pending_[tag].staging = s;
+      r.buffer = staging_[static_cast<std::size_t>(s)].get();
+      r.buffer_index = staging_base_ + s;
+      ++stats_.staged_reads;
+    }
     // Checked against the entry's CRC32C: a worker device takes it on its
     // own thread as the read completes.
     r.digest_bytes = live.payload_bytes;
@@ -189,6 +199,7 @@ std::size_t SsdStore::submit_gets(std::span<const SsdGetRequest> requests) {
       const PendingGet& p = pending_[tag];
       ++stats_.read_errors;
       ready_.push_back(SsdGetCompletion{p.user_data, p.key, refused, 0});
+      if (p.staging != kNoBuffer) free_staging_.push_back(p.staging);
       free_tags_.push_back(tag);
     }
     return accepted;
@@ -202,7 +213,12 @@ void SsdStore::handle_completion(const hal::IoCompletion& c) {
   const PendingGet p = pending_[tag];
   free_tags_.push_back(tag);
   --reads_on_device_;
-  const KvOutcome outcome = finish_read(p.key, p.slot, c.result, p.buffer, &c);
+  const std::byte* read = p.staging == kNoBuffer ? p.buffer : staging_[static_cast<std::size_t>(p.staging)].get();
+  const KvOutcome outcome = finish_read(p.key, p.slot, c.result, read, &c);
+  if (p.staging != kNoBuffer) {
+    if (outcome.ok()) std::memcpy(p.buffer, read, p.slot.payload_bytes);
+    free_staging_.push_back(p.staging);
+  }
   ready_.push_back(SsdGetCompletion{p.user_data, p.key, outcome, outcome.ok() ? p.slot.payload_bytes : 0});
 }
 

@@ -58,6 +58,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -97,6 +98,15 @@ struct SsdStoreConfig {
   // Region buffers (1..16): under kPerRegion, one fills while the others'
   // writes are in flight; 1 makes every seal wait for its write.
   std::uint32_t write_buffers = 4;
+  // Staging buffers of staging_bytes each (0: none), registered with the
+  // device with the region buffers: a submit_gets read whose buffer is not
+  // registered and fits one goes to a free staging buffer as a fixed-buffer
+  // read, and is copied into the caller's buffer once its CRC checked. Some
+  // kernels run O_DIRECT reads into unregistered memory of a file about one
+  // at a time (docs/perf.md); this trades a copy per read for the device's
+  // queue. At most 256.
+  std::uint32_t read_staging = 0;
+  std::uint32_t staging_bytes = 0;
 };
 
 struct SsdStoreStats {
@@ -123,6 +133,7 @@ struct SsdStoreStats {
   std::uint64_t lent_puts = 0;         // puts written from the caller's memory (put_lent), not copied
   std::uint64_t lent_reclaimed = 0;    // lent payloads copied into their region's buffer (reclaim_lent)
   std::uint64_t lent_changed = 0;      // entries dropped: their checked lent memory changed before the write
+  std::uint64_t staged_reads = 0;      // reads that went through a staging buffer (read_staging)
 };
 
 // What the index holds for one stored key (for_each_entry).
@@ -348,6 +359,10 @@ class SsdStore {
     Slot slot;
     std::byte* buffer = nullptr;
     std::uint64_t user_data = 0;
+    std::int32_t staging = kNoBuffer;  // the staging buffer it reads into, if any
+  };
+  struct StagingFree {
+    void operator()(std::byte* p) const { std::free(p); }
   };
 
   SsdStore(std::unique_ptr<hal::BlockDevice> device, const SsdStoreConfig& config,
@@ -436,6 +451,9 @@ class SsdStore {
   std::uint64_t durable_sequence_ = 0;
 
   std::vector<PendingGet> pending_;      // indexed by device user_data
+  std::vector<std::unique_ptr<std::byte, StagingFree>> staging_;  // read_staging buffers
+  std::vector<std::int32_t> free_staging_;
+  std::int32_t staging_base_ = hal::kNoRegisteredBuffer;  // registered index of staging_[0]
   std::vector<std::uint32_t> free_tags_;
   std::size_t reads_on_device_ = 0;
   std::deque<SsdGetCompletion> ready_;
