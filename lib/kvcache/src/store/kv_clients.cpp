@@ -115,9 +115,7 @@ void KvStore::remove_client(KvClientId client) {
   // Window slots the SSD log writes from: those of the open region are
   // copied into its buffer now (it may not fill for a long time); the
   // window stays mapped only for those whose region is being written.
-  if (c.window_lent != 0 && s.ssd) {
-    s.counters.window_reclaims += s.ssd->reclaim_lent([&](std::uint64_t token) { return s.lent_by(client, token); });
-  }
+  if (c.window_lent != 0) s.reclaim_window_lends(client);
   if (c.window_lent != 0) s.retired_windows[client] = RetiredWindow{std::move(c.window_owner), c.window_lent};
   if (!s.ssd_evicted.empty()) s.reap_ssd_evictions();  // what the reclaim dropped
   Impl::uncharge(c, c.held_bytes);

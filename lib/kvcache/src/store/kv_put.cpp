@@ -92,8 +92,9 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
 // small for its writer, never a region cut short.
 void KvStore::Impl::reclaim_window(KvClientId id, const ClientState& c) {
   if (c.window_lent == 0 || !ssd) return;
-  const auto mine = [&](std::uint64_t token) { return lent_by(id, token); };
-  if (ssd->open_lent(mine) == c.window_lent) counters.window_reclaims += ssd->reclaim_lent(mine);
+  if (ssd->open_lent([&](std::uint64_t token) { return lent_by(id, token); }) == c.window_lent) {
+    reclaim_window_lends(id);
+  }
 }
 
 void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
@@ -161,20 +162,25 @@ KvOutcome KvStore::Impl::commit_inline(const ClientState& c, const Reservation& 
   if (rc.cached) return KvStatus::kNotFound;  // the client wrote nothing and the stored copy is gone
   auto offset = acquire_slot(KvTier::kDram);
   if (!offset) return KvStatus::kRejected;  // every DRAM chunk is leased or being read
+  return copy_into_slot(c, res, rc, *offset, write_through);
+}
+
+KvOutcome KvStore::Impl::copy_into_slot(const ClientState& c, const Reservation& res, const ReservedChunk& rc,
+                                        std::uint64_t offset, bool write_through) {
   // The daemon never reads the slot again: stream it past the caches. A
   // chunk that a demotion would write to the SSD log from its slot gets
   // its CRC in the same pass, so that the demotion need not read it again
   // (the slot is the daemon's alone: the bytes cannot change); without
   // such a log the CRC would be work for nothing.
-  claim_slot(KvTier::kDram, *offset, res.ns_id);
-  std::byte* slot = slot_ptr(KvTier::kDram, *offset, res.ns_id);
+  claim_slot(KvTier::kDram, offset, res.ns_id);
+  std::byte* slot = slot_ptr(KvTier::kDram, offset, res.ns_id);
   const std::byte* from = c.window.data() + rc.window_offset;
   if (lends_to_ssd(res.chunk_bytes)) {
     const std::uint32_t crc = stream_copy_crc32c(slot, from, res.chunk_bytes);
-    return index_copied(res, rc, *offset, &crc, write_through);
+    return index_copied(res, rc, offset, &crc, write_through);
   }
   stream_copy(slot, from, res.chunk_bytes);
-  return index_copied(res, rc, *offset, nullptr, write_through);
+  return index_copied(res, rc, offset, nullptr, write_through);
 }
 
 KvOutcome KvStore::Impl::index_copied(const Reservation& res, const ReservedChunk& rc, std::uint64_t offset,
@@ -267,6 +273,21 @@ void KvStore::Impl::end_commit(KvClientId id, ClientState& c, const proto::KvReq
   complete(id, r, committed == 0 ? first_failure : KvOutcome(), committed, on_ssd);
 }
 
+// Cuts a chunk's copy (to == null: its CRC only) into pieces of piece_bytes,
+// queued in scratch_jobs as copies of `job`; how many.
+std::uint16_t KvStore::Impl::queue_pieces(CopyJob job, const std::byte* from, std::byte* to, std::uint64_t bytes,
+                                          std::uint32_t piece_bytes) {
+  for (std::uint64_t at = 0; at < bytes; at += piece_bytes) {
+    job.from = from + at;
+    job.to = to == nullptr ? nullptr : to + at;
+    job.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(piece_bytes, bytes - at));
+    scratch_jobs.push_back(job);
+    ++job.piece;
+  }
+  assert(job.piece <= kMaxCopyPieces);
+  return job.piece;
+}
+
 // The checks and slot choices of commit_inline, in the same order, with the
 // copies handed to the workers; what follows a copy (index, write-through)
 // waits for finish_commit on this thread.
@@ -309,14 +330,7 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
       // the chunk from the window once they are back.
       cc.state = CommitChunk::State::kCopying;
       job.with_crc = true;
-      for (std::uint64_t at = 0; at < res.chunk_bytes; at += pc.piece_bytes) {
-        job.to = nullptr;
-        job.from = c.window.data() + rc.window_offset + at;
-        job.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(pc.piece_bytes, res.chunk_bytes - at));
-        scratch_jobs.push_back(job);
-        ++job.piece;
-      }
-      cc.pieces_left = job.piece;
+      cc.pieces_left = queue_pieces(job, c.window.data() + rc.window_offset, nullptr, res.chunk_bytes, pc.piece_bytes);
       continue;
     }
     // No slot now: the chunks taken by this commit's copies are no
@@ -331,15 +345,8 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
     cc.offset = *offset;
     // A large chunk goes out as pieces, copied on several cores at once.
     job.with_crc = pc.crc;
-    for (std::uint64_t at = 0; at < res.chunk_bytes; at += pc.piece_bytes) {
-      job.to = slot_ptr(KvTier::kDram, *offset, res.ns_id) + at;
-      job.from = c.window.data() + rc.window_offset + at;
-      job.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(pc.piece_bytes, res.chunk_bytes - at));
-      scratch_jobs.push_back(job);
-      ++job.piece;
-    }
-    assert(job.piece <= kMaxCopyPieces);
-    cc.pieces_left = job.piece;
+    cc.pieces_left = queue_pieces(job, c.window.data() + rc.window_offset, slot_ptr(KvTier::kDram, *offset, res.ns_id),
+                                  res.chunk_bytes, pc.piece_bytes);
   }
   pc.reservation = std::move(res);
   pc.copies_left = scratch_jobs.size();
@@ -412,23 +419,27 @@ bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
         }
         done = index_copied(res, rc, cc.offset, pc.crc ? &cc.crc : nullptr, write_through);
         break;
-      case CommitChunk::State::kDeferred:
-        if (index.find(rc.key) == nullptr && !rc.cached) {
-          auto offset = acquire_slot(KvTier::kDram);
-          // Slots lent to the log's open region come back only when it
-          // fills, which may wait for this very writer: take them back.
-          if (!offset && reclaim_open_dram_lends() != 0) offset = acquire_slot(KvTier::kDram);
-          if (offset) {
-            arena(KvTier::kDram).slots.give(*offset);  // free now: commit_inline takes it
-          } else if (may_wait && dram_slots_come_back()) {
-            // Copies in flight and regions being written give slots back
-            // by themselves: wait for them rather than refuse.
-            waits = true;
-            continue;
-          }
+      case CommitChunk::State::kDeferred: {
+        if (index.find(rc.key) != nullptr || rc.cached) {  // stored meanwhile, or gone
+          done = commit_inline(c, res, rc, write_through);
+          break;
         }
-        done = commit_inline(c, res, rc, write_through);
+        auto offset = acquire_slot(KvTier::kDram);
+        // Slots lent to the log's open region come back only when it
+        // fills, which may wait for this very writer: take them back.
+        if (!offset && reclaim_open_dram_lends() != 0) offset = acquire_slot(KvTier::kDram);
+        if (offset) {
+          done = copy_into_slot(c, res, rc, *offset, write_through);
+        } else if (may_wait && dram_slots_come_back()) {
+          // Copies in flight and regions being written give slots back by
+          // themselves: wait for them rather than refuse.
+          waits = true;
+          continue;
+        } else {
+          done = KvStatus::kRejected;  // every DRAM chunk is leased or being read
+        }
         break;
+      }
     }
     cc.state = CommitChunk::State::kSettled;
     cc.outcome = done;
@@ -450,13 +461,6 @@ bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
   }
   end_commit(pc.client, c, pc.request, res, pc.chunks.size(), committed, first_failure, pc.on_ssd);
   return true;
-}
-
-std::size_t KvStore::Impl::reclaim_open_dram_lends() {
-  if (!ssd || lent_slots[tier_index(KvTier::kDram)] == 0) return 0;
-  return ssd->reclaim_lent([](std::uint64_t token) {
-    return (token & kWindowLendToken) == 0 && static_cast<KvTier>(token & 1) == KvTier::kDram;
-  });
 }
 
 // Commits that wait for DRAM slots try again; each poll, while there are

@@ -330,6 +330,11 @@ struct KvStore::Impl {
   // One kept chunk committed on this thread, its copy included: kOk when
   // it is stored (maybe by another client meanwhile), else why not.
   KvOutcome commit_inline(const ClientState& c, const Reservation& res, const ReservedChunk& rc, bool write_through);
+  // commit_inline's copy, into DRAM slot `offset` already taken.
+  KvOutcome copy_into_slot(const ClientState& c, const Reservation& res, const ReservedChunk& rc,
+                           std::uint64_t offset, bool write_through);
+  std::uint16_t queue_pieces(CopyJob job, const std::byte* from, std::byte* to, std::uint64_t bytes,
+                             std::uint32_t piece_bytes);
   // A chunk whose bytes are in DRAM slot `offset` goes into the index
   // (written through first under the per-commit policy); the slot goes
   // back when it does not.
@@ -345,6 +350,9 @@ struct KvStore::Impl {
   // region come back now (copied into the region's buffer) when no others
   // are on their way back.
   void reclaim_window(KvClientId id, const ClientState& c);
+  // Has the log copy the client's window slots lent to its open region
+  // into the region's buffer, which frees them at once; how many.
+  std::size_t reclaim_window_lends(KvClientId client);
   // Whether a chunk of `bytes` of client c committed to the SSD log is
   // written from its window slot (its CRC is then taken first).
   [[nodiscard]] bool lends_window(const ClientState& c, std::uint64_t bytes) const {

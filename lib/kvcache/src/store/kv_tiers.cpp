@@ -138,8 +138,11 @@ KvOutcome KvStore::Impl::write_to_ssd(const ChunkEntry& e, std::span<const std::
 namespace {
 
 // A lent slot's token: its arena offset and tier (offsets are slot-aligned,
-// so the low bit is free).
+// so the low bit is free); a put-window slot's carries kWindowLendToken.
 std::uint64_t lend_token(KvTier t, std::uint64_t offset) { return offset | tier_index(t); }
+bool lends_arena_slot(std::uint64_t token, KvTier t) {
+  return (token & kWindowLendToken) == 0 && static_cast<KvTier>(token & 1) == t;
+}
 
 }  // namespace
 
@@ -176,6 +179,18 @@ void KvStore::Impl::return_lent_slot(std::uint64_t token) {
   const KvTier t = static_cast<KvTier>(token & 1);
   --lent_slots[tier_index(t)];
   arena(t).slots.give(token & ~std::uint64_t{1});
+}
+
+std::size_t KvStore::Impl::reclaim_open_dram_lends() {
+  if (!ssd || lent_slots[tier_index(KvTier::kDram)] == 0) return 0;
+  return ssd->reclaim_lent([](std::uint64_t token) { return lends_arena_slot(token, KvTier::kDram); });
+}
+
+std::size_t KvStore::Impl::reclaim_window_lends(KvClientId client) {
+  if (!ssd) return 0;
+  const std::size_t back = ssd->reclaim_lent([&](std::uint64_t token) { return lent_by(client, token); });
+  counters.window_reclaims += back;
+  return back;
 }
 
 // A put-window slot back from the log goes back to its client's window; a
