@@ -698,6 +698,7 @@ void parse_kvstore(Section section, Config& config) {
     section.fail_at("ssd_lend_min_bytes", *section.get("ssd_lend_min_bytes"),
                     "must be 0 (always copy) or a multiple of 4096, got " + std::to_string(kv.ssd_lend_min_bytes));
   }
+  section.read_size("copy_behind_min_bytes", 0, kv.copy_behind_min_bytes);
   section.read_size("put_window_bytes", 1, kv.put_window_bytes);
   uint64_t quota = 0;
   if (section.read_size("client_quota_bytes", 0, quota)) kv.client_quota_bytes = quota;
@@ -1018,6 +1019,7 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(a.ssd_workers != b.ssd_workers, "kvstore.ssd_workers");
   check(a.ssd_read_staging != b.ssd_read_staging, "kvstore.ssd_read_staging");
   check(a.commit_workers != b.commit_workers, "kvstore.commit_workers");
+  check(a.copy_behind_min_bytes != b.copy_behind_min_bytes, "kvstore.copy_behind_min_bytes");
   check(a.put_window_bytes != b.put_window_bytes, "kvstore.put_window_bytes");
   check(a.client_quota_bytes != b.client_quota_bytes, "kvstore.client_quota_bytes");
   check(a.lease_timeout_ms != b.lease_timeout_ms, "kvstore.lease_timeout_ms");

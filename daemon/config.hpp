@@ -91,6 +91,9 @@ struct KvStoreSection {
   // Threads that copy committed chunks from the put windows into the DRAM
   // arena; 0: the event loop copies; unset: kv_commit_workers().
   std::optional<uint32_t> commit_workers;
+  // With commit workers, chunks this large are answered once their CRC is
+  // taken and copied behind the answer; 0: always copied before it.
+  uint64_t copy_behind_min_bytes = 1ull << 20;
   uint64_t ssd_lend_min_bytes = 256ull << 10;  // demotions this large go to the log from their slot; 0: never
   uint64_t put_window_bytes = 64ull << 20;  // per connection
   // Leased + reserved bytes per uid, over all of its connections; 0:

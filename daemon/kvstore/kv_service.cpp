@@ -92,6 +92,7 @@ kvcache::KvStoreConfig KvService::store_config() const {
   c.max_leases_per_client = config_.max_leases_per_client;
   c.ssd_lend_min_bytes = config_.ssd_lend_min_bytes;
   c.commit_workers = kv_commit_workers(config_, online_cpus());
+  c.copy_behind_min_bytes = config_.copy_behind_min_bytes;
   c.tier_rates = rates_;
   return c;
 }

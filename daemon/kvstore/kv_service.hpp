@@ -148,8 +148,8 @@ class KvService {
   // readable when copies finished (the next poll() finishes their commits).
   [[nodiscard]] int commit_fd() const;
   void on_commit_fd();
-  // Commits whose copies are in flight.
-  [[nodiscard]] bool commits_pending() const { return store_ && store_->commits_in_flight() != 0; }
+  // Commits whose copies are in flight, or copies behind answered commits.
+  [[nodiscard]] bool commits_pending() const { return store_ && store_->copies_in_flight(); }
 
   // Shutdown: drops every connection, seals the SSD log's open region and
   // releases the store. The arenas go with the pool.

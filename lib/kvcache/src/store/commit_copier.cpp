@@ -35,6 +35,7 @@ CommitCopier::~CommitCopier() {
     const std::lock_guard lock(mutex_);
     stopping_ = true;
     queue_.clear();
+    background_.clear();
   }
   work_.notify_all();
   for (std::thread& t : threads_) {
@@ -42,11 +43,12 @@ CommitCopier::~CommitCopier() {
   }
 }
 
-void CommitCopier::submit(std::span<const CopyJob> jobs) {
+void CommitCopier::submit(std::span<const CopyJob> jobs, bool background) {
   if (jobs.empty()) return;
   {
     const std::lock_guard lock(mutex_);
-    queue_.insert(queue_.end(), jobs.begin(), jobs.end());
+    std::deque<CopyJob>& q = background ? background_ : queue_;
+    q.insert(q.end(), jobs.begin(), jobs.end());
   }
   if (jobs.size() == 1) {
     work_.notify_one();
@@ -70,7 +72,8 @@ void CommitCopier::take_done(std::vector<CopyJob>& out) {
 
 std::size_t CommitCopier::cancel(std::uint64_t owner) {
   std::unique_lock lock(mutex_);
-  const std::size_t dropped = std::erase_if(queue_, [owner](const CopyJob& j) { return j.owner == owner; });
+  const auto of_owner = [owner](const CopyJob& j) { return j.owner == owner; };
+  const std::size_t dropped = std::erase_if(queue_, of_owner) + std::erase_if(background_, of_owner);
   idle_.wait(lock, [&] {
     return std::none_of(running_.begin(), running_.end(), [owner](const Running& r) { return r.busy && r.owner == owner; });
   });
@@ -80,7 +83,8 @@ std::size_t CommitCopier::cancel(std::uint64_t owner) {
 void CommitCopier::wait_idle() {
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [&] {
-    return queue_.empty() && std::none_of(running_.begin(), running_.end(), [](const Running& r) { return r.busy; });
+    return queue_.empty() && background_.empty() &&
+           std::none_of(running_.begin(), running_.end(), [](const Running& r) { return r.busy; });
   });
 }
 
@@ -94,6 +98,15 @@ std::uint32_t copy_piece_bytes(std::uint32_t bytes, std::size_t threads) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>((share + kPage - 1) / kPage * kPage, bytes));
 }
 
+std::uint32_t combine_piece_crcs(std::span<const std::uint32_t> crcs, std::uint64_t bytes, std::uint32_t piece_bytes) {
+  std::uint32_t crc = crcs[0];
+  std::size_t piece = 1;
+  for (std::uint64_t at = piece_bytes; at < bytes; at += piece_bytes, ++piece) {
+    crc = crc32c_combine(crc, crcs[piece], std::min<std::uint64_t>(piece_bytes, bytes - at));
+  }
+  return crc;
+}
+
 void run_copy_job(CopyJob& job) {
   if (job.to == nullptr) {  // a chunk the SSD log writes from where it is: its CRC only
     job.crc = crc32c({job.from, job.bytes});
@@ -101,18 +114,35 @@ void run_copy_job(CopyJob& job) {
   }
   // The destination is an arena slot the store never reads again (a
   // client does, later): streamed past the caches.
-  if (job.with_crc) {
+  if (job.crc_of_copy) {
+    job.crc = copy_crc32c_of_copy(job.to, job.from, job.bytes);
+  } else if (job.with_crc) {
     job.crc = stream_copy_crc32c(job.to, job.from, job.bytes);
   } else {
     stream_copy(job.to, job.from, job.bytes);
   }
 }
 
-bool CommitCopier::run_one() {
+void CommitCopier::hold_background(bool held) {
+  {
+    const std::lock_guard lock(mutex_);
+    held_ = held;
+  }
+  if (!held) work_.notify_all();
+}
+
+bool CommitCopier::pop_job(CopyJob& job, bool background) {
+  std::deque<CopyJob>& q = queue_.empty() && background ? background_ : queue_;
+  if (q.empty()) return false;
+  job = q.front();
+  q.pop_front();
+  return true;
+}
+
+bool CommitCopier::run_one(bool background) {
   std::unique_lock lock(mutex_);
-  if (queue_.empty()) return false;
-  CopyJob job = queue_.front();
-  queue_.pop_front();
+  CopyJob job;
+  if (!pop_job(job, background)) return false;
   lock.unlock();
   run_copy_job(job);
   lock.lock();
@@ -124,10 +154,10 @@ bool CommitCopier::run_one() {
 void CommitCopier::run(std::size_t slot) {
   std::unique_lock lock(mutex_);
   for (;;) {
-    work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    work_.wait(lock, [&] { return stopping_ || !queue_.empty() || (!background_.empty() && !held_); });
     if (stopping_) return;
-    CopyJob job = queue_.front();
-    queue_.pop_front();
+    CopyJob job;
+    (void)pop_job(job, !held_);
     running_[slot] = Running{true, job.owner};
     lock.unlock();
     run_copy_job(job);

@@ -37,6 +37,9 @@ struct CopyJob {
   const std::byte* from = nullptr;
   std::uint32_t bytes = 0;
   bool with_crc = false;  // crc = crc32c(from, bytes), taken as it copies
+  // With a destination: crc = crc32c(to, bytes) as copied, for a source its
+  // writer may still change (a copy behind an answered commit).
+  bool crc_of_copy = false;
   std::uint32_t crc = 0;
 };
 
@@ -53,6 +56,10 @@ inline constexpr std::uint32_t kMaxCopyPieces = 16;
 // be shorter.
 std::uint32_t copy_piece_bytes(std::uint32_t bytes, std::size_t threads);
 
+// The CRC-32C of a chunk of `bytes` from its pieces' CRCs (cut as
+// copy_piece_bytes cuts them, piece_bytes each), combined in order.
+std::uint32_t combine_piece_crcs(std::span<const std::uint32_t> crcs, std::uint64_t bytes, std::uint32_t piece_bytes);
+
 // Does one job's copy (and its CRC when asked) on the calling thread: what
 // the workers and run_one() do, and the store for a commit's first chunk.
 void run_copy_job(CopyJob& job);
@@ -66,8 +73,10 @@ class CommitCopier {
   CommitCopier(const CommitCopier&) = delete;
   CommitCopier& operator=(const CommitCopier&) = delete;
 
-  // Queues the jobs (one lock, one wake-up per idle thread).
-  void submit(std::span<const CopyJob> jobs);
+  // Queues the jobs (one lock, one wake-up per idle thread). Background
+  // jobs run only when no other job waits: copies behind answered commits
+  // never delay a commit that is not answered yet.
+  void submit(std::span<const CopyJob> jobs, bool background = false);
   // Appends the finished jobs to `out`; resets event_fd() first, so that a
   // job finishing after the take signals it again.
   void take_done(std::vector<CopyJob>& out);
@@ -88,12 +97,20 @@ class CommitCopier {
   // (true); it then waits in take_done(), without a signal of event_fd():
   // the caller takes it. For an owner with nothing else to do, so that a
   // copy never waits for a worker to be scheduled while it could run.
-  bool run_one();
+  // Background jobs only when `background` (they are off every answer's
+  // path: a caller with a request about to come should leave them).
+  bool run_one(bool background = false);
+  // Keeps the threads off background jobs while `held` (run_one(true)
+  // still runs them): a test's way to hold copies behind answered commits.
+  void hold_background(bool held);
   [[nodiscard]] std::size_t threads() const { return threads_.size(); }
 
  private:
   explicit CommitCopier(UniqueFd done_fd) : done_fd_(std::move(done_fd)) {}
   void run(std::size_t slot);
+  // The next job, foreground first (background ones only when asked);
+  // false when none waits. Under mutex_.
+  bool pop_job(CopyJob& job, bool background);
 
   UniqueFd done_fd_;
   std::vector<std::thread> threads_;
@@ -101,6 +118,7 @@ class CommitCopier {
   std::condition_variable work_;  // a job was queued, or stopping
   std::condition_variable idle_;  // a job finished (cancel, wait_idle)
   std::deque<CopyJob> queue_;
+  std::deque<CopyJob> background_;
   std::vector<CopyJob> done_;
   std::atomic<bool> has_done_{false};  // !done_.empty(), for a look without the lock
   struct Running {
@@ -109,6 +127,7 @@ class CommitCopier {
   };
   std::vector<Running> running_;  // per thread, under mutex_
   bool stopping_ = false;
+  bool held_ = false;  // hold_background
 };
 
 }  // namespace cxlpool::kvcache

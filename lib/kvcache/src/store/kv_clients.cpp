@@ -67,7 +67,11 @@ Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_win
 Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_window, std::uint64_t account,
                                  std::shared_ptr<const void> window_owner) {
   Impl& s = *impl_;
-  if (s.clients.contains(client) || s.retired_windows.contains(client)) {
+  // An id whose window copies behind its commits still read cannot come
+  // back before they are in: they give their slots back by id.
+  const bool filling =
+      std::any_of(s.fills.begin(), s.fills.end(), [client](const auto& f) { return f.second.client == client; });
+  if (s.clients.contains(client) || s.retired_windows.contains(client) || filling) {
     return fail(EEXIST, "kv store: client already added");
   }
   ClientState& c = s.clients[client];

@@ -121,17 +121,21 @@ void KvStore::Impl::finish_load(const SsdGetCompletion& done) {
   // A chunk gone meanwhile only ends the prefix there; a read that failed
   // fails the gets waiting for it.
   const bool failed = !done.outcome.ok() && done.outcome.status != KvStatus::kNotFound;
+  wake_load_waiters(load, done.key, failed ? done.outcome : KvOutcome());
+}
+
+void KvStore::Impl::wake_load_waiters(const Load& load, const ChunkKey& key, const KvOutcome& failed) {
   for (const auto& [pid, i] : load.waiters) {
     auto pit = pending_gets.find(pid);
     if (pit == pending_gets.end()) continue;  // its client went away
     PendingGet& pg = pit->second;
-    if (failed && !pg.for_peer) {
-      if (pg.failed.ok()) pg.failed = done.outcome;
-    } else if (!failed && i < pg.keys.size()) {
+    if (!failed.ok() && !pg.for_peer) {
+      if (pg.failed.ok()) pg.failed = failed;
+    } else if (failed.ok() && i < pg.keys.size()) {
       // A peer's prefix ends at a read that failed (its chunk is not
       // pinned), never serving bytes that did not check.
-      const ChunkEntry* now = index.find(done.key);
-      if (now != nullptr && now->info.tier != KvTier::kSsd && index.pin(done.key).ok()) {
+      const ChunkEntry* now = index.find(key);
+      if (now != nullptr && !awaits_load(*now) && index.pin(key).ok()) {
         pg.pinned[i] = pg.for_peer ? kPinnedLoaded : kPinnedResident;
       }
     }

@@ -20,7 +20,7 @@ std::uint64_t KvStore::pin_for_peer_loading(std::uint32_t ns_id, std::span<const
     const ChunkKey key = to_chunk_key(k);
     const ChunkEntry* e = s.index.find(key);
     if (e == nullptr || e->info.ns_id != ns_id) break;
-    const bool resident = e->info.tier != KvTier::kSsd;
+    const bool resident = !s.awaits_load(*e);
     if (resident && !s.index.pin(key).ok()) break;
     pg.keys.push_back(key);
     pg.pinned.push_back(resident ? kPinnedResident : 0);
@@ -62,7 +62,7 @@ void KvStore::Impl::finish_peer_load(std::uint64_t id, PendingGet& pg) {
   done.ticket = id;
   for (std::size_t i = 0; i < p; ++i) {
     const ChunkEntry* e = index.find(pg.keys[i]);
-    if (e == nullptr || e->info.tier == KvTier::kSsd) {  // cannot be while pinned; never serve it
+    if (e == nullptr || awaits_load(*e)) {  // cannot be while pinned; never serve it
       for (std::size_t j = i; j < p; ++j) unpin_key(pg.keys[j]);
       break;
     }

@@ -38,8 +38,9 @@ KvResult<KvPeerPin> KvStore::pin_for_peer(std::uint32_t ns_id, const proto::KvKe
   Impl& s = *impl_;
   const ChunkKey key = to_chunk_key(k);
   const ChunkEntry* e = s.index.find(key);
-  // A chunk only on SSD would need a read first; a peer treats it as a miss.
-  if (e == nullptr || e->info.ns_id != ns_id || e->info.tier == KvTier::kSsd) return KvStatus::kNotFound;
+  // A chunk only on SSD would need a read first, one still being copied
+  // into its slot the copy: a peer treats it as a miss.
+  if (e == nullptr || e->info.ns_id != ns_id || s.awaits_load(*e)) return KvStatus::kNotFound;
   KvPeerPin pin;
   pin.tier = e->info.tier;
   pin.ns_id = ns_id;

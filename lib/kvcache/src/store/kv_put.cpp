@@ -55,6 +55,9 @@ void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
   const std::uint64_t bytes = fresh * r.param0;
   if (over_quota(c, bytes)) return complete(id, r, KvStatus::kOverQuota);
   if (fresh > c.window_slots.free_count()) reclaim_window(id, c);
+  // Slots that copies behind answered commits still read come back as soon
+  // as those copies are in: finish them now rather than refuse.
+  if (fresh > c.window_slots.free_count() && c.window_fills != 0) settle_copies();
   if (fresh > c.window_slots.free_count()) return complete(id, r, KvStatus::kRetry);
 
   const std::uint64_t rid = next_reservation++;
@@ -266,7 +269,7 @@ void KvStore::Impl::end_commit(KvClientId id, ClientState& c, const proto::KvReq
   counters.puts += committed;
   counters.put_aborts += res.chunks.size() - kept;
   for (const ReservedChunk& rc : res.chunks) {
-    if (!rc.cached && !rc.lent) c.window_slots.give(rc.window_offset);
+    if (!rc.cached && !rc.lent && !rc.filling) c.window_slots.give(rc.window_offset);
   }
   uncharge(c, res.held_bytes);
   --reservations_live;
@@ -274,14 +277,14 @@ void KvStore::Impl::end_commit(KvClientId id, ClientState& c, const proto::KvReq
 }
 
 // Cuts a chunk's copy (to == null: its CRC only) into pieces of piece_bytes,
-// queued in scratch_jobs as copies of `job`; how many.
-std::uint16_t KvStore::Impl::queue_pieces(CopyJob job, const std::byte* from, std::byte* to, std::uint64_t bytes,
-                                          std::uint32_t piece_bytes) {
+// appended to `out` as copies of `job`; how many.
+std::uint16_t KvStore::Impl::queue_pieces(std::vector<CopyJob>& out, CopyJob job, const std::byte* from, std::byte* to,
+                                          std::uint64_t bytes, std::uint32_t piece_bytes) {
   for (std::uint64_t at = 0; at < bytes; at += piece_bytes) {
     job.from = from + at;
     job.to = to == nullptr ? nullptr : to + at;
     job.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(piece_bytes, bytes - at));
-    scratch_jobs.push_back(job);
+    out.push_back(job);
     ++job.piece;
   }
   assert(job.piece <= kMaxCopyPieces);
@@ -301,6 +304,7 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
   pc.piece_bytes = copy_piece_bytes(res.chunk_bytes, copier->threads());
   pc.chunks.resize(scratch_keys.size());
   scratch_jobs.clear();
+  const bool behind = !to_ssd && copies_behind(c, res.chunk_bytes, scratch_keys.size());
   for (std::size_t j = 0; j < scratch_keys.size(); ++j) {
     CommitChunk& cc = pc.chunks[j];
     cc.reserved = scratch_index[j];
@@ -330,7 +334,17 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
       // the chunk from the window once they are back.
       cc.state = CommitChunk::State::kCopying;
       job.with_crc = true;
-      cc.pieces_left = queue_pieces(job, c.window.data() + rc.window_offset, nullptr, res.chunk_bytes, pc.piece_bytes);
+      cc.pieces_left =
+          queue_pieces(scratch_jobs, job, c.window.data() + rc.window_offset, nullptr, res.chunk_bytes, pc.piece_bytes);
+      continue;
+    }
+    if (behind) {
+      // Only its CRC is taken before the answer; the copy follows it.
+      cc.behind = true;
+      cc.state = CommitChunk::State::kCopying;
+      job.with_crc = true;
+      cc.pieces_left =
+          queue_pieces(scratch_jobs, job, c.window.data() + rc.window_offset, nullptr, res.chunk_bytes, pc.piece_bytes);
       continue;
     }
     // No slot now: the chunks taken by this commit's copies are no
@@ -345,8 +359,8 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
     cc.offset = *offset;
     // A large chunk goes out as pieces, copied on several cores at once.
     job.with_crc = pc.crc;
-    cc.pieces_left = queue_pieces(job, c.window.data() + rc.window_offset, slot_ptr(KvTier::kDram, *offset, res.ns_id),
-                                  res.chunk_bytes, pc.piece_bytes);
+    cc.pieces_left = queue_pieces(scratch_jobs, job, c.window.data() + rc.window_offset,
+                                  slot_ptr(KvTier::kDram, *offset, res.ns_id), res.chunk_bytes, pc.piece_bytes);
   }
   pc.reservation = std::move(res);
   pc.copies_left = scratch_jobs.size();
@@ -354,12 +368,13 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
     if (!finish_commit(pc)) commits.emplace(commit_id, std::move(pc));
     return;
   }
-  // A commit that finds no copy out copies its first piece here while the
+  // A commit that finds no copy out (copies behind answered commits aside:
+  // they run only when nothing else waits) copies its first piece here while the
   // workers copy the rest: alone, it would only wait for a worker to be
   // woken and scheduled (on a loaded host, longer than the copy), and the
   // loop has nothing else to do. Behind other commits' copies, every piece
   // goes to the workers.
-  const bool loop_copies = copies_out == 0;
+  const bool loop_copies = copies_out == fill_copies_out;
   std::span<CopyJob> out(scratch_jobs);
   if (loop_copies) out = out.subspan(1);
   copier->submit(out);
@@ -379,15 +394,8 @@ bool KvStore::Impl::piece_copied(PendingCommit& pc, const CopyJob& job) {
   cc.piece_crcs[job.piece] = job.crc;
   if (--cc.pieces_left == 0) {
     cc.state = CommitChunk::State::kCopied;
-    if (pc.crc || cc.to_ssd) {
-      // The pieces' CRCs, combined in order, are the chunk's.
-      const std::uint64_t bytes = pc.reservation.chunk_bytes;
-      std::uint32_t crc = cc.piece_crcs[0];
-      std::uint16_t piece = 1;
-      for (std::uint64_t at = pc.piece_bytes; at < bytes; at += pc.piece_bytes, ++piece) {
-        crc = crc32c_combine(crc, cc.piece_crcs[piece], std::min<std::uint64_t>(pc.piece_bytes, bytes - at));
-      }
-      cc.crc = crc;
+    if (pc.crc || cc.to_ssd || cc.behind) {
+      cc.crc = combine_piece_crcs(cc.piece_crcs, pc.reservation.chunk_bytes, pc.piece_bytes);
     }
   }
   return --pc.copies_left == 0;
@@ -403,6 +411,22 @@ bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
   for (CommitChunk& cc : pc.chunks) {
     ReservedChunk& rc = res.chunks[cc.reserved];
     KvOutcome done;
+    if (cc.state == CommitChunk::State::kCopied && cc.behind) {
+      // Its CRC is in: the copy starts behind the answer, into a slot
+      // taken now. Without one, it is copied before the answer like any
+      // chunk that found no slot.
+      cc.behind = false;
+      cc.state = CommitChunk::State::kDeferred;
+      if (index.find(rc.key) == nullptr) {
+        auto offset = acquire_slot(KvTier::kDram);
+        if (!offset && reclaim_open_dram_lends() != 0) offset = acquire_slot(KvTier::kDram);
+        if (offset) {
+          cc.state = CommitChunk::State::kSettled;
+          cc.outcome = start_fill(pc.client, c, res, rc, *offset, cc.crc);
+          continue;
+        }
+      }
+    }
     switch (cc.state) {
       case CommitChunk::State::kStored:
       case CommitChunk::State::kSettled: continue;
@@ -480,6 +504,10 @@ void KvStore::Impl::reap_commits() {
   copier->take_done(scratch_copied);
   copies_out -= std::min(copies_out, scratch_copied.size());
   for (const CopyJob& job : scratch_copied) {
+    if (job.commit & kFillJob) {
+      fill_piece_done(job);
+      continue;
+    }
     auto it = commits.find(job.commit);
     if (it == commits.end()) continue;  // cancelled: its client is gone
     if (!piece_copied(it->second, job)) continue;
@@ -503,7 +531,8 @@ void KvStore::Impl::cancel_commits(KvClientId client) {
       continue;
     }
     for (const CommitChunk& cc : pc.chunks) {
-      if (!cc.to_ssd && (cc.state == CommitChunk::State::kCopying || cc.state == CommitChunk::State::kCopied)) {
+      if (!cc.to_ssd && !cc.behind &&
+          (cc.state == CommitChunk::State::kCopying || cc.state == CommitChunk::State::kCopied)) {
         arena(KvTier::kDram).slots.give(cc.offset);
       }
     }

@@ -112,7 +112,7 @@ void KvStore::Impl::do_get(KvClientId id, const proto::KvRequest& r) {
   bool any_ssd = false;
   for (std::size_t i = 0; i < p; ++i) {
     bytes += scratch_entries[i].info.length;
-    any_ssd |= scratch_entries[i].info.tier == KvTier::kSsd;
+    any_ssd |= awaits_load(scratch_entries[i]);
   }
   if (const KvStatus admitted = admit_lease(id, c, bytes); admitted != KvStatus::kOk) {
     return complete(id, r, admitted);
@@ -120,7 +120,7 @@ void KvStore::Impl::do_get(KvClientId id, const proto::KvRequest& r) {
   // Pin what is resident first, so that nothing the rest of this get does
   // (promotions, slots for SSD reads) can evict part of the prefix.
   for (std::size_t i = 0; i < p; ++i) {
-    if (scratch_entries[i].info.tier != KvTier::kSsd) (void)index.pin(scratch_keys[i]);
+    if (!awaits_load(scratch_entries[i])) (void)index.pin(scratch_keys[i]);
   }
   if (config.promote_on_get && arena(KvTier::kCxl).present()) {
     for (std::size_t i = 0; i < p; ++i) {
@@ -138,9 +138,9 @@ void KvStore::Impl::do_get(KvClientId id, const proto::KvRequest& r) {
   pg.pinned.assign(p, 0);
   charge(c, bytes);
   ++c.leases;
-  for (std::size_t i = 0; i < p; ++i) pg.pinned[i] = scratch_entries[i].info.tier != KvTier::kSsd;
+  for (std::size_t i = 0; i < p; ++i) pg.pinned[i] = !awaits_load(scratch_entries[i]);
   for (std::size_t i = 0; i < p; ++i) {
-    if (scratch_entries[i].info.tier != KvTier::kSsd) continue;
+    if (!awaits_load(scratch_entries[i])) continue;
     const ChunkKey& key = pg.keys[i];
     auto it = loads.find(key);
     if (it == loads.end()) {

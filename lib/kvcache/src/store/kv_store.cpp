@@ -183,6 +183,12 @@ int KvStore::completion_fd() const { return impl_->ssd ? impl_->ssd->device().co
 
 std::size_t KvStore::commits_in_flight() const { return impl_->commits.size(); }
 
+bool KvStore::copies_in_flight() const { return !impl_->commits.empty() || !impl_->fills.empty(); }
+
+void KvStore::hold_copies_behind(bool held) {
+  if (impl_->copier) impl_->copier->hold_background(held);
+}
+
 int KvStore::commit_fd() const { return impl_->copier ? impl_->copier->event_fd() : -1; }
 
 std::uint32_t KvStore::commit_workers() const {
@@ -202,10 +208,9 @@ std::size_t KvStore::run_commit_copies(std::size_t max) {
 // the open region, so that a restart finds what the arenas held.
 Result<void> KvStore::flush() {
   Impl& s = *impl_;
-  if (!s.commits.empty()) {
-    s.copier->wait_idle();
-    s.reap_commits();
-  }
+  // Commits in flight, and copies behind answered ones: their chunks are
+  // written below once they are in.
+  if (!s.commits.empty() || !s.fills.empty()) s.settle_copies();
   if (s.commits_waiting != 0) {
     // Slots lent to the log come back once its writes are done; whatever
     // still finds no slot then is refused, so that nothing stays pending.

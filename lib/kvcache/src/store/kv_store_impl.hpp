@@ -56,6 +56,7 @@ struct ReservedChunk {
   std::uint64_t window_offset = 0;
   bool cached = false;  // already stored at put_begin: no window slot
   bool lent = false;    // committed to the SSD log from its window slot, which the log holds
+  bool filling = false; // committed; its copy into DRAM runs behind the answer, from the window slot
 };
 
 struct Reservation {
@@ -83,6 +84,7 @@ struct ClientState {
   // Keeps `window` mapped (add_client); null: its slots are never lent.
   std::shared_ptr<const void> window_owner;
   std::uint32_t window_lent = 0;  // window slots the SSD log writes from
+  std::uint32_t window_fills = 0;  // window slots copies behind answered commits read from
 };
 
 // A removed client's put window whose slots the SSD log still writes from.
@@ -101,6 +103,31 @@ struct WindowLend {
 // offset and tier, far below it.
 inline constexpr std::uint64_t kWindowLendToken = std::uint64_t{1} << 63;
 
+// A committed chunk being copied from its put-window slot into DRAM slot
+// `offset` behind its commit's answer (KvStoreConfig::copy_behind_min_bytes).
+// Indexed with kChunkFilling and pinned once by the copy; its Load in
+// `loads` holds the gets waiting for it.
+struct Fill {
+  KvClientId client = 0;
+  std::uint64_t window_offset = 0;
+  // Keeps the window mapped should its client go before the copy is in.
+  std::shared_ptr<const void> window_owner;
+  ChunkKey key;
+  std::uint32_t ns_id = 0;
+  std::uint64_t offset = 0;  // the DRAM slot
+  std::uint32_t bytes = 0;
+  std::uint32_t crc = 0;  // taken from the window before the commit's answer
+  std::uint32_t piece_bytes = 0;
+  std::uint16_t pieces_left = 0;
+  std::array<std::uint32_t, kMaxCopyPieces> piece_crcs{};
+};
+
+// CopyJob::commit of a fill's pieces carries this bit over the fill's id;
+// CopyJob::owner is kFillOwner, which no client's cancel names: a fill
+// finishes even when its writer goes.
+inline constexpr std::uint64_t kFillJob = std::uint64_t{1} << 63;
+inline constexpr std::uint64_t kFillOwner = ~std::uint64_t{0};
+
 // One kept chunk of a commit whose copies run on the commit workers.
 struct CommitChunk {
   enum class State : std::uint8_t {
@@ -112,6 +139,7 @@ struct CommitChunk {
   };
   State state = State::kStored;
   bool to_ssd = false;  // goes to the SSD log only (kKvPutCommitToSsd): no DRAM slot
+  bool behind = false;  // only its CRC is taken before the answer; copied behind it (Fill)
   std::uint32_t reserved = 0;  // index in the reservation's chunks
   KvOutcome outcome;
   std::uint64_t offset = 0;
@@ -232,6 +260,11 @@ struct KvStore::Impl {
   std::size_t commits_waiting = 0;  // commits with waits_for_slots
   std::vector<CopyJob> scratch_jobs;
   std::vector<CopyJob> scratch_copied;
+  std::vector<CopyJob> scratch_fill_jobs;
+  // Copies behind answered commits, by fill id.
+  std::unordered_map<std::uint64_t, Fill> fills;
+  std::uint64_t next_fill = 1;
+  std::size_t fill_copies_out = 0;  // of copies_out, the fills' pieces
 
   // Declared late: destroyed early, so its pending reads finish while the
   // rest is still there.
@@ -281,6 +314,11 @@ struct KvStore::Impl {
     return it != window_lends.end() && it->second.client == client;
   }
   void reap_ssd_evictions();
+  // Whether a get or a peer must wait for the chunk's bytes to land in its
+  // slot: an SSD read, or a copy behind its commit's answer.
+  [[nodiscard]] static bool awaits_load(const ChunkEntry& e) {
+    return e.info.tier == KvTier::kSsd || (e.info.flags & kChunkFilling) != 0;
+  }
   void unpin_key(const ChunkKey& key);
 
   // --- namespaces (kv_namespaces.cpp)
@@ -333,8 +371,8 @@ struct KvStore::Impl {
   // commit_inline's copy, into DRAM slot `offset` already taken.
   KvOutcome copy_into_slot(const ClientState& c, const Reservation& res, const ReservedChunk& rc,
                            std::uint64_t offset, bool write_through);
-  std::uint16_t queue_pieces(CopyJob job, const std::byte* from, std::byte* to, std::uint64_t bytes,
-                             std::uint32_t piece_bytes);
+  std::uint16_t queue_pieces(std::vector<CopyJob>& out, CopyJob job, const std::byte* from, std::byte* to,
+                             std::uint64_t bytes, std::uint32_t piece_bytes);
   // A chunk whose bytes are in DRAM slot `offset` goes into the index
   // (written through first under the per-commit policy); the slot goes
   // back when it does not.
@@ -378,6 +416,24 @@ struct KvStore::Impl {
   // Has the log copy the DRAM slots lent to its open region into the
   // region's buffer, which frees them at once; how many.
   std::size_t reclaim_open_dram_lends();
+  // Whether a chunk of `bytes` kept by a commit of `chunks` chunks of
+  // client c is answered before its copy (copy_behind_min_bytes): never
+  // under the per-commit policy, which writes the copy through first, nor
+  // for a window whose slots are half taken by such copies already.
+  [[nodiscard]] bool copies_behind(const ClientState& c, std::uint64_t bytes, std::size_t chunks) const;
+  // Indexes a chunk whose window slot's CRC is `crc` as filling and starts
+  // its copy into DRAM slot `offset` on the workers; the window slot stays
+  // taken until the copy is in. kOk, or why it is not stored.
+  KvOutcome start_fill(KvClientId id, ClientState& c, const Reservation& res, ReservedChunk& rc,
+                       std::uint64_t offset, std::uint32_t crc);
+  void fill_piece_done(const CopyJob& job);
+  // The copy is in: the chunk becomes readable when it matches the CRC of
+  // the commit, and leaves the index when it does not.
+  void finish_fill(Fill& f);
+  // Runs every queued copy on this thread and waits for the workers' ones,
+  // then finishes them: a put_begin that finds its window full of slots
+  // that fills still read gets them back now.
+  void settle_copies();
   // Takes the finished copies back and finishes the commits they complete.
   void reap_commits();
   bool piece_copied(PendingCommit& pc, const CopyJob& job);
@@ -395,6 +451,9 @@ struct KvStore::Impl {
   void submit_loads();
   void reap_loads();
   void finish_load(const SsdGetCompletion& done);
+  // The load's bytes are in (or not: `failed`, or the chunk gone): the gets
+  // and peers waiting for it pin it, or end their prefix before it.
+  void wake_load_waiters(const Load& load, const ChunkKey& key, const KvOutcome& failed);
   void finish_pending_get(std::uint64_t id);
   void cancel_pending_gets(KvClientId client);
   // --- peers' pins of SSD chunks (kv_peer_loads.cpp)

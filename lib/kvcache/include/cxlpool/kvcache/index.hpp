@@ -42,6 +42,10 @@ inline constexpr std::uint8_t kChunkDoomed = 1u << 0;   // erased while pinned
 inline constexpr std::uint8_t kChunkWriting = 1u << 1;  // reserved by put, not committed
 inline constexpr std::uint8_t kChunkSsdCopy = 1u << 2;  // also on SSD (clean to drop)
 inline constexpr std::uint8_t kChunkCrcKnown = 1u << 3; // payload_crc holds the arena chunk's crc32c
+// Its commit was answered while its copy from the put window into its arena
+// slot still runs: nobody may read the slot until the copy is in and checked
+// (gets and peers wait for it, as for an SSD read).
+inline constexpr std::uint8_t kChunkFilling = 1u << 4;
 
 struct ChunkEntry {
   ChunkKey key;

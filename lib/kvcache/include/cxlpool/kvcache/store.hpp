@@ -118,6 +118,13 @@ struct KvStoreConfig {
   // thread in poll() once its copies are done (commit_fd() wakes it). 0:
   // the commit copies on the caller's thread and finishes at once.
   std::uint32_t commit_workers = 0;
+  // With commit workers, a committed chunk of at least this many bytes
+  // whose writer's window has room is answered once its CRC-32C is taken
+  // (in pieces on the workers), and copied into its DRAM slot behind the
+  // answer; the copy is checked against that CRC and the chunk dropped when
+  // its writer changed the window slot meanwhile. Gets wait for the copy.
+  // 0: every commit copies before it is answered.
+  std::uint64_t copy_behind_min_bytes = 1ull << 20;
 };
 
 inline constexpr std::uint32_t kMaxCommitWorkers = 64;
@@ -206,7 +213,9 @@ struct KvNamespaceInfo {
   X(commits_in_flight, "commits_in_flight") /* commits waiting for their copies (gauge) */ \
   X(puts_to_ssd,       "puts_to_ssd")       /* chunks committed to the SSD log only (kKvPutCommitToSsd) */ \
   X(window_lends,      "window_lends")      /* of those, written from the put window without a copy */ \
-  X(window_reclaims,   "window_reclaims")   /* lent window slots copied into the log's buffer early (full window, client gone) */
+  X(window_reclaims,   "window_reclaims")   /* lent window slots copied into the log's buffer early (full window, client gone) */ \
+  X(puts_copied_behind, "puts_copied_behind") /* chunks whose commits were answered before their DRAM copy */ \
+  X(put_window_changed, "put_window_changed") /* of those, dropped: the window slot changed after the commit */
 // clang-format on
 
 struct KvTierCounters {
@@ -399,6 +408,14 @@ class KvStore {
   // Commits whose copies run on the commit workers (their completions come
   // out of a later poll()).
   [[nodiscard]] std::size_t commits_in_flight() const;
+  // Whether copies run on the commit workers: commits in flight, or copies
+  // behind answered commits (copy_behind_min_bytes). poll() takes them back.
+  [[nodiscard]] bool copies_in_flight() const;
+  // While held, the commit workers leave copies behind answered commits
+  // queued (a put_begin that needs their window slots, or flush(), runs
+  // them on the caller's thread). A seam for tests that must see a chunk
+  // whose copy is not in yet.
+  void hold_copies_behind(bool held);
   // An eventfd that turns readable when commit copies finished (poll() then
   // finishes their commits), or -1 without commit_workers. The caller may
   // read it to reset it; poll() does too.

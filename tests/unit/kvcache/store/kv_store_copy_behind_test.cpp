@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copies behind answered commits (KvStoreConfig::copy_behind_min_bytes): a
+// commit is answered once its chunks' CRCs are taken and their copies into
+// DRAM follow. The store's state moves only in submit() and poll(), so a
+// request submitted right after the commit, before any poll(), finds the
+// copy not in yet; hold_copies_behind() keeps it out across polls. These
+// cases check what such a chunk looks like to gets, deletes, put_begin,
+// flush and a writer that goes or changes its window slot after the answer.
+#include <cstring>
+#include <vector>
+
+#include "cxlpool/common/crc32c.hpp"
+#include "kv_store_harness.hpp"
+#include "../ssd/stream_copy.hpp"
+
+namespace cxlpool::kvcache::testing {
+namespace {
+
+using proto::KvOp;
+
+HarnessOptions behind_options(std::size_t window_slots = 16) {
+  HarnessOptions o;
+  o.config.commit_workers = 2;
+  o.config.copy_behind_min_bytes = 4096;
+  o.window_owners = true;
+  o.window_slots = window_slots;
+  return o;
+}
+
+// put_begin of one key, its payload written: the reservation id and the
+// window slot's offset.
+std::pair<std::uint64_t, std::uint64_t> begin_one(KvHarness& h, KvClientId client, const proto::KvKey& key) {
+  KvStoreCompletion begin = h.call(client, KvOp::kPutBegin, {&key, 1}, kChunk);
+  EXPECT_EQ(begin.outcome, KvStatus::kOk);
+  const auto p = payload_of(key);
+  std::memcpy(h.window(client) + begin.locations[0].offset, p.data(), kChunk);
+  return {begin.completion.result0, begin.locations[0].offset};
+}
+
+TEST(KvStoreCopyBehind, AGetRightAfterTheAnswerWaitsForTheCopy) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options());
+  const auto key = keys_of(900, 1)[0];
+  const auto [rid, slot] = begin_one(h, kAlice, key);
+  h.store().hold_copies_behind(true);
+  const std::uint64_t commit = h.submit(kAlice, KvOp::kPutCommit, {&key, 1}, rid);
+  const std::uint64_t get = h.submit(kBob, KvOp::kGet, {&key, 1});
+  const KvStoreCompletion committed = h.wait(kAlice, commit);
+  EXPECT_EQ(committed.outcome, KvStatus::kOk);
+  EXPECT_EQ(committed.completion.result0, 1u);
+  EXPECT_EQ(h.store().counters().puts_copied_behind, 1u);
+  EXPECT_TRUE(h.store().copies_in_flight()) << "the copy is held";
+  h.store().hold_copies_behind(false);
+  const KvStoreCompletion got = h.wait(kBob, get);
+  ASSERT_EQ(got.outcome, KvStatus::kOk);
+  ASSERT_EQ(got.completion.result1, 1u);
+  EXPECT_TRUE(h.holds(got.locations[0], key));
+  EXPECT_EQ(h.call(kBob, KvOp::kRelease, {}, got.completion.result0).outcome, KvStatus::kOk);
+  EXPECT_FALSE(h.store().copies_in_flight());
+  EXPECT_EQ(h.store().counters().put_window_changed, 0u);
+}
+
+TEST(KvStoreCopyBehind, AWindowSlotChangedAfterTheAnswerIsNeverServed) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options());
+  const auto key = keys_of(901, 1)[0];
+  const auto [rid, slot] = begin_one(h, kAlice, key);
+  h.store().hold_copies_behind(true);
+  const KvStoreCompletion committed = h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid);
+  ASSERT_EQ(committed.completion.result0, 1u);
+  const std::uint64_t get = h.submit(kBob, KvOp::kGet, {&key, 1});
+  // The writer breaks the contract: its slot is the store's until the copy is in.
+  h.window(kAlice)[slot + 17] = std::byte{0x5a};
+  h.store().hold_copies_behind(false);
+  const KvStoreCompletion got = h.wait(kBob, get);
+  EXPECT_EQ(got.outcome, KvStatus::kOk);
+  EXPECT_EQ(got.completion.result1, 0u) << "a changed chunk is a miss";
+  EXPECT_EQ(h.store().counters().put_window_changed, 1u);
+  EXPECT_FALSE(h.get_checked(kBob, key));
+  // Its DRAM slot came back: the arena holds dram_slots chunks again.
+  const auto more = keys_of(902, 8);
+  h.put_each(kAlice, more);
+  for (const auto& k : more) EXPECT_TRUE(h.get_checked(kBob, k));
+}
+
+TEST(KvStoreCopyBehind, ADeleteBeforeTheCopyIsInFreesTheSlotAfterIt) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options());
+  const auto key = keys_of(903, 1)[0];
+  const auto [rid, slot] = begin_one(h, kAlice, key);
+  h.store().hold_copies_behind(true);
+  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  const KvStoreCompletion deleted = h.call(kAlice, KvOp::kDelete, {&key, 1});
+  EXPECT_EQ(deleted.completion.result0, 1u);
+  EXPECT_FALSE(h.get_checked(kBob, key));
+  h.store().hold_copies_behind(false);
+  ASSERT_TRUE(h.store().flush());
+  EXPECT_FALSE(h.store().copies_in_flight());
+  EXPECT_FALSE(h.get_checked(kBob, key));
+  const auto more = keys_of(904, 8);
+  h.put_each(kAlice, more);
+  for (const auto& k : more) EXPECT_TRUE(h.get_checked(kBob, k)) << "no DRAM slot was lost";
+}
+
+TEST(KvStoreCopyBehind, AWriterThatGoesLeavesItsWindowMappedUntilTheCopyIsIn) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options());
+  const auto key = keys_of(905, 1)[0];
+  const auto [rid, slot] = begin_one(h, kAlice, key);
+  h.store().hold_copies_behind(true);
+  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  const std::weak_ptr<Area> window = h.forget_window(kAlice);
+  h.store().remove_client(kAlice);
+  EXPECT_FALSE(window.expired()) << "the copy still reads it";
+  EXPECT_FALSE(h.store().add_client(kAlice, {})) << "its id is not reused while its copies run";
+  h.store().hold_copies_behind(false);
+  EXPECT_TRUE(h.get_checked(kBob, key));
+  EXPECT_TRUE(window.expired());
+}
+
+TEST(KvStoreCopyBehind, APutBeginShortOfWindowSlotsFinishesTheCopiesHoldingThem) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options(4));
+  h.store().hold_copies_behind(true);
+  const auto first = keys_of(906, 3);
+  for (const auto& k : first) {
+    const auto [rid, slot] = begin_one(h, kAlice, k);
+    ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&k, 1}, rid).completion.result0, 1u);
+  }
+  // At most half of a window waits for copies behind the answer; the third
+  // commit copied before its answer.
+  EXPECT_EQ(h.store().counters().puts_copied_behind, 2u);
+  const auto next = keys_of(907, 3);
+  const KvStoreCompletion begin = h.call(kAlice, KvOp::kPutBegin, next, kChunk);
+  EXPECT_EQ(begin.outcome, KvStatus::kOk) << "the held copies ran on the store's thread";
+  EXPECT_FALSE(h.store().copies_in_flight());
+  for (const auto& k : first) EXPECT_TRUE(h.get_checked(kBob, k));
+  h.store().hold_copies_behind(false);
+}
+
+TEST(KvStoreCopyBehind, SmallChunksAndNoWindowOwnerCopyBeforeTheAnswer) {
+  KvHarness h;
+  HarnessOptions o = behind_options();
+  o.config.copy_behind_min_bytes = kChunk + 1;
+  KV_OPEN_OR_SKIP(h, o);
+  h.put_each(kAlice, keys_of(908, 2));
+  EXPECT_EQ(h.store().counters().puts_copied_behind, 0u);
+  KvHarness g;
+  HarnessOptions p = behind_options();
+  p.window_owners = false;  // a window the store cannot keep mapped
+  KV_OPEN_OR_SKIP(g, p);
+  g.put_each(kAlice, keys_of(909, 2));
+  EXPECT_EQ(g.store().counters().puts_copied_behind, 0u);
+}
+
+TEST(KvStoreCopyBehind, FlushWaitsForCopiesAndWritesTheirChunksToTheLog) {
+  KvHarness h;
+  HarnessOptions o = behind_options();
+  o.ssd = true;
+  KV_OPEN_OR_SKIP(h, o);
+  h.store().hold_copies_behind(true);
+  const auto keys = keys_of(910, 3);
+  for (const auto& k : keys) {
+    const auto [rid, slot] = begin_one(h, kAlice, k);
+    ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&k, 1}, rid).completion.result0, 1u);
+  }
+  ASSERT_TRUE(h.store().flush());
+  EXPECT_FALSE(h.store().copies_in_flight());
+  for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k));
+  h.store().hold_copies_behind(false);
+}
+
+// The copy's checksum is of what the destination holds, for any length and
+// alignment of the tail.
+TEST(KvStoreCopyBehind, CopyChecksumIsOfTheDestination) {
+  for (std::size_t n : {1ul, 4095ul, 65536ul, 65537ul, 200000ul, 2ul << 20}) {
+    std::vector<std::byte> src(n), dst(n);
+    for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<std::byte>(i * 131 + 7);
+    const std::uint32_t crc = copy_crc32c_of_copy(dst.data(), src.data(), n);
+    EXPECT_EQ(crc, crc32c(dst)) << n;
+    EXPECT_EQ(dst, src) << n;
+  }
+}
+
+}  // namespace
+}  // namespace cxlpool::kvcache::testing
