@@ -1091,11 +1091,13 @@ TEST_F(KvSsdTest, SectionKnobsReachTheStore) {
   auto pool = make_pool(dram_and_emulated());
   auto kv = section();
   kv.ssd_lend_min_bytes = 1 << 20;
+  kv.copy_behind_min_bytes = 0;
   kv.admission_threshold = 5;
   auto created = KvService::create(kv, *pool);
   ASSERT_TRUE(created) << created.error().message;
   const kvcache::KvStoreConfig c = (*created)->store_config();
   EXPECT_EQ(c.ssd_lend_min_bytes, 1u << 20);
+  EXPECT_EQ(c.copy_behind_min_bytes, 0u);
   EXPECT_EQ(c.admission.threshold, 5u);
   EXPECT_EQ(c.slot_bytes, kv.slot_bytes);
 }

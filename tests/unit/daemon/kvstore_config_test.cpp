@@ -23,7 +23,7 @@ const std::vector<std::string> kKvKeys = {
     "index_capacity",    "dram_bandwidth_mbps", "dram_latency_ns",  "cxl_bandwidth_mbps",
     "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",   "ssd_lend_min_bytes",
     "lease_timeout_ms",  "ssd_format_foreign", "ssd_workers",       "commit_workers",
-    "ssd_read_staging",
+    "ssd_read_staging",  "copy_behind_min_bytes",
 };
 
 TEST(KvStoreConfig, Defaults) {
@@ -47,6 +47,7 @@ TEST(KvStoreConfig, Defaults) {
   EXPECT_FALSE(kv.ssd_read_staging.has_value());
   EXPECT_FALSE(kv.commit_workers.has_value());
   EXPECT_EQ(kv.ssd_lend_min_bytes, 256u * 1024);
+  EXPECT_EQ(kv.copy_behind_min_bytes, kMiB);
   EXPECT_EQ(kv.put_window_bytes, 64 * kMiB);
   EXPECT_FALSE(kv.client_quota_bytes.has_value());
   EXPECT_EQ(kv.lease_timeout_ms, 30000u);
@@ -79,6 +80,7 @@ ssd_sync = "per-commit"
 ssd_engine = "posix"
 commit_workers = 8
 ssd_lend_min_bytes = "1M"
+copy_behind_min_bytes = "4M"
 put_window_bytes = "16M"
 client_quota_bytes = "2G"
 lease_timeout_ms = 500
@@ -109,6 +111,7 @@ ssd_latency_ns = 80000
   EXPECT_EQ(kv.ssd_engine, KvSsdEngine::kPosix);
   EXPECT_EQ(kv.commit_workers, 8u);
   EXPECT_EQ(kv.ssd_lend_min_bytes, kMiB);
+  EXPECT_EQ(kv.copy_behind_min_bytes, 4 * kMiB);
   EXPECT_EQ(kv.put_window_bytes, 16 * kMiB);
   EXPECT_EQ(kv.client_quota_bytes, 2 * kGiB);
   EXPECT_EQ(kv.lease_timeout_ms, 500u);
@@ -206,6 +209,7 @@ const Rejection kRejections[] = {
     {"[kvstore]\ncommit_workers = \"2\"", "kvstore.commit_workers", 2, "expected an integer, got a string"},
     {"[kvstore]\nssd_lend_min_bytes = 1000", "kvstore.ssd_lend_min_bytes", 2, "must be 0 (always copy) or a multiple of 4096"},
     {"[kvstore]\nssd_lend_min_bytes = -4096", "kvstore.ssd_lend_min_bytes", 2, "must not be negative"},
+    {"[kvstore]\ncopy_behind_min_bytes = -1", "kvstore.copy_behind_min_bytes", 2, "must not be negative"},
     {"[kvstore]\nput_window_bytes = 0", "kvstore.put_window_bytes", 2, "must be greater than 0"},
     {"[kvstore]\nslot_bytes = \"4M\"\nput_window_bytes = \"2M\"", "kvstore.put_window_bytes", 3,
      "must hold at least one slot of slot_bytes (4194304)"},
@@ -252,6 +256,7 @@ TEST(KvStoreConfig, EveryKeyNeedsARestart) {
            {"ssd_read_staging = 4", "ssd_read_staging"},
            {"commit_workers = 0", "commit_workers"},
            {"ssd_lend_min_bytes = 0", "ssd_lend_min_bytes"},
+           {"copy_behind_min_bytes = 0", "copy_behind_min_bytes"},
            {"put_window_bytes = \"8M\"", "put_window_bytes"},
            {"client_quota_bytes = \"1G\"", "client_quota_bytes"},
            {"max_leases_per_client = 5", "max_leases_per_client"},
