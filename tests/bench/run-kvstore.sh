@@ -381,27 +381,32 @@ get_nocopy=$result
 bench_stop_daemon
 
 # Puts against daemons with each kvstore.commit_workers value, interleaved
-# (the runs above use the default).
+# (the runs above use the default), each with copies behind the commit's
+# answer (the default) and without (copy_behind_min_bytes = 0).
 declare -A put_cw put_writers
 for rep in $(seq "$reps"); do
   cw_index=0
   for cw in $commit_workers; do
     cw_index=$((cw_index + 1))
-    write_config "$work/dram-cw.toml" 'dram_bytes = 1073741824' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
-      "$(commit_workers_line "$cw")"
-    start_daemon "$work/dram-cw.toml"
-    for qd in $qds; do
-      run "$bench" "$sock" put --qd "$qd" --seed "$((2000 * rep + 100 * qd + cw_index))"
-      put_cw[$qd/$cw]+=" $(value ops_per_s "$result")"
+    for behind in on off; do
+      behind_line="# copy_behind_min_bytes: the default"
+      [[ $behind == off ]] && behind_line="copy_behind_min_bytes = 0"
+      write_config "$work/dram-cw.toml" 'dram_bytes = 1073741824' 'cxl_bytes = 0' 'slot_bytes = 2097152' \
+        "$(commit_workers_line "$cw")" "$behind_line"
+      start_daemon "$work/dram-cw.toml"
+      for qd in $qds; do
+        run "$bench" "$sock" put --qd "$qd" --seed "$((2000 * rep + 100 * qd + 10 * cw_index + ${#behind}))"
+        put_cw[$qd/$cw/$behind]+=" $(value ops_per_s "$result")"
+      done
+      # Several writers at once, each with 8 puts in flight (seeds apart by
+      # more than the most writers, so no two runs share a key).
+      for n in $writers; do
+        [[ $n == 1 || $behind == off ]] && continue
+        run "$bench" "$sock" put --clients "$n" --qd 8 --seed "$((100000 * rep + 1000 * n + 100 * cw_index))"
+        put_writers[$n/$cw]+=" $(value ops_per_s "$result")"
+      done
+      bench_stop_daemon
     done
-    # Several writers at once, each with 8 puts in flight (seeds apart by
-    # more than the most writers, so no two runs share a key).
-    for n in $writers; do
-      [[ $n == 1 ]] && continue
-      run "$bench" "$sock" put --clients "$n" --qd 8 --seed "$((100000 * rep + 1000 * n + 100 * cw_index))"
-      put_writers[$n/$cw]+=" $(value ops_per_s "$result")"
-    done
-    bench_stop_daemon
   done
 done
 
@@ -463,7 +468,8 @@ put_row() {
 }
 for qd in $qds; do
   for cw in $commit_workers; do
-    put_row "2 MiB put ($cw cw) vs memcpy hot, $qd in flight" "${put_cw[$qd/$cw]}" ">= 0.7"
+    put_row "2 MiB put ($cw cw) vs memcpy hot, $qd in flight" "${put_cw[$qd/$cw/on]}" ">= 0.7"
+    put_row "  same, copy before the answer" "${put_cw[$qd/$cw/off]}" "(copy_behind_min_bytes = 0)"
   done
 done
 for n in $writers; do
