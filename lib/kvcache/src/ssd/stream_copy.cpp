@@ -20,6 +20,8 @@ constexpr std::size_t kMinStreamBytes = 64 * 1024;
 // Fused checksum + copy block: well inside L1+L2, so the copy reads what
 // the checksum just loaded.
 constexpr std::size_t kFuseBlock = 64 * 1024;
+// copy_crc32c_of_copy's buffer: one page, which stays in L1.
+constexpr std::size_t kBounceBlock = 4096;
 
 #if defined(__SSE2__)
 // n a multiple of 64, dst 16-byte aligned. The caller fences.
@@ -100,12 +102,22 @@ std::uint32_t stream_copy_crc32c(void* dst, const void* src, std::size_t n, std:
 std::uint32_t copy_crc32c_of_copy(void* dst, const void* src, std::size_t n) {
   auto* d = static_cast<std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
-  std::uint32_t crc = 0;
-  for (std::size_t off = 0; off < n; off += kFuseBlock) {
-    const std::size_t len = std::min(kFuseBlock, n - off);
-    std::memcpy(d + off, s + off, len);
-    crc = crc32c({d + off, len}, crc);
+  if (!streamable(dst, n)) {
+    std::memcpy(d, s, n);
+    return crc32c({d, n});
   }
+  // Each block goes through a buffer that stays in L1: the checksum and the
+  // streamed stores both read the buffer, so the checksum is of what was
+  // stored, and the destination is still written past the caches.
+  alignas(64) thread_local std::byte bounce[kBounceBlock];
+  std::uint32_t crc = 0;
+  for (std::size_t off = 0; off < n; off += kBounceBlock) {
+    const std::size_t len = std::min(kBounceBlock, n - off);
+    std::memcpy(bounce, s + off, len);
+    crc = crc32c({bounce, len}, crc);
+    copy_block(d + off, bounce, len);
+  }
+  fence();
   return crc;
 }
 
