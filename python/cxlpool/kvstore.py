@@ -509,7 +509,10 @@ class Reservation:
     def commit(self, which: Optional[Iterable[int]] = None, to_ssd: bool = False) -> int:
         """Commits the slots (``which``: their indices; None: all). to_ssd:
         the chunks go to the SSD log only, written from the put window; the
-        count returned is then a PutCount (``on_ssd``, also ``self.on_ssd``)."""
+        count returned is then a PutCount (``on_ssd``, also ``self.on_ssd``).
+        The views of the slots must not be written after the commit: the
+        daemon may still be copying from them, and drops a chunk whose slot
+        changed meanwhile."""
         keys = self.keys if which is None else Keys.from_ints(self.keys[i] for i in which)
         on_ssd = ctypes.c_uint64()
         committed = check(lib.cxlpool_kv_put_commit_flags(self.ns.store.handle, self.ns.id, self.id, keys.array,

@@ -207,7 +207,11 @@ int cxlpool_kv_lookup(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys
 int cxlpool_kv_put_begin(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
                          uint64_t chunk_bytes, uint64_t *reservation, cxlpool_kv_location *slots);
 /* Commits the listed keys of the reservation (the rest are dropped). Returns
- * the number committed. */
+ * the number committed. From the commit on, the reservation's put-window
+ * slots are the daemon's until a put_begin hands them out again: it may
+ * still be copying a chunk out of its slot after answering, and drops a
+ * chunk whose slot changed meanwhile (docs/kvstore.md "Copies behind the
+ * answer"). */
 int cxlpool_kv_put_commit(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
                           const cxlpool_kv_key *keys, uint32_t n);
 /* cxlpool_kv_put_commit with flags: 0 or CXLPOOL_KV_COMMIT_TO_SSD, which
