@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <system_error>
 #include <utility>
 
@@ -121,6 +122,16 @@ void run_copy_job(CopyJob& job) {
   } else {
     stream_copy(job.to, job.from, job.bytes);
   }
+}
+
+void CommitCopier::promote(std::uint64_t commit) {
+  {
+    const std::lock_guard lock(mutex_);
+    const auto of_commit = [commit](const CopyJob& j) { return j.commit == commit; };
+    std::copy_if(background_.begin(), background_.end(), std::back_inserter(queue_), of_commit);
+    if (std::erase_if(background_, of_commit) == 0) return;
+  }
+  work_.notify_all();
 }
 
 void CommitCopier::hold_background(bool held) {

@@ -100,6 +100,9 @@ class CommitCopier {
   // Background jobs only when `background` (they are off every answer's
   // path: a caller with a request about to come should leave them).
   bool run_one(bool background = false);
+  // Moves the queued background jobs of commit `commit` ahead of the other
+  // background jobs, with the foreground ones (someone waits for them now).
+  void promote(std::uint64_t commit);
   // Keeps the threads off background jobs while `held` (run_one(true)
   // still runs them): a test's way to hold copies behind answered commits.
   void hold_background(bool held);

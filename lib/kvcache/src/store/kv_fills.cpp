@@ -10,6 +10,8 @@
 // that does not match leaves the index, so no reader ever sees bytes other
 // than those committed. Gets and peers that find a filling chunk wait for
 // the copy as they wait for an SSD read (its Load in `loads`).
+#include <cassert>
+
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
@@ -58,6 +60,7 @@ KvOutcome KvStore::Impl::start_fill(KvClientId id, ClientState& c, const Reserva
   load.waiters.clear();
 
   const std::uint64_t fill_id = next_fill++;
+  load.fill = fill_id;
   Fill& f = fills[fill_id];
   f.client = id;
   f.window_offset = rc.window_offset;
@@ -97,6 +100,14 @@ void KvStore::Impl::fill_piece_done(const CopyJob& job) {
 }
 
 void KvStore::Impl::finish_fill(Fill& f) {
+  if (ClientState* c = client(f.client)) {
+    c->window_slots.give(f.window_offset);
+    --c->window_fills;
+  }
+  if (f.abandoned) {
+    arena(KvTier::kDram).slots.give(f.offset);
+    return;
+  }
   const std::uint32_t copied = combine_piece_crcs(f.piece_crcs, f.bytes, f.piece_bytes);
   Load load;
   if (auto lit = loads.find(f.key); lit != loads.end()) {
@@ -112,9 +123,17 @@ void KvStore::Impl::finish_fill(Fill& f) {
     if (copied == f.crc) {
       ChunkInfo info = e->info;
       info.flags &= static_cast<std::uint8_t>(~kChunkFilling);
-      (void)index.update(f.key, info);  // unpinned: cannot fail
-      arena(KvTier::kDram).policy->insert(f.key);
-      counters.tiers[tier_index(KvTier::kDram)].bytes_written += f.bytes;
+      // Nobody else pins a filling chunk, so the update cannot find it
+      // pinned; were it to, the chunk would leave rather than stay
+      // filling with no copy to finish it.
+      if (index.update(f.key, info) == KvStatus::kOk) {
+        arena(KvTier::kDram).policy->insert(f.key);
+        counters.tiers[tier_index(KvTier::kDram)].bytes_written += f.bytes;
+      } else {
+        assert(false && "a filling chunk was pinned by someone else");
+        const ChunkEntry was = *e;
+        if (index.erase(f.key) == EraseOutcome::kErased) forget_resident(was);
+      }
     } else {
       // Its writer changed the window slot after the commit: never served.
       ++counters.put_window_changed;
@@ -125,11 +144,25 @@ void KvStore::Impl::finish_fill(Fill& f) {
   // Waiters find the chunk readable and pin it, or gone: their prefix ends
   // before it, as for a chunk deleted while it was read.
   wake_load_waiters(load, f.key, KvOutcome());
-  if (ClientState* c = client(f.client)) {
-    c->window_slots.give(f.window_offset);
-    --c->window_fills;
-  }
 }
+
+bool KvStore::Impl::abandon_fill(const ChunkKey& key) {
+  auto lit = loads.find(key);
+  if (lit == loads.end() || lit->second.fill == 0) return false;
+  auto fit = fills.find(lit->second.fill);
+  if (fit == fills.end()) return false;  // cannot happen: a fill's Load goes with it
+  fit->second.abandoned = true;
+  const Load load = std::move(lit->second);
+  loads.erase(lit);
+  // The copy's pin goes, then the entry: its slot is not given back here
+  // (forget_resident) but by finish_fill, once no worker writes into it.
+  (void)index.unpin(key);
+  (void)index.erase(key);
+  wake_load_waiters(load, key, KvOutcome());
+  return true;
+}
+
+void KvStore::Impl::hurry_fill(const Load& load) { copier->promote(kFillJob | load.fill); }
 
 void KvStore::Impl::settle_copies() {
   // A commit whose CRC comes back starts its copy behind the answer: one

@@ -136,7 +136,8 @@ void KvStore::Impl::wake_load_waiters(const Load& load, const ChunkKey& key, con
       // pinned), never serving bytes that did not check.
       const ChunkEntry* now = index.find(key);
       if (now != nullptr && !awaits_load(*now) && index.pin(key).ok()) {
-        pg.pinned[i] = pg.for_peer ? kPinnedLoaded : kPinnedResident;
+        // A chunk copied behind its commit was not read from the SSD.
+        pg.pinned[i] = pg.for_peer && load.fill == 0 ? kPinnedLoaded : kPinnedResident;
       }
     }
     if (--pg.loads_left == 0) finish_pending_get(pid);

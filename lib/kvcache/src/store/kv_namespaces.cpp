@@ -61,6 +61,14 @@ Result<KvDropResult> KvStore::drop_namespace(std::uint32_t ns_id) {
   const NamespaceState* ns = s.ns(ns_id);
   if (ns == nullptr) return fail(ENOENT, "kv store: no namespace " + std::to_string(ns_id));
   KvDropResult result;
+  // Chunks whose copies are not in leave now, their slots with the copies.
+  std::vector<ChunkKey> filling;
+  s.index.for_each([&](const ChunkEntry& e) {
+    if (e.info.ns_id == ns_id && (e.info.flags & kChunkFilling) && !(e.info.flags & kChunkDoomed)) {
+      filling.push_back(e.key);
+    }
+  });
+  for (const ChunkKey& key : filling) result.dropped += s.abandon_fill(key) ? 1 : 0;
   s.index.for_each([&](const ChunkEntry& e) {
     if (e.info.ns_id == ns_id && e.pins != 0 && !(e.info.flags & kChunkDoomed)) ++result.deferred;
   });

@@ -42,6 +42,7 @@ std::uint64_t KvStore::pin_for_peer_loading(std::uint32_t ns_id, std::span<const
       it = s.loads.find(key);
     }
     it->second.waiters.emplace_back(pid, static_cast<std::uint32_t>(i));
+    if (it->second.fill != 0) s.hurry_fill(it->second);
     ++pg.loads_left;
   }
   if (pg.loads_left == 0) {

@@ -156,6 +156,7 @@ void KvStore::Impl::do_get(KvClientId id, const proto::KvRequest& r) {
       it = loads.find(key);
     }
     it->second.waiters.emplace_back(pid, static_cast<std::uint32_t>(i));
+    if (it->second.fill != 0) hurry_fill(it->second);
     ++pg.loads_left;
   }
   if (pg.loads_left == 0) return finish_pending_get(pid);
@@ -208,6 +209,10 @@ void KvStore::Impl::do_delete(KvClientId id, const proto::KvRequest& r) {
   for (const ChunkKey& key : scratch_keys) {
     const ChunkEntry* e = index.find(key);
     if (e == nullptr || e->info.ns_id != r.namespace_id) continue;
+    if ((e->info.flags & kChunkFilling) && abandon_fill(key)) {
+      ++deleted;  // never on the SSD log: its copy is not in yet
+      continue;
+    }
     const ChunkEntry was = *e;
     const EraseOutcome outcome = index.erase(key);
     if (outcome == EraseOutcome::kErased) forget_resident(was);

@@ -120,6 +120,9 @@ struct Fill {
   std::uint32_t piece_bytes = 0;
   std::uint16_t pieces_left = 0;
   std::array<std::uint32_t, kMaxCopyPieces> piece_crcs{};
+  // Deleted before the copy was in (abandon_fill): the index entry and the
+  // Load are gone already; the slot goes back when the copy is.
+  bool abandoned = false;
 };
 
 // CopyJob::commit of a fill's pieces carries this bit over the fill's id;
@@ -192,6 +195,7 @@ struct Load {
   KvTier tier = KvTier::kDram;     // where the slot is
   std::uint64_t offset = 0;
   std::uint32_t ns_id = 0;         // whose view the read lands in
+  std::uint64_t fill = 0;          // a copy behind an answered commit (its Fill's id), not an SSD read
   bool submitted = false;
   std::vector<std::pair<std::uint64_t, std::uint32_t>> waiters;  // (pending get, index in its prefix)
 };
@@ -427,6 +431,13 @@ struct KvStore::Impl {
   KvOutcome start_fill(KvClientId id, ClientState& c, const Reservation& res, ReservedChunk& rc,
                        std::uint64_t offset, std::uint32_t crc);
   void fill_piece_done(const CopyJob& job);
+  // A delete or a namespace drop of a filling chunk: the chunk leaves the
+  // index now (so that its key can be put again at once) and its waiters
+  // find it gone; its slot waits for the copy. False: no such fill.
+  bool abandon_fill(const ChunkKey& key);
+  // A get or peer now waits for the fill: its copy's pieces go ahead of
+  // the background.
+  void hurry_fill(const Load& load);
   // The copy is in: the chunk becomes readable when it matches the CRC of
   // the commit, and leaves the index when it does not.
   void finish_fill(Fill& f);

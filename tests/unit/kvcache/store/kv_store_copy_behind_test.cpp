@@ -6,6 +6,8 @@
 // copy not in yet; hold_copies_behind() keeps it out across polls. These
 // cases check what such a chunk looks like to gets, deletes, put_begin,
 // flush and a writer that goes or changes its window slot after the answer.
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
@@ -45,11 +47,12 @@ TEST(KvStoreCopyBehind, AGetRightAfterTheAnswerWaitsForTheCopy) {
   h.store().hold_copies_behind(true);
   const std::uint64_t commit = h.submit(kAlice, KvOp::kPutCommit, {&key, 1}, rid);
   const std::uint64_t get = h.submit(kBob, KvOp::kGet, {&key, 1});
+  // No poll yet: whatever the workers did, the store has not taken the copy back.
+  EXPECT_TRUE(h.store().copies_in_flight());
   const KvStoreCompletion committed = h.wait(kAlice, commit);
   EXPECT_EQ(committed.outcome, KvStatus::kOk);
   EXPECT_EQ(committed.completion.result0, 1u);
   EXPECT_EQ(h.store().counters().puts_copied_behind, 1u);
-  EXPECT_TRUE(h.store().copies_in_flight()) << "the copy is held";
   h.store().hold_copies_behind(false);
   const KvStoreCompletion got = h.wait(kBob, get);
   ASSERT_EQ(got.outcome, KvStatus::kOk);
@@ -68,11 +71,11 @@ TEST(KvStoreCopyBehind, AWindowSlotChangedAfterTheAnswerIsNeverServed) {
   h.store().hold_copies_behind(true);
   const KvStoreCompletion committed = h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid);
   ASSERT_EQ(committed.completion.result0, 1u);
-  const std::uint64_t get = h.submit(kBob, KvOp::kGet, {&key, 1});
-  // The writer breaks the contract: its slot is the store's until the copy is in.
+  // The writer breaks the contract: its slot is the store's until the copy
+  // is in (held until the get below hurries it).
   h.window(kAlice)[slot + 17] = std::byte{0x5a};
+  const KvStoreCompletion got = h.call(kBob, KvOp::kGet, {&key, 1});
   h.store().hold_copies_behind(false);
-  const KvStoreCompletion got = h.wait(kBob, get);
   EXPECT_EQ(got.outcome, KvStatus::kOk);
   EXPECT_EQ(got.completion.result1, 0u) << "a changed chunk is a miss";
   EXPECT_EQ(h.store().counters().put_window_changed, 1u);
@@ -167,6 +170,91 @@ TEST(KvStoreCopyBehind, FlushWaitsForCopiesAndWritesTheirChunksToTheLog) {
   ASSERT_TRUE(h.store().flush());
   EXPECT_FALSE(h.store().copies_in_flight());
   for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k));
+  h.store().hold_copies_behind(false);
+}
+
+TEST(KvStoreCopyBehind, AGetWaitingForAHeldCopyHurriesIt) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options());
+  const auto key = keys_of(911, 1)[0];
+  const auto [rid, slot] = begin_one(h, kAlice, key);
+  h.store().hold_copies_behind(true);
+  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  // Held copies stay queued until someone waits for them: the get's copy
+  // runs ahead of the background, hold or not.
+  EXPECT_TRUE(h.get_checked(kBob, key));
+  EXPECT_FALSE(h.store().copies_in_flight());
+  h.store().hold_copies_behind(false);
+}
+
+TEST(KvStoreCopyBehind, AKeyDeletedBeforeItsCopyIsInCanBePutAgainAtOnce) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options());
+  const auto key = keys_of(912, 1)[0];
+  const auto [rid, slot] = begin_one(h, kAlice, key);
+  h.store().hold_copies_behind(true);
+  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  const std::uint64_t get = h.submit(kBob, KvOp::kGet, {&key, 1});
+  EXPECT_EQ(h.call(kAlice, KvOp::kDelete, {&key, 1}).completion.result0, 1u);
+  const KvStoreCompletion missed = h.wait(kBob, get);
+  EXPECT_EQ(missed.outcome, KvStatus::kOk);
+  EXPECT_EQ(missed.completion.result1, 0u) << "deleted while the get waited";
+  const KvStoreCompletion again = h.put(kBob, {&key, 1});
+  EXPECT_EQ(again.outcome, KvStatus::kOk);
+  EXPECT_EQ(again.completion.result0, 1u);
+  h.store().hold_copies_behind(false);
+  ASSERT_TRUE(h.store().flush());
+  EXPECT_TRUE(h.get_checked(kBob, key));
+  // Both copies' slots are accounted for: 8 more chunks fit beside it.
+  const auto more = keys_of(913, 7);
+  h.put_each(kAlice, more);
+  for (const auto& k : more) EXPECT_TRUE(h.get_checked(kBob, k));
+  EXPECT_TRUE(h.get_checked(kBob, key));
+}
+
+TEST(KvStoreCopyBehind, ANamespaceDroppedBeforeTheCopiesAreInLosesThemAtOnce) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options());
+  const auto keys = keys_of(914, 3);
+  h.store().hold_copies_behind(true);
+  for (const auto& k : keys) {
+    const auto [rid, slot] = begin_one(h, kAlice, k);
+    ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&k, 1}, rid).completion.result0, 1u);
+  }
+  const auto dropped = h.store().drop_namespace(h.ns());
+  ASSERT_TRUE(dropped);
+  EXPECT_EQ(dropped->dropped, 3u);
+  EXPECT_EQ(dropped->deferred, 0u);
+  h.store().hold_copies_behind(false);
+  ASSERT_TRUE(h.store().flush());
+  for (const auto& k : keys) EXPECT_FALSE(h.get_checked(kBob, k));
+  const auto more = keys_of(915, 8);
+  h.put_each(kAlice, more);
+  for (const auto& k : more) EXPECT_TRUE(h.get_checked(kBob, k)) << "no DRAM slot was lost";
+}
+
+TEST(KvStoreCopyBehind, APeerWaitsForTheCopyAndPinsCheckedBytesNotAnSsdLoad) {
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, behind_options());
+  const auto key = keys_of(916, 1)[0];
+  const auto [rid, slot] = begin_one(h, kAlice, key);
+  h.store().hold_copies_behind(true);
+  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  EXPECT_FALSE(h.store().pin_for_peer(h.ns(), key).ok()) << "a one-sided pin treats it as not held";
+  h.store().pin_for_peer_loading(h.ns(), {&key, 1});
+  std::vector<KvPeerLoad> loads;
+  for (int i = 0; i < 20000 && loads.empty(); ++i) {
+    std::vector<KvStoreCompletion> out;
+    h.store().poll(out);
+    h.store().take_peer_loads(loads);
+    ::usleep(50);
+  }
+  ASSERT_EQ(loads.size(), 1u);
+  ASSERT_EQ(loads[0].pins.size(), 1u);
+  EXPECT_FALSE(loads[0].pins[0].loaded);
+  EXPECT_TRUE(loads[0].pins[0].crc_known);
+  EXPECT_EQ(loads[0].pins[0].crc, crc32c(payload_of(key)));
+  h.store().unpin_for_peer(key);
   h.store().hold_copies_behind(false);
 }
 
