@@ -39,6 +39,15 @@ std::pair<std::uint64_t, std::uint64_t> begin_one(KvHarness& h, KvClientId clien
   return {begin.completion.result0, begin.locations[0].offset};
 }
 
+// Alice puts `key` with the copies held: the commit is answered and its
+// copy waits. The window slot's offset.
+std::uint64_t commit_held(KvHarness& h, const proto::KvKey& key) {
+  h.store().hold_copies_behind(true);
+  const auto [rid, slot] = begin_one(h, kAlice, key);
+  EXPECT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  return slot;
+}
+
 TEST(KvStoreCopyBehind, AGetRightAfterTheAnswerWaitsForTheCopy) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options());
@@ -67,10 +76,7 @@ TEST(KvStoreCopyBehind, AWindowSlotChangedAfterTheAnswerIsNeverServed) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options());
   const auto key = keys_of(901, 1)[0];
-  const auto [rid, slot] = begin_one(h, kAlice, key);
-  h.store().hold_copies_behind(true);
-  const KvStoreCompletion committed = h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid);
-  ASSERT_EQ(committed.completion.result0, 1u);
+  const std::uint64_t slot = commit_held(h, key);
   // The writer breaks the contract: its slot is the store's until the copy
   // is in (held until the get below hurries it).
   h.window(kAlice)[slot + 17] = std::byte{0x5a};
@@ -90,9 +96,7 @@ TEST(KvStoreCopyBehind, ADeleteBeforeTheCopyIsInFreesTheSlotAfterIt) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options());
   const auto key = keys_of(903, 1)[0];
-  const auto [rid, slot] = begin_one(h, kAlice, key);
-  h.store().hold_copies_behind(true);
-  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  commit_held(h, key);
   const KvStoreCompletion deleted = h.call(kAlice, KvOp::kDelete, {&key, 1});
   EXPECT_EQ(deleted.completion.result0, 1u);
   EXPECT_FALSE(h.get_checked(kBob, key));
@@ -109,9 +113,7 @@ TEST(KvStoreCopyBehind, AWriterThatGoesLeavesItsWindowMappedUntilTheCopyIsIn) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options());
   const auto key = keys_of(905, 1)[0];
-  const auto [rid, slot] = begin_one(h, kAlice, key);
-  h.store().hold_copies_behind(true);
-  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  commit_held(h, key);
   const std::weak_ptr<Area> window = h.forget_window(kAlice);
   h.store().remove_client(kAlice);
   EXPECT_FALSE(window.expired()) << "the copy still reads it";
@@ -124,12 +126,8 @@ TEST(KvStoreCopyBehind, AWriterThatGoesLeavesItsWindowMappedUntilTheCopyIsIn) {
 TEST(KvStoreCopyBehind, APutBeginShortOfWindowSlotsFinishesTheCopiesHoldingThem) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options(4));
-  h.store().hold_copies_behind(true);
   const auto first = keys_of(906, 3);
-  for (const auto& k : first) {
-    const auto [rid, slot] = begin_one(h, kAlice, k);
-    ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&k, 1}, rid).completion.result0, 1u);
-  }
+  for (const auto& k : first) commit_held(h, k);
   // At most half of a window waits for copies behind the answer; the third
   // commit copied before its answer.
   EXPECT_EQ(h.store().counters().puts_copied_behind, 2u);
@@ -161,12 +159,8 @@ TEST(KvStoreCopyBehind, FlushWaitsForCopiesAndWritesTheirChunksToTheLog) {
   HarnessOptions o = behind_options();
   o.ssd = true;
   KV_OPEN_OR_SKIP(h, o);
-  h.store().hold_copies_behind(true);
   const auto keys = keys_of(910, 3);
-  for (const auto& k : keys) {
-    const auto [rid, slot] = begin_one(h, kAlice, k);
-    ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&k, 1}, rid).completion.result0, 1u);
-  }
+  for (const auto& k : keys) commit_held(h, k);
   ASSERT_TRUE(h.store().flush());
   EXPECT_FALSE(h.store().copies_in_flight());
   for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k));
@@ -177,9 +171,7 @@ TEST(KvStoreCopyBehind, AGetWaitingForAHeldCopyHurriesIt) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options());
   const auto key = keys_of(911, 1)[0];
-  const auto [rid, slot] = begin_one(h, kAlice, key);
-  h.store().hold_copies_behind(true);
-  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  commit_held(h, key);
   // Held copies stay queued until someone waits for them: the get's copy
   // runs ahead of the background, hold or not.
   EXPECT_TRUE(h.get_checked(kBob, key));
@@ -191,9 +183,7 @@ TEST(KvStoreCopyBehind, AKeyDeletedBeforeItsCopyIsInCanBePutAgainAtOnce) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options());
   const auto key = keys_of(912, 1)[0];
-  const auto [rid, slot] = begin_one(h, kAlice, key);
-  h.store().hold_copies_behind(true);
-  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  commit_held(h, key);
   const std::uint64_t get = h.submit(kBob, KvOp::kGet, {&key, 1});
   EXPECT_EQ(h.call(kAlice, KvOp::kDelete, {&key, 1}).completion.result0, 1u);
   const KvStoreCompletion missed = h.wait(kBob, get);
@@ -216,11 +206,7 @@ TEST(KvStoreCopyBehind, ANamespaceDroppedBeforeTheCopiesAreInLosesThemAtOnce) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options());
   const auto keys = keys_of(914, 3);
-  h.store().hold_copies_behind(true);
-  for (const auto& k : keys) {
-    const auto [rid, slot] = begin_one(h, kAlice, k);
-    ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&k, 1}, rid).completion.result0, 1u);
-  }
+  for (const auto& k : keys) commit_held(h, k);
   const auto dropped = h.store().drop_namespace(h.ns());
   ASSERT_TRUE(dropped);
   EXPECT_EQ(dropped->dropped, 3u);
@@ -237,9 +223,7 @@ TEST(KvStoreCopyBehind, APeerWaitsForTheCopyAndPinsCheckedBytesNotAnSsdLoad) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, behind_options());
   const auto key = keys_of(916, 1)[0];
-  const auto [rid, slot] = begin_one(h, kAlice, key);
-  h.store().hold_copies_behind(true);
-  ASSERT_EQ(h.call(kAlice, KvOp::kPutCommit, {&key, 1}, rid).completion.result0, 1u);
+  commit_held(h, key);
   EXPECT_FALSE(h.store().pin_for_peer(h.ns(), key).ok()) << "a one-sided pin treats it as not held";
   h.store().pin_for_peer_loading(h.ns(), {&key, 1});
   std::vector<KvPeerLoad> loads;
