@@ -415,7 +415,7 @@ size_t KvService::poll() {
   // No request came this round: the loop copies a chunk of a commit itself
   // rather than wait for a worker to be scheduled (one at a time, so that
   // a request arriving meanwhile waits at most one chunk's copy).
-  if (work == 0 && store_->commits_in_flight() != 0) store_->run_commit_copies(1);
+  if (work == 0 && store_->copies_in_flight()) store_->run_commit_copies(1);
   done_.clear();
   const size_t finished = store_->poll(done_);
   if (!peer_pins_.empty()) answer_peer_pins();

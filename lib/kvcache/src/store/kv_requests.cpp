@@ -210,13 +210,15 @@ void KvStore::Impl::do_delete(KvClientId id, const proto::KvRequest& r) {
     const ChunkEntry* e = index.find(key);
     if (e == nullptr || e->info.ns_id != r.namespace_id) continue;
     if ((e->info.flags & kChunkFilling) && abandon_fill(key)) {
-      ++deleted;  // never on the SSD log: its copy is not in yet
-      continue;
+      ++deleted;  // its slot returns with its copy
+    } else {
+      const ChunkEntry was = *e;
+      const EraseOutcome outcome = index.erase(key);
+      if (outcome == EraseOutcome::kErased) forget_resident(was);
+      if (outcome != EraseOutcome::kNotFound) ++deleted;
     }
-    const ChunkEntry was = *e;
-    const EraseOutcome outcome = index.erase(key);
-    if (outcome == EraseOutcome::kErased) forget_resident(was);
-    if (outcome != EraseOutcome::kNotFound) ++deleted;
+    // A filling chunk is not on the log, but an older copy of its key may
+    // be (one the index had no room for at recovery): tombstoned the same.
     if (has_ssd_copy(key)) {
       ssd_touched = true;
       (void)ssd->erase(key);  // a failed tombstone only means the chunk may come back after a restart

@@ -197,7 +197,9 @@ std::uint32_t KvStore::commit_workers() const {
 
 std::size_t KvStore::run_commit_copies(std::size_t max) {
   Impl& s = *impl_;
-  if (s.commits.empty()) return 0;
+  // Commits' copies, and copies behind answered commits that a get now
+  // waits for (run_one leaves the other background copies to the workers).
+  if (s.commits.empty() && s.fills.empty()) return 0;
   std::size_t ran = 0;
   while (ran < max && s.copier->run_one()) ++ran;
   return ran;

@@ -423,7 +423,8 @@ class KvStore {
   // The commit copy threads running (0: the caller's thread copies).
   [[nodiscard]] std::uint32_t commit_workers() const;
   // Runs up to `max` commit copies that no worker took yet on the caller's
-  // thread; the next poll() finishes their commits. For a caller with
+  // thread (and copies behind answered commits that a get waits for, never
+  // the other background ones); the next poll() finishes their commits. For a caller with
   // nothing else to do (no request waiting): a copy then does not wait for
   // a worker to be scheduled (on a loaded host, or one with few cores, a
   // wake-up can take longer than the copy). Returns how many ran.
