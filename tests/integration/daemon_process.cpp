@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -76,6 +77,7 @@ DaemonProcess::~DaemonProcess() {
     // at exit shows up here as a non-zero status.
     if (result != 0) ADD_FAILURE() << "cxlpoold (pid " << pid_ << ") exited with " << result << " at teardown";
   }
+  if (exit_result_ > 128) remove_shm_endpoints();
   if (testing::Test::HasFailure()) {
     std::cerr << "----- cxlpoold log (" << log_path() << ") -----\n" << log() << "----- end of log -----\n";
   }
@@ -164,6 +166,19 @@ bool DaemonProcess::reap(bool block) {
 }
 
 bool DaemonProcess::running() { return pid_ > 0 && !reap(false); }
+
+// A daemon in a pod opens a libfabric shm endpoint, whose region the
+// provider creates as /dev/shm/cxlpool-PID-N:... and unlinks when the
+// endpoint closes. One killed by a signal (a crash test) never closes it:
+// its test removes what that pid left, so that runs do not pile up regions.
+void DaemonProcess::remove_shm_endpoints() const {
+  const std::string prefix = "cxlpool-" + std::to_string(pid_) + "-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) std::filesystem::remove(entry.path(), ec);
+  }
+}
 
 void DaemonProcess::send_signal(int sig) const {
   if (pid_ > 0 && exit_result_ < 0) ::kill(pid_, sig);

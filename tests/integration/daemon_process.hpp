@@ -85,6 +85,7 @@ class DaemonProcess {
 
  private:
   bool reap(bool block);
+  void remove_shm_endpoints() const;
 
   test::TempDir state_;  // removed after the destructor has printed the log
   std::string dir_;
