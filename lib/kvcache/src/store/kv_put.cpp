@@ -381,11 +381,18 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
   copies_out += out.size();
   counters.commit_copies_offloaded += out.size();
   PendingCommit& pending = commits.emplace(commit_id, std::move(pc)).first->second;
-  if (loop_copies) {
-    CopyJob& first = scratch_jobs.front();
-    run_copy_job(first);
-    if (piece_copied(pending, first) && finish_commit(pending)) commits.erase(commit_id);
+  if (!loop_copies) return;
+  CopyJob& first = scratch_jobs.front();
+  run_copy_job(first);
+  if (piece_copied(pending, first) && finish_commit(pending)) {
+    commits.erase(commit_id);
+    return;
   }
+  // The workers may still be busy with copies behind earlier answers: the
+  // pieces none of them took yet the loop copies too, rather than wait.
+  bool ran = false;
+  while (copier->run_one()) ran = true;
+  if (ran) reap_commits();
 }
 
 // One copy job of `pc` is back; true when it was the commit's last.
