@@ -390,9 +390,9 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
   }
   // The workers may still be busy with copies behind earlier answers: the
   // pieces none of them took yet the loop copies too, rather than wait.
-  bool ran = false;
-  while (copier->run_one()) ran = true;
-  if (ran) reap_commits();
+  // They are taken back in the next poll(), like the workers' ones.
+  while (copier->run_one()) {
+  }
 }
 
 // One copy job of `pc` is back; true when it was the commit's last.
