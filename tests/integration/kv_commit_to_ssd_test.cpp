@@ -3,9 +3,12 @@
 // with a file-backed SSD log (per-region sync, 1 MiB chunks, at least the
 // default ssd_lend_min_bytes, so the log may write them from the put
 // window), and the same daemon without one, through the C ABI's
-// cxlpool_kv_put_flags and the C++ layer's KvReservation::commit.
+// cxlpool_kv_put_flags and the C++ layer's KvReservation::commit. Also
+// commits answered before their copy into DRAM (copy_behind_min_bytes):
+// a reader's get right after each put finds the checked bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -31,9 +34,10 @@ constexpr uint32_t kChunks = 8;
 // 1 MiB slots: 16 in DRAM, none in CXL, a put window of `window_slots`;
 // the SSD log (when asked for) in the daemon's state directory, 4 MiB
 // regions.
-std::string store_config(const std::string& ssd_path, uint64_t window_slots = 16) {
+std::string store_config(const std::string& ssd_path, uint64_t window_slots = 16, const std::string& extra = "") {
   std::ostringstream t;
   t << "[kvstore]\n"
+    << extra
     << "slot_bytes = " << kChunk << "\n"
     << "dram_bytes = " << 16 * kChunk << "\n"
     << "cxl_bytes = 0\n"
@@ -71,9 +75,9 @@ std::vector<uint32_t> tokens(uint32_t first, size_t n) {
 
 class KvCommitToSsd : public testing::Test {
  protected:
-  void start(bool with_ssd, uint64_t window_slots = 16) {
+  void start(bool with_ssd, uint64_t window_slots = 16, const std::string& extra = "") {
     daemon_ = std::make_unique<DaemonProcess>(TestConfig{}.render());
-    daemon_->write_config(store_config(with_ssd ? daemon_->dir() + "/kv-ssd.img" : "", window_slots));
+    daemon_->write_config(store_config(with_ssd ? daemon_->dir() + "/kv-ssd.img" : "", window_slots, extra));
     ASSERT_TRUE(daemon_->start());
     conn_ = std::make_unique<KvConnection>(daemon_->socket(), "kv-to-ssd");
     ASSERT_TRUE(conn_->ok()) << conn_->error << " " << cxlpool_last_error();
@@ -236,6 +240,58 @@ TEST_F(KvCommitToSsd, UnknownFlagsAreRefused) {
             -EINVAL);
   EXPECT_EQ(on_ssd, 99u);
   EXPECT_TRUE(lookup().empty());
+}
+
+// One of the daemon's counters, through the client's connection.
+uint64_t daemon_counter(cxlpool_client* client, const char* name) {
+  std::vector<cxlpool_stat> stats(1024);
+  const int n = cxlpool_stats(client, stats.data(), stats.size());
+  EXPECT_GE(n, 0) << cxlpool_last_error();
+  for (int i = 0; i < std::min<int>(n, static_cast<int>(stats.size())); ++i) {
+    if (std::strcmp(stats[i].name, name) == 0) return stats[i].value;
+  }
+  ADD_FAILURE() << "the daemon has no counter " << name;
+  return 0;
+}
+
+class KvCopyBehind : public KvCommitToSsd {
+ protected:
+  // Puts the chunks one at a time; after each, a second connection gets it
+  // at once and checks every byte. The count the daemon copied behind.
+  uint64_t put_each_and_read_it_back() {
+    KvConnection reader(daemon_->socket(), "kv-copy-behind-reader");
+    EXPECT_TRUE(reader.ok()) << reader.error;
+    cxlpool_kv_namespace ns{};
+    const auto spec = kv_namespace_spec("to-ssd-model", "to-ssd-layout", kChunkTokens);
+    EXPECT_EQ(cxlpool_kv_namespace_open(reader.kv, &spec, &ns), 0) << cxlpool_last_error();
+    for (uint32_t i = 0; i < kChunks; ++i) {
+      EXPECT_EQ(cxlpool_kv_put(conn_->kv, ns_.id, &keys_[i], 1, &pointers_[i], kChunk), 1) << cxlpool_last_error();
+      cxlpool_kv_location loc{};
+      uint64_t lease = 0;
+      EXPECT_EQ(cxlpool_kv_get(reader.kv, ns.id, &keys_[i], 1, &lease, &loc), 1) << i << " " << cxlpool_last_error();
+      if (loc.data == nullptr) continue;
+      EXPECT_EQ(loc.length, kChunk);
+      EXPECT_EQ(std::memcmp(loc.data, data_[i].data(), kChunk), 0) << "chunk " << i << " differs";
+      EXPECT_EQ(cxlpool_kv_release(reader.kv, lease), 0);
+    }
+    EXPECT_EQ(daemon_counter(conn_->client, "kv.put_window_changed"), 0u);
+    return daemon_counter(conn_->client, "kv.puts_copied_behind");
+  }
+};
+
+TEST_F(KvCopyBehind, AGetRightAfterEachPutFindsTheCheckedCopy) {
+  start(false, 16, "commit_workers = 2\n");
+  const uint64_t behind = put_each_and_read_it_back();
+  // Each commit finds no other waiting and a window with room: answered
+  // before its copy, which the reader's get then waits for.
+  EXPECT_EQ(behind, kChunks);
+  expect_get_returns_what_was_put();
+}
+
+TEST_F(KvCopyBehind, OffTheCommitsCopyBeforeTheirAnswer) {
+  start(false, 16, "commit_workers = 2\ncopy_behind_min_bytes = 0\n");
+  EXPECT_EQ(put_each_and_read_it_back(), 0u);
+  expect_get_returns_what_was_put();
 }
 
 }  // namespace
