@@ -42,6 +42,8 @@
 # KVBENCH_WRITERS (writer counts of the DRAM put test, each writer a
 # connection of its own with 8 puts in flight, against each commit_workers
 # value; default "1", the single writer only; e.g. "1 2 4"),
+# KVBENCH_COPY_BEHIND_MIN (kvstore.copy_behind_min_bytes of the SSD test's
+# daemons, e.g. 0 to compare; default: the key left out),
 # KVBENCH_SSD_ONLY (1: run the SSD test only, then print its summary).
 # Exits 77 when fio or redis is not installed.
 set -euo pipefail
@@ -59,6 +61,8 @@ ssd_workers=${KVBENCH_SSD_WORKERS:-"1 2 4"}
 commit_workers=${KVBENCH_COMMIT_WORKERS:-"default"}
 writers=${KVBENCH_WRITERS:-"1"}
 ssd_only=${KVBENCH_SSD_ONLY:-0}
+copy_behind_line="# copy_behind_min_bytes: the default"
+if [[ -n ${KVBENCH_COPY_BEHIND_MIN:-} ]]; then copy_behind_line="copy_behind_min_bytes = $KVBENCH_COPY_BEHIND_MIN"; fi
 
 tools="fio redis-server redis-benchmark redis-cli python3"
 if [[ $ssd_only == 1 ]]; then tools="fio python3"; fi
@@ -192,7 +196,7 @@ ssd_bench() {
     'admission_threshold = 1' 'ssd_workers = 1' 'commit_workers = 2' "ssd_path = \"$dev\"" \
     "ssd_bytes = $((ssd_mib << 20))" 'put_window_bytes = 268435456' \
     'ssd_sync = "per-region"' \
-    'ssd_engine = "io_uring"' 'ssd_format_foreign = true'
+    'ssd_engine = "io_uring"' 'ssd_format_foreign = true' "$copy_behind_line"
   local rep workers cw
   for rep in $(seq "$reps"); do
     # fio overwrites the store's log, so the daemon is down while it runs; at
