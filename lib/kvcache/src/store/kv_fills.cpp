@@ -48,8 +48,8 @@ KvOutcome KvStore::Impl::start_fill(KvClientId id, ClientState& c, const Reserva
     arena(KvTier::kDram).slots.give(offset);
     return KvStatus::kRejected;
   }
-  // The copy's pin: a delete meanwhile dooms the chunk instead of freeing
-  // the slot under the copy.
+  // The copy's pin: nothing frees the slot under the copy (a delete or a
+  // namespace drop abandons the fill, whose slot returns with the copy).
   (void)index.pin(rc.key);
   admission.record(rc.key);
   Load& load = loads[rc.key];
