@@ -114,6 +114,7 @@ constexpr MetricSpec kTable[] = {
   {"kv.window_lends", "cxlpool_kv_window_lends_total", C, "", 1, "Of those, chunks the SSD log wrote straight from the put window, without a copy."},
   {"kv.window_reclaims", "cxlpool_kv_window_reclaims_total", C, "", 1, "Put-window slots lent to the SSD log that it copied into its region buffer to free them early (a full window, a client gone)."},
   {"kv.puts_copied_behind", "cxlpool_kv_puts_copied_behind_total", C, "", 1, "Chunks whose put_commit was answered once their CRC was taken, their copy into DRAM following the answer."},
+  {"kv.copies_behind_in_flight", "cxlpool_kv_copies_behind_in_flight", G, "", 1, "Chunks whose put_commit was answered and whose copy into DRAM is not in yet, now."},
   {"kv.put_window_changed", "cxlpool_kv_put_window_changed_total", C, "", 1, "Of those, chunks dropped because their put-window slot changed between the commit and the copy."},
   {"kv.outcome.{status}", "cxlpool_kv_outcomes_total", C, "", 1, "KV request outcomes, by status."},
   {"kv.io_in_flight", "cxlpool_kv_io_in_flight", G, "", 1, "SSD I/Os in flight now."},

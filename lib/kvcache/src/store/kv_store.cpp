@@ -251,6 +251,7 @@ const KvStoreCounters& KvStore::counters() const {
   c.leased_bytes = s.leased_bytes;
   c.reservations = s.reservations_live;
   c.commits_in_flight = s.commits.size();
+  c.copies_behind_in_flight = s.fills.size();
   for (KvTier t : {KvTier::kDram, KvTier::kCxl}) {
     KvTierCounters& tc = c.tiers[tier_index(t)];
     const ArenaTier& a = s.arena(t);

@@ -172,10 +172,12 @@ TEST(KvStoreCopyBehind, AGetWaitingForAHeldCopyHurriesIt) {
   KV_OPEN_OR_SKIP(h, behind_options());
   const auto key = keys_of(911, 1)[0];
   commit_held(h, key);
+  EXPECT_EQ(h.store().counters().copies_behind_in_flight, 1u);
   // Held copies stay queued until someone waits for them: the get's copy
   // runs ahead of the background, hold or not.
   EXPECT_TRUE(h.get_checked(kBob, key));
   EXPECT_FALSE(h.store().copies_in_flight());
+  EXPECT_EQ(h.store().counters().copies_behind_in_flight, 0u);
   h.store().hold_copies_behind(false);
 }
 

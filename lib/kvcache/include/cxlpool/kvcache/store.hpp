@@ -215,6 +215,7 @@ struct KvNamespaceInfo {
   X(window_lends,      "window_lends")      /* of those, written from the put window without a copy */ \
   X(window_reclaims,   "window_reclaims")   /* lent window slots copied into the log's buffer early (full window, client gone) */ \
   X(puts_copied_behind, "puts_copied_behind") /* chunks whose commits were answered before their DRAM copy */ \
+  X(copies_behind_in_flight, "copies_behind_in_flight") /* of those, copies not in yet (gauge) */ \
   X(put_window_changed, "put_window_changed") /* of those, dropped: the window slot changed after the commit */
 // clang-format on
 
