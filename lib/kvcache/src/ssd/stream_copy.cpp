@@ -62,7 +62,6 @@ void copy_block(std::byte* d, const std::byte* s, std::size_t n) {
 #endif
 }
 
-
 void fence() {
 #if defined(__SSE2__)
   // Non-temporal stores are weakly ordered: make them visible before

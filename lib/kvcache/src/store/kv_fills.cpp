@@ -66,7 +66,6 @@ KvOutcome KvStore::Impl::start_fill(KvClientId id, ClientState& c, const Reserva
   f.window_offset = rc.window_offset;
   f.window_owner = c.window_owner;
   f.key = rc.key;
-  f.ns_id = res.ns_id;
   f.offset = offset;
   f.bytes = res.chunk_bytes;
   f.crc = crc;
@@ -109,35 +108,27 @@ void KvStore::Impl::finish_fill(Fill& f) {
     return;
   }
   const std::uint32_t copied = combine_piece_crcs(f.piece_crcs, f.bytes, f.piece_bytes);
+  // The Load and the index entry are the fill's own until it ends: only
+  // abandon_fill takes them earlier (a delete, a namespace drop).
   Load load;
   if (auto lit = loads.find(f.key); lit != loads.end()) {
     load = std::move(lit->second);
     loads.erase(lit);
   }
-  // The copy's pin goes first (nobody else pins a filling chunk): a chunk
-  // deleted meanwhile is erased by it and its slot given back.
-  unpin_key(f.key);
-  const ChunkEntry* e = index.find(f.key);
-  if (e != nullptr && (e->info.flags & kChunkFilling) && e->info.tier == KvTier::kDram &&
-      e->info.offset == f.offset) {
-    if (copied == f.crc) {
-      ChunkInfo info = e->info;
-      info.flags &= static_cast<std::uint8_t>(~kChunkFilling);
-      // Nobody else pins a filling chunk, so the update cannot find it
-      // pinned; were it to, the chunk would leave rather than stay
-      // filling with no copy to finish it.
-      if (index.update(f.key, info) == KvStatus::kOk) {
-        arena(KvTier::kDram).policy->insert(f.key);
-        counters.tiers[tier_index(KvTier::kDram)].bytes_written += f.bytes;
-      } else {
-        assert(false && "a filling chunk was pinned by someone else");
-        const ChunkEntry was = *e;
-        if (index.erase(f.key) == EraseOutcome::kErased) forget_resident(was);
-      }
+  // The copy's pin goes first. Nobody else pins a filling chunk (gets and
+  // peers wait in its Load), so the entry can then be updated or erased.
+  (void)index.unpin(f.key);
+  if (const ChunkEntry* e = index.find(f.key)) {
+    const ChunkEntry was = *e;
+    ChunkInfo info = was.info;
+    info.flags &= static_cast<std::uint8_t>(~kChunkFilling);
+    if (copied == f.crc && index.update(f.key, info) == KvStatus::kOk) {
+      arena(KvTier::kDram).policy->insert(f.key);
+      counters.tiers[tier_index(KvTier::kDram)].bytes_written += f.bytes;
     } else {
       // Its writer changed the window slot after the commit: never served.
+      assert(copied != f.crc && "a filling chunk was pinned by someone else");
       ++counters.put_window_changed;
-      const ChunkEntry was = *e;
       if (index.erase(f.key) == EraseOutcome::kErased) forget_resident(was);
     }
   }

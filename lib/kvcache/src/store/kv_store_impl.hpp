@@ -113,7 +113,6 @@ struct Fill {
   // Keeps the window mapped should its client go before the copy is in.
   std::shared_ptr<const void> window_owner;
   ChunkKey key;
-  std::uint32_t ns_id = 0;
   std::uint64_t offset = 0;  // the DRAM slot
   std::uint32_t bytes = 0;
   std::uint32_t crc = 0;  // taken from the window before the commit's answer
