@@ -116,6 +116,7 @@ constexpr MetricSpec kTable[] = {
   {"kv.puts_copied_behind", "cxlpool_kv_puts_copied_behind_total", C, "", 1, "Chunks whose put_commit was answered once their CRC was taken, their copy into DRAM following the answer."},
   {"kv.copies_behind_in_flight", "cxlpool_kv_copies_behind_in_flight", G, "", 1, "Chunks whose put_commit was answered and whose copy into DRAM is not in yet, now."},
   {"kv.put_window_changed", "cxlpool_kv_put_window_changed_total", C, "", 1, "Of those, chunks dropped because their put-window slot changed between the commit and the copy."},
+  {"kv.put_checksum_mismatch", "cxlpool_kv_put_checksum_mismatch_total", C, "", 1, "Committed chunks not stored because the bytes the daemon copied out of the put window did not match the CRC-32C the writer declared with the commit."},
   {"kv.outcome.{status}", "cxlpool_kv_outcomes_total", C, "", 1, "KV request outcomes, by status."},
   {"kv.io_in_flight", "cxlpool_kv_io_in_flight", G, "", 1, "SSD I/Os in flight now."},
   {"kv.ssd_durable_sequence", "cxlpool_kv_ssd_durable_sequence", G, "", 1, "Sequence number up to which the SSD log is durable."},

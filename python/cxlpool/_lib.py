@@ -73,7 +73,8 @@ class KvNamespaceC(Structure):
 
 class KvRequest(Structure):
     _fields_ = [("user_data", c_uint64), ("op", c_uint32), ("flags", c_uint32), ("namespace_id", c_uint64),
-                ("keys", POINTER(KvKey)), ("n_keys", c_uint32), ("param0", c_uint64), ("param1", c_uint64)]
+                ("keys", POINTER(KvKey)), ("n_keys", c_uint32), ("param0", c_uint64), ("param1", c_uint64),
+                ("checksums", POINTER(c_uint32))]
 
 
 class KvCompletion(Structure):
@@ -193,6 +194,9 @@ _PROTOTYPES = {
     "cxlpool_kv_put_begin": (c_int, [VP, c_uint64, PKEY, c_uint32, c_uint64, PU64, PLOC]),
     "cxlpool_kv_put_commit": (c_int, [VP, c_uint64, c_uint64, PKEY, c_uint32]),
     "cxlpool_kv_put_commit_flags": (c_int, [VP, c_uint64, c_uint64, PKEY, c_uint32, c_uint32, PU64]),
+    "cxlpool_kv_put_commit_checksums": (c_int, [VP, c_uint64, c_uint64, PKEY, c_uint32, POINTER(c_uint32), c_uint32,
+                                                PU64]),
+    "cxlpool_kv_copy_chunk": (c_uint32, [VP, VP, c_size_t]),
     "cxlpool_kv_put": (c_int, [VP, c_uint64, PKEY, c_uint32, POINTER(c_void_p), c_uint64]),
     "cxlpool_kv_put_flags": (c_int, [VP, c_uint64, PKEY, c_uint32, POINTER(c_void_p), c_uint64, c_uint32, PU64]),
     "cxlpool_kv_get": (c_int, [VP, c_uint64, PKEY, c_uint32, PU64, PLOC]),

@@ -17,6 +17,9 @@
 //            no store work) as the reference in the same run.
 //   put      --chunks distinct 2 MiB chunks with --qd puts in flight:
 //            put_begin, write the chunk into the put-window slot, commit.
+//            The write is cxlpool_kv_put's: cxlpool_kv_copy_chunk, whose
+//            CRC-32C the commit declares (CXLPOOL_KV_COMMIT_CHECKSUMS);
+//            --checksums 0: a memcpy, and the daemon takes the CRC itself.
 //            The first DRAM-full (+ qd) is an untimed warm-up, so timed puts
 //            find the arena full. --write 0 writes only the key stamps, for
 //            a producer that puts the bytes there itself (a DMA engine):
@@ -48,7 +51,8 @@
 //            rotating destinations (pre-faulted, so cold), from one source
 //            (hot: a producer's fresh chunk) and from --chunks rotating
 //            sources (cold: an arena chunk not read lately), about a second
-//            each.
+//            each; then the hot copy again with cxlpool_kv_copy_chunk (a
+//            put's own copy and CRC, for reference).
 //   handover no daemon (pass -): what a put that hands its pages to the
 //            store instead of the commit's copy would cost its writer, a
 //            fresh sealed memfd per put and a pool of windows prepared by
@@ -209,12 +213,23 @@ struct Throughput {
   [[nodiscard]] double mib_per_s() const { return static_cast<double>(bytes) / seconds / (1 << 20); }
 };
 
+// How a put writes its chunk into the put-window slot.
+enum class Write {
+  kNone,      // the key stamps only (a producer that fills the slot itself)
+  kMemcpy,    // memcpy; the daemon takes the chunk's CRC itself
+  kDeclared,  // cxlpool_kv_copy_chunk; the commit declares the CRC (cxlpool_kv_put's way)
+};
+
+// src is the producer's chunk: each put stamps its key into it, then copies
+// it into the slot (so a declared CRC covers the stamps).
 Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, const std::vector<cxlpool_kv_key>& keys,
                       std::size_t first, std::size_t count, std::uint64_t bytes, std::size_t qd,
-                      const std::vector<unsigned char>& src, bool write, std::uint32_t commit_flags) {
+                      std::vector<unsigned char>& src, Write write, std::uint32_t commit_flags) {
   Pipeline pipe(conn.kv, qd);
   std::size_t cached = 0;
   std::uint64_t on_ssd = 0;
+  // Each commit's declared CRC, until the commit is submitted (copied then).
+  std::vector<std::uint32_t> checksums(count);
   const auto t0 = Clock::now();
   pipe.run(
       count,
@@ -237,16 +252,25 @@ Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, co
         }
         if (c.n_locations != 1) die("put_begin: no slot", -EPROTO);
         const cxlpool_kv_location& slot = c.locations[0];
+        bool declares = false;
         if (slot.flags & CXLPOOL_KV_LOC_CACHED) {
           ++cached;  // nothing to write; the reservation still ends with a commit
-        } else {
-          if (write) std::memcpy(slot.data, src.data(), bytes);
+        } else if (write == Write::kNone) {
           stamp(slot.data, bytes, keys[first + i]);
+        } else {
+          stamp(src.data(), bytes, keys[first + i]);
+          if (write == Write::kMemcpy) {
+            std::memcpy(slot.data, src.data(), bytes);
+          } else {
+            checksums[i] = cxlpool_kv_copy_chunk(slot.data, src.data(), bytes);
+            declares = true;
+          }
         }
         follow = cxlpool_kv_request{};
         follow.user_data = tag(i, 1);
         follow.op = CXLPOOL_KV_PUT_COMMIT;
-        follow.flags = commit_flags;
+        follow.flags = commit_flags | (declares ? CXLPOOL_KV_COMMIT_CHECKSUMS : 0u);
+        follow.checksums = declares ? &checksums[i] : nullptr;
         follow.namespace_id = ns.id;
         follow.keys = &keys[first + i];
         follow.n_keys = 1;
@@ -482,13 +506,20 @@ struct ChunkSet {
   const std::vector<cxlpool_kv_key> keys;
 };
 
+// --write 0: kNone; else --checksums 1 (the default): kDeclared, 0: kMemcpy.
+Write write_of(const Options& opt) {
+  if (opt.u64("write") == 0) return Write::kNone;
+  return opt.u64("checksums") != 0 ? Write::kDeclared : Write::kMemcpy;
+}
+const char* write_suffix(Write w) { return w == Write::kNone ? "-nowrite" : w == Write::kMemcpy ? "-memcpy" : ""; }
+
 int run_put(const Connection& conn, const Options& opt, bool ssd) {
   const ChunkSet set(conn, opt, ssd ? "kvstore-bench-ssd" : "kvstore-bench-put");
   const auto& [bytes, qd, chunks, ns, keys] = set;
-  const bool write = opt.u64("write") != 0;
+  const Write write = write_of(opt);
   const bool to_ssd = opt.u64("to-ssd") != 0;
   const std::uint32_t flags = to_ssd ? CXLPOOL_KV_COMMIT_TO_SSD : 0;
-  const auto src = make_source(bytes);
+  auto src = make_source(bytes);
   // Untimed warm-up: fills the DRAM arena (and faults in its pages and the
   // put window's), so every timed put finds the store full and evicts one
   // chunk: to SSD in the ssd-put setup, dropped when there is no lower tier.
@@ -498,7 +529,7 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
   if (ssd && conn.info.arena_bytes[1] != 0)
     std::printf("warning: the daemon has a CXL arena: chunks demote there before SSD\n");
   const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots + qd);
-  put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true, flags);
+  put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, Write::kDeclared, flags);
   // The log's counters over the timed puts: why a run was slow shows here.
   // The first four are printed as two pairs: demotions written from their
   // DRAM slot of all demotions, and puts to SSD written from their window
@@ -544,7 +575,7 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
       return 1;
     }
   }
-  const std::string mode = std::string(ssd ? "ssd-put" : (write ? "put" : "put-nowrite")) + (to_ssd ? "-to-ssd" : "");
+  const std::string mode = std::string(ssd ? "ssd-put" : "put") + write_suffix(write) + (to_ssd ? "-to-ssd" : "");
   print_throughput(mode.c_str(), t, qd, bytes, to_ssd);
   return 0;
 }
@@ -553,12 +584,11 @@ int run_put(const Connection& conn, const Options& opt, bool ssd) {
 // and keys of its own (seeds seed, seed + 1, ...), run_put's warm-up, then
 // the timed puts of all of them at once.
 int run_put_clients(const char* socket, const Options& opt, std::size_t clients) {
-  const bool write = opt.u64("write") != 0;
+  const Write write = write_of(opt);
   const bool to_ssd = opt.u64("to-ssd") != 0;
   const std::uint32_t flags = to_ssd ? CXLPOOL_KV_COMMIT_TO_SSD : 0;
   const std::uint64_t bytes = opt.u64("bytes");
   const std::size_t qd = opt.u64("qd"), chunks = opt.u64("chunks");
-  const auto src = make_source(bytes);
   std::barrier ready(static_cast<std::ptrdiff_t>(clients));
   std::vector<Clock::time_point> starts(clients), ends(clients);
   std::vector<std::size_t> counted(clients);
@@ -572,7 +602,8 @@ int run_put_clients(const char* socket, const Options& opt, std::size_t clients)
       const auto keys = key_range(ns, opt.u64("seed") + k, chunks);
       const std::uint64_t dram_slots = conn.info.arena_bytes[0] / conn.info.slot_bytes;
       const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots / clients + qd);
-      put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, true, flags);
+      auto src = make_source(bytes);  // each writer stamps its own
+      put_chunks(conn, ns, keys, 0, warm, bytes, qd, src, Write::kDeclared, flags);
       ready.arrive_and_wait();
       starts[k] = Clock::now();
       const Throughput t = put_chunks(conn, ns, keys, warm, chunks - warm, bytes, qd, src, write, flags);
@@ -592,7 +623,7 @@ int run_put_clients(const char* socket, const Options& opt, std::size_t clients)
                                               *std::min_element(starts.begin(), starts.end()))
                     .count();
   std::printf("%zu writers, %zu in flight each:\n", clients, qd);
-  const std::string mode = std::string(write ? "put" : "put-nowrite") + (to_ssd ? "-to-ssd" : "");
+  const std::string mode = std::string("put") + write_suffix(write) + (to_ssd ? "-to-ssd" : "");
   print_throughput(mode.c_str(), all, qd, bytes, to_ssd);
   return 0;
 }
@@ -600,7 +631,8 @@ int run_put_clients(const char* socket, const Options& opt, std::size_t clients)
 int run_get(const Connection& conn, const Options& opt) {
   const ChunkSet set(conn, opt, "kvstore-bench-get");
   const auto& [bytes, qd, chunks, ns, keys] = set;
-  put_chunks(conn, ns, keys, 0, chunks, bytes, qd, make_source(bytes), true, 0);
+  auto src = make_source(bytes);
+  put_chunks(conn, ns, keys, 0, chunks, bytes, qd, src, Write::kDeclared, 0);
   for (std::size_t i = 0; i < chunks; ++i)
     if (tier_of(conn, ns, keys[i]) != CXLPOOL_KV_TIER_DRAM) die("get: the chunks do not all fit in DRAM", -ENOSPC);
   const bool copy = opt.u64("copy") != 0;
@@ -646,7 +678,7 @@ int run_memcpy(const Options& opt) {
     src[i] = make_source(bytes);
     dst[i].assign(bytes, 1);  // faulted in: page faults are not what is measured
   }
-  auto measure = [&](bool hot) {
+  auto measure = [&](bool hot, bool with_crc) {
     std::size_t ops = 0;
     const auto t0 = Clock::now();
     double seconds = 0;
@@ -654,22 +686,29 @@ int run_memcpy(const Options& opt) {
       for (std::size_t i = 0; i < n; ++i, ++ops) {
         // Sources in a different order than destinations: no pairing the
         // prefetchers could learn beyond what a real copy offers.
-        std::memcpy(dst[i].data(), src[hot ? 0 : (i * 7 + 3) % n].data(), bytes);
+        const unsigned char* from = src[hot ? 0 : (i * 7 + 3) % n].data();
+        if (with_crc) {
+          g_sink = static_cast<unsigned char>(cxlpool_kv_copy_chunk(dst[i].data(), from, bytes));
+        } else {
+          std::memcpy(dst[i].data(), from, bytes);
+        }
         g_sink = dst[i][ops % bytes];
       }
       seconds = seconds_since(t0);
     }
     return Throughput{ops, ops * bytes, seconds};
   };
-  const Throughput hot = measure(true), cold = measure(false);
+  const Throughput hot = measure(true, false), cold = measure(false, false), copy_crc = measure(true, true);
   std::printf("memcpy of %llu KiB, one thread, %zu rotating destinations: hot source %.0f ops/s (%.1f GiB/s), "
               "cold source %.0f ops/s (%.1f GiB/s)\n",
               static_cast<unsigned long long>(bytes >> 10), n, hot.ops_per_s(), hot.mib_per_s() / 1024,
               cold.ops_per_s(), cold.mib_per_s() / 1024);
+  std::printf("cxlpool_kv_copy_chunk (copy + CRC-32C), hot source: %.0f ops/s (%.1f GiB/s)\n", copy_crc.ops_per_s(),
+              copy_crc.mib_per_s() / 1024);
   std::printf("RESULT mode=memcpy bytes=%llu hot_ops_per_s=%.0f cold_ops_per_s=%.0f hot_mib_per_s=%.0f "
-              "cold_mib_per_s=%.0f\n",
+              "cold_mib_per_s=%.0f copy_crc_hot_ops_per_s=%.0f\n",
               static_cast<unsigned long long>(bytes), hot.ops_per_s(), cold.ops_per_s(), hot.mib_per_s(),
-              cold.mib_per_s());
+              cold.mib_per_s(), copy_crc.ops_per_s());
   return 0;
 }
 
@@ -679,7 +718,8 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s SOCKET|- latency|put|get|ssd-put|ssd-get|memcpy|handover [--qd N] [--chunks N] [--bytes N]\n"
-                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--seed N] [--clients N]\n"
+                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--checksums 0|1] [--seed N]\n"
+                 "       [--clients N]\n"
                  "       [--to-ssd 0|1]\n",
                  argv[0]);
     return 2;
@@ -694,6 +734,7 @@ int main(int argc, char** argv) {
                      {"copy", ssd_mode ? "0" : "1"},
                      {"passes", "4"},
                      {"write", "1"},
+                     {"checksums", "1"},
                      {"seed", "1"},
                      {"clients", "1"},
                      {"to-ssd", "0"}});

@@ -275,9 +275,55 @@ class KvCopyBehind : public KvCommitToSsd {
       EXPECT_EQ(cxlpool_kv_release(reader.kv, lease), 0);
     }
     EXPECT_EQ(daemon_counter(conn_->client, "kv.put_window_changed"), 0u);
+    EXPECT_EQ(daemon_counter(conn_->client, "kv.put_checksum_mismatch"), 0u) << "cxlpool_kv_put declares them";
     return daemon_counter(conn_->client, "kv.puts_copied_behind");
   }
+
+  // Two chunks copied into their slots with cxlpool_kv_copy_chunk and
+  // committed declaring their checksums, the second's wrong: the commit's
+  // count; then the first is served as put and the second never is.
+  int commit_one_wrong_checksum() {
+    uint64_t reservation = 0;
+    cxlpool_kv_location slots[2]{};
+    EXPECT_EQ(cxlpool_kv_put_begin(conn_->kv, ns_.id, keys_.data(), 2, kChunk, &reservation, slots), 0)
+        << cxlpool_last_error();
+    uint32_t checksums[2];
+    for (int i = 0; i < 2; ++i) checksums[i] = cxlpool_kv_copy_chunk(slots[i].data, data_[i].data(), kChunk);
+    checksums[1] ^= 0x80000000u;
+    EXPECT_EQ(cxlpool_kv_put_commit_checksums(conn_->kv, ns_.id, reservation, keys_.data(), 2, nullptr, 0, nullptr),
+              -EINVAL);
+    const int committed =
+        cxlpool_kv_put_commit_checksums(conn_->kv, ns_.id, reservation, keys_.data(), 2, checksums, 0, nullptr);
+    std::vector<cxlpool_kv_location> locs(2);
+    uint64_t lease = 0;
+    EXPECT_EQ(cxlpool_kv_get(conn_->kv, ns_.id, keys_.data(), 2, &lease, locs.data()), 1) << cxlpool_last_error();
+    EXPECT_EQ(std::memcmp(locs[0].data, data_[0].data(), kChunk), 0);
+    EXPECT_EQ(cxlpool_kv_release(conn_->kv, lease), 0);
+    EXPECT_EQ(daemon_counter(conn_->client, "kv.put_checksum_mismatch"), 1u);
+    return committed;
+  }
 };
+
+TEST(KvCopyChunk, CopiesAndReturnsTheCrc32cOfTheSource) {
+  // The standard check value, then a chunk longer than one block with a
+  // tail: the CRC matches the one-shot value over the whole source.
+  const char digits[] = "123456789";
+  char out[9] = {};
+  EXPECT_EQ(cxlpool_kv_copy_chunk(out, digits, 9), 0xE3069283u);
+  EXPECT_EQ(std::memcmp(out, digits, 9), 0);
+  std::vector<std::byte> src(3 * 4096 + 123), dst(src.size());
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 37 + (i >> 9));
+  const uint32_t whole = cxlpool_kv_copy_chunk(dst.data(), src.data(), src.size());
+  EXPECT_EQ(dst, src);
+  // Against a bitwise CRC-32C of the whole source: the blocks' CRCs chain.
+  uint32_t reference = 0xFFFFFFFFu;
+  for (const std::byte b : src) {
+    reference ^= static_cast<uint8_t>(b);
+    for (int k = 0; k < 8; ++k) reference = (reference >> 1) ^ (0x82F63B78u & (0u - (reference & 1u)));
+  }
+  EXPECT_EQ(whole, ~reference);
+  EXPECT_EQ(cxlpool_kv_copy_chunk(nullptr, src.data(), 10), 0u) << "NULL copies nothing";
+}
 
 TEST_F(KvCopyBehind, AGetRightAfterEachPutFindsTheCheckedCopy) {
   start(false, 16, "commit_workers = 2\n");
@@ -286,6 +332,20 @@ TEST_F(KvCopyBehind, AGetRightAfterEachPutFindsTheCheckedCopy) {
   // before its copy, which the reader's get then waits for.
   EXPECT_EQ(behind, kChunks);
   expect_get_returns_what_was_put();
+}
+
+TEST_F(KvCopyBehind, AWrongDeclaredChecksumIsFoundBehindTheAnswer) {
+  start(false, 16, "commit_workers = 2\n");
+  // Answered before the copies: both count; the copy then drops the second.
+  EXPECT_EQ(commit_one_wrong_checksum(), 2);
+  EXPECT_EQ(daemon_counter(conn_->client, "kv.puts_copied_behind"), 2u);
+}
+
+// Copied before the answer into DRAM slots the SSD log may borrow (the copy
+// takes each chunk's CRC): the second chunk is refused then.
+TEST_F(KvCopyBehind, AWrongDeclaredChecksumIsRefusedBeforeTheAnswerInAStoreWithAnSsdLog) {
+  start(true, 16, "commit_workers = 2\ncopy_behind_min_bytes = 0\n");
+  EXPECT_EQ(commit_one_wrong_checksum(), 1);
 }
 
 TEST_F(KvCopyBehind, OffTheCommitsCopyBeforeTheirAnswer) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cxlpool/common/crc32c.hpp"
 #include "cxlpool/kvcache/namespace.hpp"
 #include "cxlpool/proto/shm_ring.hpp"
 #include "cxlpool/proto/socket_io.hpp"
@@ -206,10 +207,25 @@ FakeKvDaemon::Answer FakeKvDaemon::handle(const proto::KvRequest& r, std::span<c
         a.completion.status = -ENOENT;
         break;
       }
+      const bool declares = (r.flags & proto::kKvPutCommitChecksums) != 0;
+      if (declares && !knows_checksums) {
+        a.completion.status = -EINVAL;  // as a daemon that does not know the flag: the reservation stays
+        break;
+      }
+      // Declared checksums follow the keys (param1 of them).
+      const auto kept = declares ? keys.first(r.param1) : keys;
+      const auto records = keys.subspan(kept.size());
       uint64_t committed = 0;
-      for (const proto::KvKey& k : keys) {
+      for (size_t i = 0; i < kept.size(); ++i) {
+        const proto::KvKey& k = kept[i];
         for (const auto& [key, wslot] : it->second) {
           if (key != Key{k.lo, k.hi} || wslot == UINT64_MAX) continue;
+          const uint32_t length = put_length_[r.param0];
+          if (declares && proto::kv_checksum_at(records, static_cast<uint32_t>(i)) !=
+                              crc32c({reinterpret_cast<const std::byte*>(window_ + wslot * kSlotBytes), length})) {
+            ++checksum_mismatches;
+            continue;
+          }
           const uint64_t slot = next_dram_slot_++ % kArenaSlots;
           std::memcpy(dram_ + slot * kSlotBytes, window_ + wslot * kSlotBytes, put_length_[r.param0]);
           chunks_[key] = Chunk{slot, put_length_[r.param0]};

@@ -48,6 +48,11 @@ class FakeKvDaemon {
   std::atomic<bool> ssd_log{false};
   // The flags of the last put_commit served.
   std::atomic<uint16_t> last_commit_flags{0};
+  // put_commit with kKvPutCommitChecksums: checked against the window (a
+  // chunk that does not match is not stored, and counted); off: answered
+  // -EINVAL, as a daemon older than the flag.
+  std::atomic<bool> knows_checksums{true};
+  std::atomic<uint64_t> checksum_mismatches{0};
   // Answered, by op.
   std::atomic<uint64_t> answered[8] = {};
   std::atomic<uint64_t> releases_ok{0};

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "c_api_support.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 #include "cxlpool/kv.h"
 #include "cxlpool/kvcache/namespace.hpp"
 #include "kv_pure.hpp"
@@ -61,7 +62,8 @@ int protocol_error(const char* what) { return record(EPROTO, what); }
 
 // Request flags go on the wire as they are.
 static_assert(CXLPOOL_KV_LOOKUP_COST_CUTOFF == proto::kKvLookupCostCutoff &&
-              CXLPOOL_KV_COMMIT_TO_SSD == proto::kKvPutCommitToSsd);
+              CXLPOOL_KV_COMMIT_TO_SSD == proto::kKvPutCommitToSsd &&
+              CXLPOOL_KV_COMMIT_CHECKSUMS == proto::kKvPutCommitChecksums);
 
 // Flags a put_commit of the blocking helpers may carry. 0: go on.
 int check_commit_flags(uint32_t flags) {
@@ -118,6 +120,39 @@ KvCall key_call(proto::KvOp op, uint64_t ns_id, const cxlpool_kv_key* keys, uint
   call.namespace_id = ns_id;
   call.keys = {keys, n};
   return call;
+}
+
+// One blocking put_commit; checksums (one per key, or empty) are declared
+// with it. The number committed, or a negative errno.
+int commit(KvSession& s, uint64_t ns_id, uint64_t reservation, std::span<const cxlpool_kv_key> keys, uint32_t flags,
+           std::span<const uint32_t> checksums, uint64_t* on_ssd) {
+  if (keys.empty()) return record(EINVAL, "put_commit needs at least one key");
+  KvWaiter w;
+  KvCall call = key_call(proto::KvOp::kPutCommit, ns_id, keys.data(), static_cast<uint32_t>(keys.size()));
+  call.flags = static_cast<uint16_t>(flags & ~uint32_t{CXLPOOL_KV_COMMIT_CHECKSUMS});
+  if (!checksums.empty()) call.flags |= proto::kKvPutCommitChecksums;
+  call.param0 = reservation;
+  call.checksums = checksums;
+  if (int rc = run(s, call, w); rc != 0) return rc;
+  if (w.result0 > keys.size()) return protocol_error("put_commit committed more keys than it was given");
+  const int64_t ssd = commit_on_ssd(w);
+  if (ssd < 0) return static_cast<int>(ssd);
+  if (on_ssd != nullptr) *on_ssd = static_cast<uint64_t>(ssd);
+  return static_cast<int>(w.result0);
+}
+
+// commit() with declared checksums, for cxlpool_kv_put: a daemon that
+// does not know the flag refuses the request before it touches the
+// reservation (-EINVAL), which is then committed without them, as every
+// later one on this handle.
+int commit_declared(KvSession& s, uint64_t ns_id, uint64_t reservation, std::span<const cxlpool_kv_key> keys,
+                    uint32_t flags, std::span<const uint32_t> checksums, uint64_t* on_ssd) {
+  if (s.declares_checksums()) {
+    const int rc = commit(s, ns_id, reservation, keys, flags, checksums, on_ssd);
+    if (rc != -EINVAL) return rc;
+    s.stop_declaring_checksums();
+  }
+  return commit(s, ns_id, reservation, keys, flags, {}, on_ssd);
 }
 
 // An operation on a key list whose answer is how many keys it acted on
@@ -277,18 +312,24 @@ CXLPOOL_EXPORT int cxlpool_kv_put_commit_flags(cxlpool_kv* kv, uint64_t ns_id, u
   return guarded([&] {
     if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
     if (int rc = check_commit_flags(flags); rc != 0) return rc;
-    if (n == 0) return record(EINVAL, "put_commit needs at least one key");
-    KvWaiter w;
-    KvCall call = key_call(proto::KvOp::kPutCommit, ns_id, keys, n);
-    call.flags = static_cast<uint16_t>(flags);
-    call.param0 = reservation;
-    if (int rc = run(*session(kv), call, w); rc != 0) return rc;
-    if (w.result0 > n) return protocol_error("put_commit committed more keys than it was given");
-    const int64_t ssd = commit_on_ssd(w);
-    if (ssd < 0) return static_cast<int>(ssd);
-    if (on_ssd != nullptr) *on_ssd = static_cast<uint64_t>(ssd);
-    return static_cast<int>(w.result0);
+    return commit(*session(kv), ns_id, reservation, {keys, n}, flags, {}, on_ssd);
   });
+}
+
+CXLPOOL_EXPORT int cxlpool_kv_put_commit_checksums(cxlpool_kv* kv, uint64_t ns_id, uint64_t reservation,
+                                                   const cxlpool_kv_key* keys, uint32_t n, const uint32_t* checksums,
+                                                   uint32_t flags, uint64_t* on_ssd) {
+  return guarded([&] {
+    if (int rc = check_keys(kv, keys, n); rc != 0) return rc;
+    if (int rc = check_commit_flags(flags & ~uint32_t{CXLPOOL_KV_COMMIT_CHECKSUMS}); rc != 0) return rc;
+    if (n > 0 && checksums == nullptr) return record(EINVAL, "checksums is NULL");
+    return commit(*session(kv), ns_id, reservation, {keys, n}, flags, {checksums, n}, on_ssd);
+  });
+}
+
+CXLPOOL_EXPORT uint32_t cxlpool_kv_copy_chunk(void* dst, const void* src, size_t bytes) {
+  if (dst == nullptr || src == nullptr) return 0;
+  return cxlpool::copy_crc32c(dst, src, bytes);
 }
 
 CXLPOOL_EXPORT int cxlpool_kv_put(cxlpool_kv* kv, uint64_t ns_id, const cxlpool_kv_key* keys, uint32_t n,
@@ -316,6 +357,7 @@ CXLPOOL_EXPORT int cxlpool_kv_put_flags(cxlpool_kv* kv, uint64_t ns_id, const cx
     const bool wait_for_window = (flags & CXLPOOL_KV_COMMIT_TO_SSD) != 0 && info.tier_bandwidth_bps[2] != 0;
     cxlpool_kv_location slots[kPutBatch];
     cxlpool_kv_key written[kPutBatch];
+    uint32_t checksums[kPutBatch];
     uint64_t stored = 0;
     uint64_t stored_on_ssd = 0;
     for (uint32_t first = 0; first < n; first += batch) {
@@ -331,23 +373,25 @@ CXLPOOL_EXPORT int cxlpool_kv_put_flags(cxlpool_kv* kv, uint64_t ns_id, const cx
         if (slots[i].data == nullptr || slots[i].length < chunk_bytes) {
           return protocol_error("put_begin gave a slot smaller than the chunk");
         }
-        std::memcpy(slots[i].data, data[first + i], chunk_bytes);
+        checksums[n_written] = cxlpool::copy_crc32c(slots[i].data, data[first + i], chunk_bytes);
         written[n_written++] = keys[first + i];
       }
       const uint32_t cached = count - n_written;
       // Every key cached: commit them all, which only ends the reservation.
-      KvWaiter commit;
-      KvCall commit_call = n_written > 0 ? key_call(proto::KvOp::kPutCommit, ns_id, written, n_written)
-                                         : key_call(proto::KvOp::kPutCommit, ns_id, keys + first, count);
-      commit_call.flags = static_cast<uint16_t>(flags);
-      commit_call.param0 = begin.result0;
-      if (int rc = run(s, commit_call, commit); rc != 0) return rc;
-      stored += cached + (n_written > 0 ? std::min<uint64_t>(commit.result0, n_written) : 0);
-      if (n_written > 0) {
-        const int64_t ssd = commit_on_ssd(commit);
-        if (ssd < 0) return static_cast<int>(ssd);
-        stored_on_ssd += static_cast<uint64_t>(ssd);
+      uint64_t round_on_ssd = 0;
+      int committed = 0;
+      if (n_written == 0) {
+        committed = commit(s, ns_id, begin.result0, {keys + first, count}, flags, {}, nullptr);
+      } else {
+        committed = commit_declared(s, ns_id, begin.result0, {written, n_written}, flags, {checksums, n_written},
+                                    &round_on_ssd);
       }
+      // A commit that stores none of its chunks (their bytes changed under
+      // the copy) is no failure of the put: they are simply not stored.
+      if (committed == -EBADMSG) committed = 0;
+      if (committed < 0) return committed;
+      stored += cached + (n_written > 0 ? std::min<uint64_t>(static_cast<uint64_t>(committed), n_written) : 0);
+      stored_on_ssd += round_on_ssd;
     }
     if (on_ssd != nullptr) *on_ssd = stored_on_ssd;
     return static_cast<int>(stored);

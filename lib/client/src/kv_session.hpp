@@ -22,6 +22,7 @@
 // buffers have grown to the workload's batch sizes.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -63,6 +64,9 @@ struct KvCall {
   std::span<const cxlpool_kv_key> keys;
   uint64_t param0 = 0;
   uint64_t param1 = 0;
+  // A put_commit's declared CRCs, one per key (flags carry
+  // kKvPutCommitChecksums); param1 is then the key count.
+  std::span<const uint32_t> checksums;
 };
 
 class KvSession {
@@ -74,6 +78,10 @@ class KvSession {
   ~KvSession();
 
   const cxlpool_kv_info& info() const { return info_; }
+  // Whether cxlpool_kv_put declares its chunks' checksums: until a daemon
+  // that does not know kKvPutCommitChecksums refuses one.
+  bool declares_checksums() const { return declares_checksums_.load(std::memory_order_relaxed); }
+  void stop_declaring_checksums() { declares_checksums_.store(false, std::memory_order_relaxed); }
   Connection& connection() const { return *conn_; }
   int eventfd() const { return cq_efd_.get(); }
 
@@ -146,7 +154,10 @@ class KvSession {
   Result<bool> wait_locked(std::unique_lock<std::mutex>& lock, Done&& done, uint64_t deadline_ns);
   // One sleep: as the poller (eventfd + socket) or on the condition variable.
   void sleep_locked(std::unique_lock<std::mutex>& lock, uint64_t deadline_ns);
-  Result<void> submit_one_locked(const proto::KvRequest& request, std::span<const cxlpool_kv_key> keys);
+  // checksums: a put_commit's declared CRCs (kKvPutCommitChecksums), sent
+  // as records after the keys; empty otherwise.
+  Result<void> submit_one_locked(const proto::KvRequest& request, std::span<const cxlpool_kv_key> keys,
+                                 std::span<const uint32_t> checksums = {});
   void compact_stash_locked();
   void break_locked() { broken_ = true; }
 
@@ -160,6 +171,7 @@ class KvSession {
   uint64_t arena_bytes_[2] = {0, 0};  // each arena's size, as KvOpen announced it; 0: none
   std::vector<Views> views_;          // index = namespace id; guarded by mutex_
   uint64_t spin_ns_ = 0;
+  std::atomic<bool> declares_checksums_{true};
 
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -175,6 +187,7 @@ class KvSession {
   uint64_t next_helper_id_ = 1;
   KvWaiter* waiters_ = nullptr;
   proto::KvCompletionBatch scratch_;
+  std::vector<proto::KvKey> records_;  // a request's keys and declared checksums, as sent
   std::vector<Stashed> stash_;
   size_t stash_head_ = 0;
   std::vector<proto::KvLocation> stash_locations_;

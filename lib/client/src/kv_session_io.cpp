@@ -252,12 +252,20 @@ Result<bool> KvSession::wait_locked(std::unique_lock<std::mutex>& lock, Done&& d
   }
 }
 
-Result<void> KvSession::submit_one_locked(const proto::KvRequest& request, std::span<const cxlpool_kv_key> keys) {
-  auto ok = ring_.submit(request, wire_keys(keys));
+Result<void> KvSession::submit_one_locked(const proto::KvRequest& request, std::span<const cxlpool_kv_key> keys,
+                                          std::span<const uint32_t> checksums) {
+  std::span<const proto::KvKey> records = wire_keys(keys);
+  if (!checksums.empty()) {
+    // Declared checksums travel as records after the keys.
+    records_.assign(records.begin(), records.end());
+    proto::kv_append_checksums(checksums, records_);
+    records = records_;
+  }
+  auto ok = ring_.submit(request, records);
   if (!ok && ok.error().code == EAGAIN) {
     // Completions still in the ring count against the in-flight limit.
     drain_locked();
-    ok = ring_.submit(request, wire_keys(keys));
+    ok = ring_.submit(request, records);
   }
   if (!ok && ok.error().code == EPIPE) broken_ = true;
   return ok;
@@ -272,6 +280,12 @@ Result<size_t> KvSession::submit(std::span<const cxlpool_kv_request> requests) {
     const cxlpool_kv_request& r = requests[queued];
     if (r.op < 1 || r.op > proto::kKvOpMax || r.flags > UINT16_MAX || (r.n_keys > 0 && r.keys == nullptr)) {
       error = Error{EINVAL, "request " + std::to_string(queued) + ": unknown op, flags out of range or keys NULL"};
+      break;
+    }
+    const bool declares = (r.flags & proto::kKvPutCommitChecksums) != 0;
+    if (declares != (r.checksums != nullptr) || (declares && r.op != op_of(proto::KvOp::kPutCommit))) {
+      error = Error{EINVAL, "request " + std::to_string(queued) +
+                                ": checksums go with CXLPOOL_KV_COMMIT_CHECKSUMS on a put_commit, and only there"};
       break;
     }
     if (free_slots_.empty()) drain_locked();
@@ -290,8 +304,8 @@ Result<size_t> KvSession::submit(std::span<const cxlpool_kv_request> requests) {
     wire.flags = static_cast<uint16_t>(r.flags);
     wire.namespace_id = r.namespace_id;
     wire.param0 = r.param0;
-    wire.param1 = r.param1;
-    auto ok = submit_one_locked(wire, {r.keys, r.n_keys});
+    wire.param1 = declares ? r.n_keys : r.param1;
+    auto ok = submit_one_locked(wire, {r.keys, r.n_keys}, {r.checksums, declares ? r.n_keys : 0});
     if (!ok) {
       free_slots_.push_back(slot_index);
       error = ok.error();
@@ -411,9 +425,9 @@ Result<void> KvSession::call(const KvCall& request, KvWaiter& waiter) {
   wire.flags = request.flags;
   wire.namespace_id = request.namespace_id;
   wire.param0 = request.param0;
-  wire.param1 = request.param1;
+  wire.param1 = request.checksums.empty() ? request.param1 : request.keys.size();
   for (;;) {
-    auto ok = submit_one_locked(wire, request.keys);
+    auto ok = submit_one_locked(wire, request.keys, request.checksums);
     if (ok) break;
     if (ok.error().code != EAGAIN) return ok;
     // Full of other requests: wait until something completes, then retry.

@@ -212,10 +212,29 @@ bool kv_request_well_formed(const KvRequest& r) {
   }
   const auto op = static_cast<KvOp>(r.op);
   const uint16_t allowed = op == KvOp::kLookup      ? kKvLookupCostCutoff
-                           : op == KvOp::kPutCommit ? kKvPutCommitToSsd
+                           : op == KvOp::kPutCommit ? kKvPutCommitToSsd | kKvPutCommitChecksums
                                                     : 0;
   if ((r.flags & ~allowed) != 0) return false;
+  if (op == KvOp::kPutCommit && (r.flags & kKvPutCommitChecksums) != 0) {
+    // Compared in 64 bits: a param1 near 2^64 must not wrap into a match.
+    return r.param1 >= 1 && r.param1 <= kKvMaxRecordsPerEntry &&
+           uint64_t{r.count} == r.param1 + kv_checksum_records(static_cast<uint32_t>(r.param1));
+  }
   return op == KvOp::kRelease ? r.count == 0 : r.count >= 1;
+}
+
+uint32_t kv_checksum_at(std::span<const KvKey> records, uint32_t i) {
+  const KvKey& rec = records[i / 4];
+  const uint64_t word = (i % 4) < 2 ? rec.lo : rec.hi;
+  return static_cast<uint32_t>(word >> (32 * (i % 2)));
+}
+
+void kv_append_checksums(std::span<const uint32_t> checksums, std::vector<KvKey>& out) {
+  for (size_t i = 0; i < checksums.size(); i += 4) {
+    uint32_t lane[4] = {0, 0, 0, 0};
+    for (size_t j = 0; j < 4 && i + j < checksums.size(); ++j) lane[j] = checksums[i + j];
+    out.push_back(KvKey{uint64_t{lane[0]} | (uint64_t{lane[1]} << 32), uint64_t{lane[2]} | (uint64_t{lane[3]} << 32)});
+  }
 }
 
 void KvRequestBatch::clear() {

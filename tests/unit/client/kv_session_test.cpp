@@ -203,6 +203,55 @@ TEST_F(ClientKvSession, PutBeginSlotsAreWritableAndCommitPublishes) {
   EXPECT_EQ(slots[0].data, nullptr);
 }
 
+// cxlpool_kv_put declares each chunk's CRC-32C with its commit; a daemon
+// that refuses the flag (-EINVAL, older than it) gets the same commit
+// without it, and no later one carries it. cxlpool_kv_put_commit_checksums
+// and cxlpool_kv_submit send what they are given; a wrong checksum is not
+// stored.
+TEST_F(ClientKvSession, PutsDeclareChecksumsAndFallBackForADaemonWithoutThem) {
+  const auto k = keys(4, 21);
+  std::vector<std::vector<unsigned char>> data(4, std::vector<unsigned char>(512));
+  for (size_t i = 0; i < data.size(); ++i) std::memset(data[i].data(), static_cast<int>(i + 1), 512);
+  const void* ptrs[4] = {data[0].data(), data[1].data(), data[2].data(), data[3].data()};
+  ASSERT_EQ(cxlpool_kv_put(kv_, ns_.id, k.data(), 1, ptrs, 512), 1) << cxlpool_last_error();
+  EXPECT_EQ(daemon_.last_commit_flags.load(), CXLPOOL_KV_COMMIT_CHECKSUMS);
+  EXPECT_EQ(daemon_.checksum_mismatches.load(), 0u);
+
+  // Two-phase, by hand: the second checksum is wrong.
+  cxlpool_kv_location slots[2];
+  uint64_t reservation = 0;
+  ASSERT_EQ(cxlpool_kv_put_begin(kv_, ns_.id, &k[1], 2, 512, &reservation, slots), 0) << cxlpool_last_error();
+  uint32_t checksums[2];
+  for (int i = 0; i < 2; ++i) checksums[i] = cxlpool_kv_copy_chunk(slots[i].data, data[1 + i].data(), 512);
+  checksums[1] += 1;
+  EXPECT_EQ(cxlpool_kv_put_commit_checksums(kv_, ns_.id, reservation, &k[1], 2, checksums, 1u << 4, nullptr), -EINVAL)
+      << "an unknown flag";
+  EXPECT_EQ(cxlpool_kv_put_commit_checksums(kv_, ns_.id, reservation, &k[1], 2, checksums, 0, nullptr), 1)
+      << cxlpool_last_error();
+  EXPECT_EQ(daemon_.checksum_mismatches.load(), 1u);
+  cxlpool_kv_location locs[2];
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, &k[1], 2, locs), 1);
+
+  // Through cxlpool_kv_submit: checksums without the flag, or the flag
+  // without checksums, are refused before anything is sent.
+  cxlpool_kv_request r{};
+  r.op = CXLPOOL_KV_PUT_COMMIT;
+  r.namespace_id = ns_.id;
+  r.keys = &k[3];
+  r.n_keys = 1;
+  r.checksums = checksums;
+  EXPECT_EQ(cxlpool_kv_submit(kv_, &r, 1), -EINVAL);
+  r.checksums = nullptr;
+  r.flags = CXLPOOL_KV_COMMIT_CHECKSUMS;
+  EXPECT_EQ(cxlpool_kv_submit(kv_, &r, 1), -EINVAL);
+
+  // A daemon without the flag: the put still stores its chunk.
+  daemon_.knows_checksums = false;
+  ASSERT_EQ(cxlpool_kv_put(kv_, ns_.id, &k[3], 1, &ptrs[3], 512), 1) << cxlpool_last_error();
+  EXPECT_EQ(daemon_.last_commit_flags.load(), 0);
+  EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, &k[3], 1, locs), 1);
+}
+
 // CXLPOOL_KV_COMMIT_TO_SSD reaches the daemon's put_commit from the blocking
 // helpers and from cxlpool_kv_submit, and result1 comes back as *on_ssd;
 // any other bit is refused before anything is sent.
@@ -214,7 +263,8 @@ TEST_F(ClientKvSession, CommitToSsdFlagReachesTheDaemon) {
   // A daemon without an SSD log: committed as usual, none on SSD.
   ASSERT_EQ(cxlpool_kv_put_flags(kv_, ns_.id, k.data(), 1, ptrs, 512, CXLPOOL_KV_COMMIT_TO_SSD, &on_ssd), 1)
       << cxlpool_last_error();
-  EXPECT_EQ(daemon_.last_commit_flags.load(), CXLPOOL_KV_COMMIT_TO_SSD);
+  // cxlpool_kv_put declares its copies' checksums too.
+  EXPECT_EQ(daemon_.last_commit_flags.load(), CXLPOOL_KV_COMMIT_TO_SSD | CXLPOOL_KV_COMMIT_CHECKSUMS);
   EXPECT_EQ(on_ssd, 0u);
   // With one: every chunk committed is on SSD only.
   daemon_.ssd_log = true;
@@ -226,7 +276,7 @@ TEST_F(ClientKvSession, CommitToSsdFlagReachesTheDaemon) {
   const auto k2 = keys(2, 12);
   on_ssd = 99;
   ASSERT_EQ(cxlpool_kv_put_flags(kv_, ns_.id, k2.data(), 1, ptrs, 512, 0, &on_ssd), 1);
-  EXPECT_EQ(daemon_.last_commit_flags.load(), 0);
+  EXPECT_EQ(daemon_.last_commit_flags.load(), CXLPOOL_KV_COMMIT_CHECKSUMS);
   EXPECT_EQ(on_ssd, 0u);
   // The two-phase form.
   cxlpool_kv_location slot[1];
@@ -507,7 +557,7 @@ TEST(ClientKvCxx, PutAndCommitToSsd) {
   EXPECT_EQ(store.put(ns, keys, data, 1, cxlpool::KvPutFlags::kToSsd, &on_ssd), 3u);
   EXPECT_EQ(on_ssd, 1u) << "two of the three were stored already";
   EXPECT_EQ(store.put(ns, std::vector<cxlpool::KvKey>{{7, 8}}, std::span(data, 1), 1), 1u);
-  EXPECT_EQ(daemon.last_commit_flags.load(), 0);
+  EXPECT_EQ(daemon.last_commit_flags.load(), CXLPOOL_KV_COMMIT_CHECKSUMS);
   EXPECT_THROW(store.put(ns, keys, data, 1, static_cast<cxlpool::KvPutFlags>(1u << 3)), std::system_error);
 }
 

@@ -194,6 +194,54 @@ TEST(KvRing, ClientRefusesMalformedRequests) {
             EINVAL);
 }
 
+// A put_commit's declared checksums: param1 keys, then (n + 3) / 4 records
+// of four CRCs each; the ring carries them as records, the flag and the
+// count say where the keys end.
+TEST(KvRing, DeclaredChecksumsFollowTheKeys) {
+  KvRequest r = request(KvOp::kPutCommit, 1);
+  r.flags = kKvPutCommitChecksums;
+  for (uint32_t n : {1u, 3u, 4u, 5u, 9u}) {
+    r.param1 = n;
+    r.count = n + kv_checksum_records(n);
+    EXPECT_TRUE(kv_request_well_formed(r)) << n;
+    r.count = n + kv_checksum_records(n) - 1;
+    EXPECT_FALSE(kv_request_well_formed(r)) << "a record short, n = " << n;
+    r.count = n + kv_checksum_records(n) + 1;
+    EXPECT_FALSE(kv_request_well_formed(r)) << "a record too many, n = " << n;
+  }
+  r.param1 = 0;
+  r.count = 0;
+  EXPECT_FALSE(kv_request_well_formed(r)) << "no keys";
+  r.param1 = (uint64_t{1} << 32) + 1;  // must not wrap to 1 key
+  r.count = 2;
+  EXPECT_FALSE(kv_request_well_formed(r));
+  KvRequest get = request(KvOp::kGet, 1);
+  get.flags = kKvPutCommitChecksums;
+  EXPECT_FALSE(kv_request_well_formed(get)) << "only on put_commit";
+
+  const std::vector<uint32_t> crcs{0x11111111, 0x22222222, 0x33333333, 0x44444444, 0x55555555};
+  std::vector<KvKey> records;
+  kv_append_checksums(crcs, records);
+  ASSERT_EQ(records.size(), 2u);
+  for (uint32_t i = 0; i < crcs.size(); ++i) EXPECT_EQ(kv_checksum_at(records, i), crcs[i]);
+  for (uint32_t i = 5; i < 8; ++i) EXPECT_EQ(kv_checksum_at(records, i), 0u) << "unused lanes are zero";
+
+  // Through the rings: the daemon takes the keys and checksums as one list.
+  Rings rings;
+  std::vector<KvKey> list = keys(0, 5);
+  kv_append_checksums(crcs, list);
+  KvRequest commit = request(KvOp::kPutCommit, 7);
+  commit.flags = kKvPutCommitChecksums;
+  commit.param1 = 5;
+  ASSERT_TRUE(rings.client.submit(commit, list));
+  rings.client.flush();
+  KvRequestBatch batch;
+  ASSERT_EQ(rings.daemon.take(batch, 8), 1u);
+  EXPECT_EQ(batch.errors[0], 0);
+  ASSERT_EQ(batch.keys_of(0).size(), 7u);
+  EXPECT_EQ(kv_checksum_at(batch.keys_of(0).subspan(5), 4), crcs[4]);
+}
+
 TEST(KvRing, WrapsAroundRingsAndSlabs) {
   // Small rings and slabs: lists of 1..7 keys cross both slab ends many times.
   Rings r({4, 4, 256, 256});

@@ -150,18 +150,23 @@ enum cxlpool_kv_op {
 };
 #define CXLPOOL_KV_LOOKUP_COST_CUTOFF (1u << 0) /* lookup: result1 = cut-off */
 #define CXLPOOL_KV_COMMIT_TO_SSD (1u << 1) /* put_commit: chunks to the SSD log only; result1 = chunks stored so */
+#define CXLPOOL_KV_COMMIT_CHECKSUMS (1u << 2) /* put_commit: checksums[] declares each key's CRC-32C */
 
 typedef struct cxlpool_kv_request {
   uint64_t user_data;           /* echoed in the completion */
   uint32_t op;                  /* enum cxlpool_kv_op */
-  uint32_t flags;               /* CXLPOOL_KV_LOOKUP_COST_CUTOFF (lookup), CXLPOOL_KV_COMMIT_TO_SSD
-                                   (put_commit); any other bit, or one on another op: -EINVAL */
+  uint32_t flags;               /* CXLPOOL_KV_LOOKUP_COST_CUTOFF (lookup), CXLPOOL_KV_COMMIT_TO_SSD,
+                                   CXLPOOL_KV_COMMIT_CHECKSUMS (put_commit); any other bit, or one
+                                   on another op: -EINVAL */
   uint64_t namespace_id;
   const cxlpool_kv_key *keys;   /* copied at submit */
   uint32_t n_keys;              /* 0 for release, >= 1 otherwise */
   uint64_t param0;              /* put_begin: chunk bytes; put_commit: reservation; release: lease;
                                    lookup with COST_CUTOFF: prompt tokens */
   uint64_t param1;              /* lookup with COST_CUTOFF: declared prefill tokens/s */
+  const uint32_t *checksums;    /* put_commit with CXLPOOL_KV_COMMIT_CHECKSUMS: the CRC-32C of
+                                   each key's chunk as written (n_keys values, copied at
+                                   submit); NULL otherwise */
 } cxlpool_kv_request;
 
 typedef struct cxlpool_kv_completion {
@@ -222,9 +227,33 @@ int cxlpool_kv_put_commit(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
  * success only. Returns the number committed; -EINVAL for any other flag. */
 int cxlpool_kv_put_commit_flags(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
                                 const cxlpool_kv_key *keys, uint32_t n, uint32_t flags, uint64_t *on_ssd);
-/* put_begin + copy + commit of n chunks of chunk_bytes each from data.
+/* Copies bytes from src into a put-window slot (dst) and returns the
+ * CRC-32C of src (Castagnoli, as cxlpool-io's verify=crc32c), taken in the
+ * same pass: 4 KiB at a time, each block checksummed while it is in L1 and
+ * then copied, so the checksum costs little beyond the copy. Declared with
+ * the commit (CXLPOOL_KV_COMMIT_CHECKSUMS), it spares the daemon a pass over
+ * the chunk before it answers: it checks the declared value against the
+ * bytes it copies out of the slot instead. NULL pointers: returns 0 and
+ * copies nothing. No overlap. */
+uint32_t cxlpool_kv_copy_chunk(void *dst, const void *src, size_t bytes);
+/* cxlpool_kv_put_commit_flags whose commit declares each chunk's CRC-32C:
+ * checksums[i] for keys[i] (CXLPOOL_KV_COMMIT_CHECKSUMS is implied; flags
+ * may add CXLPOOL_KV_COMMIT_TO_SSD). A chunk whose bytes, as the daemon
+ * copies them out of the window (or as the SSD log finds them there), do not
+ * match its checksum is not stored: it does not count, and a commit that
+ * stores no chunk fails with -EBADMSG. With the declared CRC the commit of
+ * a large chunk to an idle store is answered without a pass over it (its
+ * copy into DRAM runs behind the answer and checks it). -EINVAL for a NULL
+ * checksums or another flag; also from a daemon older than this flag, when
+ * nothing was committed (commit again without it). */
+int cxlpool_kv_put_commit_checksums(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
+                                    const cxlpool_kv_key *keys, uint32_t n, const uint32_t *checksums,
+                                    uint32_t flags, uint64_t *on_ssd);
+/* put_begin + copy + commit of n chunks of chunk_bytes each from data. The
+ * copy is cxlpool_kv_copy_chunk's, and the commit declares its checksums
+ * (without them to a daemon older than CXLPOOL_KV_COMMIT_CHECKSUMS).
  * Returns how many the store holds afterwards (committed plus already
- * stored). */
+ * stored): a chunk changed while it was copied may be refused. */
 int cxlpool_kv_put(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
                    const void *const *data, uint64_t chunk_bytes);
 /* cxlpool_kv_put whose commits carry flags (as cxlpool_kv_put_commit_flags:

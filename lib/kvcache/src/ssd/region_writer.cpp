@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "cxlpool/common/crc32c.hpp"
-#include "stream_copy.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 
 namespace cxlpool::kvcache {
 

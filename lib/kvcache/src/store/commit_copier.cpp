@@ -10,8 +10,8 @@
 #include <system_error>
 #include <utility>
 
-#include "../ssd/stream_copy.hpp"
 #include "cxlpool/common/crc32c.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 
 namespace cxlpool::kvcache {
 

@@ -24,6 +24,10 @@ bool KvStore::Impl::copies_behind(const ClientState& c, std::uint64_t bytes, std
   // adds a CRC pass to the copy, which only pays when the writer would
   // otherwise wait for an idle store's copy.
   if (!commits.empty()) return false;
+  // Nor for a writer with other puts under way (reservations open besides
+  // this one): it is not waiting for this commit alone, and copies behind
+  // the answer would only pile up behind its next puts.
+  if (c.reservations.size() > 1) return false;
   // Slots held by copies behind the answer come back by themselves, but a
   // writer that finds its window full waits for them (settle_copies): at
   // most half of the window is held that way.
@@ -69,6 +73,7 @@ KvOutcome KvStore::Impl::start_fill(KvClientId id, ClientState& c, const Reserva
   f.offset = offset;
   f.bytes = res.chunk_bytes;
   f.crc = crc;
+  f.declared = rc.declared;
   f.piece_bytes = copy_piece_bytes(res.chunk_bytes, copier->threads());
   CopyJob job;
   job.owner = kFillOwner;
@@ -126,9 +131,10 @@ void KvStore::Impl::finish_fill(Fill& f) {
       arena(KvTier::kDram).policy->insert(f.key);
       counters.tiers[tier_index(KvTier::kDram)].bytes_written += f.bytes;
     } else {
-      // Its writer changed the window slot after the commit: never served.
+      // Its writer changed the window slot after the commit, or declared a
+      // CRC other than its bytes': never served.
       assert(copied != f.crc && "a filling chunk was pinned by someone else");
-      ++counters.put_window_changed;
+      ++(f.declared ? counters.put_checksum_mismatch : counters.put_window_changed);
       if (index.erase(f.key) == EraseOutcome::kErased) forget_resident(was);
     }
   }

@@ -17,8 +17,8 @@
 #include <cstring>
 #include <span>
 
-#include "../ssd/stream_copy.hpp"
 #include "cxlpool/common/crc32c.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
@@ -126,6 +126,12 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
     scratch_index[j] = static_cast<std::uint32_t>(at);
   }
 
+  // Declared checksums ride with their chunks from here on.
+  for (std::size_t j = 0; j < scratch_checksums.size(); ++j) {
+    ReservedChunk& rc = res.chunks[scratch_index[j]];
+    rc.declared = true;
+    rc.declared_crc = scratch_checksums[j];
+  }
   const bool to_ssd = (r.flags & proto::kKvPutCommitToSsd) != 0 && ssd != nullptr;
   // Commits waiting for DRAM slots take the ones freed since before a new
   // commit does, so that a stream of new ones cannot starve them.
@@ -180,10 +186,17 @@ KvOutcome KvStore::Impl::copy_into_slot(const ClientState& c, const Reservation&
   const std::byte* from = c.window.data() + rc.window_offset;
   if (lends_to_ssd(res.chunk_bytes)) {
     const std::uint32_t crc = stream_copy_crc32c(slot, from, res.chunk_bytes);
+    if (rc.declared && crc != rc.declared_crc) return refuse_mismatch(offset);
     return index_copied(res, rc, offset, &crc, write_through);
   }
   stream_copy(slot, from, res.chunk_bytes);
   return index_copied(res, rc, offset, nullptr, write_through);
+}
+
+KvOutcome KvStore::Impl::refuse_mismatch(std::uint64_t offset) {
+  arena(KvTier::kDram).slots.give(offset);
+  ++counters.put_checksum_mismatch;
+  return KvStatus::kChecksumError;
 }
 
 KvOutcome KvStore::Impl::index_copied(const Reservation& res, const ReservedChunk& rc, std::uint64_t offset,
@@ -227,6 +240,15 @@ KvOutcome KvStore::Impl::commit_to_ssd(KvClientId id, ClientState& c, const Rese
   const NamespaceState* n = ns(res.ns_id);
   if (n == nullptr) return KvStatus::kBadState;  // cannot happen: ids stay valid
   const std::span<const std::byte> bytes{c.window.data() + rc.window_offset, res.chunk_bytes};
+  if (rc.declared) {
+    // The log reads the window itself: checked against the bytes there now
+    // (a lent slot's later copies are checked against this CRC too).
+    if (!crc) crc = crc32c(bytes);
+    if (*crc != rc.declared_crc) {
+      ++counters.put_checksum_mismatch;
+      return KvStatus::kChecksumError;
+    }
+  }
   ssd_touched = true;
   if (lends_window(c, res.chunk_bytes)) {
     // The writer may still change the slot: the CRC taken now is what the
@@ -338,6 +360,13 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
           queue_pieces(scratch_jobs, job, c.window.data() + rc.window_offset, nullptr, res.chunk_bytes, pc.piece_bytes);
       continue;
     }
+    if (behind && rc.declared) {
+      // Its CRC is the writer's: answered now, the copy checks it.
+      cc.behind = true;
+      cc.state = CommitChunk::State::kCopied;
+      cc.crc = rc.declared_crc;
+      continue;
+    }
     if (behind) {
       // Only its CRC is taken before the answer; the copy follows it.
       cc.behind = true;
@@ -441,6 +470,10 @@ bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
       case CommitChunk::State::kCopied:
         if (cc.to_ssd) {
           done = commit_to_ssd(pc.client, c, res, rc, cc.crc, pc.on_ssd);
+          break;
+        }
+        if (pc.crc && rc.declared && cc.crc != rc.declared_crc) {
+          done = refuse_mismatch(cc.offset);
           break;
         }
         if (index.find(rc.key) != nullptr) {  // another commit stored it meanwhile

@@ -131,8 +131,30 @@ void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::sp
     s.complete(client, request, refused != KvStatus::kOk ? refused : KvStatus::kNotFound);
     return;
   }
-  s.scratch_keys.resize(keys.size());
-  for (std::size_t i = 0; i < keys.size(); ++i) s.scratch_keys[i] = to_chunk_key(keys[i]);
+  // A put_commit with declared checksums carries them as records after its
+  // keys; unused lanes of the last record must be zero.
+  const bool declares = request.op == static_cast<std::uint8_t>(proto::KvOp::kPutCommit) &&
+                        (request.flags & proto::kKvPutCommitChecksums) != 0;
+  const std::size_t n_keys = declares ? request.param1 : keys.size();
+  if (declares && (request.param1 > keys.size() ||
+                   keys.size() - n_keys != proto::kv_checksum_records(static_cast<std::uint32_t>(n_keys)))) {
+    return s.complete(client, request, KvStatus::kInvalid);
+  }
+  s.scratch_keys.resize(n_keys);
+  for (std::size_t i = 0; i < n_keys; ++i) s.scratch_keys[i] = to_chunk_key(keys[i]);
+  s.scratch_checksums.clear();
+  if (n_keys < keys.size()) {
+    const auto records = keys.subspan(n_keys);
+    for (std::uint32_t i = 0; i < records.size() * 4; ++i) {
+      const std::uint32_t crc = proto::kv_checksum_at(records, i);
+      if (i < n_keys) {
+        s.scratch_checksums.push_back(crc);
+      } else if (crc != 0) {
+        return s.complete(client, request, KvStatus::kInvalid);
+      }
+    }
+    if (s.scratch_checksums.size() != n_keys) return s.complete(client, request, KvStatus::kInvalid);
+  }
   switch (static_cast<proto::KvOp>(request.op)) {
     case proto::KvOp::kLookup: s.do_lookup(client, request); break;
     case proto::KvOp::kPutBegin: s.do_put_begin(client, request); break;

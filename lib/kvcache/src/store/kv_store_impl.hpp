@@ -57,6 +57,10 @@ struct ReservedChunk {
   bool cached = false;  // already stored at put_begin: no window slot
   bool lent = false;    // committed to the SSD log from its window slot, which the log holds
   bool filling = false; // committed; its copy into DRAM runs behind the answer, from the window slot
+  // The commit carried the writer's CRC-32C of the chunk (kKvPutCommitChecksums):
+  // the chunk is stored only if the bytes copied out of the slot match it.
+  bool declared = false;
+  std::uint32_t declared_crc = 0;
 };
 
 struct Reservation {
@@ -115,7 +119,8 @@ struct Fill {
   ChunkKey key;
   std::uint64_t offset = 0;  // the DRAM slot
   std::uint32_t bytes = 0;
-  std::uint32_t crc = 0;  // taken from the window before the commit's answer
+  std::uint32_t crc = 0;  // taken from the window before the commit's answer, or declared by the writer
+  bool declared = false;  // crc is the writer's (kKvPutCommitChecksums), not the daemon's
   std::uint32_t piece_bytes = 0;
   std::uint16_t pieces_left = 0;
   std::array<std::uint32_t, kMaxCopyPieces> piece_crcs{};
@@ -248,6 +253,7 @@ struct KvStore::Impl {
 
   // Scratch reused by every request (the store is single-threaded).
   std::vector<ChunkKey> scratch_keys;
+  std::vector<std::uint32_t> scratch_checksums;  // a put_commit's declared CRCs (kKvPutCommitChecksums), or none
   std::vector<ChunkEntry> scratch_entries;
   std::vector<std::uint8_t> scratch_marks;
   std::vector<SsdGetRequest> scratch_gets;
@@ -376,6 +382,9 @@ struct KvStore::Impl {
                            std::uint64_t offset, bool write_through);
   std::uint16_t queue_pieces(std::vector<CopyJob>& out, CopyJob job, const std::byte* from, std::byte* to,
                              std::uint64_t bytes, std::uint32_t piece_bytes);
+  // A chunk copied into DRAM slot `offset` did not match its declared CRC:
+  // the slot goes back, kChecksumError.
+  KvOutcome refuse_mismatch(std::uint64_t offset);
   // A chunk whose bytes are in DRAM slot `offset` goes into the index
   // (written through first under the per-commit policy); the slot goes
   // back when it does not.

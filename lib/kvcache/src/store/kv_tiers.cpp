@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-#include "../ssd/stream_copy.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {

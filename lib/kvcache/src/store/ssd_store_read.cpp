@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cxlpool/common/crc32c.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 #include "cxlpool/kvcache/ssd_store.hpp"
-#include "../ssd/stream_copy.hpp"
 #include "outcome_error.hpp"
 #include "ssd_store_tags.hpp"
 

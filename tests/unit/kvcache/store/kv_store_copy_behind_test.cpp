@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cxlpool/common/crc32c.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 #include "kv_store_harness.hpp"
-#include "../ssd/stream_copy.hpp"
 
 namespace cxlpool::kvcache::testing {
 namespace {

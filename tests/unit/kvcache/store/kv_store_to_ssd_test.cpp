@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "cxlpool/common/crc32c.hpp"
 #include "kv_store_harness.hpp"
 
 namespace cxlpool::kvcache::testing {
@@ -79,6 +80,37 @@ TEST_P(KvStoreToSsd, ChunksGoToTheLogFromTheirWindowSlotsWithoutADramSlot) {
   EXPECT_EQ(h_.call(kAlice, KvOp::kPutBegin, keys_of(401, 16), kBlockChunk).outcome, KvStatus::kOk);
   ASSERT_EQ(h_.restart(), "");
   for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk)) << "after a restart";
+}
+
+// Declared checksums (kKvPutCommitChecksums) are checked against the window
+// slot the log writes from (lent) or copies (small chunks): a mismatch is
+// not stored.
+TEST_P(KvStoreToSsd, DeclaredChecksumsAreCheckedAgainstTheWindowSlot) {
+  KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam()));
+  for (const std::uint32_t bytes : {kBlockChunk, 1000u}) {  // lent from the window; copied into the log's buffer
+    SCOPED_TRACE(bytes);
+    const auto keys = keys_of(bytes == 1000 ? 431 : 430, 2);
+    KvStoreCompletion begin = h_.call(kAlice, KvOp::kPutBegin, keys, bytes);
+    ASSERT_EQ(begin.outcome, KvStatus::kOk);
+    std::vector<std::uint32_t> crcs;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const auto p = payload_of(keys[i], bytes);
+      std::memcpy(h_.window(kAlice) + begin.locations[i].offset, p.data(), bytes);
+      crcs.push_back(crc32c(p));
+    }
+    crcs[1] ^= 0x100;
+    std::vector<proto::KvKey> records(keys.begin(), keys.end());
+    proto::kv_append_checksums(crcs, records);
+    const std::uint64_t mismatches = h_.store().counters().put_checksum_mismatch;
+    const auto commit = h_.call(kAlice, KvOp::kPutCommit, records, begin.completion.result0, keys.size(),
+                                proto::kKvPutCommitToSsd | proto::kKvPutCommitChecksums);
+    EXPECT_EQ(commit.outcome, KvStatus::kOk);
+    EXPECT_EQ(commit.completion.result0, 1u);
+    EXPECT_EQ(commit.completion.result1, 1u);
+    EXPECT_EQ(h_.store().counters().put_checksum_mismatch, mismatches + 1);
+    EXPECT_TRUE(h_.get_checked(kBob, keys[0], bytes));
+    EXPECT_FALSE(h_.get_checked(kBob, keys[1], bytes));
+  }
 }
 
 TEST_P(KvStoreToSsd, AChunkItsWriterChangedAfterTheCommitIsNeverServed) {

@@ -216,7 +216,8 @@ struct KvNamespaceInfo {
   X(window_reclaims,   "window_reclaims")   /* lent window slots copied into the log's buffer early (full window, client gone) */ \
   X(puts_copied_behind, "puts_copied_behind") /* chunks whose commits were answered before their DRAM copy */ \
   X(copies_behind_in_flight, "copies_behind_in_flight") /* of those, copies not in yet (gauge) */ \
-  X(put_window_changed, "put_window_changed") /* of those, dropped: the window slot changed after the commit */
+  X(put_window_changed, "put_window_changed") /* of those, dropped: the window slot changed after the commit */ \
+  X(put_checksum_mismatch, "put_checksum_mismatch") /* chunks not stored: their bytes did not match the declared CRC */
 // clang-format on
 
 struct KvTierCounters {
@@ -376,6 +377,16 @@ class KvStore {
   //              them (kRetry if that is still not room enough); so does
   //              remove_client.
   //              Without an SSD log the flag is ignored (result1 = 0).
+  //              With kKvPutCommitChecksums the writer declares each
+  //              chunk's CRC-32C (records after the keys). A chunk copied
+  //              behind the answer then needs no CRC pass before it: its
+  //              copy checks the declared CRC. Wherever the store takes a
+  //              chunk's CRC anyway (that copy, a copy into a DRAM slot
+  //              the SSD log may borrow, a chunk for the SSD log) a chunk
+  //              that does not match is not stored (kChecksumError when
+  //              no chunk is committed; put_checksum_mismatch); a copy
+  //              that takes no CRC (DRAM only, before the answer) ignores
+  //              it: the chunk is then the store's own copy.
   //   get        pins the longest cached prefix: result0 = lease id (0 when
   //              the prefix is empty: a miss is kOk), result1 = chunks
   //              leased, locations in the arenas. kOverQuota /

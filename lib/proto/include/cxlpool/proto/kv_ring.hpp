@@ -55,6 +55,13 @@ inline constexpr uint16_t kKvLookupCostCutoff = 1u << 0;  // lookup: result1 = r
 // window where the log can (no copy into a DRAM slot); result1 = chunks
 // stored so. Without an SSD log the commit stores them in DRAM as usual.
 inline constexpr uint16_t kKvPutCommitToSsd = 1u << 1;
+// put_commit: the writer declares each chunk's CRC-32C. param1 = the number
+// of keys n; the record list holds the n keys, then kv_checksum_records(n)
+// records of four CRC-32C values each (little-endian, in key order, unused
+// lanes zero). The daemon needs no pass of its own over a chunk it copies
+// behind its answer, and refuses one whose bytes do not match wherever it
+// takes their CRC (docs/kvstore.md "Declared checksums").
+inline constexpr uint16_t kKvPutCommitChecksums = 1u << 2;
 
 // A 128-bit chunk key (XXH3-128: low, high).
 struct KvKey {
@@ -63,6 +70,13 @@ struct KvKey {
   bool operator==(const KvKey&) const = default;
 };
 static_assert(sizeof(KvKey) == kKvRecordBytes);
+
+// Records that carry n declared checksums (four per record).
+inline constexpr uint32_t kv_checksum_records(uint32_t n) { return (n + 3) / 4; }
+// Checksum i of a put_commit's checksum records (records past its keys).
+uint32_t kv_checksum_at(std::span<const KvKey> records, uint32_t i);
+// Appends the records that carry `checksums` to `out`.
+void kv_append_checksums(std::span<const uint32_t> checksums, std::vector<KvKey>& out);
 
 // KvLocation.tier values: 0 dram arena, 1 cxl arena, 2 ssd (a lookup's
 // answer only: not mapped), kKvLocationPutWindow for put_begin's slots in the
@@ -190,7 +204,9 @@ class KvRingMemory {
 Result<void> kv_ring_init(std::span<std::byte> mapping, const KvRingGeometry& g);
 
 // Checks a request's fields that need no store state: known op, flags valid
-// for it, reserved zero, key count rule (release: none; others: at least one).
+// for it, reserved zero, key count rule (release: none; others: at least one;
+// a put_commit with kKvPutCommitChecksums: param1 keys and their checksum
+// records, param1 at least one).
 bool kv_request_well_formed(const KvRequest& r);
 
 // Requests the daemon took, with their keys copied out of the mapping.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stream_copy.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -11,7 +11,7 @@
 
 #include "cxlpool/common/crc32c.hpp"
 
-namespace cxlpool::kvcache {
+namespace cxlpool {
 
 namespace {
 
@@ -98,6 +98,18 @@ std::uint32_t stream_copy_crc32c(void* dst, const void* src, std::size_t n, std:
   return crc;
 }
 
+std::uint32_t copy_crc32c(void* dst, const void* src, std::size_t n) {
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* s = static_cast<const std::byte*>(src);
+  std::uint32_t crc = 0;
+  for (std::size_t off = 0; off < n; off += kBounceBlock) {
+    const std::size_t len = std::min(kBounceBlock, n - off);
+    crc = crc32c({s + off, len}, crc);
+    std::memcpy(d + off, s + off, len);
+  }
+  return crc;
+}
+
 std::uint32_t copy_crc32c_of_copy(void* dst, const void* src, std::size_t n) {
   auto* d = static_cast<std::byte*>(dst);
   const auto* s = static_cast<const std::byte*>(src);
@@ -120,4 +132,4 @@ std::uint32_t copy_crc32c_of_copy(void* dst, const void* src, std::size_t n) {
   return crc;
 }
 
-}  // namespace cxlpool::kvcache
+}  // namespace cxlpool

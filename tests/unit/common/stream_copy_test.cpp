@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// stream_copy / stream_copy_crc32c: byte-exact copies and the same checksum
+// stream_copy / stream_copy_crc32c / copy_crc32c: byte-exact copies and the same checksum
 // as crc32c() over every size and alignment class (short copies through
 // memcpy, long ones streamed, tails, unaligned destinations).
 #include <cstdlib>
@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 
 #include "cxlpool/common/crc32c.hpp"
-#include "stream_copy.hpp"
+#include "cxlpool/common/stream_copy.hpp"
 
-namespace cxlpool::kvcache {
+namespace cxlpool {
 namespace {
 
 struct AlignedFree {
@@ -42,10 +42,14 @@ TEST(StreamCopy, CopiesExactlyAndChecksumsLikeCrc32c) {
         EXPECT_EQ(crc, crc32c({s, n}, 0x1234)) << n << " bytes";
         ASSERT_EQ(std::memcmp(d, s, n), 0) << n << " bytes (fused), dst+" << dst_off;
         EXPECT_EQ(d[n], std::byte{0xEE});
+        std::memset(dst.get(), 0xEE, kMax + 64);
+        EXPECT_EQ(copy_crc32c(d, s, n), crc32c({s, n})) << n << " bytes";
+        ASSERT_EQ(std::memcmp(d, s, n), 0) << n << " bytes (cached), dst+" << dst_off;
+        EXPECT_EQ(d[n], std::byte{0xEE});
       }
     }
   }
 }
 
 }  // namespace
-}  // namespace cxlpool::kvcache
+}  // namespace cxlpool
