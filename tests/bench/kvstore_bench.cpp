@@ -17,9 +17,10 @@
 //            no store work) as the reference in the same run.
 //   put      --chunks distinct 2 MiB chunks with --qd puts in flight:
 //            put_begin, write the chunk into the put-window slot, commit.
-//            The write is cxlpool_kv_put's: cxlpool_kv_copy_chunk, whose
-//            CRC-32C the commit declares (CXLPOOL_KV_COMMIT_CHECKSUMS);
-//            --checksums 0: a memcpy, and the daemon takes the CRC itself.
+//            The write is cxlpool_kv_put's (--checksums auto): with one put
+//            in flight cxlpool_kv_copy_chunk, whose CRC-32C the commit
+//            declares (CXLPOOL_KV_COMMIT_CHECKSUMS), else a memcpy, the
+//            daemon taking any CRC itself; --checksums 1 / 0 force either.
 //            The first DRAM-full (+ qd) is an untimed warm-up, so timed puts
 //            find the arena full. --write 0 writes only the key stamps, for
 //            a producer that puts the bytes there itself (a DMA engine):
@@ -506,9 +507,14 @@ struct ChunkSet {
   const std::vector<cxlpool_kv_key> keys;
 };
 
-// --write 0: kNone; else --checksums 1 (the default): kDeclared, 0: kMemcpy.
+// --write 0: kNone; else --checksums 1: kDeclared, 0: kMemcpy, auto (the
+// default): cxlpool_kv_put's choice, kDeclared for a writer with one put in
+// flight (the handle's only request), kMemcpy behind other puts.
 Write write_of(const Options& opt) {
   if (opt.u64("write") == 0) return Write::kNone;
+  if (opt.str("checksums") == "auto") {
+    return opt.u64("qd") == 1 && opt.u64("clients") <= 1 ? Write::kDeclared : Write::kMemcpy;
+  }
   return opt.u64("checksums") != 0 ? Write::kDeclared : Write::kMemcpy;
 }
 const char* write_suffix(Write w) { return w == Write::kNone ? "-nowrite" : w == Write::kMemcpy ? "-memcpy" : ""; }
@@ -718,7 +724,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s SOCKET|- latency|put|get|ssd-put|ssd-get|memcpy|handover [--qd N] [--chunks N] [--bytes N]\n"
-                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--checksums 0|1] [--seed N]\n"
+                 "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--checksums auto|0|1] [--seed N]\n"
                  "       [--clients N]\n"
                  "       [--to-ssd 0|1]\n",
                  argv[0]);
@@ -734,7 +740,7 @@ int main(int argc, char** argv) {
                      {"copy", ssd_mode ? "0" : "1"},
                      {"passes", "4"},
                      {"write", "1"},
-                     {"checksums", "1"},
+                     {"checksums", "auto"},
                      {"seed", "1"},
                      {"clients", "1"},
                      {"to-ssd", "0"}});

@@ -82,6 +82,9 @@ class KvSession {
   // that does not know kKvPutCommitChecksums refuses one.
   bool declares_checksums() const { return declares_checksums_.load(std::memory_order_relaxed); }
   void stop_declaring_checksums() { declares_checksums_.store(false, std::memory_order_relaxed); }
+  // cxlpool_kv_put calls running on this handle, each counted for its
+  // duration (PutScope).
+  std::atomic<uint32_t>& puts_running() { return puts_running_; }
   Connection& connection() const { return *conn_; }
   int eventfd() const { return cq_efd_.get(); }
 
@@ -172,6 +175,7 @@ class KvSession {
   std::vector<Views> views_;          // index = namespace id; guarded by mutex_
   uint64_t spin_ns_ = 0;
   std::atomic<bool> declares_checksums_{true};
+  std::atomic<uint32_t> puts_running_{0};
 
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -245,6 +245,20 @@ TEST_F(ClientKvSession, PutsDeclareChecksumsAndFallBackForADaemonWithoutThem) {
   r.flags = CXLPOOL_KV_COMMIT_CHECKSUMS;
   EXPECT_EQ(cxlpool_kv_submit(kv_, &r, 1), -EINVAL);
 
+  // Behind a request still in flight the put does not declare: the daemon
+  // copies before its answer then.
+  cxlpool_kv_request lookup{};
+  lookup.op = CXLPOOL_KV_LOOKUP;
+  lookup.namespace_id = ns_.id;
+  lookup.keys = &k[0];
+  lookup.n_keys = 1;
+  ASSERT_EQ(cxlpool_kv_submit(kv_, &lookup, 1), 1);
+  const auto more = keys(1, 22);
+  ASSERT_EQ(cxlpool_kv_put(kv_, ns_.id, more.data(), 1, ptrs, 512), 1) << cxlpool_last_error();
+  EXPECT_EQ(daemon_.last_commit_flags.load(), 0);
+  cxlpool_kv_completion done[1];
+  ASSERT_EQ(cxlpool_kv_reap(kv_, done, 1, -1), 1);
+
   // A daemon without the flag: the put still stores its chunk.
   daemon_.knows_checksums = false;
   ASSERT_EQ(cxlpool_kv_put(kv_, ns_.id, &k[3], 1, &ptrs[3], 512), 1) << cxlpool_last_error();

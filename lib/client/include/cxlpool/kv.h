@@ -249,9 +249,11 @@ uint32_t cxlpool_kv_copy_chunk(void *dst, const void *src, size_t bytes);
 int cxlpool_kv_put_commit_checksums(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
                                     const cxlpool_kv_key *keys, uint32_t n, const uint32_t *checksums,
                                     uint32_t flags, uint64_t *on_ssd);
-/* put_begin + copy + commit of n chunks of chunk_bytes each from data. The
- * copy is cxlpool_kv_copy_chunk's, and the commit declares its checksums
- * (without them to a daemon older than CXLPOOL_KV_COMMIT_CHECKSUMS).
+/* put_begin + copy + commit of n chunks of chunk_bytes each from data. While
+ * it is the handle's only request under way (no other put, nothing
+ * submitted and not reaped), the copy is cxlpool_kv_copy_chunk's and the
+ * commit declares its checksums (not to a daemon older than
+ * CXLPOOL_KV_COMMIT_CHECKSUMS); otherwise a memcpy.
  * Returns how many the store holds afterwards (committed plus already
  * stored): a chunk changed while it was copied may be refused. */
 int cxlpool_kv_put(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
