@@ -18,7 +18,8 @@ void KvService::commit_and_replicate(uint64_t client, const proto::KvRequest& r,
   // Keys stored before (by another client, or fetched from a peer) were
   // replicated by whoever put them, if at all.
   replicate_scratch_.clear();
-  for (const proto::KvKey& k : keys) {
+  // Not the checksum records a commit may carry after its keys.
+  for (const proto::KvKey& k : proto::kv_request_keys(r, keys)) {
     if (!here(k)) replicate_scratch_.push_back(k);
   }
   const size_t in_flight = store_->commits_in_flight();

@@ -73,8 +73,7 @@ class KvNamespaceC(Structure):
 
 class KvRequest(Structure):
     _fields_ = [("user_data", c_uint64), ("op", c_uint32), ("flags", c_uint32), ("namespace_id", c_uint64),
-                ("keys", POINTER(KvKey)), ("n_keys", c_uint32), ("param0", c_uint64), ("param1", c_uint64),
-                ("checksums", POINTER(c_uint32))]
+                ("keys", POINTER(KvKey)), ("n_keys", c_uint32), ("param0", c_uint64), ("param1", c_uint64)]
 
 
 class KvCompletion(Structure):

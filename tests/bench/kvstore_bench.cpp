@@ -271,7 +271,7 @@ Throughput put_chunks(const Connection& conn, const cxlpool_kv_namespace& ns, co
         follow.user_data = tag(i, 1);
         follow.op = CXLPOOL_KV_PUT_COMMIT;
         follow.flags = commit_flags | (declares ? CXLPOOL_KV_COMMIT_CHECKSUMS : 0u);
-        follow.checksums = declares ? &checksums[i] : nullptr;
+        if (declares) follow.param1 = reinterpret_cast<std::uintptr_t>(&checksums[i]);
         follow.namespace_id = ns.id;
         follow.keys = &keys[first + i];
         follow.n_keys = 1;

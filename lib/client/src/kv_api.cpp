@@ -123,9 +123,10 @@ KvCall key_call(proto::KvOp op, uint64_t ns_id, const cxlpool_kv_key* keys, uint
 }
 
 // One blocking put_commit; checksums (one per key, or empty) are declared
-// with it. The number committed, or a negative errno.
+// with it. The number committed, or a negative errno; *answered (may be
+// null) is the daemon's status, 0 when the error is this side's.
 int commit(KvSession& s, uint64_t ns_id, uint64_t reservation, std::span<const cxlpool_kv_key> keys, uint32_t flags,
-           std::span<const uint32_t> checksums, uint64_t* on_ssd) {
+           std::span<const uint32_t> checksums, uint64_t* on_ssd, int* answered = nullptr) {
   if (keys.empty()) return record(EINVAL, "put_commit needs at least one key");
   KvWaiter w;
   KvCall call = key_call(proto::KvOp::kPutCommit, ns_id, keys.data(), static_cast<uint32_t>(keys.size()));
@@ -133,7 +134,10 @@ int commit(KvSession& s, uint64_t ns_id, uint64_t reservation, std::span<const c
   if (!checksums.empty()) call.flags |= proto::kKvPutCommitChecksums;
   call.param0 = reservation;
   call.checksums = checksums;
-  if (int rc = run(s, call, w); rc != 0) return rc;
+  if (int rc = run(s, call, w); rc != 0) {
+    if (answered != nullptr) *answered = w.status;
+    return rc;
+  }
   if (w.result0 > keys.size()) return protocol_error("put_commit committed more keys than it was given");
   const int64_t ssd = commit_on_ssd(w);
   if (ssd < 0) return static_cast<int>(ssd);
@@ -141,17 +145,17 @@ int commit(KvSession& s, uint64_t ns_id, uint64_t reservation, std::span<const c
   return static_cast<int>(w.result0);
 }
 
-// commit() with declared checksums, for cxlpool_kv_put: a daemon that
-// does not know the flag refuses the request before it touches the
-// reservation (-EINVAL), which is then committed without them, as every
-// later one on this handle.
+// commit() with declared checksums, for cxlpool_kv_put. A daemon that does
+// not know the flag refuses the request before it touches the reservation
+// (-EINVAL), which is then committed without them, as every later one on
+// this handle. A refusal on this side (the checksum records do not fit the
+// ring's slab) sends this commit without them too.
 int commit_declared(KvSession& s, uint64_t ns_id, uint64_t reservation, std::span<const cxlpool_kv_key> keys,
                     uint32_t flags, std::span<const uint32_t> checksums, uint64_t* on_ssd) {
-  if (s.declares_checksums()) {
-    const int rc = commit(s, ns_id, reservation, keys, flags, checksums, on_ssd);
-    if (rc != -EINVAL) return rc;
-    s.stop_declaring_checksums();
-  }
+  int answered = 0;
+  const int rc = commit(s, ns_id, reservation, keys, flags, checksums, on_ssd, &answered);
+  if (rc != -EINVAL) return rc;
+  if (answered == -EINVAL) s.stop_declaring_checksums();
   return commit(s, ns_id, reservation, keys, flags, {}, on_ssd);
 }
 

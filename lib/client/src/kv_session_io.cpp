@@ -282,10 +282,13 @@ Result<size_t> KvSession::submit(std::span<const cxlpool_kv_request> requests) {
       error = Error{EINVAL, "request " + std::to_string(queued) + ": unknown op, flags out of range or keys NULL"};
       break;
     }
+    // With CXLPOOL_KV_COMMIT_CHECKSUMS, param1 is where the checksums are
+    // (the request struct keeps its size: no field of its own).
     const bool declares = (r.flags & proto::kKvPutCommitChecksums) != 0;
-    if (declares != (r.checksums != nullptr) || (declares && r.op != op_of(proto::KvOp::kPutCommit))) {
+    const auto* checksums = reinterpret_cast<const uint32_t*>(static_cast<uintptr_t>(declares ? r.param1 : 0));
+    if (declares && (r.op != op_of(proto::KvOp::kPutCommit) || checksums == nullptr)) {
       error = Error{EINVAL, "request " + std::to_string(queued) +
-                                ": checksums go with CXLPOOL_KV_COMMIT_CHECKSUMS on a put_commit, and only there"};
+                                ": CXLPOOL_KV_COMMIT_CHECKSUMS needs a put_commit whose param1 points at the checksums"};
       break;
     }
     if (free_slots_.empty()) drain_locked();
@@ -305,7 +308,7 @@ Result<size_t> KvSession::submit(std::span<const cxlpool_kv_request> requests) {
     wire.namespace_id = r.namespace_id;
     wire.param0 = r.param0;
     wire.param1 = declares ? r.n_keys : r.param1;
-    auto ok = submit_one_locked(wire, {r.keys, r.n_keys}, {r.checksums, declares ? r.n_keys : 0});
+    auto ok = submit_one_locked(wire, {r.keys, r.n_keys}, {checksums, declares ? r.n_keys : 0});
     if (!ok) {
       free_slots_.push_back(slot_index);
       error = ok.error();

@@ -223,6 +223,11 @@ bool kv_request_well_formed(const KvRequest& r) {
   return op == KvOp::kRelease ? r.count == 0 : r.count >= 1;
 }
 
+std::span<const KvKey> kv_request_keys(const KvRequest& r, std::span<const KvKey> records) {
+  const bool declares = r.op == static_cast<uint8_t>(KvOp::kPutCommit) && (r.flags & kKvPutCommitChecksums) != 0;
+  return declares ? records.first(std::min<uint64_t>(r.param1, records.size())) : records;
+}
+
 uint32_t kv_checksum_at(std::span<const KvKey> records, uint32_t i) {
   const KvKey& rec = records[i / 4];
   const uint64_t word = (i % 4) < 2 ? rec.lo : rec.hi;

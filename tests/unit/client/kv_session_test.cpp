@@ -232,18 +232,44 @@ TEST_F(ClientKvSession, PutsDeclareChecksumsAndFallBackForADaemonWithoutThem) {
   cxlpool_kv_location locs[2];
   EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, &k[1], 2, locs), 1);
 
-  // Through cxlpool_kv_submit: checksums without the flag, or the flag
-  // without checksums, are refused before anything is sent.
+  // Through cxlpool_kv_submit: param1 points at the checksums; the flag
+  // with param1 0, or on another op, is refused before anything is sent.
   cxlpool_kv_request r{};
   r.op = CXLPOOL_KV_PUT_COMMIT;
   r.namespace_id = ns_.id;
   r.keys = &k[3];
   r.n_keys = 1;
-  r.checksums = checksums;
-  EXPECT_EQ(cxlpool_kv_submit(kv_, &r, 1), -EINVAL);
-  r.checksums = nullptr;
   r.flags = CXLPOOL_KV_COMMIT_CHECKSUMS;
   EXPECT_EQ(cxlpool_kv_submit(kv_, &r, 1), -EINVAL);
+  r.op = CXLPOOL_KV_GET;
+  r.param1 = reinterpret_cast<uintptr_t>(checksums);
+  EXPECT_EQ(cxlpool_kv_submit(kv_, &r, 1), -EINVAL);
+  // A real one: two chunks, the second declared wrong, then both right.
+  for (const bool right : {false, true}) {
+    const auto pair = keys(2, right ? 24 : 23);
+    ASSERT_EQ(cxlpool_kv_put_begin(kv_, ns_.id, pair.data(), 2, 512, &reservation, slots), 0) << cxlpool_last_error();
+    for (int i = 0; i < 2; ++i) checksums[i] = cxlpool_kv_copy_chunk(slots[i].data, data[i].data(), 512);
+    if (!right) checksums[1] ^= 1;
+    const uint64_t before = daemon_.checksum_mismatches.load();
+    r = cxlpool_kv_request{};
+    r.user_data = 77;
+    r.op = CXLPOOL_KV_PUT_COMMIT;
+    r.flags = CXLPOOL_KV_COMMIT_CHECKSUMS;
+    r.namespace_id = ns_.id;
+    r.keys = pair.data();
+    r.n_keys = 2;
+    r.param0 = reservation;
+    r.param1 = reinterpret_cast<uintptr_t>(checksums);
+    ASSERT_EQ(cxlpool_kv_submit(kv_, &r, 1), 1) << cxlpool_last_error();
+    checksums[0] = checksums[1] = 0;  // copied at submit
+    cxlpool_kv_completion done{};
+    ASSERT_EQ(cxlpool_kv_reap(kv_, &done, 1, -1), 1);
+    EXPECT_EQ(done.user_data, 77u);
+    EXPECT_EQ(done.status, 0);
+    EXPECT_EQ(done.result0, right ? 2u : 1u);
+    EXPECT_EQ(daemon_.checksum_mismatches.load(), before + (right ? 0 : 1));
+    EXPECT_EQ(daemon_.last_commit_flags.load(), CXLPOOL_KV_COMMIT_CHECKSUMS);
+  }
 
   // Behind a request still in flight the put does not declare: the daemon
   // copies before its answer then.
@@ -259,11 +285,16 @@ TEST_F(ClientKvSession, PutsDeclareChecksumsAndFallBackForADaemonWithoutThem) {
   cxlpool_kv_completion done[1];
   ASSERT_EQ(cxlpool_kv_reap(kv_, done, 1, -1), 1);
 
-  // A daemon without the flag: the put still stores its chunk.
+  // A daemon without the flag: the put still stores its chunk, and no
+  // later put on the handle tries the flag again.
   daemon_.knows_checksums = false;
   ASSERT_EQ(cxlpool_kv_put(kv_, ns_.id, &k[3], 1, &ptrs[3], 512), 1) << cxlpool_last_error();
   EXPECT_EQ(daemon_.last_commit_flags.load(), 0);
   EXPECT_EQ(cxlpool_kv_lookup(kv_, ns_.id, &k[3], 1, locs), 1);
+  daemon_.knows_checksums = true;
+  const auto last = keys(1, 25);
+  ASSERT_EQ(cxlpool_kv_put(kv_, ns_.id, last.data(), 1, ptrs, 512), 1) << cxlpool_last_error();
+  EXPECT_EQ(daemon_.last_commit_flags.load(), 0);
 }
 
 // CXLPOOL_KV_COMMIT_TO_SSD reaches the daemon's put_commit from the blocking

@@ -240,6 +240,9 @@ TEST(KvRing, DeclaredChecksumsFollowTheKeys) {
   EXPECT_EQ(batch.errors[0], 0);
   ASSERT_EQ(batch.keys_of(0).size(), 7u);
   EXPECT_EQ(kv_checksum_at(batch.keys_of(0).subspan(5), 4), crcs[4]);
+  EXPECT_EQ(kv_request_keys(batch.requests[0], batch.keys_of(0)).size(), 5u) << "the keys, not the checksums";
+  KvRequest plain = request(KvOp::kPutCommit, 8);
+  EXPECT_EQ(kv_request_keys(plain, batch.keys_of(0)).size(), 7u);
 }
 
 TEST(KvRing, WrapsAroundRingsAndSlabs) {

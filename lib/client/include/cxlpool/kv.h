@@ -150,7 +150,7 @@ enum cxlpool_kv_op {
 };
 #define CXLPOOL_KV_LOOKUP_COST_CUTOFF (1u << 0) /* lookup: result1 = cut-off */
 #define CXLPOOL_KV_COMMIT_TO_SSD (1u << 1) /* put_commit: chunks to the SSD log only; result1 = chunks stored so */
-#define CXLPOOL_KV_COMMIT_CHECKSUMS (1u << 2) /* put_commit: checksums[] declares each key's CRC-32C */
+#define CXLPOOL_KV_COMMIT_CHECKSUMS (1u << 2) /* put_commit: param1 points at each key's CRC-32C */
 
 typedef struct cxlpool_kv_request {
   uint64_t user_data;           /* echoed in the completion */
@@ -163,10 +163,10 @@ typedef struct cxlpool_kv_request {
   uint32_t n_keys;              /* 0 for release, >= 1 otherwise */
   uint64_t param0;              /* put_begin: chunk bytes; put_commit: reservation; release: lease;
                                    lookup with COST_CUTOFF: prompt tokens */
-  uint64_t param1;              /* lookup with COST_CUTOFF: declared prefill tokens/s */
-  const uint32_t *checksums;    /* put_commit with CXLPOOL_KV_COMMIT_CHECKSUMS: the CRC-32C of
-                                   each key's chunk as written (n_keys values, copied at
-                                   submit); NULL otherwise */
+  uint64_t param1;              /* lookup with COST_CUTOFF: declared prefill tokens/s;
+                                   put_commit with CXLPOOL_KV_COMMIT_CHECKSUMS: the address
+                                   ((uint64_t)(uintptr_t)) of n_keys CRC-32C values, each
+                                   key's chunk as written (copied at submit; not 0) */
 } cxlpool_kv_request;
 
 typedef struct cxlpool_kv_completion {
@@ -238,12 +238,14 @@ int cxlpool_kv_put_commit_flags(cxlpool_kv *kv, uint64_t ns_id, uint64_t reserva
 uint32_t cxlpool_kv_copy_chunk(void *dst, const void *src, size_t bytes);
 /* cxlpool_kv_put_commit_flags whose commit declares each chunk's CRC-32C:
  * checksums[i] for keys[i] (CXLPOOL_KV_COMMIT_CHECKSUMS is implied; flags
- * may add CXLPOOL_KV_COMMIT_TO_SSD). A chunk whose bytes, as the daemon
- * copies them out of the window (or as the SSD log finds them there), do not
- * match its checksum is not stored: it does not count, and a commit that
- * stores no chunk fails with -EBADMSG. With the declared CRC the commit of
- * a large chunk to an idle store is answered without a pass over it (its
- * copy into DRAM runs behind the answer and checks it). -EINVAL for a NULL
+ * may add CXLPOOL_KV_COMMIT_TO_SSD). With it the commit of a large chunk
+ * to an idle store is answered without a pass over the chunk: its copy into
+ * DRAM runs behind the answer and checks the CRC, dropping a chunk that does
+ * not match after the answer counted it. Where the daemon takes a chunk's
+ * CRC before answering (DRAM slots its SSD log may borrow, the SSD log) a
+ * mismatch is not stored and not counted, and a commit that stores no chunk
+ * fails with -EBADMSG; a DRAM-only copy before the answer does not use the
+ * checksum (docs/kvstore.md "Declared checksums"). -EINVAL for a NULL
  * checksums or another flag; also from a daemon older than this flag, when
  * nothing was committed (commit again without it). */
 int cxlpool_kv_put_commit_checksums(cxlpool_kv *kv, uint64_t ns_id, uint64_t reservation,
@@ -255,7 +257,10 @@ int cxlpool_kv_put_commit_checksums(cxlpool_kv *kv, uint64_t ns_id, uint64_t res
  * commit declares its checksums (not to a daemon older than
  * CXLPOOL_KV_COMMIT_CHECKSUMS); otherwise a memcpy.
  * Returns how many the store holds afterwards (committed plus already
- * stored): a chunk changed while it was copied may be refused. */
+ * stored). A chunk of data changed while it was copied may be refused:
+ * not counted when the daemon checks before its answer (a commit whose
+ * every chunk is refused so counts 0 rather than failing), dropped after
+ * it when its copy runs behind. */
 int cxlpool_kv_put(cxlpool_kv *kv, uint64_t ns_id, const cxlpool_kv_key *keys, uint32_t n,
                    const void *const *data, uint64_t chunk_bytes);
 /* cxlpool_kv_put whose commits carry flags (as cxlpool_kv_put_commit_flags:

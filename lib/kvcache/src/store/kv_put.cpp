@@ -185,7 +185,11 @@ KvOutcome KvStore::Impl::copy_into_slot(const ClientState& c, const Reservation&
   std::byte* slot = slot_ptr(KvTier::kDram, offset, res.ns_id);
   const std::byte* from = c.window.data() + rc.window_offset;
   if (lends_to_ssd(res.chunk_bytes)) {
-    const std::uint32_t crc = stream_copy_crc32c(slot, from, res.chunk_bytes);
+    // A declared CRC is checked against what the slot now holds (the
+    // writer could change its window between a checksum of the source and
+    // the copy).
+    const std::uint32_t crc = rc.declared ? copy_crc32c_of_copy(slot, from, res.chunk_bytes)
+                                          : stream_copy_crc32c(slot, from, res.chunk_bytes);
     if (rc.declared && crc != rc.declared_crc) return refuse_mismatch(offset);
     return index_copied(res, rc, offset, &crc, write_through);
   }
@@ -387,7 +391,9 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
     cc.state = CommitChunk::State::kCopying;
     cc.offset = *offset;
     // A large chunk goes out as pieces, copied on several cores at once.
+    // A declared CRC is checked against what the slot holds, as above.
     job.with_crc = pc.crc;
+    job.crc_of_copy = pc.crc && rc.declared;
     cc.pieces_left = queue_pieces(scratch_jobs, job, c.window.data() + rc.window_offset,
                                   slot_ptr(KvTier::kDram, *offset, res.ns_id), res.chunk_bytes, pc.piece_bytes);
   }

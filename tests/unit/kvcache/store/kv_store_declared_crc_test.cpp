@@ -92,17 +92,20 @@ TEST_P(KvStoreDeclaredCrc, AChunkWhoseBytesDoNotMatchIsNeverServedAndItsSlotCome
   EXPECT_EQ(committed.outcome, KvStatus::kOk);
   // Behind the answer the mismatch is found after it: the answer counts it.
   EXPECT_EQ(committed.completion.result0, behind() ? 3u : 2u);
-  ASSERT_TRUE(h.store().flush());
+  // (A get waits for a copy behind the answer.)
   EXPECT_TRUE(h.get_checked(kBob, keys[0], bytes()));
   EXPECT_FALSE(h.get_checked(kBob, keys[1], bytes()));
   EXPECT_TRUE(h.get_checked(kBob, keys[2], bytes()));
   EXPECT_EQ(h.store().counters().put_checksum_mismatch, 1u);
   EXPECT_EQ(h.store().counters().put_window_changed, 0u);
-  // No DRAM slot was lost: the arena (8 slots) takes 8 new chunks, each
-  // put evicting an older one (to the SSD log in the lending store).
-  const auto more = keys_of(952, 8);
+  // No DRAM slot was lost: the arena holds the 2 chunks stored and as
+  // many more as it has slots left, all in DRAM at once.
+  const std::size_t slots = path_options().dram_slots;
+  ASSERT_EQ(h.store().counters().tiers[0].chunks, 2u);
+  const auto more = keys_of(952, slots - 2);
   h.put_each(kAlice, more, bytes());
-  for (const auto& k : more) EXPECT_TRUE(h.get_checked(kBob, k, bytes()));
+  EXPECT_EQ(h.store().counters().tiers[0].chunks, slots);
+  EXPECT_EQ(h.tiers(more), std::vector<std::uint16_t>(more.size(), 0)) << "every one in DRAM";
 }
 
 std::string path_name(const ::testing::TestParamInfo<int>& info) {
@@ -183,22 +186,25 @@ TEST(KvStoreDeclaredCrcRequest, AWriterWithOtherPutsUnderWayIsCopiedBeforeTheAns
   for (const auto& k : keys) EXPECT_TRUE(h.get_checked(kBob, k));
 }
 
-TEST(KvStoreDeclaredCrcRequest, BehindTheAnswerNoCrcPassRunsBeforeIt) {
+// Behind the answer the declared CRC stands in for the daemon's: the copy
+// checks it, so window bytes other than the declared ones (changed before
+// the commit) are dropped, where a CRC pass of the daemon's would have
+// matched them.
+TEST(KvStoreDeclaredCrcRequest, BehindTheAnswerTheCopyChecksTheDeclaredCrc) {
   KvHarness h;
   KV_OPEN_OR_SKIP(h, options(2, 4096));
   const auto key = keys_of(955, 1)[0];
-  const std::uint64_t rid = begin_written(h, {&key, 1});
-  // Copies behind answers are held: a commit that needed its CRC taken
-  // first would still be answered (CRC pieces are not held), so the
-  // offloaded-copies counter tells the two apart: only the fill's pieces.
-  h.store().hold_copies_behind(true);
-  const std::uint64_t before = h.store().counters().commit_copies_offloaded;
-  const std::uint32_t crc = crc_of(key);
-  EXPECT_EQ(commit_declared(h, rid, {&key, 1}, {&crc, 1}).completion.result0, 1u);
-  // A test chunk (10000 bytes) is copied whole: one piece, the fill's.
-  EXPECT_EQ(h.store().counters().commit_copies_offloaded - before, 1u);
-  h.store().hold_copies_behind(false);
-  EXPECT_TRUE(h.get_checked(kBob, key));
+  const KvStoreCompletion begin = h.call(kAlice, KvOp::kPutBegin, {&key, 1}, kChunk);
+  ASSERT_EQ(begin.outcome, KvStatus::kOk);
+  auto p = payload_of(key);
+  const std::uint32_t declared = crc32c(p);
+  p[100] ^= std::byte{1};
+  std::memcpy(h.window(kAlice) + begin.locations[0].offset, p.data(), kChunk);
+  EXPECT_EQ(commit_declared(h, begin.completion.result0, {&key, 1}, {&declared, 1}).completion.result0, 1u);
+  EXPECT_EQ(h.store().counters().puts_copied_behind, 1u);
+  ASSERT_TRUE(h.store().flush());
+  EXPECT_EQ(h.store().counters().put_checksum_mismatch, 1u);
+  EXPECT_EQ(h.call(kBob, KvOp::kLookup, {&key, 1}).completion.result0, 0u);
 }
 
 }  // namespace
