@@ -22,7 +22,10 @@
 # /var/tmp; it must allow O_DIRECT, so not tmpfs), KVBENCH_SSD_MIB (SSD file,
 # default 4096), KVBENCH_SSD_CHUNKS (2 MiB chunks put then read in the SSD
 # test, default 1024: about half a second of puts at 4 GB/s),
-# KVBENCH_QDS (client queue depths against redis, default "1 8"),
+# KVBENCH_PUT_CHUNKS (2 MiB chunks of each DRAM put run, default 4096: the
+# first 512 + queue depth fill the arena untimed, about half a second of
+# timed puts follows), KVBENCH_QDS (client queue depths against redis,
+# default "1 8"),
 # KVBENCH_SESSIONS (trace sessions, default 1000),
 # KVBENCH_CONCURRENCY (trace sessions open at once, one run each, default
 # "64 512"),
@@ -51,6 +54,7 @@ cd "$(dirname "$0")/../.."
 build=${1:-build}
 ssd_mib=${KVBENCH_SSD_MIB:-4096}
 ssd_chunks=${KVBENCH_SSD_CHUNKS:-1024}
+put_chunks=${KVBENCH_PUT_CHUNKS:-4096}
 qds=${KVBENCH_QDS:-"1 8"}
 sessions=${KVBENCH_SESSIONS:-1000}
 concurrency=${KVBENCH_CONCURRENCY:-"64 512"}
@@ -366,14 +370,14 @@ for rep in $(seq "$reps"); do
   pooled_core+=("$(value pooled_one_core_ops_per_s "$result")")
   for qd in $qds; do
     # Distinct seeds: every put stores new chunks.
-    run "$bench" "$sock" put --qd "$qd" --seed "$((1000 * rep + qd))"
+    run "$bench" "$sock" put --qd "$qd" --chunks "$put_chunks" --seed "$((1000 * rep + qd))"
     put[$qd]+=" $(value ops_per_s "$result")"
     # The puts above write as cxlpool_kv_put does (with one in flight: a
     # copy taking the CRC, declared with the commit; else memcpy); the
     # same puts the other way round.
     other=0
     [[ $qd == 1 ]] || other=1
-    run "$bench" "$sock" put --qd "$qd" --checksums "$other" --seed "$((1000 * rep + 250 + qd))"
+    run "$bench" "$sock" put --qd "$qd" --chunks "$put_chunks" --checksums "$other" --seed "$((1000 * rep + 250 + qd))"
     put_other[$qd]+=" $(value ops_per_s "$result")"
     run "$bench" "$sock" get --qd "$qd" --seed "$((1000 * rep + 500 + qd))"
     get[$qd]+=" $(value ops_per_s "$result")"
@@ -411,7 +415,8 @@ for rep in $(seq "$reps"); do
         "$(commit_workers_line "$cw")" "$behind_line"
       start_daemon "$work/dram-cw.toml"
       for qd in $qds; do
-        run "$bench" "$sock" put --qd "$qd" --seed "$((2000 * rep + 100 * qd + 10 * cw_index + ${#behind}))"
+        run "$bench" "$sock" put --qd "$qd" --chunks "$put_chunks" \
+          --seed "$((2000 * rep + 100 * qd + 10 * cw_index + ${#behind}))"
         put_cw[$qd/$cw/$behind]+=" $(value ops_per_s "$result")"
       done
       # Several writers at once, each with 8 puts in flight (seeds apart by
