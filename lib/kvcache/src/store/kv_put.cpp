@@ -27,6 +27,15 @@ namespace {
 
 bool key_less(const ChunkKey& a, const ChunkKey& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; }
 
+// What a commit that stores no chunk answers: the first chunk's failure,
+// but any other before a declared checksum's mismatch, which a writer
+// (cxlpool_kv_put) takes as chunks simply not stored.
+void note_failure(KvOutcome& first, KvOutcome failure) {
+  if (first.ok() || (first.status == KvStatus::kChecksumError && failure.status != KvStatus::kChecksumError)) {
+    first = failure;
+  }
+}
+
 }  // namespace
 
 void KvStore::Impl::do_put_begin(KvClientId id, const proto::KvRequest& r) {
@@ -151,8 +160,8 @@ void KvStore::Impl::do_put_commit(KvClientId id, const proto::KvRequest& r) {
         to_ssd ? commit_to_ssd(id, c, res, rc, std::nullopt, on_ssd) : commit_inline(c, res, rc, write_through);
     if (done.ok()) {
       ++committed;
-    } else if (first_failure.ok()) {
-      first_failure = done;
+    } else {
+      note_failure(first_failure, done);
     }
   }
   end_commit(id, c, r, res, scratch_keys.size(), committed, first_failure, on_ssd);
@@ -525,8 +534,8 @@ bool KvStore::Impl::finish_commit(PendingCommit& pc, bool may_wait) {
   for (const CommitChunk& cc : pc.chunks) {
     if (cc.state == CommitChunk::State::kStored || cc.outcome.ok()) {
       ++committed;
-    } else if (first_failure.ok()) {
-      first_failure = cc.outcome;
+    } else {
+      note_failure(first_failure, cc.outcome);
     }
   }
   end_commit(pc.client, c, pc.request, res, pc.chunks.size(), committed, first_failure, pc.on_ssd);

@@ -152,6 +152,30 @@ TEST(KvStoreDeclaredCrcRequest, ACommitWhoseOnlyChunkMismatchesFailsWithAChecksu
   }
 }
 
+// A commit that stores none of its chunks answers another chunk's failure
+// before a checksum mismatch (which cxlpool_kv_put takes as chunks not
+// stored): here a key that was stored at put_begin and deleted since.
+TEST(KvStoreDeclaredCrcRequest, AnotherFailureOutranksAMismatchInTheAnswer) {
+  for (const std::uint32_t workers : {0u, 2u}) {
+    SCOPED_TRACE(workers);
+    KvHarness h;
+    KV_OPEN_OR_SKIP(h, options(workers, 0, true));
+    const auto keys = keys_of(958, 2);  // keys[1] is stored first
+    h.put_each(kAlice, {&keys[1], 1}, kBlockChunk);
+    const KvStoreCompletion begin = h.call(kAlice, KvOp::kPutBegin, keys, kBlockChunk);
+    ASSERT_EQ(begin.outcome, KvStatus::kOk);
+    ASSERT_NE(begin.locations[1].flags & proto::kKvLocationCached, 0);
+    const auto p = payload_of(keys[0], kBlockChunk);
+    std::memcpy(h.window(kAlice) + begin.locations[0].offset, p.data(), kBlockChunk);
+    ASSERT_EQ(h.call(kAlice, KvOp::kDelete, {&keys[1], 1}).completion.result0, 1u);
+    const std::uint32_t crcs[2] = {crc_of(keys[0], kBlockChunk) ^ 4u, 0};
+    const KvStoreCompletion committed = commit_declared(h, begin.completion.result0, keys, crcs);
+    EXPECT_EQ(committed.completion.result0, 0u);
+    EXPECT_EQ(committed.outcome, KvStatus::kNotFound) << "not the mismatch of the first chunk";
+    EXPECT_EQ(h.store().counters().put_checksum_mismatch, 1u);
+  }
+}
+
 // A DRAM-only store copying before its answer takes no CRC: the declared
 // one is not used, and the chunk is the copy the store made.
 TEST(KvStoreDeclaredCrcRequest, ADramOnlyCopyBeforeTheAnswerIgnoresTheDeclaredCrc) {
