@@ -36,10 +36,10 @@ struct CopyJob {
   std::byte* to = nullptr;  // null: no copy, the CRC of `from` only (with_crc)
   const std::byte* from = nullptr;
   std::uint32_t bytes = 0;
-  bool with_crc = false;  // crc = crc32c(from, bytes), taken as it copies
-  // With a destination: crc = crc32c(to, bytes) as copied, for a source its
-  // writer may still change (a copy behind an answered commit).
-  bool crc_of_copy = false;
+  // crc = crc32c(to, bytes) as copied: the CRC of what the destination
+  // holds, whatever the source's writer does meanwhile (without a
+  // destination: crc32c(from, bytes)).
+  bool with_crc = false;
   std::uint32_t crc = 0;
 };
 

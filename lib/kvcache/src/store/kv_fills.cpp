@@ -78,7 +78,7 @@ KvOutcome KvStore::Impl::start_fill(KvClientId id, ClientState& c, const Reserva
   CopyJob job;
   job.owner = kFillOwner;
   job.commit = kFillJob | fill_id;
-  job.crc_of_copy = true;
+  job.with_crc = true;
   scratch_fill_jobs.clear();
   f.pieces_left = queue_pieces(scratch_fill_jobs, job, c.window.data() + rc.window_offset,
                                slot_ptr(KvTier::kDram, offset, res.ns_id), res.chunk_bytes, f.piece_bytes);

@@ -194,11 +194,10 @@ KvOutcome KvStore::Impl::copy_into_slot(const ClientState& c, const Reservation&
   std::byte* slot = slot_ptr(KvTier::kDram, offset, res.ns_id);
   const std::byte* from = c.window.data() + rc.window_offset;
   if (lends_to_ssd(res.chunk_bytes)) {
-    // A declared CRC is checked against what the slot now holds (the
-    // writer could change its window between a checksum of the source and
-    // the copy).
-    const std::uint32_t crc = rc.declared ? copy_crc32c_of_copy(slot, from, res.chunk_bytes)
-                                          : stream_copy_crc32c(slot, from, res.chunk_bytes);
+    // The CRC of what the slot now holds (the writer could change its
+    // window between a checksum of the source and the copy), which a
+    // declared one is checked against.
+    const std::uint32_t crc = copy_crc32c_of_copy(slot, from, res.chunk_bytes);
     if (rc.declared && crc != rc.declared_crc) return refuse_mismatch(offset);
     return index_copied(res, rc, offset, &crc, write_through);
   }
@@ -399,10 +398,9 @@ void KvStore::Impl::start_commit(KvClientId id, ClientState& c, const proto::KvR
     claim_slot(KvTier::kDram, *offset, res.ns_id);
     cc.state = CommitChunk::State::kCopying;
     cc.offset = *offset;
-    // A large chunk goes out as pieces, copied on several cores at once.
-    // A declared CRC is checked against what the slot holds, as above.
+    // A large chunk goes out as pieces, copied on several cores at once;
+    // the CRC is of what the slot holds, as above.
     job.with_crc = pc.crc;
-    job.crc_of_copy = pc.crc && rc.declared;
     cc.pieces_left = queue_pieces(scratch_jobs, job, c.window.data() + rc.window_offset,
                                   slot_ptr(KvTier::kDram, *offset, res.ns_id), res.chunk_bytes, pc.piece_bytes);
   }
