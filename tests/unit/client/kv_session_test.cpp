@@ -606,4 +606,38 @@ TEST(ClientKvCxx, PutAndCommitToSsd) {
   EXPECT_THROW(store.put(ns, keys, data, 1, static_cast<cxlpool::KvPutFlags>(1u << 3)), std::system_error);
 }
 
+// KvReservation::copy keeps each chunk's CRC-32C; a commit of chunks all
+// written so declares them, one with a chunk written through data() does
+// not, and a daemon without the flag gets the commit without it.
+TEST(ClientKvCxx, ReservationCopyDeclaresChecksums) {
+  FakeKvDaemon daemon;
+  cxlpool::Client client(daemon.socket_path(), "kv-cxx");
+  cxlpool::KvStore store(client);
+  const cxlpool::KvNamespace ns = store.open_namespace("model", "layout", "bf16", 0, 1, 16);
+  std::vector<unsigned char> src(100, 'q');
+  const std::vector<cxlpool::KvKey> keys{{11, 2}, {13, 4}, {15, 6}, {17, 8}, {19, 10}};
+  {
+    cxlpool::KvReservation reservation = store.put_begin(ns, std::span(keys).first(2), 100);
+    for (size_t i = 0; i < 2; ++i) reservation.copy(i, src.data(), src.size());
+    EXPECT_THROW(reservation.copy(0, src.data(), 101), std::system_error) << "longer than the slot";
+    EXPECT_EQ(reservation.commit(), 2u);
+    EXPECT_EQ(daemon.last_commit_flags.load(), CXLPOOL_KV_COMMIT_CHECKSUMS);
+    EXPECT_EQ(daemon.checksum_mismatches.load(), 0u);
+  }
+  {
+    cxlpool::KvReservation reservation = store.put_begin(ns, std::span(keys).subspan(2, 2), 100);
+    reservation.copy(0, src.data(), src.size());
+    std::memset(reservation.data(1), 'r', 100);
+    EXPECT_EQ(reservation.commit(), 2u);
+    EXPECT_EQ(daemon.last_commit_flags.load(), 0) << "chunk 1 was not copied: nothing declared";
+  }
+  daemon.knows_checksums = false;
+  {
+    cxlpool::KvReservation reservation = store.put_begin(ns, std::span(keys).subspan(4, 1), 100);
+    reservation.copy(0, src.data(), src.size());
+    EXPECT_EQ(reservation.commit(), 1u);
+    EXPECT_EQ(daemon.last_commit_flags.load(), 0);
+  }
+}
+
 }  // namespace

@@ -10,6 +10,7 @@
 // calls the C functions with its own arrays.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -125,7 +126,9 @@ class KvLease {
 
 // put_begin's slots: write each chunk whose slot is not cached(), then
 // commit(). Protocol version 1 has no abort: a reservation never committed
-// keeps its put-window slots until the connection closes.
+// keeps its put-window slots until the connection closes. Chunks written
+// with copy() have their CRC-32Cs declared by the commit when every chunk
+// it commits was (docs/kvstore.md "Declared checksums").
 class KvReservation {
  public:
   KvReservation() = default;
@@ -142,6 +145,21 @@ class KvReservation {
   void* data(size_t i) const { return slots_.at(i).data; }
   size_t capacity(size_t i) const { return slots_.at(i).length; }
 
+  // Copies `bytes` (at most capacity(i)) from src into chunk i's slot with
+  // cxlpool_kv_copy_chunk, keeping its CRC-32C for the commit. A slot
+  // changed after its copy() (through data()) no longer matches it: the
+  // daemon drops such a chunk.
+  void copy(size_t i, const void* src, size_t bytes) {
+    if (cached(i)) throw std::system_error(EINVAL, std::generic_category(), "copy into a cached KV chunk");
+    if (src == nullptr || bytes > capacity(i)) {
+      throw std::system_error(EINVAL, std::generic_category(), "copy into a KV slot: no source, or too long");
+    }
+    checksums_.resize(slots_.size());
+    copied_.resize(slots_.size());
+    checksums_[i] = cxlpool_kv_copy_chunk(data(i), src, bytes);
+    copied_[i] = true;
+  }
+
   // Commits every chunk that was not cached (all keys when every one was,
   // which ends the reservation). Returns the chunks committed.
   size_t commit(KvPutFlags flags = KvPutFlags::kNone) {
@@ -154,8 +172,18 @@ class KvReservation {
   // Commits `keys` (a subset of the reserved ones); the rest are dropped.
   size_t commit(std::span<const KvKey> keys, KvPutFlags flags = KvPutFlags::kNone) {
     uint64_t on_ssd = 0;
-    const int n = cxlpool_kv_put_commit_flags(kv_, ns_id_, id_, keys.data(), static_cast<uint32_t>(keys.size()),
-                                              static_cast<uint32_t>(flags), &on_ssd);
+    const auto n_keys = static_cast<uint32_t>(keys.size());
+    int n = -EINVAL;
+    // Declared when every committed chunk went through copy(); a daemon
+    // older than the flag refuses it (-EINVAL, the reservation untouched):
+    // committed again without.
+    if (const std::vector<uint32_t> declared = declared_for(keys); !declared.empty()) {
+      n = cxlpool_kv_put_commit_checksums(kv_, ns_id_, id_, keys.data(), n_keys, declared.data(),
+                                          static_cast<uint32_t>(flags), &on_ssd);
+    }
+    if (n == -EINVAL) {
+      n = cxlpool_kv_put_commit_flags(kv_, ns_id_, id_, keys.data(), n_keys, static_cast<uint32_t>(flags), &on_ssd);
+    }
     kv_ = nullptr;
     check(n, "commit KV reservation");
     on_ssd_ = on_ssd;
@@ -171,8 +199,22 @@ class KvReservation {
   uint64_t ns_id_ = 0;
   uint64_t id_ = 0;
   std::vector<KvKey> keys_;
+  // The CRCs of `keys` when each is a chunk written with copy(); else none.
+  std::vector<uint32_t> declared_for(std::span<const KvKey> keys) const {
+    std::vector<uint32_t> out;
+    for (const KvKey& k : keys) {
+      size_t i = 0;
+      while (i < keys_.size() && !(keys_[i].lo == k.lo && keys_[i].hi == k.hi)) ++i;
+      if (i >= copied_.size() || !copied_[i]) return {};
+      out.push_back(checksums_[i]);
+    }
+    return out;
+  }
+
   std::vector<KvLocation> slots_;
   uint64_t on_ssd_ = 0;
+  std::vector<uint32_t> checksums_;  // per slot, after copy()
+  std::vector<bool> copied_;
 };
 
 // One connection's KV data path (cxlpool_kv). Thread-safe like the C handle.
