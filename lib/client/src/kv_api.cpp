@@ -145,13 +145,14 @@ int commit(KvSession& s, uint64_t ns_id, uint64_t reservation, std::span<const c
   return static_cast<int>(w.result0);
 }
 
-// commit() with declared checksums, for cxlpool_kv_put. A daemon that does
-// not know the flag refuses the request before it touches the reservation
-// (-EINVAL), which is then committed without them, as every later one on
-// this handle. A refusal on this side (the checksum records do not fit the
-// ring's slab) sends this commit without them too.
+// commit(), for cxlpool_kv_put. With checksums: a daemon that does not know
+// the flag refuses the request before it touches the reservation (-EINVAL),
+// which is then committed without them, as every later one on this handle.
+// A refusal on this side (the checksum records do not fit the ring's slab)
+// sends this commit without them too.
 int commit_declared(KvSession& s, uint64_t ns_id, uint64_t reservation, std::span<const cxlpool_kv_key> keys,
                     uint32_t flags, std::span<const uint32_t> checksums, uint64_t* on_ssd) {
+  if (checksums.empty()) return commit(s, ns_id, reservation, keys, flags, {}, on_ssd);
   int answered = 0;
   const int rc = commit(s, ns_id, reservation, keys, flags, checksums, on_ssd, &answered);
   if (rc != -EINVAL) return rc;
@@ -415,11 +416,9 @@ CXLPOOL_EXPORT int cxlpool_kv_put_flags(cxlpool_kv* kv, uint64_t ns_id, const cx
       int committed = 0;
       if (n_written == 0) {
         committed = commit(s, ns_id, begin.result0, {keys + first, count}, flags, {}, nullptr);
-      } else if (!declares) {
-        committed = commit(s, ns_id, begin.result0, {written, n_written}, flags, {}, &round_on_ssd);
       } else {
-        committed = commit_declared(s, ns_id, begin.result0, {written, n_written}, flags, {checksums, n_written},
-                                    &round_on_ssd);
+        committed = commit_declared(s, ns_id, begin.result0, {written, n_written}, flags,
+                                    {checksums, declares ? n_written : 0}, &round_on_ssd);
       }
       // A commit that stores none of its chunks (their bytes changed under
       // the copy) is no failure of the put: they are simply not stored.

@@ -215,7 +215,7 @@ bool kv_request_well_formed(const KvRequest& r) {
                            : op == KvOp::kPutCommit ? kKvPutCommitToSsd | kKvPutCommitChecksums
                                                     : 0;
   if ((r.flags & ~allowed) != 0) return false;
-  if (op == KvOp::kPutCommit && (r.flags & kKvPutCommitChecksums) != 0) {
+  if (kv_declares_checksums(r)) {
     // Compared in 64 bits: a param1 near 2^64 must not wrap into a match.
     return r.param1 >= 1 && r.param1 <= kKvMaxRecordsPerEntry &&
            uint64_t{r.count} == r.param1 + kv_checksum_records(static_cast<uint32_t>(r.param1));
@@ -223,9 +223,12 @@ bool kv_request_well_formed(const KvRequest& r) {
   return op == KvOp::kRelease ? r.count == 0 : r.count >= 1;
 }
 
+bool kv_declares_checksums(const KvRequest& r) {
+  return r.op == static_cast<uint8_t>(KvOp::kPutCommit) && (r.flags & kKvPutCommitChecksums) != 0;
+}
+
 std::span<const KvKey> kv_request_keys(const KvRequest& r, std::span<const KvKey> records) {
-  const bool declares = r.op == static_cast<uint8_t>(KvOp::kPutCommit) && (r.flags & kKvPutCommitChecksums) != 0;
-  return declares ? records.first(std::min<uint64_t>(r.param1, records.size())) : records;
+  return kv_declares_checksums(r) ? records.first(std::min<uint64_t>(r.param1, records.size())) : records;
 }
 
 uint32_t kv_checksum_at(std::span<const KvKey> records, uint32_t i) {

@@ -133,8 +133,7 @@ void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::sp
   }
   // A put_commit with declared checksums carries them as records after its
   // keys; unused lanes of the last record must be zero.
-  const bool declares = request.op == static_cast<std::uint8_t>(proto::KvOp::kPutCommit) &&
-                        (request.flags & proto::kKvPutCommitChecksums) != 0;
+  const bool declares = proto::kv_declares_checksums(request);
   const std::size_t n_keys = declares ? request.param1 : keys.size();
   if (declares && (request.param1 > keys.size() ||
                    keys.size() - n_keys != proto::kv_checksum_records(static_cast<std::uint32_t>(n_keys)))) {
@@ -143,7 +142,7 @@ void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::sp
   s.scratch_keys.resize(n_keys);
   for (std::size_t i = 0; i < n_keys; ++i) s.scratch_keys[i] = to_chunk_key(keys[i]);
   s.scratch_checksums.clear();
-  if (n_keys < keys.size()) {
+  if (declares) {
     const auto records = keys.subspan(n_keys);
     for (std::uint32_t i = 0; i < records.size() * 4; ++i) {
       const std::uint32_t crc = proto::kv_checksum_at(records, i);
@@ -153,7 +152,6 @@ void KvStore::submit(KvClientId client, const proto::KvRequest& request, std::sp
         return s.complete(client, request, KvStatus::kInvalid);
       }
     }
-    if (s.scratch_checksums.size() != n_keys) return s.complete(client, request, KvStatus::kInvalid);
   }
   switch (static_cast<proto::KvOp>(request.op)) {
     case proto::KvOp::kLookup: s.do_lookup(client, request); break;

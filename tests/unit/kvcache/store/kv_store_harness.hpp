@@ -307,6 +307,27 @@ class KvHarness {
     return ::testing::AssertionSuccess();
   }
 
+  // No DRAM slot was lost: new chunks (keys_of(seq, ...), put by `client`)
+  // fill every DRAM slot the arena has free, and all of them are then held
+  // at once, none evicted. A lost slot leaves one short.
+  ::testing::AssertionResult dram_slots_all_back(KvClientId client, std::uint64_t seq, std::uint32_t bytes = kChunk) {
+    const std::uint64_t held = store_->counters().tiers[0].chunks;
+    if (held > options_.dram_slots) {
+      return ::testing::AssertionFailure() << held << " DRAM chunks in " << options_.dram_slots << " slots";
+    }
+    const auto more = keys_of(seq, options_.dram_slots - held);
+    put_each(client, more, bytes);
+    for (const auto& k : more) {  // a get also waits for a copy behind the answer
+      if (!get_checked(kBob, k, bytes)) return ::testing::AssertionFailure() << "a new chunk is not served";
+    }
+    const std::uint64_t now = store_->counters().tiers[0].chunks;
+    if (now != options_.dram_slots) {
+      return ::testing::AssertionFailure() << now << " of " << options_.dram_slots << " DRAM slots hold chunks after "
+                                           << more.size() << " were put into the free ones";
+    }
+    return ::testing::AssertionSuccess();
+  }
+
   // Tier of each chunk of the cached prefix (lookup).
   std::vector<std::uint16_t> tiers(std::span<const proto::KvKey> keys) {
     auto c = call(kAlice, proto::KvOp::kLookup, keys);

@@ -208,6 +208,8 @@ Result<void> kv_ring_init(std::span<std::byte> mapping, const KvRingGeometry& g)
 // a put_commit with kKvPutCommitChecksums: param1 keys and their checksum
 // records, param1 at least one).
 bool kv_request_well_formed(const KvRequest& r);
+// Whether the request is a put_commit that declares its chunks' checksums.
+bool kv_declares_checksums(const KvRequest& r);
 // The keys among a well-formed request's records: all of them, except for a
 // put_commit that declares checksums (its first param1).
 std::span<const KvKey> kv_request_keys(const KvRequest& r, std::span<const KvKey> records);
