@@ -115,7 +115,7 @@ if [ $quick -eq 0 ]; then
   deadline=${CXLPOOL_PACKAGE_DEADLINE_S:-3300}
   if [ $slow -eq 1 ] && [ $package -eq 1 ]; then
     if [ "$SECONDS" -lt "$deadline" ]; then
-      echo "== [5] Debian packages (after ${SECONDS} s)"
+      echo "== [5] Debian packages (after ${SECONDS} s; $(df -h --output=avail build | tail -1 | tr -d ' ') free for the build)"
       # What is left of 80 minutes bounds the package build (the check skips,
       # saying so, when it would run past it).
       export CXLPOOL_PACKAGE_BUDGET_S=$((4800 - SECONDS))

@@ -42,12 +42,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Free space in GiB of the file system holding $1.
+avail_gib() { df -P --block-size=1G "$1" | awk 'NR == 2 { print $4 }'; }
+# The build tree (-g -O2 objects) takes about 3 GiB; dwz's temporary files
+# go to TMPDIR. A disk that fills mid-build makes dwz fail with no word of
+# the cause ("elf_update failed"), so too little room is a skip up front.
+need_gib=${CXLPOOL_PACKAGE_DISK_GIB:-5}
+tmp_dir=${TMPDIR:-/tmp}
+
 echo "== 1. dpkg-buildpackage"
 if [ -n "${CXLPOOL_DEB_REUSE:-}" ] && ls "$work"/cxlpool_*.changes >/dev/null 2>&1; then
   # Iterating on the checks below: the packages of the last build.
   echo "CXLPOOL_DEB_REUSE: the packages already in $work"
 else
   rm -rf "$copy" "$work"/*.deb "$work"/*.ddeb "$work"/*.changes "$work"/*.buildinfo
+  free=$(avail_gib "$work")
+  [ "$free" -ge "$need_gib" ] ||
+    skip "only $free GiB free under $work, and a package build needs about $need_gib (CXLPOOL_PACKAGE_DISK_GIB)"
+  [ "$(avail_gib "$tmp_dir")" -ge 1 ] || skip "less than 1 GiB free in $tmp_dir for dwz's temporary files"
   mkdir -p "$copy"
   git -C "$src" ls-files -co --exclude-standard -z | (cd "$src" && xargs -0 cp --parents -a -t "$copy")
   start=$(date +%s)
@@ -64,9 +76,16 @@ else
   if [ $build_rc -eq 124 ]; then
     skip "dpkg-buildpackage did not finish in the $limit s this run had left (log: $work/dpkg-buildpackage.log)"
   fi
+  free=$(avail_gib "$work")
+  tmp_free=$(avail_gib "$tmp_dir")
+  # The objects are not needed again (ccache keeps what a rebuild reuses).
+  rm -rf "$copy"/obj-*
   if [ $build_rc -ne 0 ]; then
     tail -60 "$work/dpkg-buildpackage.log" >&2
-    fail "dpkg-buildpackage failed (log: $work/dpkg-buildpackage.log)"
+    if [ "$free" -lt 1 ] || [ "$tmp_free" -lt 1 ]; then
+      skip "dpkg-buildpackage failed with the disk full ($free GiB free under $work, $tmp_free GiB in $tmp_dir)"
+    fi
+    fail "dpkg-buildpackage failed (log: $work/dpkg-buildpackage.log; $free GiB free under $work)"
   fi
   echo "built in $(($(date +%s) - start)) s:"
 fi
