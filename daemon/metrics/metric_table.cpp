@@ -117,6 +117,8 @@ constexpr MetricSpec kTable[] = {
   {"kv.copies_behind_in_flight", "cxlpool_kv_copies_behind_in_flight", G, "", 1, "Chunks whose put_commit was answered and whose copy into DRAM is not in yet, now."},
   {"kv.put_window_changed", "cxlpool_kv_put_window_changed_total", C, "", 1, "Of those with the daemon's CRC, chunks dropped because their put-window slot changed between the commit and the copy (with a declared CRC such a chunk counts in kv.put_checksum_mismatch)."},
   {"kv.put_checksum_mismatch", "cxlpool_kv_put_checksum_mismatch_total", C, "", 1, "Committed chunks not stored (or, copied behind the answer, dropped) because the bytes the daemon copied out of the put window did not match the CRC-32C the writer declared with the commit."},
+  {"kv.ssd_slot_registrations", "cxlpool_kv_ssd_slot_registrations_total", C, "", 1, "Arena slots registered with the SSD device (io_uring fixed buffers) in the view of the namespace that claimed them: once per slot and namespace change. SSD reads into such a slot and writes from it pin no pages per I/O and skip the read staging buffers."},
+  {"kv.ssd_slot_registration_errors", "cxlpool_kv_ssd_slot_registration_errors_total", C, "", 1, "Slot registrations the kernel refused (RLIMIT_MEMLOCK, memory that cannot be pinned); after one, that tier's SSD I/O goes out unregistered."},
   {"kv.outcome.{status}", "cxlpool_kv_outcomes_total", C, "", 1, "KV request outcomes, by status."},
   {"kv.io_in_flight", "cxlpool_kv_io_in_flight", G, "", 1, "SSD I/Os in flight now."},
   {"kv.ssd_durable_sequence", "cxlpool_kv_ssd_durable_sequence", G, "", 1, "Sequence number up to which the SSD log is durable."},

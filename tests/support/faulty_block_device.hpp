@@ -118,6 +118,9 @@ class FaultyBlockDevice final : public hal::BlockDevice {
   Result<void> register_buffers_impl(std::span<const iovec> buffers) override {
     return inner_->register_buffers(buffers);
   }
+  Result<void> update_buffer_impl(std::uint32_t index, const iovec& buffer) override {
+    return inner_->update_buffer(index, buffer);
+  }
 
  private:
   std::unique_ptr<hal::BlockDevice> inner_;

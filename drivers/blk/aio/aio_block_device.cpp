@@ -113,6 +113,7 @@ class AioBlockDevice final : public hal::BlockDevice {
   }
 
   Result<void> register_buffers_impl(std::span<const iovec>) override { return {}; }
+  Result<void> update_buffer_impl(std::uint32_t, const iovec&) override { return {}; }
 
  private:
   UniqueFd fd_;

@@ -131,6 +131,20 @@ class UringBlockDevice final : public hal::BlockDevice {
     return {};
   }
 
+  // In place (IORING_REGISTER_BUFFERS_UPDATE): requests in flight keep the
+  // pages they named until they complete.
+  Result<void> update_buffer_impl(std::uint32_t index, const iovec& buffer) override {
+    if (!buffers_registered_) return fail(EINVAL, "io_uring: no registered buffers to update");
+    const int rc = io_uring_register_buffers_update_tag(&ring_, index, &buffer, nullptr, 1);
+    if (rc == 1) return {};
+    if (rc >= 0) return fail(EIO, "io_uring_register_buffers_update_tag: buffer " + std::to_string(index) + " not updated");
+    // A refused update leaves the old pages registered (and pinned): let
+    // them go, the index is empty from now on.
+    const iovec empty{nullptr, 0};
+    (void)io_uring_register_buffers_update_tag(&ring_, index, &empty, nullptr, 1);
+    return fail(-rc, errno_message("io_uring_register_buffers_update_tag", -rc));
+  }
+
  private:
   // Moves ready CQEs into `out` (translated back to the caller's user_data).
   std::size_t reap(std::span<IoCompletion> out) {

@@ -122,6 +122,7 @@ Result<void> BlockDevice::validate(const IoRequest& r, std::size_t index) const 
     if (r.buffer_index < 0 || static_cast<std::size_t>(r.buffer_index) >= registered_.size())
       return bad("no registered buffer " + std::to_string(r.buffer_index));
     const iovec& v = registered_[static_cast<std::size_t>(r.buffer_index)];
+    if (v.iov_base == nullptr) return bad("registered buffer " + std::to_string(r.buffer_index) + " is empty");
     const auto base = reinterpret_cast<std::uintptr_t>(v.iov_base);
     if (addr < base || addr + r.length > base + v.iov_len)
       return bad("outside registered buffer " + std::to_string(r.buffer_index));
@@ -179,10 +180,21 @@ Result<std::size_t> BlockDevice::poll_completions(std::span<IoCompletion> out, s
 Result<void> BlockDevice::register_buffers(std::span<const iovec> buffers) {
   if (in_flight_ != 0) return fail(EBUSY, "register buffers: I/O in flight");
   for (const iovec& v : buffers) {
-    if (v.iov_base == nullptr || v.iov_len == 0) return fail(EINVAL, "register buffers: empty buffer");
+    if ((v.iov_base == nullptr) != (v.iov_len == 0)) return fail(EINVAL, "register buffers: half-empty buffer");
   }
   if (auto ok = register_buffers_impl(buffers); !ok) return ok;
   registered_.assign(buffers.begin(), buffers.end());
+  return {};
+}
+
+Result<void> BlockDevice::update_buffer(std::uint32_t index, const iovec& buffer) {
+  if (index >= registered_.size()) return fail(EINVAL, "update buffer: no registered buffer " + std::to_string(index));
+  if ((buffer.iov_base == nullptr) != (buffer.iov_len == 0)) return fail(EINVAL, "update buffer: half-empty buffer");
+  if (auto ok = update_buffer_impl(index, buffer); !ok) {
+    registered_[index] = iovec{nullptr, 0};
+    return ok;
+  }
+  registered_[index] = buffer;
   return {};
 }
 

@@ -145,6 +145,24 @@ class WorkerBlockDevice final : public BlockDevice {
     return {};
   }
 
+  // Every queue, each under its lock while its thread may be submitting:
+  // the caller has no request naming the index queued or in flight. A queue
+  // that fails leaves the index empty on every queue.
+  Result<void> update_buffer_impl(std::uint32_t index, const iovec& buffer) override {
+    for (auto& worker : workers_) {
+      const std::lock_guard lock(worker->device_mutex);
+      if (auto r = worker->device->update_buffer(index, buffer); !r) {
+        for (auto& other : workers_) {
+          if (other == worker) continue;
+          const std::lock_guard other_lock(other->device_mutex);
+          (void)other->device->update_buffer(index, iovec{nullptr, 0});
+        }
+        return r;
+      }
+    }
+    return {};
+  }
+
  private:
   struct Worker {
     std::mutex device_mutex;  // the queue: its thread, and register_buffers

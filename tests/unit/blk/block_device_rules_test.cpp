@@ -6,6 +6,7 @@
 // poll_completions promises about `min`, `out` and the timeout.
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -172,9 +173,11 @@ TEST_P(BlockDeviceConformance, RegisterBuffersReplacesTheSetWhileIdle) {
   EXPECT_EQ(dev->registered_buffer_count(), 2u);
   EXPECT_EQ(drain(*dev, 1).at(0).result, static_cast<std::int64_t>(kAlign));
 
-  // An empty entry is refused and the set stays as it was.
-  const iovec empty[2] = {{a.get(), 4 * kAlign}, {nullptr, 0}};
-  EXPECT_EQ(dev->register_buffers(empty).error().code, EINVAL);
+  // A half-empty entry is refused and the set stays as it was.
+  const iovec no_length[2] = {{a.get(), 4 * kAlign}, {b.get(), 0}};
+  const iovec no_base[2] = {{a.get(), 4 * kAlign}, {nullptr, kAlign}};
+  EXPECT_EQ(dev->register_buffers(no_length).error().code, EINVAL);
+  EXPECT_EQ(dev->register_buffers(no_base).error().code, EINVAL);
   EXPECT_EQ(dev->registered_buffer_count(), 2u);
 
   // A new set replaces the old one: index 1 is gone, index 0 works.
@@ -189,6 +192,42 @@ TEST_P(BlockDeviceConformance, RegisterBuffersReplacesTheSetWhileIdle) {
   ASSERT_TRUE(dev->register_buffers(std::span<const iovec>()));
   EXPECT_EQ(dev->registered_buffer_count(), 0u);
   EXPECT_EQ(dev->submit(std::span<const IoRequest>(&in_a, 1)).error().code, EINVAL);
+}
+
+// An empty entry is registered as a place for update_buffer(): no request
+// may name it until it is filled, and an update of one entry leaves the
+// others (and a request in flight on them) alone.
+TEST_P(BlockDeviceConformance, UpdateBufferFillsAndEmptiesOneEntry) {
+  OPEN_OR_SKIP(dev, options(1 << 20));
+  Buffer a = aligned_buffer(4 * kAlign), b = aligned_buffer(4 * kAlign);
+  fill_pattern(b.get(), 4 * kAlign, 11);
+  std::memset(a.get(), 0, 4 * kAlign);
+  const iovec set[3] = {{a.get(), 4 * kAlign}, {nullptr, 0}, {nullptr, 0}};
+  ASSERT_TRUE(dev->register_buffers(set));
+  ASSERT_EQ(dev->registered_buffer_count(), 3u);
+  const IoRequest from_b{IoOp::kWrite, 0, b.get(), 4 * kAlign, 1, 1};
+  EXPECT_EQ(dev->submit(std::span<const IoRequest>(&from_b, 1)).error().code, EINVAL) << "entry 1 is empty";
+
+  // Filled while a read on entry 0 is in flight.
+  const IoRequest into_a{IoOp::kRead, 0, a.get(), kAlign, 2, 0};
+  ASSERT_TRUE(dev->submit(std::span<const IoRequest>(&into_a, 1)));
+  ASSERT_TRUE(dev->update_buffer(1, iovec{b.get(), 4 * kAlign}));
+  EXPECT_EQ(drain(*dev, 1).at(0).result, static_cast<std::int64_t>(kAlign));
+  ASSERT_TRUE(dev->submit(std::span<const IoRequest>(&from_b, 1)));
+  EXPECT_EQ(drain(*dev, 1).at(0).result, static_cast<std::int64_t>(4 * kAlign));
+  const IoRequest back{IoOp::kRead, 0, a.get(), 4 * kAlign, 3, 0};
+  ASSERT_TRUE(dev->submit(std::span<const IoRequest>(&back, 1)));
+  EXPECT_EQ(drain(*dev, 1).at(0).result, static_cast<std::int64_t>(4 * kAlign));
+  EXPECT_EQ(std::memcmp(a.get(), b.get(), 4 * kAlign), 0) << "written from the updated entry, read through entry 0";
+
+  // Out of range or half-empty: refused, nothing changes.
+  EXPECT_EQ(dev->update_buffer(3, iovec{b.get(), kAlign}).error().code, EINVAL);
+  EXPECT_EQ(dev->update_buffer(2, iovec{b.get(), 0}).error().code, EINVAL);
+  EXPECT_EQ(dev->registered_buffer_count(), 3u);
+
+  // Emptied again: refused once more.
+  ASSERT_TRUE(dev->update_buffer(1, iovec{nullptr, 0}));
+  EXPECT_EQ(dev->submit(std::span<const IoRequest>(&from_b, 1)).error().code, EINVAL);
 }
 
 // poll_completions: `min` is capped at what is in flight (it never waits for

@@ -139,6 +139,30 @@ TEST_P(WorkerDevice, OneRequestAtATimeAndBurstsAllComplete) {
   EXPECT_EQ(std::memcmp(src.get(), dst.get(), kBlock * kBlocks), 0);
 }
 
+// An entry filled while the workers are busy reaches every queue: writes
+// naming it go to both in turn and all land.
+TEST_P(WorkerDevice, AnUpdatedBufferServesEveryQueue) {
+  WORKERS_OR_SKIP(dev, nullptr);
+  Buffer src = aligned_buffer(kBlock * kBlocks), dst = aligned_buffer(kBlock * kBlocks);
+  std::memset(dst.get(), 0, kBlock * kBlocks);
+  const iovec set[2] = {{dst.get(), kBlock * kBlocks}, {nullptr, 0}};
+  ASSERT_TRUE(dev->register_buffers(set));
+  const IoRequest busy{IoOp::kRead, 0, dst.get(), kBlock, 99, 0};
+  ASSERT_TRUE(dev->submit(std::span<const IoRequest>(&busy, 1)));
+  ASSERT_TRUE(dev->update_buffer(1, iovec{src.get(), kBlock * kBlocks}));
+  drain(*dev, 1);
+  std::vector<IoRequest> batch;
+  for (std::size_t b = 0; b < kBlocks; ++b) {
+    fill_pattern(src.get() + b * kBlock, kBlock, b + 3);
+    batch.push_back(IoRequest{IoOp::kWrite, b * kBlock, src.get() + b * kBlock, kBlock, b, 1});
+  }
+  ASSERT_TRUE(dev->submit(batch));
+  for (const IoCompletion& c : drain(*dev, kBlocks)) ASSERT_EQ(c.result, static_cast<std::int64_t>(kBlock));
+  for (const hal::BlockDevice* q : queues_) EXPECT_GT(q->stats().writes, 0u) << "both queues wrote";
+  ASSERT_EQ(dev->read(0, dst.get(), kBlock * kBlocks).value_or(0), kBlock * kBlocks);
+  EXPECT_EQ(std::memcmp(src.get(), dst.get(), kBlock * kBlocks), 0);
+}
+
 // A log region goes out as small entry headers between large payloads
 // written from elsewhere, one request at a time: turns by count alone would
 // give every payload to one queue.

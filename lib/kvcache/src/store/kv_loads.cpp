@@ -43,6 +43,49 @@ void KvStore::Impl::register_arenas() {
   }
 }
 
+// Views change pages when a slot passes to another namespace (the old
+// holder's range is punched), so a registration of whole views would pin
+// pages that are no longer theirs. Each slot gets its own registered
+// buffer instead, pointed at the claiming namespace's view when the holder
+// changes: a namespace keeps its slots' registrations as long as it keeps
+// the slots, and one model on a host registers each slot once.
+void KvStore::Impl::register_slot_places() {
+  // io_uring takes at most this many registered buffers (IORING_MAX_REG_BUFFERS).
+  constexpr std::size_t kMaxRegisteredBuffers = 1u << 14;
+  const std::size_t own = ssd->device().registered_buffer_count();
+  std::size_t slots = 0;
+  for (const ArenaTier& a : arenas) slots += a.present() ? a.slots.capacity() : 0;
+  if (slots == 0 || own + slots > kMaxRegisteredBuffers) return;
+  const std::vector<iovec> places(slots, iovec{nullptr, 0});
+  auto first = ssd->register_buffers(places);
+  if (!first) return;
+  fixed_piece = config.slot_bytes;
+  std::int32_t next = *first;
+  for (std::size_t t = 0; t < 2; ++t) {
+    if (!arenas[t].present()) continue;
+    fixed_base[t] = next;
+    next += static_cast<std::int32_t>(arenas[t].slots.capacity());
+    slot_holder[t].assign(arenas[t].slots.capacity(), 0);
+  }
+}
+
+// A refusal (RLIMIT_MEMLOCK, memory that cannot be pinned) ends the tier's
+// registrations: its I/O goes out unregistered from then on, and no claim
+// pays for another refused system call.
+void KvStore::Impl::register_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id) {
+  const std::size_t ti = tier_index(t);
+  const std::uint64_t piece = offset / fixed_piece;
+  const iovec place{slot_ptr(t, offset, ns_id), config.slot_bytes};
+  if (ssd->device().update_buffer(static_cast<std::uint32_t>(fixed_base[ti] + piece), place)) {
+    slot_holder[ti][piece] = ns_id;
+    ++counters.ssd_slot_registrations;
+    return;
+  }
+  ++counters.ssd_slot_registration_errors;
+  fixed_base[ti] = hal::kNoRegisteredBuffer;
+  slot_holder[ti].clear();
+}
+
 bool KvStore::Impl::start_load(const ChunkKey& key, std::uint32_t ns_id) {
   KvTier tier = KvTier::kDram;
   auto offset = acquire_slot(KvTier::kDram);
@@ -69,9 +112,7 @@ void KvStore::Impl::submit_loads() {
   scratch_gets.clear();
   for (const ChunkKey& key : unsubmitted) {
     const Load& load = loads[key];
-    const std::int32_t base = fixed_base[tier_index(load.tier)];
-    const std::int32_t fixed =
-        base == hal::kNoRegisteredBuffer ? base : base + static_cast<std::int32_t>(load.offset / fixed_piece);
+    const std::int32_t fixed = slot_buffer(load.tier, load.offset, load.ns_id);
     scratch_gets.push_back(SsdGetRequest{key, {slot_ptr(load.tier, load.offset, load.ns_id), config.slot_bytes}, 0, fixed});
   }
   ssd_touched = true;

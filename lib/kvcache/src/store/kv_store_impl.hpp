@@ -234,8 +234,11 @@ struct KvStore::Impl {
   // Arenas registered with the SSD device as fixed buffers, cut into pieces
   // of fixed_piece bytes (whole slots, at most 1 GiB each): the registered
   // buffer of an arena offset is fixed_base[tier] + offset / fixed_piece.
+  // With per-namespace memory each slot is its own piece, registered as the
+  // view of the namespace that claimed it last (slot_holder, 0: none yet).
   std::int32_t fixed_base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
   std::uint64_t fixed_piece = 0;
+  std::vector<std::uint32_t> slot_holder[2];
   // Arena slots lent to the SSD log (demoted chunks written from their slot,
   // SsdStore::put_lent), per tier: taken out of use until the log hands them
   // back. At most half of an arena's slots, so that evictions find victims.
@@ -292,7 +295,21 @@ struct KvStore::Impl {
   }
   // Before a chunk of ns_id is written into a slot.
   void claim_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id) {
-    if (memory != nullptr) memory->assign(t, offset, ns_id);
+    if (memory == nullptr) return;
+    memory->assign(t, offset, ns_id);
+    if (fixed_base[tier_index(t)] != hal::kNoRegisteredBuffer &&
+        slot_holder[tier_index(t)][offset / fixed_piece] != ns_id) {
+      register_slot(t, offset, ns_id);
+    }
+  }
+  // The registered buffer for SSD I/O on slot `offset` of tier t holding a
+  // chunk of ns_id; kNoRegisteredBuffer when there is none.
+  [[nodiscard]] std::int32_t slot_buffer(KvTier t, std::uint64_t offset, std::uint32_t ns_id) const {
+    const std::size_t ti = tier_index(t);
+    if (fixed_base[ti] == hal::kNoRegisteredBuffer) return hal::kNoRegisteredBuffer;
+    const std::uint64_t piece = offset / fixed_piece;
+    if (memory != nullptr && slot_holder[ti][piece] != ns_id) return hal::kNoRegisteredBuffer;
+    return fixed_base[ti] + static_cast<std::int32_t>(piece);
   }
   // A free slot of tier t, evicting (and demoting) an unleased chunk if
   // needed; nullopt when every resident chunk is leased or loading.
@@ -467,6 +484,10 @@ struct KvStore::Impl {
   // slot (DRAM, else CXL); false when no slot can be had.
   bool start_load(const ChunkKey& key, std::uint32_t ns_id);
   void register_arenas();
+  // With per-namespace memory: empty registered buffers, one per slot,
+  // filled as namespaces claim slots (register_slot).
+  void register_slot_places();
+  void register_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id);
   void submit_loads();
   void reap_loads();
   void finish_load(const SsdGetCompletion& done);

@@ -164,9 +164,7 @@ KvResult<bool> KvStore::Impl::lend_to_ssd(KvTier from, const ChunkEntry& e) {
   payload.bytes = bytes;
   payload.token = lend_token(from, e.info.offset);
   if ((e.info.flags & kChunkCrcKnown) != 0) payload.crc = e.info.payload_crc;
-  if (fixed_base[t] != hal::kNoRegisteredBuffer) {
-    payload.buffer_index = fixed_base[t] + static_cast<std::int32_t>(e.info.offset / fixed_piece);
-  }
+  payload.buffer_index = slot_buffer(from, e.info.offset, e.info.ns_id);
   ssd_touched = true;
   const KvResult<bool> lent = ssd->put_lent(e.key, n->fp, payload);
   if (lent.ok() && lent.value) ++lent_slots[t];

@@ -205,7 +205,7 @@ TEST_F(KvStoreTenantViews, DemotionsAndPromotionsMoveChunksWithinTheirView) {
 }
 
 // SSD demotions written from a lent slot and SSD reads back into a slot go
-// through the chunk's namespace view, with no registered buffers.
+// through the chunk's namespace view.
 TEST(KvStoreIsolation, SsdWritesAndReadsUseTheNamespacesView) {
   HeapViews views(4, 0);
   HarnessOptions o = lending_options();
@@ -229,6 +229,53 @@ TEST(KvStoreIsolation, SsdWritesAndReadsUseTheNamespacesView) {
     EXPECT_EQ(h.call(kAlice, proto::KvOp::kRelease, {}, got.completion.result0).outcome, KvStatus::kOk);
   }
   EXPECT_GE(from_ssd, 6u);
+  EXPECT_TRUE(all_zero(h.arena(0), 4 * kSlot)) << "the arena itself is never written";
+}
+
+// Over io_uring each slot is a registered buffer in the view of the
+// namespace that claimed it last: as slots pass between two namespaces and
+// back, every demotion is written from, and every SSD read lands in, the
+// right view (a registration left on the old view would write the old
+// holder's pages to the log and read into pages no view has any more).
+TEST(KvStoreIsolation, SlotsAreRegisteredInTheViewOfTheirNamespace) {
+  HeapViews views(4, 0);
+  HarnessOptions o = lending_options(Driver::kUring);
+  o.memory = &views;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  auto other = h.store().open_namespace(test_spec("tenant-b"));
+  ASSERT_TRUE(other);
+  const std::uint32_t a = h.ns(), b = *other;
+  const auto a_keys = keys_of(50, 8), b_keys = keys_of(60, 8);
+  for (std::size_t i = 0; i < a_keys.size(); ++i) {
+    ASSERT_EQ(h.put(kAlice, {&a_keys[i], 1}, kBlockChunk).completion.result0, 1u);
+    ASSERT_EQ(h.put(kBob, {&b_keys[i], 1}, kBlockChunk, b).completion.result0, 1u);
+  }
+  ASSERT_NO_FATAL_FAILURE(h.drain());
+  EXPECT_GE(h.store().ssd_stats()->lent_puts, 1u) << "some demotion was written from its slot";
+  const KvStoreCounters& c = h.store().counters();
+  const std::uint64_t after_puts = c.ssd_slot_registrations;
+  EXPECT_GE(after_puts, 4u) << "every slot was registered for a namespace";
+  std::size_t from_ssd = 0;
+  const auto read_back = [&](KvClientId client, const std::vector<proto::KvKey>& keys, std::uint32_t ns) {
+    for (const auto& k : keys) {
+      const auto before = h.call(client, proto::KvOp::kLookup, {&k, 1}, 0, 0, 0, ns);
+      ASSERT_EQ(before.locations.size(), 1u);
+      from_ssd += before.locations[0].tier == 2 ? 1 : 0;
+      auto got = h.call(client, proto::KvOp::kGet, {&k, 1}, 0, 0, 0, ns);
+      ASSERT_EQ(got.outcome, KvStatus::kOk);
+      ASSERT_EQ(got.locations.size(), 1u);
+      const auto p = payload_of(k, kBlockChunk);
+      EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, ns), p.data(), kBlockChunk), 0);
+      EXPECT_EQ(views.holder(KvTier::kDram, got.locations[0].offset), ns);
+      EXPECT_EQ(h.call(client, proto::KvOp::kRelease, {}, got.completion.result0, 0, 0, ns).outcome, KvStatus::kOk);
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(read_back(kAlice, a_keys, a));
+  ASSERT_NO_FATAL_FAILURE(read_back(kBob, b_keys, b));
+  EXPECT_GE(from_ssd, 8u);
+  EXPECT_GT(c.ssd_slot_registrations, after_puts) << "slots passed to the other namespace and were registered again";
+  EXPECT_EQ(c.ssd_slot_registration_errors, 0u);
   EXPECT_TRUE(all_zero(h.arena(0), 4 * kSlot)) << "the arena itself is never written";
 }
 

@@ -152,8 +152,16 @@ class BlockDevice {
                                        std::chrono::nanoseconds timeout = kWaitForever);
 
   // Declares the buffers that requests may name by index (replaces any earlier
-  // set). Only while nothing is in flight (EBUSY otherwise).
+  // set). Only while nothing is in flight (EBUSY otherwise). An entry
+  // {nullptr, 0} is left empty, for update_buffer() to fill later: a
+  // request naming it is refused (EINVAL) until then.
   Result<void> register_buffers(std::span<const iovec> buffers);
+  // Replaces registered buffer `index` ({nullptr, 0} empties it), with I/O
+  // in flight or not; the caller must have no request naming `index` in
+  // flight or queued (one keeps the old memory or fails). EINVAL: no such
+  // index or a malformed buffer; the driver's error otherwise (ENOMEM: the
+  // pages could not be pinned), after which the entry is empty.
+  Result<void> update_buffer(std::uint32_t index, const iovec& buffer);
   std::size_t registered_buffer_count() const { return registered_.size(); }
 
   // An eventfd (non-blocking, owned by the device) that becomes readable when
@@ -181,6 +189,7 @@ class BlockDevice {
   virtual Result<std::size_t> poll_impl(std::span<IoCompletion> out, std::size_t min,
                                         std::chrono::nanoseconds timeout) = 0;
   virtual Result<void> register_buffers_impl(std::span<const iovec> buffers) = 0;
+  virtual Result<void> update_buffer_impl(std::uint32_t index, const iovec& buffer) = 0;
 
  private:
   Result<void> validate(const IoRequest& request, std::size_t index) const;

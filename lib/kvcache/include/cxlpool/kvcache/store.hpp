@@ -148,9 +148,10 @@ class KvSlotMemory {
 // The daemon's writable mappings of the arenas. `dram` is required; `cxl`
 // may be empty (no CXL tier). Both 4096-aligned, sizes multiples of slot_bytes
 // (a remainder is unused). With `memory`, the spans give the arenas' sizes
-// only: every slot access goes through it, and the arenas are not
-// registered with the SSD device (registered buffers pin the pages they
-// cover at registration, which views whose pages come and go cannot allow).
+// only: every slot access goes through it, and each slot is registered
+// with the SSD device on its own, in the view of the namespace that claims
+// it (registered buffers pin the pages they cover, and a slot's pages
+// change when it passes to another namespace).
 struct KvArenas {
   std::span<std::byte> dram;
   std::span<std::byte> cxl;
@@ -217,7 +218,9 @@ struct KvNamespaceInfo {
   X(puts_copied_behind, "puts_copied_behind") /* chunks whose commits were answered before their DRAM copy */ \
   X(copies_behind_in_flight, "copies_behind_in_flight") /* of those, copies not in yet (gauge) */ \
   X(put_window_changed, "put_window_changed") /* of those, dropped: the window slot changed after the commit */ \
-  X(put_checksum_mismatch, "put_checksum_mismatch") /* chunks not stored: their bytes did not match the declared CRC */
+  X(put_checksum_mismatch, "put_checksum_mismatch") /* chunks not stored: their bytes did not match the declared CRC */ \
+  X(ssd_slot_registrations, "ssd_slot_registrations") /* slots registered with the SSD device in a namespace's view */ \
+  X(ssd_slot_registration_errors, "ssd_slot_registration_errors") /* refused registrations (the tier's SSD I/O goes unregistered) */
 // clang-format on
 
 struct KvTierCounters {

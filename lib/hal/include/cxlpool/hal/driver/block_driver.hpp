@@ -78,6 +78,7 @@ class InlineBlockDevice : public BlockDevice {
 
   // Requests carry buffer addresses to plain calls: nothing to register.
   Result<void> register_buffers_impl(std::span<const iovec>) override { return {}; }
+  Result<void> update_buffer_impl(std::uint32_t, const iovec&) override { return {}; }
 
  private:
   std::vector<IoCompletion> done_;  // a ring: count_ completions from head_
