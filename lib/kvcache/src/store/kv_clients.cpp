@@ -81,6 +81,7 @@ Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_win
   c.account_id = account;
   c.account = &s.accounts[account];
   ++c.account->clients;
+  if (s.ssd && c.window_owner != nullptr) s.register_window(c);
   return {};
 }
 
@@ -120,7 +121,11 @@ void KvStore::remove_client(KvClientId client) {
   // copied into its buffer now (it may not fill for a long time); the
   // window stays mapped only for those whose region is being written.
   if (c.window_lent != 0) s.reclaim_window_lends(client);
-  if (c.window_lent != 0) s.retired_windows[client] = RetiredWindow{std::move(c.window_owner), c.window_lent};
+  if (c.window_lent != 0) {
+    s.retired_windows[client] = RetiredWindow{std::move(c.window_owner), c.window_lent, std::move(c.window_places)};
+  } else if (!c.window_places.empty()) {
+    s.release_window_places(c.window_places);
+  }
   if (!s.ssd_evicted.empty()) s.reap_ssd_evictions();  // what the reclaim dropped
   Impl::uncharge(c, c.held_bytes);
   if (--c.account->clients == 0) s.accounts.erase(c.account_id);

@@ -5,86 +5,11 @@
 // dropped it too) and fails the gets waiting for it; one that finds the chunk
 // gone (deleted, or evicted from the log before the read was issued) only
 // shortens their prefix.
-#include <sys/uio.h>
-
 #include <algorithm>
 
 #include "kv_store_impl.hpp"
 
 namespace cxlpool::kvcache {
-
-// Reads into registered buffers skip pinning the slot's pages on every
-// I/O. A device or kernel that refuses (posix needs nothing, a DAX-backed
-// CXL arena may not be registrable, RLIMIT_MEMLOCK) falls back to DRAM only,
-// then to plain reads.
-void KvStore::Impl::register_arenas() {
-  constexpr std::uint64_t kMaxFixedBuffer = 1ull << 30;  // io_uring's limit per buffer
-  if (config.slot_bytes > kMaxFixedBuffer) return;
-  fixed_piece = kMaxFixedBuffer / config.slot_bytes * config.slot_bytes;
-  for (std::size_t tiers : {2u, 1u}) {
-    std::vector<iovec> iov;
-    std::int32_t base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
-    for (std::size_t t = 0; t < tiers; ++t) {
-      const ArenaTier& a = arenas[t];
-      if (!a.present()) continue;
-      base[t] = static_cast<std::int32_t>(iov.size());
-      const std::uint64_t used = a.slots.capacity() * config.slot_bytes;
-      for (std::uint64_t off = 0; off < used; off += fixed_piece) {
-        iov.push_back(iovec{a.bytes.data() + off, static_cast<std::size_t>(std::min(fixed_piece, used - off))});
-      }
-    }
-    // The log's region buffers come first; the arenas follow them.
-    if (auto first = ssd->register_buffers(iov)) {
-      for (std::size_t t = 0; t < 2; ++t) {
-        fixed_base[t] = base[t] == hal::kNoRegisteredBuffer ? base[t] : base[t] + *first;
-      }
-      return;
-    }
-  }
-}
-
-// Views change pages when a slot passes to another namespace (the old
-// holder's range is punched), so a registration of whole views would pin
-// pages that are no longer theirs. Each slot gets its own registered
-// buffer instead, pointed at the claiming namespace's view when the holder
-// changes: a namespace keeps its slots' registrations as long as it keeps
-// the slots, and one model on a host registers each slot once.
-void KvStore::Impl::register_slot_places() {
-  // io_uring takes at most this many registered buffers (IORING_MAX_REG_BUFFERS).
-  constexpr std::size_t kMaxRegisteredBuffers = 1u << 14;
-  const std::size_t own = ssd->device().registered_buffer_count();
-  std::size_t slots = 0;
-  for (const ArenaTier& a : arenas) slots += a.present() ? a.slots.capacity() : 0;
-  if (slots == 0 || own + slots > kMaxRegisteredBuffers) return;
-  const std::vector<iovec> places(slots, iovec{nullptr, 0});
-  auto first = ssd->register_buffers(places);
-  if (!first) return;
-  fixed_piece = config.slot_bytes;
-  std::int32_t next = *first;
-  for (std::size_t t = 0; t < 2; ++t) {
-    if (!arenas[t].present()) continue;
-    fixed_base[t] = next;
-    next += static_cast<std::int32_t>(arenas[t].slots.capacity());
-    slot_holder[t].assign(arenas[t].slots.capacity(), 0);
-  }
-}
-
-// A refusal (RLIMIT_MEMLOCK, memory that cannot be pinned) ends the tier's
-// registrations: its I/O goes out unregistered from then on, and no claim
-// pays for another refused system call.
-void KvStore::Impl::register_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id) {
-  const std::size_t ti = tier_index(t);
-  const std::uint64_t piece = offset / fixed_piece;
-  const iovec place{slot_ptr(t, offset, ns_id), config.slot_bytes};
-  if (ssd->device().update_buffer(static_cast<std::uint32_t>(fixed_base[ti] + piece), place)) {
-    slot_holder[ti][piece] = ns_id;
-    ++counters.ssd_slot_registrations;
-    return;
-  }
-  ++counters.ssd_slot_registration_errors;
-  fixed_base[ti] = hal::kNoRegisteredBuffer;
-  slot_holder[ti].clear();
-}
 
 bool KvStore::Impl::start_load(const ChunkKey& key, std::uint32_t ns_id) {
   KvTier tier = KvTier::kDram;

@@ -269,6 +269,7 @@ KvOutcome KvStore::Impl::commit_to_ssd(KvClientId id, ClientState& c, const Rese
     payload.bytes = bytes;
     payload.crc = crc ? *crc : crc32c(bytes);
     payload.check_copies = true;
+    payload.buffer_index = window_buffer(c, rc.window_offset);
     payload.token = next_window_lend++;
     const KvResult<bool> put = ssd->put_lent(rc.key, n->fp, payload);
     if (!put.ok()) return put.outcome;

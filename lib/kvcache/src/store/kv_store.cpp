@@ -99,11 +99,7 @@ Result<std::unique_ptr<KvStore>> KvStore::create(const KvStoreConfig& config, Kv
     ssd->set_lend_listener([impl = &s](std::uint64_t token) { impl->return_lent_slot(token); });
     s.ssd = std::move(ssd);
     s.ssd_touched = true;  // the recovery scan's reads were counted on the eventfd
-    if (s.memory == nullptr) {
-      s.register_arenas();
-    } else {
-      s.register_slot_places();
-    }
+    s.register_with_ssd();
     s.index_recovered_ssd();
   }
   return store;

@@ -87,6 +87,9 @@ struct ClientState {
   std::uint32_t leases = 0;      // the same, counted
   // Keeps `window` mapped (add_client); null: its slots are never lent.
   std::shared_ptr<const void> window_owner;
+  // The window's registered buffers with the SSD device, one per
+  // window_piece bytes; empty: not registered.
+  std::vector<std::int32_t> window_places;
   std::uint32_t window_lent = 0;  // window slots the SSD log writes from
   std::uint32_t window_fills = 0;  // window slots copies behind answered commits read from
 };
@@ -95,6 +98,7 @@ struct ClientState {
 struct RetiredWindow {
   std::shared_ptr<const void> owner;
   std::uint32_t lent = 0;
+  std::vector<std::int32_t> places;  // registered until the last lend is back
 };
 
 // A put-window slot lent to the SSD log, by lend token.
@@ -236,9 +240,13 @@ struct KvStore::Impl {
   // buffer of an arena offset is fixed_base[tier] + offset / fixed_piece.
   // With per-namespace memory each slot is its own piece, registered as the
   // view of the namespace that claimed it last (slot_holder, 0: none yet).
+  // Put windows take places of window_piece bytes from free_window_places
+  // (kv_registered_buffers.cpp).
   std::int32_t fixed_base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
   std::uint64_t fixed_piece = 0;
   std::vector<std::uint32_t> slot_holder[2];
+  std::uint64_t window_piece = 0;
+  std::vector<std::int32_t> free_window_places;
   // Arena slots lent to the SSD log (demoted chunks written from their slot,
   // SsdStore::put_lent), per tier: taken out of use until the log hands them
   // back. At most half of an arena's slots, so that evictions find victims.
@@ -483,11 +491,19 @@ struct KvStore::Impl {
   // Queues a read of SSD chunk `key` of namespace ns_id into a free arena
   // slot (DRAM, else CXL); false when no slot can be had.
   bool start_load(const ChunkKey& key, std::uint32_t ns_id);
-  void register_arenas();
-  // With per-namespace memory: empty registered buffers, one per slot,
-  // filled as namespaces claim slots (register_slot).
-  void register_slot_places();
+  // --- registered buffers (kv_registered_buffers.cpp)
+  // At create: the arenas, or with per-namespace memory a place per slot
+  // (filled as namespaces claim slots), and places for put windows.
+  void register_with_ssd();
   void register_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id);
+  // A new client's window, when it may be lent to the log and places are
+  // free; released before the window goes.
+  void register_window(ClientState& c);
+  void release_window_places(std::vector<std::int32_t>& places);
+  [[nodiscard]] std::int32_t window_buffer(const ClientState& c, std::uint64_t window_offset) const {
+    if (c.window_places.empty()) return hal::kNoRegisteredBuffer;
+    return c.window_places[window_offset / window_piece];
+  }
   void submit_loads();
   void reap_loads();
   void finish_load(const SsdGetCompletion& done);

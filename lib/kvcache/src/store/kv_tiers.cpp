@@ -199,7 +199,10 @@ void KvStore::Impl::return_window_slot(std::uint64_t token) {
   const WindowLend lend = it->second;
   window_lends.erase(it);
   if (auto retired = retired_windows.find(lend.client); retired != retired_windows.end()) {
-    if (--retired->second.lent == 0) retired_windows.erase(retired);
+    if (--retired->second.lent == 0) {
+      release_window_places(retired->second.places);
+      retired_windows.erase(retired);
+    }
     return;
   }
   ClientState* c = client(lend.client);

@@ -195,6 +195,44 @@ TEST_P(KvStoreToSsd, AClientsWindowStaysMappedWhileRegionsHoldingItsSlotsAreWrit
   for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk)) << "after a restart";
 }
 
+// A window the log may write from is registered with the device for as
+// long as its client (or, retired, the log) needs it; its places come back
+// when the client goes, at once or after the retired window's writes, so
+// clients that come and go never run out of them.
+TEST_P(KvStoreToSsd, WindowsAreRegisteredWhileTheLogMayWriteFromThem) {
+  KV_OPEN_OR_SKIP(h_, holding_writes(to_ssd_options(GetParam())));
+  const KvStoreCounters& c = h_.store().counters();
+  EXPECT_EQ(c.ssd_registrations, 2u) << "Alice's and Bob's windows";
+  const auto keys = keys_of(470, 4);  // three in region 0, written from Alice's registered window
+  ASSERT_EQ(put_to_ssd(kAlice, keys).commit.completion.result1, 4u);
+  h_.store().remove_client(kAlice);
+  const std::weak_ptr<Area> retired = h_.forget_window(kAlice);
+  EXPECT_FALSE(retired.expired());
+  h_.drain();
+  EXPECT_TRUE(retired.expired());
+  for (const auto& k : keys) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+
+  // Every place but Bob's is free again: 63 more windows at once, not 64.
+  const std::uint64_t registered = c.ssd_registrations;
+  std::vector<std::shared_ptr<Area>> windows;
+  for (KvClientId id = 100; id < 164; ++id) {
+    windows.push_back(std::make_shared<Area>(4 * kSlot));
+    ASSERT_TRUE(h_.store().add_client(id, windows.back()->span(), id, windows.back()));
+  }
+  EXPECT_EQ(c.ssd_registrations, registered + 63);
+  for (KvClientId id = 100; id < 164; ++id) h_.store().remove_client(id);
+  for (KvClientId id = 200; id < 300; ++id) {
+    ASSERT_TRUE(h_.store().add_client(id, windows[0]->span(), id, windows[0]));
+    h_.store().remove_client(id);
+  }
+  EXPECT_EQ(c.ssd_registrations, registered + 63 + 100) << "each client's places came back with it";
+  EXPECT_EQ(c.ssd_registration_errors, 0u);
+  const auto more = keys_of(471, 3);
+  ASSERT_EQ(put_to_ssd(kBob, more).commit.completion.result1, 3u);
+  h_.drain();
+  for (const auto& k : more) EXPECT_TRUE(h_.get_checked(kBob, k, kBlockChunk));
+}
+
 TEST_P(KvStoreToSsd, AClientWhoseSlotsAllWaitForTheOpenRegionLetsItsWindowGoAtOnce) {
   KV_OPEN_OR_SKIP(h_, to_ssd_options(GetParam()));
   const auto keys = keys_of(435, 2);

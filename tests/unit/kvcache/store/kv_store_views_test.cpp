@@ -254,7 +254,7 @@ TEST(KvStoreIsolation, SlotsAreRegisteredInTheViewOfTheirNamespace) {
   ASSERT_NO_FATAL_FAILURE(h.drain());
   EXPECT_GE(h.store().ssd_stats()->lent_puts, 1u) << "some demotion was written from its slot";
   const KvStoreCounters& c = h.store().counters();
-  const std::uint64_t after_puts = c.ssd_slot_registrations;
+  const std::uint64_t after_puts = c.ssd_registrations;
   EXPECT_GE(after_puts, 4u) << "every slot was registered for a namespace";
   std::size_t from_ssd = 0;
   const auto read_back = [&](KvClientId client, const std::vector<proto::KvKey>& keys, std::uint32_t ns) {
@@ -274,8 +274,8 @@ TEST(KvStoreIsolation, SlotsAreRegisteredInTheViewOfTheirNamespace) {
   ASSERT_NO_FATAL_FAILURE(read_back(kAlice, a_keys, a));
   ASSERT_NO_FATAL_FAILURE(read_back(kBob, b_keys, b));
   EXPECT_GE(from_ssd, 8u);
-  EXPECT_GT(c.ssd_slot_registrations, after_puts) << "slots passed to the other namespace and were registered again";
-  EXPECT_EQ(c.ssd_slot_registration_errors, 0u);
+  EXPECT_GT(c.ssd_registrations, after_puts) << "slots passed to the other namespace and were registered again";
+  EXPECT_EQ(c.ssd_registration_errors, 0u);
   EXPECT_TRUE(all_zero(h.arena(0), 4 * kSlot)) << "the arena itself is never written";
 }
 

@@ -219,8 +219,8 @@ struct KvNamespaceInfo {
   X(copies_behind_in_flight, "copies_behind_in_flight") /* of those, copies not in yet (gauge) */ \
   X(put_window_changed, "put_window_changed") /* of those, dropped: the window slot changed after the commit */ \
   X(put_checksum_mismatch, "put_checksum_mismatch") /* chunks not stored: their bytes did not match the declared CRC */ \
-  X(ssd_slot_registrations, "ssd_slot_registrations") /* slots registered with the SSD device in a namespace's view */ \
-  X(ssd_slot_registration_errors, "ssd_slot_registration_errors") /* refused registrations (the tier's SSD I/O goes unregistered) */
+  X(ssd_registrations, "ssd_registrations") /* slots (in a namespace's view) and put windows registered with the SSD device */ \
+  X(ssd_registration_errors, "ssd_registration_errors") /* registrations the device refused (that memory's SSD I/O goes unregistered) */
 // clang-format on
 
 struct KvTierCounters {

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// Memory the SSD device reads into and writes from, registered with it as
+// fixed buffers: an O_DIRECT request on registered memory pins no pages
+// (on the 2-vCPU VM pinning was a fifth to a third of the daemon's CPU per
+// SSD put), and reads of a file into it run many at once where reads into
+// unregistered memory went through the staging buffers and a copy.
+//
+// The table holds, after the log's own buffers: the arenas (in pieces of up
+// to 1 GiB), or with per-namespace views one place per slot, each pointed at
+// the view of the namespace that claimed the slot; then kWindowPlaces
+// places for the put windows of clients whose slots the log may write from.
+// A device or kernel that refuses leaves that memory unregistered: its I/O
+// goes out as plain requests.
+#include <sys/uio.h>
+
+#include <algorithm>
+
+#include "kv_store_impl.hpp"
+
+namespace cxlpool::kvcache {
+namespace {
+
+constexpr std::uint64_t kMaxFixedBuffer = 1ull << 30;  // io_uring's limit per buffer
+constexpr std::size_t kMaxRegisteredBuffers = 1u << 14;  // IORING_MAX_REG_BUFFERS
+// Windows registered at once; a client beyond them writes unregistered.
+constexpr std::size_t kWindowPlaces = 64;
+
+}  // namespace
+
+void KvStore::Impl::register_with_ssd() {
+  if (config.slot_bytes > kMaxFixedBuffer) return;
+  fixed_piece = kMaxFixedBuffer / config.slot_bytes * config.slot_bytes;
+  window_piece = fixed_piece;
+  const std::size_t own = ssd->device().registered_buffer_count();
+  std::size_t slots = 0;
+  for (const ArenaTier& a : arenas) slots += a.present() ? a.slots.capacity() : 0;
+  // Views change pages when a slot passes to another namespace (the old
+  // holder's range is punched), so a registration of whole views would pin
+  // pages that are no longer theirs: one place per slot instead.
+  const bool per_slot = memory != nullptr;
+  if (per_slot) fixed_piece = config.slot_bytes;
+  // Attempts: both arena tiers, the DRAM one only, none; each with the
+  // window places.
+  for (std::size_t tiers : {2u, 1u, 0u}) {
+    if (per_slot && tiers != 0 && own + slots + kWindowPlaces > kMaxRegisteredBuffers) continue;
+    std::vector<iovec> iov;
+    std::int32_t base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
+    for (std::size_t t = 0; t < tiers; ++t) {
+      const ArenaTier& a = arenas[t];
+      if (!a.present()) continue;
+      base[t] = static_cast<std::int32_t>(iov.size());
+      if (per_slot) {
+        iov.resize(iov.size() + a.slots.capacity(), iovec{nullptr, 0});
+        continue;
+      }
+      const std::uint64_t used = a.slots.capacity() * config.slot_bytes;
+      for (std::uint64_t off = 0; off < used; off += fixed_piece) {
+        iov.push_back(iovec{a.bytes.data() + off, static_cast<std::size_t>(std::min(fixed_piece, used - off))});
+      }
+    }
+    const auto windows = static_cast<std::int32_t>(iov.size());
+    iov.resize(iov.size() + kWindowPlaces, iovec{nullptr, 0});
+    // The log's own buffers come first; ours follow them.
+    auto first = ssd->register_buffers(iov);
+    if (!first) continue;
+    for (std::size_t t = 0; t < 2; ++t) {
+      if (base[t] == hal::kNoRegisteredBuffer) continue;
+      fixed_base[t] = base[t] + *first;
+      if (per_slot) slot_holder[t].assign(arenas[t].slots.capacity(), 0);
+    }
+    for (std::size_t w = kWindowPlaces; w > 0; --w) {
+      free_window_places.push_back(*first + windows + static_cast<std::int32_t>(w - 1));
+    }
+    return;
+  }
+}
+
+// A refusal (RLIMIT_MEMLOCK, memory that cannot be pinned) ends the tier's
+// registrations: its I/O goes out unregistered from then on, and no claim
+// pays for another refused system call.
+void KvStore::Impl::register_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id) {
+  const std::size_t ti = tier_index(t);
+  const std::uint64_t piece = offset / fixed_piece;
+  const iovec place{slot_ptr(t, offset, ns_id), config.slot_bytes};
+  if (ssd->device().update_buffer(static_cast<std::uint32_t>(fixed_base[ti] + piece), place)) {
+    slot_holder[ti][piece] = ns_id;
+    ++counters.ssd_registrations;
+    return;
+  }
+  ++counters.ssd_registration_errors;
+  fixed_base[ti] = hal::kNoRegisteredBuffer;
+  slot_holder[ti].clear();
+}
+
+// All of the window's pieces or none.
+void KvStore::Impl::register_window(ClientState& c) {
+  if (window_piece == 0 || c.window.empty()) return;
+  const std::size_t pieces = (c.window.size() + window_piece - 1) / window_piece;
+  if (pieces > free_window_places.size()) return;
+  for (std::uint64_t off = 0; off < c.window.size(); off += window_piece) {
+    const std::int32_t place = free_window_places.back();
+    free_window_places.pop_back();
+    c.window_places.push_back(place);
+    const iovec piece{c.window.data() + off, static_cast<std::size_t>(std::min(window_piece, c.window.size() - off))};
+    if (!ssd->device().update_buffer(static_cast<std::uint32_t>(place), piece)) {
+      ++counters.ssd_registration_errors;
+      release_window_places(c.window_places);
+      return;
+    }
+  }
+  ++counters.ssd_registrations;
+}
+
+// Before the window is unmapped: the device lets go of its pages. Nothing
+// of the window is on the device by then (its lends came back).
+void KvStore::Impl::release_window_places(std::vector<std::int32_t>& places) {
+  for (const std::int32_t place : places) {
+    (void)ssd->device().update_buffer(static_cast<std::uint32_t>(place), iovec{nullptr, 0});
+    free_window_places.push_back(place);
+  }
+  places.clear();
+}
+
+}  // namespace cxlpool::kvcache
