@@ -71,6 +71,13 @@ void KvStore::Impl::register_with_ssd() {
     for (std::size_t w = kWindowPlaces; w > 0; --w) {
       free_window_places.push_back(*first + windows + static_cast<std::int32_t>(w - 1));
     }
+    // Every slot a read can land in has a place: the read staging buffers
+    // would never be used (a slot whose registration the kernel refuses
+    // later is read into directly).
+    const bool every_slot = std::all_of(std::begin(arenas), std::end(arenas), [&](const ArenaTier& a) {
+      return !a.present() || fixed_base[&a - arenas] != hal::kNoRegisteredBuffer;
+    });
+    if (every_slot) (void)ssd->release_staging();
     return;
   }
 }

@@ -249,4 +249,19 @@ Result<std::int32_t> SsdStore::register_buffers(std::span<const iovec> extra) {
   return base;
 }
 
+bool SsdStore::release_staging() {
+  if (staging_.empty()) return true;
+  if (free_staging_.size() != staging_.size()) return false;
+  if (staging_base_ != hal::kNoRegisteredBuffer) {
+    for (std::size_t i = 0; i < staging_.size(); ++i) {
+      (void)device_->update_buffer(static_cast<std::uint32_t>(staging_base_) + static_cast<std::uint32_t>(i),
+                                   iovec{nullptr, 0});
+    }
+  }
+  staging_.clear();
+  free_staging_.clear();
+  staging_base_ = hal::kNoRegisteredBuffer;
+  return true;
+}
+
 }  // namespace cxlpool::kvcache

@@ -79,9 +79,23 @@ TEST_P(SsdStoreAsyncTest, ReadsIntoUnregisteredBuffersGoThroughStaging) {
   }
   // Staging buffers come back: a second round stages again.
   ASSERT_EQ(store.submit_gets(std::span(requests).first(2)), 2u);
+  EXPECT_FALSE(store.release_staging()) << "not while reads use them";
   done = 0;
   while (done < 2) done += store.poll_gets(std::span(out).subspan(done, 2 - done), 1).value();
   EXPECT_EQ(store.stats().staged_reads, registered ? 4u : 0u);
+
+  // Released (for a caller whose buffers are all registered): reads go
+  // straight into their buffers, and land whole.
+  ASSERT_TRUE(store.release_staging());
+  for (Buffer& b : bufs) std::memset(b.get(), 0xEE, length);
+  ASSERT_EQ(store.submit_gets(requests), kReads);
+  done = 0;
+  while (done < kReads) done += store.poll_gets(std::span(out).subspan(done), 1).value();
+  for (const SsdGetCompletion& c : out) {
+    ASSERT_EQ(c.outcome, KvStatus::kOk) << c.user_data;
+    EXPECT_EQ(std::memcmp(bufs[c.user_data].get(), payload_of(c.user_data).data(), kPayload), 0) << c.user_data;
+  }
+  EXPECT_EQ(store.stats().staged_reads, registered ? 4u : 0u) << "no staging left";
 }
 
 TEST_P(SsdStoreAsyncTest, RegionInFlightIsServedFromItsBufferUntilItsWriteCompletes) {

@@ -265,6 +265,10 @@ class SsdStore {
   // device. A device or kernel that refuses is not an error for writes:
   // they then go out as plain writes.
   Result<std::int32_t> register_buffers(std::span<const iovec> extra);
+  // Frees the read staging buffers (their registrations emptied): for a
+  // caller whose read buffers are all registered, which never need them.
+  // Only with no get in flight (false otherwise, and nothing changes).
+  bool release_staging();
 
   // Seals the open region if it holds entries (the rest of it stays unused)
   // and waits for every region write; afterwards durable_sequence() covers
