@@ -81,7 +81,6 @@ Result<void> KvStore::add_client(KvClientId client, std::span<std::byte> put_win
   c.account_id = account;
   c.account = &s.accounts[account];
   ++c.account->clients;
-  if (s.ssd && c.window_owner != nullptr) s.register_window(c);
   return {};
 }
 

@@ -7,8 +7,9 @@
 //
 // The table holds, after the log's own buffers: the arenas (in pieces of up
 // to 1 GiB), or with per-namespace views one place per slot, each pointed at
-// the view of the namespace that claimed the slot; then kWindowPlaces
-// places for the put windows of clients whose slots the log may write from.
+// the view of the namespace that claimed the slot; then places for put-window
+// slots the log writes from, each registered at its first lend and kept
+// until its client goes.
 // A device or kernel that refuses leaves that memory unregistered: its I/O
 // goes out as plain requests.
 #include <sys/uio.h>
@@ -22,15 +23,15 @@ namespace {
 
 constexpr std::uint64_t kMaxFixedBuffer = 1ull << 30;  // io_uring's limit per buffer
 constexpr std::size_t kMaxRegisteredBuffers = 1u << 14;  // IORING_MAX_REG_BUFFERS
-// Windows registered at once; a client beyond them writes unregistered.
-constexpr std::size_t kWindowPlaces = 64;
+// Put-window slots registered at once (8 GiB of 2 MiB slots); lends from
+// slots beyond them are written unregistered.
+constexpr std::size_t kWindowPlaces = 4096;
 
 }  // namespace
 
 void KvStore::Impl::register_with_ssd() {
   if (config.slot_bytes > kMaxFixedBuffer) return;
   fixed_piece = kMaxFixedBuffer / config.slot_bytes * config.slot_bytes;
-  window_piece = fixed_piece;
   const std::size_t own = ssd->device().registered_buffer_count();
   std::size_t slots = 0;
   for (const ArenaTier& a : arenas) slots += a.present() ? a.slots.capacity() : 0;
@@ -42,7 +43,7 @@ void KvStore::Impl::register_with_ssd() {
   // Attempts: both arena tiers, the DRAM one only, none; each with the
   // window places.
   for (std::size_t tiers : {2u, 1u, 0u}) {
-    if (per_slot && tiers != 0 && own + slots + kWindowPlaces > kMaxRegisteredBuffers) continue;
+    if (per_slot && tiers != 0 && own + slots > kMaxRegisteredBuffers) continue;
     std::vector<iovec> iov;
     std::int32_t base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
     for (std::size_t t = 0; t < tiers; ++t) {
@@ -59,7 +60,8 @@ void KvStore::Impl::register_with_ssd() {
       }
     }
     const auto windows = static_cast<std::int32_t>(iov.size());
-    iov.resize(iov.size() + kWindowPlaces, iovec{nullptr, 0});
+    const std::size_t window_places = std::min(kWindowPlaces, kMaxRegisteredBuffers - own - iov.size());
+    iov.resize(iov.size() + window_places, iovec{nullptr, 0});
     // The log's own buffers come first; ours follow them.
     auto first = ssd->register_buffers(iov);
     if (!first) continue;
@@ -68,7 +70,7 @@ void KvStore::Impl::register_with_ssd() {
       fixed_base[t] = base[t] + *first;
       if (per_slot) slot_holder[t].assign(arenas[t].slots.capacity(), 0);
     }
-    for (std::size_t w = kWindowPlaces; w > 0; --w) {
+    for (std::size_t w = window_places; w > 0; --w) {
       free_window_places.push_back(*first + windows + static_cast<std::int32_t>(w - 1));
     }
     // Every slot a read can land in has a place: the read staging buffers
@@ -99,29 +101,33 @@ void KvStore::Impl::register_slot(KvTier t, std::uint64_t offset, std::uint32_t 
   slot_holder[ti].clear();
 }
 
-// All of the window's pieces or none.
-void KvStore::Impl::register_window(ClientState& c) {
-  if (window_piece == 0 || c.window.empty()) return;
-  const std::size_t pieces = (c.window.size() + window_piece - 1) / window_piece;
-  if (pieces > free_window_places.size()) return;
-  for (std::uint64_t off = 0; off < c.window.size(); off += window_piece) {
-    const std::int32_t place = free_window_places.back();
-    free_window_places.pop_back();
-    c.window_places.push_back(place);
-    const iovec piece{c.window.data() + off, static_cast<std::size_t>(std::min(window_piece, c.window.size() - off))};
-    if (!ssd->device().update_buffer(static_cast<std::uint32_t>(place), piece)) {
-      ++counters.ssd_registration_errors;
-      release_window_places(c.window_places);
-      return;
-    }
+// On the slot's first lend: the client wrote it, so its pages are there
+// and pinning them allocates nothing (registering a whole window at connect
+// pinned, and zeroed, every page of it, 256 MiB in the benchmark, on the
+// event loop). A refusal ends the client's registrations.
+std::int32_t KvStore::Impl::window_buffer(ClientState& c, std::uint64_t window_offset) {
+  if (c.window_unregistered) return hal::kNoRegisteredBuffer;
+  const std::uint64_t slot = window_offset / config.slot_bytes;
+  if (c.window_places.empty()) c.window_places.assign(c.window.size() / config.slot_bytes, hal::kNoRegisteredBuffer);
+  std::int32_t& place = c.window_places[slot];
+  if (place != hal::kNoRegisteredBuffer || free_window_places.empty()) return place;
+  const iovec bytes{c.window.data() + slot * config.slot_bytes, config.slot_bytes};
+  if (!ssd->device().update_buffer(static_cast<std::uint32_t>(free_window_places.back()), bytes)) {
+    ++counters.ssd_registration_errors;
+    c.window_unregistered = true;
+    return hal::kNoRegisteredBuffer;
   }
+  place = free_window_places.back();
+  free_window_places.pop_back();
   ++counters.ssd_registrations;
+  return place;
 }
 
 // Before the window is unmapped: the device lets go of its pages. Nothing
 // of the window is on the device by then (its lends came back).
 void KvStore::Impl::release_window_places(std::vector<std::int32_t>& places) {
   for (const std::int32_t place : places) {
+    if (place == hal::kNoRegisteredBuffer) continue;
     (void)ssd->device().update_buffer(static_cast<std::uint32_t>(place), iovec{nullptr, 0});
     free_window_places.push_back(place);
   }

@@ -87,9 +87,10 @@ struct ClientState {
   std::uint32_t leases = 0;      // the same, counted
   // Keeps `window` mapped (add_client); null: its slots are never lent.
   std::shared_ptr<const void> window_owner;
-  // The window's registered buffers with the SSD device, one per
-  // window_piece bytes; empty: not registered.
+  // Per window slot, its registered buffer with the SSD device
+  // (kNoRegisteredBuffer: none yet); empty until the first lend.
   std::vector<std::int32_t> window_places;
+  bool window_unregistered = false;  // the device refused one: no more tries
   std::uint32_t window_lent = 0;  // window slots the SSD log writes from
   std::uint32_t window_fills = 0;  // window slots copies behind answered commits read from
 };
@@ -240,12 +241,11 @@ struct KvStore::Impl {
   // buffer of an arena offset is fixed_base[tier] + offset / fixed_piece.
   // With per-namespace memory each slot is its own piece, registered as the
   // view of the namespace that claimed it last (slot_holder, 0: none yet).
-  // Put windows take places of window_piece bytes from free_window_places
+  // Put-window slots take places from free_window_places
   // (kv_registered_buffers.cpp).
   std::int32_t fixed_base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
   std::uint64_t fixed_piece = 0;
   std::vector<std::uint32_t> slot_holder[2];
-  std::uint64_t window_piece = 0;
   std::vector<std::int32_t> free_window_places;
   // Arena slots lent to the SSD log (demoted chunks written from their slot,
   // SsdStore::put_lent), per tier: taken out of use until the log hands them
@@ -496,14 +496,11 @@ struct KvStore::Impl {
   // (filled as namespaces claim slots), and places for put windows.
   void register_with_ssd();
   void register_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id);
-  // A new client's window, when it may be lent to the log and places are
-  // free; released before the window goes.
-  void register_window(ClientState& c);
+  // The registered buffer of the client's window slot at window_offset,
+  // registering it when a place is free; kNoRegisteredBuffer otherwise.
+  // The places go back (release_window_places) before the window goes.
+  std::int32_t window_buffer(ClientState& c, std::uint64_t window_offset);
   void release_window_places(std::vector<std::int32_t>& places);
-  [[nodiscard]] std::int32_t window_buffer(const ClientState& c, std::uint64_t window_offset) const {
-    if (c.window_places.empty()) return hal::kNoRegisteredBuffer;
-    return c.window_places[window_offset / window_piece];
-  }
   void submit_loads();
   void reap_loads();
   void finish_load(const SsdGetCompletion& done);

@@ -163,6 +163,8 @@ class BlockDevice {
   // pages could not be pinned), after which the entry is empty.
   Result<void> update_buffer(std::uint32_t index, const iovec& buffer);
   std::size_t registered_buffer_count() const { return registered_.size(); }
+  // Registered buffer i ({nullptr, 0}: empty); i < registered_buffer_count().
+  const iovec& registered_buffer(std::size_t i) const { return registered_.at(i); }
 
   // An eventfd (non-blocking, owned by the device) that becomes readable when
   // completions are posted, for a caller's epoll loop; -1 when the driver has
