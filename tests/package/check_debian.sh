@@ -42,12 +42,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Free space in GiB of the file system holding $1.
-avail_gib() { df -P --block-size=1G "$1" | awk 'NR == 2 { print $4 }'; }
+# Free space in MiB of the file system holding $1 (df rounds up).
+avail_mib() { df -P --block-size=1M "$1" | awk 'NR == 2 { print $4 }'; }
 # The build tree (-g -O2 objects) takes about 3 GiB; dwz's temporary files
 # go to TMPDIR. A disk that fills mid-build makes dwz fail with no word of
 # the cause ("elf_update failed"), so too little room is a skip up front.
-need_gib=${CXLPOOL_PACKAGE_DISK_GIB:-5}
+need_mib=$((${CXLPOOL_PACKAGE_DISK_GIB:-5} * 1024))
 tmp_dir=${TMPDIR:-/tmp}
 
 echo "== 1. dpkg-buildpackage"
@@ -56,10 +56,10 @@ if [ -n "${CXLPOOL_DEB_REUSE:-}" ] && ls "$work"/cxlpool_*.changes >/dev/null 2>
   echo "CXLPOOL_DEB_REUSE: the packages already in $work"
 else
   rm -rf "$copy" "$work"/*.deb "$work"/*.ddeb "$work"/*.changes "$work"/*.buildinfo
-  free=$(avail_gib "$work")
-  [ "$free" -ge "$need_gib" ] ||
-    skip "only $free GiB free under $work, and a package build needs about $need_gib (CXLPOOL_PACKAGE_DISK_GIB)"
-  [ "$(avail_gib "$tmp_dir")" -ge 1 ] || skip "less than 1 GiB free in $tmp_dir for dwz's temporary files"
+  free=$(avail_mib "$work")
+  [ "$free" -ge "$need_mib" ] ||
+    skip "only $free MiB free under $work, and a package build needs about $need_mib (CXLPOOL_PACKAGE_DISK_GIB)"
+  [ "$(avail_mib "$tmp_dir")" -ge 1024 ] || skip "less than 1 GiB free in $tmp_dir for dwz's temporary files"
   mkdir -p "$copy"
   git -C "$src" ls-files -co --exclude-standard -z | (cd "$src" && xargs -0 cp --parents -a -t "$copy")
   start=$(date +%s)
@@ -76,16 +76,21 @@ else
   if [ $build_rc -eq 124 ]; then
     skip "dpkg-buildpackage did not finish in the $limit s this run had left (log: $work/dpkg-buildpackage.log)"
   fi
-  free=$(avail_gib "$work")
-  tmp_free=$(avail_gib "$tmp_dir")
+  free=$(avail_mib "$work")
+  tmp_free=$(avail_mib "$tmp_dir")
   # The objects are not needed again (ccache keeps what a rebuild reuses).
   rm -rf "$copy"/obj-*
   if [ $build_rc -ne 0 ]; then
     tail -60 "$work/dpkg-buildpackage.log" >&2
-    if [ "$free" -lt 1 ] || [ "$tmp_free" -lt 1 ]; then
-      skip "dpkg-buildpackage failed with the disk full ($free GiB free under $work, $tmp_free GiB in $tmp_dir)"
+    # A write that failed for room: the disk is (nearly) full still, or dwz
+    # could not write, which it reports without the cause, and its
+    # temporary files are gone again by now.
+    if [ "$free" -lt 1024 ] || [ "$tmp_free" -lt 1024 ] ||
+       grep -qE 'No space left on device|dwz: .*(elf_update failed|Error writing)' "$work/dpkg-buildpackage.log"; then
+      skip "dpkg-buildpackage failed writing its output, the disk too full ($free MiB free under $work," \
+           "$tmp_free MiB in $tmp_dir after it; log: $work/dpkg-buildpackage.log)"
     fi
-    fail "dpkg-buildpackage failed (log: $work/dpkg-buildpackage.log; $free GiB free under $work)"
+    fail "dpkg-buildpackage failed (log: $work/dpkg-buildpackage.log; $free MiB free under $work)"
   fi
   echo "built in $(($(date +%s) - start)) s:"
 fi

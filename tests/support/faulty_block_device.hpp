@@ -24,6 +24,9 @@ struct FaultPlan {
   bool fail_all_after = false;            // fail every op from the Nth on
   std::uint32_t short_read_bytes = 0;     // 0: reads are not cut
   bool hold_write_completions = false;
+  // update_buffer() calls that fill an entry succeed this many times, then
+  // fail with ENOMEM (as a full RLIMIT_MEMLOCK does); -1: never fail.
+  std::int64_t fill_updates_allowed = -1;
 };
 
 class FaultyBlockDevice final : public hal::BlockDevice {
@@ -119,12 +122,17 @@ class FaultyBlockDevice final : public hal::BlockDevice {
     return inner_->register_buffers(buffers);
   }
   Result<void> update_buffer_impl(std::uint32_t index, const iovec& buffer) override {
+    if (buffer.iov_base != nullptr && plan_.fill_updates_allowed >= 0 && fill_updates_++ >= plan_.fill_updates_allowed) {
+      ++injected_;
+      return fail(ENOMEM, "injected: buffer registration refused");
+    }
     return inner_->update_buffer(index, buffer);
   }
 
  private:
   std::unique_ptr<hal::BlockDevice> inner_;
   FaultPlan plan_;
+  std::int64_t fill_updates_ = 0;
   std::vector<std::uint64_t> tags_;
   std::vector<std::uint64_t> offsets_;  // of each forwarded request, by tag
   std::deque<hal::IoCompletion> held_;

@@ -33,8 +33,6 @@ void KvStore::Impl::register_with_ssd() {
   if (config.slot_bytes > kMaxFixedBuffer) return;
   fixed_piece = kMaxFixedBuffer / config.slot_bytes * config.slot_bytes;
   const std::size_t own = ssd->device().registered_buffer_count();
-  std::size_t slots = 0;
-  for (const ArenaTier& a : arenas) slots += a.present() ? a.slots.capacity() : 0;
   // Views change pages when a slot passes to another namespace (the old
   // holder's range is punched), so a registration of whole views would pin
   // pages that are no longer theirs: one place per slot instead.
@@ -43,7 +41,11 @@ void KvStore::Impl::register_with_ssd() {
   // Attempts: both arena tiers, the DRAM one only, none; each with the
   // window places.
   for (std::size_t tiers : {2u, 1u, 0u}) {
-    if (per_slot && tiers != 0 && own + slots > kMaxRegisteredBuffers) continue;
+    std::size_t places = 0;
+    for (std::size_t t = 0; t < tiers; ++t) {
+      places += !arenas[t].present() ? 0 : per_slot ? arenas[t].slots.capacity() : 1 + arenas[t].bytes.size() / fixed_piece;
+    }
+    if (own + places > kMaxRegisteredBuffers) continue;
     std::vector<iovec> iov;
     std::int32_t base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
     for (std::size_t t = 0; t < tiers; ++t) {
@@ -60,7 +62,7 @@ void KvStore::Impl::register_with_ssd() {
       }
     }
     const auto windows = static_cast<std::int32_t>(iov.size());
-    const std::size_t window_places = std::min(kWindowPlaces, kMaxRegisteredBuffers - own - iov.size());
+    const std::size_t window_places = std::min(kWindowPlaces, kMaxRegisteredBuffers - own - iov.size());  // checked above
     iov.resize(iov.size() + window_places, iovec{nullptr, 0});
     // The log's own buffers come first; ours follow them.
     auto first = ssd->register_buffers(iov);
@@ -74,8 +76,8 @@ void KvStore::Impl::register_with_ssd() {
       free_window_places.push_back(*first + windows + static_cast<std::int32_t>(w - 1));
     }
     // Every slot a read can land in has a place: the read staging buffers
-    // would never be used (a slot whose registration the kernel refuses
-    // later is read into directly).
+    // would never be used (register_slot brings them back if the kernel
+    // refuses a slot after all).
     const bool every_slot = std::all_of(std::begin(arenas), std::end(arenas), [&](const ArenaTier& a) {
       return !a.present() || fixed_base[&a - arenas] != hal::kNoRegisteredBuffer;
     });
@@ -86,7 +88,10 @@ void KvStore::Impl::register_with_ssd() {
 
 // A refusal (RLIMIT_MEMLOCK, memory that cannot be pinned) ends the tier's
 // registrations: its I/O goes out unregistered from then on, and no claim
-// pays for another refused system call.
+// pays for another refused system call. The slots registered so far are
+// let go at once: a registration left behind would keep pinning pages its
+// view punches when the slot passes to another namespace. Reads of a file
+// into unregistered slots want the staging buffers back.
 void KvStore::Impl::register_slot(KvTier t, std::uint64_t offset, std::uint32_t ns_id) {
   const std::size_t ti = tier_index(t);
   const std::uint64_t piece = offset / fixed_piece;
@@ -97,8 +102,14 @@ void KvStore::Impl::register_slot(KvTier t, std::uint64_t offset, std::uint32_t 
     return;
   }
   ++counters.ssd_registration_errors;
+  for (std::size_t i = 0; i < slot_holder[ti].size(); ++i) {
+    if (slot_holder[ti][i] == 0) continue;
+    (void)ssd->device().update_buffer(static_cast<std::uint32_t>(fixed_base[ti]) + static_cast<std::uint32_t>(i),
+                                      iovec{nullptr, 0});
+  }
   fixed_base[ti] = hal::kNoRegisteredBuffer;
   slot_holder[ti].clear();
+  ssd->restore_staging();
 }
 
 // On the slot's first lend: the client wrote it, so its pages are there
@@ -124,8 +135,11 @@ std::int32_t KvStore::Impl::window_buffer(ClientState& c, std::uint64_t window_o
 }
 
 // Before the window is unmapped: the device lets go of its pages. Nothing
-// of the window is on the device by then (its lends came back).
+// of the window is on the device by then (its lends came back). Not while
+// the store closes: the log hands its lends back from its destructor, and
+// the device's registrations go with its rings.
 void KvStore::Impl::release_window_places(std::vector<std::int32_t>& places) {
+  if (closing) return;
   for (const std::int32_t place : places) {
     if (place == hal::kNoRegisteredBuffer) continue;
     (void)ssd->device().update_buffer(static_cast<std::uint32_t>(place), iovec{nullptr, 0});

@@ -247,6 +247,7 @@ struct KvStore::Impl {
   std::uint64_t fixed_piece = 0;
   std::vector<std::uint32_t> slot_holder[2];
   std::vector<std::int32_t> free_window_places;
+  bool closing = false;  // set as the store is destroyed (its members go after)
   // Arena slots lent to the SSD log (demoted chunks written from their slot,
   // SsdStore::put_lent), per tier: taken out of use until the log hands them
   // back. At most half of an arena's slots, so that evictions find victims.
@@ -294,6 +295,9 @@ struct KvStore::Impl {
   std::unique_ptr<CommitCopier> copier;
 
   Impl(const KvStoreConfig& c, std::size_t index_capacity);
+  ~Impl() { closing = true; }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   // --- tiers (kv_tiers.cpp)
   ArenaTier& arena(KvTier t) { return arenas[tier_index(t)]; }

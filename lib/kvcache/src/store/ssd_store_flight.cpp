@@ -12,6 +12,8 @@
 // the lent memory is handed back then (or when the region fails).
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "cxlpool/kvcache/ssd_store.hpp"
@@ -258,10 +260,24 @@ bool SsdStore::release_staging() {
                                    iovec{nullptr, 0});
     }
   }
+  staging_released_ = staging_.size();
   staging_.clear();
   free_staging_.clear();
-  staging_base_ = hal::kNoRegisteredBuffer;
   return true;
+}
+
+void SsdStore::restore_staging() {
+  if (staging_released_ == 0 || staging_base_ == hal::kNoRegisteredBuffer) return;
+  const std::size_t bytes = align_up_block(config_.staging_bytes);
+  for (std::size_t i = 0; i < staging_released_; ++i) {
+    std::unique_ptr<std::byte, StagingFree> buffer(static_cast<std::byte*>(std::aligned_alloc(kSsdBlockBytes, bytes)));
+    if (!buffer) break;
+    const auto index = static_cast<std::uint32_t>(staging_base_) + static_cast<std::uint32_t>(i);
+    if (!device_->update_buffer(index, iovec{buffer.get(), bytes})) break;
+    staging_.push_back(std::move(buffer));
+  }
+  for (std::size_t i = staging_.size(); i > 0; --i) free_staging_.push_back(static_cast<std::int32_t>(i - 1));
+  staging_released_ = 0;
 }
 
 }  // namespace cxlpool::kvcache

@@ -279,5 +279,38 @@ TEST(KvStoreIsolation, SlotsAreRegisteredInTheViewOfTheirNamespace) {
   EXPECT_TRUE(all_zero(h.arena(0), 4 * kSlot)) << "the arena itself is never written";
 }
 
+// A slot registration the kernel refuses turns the tier's registrations
+// off and lets go of every slot registered so far (one left behind would
+// pin pages its view punches); the store goes on with unregistered I/O.
+TEST(KvStoreIsolation, ARefusedSlotRegistrationLetsGoOfTheTiersSlots) {
+  HeapViews views(4, 0);
+  HarnessOptions o = lending_options(Driver::kUring);
+  o.memory = &views;
+  o.faulty = true;
+  o.fault.fill_updates_allowed = 2;
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const auto keys = keys_of(80, 10);
+  ASSERT_NO_FATAL_FAILURE(h.put_each(kAlice, keys, kBlockChunk));
+  ASSERT_NO_FATAL_FAILURE(h.drain());
+  const KvStoreCounters& c = h.store().counters();
+  EXPECT_EQ(c.ssd_registrations, 2u);
+  EXPECT_EQ(c.ssd_registration_errors, 1u) << "one refusal, then no more tries";
+  const hal::BlockDevice& device = *h.faulty();
+  const std::byte* view = views.view(h.ns(), KvTier::kDram);
+  for (std::size_t i = 0; i < device.registered_buffer_count(); ++i) {
+    const auto* base = static_cast<const std::byte*>(device.registered_buffer(i).iov_base);
+    EXPECT_FALSE(base >= view && base < view + 4 * kSlot) << "buffer " << i << " still holds a slot";
+  }
+  for (const auto& k : keys) {
+    auto got = h.call(kAlice, proto::KvOp::kGet, {&k, 1});
+    ASSERT_EQ(got.outcome, KvStatus::kOk);
+    ASSERT_EQ(got.locations.size(), 1u);
+    const auto p = payload_of(k, kBlockChunk);
+    EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, h.ns()), p.data(), kBlockChunk), 0);
+    EXPECT_EQ(h.call(kAlice, proto::KvOp::kRelease, {}, got.completion.result0).outcome, KvStatus::kOk);
+  }
+}
+
 }  // namespace
 }  // namespace cxlpool::kvcache::testing

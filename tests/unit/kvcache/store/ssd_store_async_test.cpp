@@ -96,6 +96,17 @@ TEST_P(SsdStoreAsyncTest, ReadsIntoUnregisteredBuffersGoThroughStaging) {
     EXPECT_EQ(std::memcmp(bufs[c.user_data].get(), payload_of(c.user_data).data(), kPayload), 0) << c.user_data;
   }
   EXPECT_EQ(store.stats().staged_reads, registered ? 4u : 0u) << "no staging left";
+
+  // Brought back into their places: the first two reads stage again.
+  store.restore_staging();
+  ASSERT_EQ(store.submit_gets(requests), kReads);
+  done = 0;
+  while (done < kReads) done += store.poll_gets(std::span(out).subspan(done), 1).value();
+  for (const SsdGetCompletion& c : out) {
+    ASSERT_EQ(c.outcome, KvStatus::kOk) << c.user_data;
+    EXPECT_EQ(std::memcmp(bufs[c.user_data].get(), payload_of(c.user_data).data(), kPayload), 0) << c.user_data;
+  }
+  EXPECT_EQ(store.stats().staged_reads, registered ? 6u : 0u);
 }
 
 TEST_P(SsdStoreAsyncTest, RegionInFlightIsServedFromItsBufferUntilItsWriteCompletes) {

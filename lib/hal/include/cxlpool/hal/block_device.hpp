@@ -160,7 +160,9 @@ class BlockDevice {
   // in flight or not; the caller must have no request naming `index` in
   // flight or queued (one keeps the old memory or fails). EINVAL: no such
   // index or a malformed buffer; the driver's error otherwise (ENOMEM: the
-  // pages could not be pinned), after which the entry is empty.
+  // pages could not be pinned), after which the entry is empty. A
+  // single_thread device takes it only from its bound thread (the kernel
+  // refuses others: EEXIST).
   Result<void> update_buffer(std::uint32_t index, const iovec& buffer);
   std::size_t registered_buffer_count() const { return registered_.size(); }
   // Registered buffer i ({nullptr, 0}: empty); i < registered_buffer_count().

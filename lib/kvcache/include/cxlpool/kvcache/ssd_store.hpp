@@ -265,10 +265,15 @@ class SsdStore {
   // device. A device or kernel that refuses is not an error for writes:
   // they then go out as plain writes.
   Result<std::int32_t> register_buffers(std::span<const iovec> extra);
-  // Frees the read staging buffers (their registrations emptied): for a
-  // caller whose read buffers are all registered, which never need them.
-  // Only with no get in flight (false otherwise, and nothing changes).
+  // Frees the read staging buffers (their registrations emptied, their
+  // places kept): for a caller whose read buffers are all registered, which
+  // never need them. Only with no get in flight (false otherwise, and
+  // nothing changes).
   bool release_staging();
+  // Brings released staging buffers back into their places (a caller whose
+  // buffers could not all be registered after all); as many as memory and
+  // the device allow.
+  void restore_staging();
 
   // Seals the open region if it holds entries (the rest of it stays unused)
   // and waits for every region write; afterwards durable_sequence() covers
@@ -458,6 +463,7 @@ class SsdStore {
   std::vector<std::unique_ptr<std::byte, StagingFree>> staging_;  // read_staging buffers
   std::vector<std::int32_t> free_staging_;
   std::int32_t staging_base_ = hal::kNoRegisteredBuffer;  // registered index of staging_[0]
+  std::size_t staging_released_ = 0;  // buffers release_staging() freed
   std::vector<std::uint32_t> free_tags_;
   std::size_t reads_on_device_ = 0;
   std::deque<SsdGetCompletion> ready_;
