@@ -567,6 +567,44 @@ TEST_F(KvStore, ChunksDemoteToCxlThenSsdAndComeBackOnGet) {
       10s, 10ms));
 }
 
+// A counter of `cxlpoolctl --json stats` (flat: "kv.puts"); -1 when absent.
+int64_t stat_value(const json& stats, const std::string& name) {
+  return stats.contains(name) ? stats.at(name).get<int64_t>() : -1;
+}
+
+// Through the real daemon's views (memfds, hole punches) on its SSD
+// engine (io_uring where the kernel has it): each DRAM slot is a
+// registered buffer in the view of the namespace that holds it, re-pointed
+// as slots pass between two namespaces, and every chunk either namespace
+// reads back from the SSD log lands whole in its own view.
+TEST_F(KvStore, SsdIoUsesSlotsRegisteredInTheirNamespacesView) {
+  start(KvConfig{.dram_slots = 4, .cxl_slots = 0, .admission_threshold = 1, .ssd_region_bytes = 256 * 1024});
+  KvSession s(socket(), "kv-registered");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto a = s.open_namespace("itest-model-a");
+  const auto b = s.open_namespace("itest-model-b");
+  const auto a_keys = s.keys(a, tokens(40, 8 * kChunkTokens));
+  const auto b_keys = s.keys(b, tokens(41, 8 * kChunkTokens));
+  for (size_t i = 0; i < 8; ++i) {
+    ASSERT_EQ(s.put(a.id, {a_keys[i]}, kSlot), 1) << i;
+    ASSERT_EQ(s.put(b.id, {b_keys[i]}, kSlot), 1) << i;
+  }
+  const json before = ctl_json({"stats"});
+  const int64_t registered = stat_value(before, "kv.ssd_registrations");
+  EXPECT_GE(registered, 4) << "every DRAM slot registered for a namespace: " << before.dump();
+  for (const auto& [ns, keys] : {std::pair{a, a_keys}, std::pair{b, b_keys}}) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      Lease lease(s, ns.id, {keys[i]});
+      EXPECT_EQ(check_lease(lease, {keys[i]}, kSlot), "") << "namespace " << ns.id << " chunk " << i;
+    }
+  }
+  const json after = ctl_json({"stats"});
+  EXPECT_GT(stat_value(after, "kv.ssd_registrations"), registered) << "slots passed between the namespaces";
+  EXPECT_EQ(stat_value(after, "kv.ssd_registration_errors"), 0) << after.dump();
+  EXPECT_EQ(stat_value(after, "kv.ssd_staged_reads"), 0) << "reads land in their registered slots";
+  EXPECT_EQ(store_status().tiers.at(2).errors, 0u);
+}
+
 TEST_F(KvStore, SsdAdmitsOnlyChunksSeenTwice) {
   start(KvConfig{.dram_slots = 4, .cxl_slots = 0, .admission_threshold = 2});
   KvSession s(socket(), "kv-admission");
