@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "cxlpool/common/crc32c.hpp"
+#include "cxlpool/common/log.hpp"
 #include "cxlpool/hal/driver/rail_health.hpp"
 #include "cxlpool/hal/driver/transfer_plan.hpp"
 #include "cxlpool/hal/driver/transfer_wire.hpp"
@@ -22,6 +23,7 @@
 #include "ofi_check_workers.hpp"
 #include "ofi_defaults.hpp"
 #include "ofi_rail.hpp"
+#include "ofi_shm_sweep.hpp"
 
 namespace cxlpool::drivers::ofi {
 namespace {
@@ -201,8 +203,13 @@ class OfiTransport final : public hal::Transport {
     }
     network_rails_ = static_cast<std::uint32_t>(rails_.size());
     if (options_.shm) {
+      // What killed daemons left (the provider's regions live in /dev/shm).
+      if (const std::size_t swept = remove_dead_shm_endpoints("/dev/shm"); swept != 0) {
+        cxlpool::log(LogLevel::kNotice, "transport/ofi",
+                     "removed " + std::to_string(swept) + " shm endpoint region(s) of processes that are gone");
+      }
       // shm names its endpoint after the node given: one per transport.
-      const std::string name = "cxlpool-" + std::to_string(::getpid()) + "-" + std::to_string(instance_ & 0xffffff);
+      const std::string name = shm_endpoint_name(::getpid(), instance_ & 0xffffffu);
       auto rail = Rail::open(std::string(kShmProvider), name.c_str(), network_rails_, handler);
       // No shm provider (or no /dev/shm): peers on this host use the network.
       if (rail) rails_.push_back(std::move(*rail));
