@@ -204,6 +204,30 @@ TEST_F(KvStoreTenantViews, DemotionsAndPromotionsMoveChunksWithinTheirView) {
   EXPECT_TRUE(all_zero(h_.arena(1), 2 * kSlot));
 }
 
+// Gets each key of namespace ns (blockwise chunks) and checks that it lands
+// whole in ns's view of its DRAM slot, which ns holds; returns how many
+// were on SSD before their get.
+std::size_t read_back_in_view(KvHarness& h, HeapViews& views, KvClientId client,
+                              const std::vector<proto::KvKey>& keys, std::uint32_t ns) {
+  std::size_t from_ssd = 0;
+  for (const auto& k : keys) {
+    const auto before = h.call(client, proto::KvOp::kLookup, {&k, 1}, 0, 0, 0, ns);
+    EXPECT_EQ(before.locations.size(), 1u);
+    from_ssd += !before.locations.empty() && before.locations[0].tier == 2 ? 1 : 0;
+    auto got = h.call(client, proto::KvOp::kGet, {&k, 1}, 0, 0, 0, ns);
+    EXPECT_EQ(got.outcome, KvStatus::kOk);
+    if (got.locations.size() != 1) {
+      ADD_FAILURE() << "no chunk for a key";
+      continue;
+    }
+    const auto p = payload_of(k, kBlockChunk);
+    EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, ns), p.data(), kBlockChunk), 0);
+    EXPECT_EQ(views.holder(KvTier::kDram, got.locations[0].offset), ns);
+    EXPECT_EQ(h.call(client, proto::KvOp::kRelease, {}, got.completion.result0, 0, 0, ns).outcome, KvStatus::kOk);
+  }
+  return from_ssd;
+}
+
 // SSD demotions written from a lent slot and SSD reads back into a slot go
 // through the chunk's namespace view.
 TEST(KvStoreIsolation, SsdWritesAndReadsUseTheNamespacesView) {
@@ -216,18 +240,7 @@ TEST(KvStoreIsolation, SsdWritesAndReadsUseTheNamespacesView) {
   ASSERT_NO_FATAL_FAILURE(h.put_each(kAlice, keys, kBlockChunk));
   ASSERT_NO_FATAL_FAILURE(h.drain());
   EXPECT_GE(h.store().ssd_stats()->lent_puts, 1u) << "some demotion was written from its slot";
-  std::size_t from_ssd = 0;
-  for (const auto& k : keys) {
-    const auto before = h.call(kAlice, proto::KvOp::kLookup, {&k, 1});
-    ASSERT_EQ(before.locations.size(), 1u);
-    from_ssd += before.locations[0].tier == 2 ? 1 : 0;
-    auto got = h.call(kAlice, proto::KvOp::kGet, {&k, 1});
-    ASSERT_EQ(got.outcome, KvStatus::kOk);
-    ASSERT_EQ(got.locations.size(), 1u);
-    const auto p = payload_of(k, kBlockChunk);
-    EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, h.ns()), p.data(), kBlockChunk), 0);
-    EXPECT_EQ(h.call(kAlice, proto::KvOp::kRelease, {}, got.completion.result0).outcome, KvStatus::kOk);
-  }
+  const std::size_t from_ssd = read_back_in_view(h, views, kAlice, keys, h.ns());
   EXPECT_GE(from_ssd, 6u);
   EXPECT_TRUE(all_zero(h.arena(0), 4 * kSlot)) << "the arena itself is never written";
 }
@@ -256,23 +269,8 @@ TEST(KvStoreIsolation, SlotsAreRegisteredInTheViewOfTheirNamespace) {
   const KvStoreCounters& c = h.store().counters();
   const std::uint64_t after_puts = c.ssd_registrations;
   EXPECT_GE(after_puts, 4u) << "every slot was registered for a namespace";
-  std::size_t from_ssd = 0;
-  const auto read_back = [&](KvClientId client, const std::vector<proto::KvKey>& keys, std::uint32_t ns) {
-    for (const auto& k : keys) {
-      const auto before = h.call(client, proto::KvOp::kLookup, {&k, 1}, 0, 0, 0, ns);
-      ASSERT_EQ(before.locations.size(), 1u);
-      from_ssd += before.locations[0].tier == 2 ? 1 : 0;
-      auto got = h.call(client, proto::KvOp::kGet, {&k, 1}, 0, 0, 0, ns);
-      ASSERT_EQ(got.outcome, KvStatus::kOk);
-      ASSERT_EQ(got.locations.size(), 1u);
-      const auto p = payload_of(k, kBlockChunk);
-      EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, ns), p.data(), kBlockChunk), 0);
-      EXPECT_EQ(views.holder(KvTier::kDram, got.locations[0].offset), ns);
-      EXPECT_EQ(h.call(client, proto::KvOp::kRelease, {}, got.completion.result0, 0, 0, ns).outcome, KvStatus::kOk);
-    }
-  };
-  ASSERT_NO_FATAL_FAILURE(read_back(kAlice, a_keys, a));
-  ASSERT_NO_FATAL_FAILURE(read_back(kBob, b_keys, b));
+  std::size_t from_ssd = read_back_in_view(h, views, kAlice, a_keys, a);
+  from_ssd += read_back_in_view(h, views, kBob, b_keys, b);
   EXPECT_GE(from_ssd, 8u);
   EXPECT_GT(c.ssd_registrations, after_puts) << "slots passed to the other namespace and were registered again";
   EXPECT_EQ(c.ssd_registration_errors, 0u);
@@ -302,14 +300,7 @@ TEST(KvStoreIsolation, ARefusedSlotRegistrationLetsGoOfTheTiersSlots) {
     const auto* base = static_cast<const std::byte*>(device.registered_buffer(i).iov_base);
     EXPECT_FALSE(base >= view && base < view + 4 * kSlot) << "buffer " << i << " still holds a slot";
   }
-  for (const auto& k : keys) {
-    auto got = h.call(kAlice, proto::KvOp::kGet, {&k, 1});
-    ASSERT_EQ(got.outcome, KvStatus::kOk);
-    ASSERT_EQ(got.locations.size(), 1u);
-    const auto p = payload_of(k, kBlockChunk);
-    EXPECT_EQ(std::memcmp(views.slot(KvTier::kDram, got.locations[0].offset, h.ns()), p.data(), kBlockChunk), 0);
-    EXPECT_EQ(h.call(kAlice, proto::KvOp::kRelease, {}, got.completion.result0).outcome, KvStatus::kOk);
-  }
+  EXPECT_GE(read_back_in_view(h, views, kAlice, keys, h.ns()), 1u);
 }
 
 }  // namespace

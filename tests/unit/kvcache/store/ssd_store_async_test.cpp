@@ -60,18 +60,23 @@ TEST_P(SsdStoreAsyncTest, ReadsIntoUnregisteredBuffersGoThroughStaging) {
     std::memset(bufs.back().get(), 0xEE, length);
     requests.push_back(SsdGetRequest{key_of(i), {bufs.back().get(), length}, i});
   }
-  ASSERT_EQ(store.submit_gets(requests), kReads);
   std::vector<SsdGetCompletion> out(kReads);
-  std::size_t done = 0;
-  while (done < kReads) {
-    auto got = store.poll_gets(std::span(out).subspan(done), 1);
-    ASSERT_TRUE(got);
-    done += *got;
-  }
-  for (const SsdGetCompletion& c : out) {
-    ASSERT_EQ(c.outcome, KvStatus::kOk) << c.user_data;
-    EXPECT_EQ(std::memcmp(bufs[c.user_data].get(), payload_of(c.user_data).data(), kPayload), 0) << c.user_data;
-  }
+  // Every read at once, each landing whole in its buffer.
+  const auto read_all = [&] {
+    for (Buffer& b : bufs) std::memset(b.get(), 0xEE, length);
+    ASSERT_EQ(store.submit_gets(requests), kReads);
+    std::size_t done = 0;
+    while (done < kReads) {
+      auto got = store.poll_gets(std::span(out).subspan(done), 1);
+      ASSERT_TRUE(got);
+      done += *got;
+    }
+    for (const SsdGetCompletion& c : out) {
+      ASSERT_EQ(c.outcome, KvStatus::kOk) << c.user_data;
+      EXPECT_EQ(std::memcmp(bufs[c.user_data].get(), payload_of(c.user_data).data(), kPayload), 0) << c.user_data;
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(read_all());
   if (registered) {
     EXPECT_EQ(store.stats().staged_reads, 2u) << "one read per staging buffer; the rest went direct";
   } else {
@@ -80,32 +85,19 @@ TEST_P(SsdStoreAsyncTest, ReadsIntoUnregisteredBuffersGoThroughStaging) {
   // Staging buffers come back: a second round stages again.
   ASSERT_EQ(store.submit_gets(std::span(requests).first(2)), 2u);
   EXPECT_FALSE(store.release_staging()) << "not while reads use them";
-  done = 0;
+  std::size_t done = 0;
   while (done < 2) done += store.poll_gets(std::span(out).subspan(done, 2 - done), 1).value();
   EXPECT_EQ(store.stats().staged_reads, registered ? 4u : 0u);
 
   // Released (for a caller whose buffers are all registered): reads go
   // straight into their buffers, and land whole.
   ASSERT_TRUE(store.release_staging());
-  for (Buffer& b : bufs) std::memset(b.get(), 0xEE, length);
-  ASSERT_EQ(store.submit_gets(requests), kReads);
-  done = 0;
-  while (done < kReads) done += store.poll_gets(std::span(out).subspan(done), 1).value();
-  for (const SsdGetCompletion& c : out) {
-    ASSERT_EQ(c.outcome, KvStatus::kOk) << c.user_data;
-    EXPECT_EQ(std::memcmp(bufs[c.user_data].get(), payload_of(c.user_data).data(), kPayload), 0) << c.user_data;
-  }
+  ASSERT_NO_FATAL_FAILURE(read_all());
   EXPECT_EQ(store.stats().staged_reads, registered ? 4u : 0u) << "no staging left";
 
   // Brought back into their places: the first two reads stage again.
   store.restore_staging();
-  ASSERT_EQ(store.submit_gets(requests), kReads);
-  done = 0;
-  while (done < kReads) done += store.poll_gets(std::span(out).subspan(done), 1).value();
-  for (const SsdGetCompletion& c : out) {
-    ASSERT_EQ(c.outcome, KvStatus::kOk) << c.user_data;
-    EXPECT_EQ(std::memcmp(bufs[c.user_data].get(), payload_of(c.user_data).data(), kPayload), 0) << c.user_data;
-  }
+  ASSERT_NO_FATAL_FAILURE(read_all());
   EXPECT_EQ(store.stats().staged_reads, registered ? 6u : 0u);
 }
 
