@@ -13,6 +13,7 @@
 
 #include "block_device_conformance.hpp"
 #include "cxlpool/hal/block_workers.hpp"
+#include "support/faulty_block_device.hpp"
 
 namespace cxlpool::blk_test {
 namespace {
@@ -161,6 +162,41 @@ TEST_P(WorkerDevice, AnUpdatedBufferServesEveryQueue) {
   for (const hal::BlockDevice* q : queues_) EXPECT_GT(q->stats().writes, 0u) << "both queues wrote";
   ASSERT_EQ(dev->read(0, dst.get(), kBlock * kBlocks).value_or(0), kBlock * kBlocks);
   EXPECT_EQ(std::memcmp(src.get(), dst.get(), kBlock * kBlocks), 0);
+}
+
+// One queue refusing an update (its pages could not be pinned) leaves the
+// entry empty on every queue: a request naming it is refused up front, not
+// sent to a queue where it would use the old memory.
+TEST_P(WorkerDevice, AnUpdateOneQueueRefusesEmptiesTheEntryOnAll) {
+  std::vector<std::unique_ptr<hal::BlockDevice>> queues;
+  auto first = open_device(options(kBlock * kBlocks));
+  if (!first && !skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+  ASSERT_NE(first, nullptr);
+  auto second = open_device(options());
+  ASSERT_NE(second, nullptr);
+  cxlpool::testing::FaultPlan plan;
+  plan.fill_updates_allowed = 0;
+  auto* refusing = new cxlpool::testing::FaultyBlockDevice(std::move(second), plan);
+  const hal::BlockDevice* accepting = first.get();
+  queues.push_back(std::move(first));
+  queues.push_back(std::unique_ptr<hal::BlockDevice>(refusing));
+  auto dev = hal::make_worker_block_device(std::move(queues));
+  ASSERT_TRUE(dev) << dev.error().message;
+  Buffer a = aligned_buffer(kBlock), b = aligned_buffer(kBlock);
+  const iovec set[2] = {{a.get(), kBlock}, {nullptr, 0}};
+  ASSERT_TRUE((*dev)->register_buffers(set));
+  const auto refused = (*dev)->update_buffer(1, iovec{b.get(), kBlock});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ENOMEM);
+  EXPECT_EQ((*dev)->registered_buffer(1).iov_base, nullptr);
+  EXPECT_EQ(refusing->registered_buffer(1).iov_base, nullptr);
+  EXPECT_EQ(accepting->registered_buffer(1).iov_base, nullptr) << "the queue that took it let it go again";
+  const IoRequest from_b{IoOp::kWrite, 0, b.get(), kBlock, 1, 1};
+  EXPECT_EQ((*dev)->submit(std::span<const IoRequest>(&from_b, 1)).error().code, EINVAL);
+  // Entry 0 still serves both queues.
+  const IoRequest reads[2] = {{IoOp::kRead, 0, a.get(), kBlock, 2, 0}, {IoOp::kRead, 0, a.get(), kBlock, 3, 0}};
+  ASSERT_TRUE((*dev)->submit(reads));
+  for (const IoCompletion& c : drain(**dev, 2)) EXPECT_EQ(c.result, static_cast<std::int64_t>(kBlock));
 }
 
 // A log region goes out as small entry headers between large payloads
