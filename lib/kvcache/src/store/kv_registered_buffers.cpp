@@ -41,11 +41,6 @@ void KvStore::Impl::register_with_ssd() {
   // Attempts: both arena tiers, the DRAM one only, none; each with the
   // window places.
   for (std::size_t tiers : {2u, 1u, 0u}) {
-    std::size_t places = 0;
-    for (std::size_t t = 0; t < tiers; ++t) {
-      places += !arenas[t].present() ? 0 : per_slot ? arenas[t].slots.capacity() : 1 + arenas[t].bytes.size() / fixed_piece;
-    }
-    if (own + places > kMaxRegisteredBuffers) continue;
     std::vector<iovec> iov;
     std::int32_t base[2] = {hal::kNoRegisteredBuffer, hal::kNoRegisteredBuffer};
     for (std::size_t t = 0; t < tiers; ++t) {
@@ -61,8 +56,9 @@ void KvStore::Impl::register_with_ssd() {
         iov.push_back(iovec{a.bytes.data() + off, static_cast<std::size_t>(std::min(fixed_piece, used - off))});
       }
     }
+    if (own + iov.size() > kMaxRegisteredBuffers) continue;
     const auto windows = static_cast<std::int32_t>(iov.size());
-    const std::size_t window_places = std::min(kWindowPlaces, kMaxRegisteredBuffers - own - iov.size());  // checked above
+    const std::size_t window_places = std::min(kWindowPlaces, kMaxRegisteredBuffers - own - iov.size());
     iov.resize(iov.size() + window_places, iovec{nullptr, 0});
     // The log's own buffers come first; ours follow them.
     auto first = ssd->register_buffers(iov);
