@@ -9,6 +9,11 @@
 #   5. the Debian packages (tests/package: built with dpkg-buildpackage,
 #      linted, installed, started and purged in a throwaway root; needs the
 #      network, skips with the reason without it)
+# Disk: the run needs about 20 GiB free (default build ~6, sanitizer build
+# ~7, guest image and package build ~4). Each step's header prints what is
+# free. With CI=true (or CXLPOOL_PRUNE_BUILDS=1) the sanitizer and fuzz build
+# trees are removed once their step is done, so that the later steps have
+# their space; a developer's run keeps them for the next incremental build.
 # Flags: --quick runs only step 1; --no-slow skips steps 4 and 5;
 # --no-package skips step 5. Step 5 is skipped, saying so, when the run has
 # already taken CXLPOOL_PACKAGE_DEADLINE_S (default 3300) seconds: a cold
@@ -29,6 +34,8 @@ for arg in "$@"; do
   esac
 done
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+prune=${CXLPOOL_PRUNE_BUILDS:-0}
+[ "${CI:-}" = "true" ] && prune=${CXLPOOL_PRUNE_BUILDS:-1}
 JOBS=${JOBS:-$(nproc)}
 status=0
 logs=()
@@ -38,9 +45,40 @@ run_suites() {  # build_dir suite...
   local args=()
   for s in "$@"; do args+=(--suite "$s"); done
   meson test -C "$dir" "${args[@]}" --num-processes "$JOBS" --print-errorlogs || status=1
-  local copy="$dir/meson-logs/testlog-$(IFS=-; echo "$*").json"
+  # The copy goes beside the default build's logs: a pruned tree takes its
+  # own logs with it.
+  mkdir -p build/meson-logs
+  local copy="build/meson-logs/testlog-$(basename "$dir")-$(IFS=-; echo "$*").json"
   cp "$dir/meson-logs/testlog.json" "$copy" 2>/dev/null && logs+=("$copy")
   slowest "$copy"
+}
+
+asan_link_args() {  # a meson array of the link flags that shrink the sanitizer tests
+  # Each sanitizer test links the whole daemon: ~370 MB apiece, 13 GB in all.
+  # Packed relative relocations (DT_RELR; the binaries are PIE) and zlib-
+  # compressed line tables halve that; reports keep their file:line. Only
+  # the flags this toolchain accepts are used.
+  local flags=() f probe
+  probe=$(mktemp -d)
+  echo 'int main() { return 0; }' > "$probe/p.cpp"
+  for f in -Wl,-z,pack-relative-relocs -Wl,--compress-debug-sections=zlib; do
+    c++ "$probe/p.cpp" -o "$probe/p" -Wl,--fatal-warnings "$f" 2>/dev/null && "$probe/p" && flags+=("'$f'")
+  done
+  rm -rf "$probe"
+  echo "[$(IFS=,; echo "${flags[*]}")]"
+}
+
+free_space() {  # what is free for the build trees, e.g. "31G free"
+  echo "$(df -h --output=avail . | tail -1 | tr -d ' ') free"
+}
+
+prune_tree() {  # dir: removed when pruning, saying what it returned
+  [ "$prune" = "1" ] || return 0
+  [ -d "$1" ] || return 0
+  local size
+  size=$(du -sh "$1" 2>/dev/null | cut -f1)
+  rm -rf "$1"
+  echo "prune: removed $1 ($size; $(free_space) now)"
 }
 
 slowest() {  # testlog.json: the five longest tests, where the time goes
@@ -52,24 +90,25 @@ print("slowest:", ", ".join(f'{r["name"].split(" / ")[-1]} {r.get("duration", 0)
 PY
 }
 
-echo "== [1] default build: unit + integration + python"
+echo "== [1] default build: unit + integration + python ($(free_space))"
 scripts/setup.sh || exit 1
 run_suites build unit integration python
 
 if [ $quick -eq 0 ]; then
-  echo "== [2] ASan + UBSan build: unit + integration (after ${SECONDS} s)"
+  echo "== [2] ASan + UBSan build: unit + integration (after ${SECONDS} s; $(free_space))"
   # -O1 (and line tables only, the debug_info default) compile in less than
   # half the time of -O2 -g and still give symbolized reports with lines.
   # meson test builds what the two suites run, not the benchmarks and VM
   # programs the default build already compiled.
   if [ ! -f build-asan/build.ninja ]; then
     meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled \
-      -Doptimization=1 >/dev/null || exit 1
+      -Doptimization=1 -Dcpp_link_args="$(asan_link_args)" >/dev/null || exit 1
   fi
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suites build-asan unit integration
+  prune_tree build-asan
 
-  echo "== [3] libFuzzer: protocol, trace, SSD-region, safetensors, device-channel, block-command, checkpoint-image and pod-wire decoders, ${FUZZ_SECONDS}s each (after ${SECONDS} s)"
+  echo "== [3] libFuzzer: protocol, trace, SSD-region, safetensors, device-channel, block-command, checkpoint-image and pod-wire decoders, ${FUZZ_SECONDS}s each (after ${SECONDS} s; $(free_space))"
   # Fuzzing time is a budget: when the earlier steps ran long (a slow
   # machine), each decoder gets less of it, at least 15 s, so that the slow
   # suite still ends by CXLPOOL_FUZZ_END_S (default 4500 s, 75 minutes) and
@@ -104,12 +143,13 @@ if [ $quick -eq 0 ]; then
       fi
       rm -rf "$corpus"
     done
+    prune_tree build-fuzz
   else
     echo "fuzz: skipped (clang++ not installed)"
   fi
 
   if [ $slow -eq 1 ]; then
-    echo "== [4] slow suite (QEMU guest) (after ${SECONDS} s)"
+    echo "== [4] slow suite (QEMU guest) (after ${SECONDS} s; $(free_space))"
     run_suites build slow
   fi
   deadline=${CXLPOOL_PACKAGE_DEADLINE_S:-3300}
