@@ -269,6 +269,14 @@ void KvService::report_ssd_errors(uint64_t now_ns) {
   const kvcache::SsdStoreStats* ss = store_->ssd_stats();
   if (ss == nullptr) return;
   if (auto line = ssd_errors_.update(*ss, now_ns)) logger("kvstore")->error("{}", *line);
+  // A refusal ends registration for a tier or a client, so there are a
+  // handful at most: each new count is one line.
+  const uint64_t refused = store_->counters().ssd_registration_errors;
+  if (refused != registration_errors_logged_) {
+    registration_errors_logged_ = refused;
+    logger("kvstore")->warn("SSD I/O on memory the device would not register ({} refusal(s) so far) pins its pages "
+                            "per request: {}", refused, store_->ssd_registration_refusal());
+  }
 }
 
 void KvService::rebuild_active() {

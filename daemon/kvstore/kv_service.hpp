@@ -320,6 +320,7 @@ class KvService {
   proto::KvRequestBatch batch_;        // reused by poll()
   std::vector<kvcache::KvStoreCompletion> done_;
   SsdErrorReport ssd_errors_{config_.ssd_path};
+  uint64_t registration_errors_logged_ = 0;  // ssd_registration_errors as of the last warning
   KvServiceCounters counters_;
   std::array<DurationHistogram, proto::kKvOpMax + 1> op_durations_;  // index: the op
 };

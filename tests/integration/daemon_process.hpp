@@ -8,7 +8,9 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,11 @@ struct DaemonStartOptions {
   std::vector<std::string> env;    // extra "NAME=value" entries for the daemon
   bool watchdog_pid_self = false;  // WATCHDOG_PID = the daemon's own pid (known only after fork)
   std::string netns;               // run it in this network namespace (/run/netns/NAME); "" the test's own
+  // Runs it with this RLIMIT_MEMLOCK and without CAP_IPC_LOCK (dropped from
+  // its bounding and inheritable sets before exec), which would otherwise
+  // exempt a root daemon from the limit: as a daemon started by a service
+  // manager with a memlock limit and no such capability.
+  std::optional<uint64_t> memlock_limit_bytes;
 };
 
 class DaemonProcess;

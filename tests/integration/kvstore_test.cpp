@@ -4,6 +4,7 @@
 // (kv.h), and cxlpoolctl kv. Chunk bytes are a function of the chunk's key,
 // so every read checks exactly what was stored under that key.
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -237,12 +238,12 @@ proto::KvStatusReply kv_status(Connection& conn) {
 class KvStore : public testing::Test {
  protected:
   // Starts a daemon whose SSD file (if any) lives in its state directory.
-  void start(KvConfig config, bool with_ssd = true) {
+  void start(KvConfig config, bool with_ssd = true, const DaemonStartOptions& options = {}) {
     config_ = config;
     daemon_ = std::make_unique<DaemonProcess>(TestConfig{}.render());
     if (with_ssd) config_.ssd_path = daemon_->dir() + "/kv-ssd.img";
     daemon_->write_config(config_.render());
-    ASSERT_TRUE(daemon_->start());
+    ASSERT_TRUE(daemon_->start(options));
   }
   std::string socket() const { return daemon_->socket(); }
   // The store's status, asked on an admin connection of its own.
@@ -603,6 +604,68 @@ TEST_F(KvStore, SsdIoUsesSlotsRegisteredInTheirNamespacesView) {
   EXPECT_EQ(stat_value(after, "kv.ssd_registration_errors"), 0) << after.dump();
   EXPECT_EQ(stat_value(after, "kv.ssd_staged_reads"), 0) << "reads land in their registered slots";
   EXPECT_EQ(store_status().tiers.at(2).errors, 0u);
+}
+
+// Whether the process holds CAP_IPC_LOCK in its effective set (which
+// exempts its pinning from RLIMIT_MEMLOCK).
+bool holds_ipc_lock(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    return (std::stoull(line.substr(7), nullptr, 16) >> CAP_IPC_LOCK) & 1;
+  }
+  return true;
+}
+
+// A daemon without CAP_IPC_LOCK under a memlock limit that holds its rings
+// but not its buffers, as a service manager's LimitMEMLOCK= may leave it:
+// the kernel refuses the registrations, the SSD tier goes on with plain
+// I/O and loses nothing, and the log says why, with the limit.
+TEST_F(KvStore, SsdIoGoesOnUnregisteredWhenTheMemlockLimitRefusesPinning) {
+  constexpr uint64_t kLimit = 128 * 1024;  // below one 256 KiB region buffer
+  start(KvConfig{.dram_slots = 4, .cxl_slots = 0, .admission_threshold = 1, .ssd_region_bytes = 256 * 1024}, true,
+        DaemonStartOptions{.memlock_limit_bytes = kLimit});
+  if (holds_ipc_lock(daemon_->pid())) GTEST_SKIP() << "CAP_IPC_LOCK could not be dropped (no CAP_SETPCAP here)";
+  KvSession s(socket(), "kv-memlock");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto ns = s.open_namespace("itest-memlock");
+  const auto keys = s.keys(ns, tokens(42, 12 * kChunkTokens));
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(s.put(ns.id, {keys[i]}, kSlot), 1) << i;
+  std::vector<cxlpool_kv_location> locs;
+  ASSERT_EQ(s.lookup(ns.id, keys, &locs), static_cast<int>(keys.size()));
+  size_t on_ssd = 0;
+  for (const auto& l : locs) on_ssd += l.tier == CXLPOOL_KV_TIER_SSD ? 1 : 0;
+  EXPECT_GE(on_ssd, 8u) << "4 DRAM slots for 12 chunks";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Lease lease(s, ns.id, {keys[i]});
+    EXPECT_EQ(check_lease(lease, {keys[i]}, kSlot), "") << "chunk " << i;
+  }
+  const json stats = ctl_json({"stats"});
+  EXPECT_GE(stat_value(stats, "kv.ssd_registration_errors"), 1) << stats.dump();
+  EXPECT_EQ(stat_value(stats, "kv.ssd_registrations"), 0) << "no slot can be registered under this limit";
+  EXPECT_EQ(store_status().tiers.at(2).errors, 0u);
+  EXPECT_TRUE(wait_until([&] { return daemon_->log().find("RLIMIT_MEMLOCK is 128.0 KiB") != std::string::npos; }, 10s))
+      << "the refusal is logged with the limit and the way out:\n" << daemon_->log();
+  EXPECT_TRUE(daemon_->running());
+}
+
+// Under a limit of 0 even the SSD tier's rings are refused (kernels from
+// 6.13 count ring memory too): the daemon does not start, and says why.
+TEST_F(KvStore, AMemlockLimitTooSmallForTheRingsIsNamedWhenTheDaemonCannotStart) {
+  DaemonProcess daemon(TestConfig{}.render());
+  KvConfig config{.dram_slots = 4, .cxl_slots = 0};
+  config.ssd_path = daemon.dir() + "/kv-ssd.img";
+  daemon.write_config(config.render());
+  if (daemon.start(DaemonStartOptions{.memlock_limit_bytes = 0})) {
+    const bool exempt = holds_ipc_lock(daemon.pid());
+    EXPECT_EQ(daemon.stop(), 0);
+    if (exempt) GTEST_SKIP() << "CAP_IPC_LOCK could not be dropped (no CAP_SETPCAP here)";
+    GTEST_SKIP() << "this kernel does not count io_uring rings against RLIMIT_MEMLOCK";
+  }
+  const std::string log = daemon.log();
+  EXPECT_NE(log.find("io_uring_setup: Cannot allocate memory (RLIMIT_MEMLOCK is 0 B and the process lacks CAP_IPC_LOCK"),
+            std::string::npos) << log;
 }
 
 TEST_F(KvStore, SsdAdmitsOnlyChunksSeenTwice) {

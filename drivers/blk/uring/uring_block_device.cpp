@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cxlpool/hal/driver/block_driver.hpp"
+#include "uring_memlock.hpp"
 
 namespace cxlpool::drivers {
 namespace {
@@ -126,7 +127,9 @@ class UringBlockDevice final : public hal::BlockDevice {
     }
     if (buffers.empty()) return {};
     const int rc = io_uring_register_buffers(&ring_, buffers.data(), static_cast<unsigned>(buffers.size()));
-    if (rc < 0) return fail(-rc, errno_message("io_uring_register_buffers", -rc));
+    if (rc < 0) {
+      return fail(-rc, errno_message("io_uring_register_buffers", -rc) + (rc == -ENOMEM ? uring_memlock_hint() : ""));
+    }
     buffers_registered_ = true;
     return {};
   }
@@ -142,7 +145,8 @@ class UringBlockDevice final : public hal::BlockDevice {
     // them go, the index is empty from now on.
     const iovec empty{nullptr, 0};
     (void)io_uring_register_buffers_update_tag(&ring_, index, &empty, nullptr, 1);
-    return fail(-rc, errno_message("io_uring_register_buffers_update_tag", -rc));
+    return fail(-rc, errno_message("io_uring_register_buffers_update_tag", -rc) +
+                         (rc == -ENOMEM ? uring_memlock_hint() : ""));
   }
 
  private:
@@ -272,6 +276,7 @@ Result<std::unique_ptr<hal::BlockDevice>> open_uring_block_device(const std::str
     std::string msg = errno_message("io_uring_setup", err);
     if (err == ENOSYS || err == EPERM)
       msg += " (the kernel refuses io_uring: kernel.io_uring_disabled or a seccomp filter; use the posix backend)";
+    if (err == ENOMEM) msg += uring_memlock_hint();
     return fail(err, msg);
   }
   auto file = hal::open_block_file(path, options);

@@ -3,12 +3,14 @@
 
 #include <liburing.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <string>
 
 #include "cxlpool/common/result.hpp"
 #include "cxlpool/common/sysfs_root.hpp"
 #include "uring_lib_version.h"
+#include "uring_memlock.hpp"
 
 namespace cxlpool::drivers {
 namespace {
@@ -30,7 +32,7 @@ hal::BackendReport probe_uring() {
     const bool refused = err == ENOSYS || err == EPERM;
     report.state = refused ? hal::BackendState::kNotPresent : hal::BackendState::kFailed;
     report.detail = errno_message("io_uring_setup", err) + (refused ? disabled_sysctl() : "") +
-                    ", " + lib;
+                    (err == ENOMEM ? uring_memlock_hint() : "") + ", " + lib;
     return report;
   }
   int ops = 0;

@@ -62,7 +62,10 @@ void KvStore::Impl::register_with_ssd() {
     iov.resize(iov.size() + window_places, iovec{nullptr, 0});
     // The log's own buffers come first; ours follow them.
     auto first = ssd->register_buffers(iov);
-    if (!first) continue;
+    if (!first) {
+      registration_refused(first.error());
+      continue;
+    }
     for (std::size_t t = 0; t < 2; ++t) {
       if (base[t] == hal::kNoRegisteredBuffer) continue;
       fixed_base[t] = base[t] + *first;
@@ -82,6 +85,11 @@ void KvStore::Impl::register_with_ssd() {
   }
 }
 
+void KvStore::Impl::registration_refused(const Error& why) {
+  ++counters.ssd_registration_errors;
+  ssd_registration_refusal = why.message;
+}
+
 // A refusal (RLIMIT_MEMLOCK, memory that cannot be pinned) ends the tier's
 // registrations: its I/O goes out unregistered from then on, and no claim
 // pays for another refused system call. The slots registered so far are
@@ -92,12 +100,13 @@ void KvStore::Impl::register_slot(KvTier t, std::uint64_t offset, std::uint32_t 
   const std::size_t ti = tier_index(t);
   const std::uint64_t piece = offset / fixed_piece;
   const iovec place{slot_ptr(t, offset, ns_id), config.slot_bytes};
-  if (ssd->device().update_buffer(static_cast<std::uint32_t>(fixed_base[ti] + piece), place)) {
+  auto updated = ssd->device().update_buffer(static_cast<std::uint32_t>(fixed_base[ti] + piece), place);
+  if (updated) {
     slot_holder[ti][piece] = ns_id;
     ++counters.ssd_registrations;
     return;
   }
-  ++counters.ssd_registration_errors;
+  registration_refused(updated.error());
   for (std::size_t i = 0; i < slot_holder[ti].size(); ++i) {
     if (slot_holder[ti][i] == 0) continue;
     (void)ssd->device().update_buffer(static_cast<std::uint32_t>(fixed_base[ti]) + static_cast<std::uint32_t>(i),
@@ -119,8 +128,9 @@ std::int32_t KvStore::Impl::window_buffer(ClientState& c, std::uint64_t window_o
   std::int32_t& place = c.window_places[slot];
   if (place != hal::kNoRegisteredBuffer || free_window_places.empty()) return place;
   const iovec bytes{c.window.data() + slot * config.slot_bytes, config.slot_bytes};
-  if (!ssd->device().update_buffer(static_cast<std::uint32_t>(free_window_places.back()), bytes)) {
-    ++counters.ssd_registration_errors;
+  if (auto updated = ssd->device().update_buffer(static_cast<std::uint32_t>(free_window_places.back()), bytes);
+      !updated) {
+    registration_refused(updated.error());
     c.window_unregistered = true;
     return hal::kNoRegisteredBuffer;
   }

@@ -307,6 +307,8 @@ std::uint64_t KvStore::ssd_durable_sequence() const { return impl_->ssd ? impl_-
 
 const SsdStoreStats* KvStore::ssd_stats() const { return impl_->ssd ? &impl_->ssd->stats() : nullptr; }
 
+const std::string& KvStore::ssd_registration_refusal() const { return impl_->ssd_registration_refusal; }
+
 std::size_t KvStore::ssd_writes_in_flight() const { return impl_->ssd ? impl_->ssd->writes_in_flight() : 0; }
 
 std::size_t KvStore::index_capacity() const { return impl_->index.max_entries(); }

@@ -247,6 +247,10 @@ struct KvStore::Impl {
   std::uint64_t fixed_piece = 0;
   std::vector<std::uint32_t> slot_holder[2];
   std::vector<std::int32_t> free_window_places;
+  // The device's reason for the last registration it refused (the kernel's
+  // errno, and for RLIMIT_MEMLOCK the limit): the daemon logs it.
+  std::string ssd_registration_refusal;
+  void registration_refused(const Error& why);
   bool closing = false;  // set as the store is destroyed (its members go after)
   // Arena slots lent to the SSD log (demoted chunks written from their slot,
   // SsdStore::put_lent), per tier: taken out of use until the log hands them

@@ -294,6 +294,7 @@ TEST(KvStoreIsolation, ARefusedSlotRegistrationLetsGoOfTheTiersSlots) {
   const KvStoreCounters& c = h.store().counters();
   EXPECT_EQ(c.ssd_registrations, 2u);
   EXPECT_EQ(c.ssd_registration_errors, 1u) << "one refusal, then no more tries";
+  EXPECT_EQ(h.store().ssd_registration_refusal(), "injected: buffer registration refused") << "kept for the daemon's log";
   const hal::BlockDevice& device = *h.faulty();
   const std::byte* view = views.view(h.ns(), KvTier::kDram);
   for (std::size_t i = 0; i < device.registered_buffer_count(); ++i) {

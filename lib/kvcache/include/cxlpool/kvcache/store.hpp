@@ -498,6 +498,9 @@ class KvStore {
   // The SSD log's own counters and region writes in flight; null / 0
   // without an SSD tier.
   [[nodiscard]] const SsdStoreStats* ssd_stats() const;
+  // Why the SSD device last refused to register memory (counted in
+  // ssd_registration_errors); empty while it never has.
+  [[nodiscard]] const std::string& ssd_registration_refusal() const;
   [[nodiscard]] std::size_t ssd_writes_in_flight() const;
   [[nodiscard]] std::size_t index_capacity() const;
 
