@@ -35,7 +35,7 @@ for arg in "$@"; do
 done
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 prune=${CXLPOOL_PRUNE_BUILDS:-0}
-[ "${CI:-}" = "true" ] && prune=${CXLPOOL_PRUNE_BUILDS:-1}
+case "${CI:-}" in true | 1) prune=${CXLPOOL_PRUNE_BUILDS:-1} ;; esac
 JOBS=${JOBS:-$(nproc)}
 status=0
 logs=()
@@ -48,13 +48,15 @@ run_suites() {  # build_dir suite...
   # The copy goes beside the default build's logs: a pruned tree takes its
   # own logs with it.
   mkdir -p build/meson-logs
-  local copy="build/meson-logs/testlog-$(basename "$dir")-$(IFS=-; echo "$*").json"
-  cp "$dir/meson-logs/testlog.json" "$copy" 2>/dev/null && logs+=("$copy")
-  slowest "$copy"
+  local copy="build/meson-logs/testlog-$(basename "$dir")-$(IFS=-; echo "$*")"
+  cp "$dir/meson-logs/testlog.txt" "$copy.txt" 2>/dev/null
+  cp "$dir/meson-logs/testlog.json" "$copy.json" 2>/dev/null && logs+=("$copy.json")
+  slowest "$copy.json"
 }
 
 asan_link_args() {  # a meson array of the link flags that shrink the sanitizer tests
-  # Each sanitizer test links the whole daemon: ~370 MB apiece, 13 GB in all.
+  # Each sanitizer test links the whole daemon: ~370 MB apiece, the tree
+  # 15 GB in all.
   # Packed relative relocations (DT_RELR; the binaries are PIE) and zlib-
   # compressed line tables halve that; reports keep their file:line. Only
   # the flags this toolchain accepts are used.
@@ -62,7 +64,7 @@ asan_link_args() {  # a meson array of the link flags that shrink the sanitizer 
   probe=$(mktemp -d)
   echo 'int main() { return 0; }' > "$probe/p.cpp"
   for f in -Wl,-z,pack-relative-relocs -Wl,--compress-debug-sections=zlib; do
-    c++ "$probe/p.cpp" -o "$probe/p" -Wl,--fatal-warnings "$f" 2>/dev/null && "$probe/p" && flags+=("'$f'")
+    ${CXX:-c++} "$probe/p.cpp" -o "$probe/p" -Wl,--fatal-warnings "$f" 2>/dev/null && "$probe/p" && flags+=("'$f'")
   done
   rm -rf "$probe"
   echo "[$(IFS=,; echo "${flags[*]}")]"
@@ -155,7 +157,7 @@ if [ $quick -eq 0 ]; then
   deadline=${CXLPOOL_PACKAGE_DEADLINE_S:-3300}
   if [ $slow -eq 1 ] && [ $package -eq 1 ]; then
     if [ "$SECONDS" -lt "$deadline" ]; then
-      echo "== [5] Debian packages (after ${SECONDS} s; $(df -h --output=avail build | tail -1 | tr -d ' ') free for the build)"
+      echo "== [5] Debian packages (after ${SECONDS} s; $(free_space))"
       # What is left of 80 minutes bounds the package build (the check skips,
       # saying so, when it would run past it).
       export CXLPOOL_PACKAGE_BUDGET_S=$((4800 - SECONDS))

@@ -31,16 +31,21 @@ namespace {
 
 // In the child before exec: the memlock limit, and CAP_IPC_LOCK out of
 // the bounding set (a root exec's permitted set is the bounding set) and
-// the inheritable one. Async-signal-safe: raw syscalls only.
+// the inheritable one, as far as this process may drop it (a test checks
+// the daemon's effective set and skips when it kept the capability).
+// Async-signal-safe: raw system calls only. False, with errno, when the
+// limit cannot be set.
 bool limit_memlock(uint64_t bytes) {
   const rlimit limit{bytes, bytes};
   if (::setrlimit(RLIMIT_MEMLOCK, &limit) != 0) return false;
-  if (::prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0) != 0 && errno != EPERM) return false;
+  (void)::prctl(PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0);
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
-  if (::syscall(SYS_capget, &header, data) != 0) return false;
-  data[CAP_TO_INDEX(CAP_IPC_LOCK)].inheritable &= ~CAP_TO_MASK(CAP_IPC_LOCK);
-  return ::syscall(SYS_capset, &header, data) == 0;
+  if (::syscall(SYS_capget, &header, data) == 0) {
+    data[CAP_TO_INDEX(CAP_IPC_LOCK)].inheritable &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+    (void)::syscall(SYS_capset, &header, data);
+  }
+  return true;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -141,7 +146,11 @@ testing::AssertionResult DaemonProcess::start(const DaemonStartOptions& options)
     const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (log_fd < 0 || null_fd < 0) ::_exit(127);
     if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) ::_exit(127);
-    if (options.memlock_limit_bytes && !limit_memlock(*options.memlock_limit_bytes)) ::_exit(127);
+    if (options.memlock_limit_bytes && !limit_memlock(*options.memlock_limit_bytes)) {
+      constexpr char kWhy[] = "test harness: setrlimit(RLIMIT_MEMLOCK) failed before exec\n";
+      (void)!::write(log_fd, kWhy, sizeof kWhy - 1);
+      ::_exit(127);
+    }
     ::dup2(null_fd, STDIN_FILENO);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);

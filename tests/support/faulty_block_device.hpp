@@ -27,6 +27,9 @@ struct FaultPlan {
   // update_buffer() calls that fill an entry succeed this many times, then
   // fail with ENOMEM (as a full RLIMIT_MEMLOCK does); -1: never fail.
   std::int64_t fill_updates_allowed = -1;
+  // register_buffers() with more entries than this fails with ENOMEM (a
+  // table the memlock limit cannot hold); 0: no limit.
+  std::size_t max_registered_buffers = 0;
 };
 
 class FaultyBlockDevice final : public hal::BlockDevice {
@@ -119,6 +122,10 @@ class FaultyBlockDevice final : public hal::BlockDevice {
   }
 
   Result<void> register_buffers_impl(std::span<const iovec> buffers) override {
+    if (plan_.max_registered_buffers != 0 && buffers.size() > plan_.max_registered_buffers) {
+      ++injected_;
+      return fail(ENOMEM, "injected: buffer table refused");
+    }
     return inner_->register_buffers(buffers);
   }
   Result<void> update_buffer_impl(std::uint32_t index, const iovec& buffer) override {

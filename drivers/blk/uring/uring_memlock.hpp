@@ -9,8 +9,9 @@
 
 namespace cxlpool::drivers {
 
-// " (RLIMIT_MEMLOCK is 8 MiB and the process lacks CAP_IPC_LOCK: ...)" when
-// the limit applies to this process; "" otherwise (the ENOMEM was real).
+// " (RLIMIT_MEMLOCK is 8.0 MiB and the process lacks CAP_IPC_LOCK: ...)"
+// when the limit applies to this process; "" when it does not (the ENOMEM
+// had another cause).
 std::string uring_memlock_hint();
 
 }  // namespace cxlpool::drivers

@@ -63,7 +63,9 @@ void KvStore::Impl::register_with_ssd() {
     // The log's own buffers come first; ours follow them.
     auto first = ssd->register_buffers(iov);
     if (!first) {
-      registration_refused(first.error());
+      // One refusal however many smaller tables are tried after it: the
+      // count says how often registration was refused, not how hard.
+      if (tiers == 2) registration_refused(first.error());
       continue;
     }
     for (std::size_t t = 0; t < 2; ++t) {
@@ -120,9 +122,10 @@ void KvStore::Impl::register_slot(KvTier t, std::uint64_t offset, std::uint32_t 
 // On the slot's first lend: the client wrote it, so its pages are there
 // and pinning them allocates nothing (registering a whole window at connect
 // pinned, and zeroed, every page of it, 256 MiB in the benchmark, on the
-// event loop). A refusal ends the client's registrations.
+// event loop). A refusal ends the registration of windows, every client's:
+// the limit that refused one would refuse the next.
 std::int32_t KvStore::Impl::window_buffer(ClientState& c, std::uint64_t window_offset) {
-  if (c.window_unregistered) return hal::kNoRegisteredBuffer;
+  if (windows_unregistered) return hal::kNoRegisteredBuffer;
   const std::uint64_t slot = window_offset / config.slot_bytes;
   if (c.window_places.empty()) c.window_places.assign(c.window.size() / config.slot_bytes, hal::kNoRegisteredBuffer);
   std::int32_t& place = c.window_places[slot];
@@ -131,7 +134,7 @@ std::int32_t KvStore::Impl::window_buffer(ClientState& c, std::uint64_t window_o
   if (auto updated = ssd->device().update_buffer(static_cast<std::uint32_t>(free_window_places.back()), bytes);
       !updated) {
     registration_refused(updated.error());
-    c.window_unregistered = true;
+    windows_unregistered = true;
     return hal::kNoRegisteredBuffer;
   }
   place = free_window_places.back();

@@ -90,7 +90,6 @@ struct ClientState {
   // Per window slot, its registered buffer with the SSD device
   // (kNoRegisteredBuffer: none yet); empty until the first lend.
   std::vector<std::int32_t> window_places;
-  bool window_unregistered = false;  // the device refused one: no more tries
   std::uint32_t window_lent = 0;  // window slots the SSD log writes from
   std::uint32_t window_fills = 0;  // window slots copies behind answered commits read from
 };
@@ -247,6 +246,7 @@ struct KvStore::Impl {
   std::uint64_t fixed_piece = 0;
   std::vector<std::uint32_t> slot_holder[2];
   std::vector<std::int32_t> free_window_places;
+  bool windows_unregistered = false;  // the device refused a window slot: no more tries
   // The device's reason for the last registration it refused (the kernel's
   // errno, and for RLIMIT_MEMLOCK the limit): the daemon logs it.
   std::string ssd_registration_refusal;

@@ -304,5 +304,30 @@ TEST(KvStoreIsolation, ARefusedSlotRegistrationLetsGoOfTheTiersSlots) {
   EXPECT_GE(read_back_in_view(h, views, kAlice, keys, h.ns()), 1u);
 }
 
+// A table of slots the kernel refuses at start (a memlock limit that holds
+// the log's own buffers and no more) is one refusal, whatever smaller
+// tables are tried after it; the log keeps its own buffers registered and
+// the slots go unregistered.
+TEST(KvStoreIsolation, ARefusedSlotTableAtStartIsOneRefusal) {
+  HeapViews views(4, 0);
+  HarnessOptions o = lending_options(Driver::kUring);
+  o.memory = &views;
+  o.faulty = true;
+  o.fault.max_registered_buffers = 64;  // the log's region and staging buffers, not the 4096 window places
+  KvHarness h;
+  KV_OPEN_OR_SKIP(h, o);
+  const KvStoreCounters& at_start = h.store().counters();
+  EXPECT_EQ(at_start.ssd_registration_errors, 1u);
+  EXPECT_EQ(h.store().ssd_registration_refusal(), "injected: buffer table refused");
+  EXPECT_GT(h.faulty()->registered_buffer_count(), 0u) << "the log's own buffers stay registered";
+  const auto keys = keys_of(90, 10);
+  ASSERT_NO_FATAL_FAILURE(h.put_each(kAlice, keys, kBlockChunk));
+  ASSERT_NO_FATAL_FAILURE(h.drain());
+  const KvStoreCounters& c = h.store().counters();
+  EXPECT_EQ(c.ssd_registrations, 0u);
+  EXPECT_EQ(c.ssd_registration_errors, 1u) << "no slot was tried after the table was refused";
+  EXPECT_GE(read_back_in_view(h, views, kAlice, keys, h.ns()), 1u);
+}
+
 }  // namespace
 }  // namespace cxlpool::kvcache::testing

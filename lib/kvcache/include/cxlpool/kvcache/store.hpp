@@ -220,7 +220,7 @@ struct KvNamespaceInfo {
   X(put_window_changed, "put_window_changed") /* of those, dropped: the window slot changed after the commit */ \
   X(put_checksum_mismatch, "put_checksum_mismatch") /* chunks not stored: their bytes did not match the declared CRC */ \
   X(ssd_registrations, "ssd_registrations") /* slots (in a namespace's view) and put windows registered with the SSD device */ \
-  X(ssd_registration_errors, "ssd_registration_errors") /* registrations the device refused (that memory's SSD I/O goes unregistered) */
+  X(ssd_registration_errors, "ssd_registration_errors") /* registrations the device refused: at start, a tier's slot, a window slot (that memory's SSD I/O goes unregistered) */
 // clang-format on
 
 struct KvTierCounters {
