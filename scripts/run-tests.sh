@@ -92,6 +92,13 @@ print("slowest:", ", ".join(f'{r["name"].split(" / ")[-1]} {r.get("duration", 0)
 PY
 }
 
+if [ $quick -eq 0 ]; then
+  free_gib=$(df -BG --output=avail . | tail -1 | tr -dc '0-9')
+  if [ "${free_gib:-0}" -lt 20 ]; then
+    echo "run-tests: WARNING: ${free_gib} GiB free here; the whole run needs about 20 GiB" \
+         "(a step that runs out fails with 'No space left on device')"
+  fi
+fi
 echo "== [1] default build: unit + integration + python ($(free_space))"
 scripts/setup.sh || exit 1
 run_suites build unit integration python
