@@ -674,6 +674,7 @@ void parse_kvstore(Section section, Config& config) {
   // The admission sketch counts sightings in 8-bit saturating counters.
   section.read_int("admission_threshold", 0, 255, kv.admission_threshold);
   section.read_path("ssd_path", true, kv.ssd_path);
+  section.read_path("view_dir", true, kv.view_dir);
   const bool has_ssd_bytes = section.read_size("ssd_bytes", 1, kv.ssd_bytes);
   if (section.read_size("ssd_region_bytes", 1, kv.ssd_region_bytes)) {
     if (kv.ssd_region_bytes % kKvBlock != 0 || kv.ssd_region_bytes < kKvMinRegionBytes ||
@@ -1011,6 +1012,7 @@ std::vector<std::string> changes_needing_restart(const Config& running, const Co
   check(a.eviction != b.eviction, "kvstore.eviction");
   check(a.admission_threshold != b.admission_threshold, "kvstore.admission_threshold");
   check(a.ssd_path != b.ssd_path, "kvstore.ssd_path");
+  check(a.view_dir != b.view_dir, "kvstore.view_dir");
   check(a.ssd_bytes != b.ssd_bytes, "kvstore.ssd_bytes");
   check(a.ssd_region_bytes != b.ssd_region_bytes, "kvstore.ssd_region_bytes");
   check(a.ssd_sync != b.ssd_sync, "kvstore.ssd_sync");

@@ -77,6 +77,7 @@ struct KvStoreSection {
   KvEviction eviction = KvEviction::kLru;
   uint32_t admission_threshold = 2;    // SSD admission: sightings needed
   std::string ssd_path;                // file or block device; empty: no SSD tier
+  std::string view_dir;                // tmpfs directory for the namespace views; empty: memfds
   uint64_t ssd_bytes = 0;              // size to give a new (or smaller) file
   uint64_t ssd_region_bytes = 16ull << 20;
   KvSsdSync ssd_sync = KvSsdSync::kPerRegion;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cxlpool/common/units.hpp"
+#include "kvstore/kv_view_dir.hpp"
 #include "pod/pod_auth.hpp"
 
 namespace cxlpool::daemon {
@@ -72,6 +73,9 @@ Result<void> check_config_on_host(const Config& config) {
   if (auto ok = check_pod_secret(config.pod, ::geteuid()); !ok) return ok;
   if (config.kvstore.enabled) {
     if (auto ok = check_ssd_path(config.kvstore); !ok) return ok;
+    if (!config.kvstore.view_dir.empty()) {
+      if (auto ok = check_view_dir(config.kvstore.view_dir); !ok) return ok;
+    }
   }
   return {};
 }

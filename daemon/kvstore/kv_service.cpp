@@ -15,6 +15,7 @@
 #include "cxlpool/common/clock.hpp"
 #include "cxlpool/common/units.hpp"
 #include "cxlpool/kvcache/namespace.hpp"
+#include "kv_view_dir.hpp"
 
 namespace cxlpool::daemon {
 namespace {
@@ -140,7 +141,16 @@ Result<void> KvService::try_start() {
     if (bindable && (view_tiers[0].numa_node >= 0 || view_tiers[1].numa_node >= 0)) {
       placement_ = make_page_placement(pool_.topology());
     }
-    views_ = std::make_unique<KvViews>(config_.slot_bytes, view_tiers, placement_.get());
+    views_ = std::make_unique<KvViews>(config_.slot_bytes, view_tiers, placement_.get(), config_.view_dir);
+    if (!config_.view_dir.empty()) {
+      const std::string huge = view_dir_huge_pages(config_.view_dir);
+      if (huge == "always" || huge == "within_size") {
+        log->info("namespace views in {} (tmpfs, huge={}: 2 MiB pages)", config_.view_dir, huge);
+      } else {
+        log->warn("namespace views in {} (tmpfs, huge={}): 4 KiB pages, as with memfds; mount it with "
+                  "huge=within_size for 2 MiB pages", config_.view_dir, huge.empty() ? "unknown" : huge);
+      }
+    }
   }
   kvcache::KvArenas arenas{dram_arena_->bytes, cxl_arena_ ? cxl_arena_->bytes : std::span<std::byte>{},
                            views_.get()};

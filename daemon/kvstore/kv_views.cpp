@@ -9,12 +9,14 @@
 
 #include <cerrno>
 #include <string>
+#include <utility>
+
+#include "kv_view_dir.hpp"
 
 namespace cxlpool::daemon {
 namespace {
 
-Result<UniqueFd> create_view_memfd(uint32_t ns_id, size_t tier, uint64_t bytes) {
-  const std::string name = "cxlpool-kv-view-" + std::to_string(ns_id) + (tier == 0 ? "-dram" : "-cxl");
+Result<UniqueFd> create_view_memfd(const std::string& name, uint64_t bytes) {
   UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC));
   if (!fd) return fail_errno("memfd_create " + name);
   // Before any descriptor leaves the daemon: a memfd is created 0777, and
@@ -28,8 +30,9 @@ Result<UniqueFd> create_view_memfd(uint32_t ns_id, size_t tier, uint64_t bytes) 
 
 }  // namespace
 
-KvViews::KvViews(uint64_t slot_bytes, std::array<KvViewTier, 2> tiers, hal::PagePlacement* placement)
-    : slot_bytes_(slot_bytes), tiers_(tiers), placement_(placement) {
+KvViews::KvViews(uint64_t slot_bytes, std::array<KvViewTier, 2> tiers, hal::PagePlacement* placement,
+                 std::string dir)
+    : slot_bytes_(slot_bytes), tiers_(tiers), placement_(placement), dir_(std::move(dir)) {
   for (size_t t = 0; t < 2; ++t) holders_[t].assign(tiers_[t].bytes / slot_bytes_, 0);
 }
 
@@ -44,7 +47,8 @@ Result<void> KvViews::ensure(uint32_t ns_id) {
   for (size_t t = 0; t < 2; ++t) {
     const uint64_t bytes = tiers_[t].bytes;
     if (bytes == 0) continue;
-    auto fd = create_view_memfd(ns_id, t, bytes);
+    const std::string name = "cxlpool-kv-view-" + std::to_string(ns_id) + (t == 0 ? "-dram" : "-cxl");
+    auto fd = dir_.empty() ? create_view_memfd(name, bytes) : create_view_file(dir_, name, bytes);
     if (!fd) return tl::unexpected(fd.error());
     // MAP_NORESERVE: the view is sparse; its pages come from the arena's
     // slots, not from a reservation of its whole size.

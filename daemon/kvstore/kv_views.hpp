@@ -27,6 +27,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cxlpool/common/counter_list.hpp"
@@ -60,8 +61,11 @@ struct KvViewCounters {
 class KvViews final : public kvcache::KvSlotMemory {
  public:
   // tiers[0]: the DRAM arena, tiers[1]: the CXL arena. `placement` may be
-  // null (nothing is bound); it must outlive the views.
-  KvViews(uint64_t slot_bytes, std::array<KvViewTier, 2> tiers, hal::PagePlacement* placement);
+  // null (nothing is bound); it must outlive the views. `dir`: the tmpfs
+  // directory the views are made in (kvstore.view_dir, kv_view_dir.hpp);
+  // empty: memfds.
+  KvViews(uint64_t slot_bytes, std::array<KvViewTier, 2> tiers, hal::PagePlacement* placement,
+          std::string dir = {});
 
   // Creates namespace ns_id's views unless they exist. ENOMEM: no address
   // space for the daemon's mapping (every namespace's views are mapped
@@ -89,6 +93,7 @@ class KvViews final : public kvcache::KvSlotMemory {
   uint64_t slot_bytes_;
   std::array<KvViewTier, 2> tiers_;
   hal::PagePlacement* placement_;
+  std::string dir_;
   std::vector<std::array<View, 2>> views_;   // index = namespace id - 1
   std::vector<uint32_t> holders_[2];         // per tier, per slot: the namespace id
   KvViewCounters counters_;

@@ -29,6 +29,9 @@
 //            --chunks and --qd each; every one warms up, then all start
 //            the timed puts together, and the rate is of all their puts
 //            over the span from the first start to the last finish.
+//            --tenants 1: each writer in a namespace of its own, so that
+//            a full arena hands slots from one namespace to another (the
+//            old view punched, the new one faulted in) as tenants do.
 //   get      puts --chunks chunks, then gets them in a shuffled order with
 //            --qd in flight; each get copies the chunk out of the arena
 //            (--copy 1, what a consumer that is not a DMA engine pays) and
@@ -605,7 +608,8 @@ int run_put_clients(const char* socket, const Options& opt, std::size_t clients)
   for (std::size_t k = 0; k < clients; ++k) {
     threads.emplace_back([&, k] {
       const Connection conn(socket, "kvstore-bench", 0);
-      const cxlpool_kv_namespace ns = conn.open_namespace("kvstore-bench-put", kChunkTokens);
+      const std::string model = opt.u64("tenants") != 0 ? "kvstore-bench-put-" + std::to_string(k) : "kvstore-bench-put";
+      const cxlpool_kv_namespace ns = conn.open_namespace(model.c_str(), kChunkTokens);
       const auto keys = key_range(ns, opt.u64("seed") + k, chunks);
       const std::uint64_t dram_slots = conn.info.arena_bytes[0] / conn.info.slot_bytes;
       const std::size_t warm = std::min<std::size_t>(chunks / 2, dram_slots / clients + qd);
@@ -731,7 +735,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s SOCKET|- latency|put|get|ssd-put|ssd-get|memcpy|handover [--qd N] [--chunks N] [--bytes N]\n"
                  "       [--iterations N] [--copy 0|1] [--passes N] [--write 0|1] [--checksums auto|0|1] [--seed N]\n"
-                 "       [--clients N]\n"
+                 "       [--clients N] [--tenants 0|1]\n"
                  "       [--to-ssd 0|1]\n",
                  argv[0]);
     return 2;
@@ -749,6 +753,7 @@ int main(int argc, char** argv) {
                      {"checksums", "auto"},
                      {"seed", "1"},
                      {"clients", "1"},
+                     {"tenants", "0"},
                      {"to-ssd", "0"}});
   if (mode == "memcpy") return run_memcpy(opt);
   if (mode == "handover") return run_handover(opt.u64("bytes"));

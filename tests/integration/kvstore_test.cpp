@@ -8,7 +8,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -36,6 +38,7 @@
 #include "kv_connection.hpp"
 #include "log_lines.hpp"
 #include "pool_queries.hpp"
+#include "support/temp_dir.hpp"
 #include "test_config.hpp"
 
 namespace cxlpool::integration {
@@ -683,6 +686,84 @@ TEST_F(KvStore, AMemlockLimitTooSmallForTheRingsIsNamedWhenTheDaemonCannotStart)
   const std::string log = daemon.log();
   EXPECT_NE(log.find("io_uring_setup: Cannot allocate memory (RLIMIT_MEMLOCK is 0 B and the process lacks CAP_IPC_LOCK"),
             std::string::npos) << log;
+}
+
+// A tmpfs this test mounts (huge=always where the kernel has THP) and
+// unmounts: the mount point is the test's own temporary directory.
+class TestTmpfs {
+ public:
+  TestTmpfs() : dir_("kv-views", "/var/tmp") {
+    const char* huge = "huge=always,mode=0700,size=64m";
+    if (::mount("cxlpool-itest", dir_.path().c_str(), "tmpfs", 0, huge) == 0) {
+      mounted_ = true;
+      huge_ = true;
+    } else if (errno == EINVAL && ::mount("cxlpool-itest", dir_.path().c_str(), "tmpfs", 0, "mode=0700,size=64m") == 0) {
+      mounted_ = true;
+    } else {
+      error_ = std::strerror(errno);
+    }
+  }
+  ~TestTmpfs() {
+    if (mounted_) ::umount2(dir_.path().c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  bool huge() const { return huge_; }
+  const std::string& error() const { return error_; }
+  std::string path() const { return dir_.path().string(); }
+  uint64_t used_bytes() const {
+    struct statfs fs {};
+    if (::statfs(path().c_str(), &fs) != 0) return 0;
+    return (fs.f_blocks - fs.f_bfree) * fs.f_bsize;
+  }
+
+ private:
+  test::TempDir dir_;
+  bool mounted_ = false;
+  bool huge_ = false;
+  std::string error_;
+};
+
+// A value of /proc/PID/smaps_rollup, in kB (-1: no such line).
+int64_t smaps_rollup_kb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+// kvstore.view_dir: the namespace views are files of a tmpfs the operator
+// mounted with huge pages, not memfds. Chunks of two namespaces that take
+// each other's slots read back intact, the views' pages are on that tmpfs,
+// and the daemon maps them with 2 MiB pages.
+TEST_F(KvStore, ViewsLiveOnTheConfiguredTmpfsWithHugePages) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a tmpfs";
+  TestTmpfs tmpfs;
+  if (!tmpfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << tmpfs.error();
+  KvConfig config{.dram_slots = 64, .cxl_slots = 0};
+  config.kvstore = "view_dir = \"" + tmpfs.path() + "\"\n";
+  start(config, false);
+  KvSession s(socket(), "kv-view-dir");
+  ASSERT_TRUE(s.ok()) << s.error;
+  const auto a = s.open_namespace("itest-view-dir-a");
+  const auto b = s.open_namespace("itest-view-dir-b");
+  const auto a_keys = s.keys(a, tokens(50, 64 * kChunkTokens));
+  const auto b_keys = s.keys(b, tokens(51, 64 * kChunkTokens));
+  ASSERT_EQ(s.put_each(a.id, a_keys, kSlot), a_keys.size()) << cxlpool_last_error();
+  EXPECT_GT(tmpfs.used_bytes(), 0u) << "a's chunks are in views on the tmpfs";
+  // b's chunks take a's slots: a's view is punched there, b's filled.
+  ASSERT_EQ(s.put_each(b.id, b_keys, kSlot), b_keys.size()) << cxlpool_last_error();
+  for (size_t i = 0; i < b_keys.size(); i += 7) {
+    Lease lease(s, b.id, {b_keys[i]});
+    EXPECT_EQ(check_lease(lease, {b_keys[i]}, kSlot), "") << "chunk " << i;
+  }
+  const json stats = ctl_json({"stats"});
+  EXPECT_GE(stat_value(stats, "kv.view_punches"), 32) << stats.dump();
+  EXPECT_LE(tmpfs.used_bytes(), 64 * kSlot + 4 * kMiB) << "a page is backed in one view only";
+  if (!tmpfs.huge()) GTEST_SKIP() << "this kernel's tmpfs has no huge= option (no THP)";
+  EXPECT_NE(daemon_->log().find("huge=always: 2 MiB pages"), std::string::npos) << daemon_->log();
+  EXPECT_GT(smaps_rollup_kb(daemon_->pid(), "ShmemPmdMapped"), 0) << "the daemon maps the views with 2 MiB pages";
 }
 
 TEST_F(KvStore, SsdAdmitsOnlyChunksSeenTwice) {

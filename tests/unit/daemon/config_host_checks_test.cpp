@@ -3,9 +3,11 @@
 // the machine cannot back, and an ssd_path that is a link, not a file, or in
 // a directory that does not exist; a pod secret file that is missing, not
 // a regular file, not its owner's alone, of another owner, or too short;
-// the etcd password file likewise.
+// the etcd password file likewise; a view_dir that is not a tmpfs directory.
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +15,7 @@
 
 #include "config.hpp"
 #include "config_host_checks.hpp"
+#include "kvstore/kv_view_dir.hpp"
 #include "pod/pod_auth.hpp"
 #include "cxlpool/common/units.hpp"
 #include "support/temp_dir.hpp"
@@ -225,6 +228,58 @@ TEST_F(PodSecretCheck, TheStartRunsTheCheck) {
   auto ok = check_config_on_host(config);
   ASSERT_FALSE(ok);
   EXPECT_EQ(ok.error().code, ENOENT);
+}
+
+bool on_tmpfs(const std::string& path) {
+  struct statfs fs {};
+  return ::statfs(path.c_str(), &fs) == 0 && static_cast<unsigned long>(fs.f_type) == TMPFS_MAGIC;
+}
+
+// /dev/shm is tmpfs on every Linux this runs on; /var/tmp is a disk file
+// system on the machines here (checked, and the case skipped, otherwise).
+TEST(ViewDirCheck, OnlyATmpfsDirectoryItselfPasses) {
+  if (!on_tmpfs("/dev/shm")) GTEST_SKIP() << "/dev/shm is not tmpfs here";
+  test::TempDir shm{"viewdir", "/dev/shm"};
+  EXPECT_TRUE(check_view_dir(shm.path()));
+  EXPECT_FALSE(view_dir_huge_pages(shm.path()).empty()) << "the tmpfs mount holding it is found";
+  const std::string link = shm.path().string() + "/link";
+  ASSERT_EQ(::symlink(shm.path().c_str(), link.c_str()), 0);
+  const auto linked = check_view_dir(link);
+  ASSERT_FALSE(linked);
+  EXPECT_EQ(linked.error().code, ELOOP);
+  const std::string file = shm.path().string() + "/file";
+  std::ofstream(file) << "x";
+  const auto not_dir = check_view_dir(file);
+  ASSERT_FALSE(not_dir);
+  EXPECT_EQ(not_dir.error().code, ENOTDIR);
+  const auto missing = check_view_dir(shm.path().string() + "/missing");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("kvstore.view_dir"), std::string::npos) << missing.error().message;
+
+  test::TempDir disk{"viewdir", "/var/tmp"};
+  if (on_tmpfs(disk.path())) GTEST_SKIP() << "/var/tmp is tmpfs here";
+  const auto refused = check_view_dir(disk.path());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, EINVAL);
+  EXPECT_NE(refused.error().message.find("is not on tmpfs"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("huge=within_size"), std::string::npos) << "says what to mount";
+  EXPECT_EQ(view_dir_huge_pages(disk.path()), "") << "no tmpfs holds it";
+}
+
+// The views' files: unnamed, the size asked, 0400 (nobody else reopens them).
+TEST(ViewDirCheck, ViewFilesAreUnnamedAndOwnerReadOnly) {
+  test::TempDir shm{"viewdir", "/dev/shm"};
+  auto fd = create_view_file(shm.path(), "view", 8 * kMiB);
+  ASSERT_TRUE(fd) << fd.error().message;
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd->get(), &st), 0);
+  EXPECT_EQ(st.st_size, static_cast<off_t>(8 * kMiB));
+  EXPECT_EQ(st.st_mode & 07777, 0400u);
+  EXPECT_EQ(st.st_nlink, 0u) << "O_TMPFILE: no name in the directory";
+  EXPECT_TRUE(std::filesystem::is_empty(shm.path()));
+  const auto refused = create_view_file(shm.path().string() + "/missing", "view", kMiB);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("kvstore.view_dir"), std::string::npos) << refused.error().message;
 }
 
 }  // namespace

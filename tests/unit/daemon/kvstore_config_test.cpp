@@ -23,7 +23,7 @@ const std::vector<std::string> kKvKeys = {
     "index_capacity",    "dram_bandwidth_mbps", "dram_latency_ns",  "cxl_bandwidth_mbps",
     "cxl_latency_ns",    "ssd_bandwidth_mbps", "ssd_latency_ns",   "ssd_lend_min_bytes",
     "lease_timeout_ms",  "ssd_format_foreign", "ssd_workers",       "commit_workers",
-    "ssd_read_staging",  "copy_behind_min_bytes",
+    "ssd_read_staging",  "copy_behind_min_bytes", "view_dir",
 };
 
 TEST(KvStoreConfig, Defaults) {
@@ -39,6 +39,7 @@ TEST(KvStoreConfig, Defaults) {
   EXPECT_EQ(kv.eviction, KvEviction::kLru);
   EXPECT_EQ(kv.admission_threshold, 2u);
   EXPECT_TRUE(kv.ssd_path.empty());
+  EXPECT_TRUE(kv.view_dir.empty()) << "memfd views";
   EXPECT_EQ(kv.ssd_bytes, 0u);
   EXPECT_EQ(kv.ssd_region_bytes, 16 * kMiB);
   EXPECT_EQ(kv.ssd_sync, KvSsdSync::kPerRegion);
@@ -186,6 +187,8 @@ const Rejection kRejections[] = {
     {"[kvstore]\nadmission_threshold = 256", "kvstore.admission_threshold", 2, "between 0 and 255"},
     {"[kvstore]\nadmission_threshold = -1", "kvstore.admission_threshold", 2, "between 0 and 255"},
     {"[kvstore]\nssd_path = \"kv.log\"", "kvstore.ssd_path", 2, "must be an absolute path"},
+    {"[kvstore]\nview_dir = \"views\"", "kvstore.view_dir", 2, "must be an absolute path"},
+    {"[kvstore]\nview_dir = 3", "kvstore.view_dir", 2, "expected a string"},
     {"[kvstore]\nssd_bytes = \"1G\"", "kvstore.ssd_bytes", 2, "only meaningful with ssd_path"},
     {"[kvstore]\nssd_path = \"/x\"\nssd_bytes = 0", "kvstore.ssd_bytes", 3, "must be greater than 0"},
     {"[kvstore]\nssd_path = \"/x\"\nssd_bytes = \"16M\"", "kvstore.ssd_bytes", 3,
