@@ -74,7 +74,7 @@ Result<void> check_config_on_host(const Config& config) {
   if (config.kvstore.enabled) {
     if (auto ok = check_ssd_path(config.kvstore); !ok) return ok;
     if (!config.kvstore.view_dir.empty()) {
-      if (auto ok = check_view_dir(config.kvstore.view_dir); !ok) return ok;
+      if (auto ok = check_view_dir(config.kvstore.view_dir, ::geteuid()); !ok) return ok;
     }
   }
   return {};

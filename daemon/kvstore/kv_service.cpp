@@ -141,16 +141,30 @@ Result<void> KvService::try_start() {
     if (bindable && (view_tiers[0].numa_node >= 0 || view_tiers[1].numa_node >= 0)) {
       placement_ = make_page_placement(pool_.topology());
     }
-    views_ = std::make_unique<KvViews>(config_.slot_bytes, view_tiers, placement_.get(), config_.view_dir);
+    UniqueFd view_dir;
     if (!config_.view_dir.empty()) {
+      auto dir = open_view_dir(config_.view_dir, ::geteuid());
+      if (!dir) {
+        ++counters_.start_failures;
+        log->error("{}", dir.error().message);
+        return tl::unexpected(dir.error());
+      }
+      view_dir = std::move(*dir);
       const std::string huge = view_dir_huge_pages(config_.view_dir);
-      if (huge == "always" || huge == "within_size") {
+      if (huge_pages_in_views(huge)) {
         log->info("namespace views in {} (tmpfs, huge={}: 2 MiB pages)", config_.view_dir, huge);
+        if (config_.slot_bytes % (2 * kMiB) != 0) {
+          log->warn("slots of {} share 2 MiB pages: a view may hold a whole page where its namespace has one "
+                    "slot, so the views can take more memory than the arenas; use a slot_bytes multiple of 2M",
+                    format_size(config_.slot_bytes));
+        }
       } else {
         log->warn("namespace views in {} (tmpfs, huge={}): 4 KiB pages, as with memfds; mount it with "
                   "huge=within_size for 2 MiB pages", config_.view_dir, huge.empty() ? "unknown" : huge);
       }
     }
+    views_ = std::make_unique<KvViews>(config_.slot_bytes, view_tiers, placement_.get(), std::move(view_dir),
+                                       config_.view_dir);
   }
   kvcache::KvArenas arenas{dram_arena_->bytes, cxl_arena_ ? cxl_arena_->bytes : std::span<std::byte>{},
                            views_.get()};

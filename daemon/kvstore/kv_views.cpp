@@ -31,8 +31,8 @@ Result<UniqueFd> create_view_memfd(const std::string& name, uint64_t bytes) {
 }  // namespace
 
 KvViews::KvViews(uint64_t slot_bytes, std::array<KvViewTier, 2> tiers, hal::PagePlacement* placement,
-                 std::string dir)
-    : slot_bytes_(slot_bytes), tiers_(tiers), placement_(placement), dir_(std::move(dir)) {
+                 UniqueFd dir_fd, std::string dir)
+    : slot_bytes_(slot_bytes), tiers_(tiers), placement_(placement), dir_fd_(std::move(dir_fd)), dir_(std::move(dir)) {
   for (size_t t = 0; t < 2; ++t) holders_[t].assign(tiers_[t].bytes / slot_bytes_, 0);
 }
 
@@ -48,7 +48,7 @@ Result<void> KvViews::ensure(uint32_t ns_id) {
     const uint64_t bytes = tiers_[t].bytes;
     if (bytes == 0) continue;
     const std::string name = "cxlpool-kv-view-" + std::to_string(ns_id) + (t == 0 ? "-dram" : "-cxl");
-    auto fd = dir_.empty() ? create_view_memfd(name, bytes) : create_view_file(dir_, name, bytes);
+    auto fd = dir_fd_ ? create_view_file(dir_fd_.get(), dir_, name, bytes) : create_view_memfd(name, bytes);
     if (!fd) return tl::unexpected(fd.error());
     // MAP_NORESERVE: the view is sparse; its pages come from the arena's
     // slots, not from a reservation of its whole size.

@@ -12,7 +12,9 @@
 // backed twice and A's readers see zeros there, never B's bytes. A slot that
 // goes back to the namespace it held before keeps its pages (one model on a
 // host pays nothing). The pages of every view together never exceed the
-// arena's slots: each slot is backed in at most one view.
+// arena's slots: each slot is backed in at most one view (with 2 MiB pages
+// and slots smaller than that, a view may hold a whole page around one
+// slot: kv_view_dir.hpp).
 //
 // The views are placed like the arena they stand for (bound to the tier's
 // NUMA node when it has one; an emulated tier's views are plain memfds, with
@@ -61,11 +63,11 @@ struct KvViewCounters {
 class KvViews final : public kvcache::KvSlotMemory {
  public:
   // tiers[0]: the DRAM arena, tiers[1]: the CXL arena. `placement` may be
-  // null (nothing is bound); it must outlive the views. `dir`: the tmpfs
-  // directory the views are made in (kvstore.view_dir, kv_view_dir.hpp);
-  // empty: memfds.
+  // null (nothing is bound); it must outlive the views. `dir_fd`: the tmpfs
+  // directory the views are made in, opened by open_view_dir() (`dir`, its
+  // path, for messages; kvstore.view_dir, kv_view_dir.hpp); none: memfds.
   KvViews(uint64_t slot_bytes, std::array<KvViewTier, 2> tiers, hal::PagePlacement* placement,
-          std::string dir = {});
+          UniqueFd dir_fd = {}, std::string dir = {});
 
   // Creates namespace ns_id's views unless they exist. ENOMEM: no address
   // space for the daemon's mapping (every namespace's views are mapped
@@ -93,6 +95,7 @@ class KvViews final : public kvcache::KvSlotMemory {
   uint64_t slot_bytes_;
   std::array<KvViewTier, 2> tiers_;
   hal::PagePlacement* placement_;
+  UniqueFd dir_fd_;
   std::string dir_;
   std::vector<std::array<View, 2>> views_;   // index = namespace id - 1
   std::vector<uint32_t> holders_[2];         // per tier, per slot: the namespace id

@@ -16,7 +16,11 @@
 #      (kvstore_bench handover: a sealed fresh memfd per put, or one from a
 #      pool of windows prepared by another thread) against it;
 #   4. a multi-turn chat trace with the DRAM arena at 10% of its working set:
-#      hit rate and recompute-or-load savings.
+#      hit rate and recompute-or-load savings;
+#   5. namespace views as memfds against files of a huge=always tmpfs
+#      (kvstore.view_dir; the tmpfs is mounted in the temporary directory and
+#      unmounted here, so this needs root): two tenants' puts, which take
+#      each other's slots, and get+copy, each against the memfd views.
 #   tests/bench/run-kvstore.sh [BUILD_DIR]
 # Environment: KVBENCH_DIR (parent of the temporary directory: default
 # /var/tmp; it must allow O_DIRECT, so not tmpfs), KVBENCH_SSD_MIB (SSD file,
@@ -86,6 +90,7 @@ if [ "$(stat -f -c %T "$work")" = tmpfs ]; then
 fi
 redis=""
 loopdev="" loop_backing=""
+views_mounted=""
 # Detaches the loop device and removes its /dev/shm file, if there are any.
 release_loop() {
   if [[ -n $loopdev ]]; then losetup -d "$loopdev" || true; fi
@@ -94,6 +99,9 @@ release_loop() {
 }
 cleanup() {
   [ -n "$redis" ] && kill -TERM "$redis" 2>/dev/null && wait "$redis" 2>/dev/null
+  # The views' tmpfs goes after the daemon that holds files on it.
+  if [ -n "${daemon:-}" ]; then bench_stop_daemon || true; fi
+  if [ -n "$views_mounted" ]; then umount -l "$views_mounted" || true; fi
   bench_cleanup
   release_loop
 }
@@ -431,6 +439,35 @@ for rep in $(seq "$reps"); do
   done
 done
 
+# ---- 5. namespace views: memfds vs a huge=always tmpfs (kvstore.view_dir) --
+views_note=""
+declare -A views_rate
+if [[ $(id -u) != 0 ]]; then
+  views_note="skipped (needs root to mount a tmpfs)"
+elif ! mkdir -p "$work/views" ||
+  ! mount -t tmpfs -o huge=always,mode=0700,size=0 cxlpool-kvbench "$work/views" 2>"$work/views.err"; then
+  views_note="skipped (no tmpfs with huge= here: $(tail -n1 "$work/views.err"))"
+else
+  views_mounted="$work/views"
+  for rep in $(seq "$reps"); do
+    for v in memfd tmpfs; do
+      view_line="# view_dir: memfds"
+      [[ $v == tmpfs ]] && view_line="view_dir = \"$work/views\""
+      write_config "$work/views.toml" 'dram_bytes = 536870912' 'cxl_bytes = 0' 'slot_bytes = 2097152' "$view_line"
+      # Two writers, a namespace each, three arenas' worth of puts: most
+      # commits take a slot the other namespace held.
+      start_daemon "$work/views.toml"
+      run "$bench" "$sock" put --qd 1 --clients 2 --tenants 1 --chunks 768
+      views_rate[tenants/$v]+=" $(value ops_per_s "$result")"
+      bench_stop_daemon
+      start_daemon "$work/views.toml"
+      run "$bench" "$sock" get --qd 1
+      views_rate[get/$v]+=" $(value ops_per_s "$result")"
+      bench_stop_daemon
+    done
+  done
+fi
+
 # ---- 4. multi-turn trace, DRAM at 10% of the working set -----------------
 plan=$("$trace" plan --sessions "$sessions" | grep '^PLAN')
 ws=$(value working_set_bytes "$plan")
@@ -523,6 +560,16 @@ else
 fi
 echo "reference: put without the client's write $(value ops_per_s "$put_nowrite") ops/s," \
   "get without the client's copy $(value ops_per_s "$get_nocopy") ops/s (8 in flight)"
+if [[ -n $views_note ]]; then
+  echo "namespace views on a huge=always tmpfs: $views_note"
+else
+  for row in "tenants/2 tenants' puts, 1 in flight each" "get/get+copy, 1 in flight"; do
+    # shellcheck disable=SC2086 # word lists by design
+    t=$(median ${views_rate[${row%%/*}/tmpfs]}) m=$(median ${views_rate[${row%%/*}/memfd]})
+    printf '%-44s %7s ops/s %7s ops/s %8s %s\n' "views on huge tmpfs: ${row#*/}" "$t" "$m" "$(ratio "$t" "$m")" \
+      "(baseline: memfd views)"
+  done
+fi
 for c in $concurrency; do
   t=$(grep '^RESULT mode=trace ' <<<"${trace_out[$c]}")
   echo "trace, $c sessions open, DRAM $((dram / mib)) MiB = 10% of the $((ws / mib)) MiB working set:" \

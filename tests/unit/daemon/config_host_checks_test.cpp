@@ -8,6 +8,8 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -230,54 +232,103 @@ TEST_F(PodSecretCheck, TheStartRunsTheCheck) {
   EXPECT_EQ(ok.error().code, ENOENT);
 }
 
-bool on_tmpfs(const std::string& path) {
+struct statfs fs_of(const std::string& path) {
   struct statfs fs {};
-  return ::statfs(path.c_str(), &fs) == 0 && static_cast<unsigned long>(fs.f_type) == TMPFS_MAGIC;
+  ::statfs(path.c_str(), &fs);
+  return fs;
 }
 
-// /dev/shm is tmpfs on every Linux this runs on; /var/tmp is a disk file
-// system on the machines here (checked, and the case skipped, otherwise).
-TEST(ViewDirCheck, OnlyATmpfsDirectoryItselfPasses) {
+bool on_tmpfs(const std::string& path) { return static_cast<unsigned long>(fs_of(path).f_type) == TMPFS_MAGIC; }
+
+// /dev/shm is tmpfs on every Linux this runs on, with a size limit (half
+// the memory) on the machines here; /var/tmp a disk file system (each
+// checked, the case skipped otherwise). A tmpfs without a limit needs a
+// mount (the integration test KvStore.ViewsLiveOnTheConfiguredTmpfsWithHugePages).
+TEST(ViewDirCheck, RefusesLinksFilesOtherFileSystemsSizeLimitsAndOthersDirectories) {
   if (!on_tmpfs("/dev/shm")) GTEST_SKIP() << "/dev/shm is not tmpfs here";
   test::TempDir shm{"viewdir", "/dev/shm"};
-  EXPECT_TRUE(check_view_dir(shm.path()));
-  EXPECT_FALSE(view_dir_huge_pages(shm.path()).empty()) << "the tmpfs mount holding it is found";
-  const std::string link = shm.path().string() + "/link";
-  ASSERT_EQ(::symlink(shm.path().c_str(), link.c_str()), 0);
-  const auto linked = check_view_dir(link);
+  const std::string dir = shm.path().string();
+  const uid_t me = ::geteuid();
+  const std::string link = dir + "/link";
+  ASSERT_EQ(::symlink(dir.c_str(), link.c_str()), 0);
+  auto linked = check_view_dir(link, me);
   ASSERT_FALSE(linked);
   EXPECT_EQ(linked.error().code, ELOOP);
-  const std::string file = shm.path().string() + "/file";
+  const std::string file = dir + "/file";
   std::ofstream(file) << "x";
-  const auto not_dir = check_view_dir(file);
+  auto not_dir = check_view_dir(file, me);
   ASSERT_FALSE(not_dir);
   EXPECT_EQ(not_dir.error().code, ENOTDIR);
-  const auto missing = check_view_dir(shm.path().string() + "/missing");
+  auto missing = check_view_dir(dir + "/missing", me);
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("kvstore.view_dir"), std::string::npos) << missing.error().message;
+  auto others = check_view_dir(dir, me + 1);
+  ASSERT_FALSE(others);
+  EXPECT_EQ(others.error().code, EPERM) << "another uid's directory";
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  auto open_to_all = check_view_dir(dir, me);
+  ASSERT_FALSE(open_to_all);
+  EXPECT_EQ(open_to_all.error().code, EPERM) << "writable by others: " << open_to_all.error().message;
+  ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+  if (fs_of(dir).f_blocks != 0) {
+    auto limited = check_view_dir(dir, me);
+    ASSERT_FALSE(limited);
+    EXPECT_EQ(limited.error().code, EINVAL);
+    EXPECT_NE(limited.error().message.find("size=0"), std::string::npos) << limited.error().message;
+  }
 
   test::TempDir disk{"viewdir", "/var/tmp"};
   if (on_tmpfs(disk.path())) GTEST_SKIP() << "/var/tmp is tmpfs here";
-  const auto refused = check_view_dir(disk.path());
+  auto refused = check_view_dir(disk.path(), me);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, EINVAL);
   EXPECT_NE(refused.error().message.find("is not on tmpfs"), std::string::npos) << refused.error().message;
   EXPECT_NE(refused.error().message.find("huge=within_size"), std::string::npos) << "says what to mount";
-  EXPECT_EQ(view_dir_huge_pages(disk.path()), "") << "no tmpfs holds it";
 }
 
-// The views' files: unnamed, the size asked, 0400 (nobody else reopens them).
-TEST(ViewDirCheck, ViewFilesAreUnnamedAndOwnerReadOnly) {
+// The page size the log reports: the huge= of the mount of the directory's
+// device (a bind mount elsewhere tells the same), unless shmem_enabled
+// overrides every mount.
+TEST(ViewDirCheck, HugePagesComeFromTheMountOfTheDirectorysDevice) {
+  test::TempDir dir{"viewdir"};
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.path().c_str(), &st), 0);
+  const std::string dev = std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  const std::string tmpfs = "36 25 0:99 / /elsewhere rw - tmpfs other rw\n"
+                            "40 25 " + dev + " / /some/where rw,relatime shared:9 - tmpfs kv rw,size=0k,huge=within_size\n";
+  const std::string never = "40 25 " + dev + " / /x rw - tmpfs kv rw,mode=700\n";
+  const std::string disk = "40 25 " + dev + " / /x rw - ext4 /dev/vda rw\n";
+  EXPECT_EQ(view_dir_huge_pages(dir.path(), tmpfs, "always within_size advise [never] deny force"), "within_size");
+  EXPECT_EQ(view_dir_huge_pages(dir.path(), never, "[never]"), "never");
+  EXPECT_EQ(view_dir_huge_pages(dir.path(), disk, "[never]"), "") << "not a tmpfs";
+  EXPECT_EQ(view_dir_huge_pages(dir.path(), "", ""), "") << "no mount of its device";
+  EXPECT_EQ(view_dir_huge_pages(dir.path(), tmpfs, "always within_size advise never [deny] force"), "deny");
+  EXPECT_EQ(view_dir_huge_pages(dir.path(), never, "always within_size advise never deny [force]"), "force");
+  EXPECT_TRUE(huge_pages_in_views("within_size"));
+  EXPECT_TRUE(huge_pages_in_views("force"));
+  EXPECT_FALSE(huge_pages_in_views("never"));
+  EXPECT_FALSE(huge_pages_in_views("deny"));
+  EXPECT_FALSE(huge_pages_in_views("advise")) << "the views' mappings are not madvised";
+}
+
+// The views' files: unnamed for good (O_EXCL: linkat cannot name them), the
+// size asked, 0400 (nobody else reopens them).
+TEST(ViewDirCheck, ViewFilesCannotBeNamedAndAreOwnerReadOnly) {
   test::TempDir shm{"viewdir", "/dev/shm"};
-  auto fd = create_view_file(shm.path(), "view", 8 * kMiB);
+  const std::string dir = shm.path().string();
+  UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir_fd);
+  auto fd = create_view_file(dir_fd.get(), dir, "view", 8 * kMiB);
   ASSERT_TRUE(fd) << fd.error().message;
   struct stat st {};
   ASSERT_EQ(::fstat(fd->get(), &st), 0);
   EXPECT_EQ(st.st_size, static_cast<off_t>(8 * kMiB));
   EXPECT_EQ(st.st_mode & 07777, 0400u);
   EXPECT_EQ(st.st_nlink, 0u) << "O_TMPFILE: no name in the directory";
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd->get());
+  EXPECT_NE(::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, (dir + "/named").c_str(), AT_SYMLINK_FOLLOW), 0);
   EXPECT_TRUE(std::filesystem::is_empty(shm.path()));
-  const auto refused = create_view_file(shm.path().string() + "/missing", "view", kMiB);
+  auto refused = create_view_file(-1, dir, "view", kMiB);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("kvstore.view_dir"), std::string::npos) << refused.error().message;
 }
