@@ -293,8 +293,8 @@ void KvService::report_ssd_errors(uint64_t now_ns) {
   const kvcache::SsdStoreStats* ss = store_->ssd_stats();
   if (ss == nullptr) return;
   if (auto line = ssd_errors_.update(*ss, now_ns)) logger("kvstore")->error("{}", *line);
-  // A refusal ends registration for a tier or a client, so there are a
-  // handful at most: each new count is one line.
+  // A refusal ends registration of its kind (the table at start, a tier's
+  // slots, the put windows): four at most, each new count one line.
   const uint64_t refused = store_->counters().ssd_registration_errors;
   if (refused != registration_errors_logged_) {
     registration_errors_logged_ = refused;

@@ -106,9 +106,14 @@ Result<UniqueFd> create_view_file(int dir_fd, const std::string& dir, const std:
   const std::string what = "kvstore.view_dir " + dir;
   UniqueFd fd(::openat(dir_fd, ".", O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0400));
   if (!fd) return fail_errno(what + ": creating " + name);
-  if (::fchmod(fd.get(), 0400) != 0) return fail_errno(what + ": fchmod " + name);
-  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return fail_errno(what + ": sizing " + name);
+  if (auto ok = finish_view(fd.get(), what + ": " + name, bytes); !ok) return tl::unexpected(ok.error());
   return fd;
+}
+
+Result<void> finish_view(int fd, const std::string& what, uint64_t bytes) {
+  if (::fchmod(fd, 0400) != 0) return fail_errno("fchmod " + what);
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) return fail_errno("ftruncate " + what);
+  return {};
 }
 
 }  // namespace cxlpool::daemon

@@ -47,6 +47,13 @@ std::string view_dir_huge_pages(const std::string& dir);
 // Whether those words mean 2 MiB pages.
 bool huge_pages_in_views(std::string_view words);
 
+// What every view's descriptor gets before it leaves the daemon, memfd or
+// file: mode 0400 of the daemon's uid (a memfd is created 0777, and a
+// read-only descriptor could otherwise be reopened writable through
+// /proc/self/fd/N; this way nobody else can reopen it at all), and its
+// size. `what` names it in the error.
+Result<void> finish_view(int fd, const std::string& what, uint64_t bytes);
+
 // An unnamed file of `bytes` in the opened directory (O_TMPFILE | O_EXCL:
 // it can never be linked into a name), mode 0400: nobody else can reopen it
 // through /proc/PID/fd (as with the memfds: docs in kv_views.hpp). Errors:

@@ -19,12 +19,7 @@ namespace {
 Result<UniqueFd> create_view_memfd(const std::string& name, uint64_t bytes) {
   UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC));
   if (!fd) return fail_errno("memfd_create " + name);
-  // Before any descriptor leaves the daemon: a memfd is created 0777, and
-  // the read-only descriptors clients get could be reopened writable
-  // through /proc/self/fd/N. 0400 of the daemon's uid: nobody else can
-  // reopen it at all.
-  if (::fchmod(fd.get(), 0400) != 0) return fail_errno("fchmod " + name);
-  if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return fail_errno("ftruncate " + name);
+  if (auto ok = finish_view(fd.get(), name, bytes); !ok) return tl::unexpected(ok.error());
   return fd;
 }
 
